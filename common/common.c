@@ -1,0 +1,271 @@
+/* common: error strings, byte buffers, digests, file reading. */
+#include "common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
+
+const char *tftap_strerror(int err)
+{
+    switch (err) {
+    case TFTAP_OK: return "success";
+    case TFTAP_ENOMEM: return "out of memory";
+    case TFTAP_EINVAL: return "invalid argument";
+    case TFTAP_EDECODE: return "malformed input";
+    case TFTAP_ELIMIT: return "limit exceeded";
+    case TFTAP_EIO: return "i/o error";
+    case TFTAP_ENOTFOUND: return "not found";
+    case TFTAP_ESTORE: return "database error";
+    case TFTAP_EPROTO: return "plugin protocol error";
+    case TFTAP_ETLS: return "tls error";
+    case TFTAP_ECHILD: return "child process error";
+    }
+    return "unknown error";
+}
+
+void tftap_buf_done(tftap_buf *b)
+{
+    if (!b)
+        return;
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    b->failed = 0;
+}
+
+void tftap_buf_reset(tftap_buf *b)
+{
+    b->len = 0;
+    b->failed = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+int tftap_buf_reserve(tftap_buf *b, size_t extra)
+{
+    if (b->failed)
+        return TFTAP_ENOMEM;
+    if (extra >= SIZE_MAX - b->len) {
+        b->failed = 1;
+        return TFTAP_ENOMEM;
+    }
+    size_t need = b->len + extra + 1;
+    if (need <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    char *p = realloc(b->data, cap);
+    if (!p) {
+        b->failed = 1;
+        return TFTAP_ENOMEM;
+    }
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+void tftap_buf_append(tftap_buf *b, const void *p, size_t n)
+{
+    if (tftap_buf_reserve(b, n))
+        return;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void tftap_buf_puts(tftap_buf *b, const char *s)
+{
+    tftap_buf_append(b, s, strlen(s));
+}
+
+void tftap_buf_putc(tftap_buf *b, char c)
+{
+    if (b->len + 1 < b->cap && !b->failed) {
+        b->data[b->len++] = c;
+        b->data[b->len] = '\0';
+        return;
+    }
+    tftap_buf_append(b, &c, 1);
+}
+
+void tftap_buf_printf(tftap_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || tftap_buf_reserve(b, (size_t)n))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void tftap_buf_json_string(tftap_buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    /* Worst case every byte becomes \u00XX. */
+    if (n > (SIZE_MAX - 3) / 6 || tftap_buf_reserve(b, n * 6 + 2))
+        return;
+    char *o = b->data + b->len;
+    *o++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': *o++ = '\\'; *o++ = '"'; break;
+        case '\\': *o++ = '\\'; *o++ = '\\'; break;
+        case '\n': *o++ = '\\'; *o++ = 'n'; break;
+        case '\r': *o++ = '\\'; *o++ = 'r'; break;
+        case '\t': *o++ = '\\'; *o++ = 't'; break;
+        default:
+            if (c < 0x20 || c == 0x7f) {
+                *o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0';
+                *o++ = hex[c >> 4]; *o++ = hex[c & 15];
+            } else {
+                *o++ = (char)c;
+            }
+        }
+    }
+    *o++ = '"';
+    *o = '\0';
+    b->len = (size_t)(o - b->data);
+}
+
+const char *tftap_buf_cstr(tftap_buf *b)
+{
+    return b->data && !b->failed ? b->data : "";
+}
+
+char *tftap_buf_take(tftap_buf *b, size_t *len)
+{
+    char *p = b->data;
+    if (len)
+        *len = b->len;
+    if (!p)
+        p = calloc(1, 1);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    b->failed = 0;
+    return p;
+}
+
+static void to_hex(const unsigned char *md, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+void tftap_sha256_hex(const void *data, size_t len, char out[65])
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256(data, len, md);
+    to_hex(md, sizeof md, out);
+}
+
+void tftap_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len,
+                           char out[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    HMAC(EVP_sha256(), key, (int)key_len, data, len, md, &mdlen);
+    to_hex(md, mdlen, out);
+}
+
+int tftap_read_file(const char *path, size_t max, tftap_buf *buf)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return TFTAP_EIO;
+    int rc = 0;
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (buf->len + n > max) {
+            rc = TFTAP_ELIMIT;
+            break;
+        }
+        tftap_buf_append(buf, chunk, n);
+        if (tftap_buf_failed(buf)) {
+            rc = TFTAP_ENOMEM;
+            break;
+        }
+    }
+    if (!rc && ferror(f)) {
+        rc = TFTAP_EIO;
+    }
+    if (f != stdin)
+        fclose(f);
+    return rc;
+}
+
+static void newline(tftap_buf *out, int level)
+{
+    tftap_buf_putc(out, '\n');
+    for (int i = 0; i < level; i++)
+        tftap_buf_append(out, "  ", 2);
+}
+
+void tftap_json_pretty(const char *json, size_t len, tftap_buf *out)
+{
+    int level = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = json[i];
+        switch (c) {
+        case '"': {
+            size_t start = i++;
+            while (i < len && json[i] != '"')
+                i += json[i] == '\\' ? 2 : 1;
+            tftap_buf_append(out, json + start, (i < len ? i + 1 : len) - start);
+            break;
+        }
+        case '{':
+        case '[': {
+            char close = c == '{' ? '}' : ']';
+            size_t k = i + 1;
+            while (k < len && (json[k] == ' ' || json[k] == '\n'))
+                k++;
+            if (k < len && json[k] == close) { /* empty: keep it on one line */
+                tftap_buf_putc(out, c);
+                tftap_buf_putc(out, close);
+                i = k;
+                break;
+            }
+            tftap_buf_putc(out, c);
+            newline(out, ++level);
+            break;
+        }
+        case '}':
+        case ']':
+            newline(out, --level);
+            tftap_buf_putc(out, c);
+            break;
+        case ',':
+            tftap_buf_putc(out, c);
+            newline(out, level);
+            break;
+        case ':':
+            tftap_buf_append(out, ": ", 2);
+            break;
+        case ' ':
+        case '\n':
+        case '\t':
+        case '\r':
+            break;
+        default:
+            tftap_buf_putc(out, c);
+        }
+    }
+}

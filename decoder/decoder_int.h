@@ -1,0 +1,89 @@
+/* decoder internals shared by the decoder's own .c files; not for other modules. */
+#ifndef TFTAP_DECODER_INT_H
+#define TFTAP_DECODER_INT_H
+
+#include "decoder/decoder.h"
+
+struct dec_attr {
+    char *name;
+    size_t name_len;
+    dec_type *type;
+    unsigned optional : 1;   /* listed in the object type's optional attributes */
+    unsigned sensitive : 1;  /* redact this attribute's value */
+    unsigned write_only : 1; /* write-only attribute (redacted like sensitive) */
+};
+
+struct dec_type {
+    enum dec_kind kind;
+    dec_type *elem;         /* list, set, map */
+    size_t n;               /* object attributes or tuple elements */
+    struct dec_attr *attrs; /* object: sorted bytewise by name, no duplicates */
+    dec_type **elems;       /* tuple */
+};
+
+/* Builders used by the type parser and the schema model. They take
+ * ownership of the dec_type arguments (also on failure). NULL on ENOMEM. */
+dec_type *dec_type_new(enum dec_kind kind);               /* primitive or dynamic */
+dec_type *dec_type_new_collection(enum dec_kind kind, dec_type *elem);
+dec_type *dec_type_new_tuple(dec_type **elems, size_t n); /* takes elems array */
+/* attrs (malloc'd array, names malloc'd) is taken; sorts it; fails with
+ * TFTAP_EINVAL on a duplicate name. */
+int dec_type_new_object(struct dec_attr *attrs, size_t n, dec_type **out);
+const struct dec_attr *dec_type_attr(const dec_type *t, const char *name, size_t len);
+
+/* Error helpers: set err (if not yet set) with a formatted reason. */
+void dec_error_set(dec_error *err, int code, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#endif
+
+/* ---- shared by the msgpack and JSON value decoders ---------------------- */
+
+/* One step of the path from the root to the value being decoded; kept on a
+ * stack and only turned into text when an error is reported. */
+struct dec_step {
+    enum { DEC_STEP_ATTR, DEC_STEP_KEY, DEC_STEP_INDEX } kind;
+    const char *name; /* ATTR, KEY: not NUL-terminated, owned by the input */
+    size_t len;
+    uint64_t index;
+};
+
+struct dec_walk {
+    tftap_buf *out;
+    const dec_opts *opts;
+    dec_error *err;
+    unsigned max_depth;
+    unsigned depth;          /* number of steps on the stack */
+    struct dec_step *steps;  /* max_depth + 1 entries */
+};
+
+int dec_walk_init(struct dec_walk *w, const dec_opts *opts, tftap_buf *out, dec_error *err);
+void dec_walk_done(struct dec_walk *w);
+/* Push a step; fails with TFTAP_ELIMIT past max_depth. */
+int dec_walk_push(struct dec_walk *w, int kind, const char *name, size_t len, uint64_t index);
+static inline void dec_walk_pop(struct dec_walk *w)
+{
+    w->depth--;
+}
+/* Record an error at the current path; returns code. */
+int dec_walk_fail(struct dec_walk *w, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Append the current path as text (`.a["k"][3]`). */
+void dec_path_format(const struct dec_step *steps, unsigned n, tftap_buf *out);
+
+/* Replace the JSON of a sensitive value (out->data[start..]) by its redacted
+ * form when the options ask for redaction. */
+void dec_walk_redact(struct dec_walk *w, size_t start);
+
+/* UTF-8 validity of n bytes (rejects overlongs, surrogates, > U+10FFFF). */
+int dec_utf8_valid(const char *s, size_t n);
+
+/* Numbers (number.c). Append JSON text for: a float64 in shortest
+ * round-trip form ("Infinity"/"-Infinity" strings for infinities; NaN is an
+ * error: returns TFTAP_EDECODE); a decimal string in go-cty's accepted
+ * syntax (sign, digits, optional fraction, optional e/E exponent, Inf)
+ * normalised to a valid JSON number (returns TFTAP_EDECODE if invalid). */
+int dec_number_float(double v, tftap_buf *out);
+int dec_number_decimal(const char *s, size_t n, tftap_buf *out);
+/* Whether s/n is a valid JSON number token. */
+int dec_json_number_valid(const char *s, size_t n);

@@ -1,0 +1,217 @@
+/* store: the SQLite record of runs, provider processes, schemas and calls,
+ * the recorder that writes it off the relay's path, and the queries the CLI
+ * and web UI read it with. Layer: may use common and decoder only.
+ *
+ * Ownership: handles returned through **out are released with their
+ * _close/_free function (NULL accepted); byte arguments are copied unless a
+ * function says it takes them. */
+#ifndef TFTAP_STORE_H
+#define TFTAP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+
+/* Default database path, relative to the working directory. */
+#define STORE_DEFAULT_PATH ".tftap/tftap.db"
+
+/* ---- the recorder: used by the proxy, never blocks the relay ------------- */
+
+typedef struct store_recorder store_recorder;
+
+typedef struct store_recorder_opts {
+    int64_t run_id;          /* run this process belongs to; 0 = create a run row of its own */
+    int record_sensitive;    /* 1: do not redact sensitive/write-only values */
+    int keep_raw;            /* 1: also store raw message bytes */
+    size_t max_queue_bytes;  /* bound on queued message bytes; 0 = default (256 MiB) */
+} store_recorder_opts;
+
+enum store_direction { STORE_REQUEST = 0, STORE_RESPONSE = 1 };
+
+/* Open (creating 0600 with its parent directory if needed) the database and
+ * start the writer thread. A database that cannot be opened is not fatal to
+ * the caller's relay: the recorder still returns 0 and counts what it drops,
+ * retrying the open and recording the gap once it succeeds; only ENOMEM and
+ * bad arguments fail. */
+int store_recorder_open(const char *db_path, const store_recorder_opts *opts,
+                        store_recorder **out);
+
+/* The provider process this recorder records for. */
+void store_recorder_process(store_recorder *r, const char *provider_addr, const char *version,
+                            const char *binary_path, int protocol_version, int pid);
+
+/* Calls: call_id is unique within this recorder; times are microseconds
+ * since the Unix epoch. Each copies its arguments and returns at once;
+ * when the queue is full the event is dropped and counted. */
+void store_recorder_call_begin(store_recorder *r, uint64_t call_id, const char *method,
+                               int64_t t_us);
+void store_recorder_message(store_recorder *r, uint64_t call_id, enum store_direction dir,
+                            int64_t t_us, const void *bytes, size_t len);
+void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, int status_code,
+                             const char *status_message);
+
+/* Flush everything queued, stop the writer thread, close the database. */
+void store_recorder_close(store_recorder *r);
+
+/* Tuning knobs most callers leave at 0 (= default); tests shorten them. */
+typedef struct store_recorder_tuning {
+    unsigned retry_ms;  /* re-open/re-write an unavailable database this often (1000) */
+    unsigned commit_ms; /* commit at least this often while busy (100) */
+} store_recorder_tuning;
+void store_recorder_tune(store_recorder *r, const store_recorder_tuning *t);
+
+/* Counters for tests and for the proxy's exit summary (snapshot). */
+typedef struct store_recorder_stats {
+    uint64_t events;        /* accepted into the queue */
+    uint64_t dropped;       /* refused because the queue was full or the database was down */
+    uint64_t written;       /* committed to the database */
+    uint64_t gaps;          /* gap rows written */
+    size_t queued_bytes;    /* bytes waiting in the queue now */
+    int db_ok;              /* 1 while the database is open and writable */
+    int64_t process_row;    /* processes.id once written, else 0 */
+    int64_t run_id;         /* runs.id once known, else 0 */
+} store_recorder_stats;
+void store_recorder_get_stats(store_recorder *r, store_recorder_stats *out);
+
+/* ---- the database: runs, queries --------------------------------------- */
+
+typedef struct store store; /* one connection; use from one thread at a time */
+
+enum store_open_flags {
+    STORE_OPEN_CREATE = 1, /* create the file (0600) and its directory (0700) if missing */
+};
+
+/* Open the database at path and bring its schema up to date (migrations).
+ * Returns 0, TFTAP_ENOTFOUND (no file and no STORE_OPEN_CREATE), TFTAP_EIO
+ * (errno set: directory or file could not be made), TFTAP_ESTORE (SQLite
+ * failure or a database written by a newer tftap), TFTAP_ENOMEM. */
+int store_open(const char *path, int flags, store **out);
+void store_close(store *s);
+/* The last SQLite error message of this connection ("" if none). */
+const char *store_errmsg(store *s);
+
+/* Start a run row: command and args (argc strings, recorded as a JSON array),
+ * working directory, the CLI's name ("tofu"/"terraform") and version (NULL
+ * when unknown). */
+int store_run_begin(store *s, const char *command, int argc, const char *const *args,
+                    const char *cwd, const char *cli_name, const char *cli_version,
+                    int64_t *run_id);
+/* Record the run's end time (now) and exit code. */
+int store_run_end(store *s, int64_t run_id, int exit_code);
+
+/* "last" (the newest run) or a decimal run id -> run id. TFTAP_ENOTFOUND if
+ * there is no such run, TFTAP_EINVAL if spec is neither. */
+int store_resolve_run(store *s, const char *spec, int64_t *run_id);
+
+/* Query callbacks get rows whose strings live until the callback returns;
+ * a non-zero return from the callback stops the iteration and is returned. */
+typedef struct store_run_row {
+    int64_t id;
+    const char *command;
+    const char *args_json; /* JSON array of strings */
+    const char *cwd;
+    const char *cli_name;
+    const char *cli_version;
+    int64_t started_us;
+    int64_t ended_us; /* 0 while running (or killed) */
+    int has_exit_code;
+    int exit_code;
+    int64_t processes;
+    int64_t calls;
+    int64_t dropped; /* recorder events lost in this run */
+} store_run_row;
+int store_runs_each(store *s, int (*fn)(void *ctx, const store_run_row *row), void *ctx);
+int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_row *row),
+                  void *ctx);
+
+typedef struct store_call_row {
+    int64_t id;
+    int64_t run_id;
+    int64_t process_id;
+    int64_t call_seq;
+    const char *provider;
+    const char *method; /* full gRPC path */
+    const char *rpc;    /* last path element, e.g. "PlanResourceChange" */
+    int stream;
+    int64_t started_us;
+    int64_t ended_us; /* 0 while in flight */
+    int has_status;
+    int status_code;
+    const char *status_message;
+    int64_t request_bytes, response_bytes;
+    int64_t request_count, response_count;
+    const char *type_name;
+    const char *address;
+    const char *request_json;  /* NULL if not decoded/recorded */
+    const char *response_json; /* for streams a JSON array of messages */
+    const char *decode_error;
+} store_call_row;
+/* Calls of a run in start order; method matches the full path or the rpc
+ * name, type the type_name; either may be NULL. */
+int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
+                     int (*fn)(void *ctx, const store_call_row *row), void *ctx);
+
+/* One resource instance change (see v_resource_changes in docs/database.md). */
+typedef struct store_change_row {
+    int64_t call_id;
+    const char *rpc; /* PlanResourceChange, ApplyResourceChange or ReadResource */
+    const char *type_name;
+    const char *address;      /* NULL when not matched */
+    const char *address_note; /* why it was not matched, or NULL */
+    const char *prior;        /* JSON texts, NULL when absent */
+    const char *proposed;
+    const char *config;
+    const char *planned;
+    const char *new_state;
+    const char *requires_replace; /* JSON array of attribute paths */
+    const char *diagnostics;      /* JSON array */
+    int has_status;
+    int status_code;
+    int64_t started_us;
+} store_change_row;
+/* Changes of a run in call order, optionally only those whose address or
+ * type_name equals filter (an address also matches its instances, "a.b"
+ * matches "a.b[0]"). */
+int store_changes_each(store *s, int64_t run_id, const char *filter,
+                       int (*fn)(void *ctx, const store_change_row *row), void *ctx);
+
+typedef struct store_diag_row {
+    int64_t call_id;
+    const char *rpc;
+    const char *type_name;
+    const char *address;
+    const char *severity;
+    const char *summary;
+    const char *detail;
+    const char *attribute; /* JSON, or NULL */
+} store_diag_row;
+int store_diagnostics_each(store *s, int64_t run_id, const char *filter,
+                           int (*fn)(void *ctx, const store_diag_row *row), void *ctx);
+
+/* Export a run as JSON lines: one {"kind":"run"|"process"|"call"|"gap",...}
+ * object per line, appended to out and handed to fn in chunks of lines. */
+int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char *p, size_t n),
+                       void *ctx);
+
+/* Match the run's PlanResourceChange/ApplyResourceChange/ReadResource calls
+ * to resource instance addresses, using the JSON of `tofu show -json` of the
+ * plan or state that run wrote (both forms accepted), by resource type and
+ * attribute values. Stores calls.address (or calls.address_note saying why
+ * not). *matched/ *unmatched count the calls (either may be NULL). */
+int store_match_addresses(store *s, int64_t run_id, const char *show_json, size_t len,
+                          int *matched, int *unmatched);
+
+/* ---- rendering ----------------------------------------------------------- */
+
+enum store_render_flags {
+    STORE_RENDER_COLOR = 1, /* ANSI colours on the markers */
+};
+
+/* Append a change the way a plan reads it: header comment, "+ resource ..."
+ * with +, -, ~, -/+ markers, "(known after apply)" with refinements,
+ * "# forces replacement" and "(sensitive value)". Returns 0 or
+ * TFTAP_EDECODE (malformed JSON in the row) or TFTAP_ENOMEM. */
+int store_render_change(const store_change_row *c, int flags, tftap_buf *out);
+
+#endif
