@@ -1,0 +1,141 @@
+/* store: migrations, permissions, runs, on real SQLite files in a temp dir. */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "tests/check.h"
+
+static char tmpdir[256];
+
+static void path_in(char *out, size_t n, const char *name)
+{
+    snprintf(out, n, "%s/%s", tmpdir, name);
+}
+
+static int64_t scalar(const char *db_path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    else
+        fprintf(stderr, "scalar(%s): %s\n", sql, sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static void test_migrate_from_empty(void)
+{
+    char dir[300], path[400];
+    path_in(dir, sizeof dir, "fresh/nested");
+    snprintf(path, sizeof path, "%s/tftap.db", dir);
+    store *s = NULL;
+    /* Without CREATE a missing database is reported, not made. */
+    CHECK_INT_EQ(store_open(path, 0, &s), TFTAP_ENOTFOUND);
+    CHECK(s == NULL);
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
+    CHECK(s != NULL);
+
+    struct stat st;
+    CHECK_INT_EQ(stat(dir, &st), 0);
+    CHECK_INT_EQ(st.st_mode & 0777, 0700);
+    CHECK_INT_EQ(stat(path, &st), 0);
+    CHECK_INT_EQ(st.st_mode & 0777, 0600);
+
+    int64_t run = 0;
+    const char *args[] = {"plan", "-out=x \"q\""};
+    CHECK_INT_EQ(store_run_begin(s, "tofu", 2, args, "/tmp", "tofu", "1.9.0", &run), 0);
+    CHECK(run > 0);
+    /* -wal exists now (a write happened) and inherits 0600. */
+    char wal[420];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    CHECK_INT_EQ(stat(wal, &st), 0);
+    CHECK_INT_EQ(st.st_mode & 0777, 0600);
+    snprintf(wal, sizeof wal, "%s-shm", path);
+    CHECK_INT_EQ(stat(wal, &st), 0);
+    CHECK_INT_EQ(st.st_mode & 0777, 0600);
+
+    CHECK_INT_EQ(store_run_end(s, run, 3), 0);
+    CHECK_INT_EQ(store_run_end(s, run + 100, 3), TFTAP_ENOTFOUND);
+    int64_t r2 = 0;
+    CHECK_INT_EQ(store_resolve_run(s, "last", &r2), 0);
+    CHECK_INT_EQ(r2, run);
+    CHECK_INT_EQ(store_resolve_run(s, "999", &r2), TFTAP_ENOTFOUND);
+    CHECK_INT_EQ(store_resolve_run(s, "x1", &r2), TFTAP_EINVAL);
+    store_close(s);
+
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 1);
+    CHECK_INT_EQ(scalar(path, "SELECT exit_code FROM runs"), 3);
+    CHECK_INT_EQ(scalar(path, "SELECT json_array_length(args) FROM runs"), 2);
+    CHECK_INT_EQ(scalar(path, "SELECT args = '[\"plan\",\"-out=x \\\"q\\\"\"]' FROM runs"), 1);
+    CHECK_INT_EQ(scalar(path, "SELECT length(key) FROM secret_key"), 32);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM sqlite_master WHERE type = 'view'"), 3);
+    /* The views compile against the tables (a broken view fails here). */
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_calls"), 0);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_resource_changes"), 0);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_diagnostics"), 0);
+
+    /* Re-opening keeps the key and does not migrate again. */
+    sqlite3 *db = NULL;
+    sqlite3_open(path, &db);
+    sqlite3_exec(db, "CREATE TABLE marker (x); INSERT INTO marker VALUES (42)", NULL, NULL, NULL);
+    sqlite3_close(db);
+    int64_t k1 = scalar(path, "SELECT unicode(hex(key)) + length(hex(key)) FROM secret_key");
+    CHECK_INT_EQ(store_open(path, 0, &s), 0);
+    store_close(s);
+    CHECK_INT_EQ(scalar(path, "SELECT x FROM marker"), 42);
+    CHECK_INT_EQ(scalar(path, "SELECT unicode(hex(key)) + length(hex(key)) FROM secret_key"), k1);
+}
+
+static void test_newer_database_refused(void)
+{
+    char path[400];
+    path_in(path, sizeof path, "newer.db");
+    sqlite3 *db = NULL;
+    sqlite3_open(path, &db);
+    sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL);
+    sqlite3_close(db);
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(path, 0, &s), TFTAP_ESTORE);
+    CHECK(s == NULL);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM sqlite_master"), 0);
+}
+
+static void test_parent_not_a_directory(void)
+{
+    char file[300], path[400];
+    path_in(file, sizeof file, "plainfile");
+    FILE *f = fopen(file, "w");
+    fclose(f);
+    snprintf(path, sizeof path, "%s/sub/tftap.db", file);
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), TFTAP_EIO);
+    CHECK(s == NULL);
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "%s/tftap-test-db-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_migrate_from_empty();
+    test_newer_database_refused();
+    test_parent_not_a_directory();
+    if (!check_failures) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", tmpdir);
+    }
+    return check_report("test_db");
+}
