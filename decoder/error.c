@@ -101,17 +101,20 @@ static int is_identifier(const char *s, size_t n)
 
 void dec_path_format(const struct dec_step *steps, unsigned n, tftap_buf *out)
 {
+    /* Paths always start with '.', as in jq: `.tags["x"]`, `.[2]`. */
+    if (n > 0 && !(steps[0].kind == DEC_STEP_ATTR && is_identifier(steps[0].name, steps[0].len)))
+        tftap_buf_putc(out, '.');
     for (unsigned i = 0; i < n; i++) {
         const struct dec_step *s = &steps[i];
         switch (s->kind) {
         case DEC_STEP_ATTR:
-            if (is_identifier(s->name, s->len)) {
+        case DEC_STEP_KEY:
+            if (s->kind == DEC_STEP_ATTR && is_identifier(s->name, s->len)) {
                 tftap_buf_putc(out, '.');
                 tftap_buf_append(out, s->name, s->len);
                 break;
             }
-            /* fall through: unusual attribute names print like keys */
-        case DEC_STEP_KEY:
+            /* Keys, and attribute names that are not identifiers. */
             tftap_buf_putc(out, '[');
             /* Keys come from untrusted input: escape, and never print
              * invalid UTF-8 into an error message. */

@@ -72,7 +72,7 @@ static void put_utf8(tftap_buf *b, uint32_t cp)
     tftap_buf_append(b, u, n);
 }
 
-/* Read a string token. *s/*n point into the input when it has no escapes,
+/* Read a string token. *s and *n point into the input when it has no escapes,
  * else into dst (which is reset first). */
 static int string_tok(struct js *j, tftap_buf *dst, const char **s, size_t *n)
 {

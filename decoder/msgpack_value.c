@@ -126,7 +126,7 @@ static int check_count(struct mp *m, uint64_t count, unsigned per_item)
     return 0;
 }
 
-/* Integers: returns 0 and sets *neg/*mag, or 1 if not an integer. */
+/* Integers: returns 0 and sets *neg and *mag, or 1 if not an integer. */
 static int read_int(struct mp *m, int *neg, uint64_t *mag)
 {
     if (need(m, 1))

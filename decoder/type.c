@@ -121,8 +121,9 @@ enum dec_kind dec_type_kind(const dec_type *t)
 struct tparse {
     dec_error *err;
     unsigned max_depth;
-    struct dec_step *steps;
-    unsigned depth;
+    struct dec_step *steps; /* path of attribute names and tuple indexes */
+    unsigned depth;         /* steps in use */
+    unsigned level;         /* type nesting, bounded by max_depth */
 };
 
 static int tfail(struct tparse *p, const char *reason)
@@ -195,13 +196,23 @@ fail:
     return rc;
 }
 
+static int parse_kind(struct tparse *p, const cJSON *j, dec_type **out);
+
 static int parse_node(struct tparse *p, const cJSON *j, dec_type **out)
 {
     *out = NULL;
-    if (p->depth >= p->max_depth) {
+    if (p->level >= p->max_depth) {
         dec_error_set(p->err, TFTAP_ELIMIT, "", "type nested deeper than %u levels", p->max_depth);
         return TFTAP_ELIMIT;
     }
+    p->level++;
+    int rc = parse_kind(p, j, out);
+    p->level--;
+    return rc;
+}
+
+static int parse_kind(struct tparse *p, const cJSON *j, dec_type **out)
+{
     if (cJSON_IsString(j)) {
         const char *s = j->valuestring;
         enum dec_kind k;
@@ -285,7 +296,14 @@ int dec_type_parse(const char *json, size_t len, const dec_limits *lim, dec_type
     struct tparse p = {.err = err};
     p.max_depth = lim && lim->max_depth ? lim->max_depth : DEC_DEFAULT_MAX_DEPTH;
     /* cJSON itself refuses nesting deeper than CJSON_NESTING_LIMIT (1000). */
-    cJSON *j = cJSON_ParseWithLengthOpts(json, len, NULL, 1);
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(json, len, &end, 0);
+    while (j && end < json + len && (*end == ' ' || *end == '\n' || *end == '\t' || *end == '\r'))
+        end++;
+    if (j && end != json + len) {
+        cJSON_Delete(j);
+        j = NULL;
+    }
     if (!j) {
         dec_error_set(err, TFTAP_EDECODE, "", "invalid type: not valid JSON");
         return TFTAP_EDECODE;
