@@ -121,7 +121,7 @@ static const char *const migrations[] = {
     "CREATE VIEW v_diagnostics AS SELECT"
     "  c.run_id, c.id AS call_id, c.rpc AS method, c.type_name, c.address,"
     "  d.value ->> '$.severity' AS severity, d.value ->> '$.summary' AS summary,"
-    "  d.value ->> '$.detail' AS detail, d.value -> '$.attribute' AS attribute"
+    "  d.value ->> '$.detail' AS detail, d.value ->> '$.attribute.path' AS attribute"
     "  FROM calls c, json_each(CASE WHEN json_valid(c.response_json)"
     "    AND json_type(c.response_json) = 'object' THEN c.response_json END,"
     "    '$.diagnostics') d;",

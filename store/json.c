@@ -1,0 +1,391 @@
+/* store: a small JSON reader for decoded values. cJSON would turn numbers
+ * into doubles; decoded values carry exact numbers, so this one keeps each
+ * number's text. Input is our own database's JSON or `tofu show -json`
+ * output, both bounded by the caller; nesting is bounded here. */
+#include "store/store_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct sj_doc {
+    sj_node *root;
+    /* Nodes and strings come from a list of chunks freed at once. */
+    struct chunk {
+        struct chunk *next;
+        size_t used, cap;
+        unsigned char mem[];
+    } *chunks;
+};
+
+struct parser {
+    sj_doc *doc;
+    const char *p, *end;
+    unsigned depth, max_depth;
+    int err;
+};
+
+static void *arena_alloc(sj_doc *d, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (!d->chunks || d->chunks->cap - d->chunks->used < n) {
+        size_t cap = n > 65536 ? n : 65536;
+        struct chunk *c = malloc(sizeof *c + cap);
+        if (!c)
+            return NULL;
+        c->next = d->chunks;
+        c->used = 0;
+        c->cap = cap;
+        d->chunks = c;
+    }
+    void *p = d->chunks->mem + d->chunks->used;
+    d->chunks->used += n;
+    return p;
+}
+
+static void skip_ws(struct parser *ps)
+{
+    while (ps->p < ps->end &&
+           (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
+        ps->p++;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static int read_hex4(struct parser *ps, unsigned *out)
+{
+    if (ps->end - ps->p < 4)
+        return -1;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(ps->p[i]);
+        if (h < 0)
+            return -1;
+        v = v << 4 | (unsigned)h;
+    }
+    ps->p += 4;
+    *out = v;
+    return 0;
+}
+
+static char *put_utf8(char *o, unsigned cp)
+{
+    if (cp < 0x80) {
+        *o++ = (char)cp;
+    } else if (cp < 0x800) {
+        *o++ = (char)(0xc0 | cp >> 6);
+        *o++ = (char)(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+        *o++ = (char)(0xe0 | cp >> 12);
+        *o++ = (char)(0x80 | (cp >> 6 & 0x3f));
+        *o++ = (char)(0x80 | (cp & 0x3f));
+    } else {
+        *o++ = (char)(0xf0 | cp >> 18);
+        *o++ = (char)(0x80 | (cp >> 12 & 0x3f));
+        *o++ = (char)(0x80 | (cp >> 6 & 0x3f));
+        *o++ = (char)(0x80 | (cp & 0x3f));
+    }
+    return o;
+}
+
+/* At the opening quote; unescaped text goes to the arena. */
+static int parse_string(struct parser *ps, const char **s, size_t *len)
+{
+    ps->p++;
+    const char *start = ps->p;
+    while (ps->p < ps->end && *ps->p != '"') {
+        if (*ps->p == '\\')
+            ps->p++;
+        ps->p++;
+    }
+    if (ps->p >= ps->end)
+        return -1;
+    /* Unescaping never grows the text. */
+    size_t raw = (size_t)(ps->p - start);
+    char *o = arena_alloc(ps->doc, raw + 1), *o0 = o;
+    if (!o)
+        return -1;
+    const char *end = ps->p;
+    ps->p = start;
+    while (ps->p < end) {
+        char c = *ps->p++;
+        if (c != '\\') {
+            *o++ = c;
+            continue;
+        }
+        c = *ps->p++;
+        switch (c) {
+        case 'n': *o++ = '\n'; break;
+        case 't': *o++ = '\t'; break;
+        case 'r': *o++ = '\r'; break;
+        case 'b': *o++ = '\b'; break;
+        case 'f': *o++ = '\f'; break;
+        case 'u': {
+            unsigned cp;
+            if (read_hex4(ps, &cp))
+                return -1;
+            if (cp >= 0xd800 && cp < 0xdc00 && end - ps->p >= 6 && ps->p[0] == '\\' &&
+                ps->p[1] == 'u') {
+                unsigned lo;
+                ps->p += 2;
+                if (read_hex4(ps, &lo))
+                    return -1;
+                if (lo >= 0xdc00 && lo < 0xe000)
+                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+            }
+            o = put_utf8(o, cp);
+            break;
+        }
+        default: *o++ = c; break;
+        }
+    }
+    *o = '\0';
+    ps->p = end + 1;
+    *s = o0;
+    *len = (size_t)(o - o0);
+    return 0;
+}
+
+static sj_node *parse_value(struct parser *ps);
+
+static sj_node *new_node(struct parser *ps, enum sj_kind k)
+{
+    sj_node *n = arena_alloc(ps->doc, sizeof *n);
+    if (n) {
+        memset(n, 0, sizeof *n);
+        n->kind = k;
+    }
+    return n;
+}
+
+static sj_node *parse_container(struct parser *ps, int is_obj)
+{
+    if (++ps->depth > ps->max_depth)
+        return NULL;
+    sj_node *n = new_node(ps, is_obj ? SJ_OBJECT : SJ_ARRAY);
+    if (!n)
+        return NULL;
+    ps->p++;
+    sj_node **tail = &n->child;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == (is_obj ? '}' : ']')) {
+        ps->p++;
+        ps->depth--;
+        return n;
+    }
+    for (;;) {
+        const char *key = NULL;
+        size_t klen = 0;
+        skip_ws(ps);
+        if (is_obj) {
+            if (ps->p >= ps->end || *ps->p != '"' || parse_string(ps, &key, &klen))
+                return NULL;
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != ':')
+                return NULL;
+            ps->p++;
+        }
+        sj_node *v = parse_value(ps);
+        if (!v)
+            return NULL;
+        v->key = key;
+        v->key_len = klen;
+        *tail = v;
+        tail = &v->next;
+        n->n++;
+        skip_ws(ps);
+        if (ps->p >= ps->end)
+            return NULL;
+        if (*ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (*ps->p != (is_obj ? '}' : ']'))
+            return NULL;
+        ps->p++;
+        ps->depth--;
+        return n;
+    }
+}
+
+static sj_node *parse_value(struct parser *ps)
+{
+    skip_ws(ps);
+    if (ps->p >= ps->end)
+        return NULL;
+    char c = *ps->p;
+    if (c == '{' || c == '[')
+        return parse_container(ps, c == '{');
+    if (c == '"') {
+        sj_node *n = new_node(ps, SJ_STRING);
+        if (!n || parse_string(ps, &n->str, &n->len))
+            return NULL;
+        return n;
+    }
+    static const struct {
+        const char *word;
+        enum sj_kind kind;
+        int b;
+    } words[] = {{"null", SJ_NULL, 0}, {"true", SJ_BOOL, 1}, {"false", SJ_BOOL, 0}};
+    for (size_t i = 0; i < 3; i++) {
+        size_t wl = strlen(words[i].word);
+        if ((size_t)(ps->end - ps->p) >= wl && memcmp(ps->p, words[i].word, wl) == 0) {
+            sj_node *n = new_node(ps, words[i].kind);
+            if (n)
+                n->boolean = words[i].b;
+            ps->p += wl;
+            return n;
+        }
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        const char *s = ps->p;
+        while (ps->p < ps->end && (strchr("+-.eE", *ps->p) || (*ps->p >= '0' && *ps->p <= '9')))
+            ps->p++;
+        sj_node *n = new_node(ps, SJ_NUMBER);
+        if (!n)
+            return NULL;
+        size_t len = (size_t)(ps->p - s);
+        char *t = arena_alloc(ps->doc, len + 1);
+        if (!t)
+            return NULL;
+        memcpy(t, s, len);
+        t[len] = '\0';
+        n->str = t;
+        n->len = len;
+        return n;
+    }
+    return NULL;
+}
+
+int sj_parse(const char *text, size_t len, unsigned max_depth, sj_doc **out)
+{
+    *out = NULL;
+    sj_doc *d = calloc(1, sizeof *d);
+    if (!d)
+        return TFTAP_ENOMEM;
+    struct parser ps = {d, text, text + len, 0, max_depth ? max_depth : 512, 0};
+    d->root = parse_value(&ps);
+    skip_ws(&ps);
+    if (!d->root || ps.p != ps.end) {
+        sj_free(d);
+        return TFTAP_EDECODE;
+    }
+    *out = d;
+    return 0;
+}
+
+void sj_free(sj_doc *d)
+{
+    if (!d)
+        return;
+    while (d->chunks) {
+        struct chunk *n = d->chunks->next;
+        free(d->chunks);
+        d->chunks = n;
+    }
+    free(d);
+}
+
+sj_node *sj_root(sj_doc *d)
+{
+    return d ? d->root : NULL;
+}
+
+sj_node *sj_get(const sj_node *obj, const char *key)
+{
+    if (!obj || obj->kind != SJ_OBJECT)
+        return NULL;
+    size_t kl = strlen(key);
+    for (sj_node *c = obj->child; c; c = c->next)
+        if (c->key_len == kl && memcmp(c->key, key, kl) == 0)
+            return c;
+    return NULL;
+}
+
+void sj_write(const sj_node *n, tftap_buf *out)
+{
+    switch (n->kind) {
+    case SJ_NULL: tftap_buf_puts(out, "null"); break;
+    case SJ_BOOL: tftap_buf_puts(out, n->boolean ? "true" : "false"); break;
+    case SJ_NUMBER: tftap_buf_append(out, n->str, n->len); break;
+    case SJ_STRING: tftap_buf_json_string(out, n->str, n->len); break;
+    case SJ_ARRAY:
+    case SJ_OBJECT:
+        tftap_buf_putc(out, n->kind == SJ_ARRAY ? '[' : '{');
+        for (const sj_node *c = n->child; c; c = c->next) {
+            if (c != n->child)
+                tftap_buf_putc(out, ',');
+            if (n->kind == SJ_OBJECT) {
+                tftap_buf_json_string(out, c->key, c->key_len);
+                tftap_buf_putc(out, ':');
+            }
+            sj_write(c, out);
+        }
+        tftap_buf_putc(out, n->kind == SJ_ARRAY ? ']' : '}');
+        break;
+    }
+}
+
+int sj_equal(const sj_node *a, const sj_node *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (a->kind != b->kind)
+        return 0;
+    switch (a->kind) {
+    case SJ_NULL: return 1;
+    case SJ_BOOL: return a->boolean == b->boolean;
+    case SJ_NUMBER:
+        if (a->len == b->len && memcmp(a->str, b->str, a->len) == 0)
+            return 1;
+        return strtod(a->str, NULL) == strtod(b->str, NULL);
+    case SJ_STRING: return a->len == b->len && memcmp(a->str, b->str, a->len) == 0;
+    case SJ_ARRAY: {
+        if (a->n != b->n)
+            return 0;
+        for (const sj_node *x = a->child, *y = b->child; x; x = x->next, y = y->next)
+            if (!sj_equal(x, y))
+                return 0;
+        return 1;
+    }
+    case SJ_OBJECT:
+        if (a->n != b->n)
+            return 0;
+        for (const sj_node *x = a->child; x; x = x->next) {
+            const sj_node *y = NULL;
+            for (const sj_node *c = b->child; c; c = c->next)
+                if (c->key_len == x->key_len && memcmp(c->key, x->key, x->key_len) == 0) {
+                    y = c;
+                    break;
+                }
+            if (!sj_equal(x, y))
+                return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static int single_key(const sj_node *n, const char *key)
+{
+    return n && n->kind == SJ_OBJECT && n->n == 1 && n->child->key_len == strlen(key) &&
+           memcmp(n->child->key, key, n->child->key_len) == 0;
+}
+
+int sj_is_unknown(const sj_node *n)
+{
+    return single_key(n, "$unknown");
+}
+
+int sj_is_sensitive(const sj_node *n)
+{
+    return single_key(n, "$sensitive");
+}

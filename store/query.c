@@ -1,0 +1,271 @@
+/* store: the read side used by the CLI and the web UI. */
+#include "store/store_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+    return (const char *)sqlite3_column_text(st, i);
+}
+
+static int finish(sqlite3_stmt *st, int rc, int cb_rc)
+{
+    sqlite3_finalize(st);
+    if (cb_rc)
+        return cb_rc;
+    return rc == SQLITE_DONE ? 0 : store_err(rc);
+}
+
+#define RUN_SELECT                                                                               \
+    "SELECT r.id, r.command, r.args, r.cwd, r.cli_name, r.cli_version, r.started_us, "           \
+    "r.ended_us, r.exit_code, "                                                                  \
+    "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), "                                 \
+    "(SELECT count(*) FROM calls c WHERE c.run_id = r.id), "                                     \
+    "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id) FROM runs r "
+
+static int runs_query(store *s, const char *sql, int64_t run_id,
+                      int (*fn)(void *ctx, const store_run_row *row), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    if (run_id)
+        sqlite3_bind_int64(st, 1, run_id);
+    int cb = 0, found = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_run_row r = {
+            .id = sqlite3_column_int64(st, 0),
+            .command = col_text(st, 1),
+            .args_json = col_text(st, 2),
+            .cwd = col_text(st, 3),
+            .cli_name = col_text(st, 4),
+            .cli_version = col_text(st, 5),
+            .started_us = sqlite3_column_int64(st, 6),
+            .ended_us = sqlite3_column_int64(st, 7),
+            .has_exit_code = sqlite3_column_type(st, 8) != SQLITE_NULL,
+            .exit_code = sqlite3_column_int(st, 8),
+            .processes = sqlite3_column_int64(st, 9),
+            .calls = sqlite3_column_int64(st, 10),
+            .dropped = sqlite3_column_int64(st, 11),
+        };
+        found = 1;
+        cb = fn(ctx, &r);
+        if (cb)
+            break;
+    }
+    if (run_id && !found && rc == SQLITE_DONE) {
+        sqlite3_finalize(st);
+        return TFTAP_ENOTFOUND;
+    }
+    return finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
+int store_runs_each(store *s, int (*fn)(void *ctx, const store_run_row *row), void *ctx)
+{
+    return runs_query(s, RUN_SELECT "ORDER BY r.id", 0, fn, ctx);
+}
+
+int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_row *row),
+                  void *ctx)
+{
+    return runs_query(s, RUN_SELECT "WHERE r.id = ?1", run_id, fn, ctx);
+}
+
+int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
+                     int (*fn)(void *ctx, const store_call_row *row), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(
+        s->db,
+        "SELECT c.id, c.run_id, c.process_id, c.call_seq, p.provider, c.method, c.rpc, c.stream, "
+        "c.started_us, c.ended_us, c.status_code, c.status_message, c.request_bytes, "
+        "c.response_bytes, c.request_count, c.response_count, c.type_name, c.address, "
+        "c.request_json, c.response_json, c.decode_error "
+        "FROM calls c LEFT JOIN processes p ON p.id = c.process_id "
+        "WHERE c.run_id = ?1 AND (?2 IS NULL OR c.rpc = ?2 OR c.method = ?2) "
+        "AND (?3 IS NULL OR c.type_name = ?3) ORDER BY c.started_us, c.id",
+        -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    sqlite3_bind_int64(st, 1, run_id);
+    if (method)
+        sqlite3_bind_text(st, 2, method, -1, SQLITE_STATIC);
+    if (type)
+        sqlite3_bind_text(st, 3, type, -1, SQLITE_STATIC);
+    int cb = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_call_row c = {
+            .id = sqlite3_column_int64(st, 0),
+            .run_id = sqlite3_column_int64(st, 1),
+            .process_id = sqlite3_column_int64(st, 2),
+            .call_seq = sqlite3_column_int64(st, 3),
+            .provider = col_text(st, 4),
+            .method = col_text(st, 5),
+            .rpc = col_text(st, 6),
+            .stream = sqlite3_column_int(st, 7),
+            .started_us = sqlite3_column_int64(st, 8),
+            .ended_us = sqlite3_column_int64(st, 9),
+            .has_status = sqlite3_column_type(st, 10) != SQLITE_NULL,
+            .status_code = sqlite3_column_int(st, 10),
+            .status_message = col_text(st, 11),
+            .request_bytes = sqlite3_column_int64(st, 12),
+            .response_bytes = sqlite3_column_int64(st, 13),
+            .request_count = sqlite3_column_int64(st, 14),
+            .response_count = sqlite3_column_int64(st, 15),
+            .type_name = col_text(st, 16),
+            .address = col_text(st, 17),
+            .request_json = col_text(st, 18),
+            .response_json = col_text(st, 19),
+            .decode_error = col_text(st, 20),
+        };
+        cb = fn(ctx, &c);
+        if (cb)
+            break;
+    }
+    return finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
+/* An address filter matches the address itself and its instances
+ * ("a.b" matches "a.b[0]" and "a.b[\"k\"]"); anything else is a type. */
+#define FILTER_SQL                                                                               \
+    "(?2 IS NULL OR type_name = ?2 OR address = ?2 OR "                                         \
+    "substr(address, 1, length(?2) + 1) = ?2 || '[')"
+
+int store_changes_each(store *s, int64_t run_id, const char *filter,
+                       int (*fn)(void *ctx, const store_change_row *row), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(
+        s->db,
+        "SELECT call_id, method, type_name, address, address_note, prior, proposed, config, "
+        "planned, new, requires_replace, diagnostics, status_code, started_us "
+        "FROM v_resource_changes WHERE run_id = ?1 AND " FILTER_SQL
+        " ORDER BY started_us, call_id",
+        -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    sqlite3_bind_int64(st, 1, run_id);
+    if (filter)
+        sqlite3_bind_text(st, 2, filter, -1, SQLITE_STATIC);
+    int cb = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_change_row c = {
+            .call_id = sqlite3_column_int64(st, 0),
+            .rpc = col_text(st, 1),
+            .type_name = col_text(st, 2),
+            .address = col_text(st, 3),
+            .address_note = col_text(st, 4),
+            .prior = col_text(st, 5),
+            .proposed = col_text(st, 6),
+            .config = col_text(st, 7),
+            .planned = col_text(st, 8),
+            .new_state = col_text(st, 9),
+            .requires_replace = col_text(st, 10),
+            .diagnostics = col_text(st, 11),
+            .has_status = sqlite3_column_type(st, 12) != SQLITE_NULL,
+            .status_code = sqlite3_column_int(st, 12),
+            .started_us = sqlite3_column_int64(st, 13),
+        };
+        cb = fn(ctx, &c);
+        if (cb)
+            break;
+    }
+    return finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
+int store_diagnostics_each(store *s, int64_t run_id, const char *filter,
+                           int (*fn)(void *ctx, const store_diag_row *row), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT call_id, method, type_name, address, severity, summary, "
+                                "detail, attribute FROM v_diagnostics WHERE run_id = ?1 AND " FILTER_SQL
+                                " ORDER BY call_id",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    sqlite3_bind_int64(st, 1, run_id);
+    if (filter)
+        sqlite3_bind_text(st, 2, filter, -1, SQLITE_STATIC);
+    int cb = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_diag_row d = {
+            .call_id = sqlite3_column_int64(st, 0),
+            .rpc = col_text(st, 1),
+            .type_name = col_text(st, 2),
+            .address = col_text(st, 3),
+            .severity = col_text(st, 4),
+            .summary = col_text(st, 5),
+            .detail = col_text(st, 6),
+            .attribute = col_text(st, 7),
+        };
+        cb = fn(ctx, &d);
+        if (cb)
+            break;
+    }
+    return finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
+/* Each query yields one JSON object per row, built by SQLite's json_object
+ * so that stored JSON columns are embedded as JSON (json(x)), not strings. */
+static const char *const export_sql[] = {
+    "SELECT json_object('kind', 'run', 'id', id, 'command', command, 'args', json(args), "
+    "'cwd', cwd, 'cli_name', cli_name, 'cli_version', cli_version, 'started_us', started_us, "
+    "'ended_us', ended_us, 'exit_code', exit_code) FROM runs WHERE id = ?1",
+    "SELECT json_object('kind', 'process', 'id', id, 'run_id', run_id, 'provider', provider, "
+    "'version', version, 'protocol', protocol, 'pid', pid, 'binary_path', binary_path, "
+    "'binary_sha256', binary_sha256, 'schema_sha256', schema_sha256, 'schema_source', "
+    "schema_source, 'started_us', started_us, 'ended_us', ended_us, 'dropped', dropped) "
+    "FROM processes WHERE run_id = ?1 ORDER BY id",
+    "SELECT json_object('kind', 'call', 'id', id, 'run_id', run_id, 'process_id', process_id, "
+    "'call_seq', call_seq, 'method', method, 'rpc', rpc, 'stream', stream, 'started_us', "
+    "started_us, 'ended_us', ended_us, 'status_code', status_code, 'status_message', "
+    "status_message, 'request_bytes', request_bytes, 'response_bytes', response_bytes, "
+    "'request_count', request_count, 'response_count', response_count, 'type_name', type_name, "
+    "'address', address, 'request', CASE WHEN json_valid(request_json) THEN json(request_json) "
+    "END, 'response', CASE WHEN json_valid(response_json) THEN json(response_json) END, "
+    "'decode_error', decode_error) FROM calls WHERE run_id = ?1 ORDER BY started_us, id",
+    "SELECT json_object('kind', 'gap', 'id', id, 'run_id', run_id, 'process_id', process_id, "
+    "'lost', lost, 'recorded_us', recorded_us, 'reason', reason) FROM gaps WHERE run_id = ?1 "
+    "ORDER BY id",
+};
+
+int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char *p, size_t n),
+                       void *ctx)
+{
+    tftap_buf out = TFTAP_BUF_INIT;
+    int err = 0;
+    for (size_t q = 0; q < sizeof export_sql / sizeof export_sql[0] && !err; q++) {
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->db, export_sql[q], -1, &st, NULL);
+        if (rc != SQLITE_OK) {
+            err = store_err(rc);
+            break;
+        }
+        sqlite3_bind_int64(st, 1, run_id);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            tftap_buf_append(&out, sqlite3_column_text(st, 0),
+                             (size_t)sqlite3_column_bytes(st, 0));
+            tftap_buf_putc(&out, '\n');
+            if (tftap_buf_failed(&out)) {
+                err = TFTAP_ENOMEM;
+                break;
+            }
+            if (out.len >= 65536) {
+                err = fn(ctx, out.data, out.len);
+                tftap_buf_reset(&out);
+                if (err)
+                    break;
+            }
+        }
+        if (!err && rc != SQLITE_DONE)
+            err = store_err(rc);
+        sqlite3_finalize(st);
+    }
+    if (!err && out.len)
+        err = fn(ctx, out.data, out.len);
+    tftap_buf_done(&out);
+    return err;
+}

@@ -1,0 +1,471 @@
+/* store: one recorded resource change rendered the way a plan reads. */
+#include "store/store_int.h"
+
+#include <string.h>
+
+#define MAX_JSON_DEPTH 512
+
+struct rctx {
+    tftap_buf *out;
+    int color;
+    const sj_node *rr; /* requires_replace: array of {"path": ".a[0]"} or strings */
+};
+
+static const char *color_of(char mark)
+{
+    switch (mark) {
+    case '+': return "\033[32m";
+    case '-': return "\033[31m";
+    case '~': return "\033[33m";
+    case 'r': return "\033[35m";
+    default: return "";
+    }
+}
+
+static void put_mark(struct rctx *x, char mark)
+{
+    const char *text = mark == 'r' ? "-/+" : mark == '+' ? "+" : mark == '-' ? "-" :
+                       mark == '~' ? "~" : " ";
+    if (x->color && mark != ' ')
+        tftap_buf_printf(x->out, "%s%s\033[0m", color_of(mark), text);
+    else
+        tftap_buf_puts(x->out, text);
+}
+
+static void indent(struct rctx *x, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        tftap_buf_putc(x->out, ' ');
+}
+
+/* The start of an attribute line at depth d: marker and padded key. */
+static void line_start(struct rctx *x, unsigned d, char mark, const sj_node *key_of,
+                       size_t width)
+{
+    indent(x, 2 + 4 * d);
+    put_mark(x, mark);
+    tftap_buf_putc(x->out, ' ');
+    if (key_of && key_of->key) {
+        tftap_buf_append(x->out, key_of->key, key_of->key_len);
+        indent(x, width > key_of->key_len ? (unsigned)(width - key_of->key_len) : 0);
+        tftap_buf_puts(x->out, " = ");
+    }
+}
+
+static int is_plain(const sj_node *n, enum sj_kind k)
+{
+    return n && n->kind == k && !(k == SJ_OBJECT && n->n == 1 && n->child->key_len > 0 &&
+                                  n->child->key[0] == '$');
+}
+
+static int is_null(const sj_node *n)
+{
+    return !n || n->kind == SJ_NULL;
+}
+
+static void put_unknown(struct rctx *x, const sj_node *u)
+{
+    tftap_buf *o = x->out;
+    const sj_node *r = sj_get(u, "$unknown");
+    tftap_buf_puts(o, "(known after apply");
+    if (r && r->kind == SJ_OBJECT && r->n) {
+        const char *sep = "; ";
+        const sj_node *v;
+        if ((v = sj_get(r, "null")) && v->kind == SJ_BOOL && !v->boolean) {
+            tftap_buf_printf(o, "%snot null", sep);
+            sep = ", ";
+        }
+        if ((v = sj_get(r, "prefix")) && v->kind == SJ_STRING) {
+            tftap_buf_printf(o, "%sprefix ", sep);
+            tftap_buf_json_string(o, v->str, v->len);
+            sep = ", ";
+        }
+        static const char *const bounds[2][2] = {{"lower", ">"}, {"upper", "<"}};
+        for (int i = 0; i < 2; i++) {
+            v = sj_get(r, bounds[i][0]);
+            if (v && v->kind == SJ_ARRAY && v->n == 2 && v->child->kind == SJ_NUMBER) {
+                int incl = v->child->next->kind == SJ_BOOL && v->child->next->boolean;
+                tftap_buf_printf(o, "%s%s%s %.*s", sep, bounds[i][1], incl ? "=" : "",
+                                 (int)v->child->len, v->child->str);
+                sep = ", ";
+            }
+        }
+        const sj_node *mn = sj_get(r, "min_len"), *mx = sj_get(r, "max_len");
+        if ((mn && mn->kind == SJ_NUMBER) || (mx && mx->kind == SJ_NUMBER)) {
+            tftap_buf_printf(o, "%slength %.*s..%.*s", sep, mn ? (int)mn->len : 0,
+                             mn ? mn->str : "", mx ? (int)mx->len : 0, mx ? mx->str : "");
+        }
+    }
+    tftap_buf_putc(o, ')');
+}
+
+/* A scalar or marker value on one line. */
+static void put_scalar(struct rctx *x, const sj_node *n)
+{
+    if (!n || n->kind == SJ_NULL) {
+        tftap_buf_puts(x->out, "null");
+    } else if (sj_is_unknown(n)) {
+        put_unknown(x, n);
+    } else if (sj_is_sensitive(n)) {
+        tftap_buf_puts(x->out, "(sensitive value)");
+    } else if (sj_get(n, "$undecoded")) {
+        tftap_buf_puts(x->out, "(value not decoded: no schema)");
+    } else if (sj_get(n, "$error")) {
+        tftap_buf_puts(x->out, "(value could not be decoded)");
+    } else if (n->kind == SJ_OBJECT && sj_get(n, "type") && sj_get(n, "value") && n->n == 2) {
+        /* A dynamic value: show the value. */
+        put_scalar(x, sj_get(n, "value"));
+    } else {
+        sj_write(n, x->out);
+    }
+}
+
+static size_t key_width(const sj_node *a, const sj_node *b, int skip_null)
+{
+    size_t w = 0;
+    for (int i = 0; i < 2; i++) {
+        const sj_node *o = i ? b : a;
+        if (!is_plain(o, SJ_OBJECT))
+            continue;
+        for (const sj_node *c = o->child; c; c = c->next)
+            if (!(skip_null && c->kind == SJ_NULL) && c->key_len > w)
+                w = c->key_len;
+    }
+    return w;
+}
+
+/* Paths as the decoder writes attribute paths: `.name`, `["key"]`, `[3]`. */
+static void path_push_key(tftap_buf *p, const char *k, size_t n, int attr)
+{
+    int ident = attr && n > 0 && !(k[0] >= '0' && k[0] <= '9');
+    for (size_t i = 0; i < n && ident; i++)
+        ident = (k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' && k[i] <= 'Z') ||
+                (k[i] >= '0' && k[i] <= '9') || k[i] == '_' || k[i] == '-';
+    if (ident) {
+        tftap_buf_putc(p, '.');
+        tftap_buf_append(p, k, n);
+    } else {
+        tftap_buf_putc(p, '[');
+        tftap_buf_json_string(p, k, n);
+        tftap_buf_putc(p, ']');
+    }
+}
+
+static int forces_replace(struct rctx *x, const tftap_buf *path)
+{
+    if (!x->rr || x->rr->kind != SJ_ARRAY)
+        return 0;
+    for (const sj_node *e = x->rr->child; e; e = e->next) {
+        const sj_node *p = e->kind == SJ_STRING ? e : sj_get(e, "path");
+        if (p && p->kind == SJ_STRING && p->len == path->len &&
+            memcmp(p->str, path->data ? path->data : "", p->len) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void end_line(struct rctx *x, const tftap_buf *path)
+{
+    if (path && forces_replace(x, path)) {
+        if (x->color)
+            tftap_buf_puts(x->out, " \033[31m# forces replacement\033[0m");
+        else
+            tftap_buf_puts(x->out, " # forces replacement");
+    }
+    tftap_buf_putc(x->out, '\n');
+}
+
+/* A whole value added or removed: every line carries the same marker. */
+static void put_whole(struct rctx *x, unsigned d, char mark, const sj_node *key_of,
+                      const sj_node *n, size_t width, int in_array, int skip_null)
+{
+    line_start(x, d, mark, key_of, width);
+    if (is_plain(n, SJ_OBJECT) || is_plain(n, SJ_ARRAY)) {
+        int obj = n->kind == SJ_OBJECT;
+        if (n->n == 0) {
+            tftap_buf_puts(x->out, obj ? "{}" : "[]");
+        } else {
+            tftap_buf_puts(x->out, obj ? "{\n" : "[\n");
+            size_t w = obj ? key_width(n, NULL, skip_null) : 0;
+            for (const sj_node *c = n->child; c; c = c->next) {
+                if (obj && skip_null && c->kind == SJ_NULL)
+                    continue;
+                put_whole(x, d + 1, mark, obj ? c : NULL, c, w, !obj, skip_null);
+            }
+            indent(x, 4 + 4 * d);
+            tftap_buf_puts(x->out, obj ? "}" : "]");
+        }
+    } else {
+        put_scalar(x, n);
+        if (mark == '-' && !in_array)
+            tftap_buf_puts(x->out, " -> null");
+    }
+    if (in_array)
+        tftap_buf_putc(x->out, ',');
+    tftap_buf_putc(x->out, '\n');
+}
+
+static void put_hidden(struct rctx *x, unsigned d, size_t n, const char *what)
+{
+    if (!n)
+        return;
+    indent(x, 6 + 4 * d);
+    tftap_buf_printf(x->out, "# (%zu unchanged %s%s hidden)\n", n, what, n == 1 ? "" : "s");
+}
+
+static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj_node *a,
+                     const sj_node *b, size_t width, tftap_buf *path, int in_array);
+
+/* Members of two objects, after's order first, then members only before had. */
+static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_node *b,
+                         tftap_buf *path)
+{
+    size_t w = key_width(a, b, 0), hidden = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const sj_node *from = pass == 0 ? b : a, *other = pass == 0 ? a : b;
+        if (!is_plain(from, SJ_OBJECT))
+            continue;
+        for (const sj_node *c = from->child; c; c = c->next) {
+            char key[1024];
+            size_t kl = c->key_len < sizeof key - 1 ? c->key_len : sizeof key - 1;
+            memcpy(key, c->key, kl);
+            key[kl] = '\0';
+            const sj_node *o = sj_get(other, key);
+            if (pass == 1 && o)
+                continue; /* shown in the first pass */
+            const sj_node *before = pass == 0 ? o : c, *after = pass == 0 ? c : NULL;
+            if (is_null(before) && is_null(after))
+                continue;
+            if (sj_equal(before, after)) {
+                hidden++;
+                continue;
+            }
+            size_t mark = path->len;
+            path_push_key(path, c->key, c->key_len, 1);
+            put_diff(x, d, c, before, after, w, path, 0);
+            path->len = mark;
+            if (path->data)
+                path->data[mark] = '\0';
+        }
+    }
+    put_hidden(x, d, hidden, "attribute");
+}
+
+static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj_node *a,
+                     const sj_node *b, size_t width, tftap_buf *path, int in_array)
+{
+    if (is_null(a) && !is_null(b)) {
+        put_whole(x, d, '+', key_of, b, width, in_array, 0);
+        return;
+    }
+    if (!is_null(a) && is_null(b)) {
+        if (is_plain(a, SJ_OBJECT) || is_plain(a, SJ_ARRAY) || in_array) {
+            put_whole(x, d, '-', key_of, a, width, in_array, 0);
+        } else {
+            line_start(x, d, '-', key_of, width);
+            put_scalar(x, a);
+            tftap_buf_puts(x->out, " -> null");
+            end_line(x, path);
+        }
+        return;
+    }
+    if (is_plain(a, SJ_OBJECT) && is_plain(b, SJ_OBJECT)) {
+        line_start(x, d, '~', key_of, width);
+        tftap_buf_puts(x->out, "{");
+        end_line(x, path);
+        diff_members(x, d + 1, a, b, path);
+        indent(x, 4 + 4 * d);
+        tftap_buf_puts(x->out, in_array ? "},\n" : "}\n");
+        return;
+    }
+    if (is_plain(a, SJ_ARRAY) && is_plain(b, SJ_ARRAY)) {
+        line_start(x, d, '~', key_of, width);
+        tftap_buf_puts(x->out, "[");
+        end_line(x, path);
+        const sj_node *ea = a->child, *eb = b->child;
+        size_t i = 0, hidden = 0;
+        for (; ea || eb; i++) {
+            size_t mark = path->len;
+            tftap_buf_printf(path, "[%zu]", i);
+            if (ea && eb && sj_equal(ea, eb))
+                hidden++;
+            else
+                put_diff(x, d + 1, NULL, ea, eb, 0, path, 1);
+            path->len = mark;
+            if (path->data)
+                path->data[mark] = '\0';
+            ea = ea ? ea->next : NULL;
+            eb = eb ? eb->next : NULL;
+        }
+        put_hidden(x, d + 1, hidden, "element");
+        indent(x, 4 + 4 * d);
+        tftap_buf_puts(x->out, in_array ? "],\n" : "]\n");
+        return;
+    }
+    /* Scalars, markers, or a change of shape. */
+    if (in_array) {
+        put_whole(x, d, '-', NULL, a, 0, 1, 0);
+        put_whole(x, d, '+', NULL, b, 0, 1, 0);
+        return;
+    }
+    line_start(x, d, '~', key_of, width);
+    put_scalar(x, a);
+    tftap_buf_puts(x->out, " -> ");
+    put_scalar(x, b);
+    end_line(x, path);
+}
+
+/* "module.m.aws_instance.web[0]" -> "web"; NULL address -> "?". */
+static void resource_name(const char *address, const char *type, tftap_buf *out)
+{
+    if (!address) {
+        tftap_buf_putc(out, '?');
+        return;
+    }
+    const char *p = address;
+    if (type) {
+        size_t tl = strlen(type);
+        const char *hit = NULL;
+        for (const char *q = strstr(p, type); q; q = strstr(q + 1, type))
+            if ((q == p || q[-1] == '.') && q[tl] == '.')
+                hit = q;
+        if (hit)
+            p = hit + tl + 1;
+    }
+    size_t n = strcspn(p, "[");
+    tftap_buf_append(out, p, n);
+}
+
+static int parse_opt(const char *text, sj_doc **doc, const sj_node **node)
+{
+    *doc = NULL;
+    *node = NULL;
+    if (!text)
+        return 0;
+    int rc = sj_parse(text, strlen(text), MAX_JSON_DEPTH, doc);
+    if (rc)
+        return rc;
+    *node = sj_root(*doc);
+    return 0;
+}
+
+int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
+{
+    sj_doc *dp = NULL, *dn = NULL, *dr = NULL, *dd = NULL;
+    const sj_node *prior, *after, *rr, *diags;
+    tftap_buf path = TFTAP_BUF_INIT, name = TFTAP_BUF_INIT;
+    int apply = c->rpc && strcmp(c->rpc, "ApplyResourceChange") == 0;
+    int read = c->rpc && strcmp(c->rpc, "ReadResource") == 0;
+    const char *after_text = c->rpc && strcmp(c->rpc, "PlanResourceChange") == 0 ? c->planned
+                             : c->new_state                                       ? c->new_state
+                                                                                  : c->planned;
+    int rc = parse_opt(c->prior, &dp, &prior);
+    if (!rc)
+        rc = parse_opt(after_text, &dn, &after);
+    if (!rc)
+        rc = parse_opt(c->requires_replace, &dr, &rr);
+    if (!rc)
+        rc = parse_opt(c->diagnostics, &dd, &diags);
+    if (rc)
+        goto done;
+    struct rctx x = {out, flags & STORE_RENDER_COLOR, rr};
+    int replace = rr && rr->kind == SJ_ARRAY && rr->n > 0 && !is_null(prior) && !is_null(after);
+    char mark;
+    const char *verb;
+    if (is_null(prior) && is_null(after)) {
+        mark = ' ';
+        verb = apply ? "was not created" : "has no object";
+    } else if (is_null(prior)) {
+        mark = '+';
+        verb = apply ? "has been created" : read ? "was read" : "will be created";
+    } else if (is_null(after)) {
+        mark = '-';
+        verb = apply ? "has been destroyed" : read ? "no longer exists" : "will be destroyed";
+    } else if (replace) {
+        mark = 'r';
+        verb = "must be replaced";
+    } else if (sj_equal(prior, after)) {
+        mark = ' ';
+        verb = read ? "was read, unchanged" : apply ? "was applied without changes" : "has no changes";
+    } else {
+        mark = '~';
+        verb = apply ? "has been updated in-place"
+               : read ? "has changed outside of the configuration"
+                      : "will be updated in-place";
+    }
+    const char *type = c->type_name ? c->type_name : "?";
+    if (x.color)
+        tftap_buf_puts(out, "\033[1m");
+    if (c->address)
+        tftap_buf_printf(out, "  # %s %s", c->address, verb);
+    else
+        tftap_buf_printf(out, "  # %s (call %lld, address unknown) %s", type,
+                         (long long)c->call_id, verb);
+    if (x.color)
+        tftap_buf_puts(out, "\033[0m");
+    tftap_buf_printf(out, "  [%s]\n", c->rpc ? c->rpc : "?");
+    if (!c->address && c->address_note)
+        tftap_buf_printf(out, "  # (not matched to an address: %s)\n", c->address_note);
+
+    resource_name(c->address, c->type_name, &name);
+    indent(&x, 2);
+    put_mark(&x, mark);
+    tftap_buf_printf(out, " resource \"%s\" \"%s\" {\n", type, tftap_buf_cstr(&name));
+    if (mark == '+') {
+        size_t w = key_width(after, NULL, 1);
+        if (is_plain(after, SJ_OBJECT)) {
+            for (const sj_node *m = after->child; m; m = m->next)
+                if (m->kind != SJ_NULL)
+                    put_whole(&x, 1, '+', m, m, w, 0, 1);
+        } else {
+            put_whole(&x, 1, '+', NULL, after, 0, 0, 1);
+        }
+    } else if (mark == '-') {
+        size_t w = key_width(prior, NULL, 1);
+        if (is_plain(prior, SJ_OBJECT)) {
+            for (const sj_node *m = prior->child; m; m = m->next)
+                if (m->kind != SJ_NULL)
+                    put_whole(&x, 1, '-', m, m, w, 0, 1);
+        } else {
+            put_whole(&x, 1, '-', NULL, prior, 0, 0, 1);
+        }
+    } else if (is_plain(prior, SJ_OBJECT) && is_plain(after, SJ_OBJECT)) {
+        tftap_buf_putc(&path, '\0');
+        tftap_buf_reset(&path);
+        diff_members(&x, 1, prior, after, &path);
+    } else if (!is_null(prior) || !is_null(after)) {
+        put_diff(&x, 1, NULL, prior, after, 0, &path, 0);
+    }
+    tftap_buf_puts(out, "    }\n");
+
+    if (diags && diags->kind == SJ_ARRAY) {
+        for (const sj_node *dg = diags->child; dg; dg = dg->next) {
+            const sj_node *sev = sj_get(dg, "severity"), *sum = sj_get(dg, "summary"),
+                          *det = sj_get(dg, "detail"), *attr = sj_get(dg, "attribute");
+            const sj_node *ap = attr ? sj_get(attr, "path") : NULL;
+            tftap_buf_printf(out, "  %s: %.*s",
+                             sev && sev->kind == SJ_STRING && strcmp(sev->str, "WARNING") == 0
+                                 ? "Warning"
+                                 : "Error",
+                             sum && sum->kind == SJ_STRING ? (int)sum->len : 0,
+                             sum && sum->kind == SJ_STRING ? sum->str : "");
+            if (ap && ap->kind == SJ_STRING && ap->len)
+                tftap_buf_printf(out, " (at %.*s)", (int)ap->len, ap->str);
+            tftap_buf_putc(out, '\n');
+            if (det && det->kind == SJ_STRING && det->len)
+                tftap_buf_printf(out, "    %.*s\n", (int)det->len, det->str);
+        }
+    }
+    if (c->has_status && c->status_code != 0)
+        tftap_buf_printf(out, "  # call failed with gRPC status %d\n", c->status_code);
+    if (tftap_buf_failed(out))
+        rc = TFTAP_ENOMEM;
+done:
+    sj_free(dp);
+    sj_free(dn);
+    sj_free(dr);
+    sj_free(dd);
+    tftap_buf_done(&path);
+    tftap_buf_done(&name);
+    return rc;
+}
