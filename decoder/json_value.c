@@ -293,7 +293,12 @@ static int key_tok(struct js *j, const char **k, size_t *kn, char **owned)
         memcpy(*owned, *k, *kn);
         *k = *owned;
     }
-    return expect(j, ':', "expected ':'");
+    rc = expect(j, ':', "expected ':'");
+    if (rc) {
+        free(*owned);
+        *owned = NULL;
+    }
+    return rc;
 }
 
 struct key_span {
