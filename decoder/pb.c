@@ -1,4 +1,5 @@
 /* decoder: bounded protobuf-c parsing and by-name field access. */
+#include "decoder/decoder_int.h"
 #include "decoder/pb_int.h"
 
 #include <stdlib.h>

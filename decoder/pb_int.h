@@ -10,7 +10,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "decoder/decoder_int.h"
+#include "decoder/decoder.h"
 
 /* Parse n bytes as a message of type d. Before protobuf-c sees them the bytes
  * are walked once to bound message nesting (protobuf-c recurses without a

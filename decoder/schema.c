@@ -1,6 +1,7 @@
 /* decoder: provider schemas, each block turned into the cty object type it
  * implies (the type its DynamicValues are encoded with), from a
  * GetProviderSchema response or from `tofu providers schema -json`. */
+#include "decoder/decoder_int.h"
 #include "decoder/schema_int.h"
 #include "decoder/pb_int.h"
 
@@ -270,7 +271,19 @@ static void append_name(tftap_buf *out, const char *name, size_t len)
     tftap_buf_putc(out, ']');
 }
 
-/* Extend the path with `.word` (a fixed word) or `["name"]`; returns the mark
+static int is_identifier(const char *s)
+{
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_'))
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_' || *s == '-'))
+            return 0;
+    return 1;
+}
+
+/* Extend the path with `.word["name"]` (a table entry) or `.name` (an
+ * attribute or block, `["name"]` when not an identifier); returns the mark
  * path_pop restores. */
 static size_t path_push(struct build *b, const char *word, const char *name)
 {
@@ -278,9 +291,14 @@ static size_t path_push(struct build *b, const char *word, const char *name)
     if (word) {
         tftap_buf_putc(&b->path, '.');
         tftap_buf_puts(&b->path, word);
-    }
-    if (name)
+        if (name)
+            append_name(&b->path, name, strlen(name));
+    } else if (name && is_identifier(name)) {
+        tftap_buf_putc(&b->path, '.');
+        tftap_buf_puts(&b->path, name);
+    } else if (name) {
         append_name(&b->path, name, strlen(name));
+    }
     return mark;
 }
 

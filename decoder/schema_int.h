@@ -3,7 +3,7 @@
 #ifndef TFTAP_DECODER_SCHEMA_INT_H
 #define TFTAP_DECODER_SCHEMA_INT_H
 
-#include "decoder/decoder_int.h"
+#include "decoder/decoder.h"
 
 /* A provider function's signature: CallFunction sends argument i encoded
  * with params[i], and each argument past the last with variadic. */

@@ -1,0 +1,850 @@
+/* decoder: plugin-protocol messages rendered as JSON.
+ *
+ * One generic walker over protobuf-c's descriptors renders any message of the
+ * services we know; a few message types get a readable form (DynamicValue
+ * decoded through the schema, AttributePath as a path string, RawState's
+ * JSON embedded, provider-private bytes as size and hash). */
+#include "decoder/decoder_int.h"
+#include "decoder/pb_int.h"
+#include "decoder/schema_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/grpc_broker.pb-c.h"
+#include "plugin/grpc_controller.pb-c.h"
+#include "plugin/grpc_stdio.pb-c.h"
+#include "tfplugin5.pb-c.h"
+#include "tfplugin6.pb-c.h"
+
+static const ProtobufCServiceDescriptor *const services[] = {
+    &tfplugin5__provider__descriptor,  &tfplugin5__provisioner__descriptor,
+    &tfplugin6__provider__descriptor,  &plugin__grpcbroker__descriptor,
+    &plugin__grpccontroller__descriptor, &plugin__grpcstdio__descriptor,
+};
+
+/* How a provider method's DynamicValues pick their schema: the kind of
+ * schema named by the request's type name, or a function signature. */
+enum { RULE_NONE = -1, RULE_FUNCTION = -2 };
+
+static const struct method_rule {
+    const char *method;
+    int rule;
+} method_rules[] = {
+    {"ApplyResourceChange", DEC_SCHEMA_RESOURCE},
+    {"CallFunction", RULE_FUNCTION},
+    {"CloseEphemeralResource", DEC_SCHEMA_EPHEMERAL},
+    {"Configure", DEC_SCHEMA_PROVIDER},
+    {"ConfigureProvider", DEC_SCHEMA_PROVIDER},
+    {"GenerateResourceConfig", DEC_SCHEMA_RESOURCE},
+    {"ImportResourceState", DEC_SCHEMA_RESOURCE},
+    {"InvokeAction", DEC_SCHEMA_ACTION},
+    {"ListResource", DEC_SCHEMA_LIST_RESOURCE},
+    {"MoveResourceState", DEC_SCHEMA_RESOURCE},
+    {"OpenEphemeralResource", DEC_SCHEMA_EPHEMERAL},
+    {"PlanAction", DEC_SCHEMA_ACTION},
+    {"PlanResourceChange", DEC_SCHEMA_RESOURCE},
+    {"PrepareProviderConfig", DEC_SCHEMA_PROVIDER},
+    {"ReadDataSource", DEC_SCHEMA_DATA_SOURCE},
+    {"ReadResource", DEC_SCHEMA_RESOURCE},
+    {"RenewEphemeralResource", DEC_SCHEMA_EPHEMERAL},
+    {"UpgradeResourceIdentity", RULE_NONE}, /* identity data only */
+    {"UpgradeResourceState", DEC_SCHEMA_RESOURCE},
+    {"ValidateActionConfig", DEC_SCHEMA_ACTION},
+    {"ValidateDataResourceConfig", DEC_SCHEMA_DATA_SOURCE},
+    {"ValidateDataSourceConfig", DEC_SCHEMA_DATA_SOURCE},
+    {"ValidateEphemeralResourceConfig", DEC_SCHEMA_EPHEMERAL},
+    {"ValidateListResourceConfig", DEC_SCHEMA_LIST_RESOURCE},
+    {"ValidateProviderConfig", DEC_SCHEMA_PROVIDER},
+    {"ValidateResourceConfig", DEC_SCHEMA_RESOURCE},
+    {"ValidateResourceTypeConfig", DEC_SCHEMA_RESOURCE},
+};
+
+struct method {
+    const ProtobufCServiceDescriptor *service;
+    const ProtobufCMethodDescriptor *m;
+    int provider; /* a tfplugin Provider service method */
+};
+
+/* Resolve a gRPC path "/package.Service/Method". */
+static int find_method(const char *path, struct method *out)
+{
+    if (!path || path[0] != '/')
+        return 0;
+    const char *slash = strchr(path + 1, '/');
+    if (!slash || !slash[1])
+        return 0;
+    size_t sl = (size_t)(slash - (path + 1));
+    for (size_t i = 0; i < sizeof services / sizeof services[0]; i++) {
+        const ProtobufCServiceDescriptor *s = services[i];
+        if (strlen(s->name) != sl || memcmp(s->name, path + 1, sl) != 0)
+            continue;
+        const ProtobufCMethodDescriptor *m =
+            protobuf_c_service_descriptor_get_method_by_name(s, slash + 1);
+        if (!m)
+            return 0;
+        out->service = s;
+        out->m = m;
+        out->provider =
+            s == &tfplugin5__provider__descriptor || s == &tfplugin6__provider__descriptor;
+        return 1;
+    }
+    return 0;
+}
+
+static int method_rule(const struct method *m)
+{
+    if (!m->provider)
+        return RULE_NONE;
+    size_t lo = 0, hi = sizeof method_rules / sizeof method_rules[0];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(m->m->name, method_rules[mid].method);
+        if (c == 0)
+            return method_rules[mid].rule;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return RULE_NONE;
+}
+
+/* The request field naming the schema: the function for CallFunction, the
+ * destination type for MoveResourceState, else type_name or action_type. */
+static const ProtobufCFieldDescriptor *type_name_field(const struct method *m)
+{
+    const ProtobufCMessageDescriptor *d = m->m->input;
+    if (!m->provider)
+        return NULL;
+    if (strcmp(m->m->name, "CallFunction") == 0)
+        return protobuf_c_message_descriptor_get_field_by_name(d, "name");
+    if (strcmp(m->m->name, "MoveResourceState") == 0)
+        return protobuf_c_message_descriptor_get_field_by_name(d, "target_type_name");
+    const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(d, "type_name");
+    if (!f)
+        f = protobuf_c_message_descriptor_get_field_by_name(d, "action_type");
+    return f && f->type == PROTOBUF_C_TYPE_STRING ? f : NULL;
+}
+
+int dec_method_protocol(const char *method)
+{
+    if (!method)
+        return 0;
+    if (strncmp(method, "/tfplugin5.", 11) == 0)
+        return 5;
+    if (strncmp(method, "/tfplugin6.", 11) == 0)
+        return 6;
+    return 0;
+}
+
+int dec_request_type_name(const char *method, const void *p, size_t n, char **type_name)
+{
+    *type_name = NULL;
+    struct method m;
+    if (!find_method(method, &m))
+        return TFTAP_ENOTFOUND;
+    const ProtobufCFieldDescriptor *f = type_name_field(&m);
+    if (!f)
+        return 0;
+    const void *v;
+    size_t vn;
+    int rc = dec_pb_scan_bytes(p, n, f->id, &v, &vn);
+    if (rc < 0)
+        return rc;
+    /* Absent, empty, or not text we could use as a lookup key: no name. */
+    if (rc == 0 || vn == 0 || memchr(v, 0, vn) || !dec_utf8_valid(v, vn))
+        return 0;
+    char *s = malloc(vn + 1);
+    if (!s)
+        return TFTAP_ENOMEM;
+    memcpy(s, v, vn);
+    s[vn] = '\0';
+    *type_name = s;
+    return 0;
+}
+
+/* ---- JSON helpers -------------------------------------------------------- */
+
+/* A protobuf string as a JSON string; bytes that are not UTF-8 (protobuf-c
+ * does not check) become U+FFFD rather than invalid output. */
+static void put_string(tftap_buf *out, const char *s, size_t n)
+{
+    if (dec_utf8_valid(s, n)) {
+        tftap_buf_json_string(out, s, n);
+        return;
+    }
+    tftap_buf clean = TFTAP_BUF_INIT;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t need = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+                                 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        if (need && need <= n - i && dec_utf8_valid(s + i, need)) {
+            tftap_buf_append(&clean, s + i, need);
+            i += need;
+        } else {
+            tftap_buf_append(&clean, "\xef\xbf\xbd", 3);
+            i++;
+        }
+    }
+    if (tftap_buf_failed(&clean))
+        out->failed = 1;
+    else
+        tftap_buf_json_string(out, clean.data ? clean.data : "", clean.len);
+    tftap_buf_done(&clean);
+}
+
+static void put_cstring(tftap_buf *out, const char *s)
+{
+    put_string(out, s ? s : "", s ? strlen(s) : 0);
+}
+
+static void put_base64(tftap_buf *out, const uint8_t *p, size_t n)
+{
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if (n > (SIZE_MAX - 3) / 4 * 3 || tftap_buf_reserve(out, (n + 2) / 3 * 4 + 3)) {
+        out->failed = 1;
+        return;
+    }
+    char *o = out->data + out->len;
+    *o++ = '"';
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+        *o++ = tbl[v >> 18];
+        *o++ = tbl[(v >> 12) & 63];
+        *o++ = tbl[(v >> 6) & 63];
+        *o++ = tbl[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        *o++ = tbl[v >> 18];
+        *o++ = tbl[(v >> 12) & 63];
+        *o++ = '=';
+        *o++ = '=';
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8;
+        *o++ = tbl[v >> 18];
+        *o++ = tbl[(v >> 12) & 63];
+        *o++ = tbl[(v >> 6) & 63];
+        *o++ = '=';
+    }
+    *o++ = '"';
+    *o = '\0';
+    out->len = (size_t)(o - out->data);
+}
+
+/* {"size": N, "sha256": "<hex>"} for bytes we describe rather than show. */
+static void put_digest(tftap_buf *out, const uint8_t *p, size_t n)
+{
+    char hex[65];
+    tftap_sha256_hex(p ? (const void *)p : "", n, hex);
+    tftap_buf_printf(out, "{\"size\":%zu,\"sha256\":\"%s\"}", n, hex);
+}
+
+/* Copy one JSON text compactly (whitespace dropped, tokens verbatim so
+ * numbers keep their exact digits) after checking it strictly; on invalid
+ * input nothing is appended and -1 returned. */
+struct jcopy {
+    const char *p, *end;
+    tftap_buf *out;
+    unsigned depth, max_depth;
+};
+
+static void jws(struct jcopy *j)
+{
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+        j->p++;
+}
+
+static int jhex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static int jstring(struct jcopy *j)
+{
+    const char *start = j->p++;
+    while (j->p < j->end && *j->p != '"') {
+        unsigned char c = (unsigned char)*j->p;
+        if (c < 0x20)
+            return -1;
+        if (c == '\\') {
+            if (j->end - j->p < 2)
+                return -1;
+            char e = j->p[1];
+            if (e == 'u') {
+                if (j->end - j->p < 6 || !jhex(j->p[2]) || !jhex(j->p[3]) || !jhex(j->p[4]) ||
+                    !jhex(j->p[5]))
+                    return -1;
+                j->p += 6;
+            } else if (e && strchr("\"\\/bfnrt", e)) {
+                j->p += 2;
+            } else {
+                return -1;
+            }
+            continue;
+        }
+        j->p++;
+    }
+    if (j->p >= j->end)
+        return -1;
+    j->p++;
+    if (!dec_utf8_valid(start, (size_t)(j->p - start)))
+        return -1;
+    tftap_buf_append(j->out, start, (size_t)(j->p - start));
+    return 0;
+}
+
+static int jvalue(struct jcopy *j)
+{
+    jws(j);
+    if (j->p >= j->end)
+        return -1;
+    char c = *j->p;
+    if (c == '"')
+        return jstring(j);
+    if (c == '{' || c == '[') {
+        char close = c == '{' ? '}' : ']';
+        if (++j->depth > j->max_depth)
+            return -1;
+        tftap_buf_putc(j->out, c);
+        j->p++;
+        jws(j);
+        if (j->p < j->end && *j->p == close) {
+            j->p++;
+            tftap_buf_putc(j->out, close);
+            j->depth--;
+            return 0;
+        }
+        for (;;) {
+            if (c == '{') {
+                jws(j);
+                if (j->p >= j->end || *j->p != '"' || jstring(j))
+                    return -1;
+                jws(j);
+                if (j->p >= j->end || *j->p != ':')
+                    return -1;
+                j->p++;
+                tftap_buf_putc(j->out, ':');
+            }
+            if (jvalue(j))
+                return -1;
+            jws(j);
+            if (j->p >= j->end)
+                return -1;
+            if (*j->p == ',') {
+                j->p++;
+                tftap_buf_putc(j->out, ',');
+                continue;
+            }
+            if (*j->p != close)
+                return -1;
+            j->p++;
+            tftap_buf_putc(j->out, close);
+            j->depth--;
+            return 0;
+        }
+    }
+    static const char *const words[] = {"true", "false", "null"};
+    for (size_t i = 0; i < 3; i++) {
+        size_t wl = strlen(words[i]);
+        if ((size_t)(j->end - j->p) >= wl && memcmp(j->p, words[i], wl) == 0) {
+            tftap_buf_append(j->out, j->p, wl);
+            j->p += wl;
+            return 0;
+        }
+    }
+    const char *start = j->p;
+    while (j->p < j->end && *j->p && strchr("+-0123456789.eE", *j->p))
+        j->p++;
+    if (j->p == start || !dec_json_number_valid(start, (size_t)(j->p - start)))
+        return -1;
+    tftap_buf_append(j->out, start, (size_t)(j->p - start));
+    return 0;
+}
+
+static int put_json_copy(tftap_buf *out, const uint8_t *p, size_t n, unsigned max_depth)
+{
+    size_t mark = out->len;
+    struct jcopy j = {(const char *)p, (const char *)p + n, out, 0, max_depth};
+    int rc = jvalue(&j);
+    if (!rc) {
+        jws(&j);
+        if (j.p != j.end)
+            rc = -1;
+    }
+    if (rc && !tftap_buf_failed(out)) {
+        out->len = mark;
+        if (out->data)
+            out->data[mark] = '\0';
+    }
+    return rc;
+}
+
+/* ---- rendering --------------------------------------------------------------- */
+
+struct render {
+    tftap_buf *out;
+    const dec_schema *schema;
+    const dec_opts *opts;
+    unsigned max_depth;
+    int rule;
+    const char *type_name;         /* selects the schema; may be NULL */
+    const struct dec_function *fn; /* CallFunction */
+    dec_type *t_bool, *t_number;   /* ValidateListResourceConfig's extras */
+};
+
+static int is_dynamic_value(const ProtobufCMessageDescriptor *d)
+{
+    return d == &tfplugin5__dynamic_value__descriptor || d == &tfplugin6__dynamic_value__descriptor;
+}
+
+static int is_attribute_path(const ProtobufCMessageDescriptor *d)
+{
+    return d == &tfplugin5__attribute_path__descriptor ||
+           d == &tfplugin6__attribute_path__descriptor;
+}
+
+static int is_raw_state(const ProtobufCMessageDescriptor *d)
+{
+    return d == &tfplugin5__raw_state__descriptor || d == &tfplugin6__raw_state__descriptor;
+}
+
+static int is_private_field(const char *name)
+{
+    size_t n = strlen(name);
+    return strcmp(name, "private") == 0 || (n > 8 && strcmp(name + n - 8, "_private") == 0);
+}
+
+static const dec_type *lazy_type(dec_type **slot, enum dec_kind kind)
+{
+    if (!*slot)
+        *slot = dec_type_new(kind);
+    return *slot;
+}
+
+/* The type a DynamicValue in field `field` (element `index` if repeated)
+ * was encoded with, or NULL when we cannot know it. */
+static const dec_type *value_type(struct render *r, const char *field, size_t index)
+{
+    if (strcmp(field, "provider_meta") == 0)
+        return dec_schema_lookup(r->schema, DEC_SCHEMA_PROVIDER_META, NULL);
+    if (strcmp(field, "identity_data") == 0)
+        return dec_schema_lookup(r->schema, DEC_SCHEMA_IDENTITY, r->type_name);
+    switch (r->rule) {
+    case RULE_NONE:
+        return NULL;
+    case RULE_FUNCTION:
+        if (strcmp(field, "arguments") == 0)
+            return dec_function_arg_type(r->fn, index);
+        if (strcmp(field, "result") == 0)
+            return r->fn ? r->fn->ret : NULL;
+        return NULL;
+    case DEC_SCHEMA_LIST_RESOURCE:
+        if (strcmp(field, "resource_object") == 0)
+            return dec_schema_lookup(r->schema, DEC_SCHEMA_RESOURCE, r->type_name);
+        if (strcmp(field, "include_resource_object") == 0)
+            return lazy_type(&r->t_bool, DEC_BOOL);
+        if (strcmp(field, "limit") == 0)
+            return lazy_type(&r->t_number, DEC_NUMBER);
+        return dec_schema_lookup(r->schema, DEC_SCHEMA_LIST_RESOURCE, r->type_name);
+    default:
+        return dec_schema_lookup(r->schema, (enum dec_schema_kind)r->rule, r->type_name);
+    }
+}
+
+static int render_dynamic(struct render *r, const ProtobufCMessage *dv, const char *field,
+                          size_t index)
+{
+    size_t mn, jn;
+    const uint8_t *mp = dec_pb_bytes(dv, "msgpack", &mn);
+    const uint8_t *jp = dec_pb_bytes(dv, "json", &jn);
+    const uint8_t *payload = mn ? mp : jp;
+    size_t size = mn ? mn : jn;
+    if (size == 0) {
+        tftap_buf_puts(r->out, "null");
+        return 0;
+    }
+    const dec_type *t = value_type(r, field, index);
+    if (!t) {
+        tftap_buf_puts(r->out, "{\"$undecoded\":");
+        put_digest(r->out, payload, size);
+        tftap_buf_putc(r->out, '}');
+        return 0;
+    }
+    dec_error e = DEC_ERROR_INIT;
+    int rc = dec_dynamic_value_to_json(t, mp, mn, jp, jn, r->opts, r->out, &e);
+    if (rc == TFTAP_ENOMEM) {
+        dec_error_done(&e);
+        return rc;
+    }
+    if (rc) {
+        /* One bad value does not hide the rest of the message. */
+        tftap_buf text = TFTAP_BUF_INIT;
+        dec_error_format(&e, &text);
+        tftap_buf_puts(r->out, "{\"$error\":");
+        put_string(r->out, text.data ? text.data : "", text.len);
+        tftap_buf_printf(r->out, ",\"size\":%zu}", size);
+        tftap_buf_done(&text);
+    }
+    dec_error_done(&e);
+    return 0;
+}
+
+/* AttributePath steps as `.name["key"][3]`. */
+static void put_attribute_path(tftap_buf *out, const ProtobufCMessage *path)
+{
+    tftap_buf s = TFTAP_BUF_INIT;
+    ProtobufCMessage *const *steps;
+    size_t n = dec_pb_messages(path, "steps", &steps);
+    for (size_t i = 0; i < n; i++) {
+        const ProtobufCMessage *st = steps[i];
+        if (dec_pb_present(st, dec_pb_field(st, "attribute_name"))) {
+            const char *a = dec_pb_string(st, "attribute_name");
+            int ident = a[0] != '\0' && !(a[0] >= '0' && a[0] <= '9');
+            for (const char *c = a; *c && ident; c++)
+                ident = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                        (*c >= '0' && *c <= '9') || *c == '_' || *c == '-';
+            if (ident) {
+                tftap_buf_putc(&s, '.');
+                tftap_buf_puts(&s, a);
+            } else {
+                tftap_buf_putc(&s, '[');
+                put_cstring(&s, a);
+                tftap_buf_putc(&s, ']');
+            }
+        } else if (dec_pb_present(st, dec_pb_field(st, "element_key_string"))) {
+            tftap_buf_putc(&s, '[');
+            put_cstring(&s, dec_pb_string(st, "element_key_string"));
+            tftap_buf_putc(&s, ']');
+        } else if (dec_pb_present(st, dec_pb_field(st, "element_key_int"))) {
+            tftap_buf_printf(&s, "[%lld]", (long long)dec_pb_int(st, "element_key_int"));
+        } else {
+            tftap_buf_puts(&s, "[?]"); /* a step of a kind newer than us */
+        }
+    }
+    if (tftap_buf_failed(&s))
+        out->failed = 1;
+    else
+        tftap_buf_json_string(out, s.data ? s.data : "", s.len);
+    tftap_buf_done(&s);
+}
+
+static int render_message(struct render *r, const ProtobufCMessage *m, const char *field,
+                          size_t index);
+
+static size_t elem_size(const ProtobufCFieldDescriptor *f)
+{
+    switch (f->type) {
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_SINT32:
+    case PROTOBUF_C_TYPE_SFIXED32:
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32:
+    case PROTOBUF_C_TYPE_FLOAT:
+    case PROTOBUF_C_TYPE_ENUM:
+        return 4;
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_SFIXED64:
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_FIXED64:
+    case PROTOBUF_C_TYPE_DOUBLE:
+        return 8;
+    case PROTOBUF_C_TYPE_BOOL:
+        return sizeof(protobuf_c_boolean);
+    case PROTOBUF_C_TYPE_STRING:
+        return sizeof(char *);
+    case PROTOBUF_C_TYPE_BYTES:
+        return sizeof(ProtobufCBinaryData);
+    case PROTOBUF_C_TYPE_MESSAGE:
+        return sizeof(ProtobufCMessage *);
+    }
+    return 0;
+}
+
+static void put_double(tftap_buf *out, double v)
+{
+    if (isnan(v))
+        tftap_buf_puts(out, "\"NaN\"");
+    else if (isinf(v))
+        tftap_buf_puts(out, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    else
+        tftap_buf_printf(out, "%.17g", v);
+}
+
+/* One value of field f stored at p (an element, for repeated fields). */
+static int render_value(struct render *r, const ProtobufCMessage *owner,
+                        const ProtobufCFieldDescriptor *f, const void *p, size_t index)
+{
+    tftap_buf *out = r->out;
+    switch (f->type) {
+    case PROTOBUF_C_TYPE_INT32:
+    case PROTOBUF_C_TYPE_SINT32:
+    case PROTOBUF_C_TYPE_SFIXED32: {
+        int32_t v;
+        memcpy(&v, p, sizeof v);
+        tftap_buf_printf(out, "%ld", (long)v);
+        return 0;
+    }
+    case PROTOBUF_C_TYPE_UINT32:
+    case PROTOBUF_C_TYPE_FIXED32: {
+        uint32_t v;
+        memcpy(&v, p, sizeof v);
+        tftap_buf_printf(out, "%lu", (unsigned long)v);
+        return 0;
+    }
+    case PROTOBUF_C_TYPE_INT64:
+    case PROTOBUF_C_TYPE_SINT64:
+    case PROTOBUF_C_TYPE_SFIXED64: {
+        int64_t v;
+        memcpy(&v, p, sizeof v);
+        tftap_buf_printf(out, "%lld", (long long)v);
+        return 0;
+    }
+    case PROTOBUF_C_TYPE_UINT64:
+    case PROTOBUF_C_TYPE_FIXED64: {
+        uint64_t v;
+        memcpy(&v, p, sizeof v);
+        tftap_buf_printf(out, "%llu", (unsigned long long)v);
+        return 0;
+    }
+    case PROTOBUF_C_TYPE_FLOAT: {
+        float v;
+        memcpy(&v, p, sizeof v);
+        put_double(out, v);
+        return 0;
+    }
+    case PROTOBUF_C_TYPE_DOUBLE: {
+        double v;
+        memcpy(&v, p, sizeof v);
+        put_double(out, v);
+        return 0;
+    }
+    case PROTOBUF_C_TYPE_BOOL: {
+        protobuf_c_boolean v;
+        memcpy(&v, p, sizeof v);
+        tftap_buf_puts(out, v ? "true" : "false");
+        return 0;
+    }
+    case PROTOBUF_C_TYPE_ENUM: {
+        int32_t v;
+        memcpy(&v, p, sizeof v);
+        const ProtobufCEnumValue *ev =
+            protobuf_c_enum_descriptor_get_value((const ProtobufCEnumDescriptor *)f->descriptor, v);
+        if (ev)
+            put_cstring(out, ev->name);
+        else
+            tftap_buf_printf(out, "%ld", (long)v); /* a value newer than us */
+        return 0;
+    }
+    case PROTOBUF_C_TYPE_STRING: {
+        const char *s;
+        memcpy(&s, p, sizeof s);
+        put_cstring(out, s);
+        return 0;
+    }
+    case PROTOBUF_C_TYPE_BYTES: {
+        ProtobufCBinaryData b;
+        memcpy(&b, p, sizeof b);
+        size_t n = b.data ? b.len : 0;
+        if (is_private_field(f->name)) {
+            put_digest(out, b.data, n);
+        } else if ((is_raw_state(owner->descriptor) && strcmp(f->name, "json") == 0) ||
+                   strcmp(f->name, "type") == 0) {
+            /* Embedded JSON (stored state, cty type JSON): shown as the
+             * value it is, or as text when it does not parse. */
+            if (n == 0)
+                tftap_buf_puts(out, "null");
+            else if (put_json_copy(out, b.data, n, r->max_depth))
+                put_string(out, (const char *)b.data, n);
+        } else {
+            put_base64(out, b.data, n);
+        }
+        return 0;
+    }
+    case PROTOBUF_C_TYPE_MESSAGE: {
+        const ProtobufCMessage *sub;
+        memcpy(&sub, p, sizeof sub);
+        if (!sub) {
+            tftap_buf_puts(out, "null");
+            return 0;
+        }
+        if (is_dynamic_value(sub->descriptor))
+            return render_dynamic(r, sub, f->name, index);
+        return render_message(r, sub, f->name, index);
+    }
+    }
+    tftap_buf_puts(out, "null");
+    return 0;
+}
+
+/* A repeated map-entry field as an object keyed by the entries' keys. */
+static int render_map(struct render *r, const ProtobufCFieldDescriptor *f,
+                      ProtobufCMessage *const *entries, size_t n)
+{
+    const ProtobufCMessageDescriptor *d = f->descriptor;
+    const ProtobufCFieldDescriptor *kf = &d->fields[0], *vf = &d->fields[1];
+    tftap_buf_putc(r->out, '{');
+    for (size_t i = 0; i < n; i++) {
+        const char *e = (const char *)entries[i];
+        if (i)
+            tftap_buf_putc(r->out, ',');
+        if (kf->type == PROTOBUF_C_TYPE_STRING) {
+            render_value(r, entries[i], kf, e + kf->offset, i);
+        } else {
+            /* JSON keys are strings: quote the rendered scalar. */
+            tftap_buf key = TFTAP_BUF_INIT;
+            tftap_buf *saved = r->out;
+            r->out = &key;
+            render_value(r, entries[i], kf, e + kf->offset, i);
+            r->out = saved;
+            if (tftap_buf_failed(&key))
+                r->out->failed = 1;
+            else
+                put_string(r->out, key.data ? key.data : "", key.len);
+            tftap_buf_done(&key);
+        }
+        tftap_buf_putc(r->out, ':');
+        int rc = render_value(r, entries[i], vf, e + vf->offset, i);
+        if (rc)
+            return rc;
+    }
+    tftap_buf_putc(r->out, '}');
+    return 0;
+}
+
+static int render_field(struct render *r, const ProtobufCMessage *m,
+                        const ProtobufCFieldDescriptor *f)
+{
+    const char *base = (const char *)m;
+    if (f->label != PROTOBUF_C_LABEL_REPEATED) {
+        if (!dec_pb_present(m, f) && f->label == PROTOBUF_C_LABEL_OPTIONAL) {
+            tftap_buf_puts(r->out, "null");
+            return 0;
+        }
+        return render_value(r, m, f, base + f->offset, 0);
+    }
+    size_t n;
+    const char *items;
+    memcpy(&n, base + f->quantifier_offset, sizeof n);
+    memcpy(&items, base + f->offset, sizeof items);
+    if (!items)
+        n = 0;
+    if (f->type == PROTOBUF_C_TYPE_MESSAGE && dec_pb_is_map_entry(f->descriptor))
+        return render_map(r, f, (ProtobufCMessage *const *)(const void *)items, n);
+    size_t size = elem_size(f);
+    tftap_buf_putc(r->out, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            tftap_buf_putc(r->out, ',');
+        int rc = render_value(r, m, f, items + i * size, i);
+        if (rc)
+            return rc;
+    }
+    tftap_buf_putc(r->out, ']');
+    return 0;
+}
+
+static int render_message(struct render *r, const ProtobufCMessage *m, const char *field,
+                          size_t index)
+{
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    tftap_buf *out = r->out;
+    (void)field;
+    (void)index;
+    /* A nested message naming its own resource type (an imported resource)
+     * decodes its values with that type's schema. */
+    const char *saved_type = r->type_name;
+    const char *own = dec_pb_string(m, "type_name");
+    if (own[0])
+        r->type_name = own;
+    int rc = 0, first = 1;
+    tftap_buf_putc(out, '{');
+    if (is_attribute_path(d)) {
+        tftap_buf_puts(out, "\"path\":");
+        put_attribute_path(out, m);
+        first = 0;
+    }
+    for (unsigned i = 0; i < d->n_fields && !rc; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && !dec_pb_present(m, f))
+            continue;
+        if (!first)
+            tftap_buf_putc(out, ',');
+        first = 0;
+        put_cstring(out, f->name);
+        tftap_buf_putc(out, ':');
+        rc = render_field(r, m, f);
+    }
+    if (!rc && m->n_unknown_fields) {
+        /* Fields from a newer protocol: kept visible, not interpreted. */
+        if (!first)
+            tftap_buf_putc(out, ',');
+        tftap_buf_puts(out, "\"$unknown_fields\":[");
+        for (unsigned i = 0; i < m->n_unknown_fields; i++) {
+            const ProtobufCMessageUnknownField *u = &m->unknown_fields[i];
+            tftap_buf_printf(out, "%s{\"field\":%lu,\"wire_type\":%d,\"size\":%zu}", i ? "," : "",
+                             (unsigned long)u->tag, (int)u->wire_type, u->len);
+        }
+        tftap_buf_putc(out, ']');
+    }
+    tftap_buf_putc(out, '}');
+    r->type_name = saved_type;
+    return rc;
+}
+
+int dec_message_to_json(const char *method, int is_response, const void *p, size_t n,
+                        const dec_schema *schema, const char *type_name, const dec_opts *opts,
+                        tftap_buf *out, dec_error *err)
+{
+    struct method m;
+    if (!find_method(method, &m)) {
+        dec_error_set(err, TFTAP_ENOTFOUND, "", "unknown method %s",
+                      method && dec_utf8_valid(method, strlen(method)) ? method : "?");
+        return TFTAP_ENOTFOUND;
+    }
+    static const dec_opts no_opts;
+    if (!opts)
+        opts = &no_opts;
+    const ProtobufCMessageDescriptor *d = is_response ? m.m->output : m.m->input;
+    ProtobufCMessage *msg = NULL;
+    int rc = dec_pb_unpack(d, p, n, &opts->limits, &msg, err);
+    if (rc)
+        return rc;
+    struct render r = {
+        .out = out,
+        .schema = schema,
+        .opts = opts,
+        .max_depth = opts->limits.max_depth ? opts->limits.max_depth : DEC_DEFAULT_MAX_DEPTH,
+        .rule = method_rule(&m),
+        .type_name = type_name,
+    };
+    /* A request names its own type; the caller's name serves responses. */
+    const ProtobufCFieldDescriptor *tf = is_response ? NULL : type_name_field(&m);
+    if (tf) {
+        const char *own = dec_pb_string(msg, tf->name);
+        if (own[0])
+            r.type_name = own;
+    }
+    if (r.rule == RULE_FUNCTION)
+        r.fn = dec_schema_function(schema, r.type_name);
+    size_t start = out->len;
+    rc = render_message(&r, msg, "", 0);
+    if (!rc && tftap_buf_failed(out))
+        rc = TFTAP_ENOMEM;
+    if (rc) {
+        dec_error_set(err, rc, "", "%s", rc == TFTAP_ENOMEM ? "out of memory" : "render failed");
+        if (!tftap_buf_failed(out)) {
+            out->len = start;
+            if (out->data)
+                out->data[start] = '\0';
+        }
+    }
+    dec_type_free(r.t_bool);
+    dec_type_free(r.t_number);
+    dec_pb_free(msg);
+    return rc;
+}
