@@ -209,7 +209,7 @@ static void put_hidden(struct rctx *x, unsigned d, size_t n, const char *what)
 {
     if (!n)
         return;
-    indent(x, 6 + 4 * d);
+    indent(x, 4 + 4 * d);
     tftap_buf_printf(x->out, "# (%zu unchanged %s%s hidden)\n", n, what, n == 1 ? "" : "s");
 }
 
@@ -220,7 +220,26 @@ static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj
 static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_node *b,
                          tftap_buf *path)
 {
-    size_t w = key_width(a, b, 0), hidden = 0;
+    size_t w = 0, hidden = 0;
+    /* Align "=" over the lines shown, as a plan does. */
+    for (int pass = 0; pass < 2; pass++) {
+        const sj_node *from = pass == 0 ? b : a, *other = pass == 0 ? a : b;
+        if (!is_plain(from, SJ_OBJECT))
+            continue;
+        for (const sj_node *c = from->child; c; c = c->next) {
+            const sj_node *o = NULL;
+            if (is_plain(other, SJ_OBJECT))
+                for (const sj_node *m = other->child; m; m = m->next)
+                    if (m->key_len == c->key_len && memcmp(m->key, c->key, c->key_len) == 0)
+                        o = m;
+            if (pass == 1 && o)
+                continue;
+            if ((is_null(c) && is_null(o)) || sj_equal(c, o))
+                continue;
+            if (c->key_len > w)
+                w = c->key_len;
+        }
+    }
     for (int pass = 0; pass < 2; pass++) {
         const sj_node *from = pass == 0 ? b : a, *other = pass == 0 ? a : b;
         if (!is_plain(from, SJ_OBJECT))
@@ -408,7 +427,7 @@ int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
         tftap_buf_printf(out, "  # (not matched to an address: %s)\n", c->address_note);
 
     resource_name(c->address, c->type_name, &name);
-    indent(&x, 2);
+    indent(&x, mark == 'r' ? 0 : 2); /* "-/+" takes the indent's place */
     put_mark(&x, mark);
     tftap_buf_printf(out, " resource \"%s\" \"%s\" {\n", type, tftap_buf_cstr(&name));
     if (mark == '+') {

@@ -1,0 +1,548 @@
+/* store: the recorder and the read side on real SQLite files in a temp
+ * dir, fed real serialized protocol messages. */
+#include <errno.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "tests/check.h"
+#include "tests/store/fixtures.h"
+
+#define M_SCHEMA "/tfplugin5.Provider/GetSchema"
+#define M_PLAN "/tfplugin5.Provider/PlanResourceChange"
+
+static char tmpdir[256];
+static char db_path[400];
+static char bin_a[400], bin_b[400];
+static struct fx_bytes schema_a, schema_b;
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- reading the database back ------------------------------------------ */
+
+static int64_t scalar_at(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 10000);
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+            v = sqlite3_column_int64(st, 0);
+        else
+            fprintf(stderr, "scalar(%s): %s\n", sql, sqlite3_errmsg(db));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static int64_t scalar(const char *sql)
+{
+    return scalar_at(db_path, sql);
+}
+
+/* The first column of the first row as a malloc'd string (NULL if none). */
+static char *text(const char *sql)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    char *v = NULL;
+    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+        sqlite3_busy_timeout(db, 10000);
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+            v = strdup((const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static int contains(const char *hay, const char *needle)
+{
+    return hay && strstr(hay, needle) != NULL;
+}
+
+/* Whether a file's bytes contain needle (0 if the file is missing). */
+static int file_contains(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    size_t cap = 1 << 20, len = 0;
+    char *buf = malloc(cap);
+    size_t n;
+    while ((n = fread(buf + len, 1, cap - len, f)) > 0) {
+        len += n;
+        if (len == cap)
+            buf = realloc(buf, cap *= 2);
+    }
+    fclose(f);
+    int hit = memmem(buf, len, needle, strlen(needle)) != NULL;
+    free(buf);
+    return hit;
+}
+
+/* ---- feeding the recorder ----------------------------------------------- */
+
+static void call(store_recorder *r, uint64_t id, const char *method, const struct fx_bytes *req,
+                 const struct fx_bytes *resp)
+{
+    store_recorder_call_begin(r, id, method, now_us());
+    store_recorder_message(r, id, STORE_REQUEST, now_us(), req ? (const void *)req->p : "",
+                           req ? req->n : 0);
+    if (resp)
+        store_recorder_message(r, id, STORE_RESPONSE, now_us(), resp->p, resp->n);
+    store_recorder_call_end(r, id, now_us(), 0, NULL);
+}
+
+static store_recorder *open_rec(int64_t run_id, const char *bin)
+{
+    store_recorder_opts o = {0};
+    o.run_id = run_id;
+    store_recorder *r = NULL;
+    CHECK_INT_EQ(store_recorder_open(db_path, &o, &r), 0);
+    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin, 5, 4242);
+    return r;
+}
+
+static const struct fx_thing thing_alpha = {NULL, "alpha", FX_SECRET, 3, 2, NULL, NULL};
+
+static void plan_create(store_recorder *r, uint64_t id, const struct fx_thing *t)
+{
+    struct fx_bytes req = fx_plan_request(NULL, t);
+    struct fx_bytes resp = fx_plan_response(t, 0, NULL);
+    call(r, id, M_PLAN, &req, &resp);
+    fx_free(&req);
+    fx_free(&resp);
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+static void test_record_decode_redact(void)
+{
+    store_recorder *r = open_rec(0, bin_a);
+    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    plan_create(r, 2, &thing_alpha);
+
+    /* A hung call shows as in flight: its row exists before it ends. */
+    struct fx_bytes req = fx_plan_request(NULL, &thing_alpha);
+    store_recorder_call_begin(r, 3, M_PLAN, now_us());
+    store_recorder_message(r, 3, STORE_REQUEST, now_us(), req.p, req.n);
+    int64_t in_flight = 0;
+    for (int i = 0; i < 600 && in_flight < 1; i++) {
+        sleep_ms(50);
+        in_flight = scalar("SELECT count(*) FROM calls WHERE call_seq = 3 AND ended_us IS NULL "
+                           "AND request_json IS NOT NULL");
+    }
+    CHECK_INT_EQ(in_flight, 1);
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM v_calls WHERE in_flight"), 1);
+
+    /* The secret is nowhere in the files while the database is live. */
+    char wal[420], shm[420];
+    snprintf(wal, sizeof wal, "%s-wal", db_path);
+    snprintf(shm, sizeof shm, "%s-shm", db_path);
+    CHECK(file_contains(wal, "alpha")); /* the scan does see recorded values */
+    CHECK(!file_contains(db_path, FX_SECRET));
+    CHECK(!file_contains(wal, FX_SECRET));
+    CHECK(!file_contains(shm, FX_SECRET));
+
+    store_recorder_call_end(r, 3, now_us(), 0, NULL);
+    fx_free(&req);
+    store_recorder_stats st;
+    store_recorder_close(r);
+
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM runs"), 1);
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM calls"), 3);
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM calls WHERE ended_us IS NULL"), 0);
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM processes WHERE schema_source = 'response' AND "
+                        "provider = 'registry.opentofu.org/test/thing' AND pid = 4242 AND "
+                        "protocol = 5 AND length(binary_sha256) = 64 AND ended_us IS NOT NULL"),
+                 1);
+    char *resp = text("SELECT response_json FROM calls WHERE call_seq = 1");
+    CHECK(contains(resp, "\"$schema\""));
+    free(resp);
+    char *j = text("SELECT request_json FROM calls WHERE call_seq = 2");
+    CHECK(contains(j, "\"name\":\"alpha\""));
+    CHECK(contains(j, "{\"$sensitive\":\"hmac-sha256:"));
+    CHECK(!contains(j, FX_SECRET));
+    CHECK(!contains(j, "$undecoded"));
+    free(j);
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM calls WHERE type_name = 'test_thing'"), 2);
+    /* Equal secrets compare equal through the keyed hash. */
+    CHECK_INT_EQ(scalar("SELECT count(DISTINCT json_extract(request_json, "
+                        "'$.config.password.\"$sensitive\"')) FROM calls WHERE call_seq IN (2, 3)"),
+                 1);
+    j = text("SELECT planned FROM v_resource_changes WHERE call_id = 2");
+    CHECK(contains(j, "\"$unknown\""));
+    CHECK(contains(j, "\"prefix\":\"thing-\""));
+    free(j);
+    CHECK(!file_contains(db_path, FX_SECRET));
+    (void)st;
+}
+
+static void test_schema_dedup_and_borrow(void)
+{
+    /* A second run of the same provider asks for the same schema. */
+    store_recorder *r = open_rec(0, bin_a);
+    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    plan_create(r, 2, &thing_alpha);
+    store_recorder_close(r);
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM runs"), 2);
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM schemas"), 1);
+    CHECK_INT_EQ(scalar("SELECT count(DISTINCT schema_sha256) FROM processes"), 1);
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM processes WHERE schema_sha256 IS NULL"), 0);
+
+    /* A third never asks (the client had it cached): same binary, so the
+     * earlier recording's schema decodes its values. */
+    r = open_rec(0, bin_a);
+    plan_create(r, 1, &thing_alpha);
+    store_recorder_close(r);
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM processes WHERE schema_source = 'earlier'"), 1);
+    char *j = text("SELECT c.request_json FROM calls c JOIN processes p ON p.id = c.process_id "
+                   "WHERE p.schema_source = 'earlier'");
+    CHECK(contains(j, "\"size\":3"));
+    CHECK(!contains(j, "$undecoded"));
+    free(j);
+}
+
+static void test_schema_arrives_later(void)
+{
+    /* A different binary whose schema arrives only after a call. */
+    struct fx_thing t = {"thing-7", "late", NULL, 5, 1, "eu-1", "zone"};
+    store_recorder *r = open_rec(0, bin_b);
+    plan_create(r, 1, &t);
+    sleep_ms(300); /* let the writer commit the call undecoded first */
+    call(r, 2, M_SCHEMA, NULL, &schema_b);
+    store_recorder_close(r);
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM schemas"), 2);
+    char *j = text("SELECT c.request_json FROM calls c JOIN processes p ON p.id = c.process_id "
+                   "WHERE p.binary_path LIKE '%bin-b' AND c.rpc = 'PlanResourceChange'");
+    CHECK(contains(j, "\"zone\":\"eu-1\""));
+    CHECK(!contains(j, "$undecoded"));
+    free(j);
+}
+
+static void test_unwritable_then_recovers(void)
+{
+    char blocker[400], path[500];
+    snprintf(blocker, sizeof blocker, "%s/blocked", tmpdir);
+    snprintf(path, sizeof path, "%s/db/tftap.db", blocker);
+    FILE *f = fopen(blocker, "w"); /* a file where the directory should be */
+    fclose(f);
+    store_recorder_opts o = {0};
+    store_recorder *r = NULL;
+    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
+    store_recorder_tuning tune = {50, 0};
+    store_recorder_tune(r, &tune);
+    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 1);
+    /* The caller is never blocked: every one of these returns. */
+    for (uint64_t i = 1; i <= 200; i++)
+        plan_create(r, i, &thing_alpha);
+    store_recorder_stats st;
+    for (int i = 0; i < 200; i++) {
+        store_recorder_get_stats(r, &st);
+        if (st.queued_bytes == 0 && st.dropped == 800)
+            break;
+        sleep_ms(20);
+    }
+    CHECK_INT_EQ(st.dropped, 800);
+    CHECK_INT_EQ(st.written, 0);
+    CHECK_INT_EQ(st.db_ok, 0);
+
+    /* Make the path usable; the recorder finds out by itself. */
+    CHECK_INT_EQ(unlink(blocker), 0);
+    CHECK_INT_EQ(mkdir(blocker, 0700), 0);
+    for (int i = 0; i < 500; i++) {
+        store_recorder_get_stats(r, &st);
+        if (st.db_ok && st.gaps == 1)
+            break;
+        sleep_ms(20);
+    }
+    CHECK_INT_EQ(st.db_ok, 1);
+    CHECK_INT_EQ(st.gaps, 1);
+    plan_create(r, 1000, &thing_alpha);
+    store_recorder_close(r);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM gaps"), 1);
+    CHECK_INT_EQ(scalar_at(path, "SELECT lost FROM gaps"), 800);
+    CHECK_INT_EQ(scalar_at(path, "SELECT dropped FROM processes"), 800);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"), 1);
+}
+
+static void test_queue_full_drops_and_counts(void)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/small/tftap.db", tmpdir);
+    store_recorder_opts o = {0};
+    o.max_queue_bytes = 4096; /* smaller than one plan message pair */
+    store_recorder *r = NULL;
+    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
+    struct fx_bytes big = {calloc(1, 8192), 8192};
+    store_recorder_call_begin(r, 1, M_PLAN, now_us());
+    store_recorder_message(r, 1, STORE_REQUEST, now_us(), big.p, big.n);
+    store_recorder_call_end(r, 1, now_us(), 0, NULL);
+    store_recorder_stats st;
+    store_recorder_get_stats(r, &st);
+    CHECK_INT_EQ(st.dropped, 1);
+    store_recorder_close(r);
+    fx_free(&big);
+    CHECK_INT_EQ(scalar_at(path, "SELECT sum(lost) FROM gaps"), 1);
+    CHECK_INT_EQ(scalar_at(path, "SELECT reason = 'queue full' FROM gaps"), 1);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"), 1);
+}
+
+#define CHILDREN 4
+#define CALLS_PER_CHILD 1500
+
+static void test_concurrent_writers(void)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/conc/tftap.db", tmpdir);
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
+    int64_t run = 0;
+    CHECK_INT_EQ(store_run_begin(s, "tofu", 0, NULL, "/", "tofu", NULL, &run), 0);
+    store_close(s);
+    pid_t pids[CHILDREN];
+    for (int c = 0; c < CHILDREN; c++) {
+        pids[c] = fork();
+        if (pids[c] == 0) {
+            store_recorder_opts o = {0};
+            o.run_id = run;
+            store_recorder *r = NULL;
+            if (store_recorder_open(path, &o, &r))
+                _exit(3);
+            store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5,
+                                   getpid());
+            call(r, 1, M_SCHEMA, NULL, &schema_a);
+            for (uint64_t i = 2; i <= CALLS_PER_CHILD; i++)
+                plan_create(r, i, &thing_alpha);
+            store_recorder_close(r);
+            _exit(0);
+        }
+    }
+    for (int c = 0; c < CHILDREN; c++) {
+        int status = 0;
+        waitpid(pids[c], &status, 0);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL AND "
+                                 "request_json IS NOT NULL AND response_json IS NOT NULL"),
+                 CHILDREN * CALLS_PER_CHILD);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM processes"), CHILDREN);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM gaps"), 0);
+    CHECK_INT_EQ(scalar_at(path, "SELECT sum(dropped) FROM processes"), 0);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM schemas"), 1);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM runs"), 1);
+}
+
+static void test_kill_9_mid_run(void)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/kill/tftap.db", tmpdir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        store_recorder_opts o = {0};
+        store_recorder *r = NULL;
+        if (store_recorder_open(path, &o, &r))
+            _exit(3);
+        store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5,
+                               getpid());
+        call(r, 1, M_SCHEMA, NULL, &schema_a);
+        for (uint64_t i = 2;; i++) {
+            plan_create(r, i, &thing_alpha);
+            usleep(200);
+        }
+    }
+    int64_t committed = 0;
+    for (int i = 0; i < 600 && committed < 300; i++) {
+        sleep_ms(50);
+        if (access(path, F_OK) == 0)
+            committed = scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL");
+    }
+    CHECK(committed >= 300);
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status));
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    CHECK_INT_EQ(sqlite3_open(path, &db), SQLITE_OK);
+    CHECK_INT_EQ(sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL), SQLITE_OK);
+    CHECK_INT_EQ(sqlite3_step(st), SQLITE_ROW);
+    CHECK_STR_EQ((const char *)sqlite3_column_text(st, 0), "ok");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    int64_t after = scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL");
+    CHECK(after >= committed);
+    /* Calls were committed in order: no holes below the last one kept. */
+    CHECK_INT_EQ(scalar_at(path, "SELECT max(call_seq) - count(*) FROM calls"), 0);
+    /* The killed process never got an end time; the run shows it. */
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM processes WHERE ended_us IS NULL"), 1);
+}
+
+/* ---- the read side -------------------------------------------------------- */
+
+struct collect {
+    tftap_buf out;
+    int n;
+};
+
+static int render_cb(void *ctx, const store_change_row *c)
+{
+    struct collect *k = ctx;
+    k->n++;
+    return store_render_change(c, 0, &k->out);
+}
+
+static void test_show_plan(void)
+{
+    store_recorder *r = open_rec(0, bin_a);
+    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    struct fx_thing prior = {"thing-1", "alpha", FX_SECRET, 3, 1, NULL, NULL};
+    struct fx_thing config = {"thing-1", "beta", FX_SECRET, 4, 2, NULL, NULL};
+    struct fx_thing planned = config;
+    planned.id = NULL; /* replaced: a new id */
+    struct fx_bytes req = fx_plan_request(&prior, &config);
+    struct fx_bytes resp = fx_plan_response(&planned, 1, "be careful");
+    call(r, 2, M_PLAN, &req, &resp);
+    fx_free(&req);
+    fx_free(&resp);
+    plan_create(r, 3, &thing_alpha);
+    store_recorder_close(r);
+
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    int64_t run = 0;
+    CHECK_INT_EQ(store_resolve_run(s, "last", &run), 0);
+
+    /* Addresses come from `tofu show -json` of the plan. */
+    const char *show =
+        "{\"format_version\":\"1.2\",\"resource_changes\":["
+        "{\"address\":\"test_thing.web[0]\",\"mode\":\"managed\",\"type\":\"test_thing\","
+        "\"name\":\"web\",\"change\":{\"actions\":[\"delete\",\"create\"],"
+        "\"before\":{\"id\":\"thing-1\",\"name\":\"alpha\",\"password\":\"" FX_SECRET "\","
+        "\"size\":3,\"rule\":[{\"port\":80,\"proto\":\"tcp\"}],\"tags\":{\"env\":\"test\"}},"
+        "\"after\":{\"name\":\"beta\",\"size\":4}}},"
+        "{\"address\":\"test_thing.other\",\"mode\":\"managed\",\"type\":\"test_thing\","
+        "\"change\":{\"actions\":[\"create\"],\"before\":null,"
+        "\"after\":{\"name\":\"gamma\",\"size\":9}}}]}";
+    int ok = 0, bad = 0;
+    CHECK_INT_EQ(store_match_addresses(s, run, show, strlen(show), &ok, &bad), 0);
+    CHECK_INT_EQ(ok, 1);
+    CHECK_INT_EQ(bad, 1);
+
+    struct collect k = {TFTAP_BUF_INIT, 0};
+    CHECK_INT_EQ(store_changes_each(s, run, NULL, render_cb, &k), 0);
+    CHECK_INT_EQ(k.n, 2);
+    const char *o = tftap_buf_cstr(&k.out);
+    printf("---- rendered ----\n%s------------------\n", o);
+    const char *expected_replace =
+        "  # test_thing.web[0] must be replaced  [PlanResourceChange]\n"
+        "-/+ resource \"test_thing\" \"web\" {\n"
+        "      ~ id   = \"thing-1\" -> (known after apply; not null, prefix \"thing-\")\n"
+        "      ~ name = \"alpha\" -> \"beta\" # forces replacement\n"
+        "      ~ rule = [\n"
+        "          + {\n"
+        "              + port  = 81\n"
+        "              + proto = \"tcp\"\n"
+        "            },\n"
+        "            # (1 unchanged element hidden)\n"
+        "        ]\n"
+        "      ~ size = 3 -> 4\n"
+        "        # (2 unchanged attributes hidden)\n"
+        "    }\n"
+        "  Warning: be careful\n"
+        "    detail text\n";
+    CHECK(contains(o, expected_replace));
+    if (!contains(o, expected_replace))
+        fprintf(stderr, "expected:\n%s", expected_replace);
+    CHECK(contains(o, "  # test_thing (call "));
+    CHECK(contains(o, "address unknown) will be created  [PlanResourceChange]\n"
+                      "  # (not matched to an address: values match none of the 2 test_thing "
+                      "instances)\n"
+                      "  + resource \"test_thing\" \"?\" {\n"
+                      "      + id       = (known after apply; not null, prefix \"thing-\")\n"
+                      "      + name     = \"alpha\"\n"
+                      "      + password = (sensitive value)\n"
+                      "      + rule     = [\n"
+                      "          + {\n"
+                      "              + port  = 80\n"));
+    CHECK(!contains(o, FX_SECRET));
+
+    /* Filters: by address (and its instances) and by type. */
+    k.n = 0;
+    tftap_buf_reset(&k.out);
+    CHECK_INT_EQ(store_changes_each(s, run, "test_thing.web", render_cb, &k), 0);
+    CHECK_INT_EQ(k.n, 1);
+    k.n = 0;
+    CHECK_INT_EQ(store_changes_each(s, run, "test_thing", render_cb, &k), 0);
+    CHECK_INT_EQ(k.n, 2);
+    tftap_buf_done(&k.out);
+    store_close(s);
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM v_diagnostics WHERE severity = 'WARNING' AND "
+                        "summary = 'be careful'"),
+                 1);
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "%s/tftap-test-rec-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    snprintf(db_path, sizeof db_path, "%s/rec/tftap.db", tmpdir);
+    snprintf(bin_a, sizeof bin_a, "%s/bin-a", tmpdir);
+    snprintf(bin_b, sizeof bin_b, "%s/bin-b", tmpdir);
+    FILE *f = fopen(bin_a, "w");
+    fputs("provider binary A", f);
+    fclose(f);
+    f = fopen(bin_b, "w");
+    fputs("provider binary B", f);
+    fclose(f);
+    schema_a = fx_schema_response(NULL);
+    schema_b = fx_schema_response("zone");
+
+    test_record_decode_redact();
+    test_schema_dedup_and_borrow();
+    test_schema_arrives_later();
+    test_show_plan();
+    test_unwritable_then_recovers();
+    test_queue_full_drops_and_counts();
+    test_concurrent_writers();
+    test_kill_9_mid_run();
+
+    fx_free(&schema_a);
+    fx_free(&schema_b);
+    if (!check_failures) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", tmpdir);
+    } else {
+        fprintf(stderr, "test files kept in %s\n", tmpdir);
+    }
+    return check_report("test_recorder");
+}
