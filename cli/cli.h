@@ -5,6 +5,12 @@
 
 int cli_decode(int argc, char **argv);
 
+/* Reading the database (cli/runs.c, calls.c, show.c, export.c). */
+int cli_runs(int argc, char **argv);
+int cli_calls(int argc, char **argv);
+int cli_show(int argc, char **argv);
+int cli_export(int argc, char **argv);
+
 /* Print "tftap: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -16,6 +16,10 @@ struct command {
 /* Keep one line per subcommand; each file in cli/ adds its own. */
 static const struct command commands[] = {
     {"decode", cli_decode, "decode one DynamicValue payload to JSON"},
+    {"runs", cli_runs, "list recorded runs"},
+    {"calls", cli_calls, "list the provider calls of a run"},
+    {"show", cli_show, "show a run's resource changes the way a plan reads"},
+    {"export", cli_export, "export a run as JSON lines"},
 };
 
 static void usage(FILE *f)

@@ -1239,6 +1239,17 @@ static void write_process_end(store_recorder *r)
         rc = step_ok(st);
     }
     sqlite3_finalize(st);
+    st = NULL;
+    if (rc == SQLITE_OK && r->opts.run_id == 0) {
+        /* A run of our own (no `tftap run` around us) ends with us. */
+        rc = run_sql(r->db, "UPDATE runs SET ended_us = ? WHERE id = ?", &st);
+        if (rc == SQLITE_OK) {
+            sqlite3_bind_int64(st, 1, store_now_us());
+            sqlite3_bind_int64(st, 2, r->run_id);
+            rc = step_ok(st);
+        }
+        sqlite3_finalize(st);
+    }
     if (rc == SQLITE_OK)
         rc = store_commit(r->db, CLOSE_BUSY_DEADLINE_MS);
     if (rc != SQLITE_OK) {

@@ -368,6 +368,57 @@ static int parse_opt(const char *text, sj_doc **doc, const sj_node **node)
     return 0;
 }
 
+static const char *after_of(const store_change_row *c)
+{
+    if (c->rpc && strcmp(c->rpc, "PlanResourceChange") == 0)
+        return c->planned;
+    return c->new_state ? c->new_state : c->planned;
+}
+
+static enum store_action action_of(const sj_node *prior, const sj_node *after, const sj_node *rr)
+{
+    if (is_null(prior) && is_null(after))
+        return STORE_ACTION_NOOP;
+    if (is_null(prior))
+        return STORE_ACTION_CREATE;
+    if (is_null(after))
+        return STORE_ACTION_DELETE;
+    if (rr && rr->kind == SJ_ARRAY && rr->n > 0)
+        return STORE_ACTION_REPLACE;
+    if (sj_equal(prior, after))
+        return STORE_ACTION_NOOP;
+    return STORE_ACTION_UPDATE;
+}
+
+const char *store_action_name(enum store_action a)
+{
+    switch (a) {
+    case STORE_ACTION_NOOP: return "no-op";
+    case STORE_ACTION_CREATE: return "create";
+    case STORE_ACTION_DELETE: return "delete";
+    case STORE_ACTION_UPDATE: return "update";
+    case STORE_ACTION_REPLACE: return "replace";
+    }
+    return "?";
+}
+
+int store_change_action(const store_change_row *c, enum store_action *out)
+{
+    sj_doc *dp = NULL, *dn = NULL, *dr = NULL;
+    const sj_node *prior, *after, *rr;
+    int rc = parse_opt(c->prior, &dp, &prior);
+    if (!rc)
+        rc = parse_opt(after_of(c), &dn, &after);
+    if (!rc)
+        rc = parse_opt(c->requires_replace, &dr, &rr);
+    if (!rc)
+        *out = action_of(prior, after, rr);
+    sj_free(dp);
+    sj_free(dn);
+    sj_free(dr);
+    return rc;
+}
+
 int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
 {
     sj_doc *dp = NULL, *dn = NULL, *dr = NULL, *dd = NULL;
@@ -375,9 +426,7 @@ int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
     tftap_buf path = TFTAP_BUF_INIT, name = TFTAP_BUF_INIT;
     int apply = c->rpc && strcmp(c->rpc, "ApplyResourceChange") == 0;
     int read = c->rpc && strcmp(c->rpc, "ReadResource") == 0;
-    const char *after_text = c->rpc && strcmp(c->rpc, "PlanResourceChange") == 0 ? c->planned
-                             : c->new_state                                       ? c->new_state
-                                                                                  : c->planned;
+    const char *after_text = after_of(c);
     int rc = parse_opt(c->prior, &dp, &prior);
     if (!rc)
         rc = parse_opt(after_text, &dn, &after);

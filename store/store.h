@@ -204,6 +204,19 @@ int store_match_addresses(store *s, int64_t run_id, const char *show_json, size_
 
 /* ---- rendering ----------------------------------------------------------- */
 
+enum store_action {
+    STORE_ACTION_NOOP,    /* nothing changes (or nothing to compare) */
+    STORE_ACTION_CREATE,  /* prior null */
+    STORE_ACTION_DELETE,  /* after null */
+    STORE_ACTION_UPDATE,  /* in place */
+    STORE_ACTION_REPLACE, /* requires_replace non-empty */
+};
+/* What a change does, comparing prior with planned (PlanResourceChange) or
+ * new state (ApplyResourceChange, ReadResource). Returns 0 or TFTAP_EDECODE. */
+int store_change_action(const store_change_row *c, enum store_action *out);
+/* "no-op", "create", "delete", "update", "replace". */
+const char *store_action_name(enum store_action a);
+
 enum store_render_flags {
     STORE_RENDER_COLOR = 1, /* ANSI colours on the markers */
 };

@@ -536,13 +536,13 @@ int main(void)
 
     fx_free(&schema_a);
     fx_free(&schema_b);
-    if (!check_failures) {
+    if (!check_failures && !getenv("TFTAP_TEST_KEEP")) {
         char cmd[400];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
         if (system(cmd) != 0)
             fprintf(stderr, "could not remove %s\n", tmpdir);
     } else {
-        fprintf(stderr, "test files kept in %s\n", tmpdir);
+        printf("test files kept in %s\n", tmpdir);
     }
     return check_report("test_recorder");
 }

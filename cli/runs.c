@@ -1,0 +1,105 @@
+/* tftap runs: the recorded runs, newest last. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/cli_store.h"
+
+static const char usage_text[] =
+    "usage: tftap runs [--db PATH] [--json]\n\n"
+    "List the recorded runs: id, start time, duration, exit code, provider processes,\n"
+    "calls and the command. RUN arguments of other commands take these ids or 'last'.\n";
+
+struct runs_ctx {
+    tftap_buf out;
+    int json;
+    int n;
+};
+
+static void args_text(tftap_buf *b, const char *args_json)
+{
+    /* The args column is our own JSON array of strings: show it unquoted. */
+    tftap_buf_puts(b, args_json && strcmp(args_json, "[]") != 0 ? args_json : "");
+}
+
+static int each_run(void *ctx, const store_run_row *r)
+{
+    struct runs_ctx *c = ctx;
+    tftap_buf *b = &c->out;
+    if (c->json) {
+        tftap_buf_puts(b, c->n ? ",\n  " : "[\n  ");
+        tftap_buf_printf(b, "{\"id\":%lld,\"command\":", (long long)r->id);
+        cli_json_str(b, r->command);
+        tftap_buf_puts(b, ",\"args\":");
+        cli_json_raw(b, r->args_json);
+        tftap_buf_puts(b, ",\"cwd\":");
+        cli_json_str(b, r->cwd);
+        tftap_buf_puts(b, ",\"cli_name\":");
+        cli_json_str(b, r->cli_name);
+        tftap_buf_puts(b, ",\"cli_version\":");
+        cli_json_str(b, r->cli_version);
+        tftap_buf_printf(b, ",\"started_us\":%lld,\"ended_us\":", (long long)r->started_us);
+        if (r->ended_us)
+            tftap_buf_printf(b, "%lld", (long long)r->ended_us);
+        else
+            tftap_buf_puts(b, "null");
+        if (r->has_exit_code)
+            tftap_buf_printf(b, ",\"exit_code\":%d", r->exit_code);
+        else
+            tftap_buf_puts(b, ",\"exit_code\":null");
+        tftap_buf_printf(b, ",\"processes\":%lld,\"calls\":%lld,\"dropped\":%lld}",
+                         (long long)r->processes, (long long)r->calls, (long long)r->dropped);
+    } else {
+        char when[32], dur[32], exit_code[16];
+        cli_format_time(r->started_us, when);
+        cli_format_duration(r->started_us, r->ended_us, dur);
+        if (r->has_exit_code)
+            snprintf(exit_code, sizeof exit_code, "%d", r->exit_code);
+        else
+            snprintf(exit_code, sizeof exit_code, "%s", r->ended_us ? "-" : "running");
+        if (c->n == 0)
+            tftap_buf_printf(b, "%-5s %-19s %9s %7s %5s %6s  %s\n", "RUN", "STARTED", "DURATION",
+                             "EXIT", "PROCS", "CALLS", "COMMAND");
+        tftap_buf_printf(b, "%-5lld %-19s %9s %7s %5lld %6lld  %s ", (long long)r->id, when, dur,
+                         exit_code, (long long)r->processes, (long long)r->calls,
+                         r->command && *r->command ? r->command : "-");
+        args_text(b, r->args_json);
+        if (r->dropped)
+            tftap_buf_printf(b, "  (%lld records lost)", (long long)r->dropped);
+        tftap_buf_putc(b, '\n');
+    }
+    c->n++;
+    return cli_flush(b) ? TFTAP_EIO : 0;
+}
+
+int cli_runs(int argc, char **argv)
+{
+    const char *db = NULL, *pos[1];
+    int json = 0, help = 0, npos = 0;
+    int rc = cli_store_args(argc, argv, NULL, &db, &json, &help, pos, 0, &npos);
+    if (rc || help) {
+        if (!rc)
+            fputs(usage_text, stdout);
+        return rc;
+    }
+    const char *path = cli_db_path(db);
+    store *s = NULL;
+    if (cli_open_store(path, &s))
+        return 1;
+    struct runs_ctx c = {TFTAP_BUF_INIT, json, 0};
+    rc = store_runs_each(s, each_run, &c);
+    int exit_code = 0;
+    if (rc) {
+        if (rc != TFTAP_EIO)
+            cli_error("reading %s: %s", path, store_errmsg(s));
+        exit_code = 1;
+    } else if (json) {
+        tftap_buf_puts(&c.out, c.n ? "\n]\n" : "[]\n");
+        exit_code = cli_flush(&c.out);
+    } else if (c.n == 0) {
+        fprintf(stderr, "no runs recorded in %s\n", path);
+    }
+    tftap_buf_done(&c.out);
+    store_close(s);
+    return exit_code;
+}

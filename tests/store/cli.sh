@@ -1,0 +1,73 @@
+#!/bin/sh
+# tftap runs/calls/show/export against a database the recorder test wrote.
+set -u
+: "${top_builddir:=.}"
+TFTAP="$top_builddir/tftap"
+work=$(mktemp -d "${TMPDIR:-/tmp}/tftap-cli-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+check() { # check DESCRIPTION COMMAND...
+    desc=$1; shift
+    if "$@"; then ok; else fail "$desc"; fi
+}
+
+TFTAP_TEST_KEEP=1 TMPDIR="$work" "$top_builddir/tests/store/test_recorder" >"$work/rec.log" 2>&1 ||
+    { echo "test_recorder failed"; cat "$work/rec.log"; exit 1; }
+db=$(ls "$work"/tftap-test-rec-*/rec/tftap.db)
+export TFTAP_DB="$db"
+
+"$TFTAP" runs >"$work/runs.txt"; check "runs exits 0" [ $? -eq 0 ]
+check "runs lists 5 runs" [ "$(grep -c '^[0-9]' "$work/runs.txt")" -eq 5 ]
+"$TFTAP" runs --json >"$work/runs.json"
+check "runs --json is a JSON array of 5" [ "$(jq length "$work/runs.json")" = 5 ]
+
+"$TFTAP" calls last --method PlanResourceChange >"$work/calls.txt"
+check "calls --method keeps plan calls" [ "$(grep -c PlanResourceChange "$work/calls.txt")" -eq 2 ]
+check "calls shows the matched address" grep -q 'test_thing.web\[0\]' "$work/calls.txt"
+"$TFTAP" calls last --type test_thing --json >"$work/calls.json"
+check "calls --json decodes requests" \
+    [ "$(jq -r '.[0].request.config.name' "$work/calls.json")" = beta ]
+
+"$TFTAP" show last >"$work/show.txt"
+check "show renders a replacement" grep -q '^-/+ resource "test_thing" "web" {' "$work/show.txt"
+check "show marks forcing attributes" grep -q '~ name = "alpha" -> "beta" # forces replacement' "$work/show.txt"
+check "show says where it could not match" grep -q 'not matched to an address' "$work/show.txt"
+check "no colour when not a terminal" [ "$(grep -c "$(printf '\033')" "$work/show.txt")" -eq 0 ]
+"$TFTAP" show last test_thing.web >"$work/show1.txt"
+check "show ADDRESS filters" [ "$(grep -c 'resource "test_thing"' "$work/show1.txt")" -eq 1 ]
+"$TFTAP" show last --json >"$work/show.json"
+check "show --json lists changes with actions" \
+    [ "$(jq -r '[.changes[].action] | join(",")' "$work/show.json")" = "replace,create" ]
+
+# Colour only on a terminal, and NO_COLOR turns it off there too.
+if command -v script >/dev/null 2>&1; then
+    script -qec "env -u NO_COLOR TERM=xterm '$TFTAP' show last" /dev/null >"$work/tty.txt" 2>&1
+    check "colour on a terminal" grep -q "$(printf '\033')\[" "$work/tty.txt"
+    script -qec "env NO_COLOR=1 TERM=xterm '$TFTAP' show last" /dev/null >"$work/tty2.txt" 2>&1
+    check "NO_COLOR respected" [ "$(grep -c "$(printf '\033')\[3" "$work/tty2.txt")" -eq 0 ]
+fi
+
+"$TFTAP" export last --format jsonl >"$work/export.jsonl"
+check "export exits 0" [ $? -eq 0 ]
+check "export lines are JSON objects" jq -e -s 'length > 4 and all(.[]; .kind)' "$work/export.jsonl"
+check "export has the run, process and calls" \
+    [ "$(jq -r -s '[.[].kind] | unique | join(",")' "$work/export.jsonl")" = "call,process,run" ]
+
+"$TFTAP" calls 999 2>"$work/err.txt"; rc=$?
+check "unknown run exits 1" [ $rc -eq 1 ]
+check "one error line" [ "$(wc -l <"$work/err.txt")" -eq 1 ]
+check "error prefix" grep -q '^tftap: no run 999' "$work/err.txt"
+"$TFTAP" show 2>"$work/err.txt"; rc=$?
+check "missing RUN is usage (2)" [ $rc -eq 2 ]
+check "usage error is one line" [ "$(wc -l <"$work/err.txt")" -eq 1 ]
+"$TFTAP" export last --format csv 2>/dev/null; check "bad format is usage" [ $? -eq 2 ]
+"$TFTAP" runs --db "$work/none/x.db" 2>"$work/err.txt"; rc=$?
+check "missing database exits 1" [ $rc -eq 1 ]
+check "missing database is not created" [ ! -e "$work/none" ]
+"$TFTAP" runs --help >/dev/null; check "--help exits 0" [ $? -eq 0 ]
+
+echo "cli.sh: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
