@@ -4,6 +4,7 @@
 #define TFTAP_CLI_H
 
 int cli_decode(int argc, char **argv);
+int cli_shim(int argc, char **argv);
 
 /* Reading the database (cli/runs.c, calls.c, show.c, export.c). */
 int cli_runs(int argc, char **argv);

@@ -16,6 +16,7 @@ struct command {
 /* Keep one line per subcommand; each file in cli/ adds its own. */
 static const struct command commands[] = {
     {"decode", cli_decode, "decode one DynamicValue payload to JSON"},
+    {"shim", cli_shim, "run as a provider plugin: relay and record (used by shims)"},
     {"runs", cli_runs, "list recorded runs"},
     {"calls", cli_calls, "list the provider calls of a run"},
     {"show", cli_show, "show a run's resource changes the way a plan reads"},

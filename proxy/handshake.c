@@ -1,0 +1,186 @@
+/* proxy: go-plugin's handshake line and the environment it travels with. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/proxy_int.h"
+
+extern char **environ;
+
+const char *proxy_env_get(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    if (envp == NULL)
+        envp = environ;
+    for (; *envp != NULL; envp++)
+        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+            return *envp + n + 1;
+    return NULL;
+}
+
+int proxy_cookie_ok(char *const *envp)
+{
+    const char *v = proxy_env_get(envp, PROXY_COOKIE_KEY);
+    return v != NULL && strcmp(v, PROXY_COOKIE_VALUE) == 0;
+}
+
+char **proxy_env_for_child(char *const *envp, const char *cert_pem)
+{
+    static const char key[] = "PLUGIN_CLIENT_CERT=";
+    size_t count = 0, bytes = 0;
+
+    if (envp == NULL)
+        envp = environ;
+    for (char *const *e = envp; *e != NULL; e++) {
+        if (strncmp(*e, key, sizeof key - 1) == 0)
+            continue;
+        count++;
+        bytes += strlen(*e) + 1;
+    }
+    if (cert_pem != NULL) {
+        count++;
+        bytes += sizeof key + strlen(cert_pem);
+    }
+    /* One block: the pointer vector, then the strings it points into. */
+    size_t vec = (count + 1) * sizeof(char *);
+    char **out = malloc(vec + bytes);
+    if (out == NULL)
+        return NULL;
+    char *s = (char *)out + vec;
+    size_t i = 0;
+    for (char *const *e = envp; *e != NULL; e++) {
+        if (strncmp(*e, key, sizeof key - 1) == 0)
+            continue;
+        size_t n = strlen(*e) + 1;
+        memcpy(s, *e, n);
+        out[i++] = s;
+        s += n;
+    }
+    if (cert_pem != NULL) {
+        size_t n = strlen(cert_pem) + 1;
+        memcpy(s, key, sizeof key - 1);
+        memcpy(s + sizeof key - 1, cert_pem, n);
+        out[i++] = s;
+    }
+    out[i] = NULL;
+    return out;
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d != NULL) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* A small decimal field: digits only, no sign, fits an int. */
+static int parse_small_int(const char *s, size_t n, int *out)
+{
+    long v = 0;
+    if (n == 0 || n > 6)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int proxy_handshake_parse(const char *line, size_t len, proxy_handshake *hs, tftap_buf *err)
+{
+    const char *field[6];
+    size_t flen[6];
+    size_t nf = 0;
+    const char *p = line, *end = line + len, *extra = NULL;
+
+    memset(hs, 0, sizeof *hs);
+    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+        end = line + --len;
+    /* Six fields; whatever follows the sixth '|' is kept verbatim. */
+    while (nf < 6) {
+        const char *bar = memchr(p, '|', (size_t)(end - p));
+        field[nf] = p;
+        flen[nf] = (size_t)((bar != NULL ? bar : end) - p);
+        nf++;
+        if (bar == NULL)
+            break;
+        p = bar + 1;
+        if (nf == 6)
+            extra = p;
+    }
+    if (nf < 5) {
+        if (err)
+            tftap_buf_printf(err, "provider handshake has %zu fields, want at least 5", nf);
+        return TFTAP_EPROTO;
+    }
+    if (memchr(line, '\0', len) != NULL) {
+        if (err)
+            tftap_buf_puts(err, "provider handshake contains a NUL byte");
+        return TFTAP_EPROTO;
+    }
+    if (parse_small_int(field[0], flen[0], &hs->core_version) != 0 || hs->core_version != 1) {
+        if (err)
+            tftap_buf_printf(err, "provider handshake: unsupported core protocol '%.*s'",
+                             (int)(flen[0] > 32 ? 32 : flen[0]), field[0]);
+        return TFTAP_EPROTO;
+    }
+    if (parse_small_int(field[1], flen[1], &hs->proto_version) != 0) {
+        if (err)
+            tftap_buf_puts(err, "provider handshake: bad protocol version");
+        return TFTAP_EPROTO;
+    }
+    hs->network = dup_n(field[2], flen[2]);
+    hs->address = dup_n(field[3], flen[3]);
+    hs->protocol = dup_n(field[4], flen[4]);
+    hs->cert_b64 = nf >= 6 ? dup_n(field[5], flen[5]) : dup_n("", 0);
+    hs->extra = extra != NULL ? dup_n(extra, (size_t)(end - extra)) : dup_n("", 0);
+    if (!hs->network || !hs->address || !hs->protocol || !hs->cert_b64 || !hs->extra) {
+        proxy_handshake_done(hs);
+        return TFTAP_ENOMEM;
+    }
+    if (strcmp(hs->network, "unix") != 0 && strcmp(hs->network, "tcp") != 0) {
+        if (err)
+            tftap_buf_printf(err, "provider handshake: unsupported network '%.32s'", hs->network);
+        goto bad;
+    }
+    if (strcmp(hs->protocol, "grpc") != 0) {
+        if (err)
+            tftap_buf_printf(err, "provider handshake: protocol '%.32s' is not grpc (net/rpc "
+                                  "plugins are not supported)", hs->protocol);
+        goto bad;
+    }
+    if (hs->address[0] == '\0') {
+        if (err)
+            tftap_buf_puts(err, "provider handshake: empty address");
+        goto bad;
+    }
+    /* go-plugin ignores a cert field of 50 characters or fewer (older
+     * plugins put other data there); so do we. */
+    if (strlen(hs->cert_b64) <= 50)
+        hs->cert_b64[0] = '\0';
+    return 0;
+
+bad:
+    proxy_handshake_done(hs);
+    return TFTAP_EPROTO;
+}
+
+void proxy_handshake_done(proxy_handshake *hs)
+{
+    if (hs == NULL)
+        return;
+    free(hs->network);
+    free(hs->address);
+    free(hs->protocol);
+    free(hs->cert_b64);
+    free(hs->extra);
+    memset(hs, 0, sizeof *hs);
+}

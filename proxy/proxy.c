@@ -1,0 +1,524 @@
+/* proxy: one proxied provider from start to exit. The calling thread starts
+ * the child, does both handshakes, then watches signals, the child's stdout
+ * and the client's end of ours; the relay and the tee run on threads of
+ * their own. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proxy/proxy_int.h"
+
+void proxy_config_init(proxy_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->out_fd = STDOUT_FILENO;
+    cfg->watch_out_fd = 1;
+    cfg->stop_fd = -1;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void warn(const proxy_config *cfg, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void warn(const proxy_config *cfg, const char *fmt, ...)
+{
+    if (cfg->warn == NULL)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    cfg->warn(cfg->warn_ctx, line);
+}
+
+/* Write all of it; 0, or -1 with errno (EPIPE: the reader is gone). */
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* A fresh socket path where the client asked for plugin sockets to live
+ * (go-plugin's PLUGIN_UNIX_SOCKET_DIR), else TMPDIR, else /tmp. */
+static int make_socket_path(char *const *envp, tftap_buf *path, tftap_buf *err)
+{
+    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    const char *dir = proxy_env_get(envp, "PLUGIN_UNIX_SOCKET_DIR");
+    if (dir == NULL || dir[0] == '\0')
+        dir = proxy_env_get(envp, "TMPDIR");
+    if (dir == NULL || dir[0] == '\0')
+        dir = "/tmp";
+    for (int attempt = 0; attempt < 16; attempt++) {
+        unsigned char rnd[12];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+            if (err)
+                tftap_buf_printf(err, "getrandom: %s", strerror(errno));
+            return TFTAP_EIO;
+        }
+        tftap_buf_reset(path);
+        tftap_buf_puts(path, dir);
+        if (path->len > 0 && path->data[path->len - 1] != '/')
+            tftap_buf_putc(path, '/');
+        tftap_buf_puts(path, "tftap-plugin");
+        for (size_t i = 0; i < sizeof rnd; i++)
+            tftap_buf_putc(path, alphabet[rnd[i] % (sizeof alphabet - 1)]);
+        if (tftap_buf_failed(path))
+            return TFTAP_ENOMEM;
+        if (path->len >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+            if (err)
+                tftap_buf_printf(err, "socket path %s is too long for a unix socket",
+                                 tftap_buf_cstr(path));
+            return TFTAP_ELIMIT;
+        }
+        struct stat st;
+        if (lstat(tftap_buf_cstr(path), &st) != 0 && errno == ENOENT)
+            return 0;
+    }
+    if (err)
+        tftap_buf_printf(err, "cannot pick a free socket name in %s", dir);
+    return TFTAP_EIO;
+}
+
+/* go-plugin lets the client name a group that may use the socket. */
+static void apply_socket_group(const proxy_config *cfg, char *const *envp, const char *path)
+{
+    const char *group = proxy_env_get(envp, "PLUGIN_UNIX_SOCKET_GROUP");
+    if (group == NULL || group[0] == '\0')
+        return;
+    char *end = NULL;
+    errno = 0;
+    unsigned long gid = strtoul(group, &end, 10);
+    if (errno != 0 || end == group || *end != '\0') {
+        struct group *g = getgrnam(group);
+        if (g == NULL) {
+            warn(cfg, "unknown PLUGIN_UNIX_SOCKET_GROUP %s", group);
+            return;
+        }
+        gid = g->gr_gid;
+    }
+    if (chown(path, (uid_t)-1, (gid_t)gid) != 0 || chmod(path, 0660) != 0)
+        warn(cfg, "cannot hand the plugin socket to its group: %s", strerror(errno));
+}
+
+static int exit_code_of(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 1;
+}
+
+struct run {
+    const proxy_config *cfg;
+    char *const *envp;
+    proxy_child child;
+    int child_reaped;
+    int child_status;
+    int sig_fd;
+    int notify_fd;
+    int client_gone;
+    int64_t kill_at;     /* SIGKILL the child at this time (0: not armed) */
+    int64_t drain_until; /* give up on leftover calls at this time */
+};
+
+static void reap(struct run *run)
+{
+    if (run->child_reaped || run->child.pid <= 0)
+        return;
+    int st;
+    pid_t p;
+    do
+        p = waitpid(run->child.pid, &st, WNOHANG);
+    while (p < 0 && errno == EINTR);
+    if (p == run->child.pid) {
+        run->child_reaped = 1;
+        run->child_status = st;
+    }
+}
+
+static void client_gone(struct run *run)
+{
+    if (run->client_gone)
+        return;
+    run->client_gone = 1;
+    /* Nobody is left to send Shutdown: end the provider the way go-plugin's
+     * client would, politely first. */
+    if (!run->child_reaped) {
+        kill(run->child.pid, SIGTERM);
+        run->kill_at = mono_ms() + PROXY_KILL_GRACE_MS;
+    }
+}
+
+/* Pass the child's later stdout on unchanged. */
+static void pump_child_stdout(struct run *run)
+{
+    char chunk[16384];
+    ssize_t n = read(run->child.out_fd, chunk, sizeof chunk);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n <= 0) {
+        close(run->child.out_fd);
+        run->child.out_fd = -1;
+        return;
+    }
+    if (!run->client_gone && write_all(run->cfg->out_fd, chunk, (size_t)n) != 0 &&
+        errno == EPIPE && run->cfg->watch_out_fd)
+        client_gone(run);
+}
+
+/* The watch loop: returns when the child is gone and the calls are done,
+ * or when leftovers ran out of time. */
+static void watch(struct run *run, proxy_relay *relay)
+{
+    const proxy_config *cfg = run->cfg;
+    int watch_out = cfg->watch_out_fd && cfg->out_fd >= 0;
+    int watch_stop = cfg->stop_fd >= 0;
+
+    for (;;) {
+        if (run->child_reaped && proxy_relay_active(relay) == 0)
+            return;
+        int64_t now = mono_ms();
+        if (run->kill_at != 0 && now >= run->kill_at) {
+            if (!run->child_reaped)
+                kill(run->child.pid, SIGKILL);
+            run->kill_at = 0;
+        }
+        if (run->drain_until != 0 && now >= run->drain_until)
+            return;
+
+        struct pollfd pfd[5];
+        int idx_sig, idx_out = -1, idx_watch = -1, idx_stop = -1, idx_notify;
+        nfds_t n = 0;
+        pfd[idx_sig = (int)n++] = (struct pollfd){run->sig_fd, POLLIN, 0};
+        pfd[idx_notify = (int)n++] = (struct pollfd){run->notify_fd, POLLIN, 0};
+        if (run->child.out_fd >= 0)
+            pfd[idx_out = (int)n++] = (struct pollfd){run->child.out_fd, POLLIN, 0};
+        /* No events asked: a pipe whose reader closed reports POLLERR, a
+         * socket POLLHUP. That is how we learn the client died. */
+        if (watch_out && !run->client_gone)
+            pfd[idx_watch = (int)n++] = (struct pollfd){cfg->out_fd, 0, 0};
+        if (watch_stop && !run->client_gone)
+            pfd[idx_stop = (int)n++] = (struct pollfd){cfg->stop_fd, POLLIN, 0};
+
+        int timeout = -1;
+        if (run->kill_at != 0)
+            timeout = (int)(run->kill_at - now);
+        if (run->drain_until != 0 && (timeout < 0 || run->drain_until - now < timeout))
+            timeout = (int)(run->drain_until - now);
+        if (timeout < 0 && (run->kill_at != 0 || run->drain_until != 0))
+            timeout = 0;
+
+        int pr = poll(pfd, n, timeout);
+        if (pr < 0 && errno != EINTR)
+            return;
+        if (pr <= 0)
+            continue;
+
+        if (pfd[idx_sig].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            while (read(run->sig_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+                int sig = (int)si.ssi_signo;
+                if (sig == SIGCHLD) {
+                    reap(run);
+                } else if (!run->child_reaped) {
+                    /* Providers ignore SIGINT themselves (go-plugin eats it);
+                     * whatever they do with it, it is theirs to decide. */
+                    kill(run->child.pid, sig);
+                }
+            }
+            if (run->child_reaped && run->drain_until == 0) {
+                run->drain_until = mono_ms() + PROXY_DRAIN_TIMEOUT_MS;
+                proxy_relay_drain(relay);
+            }
+        }
+        if (pfd[idx_notify].revents & POLLIN) {
+            uint64_t v;
+            ssize_t r = read(run->notify_fd, &v, sizeof v);
+            (void)r;
+        }
+        if (idx_out >= 0 && (pfd[idx_out].revents & (POLLIN | POLLHUP | POLLERR)))
+            pump_child_stdout(run);
+        if (idx_watch >= 0 && (pfd[idx_watch].revents & (POLLERR | POLLHUP)))
+            client_gone(run);
+        if (idx_stop >= 0 && (pfd[idx_stop].revents & (POLLIN | POLLHUP | POLLERR)))
+            client_gone(run);
+    }
+}
+
+int proxy_run(const proxy_config *cfg, tftap_buf *err)
+{
+    struct run run;
+    proxy_cert cert = {0};
+    proxy_handshake hs = {0};
+    char **child_env = NULL;
+    char *line = NULL, *child_cert_pem = NULL;
+    tftap_buf sock = TFTAP_BUF_INIT, listen_addr = TFTAP_BUF_INIT, target = TFTAP_BUF_INIT;
+    tftap_buf out = TFTAP_BUF_INIT;
+    sigset_t mask, old_mask;
+    struct sigaction ign, old_pipe;
+    store_recorder *rec = NULL;
+    proxy_tee *tee = NULL;
+    proxy_relay *relay = NULL;
+    grpc_server_credentials *server_creds = NULL;
+    grpc_channel_credentials *channel_creds = NULL;
+    int grpc_up = 0, socket_made = 0;
+    int code = 1;
+
+    memset(&run, 0, sizeof run);
+    run.cfg = cfg;
+    run.envp = cfg->envp;
+    run.child.pid = -1;
+    run.child.out_fd = -1;
+    run.sig_fd = -1;
+    run.notify_fd = -1;
+
+    if (cfg->binary == NULL || cfg->binary[0] == '\0') {
+        if (err)
+            tftap_buf_puts(err, "no provider binary given");
+        return 1;
+    }
+
+    /* Signals are taken before any thread exists (gRPC's, the recorder's,
+     * ours), so every thread inherits the block and only the signalfd sees
+     * them. */
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &mask, &old_mask);
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ign, &old_pipe);
+    run.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    run.notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (run.sig_fd < 0 || run.notify_fd < 0) {
+        if (err)
+            tftap_buf_printf(err, "signalfd/eventfd: %s", strerror(errno));
+        goto cleanup;
+    }
+
+    /* The client's certificate, if any, is what we must require on our
+     * side; the child gets ours instead (we hold no key for the client's). */
+    const char *client_cert = proxy_env_get(run.envp, "PLUGIN_CLIENT_CERT");
+    if (client_cert != NULL && client_cert[0] == '\0')
+        client_cert = NULL;
+    if (client_cert != NULL && proxy_cert_make(&cert) != 0) {
+        if (err)
+            tftap_buf_puts(err, "cannot make a TLS certificate");
+        goto cleanup;
+    }
+    child_env = proxy_env_for_child(run.envp, client_cert != NULL ? cert.cert_pem : NULL);
+    if (child_env == NULL) {
+        if (err)
+            tftap_buf_puts(err, "out of memory");
+        goto cleanup;
+    }
+
+    /* Fork before gRPC starts its threads. */
+    if (proxy_child_spawn(&run.child, cfg->binary, cfg->args, child_env, err) != 0)
+        goto cleanup;
+    if (proxy_child_read_handshake(&run.child, run.sig_fd, PROXY_HANDSHAKE_TIMEOUT_MS, &line,
+                                   err) != 0)
+        goto cleanup;
+    if (proxy_handshake_parse(line, strlen(line), &hs, err) != 0)
+        goto cleanup;
+
+    if (hs.cert_b64[0] != '\0') {
+        if (proxy_cert_b64der_to_pem(hs.cert_b64, strlen(hs.cert_b64), &child_cert_pem) != 0) {
+            if (err)
+                tftap_buf_puts(err, "provider handshake carries an unreadable certificate");
+            goto cleanup;
+        }
+        /* A provider with TLS of its own wants a client certificate even
+         * when our client sent none. */
+        if (cert.cert_pem == NULL && proxy_cert_make(&cert) != 0) {
+            if (err)
+                tftap_buf_puts(err, "cannot make a TLS certificate");
+            goto cleanup;
+        }
+    }
+
+    if (cfg->db != NULL) {
+        store_recorder_opts ropts;
+        memset(&ropts, 0, sizeof ropts);
+        ropts.run_id = cfg->run_id;
+        ropts.record_sensitive = cfg->record_sensitive;
+        ropts.keep_raw = cfg->keep_raw;
+        if (store_recorder_open(cfg->db, &ropts, &rec) != 0) {
+            warn(cfg, "cannot record to %s: relaying without recording", cfg->db);
+            rec = NULL;
+        } else {
+            store_recorder_process(rec, cfg->provider != NULL ? cfg->provider : "",
+                                   cfg->version, cfg->binary, hs.proto_version, run.child.pid);
+        }
+    }
+    if (proxy_tee_new(rec, PROXY_TEE_MAX_BYTES, &tee) != 0) {
+        if (err)
+            tftap_buf_puts(err, "out of memory");
+        goto cleanup;
+    }
+
+    if (make_socket_path(run.envp, &sock, err) != 0)
+        goto cleanup;
+    tftap_buf_puts(&listen_addr, "unix:");
+    tftap_buf_puts(&listen_addr, tftap_buf_cstr(&sock));
+    if (strcmp(hs.network, "unix") == 0)
+        tftap_buf_puts(&target, "unix:");
+    tftap_buf_puts(&target, hs.address);
+    if (tftap_buf_failed(&listen_addr) || tftap_buf_failed(&target)) {
+        if (err)
+            tftap_buf_puts(err, "out of memory");
+        goto cleanup;
+    }
+
+    grpc_init();
+    grpc_up = 1;
+    if (client_cert != NULL) {
+        grpc_ssl_pem_key_cert_pair pair = {cert.key_pem, cert.cert_pem};
+        server_creds = grpc_ssl_server_credentials_create_ex(
+            client_cert, &pair, 1, GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY,
+            NULL);
+    } else {
+        server_creds = grpc_insecure_server_credentials_create();
+    }
+    if (child_cert_pem != NULL) {
+        grpc_ssl_pem_key_cert_pair pair = {cert.key_pem, cert.cert_pem};
+        channel_creds = grpc_ssl_credentials_create(child_cert_pem, &pair, NULL, NULL);
+    } else {
+        channel_creds = grpc_insecure_credentials_create();
+    }
+    if (server_creds == NULL || channel_creds == NULL) {
+        if (err)
+            tftap_buf_puts(err, "cannot set up TLS credentials");
+        goto cleanup;
+    }
+
+    proxy_relay_opts ro = {
+        .listen_addr = tftap_buf_cstr(&listen_addr),
+        .server_creds = server_creds,
+        .upstream_target = tftap_buf_cstr(&target),
+        .channel_creds = channel_creds,
+        .tls_upstream = child_cert_pem != NULL,
+        .tee = tee,
+        .notify_fd = run.notify_fd,
+    };
+    socket_made = 1; /* from here on the path may exist: always unlink it */
+    if (proxy_relay_start(&ro, PROXY_CONNECT_TIMEOUT_MS, &relay, err) != 0)
+        goto cleanup;
+    apply_socket_group(cfg, run.envp, tftap_buf_cstr(&sock));
+
+    /* Our handshake: the version the child negotiated, our address and our
+     * certificate; any fields after the certificate pass through. */
+    tftap_buf_printf(&out, "1|%d|unix|%s|grpc|%s", hs.proto_version, tftap_buf_cstr(&sock),
+                     client_cert != NULL ? cert.der_b64 : "");
+    if (hs.extra[0] != '\0') {
+        tftap_buf_putc(&out, '|');
+        tftap_buf_puts(&out, hs.extra);
+    }
+    tftap_buf_putc(&out, '\n');
+    tftap_buf_append(&out, run.child.pending.data, run.child.pending.len);
+    if (tftap_buf_failed(&out)) {
+        if (err)
+            tftap_buf_puts(err, "out of memory");
+        goto cleanup;
+    }
+    if (write_all(cfg->out_fd, out.data, out.len) != 0) {
+        /* The client went away before hearing from us. */
+        client_gone(&run);
+    }
+
+    watch(&run, relay);
+    if (!run.child_reaped)
+        code = 1;
+    else
+        code = exit_code_of(run.child_status);
+
+cleanup:
+    /* Order matters: stop the relay (no more copies), deliver the copies,
+     * then close the recorder, which flushes. */
+    proxy_relay_stop(relay);
+    if (tee != NULL && proxy_tee_dropped(tee) > 0)
+        warn(cfg, "%s: some messages were not recorded (recorder queue full)",
+             cfg->provider != NULL ? cfg->provider : cfg->binary);
+    proxy_tee_free(tee);
+    store_recorder_close(rec);
+    if (socket_made)
+        unlink(tftap_buf_cstr(&sock));
+    if (server_creds != NULL)
+        grpc_server_credentials_release(server_creds);
+    if (channel_creds != NULL)
+        grpc_channel_credentials_release(channel_creds);
+    if (grpc_up)
+        grpc_shutdown();
+
+    if (run.child.pid > 0 && !run.child_reaped) {
+        /* We are leaving before the child did: do not leave it behind. */
+        kill(run.child.pid, SIGKILL);
+        int st;
+        while (waitpid(run.child.pid, &st, 0) < 0 && errno == EINTR)
+            ;
+    }
+    if (run.child.out_fd >= 0)
+        close(run.child.out_fd);
+    tftap_buf_done(&run.child.pending);
+    if (run.sig_fd >= 0)
+        close(run.sig_fd);
+    if (run.notify_fd >= 0)
+        close(run.notify_fd);
+    sigaction(SIGPIPE, &old_pipe, NULL);
+    {
+        /* Drop what arrived for us while blocked (a SIGCHLD from our own
+         * child) rather than deliver it to the caller's old handlers. */
+        struct timespec zero = {0, 0};
+        sigset_t chld;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        while (sigtimedwait(&chld, NULL, &zero) > 0)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+
+    proxy_handshake_done(&hs);
+    proxy_cert_done(&cert);
+    free(child_cert_pem);
+    free(line);
+    free(child_env);
+    tftap_buf_done(&sock);
+    tftap_buf_done(&listen_addr);
+    tftap_buf_done(&target);
+    tftap_buf_done(&out);
+    return code;
+}

@@ -1,0 +1,89 @@
+/* proxy: the go-plugin man-in-the-middle. It launches the real provider,
+ * speaks go-plugin's handshake to both sides (its own throw-away mutual-TLS
+ * certificate on each leg), relays every gRPC call by path without
+ * re-encoding a byte, and hands a copy of each message to the store's
+ * recorder. Layer: may use common and store.
+ *
+ * Ownership: proxy_meta_load() fills caller storage released with
+ * proxy_meta_done(); proxy_run() borrows everything in its config. */
+#ifndef TFTAP_PROXY_H
+#define TFTAP_PROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+
+/* go-plugin's magic cookie for Terraform/OpenTofu providers. */
+#define PROXY_COOKIE_KEY "TF_PLUGIN_MAGIC_COOKIE"
+#define PROXY_COOKIE_VALUE "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
+
+/* What a provider prints when started by hand; the shim prints the same. */
+#define PROXY_NOT_A_PROGRAM_MESSAGE                                                \
+    "This binary is a plugin. These are not meant to be executed directly.\n"     \
+    "Please execute the program that consumes these plugins, which will\n"        \
+    "load any plugins automatically\n"
+
+/* The contents of a shim directory's tftap-shim.json. Strings are owned
+ * (heap) and freed by proxy_meta_done(); version may be NULL. */
+typedef struct proxy_meta {
+    char *provider;       /* e.g. "registry.opentofu.org/hashicorp/random" */
+    char *version;        /* e.g. "3.6.0", or NULL */
+    char *binary;         /* absolute path of the real provider executable */
+    char *db;             /* database path */
+    int record_sensitive; /* 1: do not redact sensitive values */
+    int keep_raw;         /* 1: store raw message bytes too */
+} proxy_meta;
+
+/* Read and check a shim metadata file (at most 1 MiB). On failure *meta is
+ * left empty and err (if not NULL) receives a one-line reason. Returns 0,
+ * TFTAP_EIO, TFTAP_ELIMIT, TFTAP_EDECODE (bad JSON or missing field) or
+ * TFTAP_ENOMEM. */
+int proxy_meta_load(const char *path, proxy_meta *meta, tftap_buf *err);
+void proxy_meta_done(proxy_meta *meta);
+
+/* How to run one proxied provider. Initialise with proxy_config_init(),
+ * then fill in; every pointer is borrowed for the duration of proxy_run(). */
+typedef struct proxy_config {
+    const char *provider;   /* provider address, for the record */
+    const char *version;    /* may be NULL */
+    const char *binary;     /* real provider executable */
+    char *const *args;      /* extra arguments for it, NULL-terminated; may be NULL */
+    char *const *envp;      /* the client's environment; NULL = this process's */
+
+    const char *db;         /* NULL: relay without recording */
+    int64_t run_id;         /* 0: the recorder makes a run of its own */
+    int record_sensitive;
+    int keep_raw;
+
+    int out_fd;             /* where the handshake line and the provider's later
+                             * stdout go (default 1) */
+    int watch_out_fd;       /* 1 (default): the reader of out_fd going away means
+                             * the client is gone: stop the provider and exit */
+    int stop_fd;            /* -1 (default) or an fd that becomes readable (or
+                             * hung up) when the caller wants the proxy to stop */
+    /* Called (from the calling thread) with one lowercase line about a
+     * problem that does not stop the relay, e.g. recording trouble. */
+    void (*warn)(void *ctx, const char *message);
+    void *warn_ctx;
+} proxy_config;
+
+void proxy_config_init(proxy_config *cfg);
+
+/* 1 when envp (NULL = environ) carries go-plugin's magic cookie with the
+ * right value. Without it a plugin must not start. */
+int proxy_cookie_ok(char *const *envp);
+
+/* Run the proxy until the provider has exited and the client's calls are
+ * done (or the client went away, or stop_fd fired). Blocks SIGCHLD, SIGINT,
+ * SIGTERM and SIGHUP for its duration (forwarding the last three to the
+ * provider) and ignores SIGPIPE; restores both before returning.
+ *
+ * Returns the exit code for the process: the provider's own exit status
+ * (128 + signal when it was killed), or 1 when the proxy itself failed
+ * before or while starting, in which case err (if not NULL) receives a
+ * one-line lowercase reason. Removes its socket and flushes the recorder
+ * on every path. */
+int proxy_run(const proxy_config *cfg, tftap_buf *err);
+
+#endif

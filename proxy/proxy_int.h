@@ -1,0 +1,137 @@
+/* proxy internals shared by the proxy's .c files; nothing outside proxy/
+ * includes this. */
+#ifndef TFTAP_PROXY_INT_H
+#define TFTAP_PROXY_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+
+#include "common/common.h"
+#include "proxy/proxy.h"
+#include "store/store.h"
+
+/* Bounds on what the child may say before we trust it. */
+#define PROXY_HANDSHAKE_MAX 16384     /* bytes in its handshake line */
+#define PROXY_HANDSHAKE_TIMEOUT_MS 50000 /* the client itself gives up at 60 s */
+#define PROXY_CONNECT_TIMEOUT_MS 10000 /* dialing the child after its handshake */
+#define PROXY_DRAIN_TIMEOUT_MS 5000   /* calls left after the child exited */
+#define PROXY_KILL_GRACE_MS 2000      /* SIGTERM -> SIGKILL when the client is gone */
+#define PROXY_TEE_MAX_BYTES ((size_t)256 << 20)
+
+/* ---- cert.c: a go-plugin style self-signed certificate -------------------- */
+
+typedef struct proxy_cert {
+    char *cert_pem;  /* "-----BEGIN CERTIFICATE-----..." */
+    char *key_pem;   /* PKCS#8 private key */
+    char *der_b64;   /* leaf DER, standard base64 without padding */
+} proxy_cert;
+
+/* ECDSA P-521, CN and SAN DNS localhost, CA, keyCertSign+digitalSignature,
+ * EKU server+client auth, valid ~30 years. 0, TFTAP_ETLS or TFTAP_ENOMEM. */
+int proxy_cert_make(proxy_cert *cert);
+void proxy_cert_done(proxy_cert *cert);
+
+/* The PEM of a certificate given as unpadded base64 of its DER (as go-plugin
+ * prints it). *pem is heap, freed by the caller. 0, TFTAP_EDECODE or
+ * TFTAP_ENOMEM. */
+int proxy_cert_b64der_to_pem(const char *b64, size_t len, char **pem);
+
+/* ---- handshake.c: go-plugin's stdout line ------------------------------ */
+
+typedef struct proxy_handshake {
+    int core_version;     /* always 1 */
+    int proto_version;    /* 5 or 6 for providers */
+    char *network;        /* "unix" or "tcp" */
+    char *address;
+    char *protocol;       /* "grpc" */
+    char *cert_b64;       /* may be empty: plaintext */
+    char *extra;          /* fields after the cert, verbatim, or "" */
+} proxy_handshake;
+
+/* Parse one line (without its newline). 0, TFTAP_EPROTO or TFTAP_ENOMEM;
+ * err receives the reason. */
+int proxy_handshake_parse(const char *line, size_t len, proxy_handshake *hs, tftap_buf *err);
+void proxy_handshake_done(proxy_handshake *hs);
+
+/* Look a variable up in an environment vector. NULL when absent. */
+const char *proxy_env_get(char *const *envp, const char *name);
+
+/* A copy of envp without PLUGIN_CLIENT_CERT, plus PLUGIN_CLIENT_CERT=cert_pem
+ * when cert_pem is not NULL. The vector and its strings are one allocation
+ * freed with free(). NULL on ENOMEM. */
+char **proxy_env_for_child(char *const *envp, const char *cert_pem);
+
+/* ---- child.c: the real provider process ------------------------------- */
+
+typedef struct proxy_child {
+    pid_t pid;
+    int out_fd;          /* read end of its stdout, or -1 once at EOF */
+    tftap_buf pending;   /* stdout bytes read past the handshake line */
+} proxy_child;
+
+/* Start binary with args and env; its stdin and stderr are ours, its
+ * stdout is a pipe; it gets SIGKILL if this thread dies. 0, TFTAP_ECHILD
+ * (err says why, e.g. exec failed) or TFTAP_EIO. */
+int proxy_child_spawn(proxy_child *child, const char *binary, char *const *args, char **envp,
+                      tftap_buf *err);
+
+/* Read the handshake line (bounded, timeout_ms). While waiting, forwards
+ * SIGINT/SIGTERM/SIGHUP arriving on sig_fd (a signalfd) to the child. *line
+ * is heap; bytes after it stay in child->pending. 0, TFTAP_ECHILD (it exited
+ * or closed stdout first), TFTAP_ELIMIT (too long or too slow) or TFTAP_EIO. */
+int proxy_child_read_handshake(proxy_child *child, int sig_fd, int timeout_ms, char **line,
+                               tftap_buf *err);
+
+/* ---- tee.c: copies of messages to the recorder, off the relay's thread -- */
+
+typedef struct proxy_tee proxy_tee;
+
+/* rec may be NULL: then *out is NULL and every tee call is a no-op. */
+int proxy_tee_new(store_recorder *rec, size_t max_bytes, proxy_tee **out);
+void proxy_tee_begin(proxy_tee *t, uint64_t call_id, const char *method, int64_t t_us);
+/* Takes a reference-counted copy of bb; bb stays the caller's. */
+void proxy_tee_message(proxy_tee *t, uint64_t call_id, enum store_direction dir, int64_t t_us,
+                       grpc_byte_buffer *bb);
+void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status,
+                   const char *message);
+/* Deliver everything queued, stop the thread. Accepts NULL. */
+void proxy_tee_free(proxy_tee *t);
+/* Events dropped because the queue was full. */
+uint64_t proxy_tee_dropped(const proxy_tee *t);
+
+/* ---- relay.c: the gRPC relay ------------------------------------------ */
+
+typedef struct proxy_relay proxy_relay;
+
+typedef struct proxy_relay_opts {
+    const char *listen_addr;               /* "unix:/path" */
+    grpc_server_credentials *server_creds; /* borrowed */
+    const char *upstream_target;           /* "unix:/path" or "127.0.0.1:port" */
+    grpc_channel_credentials *channel_creds; /* borrowed */
+    int tls_upstream;                      /* 1: override the TLS name to localhost */
+    proxy_tee *tee;                        /* may be NULL */
+    int notify_fd;                         /* eventfd written when draining and idle */
+} proxy_relay_opts;
+
+/* Create the server (bound and started) and the channel; wait up to
+ * connect_timeout_ms for the channel to the child to be ready; then start the
+ * completion-queue thread. Needs grpc_init(). 0, TFTAP_EIO (bind failed),
+ * TFTAP_ECHILD (child unreachable) or TFTAP_ENOMEM. */
+int proxy_relay_start(const proxy_relay_opts *opts, int connect_timeout_ms, proxy_relay **out,
+                      tftap_buf *err);
+/* From now on, write notify_fd whenever no call is in flight. */
+void proxy_relay_drain(proxy_relay *r);
+/* Calls in flight right now. */
+int proxy_relay_active(proxy_relay *r);
+/* Shut the server down (cancelling what is left), stop the thread, free
+ * everything. Accepts NULL. */
+void proxy_relay_stop(proxy_relay *r);
+
+/* Microseconds since the Unix epoch. */
+int64_t proxy_now_us(void);
+
+#endif

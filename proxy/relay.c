@@ -1,0 +1,664 @@
+/* proxy: the gRPC relay. One completion queue serves both legs and one
+ * thread drives it; every call, whatever its method or streaming kind, runs
+ * the same state machine:
+ *
+ *   client --msg--> [DOWN_RECV] --> [UP_SEND] --> provider      (until half-close)
+ *   client <--msg-- [DOWN_SEND] <-- [UP_RECV] <-- provider      (until end of stream)
+ *   headers: [UP_RECV_MD] --> DOWN_SEND;  status: [UP_STATUS] --> [DOWN_STATUS]
+ *   client cancellation: [DOWN_CLOSE] --> cancel the upstream call
+ *
+ * Each direction keeps at most one message in flight, which carries gRPC's
+ * flow control across. Messages are the received grpc_byte_buffers passed on
+ * as they are; the tee gets a reference-counted copy first, because a sent
+ * buffer is drained by the send. Only this thread touches a call's state. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <grpc/byte_buffer.h>
+#include <grpc/slice.h>
+#include <grpc/support/alloc.h>
+#include <grpc/support/time.h>
+
+#include "proxy/proxy_int.h"
+
+enum tag_kind {
+    T_UP_SEND_MD,  /* upstream SEND_INITIAL_METADATA */
+    T_UP_RECV_MD,  /* upstream RECV_INITIAL_METADATA */
+    T_UP_STATUS,   /* upstream RECV_STATUS_ON_CLIENT */
+    T_UP_SEND,     /* upstream SEND_MESSAGE or SEND_CLOSE_FROM_CLIENT */
+    T_UP_RECV,     /* upstream RECV_MESSAGE */
+    T_DOWN_CLOSE,  /* downstream RECV_CLOSE_ON_SERVER */
+    T_DOWN_RECV,   /* downstream RECV_MESSAGE */
+    T_DOWN_SEND,   /* downstream SEND_INITIAL_METADATA and/or SEND_MESSAGE */
+    T_DOWN_STATUS, /* downstream SEND_STATUS_FROM_SERVER */
+    T_COUNT,
+    T_NEW_CALL,    /* relay-level: grpc_server_request_call */
+    T_SHUTDOWN,    /* relay-level: grpc_server_shutdown_and_notify */
+};
+
+struct relay_call;
+
+struct relay_tag {
+    enum tag_kind kind;
+    struct relay_call *call; /* NULL for relay-level tags */
+};
+
+/* A metadata list as forwarded: entries point into the other call's arrays,
+ * which live as long as the call does. */
+struct md_list {
+    grpc_metadata *md;
+    size_t count;
+};
+
+struct relay_call {
+    proxy_relay *relay;
+    uint64_t id;
+    grpc_call *down; /* client -> us */
+    grpc_call *up;   /* us -> provider */
+    grpc_call_details details;
+    grpc_metadata_array req_md;     /* from the client */
+    grpc_metadata_array resp_md;    /* provider's initial metadata */
+    grpc_metadata_array trailers;   /* provider's trailing metadata */
+    struct md_list fwd_req, fwd_resp, fwd_trailers;
+    grpc_status_code status;
+    grpc_slice status_details;
+    const char *error_string;       /* core's; freed with gpr_free */
+    grpc_byte_buffer *down_msg;     /* received from the client, being sent up */
+    grpc_byte_buffer *up_msg;       /* received from the provider, being sent down */
+    int cancelled;                  /* from RECV_CLOSE_ON_SERVER */
+    int pending;                    /* batches started and not yet completed */
+    unsigned resp_md_sent : 1;      /* downstream SEND_INITIAL_METADATA started */
+    unsigned up_closing : 1;        /* the UP_SEND in flight is the half-close */
+    unsigned up_recv_done : 1;      /* no more messages will come from the provider */
+    unsigned down_send_busy : 1;
+    unsigned status_received : 1;
+    unsigned status_sent : 1;
+    unsigned up_done : 1;           /* upstream finished or cancelled */
+    struct relay_tag tags[T_COUNT];
+};
+
+struct proxy_relay {
+    grpc_completion_queue *cq;
+    grpc_server *server;
+    grpc_channel *channel;
+    proxy_tee *tee;
+    int notify_fd;
+    pthread_t thread;
+    int thread_started;
+    int server_started;
+
+    /* The slot grpc_server_request_call fills; moved into a call on arrival. */
+    grpc_call *new_call;
+    grpc_call_details new_details;
+    grpc_metadata_array new_md;
+    struct relay_tag new_tag, shutdown_tag;
+
+    uint64_t next_id;      /* relay thread only */
+    atomic_int active;     /* calls in flight */
+    atomic_int draining;
+    atomic_int shutdown_started;
+    int server_down;       /* relay thread only */
+};
+
+int64_t proxy_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void notify(proxy_relay *r)
+{
+    uint64_t one = 1;
+    if (r->notify_fd >= 0) {
+        ssize_t w = write(r->notify_fd, &one, sizeof one);
+        (void)w;
+    }
+}
+
+/* Keys the transport owns: core sets (or refuses) them itself, so they are
+ * not forwarded as application metadata. */
+static int md_reserved(grpc_slice key)
+{
+    size_t n = GRPC_SLICE_LENGTH(key);
+    const char *k = (const char *)GRPC_SLICE_START_PTR(key);
+    static const char *const names[] = {"content-type", "te", "user-agent", "host",
+                                        "content-length", "content-encoding", "accept-encoding"};
+    if (n == 0 || k[0] == ':' || (n >= 5 && memcmp(k, "grpc-", 5) == 0))
+        return 1;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], k, n) == 0)
+            return 1;
+    return 0;
+}
+
+static int md_filter(const grpc_metadata_array *in, struct md_list *out)
+{
+    out->count = 0;
+    out->md = NULL;
+    if (in->count == 0)
+        return 0;
+    out->md = calloc(in->count, sizeof *out->md);
+    if (out->md == NULL)
+        return TFTAP_ENOMEM;
+    for (size_t i = 0; i < in->count; i++)
+        if (!md_reserved(in->metadata[i].key))
+            out->md[out->count++] = in->metadata[i];
+    return 0;
+}
+
+static char *slice_strdup(grpc_slice s)
+{
+    size_t n = GRPC_SLICE_LENGTH(s);
+    char *d = malloc(n + 1);
+    if (d != NULL) {
+        memcpy(d, GRPC_SLICE_START_PTR(s), n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* Start a batch; its completion is counted in call->pending. A batch core
+ * refuses never completes, so it is not counted and the call is torn down
+ * through cancellation instead. */
+static int start(struct relay_call *c, grpc_call *call, const grpc_op *ops, size_t n,
+                 enum tag_kind kind)
+{
+    grpc_call_error e = grpc_call_start_batch(call, ops, n, &c->tags[kind], NULL);
+    if (e != GRPC_CALL_OK) {
+        grpc_call_cancel(c->down, NULL);
+        if (c->up != NULL)
+            grpc_call_cancel(c->up, NULL);
+        return -1;
+    }
+    c->pending++;
+    return 0;
+}
+
+static void down_recv(struct relay_call *c)
+{
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &c->down_msg;
+    start(c, c->down, &op, 1, T_DOWN_RECV);
+}
+
+static void up_recv(struct relay_call *c)
+{
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &c->up_msg;
+    start(c, c->up, &op, 1, T_UP_RECV);
+}
+
+/* The status goes down once the provider's status is known and every
+ * message it sent has been passed on. Initial metadata always goes first:
+ * with core 1.51 a server status sent alone (trailers-only) stays queued
+ * until the call is cancelled, so a failed call is answered with empty
+ * headers and then its status, which clients read the same way. */
+static void maybe_send_status(struct relay_call *c)
+{
+    if (c->status_sent || !c->status_received || !c->up_recv_done || c->down_send_busy)
+        return;
+    c->status_sent = 1;
+    grpc_op ops[2];
+    size_t n = 0;
+    memset(ops, 0, sizeof ops);
+    if (!c->resp_md_sent) {
+        ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[n].data.send_initial_metadata.count = c->fwd_resp.count;
+        ops[n].data.send_initial_metadata.metadata = c->fwd_resp.md;
+        n++;
+        c->resp_md_sent = 1;
+    }
+    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[n].data.send_status_from_server.status = c->status;
+    ops[n].data.send_status_from_server.status_details = &c->status_details;
+    ops[n].data.send_status_from_server.trailing_metadata_count = c->fwd_trailers.count;
+    ops[n].data.send_status_from_server.trailing_metadata = c->fwd_trailers.md;
+    n++;
+    start(c, c->down, ops, n, T_DOWN_STATUS);
+}
+
+static void call_free(struct relay_call *c)
+{
+    proxy_relay *r = c->relay;
+    char *details = slice_strdup(c->status_details);
+    proxy_tee_end(r->tee, c->id, proxy_now_us(), (int)c->status,
+                  details != NULL ? details : "");
+    free(details);
+
+    if (c->down_msg != NULL)
+        grpc_byte_buffer_destroy(c->down_msg);
+    if (c->up_msg != NULL)
+        grpc_byte_buffer_destroy(c->up_msg);
+    free(c->fwd_req.md);
+    free(c->fwd_resp.md);
+    free(c->fwd_trailers.md);
+    grpc_slice_unref(c->status_details);
+    if (c->error_string != NULL)
+        gpr_free((void *)c->error_string);
+    /* The arrays reference slices owned by the calls: destroy them first. */
+    grpc_metadata_array_destroy(&c->req_md);
+    grpc_metadata_array_destroy(&c->resp_md);
+    grpc_metadata_array_destroy(&c->trailers);
+    grpc_call_details_destroy(&c->details);
+    if (c->up != NULL)
+        grpc_call_unref(c->up);
+    grpc_call_unref(c->down);
+    free(c);
+
+    if (atomic_fetch_sub(&r->active, 1) == 1 && atomic_load(&r->draining))
+        notify(r);
+}
+
+static void request_next_call(proxy_relay *r)
+{
+    if (r->server_down || atomic_load(&r->shutdown_started))
+        return;
+    grpc_call_details_init(&r->new_details);
+    grpc_metadata_array_init(&r->new_md);
+    r->new_call = NULL;
+    grpc_call_error e = grpc_server_request_call(r->server, &r->new_call, &r->new_details,
+                                                 &r->new_md, r->cq, r->cq, &r->new_tag);
+    if (e != GRPC_CALL_OK) {
+        grpc_call_details_destroy(&r->new_details);
+        grpc_metadata_array_destroy(&r->new_md);
+    }
+}
+
+/* A client call arrived: open its twin to the provider and start both legs. */
+static void on_new_call(proxy_relay *r, int ok)
+{
+    if (!ok) {
+        /* The server is shutting down; no more calls will come. */
+        grpc_call_details_destroy(&r->new_details);
+        grpc_metadata_array_destroy(&r->new_md);
+        return;
+    }
+    struct relay_call *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        grpc_call_cancel_with_status(r->new_call, GRPC_STATUS_RESOURCE_EXHAUSTED,
+                                     "tftap: out of memory", NULL);
+        grpc_call_unref(r->new_call);
+        grpc_call_details_destroy(&r->new_details);
+        grpc_metadata_array_destroy(&r->new_md);
+        request_next_call(r);
+        return;
+    }
+    c->relay = r;
+    c->id = ++r->next_id;
+    c->down = r->new_call;
+    c->details = r->new_details;
+    c->req_md = r->new_md;
+    c->status = GRPC_STATUS_UNKNOWN;
+    c->status_details = grpc_empty_slice();
+    grpc_metadata_array_init(&c->resp_md);
+    grpc_metadata_array_init(&c->trailers);
+    for (int k = 0; k < T_COUNT; k++) {
+        c->tags[k].kind = (enum tag_kind)k;
+        c->tags[k].call = c;
+    }
+    atomic_fetch_add(&r->active, 1);
+    request_next_call(r);
+
+    char *method = slice_strdup(c->details.method);
+    proxy_tee_begin(r->tee, c->id, method != NULL ? method : "", proxy_now_us());
+    free(method);
+
+    /* The client's deadline travels with the call (core sends grpc-timeout). */
+    c->up = grpc_channel_create_call(r->channel, NULL, GRPC_PROPAGATE_DEFAULTS, r->cq,
+                                     c->details.method, NULL, c->details.deadline, NULL);
+    if (c->up == NULL || md_filter(&c->req_md, &c->fwd_req) != 0) {
+        c->status = GRPC_STATUS_INTERNAL;
+        grpc_slice_unref(c->status_details);
+        c->status_details = grpc_slice_from_static_string("tftap: cannot open upstream call");
+        grpc_call_cancel_with_status(c->down, c->status, "tftap: cannot open upstream call",
+                                     NULL);
+        call_free(c);
+        return;
+    }
+
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_SEND_INITIAL_METADATA;
+    op.data.send_initial_metadata.count = c->fwd_req.count;
+    op.data.send_initial_metadata.metadata = c->fwd_req.md;
+    start(c, c->up, &op, 1, T_UP_SEND_MD);
+
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_INITIAL_METADATA;
+    op.data.recv_initial_metadata.recv_initial_metadata = &c->resp_md;
+    start(c, c->up, &op, 1, T_UP_RECV_MD);
+
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    op.data.recv_status_on_client.trailing_metadata = &c->trailers;
+    op.data.recv_status_on_client.status = &c->status;
+    op.data.recv_status_on_client.status_details = &c->status_details;
+    op.data.recv_status_on_client.error_string = &c->error_string;
+    start(c, c->up, &op, 1, T_UP_STATUS);
+
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op.data.recv_close_on_server.cancelled = &c->cancelled;
+    start(c, c->down, &op, 1, T_DOWN_CLOSE);
+
+    down_recv(c);
+
+    if (c->pending == 0)
+        call_free(c);
+}
+
+static void on_call_event(struct relay_call *c, enum tag_kind kind, int ok)
+{
+    grpc_op ops[2];
+    memset(ops, 0, sizeof ops);
+    c->pending--;
+
+    switch (kind) {
+    case T_UP_SEND_MD:
+        break;
+
+    case T_DOWN_RECV:
+        if (ok && c->down_msg != NULL) {
+            proxy_tee_message(c->relay->tee, c->id, STORE_REQUEST, proxy_now_us(), c->down_msg);
+            ops[0].op = GRPC_OP_SEND_MESSAGE;
+            ops[0].data.send_message.send_message = c->down_msg;
+            start(c, c->up, ops, 1, T_UP_SEND);
+        } else {
+            /* Half-close from the client (or it failed: its close event
+             * says whether it cancelled). */
+            if (c->down_msg != NULL) {
+                grpc_byte_buffer_destroy(c->down_msg);
+                c->down_msg = NULL;
+            }
+            if (!c->up_done) {
+                c->up_closing = 1;
+                ops[0].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+                start(c, c->up, ops, 1, T_UP_SEND);
+            }
+        }
+        break;
+
+    case T_UP_SEND:
+        if (c->down_msg != NULL) {
+            grpc_byte_buffer_destroy(c->down_msg);
+            c->down_msg = NULL;
+        }
+        /* After a failed send the provider's status is on its way; stop
+         * reading from the client and let that status end the call. */
+        if (ok && !c->up_closing)
+            down_recv(c);
+        break;
+
+    case T_UP_RECV_MD:
+        if (md_filter(&c->resp_md, &c->fwd_resp) != 0) {
+            grpc_call_cancel(c->up, NULL);
+            c->up_recv_done = 1;
+            maybe_send_status(c);
+            break;
+        }
+        if (c->fwd_resp.count > 0) {
+            /* The provider sent headers: pass them on now, a streaming
+             * client may be waiting for them. Messages follow after. */
+            c->resp_md_sent = 1;
+            c->down_send_busy = 1;
+            ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+            ops[0].data.send_initial_metadata.count = c->fwd_resp.count;
+            ops[0].data.send_initial_metadata.metadata = c->fwd_resp.md;
+            if (start(c, c->down, ops, 1, T_DOWN_SEND) != 0)
+                c->down_send_busy = 0;
+        } else {
+            up_recv(c);
+        }
+        break;
+
+    case T_UP_RECV:
+        if (ok && c->up_msg != NULL) {
+            proxy_tee_message(c->relay->tee, c->id, STORE_RESPONSE, proxy_now_us(), c->up_msg);
+            size_t n = 0;
+            if (!c->resp_md_sent) {
+                ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+                n++;
+                c->resp_md_sent = 1;
+            }
+            ops[n].op = GRPC_OP_SEND_MESSAGE;
+            ops[n].data.send_message.send_message = c->up_msg;
+            n++;
+            c->down_send_busy = 1;
+            if (start(c, c->down, ops, n, T_DOWN_SEND) != 0)
+                c->down_send_busy = 0;
+        } else {
+            if (c->up_msg != NULL) {
+                grpc_byte_buffer_destroy(c->up_msg);
+                c->up_msg = NULL;
+            }
+            c->up_recv_done = 1;
+            maybe_send_status(c);
+        }
+        break;
+
+    case T_DOWN_SEND:
+        c->down_send_busy = 0;
+        if (c->up_msg != NULL) {
+            grpc_byte_buffer_destroy(c->up_msg);
+            c->up_msg = NULL;
+        }
+        if (ok && !c->up_recv_done) {
+            up_recv(c);
+        } else if (!ok) {
+            /* The client is gone; the provider's side is of no more use. */
+            if (!c->up_done)
+                grpc_call_cancel(c->up, NULL);
+            c->up_recv_done = 1;
+            maybe_send_status(c);
+        }
+        break;
+
+    case T_UP_STATUS:
+        c->status_received = 1;
+        c->up_done = 1;
+        if (md_filter(&c->trailers, &c->fwd_trailers) != 0)
+            c->fwd_trailers.count = 0;
+        maybe_send_status(c);
+        break;
+
+    case T_DOWN_CLOSE:
+        if (c->cancelled && !c->up_done)
+            grpc_call_cancel(c->up, NULL);
+        break;
+
+    case T_DOWN_STATUS:
+        break;
+
+    default:
+        break;
+    }
+
+    if (c->pending == 0)
+        call_free(c);
+}
+
+static void *relay_main(void *arg)
+{
+    proxy_relay *r = arg;
+    for (;;) {
+        grpc_event ev = grpc_completion_queue_next(r->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
+        if (ev.type != GRPC_OP_COMPLETE)
+            continue;
+        struct relay_tag *tag = ev.tag;
+        if (tag->kind == T_NEW_CALL) {
+            on_new_call(r, ev.success);
+        } else if (tag->kind == T_SHUTDOWN) {
+            r->server_down = 1;
+        } else {
+            on_call_event(tag->call, tag->kind, ev.success);
+        }
+        /* Once the server has stopped and the last call is freed nothing can
+         * complete on the queue any more except its own shutdown. */
+        if (r->server_down && atomic_load(&r->active) == 0) {
+            grpc_completion_queue_shutdown(r->cq);
+            r->server_down = 0; /* only once */
+        }
+    }
+    return NULL;
+}
+
+int proxy_relay_start(const proxy_relay_opts *o, int connect_timeout_ms, proxy_relay **out,
+                      tftap_buf *err)
+{
+    int rc = TFTAP_ENOMEM;
+    proxy_relay *r = calloc(1, sizeof *r);
+    grpc_completion_queue *wait_cq = NULL;
+
+    *out = NULL;
+    if (r == NULL)
+        return TFTAP_ENOMEM;
+    r->tee = o->tee;
+    r->notify_fd = o->notify_fd;
+    r->new_tag.kind = T_NEW_CALL;
+    r->shutdown_tag.kind = T_SHUTDOWN;
+    atomic_init(&r->active, 0);
+    atomic_init(&r->draining, 0);
+    atomic_init(&r->shutdown_started, 0);
+
+    /* Provider schemas run to tens of MB: no message limit on either leg. */
+    grpc_arg args[3];
+    memset(args, 0, sizeof args);
+    args[0].type = GRPC_ARG_INTEGER;
+    args[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+    args[0].value.integer = -1;
+    args[1].type = GRPC_ARG_INTEGER;
+    args[1].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    args[1].value.integer = -1;
+    args[2].type = GRPC_ARG_STRING;
+    args[2].key = (char *)GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
+    args[2].value.string = (char *)"localhost";
+    grpc_channel_args server_args = {2, args};
+    grpc_channel_args channel_args = {o->tls_upstream ? 3 : 2, args};
+
+    r->cq = grpc_completion_queue_create_for_next(NULL);
+    r->server = grpc_server_create(&server_args, NULL);
+    if (r->cq == NULL || r->server == NULL)
+        goto fail;
+    grpc_server_register_completion_queue(r->server, r->cq, NULL);
+    if (grpc_server_add_http2_port(r->server, o->listen_addr, o->server_creds) == 0) {
+        if (err)
+            tftap_buf_printf(err, "cannot listen on %s", o->listen_addr);
+        rc = TFTAP_EIO;
+        goto fail;
+    }
+    /* Started at once so that every failure below takes the one shutdown
+     * path; nobody knows the address yet, so no call can arrive. */
+    grpc_server_start(r->server);
+    r->server_started = 1;
+    r->channel = grpc_channel_create(o->upstream_target, o->channel_creds, &channel_args);
+    if (r->channel == NULL)
+        goto fail;
+
+    /* Dial the provider before telling the client we exist, so a provider
+     * we cannot reach (or whose certificate we refuse) fails the start-up
+     * rather than the first call. */
+    wait_cq = grpc_completion_queue_create_for_next(NULL);
+    if (wait_cq == NULL)
+        goto fail;
+    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                         gpr_time_from_millis(connect_timeout_ms, GPR_TIMESPAN));
+    grpc_connectivity_state st = grpc_channel_check_connectivity_state(r->channel, 1);
+    while (st != GRPC_CHANNEL_READY && st != GRPC_CHANNEL_SHUTDOWN) {
+        grpc_channel_watch_connectivity_state(r->channel, st, deadline, wait_cq, NULL);
+        grpc_event ev = grpc_completion_queue_next(wait_cq, gpr_inf_future(GPR_CLOCK_MONOTONIC),
+                                                   NULL);
+        if (ev.type != GRPC_OP_COMPLETE || !ev.success)
+            break; /* deadline */
+        st = grpc_channel_check_connectivity_state(r->channel, 1);
+    }
+    grpc_completion_queue_shutdown(wait_cq);
+    while (grpc_completion_queue_next(wait_cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(wait_cq);
+    if (st != GRPC_CHANNEL_READY) {
+        if (err)
+            tftap_buf_printf(err, "cannot connect to the provider at %s", o->upstream_target);
+        rc = TFTAP_ECHILD;
+        goto fail;
+    }
+
+    request_next_call(r);
+    if (pthread_create(&r->thread, NULL, relay_main, r) != 0)
+        goto fail;
+    r->thread_started = 1;
+    *out = r;
+    return 0;
+
+fail:
+    proxy_relay_stop(r);
+    return rc;
+}
+
+void proxy_relay_drain(proxy_relay *r)
+{
+    atomic_store(&r->draining, 1);
+    if (atomic_load(&r->active) == 0)
+        notify(r);
+}
+
+int proxy_relay_active(proxy_relay *r)
+{
+    return atomic_load(&r->active);
+}
+
+void proxy_relay_stop(proxy_relay *r)
+{
+    if (r == NULL)
+        return;
+    atomic_store(&r->shutdown_started, 1);
+    if (r->server_started) {
+        /* Stop accepting, then end what is left: the client sees its calls
+         * cancelled and the connection closing, as if the plugin had exited. */
+        grpc_server_shutdown_and_notify(r->server, r->cq, &r->shutdown_tag);
+        grpc_server_cancel_all_calls(r->server);
+    }
+    if (r->thread_started) {
+        pthread_join(r->thread, NULL);
+    } else if (r->cq != NULL) {
+        /* No thread yet: collect the server's shutdown (and the failed call
+         * request, if any) here. */
+        if (!r->server_started)
+            grpc_completion_queue_shutdown(r->cq);
+        for (;;) {
+            grpc_event ev =
+                grpc_completion_queue_next(r->cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
+            if (ev.type == GRPC_QUEUE_SHUTDOWN)
+                break;
+            if (ev.type != GRPC_OP_COMPLETE)
+                continue;
+            struct relay_tag *tag = ev.tag;
+            if (tag->kind == T_NEW_CALL)
+                on_new_call(r, 0);
+            else if (tag->kind == T_SHUTDOWN)
+                grpc_completion_queue_shutdown(r->cq);
+        }
+    }
+    if (r->server != NULL)
+        grpc_server_destroy(r->server);
+    if (r->channel != NULL)
+        grpc_channel_destroy(r->channel);
+    if (r->cq != NULL)
+        grpc_completion_queue_destroy(r->cq);
+    free(r);
+}
