@@ -6,6 +6,10 @@
 int cli_decode(int argc, char **argv);
 int cli_shim(int argc, char **argv);
 
+/* Wrapping providers (cli/run.c, cli/wrap.c). */
+int cli_run(int argc, char **argv);
+int cli_wrap(int argc, char **argv);
+
 /* Reading the database (cli/runs.c, calls.c, show.c, export.c). */
 int cli_runs(int argc, char **argv);
 int cli_calls(int argc, char **argv);

@@ -1,0 +1,447 @@
+/* tftap run -- tofu|terraform ARGS...: run one CLI command with every
+ * provider it uses wrapped by a shim, as one recorded run.
+ *
+ * The command stays attached to the user's terminal; tftap only waits,
+ * forwards signals sent to it by kill(2) (the terminal's own Ctrl-C already
+ * reaches the whole foreground group, so those are not sent twice: tofu
+ * reads a second interrupt as "stop now"), records the exit code and exits
+ * with it. */
+#include "config.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/wrap.h"
+#include "store/store.h"
+
+#define CAPTURE_MAX (256u << 20) /* `tofu show -json` of a large state */
+#define VERSION_MAX (64u << 10)
+
+extern char **environ;
+
+static volatile sig_atomic_t child_pid;
+
+/* Forward what someone sent us with kill(2); ignore what the kernel sent
+ * on behalf of the terminal, which the child received too. */
+static void forward_signal(int sig, siginfo_t *info, void *uctx)
+{
+    (void)uctx;
+    if (child_pid > 0 && info != NULL && info->si_code <= 0)
+        kill((pid_t)child_pid, sig);
+}
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
+
+/* Run argv with stdout captured into out (at most max bytes kept) and
+ * stderr discarded, with env (NULL = ours). Returns the exit status as
+ * run_command does, or -1 when it could not be started. */
+static int capture(char *const *argv, const char *dir, size_t max, tftap_buf *out)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            dup2(devnull, 2);
+        }
+        dup2(fds[1], 1);
+        if (dir != NULL && chdir(dir) != 0)
+            _exit(127);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    char chunk[65536];
+    for (;;) {
+        ssize_t n = read(fds[0], chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (out->len + (size_t)n <= max)
+            tftap_buf_append(out, chunk, (size_t)n);
+    }
+    close(fds[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The CLI's version from `CLI version -json`, or NULL. */
+static char *cli_version(const char *cli_path)
+{
+    char *argv[] = {(char *)cli_path, "version", "-json", NULL};
+    tftap_buf out = TFTAP_BUF_INIT;
+    char *v = NULL;
+    if (capture(argv, NULL, VERSION_MAX, &out) == 0 && !tftap_buf_failed(&out)) {
+        cJSON *root = cJSON_ParseWithLength(tftap_buf_cstr(&out), out.len);
+        const cJSON *tv = cJSON_GetObjectItemCaseSensitive(root, "terraform_version");
+        if (cJSON_IsString(tv) && tv->valuestring)
+            v = strdup(tv->valuestring);
+        cJSON_Delete(root);
+    }
+    tftap_buf_done(&out);
+    return v;
+}
+
+/* What the command line says: the subcommand, -chdir and a plan's -out. */
+struct cmdline {
+    const char *sub;   /* "plan", "apply", ... or NULL */
+    const char *chdir; /* -chdir=DIR or NULL */
+    const char *out;   /* plan -out=FILE or NULL */
+};
+
+static void parse_cmdline(int argc, char **argv, struct cmdline *c)
+{
+    memset(c, 0, sizeof *c);
+    int i = 1;
+    for (; i < argc; i++) {
+        if (strncmp(argv[i], "-chdir=", 7) == 0 || strncmp(argv[i], "--chdir=", 8) == 0) {
+            c->chdir = strchr(argv[i], '=') + 1;
+        } else if (argv[i][0] != '-') {
+            c->sub = argv[i];
+            break;
+        }
+    }
+    if (c->sub == NULL || strcmp(c->sub, "plan") != 0)
+        return;
+    for (i++; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] == '-' && a[1] == '-')
+            a++;
+        if (strncmp(a, "-out=", 5) == 0)
+            c->out = a + 5;
+        else if (strcmp(a, "-out") == 0 && i + 1 < argc)
+            c->out = argv[++i];
+    }
+}
+
+/* An environment like ours with the given variables set (name=value
+ * strings, replacing ours). The array is heap; its strings are borrowed
+ * except the new ones, which the caller keeps alive. */
+static char **env_with(char *const *add, size_t nadd)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + nadd + 1, sizeof *env);
+    if (env == NULL)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int replaced = 0;
+        for (size_t j = 0; j < nadd; j++) {
+            size_t nl = strcspn(add[j], "=");
+            replaced |= strncmp(environ[i], add[j], nl + 1) == 0;
+        }
+        if (!replaced)
+            env[k++] = environ[i];
+    }
+    for (size_t j = 0; j < nadd; j++)
+        env[k++] = add[j];
+    env[k] = NULL;
+    return env;
+}
+
+/* Run the user's command attached to the terminal; returns its exit code
+ * (128 + signal when killed), or -1 with errno when it could not start. */
+static int run_attached(char *const *argv, char *const *env)
+{
+    struct sigaction sa, old[NFORWARDED];
+    int exec_err[2];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = forward_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+
+    /* A close-on-exec pipe tells us whether exec itself failed. */
+    if (pipe2(exec_err, O_CLOEXEC) != 0)
+        return -1;
+    for (size_t i = 0; i < NFORWARDED; i++)
+        sigaction(forwarded[i], &sa, &old[i]);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(exec_err[0]);
+        close(exec_err[1]);
+        for (size_t i = 0; i < NFORWARDED; i++)
+            sigaction(forwarded[i], &old[i], NULL);
+        errno = e;
+        return -1;
+    }
+    if (pid == 0) {
+        for (size_t i = 0; i < NFORWARDED; i++)
+            sigaction(forwarded[i], &old[i], NULL);
+        close(exec_err[0]);
+        execvpe(argv[0], argv, env);
+        int e = errno;
+        ssize_t w = write(exec_err[1], &e, sizeof e);
+        (void)w;
+        _exit(127);
+    }
+    child_pid = pid;
+    close(exec_err[1]);
+    int e = 0;
+    ssize_t n;
+    while ((n = read(exec_err[0], &e, sizeof e)) < 0 && errno == EINTR)
+        ;
+    close(exec_err[0]);
+
+    int st = 0, code;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    child_pid = 0;
+    for (size_t i = 0; i < NFORWARDED; i++)
+        sigaction(forwarded[i], &old[i], NULL);
+    if (n == (ssize_t)sizeof e) {
+        errno = e;
+        return -1;
+    }
+    code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return code;
+}
+
+/* After a plan or apply: let the store tie calls to resource addresses by
+ * what `CLI show -json [PLANFILE]` says. Runs unwrapped: nothing of it is
+ * recorded. Problems only warn. */
+static void match_addresses(const char *db, int64_t run_id, const char *cli_path,
+                            const char *workdir, const char *planfile)
+{
+    char *argv[] = {(char *)cli_path, "show", "-json", (char *)planfile, NULL};
+    tftap_buf out = TFTAP_BUF_INIT;
+    store *s = NULL;
+    int rc = capture(argv, workdir, CAPTURE_MAX, &out);
+    if (rc != 0 || out.len == 0 || tftap_buf_failed(&out)) {
+        cli_error("could not read '%s show -json' to match calls to addresses", cli_path);
+        goto cleanup;
+    }
+    if (store_open(db, 0, &s) != 0) {
+        cli_error("cannot open %s to match addresses", db);
+        goto cleanup;
+    }
+    if (store_match_addresses(s, run_id, tftap_buf_cstr(&out), out.len, NULL, NULL) != 0)
+        cli_error("matching calls to addresses failed: %s", store_errmsg(s));
+cleanup:
+    store_close(s);
+    tftap_buf_done(&out);
+}
+
+static void run_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tftap run [--db PATH] [--record-sensitive] [--keep-raw] [--no-match]\n"
+            "                 -- tofu|terraform ARGS...\n\n"
+            "Run one OpenTofu/Terraform command with every provider it uses wrapped by\n"
+            "tftap, recording all their calls as one run. The command keeps your terminal;\n"
+            "tftap exits with its exit code. Providers are found through the lock file\n"
+            "and where init installed them (or the plugin cache and filesystem mirrors of\n"
+            "your CLI config); your CLI config is kept, with dev_overrides added for the\n"
+            "shims. 'init' runs unwrapped until every locked provider is installed.\n\n"
+            "  --db PATH            database (default: $TFTAP_DB, else ./%s)\n"
+            "  --record-sensitive   store sensitive values instead of redacting them\n"
+            "  --keep-raw           store raw message bytes too\n"
+            "  --no-match           do not run 'show -json' after plan/apply to tie calls\n"
+            "                       to resource addresses\n",
+            STORE_DEFAULT_PATH);
+}
+
+int cli_run(int argc, char **argv)
+{
+    const char *db_opt = NULL;
+    struct wrap_opts o = {0};
+    struct wrap_set set;
+    struct cmdline cl;
+    tftap_buf err = TFTAP_BUF_INIT;
+    char *exe = NULL, *db = NULL, *workdir = NULL, *cwd = NULL, *version = NULL;
+    char *tmp = NULL, *config = NULL, **env = NULL, *planfile = NULL;
+    char env_cfg[4200], env_db[4200], env_run[64];
+    int no_match = 0, code = 1, wrapped = 0;
+    int64_t run_id = 0;
+    store *s = NULL;
+    int i = 1;
+
+    memset(&set, 0, sizeof set);
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            run_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--record-sensitive") == 0) {
+            o.record_sensitive = 1;
+        } else if (strcmp(a, "--keep-raw") == 0) {
+            o.keep_raw = 1;
+        } else if (strcmp(a, "--no-match") == 0) {
+            no_match = 1;
+        } else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
+            db_opt = argv[++i];
+        } else if (a[0] == '-') {
+            cli_error("run: unknown option '%s'", a);
+            run_usage(stderr);
+            return 2;
+        } else {
+            break;
+        }
+    }
+    if (i >= argc) {
+        cli_error("run: no command given (tftap run -- tofu ARGS...)");
+        run_usage(stderr);
+        return 2;
+    }
+    char **cmd = argv + i;
+    int ncmd = argc - i;
+    const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
+    const char *cli = strstr(base, "terraform") ? "terraform" : "tofu";
+    parse_cmdline(ncmd, cmd, &cl);
+
+    const char *db_path = db_opt ? db_opt : getenv("TFTAP_DB");
+    if (db_path == NULL || db_path[0] == '\0')
+        db_path = STORE_DEFAULT_PATH;
+    if ((exe = wrap_self_exe()) == NULL || (db = wrap_abspath(db_path)) == NULL ||
+        (cwd = getcwd(NULL, 0)) == NULL) {
+        cli_error("cannot find this program's or the current directory's path: %s",
+                  strerror(errno));
+        goto cleanup;
+    }
+    if ((workdir = realpath(cl.chdir ? cl.chdir : ".", NULL)) == NULL) {
+        cli_error("cannot resolve -chdir=%s: %s", cl.chdir, strerror(errno));
+        goto cleanup;
+    }
+    if (cl.out != NULL) {
+        tftap_buf p = TFTAP_BUF_INIT;
+        if (cl.out[0] == '/')
+            tftap_buf_puts(&p, cl.out);
+        else
+            tftap_buf_printf(&p, "%s/%s", workdir, cl.out);
+        tftap_buf_cstr(&p);
+        planfile = tftap_buf_failed(&p) ? NULL : tftap_buf_take(&p, NULL);
+        tftap_buf_done(&p);
+    }
+    version = cli_version(cmd[0]);
+
+    if (wrap_discover(workdir, cli, &set, &err) != 0) {
+        cli_error("%s", tftap_buf_cstr(&err));
+        goto cleanup;
+    }
+    /* dev_overrides make init skip installing the overridden providers; so
+     * init is wrapped only once everything it would install is there. */
+    wrapped = set.n > 0 && !(cl.sub && strcmp(cl.sub, "init") == 0 && set.missing > 0);
+    if (set.missing && wrapped)
+        cli_error("%zu provider(s) not installed, not recorded (first: %s); run '%s init'",
+                  set.missing, set.missing_first, cli);
+    if (wrapped) {
+        const char *tmpdir = getenv("TMPDIR");
+        tftap_buf t = TFTAP_BUF_INIT;
+        tftap_buf_printf(&t, "%s/tftap-run-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+        tftap_buf_cstr(&t);
+        tmp = tftap_buf_failed(&t) ? NULL : tftap_buf_take(&t, NULL);
+        tftap_buf_done(&t);
+        if (tmp == NULL || mkdtemp(tmp) == NULL) {
+            cli_error("cannot create a temporary directory: %s", strerror(errno));
+            free(tmp);
+            tmp = NULL;
+            goto cleanup;
+        }
+        o.tftap_exe = exe;
+        o.db = db;
+        if (wrap_write(&set, tmp, &o, &config, &err) != 0) {
+            cli_error("%s", tftap_buf_cstr(&err));
+            goto cleanup;
+        }
+    }
+
+    /* The run row; a database we cannot use never stops the user's command. */
+    int rc = store_open(db, STORE_OPEN_CREATE, &s);
+    if (rc == 0)
+        rc = store_run_begin(s, cmd[0], ncmd - 1, (const char *const *)cmd + 1, workdir, cli,
+                             version, &run_id);
+    if (rc != 0) {
+        cli_error("cannot record into %s (%s); running the command anyway", db,
+                  s ? store_errmsg(s) : tftap_strerror(rc));
+        run_id = 0;
+    }
+    store_close(s);
+    s = NULL;
+
+    char *add[3];
+    size_t nadd = 0;
+    if (snprintf(env_db, sizeof env_db, "TFTAP_DB=%s", db) >= (int)sizeof env_db) {
+        cli_error("database path too long: %s", db);
+        goto cleanup;
+    }
+    add[nadd++] = env_db;
+    if (run_id > 0) {
+        snprintf(env_run, sizeof env_run, "TFTAP_RUN_ID=%lld", (long long)run_id);
+        add[nadd++] = env_run;
+    }
+    if (wrapped) {
+        if (snprintf(env_cfg, sizeof env_cfg, "TF_CLI_CONFIG_FILE=%s", config) >=
+            (int)sizeof env_cfg) {
+            cli_error("temporary path too long: %s", config);
+            goto cleanup;
+        }
+        add[nadd++] = env_cfg;
+    }
+    if ((env = env_with(add, nadd)) == NULL) {
+        cli_error("out of memory");
+        goto cleanup;
+    }
+
+    code = run_attached(cmd, env);
+    if (code < 0) {
+        cli_error("cannot run %s: %s", cmd[0], strerror(errno));
+        code = 127;
+    }
+
+    if (run_id > 0) {
+        if (store_open(db, 0, &s) != 0 || store_run_end(s, run_id, code) != 0)
+            cli_error("cannot record the exit code into %s", db);
+        store_close(s);
+        s = NULL;
+        int plans = cl.sub && strcmp(cl.sub, "plan") == 0 && planfile != NULL;
+        int applies = cl.sub && strcmp(cl.sub, "apply") == 0;
+        if (wrapped && !no_match && (plans || applies) && (code == 0 || code == 2 || applies))
+            match_addresses(db, run_id, cmd[0], workdir, plans ? planfile : NULL);
+    }
+
+cleanup:
+    if (tmp != NULL) {
+        wrap_clean(&set, tmp);
+        if (rmdir(tmp) != 0)
+            cli_error("could not remove %s: %s", tmp, strerror(errno));
+    }
+    wrap_set_done(&set);
+    tftap_buf_done(&err);
+    free(exe);
+    free(db);
+    free(workdir);
+    free(cwd);
+    free(version);
+    free(tmp);
+    free(config);
+    free(env);
+    free(planfile);
+    return code;
+}

@@ -1,0 +1,1076 @@
+/* tftap wrap, and the provider discovery and shim writing `tftap run`
+ * shares: which providers a working directory uses, where their binaries
+ * are, and a CLI config whose dev_overrides send the CLI to our shims. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/wrap.h"
+#include "store/store.h"
+
+/* Bounds on what we read: CLI configs and lock files are small. */
+#define CONFIG_MAX_BYTES (4u << 20)
+#define MAX_TOKENS 200000
+#define MAX_DEPTH 32
+#define MAX_MIRRORS 16
+
+#if defined(__linux__)
+#define PLATFORM_OS "linux"
+#elif defined(__APPLE__)
+#define PLATFORM_OS "darwin"
+#elif defined(__FreeBSD__)
+#define PLATFORM_OS "freebsd"
+#else
+#define PLATFORM_OS "unknown"
+#endif
+#if defined(__x86_64__)
+#define PLATFORM_ARCH "amd64"
+#elif defined(__aarch64__)
+#define PLATFORM_ARCH "arm64"
+#elif defined(__i386__)
+#define PLATFORM_ARCH "386"
+#elif defined(__arm__)
+#define PLATFORM_ARCH "arm"
+#else
+#define PLATFORM_ARCH "unknown"
+#endif
+#define PLATFORM PLATFORM_OS "_" PLATFORM_ARCH
+
+/* ---- a tokenizer for the HCL the CLI config and lock file are written in --
+ * Enough structure to find blocks, string attributes and their byte spans;
+ * anything it does not understand is an OTHER token that is passed over. */
+
+enum tok_kind { TOK_IDENT, TOK_STRING, TOK_LBRACE, TOK_RBRACE, TOK_LBRACKET, TOK_RBRACKET,
+                TOK_EQ, TOK_OTHER };
+
+struct tok {
+    enum tok_kind kind;
+    size_t start, end; /* byte span in the text, quotes included */
+    char *text;        /* identifier, or the string's unescaped contents */
+};
+
+struct toks {
+    struct tok *v;
+    size_t n, cap;
+};
+
+static void toks_done(struct toks *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->v[i].text);
+    free(t->v);
+    memset(t, 0, sizeof *t);
+}
+
+static int toks_push(struct toks *t, enum tok_kind kind, size_t start, size_t end, char *text)
+{
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        if (t->n >= MAX_TOKENS) {
+            free(text);
+            return TFTAP_ELIMIT;
+        }
+        struct tok *v = realloc(t->v, cap * sizeof *v);
+        if (v == NULL) {
+            free(text);
+            return TFTAP_ENOMEM;
+        }
+        t->v = v;
+        t->cap = cap;
+    }
+    t->v[t->n++] = (struct tok){kind, start, end, text};
+    return 0;
+}
+
+static int is_ident_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-' || c == '.';
+}
+
+static int tokenize(const char *s, size_t n, struct toks *out)
+{
+    size_t i = 0;
+    int rc = 0;
+    while (i < n && rc == 0) {
+        char c = s[i];
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',') {
+            i++;
+        } else if (c == '#' || (c == '/' && i + 1 < n && s[i + 1] == '/')) {
+            while (i < n && s[i] != '\n')
+                i++;
+        } else if (c == '/' && i + 1 < n && s[i + 1] == '*') {
+            i += 2;
+            while (i + 1 < n && !(s[i] == '*' && s[i + 1] == '/'))
+                i++;
+            i = i + 2 < n ? i + 2 : n;
+        } else if (c == '"') {
+            tftap_buf b = TFTAP_BUF_INIT;
+            size_t start = i++;
+            while (i < n && s[i] != '"' && s[i] != '\n') {
+                if (s[i] == '\\' && i + 1 < n) {
+                    char e = s[i + 1];
+                    tftap_buf_putc(&b, e == 'n' ? '\n' : e == 't' ? '\t' : e);
+                    i += 2;
+                } else {
+                    tftap_buf_putc(&b, s[i++]);
+                }
+            }
+            if (i < n && s[i] == '"')
+                i++;
+            size_t len;
+            tftap_buf_cstr(&b);
+            if (tftap_buf_failed(&b)) {
+                tftap_buf_done(&b);
+                return TFTAP_ENOMEM;
+            }
+            char *text = tftap_buf_take(&b, &len);
+            if (text == NULL && (text = strdup("")) == NULL)
+                return TFTAP_ENOMEM;
+            rc = toks_push(out, TOK_STRING, start, i, text);
+        } else if (is_ident_char(c)) {
+            size_t start = i;
+            while (i < n && is_ident_char(s[i]))
+                i++;
+            char *text = strndup(s + start, i - start);
+            if (text == NULL)
+                return TFTAP_ENOMEM;
+            rc = toks_push(out, TOK_IDENT, start, i, text);
+        } else {
+            enum tok_kind k = c == '{'   ? TOK_LBRACE
+                              : c == '}' ? TOK_RBRACE
+                              : c == '[' ? TOK_LBRACKET
+                              : c == ']' ? TOK_RBRACKET
+                              : c == '=' ? TOK_EQ
+                                         : TOK_OTHER;
+            rc = toks_push(out, k, i, i + 1, NULL);
+            i++;
+        }
+    }
+    return rc;
+}
+
+/* Walk the tokens calling back for every block and every attribute whose
+ * value is a single token. path[0..depth) names the enclosing blocks (a
+ * block's first label replaces nothing: labels are passed separately). */
+struct walk_cb {
+    void (*attr)(void *ctx, const char *const *path, int depth, const struct tok *key,
+                 const struct tok *value);
+    void (*block)(void *ctx, const char *const *path, int depth, const struct tok *first,
+                  const struct tok *open, const struct tok *close);
+    void *ctx;
+};
+
+static void walk(const struct toks *t, const struct walk_cb *cb)
+{
+    const char *path[MAX_DEPTH];
+    size_t open_tok[MAX_DEPTH], first_tok[MAX_DEPTH];
+    int depth = 0;
+    size_t stmt = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct tok *k = &t->v[i];
+        if (k->kind == TOK_LBRACE) {
+            if (depth == MAX_DEPTH)
+                return;
+            first_tok[depth] = stmt < i ? stmt : i;
+            path[depth] = stmt < i ? t->v[stmt].text : NULL;
+            open_tok[depth] = i;
+            depth++;
+            stmt = i + 1;
+        } else if (k->kind == TOK_RBRACE) {
+            if (depth == 0)
+                return; /* unbalanced: stop rather than guess */
+            depth--;
+            if (cb->block)
+                cb->block(cb->ctx, path, depth, &t->v[first_tok[depth]], &t->v[open_tok[depth]],
+                          k);
+            stmt = i + 1;
+        } else if (k->kind == TOK_EQ && i > stmt && i + 1 < t->n) {
+            const struct tok *v = &t->v[i + 1];
+            if (v->kind == TOK_LBRACE)
+                continue; /* key = { ... }: treated as a block named key */
+            if (v->kind == TOK_LBRACKET) {
+                int nest = 0;
+                size_t j = i + 1;
+                for (; j < t->n; j++) {
+                    if (t->v[j].kind == TOK_LBRACKET)
+                        nest++;
+                    else if (t->v[j].kind == TOK_RBRACKET && --nest == 0)
+                        break;
+                }
+                i = j;
+                stmt = j + 1;
+                continue;
+            }
+            if (cb->attr)
+                cb->attr(cb->ctx, path, depth, &t->v[i - 1], v);
+            i++;
+            stmt = i + 1;
+        }
+    }
+}
+
+/* ---- small helpers ------------------------------------------------------- */
+
+char *wrap_abspath(const char *path)
+{
+    if (path[0] == '/')
+        return strdup(path);
+    char *cwd = getcwd(NULL, 0);
+    if (cwd == NULL)
+        return NULL;
+    tftap_buf b = TFTAP_BUF_INIT;
+    tftap_buf_printf(&b, "%s/%s", cwd, path);
+    free(cwd);
+    tftap_buf_cstr(&b);
+    if (tftap_buf_failed(&b)) {
+        tftap_buf_done(&b);
+        return NULL;
+    }
+    return tftap_buf_take(&b, NULL);
+}
+
+char *wrap_self_exe(void)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+static char *joinpath(const char *a, const char *b)
+{
+    tftap_buf buf = TFTAP_BUF_INIT;
+    tftap_buf_printf(&buf, "%s/%s", a, b);
+    tftap_buf_cstr(&buf);
+    if (tftap_buf_failed(&buf)) {
+        tftap_buf_done(&buf);
+        return NULL;
+    }
+    return tftap_buf_take(&buf, NULL);
+}
+
+static const char *home_dir(void)
+{
+    const char *h = getenv("HOME");
+    if (h != NULL && h[0] != '\0')
+        return h;
+    struct passwd *pw = getpwuid(getuid());
+    return pw ? pw->pw_dir : NULL;
+}
+
+/* An executable in dir named terraform-provider-<type> or
+ * terraform-provider-<type>_<anything>, resolved to its real path. */
+static char *find_binary(const char *dir, const char *type)
+{
+    char prefix[256];
+    int plen = snprintf(prefix, sizeof prefix, "terraform-provider-%s", type);
+    if (plen < 0 || (size_t)plen >= sizeof prefix)
+        return NULL;
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return NULL;
+    char *found = NULL;
+    struct dirent *e;
+    while (found == NULL && (e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, (size_t)plen) != 0 ||
+            (e->d_name[plen] != '\0' && e->d_name[plen] != '_'))
+            continue;
+        char *p = joinpath(dir, e->d_name);
+        struct stat st;
+        if (p != NULL && stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0)
+            found = realpath(p, NULL);
+        free(p);
+    }
+    closedir(d);
+    return found;
+}
+
+/* dir/<addr>/<version>/<os_arch>: the unpacked layout every provider
+ * directory (.terraform/providers, plugin cache, mirrors) shares. */
+static char *find_in_layout(const char *dir, const char *addr, const char *version,
+                            const char *type)
+{
+    tftap_buf p = TFTAP_BUF_INIT;
+    tftap_buf_printf(&p, "%s/%s/%s/%s", dir, addr, version, PLATFORM);
+    char *found = tftap_buf_failed(&p) ? NULL : find_binary(tftap_buf_cstr(&p), type);
+    tftap_buf_done(&p);
+    return found;
+}
+
+/* "ns/type" or "host/ns/type" -> "host/ns/type"; NULL if malformed. */
+static char *full_address(const char *addr, const char *cli)
+{
+    int slashes = 0;
+    for (const char *p = addr; *p; p++)
+        slashes += *p == '/';
+    if (slashes == 2)
+        return strdup(addr);
+    if (slashes != 1)
+        return NULL;
+    return joinpath(strcmp(cli, "terraform") == 0 ? "registry.terraform.io"
+                                                  : "registry.opentofu.org",
+                    addr);
+}
+
+static const char *addr_type(const char *addr)
+{
+    const char *s = strrchr(addr, '/');
+    return s ? s + 1 : addr;
+}
+
+/* ---- discovery ----------------------------------------------------------- */
+
+struct locked {
+    char *addr, *version;
+};
+
+struct override {
+    char *key, *dir; /* as written in the user's config */
+};
+
+struct scan {
+    /* lock file */
+    struct locked *locked;
+    size_t nlocked, caplocked;
+    /* CLI config */
+    char *plugin_cache_dir;
+    char *mirrors[MAX_MIRRORS];
+    size_t nmirrors;
+    struct override *ovr;
+    size_t novr, capovr;
+    int failed;
+};
+
+static void lock_block(void *ctx, const char *const *path, int depth, const struct tok *first,
+                       const struct tok *open, const struct tok *close)
+{
+    (void)path; (void)open; (void)close;
+    struct scan *s = ctx;
+    /* provider "ADDR" { ... }: the label follows the block name. */
+    if (depth != 0 || first->kind != TOK_IDENT || strcmp(first->text, "provider") != 0)
+        return;
+    const struct tok *label = first + 1;
+    if (label->kind != TOK_STRING)
+        return;
+    /* The version attribute was seen first and parked with a NULL addr. */
+    if (s->nlocked > 0 && s->locked[s->nlocked - 1].addr == NULL) {
+        s->locked[s->nlocked - 1].addr = strdup(label->text);
+        if (s->locked[s->nlocked - 1].addr == NULL)
+            s->failed = 1;
+    }
+}
+
+static void lock_attr(void *ctx, const char *const *path, int depth, const struct tok *key,
+                      const struct tok *value)
+{
+    struct scan *s = ctx;
+    if (depth != 1 || path[0] == NULL || strcmp(path[0], "provider") != 0 ||
+        key->kind != TOK_IDENT || strcmp(key->text, "version") != 0 || value->kind != TOK_STRING)
+        return;
+    if (s->nlocked == s->caplocked) {
+        size_t cap = s->caplocked ? s->caplocked * 2 : 8;
+        struct locked *v = realloc(s->locked, cap * sizeof *v);
+        if (v == NULL) {
+            s->failed = 1;
+            return;
+        }
+        s->locked = v;
+        s->caplocked = cap;
+    }
+    s->locked[s->nlocked].addr = NULL;
+    s->locked[s->nlocked].version = strdup(value->text);
+    if (s->locked[s->nlocked].version == NULL)
+        s->failed = 1;
+    s->nlocked++;
+}
+
+static void config_attr(void *ctx, const char *const *path, int depth, const struct tok *key,
+                        const struct tok *value)
+{
+    struct scan *s = ctx;
+    if (value->kind != TOK_STRING || key->text == NULL)
+        return;
+    if (depth == 0 && strcmp(key->text, "plugin_cache_dir") == 0) {
+        free(s->plugin_cache_dir);
+        if ((s->plugin_cache_dir = strdup(value->text)) == NULL)
+            s->failed = 1;
+    } else if (depth == 2 && path[0] && strcmp(path[0], "provider_installation") == 0 && path[1] &&
+               strcmp(path[1], "filesystem_mirror") == 0 && strcmp(key->text, "path") == 0) {
+        if (s->nmirrors < MAX_MIRRORS && (s->mirrors[s->nmirrors++] = strdup(value->text)) == NULL)
+            s->failed = 1;
+    } else if (depth == 2 && path[0] && strcmp(path[0], "provider_installation") == 0 &&
+               path[1] && strcmp(path[1], "dev_overrides") == 0) {
+        if (s->novr == s->capovr) {
+            size_t cap = s->capovr ? s->capovr * 2 : 8;
+            struct override *v = realloc(s->ovr, cap * sizeof *v);
+            if (v == NULL) {
+                s->failed = 1;
+                return;
+            }
+            s->ovr = v;
+            s->capovr = cap;
+        }
+        s->ovr[s->novr].key = strdup(key->text);
+        s->ovr[s->novr].dir = strdup(value->text);
+        if (s->ovr[s->novr].key == NULL || s->ovr[s->novr].dir == NULL)
+            s->failed = 1;
+        s->novr++;
+    }
+}
+
+static void scan_done(struct scan *s)
+{
+    for (size_t i = 0; i < s->nlocked; i++) {
+        free(s->locked[i].addr);
+        free(s->locked[i].version);
+    }
+    free(s->locked);
+    for (size_t i = 0; i < s->novr; i++) {
+        free(s->ovr[i].key);
+        free(s->ovr[i].dir);
+    }
+    free(s->ovr);
+    for (size_t i = 0; i < s->nmirrors; i++)
+        free(s->mirrors[i]);
+    free(s->plugin_cache_dir);
+}
+
+static int set_add(struct wrap_set *set, const char *addr, const char *version, char *binary)
+{
+    if (set->n == set->cap) {
+        size_t cap = set->cap ? set->cap * 2 : 8;
+        struct wrap_provider *v = realloc(set->v, cap * sizeof *v);
+        if (v == NULL)
+            goto fail;
+        set->v = v;
+        set->cap = cap;
+    }
+    struct wrap_provider *p = &set->v[set->n];
+    p->addr = strdup(addr);
+    p->type = strdup(addr_type(addr));
+    p->version = version ? strdup(version) : NULL;
+    p->binary = binary;
+    if (p->addr == NULL || p->type == NULL || (version && p->version == NULL)) {
+        free(p->addr);
+        free(p->type);
+        free(p->version);
+        goto fail;
+    }
+    set->n++;
+    return 0;
+fail:
+    free(binary);
+    return TFTAP_ENOMEM;
+}
+
+/* The CLI config file the command would read, or NULL for none. */
+static char *user_config_path(const char *cli)
+{
+    const char *e = getenv("TF_CLI_CONFIG_FILE");
+    if (e != NULL && e[0] != '\0')
+        return strdup(e);
+    e = getenv("TERRAFORM_CONFIG");
+    if (e != NULL && e[0] != '\0')
+        return strdup(e);
+    const char *home = home_dir();
+    if (home == NULL)
+        return NULL;
+    if (strcmp(cli, "terraform") != 0) {
+        char *p = joinpath(home, ".tofurc");
+        if (p != NULL && access(p, F_OK) == 0)
+            return p;
+        free(p);
+    }
+    return joinpath(home, ".terraformrc");
+}
+
+static char *locate(const struct scan *s, const char *workdir, const char *cli, const char *addr,
+                    const char *version)
+{
+    const char *type = addr_type(addr);
+    const char *data_dir = getenv("TF_DATA_DIR");
+    char *found = NULL;
+    tftap_buf b = TFTAP_BUF_INIT;
+
+    /* 1. where init installed it */
+    if (data_dir != NULL && data_dir[0] == '/')
+        tftap_buf_printf(&b, "%s/providers", data_dir);
+    else
+        tftap_buf_printf(&b, "%s/%s/providers", workdir,
+                         data_dir && data_dir[0] ? data_dir : ".terraform");
+    if (!tftap_buf_failed(&b))
+        found = find_in_layout(tftap_buf_cstr(&b), addr, version, type);
+    tftap_buf_done(&b);
+    if (found)
+        return found;
+
+    /* 2. the plugin cache */
+    const char *cache = getenv("TF_PLUGIN_CACHE_DIR");
+    if (cache == NULL || cache[0] == '\0')
+        cache = s->plugin_cache_dir;
+    if (cache != NULL && (found = find_in_layout(cache, addr, version, type)) != NULL)
+        return found;
+
+    /* 3. filesystem mirrors, named and implied */
+    for (size_t i = 0; i < s->nmirrors; i++)
+        if ((found = find_in_layout(s->mirrors[i], addr, version, type)) != NULL)
+            return found;
+    const char *home = home_dir();
+    const char *prog = strcmp(cli, "terraform") == 0 ? "terraform" : "opentofu";
+    const char *xdg = getenv("XDG_DATA_HOME");
+    const char *implied[6] = {NULL};
+    char *owned[3] = {NULL};
+    if (home) {
+        owned[0] = joinpath(home, ".terraform.d/plugins");
+        implied[0] = owned[0];
+    }
+    tftap_buf x = TFTAP_BUF_INIT;
+    if (xdg && xdg[0])
+        tftap_buf_printf(&x, "%s/%s/plugins", xdg, prog);
+    else if (home)
+        tftap_buf_printf(&x, "%s/.local/share/%s/plugins", home, prog);
+    if (x.len && !tftap_buf_failed(&x))
+        implied[1] = owned[1] = tftap_buf_take(&x, NULL);
+    tftap_buf_done(&x);
+    implied[2] = strcmp(prog, "terraform") == 0 ? "/usr/local/share/terraform/plugins"
+                                               : "/usr/local/share/opentofu/plugins";
+    implied[3] = strcmp(prog, "terraform") == 0 ? "/usr/share/terraform/plugins"
+                                               : "/usr/share/opentofu/plugins";
+    owned[2] = joinpath(workdir, "terraform.d/plugins");
+    implied[4] = owned[2];
+    for (size_t i = 0; i < 5 && found == NULL; i++)
+        if (implied[i])
+            found = find_in_layout(implied[i], addr, version, type);
+    for (size_t i = 0; i < 3; i++)
+        free(owned[i]);
+    return found;
+}
+
+int wrap_discover(const char *workdir, const char *cli, struct wrap_set *set, tftap_buf *err)
+{
+    struct scan s;
+    struct toks lock_toks = {0}, cfg_toks = {0};
+    tftap_buf lock = TFTAP_BUF_INIT;
+    char *lock_path = NULL;
+    int rc = 0;
+
+    memset(set, 0, sizeof *set);
+    memset(&s, 0, sizeof s);
+
+    /* The user's CLI config: kept whole in the config we write. */
+    set->user_config = user_config_path(cli);
+    if (set->user_config != NULL) {
+        rc = tftap_read_file(set->user_config, CONFIG_MAX_BYTES, &set->user_text);
+        if (rc == TFTAP_EIO && errno == ENOENT) {
+            rc = 0;
+        } else if (rc != 0) {
+            tftap_buf_printf(err, "cannot read CLI config %s: %s", set->user_config,
+                             rc == TFTAP_EIO ? strerror(errno) : tftap_strerror(rc));
+            goto cleanup;
+        }
+        if ((rc = tokenize(tftap_buf_cstr(&set->user_text), set->user_text.len, &cfg_toks)) != 0)
+            goto cleanup;
+        walk(&cfg_toks, &(struct walk_cb){.attr = config_attr, .ctx = &s});
+    }
+
+    /* The lock file: which providers at which versions. */
+    if ((lock_path = joinpath(workdir, ".terraform.lock.hcl")) == NULL) {
+        rc = TFTAP_ENOMEM;
+        goto cleanup;
+    }
+    rc = tftap_read_file(lock_path, CONFIG_MAX_BYTES, &lock);
+    if (rc == TFTAP_EIO && errno == ENOENT) {
+        rc = 0;
+    } else if (rc != 0) {
+        tftap_buf_printf(err, "cannot read %s: %s", lock_path,
+                         rc == TFTAP_EIO ? strerror(errno) : tftap_strerror(rc));
+        goto cleanup;
+    } else {
+        if ((rc = tokenize(tftap_buf_cstr(&lock), lock.len, &lock_toks)) != 0)
+            goto cleanup;
+        walk(&lock_toks, &(struct walk_cb){.attr = lock_attr, .block = lock_block, .ctx = &s});
+    }
+    if (s.failed) {
+        rc = TFTAP_ENOMEM;
+        goto cleanup;
+    }
+
+    /* The user's own dev overrides come first: the CLI uses them over the lock. */
+    for (size_t i = 0; i < s.novr; i++) {
+        char *addr = full_address(s.ovr[i].key, cli);
+        if (addr == NULL)
+            continue;
+        char *bin = find_binary(s.ovr[i].dir, addr_type(addr));
+        if (bin != NULL)
+            rc = set_add(set, addr, NULL, bin);
+        free(addr);
+        if (rc != 0)
+            goto cleanup;
+    }
+    for (size_t i = 0; i < s.nlocked; i++) {
+        const struct locked *l = &s.locked[i];
+        if (l->addr == NULL || l->version == NULL)
+            continue;
+        int overridden = 0;
+        for (size_t j = 0; j < set->n; j++)
+            overridden |= strcmp(set->v[j].addr, l->addr) == 0;
+        if (overridden)
+            continue;
+        char *bin = locate(&s, workdir, cli, l->addr, l->version);
+        if (bin == NULL) {
+            if (set->missing++ == 0 && (set->missing_first = strdup(l->addr)) == NULL) {
+                rc = TFTAP_ENOMEM;
+                goto cleanup;
+            }
+            continue;
+        }
+        if ((rc = set_add(set, l->addr, l->version, bin)) != 0)
+            goto cleanup;
+    }
+
+cleanup:
+    if (rc == TFTAP_ENOMEM && err->len == 0)
+        tftap_buf_puts(err, "out of memory");
+    else if (rc != 0 && err->len == 0)
+        tftap_buf_printf(err, "cannot read the CLI config or lock file: %s", tftap_strerror(rc));
+    toks_done(&lock_toks);
+    toks_done(&cfg_toks);
+    tftap_buf_done(&lock);
+    free(lock_path);
+    scan_done(&s);
+    return rc;
+}
+
+void wrap_set_done(struct wrap_set *set)
+{
+    if (set == NULL)
+        return;
+    for (size_t i = 0; i < set->n; i++) {
+        free(set->v[i].addr);
+        free(set->v[i].type);
+        free(set->v[i].version);
+        free(set->v[i].binary);
+    }
+    free(set->v);
+    free(set->missing_first);
+    free(set->user_config);
+    tftap_buf_done(&set->user_text);
+    memset(set, 0, sizeof *set);
+}
+
+/* ---- writing shims and the CLI config ------------------------------------- */
+
+static void put_hcl_string(tftap_buf *b, const char *s)
+{
+    tftap_buf_putc(b, '"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            tftap_buf_putc(b, '\\');
+        tftap_buf_putc(b, *s);
+    }
+    tftap_buf_putc(b, '"');
+}
+
+static void put_sh_quoted(tftap_buf *b, const char *s)
+{
+    tftap_buf_putc(b, '\'');
+    for (; *s; s++) {
+        if (*s == '\'')
+            tftap_buf_puts(b, "'\\''");
+        else
+            tftap_buf_putc(b, *s);
+    }
+    tftap_buf_putc(b, '\'');
+}
+
+static int write_file(const char *path, const tftap_buf *content, mode_t mode, tftap_buf *err)
+{
+    if (tftap_buf_failed(content)) {
+        tftap_buf_puts(err, "out of memory");
+        return TFTAP_ENOMEM;
+    }
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        goto fail;
+    if (fwrite(content->data ? content->data : "", 1, content->len, f) != content->len ||
+        fchmod(fileno(f), mode) != 0) {
+        fclose(f);
+        goto fail;
+    }
+    if (fclose(f) != 0)
+        goto fail;
+    return 0;
+fail:
+    tftap_buf_printf(err, "cannot write %s: %s", path, strerror(errno));
+    return TFTAP_EIO;
+}
+
+static char *shim_dir(const char *dir, size_t i)
+{
+    tftap_buf b = TFTAP_BUF_INIT;
+    tftap_buf_printf(&b, "%s/p%zu", dir, i);
+    tftap_buf_cstr(&b);
+    if (tftap_buf_failed(&b)) {
+        tftap_buf_done(&b);
+        return NULL;
+    }
+    return tftap_buf_take(&b, NULL);
+}
+
+/* The user's text with our dev_overrides merged into its
+ * provider_installation block (their own dev_overrides block is replaced
+ * by the merged one; their other methods stay as they are). */
+struct cfg_spans {
+    int have_pi;
+    size_t pi_open;          /* just after provider_installation's "{" */
+    int have_do;
+    size_t do_start, do_end; /* the user's dev_overrides block */
+};
+
+static void span_block(void *ctx, const char *const *path, int depth, const struct tok *first,
+                       const struct tok *open, const struct tok *close)
+{
+    struct cfg_spans *sp = ctx;
+    if (first->text == NULL)
+        return;
+    if (depth == 0 && strcmp(first->text, "provider_installation") == 0 && !sp->have_pi) {
+        sp->have_pi = 1;
+        sp->pi_open = open->end;
+    } else if (depth == 1 && path[0] && strcmp(path[0], "provider_installation") == 0 &&
+               strcmp(first->text, "dev_overrides") == 0 && !sp->have_do) {
+        sp->have_do = 1;
+        sp->do_start = first->start;
+        sp->do_end = close->end;
+    }
+}
+
+struct ovr_keep {
+    const struct wrap_set *set;
+    const char *cli;
+    const char *text;
+    tftap_buf *out;
+};
+
+/* Re-emit a user override we are not wrapping, verbatim. */
+static void keep_override(void *ctx, const char *const *path, int depth, const struct tok *key,
+                          const struct tok *value)
+{
+    struct ovr_keep *k = ctx;
+    if (depth != 2 || !path[0] || strcmp(path[0], "provider_installation") != 0 || !path[1] ||
+        strcmp(path[1], "dev_overrides") != 0 || key->text == NULL)
+        return;
+    char *addr = full_address(key->text, k->cli);
+    int wrapped = 0;
+    for (size_t i = 0; addr && i < k->set->n; i++)
+        wrapped |= strcmp(k->set->v[i].addr, addr) == 0;
+    free(addr);
+    if (wrapped)
+        return;
+    tftap_buf_puts(k->out, "    ");
+    tftap_buf_append(k->out, k->text + key->start, key->end - key->start);
+    tftap_buf_puts(k->out, " = ");
+    tftap_buf_append(k->out, k->text + value->start, value->end - value->start);
+    tftap_buf_putc(k->out, '\n');
+}
+
+static int build_config(const struct wrap_set *set, const char *dir, const char *cli,
+                        tftap_buf *out)
+{
+    const char *text = set->user_text.len ? set->user_text.data : "";
+    size_t len = set->user_text.len;
+    struct toks t = {0};
+    struct cfg_spans sp = {0};
+    tftap_buf block = TFTAP_BUF_INIT;
+    int rc = tokenize(text, len, &t);
+    if (rc != 0)
+        goto cleanup;
+    walk(&t, &(struct walk_cb){.block = span_block, .ctx = &sp});
+
+    tftap_buf_puts(&block, "\n  # written by tftap: every wrapped provider goes through its shim\n"
+                           "  dev_overrides {\n");
+    for (size_t i = 0; i < set->n; i++) {
+        char *sd = shim_dir(dir, i);
+        if (sd == NULL) {
+            rc = TFTAP_ENOMEM;
+            goto cleanup;
+        }
+        tftap_buf_puts(&block, "    ");
+        put_hcl_string(&block, set->v[i].addr);
+        tftap_buf_puts(&block, " = ");
+        put_hcl_string(&block, sd);
+        tftap_buf_putc(&block, '\n');
+        free(sd);
+    }
+    struct ovr_keep k = {set, cli, text, &block};
+    walk(&t, &(struct walk_cb){.attr = keep_override, .ctx = &k});
+    tftap_buf_puts(&block, "  }\n");
+
+    if (sp.have_pi) {
+        size_t cut_start = sp.have_do ? sp.do_start : sp.pi_open;
+        size_t cut_end = sp.have_do ? sp.do_end : sp.pi_open;
+        tftap_buf_append(out, text, sp.pi_open);
+        tftap_buf_append(out, block.data, block.len);
+        tftap_buf_append(out, text + sp.pi_open, cut_start - sp.pi_open);
+        tftap_buf_append(out, text + cut_end, len - cut_end);
+    } else {
+        tftap_buf_append(out, text, len);
+        /* Without a provider_installation block the CLI installs directly;
+         * keep that for every provider we do not wrap. */
+        tftap_buf_puts(out, "\nprovider_installation {");
+        tftap_buf_append(out, block.data, block.len);
+        tftap_buf_puts(out, "  direct {}\n}\n");
+    }
+    rc = tftap_buf_failed(out) || tftap_buf_failed(&block) ? TFTAP_ENOMEM : 0;
+cleanup:
+    tftap_buf_done(&block);
+    toks_done(&t);
+    return rc;
+}
+
+static const char *cli_of(const struct wrap_set *set)
+{
+    /* Addresses carry their host; the CLI name only matters for short
+     * override keys, where the user config's own spelling is kept. */
+    for (size_t i = 0; i < set->n; i++)
+        if (strncmp(set->v[i].addr, "registry.terraform.io/", 22) == 0)
+            return "terraform";
+    return "tofu";
+}
+
+int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_opts *opts,
+               char **config_path, tftap_buf *err)
+{
+    tftap_buf b = TFTAP_BUF_INIT;
+    char *sd = NULL, *path = NULL;
+    int rc = 0;
+
+    *config_path = NULL;
+    for (size_t i = 0; i < set->n; i++) {
+        const struct wrap_provider *p = &set->v[i];
+        free(sd);
+        if ((sd = shim_dir(dir, i)) == NULL)
+            goto nomem;
+        if (mkdir(sd, 0700) != 0 && errno != EEXIST) {
+            tftap_buf_printf(err, "cannot create %s: %s", sd, strerror(errno));
+            rc = TFTAP_EIO;
+            goto cleanup;
+        }
+        /* tftap-shim.json: what the shim needs to stand in for the provider. */
+        tftap_buf_reset(&b);
+        tftap_buf_puts(&b, "{\"provider\": ");
+        tftap_buf_json_string(&b, p->addr, strlen(p->addr));
+        tftap_buf_puts(&b, ", \"version\": ");
+        if (p->version)
+            tftap_buf_json_string(&b, p->version, strlen(p->version));
+        else
+            tftap_buf_puts(&b, "null");
+        tftap_buf_puts(&b, ", \"binary\": ");
+        tftap_buf_json_string(&b, p->binary, strlen(p->binary));
+        tftap_buf_puts(&b, ", \"db\": ");
+        tftap_buf_json_string(&b, opts->db, strlen(opts->db));
+        tftap_buf_printf(&b, ", \"record_sensitive\": %s, \"keep_raw\": %s}\n",
+                         opts->record_sensitive ? "true" : "false",
+                         opts->keep_raw ? "true" : "false");
+        free(path);
+        if ((path = joinpath(sd, "tftap-shim.json")) == NULL)
+            goto nomem;
+        if ((rc = write_file(path, &b, 0600, err)) != 0)
+            goto cleanup;
+        char *meta = path;
+        path = NULL;
+
+        /* The script the CLI starts believing it is the provider. */
+        tftap_buf_reset(&b);
+        tftap_buf_puts(&b, "#!/bin/sh\n# tftap shim for ");
+        tftap_buf_puts(&b, p->addr);
+        tftap_buf_puts(&b, "\nexec ");
+        put_sh_quoted(&b, opts->tftap_exe);
+        tftap_buf_puts(&b, " shim ");
+        put_sh_quoted(&b, meta);
+        tftap_buf_puts(&b, " \"$@\"\n");
+        free(meta);
+        tftap_buf_cstr(&b);
+        char name[300];
+        int nl = snprintf(name, sizeof name, "terraform-provider-%s", p->type);
+        if (nl < 0 || (size_t)nl >= sizeof name) {
+            tftap_buf_printf(err, "provider type too long: %s", p->addr);
+            rc = TFTAP_ELIMIT;
+            goto cleanup;
+        }
+        if ((path = joinpath(sd, name)) == NULL)
+            goto nomem;
+        if ((rc = write_file(path, &b, 0700, err)) != 0)
+            goto cleanup;
+    }
+
+    tftap_buf_reset(&b);
+    if ((rc = build_config(set, dir, cli_of(set), &b)) != 0)
+        goto nomem;
+    free(path);
+    if ((path = joinpath(dir, "tftap.tfrc")) == NULL)
+        goto nomem;
+    if ((rc = write_file(path, &b, 0600, err)) != 0)
+        goto cleanup;
+    *config_path = path;
+    path = NULL;
+    goto cleanup;
+
+nomem:
+    rc = TFTAP_ENOMEM;
+    tftap_buf_puts(err, "out of memory");
+cleanup:
+    free(sd);
+    free(path);
+    tftap_buf_done(&b);
+    return rc;
+}
+
+void wrap_clean(const struct wrap_set *set, const char *dir)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        char *sd = shim_dir(dir, i);
+        if (sd == NULL)
+            continue;
+        char name[300];
+        int nl = snprintf(name, sizeof name, "terraform-provider-%s", set->v[i].type);
+        char *a = joinpath(sd, "tftap-shim.json");
+        char *b = (nl > 0 && (size_t)nl < sizeof name) ? joinpath(sd, name) : NULL;
+        if (a)
+            unlink(a);
+        if (b)
+            unlink(b);
+        rmdir(sd);
+        free(a);
+        free(b);
+        free(sd);
+    }
+    char *c = joinpath(dir, "tftap.tfrc");
+    if (c)
+        unlink(c);
+    free(c);
+}
+
+/* ---- tftap wrap ------------------------------------------------------------ */
+
+static void wrap_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: tftap wrap [--db PATH] [--record-sensitive] [--keep-raw] [--cli tofu|terraform]\n"
+            "                  --out DIR\n\n"
+            "Write into DIR a shim for every provider the configuration in the current\n"
+            "directory uses (run 'tofu init' first) and a CLI config, DIR/tftap.tfrc, that\n"
+            "keeps your own CLI config and sends the CLI to the shims. Then\n\n"
+            "  eval \"$(tftap wrap --out DIR)\"\n\n"
+            "makes every later tofu/terraform command record into the database (each\n"
+            "provider process as a run of its own). Prints the export line on stdout.\n\n"
+            "  --db PATH            database (default: $TFTAP_DB, else ./%s)\n"
+            "  --record-sensitive   store sensitive values instead of redacting them\n"
+            "  --keep-raw           store raw message bytes too\n"
+            "  --cli NAME           whose CLI config and registry host to assume (tofu)\n",
+            STORE_DEFAULT_PATH);
+}
+
+int cli_wrap(int argc, char **argv)
+{
+    const char *db_opt = NULL, *out = NULL, *cli = "tofu";
+    struct wrap_opts o = {0};
+    struct wrap_set set;
+    tftap_buf err = TFTAP_BUF_INIT;
+    char *exe = NULL, *db = NULL, *dir = NULL, *cwd = NULL, *config = NULL;
+    int code = 1;
+
+    memset(&set, 0, sizeof set);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            wrap_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--record-sensitive") == 0) {
+            o.record_sensitive = 1;
+        } else if (strcmp(a, "--keep-raw") == 0) {
+            o.keep_raw = 1;
+        } else if ((strcmp(a, "--db") == 0 || strcmp(a, "--out") == 0 ||
+                    strcmp(a, "--cli") == 0) && i + 1 < argc) {
+            const char **dst = a[2] == 'd' ? &db_opt : a[2] == 'o' ? &out : &cli;
+            *dst = argv[++i];
+        } else {
+            cli_error("wrap: unexpected argument '%s'", a);
+            wrap_usage(stderr);
+            return 2;
+        }
+    }
+    if (out == NULL) {
+        cli_error("wrap: --out DIR is required");
+        wrap_usage(stderr);
+        return 2;
+    }
+    if (strcmp(cli, "tofu") != 0 && strcmp(cli, "terraform") != 0) {
+        cli_error("wrap: --cli must be tofu or terraform");
+        return 2;
+    }
+    const char *db_path = db_opt ? db_opt : getenv("TFTAP_DB");
+    if (db_path == NULL || db_path[0] == '\0')
+        db_path = STORE_DEFAULT_PATH;
+    if ((exe = wrap_self_exe()) == NULL || (db = wrap_abspath(db_path)) == NULL ||
+        (cwd = getcwd(NULL, 0)) == NULL) {
+        cli_error("cannot find this program's or the current directory's path: %s",
+                  strerror(errno));
+        goto cleanup;
+    }
+    if (mkdir(out, 0700) != 0 && errno != EEXIST) {
+        cli_error("cannot create %s: %s", out, strerror(errno));
+        goto cleanup;
+    }
+    if ((dir = realpath(out, NULL)) == NULL) {
+        cli_error("cannot resolve %s: %s", out, strerror(errno));
+        goto cleanup;
+    }
+    if (wrap_discover(cwd, cli, &set, &err) != 0) {
+        cli_error("%s", tftap_buf_cstr(&err));
+        goto cleanup;
+    }
+    if (set.n == 0) {
+        cli_error("no installed providers found for %s (run '%s init' first)", cwd, cli);
+        goto cleanup;
+    }
+    if (set.missing)
+        cli_error("%zu provider(s) not installed, not wrapped (first: %s); run '%s init' and "
+                  "wrap again",
+                  set.missing, set.missing_first, cli);
+    o.tftap_exe = exe;
+    o.db = db;
+    if (wrap_write(&set, dir, &o, &config, &err) != 0) {
+        cli_error("%s", tftap_buf_cstr(&err));
+        goto cleanup;
+    }
+    tftap_buf q = TFTAP_BUF_INIT;
+    put_sh_quoted(&q, config);
+    printf("export TF_CLI_CONFIG_FILE=%s\n", tftap_buf_cstr(&q));
+    tftap_buf_done(&q);
+    for (size_t i = 0; i < set.n; i++)
+        fprintf(stderr, "tftap: wrapped %s %s (%s)\n", set.v[i].addr,
+                set.v[i].version ? set.v[i].version : "dev override", set.v[i].binary);
+    code = fflush(stdout) == 0 ? 0 : 1;
+
+cleanup:
+    wrap_set_done(&set);
+    tftap_buf_done(&err);
+    free(exe);
+    free(db);
+    free(dir);
+    free(cwd);
+    free(config);
+    return code;
+}
