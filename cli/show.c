@@ -10,9 +10,10 @@ static const char usage_text[] =
     "usage: tftap show RUN [ADDRESS|TYPE] [--all] [--db PATH] [--json]\n\n"
     "Show each resource instance change recorded in RUN (an id or 'last') as a plan\n"
     "shows it: PlanResourceChange (prior -> planned) and ApplyResourceChange (prior ->\n"
-    "new state) calls, then the diagnostics of other calls. ADDRESS (test_thing.a, also\n"
+    "new state) calls, then the diagnostics of other calls. A plan that an apply in the\n"
+    "same run carried out is shown once, as the apply. ADDRESS (test_thing.a, also\n"
     "matching its instances) or TYPE (test_thing) keeps only those. --all also shows\n"
-    "no-op changes and ReadResource calls.\n";
+    "no-op changes, superseded plans and ReadResource calls.\n";
 
 struct show_ctx {
     tftap_buf out;
@@ -32,7 +33,7 @@ static int each_change(void *ctx, const store_change_row *c)
         return TFTAP_EDECODE;
     }
     int is_read = c->rpc && strcmp(c->rpc, "ReadResource") == 0;
-    if (!x->all && (a == STORE_ACTION_NOOP || is_read)) {
+    if (!x->all && (a == STORE_ACTION_NOOP || is_read || c->superseded)) {
         x->skipped++;
         return 0;
     }
@@ -189,7 +190,8 @@ int cli_show(int argc, char **argv)
             if (x.counts[STORE_ACTION_NOOP])
                 tftap_buf_printf(&x.out, ", %d no-op", x.counts[STORE_ACTION_NOOP]);
             if (x.skipped)
-                tftap_buf_printf(&x.out, " (%d no-op or read not shown: --all)", x.skipped);
+                tftap_buf_printf(&x.out, " (%d no-op, read or applied plan not shown: --all)",
+                                 x.skipped);
             tftap_buf_puts(&x.out, ".\n");
             if (x.unmatched)
                 tftap_buf_printf(&x.out,

@@ -140,8 +140,13 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
     int rc = sqlite3_prepare_v2(
         s->db,
         "SELECT call_id, method, type_name, address, address_note, prior, proposed, config, "
-        "planned, new, requires_replace, diagnostics, status_code, started_us "
-        "FROM v_resource_changes WHERE run_id = ?1 AND " FILTER_SQL
+        "planned, new, requires_replace, diagnostics, status_code, started_us, "
+        /* A plan whose planned state a later apply carries: the apply tells
+         * the same story with the outcome. */
+        "method = 'PlanResourceChange' AND planned IS NOT NULL AND EXISTS (SELECT 1 FROM "
+        "v_resource_changes a WHERE a.run_id = ?1 AND a.method = 'ApplyResourceChange' AND "
+        "a.type_name IS v.type_name AND a.call_id > v.call_id AND a.planned = v.planned) "
+        "FROM v_resource_changes v WHERE run_id = ?1 AND " FILTER_SQL
         " ORDER BY started_us, call_id",
         -1, &st, NULL);
     if (rc != SQLITE_OK)
@@ -167,6 +172,7 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
             .has_status = sqlite3_column_type(st, 12) != SQLITE_NULL,
             .status_code = sqlite3_column_int(st, 12),
             .started_us = sqlite3_column_int64(st, 13),
+            .superseded = sqlite3_column_int(st, 14),
         };
         cb = fn(ctx, &c);
         if (cb)

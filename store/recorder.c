@@ -727,6 +727,18 @@ static int ensure_run_and_process(store_recorder *r)
         sqlite3_finalize(st);
         if (rc)
             return rc;
+        if (r->opts.run_id == 0 && r->proc.binary_path) {
+            /* Our own run was made before we knew what we run. */
+            rc = run_sql(r->db, "UPDATE runs SET command = ? WHERE id = ? AND command = ''", &st);
+            if (rc)
+                return rc;
+            sqlite3_bind_text(st, 1, r->proc.binary_path, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 2, r->run_id);
+            rc = step_ok(st);
+            sqlite3_finalize(st);
+            if (rc)
+                return rc;
+        }
         r->process_written = 1;
     }
     return SQLITE_OK;

@@ -216,6 +216,14 @@ static void put_hidden(struct rctx *x, unsigned d, size_t n, const char *what)
 static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj_node *a,
                      const sj_node *b, size_t width, tftap_buf *path, int in_array);
 
+/* Top-level attributes a plan always shows in an update: they say which
+ * object it is. */
+static int identifying(const sj_node *m)
+{
+    return m->key && ((m->key_len == 2 && memcmp(m->key, "id", 2) == 0) ||
+                      (m->key_len == 4 && memcmp(m->key, "name", 4) == 0));
+}
+
 /* Members of two objects, after's order first, then members only before had. */
 static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_node *b,
                          tftap_buf *path)
@@ -234,7 +242,7 @@ static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_
                         o = m;
             if (pass == 1 && o)
                 continue;
-            if ((is_null(c) && is_null(o)) || sj_equal(c, o))
+            if ((is_null(c) && is_null(o)) || (sj_equal(c, o) && !(d == 1 && identifying(c))))
                 continue;
             if (c->key_len > w)
                 w = c->key_len;
@@ -256,7 +264,15 @@ static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_
             if (is_null(before) && is_null(after))
                 continue;
             if (sj_equal(before, after)) {
-                hidden++;
+                if (d == 1 && identifying(c) && !is_plain(c, SJ_OBJECT) &&
+                    !is_plain(c, SJ_ARRAY)) {
+                    /* Like a plan, name the object being changed. */
+                    line_start(x, d, ' ', c, w);
+                    put_scalar(x, c);
+                    tftap_buf_putc(x->out, '\n');
+                } else {
+                    hidden++;
+                }
                 continue;
             }
             size_t mark = path->len;

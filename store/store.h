@@ -169,6 +169,7 @@ typedef struct store_change_row {
     int has_status;
     int status_code;
     int64_t started_us;
+    int superseded; /* a plan whose planned state a later ApplyResourceChange applied */
 } store_change_row;
 /* Changes of a run in call order, optionally only those whose address or
  * type_name equals filter (an address also matches its instances, "a.b"

@@ -52,7 +52,7 @@ fi
 
 "$TFTAP" export last --format jsonl >"$work/export.jsonl"
 check "export exits 0" [ $? -eq 0 ]
-check "export lines are JSON objects" jq -e -s 'length > 4 and all(.[]; .kind)' "$work/export.jsonl"
+check "export lines are JSON objects" jq -e -s 'length > 4 and all(.[]; .kind)' "$work/export.jsonl" >/dev/null
 check "export has the run, process and calls" \
     [ "$(jq -r -s '[.[].kind] | unique | join(",")' "$work/export.jsonl")" = "call,process,run" ]
 
