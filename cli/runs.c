@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli/cli.h"
 #include "cli/cli_store.h"
 
@@ -16,10 +18,36 @@ struct runs_ctx {
     int n;
 };
 
+/* The args column is a JSON array of strings: show them as a shell would
+ * take them, quoting only words that need it. */
 static void args_text(tftap_buf *b, const char *args_json)
 {
-    /* The args column is our own JSON array of strings: show it unquoted. */
-    tftap_buf_puts(b, args_json && strcmp(args_json, "[]") != 0 ? args_json : "");
+    cJSON *a = args_json ? cJSON_Parse(args_json) : NULL;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a)
+    {
+        if (!cJSON_IsString(e))
+            continue;
+        const char *w = e->valuestring;
+        int plain = *w != '\0';
+        for (const char *p = w; *p && plain; p++)
+            plain = strchr("-_./=:,+@%", *p) || (*p >= 'a' && *p <= 'z') ||
+                    (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+        tftap_buf_putc(b, ' ');
+        if (plain) {
+            tftap_buf_puts(b, w);
+        } else {
+            tftap_buf_putc(b, '\'');
+            for (const char *p = w; *p; p++) {
+                if (*p == '\'')
+                    tftap_buf_puts(b, "'\\''");
+                else
+                    tftap_buf_putc(b, *p);
+            }
+            tftap_buf_putc(b, '\'');
+        }
+    }
+    cJSON_Delete(a);
 }
 
 static int each_run(void *ctx, const store_run_row *r)
@@ -60,7 +88,7 @@ static int each_run(void *ctx, const store_run_row *r)
         if (c->n == 0)
             tftap_buf_printf(b, "%-5s %-19s %9s %7s %5s %6s  %s\n", "RUN", "STARTED", "DURATION",
                              "EXIT", "PROCS", "CALLS", "COMMAND");
-        tftap_buf_printf(b, "%-5lld %-19s %9s %7s %5lld %6lld  %s ", (long long)r->id, when, dur,
+        tftap_buf_printf(b, "%-5lld %-19s %9s %7s %5lld %6lld  %s", (long long)r->id, when, dur,
                          exit_code, (long long)r->processes, (long long)r->calls,
                          r->command && *r->command ? r->command : "-");
         args_text(b, r->args_json);

@@ -246,4 +246,25 @@ static struct fx_bytes fx_plan_response(const struct fx_thing *planned, int repl
     return b;
 }
 
+/* ApplyResourceChange of a create: planned -> new state. */
+static void fx_apply(const struct fx_thing *planned, const struct fx_thing *created,
+                     struct fx_bytes *req, struct fx_bytes *resp)
+{
+    struct fx_bytes pr = fx_nil_msgpack(), pm = fx_thing_msgpack(planned);
+    struct fx_bytes nm = fx_thing_msgpack(created);
+    Tfplugin5__DynamicValue d1, d2, d3, d4;
+    Tfplugin5__ApplyResourceChange__Request q = TFPLUGIN5__APPLY_RESOURCE_CHANGE__REQUEST__INIT;
+    q.type_name = "test_thing";
+    q.prior_state = fx_dv(&d1, &pr);
+    q.planned_state = fx_dv(&d2, &pm);
+    q.config = fx_dv(&d3, &pm);
+    *req = fx_pack_msg(&q.base);
+    Tfplugin5__ApplyResourceChange__Response r = TFPLUGIN5__APPLY_RESOURCE_CHANGE__RESPONSE__INIT;
+    r.new_state = fx_dv(&d4, &nm);
+    *resp = fx_pack_msg(&r.base);
+    fx_free(&pr);
+    fx_free(&pm);
+    fx_free(&nm);
+}
+
 #endif

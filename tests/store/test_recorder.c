@@ -505,6 +505,57 @@ static void test_show_plan(void)
                  1);
 }
 
+struct seen {
+    int n, superseded;
+    enum store_action last;
+    tftap_buf out;
+};
+
+static int seen_cb(void *ctx, const store_change_row *c)
+{
+    struct seen *k = ctx;
+    k->n++;
+    k->superseded += c->superseded;
+    if (store_change_action(c, &k->last))
+        return -1;
+    if (!c->superseded)
+        return store_render_change(c, 0, &k->out);
+    return 0;
+}
+
+/* An apply run: the plan the apply carried out is marked superseded, and
+ * the apply reads as a creation with the provider's values. */
+static void test_apply_supersedes_plan(void)
+{
+    store_recorder *r = open_rec(0, bin_a);
+    struct fx_thing created = thing_alpha;
+    created.id = "thing-42";
+    plan_create(r, 1, &thing_alpha);
+    struct fx_bytes req, resp;
+    fx_apply(&thing_alpha, &created, &req, &resp);
+    call(r, 2, "/tfplugin5.Provider/ApplyResourceChange", &req, &resp);
+    fx_free(&req);
+    fx_free(&resp);
+    store_recorder_close(r);
+
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    int64_t run = 0;
+    CHECK_INT_EQ(store_resolve_run(s, "last", &run), 0);
+    struct seen k = {0, 0, STORE_ACTION_NOOP, TFTAP_BUF_INIT};
+    CHECK_INT_EQ(store_changes_each(s, run, NULL, seen_cb, &k), 0);
+    CHECK_INT_EQ(k.n, 2);
+    CHECK_INT_EQ(k.superseded, 1);
+    CHECK_INT_EQ(k.last, STORE_ACTION_CREATE);
+    CHECK_STR_EQ(store_action_name(k.last), "create");
+    const char *o = tftap_buf_cstr(&k.out);
+    CHECK(contains(o, "address unknown) has been created  [ApplyResourceChange]\n"));
+    CHECK(contains(o, "      + id       = \"thing-42\"\n"));
+    CHECK(!contains(o, "PlanResourceChange"));
+    tftap_buf_done(&k.out);
+    store_close(s);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "%s/tftap-test-rec-XXXXXX",
@@ -529,6 +580,7 @@ int main(void)
     test_schema_dedup_and_borrow();
     test_schema_arrives_later();
     test_show_plan();
+    test_apply_supersedes_plan();
     test_unwritable_then_recovers();
     test_queue_full_drops_and_counts();
     test_concurrent_writers();
