@@ -288,7 +288,7 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     tftap_buf out = TFTAP_BUF_INIT;
     sigset_t mask, old_mask;
     struct sigaction ign, old_pipe;
-    store_recorder *rec = NULL;
+    proxy_recproc rec = {-1, -1};
     proxy_tee *tee = NULL;
     proxy_relay *relay = NULL;
     grpc_server_credentials *server_creds = NULL;
@@ -328,6 +328,21 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
         if (err)
             tftap_buf_printf(err, "signalfd/eventfd: %s", strerror(errno));
         goto cleanup;
+    }
+
+    /* The recorder's process is forked first, while this is the only
+     * thread and before the provider exists. */
+    if (cfg->db != NULL) {
+        store_recorder_opts ropts;
+        memset(&ropts, 0, sizeof ropts);
+        ropts.run_id = cfg->run_id;
+        ropts.record_sensitive = cfg->record_sensitive;
+        ropts.keep_raw = cfg->keep_raw;
+        tftap_buf why = TFTAP_BUF_INIT;
+        if (proxy_recproc_start(cfg->db, &ropts, &rec, &why) != 0)
+            warn(cfg, "cannot start the recorder (%s): relaying without recording",
+                 tftap_buf_cstr(&why));
+        tftap_buf_done(&why);
     }
 
     /* The client's certificate, if any, is what we must require on our
@@ -371,25 +386,13 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
         }
     }
 
-    if (cfg->db != NULL) {
-        store_recorder_opts ropts;
-        memset(&ropts, 0, sizeof ropts);
-        ropts.run_id = cfg->run_id;
-        ropts.record_sensitive = cfg->record_sensitive;
-        ropts.keep_raw = cfg->keep_raw;
-        if (store_recorder_open(cfg->db, &ropts, &rec) != 0) {
-            warn(cfg, "cannot record to %s: relaying without recording", cfg->db);
-            rec = NULL;
-        } else {
-            store_recorder_process(rec, cfg->provider != NULL ? cfg->provider : "",
-                                   cfg->version, cfg->binary, hs.proto_version, run.child.pid);
-        }
-    }
-    if (proxy_tee_new(rec, PROXY_TEE_MAX_BYTES, &tee) != 0) {
+    if (proxy_tee_new(rec.fd, PROXY_TEE_MAX_BYTES, &tee) != 0) {
         if (err)
             tftap_buf_puts(err, "out of memory");
         goto cleanup;
     }
+    proxy_tee_process(tee, cfg->provider != NULL ? cfg->provider : "", cfg->version, cfg->binary,
+                      hs.proto_version, (int)run.child.pid);
 
     if (make_socket_path(run.envp, &sock, err) != 0)
         goto cleanup;
@@ -467,14 +470,14 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
         code = exit_code_of(run.child_status);
 
 cleanup:
-    /* Order matters: stop the relay (no more copies), deliver the copies,
-     * then close the recorder, which flushes. */
+    /* Order matters: stop the relay (no more copies), hand the copies to the
+     * recorder process, then close its pipe: it flushes after we are gone. */
     proxy_relay_stop(relay);
     if (tee != NULL && proxy_tee_dropped(tee) > 0)
         warn(cfg, "%s: some messages were not recorded (recorder queue full)",
              cfg->provider != NULL ? cfg->provider : cfg->binary);
     proxy_tee_free(tee);
-    store_recorder_close(rec);
+    proxy_recproc_detach(&rec);
     if (socket_made)
         unlink(tftap_buf_cstr(&sock));
     if (server_creds != NULL)

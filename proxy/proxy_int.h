@@ -86,21 +86,59 @@ int proxy_child_spawn(proxy_child *child, const char *binary, char *const *args,
 int proxy_child_read_handshake(proxy_child *child, int sig_fd, int timeout_ms, char **line,
                                tftap_buf *err);
 
+/* ---- recproc.c: the recorder's own process ---------------------------- */
+
+/* One event on the pipe to the recorder process: this header, then len
+ * payload bytes (method, status message, message bytes, or for PROCESS
+ * "provider\0version\0binary" with a = protocol, b = pid). Both ends are
+ * this program, so the header is in host byte order. */
+enum proxy_rec_kind {
+    PROXY_REC_PROCESS = 1,
+    PROXY_REC_BEGIN = 2,
+    PROXY_REC_MESSAGE = 3, /* a = enum store_direction */
+    PROXY_REC_END = 4,     /* a = status code */
+};
+
+struct proxy_rec_frame {
+    uint32_t kind;
+    int32_t a;
+    int32_t b;
+    uint32_t len;
+    uint64_t call_id;
+    int64_t t_us;
+};
+
+typedef struct proxy_recproc {
+    pid_t pid;
+    int fd; /* write end of the event pipe */
+} proxy_recproc;
+
+/* Fork the recorder process (call before any thread exists): it opens db
+ * with opts, applies events from the pipe and, at EOF, flushes, closes and
+ * exits. 0 or TFTAP_EIO. */
+int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_recproc *rp,
+                        tftap_buf *err);
+/* Close our end; the recorder process finishes on its own. */
+void proxy_recproc_detach(proxy_recproc *rp);
+
 /* ---- tee.c: copies of messages to the recorder, off the relay's thread -- */
 
 typedef struct proxy_tee proxy_tee;
 
-/* rec may be NULL: then *out is NULL and every tee call is a no-op. */
-int proxy_tee_new(store_recorder *rec, size_t max_bytes, proxy_tee **out);
+/* fd is the recorder pipe; fd < 0: *out is NULL and every tee call is a
+ * no-op. The tee does not close fd. */
+int proxy_tee_new(int fd, size_t max_bytes, proxy_tee **out);
+void proxy_tee_process(proxy_tee *t, const char *provider, const char *version,
+                       const char *binary, int protocol_version, int pid);
 void proxy_tee_begin(proxy_tee *t, uint64_t call_id, const char *method, int64_t t_us);
 /* Takes a reference-counted copy of bb; bb stays the caller's. */
 void proxy_tee_message(proxy_tee *t, uint64_t call_id, enum store_direction dir, int64_t t_us,
                        grpc_byte_buffer *bb);
 void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status,
                    const char *message);
-/* Deliver everything queued, stop the thread. Accepts NULL. */
+/* Write out everything queued, stop the thread. Accepts NULL. */
 void proxy_tee_free(proxy_tee *t);
-/* Events dropped because the queue was full. */
+/* Events dropped because the queue was full or the pipe broke. */
 uint64_t proxy_tee_dropped(const proxy_tee *t);
 
 /* ---- relay.c: the gRPC relay ------------------------------------------ */

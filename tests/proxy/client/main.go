@@ -1,0 +1,499 @@
+// Command proxyclient drives a provider the way OpenTofu does (go-plugin
+// client, automatic mutual TLS, magic cookie, protocol versions 5 and 6) and
+// checks what tftap's shim relays against the provider spoken to directly.
+//
+// Calls go through grpc with a pass-through codec: requests are built from
+// protobuf wire primitives and responses are compared as the bytes received,
+// so "byte-identical" means exactly that.
+//
+//	proxyclient compare -shim SHIM -direct PROVIDER -type TYPE
+//	proxyclient cancel  -shim SHIM -type TYPE -marker FILE
+//	proxyclient crash   -shim SHIM -direct PROVIDER -type TYPE
+//	proxyclient hold    -shim SHIM -type TYPE -marker FILE -info FILE
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/rpc"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+const cookie = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
+
+// rawCodec passes bytes through untouched. It calls itself "proto" so the
+// content type on the wire is the one real clients send.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return *(v.(*[]byte)), nil }
+func (rawCodec) Unmarshal(data []byte, v any) error {
+	*(v.(*[]byte)) = append([]byte(nil), data...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+// rawPlugin hands out the plugin's grpc connection itself.
+type rawPlugin struct{}
+
+func (rawPlugin) Server(*plugin.MuxBroker) (any, error) { return nil, errors.New("grpc only") }
+func (rawPlugin) Client(*plugin.MuxBroker, *rpc.Client) (any, error) {
+	return nil, errors.New("grpc only")
+}
+func (rawPlugin) GRPCServer(*plugin.GRPCBroker, *grpc.Server) error { return errors.New("client only") }
+func (rawPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return c, nil
+}
+
+// syncBuffer keeps what the plugin wrote on stderr (go-plugin re-logs each
+// line through our logger) so tests can look for the provider's own words.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Contains(s string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Contains(b.buf.Bytes(), []byte(s))
+}
+
+type provider struct {
+	log    *syncBuffer
+	client *plugin.Client
+	conn   *grpc.ClientConn
+	proto  int
+	svc    string
+}
+
+// plain turns automatic mutual TLS off: both legs then speak plaintext.
+var plain bool
+
+func launch(path string, env []string) (*provider, error) {
+	cmd := exec.Command(path)
+	cmd.Env = append(os.Environ(), env...)
+	log := &syncBuffer{}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "proxyclient", Level: hclog.Warn,
+		Output: io.MultiWriter(os.Stderr, log)})
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig: plugin.HandshakeConfig{
+			MagicCookieKey: "TF_PLUGIN_MAGIC_COOKIE", MagicCookieValue: cookie,
+		},
+		VersionedPlugins: map[int]plugin.PluginSet{
+			5: {"provider": rawPlugin{}},
+			6: {"provider": rawPlugin{}},
+		},
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Managed:          true,
+		AutoMTLS:         !plain,
+		Logger:           logger,
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32))},
+	})
+	rpcClient, err := client.Client()
+	if err != nil {
+		client.Kill()
+		return nil, fmt.Errorf("start %s: %w", path, err)
+	}
+	raw, err := rpcClient.Dispense("provider")
+	if err != nil {
+		client.Kill()
+		return nil, fmt.Errorf("dispense: %w", err)
+	}
+	p := &provider{log: log, client: client, conn: raw.(*grpc.ClientConn), proto: client.NegotiatedVersion()}
+	p.svc = fmt.Sprintf("/tfplugin%d.Provider/", p.proto)
+	return p, nil
+}
+
+// method picks the protocol's name for a call that was renamed in v6.
+func (p *provider) method(v5, v6 string) string {
+	if p.proto == 5 {
+		return p.svc + v5
+	}
+	return p.svc + v6
+}
+
+func (p *provider) call(ctx context.Context, method string, req []byte) ([]byte, error) {
+	var resp []byte
+	err := p.conn.Invoke(ctx, method, &req, &resp, grpc.ForceCodec(rawCodec{}))
+	return resp, err
+}
+
+// ---- the sequence of calls tofu makes for a small plan and apply ------------
+
+type step struct {
+	name          string
+	method        string
+	req           []byte
+	deterministic bool
+}
+
+func providerConfig() []byte {
+	return mpMap(map[string][]byte{"label": mpNil(), "token": mpNil()})
+}
+
+func triggerConfig() []byte {
+	return mpMap(map[string][]byte{
+		"id": mpNil(),
+		// One key: the provider writes maps in Go's random map order, and
+		// two answers must be comparable byte for byte.
+		"triggers": mpMap(map[string][]byte{"a": mpStr("1")}),
+	})
+}
+
+func petConfig() []byte {
+	return mpMap(map[string][]byte{
+		"id": mpNil(), "length": mpNil(), "separator": mpNil(), "prefix": mpStr("tftap"),
+		"keepers": mpNil(),
+	})
+}
+
+func check(cond bool, format string, args ...any) {
+	if !cond {
+		fmt.Fprintf(os.Stderr, "proxyclient: FAIL: "+format+"\n", args...)
+		os.Exit(1)
+	}
+}
+
+func ok(format string, args ...any) { fmt.Printf("ok - "+format+"\n", args...) }
+
+func planRequest(typ string, config []byte) []byte {
+	return cat(
+		pbString(1, typ),
+		pbBytes(2, dv(mpNil())), // prior_state: creating
+		pbBytes(3, dv(config)),  // proposed_new_state: config, computed null
+		pbBytes(4, dv(config)),
+	)
+}
+
+func applyRequest(typ string, config, planResp []byte) []byte {
+	planned := pbField(planResp, 1)
+	private := pbField(planResp, 3)
+	return cat(
+		pbString(1, typ),
+		pbBytes(2, dv(mpNil())),
+		pbBytes(3, planned),
+		pbBytes(4, dv(config)),
+		pbBytes(5, private),
+	)
+}
+
+func diagnostics(resp []byte, field int) []string {
+	var out []string
+	for _, d := range pbFields(resp, field) {
+		out = append(out, string(pbField(d, 2))+": "+string(pbField(d, 3)))
+	}
+	return out
+}
+
+func cmdCompare(args []string) {
+	fs := flag.NewFlagSet("compare", flag.ExitOnError)
+	shim := fs.String("shim", "", "shim script")
+	direct := fs.String("direct", "", "real provider")
+	typ := fs.String("type", "", "provider type name, e.g. tftest5")
+	latencyN := fs.Int("latency", 300, "unary calls timed each way")
+	fs.BoolVar(&plain, "plain", false, "no TLS (TF_DISABLE_PLUGIN_TLS)")
+	_ = fs.Parse(args)
+
+	ps, err := launch(*shim, nil)
+	check(err == nil, "launch through tftap: %v", err)
+	pd, err := launch(*direct, nil)
+	check(err == nil, "launch directly: %v", err)
+	check(ps.proto == pd.proto, "negotiated protocol %d through tftap, %d directly", ps.proto, pd.proto)
+	ok("handshake through tftap: protocol %d", ps.proto)
+	ctx := context.Background()
+
+	big := strings.Repeat("tftap relays seventeen mebibytes ", (17<<20)/33+1)
+	echoConfig := mpMap(map[string][]byte{
+		"input":  mpArray(mpBin([]byte(`"string"`)), mpStr(big)),
+		"result": mpNil(),
+	})
+	steps := []step{
+		{"GetProviderSchema", ps.method("GetSchema", "GetProviderSchema"), nil, true},
+		{"ValidateProviderConfig", ps.method("PrepareProviderConfig", "ValidateProviderConfig"),
+			pbBytes(1, dv(providerConfig())), true},
+		{"ConfigureProvider", ps.method("Configure", "ConfigureProvider"),
+			cat(pbString(1, "1.10.0"), pbBytes(2, dv(providerConfig()))), true},
+		{"ValidateResourceConfig", ps.method("ValidateResourceTypeConfig", "ValidateResourceConfig"),
+			cat(pbString(1, *typ+"_trigger"), pbBytes(2, dv(triggerConfig()))), true},
+		{"PlanResourceChange trigger", ps.svc + "PlanResourceChange",
+			planRequest(*typ+"_trigger", triggerConfig()), true},
+		{"PlanResourceChange pet", ps.svc + "PlanResourceChange",
+			planRequest(*typ+"_pet", petConfig()), true},
+		{"ReadDataSource echo (17 MiB each way)", ps.svc + "ReadDataSource",
+			cat(pbString(1, *typ+"_echo"), pbBytes(2, dv(echoConfig))), true},
+	}
+	results := map[string][]byte{}
+	for _, s := range steps {
+		rs, err := ps.call(ctx, s.method, s.req)
+		check(err == nil, "%s through tftap: %v", s.name, err)
+		rd, err := pd.call(ctx, s.method, s.req)
+		check(err == nil, "%s directly: %v", s.name, err)
+		// Go's protobuf writes map entries in random order, so two answers
+		// of the same provider differ in order only; compare the fields as
+		// a multiset of their exact bytes.
+		if os.Getenv("PROXYCLIENT_DUMP") != "" {
+			fmt.Printf("%s\n  tftap:  %q\n  direct: %q\n", s.name, trunc(rs), trunc(rd))
+		}
+		check(bytes.Equal(pbCanonical(rs), pbCanonical(rd)),
+			"%s: %d bytes through tftap differ from %d bytes directly", s.name, len(rs), len(rd))
+		ok("%s: %d bytes, identical through tftap and directly", s.name, len(rs))
+		results[s.name] = rs
+	}
+	schema := results["GetProviderSchema"]
+	check(len(pbFields(schema, 2)) >= 3, "schema lists %d resource types", len(pbFields(schema, 2)))
+	check(len(results["ReadDataSource echo (17 MiB each way)"]) > 16<<20, "echo response too small")
+	check(len(diagnostics(results["ReadDataSource echo (17 MiB each way)"], 2)) == 0, "echo diagnostics: %v",
+		diagnostics(results["ReadDataSource echo (17 MiB each way)"], 2))
+
+	// Apply: ids are random, so both must succeed and carry the config.
+	for _, typeSuffix := range []string{"_trigger", "_pet"} {
+		cfg := triggerConfig()
+		if typeSuffix == "_pet" {
+			cfg = petConfig()
+		}
+		plan := results["PlanResourceChange "+strings.TrimPrefix(typeSuffix, "_")]
+		check(len(diagnostics(plan, 4)) == 0, "plan diagnostics: %v", diagnostics(plan, 4))
+		req := applyRequest(*typ+typeSuffix, cfg, plan)
+		rs, err := ps.call(ctx, ps.svc+"ApplyResourceChange", req)
+		check(err == nil, "apply %s through tftap: %v", typeSuffix, err)
+		rd, err := pd.call(ctx, pd.svc+"ApplyResourceChange", req)
+		check(err == nil, "apply %s directly: %v", typeSuffix, err)
+		check(len(diagnostics(rs, 3)) == 0, "apply diagnostics through tftap: %v", diagnostics(rs, 3))
+		check(len(diagnostics(rd, 3)) == 0, "apply diagnostics directly: %v", diagnostics(rd, 3))
+		stS, stD := pbField(pbField(rs, 1), 1), pbField(pbField(rd, 1), 1)
+		check(len(stS) > 0 && len(stD) > 0, "apply returned no state")
+		ok("ApplyResourceChange %s%s: new state %d bytes through tftap, %d directly", *typ, typeSuffix, len(stS), len(stD))
+	}
+
+	// Latency of a small unary call, sequentially, through tftap and directly.
+	if *latencyN > 0 {
+		req := pbBytes(1, dv(providerConfig()))
+		m := ps.method("PrepareProviderConfig", "ValidateProviderConfig")
+		tS := timeCalls(ctx, ps, m, req, *latencyN)
+		tD := timeCalls(ctx, pd, m, req, *latencyN)
+		fmt.Printf("latency: ValidateProviderConfig median %v through tftap, %v directly (%d calls each)\n",
+			tS, tD, *latencyN)
+	}
+
+	ps.client.Kill()
+	pd.client.Kill()
+	ok("both shut down")
+}
+
+func trunc(b []byte) []byte {
+	if len(b) > 400 {
+		return b[:400]
+	}
+	return b
+}
+
+func timeCalls(ctx context.Context, p *provider, method string, req []byte, n int) time.Duration {
+	d := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		_, err := p.call(ctx, method, req)
+		check(err == nil, "timed call: %v", err)
+		d = append(d, time.Since(t0))
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[len(d)/2]
+}
+
+// thingConfig builds a configuration for TYPE_thing from the provider's own
+// schema: every attribute null, blocks empty, then the given overrides.
+func thingConfig(schemaResp []byte, typeName string, set map[string][]byte) []byte {
+	var block []byte
+	for _, entry := range pbFields(schemaResp, 2) { // resource_schemas
+		if string(pbField(entry, 1)) == typeName {
+			block = pbField(pbField(entry, 2), 2)
+		}
+	}
+	check(block != nil, "no schema for %s", typeName)
+	obj := map[string][]byte{}
+	for _, a := range pbFields(block, 2) {
+		obj[string(pbField(a, 1))] = mpNil()
+	}
+	for _, b := range pbFields(block, 3) {
+		name := string(pbField(b, 1))
+		switch pbVarint(b, 3) { // nesting: 1 single, 2 list, 3 set, 4 map, 5 group
+		case 2, 3:
+			obj[name] = mpArray()
+		case 4:
+			obj[name] = mpMap(nil)
+		default:
+			obj[name] = mpNil()
+		}
+	}
+	for k, v := range set {
+		obj[k] = v
+	}
+	return mpMap(obj)
+}
+
+func prepareThing(ctx context.Context, p *provider, typ, fail string) []byte {
+	schema, err := p.call(ctx, p.method("GetSchema", "GetProviderSchema"), nil)
+	check(err == nil, "schema: %v", err)
+	_, err = p.call(ctx, p.method("Configure", "ConfigureProvider"),
+		cat(pbString(1, "1.10.0"), pbBytes(2, dv(providerConfig()))))
+	check(err == nil, "configure: %v", err)
+	cfg := thingConfig(schema, typ+"_thing", map[string][]byte{"fail": mpStr(fail)})
+	plan, err := p.call(ctx, p.svc+"PlanResourceChange", planRequest(typ+"_thing", cfg))
+	check(err == nil, "plan thing: %v", err)
+	check(len(diagnostics(plan, 4)) == 0, "plan thing diagnostics: %v", diagnostics(plan, 4))
+	return applyRequest(typ+"_thing", cfg, plan)
+}
+
+func waitFile(path string) {
+	for i := 0; i < 600; i++ {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	check(false, "the provider never started hanging (%s)", path)
+}
+
+func cmdCancel(args []string) {
+	fs := flag.NewFlagSet("cancel", flag.ExitOnError)
+	shim := fs.String("shim", "", "shim script")
+	typ := fs.String("type", "", "provider type name")
+	marker := fs.String("marker", "", "file the provider touches when it hangs")
+	_ = fs.Parse(args)
+
+	p, err := launch(*shim, []string{"TFTEST_HANG_MARKER=" + *marker})
+	check(err == nil, "launch: %v", err)
+	ctx := context.Background()
+	apply := prepareThing(ctx, p, *typ, "hang")
+
+	// The client cancels while the provider is in the middle of the call.
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { _, err := p.call(cctx, p.svc+"ApplyResourceChange", apply); done <- err }()
+	waitFile(*marker)
+	cancel()
+	err = <-done
+	check(status.Code(err) == codes.Canceled, "cancelled apply: want Canceled, got %v", err)
+	// The provider itself must see the cancellation: its hang ends and it
+	// logs that on stderr, which reaches us through tftap.
+	const said = "the apply was cancelled while hanging"
+	for i := 0; i < 600 && !p.log.Contains(said); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	check(p.log.Contains(said), "the provider never saw the cancellation (no %q on its stderr)", said)
+	ok("cancelled call: %v, and the provider saw the cancellation", status.Code(err))
+
+	// A deadline travels with the call and ends it the same way.
+	_ = os.Remove(*marker)
+	dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err = p.call(dctx, p.svc+"ApplyResourceChange", apply)
+	dcancel()
+	check(status.Code(err) == codes.DeadlineExceeded, "apply past its deadline: want DeadlineExceeded, got %v", err)
+	ok("call past its deadline: %v", status.Code(err))
+
+	// The relay and the provider are still in service.
+	_, err = p.call(ctx, p.method("PrepareProviderConfig", "ValidateProviderConfig"), pbBytes(1, dv(providerConfig())))
+	check(err == nil, "call after cancellation: %v", err)
+	ok("calls still work after cancellation")
+	p.client.Kill()
+}
+
+// crashOnce applies a thing that kills its provider mid-call and reports the
+// status the client saw and whether the plugin process went away.
+func crashOnce(path, typ string) (codes.Code, bool) {
+	p, err := launch(path, nil)
+	check(err == nil, "launch %s: %v", path, err)
+	ctx := context.Background()
+	apply := prepareThing(ctx, p, typ, "kill")
+	_, err = p.call(ctx, p.svc+"ApplyResourceChange", apply)
+	code := status.Code(err)
+	exited := false
+	for i := 0; i < 400 && !exited; i++ {
+		exited = p.client.Exited()
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.client.Kill()
+	return code, exited
+}
+
+func cmdCrash(args []string) {
+	fs := flag.NewFlagSet("crash", flag.ExitOnError)
+	shim := fs.String("shim", "", "shim script")
+	direct := fs.String("direct", "", "real provider")
+	typ := fs.String("type", "", "provider type name")
+	_ = fs.Parse(args)
+
+	codeD, exitedD := crashOnce(*direct, *typ)
+	codeS, exitedS := crashOnce(*shim, *typ)
+	check(codeD == codes.Unavailable, "directly: want Unavailable, got %v", codeD)
+	check(codeS == codeD, "provider crash mid-call: %v through tftap, %v directly", codeS, codeD)
+	check(exitedD && exitedS, "plugin process still running after the crash (tftap: %v, direct: %v)", !exitedS, !exitedD)
+	ok("provider killed mid-call: client sees %v through tftap as directly, and tftap exits", codeS)
+}
+
+// cmdHold starts a hanging call and waits to be killed; it writes the shim's
+// pid, its socket and the provider's pid to -info first.
+func cmdHold(args []string) {
+	fs := flag.NewFlagSet("hold", flag.ExitOnError)
+	shim := fs.String("shim", "", "shim script")
+	typ := fs.String("type", "", "provider type name")
+	marker := fs.String("marker", "", "file the provider touches when it hangs")
+	info := fs.String("info", "", "where to write: tftap pid, socket, provider pid")
+	_ = fs.Parse(args)
+
+	p, err := launch(*shim, []string{"TFTEST_HANG_MARKER=" + *marker})
+	check(err == nil, "launch: %v", err)
+	ctx := context.Background()
+	apply := prepareThing(ctx, p, *typ, "hang")
+	rc := p.client.ReattachConfig()
+	check(rc != nil, "no reattach config")
+	go func() { _, _ = p.call(ctx, p.svc+"ApplyResourceChange", apply) }()
+	waitFile(*marker)
+	children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", rc.Pid, rc.Pid))
+	content := fmt.Sprintf("%d %s %s\n", rc.Pid, rc.Addr.String(), strings.TrimSpace(string(children)))
+	check(os.WriteFile(*info+".tmp", []byte(content), 0o644) == nil, "write info")
+	check(os.Rename(*info+".tmp", *info) == nil, "rename info")
+	select {} // until killed
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: proxyclient compare|cancel|crash|hold ARGS")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "compare":
+		cmdCompare(os.Args[2:])
+	case "cancel":
+		cmdCancel(os.Args[2:])
+	case "crash":
+		cmdCrash(os.Args[2:])
+	case "hold":
+		cmdHold(os.Args[2:])
+	default:
+		fmt.Fprintln(os.Stderr, "proxyclient: unknown command", os.Args[1])
+		os.Exit(2)
+	}
+}

@@ -1,0 +1,203 @@
+#!/bin/sh
+# tftap shim between a real go-plugin client and real providers.
+#
+# The client (tests/proxy/client, Go) launches providers exactly as OpenTofu
+# does and compares what comes back through tftap with the provider spoken
+# to directly. Needs the peers from scripts/build-peers; without them the
+# test is skipped (exit 77) unless TFTAP_REQUIRE_PEERS=1.
+set -u
+
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+top_builddir=${top_builddir:-$PWD}
+tftap=$top_builddir/tftap
+bin=${TFTAP_CACHE:-$HOME/.cache/tftap}/peers/bin
+cookie=d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); echo "ok - $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL - $*"; }
+skip() {
+    if [ "${TFTAP_REQUIRE_PEERS:-0}" = 1 ]; then
+        echo "FAIL - $* (TFTAP_REQUIRE_PEERS=1)"
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+    echo "SKIP - $*"
+    exit 77
+}
+
+for p in tftest5 tftest6; do
+    [ -x "$bin/terraform-provider-$p" ] || skip "no $bin/terraform-provider-$p (run scripts/build-peers)"
+done
+GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
+command -v "$GO" >/dev/null 2>&1 || skip "no go command to build the test client"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tftap-proxy-test.XXXXXX")
+hold_pid=
+cleanup() {
+    [ -n "$hold_pid" ] && kill -9 "$hold_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+client=$top_builddir/tests/proxy/proxyclient
+if ! (cd "$top_srcdir/tests/proxy/client" &&
+    GOTOOLCHAIN=local GOFLAGS=-mod=mod "$GO" build -o "$client" .) >"$work/go-build.log" 2>&1; then
+    cat "$work/go-build.log"
+    fail "build the Go test client"
+    echo "$passed passed, $failed failed"
+    exit 1
+fi
+
+# A shim directory as `tftap wrap` writes one.
+make_shim() { # type -> prints the script's path
+    dir=$work/shim-$1
+    mkdir -p "$dir"
+    cat >"$dir/tftap-shim.json" <<EOF
+{"provider": "registry.opentofu.org/tftap/$1", "version": "0.1.0",
+ "binary": "$bin/terraform-provider-$1", "db": "$work/tftap.db",
+ "record_sensitive": false, "keep_raw": false}
+EOF
+    printf "#!/bin/sh\nexec '%s' shim '%s' \"\$@\"\n" "$tftap" "$dir/tftap-shim.json" \
+        >"$dir/terraform-provider-$1"
+    chmod +x "$dir/terraform-provider-$1"
+    echo "$dir/terraform-provider-$1"
+}
+shim5=$(make_shim tftest5)
+shim6=$(make_shim tftest6)
+
+# ---- started by hand, the shim says what a provider says -------------------
+out=$(env -u TF_PLUGIN_MAGIC_COOKIE "$shim5" 2>&1)
+rc=$?
+if [ $rc -eq 1 ] && printf '%s' "$out" | grep -q "This binary is a plugin"; then
+    pass "without the magic cookie: exit 1 and the plugin message"
+else
+    fail "without the magic cookie: exit $rc, output: $out"
+fi
+
+# ---- byte-identical relay, both protocols, TLS and plaintext ---------------
+for p in tftest5 tftest6; do
+    eval shim=\$shim${p#tftest}
+    if "$client" compare -shim "$shim" -direct "$bin/terraform-provider-$p" -type "$p" \
+        >"$work/compare-$p.log" 2>&1; then
+        pass "$p: schema, validate, configure, plan, apply and a 17 MiB echo relayed byte for byte (mTLS)"
+        grep '^latency' "$work/compare-$p.log"
+    else
+        cat "$work/compare-$p.log"
+        fail "$p: compare through tftap (mTLS)"
+    fi
+done
+if "$client" compare -plain -latency 0 -shim "$shim5" -direct "$bin/terraform-provider-tftest5" \
+    -type tftest5 >"$work/compare-plain.log" 2>&1; then
+    pass "tftest5: the same relayed in plaintext (no PLUGIN_CLIENT_CERT)"
+else
+    cat "$work/compare-plain.log"
+    fail "tftest5: compare through tftap (plaintext)"
+fi
+
+# ---- cancellation and deadlines reach the provider --------------------------
+if "$client" cancel -shim "$shim6" -type tftest6 -marker "$work/hang6" >"$work/cancel.log" 2>&1; then
+    pass "a cancelled call is cancelled at the provider; deadlines pass through"
+else
+    cat "$work/cancel.log"
+    fail "cancellation"
+fi
+
+# ---- the provider dies mid-call: same error as without tftap, tftap exits ---
+if "$client" crash -shim "$shim5" -direct "$bin/terraform-provider-tftest5" -type tftest5 \
+    >"$work/crash.log" 2>&1; then
+    pass "provider killed mid-call: Unavailable, as directly, and tftap exits"
+else
+    cat "$work/crash.log"
+    fail "provider crash"
+fi
+
+# ---- the client is killed mid-call: nothing is left behind -----------------
+alive() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
+"$client" hold -shim "$shim5" -type tftest5 -marker "$work/hang5" -info "$work/info" \
+    >"$work/hold.log" 2>&1 &
+hold_pid=$!
+i=0
+while [ ! -s "$work/info" ] && [ $i -lt 600 ] && kill -0 "$hold_pid" 2>/dev/null; do
+    sleep 0.1
+    i=$((i + 1))
+done
+if [ -s "$work/info" ]; then
+    read -r tftap_pid sock provider_pid <"$work/info"
+    kill -9 "$hold_pid"
+    wait "$hold_pid" 2>/dev/null
+    hold_pid=
+    i=0
+    while { alive "$tftap_pid" || alive "$provider_pid"; } && [ $i -lt 300 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    if [ -z "$provider_pid" ]; then
+        fail "client killed mid-call: did not learn the provider's pid"
+    elif alive "$tftap_pid" || alive "$provider_pid"; then
+        fail "client killed mid-call: still running: tftap $tftap_pid provider $provider_pid"
+    elif [ -e "$sock" ]; then
+        fail "client killed mid-call: socket $sock left behind"
+    else
+        pass "client killed mid-call: tftap and the provider exit, the socket is removed"
+    fi
+else
+    cat "$work/hold.log"
+    fail "client killed mid-call: the hanging call never started"
+fi
+
+# ---- signals: SIGINT passed on (providers ignore it), SIGTERM ends it -------
+# A background job of a non-interactive shell starts with SIGINT ignored,
+# and an ignored signal never arrives: give it back its default first.
+mkfifo "$work/hs"
+TF_PLUGIN_MAGIC_COOKIE=$cookie PLUGIN_PROTOCOL_VERSIONS=5,6 PLUGIN_UNIX_SOCKET_DIR=$work \
+    env --default-signal=INT "$tftap" shim "$work/shim-tftest6/tftap-shim.json" >"$work/hs" 2>"$work/sig.err" &
+sig_pid=$!
+exec 3<"$work/hs"
+read -r line <&3
+sock=$(printf '%s' "$line" | cut -d'|' -f4)
+case $line in
+"1|6|unix|$work/"*"|grpc|") pass "plaintext handshake: protocol 6, our socket in PLUGIN_UNIX_SOCKET_DIR" ;;
+*) fail "handshake line: $line" ;;
+esac
+kill -INT "$sig_pid"
+sleep 1
+if alive "$sig_pid"; then
+    pass "SIGINT: forwarded, and like the provider tftap keeps running"
+else
+    fail "SIGINT ended tftap"
+fi
+kill -TERM "$sig_pid"
+wait "$sig_pid"
+rc=$?
+exec 3<&-
+if [ $rc -eq 143 ] && [ ! -e "$sock" ]; then
+    pass "SIGTERM: forwarded; tftap exits with the provider's status (143) and removes $sock"
+else
+    cat "$work/sig.err"
+    fail "SIGTERM: exit $rc, socket present: $([ -e "$sock" ] && echo yes || echo no)"
+fi
+
+# ---- what was relayed was recorded ---------------------------------------
+if command -v sqlite3 >/dev/null 2>&1; then
+    # The recorder finishes in its own process after tftap exits: wait for it.
+    i=0
+    n=0
+    while [ $i -lt 300 ]; do
+        n=$(sqlite3 "$work/tftap.db" \
+            "select count(*) from calls where method like '%/ReadDataSource' and status_code = 0" \
+            2>/dev/null || echo 0)
+        [ "${n:-0}" -ge 3 ] && break
+        sleep 0.1
+        i=$((i + 1))
+    done
+    if [ "${n:-0}" -ge 3 ]; then
+        pass "the store holds the relayed calls ($n ReadDataSource calls ended OK)"
+    else
+        fail "the store holds $n ReadDataSource calls, want 3"
+    fi
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
