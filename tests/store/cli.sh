@@ -20,37 +20,40 @@ db=$(ls "$work"/tftap-test-rec-*/rec/tftap.db)
 export TFTAP_DB="$db"
 
 "$TFTAP" runs >"$work/runs.txt"; check "runs exits 0" [ $? -eq 0 ]
-check "runs lists 5 runs" [ "$(grep -c '^[0-9]' "$work/runs.txt")" -eq 5 ]
+check "runs lists 6 runs" [ "$(grep -c '^[0-9]' "$work/runs.txt")" -eq 6 ]
 "$TFTAP" runs --json >"$work/runs.json"
-check "runs --json is a JSON array of 5" [ "$(jq length "$work/runs.json")" = 5 ]
+check "runs --json is a JSON array of 6" [ "$(jq length "$work/runs.json")" = 6 ]
+# Run 5 is test_show_plan's (a replacement and a create), run 6 an apply.
+"$TFTAP" show last >"$work/last.txt"
+check "show last is the apply run" grep -q 'has been created  \[ApplyResourceChange\]' "$work/last.txt"
 
-"$TFTAP" calls last --method PlanResourceChange >"$work/calls.txt"
+"$TFTAP" calls 5 --method PlanResourceChange >"$work/calls.txt"
 check "calls --method keeps plan calls" [ "$(grep -c PlanResourceChange "$work/calls.txt")" -eq 2 ]
 check "calls shows the matched address" grep -q 'test_thing.web\[0\]' "$work/calls.txt"
-"$TFTAP" calls last --type test_thing --json >"$work/calls.json"
+"$TFTAP" calls 5 --type test_thing --json >"$work/calls.json"
 check "calls --json decodes requests" \
     [ "$(jq -r '.[0].request.config.name' "$work/calls.json")" = beta ]
 
-"$TFTAP" show last >"$work/show.txt"
+"$TFTAP" show 5 >"$work/show.txt"
 check "show renders a replacement" grep -q '^-/+ resource "test_thing" "web" {' "$work/show.txt"
 check "show marks forcing attributes" grep -q '~ name = "alpha" -> "beta" # forces replacement' "$work/show.txt"
 check "show says where it could not match" grep -q 'not matched to an address' "$work/show.txt"
 check "no colour when not a terminal" [ "$(grep -c "$(printf '\033')" "$work/show.txt")" -eq 0 ]
-"$TFTAP" show last test_thing.web >"$work/show1.txt"
+"$TFTAP" show 5 test_thing.web >"$work/show1.txt"
 check "show ADDRESS filters" [ "$(grep -c 'resource "test_thing"' "$work/show1.txt")" -eq 1 ]
-"$TFTAP" show last --json >"$work/show.json"
+"$TFTAP" show 5 --json >"$work/show.json"
 check "show --json lists changes with actions" \
     [ "$(jq -r '[.changes[].action] | join(",")' "$work/show.json")" = "replace,create" ]
 
 # Colour only on a terminal, and NO_COLOR turns it off there too.
 if command -v script >/dev/null 2>&1; then
-    script -qec "env -u NO_COLOR TERM=xterm '$TFTAP' show last" /dev/null >"$work/tty.txt" 2>&1
+    script -qec "env -u NO_COLOR TERM=xterm '$TFTAP' show 5" /dev/null >"$work/tty.txt" 2>&1
     check "colour on a terminal" grep -q "$(printf '\033')\[" "$work/tty.txt"
-    script -qec "env NO_COLOR=1 TERM=xterm '$TFTAP' show last" /dev/null >"$work/tty2.txt" 2>&1
+    script -qec "env NO_COLOR=1 TERM=xterm '$TFTAP' show 5" /dev/null >"$work/tty2.txt" 2>&1
     check "NO_COLOR respected" [ "$(grep -c "$(printf '\033')\[3" "$work/tty2.txt")" -eq 0 ]
 fi
 
-"$TFTAP" export last --format jsonl >"$work/export.jsonl"
+"$TFTAP" export 5 --format jsonl >"$work/export.jsonl"
 check "export exits 0" [ $? -eq 0 ]
 check "export lines are JSON objects" jq -e -s 'length > 4 and all(.[]; .kind)' "$work/export.jsonl" >/dev/null
 check "export has the run, process and calls" \
@@ -63,7 +66,7 @@ check "error prefix" grep -q '^tftap: no run 999' "$work/err.txt"
 "$TFTAP" show 2>"$work/err.txt"; rc=$?
 check "missing RUN is usage (2)" [ $rc -eq 2 ]
 check "usage error is one line" [ "$(wc -l <"$work/err.txt")" -eq 1 ]
-"$TFTAP" export last --format csv 2>/dev/null; check "bad format is usage" [ $? -eq 2 ]
+"$TFTAP" export 5 --format csv 2>/dev/null; check "bad format is usage" [ $? -eq 2 ]
 "$TFTAP" runs --db "$work/none/x.db" 2>"$work/err.txt"; rc=$?
 check "missing database exits 1" [ $rc -eq 1 ]
 check "missing database is not created" [ ! -e "$work/none" ]
