@@ -75,9 +75,18 @@ void proxy_config_init(proxy_config *cfg);
 int proxy_cookie_ok(char *const *envp);
 
 /* Run the proxy until the provider has exited and the client's calls are
- * done (or the client went away, or stop_fd fired). Blocks SIGCHLD, SIGINT,
- * SIGTERM and SIGHUP for its duration (forwarding the last three to the
- * provider) and ignores SIGPIPE; restores both before returning.
+ * done, or the client went away (out_fd's reader closed, stop_fd fired: the
+ * provider then gets SIGTERM, SIGKILL 2 s later). envp must carry what a
+ * go-plugin client sets (the magic cookie, PLUGIN_PROTOCOL_VERSIONS, and
+ * PLUGIN_CLIENT_CERT for mutual TLS; without it both legs are plaintext);
+ * the cookie is not checked here (see proxy_cookie_ok()).
+ *
+ * One proxy_run() per process at a time, called before the process starts
+ * threads of its own: it forks the provider and the recorder's process, and
+ * blocks SIGCHLD, SIGINT, SIGTERM and SIGHUP for its duration (forwarding
+ * the last three to the provider; go-plugin providers ignore SIGINT) and
+ * ignores SIGPIPE; restores both before returning. The recorder's process
+ * outlives the call and flushes the record on its own.
  *
  * Returns the exit code for the process: the provider's own exit status
  * (128 + signal when it was killed), or 1 when the proxy itself failed

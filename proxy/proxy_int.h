@@ -109,8 +109,8 @@ struct proxy_rec_frame {
 };
 
 typedef struct proxy_recproc {
-    pid_t pid;
-    int fd; /* write end of the event pipe */
+    pid_t pid; /* the intermediate process (already reaped), for the record */
+    int fd;    /* write end of the event pipe */
 } proxy_recproc;
 
 /* Fork the recorder process (call before any thread exists): it opens db

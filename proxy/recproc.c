@@ -124,6 +124,8 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
     /* Bigger batches per write; failure only costs speed. */
     (void)fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
 
+    /* Forked twice: the recorder is at once init's child, so it never
+     * lingers as our zombie and its exit is no SIGCHLD of ours. */
     pid_t pid = fork();
     if (pid < 0) {
         if (err)
@@ -132,6 +134,8 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
         close(p[1]);
         return TFTAP_EIO;
     }
+    if (pid == 0 && fork() != 0)
+        _exit(0); /* the intermediate: done (a failed second fork loses only the record) */
     if (pid == 0) {
         /* Single-threaded here (forked before any thread exists). Let go of
          * the client's pipes at once: go-plugin's client waits for EOF on
@@ -164,6 +168,8 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
         _exit(0);
     }
     close(p[0]);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
     rp->pid = pid;
     rp->fd = p[1];
     return 0;
@@ -174,6 +180,5 @@ void proxy_recproc_detach(proxy_recproc *rp)
     if (rp->fd >= 0)
         close(rp->fd);
     rp->fd = -1;
-    /* Not waited for: it flushes on its own time after we are gone. */
-    rp->pid = -1;
+    rp->pid = -1; /* init's child: it flushes on its own time */
 }

@@ -288,6 +288,19 @@ func cmdCompare(args []string) {
 		ok("ApplyResourceChange %s%s: new state %d bytes through tftap, %d directly", *typ, typeSuffix, len(stS), len(stD))
 	}
 
+	// Many calls in flight at once, as tofu makes them: each answer must
+	// still be the one the provider gives directly.
+	{
+		req := planRequest(*typ+"_trigger", triggerConfig())
+		want := pbCanonical(results["PlanResourceChange trigger"])
+		tS, err := concurrentCalls(ctx, ps, ps.svc+"PlanResourceChange", req, want, 32, 20)
+		check(err == nil, "concurrent plans through tftap: %v", err)
+		tD, err := concurrentCalls(ctx, pd, pd.svc+"PlanResourceChange", req, want, 32, 20)
+		check(err == nil, "concurrent plans directly: %v", err)
+		ok("640 plans from 32 concurrent callers through tftap, each answered as directly")
+		fmt.Printf("concurrency: 640 plans by 32 callers took %v through tftap, %v directly\n", tS, tD)
+	}
+
 	// Latency of a small unary call, sequentially, through tftap and directly.
 	if *latencyN > 0 {
 		req := pbBytes(1, dv(providerConfig()))
@@ -308,6 +321,32 @@ func trunc(b []byte) []byte {
 		return b[:400]
 	}
 	return b
+}
+
+func concurrentCalls(ctx context.Context, p *provider, method string, req, want []byte,
+	callers, each int) (time.Duration, error) {
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	t0 := time.Now()
+	for g := 0; g < callers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				got, err := p.call(ctx, method, req)
+				if err == nil && !bytes.Equal(pbCanonical(got), want) {
+					err = fmt.Errorf("answer differs: %q", got)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return time.Since(t0), <-errs
 }
 
 func timeCalls(ctx context.Context, p *provider, method string, req []byte, n int) time.Duration {
