@@ -717,6 +717,22 @@ fail:
     return TFTAP_EIO;
 }
 
+/* The shim script's name: the real binary's own name when it is one the CLI
+ * accepts for this type (terraform-provider-<type>[_...]), so that what the
+ * CLI prints about the plugin (e.g. "Stack trace from the ... plugin") reads
+ * the same as without tftap; else terraform-provider-<type>. */
+static int shim_name(const struct wrap_provider *p, char *out, size_t size)
+{
+    const char *base = strrchr(p->binary, '/') ? strrchr(p->binary, '/') + 1 : p->binary;
+    int n = snprintf(out, size, "terraform-provider-%s", p->type);
+    if (n < 0 || (size_t)n >= size)
+        return TFTAP_ELIMIT;
+    if (strncmp(base, out, (size_t)n) == 0 && base[n] == '_' && strlen(base) < size &&
+        strchr(base, '\'') == NULL)
+        snprintf(out, size, "%s", base);
+    return 0;
+}
+
 static char *shim_dir(const char *dir, size_t i)
 {
     tftap_buf b = TFTAP_BUF_INIT;
@@ -903,8 +919,7 @@ int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_op
         free(meta);
         tftap_buf_cstr(&b);
         char name[300];
-        int nl = snprintf(name, sizeof name, "terraform-provider-%s", p->type);
-        if (nl < 0 || (size_t)nl >= sizeof name) {
+        if (shim_name(p, name, sizeof name) != 0) {
             tftap_buf_printf(err, "provider type too long: %s", p->addr);
             rc = TFTAP_ELIMIT;
             goto cleanup;
@@ -944,9 +959,8 @@ void wrap_clean(const struct wrap_set *set, const char *dir)
         if (sd == NULL)
             continue;
         char name[300];
-        int nl = snprintf(name, sizeof name, "terraform-provider-%s", set->v[i].type);
         char *a = joinpath(sd, "tftap-shim.json");
-        char *b = (nl > 0 && (size_t)nl < sizeof name) ? joinpath(sd, name) : NULL;
+        char *b = shim_name(&set->v[i], name, sizeof name) == 0 ? joinpath(sd, name) : NULL;
         if (a)
             unlink(a);
         if (b)
