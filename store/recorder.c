@@ -639,10 +639,9 @@ static int db_up(store_recorder *r)
         return 0;
     }
     mac_setup(r);
-    if (r->logged_down) {
-        fprintf(stderr, "tftap: recording database %s is writable again\n", r->path);
-        r->logged_down = 0;
-    }
+    /* Recovery is not announced: the gap row records what was lost, and
+     * the one line already printed is all a user's terminal should get. */
+    r->logged_down = 0;
     pthread_mutex_lock(&r->mu);
     r->stats.db_ok = 1;
     pthread_mutex_unlock(&r->mu);
