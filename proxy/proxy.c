@@ -206,6 +206,14 @@ static void watch(struct run *run, proxy_relay *relay)
     int watch_out = cfg->watch_out_fd && cfg->out_fd >= 0;
     int watch_stop = cfg->stop_fd >= 0;
 
+    /* A SIGCHLD read while waiting for the handshake is gone from the
+     * signalfd; look once rather than wait for one that already came. */
+    reap(run);
+    if (run->child_reaped) {
+        run->drain_until = mono_ms() + PROXY_DRAIN_TIMEOUT_MS;
+        proxy_relay_drain(relay);
+    }
+
     for (;;) {
         if (run->child_reaped && proxy_relay_active(relay) == 0)
             return;

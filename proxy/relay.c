@@ -2,15 +2,17 @@
  * thread drives it; every call, whatever its method or streaming kind, runs
  * the same state machine:
  *
- *   client --msg--> [DOWN_RECV] --> [UP_SEND] --> provider      (until half-close)
- *   client <--msg-- [DOWN_SEND] <-- [UP_RECV] <-- provider      (until end of stream)
+ *   client --msg--> [DOWN_RECV] --> [UP_SEND] --> provider, then [UP_CLOSE]
+ *   client <--msg-- [DOWN_SEND] <-- [UP_RECV] <-- provider, then the status
  *   headers: [UP_RECV_MD] --> DOWN_SEND;  status: [UP_STATUS] --> [DOWN_STATUS]
  *   client cancellation: [DOWN_CLOSE] --> cancel the upstream call
  *
- * Each direction keeps at most one message in flight, which carries gRPC's
- * flow control across. Messages are the received grpc_byte_buffers passed on
- * as they are; the tee gets a reference-counted copy first, because a sent
- * buffer is drained by the send. Only this thread touches a call's state. */
+ * Each direction reads one message ahead of the one being sent (so a unary
+ * request's half-close, or a response's end, is already known when the send
+ * completes) and holds at most those two, which carries gRPC's flow control
+ * across. Messages are the received grpc_byte_buffers passed on as they
+ * are; the tee gets a reference-counted copy first, because a sent buffer is
+ * drained by the send. Only this thread touches a call's state. */
 #include "config.h"
 
 #include <errno.h>
@@ -33,7 +35,8 @@ enum tag_kind {
     T_UP_SEND_MD,  /* upstream SEND_INITIAL_METADATA */
     T_UP_RECV_MD,  /* upstream RECV_INITIAL_METADATA */
     T_UP_STATUS,   /* upstream RECV_STATUS_ON_CLIENT */
-    T_UP_SEND,     /* upstream SEND_MESSAGE or SEND_CLOSE_FROM_CLIENT */
+    T_UP_SEND,     /* upstream SEND_MESSAGE */
+    T_UP_CLOSE,    /* upstream SEND_CLOSE_FROM_CLIENT */
     T_UP_RECV,     /* upstream RECV_MESSAGE */
     T_DOWN_CLOSE,  /* downstream RECV_CLOSE_ON_SERVER */
     T_DOWN_RECV,   /* downstream RECV_MESSAGE */
@@ -71,14 +74,22 @@ struct relay_call {
     grpc_status_code status;
     grpc_slice status_details;
     const char *error_string;       /* core's; freed with gpr_free */
-    grpc_byte_buffer *down_msg;     /* received from the client, being sent up */
-    grpc_byte_buffer *up_msg;       /* received from the provider, being sent down */
+    grpc_byte_buffer *down_in;      /* DOWN_RECV lands here */
+    grpc_byte_buffer *to_up;        /* being sent to the provider */
+    grpc_byte_buffer *to_up_next;   /* read ahead, waiting for to_up */
+    grpc_byte_buffer *up_in;        /* UP_RECV lands here */
+    grpc_byte_buffer *to_down;      /* being sent to the client */
+    grpc_byte_buffer *to_down_next; /* read ahead, waiting for to_down */
     int cancelled;                  /* from RECV_CLOSE_ON_SERVER */
     int pending;                    /* batches started and not yet completed */
     unsigned resp_md_sent : 1;      /* downstream SEND_INITIAL_METADATA started */
-    unsigned up_closing : 1;        /* the UP_SEND in flight is the half-close */
-    unsigned up_recv_done : 1;      /* no more messages will come from the provider */
+    unsigned up_send_busy : 1;
+    unsigned down_eof : 1;          /* the client half-closed (or failed) */
+    unsigned up_close_started : 1;
+    unsigned up_failed : 1;         /* a send to the provider failed */
     unsigned down_send_busy : 1;
+    unsigned down_dead : 1;         /* a send to the client failed */
+    unsigned up_recv_done : 1;      /* no more messages will come from the provider */
     unsigned status_received : 1;
     unsigned status_sent : 1;
     unsigned up_done : 1;           /* upstream finished or cancelled */
@@ -188,7 +199,7 @@ static void down_recv(struct relay_call *c)
     grpc_op op;
     memset(&op, 0, sizeof op);
     op.op = GRPC_OP_RECV_MESSAGE;
-    op.data.recv_message.recv_message = &c->down_msg;
+    op.data.recv_message.recv_message = &c->down_in;
     start(c, c->down, &op, 1, T_DOWN_RECV);
 }
 
@@ -197,8 +208,57 @@ static void up_recv(struct relay_call *c)
     grpc_op op;
     memset(&op, 0, sizeof op);
     op.op = GRPC_OP_RECV_MESSAGE;
-    op.data.recv_message.recv_message = &c->up_msg;
+    op.data.recv_message.recv_message = &c->up_in;
     start(c, c->up, &op, 1, T_UP_RECV);
+}
+
+static void drop(grpc_byte_buffer **bb)
+{
+    if (*bb != NULL)
+        grpc_byte_buffer_destroy(*bb);
+    *bb = NULL;
+}
+
+static void send_up(struct relay_call *c, grpc_byte_buffer *msg)
+{
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    c->to_up = msg;
+    c->up_send_busy = 1;
+    op.op = GRPC_OP_SEND_MESSAGE;
+    op.data.send_message.send_message = msg;
+    if (start(c, c->up, &op, 1, T_UP_SEND) != 0)
+        c->up_send_busy = 0;
+}
+
+static void send_up_close(struct relay_call *c)
+{
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    c->up_close_started = 1;
+    op.op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    start(c, c->up, &op, 1, T_UP_CLOSE);
+}
+
+/* A message to the client, with the (possibly empty) initial metadata in
+ * front of the first one. */
+static void send_down(struct relay_call *c, grpc_byte_buffer *msg)
+{
+    grpc_op ops[2];
+    size_t n = 0;
+    memset(ops, 0, sizeof ops);
+    if (!c->resp_md_sent) {
+        ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+        n++;
+        c->resp_md_sent = 1;
+    }
+    ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n].data.send_message.send_message = msg;
+    n++;
+    c->to_down = msg;
+    c->down_send_busy = 1;
+    if (start(c, c->down, ops, n, T_DOWN_SEND) != 0)
+        c->down_send_busy = 0;
 }
 
 /* The status goes down once the provider's status is known and every
@@ -208,7 +268,8 @@ static void up_recv(struct relay_call *c)
  * headers and then its status, which clients read the same way. */
 static void maybe_send_status(struct relay_call *c)
 {
-    if (c->status_sent || !c->status_received || !c->up_recv_done || c->down_send_busy)
+    if (c->status_sent || !c->status_received || !c->up_recv_done || c->down_send_busy ||
+        c->to_down_next != NULL)
         return;
     c->status_sent = 1;
     grpc_op ops[2];
@@ -238,10 +299,11 @@ static void call_free(struct relay_call *c)
                   details != NULL ? details : "");
     free(details);
 
-    if (c->down_msg != NULL)
-        grpc_byte_buffer_destroy(c->down_msg);
-    if (c->up_msg != NULL)
-        grpc_byte_buffer_destroy(c->up_msg);
+    grpc_byte_buffer *bufs[] = {c->down_in, c->to_up, c->to_up_next,
+                                c->up_in, c->to_down, c->to_down_next};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i] != NULL)
+            grpc_byte_buffer_destroy(bufs[i]);
     free(c->fwd_req.md);
     free(c->fwd_resp.md);
     free(c->fwd_trailers.md);
@@ -368,38 +430,49 @@ static void on_call_event(struct relay_call *c, enum tag_kind kind, int ok)
 
     switch (kind) {
     case T_UP_SEND_MD:
+    case T_UP_CLOSE:
+    case T_DOWN_STATUS:
         break;
 
-    case T_DOWN_RECV:
-        if (ok && c->down_msg != NULL) {
-            proxy_tee_message(c->relay->tee, c->id, STORE_REQUEST, proxy_now_us(), c->down_msg);
-            ops[0].op = GRPC_OP_SEND_MESSAGE;
-            ops[0].data.send_message.send_message = c->down_msg;
-            start(c, c->up, ops, 1, T_UP_SEND);
+    case T_DOWN_RECV: {
+        grpc_byte_buffer *msg = c->down_in;
+        c->down_in = NULL;
+        if (ok && msg != NULL) {
+            proxy_tee_message(c->relay->tee, c->id, STORE_REQUEST, proxy_now_us(), msg);
+            if (c->up_failed) {
+                /* The provider's status is on its way; the rest is moot. */
+                grpc_byte_buffer_destroy(msg);
+            } else if (!c->up_send_busy) {
+                send_up(c, msg);
+                down_recv(c);
+            } else {
+                c->to_up_next = msg; /* read no further until it is sent */
+            }
         } else {
-            /* Half-close from the client (or it failed: its close event
-             * says whether it cancelled). */
-            if (c->down_msg != NULL) {
-                grpc_byte_buffer_destroy(c->down_msg);
-                c->down_msg = NULL;
-            }
-            if (!c->up_done) {
-                c->up_closing = 1;
-                ops[0].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-                start(c, c->up, ops, 1, T_UP_SEND);
-            }
+            /* Half-close, or the client failed (its close event says
+             * whether it cancelled). */
+            drop(&msg);
+            c->down_eof = 1;
+            if (!c->up_send_busy && !c->up_close_started && !c->up_failed)
+                send_up_close(c);
         }
         break;
+    }
 
     case T_UP_SEND:
-        if (c->down_msg != NULL) {
-            grpc_byte_buffer_destroy(c->down_msg);
-            c->down_msg = NULL;
-        }
-        /* After a failed send the provider's status is on its way; stop
-         * reading from the client and let that status end the call. */
-        if (ok && !c->up_closing)
+        drop(&c->to_up);
+        c->up_send_busy = 0;
+        if (!ok) {
+            c->up_failed = 1;
+            drop(&c->to_up_next);
+        } else if (c->to_up_next != NULL) {
+            grpc_byte_buffer *msg = c->to_up_next;
+            c->to_up_next = NULL;
+            send_up(c, msg);
             down_recv(c);
+        } else if (c->down_eof && !c->up_close_started) {
+            send_up_close(c);
+        }
         break;
 
     case T_UP_RECV_MD:
@@ -411,7 +484,7 @@ static void on_call_event(struct relay_call *c, enum tag_kind kind, int ok)
         }
         if (c->fwd_resp.count > 0) {
             /* The provider sent headers: pass them on now, a streaming
-             * client may be waiting for them. Messages follow after. */
+             * client may be waiting for them. */
             c->resp_md_sent = 1;
             c->down_send_busy = 1;
             ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
@@ -419,51 +492,52 @@ static void on_call_event(struct relay_call *c, enum tag_kind kind, int ok)
             ops[0].data.send_initial_metadata.metadata = c->fwd_resp.md;
             if (start(c, c->down, ops, 1, T_DOWN_SEND) != 0)
                 c->down_send_busy = 0;
-        } else {
-            up_recv(c);
         }
+        up_recv(c);
         break;
 
-    case T_UP_RECV:
-        if (ok && c->up_msg != NULL) {
-            proxy_tee_message(c->relay->tee, c->id, STORE_RESPONSE, proxy_now_us(), c->up_msg);
-            size_t n = 0;
-            if (!c->resp_md_sent) {
-                ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
-                n++;
-                c->resp_md_sent = 1;
+    case T_UP_RECV: {
+        grpc_byte_buffer *msg = c->up_in;
+        c->up_in = NULL;
+        if (ok && msg != NULL) {
+            proxy_tee_message(c->relay->tee, c->id, STORE_RESPONSE, proxy_now_us(), msg);
+            if (c->down_dead) {
+                grpc_byte_buffer_destroy(msg);
+                up_recv(c); /* the cancelled call ends soon; read to its end */
+            } else if (!c->down_send_busy) {
+                send_down(c, msg);
+                up_recv(c);
+            } else {
+                c->to_down_next = msg;
             }
-            ops[n].op = GRPC_OP_SEND_MESSAGE;
-            ops[n].data.send_message.send_message = c->up_msg;
-            n++;
-            c->down_send_busy = 1;
-            if (start(c, c->down, ops, n, T_DOWN_SEND) != 0)
-                c->down_send_busy = 0;
         } else {
-            if (c->up_msg != NULL) {
-                grpc_byte_buffer_destroy(c->up_msg);
-                c->up_msg = NULL;
-            }
+            drop(&msg);
             c->up_recv_done = 1;
             maybe_send_status(c);
         }
         break;
+    }
 
     case T_DOWN_SEND:
+        drop(&c->to_down);
         c->down_send_busy = 0;
-        if (c->up_msg != NULL) {
-            grpc_byte_buffer_destroy(c->up_msg);
-            c->up_msg = NULL;
-        }
-        if (ok && !c->up_recv_done) {
-            up_recv(c);
-        } else if (!ok) {
+        if (!ok) {
             /* The client is gone; the provider's side is of no more use. */
+            c->down_dead = 1;
             if (!c->up_done)
                 grpc_call_cancel(c->up, NULL);
-            c->up_recv_done = 1;
-            maybe_send_status(c);
+            if (c->to_down_next != NULL) {
+                drop(&c->to_down_next);
+                up_recv(c);
+            }
+        } else if (c->to_down_next != NULL) {
+            grpc_byte_buffer *msg = c->to_down_next;
+            c->to_down_next = NULL;
+            send_down(c, msg);
+            if (!c->up_recv_done)
+                up_recv(c);
         }
+        maybe_send_status(c);
         break;
 
     case T_UP_STATUS:
@@ -477,9 +551,6 @@ static void on_call_event(struct relay_call *c, enum tag_kind kind, int ok)
     case T_DOWN_CLOSE:
         if (c->cancelled && !c->up_done)
             grpc_call_cancel(c->up, NULL);
-        break;
-
-    case T_DOWN_STATUS:
         break;
 
     default:
