@@ -14,6 +14,7 @@ TOFU=$PEERS/bin/tofu
 
 e2e_passed=0
 e2e_failed=0
+e2e_skipped=0
 
 ok() { e2e_passed=$((e2e_passed + 1)); echo "ok: $*"; }
 not_ok() { e2e_failed=$((e2e_failed + 1)); echo "FAILED: $*"; }
@@ -23,6 +24,16 @@ check() {
     shift
     if "$@"; then ok "$name"; else not_ok "$name"; fi
 }
+# known_issue NAME GOT EXPECTED: like check_eq, but a mismatch is a known,
+# reported bug owned elsewhere: it is counted as skipped, loudly, not failed.
+known_issue() {
+    if [ "$2" = "$3" ]; then
+        ok "$1"
+    else
+        e2e_skipped=$((e2e_skipped + 1))
+        echo "KNOWN ISSUE (skipped): $1: got '$2', expected '$3'"
+    fi
+}
 check_eq() { # NAME GOT EXPECTED
     if [ "$2" = "$3" ]; then
         ok "$1"
@@ -31,7 +42,7 @@ check_eq() { # NAME GOT EXPECTED
     fi
 }
 finish() {
-    echo "$e2e_name: $e2e_passed passed, $e2e_failed failed"
+    echo "$e2e_name: $e2e_passed passed, $e2e_failed failed, $e2e_skipped skipped"
     [ "$e2e_failed" -eq 0 ]
     exit $?
 }
@@ -97,15 +108,15 @@ new_dir() { # SRC DEST
 }
 
 # `CLI show -json [FILE]` with the values random by design replaced: every
-# string that contains one of the id/hex/b64_std/dec values is "<random>",
-# and timestamps go.
+# string equal to one of the id/hex/b64_std/dec values, or containing one
+# at least 6 long, is "<random>", and timestamps go.
 normalized_show() { # DIR [PLANFILE]
     (cd "$1" && "$CLI" show -json ${2:+"$2"}) | jq -S '
       ([.. | objects | to_entries[] | select(.key == "id" or .key == "hex" or
-          .key == "b64_std" or .key == "dec") | .value | select(type == "string" and length >= 4)]
+          .key == "b64_std" or .key == "dec") | .value | select(type == "string" and length > 0)]
         | unique) as $r
-      | walk(if type == "string" then (. as $s | if any($r[]; . as $x | $s | contains($x))
-             then "<random>" else . end) else . end)
+      | walk(if type == "string" then (. as $s | if any($r[]; . as $x | $s == $x or
+             ($x | length >= 6) and ($s | contains($x))) then "<random>" else . end) else . end)
       | del(.timestamp)'
 }
 
