@@ -1,0 +1,243 @@
+/* Unit tests of the proxy's pieces that need no peer: go-plugin handshake
+ * lines, the certificates we make (checked with OpenSSL against what
+ * go-plugin's own look like), the child's environment and shim metadata. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/bio.h>
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+#include <openssl/objects.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include "proxy/proxy_int.h"
+#include "tests/check.h"
+
+static void test_handshake(void)
+{
+    proxy_handshake hs;
+    tftap_buf err = TFTAP_BUF_INIT;
+    const char *cert =
+        "MIICLDCCAY6gAwIBAgIRAKexampleexampleexampleexampleexampleexampleexampleexample";
+
+    /* A provider with automatic mTLS, as go-plugin prints it. */
+    char line[512];
+    snprintf(line, sizeof line, "1|6|unix|/tmp/plugin123|grpc|%s\n", cert);
+    CHECK_INT_EQ(proxy_handshake_parse(line, strlen(line), &hs, &err), 0);
+    CHECK_INT_EQ(hs.core_version, 1);
+    CHECK_INT_EQ(hs.proto_version, 6);
+    CHECK_STR_EQ(hs.network, "unix");
+    CHECK_STR_EQ(hs.address, "/tmp/plugin123");
+    CHECK_STR_EQ(hs.protocol, "grpc");
+    CHECK_STR_EQ(hs.cert_b64, cert);
+    CHECK_STR_EQ(hs.extra, "");
+    proxy_handshake_done(&hs);
+
+    /* Plaintext: an empty sixth field, or none at all. */
+    CHECK_INT_EQ(proxy_handshake_parse("1|5|unix|/tmp/p|grpc|", 21, &hs, &err), 0);
+    CHECK_STR_EQ(hs.cert_b64, "");
+    proxy_handshake_done(&hs);
+    CHECK_INT_EQ(proxy_handshake_parse("1|5|tcp|127.0.0.1:1234|grpc", 27, &hs, &err), 0);
+    CHECK_STR_EQ(hs.network, "tcp");
+    CHECK_STR_EQ(hs.address, "127.0.0.1:1234");
+    CHECK_STR_EQ(hs.cert_b64, "");
+    proxy_handshake_done(&hs);
+
+    /* go-plugin ignores a cert field of 50 characters or fewer. */
+    CHECK_INT_EQ(proxy_handshake_parse("1|5|unix|/p|grpc|short\r\n", 24, &hs, &err), 0);
+    CHECK_STR_EQ(hs.cert_b64, "");
+    proxy_handshake_done(&hs);
+
+    /* Fields after the certificate (broker multiplexing) pass through. */
+    snprintf(line, sizeof line, "1|6|unix|/p|grpc|%s|true", cert);
+    CHECK_INT_EQ(proxy_handshake_parse(line, strlen(line), &hs, &err), 0);
+    CHECK_STR_EQ(hs.extra, "true");
+    proxy_handshake_done(&hs);
+
+    /* Refused: wrong core version, net/rpc, odd networks, too few fields,
+     * non-numeric versions, NUL bytes, empty address. */
+    static const char *const bad[] = {
+        "2|5|unix|/p|grpc|",       "1|5|unix|/p|netrpc|", "1|5|udp|/p|grpc|",
+        "1|5|unix|/p",             "1|x|unix|/p|grpc|",   "1|-5|unix|/p|grpc|",
+        "1|5|unix||grpc|",         "",                     "|||||",
+        "1|99999999|unix|/p|grpc|"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tftap_buf_reset(&err);
+        int rc = proxy_handshake_parse(bad[i], strlen(bad[i]), &hs, &err);
+        CHECK_INT_EQ(rc, TFTAP_EPROTO);
+        CHECK(err.len > 0);
+        if (rc == 0)
+            proxy_handshake_done(&hs);
+    }
+    char nul[] = "1|5|unix|/p\0x|grpc|";
+    CHECK_INT_EQ(proxy_handshake_parse(nul, sizeof nul - 1, &hs, &err), TFTAP_EPROTO);
+    tftap_buf_done(&err);
+}
+
+static int has_eku(X509 *x, int nid)
+{
+    EXTENDED_KEY_USAGE *eku = X509_get_ext_d2i(x, NID_ext_key_usage, NULL, NULL);
+    int found = 0;
+    for (int i = 0; eku != NULL && i < sk_ASN1_OBJECT_num(eku); i++)
+        if (OBJ_obj2nid(sk_ASN1_OBJECT_value(eku, i)) == nid)
+            found = 1;
+    EXTENDED_KEY_USAGE_free(eku);
+    return found;
+}
+
+static void test_cert(void)
+{
+    proxy_cert a, b;
+    CHECK_INT_EQ(proxy_cert_make(&a), 0);
+    CHECK_INT_EQ(proxy_cert_make(&b), 0);
+    CHECK(strncmp(a.cert_pem, "-----BEGIN CERTIFICATE-----", 27) == 0);
+    CHECK(strstr(a.key_pem, "PRIVATE KEY") != NULL);
+    CHECK(strcmp(a.der_b64, b.der_b64) != 0); /* fresh each time */
+    /* Unpadded standard base64, on one line (go-plugin's RawStdEncoding). */
+    CHECK(strchr(a.der_b64, '=') == NULL);
+    CHECK(strchr(a.der_b64, '\n') == NULL);
+    CHECK(strlen(a.der_b64) > 50);
+
+    BIO *bio = BIO_new_mem_buf(a.cert_pem, -1);
+    X509 *x = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+    BIO_free(bio);
+    CHECK(x != NULL);
+    if (x != NULL) {
+        /* What go-plugin's peers rely on: a self-signed CA for localhost,
+         * usable as server and client, on P-521, for about 30 years. */
+        CHECK_INT_EQ(X509_check_host(x, "localhost", 0, 0, NULL), 1);
+        char cn[64] = "";
+        X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, cn, sizeof cn);
+        CHECK_STR_EQ(cn, "localhost");
+        CHECK_INT_EQ(X509_check_ca(x) >= 1, 1);
+        uint32_t ku = X509_get_key_usage(x);
+        CHECK(ku & KU_KEY_CERT_SIGN);
+        CHECK(ku & KU_DIGITAL_SIGNATURE);
+        CHECK(has_eku(x, NID_server_auth));
+        CHECK(has_eku(x, NID_client_auth));
+        EVP_PKEY *pub = X509_get0_pubkey(x);
+        char group[64] = "";
+        size_t glen = 0;
+        CHECK(pub != NULL && EVP_PKEY_get_utf8_string_param(pub, "group", group, sizeof group,
+                                                            &glen) == 1);
+        CHECK_STR_EQ(group, "secp521r1");
+        CHECK_INT_EQ(X509_verify(x, pub), 1); /* self-signed */
+        int days = 0, secs = 0;
+        CHECK(ASN1_TIME_diff(&days, &secs, X509_get0_notBefore(x), X509_get0_notAfter(x)) == 1);
+        CHECK(days > 365 * 29 && days < 365 * 31);
+
+        /* The handshake form decodes back to the same certificate. */
+        char *pem = NULL;
+        CHECK_INT_EQ(proxy_cert_b64der_to_pem(a.der_b64, strlen(a.der_b64), &pem), 0);
+        CHECK_STR_EQ(pem, a.cert_pem);
+        free(pem);
+        X509_free(x);
+    }
+    char *pem = NULL;
+    CHECK_INT_EQ(proxy_cert_b64der_to_pem("bm90IGEgY2VydGlmaWNhdGU", 23, &pem), TFTAP_EDECODE);
+    CHECK_INT_EQ(proxy_cert_b64der_to_pem("!!!!", 4, &pem), TFTAP_EDECODE);
+    CHECK(pem == NULL);
+    proxy_cert_done(&a);
+    proxy_cert_done(&b);
+}
+
+static void test_env(void)
+{
+    char *env[] = {"PATH=/bin", "PLUGIN_CLIENT_CERT=theirs", "TF_PLUGIN_MAGIC_COOKIE=" PROXY_COOKIE_VALUE,
+                   "PLUGIN_CLIENT_CERTX=keep", NULL};
+    CHECK(proxy_cookie_ok(env));
+    char *wrong[] = {"TF_PLUGIN_MAGIC_COOKIE=nope", NULL};
+    CHECK(!proxy_cookie_ok(wrong));
+    char *none[] = {NULL};
+    CHECK(!proxy_cookie_ok(none));
+    CHECK_STR_EQ(proxy_env_get(env, "PLUGIN_CLIENT_CERT"), "theirs");
+    CHECK(proxy_env_get(env, "PLUGIN") == NULL);
+
+    /* The child gets our certificate in place of the client's... */
+    char **child = proxy_env_for_child(env, "ours");
+    CHECK(child != NULL);
+    if (child != NULL) {
+        CHECK_STR_EQ(proxy_env_get(child, "PLUGIN_CLIENT_CERT"), "ours");
+        CHECK_STR_EQ(proxy_env_get(child, "PLUGIN_CLIENT_CERTX"), "keep");
+        CHECK_STR_EQ(proxy_env_get(child, "PATH"), "/bin");
+        int n = 0;
+        for (char **e = child; *e != NULL; e++)
+            n += strncmp(*e, "PLUGIN_CLIENT_CERT=", 19) == 0;
+        CHECK_INT_EQ(n, 1);
+        free(child);
+    }
+    /* ...or none at all: a plaintext child leg. */
+    child = proxy_env_for_child(env, NULL);
+    CHECK(child != NULL && proxy_env_get(child, "PLUGIN_CLIENT_CERT") == NULL);
+    free(child);
+}
+
+static int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+static void test_meta(void)
+{
+    char dir[] = "/tmp/tftap-test-meta.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[128];
+    snprintf(path, sizeof path, "%s/tftap-shim.json", dir);
+    proxy_meta m;
+    tftap_buf err = TFTAP_BUF_INIT;
+
+    CHECK_INT_EQ(write_file(path, "{\"provider\": \"registry.opentofu.org/hashicorp/random\", "
+                                  "\"version\": \"3.6.0\", \"binary\": \"/x/terraform-provider-random\", "
+                                  "\"db\": \"/x/.tftap/tftap.db\", \"record_sensitive\": true, "
+                                  "\"keep_raw\": false}"),
+                 0);
+    CHECK_INT_EQ(proxy_meta_load(path, &m, &err), 0);
+    CHECK_STR_EQ(m.provider, "registry.opentofu.org/hashicorp/random");
+    CHECK_STR_EQ(m.version, "3.6.0");
+    CHECK_STR_EQ(m.binary, "/x/terraform-provider-random");
+    CHECK_STR_EQ(m.db, "/x/.tftap/tftap.db");
+    CHECK_INT_EQ(m.record_sensitive, 1);
+    CHECK_INT_EQ(m.keep_raw, 0);
+    proxy_meta_done(&m);
+
+    /* version, db and the flags are optional. */
+    CHECK_INT_EQ(write_file(path, "{\"provider\": \"p\", \"binary\": \"/b\"}"), 0);
+    CHECK_INT_EQ(proxy_meta_load(path, &m, &err), 0);
+    CHECK(m.version == NULL && m.db == NULL && m.record_sensitive == 0);
+    proxy_meta_done(&m);
+
+    static const char *const bad[] = {"{\"binary\": \"/b\"}", "{\"provider\": \"p\"}",
+                                      "{\"provider\": 1, \"binary\": \"/b\"}",
+                                      "{\"provider\": \"p\", \"binary\": \"/b\", \"keep_raw\": 1}",
+                                      "[]", "{"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tftap_buf_reset(&err);
+        CHECK_INT_EQ(write_file(path, bad[i]), 0);
+        CHECK_INT_EQ(proxy_meta_load(path, &m, &err), TFTAP_EDECODE);
+        CHECK(err.len > 0);
+        CHECK(m.provider == NULL && m.binary == NULL);
+    }
+    unlink(path);
+    CHECK(proxy_meta_load(path, &m, &err) == TFTAP_EIO);
+    rmdir(dir);
+    tftap_buf_done(&err);
+}
+
+int main(void)
+{
+    test_handshake();
+    test_cert();
+    test_env();
+    test_meta();
+    return check_report("test_proxy");
+}
