@@ -288,6 +288,34 @@ func cmdCompare(args []string) {
 		ok("ApplyResourceChange %s%s: new state %d bytes through tftap, %d directly", *typ, typeSuffix, len(stS), len(stD))
 	}
 
+	// A bidirectional stream with several messages each way (go-plugin
+	// registers gRPC server reflection on every plugin): requests are sent
+	// back to back before any answer is read, then the stream is closed.
+	{
+		svc := fmt.Sprintf("tfplugin%d.Provider", ps.proto)
+		reqs := [][]byte{
+			pbString(7, "*"),                     // list_services
+			pbString(4, svc),                     // file_containing_symbol
+			pbString(3, "no/such/file.proto"),    // file_by_filename: an error answer
+			pbString(4, "grpc.health.v1.Health"), // another file
+		}
+		rs, err := reflectStream(ctx, ps, reqs)
+		check(err == nil, "reflection stream through tftap: %v", err)
+		rd, err := reflectStream(ctx, pd, reqs)
+		check(err == nil, "reflection stream directly: %v", err)
+		check(len(rs) == len(reqs) && len(rd) == len(reqs), "stream answers: %d through tftap, %d directly", len(rs), len(rd))
+		for i := range rs {
+			check(bytes.Equal(pbCanonical(rs[i]), pbCanonical(rd[i])),
+				"stream answer %d: %d bytes through tftap differ from %d directly", i, len(rs[i]), len(rd[i]))
+		}
+		sizes := make([]int, len(rs))
+		for i := range rs {
+			sizes[i] = len(rs[i])
+		}
+		check(sizes[1] > 1000, "the provider's file descriptor is only %d bytes", sizes[1])
+		ok("bidirectional stream: %d requests sent back to back, answers of %v bytes identical through tftap and directly", len(reqs), sizes)
+	}
+
 	// Many calls in flight at once, as tofu makes them: each answer must
 	// still be the one the provider gives directly.
 	{
@@ -321,6 +349,38 @@ func trunc(b []byte) []byte {
 		return b[:400]
 	}
 	return b
+}
+
+// reflectStream sends all requests on one ServerReflectionInfo stream,
+// closes its side, and reads answers to the end.
+func reflectStream(ctx context.Context, p *provider, reqs [][]byte) ([][]byte, error) {
+	desc := &grpc.StreamDesc{StreamName: "ServerReflectionInfo", ServerStreams: true, ClientStreams: true}
+	st, err := p.conn.NewStream(ctx, desc, "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+		grpc.ForceCodec(rawCodec{}))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range reqs {
+		r := r
+		if err := st.SendMsg(&r); err != nil {
+			return nil, err
+		}
+	}
+	if err := st.CloseSend(); err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for {
+		var m []byte
+		err := st.RecvMsg(&m)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, m)
+	}
 }
 
 func concurrentCalls(ctx context.Context, p *provider, method string, req, want []byte,
