@@ -641,6 +641,47 @@ static void test_v5_configure(void)
     keep_free();
 }
 
+/* Schema responses are messages too: cty type bytes show as the JSON they
+ * hold, maps as objects. */
+static void test_schema_response(void)
+{
+    Tfplugin6__Schema__Attribute a = TFPLUGIN6__SCHEMA__ATTRIBUTE__INIT;
+    a.name = "tags";
+    a.type = (ProtobufCBinaryData){16, (uint8_t *)"[\"map\",\"string\"]"};
+    a.optional = 1;
+    Tfplugin6__Schema__Attribute *attrs[] = {&a};
+    Tfplugin6__Schema__Block blk = TFPLUGIN6__SCHEMA__BLOCK__INIT;
+    blk.n_attributes = 1;
+    blk.attributes = attrs;
+    Tfplugin6__Schema sch = TFPLUGIN6__SCHEMA__INIT;
+    sch.version = 2;
+    sch.block = &blk;
+    Tfplugin6__GetProviderSchema__Response__ResourceSchemasEntry e =
+        TFPLUGIN6__GET_PROVIDER_SCHEMA__RESPONSE__RESOURCE_SCHEMAS_ENTRY__INIT;
+    e.key = "test_thing";
+    e.value = &sch;
+    Tfplugin6__GetProviderSchema__Response__ResourceSchemasEntry *es[] = {&e};
+    Tfplugin6__GetProviderSchema__Response r = TFPLUGIN6__GET_PROVIDER_SCHEMA__RESPONSE__INIT;
+    r.n_resource_schemas = 1;
+    r.resource_schemas = es;
+    size_t len;
+    int rc;
+    uint8_t *p = pack(&r.base, &len);
+    CHECK_STR_EQ(
+        render("/tfplugin6.Provider/GetProviderSchema", 1, p, len, NULL, NULL, &rc),
+        "{\"provider\":null,\"resource_schemas\":{\"test_thing\":{\"version\":2,\"block\":{"
+        "\"version\":0,\"attributes\":[{\"name\":\"tags\",\"type\":[\"map\",\"string\"],"
+        "\"description\":\"\",\"required\":false,\"optional\":true,\"computed\":false,"
+        "\"sensitive\":false,\"description_kind\":\"PLAIN\",\"deprecated\":false,"
+        "\"nested_type\":null,\"write_only\":false,\"deprecation_message\":\"\"}],"
+        "\"block_types\":[],\"description\":\"\",\"description_kind\":\"PLAIN\","
+        "\"deprecated\":false,\"deprecation_message\":\"\"}}},\"data_source_schemas\":{},"
+        "\"diagnostics\":[],\"provider_meta\":null,\"server_capabilities\":null,"
+        "\"functions\":{},\"ephemeral_resource_schemas\":{},\"list_resource_schemas\":{},"
+        "\"state_store_schemas\":{},\"action_schemas\":{}}");
+    keep_free();
+}
+
 int main(void)
 {
     dec_error err = DEC_ERROR_INIT;
@@ -658,6 +699,7 @@ int main(void)
     test_upgrade_import_move();
     test_ephemeral_and_stdio();
     test_v5_configure();
+    test_schema_response();
     dec_schema_free(schema);
     return check_report("test_message");
 }
