@@ -58,12 +58,8 @@ int cli_shim(int argc, char **argv)
         return 1;
     }
 
-    proxy_config_init(&cfg);
-    cfg.provider = meta.provider;
-    cfg.version = meta.version;
-    cfg.binary = meta.binary;
+    proxy_config_from_meta(&cfg, &meta);
     cfg.args = argv + 2;
-    cfg.db = meta.db;
     const char *db_env = getenv("TFTAP_DB");
     if (db_env != NULL && db_env[0] != '\0')
         cfg.db = db_env;
@@ -71,8 +67,6 @@ int cli_shim(int argc, char **argv)
         cli_error("TFTAP_RUN_ID is not a positive integer; recording under a new run");
         cfg.run_id = 0;
     }
-    cfg.record_sensitive = meta.record_sensitive;
-    cfg.keep_raw = meta.keep_raw;
     cfg.warn = shim_warn;
 
     code = proxy_run(&cfg, &err);

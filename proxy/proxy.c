@@ -32,6 +32,17 @@ void proxy_config_init(proxy_config *cfg)
     cfg->stop_fd = -1;
 }
 
+void proxy_config_from_meta(proxy_config *cfg, const proxy_meta *meta)
+{
+    proxy_config_init(cfg);
+    cfg->provider = meta->provider;
+    cfg->version = meta->version;
+    cfg->binary = meta->binary;
+    cfg->db = meta->db;
+    cfg->record_sensitive = meta->record_sensitive;
+    cfg->keep_raw = meta->keep_raw;
+}
+
 static int64_t mono_ms(void)
 {
     struct timespec ts;

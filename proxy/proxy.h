@@ -70,6 +70,11 @@ typedef struct proxy_config {
 
 void proxy_config_init(proxy_config *cfg);
 
+/* proxy_config_init() plus the provider, binary, database and recording
+ * flags of a shim's metadata (borrowed: meta must outlive the run). The
+ * caller then applies TFTAP_DB / TFTAP_RUN_ID and the like. */
+void proxy_config_from_meta(proxy_config *cfg, const proxy_meta *meta);
+
 /* 1 when envp (NULL = environ) carries go-plugin's magic cookie with the
  * right value. Without it a plugin must not start. */
 int proxy_cookie_ok(char *const *envp);
