@@ -76,6 +76,9 @@ need_peers() {
     fi
 }
 
+# Queries wait for a writer (a shim still flushing) instead of failing.
+sqlite3() { command sqlite3 -cmd '.timeout 10000' "$@"; }
+
 # A scratch directory, removed at exit unless the test failed.
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tftap-e2e-$e2e_name.XXXXXX")
 cleanup_work() {
