@@ -1,16 +1,23 @@
 /* store: the recorder. Relay threads hand it copies of what they relay
- * through a byte-bounded queue that never blocks them; one writer thread per
- * recorder decodes the messages and writes them in batched transactions.
+ * through a byte-bounded queue that never blocks them. Behind the queue two
+ * threads work as a pipeline, so that decoding and SQLite use two cores:
  *
- * The writer keeps each live call's state in memory and writes the call row
- * from it (an upsert), so a failed transaction loses nothing that memory
- * still holds: the rows are simply written again by the next one. Events
- * that arrive while the database cannot be opened at all are dropped and
- * counted, and the count becomes a gap row once it can. */
+ *   decoder thread: keeps each live call's state in memory, decodes its
+ *     messages against the schema, and hands "ops" (call row images, schema
+ *     rows, gap counts, ...) to the SQL thread;
+ *   SQL thread: owns the database connection and applies ops in batched
+ *     IMMEDIATE transactions. Every op is idempotent (call rows are upserts
+ *     of the call's whole state) and stays queued until its transaction
+ *     commits, so a failed transaction loses nothing: it is applied again
+ *     once the database is back.
+ *
+ * While the database cannot be opened or written, the decoder drops events
+ * and counts them; the count becomes a gap row once it can. */
 #include "store/store_int.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +92,7 @@ struct call {
     struct rawmsg *raws, **raws_tail; /* kept for re-decoding */
     size_t raw_bytes;
     int retain; /* 1 while raws are being kept */
+    int emitted; /* a row image has been handed to the SQL thread */
 };
 
 struct procinfo {
@@ -93,55 +101,107 @@ struct procinfo {
     int changed;
 };
 
+enum op_kind { OP_CALL, OP_RAW, OP_PROCESS, OP_SCHEMA, OP_GAP, OP_END };
+
+/* One idempotent change for the SQL thread. Strings and bytes are owned. */
+struct op {
+    struct op *next;
+    enum op_kind kind;
+    uint64_t events; /* recorder events this op completes (stats.written) */
+    size_t size;     /* bytes held, for the bound on ops in flight */
+    /* OP_CALL: the call's whole state; OP_RAW: one message (call_seq, seq) */
+    int64_t call_seq;
+    int stream, ended, status;
+    int64_t started_us, ended_us;
+    int64_t req_bytes, resp_bytes, req_count, resp_count;
+    char *method, *status_message, *type_name, *req_json, *resp_json, *decode_error;
+    char schema_sha[65]; /* OP_CALL: schema used ("" none); OP_SCHEMA: its hash */
+    int64_t msg_seq, t_us;
+    enum store_direction dir;
+    unsigned char *bytes; /* OP_RAW message, OP_SCHEMA raw (NULL: link only) */
+    size_t len;
+    /* OP_PROCESS */
+    char *provider, *version, *binary_path;
+    int protocol, pid;
+    char binary_sha[65];
+    /* OP_SCHEMA */
+    const char *schema_kind;   /* "provider" or "identity" */
+    const char *schema_source; /* "response" or "earlier" */
+    /* OP_GAP */
+    uint64_t lost;
+    int lost_queue, lost_db;
+};
+
 struct store_recorder {
     char *path;
     store_recorder_opts opts;
-    unsigned retry_ms, commit_ms;
+    unsigned retry_ms, commit_ms; /* under mu */
 
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t thread;
-    int thread_started;
-    int stop;
+    pthread_cond_t cv;  /* decoder waits for events */
+    pthread_cond_t scv; /* SQL thread waits for ops */
+    pthread_t thread, sql_thread;
+    int thread_started, sql_started;
+    int stop;      /* under mu: close requested */
+    int sql_stop;  /* under mu: decoder finished, SQL thread drains and exits */
     struct event *head, **tail;
     size_t queued_bytes;
-    struct procinfo pinfo; /* under mu */
+    struct procinfo pinfo;      /* under mu */
     store_recorder_stats stats; /* under mu */
     uint64_t queue_lost;        /* under mu: refused by enqueue, not yet in lost */
     int logged_full;
 
-    /* ---- writer thread only ---- */
-    sqlite3 *db;
+    /* ---- shared between the two threads, under mu ---- */
+    struct op *ops, **ops_tail; /* decoder -> SQL thread */
+    size_t ops_bytes;
+    int sql_ok;                  /* the SQL thread has a working connection */
+    int sql_tried;               /* it has tried to open the database once */
+    int key_ready;
+    unsigned char shared_key[STORE_KEY_LEN];
+    int64_t shared_process_row;
+    char borrow_want[65];        /* binary sha the decoder wants a schema for */
+    int borrow_asked;
+    unsigned char *borrow_raw;   /* answer: a schema recorded earlier */
+    size_t borrow_len;
+    int borrow_protocol, borrow_ready;
+    char borrow_sha[65];
+
+    /* ---- decoder thread only ---- */
     unsigned char key[STORE_KEY_LEN];
+    int have_key;
     EVP_MAC_CTX *mac; /* HMAC-SHA256 keyed with key, copied per value */
-    int txn_gen;
-    int64_t next_retry_ms;
-    int logged_down;
-    uint64_t lost;       /* events lost, not yet in a gap row */
+    uint64_t lost;           /* events lost, not yet in a gap op */
     int lost_queue, lost_db; /* reasons */
-    int64_t process_row, process_row_gen;
-    int64_t run_id, run_row_gen;
-    int process_written; /* process details written (not just the row) */
-    struct procinfo proc; /* writer's copy */
+    struct procinfo proc;    /* decoder's copy */
     char binary_sha256[65];
     int have_binary_sha;
+    int proc_dirty; /* process details changed, not yet handed over */
+    int borrow_tried; /* asked synchronously for an earlier schema */
     dec_schema *schema;
     char schema_sha[65];
     const char *schema_source;
-    int schema_saved;              /* schema row + process link written */
-    unsigned char *schema_raw;     /* own response, kept until saved */
-    size_t schema_raw_len;
-    unsigned char *identity_raw;   /* GetResourceIdentitySchemas response */
+    unsigned char *identity_raw; /* GetResourceIdentitySchemas response */
     size_t identity_raw_len;
     char identity_sha[65];
-    int identity_saved, identity_applied;
+    int identity_applied;
     int64_t last_schema_poll_ms;
     struct call *buckets[CALL_BUCKETS];
     struct call *calls, **calls_tail;
     size_t retained_bytes;
     int retain_disabled;
-    int any_dirty; /* calls changed outside a batch (re-decoded) */
-    uint64_t batch_events; /* events applied in the open transaction */
+    struct op *out, **out_tail; /* ops being built, handed over at once */
+    uint64_t out_events;        /* events applied since the last hand-over */
+
+    /* ---- SQL thread only ---- */
+    sqlite3 *db;
+    int64_t next_retry_ms;
+    int logged_down;
+    int txn_gen;
+    int64_t run_id, run_row_gen;
+    int64_t process_row, process_row_gen;
+    struct procinfo sproc; /* the process details last written */
+    char sbinary_sha[65];
+    struct op *pending, **pending_tail; /* taken from ops, not yet committed */
     sqlite3_stmt *st_upsert, *st_msg;
 };
 
@@ -550,7 +610,6 @@ static void redecode_retained(store_recorder *r)
                      m->len);
         c->decoded_with_schema = 1;
         c->dirty = 1;
-        r->any_dirty = 1;
         call_free_raws(r, c);
     }
 }
@@ -568,6 +627,11 @@ static void apply_identity(store_recorder *r)
     dec_error_done(&err);
 }
 
+static void emit_schema(store_recorder *r, const char *kind, const char *sha,
+                        const unsigned char *raw, size_t len, int protocol, const char *source);
+
+/* Use a schema from now on; re-decode what waited for one. raw/len are
+ * also stored (once per hash) unless the schema came from the database. */
 static int schema_adopt(store_recorder *r, int protocol, const unsigned char *p, size_t n,
                         const char *sha, const char *source)
 {
@@ -584,365 +648,123 @@ static int schema_adopt(store_recorder *r, int protocol, const unsigned char *p,
     r->identity_applied = 0;
     apply_identity(r);
     redecode_retained(r);
+    emit_schema(r, "provider", sha, strcmp(source, "response") == 0 ? p : NULL, n, protocol,
+                source);
     return 0;
 }
 
-/* ---- writer: the database ------------------------------------------------ */
+/* ---- ops: what the decoder hands the SQL thread ------------------------- */
 
-static void finalize_stmts(store_recorder *r)
+static void op_free(struct op *o)
 {
-    sqlite3_finalize(r->st_upsert);
-    sqlite3_finalize(r->st_msg);
-    r->st_upsert = r->st_msg = NULL;
+    if (!o)
+        return;
+    free(o->method);
+    free(o->status_message);
+    free(o->type_name);
+    free(o->req_json);
+    free(o->resp_json);
+    free(o->decode_error);
+    free(o->bytes);
+    free(o->provider);
+    free(o->version);
+    free(o->binary_path);
+    free(o);
 }
 
-static void db_down(store_recorder *r, const char *what)
+static void op_list_free(struct op *o)
 {
-    if (!r->logged_down) {
-        r->logged_down = 1;
-        fprintf(stderr,
-                "tftap: cannot %s the recording database %s: %s (dropping records, will retry)\n",
-                what, r->path, r->db ? sqlite3_errmsg(r->db) : strerror(errno ? errno : EIO));
+    while (o) {
+        struct op *n = o->next;
+        op_free(o);
+        o = n;
     }
-    finalize_stmts(r);
-    if (r->db) {
-        store_rollback(r->db);
-        sqlite3_close(r->db);
-        r->db = NULL;
-    }
-    /* Rows this connection wrote stay; in-memory state is written again. */
-    r->txn_gen++;
-    r->next_retry_ms = mono_ms() + r->retry_ms;
-    pthread_mutex_lock(&r->mu);
-    r->stats.db_ok = 0;
-    pthread_mutex_unlock(&r->mu);
 }
 
-static int db_up(store_recorder *r)
+static struct op *op_new(store_recorder *r, enum op_kind kind)
 {
-    if (r->db)
-        return 1;
-    if (mono_ms() < r->next_retry_ms)
-        return 0;
-    errno = 0;
-    int rc = store_db_open(r->path, 1, &r->db, r->key);
-    if (rc) {
-        r->db = NULL;
-        if (!r->logged_down) {
-            r->logged_down = 1;
-            fprintf(stderr,
-                    "tftap: cannot open the recording database %s: %s%s%s (dropping records, "
-                    "will retry)\n",
-                    r->path, tftap_strerror(rc), errno ? ": " : "", errno ? strerror(errno) : "");
-        }
-        r->next_retry_ms = mono_ms() + r->retry_ms;
-        return 0;
-    }
-    mac_setup(r);
-    /* Recovery is not announced: the gap row records what was lost, and
-     * the one line already printed is all a user's terminal should get. */
-    r->logged_down = 0;
-    pthread_mutex_lock(&r->mu);
-    r->stats.db_ok = 1;
-    pthread_mutex_unlock(&r->mu);
-    return 1;
+    struct op *o = calloc(1, sizeof *o);
+    if (!o)
+        return NULL;
+    o->kind = kind;
+    o->size = sizeof *o;
+    *r->out_tail = o;
+    r->out_tail = &o->next;
+    return o;
 }
 
-static int step_ok(sqlite3_stmt *st)
+static char *dup_counted(struct op *o, const char *s)
 {
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+    if (!s)
+        return NULL;
+    o->size += strlen(s) + 1;
+    return dupstr(s);
 }
 
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+static unsigned char *dup_bytes(struct op *o, const void *p, size_t n)
 {
-    if (s)
-        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, i);
+    unsigned char *b = malloc(n ? n : 1);
+    if (b && n)
+        memcpy(b, p, n);
+    o->size += n;
+    return b;
 }
 
-static int run_sql(sqlite3 *db, const char *sql, sqlite3_stmt **out)
+static void emit_schema(store_recorder *r, const char *kind, const char *sha,
+                        const unsigned char *raw, size_t len, int protocol, const char *source)
 {
-    return sqlite3_prepare_v2(db, sql, -1, out, NULL);
+    struct op *o = op_new(r, OP_SCHEMA);
+    if (!o)
+        return;
+    o->schema_kind = kind;
+    o->schema_source = source;
+    snprintf(o->schema_sha, sizeof o->schema_sha, "%s", sha);
+    o->protocol = protocol;
+    if (raw) {
+        o->bytes = dup_bytes(o, raw, len);
+        o->len = len;
+    }
 }
 
-static int ensure_run_and_process(store_recorder *r)
+/* The call's whole state as a row image. */
+static int emit_call(store_recorder *r, struct call *c)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = SQLITE_OK;
-    if (r->run_id == 0) {
-        if (r->opts.run_id) {
-            r->run_id = r->opts.run_id;
-        } else {
-            rc = run_sql(r->db, "INSERT INTO runs (command, started_us) VALUES (?, ?)", &st);
-            if (rc)
-                return rc;
-            sqlite3_bind_text(st, 1, r->proc.binary_path ? r->proc.binary_path : "", -1,
-                              SQLITE_STATIC);
-            sqlite3_bind_int64(st, 2, store_now_us());
-            rc = step_ok(st);
-            sqlite3_finalize(st);
-            st = NULL;
-            if (rc)
-                return rc;
-            r->run_id = sqlite3_last_insert_rowid(r->db);
-            r->run_row_gen = r->txn_gen;
-        }
-    }
-    if (r->process_row == 0) {
-        rc = run_sql(r->db, "INSERT INTO processes (run_id, started_us) VALUES (?, ?)", &st);
-        if (rc)
-            return rc;
-        sqlite3_bind_int64(st, 1, r->run_id);
-        sqlite3_bind_int64(st, 2, store_now_us());
-        rc = step_ok(st);
-        sqlite3_finalize(st);
-        st = NULL;
-        if (rc)
-            return rc;
-        r->process_row = sqlite3_last_insert_rowid(r->db);
-        r->process_row_gen = r->txn_gen;
-        r->process_written = 0;
-    }
-    if (!r->process_written) {
-        rc = run_sql(r->db,
-                     "UPDATE processes SET provider = ?, version = ?, protocol = ?, pid = ?, "
-                     "binary_path = ?, binary_sha256 = ? WHERE id = ?",
-                     &st);
-        if (rc)
-            return rc;
-        bind_text_or_null(st, 1, r->proc.provider);
-        bind_text_or_null(st, 2, r->proc.version);
-        if (r->proc.protocol)
-            sqlite3_bind_int(st, 3, r->proc.protocol);
-        if (r->proc.pid)
-            sqlite3_bind_int(st, 4, r->proc.pid);
-        bind_text_or_null(st, 5, r->proc.binary_path);
-        bind_text_or_null(st, 6, r->have_binary_sha ? r->binary_sha256 : NULL);
-        sqlite3_bind_int64(st, 7, r->process_row);
-        rc = step_ok(st);
-        sqlite3_finalize(st);
-        if (rc)
-            return rc;
-        if (r->opts.run_id == 0 && r->proc.binary_path) {
-            /* Our own run was made before we knew what we run. */
-            rc = run_sql(r->db, "UPDATE runs SET command = ? WHERE id = ? AND command = ''", &st);
-            if (rc)
-                return rc;
-            sqlite3_bind_text(st, 1, r->proc.binary_path, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(st, 2, r->run_id);
-            rc = step_ok(st);
-            sqlite3_finalize(st);
-            if (rc)
-                return rc;
-        }
-        r->process_written = 1;
-    }
-    return SQLITE_OK;
+    struct op *o = op_new(r, OP_CALL);
+    if (!o)
+        return TFTAP_ENOMEM;
+    tftap_buf t = TFTAP_BUF_INIT;
+    o->call_seq = (int64_t)c->call_id;
+    o->stream = c->stream;
+    o->ended = c->ended;
+    o->status = c->status;
+    o->started_us = c->started_us;
+    o->ended_us = c->ended_us;
+    o->req_bytes = c->req.bytes;
+    o->resp_bytes = c->resp.bytes;
+    o->req_count = c->req.count;
+    o->resp_count = c->resp.count;
+    o->method = dup_counted(o, c->method);
+    o->status_message = dup_counted(o, c->status_message);
+    o->type_name = dup_counted(o, c->type_name);
+    o->req_json = dup_counted(o, side_text(c, &c->req, &t));
+    o->resp_json = dup_counted(o, side_text(c, &c->resp, &t));
+    o->decode_error = dup_counted(o, c->decode_error);
+    if (c->decoded_with_schema && r->schema)
+        memcpy(o->schema_sha, r->schema_sha, 65);
+    tftap_buf_done(&t);
+    c->dirty = 0;
+    c->emitted = 1;
+    return 0;
 }
 
-static int save_schema_row(store_recorder *r, const char *kind, const unsigned char *raw,
-                           size_t len, const char *sha)
+static void emit_dirty_calls(store_recorder *r)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = run_sql(r->db,
-                     "INSERT OR IGNORE INTO schemas (sha256, kind, provider, protocol, size, raw, "
-                     "first_seen_us) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                     &st);
-    if (rc)
-        return rc;
-    sqlite3_bind_text(st, 1, sha, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, kind, -1, SQLITE_STATIC);
-    bind_text_or_null(st, 3, r->proc.provider);
-    sqlite3_bind_int(st, 4, r->proc.protocol ? r->proc.protocol : 5);
-    sqlite3_bind_int64(st, 5, (int64_t)len);
-    sqlite3_bind_blob64(st, 6, raw, len, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 7, store_now_us());
-    rc = step_ok(st);
-    sqlite3_finalize(st);
-    return rc;
+    for (struct call *c = r->calls; c; c = c->lnext)
+        if (c->dirty)
+            emit_call(r, c);
 }
 
-static int save_schema_links(store_recorder *r)
-{
-    int rc;
-    sqlite3_stmt *st = NULL;
-    if (r->schema && !r->schema_saved) {
-        if (r->schema_raw) {
-            rc = save_schema_row(r, "provider", r->schema_raw, r->schema_raw_len, r->schema_sha);
-            if (rc)
-                return rc;
-        }
-        rc = run_sql(r->db, "UPDATE processes SET schema_sha256 = ?, schema_source = ? WHERE id = ?",
-                     &st);
-        if (rc)
-            return rc;
-        sqlite3_bind_text(st, 1, r->schema_sha, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, r->schema_source, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, r->process_row);
-        rc = step_ok(st);
-        sqlite3_finalize(st);
-        st = NULL;
-        if (rc)
-            return rc;
-        r->schema_saved = r->txn_gen;
-    }
-    if (r->identity_raw && !r->identity_saved) {
-        rc = save_schema_row(r, "identity", r->identity_raw, r->identity_raw_len,
-                             r->identity_sha);
-        if (rc)
-            return rc;
-        rc = run_sql(r->db, "UPDATE processes SET identity_sha256 = ? WHERE id = ?", &st);
-        if (rc)
-            return rc;
-        sqlite3_bind_text(st, 1, r->identity_sha, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, r->process_row);
-        rc = step_ok(st);
-        sqlite3_finalize(st);
-        if (rc)
-            return rc;
-        r->identity_saved = r->txn_gen;
-    }
-    return SQLITE_OK;
-}
-
-static int write_gap(store_recorder *r)
-{
-    if (!r->lost)
-        return SQLITE_OK;
-    sqlite3_stmt *st = NULL;
-    const char *reason = r->lost_queue && r->lost_db ? "queue full, database unavailable"
-                         : r->lost_queue           ? "queue full"
-                                                   : "database unavailable";
-    int rc = run_sql(r->db,
-                     "INSERT INTO gaps (run_id, process_id, lost, recorded_us, reason) "
-                     "VALUES (?, ?, ?, ?, ?)",
-                     &st);
-    if (rc)
-        return rc;
-    sqlite3_bind_int64(st, 1, r->run_id);
-    sqlite3_bind_int64(st, 2, r->process_row);
-    sqlite3_bind_int64(st, 3, (int64_t)r->lost);
-    sqlite3_bind_int64(st, 4, store_now_us());
-    sqlite3_bind_text(st, 5, reason, -1, SQLITE_STATIC);
-    rc = step_ok(st);
-    sqlite3_finalize(st);
-    if (rc)
-        return rc;
-    rc = run_sql(r->db, "UPDATE processes SET dropped = dropped + ? WHERE id = ?", &st);
-    if (rc)
-        return rc;
-    sqlite3_bind_int64(st, 1, (int64_t)r->lost);
-    sqlite3_bind_int64(st, 2, r->process_row);
-    rc = step_ok(st);
-    sqlite3_finalize(st);
-    return rc;
-}
-
-static int write_call(store_recorder *r, struct call *c)
-{
-    int rc;
-    if (!r->st_upsert) {
-        rc = run_sql(r->db,
-                     "INSERT INTO calls (run_id, process_id, call_seq, method, rpc, stream, "
-                     "started_us, ended_us, status_code, status_message, request_bytes, "
-                     "response_bytes, request_count, response_count, type_name, request_json, "
-                     "response_json, decode_error, schema_sha256) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                     "?16, ?17, ?18, ?19) "
-                     "ON CONFLICT (process_id, call_seq) DO UPDATE SET method = ?4, rpc = ?5, "
-                     "stream = ?6, ended_us = ?8, status_code = ?9, status_message = ?10, "
-                     "request_bytes = ?11, response_bytes = ?12, request_count = ?13, "
-                     "response_count = ?14, type_name = ?15, request_json = ?16, "
-                     "response_json = ?17, decode_error = ?18, schema_sha256 = ?19 "
-                     "RETURNING id",
-                     &r->st_upsert);
-        if (rc)
-            return rc;
-    }
-    sqlite3_stmt *st = r->st_upsert;
-    tftap_buf t1 = TFTAP_BUF_INIT, t2 = TFTAP_BUF_INIT;
-    sqlite3_bind_int64(st, 1, r->run_id);
-    sqlite3_bind_int64(st, 2, r->process_row);
-    sqlite3_bind_int64(st, 3, (int64_t)c->call_id);
-    sqlite3_bind_text(st, 4, c->method, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, store_rpc_name(c->method), -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 6, c->stream);
-    sqlite3_bind_int64(st, 7, c->started_us);
-    if (c->ended) {
-        sqlite3_bind_int64(st, 8, c->ended_us);
-        sqlite3_bind_int(st, 9, c->status);
-        bind_text_or_null(st, 10, c->status_message);
-    } else {
-        sqlite3_bind_null(st, 8);
-        sqlite3_bind_null(st, 9);
-        sqlite3_bind_null(st, 10);
-    }
-    sqlite3_bind_int64(st, 11, c->req.bytes);
-    sqlite3_bind_int64(st, 12, c->resp.bytes);
-    sqlite3_bind_int64(st, 13, c->req.count);
-    sqlite3_bind_int64(st, 14, c->resp.count);
-    bind_text_or_null(st, 15, c->type_name);
-    bind_text_or_null(st, 16, side_text(c, &c->req, &t1));
-    bind_text_or_null(st, 17, side_text(c, &c->resp, &t2));
-    bind_text_or_null(st, 18, c->decode_error);
-    bind_text_or_null(st, 19, c->decoded_with_schema && r->schema ? r->schema_sha : NULL);
-    rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        c->row = sqlite3_column_int64(st, 0);
-        c->row_gen = r->txn_gen;
-        rc = SQLITE_OK;
-    }
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    tftap_buf_done(&t1);
-    tftap_buf_done(&t2);
-    if (rc == SQLITE_OK)
-        c->dirty = 0;
-    return rc;
-}
-
-static int write_raw(store_recorder *r, struct call *c, const struct event *ev)
-{
-    int rc;
-    if (!c->row || c->dirty) {
-        rc = write_call(r, c);
-        if (rc)
-            return rc;
-    }
-    if (!r->st_msg) {
-        rc = run_sql(r->db,
-                     "INSERT OR REPLACE INTO messages (call_id, seq, direction, t_us, raw) "
-                     "VALUES (?, ?, ?, ?, ?)",
-                     &r->st_msg);
-        if (rc)
-            return rc;
-    }
-    sqlite3_bind_int64(r->st_msg, 1, c->row);
-    sqlite3_bind_int64(r->st_msg, 2, c->msg_seq);
-    sqlite3_bind_text(r->st_msg, 3, ev->dir == STORE_REQUEST ? "request" : "response", -1,
-                      SQLITE_STATIC);
-    sqlite3_bind_int64(r->st_msg, 4, ev->t_us);
-    sqlite3_bind_blob64(r->st_msg, 5, ev->bytes, ev->len, SQLITE_STATIC);
-    return step_ok(r->st_msg);
-}
-
-/* Write every dirty call; forget finished ones that need nothing more. */
-static int flush_calls(store_recorder *r)
-{
-    for (struct call *c = r->calls; c; c = c->lnext) {
-        if (c->dirty) {
-            int rc = write_call(r, c);
-            if (rc)
-                return rc;
-        }
-    }
-    return SQLITE_OK;
-}
-
-/* After a commit: drop finished calls that are written and not retained. */
+/* Finished calls whose last state has been handed over need no memory. */
 static void prune_calls(store_recorder *r)
 {
     struct call **pp = &r->calls;
@@ -963,29 +785,31 @@ static void prune_calls(store_recorder *r)
     }
 }
 
-/* A transaction failed and was rolled back: whatever it wrote must be
- * written again from memory. */
-static void forget_generation(store_recorder *r, int gen)
+/* Give the SQL thread everything built so far. */
+static void hand_over(store_recorder *r)
 {
-    if (r->run_row_gen == gen && r->opts.run_id == 0 && r->run_id) {
-        r->run_id = 0;
+    if (!r->out)
+        return;
+    /* The last op carries the count: written once all of them commit. */
+    struct op *last = r->out;
+    size_t bytes = 0;
+    for (struct op *o = r->out; o; o = o->next) {
+        bytes += o->size;
+        last = o;
     }
-    if (r->process_row_gen == gen && r->process_row) {
-        r->process_row = 0;
-        r->process_written = 0;
-    }
-    if (r->schema_saved == gen)
-        r->schema_saved = 0;
-    if (r->identity_saved == gen)
-        r->identity_saved = 0;
-    r->process_written = r->process_row ? r->process_written : 0;
-    for (struct call *c = r->calls; c; c = c->lnext) {
-        if (c->row_gen == gen) {
-            c->row = 0;
-        }
-        c->dirty = 1;
-    }
+    last->events += r->out_events;
+    r->out_events = 0;
+    pthread_mutex_lock(&r->mu);
+    *r->ops_tail = r->out;
+    r->ops_tail = r->out_tail;
+    r->ops_bytes += bytes;
+    pthread_cond_signal(&r->scv);
+    pthread_mutex_unlock(&r->mu);
+    r->out = NULL;
+    r->out_tail = &r->out;
 }
+
+/* ---- decoder thread -------------------------------------------------------- */
 
 static void retain_raw(store_recorder *r, struct call *c, const struct event *ev)
 {
@@ -1010,21 +834,21 @@ static void retain_raw(store_recorder *r, struct call *c, const struct event *ev
     c->retain = 1;
 }
 
-/* Apply one event to memory (and to messages with keep_raw). Returns an
- * SQLite code only for database failures. */
-static int apply_event(store_recorder *r, const struct event *ev)
+/* Apply one event to the call's state in memory. */
+static void apply_event(store_recorder *r, const struct event *ev)
 {
     struct call *c = call_get(r, ev->call_id, ev->kind == EV_BEGIN ? ev->text : NULL, ev->t_us);
     if (!c)
-        return SQLITE_OK; /* out of memory: this event is lost */
+        return; /* out of memory: this event is lost */
     switch (ev->kind) {
     case EV_BEGIN:
         if (!c->method[0] && ev->text[0]) {
-            free(c->method);
-            c->method = dupstr(ev->text);
-            if (!c->method)
-                c->method = dupstr("");
-            c->stream = method_is_stream(c->method ? c->method : "");
+            char *m = dupstr(ev->text);
+            if (m) {
+                free(c->method);
+                c->method = m;
+                c->stream = method_is_stream(c->method);
+            }
         }
         c->started_us = ev->t_us;
         c->dirty = 1;
@@ -1038,10 +862,8 @@ static int apply_event(store_recorder *r, const struct event *ev)
             else
                 free(tn);
         }
-        if (s->count == 1 && !c->stream) {
-            /* A second message on a method we took for unary. */
-            c->stream = 1;
-        }
+        if (s->count == 1 && !c->stream)
+            c->stream = 1; /* a second message on a method we took for unary */
         side_add(r, c, s, ev->dir, ev->bytes, ev->len);
         if (r->schema)
             c->decoded_with_schema = 1;
@@ -1050,34 +872,38 @@ static int apply_event(store_recorder *r, const struct event *ev)
         if (ev->dir == STORE_RESPONSE && is_provider_schema_method(c->method)) {
             char sha[65];
             tftap_sha256_hex(ev->bytes, ev->len, sha);
-            int proto = dec_method_protocol(c->method);
             if (!r->schema || strcmp(sha, r->schema_sha) != 0 ||
-                strcmp(r->schema_source, "response") != 0) {
-                unsigned char *copy = malloc(ev->len ? ev->len : 1);
-                if (copy && schema_adopt(r, proto, ev->bytes, ev->len, sha, "response") == 0) {
-                    memcpy(copy, ev->bytes, ev->len);
-                    free(r->schema_raw);
-                    r->schema_raw = copy;
-                    r->schema_raw_len = ev->len;
-                    r->schema_saved = 0;
-                } else {
-                    free(copy);
-                }
-            }
+                strcmp(r->schema_source, "response") != 0)
+                schema_adopt(r, dec_method_protocol(c->method), ev->bytes, ev->len, sha,
+                             "response");
         }
-        if (ev->dir == STORE_RESPONSE && is_identity_schema_method(c->method) && !r->identity_raw) {
+        if (ev->dir == STORE_RESPONSE && is_identity_schema_method(c->method) &&
+            !r->identity_raw) {
             r->identity_raw = malloc(ev->len ? ev->len : 1);
             if (r->identity_raw) {
                 memcpy(r->identity_raw, ev->bytes, ev->len);
                 r->identity_raw_len = ev->len;
                 tftap_sha256_hex(ev->bytes, ev->len, r->identity_sha);
-                r->identity_saved = 0;
                 apply_identity(r);
+                emit_schema(r, "identity", r->identity_sha, ev->bytes, ev->len,
+                            dec_method_protocol(c->method), "response");
             }
         }
         c->msg_seq++;
-        if (r->opts.keep_raw)
-            return write_raw(r, c, ev);
+        if (r->opts.keep_raw) {
+            /* The row must exist before its messages: SQL applies in order. */
+            if (!c->emitted)
+                emit_call(r, c);
+            struct op *o = op_new(r, OP_RAW);
+            if (o) {
+                o->call_seq = (int64_t)c->call_id;
+                o->msg_seq = c->msg_seq;
+                o->dir = ev->dir;
+                o->t_us = ev->t_us;
+                o->bytes = dup_bytes(o, ev->bytes, ev->len);
+                o->len = ev->len;
+            }
+        }
         break;
     }
     case EV_END:
@@ -1089,7 +915,6 @@ static int apply_event(store_recorder *r, const struct event *ev)
         c->dirty = 1;
         break;
     }
-    return SQLITE_OK;
 }
 
 /* The writer's copy of the process details, and the binary's digest. */
@@ -1113,7 +938,7 @@ static void sync_procinfo(store_recorder *r)
     free(r->proc.version);
     free(r->proc.binary_path);
     r->proc = p;
-    r->process_written = 0;
+    r->proc_dirty = 1;
     r->have_binary_sha = 0;
     if (!p.binary_path)
         return;
@@ -1136,53 +961,115 @@ static void sync_procinfo(store_recorder *r)
         r->binary_sha256[64] = '\0';
         r->have_binary_sha = 1;
         r->last_schema_poll_ms = 0; /* look for an earlier schema now */
+        r->borrow_tried = 0;
     }
     EVP_MD_CTX_free(md);
     fclose(f);
 }
 
-/* Without a schema of its own, take the one an earlier recording of the
- * same provider binary saw (the client caches schemas and may never ask). */
-static void poll_borrowed_schema(store_recorder *r)
+static void emit_process(store_recorder *r)
 {
-    if (r->schema || !r->have_binary_sha || !r->db)
+    struct op *o = op_new(r, OP_PROCESS);
+    if (!o)
         return;
-    int64_t now = mono_ms();
-    if (r->last_schema_poll_ms && now - r->last_schema_poll_ms < SCHEMA_POLL_MS)
-        return;
-    r->last_schema_poll_ms = now;
-    sqlite3_stmt *st = NULL;
-    if (run_sql(r->db,
-                "SELECT s.sha256, s.protocol, s.raw, p.identity_sha256 FROM processes p "
-                "JOIN schemas s ON s.sha256 = p.schema_sha256 "
-                "WHERE p.binary_sha256 = ? AND p.id != ? ORDER BY p.id DESC LIMIT 1",
-                &st) != SQLITE_OK)
-        return;
-    sqlite3_bind_text(st, 1, r->binary_sha256, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, r->process_row);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        char sha[65];
-        const char *s = (const char *)sqlite3_column_text(st, 0);
-        snprintf(sha, sizeof sha, "%s", s ? s : "");
-        int proto = sqlite3_column_int(st, 1);
-        const unsigned char *raw = sqlite3_column_blob(st, 2);
-        size_t len = (size_t)sqlite3_column_bytes(st, 2);
-        if (raw && schema_adopt(r, proto, raw, len, sha, "earlier") == 0)
-            r->schema_saved = 0;
-    }
-    sqlite3_finalize(st);
+    o->provider = dup_counted(o, r->proc.provider);
+    o->version = dup_counted(o, r->proc.version);
+    o->binary_path = dup_counted(o, r->proc.binary_path);
+    o->protocol = r->proc.protocol;
+    o->pid = r->proc.pid;
+    if (r->have_binary_sha)
+        memcpy(o->binary_sha, r->binary_sha256, 65);
+    r->proc_dirty = 0;
 }
 
-/* One transaction over a batch of events; commits midway when it has been
- * open for commit_ms. */
-static void write_batch(store_recorder *r, struct event *list, int closing)
+/* The database's state as the SQL thread last saw it. */
+static int sql_ready(store_recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    /* Until the SQL thread has tried once, events wait in the queue rather
+     * than count as lost. */
+    while (!r->sql_tried)
+        pthread_cond_wait(&r->cv, &r->mu);
+    int ok = r->sql_ok && r->key_ready;
+    if (ok && !r->have_key) {
+        memcpy(r->key, r->shared_key, sizeof r->key);
+        r->have_key = 1;
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (ok && !r->mac)
+        mac_setup(r);
+    return ok;
+}
+
+/* Without a schema of its own, take the one an earlier recording of the
+ * same provider binary saw (the client caches schemas and may never ask).
+ * The SQL thread looks it up; the answer comes back through mu. */
+static void poll_borrowed_schema(store_recorder *r)
+{
+    if (r->schema || !r->have_binary_sha)
+        return;
+    int64_t now = mono_ms();
+    unsigned char *raw = NULL;
+    size_t len = 0;
+    int proto = 0;
+    char sha[65] = "";
+    pthread_mutex_lock(&r->mu);
+    if (r->borrow_ready) {
+        raw = r->borrow_raw;
+        len = r->borrow_len;
+        proto = r->borrow_protocol;
+        memcpy(sha, r->borrow_sha, sizeof sha);
+        r->borrow_raw = NULL;
+        r->borrow_ready = 0;
+    } else if (!r->borrow_asked &&
+               (!r->last_schema_poll_ms || now - r->last_schema_poll_ms >= SCHEMA_POLL_MS)) {
+        memcpy(r->borrow_want, r->binary_sha256, sizeof r->borrow_want);
+        r->borrow_asked = 1;
+        r->last_schema_poll_ms = now;
+        pthread_cond_signal(&r->scv);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (raw && !r->schema)
+        schema_adopt(r, proto, raw, len, sha, "earlier");
+    free(raw);
+}
+
+/* Ask for an earlier schema and wait (a bounded time) for the answer:
+ * decoding a first batch without it would leave calls undecoded until the
+ * next poll, or for good if the run ends first. */
+static void borrow_sync(store_recorder *r, unsigned max_ms)
+{
+    if (r->schema || !r->have_binary_sha)
+        return;
+    pthread_mutex_lock(&r->mu);
+    if (!r->borrow_ready) {
+        memcpy(r->borrow_want, r->binary_sha256, sizeof r->borrow_want);
+        r->borrow_asked = 1;
+        pthread_cond_signal(&r->scv);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += max_ms / 1000;
+        ts.tv_nsec += (long)(max_ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        while (r->borrow_asked && r->sql_ok &&
+               pthread_cond_timedwait(&r->cv, &r->mu, &ts) == 0)
+            ;
+    }
+    r->last_schema_poll_ms = mono_ms();
+    pthread_mutex_unlock(&r->mu);
+    poll_borrowed_schema(r);
+}
+
+/* Decode a batch of events; hand ops over at least every commit_ms. */
+static void decode_batch(store_recorder *r, struct event *list)
 {
     uint64_t n_events = 0;
     for (struct event *e = list; e; e = e->next)
         n_events++;
-    if (closing)
-        r->next_retry_ms = 0; /* last chance: do not wait for the retry timer */
-    if (!db_up(r)) {
+    if (!sql_ready(r)) {
         r->lost += n_events;
         if (n_events)
             r->lost_db = 1;
@@ -1191,130 +1078,51 @@ static void write_batch(store_recorder *r, struct event *list, int closing)
         pthread_mutex_unlock(&r->mu);
         goto free_list;
     }
-    struct event *e = list;
-    for (;;) {
-        unsigned deadline = closing ? CLOSE_BUSY_DEADLINE_MS : 0;
-        int rc = store_begin(r->db, deadline);
-        if (rc != SQLITE_OK) {
-            db_down(r, "write");
-            goto lose_rest;
-        }
-        int gen = ++r->txn_gen;
-        int64_t t0 = mono_ms();
-        uint64_t applied = 0;
-        rc = ensure_run_and_process(r);
-        if (rc == SQLITE_OK && !r->schema)
-            poll_borrowed_schema(r);
-        if (rc == SQLITE_OK)
-            rc = save_schema_links(r);
-        while (rc == SQLITE_OK && e) {
-            rc = apply_event(r, e);
-            if (rc)
-                break;
-            e = e->next;
-            applied++;
-            if ((applied & 255) == 0 && mono_ms() - t0 >= (int64_t)r->commit_ms)
-                break;
-        }
-        if (rc == SQLITE_OK)
-            rc = save_schema_links(r);
-        if (rc == SQLITE_OK)
-            rc = flush_calls(r);
-        uint64_t lost_before = r->lost;
-        if (rc == SQLITE_OK)
-            rc = write_gap(r);
-        if (rc == SQLITE_OK)
-            rc = store_commit(r->db, deadline);
-        if (rc != SQLITE_OK) {
-            /* Memory still holds these events' effects (they were applied);
-             * what fails is the database, which we now treat as down. */
-            forget_generation(r, gen);
-            db_down(r, "write");
-            goto lose_rest;
-        }
-        if (lost_before) {
-            pthread_mutex_lock(&r->mu);
-            r->stats.gaps++;
-            pthread_mutex_unlock(&r->mu);
+    if (r->proc_dirty)
+        emit_process(r);
+    if (r->lost) {
+        struct op *o = op_new(r, OP_GAP);
+        if (o) {
+            o->lost = r->lost;
+            o->lost_queue = r->lost_queue;
+            o->lost_db = r->lost_db;
             r->lost = 0;
-            r->lost_db = r->lost_queue = 0;
+            r->lost_queue = r->lost_db = 0;
         }
-        pthread_mutex_lock(&r->mu);
-        r->stats.written += applied;
-        r->stats.process_row = r->process_row;
-        r->stats.run_id = r->run_id;
-        pthread_mutex_unlock(&r->mu);
-        r->any_dirty = 0;
-        prune_calls(r);
-        if (!e)
-            break;
     }
-    goto free_list;
-lose_rest:
-    for (struct event *x = e; x; x = x->next) {
-        r->lost++;
-        r->lost_db = 1;
-        pthread_mutex_lock(&r->mu);
-        r->stats.dropped++;
-        pthread_mutex_unlock(&r->mu);
+    if (!r->borrow_tried && r->have_binary_sha) {
+        r->borrow_tried = 1;
+        borrow_sync(r, 5000);
     }
+    poll_borrowed_schema(r);
+    int64_t t0 = mono_ms();
+    unsigned commit_ms;
+    pthread_mutex_lock(&r->mu);
+    commit_ms = r->commit_ms;
+    pthread_mutex_unlock(&r->mu);
+    uint64_t n = 0;
+    for (struct event *e = list; e; e = e->next) {
+        apply_event(r, e);
+        r->out_events++;
+        if ((++n & 255) == 0 && mono_ms() - t0 >= (int64_t)commit_ms) {
+            emit_dirty_calls(r);
+            prune_calls(r);
+            hand_over(r);
+            t0 = mono_ms();
+        }
+    }
+    emit_dirty_calls(r);
+    prune_calls(r);
+    hand_over(r);
 free_list:
     while (list) {
-        struct event *n = list->next;
+        struct event *next = list->next;
         free(list);
-        list = n;
+        list = next;
     }
 }
 
-static void write_process_end(store_recorder *r)
-{
-    if (!db_up(r) || store_begin(r->db, CLOSE_BUSY_DEADLINE_MS) != SQLITE_OK)
-        return;
-    int gen = ++r->txn_gen;
-    int rc = ensure_run_and_process(r);
-    if (rc == SQLITE_OK)
-        rc = save_schema_links(r);
-    if (rc == SQLITE_OK)
-        rc = flush_calls(r);
-    uint64_t lost_before = r->lost;
-    if (rc == SQLITE_OK)
-        rc = write_gap(r);
-    sqlite3_stmt *st = NULL;
-    if (rc == SQLITE_OK)
-        rc = run_sql(r->db, "UPDATE processes SET ended_us = ? WHERE id = ?", &st);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, store_now_us());
-        sqlite3_bind_int64(st, 2, r->process_row);
-        rc = step_ok(st);
-    }
-    sqlite3_finalize(st);
-    st = NULL;
-    if (rc == SQLITE_OK && r->opts.run_id == 0) {
-        /* A run of our own (no `tftap run` around us) ends with us. */
-        rc = run_sql(r->db, "UPDATE runs SET ended_us = ? WHERE id = ?", &st);
-        if (rc == SQLITE_OK) {
-            sqlite3_bind_int64(st, 1, store_now_us());
-            sqlite3_bind_int64(st, 2, r->run_id);
-            rc = step_ok(st);
-        }
-        sqlite3_finalize(st);
-    }
-    if (rc == SQLITE_OK)
-        rc = store_commit(r->db, CLOSE_BUSY_DEADLINE_MS);
-    if (rc != SQLITE_OK) {
-        forget_generation(r, gen);
-        db_down(r, "write");
-        return;
-    }
-    if (lost_before) {
-        r->lost = 0;
-        pthread_mutex_lock(&r->mu);
-        r->stats.gaps++;
-        pthread_mutex_unlock(&r->mu);
-    }
-}
-
-static void *writer_main(void *arg)
+static void *decoder_main(void *arg)
 {
     store_recorder *r = arg;
     for (;;) {
@@ -1331,13 +1139,12 @@ static void *writer_main(void *arg)
             }
             pthread_cond_timedwait(&r->cv, &r->mu, &ts);
         }
-        /* The writer owns what it takes: the bound is on what still waits. */
+        /* The decoder owns what it takes: the bound is on what still waits. */
         struct event *list = r->head;
         r->head = NULL;
         r->tail = &r->head;
         r->queued_bytes = 0;
         int stopping = r->stop;
-        /* Events refused at the queue since we last looked are lost. */
         if (r->queue_lost) {
             r->lost += r->queue_lost;
             r->lost_queue = 1;
@@ -1347,14 +1154,18 @@ static void *writer_main(void *arg)
 
         sync_procinfo(r);
         if (list) {
-            write_batch(r, list, stopping);
-        } else if (!stopping) {
-            if (r->db && !r->schema)
-                poll_borrowed_schema(r);
-            /* Nothing queued, but a row, a gap or a re-decoded call is owed. */
-            if (r->process_row == 0 || !r->process_written || r->lost || r->any_dirty ||
-                (r->schema && !r->schema_saved) || (r->identity_raw && !r->identity_saved))
-                write_batch(r, NULL, 0);
+            decode_batch(r, list);
+        } else if (sql_ready(r)) {
+            /* Nothing queued, but process details, a gap or re-decoded
+             * calls may be owed. */
+            poll_borrowed_schema(r);
+            if (r->proc_dirty)
+                emit_process(r);
+            if (r->lost)
+                decode_batch(r, NULL);
+            emit_dirty_calls(r);
+            prune_calls(r);
+            hand_over(r);
         }
         if (stopping) {
             pthread_mutex_lock(&r->mu);
@@ -1364,7 +1175,555 @@ static void *writer_main(void *arg)
                 break;
         }
     }
-    write_process_end(r);
+    /* Last words: whatever state is still owed, then the process's end. */
+    if (!r->schema && r->retained_bytes && sql_ready(r))
+        borrow_sync(r, 2000);
+    if (r->proc_dirty)
+        emit_process(r);
+    if (r->lost) {
+        struct op *o = op_new(r, OP_GAP);
+        if (o) {
+            o->lost = r->lost;
+            o->lost_queue = r->lost_queue;
+            o->lost_db = r->lost_db;
+            r->lost = 0;
+        }
+    }
+    emit_dirty_calls(r);
+    op_new(r, OP_END);
+    hand_over(r);
+    pthread_mutex_lock(&r->mu);
+    r->sql_stop = 1;
+    pthread_cond_signal(&r->scv);
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+/* ---- SQL thread -------------------------------------------------------------- */
+
+/* retry_ms (which = 0) or commit_ms (1), as last tuned. */
+static unsigned tuning(store_recorder *r, int which)
+{
+    pthread_mutex_lock(&r->mu);
+    unsigned v = which ? r->commit_ms : r->retry_ms;
+    pthread_mutex_unlock(&r->mu);
+    return v;
+}
+
+static void finalize_stmts(store_recorder *r)
+{
+    sqlite3_finalize(r->st_upsert);
+    sqlite3_finalize(r->st_msg);
+    r->st_upsert = r->st_msg = NULL;
+}
+
+static void set_sql_ok(store_recorder *r, int ok)
+{
+    pthread_mutex_lock(&r->mu);
+    r->sql_ok = ok;
+    r->stats.db_ok = ok;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void db_down(store_recorder *r)
+{
+    if (!r->logged_down) {
+        r->logged_down = 1;
+        fprintf(stderr,
+                "tftap: cannot write the recording database %s: %s (dropping records, will "
+                "retry)\n",
+                r->path, r->db ? sqlite3_errmsg(r->db) : strerror(errno ? errno : EIO));
+    }
+    finalize_stmts(r);
+    if (r->db) {
+        store_rollback(r->db);
+        sqlite3_close(r->db);
+        r->db = NULL;
+    }
+    r->txn_gen++;
+    r->next_retry_ms = mono_ms() + tuning(r, 0);
+    set_sql_ok(r, 0);
+}
+
+static int db_up(store_recorder *r)
+{
+    if (r->db)
+        return 1;
+    if (mono_ms() < r->next_retry_ms)
+        return 0;
+    errno = 0;
+    unsigned char key[STORE_KEY_LEN];
+    int rc = store_db_open(r->path, 1, &r->db, key);
+    if (rc) {
+        r->db = NULL;
+        if (!r->logged_down) {
+            r->logged_down = 1;
+            fprintf(stderr,
+                    "tftap: cannot open the recording database %s: %s%s%s (dropping records, "
+                    "will retry)\n",
+                    r->path, tftap_strerror(rc), errno ? ": " : "", errno ? strerror(errno) : "");
+        }
+        r->next_retry_ms = mono_ms() + tuning(r, 0);
+        pthread_mutex_lock(&r->mu);
+        r->sql_tried = 1;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        return 0;
+    }
+    /* Recovery is not announced: the gap row records what was lost, and
+     * the one line already printed is all a user's terminal should get. */
+    r->logged_down = 0;
+    pthread_mutex_lock(&r->mu);
+    memcpy(r->shared_key, key, sizeof key);
+    r->key_ready = 1;
+    r->sql_ok = 1;
+    r->sql_tried = 1;
+    r->stats.db_ok = 1;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    memset(key, 0, sizeof key);
+    return 1;
+}
+
+static int step_ok(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static int run_sql(sqlite3 *db, const char *sql, sqlite3_stmt **out)
+{
+    return sqlite3_prepare_v2(db, sql, -1, out, NULL);
+}
+
+/* One statement with up to four bound values: int64 (i), text (t). */
+static int exec_bound(sqlite3 *db, const char *sql, const char *types, ...)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = run_sql(db, sql, &st);
+    if (rc)
+        return rc;
+    va_list ap;
+    va_start(ap, types);
+    for (int i = 0; types[i]; i++) {
+        if (types[i] == 'i')
+            sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+        else
+            bind_text_or_null(st, i + 1, va_arg(ap, const char *));
+    }
+    va_end(ap);
+    rc = step_ok(st);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int ensure_run_and_process(store_recorder *r)
+{
+    int rc;
+    if (r->run_id == 0) {
+        if (r->opts.run_id) {
+            r->run_id = r->opts.run_id;
+        } else {
+            rc = exec_bound(r->db, "INSERT INTO runs (command, started_us) VALUES (?, ?)", "ti",
+                            r->sproc.binary_path ? r->sproc.binary_path : "", store_now_us());
+            if (rc)
+                return rc;
+            r->run_id = sqlite3_last_insert_rowid(r->db);
+            r->run_row_gen = r->txn_gen;
+        }
+    }
+    if (r->process_row == 0) {
+        rc = exec_bound(r->db, "INSERT INTO processes (run_id, started_us) VALUES (?, ?)", "ii",
+                        r->run_id, store_now_us());
+        if (rc)
+            return rc;
+        r->process_row = sqlite3_last_insert_rowid(r->db);
+        r->process_row_gen = r->txn_gen;
+        pthread_mutex_lock(&r->mu);
+        r->shared_process_row = r->process_row;
+        r->stats.process_row = r->process_row;
+        r->stats.run_id = r->run_id;
+        pthread_mutex_unlock(&r->mu);
+        /* A new row gets the details known so far. */
+        if (r->sproc.provider || r->sproc.binary_path) {
+            sqlite3_stmt *st = NULL;
+            rc = run_sql(r->db,
+                         "UPDATE processes SET provider = ?, version = ?, protocol = ?, pid = ?, "
+                         "binary_path = ?, binary_sha256 = ? WHERE id = ?",
+                         &st);
+            if (rc)
+                return rc;
+            bind_text_or_null(st, 1, r->sproc.provider);
+            bind_text_or_null(st, 2, r->sproc.version);
+            if (r->sproc.protocol)
+                sqlite3_bind_int(st, 3, r->sproc.protocol);
+            if (r->sproc.pid)
+                sqlite3_bind_int(st, 4, r->sproc.pid);
+            bind_text_or_null(st, 5, r->sproc.binary_path);
+            bind_text_or_null(st, 6, r->sbinary_sha[0] ? r->sbinary_sha : NULL);
+            sqlite3_bind_int64(st, 7, r->process_row);
+            rc = step_ok(st);
+            sqlite3_finalize(st);
+            if (rc)
+                return rc;
+        }
+    }
+    return SQLITE_OK;
+}
+
+static int apply_process(store_recorder *r, const struct op *o)
+{
+    /* Keep a copy: a process row re-made after a failed transaction needs it. */
+    char *a = dupstr(o->provider), *v = dupstr(o->version), *b = dupstr(o->binary_path);
+    free(r->sproc.provider);
+    free(r->sproc.version);
+    free(r->sproc.binary_path);
+    r->sproc.provider = a;
+    r->sproc.version = v;
+    r->sproc.binary_path = b;
+    r->sproc.protocol = o->protocol;
+    r->sproc.pid = o->pid;
+    memcpy(r->sbinary_sha, o->binary_sha, sizeof r->sbinary_sha);
+    sqlite3_stmt *st = NULL;
+    int rc = run_sql(r->db,
+                     "UPDATE processes SET provider = ?, version = ?, protocol = ?, pid = ?, "
+                     "binary_path = ?, binary_sha256 = ? WHERE id = ?",
+                     &st);
+    if (rc)
+        return rc;
+    bind_text_or_null(st, 1, o->provider);
+    bind_text_or_null(st, 2, o->version);
+    if (o->protocol)
+        sqlite3_bind_int(st, 3, o->protocol);
+    if (o->pid)
+        sqlite3_bind_int(st, 4, o->pid);
+    bind_text_or_null(st, 5, o->binary_path);
+    bind_text_or_null(st, 6, o->binary_sha[0] ? o->binary_sha : NULL);
+    sqlite3_bind_int64(st, 7, r->process_row);
+    rc = step_ok(st);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK && r->opts.run_id == 0 && o->binary_path)
+        /* Our own run was made before we knew what we run. */
+        rc = exec_bound(r->db, "UPDATE runs SET command = ? WHERE id = ? AND command = ''", "ti",
+                        o->binary_path, r->run_id);
+    return rc;
+}
+
+static int apply_schema(store_recorder *r, const struct op *o)
+{
+    int rc;
+    if (o->bytes) {
+        sqlite3_stmt *st = NULL;
+        rc = run_sql(r->db,
+                     "INSERT OR IGNORE INTO schemas (sha256, kind, provider, protocol, size, raw, "
+                     "first_seen_us) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     &st);
+        if (rc)
+            return rc;
+        sqlite3_bind_text(st, 1, o->schema_sha, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, o->schema_kind, -1, SQLITE_STATIC);
+        bind_text_or_null(st, 3, r->sproc.provider);
+        sqlite3_bind_int(st, 4, o->protocol ? o->protocol : 5);
+        sqlite3_bind_int64(st, 5, (int64_t)o->len);
+        sqlite3_bind_blob64(st, 6, o->bytes, o->len, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 7, store_now_us());
+        rc = step_ok(st);
+        sqlite3_finalize(st);
+        if (rc)
+            return rc;
+    }
+    if (strcmp(o->schema_kind, "identity") == 0)
+        return exec_bound(r->db, "UPDATE processes SET identity_sha256 = ? WHERE id = ?", "ti",
+                          o->schema_sha, r->process_row);
+    return exec_bound(r->db,
+                      "UPDATE processes SET schema_sha256 = ?, schema_source = ? WHERE id = ?",
+                      "tti", o->schema_sha, o->schema_source, r->process_row);
+}
+
+static int apply_gap(store_recorder *r, const struct op *o)
+{
+    const char *reason = o->lost_queue && o->lost_db ? "queue full, database unavailable"
+                         : o->lost_queue              ? "queue full"
+                                                      : "database unavailable";
+    int rc = exec_bound(r->db,
+                        "INSERT INTO gaps (run_id, process_id, lost, recorded_us, reason) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        "iiiit", r->run_id, r->process_row, (int64_t)o->lost, store_now_us(),
+                        reason);
+    if (rc == SQLITE_OK)
+        rc = exec_bound(r->db, "UPDATE processes SET dropped = dropped + ? WHERE id = ?", "ii",
+                        (int64_t)o->lost, r->process_row);
+    return rc;
+}
+
+static int apply_call(store_recorder *r, const struct op *o)
+{
+    int rc;
+    if (!r->st_upsert) {
+        rc = run_sql(r->db,
+                     "INSERT INTO calls (run_id, process_id, call_seq, method, rpc, stream, "
+                     "started_us, ended_us, status_code, status_message, request_bytes, "
+                     "response_bytes, request_count, response_count, type_name, request_json, "
+                     "response_json, decode_error, schema_sha256) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+                     "?16, ?17, ?18, ?19) "
+                     "ON CONFLICT (process_id, call_seq) DO UPDATE SET method = ?4, rpc = ?5, "
+                     "stream = ?6, ended_us = ?8, status_code = ?9, status_message = ?10, "
+                     "request_bytes = ?11, response_bytes = ?12, request_count = ?13, "
+                     "response_count = ?14, type_name = ?15, request_json = ?16, "
+                     "response_json = ?17, decode_error = ?18, schema_sha256 = ?19",
+                     &r->st_upsert);
+        if (rc)
+            return rc;
+    }
+    sqlite3_stmt *st = r->st_upsert;
+    const char *method = o->method ? o->method : "";
+    sqlite3_bind_int64(st, 1, r->run_id);
+    sqlite3_bind_int64(st, 2, r->process_row);
+    sqlite3_bind_int64(st, 3, o->call_seq);
+    sqlite3_bind_text(st, 4, method, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, store_rpc_name(method), -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 6, o->stream);
+    sqlite3_bind_int64(st, 7, o->started_us);
+    if (o->ended) {
+        sqlite3_bind_int64(st, 8, o->ended_us);
+        sqlite3_bind_int(st, 9, o->status);
+        bind_text_or_null(st, 10, o->status_message);
+    } else {
+        sqlite3_bind_null(st, 8);
+        sqlite3_bind_null(st, 9);
+        sqlite3_bind_null(st, 10);
+    }
+    sqlite3_bind_int64(st, 11, o->req_bytes);
+    sqlite3_bind_int64(st, 12, o->resp_bytes);
+    sqlite3_bind_int64(st, 13, o->req_count);
+    sqlite3_bind_int64(st, 14, o->resp_count);
+    bind_text_or_null(st, 15, o->type_name);
+    bind_text_or_null(st, 16, o->req_json);
+    bind_text_or_null(st, 17, o->resp_json);
+    bind_text_or_null(st, 18, o->decode_error);
+    bind_text_or_null(st, 19, o->schema_sha[0] ? o->schema_sha : NULL);
+    rc = step_ok(st);
+    sqlite3_clear_bindings(st);
+    return rc;
+}
+
+static int apply_raw(store_recorder *r, const struct op *o)
+{
+    int rc;
+    if (!r->st_msg) {
+        rc = run_sql(r->db,
+                     "INSERT OR REPLACE INTO messages (call_id, seq, direction, t_us, raw) "
+                     "SELECT id, ?, ?, ?, ? FROM calls WHERE process_id = ? AND call_seq = ?",
+                     &r->st_msg);
+        if (rc)
+            return rc;
+    }
+    sqlite3_bind_int64(r->st_msg, 1, o->msg_seq);
+    sqlite3_bind_text(r->st_msg, 2, o->dir == STORE_REQUEST ? "request" : "response", -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_int64(r->st_msg, 3, o->t_us);
+    sqlite3_bind_blob64(r->st_msg, 4, o->bytes ? (const void *)o->bytes : "", o->len,
+                        SQLITE_STATIC);
+    sqlite3_bind_int64(r->st_msg, 5, r->process_row);
+    sqlite3_bind_int64(r->st_msg, 6, o->call_seq);
+    return step_ok(r->st_msg);
+}
+
+static int apply_end(store_recorder *r)
+{
+    int rc = exec_bound(r->db, "UPDATE processes SET ended_us = ? WHERE id = ?", "ii",
+                        store_now_us(), r->process_row);
+    if (rc == SQLITE_OK && r->opts.run_id == 0)
+        /* A run of our own (no `tftap run` around us) ends with us. */
+        rc = exec_bound(r->db, "UPDATE runs SET ended_us = ? WHERE id = ?", "ii",
+                        store_now_us(), r->run_id);
+    return rc;
+}
+
+static int apply_op(store_recorder *r, const struct op *o)
+{
+    switch (o->kind) {
+    case OP_CALL: return apply_call(r, o);
+    case OP_RAW: return apply_raw(r, o);
+    case OP_PROCESS: return apply_process(r, o);
+    case OP_SCHEMA: return apply_schema(r, o);
+    case OP_GAP: return apply_gap(r, o);
+    case OP_END: return apply_end(r);
+    }
+    return SQLITE_OK;
+}
+
+/* A transaction failed and was rolled back: rows it made are made again. */
+static void forget_generation(store_recorder *r, int gen)
+{
+    if (r->run_row_gen == gen && r->opts.run_id == 0)
+        r->run_id = 0;
+    if (r->process_row_gen == gen)
+        r->process_row = 0;
+}
+
+/* Answer the decoder's question about an earlier schema. */
+static void answer_borrow(store_recorder *r)
+{
+    char want[65];
+    pthread_mutex_lock(&r->mu);
+    int asked = r->borrow_asked && !r->borrow_ready;
+    memcpy(want, r->borrow_want, sizeof want);
+    pthread_mutex_unlock(&r->mu);
+    if (!asked || !r->db)
+        return;
+    sqlite3_stmt *st = NULL;
+    unsigned char *raw = NULL;
+    size_t len = 0;
+    int proto = 0;
+    char sha[65] = "";
+    if (run_sql(r->db,
+                "SELECT s.sha256, s.protocol, s.raw FROM processes p "
+                "JOIN schemas s ON s.sha256 = p.schema_sha256 "
+                "WHERE p.binary_sha256 = ? AND p.id != ? ORDER BY p.id DESC LIMIT 1",
+                &st) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, want, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, r->process_row);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            const char *s = (const char *)sqlite3_column_text(st, 0);
+            snprintf(sha, sizeof sha, "%s", s ? s : "");
+            proto = sqlite3_column_int(st, 1);
+            len = (size_t)sqlite3_column_bytes(st, 2);
+            const void *b = sqlite3_column_blob(st, 2);
+            raw = b ? malloc(len ? len : 1) : NULL;
+            if (raw)
+                memcpy(raw, b, len);
+        }
+    }
+    sqlite3_finalize(st);
+    pthread_mutex_lock(&r->mu);
+    r->borrow_asked = 0;
+    if (raw) {
+        r->borrow_raw = raw;
+        r->borrow_len = len;
+        r->borrow_protocol = proto;
+        memcpy(r->borrow_sha, sha, sizeof sha);
+        r->borrow_ready = 1;
+    }
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Apply everything pending in transactions of at most commit_ms; an op is
+ * dropped from pending only once its transaction committed. */
+static void apply_pending(store_recorder *r, int closing)
+{
+    while (r->db) {
+        unsigned deadline = closing ? CLOSE_BUSY_DEADLINE_MS : 0;
+        if (store_begin(r->db, deadline) != SQLITE_OK) {
+            db_down(r);
+            return;
+        }
+        int gen = ++r->txn_gen;
+        int64_t t0 = mono_ms();
+        unsigned commit_ms = tuning(r, 1);
+        int rc = ensure_run_and_process(r);
+        struct op *o = r->pending;
+        uint64_t events = 0;
+        size_t n = 0;
+        while (rc == SQLITE_OK && o) {
+            rc = apply_op(r, o);
+            if (rc)
+                break;
+            events += o->events;
+            o = o->next;
+            if ((++n & 127) == 0 && mono_ms() - t0 >= (int64_t)commit_ms)
+                break;
+        }
+        if (rc == SQLITE_OK)
+            rc = store_commit(r->db, deadline);
+        if (rc != SQLITE_OK) {
+            forget_generation(r, gen);
+            db_down(r);
+            return;
+        }
+        /* Committed: release the ops up to o. */
+        uint64_t gaps = 0;
+        size_t bytes = 0;
+        while (r->pending != o) {
+            struct op *x = r->pending;
+            r->pending = x->next;
+            gaps += x->kind == OP_GAP;
+            bytes += x->size;
+            op_free(x);
+        }
+        if (!r->pending)
+            r->pending_tail = &r->pending;
+        pthread_mutex_lock(&r->mu);
+        r->stats.written += events;
+        r->stats.gaps += gaps;
+        r->ops_bytes -= bytes;
+        pthread_mutex_unlock(&r->mu);
+        if (!r->pending)
+            return;
+    }
+}
+
+static void *sql_main(void *arg)
+{
+    store_recorder *r = arg;
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        if (r->sql_tried && !r->ops && !r->sql_stop && !(r->borrow_asked && !r->borrow_ready)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            unsigned wait = r->db ? r->commit_ms : r->retry_ms;
+            ts.tv_sec += wait / 1000;
+            ts.tv_nsec += (long)(wait % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&r->scv, &r->mu, &ts);
+        }
+        if (r->ops) {
+            *r->pending_tail = r->ops;
+            r->pending_tail = r->ops_tail;
+            r->ops = NULL;
+            r->ops_tail = &r->ops;
+        }
+        int stopping = r->sql_stop;
+        pthread_mutex_unlock(&r->mu);
+
+        if (stopping)
+            r->next_retry_ms = 0; /* last chance: do not wait for the retry timer */
+        if (db_up(r)) {
+            if (r->pending || r->process_row == 0)
+                apply_pending(r, stopping);
+            answer_borrow(r);
+        }
+        if (stopping) {
+            pthread_mutex_lock(&r->mu);
+            int more = r->ops != NULL;
+            pthread_mutex_unlock(&r->mu);
+            if (!more)
+                break;
+        }
+    }
+    /* What never committed is lost: count it. */
+    uint64_t lost = 0;
+    for (struct op *o = r->pending; o; o = o->next)
+        lost += o->events;
+    op_list_free(r->pending);
+    r->pending = NULL;
+    pthread_mutex_lock(&r->mu);
+    r->stats.dropped += lost;
+    pthread_mutex_unlock(&r->mu);
     return NULL;
 }
 
@@ -1385,6 +1744,9 @@ int store_recorder_open(const char *db_path, const store_recorder_opts *opts,
     r->commit_ms = DEFAULT_COMMIT_MS;
     r->tail = &r->head;
     r->calls_tail = &r->calls;
+    r->ops_tail = &r->ops;
+    r->out_tail = &r->out;
+    r->pending_tail = &r->pending;
     r->path = dupstr(db_path);
     if (!r->path) {
         free(r);
@@ -1395,17 +1757,36 @@ int store_recorder_open(const char *db_path, const store_recorder_opts *opts,
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, &ca);
+    pthread_cond_init(&r->scv, &ca);
     pthread_condattr_destroy(&ca);
-    if (pthread_create(&r->thread, NULL, writer_main, r) != 0) {
-        pthread_cond_destroy(&r->cv);
-        pthread_mutex_destroy(&r->mu);
-        free(r->path);
-        free(r);
-        return TFTAP_ENOMEM;
+    if (pthread_create(&r->sql_thread, NULL, sql_main, r) != 0)
+        goto fail;
+    r->sql_started = 1;
+    if (pthread_create(&r->thread, NULL, decoder_main, r) != 0) {
+        pthread_mutex_lock(&r->mu);
+        r->sql_stop = 1;
+        pthread_cond_signal(&r->scv);
+        pthread_mutex_unlock(&r->mu);
+        pthread_join(r->sql_thread, NULL);
+        goto fail;
     }
     r->thread_started = 1;
     *out = r;
     return 0;
+fail:
+    pthread_cond_destroy(&r->cv);
+    pthread_cond_destroy(&r->scv);
+    pthread_mutex_destroy(&r->mu);
+    free(r->path);
+    free(r);
+    return TFTAP_ENOMEM;
+}
+
+static void procinfo_done(struct procinfo *p)
+{
+    free(p->provider);
+    free(p->version);
+    free(p->binary_path);
 }
 
 void store_recorder_close(store_recorder *r)
@@ -1418,6 +1799,8 @@ void store_recorder_close(store_recorder *r)
     pthread_mutex_unlock(&r->mu);
     if (r->thread_started)
         pthread_join(r->thread, NULL);
+    if (r->sql_started)
+        pthread_join(r->sql_thread, NULL);
     finalize_stmts(r);
     if (r->db)
         sqlite3_close(r->db);
@@ -1431,19 +1814,21 @@ void store_recorder_close(store_recorder *r)
         free(r->head);
         r->head = n;
     }
+    op_list_free(r->ops);
+    op_list_free(r->out);
+    op_list_free(r->pending);
+    free(r->borrow_raw);
     dec_schema_free(r->schema);
     EVP_MAC_CTX_free(r->mac);
-    free(r->schema_raw);
     free(r->identity_raw);
-    free(r->proc.provider);
-    free(r->proc.version);
-    free(r->proc.binary_path);
-    free(r->pinfo.provider);
-    free(r->pinfo.version);
-    free(r->pinfo.binary_path);
+    procinfo_done(&r->proc);
+    procinfo_done(&r->pinfo);
+    procinfo_done(&r->sproc);
     pthread_cond_destroy(&r->cv);
+    pthread_cond_destroy(&r->scv);
     pthread_mutex_destroy(&r->mu);
     memset(r->key, 0, sizeof r->key);
+    memset(r->shared_key, 0, sizeof r->shared_key);
     free(r->path);
     free(r);
 }

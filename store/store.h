@@ -30,7 +30,7 @@ typedef struct store_recorder_opts {
 enum store_direction { STORE_REQUEST = 0, STORE_RESPONSE = 1 };
 
 /* Open (creating 0600 with its parent directory if needed) the database and
- * start the writer thread. A database that cannot be opened is not fatal to
+ * start its decoder and SQL threads. A database that cannot be opened is not fatal to
  * the caller's relay: the recorder still returns 0 and counts what it drops,
  * retrying the open and recording the gap once it succeeds; only ENOMEM and
  * bad arguments fail. */
@@ -51,7 +51,7 @@ void store_recorder_message(store_recorder *r, uint64_t call_id, enum store_dire
 void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, int status_code,
                              const char *status_message);
 
-/* Flush everything queued, stop the writer thread, close the database. */
+/* Flush everything queued, stop the threads, close the database. */
 void store_recorder_close(store_recorder *r);
 
 /* Tuning knobs most callers leave at 0 (= default); tests shorten them. */
