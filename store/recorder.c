@@ -1127,6 +1127,15 @@ static void *decoder_main(void *arg)
     store_recorder *r = arg;
     for (;;) {
         pthread_mutex_lock(&r->mu);
+        /* The SQL thread is behind (a long-held lock, a slow disk): stop
+         * taking events, so that the queue's bound (and dropping) applies
+         * instead of decoded ops piling up without one. */
+        while (r->ops_bytes > r->opts.max_queue_bytes && !r->stop && r->sql_ok) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+        }
         if (!r->head && !r->stop) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1668,6 +1677,7 @@ static void apply_pending(store_recorder *r, int closing)
         r->stats.written += events;
         r->stats.gaps += gaps;
         r->ops_bytes -= bytes;
+        pthread_cond_broadcast(&r->cv); /* the decoder may wait for room */
         pthread_mutex_unlock(&r->mu);
         if (!r->pending)
             return;

@@ -311,6 +311,39 @@ static void test_queue_full_drops_and_counts(void)
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"), 1);
 }
 
+/* Another writer holds the lock longer than the busy timeout: the recorder
+ * keeps retrying, and nothing is lost. */
+static void test_locked_database_loses_nothing(void)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/locked/tftap.db", tmpdir);
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
+    store_close(s);
+    sqlite3 *holder = NULL;
+    CHECK_INT_EQ(sqlite3_open(path, &holder), SQLITE_OK);
+    CHECK_INT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+
+    store_recorder_opts o = {0};
+    store_recorder *r = NULL;
+    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
+    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 7);
+    for (uint64_t i = 1; i <= 300; i++)
+        plan_create(r, i, &thing_alpha);
+    sleep_ms(6500); /* past the 5 s busy timeout of each attempt */
+    store_recorder_stats st;
+    store_recorder_get_stats(r, &st);
+    CHECK_INT_EQ(st.written, 0);
+    CHECK_INT_EQ(st.dropped, 0);
+    CHECK_INT_EQ(sqlite3_exec(holder, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(holder);
+    store_recorder_close(r);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL AND "
+                                 "response_json IS NOT NULL"),
+                 300);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM gaps"), 0);
+}
+
 #define CHILDREN 4
 #define CALLS_PER_CHILD 1500
 
@@ -583,6 +616,7 @@ int main(void)
     test_apply_supersedes_plan();
     test_unwritable_then_recovers();
     test_queue_full_drops_and_counts();
+    test_locked_database_loses_nothing();
     test_concurrent_writers();
     test_kill_9_mid_run();
 
