@@ -682,6 +682,50 @@ static void test_schema_response(void)
     keep_free();
 }
 
+/* LIST and MAP blocks holding `dynamic` travel as dynamic values. The bytes
+ * are go-cty's msgpack.Marshal of a value of OpenTofu's own ImpliedType()
+ * for such a schema (configschema, OpenTofu v1.10). */
+static void test_dynamic_blocks(void)
+{
+    static const char doc[] =
+        "{\"provider_schemas\":{\"t/dyn\":{\"resource_schemas\":{\"dyn\":{\"block\":{"
+        "\"block_types\":{\"dl\":{\"nesting_mode\":\"list\",\"block\":{\"attributes\":{"
+        "\"d\":{\"type\":\"dynamic\",\"optional\":true}}}},"
+        "\"ml\":{\"nesting_mode\":\"map\",\"block\":{\"attributes\":{"
+        "\"d\":{\"type\":[\"list\",\"dynamic\"],\"optional\":true}}}}}}}}}}}";
+    static const char hex[] =
+        "82a2646c92c4255b227475706c65222c5b5b226f626a656374222c7b2264223a22737472696e67227d5d5d5d"
+        "9181a164a178a26d6c92c40d5b226f626a656374222c7b7d5d80";
+    uint8_t mp[sizeof hex / 2];
+    for (size_t i = 0; i < sizeof mp; i++) {
+        unsigned v;
+        sscanf(hex + 2 * i, "%2x", &v);
+        mp[i] = (uint8_t)v;
+    }
+    dec_schema *dyn = NULL;
+    dec_error err = DEC_ERROR_INIT;
+    CHECK_INT_EQ(dec_schema_from_cli_json(doc, sizeof doc - 1, NULL, NULL, &dyn, &err), 0);
+    dec_error_done(&err);
+    Tfplugin6__ReadResource__Request r = TFPLUGIN6__READ_RESOURCE__REQUEST__INIT;
+    r.type_name = "dyn";
+    r.current_state = dv6((ProtobufCBinaryData){sizeof mp, mp});
+    size_t len;
+    int rc;
+    uint8_t *p = pack(&r.base, &len);
+    dec_schema *saved = schema;
+    schema = dyn;
+    CHECK_STR_EQ(render("/tfplugin6.Provider/ReadResource", 0, p, len, NULL, NULL, &rc),
+                 "{\"type_name\":\"dyn\",\"current_state\":{"
+                 "\"dl\":{\"type\":[\"tuple\",[[\"object\",{\"d\":\"string\"}]]],"
+                 "\"value\":[{\"d\":\"x\"}]},"
+                 "\"ml\":{\"type\":[\"object\",{}],\"value\":{}}},"
+                 "\"private\":{\"size\":0,\"sha256\":\"" SHA256_EMPTY "\"},"
+                 "\"provider_meta\":null,\"client_capabilities\":null,\"current_identity\":null}");
+    schema = saved;
+    dec_schema_free(dyn);
+    keep_free();
+}
+
 int main(void)
 {
     dec_error err = DEC_ERROR_INIT;
@@ -700,6 +744,7 @@ int main(void)
     test_ephemeral_and_stdio();
     test_v5_configure();
     test_schema_response();
+    test_dynamic_blocks();
     dec_schema_free(schema);
     return check_report("test_message");
 }
