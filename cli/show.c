@@ -88,9 +88,9 @@ static int each_diag(void *ctx, const store_diag_row *d)
     struct diag_ctx *dc = ctx;
     tftap_buf *b = &dc->x->out;
     /* Those of resource changes were shown with their change. */
-    if (d->rpc && (strcmp(d->rpc, "PlanResourceChange") == 0 ||
-                   strcmp(d->rpc, "ApplyResourceChange") == 0 ||
-                   (strcmp(d->rpc, "ReadResource") == 0 && dc->x->all)))
+    if (d->rpc &&
+        (strcmp(d->rpc, "PlanResourceChange") == 0 || strcmp(d->rpc, "ApplyResourceChange") == 0 ||
+         (strcmp(d->rpc, "ReadResource") == 0 && dc->x->all)))
         return 0;
     if (dc->x->json) {
         tftap_buf_puts(b, dc->n ? ",\n    " : "\n    ");
@@ -154,8 +154,8 @@ int cli_show(int argc, char **argv)
         store_close(s);
         return rc;
     }
-    struct show_ctx x = {.out = TFTAP_BUF_INIT, .json = json, .all = all,
-                         .color = !json && cli_use_color()};
+    struct show_ctx x = {
+        .out = TFTAP_BUF_INIT, .json = json, .all = all, .color = !json && cli_use_color()};
     int exit_code = 0;
     if (json)
         tftap_buf_printf(&x.out, "{\"run\":%lld,\"changes\":[", (long long)run);

@@ -87,8 +87,8 @@ static int collect(struct instances *is, const sj_node *root)
             if (!str_is(sj_get(r, "mode"), "managed") || !addr || addr->kind != SJ_STRING ||
                 !type || type->kind != SJ_STRING)
                 continue;
-            int rc = add_instance(is, addr->str, type->str, sj_get(ch, "before"),
-                                  sj_get(ch, "after"));
+            int rc =
+                add_instance(is, addr->str, type->str, sj_get(ch, "before"), sj_get(ch, "after"));
             if (rc)
                 return rc;
         }
@@ -97,9 +97,8 @@ static int collect(struct instances *is, const sj_node *root)
     const sj_node *vals = sj_get(root, "values");
     int rc = collect_module(is, sj_get(vals, "root_module"), 0);
     if (!rc)
-        rc = collect_module(is, sj_get(sj_get(sj_get(root, "prior_state"), "values"),
-                                       "root_module"),
-                            0);
+        rc = collect_module(
+            is, sj_get(sj_get(sj_get(root, "prior_state"), "values"), "root_module"), 0);
     return rc;
 }
 
@@ -189,8 +188,8 @@ static int set_address(sqlite3_stmt *up, int64_t call_id, const char *address, c
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-int store_match_addresses(store *s, int64_t run_id, const char *show_json, size_t len,
-                          int *matched, int *unmatched)
+int store_match_addresses(store *s, int64_t run_id, const char *show_json, size_t len, int *matched,
+                          int *unmatched)
 {
     sj_doc *doc = NULL;
     struct instances is = {0};
@@ -252,8 +251,7 @@ int store_match_addresses(store *s, int64_t run_id, const char *show_json, size_
         else if (candidates == 0)
             tftap_buf_printf(&note, "no %s instance in the plan or state", type);
         else if (best_score < 0)
-            tftap_buf_printf(&note, "values match none of the %zu %s instances", candidates,
-                             type);
+            tftap_buf_printf(&note, "values match none of the %zu %s instances", candidates, type);
         else if (ties > 1)
             tftap_buf_printf(&note, "values match %zu %s instances equally", ties, type);
         else

@@ -147,10 +147,14 @@ int store_err(int rc)
     switch (rc & 0xff) {
     case SQLITE_OK:
     case SQLITE_DONE:
-    case SQLITE_ROW: return 0;
-    case SQLITE_NOMEM: return TFTAP_ENOMEM;
-    case SQLITE_CANTOPEN: return TFTAP_EIO;
-    default: return TFTAP_ESTORE;
+    case SQLITE_ROW:
+        return 0;
+    case SQLITE_NOMEM:
+        return TFTAP_ENOMEM;
+    case SQLITE_CANTOPEN:
+        return TFTAP_EIO;
+    default:
+        return TFTAP_ESTORE;
     }
 }
 
@@ -317,8 +321,8 @@ static int load_key(sqlite3 *db, unsigned char key[STORE_KEY_LEN])
         rc = store_begin(db, 60000);
         if (rc != SQLITE_OK)
             return rc;
-        rc = sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO secret_key (id, key) VALUES (1, ?)",
-                                -1, &st, NULL);
+        rc = sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO secret_key (id, key) VALUES (1, ?)", -1,
+                                &st, NULL);
         if (rc == SQLITE_OK) {
             sqlite3_bind_blob(st, 1, fresh, sizeof fresh, SQLITE_TRANSIENT);
             rc = sqlite3_step(st);
@@ -439,8 +443,7 @@ static int step_done(sqlite3_stmt *st)
 }
 
 int store_run_begin(store *s, const char *command, int argc, const char *const *args,
-                    const char *cwd, const char *cli_name, const char *cli_version,
-                    int64_t *run_id)
+                    const char *cwd, const char *cli_name, const char *cli_version, int64_t *run_id)
 {
     tftap_buf a = TFTAP_BUF_INIT;
     sqlite3_stmt *st = NULL;

@@ -14,7 +14,7 @@ struct sj_doc {
         struct chunk *next;
         size_t used, cap;
         unsigned char mem[];
-    } *chunks;
+    } * chunks;
 };
 
 struct parser {
@@ -44,8 +44,7 @@ static void *arena_alloc(sj_doc *d, size_t n)
 
 static void skip_ws(struct parser *ps)
 {
-    while (ps->p < ps->end &&
-           (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
         ps->p++;
 }
 
@@ -123,11 +122,21 @@ static int parse_string(struct parser *ps, const char **s, size_t *len)
         }
         c = *ps->p++;
         switch (c) {
-        case 'n': *o++ = '\n'; break;
-        case 't': *o++ = '\t'; break;
-        case 'r': *o++ = '\r'; break;
-        case 'b': *o++ = '\b'; break;
-        case 'f': *o++ = '\f'; break;
+        case 'n':
+            *o++ = '\n';
+            break;
+        case 't':
+            *o++ = '\t';
+            break;
+        case 'r':
+            *o++ = '\r';
+            break;
+        case 'b':
+            *o++ = '\b';
+            break;
+        case 'f':
+            *o++ = '\f';
+            break;
         case 'u': {
             unsigned cp;
             if (read_hex4(ps, &cp))
@@ -144,7 +153,9 @@ static int parse_string(struct parser *ps, const char **s, size_t *len)
             o = put_utf8(o, cp);
             break;
         }
-        default: *o++ = c; break;
+        default:
+            *o++ = c;
+            break;
         }
     }
     *o = '\0';
@@ -313,10 +324,18 @@ sj_node *sj_get(const sj_node *obj, const char *key)
 void sj_write(const sj_node *n, tftap_buf *out)
 {
     switch (n->kind) {
-    case SJ_NULL: tftap_buf_puts(out, "null"); break;
-    case SJ_BOOL: tftap_buf_puts(out, n->boolean ? "true" : "false"); break;
-    case SJ_NUMBER: tftap_buf_append(out, n->str, n->len); break;
-    case SJ_STRING: tftap_buf_json_string(out, n->str, n->len); break;
+    case SJ_NULL:
+        tftap_buf_puts(out, "null");
+        break;
+    case SJ_BOOL:
+        tftap_buf_puts(out, n->boolean ? "true" : "false");
+        break;
+    case SJ_NUMBER:
+        tftap_buf_append(out, n->str, n->len);
+        break;
+    case SJ_STRING:
+        tftap_buf_json_string(out, n->str, n->len);
+        break;
     case SJ_ARRAY:
     case SJ_OBJECT:
         tftap_buf_putc(out, n->kind == SJ_ARRAY ? '[' : '{');
@@ -341,13 +360,16 @@ int sj_equal(const sj_node *a, const sj_node *b)
     if (a->kind != b->kind)
         return 0;
     switch (a->kind) {
-    case SJ_NULL: return 1;
-    case SJ_BOOL: return a->boolean == b->boolean;
+    case SJ_NULL:
+        return 1;
+    case SJ_BOOL:
+        return a->boolean == b->boolean;
     case SJ_NUMBER:
         if (a->len == b->len && memcmp(a->str, b->str, a->len) == 0)
             return 1;
         return strtod(a->str, NULL) == strtod(b->str, NULL);
-    case SJ_STRING: return a->len == b->len && memcmp(a->str, b->str, a->len) == 0;
+    case SJ_STRING:
+        return a->len == b->len && memcmp(a->str, b->str, a->len) == 0;
     case SJ_ARRAY: {
         if (a->n != b->n)
             return 0;

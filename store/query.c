@@ -17,11 +17,11 @@ static int finish(sqlite3_stmt *st, int rc, int cb_rc)
     return rc == SQLITE_DONE ? 0 : store_err(rc);
 }
 
-#define RUN_SELECT                                                                               \
-    "SELECT r.id, r.command, r.args, r.cwd, r.cli_name, r.cli_version, r.started_us, "           \
-    "r.ended_us, r.exit_code, "                                                                  \
-    "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), "                                 \
-    "(SELECT count(*) FROM calls c WHERE c.run_id = r.id), "                                     \
+#define RUN_SELECT                                                                                 \
+    "SELECT r.id, r.command, r.args, r.cwd, r.cli_name, r.cli_version, r.started_us, "             \
+    "r.ended_us, r.exit_code, "                                                                    \
+    "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), "                                   \
+    "(SELECT count(*) FROM calls c WHERE c.run_id = r.id), "                                       \
     "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id) FROM runs r "
 
 static int runs_query(store *s, const char *sql, int64_t run_id,
@@ -129,8 +129,8 @@ int store_calls_each(store *s, int64_t run_id, const char *method, const char *t
 
 /* An address filter matches the address itself and its instances
  * ("a.b" matches "a.b[0]" and "a.b[\"k\"]"); anything else is a type. */
-#define FILTER_SQL                                                                               \
-    "(?2 IS NULL OR type_name = ?2 OR address = ?2 OR "                                         \
+#define FILTER_SQL                                                                                 \
+    "(?2 IS NULL OR type_name = ?2 OR address = ?2 OR "                                            \
     "substr(address, 1, length(?2) + 1) = ?2 || '[')"
 
 int store_changes_each(store *s, int64_t run_id, const char *filter,
@@ -185,11 +185,12 @@ int store_diagnostics_each(store *s, int64_t run_id, const char *filter,
                            int (*fn)(void *ctx, const store_diag_row *row), void *ctx)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT call_id, method, type_name, address, severity, summary, "
-                                "detail, attribute FROM v_diagnostics WHERE run_id = ?1 AND " FILTER_SQL
-                                " ORDER BY call_id",
-                                -1, &st, NULL);
+    int rc =
+        sqlite3_prepare_v2(s->db,
+                           "SELECT call_id, method, type_name, address, severity, summary, "
+                           "detail, attribute FROM v_diagnostics WHERE run_id = ?1 AND " FILTER_SQL
+                           " ORDER BY call_id",
+                           -1, &st, NULL);
     if (rc != SQLITE_OK)
         return store_err(rc);
     sqlite3_bind_int64(st, 1, run_id);
@@ -252,8 +253,7 @@ int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char
         }
         sqlite3_bind_int64(st, 1, run_id);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            tftap_buf_append(&out, sqlite3_column_text(st, 0),
-                             (size_t)sqlite3_column_bytes(st, 0));
+            tftap_buf_append(&out, sqlite3_column_text(st, 0), (size_t)sqlite3_column_bytes(st, 0));
             tftap_buf_putc(&out, '\n');
             if (tftap_buf_failed(&out)) {
                 err = TFTAP_ENOMEM;

@@ -75,8 +75,8 @@ struct call {
     struct call *hnext;
     struct call *lnext; /* all calls, in begin order */
     uint64_t call_id;
-    int64_t row;     /* calls.id, 0 until written */
-    int row_gen;     /* transaction generation that wrote row */
+    int64_t row; /* calls.id, 0 until written */
+    int row_gen; /* transaction generation that wrote row */
     char *method;
     int stream;
     int64_t started_us, ended_us;
@@ -91,7 +91,7 @@ struct call {
     int64_t msg_seq;
     struct rawmsg *raws, **raws_tail; /* kept for re-decoding */
     size_t raw_bytes;
-    int retain; /* 1 while raws are being kept */
+    int retain;  /* 1 while raws are being kept */
     int emitted; /* a row image has been handed to the SQL thread */
 };
 
@@ -142,8 +142,8 @@ struct store_recorder {
     pthread_cond_t scv; /* SQL thread waits for ops */
     pthread_t thread, sql_thread;
     int thread_started, sql_started;
-    int stop;      /* under mu: close requested */
-    int sql_stop;  /* under mu: decoder finished, SQL thread drains and exits */
+    int stop;     /* under mu: close requested */
+    int sql_stop; /* under mu: decoder finished, SQL thread drains and exits */
     struct event *head, **tail;
     size_t queued_bytes;
     struct procinfo pinfo;      /* under mu */
@@ -154,14 +154,14 @@ struct store_recorder {
     /* ---- shared between the two threads, under mu ---- */
     struct op *ops, **ops_tail; /* decoder -> SQL thread */
     size_t ops_bytes;
-    int sql_ok;                  /* the SQL thread has a working connection */
-    int sql_tried;               /* it has tried to open the database once */
+    int sql_ok;    /* the SQL thread has a working connection */
+    int sql_tried; /* it has tried to open the database once */
     int key_ready;
     unsigned char shared_key[STORE_KEY_LEN];
     int64_t shared_process_row;
-    char borrow_want[65];        /* binary sha the decoder wants a schema for */
+    char borrow_want[65]; /* binary sha the decoder wants a schema for */
     int borrow_asked;
-    unsigned char *borrow_raw;   /* answer: a schema recorded earlier */
+    unsigned char *borrow_raw; /* answer: a schema recorded earlier */
     size_t borrow_len;
     int borrow_protocol, borrow_ready;
     char borrow_sha[65];
@@ -169,13 +169,13 @@ struct store_recorder {
     /* ---- decoder thread only ---- */
     unsigned char key[STORE_KEY_LEN];
     int have_key;
-    EVP_MAC_CTX *mac; /* HMAC-SHA256 keyed with key, copied per value */
+    EVP_MAC_CTX *mac;        /* HMAC-SHA256 keyed with key, copied per value */
     uint64_t lost;           /* events lost, not yet in a gap op */
     int lost_queue, lost_db; /* reasons */
     struct procinfo proc;    /* decoder's copy */
     char binary_sha256[65];
     int have_binary_sha;
-    int proc_dirty; /* process details changed, not yet handed over */
+    int proc_dirty;   /* process details changed, not yet handed over */
     int borrow_tried; /* asked synchronously for an earlier schema */
     dec_schema *schema;
     char schema_sha[65];
@@ -264,8 +264,8 @@ static void count_drop(store_recorder *r)
     pthread_mutex_unlock(&r->mu);
 }
 
-static struct event *event_new(enum ev_kind kind, uint64_t call_id, int64_t t_us,
-                               const char *text, const void *bytes, size_t len)
+static struct event *event_new(enum ev_kind kind, uint64_t call_id, int64_t t_us, const char *text,
+                               const void *bytes, size_t len)
 {
     size_t tl = text ? strlen(text) + 1 : 0;
     if (len > SIZE_MAX - sizeof(struct event) - tl)
@@ -423,8 +423,8 @@ static void call_free(store_recorder *r, struct call *c)
 static int method_is_stream(const char *m)
 {
     static const char *const streams[] = {
-        "ListResource", "InvokeAction", "ReadStateBytes", "WriteStateBytes",
-        "ProvisionResource", "StartStream", "StreamStdio",
+        "ListResource",      "InvokeAction", "ReadStateBytes", "WriteStateBytes",
+        "ProvisionResource", "StartStream",  "StreamStdio",
     };
     const char *rpc = store_rpc_name(m);
     for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++)
@@ -606,8 +606,7 @@ static void redecode_retained(store_recorder *r)
         free(c->decode_error);
         c->decode_error = NULL;
         for (struct rawmsg *m = c->raws; m; m = m->next)
-            side_add(r, c, m->dir == STORE_REQUEST ? &c->req : &c->resp, m->dir, m->bytes,
-                     m->len);
+            side_add(r, c, m->dir == STORE_REQUEST ? &c->req : &c->resp, m->dir, m->bytes, m->len);
         c->decoded_with_schema = 1;
         c->dirty = 1;
         call_free_raws(r, c);
@@ -877,8 +876,7 @@ static void apply_event(store_recorder *r, const struct event *ev)
                 schema_adopt(r, dec_method_protocol(c->method), ev->bytes, ev->len, sha,
                              "response");
         }
-        if (ev->dir == STORE_RESPONSE && is_identity_schema_method(c->method) &&
-            !r->identity_raw) {
+        if (ev->dir == STORE_RESPONSE && is_identity_schema_method(c->method) && !r->identity_raw) {
             r->identity_raw = malloc(ev->len ? ev->len : 1);
             if (r->identity_raw) {
                 memcpy(r->identity_raw, ev->bytes, ev->len);
@@ -1054,8 +1052,7 @@ static void borrow_sync(store_recorder *r, unsigned max_ms)
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
         }
-        while (r->borrow_asked && r->sql_ok &&
-               pthread_cond_timedwait(&r->cv, &r->mu, &ts) == 0)
+        while (r->borrow_asked && r->sql_ok && pthread_cond_timedwait(&r->cv, &r->mu, &ts) == 0)
             ;
     }
     r->last_schema_poll_ms = mono_ms();
@@ -1461,13 +1458,13 @@ static int apply_schema(store_recorder *r, const struct op *o)
 static int apply_gap(store_recorder *r, const struct op *o)
 {
     const char *reason = o->lost_queue && o->lost_db ? "queue full, database unavailable"
-                         : o->lost_queue              ? "queue full"
-                                                      : "database unavailable";
-    int rc = exec_bound(r->db,
-                        "INSERT INTO gaps (run_id, process_id, lost, recorded_us, reason) "
-                        "VALUES (?, ?, ?, ?, ?)",
-                        "iiiit", r->run_id, r->process_row, (int64_t)o->lost, store_now_us(),
-                        reason);
+                         : o->lost_queue             ? "queue full"
+                                                     : "database unavailable";
+    int rc =
+        exec_bound(r->db,
+                   "INSERT INTO gaps (run_id, process_id, lost, recorded_us, reason) "
+                   "VALUES (?, ?, ?, ?, ?)",
+                   "iiiit", r->run_id, r->process_row, (int64_t)o->lost, store_now_us(), reason);
     if (rc == SQLITE_OK)
         rc = exec_bound(r->db, "UPDATE processes SET dropped = dropped + ? WHERE id = ?", "ii",
                         (int64_t)o->lost, r->process_row);
@@ -1554,20 +1551,26 @@ static int apply_end(store_recorder *r)
                         store_now_us(), r->process_row);
     if (rc == SQLITE_OK && r->opts.run_id == 0)
         /* A run of our own (no `tftap run` around us) ends with us. */
-        rc = exec_bound(r->db, "UPDATE runs SET ended_us = ? WHERE id = ?", "ii",
-                        store_now_us(), r->run_id);
+        rc = exec_bound(r->db, "UPDATE runs SET ended_us = ? WHERE id = ?", "ii", store_now_us(),
+                        r->run_id);
     return rc;
 }
 
 static int apply_op(store_recorder *r, const struct op *o)
 {
     switch (o->kind) {
-    case OP_CALL: return apply_call(r, o);
-    case OP_RAW: return apply_raw(r, o);
-    case OP_PROCESS: return apply_process(r, o);
-    case OP_SCHEMA: return apply_schema(r, o);
-    case OP_GAP: return apply_gap(r, o);
-    case OP_END: return apply_end(r);
+    case OP_CALL:
+        return apply_call(r, o);
+    case OP_RAW:
+        return apply_raw(r, o);
+    case OP_PROCESS:
+        return apply_process(r, o);
+    case OP_SCHEMA:
+        return apply_schema(r, o);
+    case OP_GAP:
+        return apply_gap(r, o);
+    case OP_END:
+        return apply_end(r);
     }
     return SQLITE_OK;
 }
@@ -1737,8 +1740,7 @@ static void *sql_main(void *arg)
     return NULL;
 }
 
-int store_recorder_open(const char *db_path, const store_recorder_opts *opts,
-                        store_recorder **out)
+int store_recorder_open(const char *db_path, const store_recorder_opts *opts, store_recorder **out)
 {
     *out = NULL;
     if (!db_path || !*db_path)

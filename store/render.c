@@ -14,18 +14,26 @@ struct rctx {
 static const char *color_of(char mark)
 {
     switch (mark) {
-    case '+': return "\033[32m";
-    case '-': return "\033[31m";
-    case '~': return "\033[33m";
-    case 'r': return "\033[35m";
-    default: return "";
+    case '+':
+        return "\033[32m";
+    case '-':
+        return "\033[31m";
+    case '~':
+        return "\033[33m";
+    case 'r':
+        return "\033[35m";
+    default:
+        return "";
     }
 }
 
 static void put_mark(struct rctx *x, char mark)
 {
-    const char *text = mark == 'r' ? "-/+" : mark == '+' ? "+" : mark == '-' ? "-" :
-                       mark == '~' ? "~" : " ";
+    const char *text = mark == 'r'   ? "-/+"
+                       : mark == '+' ? "+"
+                       : mark == '-' ? "-"
+                       : mark == '~' ? "~"
+                                     : " ";
     if (x->color && mark != ' ')
         tftap_buf_printf(x->out, "%s%s\033[0m", color_of(mark), text);
     else
@@ -39,8 +47,7 @@ static void indent(struct rctx *x, unsigned n)
 }
 
 /* The start of an attribute line at depth d: marker and padded key. */
-static void line_start(struct rctx *x, unsigned d, char mark, const sj_node *key_of,
-                       size_t width)
+static void line_start(struct rctx *x, unsigned d, char mark, const sj_node *key_of, size_t width)
 {
     indent(x, 2 + 4 * d);
     put_mark(x, mark);
@@ -54,8 +61,8 @@ static void line_start(struct rctx *x, unsigned d, char mark, const sj_node *key
 
 static int is_plain(const sj_node *n, enum sj_kind k)
 {
-    return n && n->kind == k && !(k == SJ_OBJECT && n->n == 1 && n->child->key_len > 0 &&
-                                  n->child->key[0] == '$');
+    return n && n->kind == k &&
+           !(k == SJ_OBJECT && n->n == 1 && n->child->key_len > 0 && n->child->key[0] == '$');
 }
 
 static int is_null(const sj_node *n)
@@ -264,8 +271,7 @@ static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_
             if (is_null(before) && is_null(after))
                 continue;
             if (sj_equal(before, after)) {
-                if (d == 1 && identifying(c) && !is_plain(c, SJ_OBJECT) &&
-                    !is_plain(c, SJ_ARRAY)) {
+                if (d == 1 && identifying(c) && !is_plain(c, SJ_OBJECT) && !is_plain(c, SJ_ARRAY)) {
                     /* Like a plan, name the object being changed. */
                     line_start(x, d, ' ', c, w);
                     put_scalar(x, c);
@@ -409,11 +415,16 @@ static enum store_action action_of(const sj_node *prior, const sj_node *after, c
 const char *store_action_name(enum store_action a)
 {
     switch (a) {
-    case STORE_ACTION_NOOP: return "no-op";
-    case STORE_ACTION_CREATE: return "create";
-    case STORE_ACTION_DELETE: return "delete";
-    case STORE_ACTION_UPDATE: return "update";
-    case STORE_ACTION_REPLACE: return "replace";
+    case STORE_ACTION_NOOP:
+        return "no-op";
+    case STORE_ACTION_CREATE:
+        return "create";
+    case STORE_ACTION_DELETE:
+        return "delete";
+    case STORE_ACTION_UPDATE:
+        return "update";
+    case STORE_ACTION_REPLACE:
+        return "replace";
     }
     return "?";
 }
@@ -470,10 +481,12 @@ int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
         verb = "must be replaced";
     } else if (sj_equal(prior, after)) {
         mark = ' ';
-        verb = read ? "was read, unchanged" : apply ? "was applied without changes" : "has no changes";
+        verb = read    ? "was read, unchanged"
+               : apply ? "was applied without changes"
+                       : "has no changes";
     } else {
         mark = '~';
-        verb = apply ? "has been updated in-place"
+        verb = apply  ? "has been updated in-place"
                : read ? "has changed outside of the configuration"
                       : "will be updated in-place";
     }
@@ -483,8 +496,8 @@ int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
     if (c->address)
         tftap_buf_printf(out, "  # %s %s", c->address, verb);
     else
-        tftap_buf_printf(out, "  # %s (call %lld, address unknown) %s", type,
-                         (long long)c->call_id, verb);
+        tftap_buf_printf(out, "  # %s (call %lld, address unknown) %s", type, (long long)c->call_id,
+                         verb);
     if (x.color)
         tftap_buf_puts(out, "\033[0m");
     tftap_buf_printf(out, "  [%s]\n", c->rpc ? c->rpc : "?");

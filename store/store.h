@@ -21,10 +21,10 @@
 typedef struct store_recorder store_recorder;
 
 typedef struct store_recorder_opts {
-    int64_t run_id;          /* run this process belongs to; 0 = create a run row of its own */
-    int record_sensitive;    /* 1: do not redact sensitive/write-only values */
-    int keep_raw;            /* 1: also store raw message bytes */
-    size_t max_queue_bytes;  /* bound on queued message bytes; 0 = default (256 MiB) */
+    int64_t run_id;         /* run this process belongs to; 0 = create a run row of its own */
+    int record_sensitive;   /* 1: do not redact sensitive/write-only values */
+    int keep_raw;           /* 1: also store raw message bytes */
+    size_t max_queue_bytes; /* bound on queued message bytes; 0 = default (256 MiB) */
 } store_recorder_opts;
 
 enum store_direction { STORE_REQUEST = 0, STORE_RESPONSE = 1 };
@@ -34,8 +34,7 @@ enum store_direction { STORE_REQUEST = 0, STORE_RESPONSE = 1 };
  * the caller's relay: the recorder still returns 0 and counts what it drops,
  * retrying the open and recording the gap once it succeeds; only ENOMEM and
  * bad arguments fail. */
-int store_recorder_open(const char *db_path, const store_recorder_opts *opts,
-                        store_recorder **out);
+int store_recorder_open(const char *db_path, const store_recorder_opts *opts, store_recorder **out);
 
 /* The provider process this recorder records for. */
 void store_recorder_process(store_recorder *r, const char *provider_addr, const char *version,
@@ -63,14 +62,14 @@ void store_recorder_tune(store_recorder *r, const store_recorder_tuning *t);
 
 /* Counters for tests and for the proxy's exit summary (snapshot). */
 typedef struct store_recorder_stats {
-    uint64_t events;        /* accepted into the queue */
-    uint64_t dropped;       /* refused because the queue was full or the database was down */
-    uint64_t written;       /* committed to the database */
-    uint64_t gaps;          /* gap rows written */
-    size_t queued_bytes;    /* bytes waiting in the queue now */
-    int db_ok;              /* 1 while the database is open and writable */
-    int64_t process_row;    /* processes.id once written, else 0 */
-    int64_t run_id;         /* runs.id once known, else 0 */
+    uint64_t events;     /* accepted into the queue */
+    uint64_t dropped;    /* refused because the queue was full or the database was down */
+    uint64_t written;    /* committed to the database */
+    uint64_t gaps;       /* gap rows written */
+    size_t queued_bytes; /* bytes waiting in the queue now */
+    int db_ok;           /* 1 while the database is open and writable */
+    int64_t process_row; /* processes.id once written, else 0 */
+    int64_t run_id;      /* runs.id once known, else 0 */
 } store_recorder_stats;
 void store_recorder_get_stats(store_recorder *r, store_recorder_stats *out);
 
@@ -200,8 +199,8 @@ int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char
  * plan or state that run wrote (both forms accepted), by resource type and
  * attribute values. Stores calls.address (or calls.address_note saying why
  * not). *matched/ *unmatched count the calls (either may be NULL). */
-int store_match_addresses(store *s, int64_t run_id, const char *show_json, size_t len,
-                          int *matched, int *unmatched);
+int store_match_addresses(store *s, int64_t run_id, const char *show_json, size_t len, int *matched,
+                          int *unmatched);
 
 /* ---- rendering ----------------------------------------------------------- */
 

@@ -50,9 +50,9 @@ struct sj_node {
     size_t len;
     const char *key; /* member name when inside an object */
     size_t key_len;
-    sj_node *child;  /* first element / member */
-    sj_node *next;   /* next sibling */
-    size_t n;        /* number of children */
+    sj_node *child; /* first element / member */
+    sj_node *next;  /* next sibling */
+    size_t n;       /* number of children */
 };
 typedef struct sj_doc sj_doc;
 /* Parse text (len bytes) into *out; nesting limited to max_depth. */

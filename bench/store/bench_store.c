@@ -30,14 +30,14 @@
 #define N_STR 14
 
 static const char *const str_attrs[N_STR] = {
-    "ami",         "arn",           "availability_zone", "host_id",   "id",
-    "instance_type", "key_name",    "password",          "placement_group", "private_dns",
-    "private_ip",  "public_dns",    "public_ip",         "subnet_id",
+    "ami",           "arn",        "availability_zone", "host_id",         "id",
+    "instance_type", "key_name",   "password",          "placement_group", "private_dns",
+    "private_ip",    "public_dns", "public_ip",         "subnet_id",
 };
 static const char *const num_attrs[] = {"cpu_core_count", "cpu_threads_per_core",
                                         "ebs_optimized_iops", "hibernation_ms"};
-static const char *const bool_attrs[] = {"associate_public_ip", "disable_api_stop",
-                                         "monitoring", "source_dest_check"};
+static const char *const bool_attrs[] = {"associate_public_ip", "disable_api_stop", "monitoring",
+                                         "source_dest_check"};
 
 struct bytes {
     uint8_t *p;
@@ -182,7 +182,9 @@ static struct bytes state(int i, int unknown_id, int variant)
                 pstr(&pk, v);
             }
             break;
-        case 1: msgpack_pack_int64(&pk, (int64_t)i * 7 + kvs[j].idx + variant); break;
+        case 1:
+            msgpack_pack_int64(&pk, (int64_t)i * 7 + kvs[j].idx + variant);
+            break;
         case 2:
             if ((i + kvs[j].idx) & 1)
                 msgpack_pack_true(&pk);
@@ -331,8 +333,8 @@ static int thread_cpu(double *out, int max)
         /* Fields after the ")" of the command name: 14th and 15th overall. */
         char *p = strrchr(buf, ')');
         unsigned long ut = 0, st = 0;
-        if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
-                        &st) == 2)
+        if (p &&
+            sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
             out[n++] = (double)(ut + st) / (double)hz;
     }
     closedir(d);
@@ -367,7 +369,8 @@ int main(int argc, char **argv)
 
     /* Messages are prepared before timing: the relay already has them. */
     struct bytes schema = small_profile ? small_schema_response() : schema_response();
-    struct bytes *req = calloc((size_t)calls, sizeof *req), *resp = calloc((size_t)calls, sizeof *resp);
+    struct bytes *req = calloc((size_t)calls, sizeof *req),
+                 *resp = calloc((size_t)calls, sizeof *resp);
     size_t payload = 0;
     for (int i = 0; i < calls; i++) {
         plan_messages(i, &req[i], &resp[i]);
@@ -431,8 +434,7 @@ int main(int argc, char **argv)
                       (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
                       (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
                       (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
-    double main_cpu =
-        (double)(m1.tv_sec - m0.tv_sec) + (double)(m1.tv_nsec - m0.tv_nsec) / 1e9;
+    double main_cpu = (double)(m1.tv_sec - m0.tv_sec) + (double)(m1.tv_nsec - m0.tv_nsec) / 1e9;
     double writer_cpu = proc_cpu - main_cpu;
 
     char wal[620];
@@ -441,8 +443,8 @@ int main(int argc, char **argv)
     printf("bench_store: %d PlanResourceChange calls (%s resource), %.0f bytes of messages "
            "each\n",
            calls, small_profile ? "small" : "large", (double)payload / calls);
-    printf("  enqueue (relay side):   %.3f s total, %.1f us per call, worst call %.1f us\n",
-           t_enq, t_enq * 1e6 / calls, enqueue_max * 1e6);
+    printf("  enqueue (relay side):   %.3f s total, %.1f us per call, worst call %.1f us\n", t_enq,
+           t_enq * 1e6 / calls, enqueue_max * 1e6);
     printf("  recorded and committed: %.3f s -> %.0f calls/s\n", t_all, calls / t_all);
     printf("  recorder CPU:           %.3f s -> %.1f us per call (decoder + SQL threads)\n",
            writer_cpu, writer_cpu * 1e6 / calls);

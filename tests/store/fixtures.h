@@ -63,10 +63,12 @@ static struct fx_bytes fx_schema_response(const char *extra_attr)
     rule.nesting = TFPLUGIN5__SCHEMA__NESTED_BLOCK__NESTING_MODE__LIST;
     Tfplugin5__Schema__NestedBlock *blocks[1] = {&rule};
 
-    Tfplugin5__Schema__Attribute *attrs[6] = {
-        fx_attr("id", "\"string\"", 1, 0),       fx_attr("name", "\"string\"", 0, 0),
-        fx_attr("password", "\"string\"", 0, 1), fx_attr("size", "\"number\"", 0, 0),
-        fx_attr("tags", "[\"map\",\"string\"]", 0, 0), NULL};
+    Tfplugin5__Schema__Attribute *attrs[6] = {fx_attr("id", "\"string\"", 1, 0),
+                                              fx_attr("name", "\"string\"", 0, 0),
+                                              fx_attr("password", "\"string\"", 0, 1),
+                                              fx_attr("size", "\"number\"", 0, 0),
+                                              fx_attr("tags", "[\"map\",\"string\"]", 0, 0),
+                                              NULL};
     size_t n_attrs = 5;
     if (extra_attr)
         attrs[n_attrs++] = fx_attr(extra_attr, "\"string\"", 0, 0);
@@ -100,12 +102,12 @@ static struct fx_bytes fx_schema_response(const char *extra_attr)
 }
 
 struct fx_thing {
-    const char *id;      /* NULL: unknown (with prefix "thing-" refinement) */
+    const char *id; /* NULL: unknown (with prefix "thing-" refinement) */
     const char *name;
     const char *password;
     int size;
-    int n_rules;         /* rule[i] = {port: 80 + i, proto: "tcp"} */
-    const char *extra;   /* value of the extra attribute, if the schema has it */
+    int n_rules;       /* rule[i] = {port: 80 + i, proto: "tcp"} */
+    const char *extra; /* value of the extra attribute, if the schema has it */
     const char *extra_name;
 };
 

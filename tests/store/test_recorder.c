@@ -399,8 +399,7 @@ static void test_kill_9_mid_run(void)
         store_recorder *r = NULL;
         if (store_recorder_open(path, &o, &r))
             _exit(3);
-        store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5,
-                               getpid());
+        store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, getpid());
         call(r, 1, M_SCHEMA, NULL, &schema_a);
         for (uint64_t i = 2;; i++) {
             plan_create(r, i, &thing_alpha);
