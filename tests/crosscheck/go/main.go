@@ -37,15 +37,16 @@ import (
 )
 
 type tcase struct {
-	index    int    // which random draw (reproduce with -case)
-	label    string // "msgpack", "json", "mutated msgpack (bitflip)", ...
-	kind     byte   // 'm' or 'j'
-	ty       cty.Type
-	tyJSON   []byte
-	val      cty.Value // the generated value (for reports)
-	payload  []byte
-	negative bool
-	ref      refVerdict
+	index      int    // which random draw (reproduce with -case)
+	label      string // "msgpack", "json", "mutated msgpack (bitflip)", ...
+	kind       byte   // 'm' or 'j'
+	ty         cty.Type
+	tyJSON     []byte
+	val        cty.Value // the generated value (for reports)
+	payload    []byte
+	negative   bool
+	mustReject bool // tftap has to refuse it, whatever go-cty makes of it
+	ref        refVerdict
 }
 
 type result struct {
@@ -65,6 +66,7 @@ func main() {
 	wrap := flag.String("wrap", "", "command prefix for the driver, e.g. \"valgrind -q --error-exitcode=99\"")
 	timeout := flag.Duration("timeout", 60*time.Second, "longest wait for one result")
 	maxShown := flag.Int("show", 20, "failures reported in full")
+	verbose := flag.Bool("v", false, "report every case, passed or not")
 	flag.Parse()
 	if *driver == "" {
 		fmt.Fprintln(os.Stderr, "crosscheck: -driver is required")
@@ -89,7 +91,14 @@ func main() {
 	first, last := 0, *count
 	if *only >= 0 {
 		first, last = *only, *only+1
-		st.verbose = true
+	}
+	st.verbose = *only >= 0 || *verbose
+	if *only < 0 { // the hand-made payloads first
+		fixed := fixedTestCases()
+		results := d.run(fixed)
+		for i, c := range fixed {
+			st.check(c, results[i])
+		}
 	}
 	const batch = 500
 	for lo := first; lo < last; lo += batch {
@@ -217,7 +226,11 @@ func (st *stats) draw(seed uint64, i int) []*tcase {
 }
 
 func (st *stats) check(c *tcase, r result) {
-	st.labels[c.label]++
+	if c.index < 0 {
+		st.labels["fixed (hand-made payloads)"]++
+	} else {
+		st.labels[c.label]++
+	}
 	fail := func(format string, a ...any) {
 		st.failed++
 		if st.failed <= st.maxShown || st.verbose {
@@ -235,9 +248,16 @@ func (st *stats) check(c *tcase, r result) {
 		if c.negative {
 			st.negRejected++
 			st.passed++
+			if st.verbose {
+				st.report(c, r, "rejected")
+			}
 			return
 		}
 		fail("tftap rejected a payload go-cty encoded: %s", r.Error)
+		return
+	}
+	if c.mustReject {
+		fail("tftap accepted a payload it must reject")
 		return
 	}
 	if r.UTF8 != nil && !*r.UTF8 {
@@ -253,6 +273,9 @@ func (st *stats) check(c *tcase, r result) {
 		st.tolerated[why]++
 		st.negTolerated++
 		st.passed++
+		if st.verbose {
+			st.report(c, r, "tolerated: "+why)
+		}
 	}
 	if c.negative && c.kind == 'm' && oddRefinementKeys(c.payload) {
 		// go-cty does not skip refinement keys it does not know, so it
@@ -266,9 +289,7 @@ func (st *stats) check(c *tcase, r result) {
 	}
 	if c.negative && !c.ref.ok {
 		if why := tolerated(c.ref.reason); why != "" {
-			st.tolerated[why]++
-			st.negTolerated++
-			st.passed++
+			tolerate(why)
 			return
 		}
 		fail("tftap accepted bytes go-cty rejects (%s)", c.ref.reason)
@@ -305,9 +326,13 @@ func clip(s string, n int) string {
 func (st *stats) report(c *tcase, r result, why string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "--- %s, draw %d: %s\n", c.label, c.index, why)
-	fmt.Fprintf(&b, "  reproduce: crosscheck -driver DRIVER -seed %d -case %d\n", st.seed, c.index)
+	if c.index >= 0 {
+		fmt.Fprintf(&b, "  reproduce: crosscheck -driver DRIVER -seed %d -case %d\n", st.seed, c.index)
+	}
 	fmt.Fprintf(&b, "  type:      %s\n", clip(string(c.tyJSON), 2000))
-	fmt.Fprintf(&b, "  value:     %s\n", clip(c.val.GoString(), 2000))
+	if c.index >= 0 {
+		fmt.Fprintf(&b, "  value:     %s\n", clip(c.val.GoString(), 2000))
+	}
 	if c.kind == 'm' {
 		fmt.Fprintf(&b, "  bytes:     %s\n", clip(hex.EncodeToString(c.payload), 4000))
 	} else {
