@@ -107,9 +107,24 @@ static char *cli_version(const char *cli_path)
 /* What the command line says: the subcommand, -chdir and a plan's -out. */
 struct cmdline {
     const char *sub;   /* "plan", "apply", ... or NULL */
+    const char *sub2;  /* the word after it ("providers lock"), or NULL */
     const char *chdir; /* -chdir=DIR or NULL */
     const char *out;   /* plan -out=FILE or NULL */
 };
+
+/* Commands that install providers run unwrapped: with dev_overrides in
+ * force the CLI skips installing (and upgrading, and locking) the overridden
+ * providers, and warns that init may fail. None of them calls a provider,
+ * so nothing is lost from the record. */
+static int installs_providers(const struct cmdline *c)
+{
+    if (c->sub == NULL)
+        return 0;
+    if (strcmp(c->sub, "init") == 0 || strcmp(c->sub, "get") == 0)
+        return 1;
+    return strcmp(c->sub, "providers") == 0 && c->sub2 != NULL &&
+           (strcmp(c->sub2, "lock") == 0 || strcmp(c->sub2, "mirror") == 0);
+}
 
 static void parse_cmdline(int argc, char **argv, struct cmdline *c)
 {
@@ -120,6 +135,8 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *c)
             c->chdir = strchr(argv[i], '=') + 1;
         } else if (argv[i][0] != '-') {
             c->sub = argv[i];
+            if (i + 1 < argc && argv[i + 1][0] != '-')
+                c->sub2 = argv[i + 1];
             break;
         }
     }
@@ -256,7 +273,8 @@ static void run_usage(FILE *f)
             "tftap exits with its exit code. Providers are found through the lock file\n"
             "and where init installed them (or the plugin cache and filesystem mirrors of\n"
             "your CLI config); your CLI config is kept, with dev_overrides added for the\n"
-            "shims. 'init' runs unwrapped until every locked provider is installed.\n\n"
+            "shims. Commands that install providers ('init', 'get', 'providers lock',\n"
+            "'providers mirror') run unwrapped, still recorded as runs.\n\n"
             "  --db PATH            database (default: $TFTAP_DB, else ./%s)\n"
             "  --record-sensitive   store sensitive values instead of redacting them\n"
             "  --keep-raw           store raw message bytes too\n"
@@ -345,9 +363,7 @@ int cli_run(int argc, char **argv)
         cli_error("%s", tftap_buf_cstr(&err));
         goto cleanup;
     }
-    /* dev_overrides make init skip installing the overridden providers; so
-     * init is wrapped only once everything it would install is there. */
-    wrapped = set.n > 0 && !(cl.sub && strcmp(cl.sub, "init") == 0 && set.missing > 0);
+    wrapped = set.n > 0 && !installs_providers(&cl);
     if (set.missing && wrapped)
         cli_error("%zu provider(s) not installed, not recorded (first: %s); run '%s init'",
                   set.missing, set.missing_first, cli);

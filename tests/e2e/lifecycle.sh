@@ -72,13 +72,20 @@ lifecycle() { # CLI
         "$(sqlite3 "$db" "SELECT count(*) FROM calls WHERE request_json LIKE '%hunter2%'
            OR response_json LIKE '%hunter2%'")" 0
 
+    # init again, everything installed: still unwrapped (dev_overrides would
+    # make it skip those providers and warn).
+    step "init again" 0 init -input=false -no-color
+    check "$CLI init again: no development-override warning" \
+        sh -c "! grep -qi 'development overrides' '$WORK/out.w' '$WORK/err.w'"
+    check_eq "$CLI init again: lock files equal" "$(cat "$w/.terraform.lock.hcl")" "$(cat "$d/.terraform.lock.hcl")"
+
     step "plan (no changes)" 0 plan -input=false -no-color -detailed-exitcode
     step destroy 0 destroy -auto-approve -input=false -no-color
     normalized_show "$w" >"$WORK/state.w"
     normalized_show "$d" >"$WORK/state.d"
     check "$CLI destroy: show -json of the states equal" cmp -s "$WORK/state.w" "$WORK/state.d"
 
-    check_eq "$CLI: runs recorded" "$(sqlite3 "$db" "SELECT count(*) FROM runs")" 5
+    check_eq "$CLI: runs recorded" "$(sqlite3 "$db" "SELECT count(*) FROM runs")" 6
     check_eq "$CLI: calls recorded for every run but init" \
         "$(sqlite3 "$db" "SELECT count(DISTINCT run_id) FROM calls")" 4
     check_eq "$CLI: no shim directory or socket left in TMPDIR" "$(find "$TMPDIR" -mindepth 1 | head -5)" ""
