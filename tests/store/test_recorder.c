@@ -344,6 +344,39 @@ static void test_locked_database_loses_nothing(void)
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM gaps"), 0);
 }
 
+/* keep_raw stores each message's bytes; record_sensitive keeps secrets. */
+static void test_keep_raw_and_record_sensitive(void)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/raw/tftap.db", tmpdir);
+    store_recorder_opts o = {0};
+    o.keep_raw = 1;
+    o.record_sensitive = 1;
+    store_recorder *r = NULL;
+    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
+    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 9);
+    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    struct fx_bytes req = fx_plan_request(NULL, &thing_alpha);
+    struct fx_bytes resp = fx_plan_response(&thing_alpha, 0, NULL);
+    call(r, 2, M_PLAN, &req, &resp);
+    store_recorder_close(r);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM messages"), 4);
+    char sql[300];
+    snprintf(sql, sizeof sql,
+             "SELECT length(m.raw) FROM messages m JOIN calls c ON c.id = m.call_id "
+             "WHERE c.call_seq = 2 AND m.direction = 'request'");
+    CHECK_INT_EQ(scalar_at(path, sql), (int64_t)req.n);
+    snprintf(sql, sizeof sql,
+             "SELECT length(m.raw) FROM messages m JOIN calls c ON c.id = m.call_id "
+             "WHERE c.call_seq = 2 AND m.direction = 'response'");
+    CHECK_INT_EQ(scalar_at(path, sql), (int64_t)resp.n);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE request_json LIKE "
+                                 "'%\"password\":\"" FX_SECRET "\"%'"),
+                 1);
+    fx_free(&req);
+    fx_free(&resp);
+}
+
 #define CHILDREN 4
 #define CALLS_PER_CHILD 1500
 
@@ -616,6 +649,7 @@ int main(void)
     test_unwritable_then_recovers();
     test_queue_full_drops_and_counts();
     test_locked_database_loses_nothing();
+    test_keep_raw_and_record_sensitive();
     test_concurrent_writers();
     test_kill_9_mid_run();
 
