@@ -21,6 +21,7 @@
 
 #include "cli/cli.h"
 #include "cli/wrap.h"
+#include "proxy/proxy.h"
 #include "store/store.h"
 
 #define CAPTURE_MAX (256u << 20) /* `tofu show -json` of a large state */
@@ -263,11 +264,178 @@ cleanup:
     tftap_buf_done(&out);
 }
 
+/* ---- --reattach: tftap starts each provider itself ------------------------
+ * One child process per provider runs proxy_run() (which owns the process:
+ * it blocks signals, reaps and relays) and prints go-plugin's handshake
+ * line; the CLI is told where to connect through TF_REATTACH_PROVIDERS and
+ * launches nothing. Closing a child's stop pipe ends it and its provider. */
+
+struct reattached {
+    pid_t pid;
+    int stop_w; /* write end of the stop pipe, -1 once closed */
+};
+
+static void reattach_warn(void *ctx, const char *message)
+{
+    (void)ctx;
+    cli_error("%s", message);
+}
+
+/* Read one handshake line (at most 64 KiB) from fd. */
+static int read_line(int fd, tftap_buf *line)
+{
+    char c;
+    for (;;) {
+        ssize_t n = read(fd, &c, 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return line->len ? 0 : -1;
+        if (c == '\n')
+            return 0;
+        if (line->len >= 65536)
+            return -1;
+        tftap_buf_putc(line, c);
+    }
+}
+
+static void reattach_stop(struct reattached *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (r[i].stop_w >= 0) {
+            close(r[i].stop_w);
+            r[i].stop_w = -1;
+        }
+    for (size_t i = 0; i < n; i++)
+        if (r[i].pid > 0) {
+            while (waitpid(r[i].pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+            r[i].pid = 0;
+        }
+}
+
+/* Start every provider of set behind a proxy; fills json with the value of
+ * TF_REATTACH_PROVIDERS. On failure everything started is stopped again. */
+static int reattach_start(const struct wrap_set *set, const struct wrap_opts *o, int64_t run_id,
+                          struct reattached *r, tftap_buf *json, tftap_buf *err)
+{
+    static char cookie[] = PROXY_COOKIE_KEY "=" PROXY_COOKIE_VALUE;
+    char *add[1] = {cookie};
+    char **env = env_with(add, 1);
+    size_t started = 0;
+    int rc = TFTAP_ECHILD;
+
+    if (env == NULL) {
+        tftap_buf_puts(err, "out of memory");
+        return TFTAP_ENOMEM;
+    }
+    tftap_buf_putc(json, '{');
+    for (size_t i = 0; i < set->n; i++) {
+        const struct wrap_provider *p = &set->v[i];
+        int hs[2], stop[2];
+        r[i].pid = 0;
+        r[i].stop_w = -1;
+        if (pipe2(hs, O_CLOEXEC) != 0)
+            goto fail_errno;
+        if (pipe2(stop, O_CLOEXEC) != 0) {
+            close(hs[0]);
+            close(hs[1]);
+            goto fail_errno;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+            close(hs[0]);
+            close(hs[1]);
+            close(stop[0]);
+            close(stop[1]);
+            goto fail_errno;
+        }
+        if (pid == 0) {
+            /* Earlier proxies must see EOF on their stop pipes when the
+             * parent closes them: hold no copies. */
+            for (size_t j = 0; j < i; j++)
+                close(r[j].stop_w);
+            close(hs[0]);
+            close(stop[1]);
+            proxy_config cfg;
+            tftap_buf e = TFTAP_BUF_INIT;
+            proxy_config_init(&cfg);
+            cfg.provider = p->addr;
+            cfg.version = p->version;
+            cfg.binary = p->binary;
+            cfg.envp = env;
+            cfg.db = o->db;
+            cfg.run_id = run_id;
+            cfg.record_sensitive = o->record_sensitive;
+            cfg.keep_raw = o->keep_raw;
+            cfg.out_fd = hs[1];
+            cfg.watch_out_fd = 0; /* the parent stops reading after the handshake */
+            cfg.stop_fd = stop[0];
+            cfg.warn = reattach_warn;
+            int code = proxy_run(&cfg, &e);
+            if (e.len)
+                cli_error("%s: %s", p->addr, tftap_buf_cstr(&e));
+            fflush(stderr);
+            _exit(code);
+        }
+        close(hs[1]);
+        close(stop[0]);
+        r[i].pid = pid;
+        r[i].stop_w = stop[1];
+        started = i + 1;
+
+        /* 1|PROTO|unix|ADDRESS|grpc|CERT */
+        tftap_buf line = TFTAP_BUF_INIT;
+        int lrc = read_line(hs[0], &line);
+        close(hs[0]);
+        char *fields[6] = {0};
+        size_t nf = 0;
+        char *save = NULL, *text = line.data;
+        if (lrc == 0 && text != NULL) {
+            for (char *tok = strtok_r(text, "|", &save); tok && nf < 6;
+                 tok = strtok_r(NULL, "|", &save))
+                fields[nf++] = tok;
+        }
+        if (nf < 5 || strcmp(fields[2], "unix") != 0 || strcmp(fields[4], "grpc") != 0) {
+            tftap_buf_printf(err, "%s did not start behind the proxy", p->addr);
+            tftap_buf_done(&line);
+            goto fail;
+        }
+        char *end = NULL;
+        long proto = strtol(fields[1], &end, 10);
+        if (i)
+            tftap_buf_putc(json, ',');
+        tftap_buf_json_string(json, p->addr, strlen(p->addr));
+        tftap_buf_printf(json,
+                         ":{\"Protocol\":\"grpc\",\"ProtocolVersion\":%ld,\"Pid\":%d,"
+                         "\"Test\":true,\"Addr\":{\"Network\":\"unix\",\"String\":",
+                         (end && *end == '\0') ? proto : 5, (int)pid);
+        tftap_buf_json_string(json, fields[3], strlen(fields[3]));
+        tftap_buf_puts(json, "}}");
+        tftap_buf_done(&line);
+    }
+    tftap_buf_putc(json, '}');
+    free(env);
+    if (tftap_buf_failed(json)) {
+        tftap_buf_puts(err, "out of memory");
+        reattach_stop(r, started);
+        return TFTAP_ENOMEM;
+    }
+    return 0;
+
+fail_errno:
+    tftap_buf_printf(err, "cannot start a provider: %s", strerror(errno));
+fail:
+    reattach_stop(r, started);
+    free(env);
+    return rc;
+}
+
 static void run_usage(FILE *f)
 {
     fprintf(f,
-            "usage: tftap run [--db PATH] [--record-sensitive] [--keep-raw] [--no-match]\n"
-            "                 -- tofu|terraform ARGS...\n\n"
+            "usage: tftap run [--db PATH] [--reattach] [--record-sensitive] [--keep-raw]\n"
+            "                 [--no-match] -- tofu|terraform ARGS...\n\n"
             "Run one OpenTofu/Terraform command with every provider it uses wrapped by\n"
             "tftap, recording all their calls as one run. The command keeps your terminal;\n"
             "tftap exits with its exit code. Providers are found through the lock file\n"
@@ -279,7 +447,10 @@ static void run_usage(FILE *f)
             "  --record-sensitive   store sensitive values instead of redacting them\n"
             "  --keep-raw           store raw message bytes too\n"
             "  --no-match           do not run 'show -json' after plan/apply to tie calls\n"
-            "                       to resource addresses\n",
+            "                       to resource addresses\n"
+            "  --reattach           start each provider once, behind tftap, and let the CLI\n"
+            "                       attach to it (TF_REATTACH_PROVIDERS) instead of using\n"
+            "                       shims; every alias of a provider then shares one process\n",
             STORE_DEFAULT_PATH);
 }
 
@@ -293,7 +464,11 @@ int cli_run(int argc, char **argv)
     char *exe = NULL, *db = NULL, *workdir = NULL, *cwd = NULL, *version = NULL;
     char *tmp = NULL, *config = NULL, **env = NULL, *planfile = NULL;
     char env_cfg[4200], env_db[4200], env_run[64];
-    int no_match = 0, code = 1, wrapped = 0;
+    int no_match = 0, code = 1, wrapped = 0, reattach = 0;
+    struct reattached *procs = NULL;
+    size_t nprocs = 0;
+    tftap_buf reattach_json = TFTAP_BUF_INIT;
+    char *env_reattach = NULL;
     int64_t run_id = 0;
     store *s = NULL;
     int i = 1;
@@ -313,6 +488,8 @@ int cli_run(int argc, char **argv)
             o.keep_raw = 1;
         } else if (strcmp(a, "--no-match") == 0) {
             no_match = 1;
+        } else if (strcmp(a, "--reattach") == 0) {
+            reattach = 1;
         } else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
             db_opt = argv[++i];
         } else if (a[0] == '-') {
@@ -367,7 +544,7 @@ int cli_run(int argc, char **argv)
     if (set.missing && wrapped)
         cli_error("%zu provider(s) not installed, not recorded (first: %s); run '%s init'",
                   set.missing, set.missing_first, cli);
-    if (wrapped) {
+    if (wrapped && !reattach) {
         const char *tmpdir = getenv("TMPDIR");
         tftap_buf t = TFTAP_BUF_INIT;
         tftap_buf_printf(&t, "%s/tftap-run-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
@@ -401,8 +578,33 @@ int cli_run(int argc, char **argv)
     store_close(s);
     s = NULL;
 
-    char *add[3];
+    char *add[4];
     size_t nadd = 0;
+    if (wrapped && reattach) {
+        o.tftap_exe = exe;
+        o.db = db;
+        procs = calloc(set.n, sizeof *procs);
+        if (procs == NULL) {
+            cli_error("out of memory");
+            goto cleanup;
+        }
+        if (reattach_start(&set, &o, run_id, procs, &reattach_json, &err) != 0) {
+            cli_error("%s", tftap_buf_cstr(&err));
+            goto cleanup;
+        }
+        nprocs = set.n;
+        tftap_buf v = TFTAP_BUF_INIT;
+        tftap_buf_puts(&v, "TF_REATTACH_PROVIDERS=");
+        tftap_buf_append(&v, reattach_json.data, reattach_json.len);
+        tftap_buf_cstr(&v);
+        env_reattach = tftap_buf_failed(&v) ? NULL : tftap_buf_take(&v, NULL);
+        tftap_buf_done(&v);
+        if (env_reattach == NULL) {
+            cli_error("out of memory");
+            goto cleanup;
+        }
+        add[nadd++] = env_reattach;
+    }
     if (snprintf(env_db, sizeof env_db, "TFTAP_DB=%s", db) >= (int)sizeof env_db) {
         cli_error("database path too long: %s", db);
         goto cleanup;
@@ -412,7 +614,7 @@ int cli_run(int argc, char **argv)
         snprintf(env_run, sizeof env_run, "TFTAP_RUN_ID=%lld", (long long)run_id);
         add[nadd++] = env_run;
     }
-    if (wrapped) {
+    if (wrapped && !reattach) {
         if (snprintf(env_cfg, sizeof env_cfg, "TF_CLI_CONFIG_FILE=%s", config) >=
             (int)sizeof env_cfg) {
             cli_error("temporary path too long: %s", config);
@@ -430,6 +632,10 @@ int cli_run(int argc, char **argv)
         cli_error("cannot run %s: %s", cmd[0], strerror(errno));
         code = 127;
     }
+    /* The providers outlive the CLI in reattach mode: end them (and flush
+     * their records) before the run is closed. */
+    reattach_stop(procs, nprocs);
+    nprocs = 0;
 
     if (run_id > 0) {
         if (store_open(db, 0, &s) != 0 || store_run_end(s, run_id, code) != 0)
@@ -443,6 +649,12 @@ int cli_run(int argc, char **argv)
     }
 
 cleanup:
+    if (procs != NULL) {
+        reattach_stop(procs, nprocs);
+        free(procs);
+    }
+    tftap_buf_done(&reattach_json);
+    free(env_reattach);
     if (tmp != NULL) {
         wrap_clean(&set, tmp);
         if (rmdir(tmp) != 0)
