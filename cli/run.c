@@ -390,11 +390,17 @@ static int reattach_start(const struct wrap_set *set, const struct wrap_opts *o,
         close(hs[0]);
         char *fields[6] = {0};
         size_t nf = 0;
-        char *save = NULL, *text = line.data;
+        char *text = line.data;
         if (lrc == 0 && text != NULL) {
-            for (char *tok = strtok_r(text, "|", &save); tok && nf < 6;
-                 tok = strtok_r(NULL, "|", &save))
-                fields[nf++] = tok;
+            /* Split in place at '|'; empty fields stay (the certificate may be). */
+            while (nf < 6) {
+                fields[nf++] = text;
+                char *bar = strchr(text, '|');
+                if (bar == NULL)
+                    break;
+                *bar = '\0';
+                text = bar + 1;
+            }
         }
         if (nf < 5 || strcmp(fields[2], "unix") != 0 || strcmp(fields[4], "grpc") != 0) {
             tftap_buf_printf(err, "%s did not start behind the proxy", p->addr);
