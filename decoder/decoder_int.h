@@ -35,8 +35,6 @@ const struct dec_attr *dec_type_attr(const dec_type *t, const char *name, size_t
 void dec_error_set(dec_error *err, int code, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-#endif
-
 /* ---- shared by the msgpack and JSON value decoders ---------------------- */
 
 /* One step of the path from the root to the value being decoded; kept on a
@@ -87,3 +85,5 @@ int dec_number_float(double v, tftap_buf *out);
 int dec_number_decimal(const char *s, size_t n, tftap_buf *out);
 /* Whether s/n is a valid JSON number token. */
 int dec_json_number_valid(const char *s, size_t n);
+
+#endif
