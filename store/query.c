@@ -133,28 +133,211 @@ int store_calls_each(store *s, int64_t run_id, const char *method, const char *t
     "(?2 IS NULL OR type_name = ?2 OR address = ?2 OR "                                            \
     "substr(address, 1, length(?2) + 1) = ?2 || '[')"
 
-int store_changes_each(store *s, int64_t run_id, const char *filter,
-                       int (*fn)(void *ctx, const store_change_row *row), void *ctx)
+/* ---- how the changes of a run relate ----------------------------------------
+ *
+ * A plan whose planned state a later apply carries is told again, with its
+ * outcome, by that apply; and a replacement is planned as two calls, the
+ * replacing one (prior -> planned, requires_replace set) and the create half
+ * (null -> planned, same config), which read as one "-/+" change. Found by
+ * digests of the JSON texts, sorted, so that large runs stay O(n log n). */
+
+enum { K_PLAN, K_APPLY, K_OTHER };
+
+struct rel {
+    int64_t id;
+    int kind;
+    int prior_null, replaces;
+    char *type;
+    char planned[65], config[65]; /* "" when absent */
+    int superseded;
+    int64_t create_half; /* replaces: the call planning the new object */
+};
+
+struct rels {
+    struct rel *v;
+    size_t n;
+};
+
+static void rels_free(struct rels *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        free(r->v[i].type);
+    free(r->v);
+}
+
+static void digest_or_empty(sqlite3_stmt *st, int col, char out[65])
+{
+    const char *t = col_text(st, col);
+    if (t && strcmp(t, "null") != 0)
+        tftap_sha256_hex(t, (size_t)sqlite3_column_bytes(st, col), out);
+    else
+        out[0] = '\0';
+}
+
+static int cmp_str(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "");
+}
+
+/* Applies by (type, planned); create halves by (type, config, id). */
+static int cmp_apply(const void *x, const void *y)
+{
+    const struct rel *a = *(const struct rel *const *)x, *b = *(const struct rel *const *)y;
+    int c = cmp_str(a->type, b->type);
+    return c ? c : strcmp(a->planned, b->planned);
+}
+
+static int cmp_half(const void *x, const void *y)
+{
+    const struct rel *a = *(const struct rel *const *)x, *b = *(const struct rel *const *)y;
+    int c = cmp_str(a->type, b->type);
+    if (!c)
+        c = strcmp(a->config, b->config);
+    return c ? c : (a->id > b->id) - (a->id < b->id);
+}
+
+static int load_rels(store *s, int64_t run_id, struct rels *out)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(
-        s->db,
-        "SELECT call_id, method, type_name, address, address_note, prior, proposed, config, "
-        "planned, new, requires_replace, diagnostics, status_code, started_us, "
-        /* A plan whose planned state a later apply carries: the apply tells
-         * the same story with the outcome. */
-        "method = 'PlanResourceChange' AND planned IS NOT NULL AND EXISTS (SELECT 1 FROM "
-        "v_resource_changes a WHERE a.run_id = ?1 AND a.method = 'ApplyResourceChange' AND "
-        "a.type_name IS v.type_name AND a.call_id > v.call_id AND a.planned = v.planned) "
-        "FROM v_resource_changes v WHERE run_id = ?1 AND " FILTER_SQL
-        " ORDER BY started_us, call_id",
-        -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT call_id, method, type_name, prior, planned, config, "
+                                "coalesce(json_array_length(requires_replace), 0) "
+                                "FROM v_resource_changes WHERE run_id = ? ORDER BY call_id",
+                                -1, &st, NULL);
     if (rc != SQLITE_OK)
         return store_err(rc);
     sqlite3_bind_int64(st, 1, run_id);
+    size_t cap = 0;
+    int err = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (out->n == cap) {
+            cap = cap ? cap * 2 : 64;
+            struct rel *v = realloc(out->v, cap * sizeof *v);
+            if (!v) {
+                err = TFTAP_ENOMEM;
+                break;
+            }
+            out->v = v;
+        }
+        struct rel *r = &out->v[out->n];
+        memset(r, 0, sizeof *r);
+        const char *m = col_text(st, 1);
+        r->id = sqlite3_column_int64(st, 0);
+        r->kind = !m                                      ? K_OTHER
+                  : strcmp(m, "PlanResourceChange") == 0  ? K_PLAN
+                  : strcmp(m, "ApplyResourceChange") == 0 ? K_APPLY
+                                                          : K_OTHER;
+        const char *t = col_text(st, 2);
+        r->type = t ? strdup(t) : NULL;
+        const char *prior = col_text(st, 3);
+        r->prior_null = !prior || strcmp(prior, "null") == 0;
+        digest_or_empty(st, 4, r->planned);
+        digest_or_empty(st, 5, r->config);
+        r->replaces = sqlite3_column_int(st, 6) > 0 && !r->prior_null;
+        out->n++;
+    }
+    if (!err && rc != SQLITE_DONE)
+        err = store_err(rc);
+    sqlite3_finalize(st);
+    if (err)
+        return err;
+
+    struct rel **applies = malloc((out->n ? out->n : 1) * sizeof *applies);
+    struct rel **halves = malloc((out->n ? out->n : 1) * sizeof *halves);
+    size_t na = 0, nh = 0;
+    if (!applies || !halves) {
+        free(applies);
+        free(halves);
+        return TFTAP_ENOMEM;
+    }
+    for (size_t i = 0; i < out->n; i++) {
+        struct rel *r = &out->v[i];
+        if (r->kind == K_APPLY && r->planned[0])
+            applies[na++] = r;
+        if (r->kind == K_PLAN && r->prior_null && r->config[0])
+            halves[nh++] = r;
+    }
+    qsort(applies, na, sizeof *applies, cmp_apply);
+    qsort(halves, nh, sizeof *halves, cmp_half);
+    for (size_t i = 0; i < out->n; i++) {
+        struct rel *r = &out->v[i];
+        if (r->kind != K_PLAN)
+            continue;
+        if (r->planned[0]) {
+            /* The last apply with this type and planned state. */
+            size_t lo = 0, hi = na;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (cmp_apply(&applies[mid], &r) <= 0)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo > 0 && cmp_apply(&applies[lo - 1], &r) == 0 && applies[lo - 1]->id > r->id)
+                r->superseded = 1;
+        }
+        if (r->replaces && r->config[0]) {
+            /* The first create half after it with the same config. */
+            struct rel key = *r;
+            struct rel *kp = &key;
+            size_t lo = 0, hi = nh;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (cmp_half(&halves[mid], &kp) <= 0)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < nh && cmp_str(halves[lo]->type, r->type) == 0 &&
+                strcmp(halves[lo]->config, r->config) == 0) {
+                r->create_half = halves[lo]->id;
+                halves[lo]->superseded = 1;
+            }
+        }
+    }
+    free(applies);
+    free(halves);
+    return 0;
+}
+
+static struct rel *rel_find(struct rels *r, int64_t id)
+{
+    size_t lo = 0, hi = r->n; /* sorted by call_id */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->v[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->n && r->v[lo].id == id ? &r->v[lo] : NULL;
+}
+
+int store_changes_each(store *s, int64_t run_id, const char *filter,
+                       int (*fn)(void *ctx, const store_change_row *row), void *ctx)
+{
+    struct rels rels = {NULL, 0};
+    sqlite3_stmt *st = NULL, *half = NULL;
+    int err = load_rels(s, run_id, &rels);
+    if (err)
+        goto done;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT call_id, method, type_name, address, address_note, "
+                                "prior, proposed, config, planned, new, requires_replace, "
+                                "diagnostics, status_code, started_us "
+                                "FROM v_resource_changes WHERE run_id = ?1 AND " FILTER_SQL
+                                " ORDER BY started_us, call_id",
+                                -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db, "SELECT planned FROM v_resource_changes WHERE call_id = ?",
+                                -1, &half, NULL);
+    if (rc != SQLITE_OK) {
+        err = store_err(rc);
+        goto done;
+    }
+    sqlite3_bind_int64(st, 1, run_id);
     if (filter)
         sqlite3_bind_text(st, 2, filter, -1, SQLITE_STATIC);
-    int cb = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_change_row c = {
             .call_id = sqlite3_column_int64(st, 0),
@@ -172,13 +355,30 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
             .has_status = sqlite3_column_type(st, 12) != SQLITE_NULL,
             .status_code = sqlite3_column_int(st, 12),
             .started_us = sqlite3_column_int64(st, 13),
-            .superseded = sqlite3_column_int(st, 14),
         };
-        cb = fn(ctx, &c);
-        if (cb)
+        struct rel *r = rel_find(&rels, c.call_id);
+        if (r) {
+            c.superseded = r->superseded;
+            if (r->create_half) {
+                sqlite3_reset(half);
+                sqlite3_bind_int64(half, 1, r->create_half);
+                if (sqlite3_step(half) == SQLITE_ROW) {
+                    c.replace_planned = col_text(half, 0);
+                    c.replace_call_id = r->create_half;
+                }
+            }
+        }
+        err = fn(ctx, &c);
+        if (err)
             break;
     }
-    return finish(st, cb ? SQLITE_DONE : rc, cb);
+    if (!err && rc != SQLITE_DONE)
+        err = store_err(rc);
+done:
+    sqlite3_finalize(st);
+    sqlite3_finalize(half);
+    rels_free(&rels);
+    return err;
 }
 
 int store_diagnostics_each(store *s, int64_t run_id, const char *filter,

@@ -236,7 +236,8 @@ static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_
                          tftap_buf *path)
 {
     size_t w = 0, hidden = 0;
-    /* Align "=" over the lines shown, as a plan does. */
+    /* Align "=" over every attribute with a value, shown or hidden, as a
+     * plan does. */
     for (int pass = 0; pass < 2; pass++) {
         const sj_node *from = pass == 0 ? b : a, *other = pass == 0 ? a : b;
         if (!is_plain(from, SJ_OBJECT))
@@ -249,7 +250,7 @@ static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_
                         o = m;
             if (pass == 1 && o)
                 continue;
-            if ((is_null(c) && is_null(o)) || (sj_equal(c, o) && !(d == 1 && identifying(c))))
+            if (is_null(c) && is_null(o))
                 continue;
             if (c->key_len > w)
                 w = c->key_len;
@@ -393,7 +394,7 @@ static int parse_opt(const char *text, sj_doc **doc, const sj_node **node)
 static const char *after_of(const store_change_row *c)
 {
     if (c->rpc && strcmp(c->rpc, "PlanResourceChange") == 0)
-        return c->planned;
+        return c->replace_planned ? c->replace_planned : c->planned;
     return c->new_state ? c->new_state : c->planned;
 }
 

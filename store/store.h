@@ -168,7 +168,13 @@ typedef struct store_change_row {
     int has_status;
     int status_code;
     int64_t started_us;
-    int superseded; /* a plan whose planned state a later ApplyResourceChange applied */
+    /* A plan told again by another call: one whose planned state a later
+     * ApplyResourceChange carries, or the create half of a replacement. */
+    int superseded;
+    /* A replacing plan (requires_replace set): the planned state of the call
+     * that planned the new object, and that call's id (0 if none found). */
+    const char *replace_planned;
+    int64_t replace_call_id;
 } store_change_row;
 /* Changes of a run in call order, optionally only those whose address or
  * type_name equals filter (an address also matches its instances, "a.b"

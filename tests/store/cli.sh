@@ -20,12 +20,15 @@ db=$(ls "$work"/tftap-test-rec-*/rec/tftap.db)
 export TFTAP_DB="$db"
 
 "$TFTAP" runs >"$work/runs.txt"; check "runs exits 0" [ $? -eq 0 ]
-check "runs lists 6 runs" [ "$(grep -c '^[0-9]' "$work/runs.txt")" -eq 6 ]
+check "runs lists 7 runs" [ "$(grep -c '^[0-9]' "$work/runs.txt")" -eq 7 ]
 "$TFTAP" runs --json >"$work/runs.json"
-check "runs --json is a JSON array of 6" [ "$(jq length "$work/runs.json")" = 6 ]
-# Run 5 is test_show_plan's (a replacement and a create), run 6 an apply.
+check "runs --json is a JSON array of 7" [ "$(jq length "$work/runs.json")" = 7 ]
+# Run 5 is test_show_plan's (a replacement and a create), run 6 an apply,
+# run 7 a replacement planned in two calls.
+"$TFTAP" show 6 >"$work/apply.txt"
+check "show of an apply run" grep -q 'has been created  \[ApplyResourceChange\]' "$work/apply.txt"
 "$TFTAP" show last >"$work/last.txt"
-check "show last is the apply run" grep -q 'has been created  \[ApplyResourceChange\]' "$work/last.txt"
+check "show last is the last run" grep -q '^-/+ resource "test_thing"' "$work/last.txt"
 
 "$TFTAP" calls 5 --method PlanResourceChange >"$work/calls.txt"
 check "calls --method keeps plan calls" [ "$(grep -c PlanResourceChange "$work/calls.txt")" -eq 2 ]
@@ -36,7 +39,7 @@ check "calls --json decodes requests" \
 
 "$TFTAP" show 5 >"$work/show.txt"
 check "show renders a replacement" grep -q '^-/+ resource "test_thing" "web" {' "$work/show.txt"
-check "show marks forcing attributes" grep -q '~ name = "alpha" -> "beta" # forces replacement' "$work/show.txt"
+check "show marks forcing attributes" grep -q '~ name     = "alpha" -> "beta" # forces replacement' "$work/show.txt"
 check "show says where it could not match" grep -q 'not matched to an address' "$work/show.txt"
 check "no colour when not a terminal" [ "$(grep -c "$(printf '\033')" "$work/show.txt")" -eq 0 ]
 "$TFTAP" show 5 test_thing.web >"$work/show1.txt"

@@ -525,16 +525,16 @@ static void test_show_plan(void)
     const char *expected_replace =
         "  # test_thing.web[0] must be replaced  [PlanResourceChange]\n"
         "-/+ resource \"test_thing\" \"web\" {\n"
-        "      ~ id   = \"thing-1\" -> (known after apply; not null, prefix \"thing-\")\n"
-        "      ~ name = \"alpha\" -> \"beta\" # forces replacement\n"
-        "      ~ rule = [\n"
+        "      ~ id       = \"thing-1\" -> (known after apply; not null, prefix \"thing-\")\n"
+        "      ~ name     = \"alpha\" -> \"beta\" # forces replacement\n"
+        "      ~ rule     = [\n"
         "          + {\n"
         "              + port  = 81\n"
         "              + proto = \"tcp\"\n"
         "            },\n"
         "            # (1 unchanged element hidden)\n"
         "        ]\n"
-        "      ~ size = 3 -> 4\n"
+        "      ~ size     = 3 -> 4\n"
         "        # (2 unchanged attributes hidden)\n"
         "    }\n"
         "  Warning: be careful\n"
@@ -621,6 +621,46 @@ static void test_apply_supersedes_plan(void)
     store_close(s);
 }
 
+/* OpenTofu plans a replacement as two calls: the replacing plan (which may
+ * keep the old id) and the create half (null prior, same config). They read
+ * as one "-/+" change with the create half's planned values. */
+static void test_replacement_pairs_with_create_half(void)
+{
+    store_recorder *r = open_rec(0, bin_a);
+    struct fx_thing prior = {"thing-1", "alpha", NULL, 3, 1, NULL, NULL};
+    struct fx_thing config = {"thing-1", "beta", NULL, 3, 1, NULL, NULL};
+    struct fx_thing fresh = config;
+    fresh.id = NULL;
+    struct fx_bytes req = fx_plan_request(&prior, &config);
+    struct fx_bytes resp = fx_plan_response(&config, 1, NULL); /* id kept */
+    call(r, 1, M_PLAN, &req, &resp);
+    fx_free(&req);
+    fx_free(&resp);
+    req = fx_plan_request(NULL, &config);
+    resp = fx_plan_response(&fresh, 0, NULL);
+    call(r, 2, M_PLAN, &req, &resp);
+    fx_free(&req);
+    fx_free(&resp);
+    store_recorder_close(r);
+
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    int64_t run = 0;
+    CHECK_INT_EQ(store_resolve_run(s, "last", &run), 0);
+    struct seen k = {0, 0, STORE_ACTION_NOOP, TFTAP_BUF_INIT};
+    CHECK_INT_EQ(store_changes_each(s, run, NULL, seen_cb, &k), 0);
+    CHECK_INT_EQ(k.n, 2);
+    CHECK_INT_EQ(k.superseded, 1);
+    const char *o = tftap_buf_cstr(&k.out);
+    CHECK(contains(o, "-/+ resource \"test_thing\" \"?\" {\n"
+                      "      ~ id   = \"thing-1\" -> (known after apply; not null, prefix "
+                      "\"thing-\")\n"
+                      "      ~ name = \"alpha\" -> \"beta\" # forces replacement\n"));
+    CHECK(!contains(o, "will be created"));
+    tftap_buf_done(&k.out);
+    store_close(s);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "%s/tftap-test-rec-XXXXXX",
@@ -646,6 +686,7 @@ int main(void)
     test_schema_arrives_later();
     test_show_plan();
     test_apply_supersedes_plan();
+    test_replacement_pairs_with_create_half();
     test_unwritable_then_recovers();
     test_queue_full_drops_and_counts();
     test_locked_database_loses_nothing();
