@@ -149,8 +149,8 @@ static void test_cert(void)
 
 static void test_env(void)
 {
-    char *env[] = {"PATH=/bin", "PLUGIN_CLIENT_CERT=theirs", "TF_PLUGIN_MAGIC_COOKIE=" PROXY_COOKIE_VALUE,
-                   "PLUGIN_CLIENT_CERTX=keep", NULL};
+    char *env[] = {"PATH=/bin", "PLUGIN_CLIENT_CERT=theirs",
+                   "TF_PLUGIN_MAGIC_COOKIE=" PROXY_COOKIE_VALUE, "PLUGIN_CLIENT_CERTX=keep", NULL};
     CHECK(proxy_cookie_ok(env));
     char *wrong[] = {"TF_PLUGIN_MAGIC_COOKIE=nope", NULL};
     CHECK(!proxy_cookie_ok(wrong));
@@ -197,7 +197,8 @@ static void test_meta(void)
     tftap_buf err = TFTAP_BUF_INIT;
 
     CHECK_INT_EQ(write_file(path, "{\"provider\": \"registry.opentofu.org/hashicorp/random\", "
-                                  "\"version\": \"3.6.0\", \"binary\": \"/x/terraform-provider-random\", "
+                                  "\"version\": \"3.6.0\", "
+                                  "\"binary\": \"/x/terraform-provider-random\", "
                                   "\"db\": \"/x/.tftap/tftap.db\", \"record_sensitive\": true, "
                                   "\"keep_raw\": false}"),
                  0);
