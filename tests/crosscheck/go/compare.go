@@ -544,7 +544,10 @@ func collapsible(rf, exp *node) bool {
 			return exp.kind == kNum
 		}
 		ml, xl := rf.get("min_len"), rf.get("max_len")
-		if ml != nil && xl != nil && numEqual(ml, xl) {
+		if ml == nil {
+			ml = &node{kind: kNum, s: "0"}
+		}
+		if xl != nil && numEqual(ml, xl) {
 			return exp.kind == kArr || exp.kind == kObj
 		}
 	}

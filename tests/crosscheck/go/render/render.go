@@ -164,16 +164,17 @@ func Number(dst []byte, v cty.Value) ([]byte, error) {
 	if e := bf.MantExp(nil); e > MaxExponent || e < -MaxExponent {
 		return dst, ErrHugeNumber
 	}
+	if bf.Prec() == 53 {
+		// Came from a float64 (msgpack float, cty.NumberFloatVal): the
+		// contract's shortest round-trip form, as strconv writes it, also
+		// for integral values past 2^53 (-5.390105066520707e+16).
+		f, _ := bf.Float64()
+		return strconv.AppendFloat(dst, f, 'g', -1, 64), nil
+	}
 	if bf.IsInt() {
 		if i, acc := bf.Int64(); acc == 0 {
 			return strconv.AppendInt(dst, i, 10), nil
 		}
-	}
-	if bf.Prec() == 53 {
-		// Came from a float64 (msgpack float, cty.NumberFloatVal): the
-		// contract's shortest round-trip form, as strconv writes it.
-		f, _ := bf.Float64()
-		return strconv.AppendFloat(dst, f, 'g', -1, 64), nil
 	}
 	// A decimal parsed at go-cty's 512-bit precision: the shortest decimal
 	// that denotes it; 'g' keeps huge and tiny magnitudes short.
