@@ -195,7 +195,7 @@ static void client_gone(struct run *run)
 /* Pass the child's later stdout on unchanged. */
 static void pump_child_stdout(struct run *run)
 {
-    char chunk[16384];
+    char chunk[4096]; /* PIPE_BUF: a write POLLOUT allows does not block */
     ssize_t n = read(run->child.out_fd, chunk, sizeof chunk);
     if (n < 0 && (errno == EINTR || errno == EAGAIN))
         return;
@@ -204,8 +204,19 @@ static void pump_child_stdout(struct run *run)
         run->child.out_fd = -1;
         return;
     }
-    if (!run->client_gone && write_all(run->cfg->out_fd, chunk, (size_t)n) != 0 &&
-        errno == EPIPE && run->cfg->watch_out_fd)
+    if (run->client_gone)
+        return;
+    /* go-plugin's client only logs these lines, but it must read them or
+     * a blocked write would stall this loop (signals, the child's exit):
+     * a reader that does not take them within 100 ms loses them. */
+    struct pollfd out = {run->cfg->out_fd, POLLOUT, 0};
+    if (poll(&out, 1, 100) != 1 || !(out.revents & POLLOUT)) {
+        if ((out.revents & (POLLERR | POLLHUP)) && run->cfg->watch_out_fd)
+            client_gone(run);
+        return;
+    }
+    if (write_all(run->cfg->out_fd, chunk, (size_t)n) != 0 && errno == EPIPE &&
+        run->cfg->watch_out_fd)
         client_gone(run);
 }
 

@@ -173,6 +173,9 @@ func petConfig() []byte {
 func check(cond bool, format string, args ...any) {
 	if !cond {
 		fmt.Fprintf(os.Stderr, "proxyclient: FAIL: "+format+"\n", args...)
+		// Leave no provider behind: a failed test must not orphan the
+		// plugins it started (through tftap or directly).
+		plugin.CleanupClients()
 		os.Exit(1)
 	}
 }
