@@ -65,8 +65,7 @@ static const dec_type *cache_type(struct type_cache *c, const char *json, size_t
         if (c->e[i].len == len && memcmp(c->e[i].json, json, len) == 0)
             return c->e[i].type;
     if (c->n == BENCH_MAX_TYPES) {
-        fprintf(stderr, "bench_decode: %s: more than %d distinct types\n", path,
-                BENCH_MAX_TYPES);
+        fprintf(stderr, "bench_decode: %s: more than %d distinct types\n", path, BENCH_MAX_TYPES);
         return NULL;
     }
     dec_type *t = NULL;
@@ -137,12 +136,11 @@ static int pass(const char *path, const struct item *items, size_t n, tftap_buf 
     for (size_t i = 0; i < n; i++) {
         dec_error err = DEC_ERROR_INIT;
         tftap_buf_reset(out);
-        if (dec_msgpack_to_json(items[i].type, items[i].payload, items[i].len, NULL, out,
-                                &err) != 0) {
+        if (dec_msgpack_to_json(items[i].type, items[i].payload, items[i].len, NULL, out, &err) !=
+            0) {
             tftap_buf msg = TFTAP_BUF_INIT;
             dec_error_format(&err, &msg);
-            fprintf(stderr, "bench_decode: %s: payload %zu: %s\n", path, i,
-                    tftap_buf_cstr(&msg));
+            fprintf(stderr, "bench_decode: %s: payload %zu: %s\n", path, i, tftap_buf_cstr(&msg));
             tftap_buf_done(&msg);
             dec_error_done(&err);
             return -1;

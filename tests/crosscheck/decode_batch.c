@@ -118,8 +118,8 @@ int main(void)
         }
         if (rc == 0) {
             tftap_buf_puts(&line, "{\"ok\":true,\"utf8\":");
-            tftap_buf_puts(&line, utf8_valid((const unsigned char *)out.data, out.len) ? "true"
-                                                                                       : "false");
+            tftap_buf_puts(&line,
+                           utf8_valid((const unsigned char *)out.data, out.len) ? "true" : "false");
             tftap_buf_puts(&line, ",\"json\":");
             tftap_buf_json_string(&line, out.data ? out.data : "", out.len);
             tftap_buf_puts(&line, "}\n");
