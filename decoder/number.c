@@ -8,6 +8,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Adds one unit in the last place to the digits of a %g string, in place;
+ * 0 when that would need one more digit (all nines). */
+static int bump_last_digit(char *s)
+{
+    char *e = strpbrk(s, "eE");
+    char *p = e ? e : s + strlen(s);
+    while (p-- > s) {
+        if (*p == '.')
+            continue;
+        if (*p < '0' || *p > '9')
+            return 0;
+        if (*p < '9') {
+            (*p)++;
+            return 1;
+        }
+        *p = '0';
+    }
+    return 0;
+}
+
 int dec_number_float(double v, tftap_buf *out)
 {
     if (isnan(v))
@@ -28,7 +48,15 @@ int dec_number_float(double v, tftap_buf *out)
     char buf[40];
     for (int prec = 1; prec <= 17; prec++) {
         snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v)
+        double back = strtod(buf, NULL);
+        if (back == v)
+            break;
+        /* %g rounds to the nearest prec-digit decimal. At a power of two
+         * the values that read back as v reach less far below it than
+         * above, so when that decimal falls just short, the next one up
+         * can still read back as v (2^896: 5.282945311356653e+269, where
+         * %.16g gives ...652). */
+        if (fabs(back) < fabs(v) && bump_last_digit(buf) && strtod(buf, NULL) == v)
             break;
     }
     tftap_buf_puts(out, buf);

@@ -293,6 +293,20 @@ int dec_type_parse(const char *json, size_t len, const dec_limits *lim, dec_type
                       max_bytes);
         return TFTAP_ELIMIT;
     }
+    /* cJSON lets raw control characters through, also inside strings;
+     * JSON (and go-cty's type parser) allows none in strings and only
+     * whitespace outside them. */
+    for (size_t i = 0, in_string = 0; i < len; i++) {
+        unsigned char c = (unsigned char)json[i];
+        if (in_string && c == '\\')
+            i++;
+        else if (c == '"')
+            in_string = !in_string;
+        else if (c < 0x20 && (in_string || (c != '\t' && c != '\n' && c != '\r'))) {
+            dec_error_set(err, TFTAP_EDECODE, "", "invalid type: not valid JSON");
+            return TFTAP_EDECODE;
+        }
+    }
     struct tparse p = {.err = err};
     p.max_depth = lim && lim->max_depth ? lim->max_depth : DEC_DEFAULT_MAX_DEPTH;
     /* cJSON itself refuses nesting deeper than CJSON_NESTING_LIMIT (1000). */
