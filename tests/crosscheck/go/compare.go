@@ -474,6 +474,14 @@ func hugeExponent(n *node) bool {
 	}
 	switch n.kind {
 	case kNum:
+		// The exponent as written counts too: go-cty refuses
+		// "0e0000000000249776438975006053219936869745154" although it is 0.
+		if i := strings.IndexAny(n.s, "eE"); i >= 0 {
+			raw := strings.TrimLeft(strings.TrimLeft(n.s[i+1:], "+-"), "0")
+			if len(raw) >= 9 {
+				return true
+			}
+		}
 		c, ok := canonDecimal(n.s)
 		if !ok {
 			return false
@@ -509,8 +517,9 @@ func compareRefinements(exp, act *node, path string, o cmpOpts) string {
 	return ""
 }
 
-// dropDefaults removes, in lenient mode, minimum lengths of zero or less,
-// which go-cty ignores (tftap shows them as they are on the wire).
+// dropDefaults removes, in lenient mode, minimum lengths of zero or less
+// and empty prefixes, which go-cty does not keep (tftap shows them as they
+// are on the wire).
 func dropDefaults(n *node, o cmpOpts) *node {
 	if !o.lenient {
 		return n
@@ -518,7 +527,8 @@ func dropDefaults(n *node, o cmpOpts) *node {
 	out := &node{kind: kObj}
 	for i, k := range n.keys {
 		v := n.vals[i]
-		if k == "min_len" && v.kind == kNum && (v.s == "0" || strings.HasPrefix(v.s, "-")) {
+		if k == "min_len" && v.kind == kNum && (v.s == "0" || strings.HasPrefix(v.s, "-")) ||
+			k == "prefix" && v.kind == kStr && v.s == "" {
 			continue
 		}
 		out.keys = append(out.keys, k)

@@ -290,6 +290,11 @@ func (g *gen) number() cty.Value {
 		}
 		return cty.NumberFloatVal(math.Copysign(0, -1))
 	case 12:
+		if g.chance(0.3) {
+			// Powers of two: where shortest round-trip printing is subtle
+			// (2^896 is 5.282945311356653e+269, not ...6525e+269).
+			return cty.NumberFloatVal(math.Ldexp(1, g.intn(2098)-1074))
+		}
 		if g.chance(0.5) {
 			return cty.PositiveInfinity
 		}
