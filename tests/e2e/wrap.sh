@@ -84,6 +84,15 @@ check_eq "plain config: plan through tftap finds no changes" "$?" 0
 check_eq "plain config: that plan recorded calls" "$(sqlite3 "$db" "SELECT count(*) > 0 FROM calls
     WHERE run_id = $(last_run "$db") AND rpc = 'PlanResourceChange'")" 1
 
+# ---- -chdir: providers found in the directory the CLI will use ---------------
+(cd "$WORK" && "$TFTAP" run --db "$db" -- tofu -chdir="$w" plan -input=false -no-color \
+    -detailed-exitcode >"$WORK/chdir.out" 2>&1)
+check_eq "-chdir: plan through tftap finds no changes" "$?" 0
+check_eq "-chdir: the run's working directory is the -chdir one" \
+    "$(sqlite3 "$db" "SELECT cwd FROM runs WHERE id = $(last_run "$db")")" "$(realpath "$w")"
+check_eq "-chdir: its calls were recorded" "$(sqlite3 "$db" "SELECT count(*) > 0 FROM calls
+    WHERE run_id = $(last_run "$db") AND rpc = 'PlanResourceChange'")" 1
+
 # ---- usage and failures --------------------------------------------------------
 "$TFTAP" run >/dev/null 2>&1
 check_eq "run without a command: usage error" "$?" 2
