@@ -28,6 +28,22 @@ static int bump_last_digit(char *s)
     return 0;
 }
 
+/* Removes the zeros ending the mantissa of a %#g string, and the point
+ * if nothing follows it, as %g would have. */
+static void strip_trailing_zeros(char *s)
+{
+    if (!strchr(s, '.'))
+        return;
+    char *e = strpbrk(s, "eE");
+    char *end = e ? e : s + strlen(s);
+    char *p = end;
+    while (p > s && p[-1] == '0')
+        p--;
+    if (p > s && p[-1] == '.')
+        p--;
+    memmove(p, end, strlen(end) + 1);
+}
+
 int dec_number_float(double v, tftap_buf *out)
 {
     if (isnan(v))
@@ -56,8 +72,14 @@ int dec_number_float(double v, tftap_buf *out)
          * above, so when that decimal falls just short, the next one up
          * can still read back as v (2^896: 5.282945311356653e+269, where
          * %.16g gives ...652). */
-        if (fabs(back) < fabs(v) && bump_last_digit(buf) && strtod(buf, NULL) == v)
-            break;
+        if (fabs(back) < fabs(v)) {
+            snprintf(buf, sizeof buf, "%#.*g", prec, v); /* keeps trailing zeros */
+            if (bump_last_digit(buf) && strtod(buf, NULL) == v) {
+                strip_trailing_zeros(buf);
+                break;
+            }
+            snprintf(buf, sizeof buf, "%.*g", prec, v);
+        }
     }
     tftap_buf_puts(out, buf);
     return 0;
