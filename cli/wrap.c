@@ -49,8 +49,16 @@
  * Enough structure to find blocks, string attributes and their byte spans;
  * anything it does not understand is an OTHER token that is passed over. */
 
-enum tok_kind { TOK_IDENT, TOK_STRING, TOK_LBRACE, TOK_RBRACE, TOK_LBRACKET, TOK_RBRACKET,
-                TOK_EQ, TOK_OTHER };
+enum tok_kind {
+    TOK_IDENT,
+    TOK_STRING,
+    TOK_LBRACE,
+    TOK_RBRACE,
+    TOK_LBRACKET,
+    TOK_RBRACKET,
+    TOK_EQ,
+    TOK_OTHER
+};
 
 struct tok {
     enum tok_kind kind;
@@ -93,8 +101,8 @@ static int toks_push(struct toks *t, enum tok_kind kind, size_t start, size_t en
 
 static int is_ident_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
 }
 
 static int tokenize(const char *s, size_t n, struct toks *out)
@@ -191,8 +199,7 @@ static void walk(const struct toks *t, const struct walk_cb *cb)
                 return; /* unbalanced: stop rather than guess */
             depth--;
             if (cb->block)
-                cb->block(cb->ctx, path, depth, &t->v[first_tok[depth]], &t->v[open_tok[depth]],
-                          k);
+                cb->block(cb->ctx, path, depth, &t->v[first_tok[depth]], &t->v[open_tok[depth]], k);
             stmt = i + 1;
         } else if (k->kind == TOK_EQ && i > stmt && i + 1 < t->n) {
             const struct tok *v = &t->v[i + 1];
@@ -319,9 +326,8 @@ static char *full_address(const char *addr, const char *cli)
         return strdup(addr);
     if (slashes != 1)
         return NULL;
-    return joinpath(strcmp(cli, "terraform") == 0 ? "registry.terraform.io"
-                                                  : "registry.opentofu.org",
-                    addr);
+    return joinpath(
+        strcmp(cli, "terraform") == 0 ? "registry.terraform.io" : "registry.opentofu.org", addr);
 }
 
 static const char *addr_type(const char *addr)
@@ -356,7 +362,9 @@ struct scan {
 static void lock_block(void *ctx, const char *const *path, int depth, const struct tok *first,
                        const struct tok *open, const struct tok *close)
 {
-    (void)path; (void)open; (void)close;
+    (void)path;
+    (void)open;
+    (void)close;
     struct scan *s = ctx;
     /* provider "ADDR" { ... }: the label follows the block name. */
     if (depth != 0 || first->kind != TOK_IDENT || strcmp(first->text, "provider") != 0)
@@ -410,8 +418,8 @@ static void config_attr(void *ctx, const char *const *path, int depth, const str
                strcmp(path[1], "filesystem_mirror") == 0 && strcmp(key->text, "path") == 0) {
         if (s->nmirrors < MAX_MIRRORS && (s->mirrors[s->nmirrors++] = strdup(value->text)) == NULL)
             s->failed = 1;
-    } else if (depth == 2 && path[0] && strcmp(path[0], "provider_installation") == 0 &&
-               path[1] && strcmp(path[1], "dev_overrides") == 0) {
+    } else if (depth == 2 && path[0] && strcmp(path[0], "provider_installation") == 0 && path[1] &&
+               strcmp(path[1], "dev_overrides") == 0) {
         if (s->novr == s->capovr) {
             size_t cap = s->capovr ? s->capovr * 2 : 8;
             struct override *v = realloc(s->ovr, cap * sizeof *v);
@@ -545,9 +553,9 @@ static char *locate(const struct scan *s, const char *workdir, const char *cli, 
         implied[1] = owned[1] = tftap_buf_take(&x, NULL);
     tftap_buf_done(&x);
     implied[2] = strcmp(prog, "terraform") == 0 ? "/usr/local/share/terraform/plugins"
-                                               : "/usr/local/share/opentofu/plugins";
+                                                : "/usr/local/share/opentofu/plugins";
     implied[3] = strcmp(prog, "terraform") == 0 ? "/usr/share/terraform/plugins"
-                                               : "/usr/share/opentofu/plugins";
+                                                : "/usr/share/opentofu/plugins";
     owned[2] = joinpath(workdir, "terraform.d/plugins");
     implied[4] = owned[2];
     for (size_t i = 0; i < 5 && found == NULL; i++)
@@ -750,7 +758,7 @@ static char *shim_dir(const char *dir, size_t i)
  * by the merged one; their other methods stay as they are). */
 struct cfg_spans {
     int have_pi;
-    size_t pi_open;          /* just after provider_installation's "{" */
+    size_t pi_open; /* just after provider_installation's "{" */
     int have_do;
     size_t do_start, do_end; /* the user's dev_overrides block */
 };
@@ -980,20 +988,21 @@ void wrap_clean(const struct wrap_set *set, const char *dir)
 
 static void wrap_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: tftap wrap [--db PATH] [--record-sensitive] [--keep-raw] [--cli tofu|terraform]\n"
-            "                  --out DIR\n\n"
-            "Write into DIR a shim for every provider the configuration in the current\n"
-            "directory uses (run 'tofu init' first) and a CLI config, DIR/tftap.tfrc, that\n"
-            "keeps your own CLI config and sends the CLI to the shims. Then\n\n"
-            "  eval \"$(tftap wrap --out DIR)\"\n\n"
-            "makes every later tofu/terraform command record into the database (each\n"
-            "provider process as a run of its own). Prints the export line on stdout.\n\n"
-            "  --db PATH            database (default: $TFTAP_DB, else ./%s)\n"
-            "  --record-sensitive   store sensitive values instead of redacting them\n"
-            "  --keep-raw           store raw message bytes too\n"
-            "  --cli NAME           whose CLI config and registry host to assume (tofu)\n",
-            STORE_DEFAULT_PATH);
+    fprintf(
+        f,
+        "usage: tftap wrap [--db PATH] [--record-sensitive] [--keep-raw] [--cli tofu|terraform]\n"
+        "                  --out DIR\n\n"
+        "Write into DIR a shim for every provider the configuration in the current\n"
+        "directory uses (run 'tofu init' first) and a CLI config, DIR/tftap.tfrc, that\n"
+        "keeps your own CLI config and sends the CLI to the shims. Then\n\n"
+        "  eval \"$(tftap wrap --out DIR)\"\n\n"
+        "makes every later tofu/terraform command record into the database (each\n"
+        "provider process as a run of its own). Prints the export line on stdout.\n\n"
+        "  --db PATH            database (default: $TFTAP_DB, else ./%s)\n"
+        "  --record-sensitive   store sensitive values instead of redacting them\n"
+        "  --keep-raw           store raw message bytes too\n"
+        "  --cli NAME           whose CLI config and registry host to assume (tofu)\n",
+        STORE_DEFAULT_PATH);
 }
 
 int cli_wrap(int argc, char **argv)
@@ -1015,8 +1024,8 @@ int cli_wrap(int argc, char **argv)
             o.record_sensitive = 1;
         } else if (strcmp(a, "--keep-raw") == 0) {
             o.keep_raw = 1;
-        } else if ((strcmp(a, "--db") == 0 || strcmp(a, "--out") == 0 ||
-                    strcmp(a, "--cli") == 0) && i + 1 < argc) {
+        } else if ((strcmp(a, "--db") == 0 || strcmp(a, "--out") == 0 || strcmp(a, "--cli") == 0) &&
+                   i + 1 < argc) {
             const char **dst = a[2] == 'd' ? &db_opt : a[2] == 'o' ? &out : &cli;
             *dst = argv[++i];
         } else {

@@ -20,10 +20,10 @@ struct wrap_provider {
 struct wrap_set {
     struct wrap_provider *v;
     size_t n, cap;
-    size_t missing;       /* locked providers found nowhere on disk */
-    char *missing_first;  /* the first of them, for messages */
-    char *user_config;    /* the user's CLI config file, NULL if none */
-    tftap_buf user_text;  /* its contents ("" if none) */
+    size_t missing;      /* locked providers found nowhere on disk */
+    char *missing_first; /* the first of them, for messages */
+    char *user_config;   /* the user's CLI config file, NULL if none */
+    tftap_buf user_text; /* its contents ("" if none) */
 };
 
 /* Find the providers of the configuration in workdir: those in
