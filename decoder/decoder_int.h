@@ -57,6 +57,13 @@ struct dec_walk {
 
 int dec_walk_init(struct dec_walk *w, const dec_opts *opts, tftap_buf *out, dec_error *err);
 void dec_walk_done(struct dec_walk *w);
+
+/* The frame both value decoders share: checks the size limit, sets up the
+ * walk, calls body, turns a failed buffer into ENOMEM, and on any error
+ * restores out to its length on entry. */
+typedef int (*dec_walk_body)(struct dec_walk *w, const dec_type *t, const void *p, size_t n);
+int dec_walk_run(const dec_type *t, const void *p, size_t n, const dec_opts *opts,
+                 tftap_buf *out, dec_error *err, dec_walk_body body);
 /* Push a step; fails with TFTAP_ELIMIT past max_depth. */
 int dec_walk_push(struct dec_walk *w, int kind, const char *name, size_t len, uint64_t index);
 static inline void dec_walk_pop(struct dec_walk *w)

@@ -73,6 +73,32 @@ void dec_walk_done(struct dec_walk *w)
     w->steps = NULL;
 }
 
+int dec_walk_run(const dec_type *t, const void *p, size_t n, const dec_opts *opts,
+                 tftap_buf *out, dec_error *err, dec_walk_body body)
+{
+    size_t max = opts && opts->limits.max_bytes ? opts->limits.max_bytes : DEC_DEFAULT_MAX_BYTES;
+    if (n > max) {
+        dec_error_set(err, TFTAP_ELIMIT, "", "payload of %zu bytes is over the %zu byte limit", n,
+                      max);
+        return TFTAP_ELIMIT;
+    }
+    struct dec_walk w;
+    int rc = dec_walk_init(&w, opts, out, err);
+    if (rc)
+        return rc;
+    size_t start = out->len;
+    rc = body(&w, t, p, n);
+    if (!rc && tftap_buf_failed(out))
+        rc = dec_walk_fail(&w, TFTAP_ENOMEM, "out of memory");
+    if (rc && !tftap_buf_failed(out)) {
+        out->len = start;
+        if (out->data)
+            out->data[start] = '\0';
+    }
+    dec_walk_done(&w);
+    return rc;
+}
+
 int dec_walk_push(struct dec_walk *w, int kind, const char *name, size_t len, uint64_t index)
 {
     if (w->depth >= w->max_depth)

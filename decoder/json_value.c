@@ -611,32 +611,20 @@ static int value(struct js *j, const dec_type *t)
     return fail(j, "unsupported type");
 }
 
+static int json_body(struct dec_walk *w, const dec_type *t, const void *p, size_t n)
+{
+    struct js j = {p, (const char *)p + n, w, TFTAP_BUF_INIT};
+    int rc = value(&j, t);
+    if (!rc && peek(&j) >= 0)
+        rc = dec_walk_fail(w, TFTAP_EDECODE, "trailing data after the value");
+    if (!rc && tftap_buf_failed(&j.scratch))
+        rc = dec_walk_fail(w, TFTAP_ENOMEM, "out of memory");
+    tftap_buf_done(&j.scratch);
+    return rc;
+}
+
 int dec_json_to_json(const dec_type *t, const void *p, size_t n, const dec_opts *opts,
                      tftap_buf *out, dec_error *err)
 {
-    size_t max = opts && opts->limits.max_bytes ? opts->limits.max_bytes : DEC_DEFAULT_MAX_BYTES;
-    if (n > max) {
-        dec_error_set(err, TFTAP_ELIMIT, "", "payload of %zu bytes is over the %zu byte limit", n,
-                      max);
-        return TFTAP_ELIMIT;
-    }
-    struct dec_walk w;
-    int rc = dec_walk_init(&w, opts, out, err);
-    if (rc)
-        return rc;
-    size_t start = out->len;
-    struct js j = {p, (const char *)p + n, &w, TFTAP_BUF_INIT};
-    rc = value(&j, t);
-    if (!rc && peek(&j) >= 0)
-        rc = dec_walk_fail(&w, TFTAP_EDECODE, "trailing data after the value");
-    if (!rc && (tftap_buf_failed(out) || tftap_buf_failed(&j.scratch)))
-        rc = dec_walk_fail(&w, TFTAP_ENOMEM, "out of memory");
-    if (rc && !tftap_buf_failed(out)) {
-        out->len = start;
-        if (out->data)
-            out->data[start] = '\0';
-    }
-    tftap_buf_done(&j.scratch);
-    dec_walk_done(&w);
-    return rc;
+    return dec_walk_run(t, p, n, opts, out, err, json_body);
 }

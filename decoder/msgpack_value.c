@@ -680,37 +680,22 @@ static int value(struct mp *m, const dec_type *t)
     return dec_walk_fail(w, TFTAP_EDECODE, "unsupported type");
 }
 
+static int msgpack_body(struct dec_walk *w, const dec_type *t, const void *p, size_t n)
+{
+    struct mp m = {p, (const uint8_t *)p + n, w};
+    if (n == 0)
+        return dec_walk_fail(w, TFTAP_EDECODE, "empty msgpack payload");
+    int rc = value(&m, t);
+    if (!rc && m.p != m.end)
+        rc = dec_walk_fail(w, TFTAP_EDECODE, "%zu trailing bytes after the value",
+                           (size_t)(m.end - m.p));
+    return rc;
+}
+
 int dec_msgpack_to_json(const dec_type *t, const void *p, size_t n, const dec_opts *opts,
                         tftap_buf *out, dec_error *err)
 {
-    size_t max = opts && opts->limits.max_bytes ? opts->limits.max_bytes : DEC_DEFAULT_MAX_BYTES;
-    if (n > max) {
-        dec_error_set(err, TFTAP_ELIMIT, "", "payload of %zu bytes is over the %zu byte limit", n,
-                      max);
-        return TFTAP_ELIMIT;
-    }
-    struct dec_walk w;
-    int rc = dec_walk_init(&w, opts, out, err);
-    if (rc)
-        return rc;
-    size_t start = out->len;
-    struct mp m = {p, (const uint8_t *)p + n, &w};
-    if (n == 0)
-        rc = dec_walk_fail(&w, TFTAP_EDECODE, "empty msgpack payload");
-    else
-        rc = value(&m, t);
-    if (!rc && m.p != m.end)
-        rc = dec_walk_fail(&w, TFTAP_EDECODE, "%zu trailing bytes after the value",
-                           (size_t)(m.end - m.p));
-    if (!rc && tftap_buf_failed(out))
-        rc = dec_walk_fail(&w, TFTAP_ENOMEM, "out of memory");
-    if (rc && !tftap_buf_failed(out)) {
-        out->len = start;
-        if (out->data)
-            out->data[start] = '\0';
-    }
-    dec_walk_done(&w);
-    return rc;
+    return dec_walk_run(t, p, n, opts, out, err, msgpack_body);
 }
 
 int dec_dynamic_value_to_json(const dec_type *t, const void *msgpack, size_t msgpack_len,
