@@ -27,10 +27,14 @@ go=$(command -v go 2>/dev/null || true)
 [ -z "$go" ] && [ -x /usr/local/go/bin/go ] && go=/usr/local/go/bin/go
 [ -n "$go" ] || unavailable "go not found"
 mkdir -p "$cache" || unavailable "cannot create $cache"
-# go.sum pins every module; the build never edits go.mod (read-only source trees work).
-if ! (cd "$src" && "$go" build -mod=readonly -o "$cache/crosscheck" .); then
+# go.sum pins every module; the build never edits go.mod (read-only source
+# trees work). Built under a temporary name and renamed, as other builds may
+# be running the cached binary.
+if ! (cd "$src" && "$go" build -mod=readonly -o "$cache/crosscheck.$$" .); then
+    rm -f "$cache/crosscheck.$$"
     unavailable "cannot build the Go half (no module proxy?)"
 fi
+mv -f "$cache/crosscheck.$$" "$cache/crosscheck"
 
 set -- -driver "$driver" -count "${TFTAP_CROSSCHECK_COUNT:-25000}"
 [ -n "${TFTAP_CROSSCHECK_SEED:-}" ] && set -- "$@" -seed "$TFTAP_CROSSCHECK_SEED"

@@ -25,7 +25,8 @@ fi
 [ -x "$bench" ] || { echo "run.sh: $bench not built (make bench/decode/bench_decode)" >&2; exit 1; }
 
 mkdir -p "$cache"
-(cd "$here/go" && "$go" build -mod=readonly -o "$cache/decodebench" .)
+(cd "$here/go" && "$go" build -mod=readonly -o "$cache/decodebench.$$" .)
+mv -f "$cache/decodebench.$$" "$cache/decodebench"
 if [ ! -f "$corpus/planned.frames" ] || [ ! -f "$corpus/schema.frames" ]; then
     echo "run.sh: writing the corpora to $corpus ..." >&2
     "$cache/decodebench" gen -out "$corpus.tmp"
