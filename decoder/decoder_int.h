@@ -87,7 +87,8 @@ int dec_utf8_valid(const char *s, size_t n);
  * round-trip form ("Infinity"/"-Infinity" strings for infinities; NaN is an
  * error: returns TFTAP_EDECODE); a decimal string in go-cty's accepted
  * syntax (sign, digits, optional fraction, optional e/E exponent, Inf)
- * normalised to a valid JSON number (returns TFTAP_EDECODE if invalid). */
+ * normalised to a valid JSON number (returns TFTAP_EDECODE if invalid,
+ * TFTAP_ELIMIT for a decimal exponent of more than eight digits). */
 int dec_number_float(double v, tftap_buf *out);
 int dec_number_decimal(const char *s, size_t n, tftap_buf *out);
 /* Whether s/n is a valid JSON number token. */

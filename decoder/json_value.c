@@ -568,17 +568,19 @@ static int value(struct js *j, const dec_type *t)
         if (c == '"') {
             if ((rc = string_tok(j, &j->scratch, &s, &n)))
                 return rc;
-            if (dec_number_decimal(s, n, w->out))
-                return fail(j, "a number is required");
-            return 0;
-        }
-        if (c == '-' || (c >= '0' && c <= '9')) {
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
             if ((rc = number_tok(j, &s, &n)))
                 return rc;
-            tftap_buf_append(w->out, s, n);
-            return 0;
+        } else {
+            return fail(j, "number is required");
         }
-        return fail(j, "number is required");
+        /* A valid JSON number comes out as it went in. */
+        rc = dec_number_decimal(s, n, w->out);
+        if (rc == TFTAP_ELIMIT)
+            return dec_walk_fail(w, rc, "number exponent out of range");
+        if (rc)
+            return fail(j, "a number is required");
+        return 0;
     case DEC_STRING:
         if (c == '"') {
             if ((rc = string_tok(j, &j->scratch, &s, &n)))

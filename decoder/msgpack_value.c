@@ -281,9 +281,14 @@ static int number(struct mp *m)
     rc = read_str(m, &s, &n, NULL);
     if (rc < 0)
         return rc;
-    if (rc == 0 && dec_number_decimal(s, n, out) == 0)
-        return 0;
-    return dec_walk_fail(m->w, TFTAP_EDECODE, "number is required");
+    if (rc > 0)
+        return dec_walk_fail(m->w, TFTAP_EDECODE, "number is required");
+    rc = dec_number_decimal(s, n, out);
+    if (rc == TFTAP_ELIMIT)
+        return dec_walk_fail(m->w, rc, "number exponent out of range");
+    if (rc)
+        return dec_walk_fail(m->w, rc, "number is required");
+    return 0;
 }
 
 static int refinements(struct mp *m, const dec_type *t, const uint8_t *body, size_t len);
@@ -426,7 +431,9 @@ static int refinements(struct mp *outer, const dec_type *t, const uint8_t *body,
                 return rc;
             if (rc > 0)
                 return refinement_fail(outer, "length bound is not an integer");
-            tftap_buf_printf(out, neg ? "-%llu" : "%llu", (unsigned long long)v);
+            if (neg)
+                return refinement_fail(outer, "length bound is negative");
+            tftap_buf_printf(out, "%llu", (unsigned long long)v);
             break;
         }
         }

@@ -123,6 +123,14 @@ int dec_number_decimal(const char *s, size_t n, tftap_buf *out)
             i++;
         if (i == d)
             return TFTAP_EDECODE;
+        /* go-cty's big.Float cannot hold a decimal exponent anywhere near
+         * a billion (its binary exponent is an int32): refuse what it would
+         * refuse or turn into infinity rather than pass on a number no
+         * reader can use. */
+        while (d < i - 1 && s[d] == '0')
+            d++;
+        if (i - d > 8)
+            return TFTAP_ELIMIT;
         exp_end = i;
     }
     if (i != n)

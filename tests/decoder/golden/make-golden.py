@@ -244,6 +244,10 @@ case("err_mp_tuple_length", '["tuple",["string","number"]]', arr("a"), err=".: a
 case("err_mp_nan", '"number"', f64(float("nan")), err=".: number is NaN")
 case("err_mp_number_string", '"number"', s("12abc"), err=".: number is required")
 case("err_mp_number_binary_exponent", '"number"', s("1p3"), err=".: number is required")
+case("err_mp_number_exponent_range", '"number"', s("9E23372036854775809"), err=".: number exponent out of range")
+case("mp_number_string_exponent_8_digits", '"number"', s("1e-00012345678"), "1e-00012345678")
+case("err_mp_refined_negative_length", '["list","string"]', refined((6, -1)),
+     err=".: bad unknown value refinement: length bound is negative")
 case("err_mp_dynamic_length", '"dynamic"', arr(binv('"string"')), err=".: dynamic value must be a two-element array")
 case("err_mp_dynamic_bad_type", '"dynamic"', arr(binv('["lisst","string"]'), arr()),
      err=".: dynamic value type: invalid type: unknown type kind")
@@ -293,6 +297,7 @@ case("js_null", '["object",{"a":"string"}]', ' null ', "null")
 case("js_nesting_modes", '["object",{"single":%s,"list":["list",%s],"set":["set",%s],"map":["map",%s]}]' % (blk, blk, blk, blk),
      '{"single":{"name":"a","size":1},"list":[{"name":"b","size":2}],"set":[],"map":{"k":{"name":"c","size":3}}}',
      '{"single":{"name":"a","size":1},"list":[{"name":"b","size":2}],"set":[],"map":{"k":{"name":"c","size":3}}}')
+case("err_js_number_exponent_range", '["list","number"]', '[1, 2e1000000000]', err=".[1]: number exponent out of range")
 case("err_js_trailing", '"number"', '1 2', err=".: trailing data after the value")
 case("err_js_unsupported_attr", '["object",{"a":"string"}]', '{"a":"x","zz":1}', err=".zz: unsupported attribute")
 case("err_js_wrong_type", '["map",["list","number"]]', '{"k":[1,"x"]}', err='.["k"][1]: a number is required')
