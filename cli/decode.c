@@ -141,7 +141,10 @@ int cli_decode(int argc, char **argv)
         rc = dec_schema_from_cli_json(sj.data, sj.len, provider_addr, &lim, &schema, &err);
         tftap_buf_done(&sj);
         if (rc) {
-            dec_error_format(&err, &msg);
+            if (err.path && err.path[0])
+                dec_error_format(&err, &msg);
+            else
+                tftap_buf_puts(&msg, err.reason ? err.reason : tftap_strerror(rc));
             cli_error("%s: %s", schema_path, tftap_buf_cstr(&msg));
             goto done;
         }

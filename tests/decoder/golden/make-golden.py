@@ -309,4 +309,23 @@ case("err_js_truncated", '["list","string"]', '["a",', err=".[1]: unexpected end
 case("err_js_tuple_long", '["tuple",["string"]]', '["a","b"]', err=".[1]: too many tuple elements")
 case("err_js_dynamic_missing_type", '"dynamic"', '{"value":1}', err=".: missing type in dynamically-typed value")
 case("err_js_duplicate_map_key", '["map","number"]', '{"a":1,"a":2}', err='.["a"]: duplicate map key')
+# ---- a payload for `tftap decode --schema` (tests/decoder/decode_schema.sh) ----
+thing = mp(
+    ("bool_attr", True),
+    ("dynamic_attr", arr(binv('["list","number"]'), arr(1, 2))),
+    ("fail", None),
+    ("float_attr", f64(1.5)),
+    ("id", UNKNOWN),
+    ("int_attr", 42),
+    ("list_attr", arr("a", "b")),
+    ("map_attr", mp(("x", 1))),
+    ("number_attr", s("0.1")),
+    ("object_attr", mp(("count", 2), ("name", "n"), ("tags", arr("t")))),
+    ("rule", arr(mp(("name", "ssh"), ("port", 22)))),
+    ("secret", "hunter2"),
+    ("set_attr", arr("s")),
+    ("settings", mp(("enabled", False), ("level", refined((1, False), (2, "lv-"))))),
+    ("string_attr", "hello"),
+)
+open(os.path.join(here, "schema", "thing.msgpack"), "wb").write(enc(thing))
 print("golden vectors written")
