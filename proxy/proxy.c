@@ -159,7 +159,9 @@ struct run {
     int child_status;
     int sig_fd;
     int notify_fd;
+    proxy_relay *relay;  /* once started */
     int client_gone;
+    int64_t term_at;     /* SIGTERM the child at this time (0: not armed) */
     int64_t kill_at;     /* SIGKILL the child at this time (0: not armed) */
     int64_t drain_until; /* give up on leftover calls at this time */
 };
@@ -184,12 +186,36 @@ static void client_gone(struct run *run)
     if (run->client_gone)
         return;
     run->client_gone = 1;
-    /* Nobody is left to send Shutdown: end the provider the way go-plugin's
-     * client would, politely first. */
-    if (!run->child_reaped) {
+    if (run->child_reaped)
+        return;
+    /* Nobody is left to send Shutdown: send it ourselves, as go-plugin's
+     * client would. A Go provider stopped that way closes its listener
+     * (removing its socket) and returns from main; a signal kills it where
+     * it stands. So signals only follow when it does not exit by itself. */
+    reap(run);
+    if (run->child_reaped)
+        return;
+    if (run->relay != NULL) {
+        (void)proxy_relay_shutdown_provider(run->relay, PROXY_SHUTDOWN_CALL_MS);
+        run->term_at = mono_ms() + PROXY_SHUTDOWN_GRACE_MS;
+        run->kill_at = run->term_at + PROXY_KILL_GRACE_MS;
+    } else {
         kill(run->child.pid, SIGTERM);
         run->kill_at = mono_ms() + PROXY_KILL_GRACE_MS;
     }
+}
+
+/* A provider killed by a signal leaves its unix socket behind. Once it has
+ * been reaped nothing listens there any more: remove the path it announced,
+ * but only if that is (still) a socket. */
+static void remove_child_socket(const struct run *run, const proxy_handshake *hs)
+{
+    if (!run->child_reaped || hs->network == NULL || strcmp(hs->network, "unix") != 0 ||
+        hs->address == NULL || hs->address[0] == '\0')
+        return;
+    struct stat st;
+    if (lstat(hs->address, &st) == 0 && S_ISSOCK(st.st_mode))
+        unlink(hs->address);
 }
 
 /* Pass the child's later stdout on unchanged. */
@@ -240,6 +266,11 @@ static void watch(struct run *run, proxy_relay *relay)
         if (run->child_reaped && proxy_relay_active(relay) == 0)
             return;
         int64_t now = mono_ms();
+        if (run->term_at != 0 && now >= run->term_at) {
+            if (!run->child_reaped)
+                kill(run->child.pid, SIGTERM);
+            run->term_at = 0;
+        }
         if (run->kill_at != 0 && now >= run->kill_at) {
             if (!run->child_reaped)
                 kill(run->child.pid, SIGKILL);
@@ -265,9 +296,11 @@ static void watch(struct run *run, proxy_relay *relay)
         int timeout = -1;
         if (run->kill_at != 0)
             timeout = (int)(run->kill_at - now);
+        if (run->term_at != 0 && (timeout < 0 || run->term_at - now < timeout))
+            timeout = (int)(run->term_at - now);
         if (run->drain_until != 0 && (timeout < 0 || run->drain_until - now < timeout))
             timeout = (int)(run->drain_until - now);
-        if (timeout < 0 && (run->kill_at != 0 || run->drain_until != 0))
+        if (timeout < 0 && (run->kill_at != 0 || run->term_at != 0 || run->drain_until != 0))
             timeout = 0;
 
         int pr = poll(pfd, n, timeout);
@@ -471,6 +504,7 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     socket_made = 1; /* from here on the path may exist: always unlink it */
     if (proxy_relay_start(&ro, PROXY_CONNECT_TIMEOUT_MS, &relay, err) != 0)
         goto cleanup;
+    run.relay = relay;
     apply_socket_group(cfg, run.envp, tftap_buf_cstr(&sock));
 
     /* Our handshake: the version the child negotiated, our address and our
@@ -503,6 +537,7 @@ cleanup:
     /* Order matters: stop the relay (no more copies), hand the copies to the
      * recorder process, then close its pipe: it flushes after we are gone. */
     proxy_relay_stop(relay);
+    run.relay = NULL;
     if (tee != NULL && proxy_tee_dropped(tee) > 0)
         warn(cfg, "%s: some messages were not recorded (recorder queue full)",
              cfg->provider != NULL ? cfg->provider : cfg->binary);
@@ -523,7 +558,9 @@ cleanup:
         int st;
         while (waitpid(run.child.pid, &st, 0) < 0 && errno == EINTR)
             ;
+        run.child_reaped = 1;
     }
+    remove_child_socket(&run, &hs);
     if (run.child.out_fd >= 0)
         close(run.child.out_fd);
     tftap_buf_done(&run.child.pending);

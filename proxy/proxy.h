@@ -81,7 +81,8 @@ int proxy_cookie_ok(char *const *envp);
 
 /* Run the proxy until the provider has exited and the client's calls are
  * done, or the client went away (out_fd's reader closed, stop_fd fired: the
- * provider then gets SIGTERM, SIGKILL 2 s later). envp must carry what a
+ * provider then gets go-plugin's Shutdown call, SIGTERM if it has not exited
+ * a second later, SIGKILL 2 s after that). envp must carry what a
  * go-plugin client sets (the magic cookie, PLUGIN_PROTOCOL_VERSIONS, and
  * PLUGIN_CLIENT_CERT for mutual TLS; without it both legs are plaintext);
  * the cookie is not checked here (see proxy_cookie_ok()).
@@ -96,8 +97,9 @@ int proxy_cookie_ok(char *const *envp);
  * Returns the exit code for the process: the provider's own exit status
  * (128 + signal when it was killed), or 1 when the proxy itself failed
  * before or while starting, in which case err (if not NULL) receives a
- * one-line lowercase reason. Removes its socket and flushes the recorder
- * on every path. */
+ * one-line lowercase reason. Removes its socket, and the provider's unix
+ * socket once the provider is reaped (a signal leaves it behind), and
+ * flushes the recorder on every path. */
 int proxy_run(const proxy_config *cfg, tftap_buf *err);
 
 #endif

@@ -19,6 +19,8 @@
 #define PROXY_HANDSHAKE_TIMEOUT_MS 50000 /* the client itself gives up at 60 s */
 #define PROXY_CONNECT_TIMEOUT_MS 10000 /* dialing the child after its handshake */
 #define PROXY_DRAIN_TIMEOUT_MS 5000   /* calls left after the child exited */
+#define PROXY_SHUTDOWN_CALL_MS 1000   /* our Shutdown call when the client is gone */
+#define PROXY_SHUTDOWN_GRACE_MS 1000  /* Shutdown -> SIGTERM */
 #define PROXY_KILL_GRACE_MS 2000      /* SIGTERM -> SIGKILL when the client is gone */
 #define PROXY_TEE_MAX_BYTES ((size_t)256 << 20)
 
@@ -161,6 +163,13 @@ typedef struct proxy_relay_opts {
  * TFTAP_ECHILD (child unreachable) or TFTAP_ENOMEM. */
 int proxy_relay_start(const proxy_relay_opts *opts, int connect_timeout_ms, proxy_relay **out,
                       tftap_buf *err);
+/* Ask the provider to exit as go-plugin's client does when it is done:
+ * a /plugin.GRPCController/Shutdown call, which makes a go-plugin server
+ * stop (removing its socket) and the provider return from main. Blocks
+ * the calling thread at most timeout_ms. 0 when the provider answered OK;
+ * TFTAP_ECHILD otherwise (it may still be on its way out: an answer can be
+ * lost with the connection the server closes), TFTAP_ENOMEM. */
+int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms);
 /* From now on, write notify_fd whenever no call is in flight. */
 void proxy_relay_drain(proxy_relay *r);
 /* Calls in flight right now. */

@@ -112,7 +112,7 @@ struct proxy_relay {
     grpc_metadata_array new_md;
     struct relay_tag new_tag, shutdown_tag;
 
-    uint64_t next_id;      /* relay thread only */
+    atomic_uint_fast64_t next_id; /* call ids; our own Shutdown call takes one too */
     atomic_int active;     /* calls in flight */
     atomic_int draining;
     atomic_int shutdown_started;
@@ -359,7 +359,7 @@ static void on_new_call(proxy_relay *r, int ok)
         return;
     }
     c->relay = r;
-    c->id = ++r->next_id;
+    c->id = atomic_fetch_add(&r->next_id, 1) + 1;
     c->down = r->new_call;
     c->details = r->new_details;
     c->req_md = r->new_md;
@@ -605,6 +605,7 @@ int proxy_relay_start(const proxy_relay_opts *o, int connect_timeout_ms, proxy_r
     atomic_init(&r->active, 0);
     atomic_init(&r->draining, 0);
     atomic_init(&r->shutdown_started, 0);
+    atomic_init(&r->next_id, 0);
 
     /* Provider schemas run to tens of MB: no message limit on either leg. */
     grpc_arg args[3];
@@ -678,6 +679,80 @@ int proxy_relay_start(const proxy_relay_opts *o, int connect_timeout_ms, proxy_r
 
 fail:
     proxy_relay_stop(r);
+    return rc;
+}
+
+int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
+{
+    /* Its own queue, plucked here: the relay thread never sees this call,
+     * and the caller waits no longer than the call's deadline. */
+    grpc_completion_queue *cq = grpc_completion_queue_create_for_pluck(NULL);
+    if (cq == NULL)
+        return TFTAP_ENOMEM;
+    int rc = TFTAP_ECHILD;
+    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                         gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
+    static const char method_name[] = "/plugin.GRPCController/Shutdown";
+    grpc_slice method = grpc_slice_from_static_string(method_name);
+    grpc_call *call =
+        grpc_channel_create_call(r->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
+                                 deadline, NULL);
+    grpc_byte_buffer *empty = grpc_raw_byte_buffer_create(NULL, 0); /* plugin.Empty */
+    grpc_byte_buffer *answer = NULL;
+    grpc_metadata_array md, trailers;
+    grpc_status_code status = GRPC_STATUS_UNKNOWN;
+    grpc_slice details = grpc_empty_slice();
+    grpc_metadata_array_init(&md);
+    grpc_metadata_array_init(&trailers);
+    if (call != NULL && empty != NULL) {
+        grpc_op ops[6];
+        memset(ops, 0, sizeof ops);
+        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[1].op = GRPC_OP_SEND_MESSAGE;
+        ops[1].data.send_message.send_message = empty;
+        ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+        ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+        ops[3].data.recv_initial_metadata.recv_initial_metadata = &md;
+        ops[4].op = GRPC_OP_RECV_MESSAGE;
+        ops[4].data.recv_message.recv_message = &answer;
+        ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+        ops[5].data.recv_status_on_client.trailing_metadata = &trailers;
+        ops[5].data.recv_status_on_client.status = &status;
+        ops[5].data.recv_status_on_client.status_details = &details;
+        static int tag;
+        /* The provider sees this call like any other: so does the record. */
+        uint64_t id = atomic_fetch_add(&r->next_id, 1) + 1;
+        proxy_tee_begin(r->tee, id, method_name, proxy_now_us());
+        proxy_tee_message(r->tee, id, STORE_REQUEST, proxy_now_us(), empty);
+        if (grpc_call_start_batch(call, ops, 6, &tag, NULL) == GRPC_CALL_OK) {
+            /* The call's deadline ends the batch; no later wait is needed. */
+            grpc_event ev = grpc_completion_queue_pluck(cq, &tag, gpr_inf_future(GPR_CLOCK_MONOTONIC),
+                                                        NULL);
+            if (ev.type == GRPC_OP_COMPLETE && status == GRPC_STATUS_OK)
+                rc = 0;
+            if (ev.type == GRPC_OP_COMPLETE && answer != NULL)
+                proxy_tee_message(r->tee, id, STORE_RESPONSE, proxy_now_us(), answer);
+        } else {
+            status = GRPC_STATUS_INTERNAL;
+        }
+        char *text = slice_strdup(details);
+        proxy_tee_end(r->tee, id, proxy_now_us(), (int)status, text != NULL ? text : "");
+        free(text);
+    }
+    if (answer != NULL)
+        grpc_byte_buffer_destroy(answer);
+    if (empty != NULL)
+        grpc_byte_buffer_destroy(empty);
+    grpc_slice_unref(details);
+    grpc_metadata_array_destroy(&md);
+    grpc_metadata_array_destroy(&trailers);
+    if (call != NULL)
+        grpc_call_unref(call);
+    grpc_completion_queue_shutdown(cq);
+    while (grpc_completion_queue_pluck(cq, NULL, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL).type !=
+           GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(cq);
     return rc;
 }
 

@@ -178,6 +178,14 @@ else
     cat "$work/sig.err"
     fail "SIGTERM: exit $rc, socket present: $([ -e "$sock" ] && echo yes || echo no)"
 fi
+# The provider (which makes its socket in PLUGIN_UNIX_SOCKET_DIR too) died of
+# the signal without removing its own: tftap removes it after reaping it.
+left=$(find "$work" -maxdepth 1 -type s)
+if [ -z "$left" ]; then
+    pass "SIGTERM: the provider's socket is removed too"
+else
+    fail "SIGTERM: sockets left behind: $left"
+fi
 
 # ---- what was relayed was recorded ---------------------------------------
 if command -v sqlite3 >/dev/null 2>&1; then
