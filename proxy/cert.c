@@ -84,10 +84,10 @@ int proxy_cert_make(proxy_cert *cert)
         goto cleanup;
 
     X509_NAME *name = X509_get_subject_name(x);
-    if (!X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"tftap", -1,
-                                    -1, 0) ||
-        !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                                    (const unsigned char *)"localhost", -1, -1, 0) ||
+    if (!X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"tftap", -1, -1,
+                                    0) ||
+        !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost",
+                                    -1, -1, 0) ||
         !X509_set_issuer_name(x, name))
         goto cleanup;
 
@@ -108,8 +108,7 @@ int proxy_cert_make(proxy_cert *cert)
         goto cleanup;
     BIO_free(bio);
     bio = BIO_new(BIO_s_mem());
-    if (bio == NULL ||
-        !PEM_write_bio_PrivateKey(bio, key, NULL, NULL, 0, NULL, NULL) ||
+    if (bio == NULL || !PEM_write_bio_PrivateKey(bio, key, NULL, NULL, 0, NULL, NULL) ||
         (cert->key_pem = bio_take(bio)) == NULL)
         goto cleanup;
     int der_len = i2d_X509(x, &der);

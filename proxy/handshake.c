@@ -153,8 +153,10 @@ int proxy_handshake_parse(const char *line, size_t len, proxy_handshake *hs, tft
     }
     if (strcmp(hs->protocol, "grpc") != 0) {
         if (err)
-            tftap_buf_printf(err, "provider handshake: protocol '%.32s' is not grpc (net/rpc "
-                                  "plugins are not supported)", hs->protocol);
+            tftap_buf_printf(err,
+                             "provider handshake: protocol '%.32s' is not grpc (net/rpc "
+                             "plugins are not supported)",
+                             hs->protocol);
         goto bad;
     }
     if (hs->address[0] == '\0') {

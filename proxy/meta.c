@@ -11,8 +11,7 @@
 
 #define META_MAX_BYTES (1u << 20)
 
-static int take_string(const cJSON *root, const char *key, int required, char **out,
-                       tftap_buf *err)
+static int take_string(const cJSON *root, const char *key, int required, char **out, tftap_buf *err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
     *out = NULL;

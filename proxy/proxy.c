@@ -159,7 +159,7 @@ struct run {
     int child_status;
     int sig_fd;
     int notify_fd;
-    proxy_relay *relay;  /* once started */
+    proxy_relay *relay; /* once started */
     int client_gone;
     int64_t term_at;     /* SIGTERM the child at this time (0: not armed) */
     int64_t kill_at;     /* SIGKILL the child at this time (0: not armed) */

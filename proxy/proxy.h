@@ -19,9 +19,9 @@
 #define PROXY_COOKIE_VALUE "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
 
 /* What a provider prints when started by hand; the shim prints the same. */
-#define PROXY_NOT_A_PROGRAM_MESSAGE                                                \
-    "This binary is a plugin. These are not meant to be executed directly.\n"     \
-    "Please execute the program that consumes these plugins, which will\n"        \
+#define PROXY_NOT_A_PROGRAM_MESSAGE                                                                \
+    "This binary is a plugin. These are not meant to be executed directly.\n"                      \
+    "Please execute the program that consumes these plugins, which will\n"                         \
     "load any plugins automatically\n"
 
 /* The contents of a shim directory's tftap-shim.json. Strings are owned
@@ -45,23 +45,23 @@ void proxy_meta_done(proxy_meta *meta);
 /* How to run one proxied provider. Initialise with proxy_config_init(),
  * then fill in; every pointer is borrowed for the duration of proxy_run(). */
 typedef struct proxy_config {
-    const char *provider;   /* provider address, for the record */
-    const char *version;    /* may be NULL */
-    const char *binary;     /* real provider executable */
-    char *const *args;      /* extra arguments for it, NULL-terminated; may be NULL */
-    char *const *envp;      /* the client's environment; NULL = this process's */
+    const char *provider; /* provider address, for the record */
+    const char *version;  /* may be NULL */
+    const char *binary;   /* real provider executable */
+    char *const *args;    /* extra arguments for it, NULL-terminated; may be NULL */
+    char *const *envp;    /* the client's environment; NULL = this process's */
 
-    const char *db;         /* NULL: relay without recording */
-    int64_t run_id;         /* 0: the recorder makes a run of its own */
+    const char *db; /* NULL: relay without recording */
+    int64_t run_id; /* 0: the recorder makes a run of its own */
     int record_sensitive;
     int keep_raw;
 
-    int out_fd;             /* where the handshake line and the provider's later
-                             * stdout go (default 1) */
-    int watch_out_fd;       /* 1 (default): the reader of out_fd going away means
-                             * the client is gone: stop the provider and exit */
-    int stop_fd;            /* -1 (default) or an fd that becomes readable (or
-                             * hung up) when the caller wants the proxy to stop */
+    int out_fd;       /* where the handshake line and the provider's later
+                       * stdout go (default 1) */
+    int watch_out_fd; /* 1 (default): the reader of out_fd going away means
+                       * the client is gone: stop the provider and exit */
+    int stop_fd;      /* -1 (default) or an fd that becomes readable (or
+                       * hung up) when the caller wants the proxy to stop */
     /* Called (from the calling thread) with one lowercase line about a
      * problem that does not stop the relay, e.g. recording trouble. */
     void (*warn)(void *ctx, const char *message);

@@ -15,21 +15,21 @@
 #include "store/store.h"
 
 /* Bounds on what the child may say before we trust it. */
-#define PROXY_HANDSHAKE_MAX 16384     /* bytes in its handshake line */
+#define PROXY_HANDSHAKE_MAX 16384        /* bytes in its handshake line */
 #define PROXY_HANDSHAKE_TIMEOUT_MS 50000 /* the client itself gives up at 60 s */
-#define PROXY_CONNECT_TIMEOUT_MS 10000 /* dialing the child after its handshake */
-#define PROXY_DRAIN_TIMEOUT_MS 5000   /* calls left after the child exited */
-#define PROXY_SHUTDOWN_CALL_MS 1000   /* our Shutdown call when the client is gone */
-#define PROXY_SHUTDOWN_GRACE_MS 1000  /* Shutdown -> SIGTERM */
-#define PROXY_KILL_GRACE_MS 2000      /* SIGTERM -> SIGKILL when the client is gone */
+#define PROXY_CONNECT_TIMEOUT_MS 10000   /* dialing the child after its handshake */
+#define PROXY_DRAIN_TIMEOUT_MS 5000      /* calls left after the child exited */
+#define PROXY_SHUTDOWN_CALL_MS 1000      /* our Shutdown call when the client is gone */
+#define PROXY_SHUTDOWN_GRACE_MS 1000     /* Shutdown -> SIGTERM */
+#define PROXY_KILL_GRACE_MS 2000         /* SIGTERM -> SIGKILL when the client is gone */
 #define PROXY_TEE_MAX_BYTES ((size_t)256 << 20)
 
 /* ---- cert.c: a go-plugin style self-signed certificate -------------------- */
 
 typedef struct proxy_cert {
-    char *cert_pem;  /* "-----BEGIN CERTIFICATE-----..." */
-    char *key_pem;   /* PKCS#8 private key */
-    char *der_b64;   /* leaf DER, standard base64 without padding */
+    char *cert_pem; /* "-----BEGIN CERTIFICATE-----..." */
+    char *key_pem;  /* PKCS#8 private key */
+    char *der_b64;  /* leaf DER, standard base64 without padding */
 } proxy_cert;
 
 /* ECDSA P-521, CN and SAN DNS localhost, CA, keyCertSign+digitalSignature,
@@ -45,13 +45,13 @@ int proxy_cert_b64der_to_pem(const char *b64, size_t len, char **pem);
 /* ---- handshake.c: go-plugin's stdout line ------------------------------ */
 
 typedef struct proxy_handshake {
-    int core_version;     /* always 1 */
-    int proto_version;    /* 5 or 6 for providers */
-    char *network;        /* "unix" or "tcp" */
+    int core_version;  /* always 1 */
+    int proto_version; /* 5 or 6 for providers */
+    char *network;     /* "unix" or "tcp" */
     char *address;
-    char *protocol;       /* "grpc" */
-    char *cert_b64;       /* may be empty: plaintext */
-    char *extra;          /* fields after the cert, verbatim, or "" */
+    char *protocol; /* "grpc" */
+    char *cert_b64; /* may be empty: plaintext */
+    char *extra;    /* fields after the cert, verbatim, or "" */
 } proxy_handshake;
 
 /* Parse one line (without its newline). 0, TFTAP_EPROTO or TFTAP_ENOMEM;
@@ -71,8 +71,8 @@ char **proxy_env_for_child(char *const *envp, const char *cert_pem);
 
 typedef struct proxy_child {
     pid_t pid;
-    int out_fd;          /* read end of its stdout, or -1 once at EOF */
-    tftap_buf pending;   /* stdout bytes read past the handshake line */
+    int out_fd;        /* read end of its stdout, or -1 once at EOF */
+    tftap_buf pending; /* stdout bytes read past the handshake line */
 } proxy_child;
 
 /* Start binary with args and env; its stdin and stderr are ours, its
@@ -130,14 +130,13 @@ typedef struct proxy_tee proxy_tee;
 /* fd is the recorder pipe; fd < 0: *out is NULL and every tee call is a
  * no-op. The tee does not close fd. */
 int proxy_tee_new(int fd, size_t max_bytes, proxy_tee **out);
-void proxy_tee_process(proxy_tee *t, const char *provider, const char *version,
-                       const char *binary, int protocol_version, int pid);
+void proxy_tee_process(proxy_tee *t, const char *provider, const char *version, const char *binary,
+                       int protocol_version, int pid);
 void proxy_tee_begin(proxy_tee *t, uint64_t call_id, const char *method, int64_t t_us);
 /* Takes a reference-counted copy of bb; bb stays the caller's. */
 void proxy_tee_message(proxy_tee *t, uint64_t call_id, enum store_direction dir, int64_t t_us,
                        grpc_byte_buffer *bb);
-void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status,
-                   const char *message);
+void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status, const char *message);
 /* Write out everything queued, stop the thread. Accepts NULL. */
 void proxy_tee_free(proxy_tee *t);
 /* Events dropped because the queue was full or the pipe broke. */
@@ -148,13 +147,13 @@ uint64_t proxy_tee_dropped(const proxy_tee *t);
 typedef struct proxy_relay proxy_relay;
 
 typedef struct proxy_relay_opts {
-    const char *listen_addr;               /* "unix:/path" */
-    grpc_server_credentials *server_creds; /* borrowed */
-    const char *upstream_target;           /* "unix:/path" or "127.0.0.1:port" */
+    const char *listen_addr;                 /* "unix:/path" */
+    grpc_server_credentials *server_creds;   /* borrowed */
+    const char *upstream_target;             /* "unix:/path" or "127.0.0.1:port" */
     grpc_channel_credentials *channel_creds; /* borrowed */
-    int tls_upstream;                      /* 1: override the TLS name to localhost */
-    proxy_tee *tee;                        /* may be NULL */
-    int notify_fd;                         /* eventfd written when draining and idle */
+    int tls_upstream;                        /* 1: override the TLS name to localhost */
+    proxy_tee *tee;                          /* may be NULL */
+    int notify_fd;                           /* eventfd written when draining and idle */
 } proxy_relay_opts;
 
 /* Create the server (bound and started) and the channel; wait up to

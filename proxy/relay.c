@@ -43,8 +43,8 @@ enum tag_kind {
     T_DOWN_SEND,   /* downstream SEND_INITIAL_METADATA and/or SEND_MESSAGE */
     T_DOWN_STATUS, /* downstream SEND_STATUS_FROM_SERVER */
     T_COUNT,
-    T_NEW_CALL,    /* relay-level: grpc_server_request_call */
-    T_SHUTDOWN,    /* relay-level: grpc_server_shutdown_and_notify */
+    T_NEW_CALL, /* relay-level: grpc_server_request_call */
+    T_SHUTDOWN, /* relay-level: grpc_server_shutdown_and_notify */
 };
 
 struct relay_call;
@@ -67,9 +67,9 @@ struct relay_call {
     grpc_call *down; /* client -> us */
     grpc_call *up;   /* us -> provider */
     grpc_call_details details;
-    grpc_metadata_array req_md;     /* from the client */
-    grpc_metadata_array resp_md;    /* provider's initial metadata */
-    grpc_metadata_array trailers;   /* provider's trailing metadata */
+    grpc_metadata_array req_md;   /* from the client */
+    grpc_metadata_array resp_md;  /* provider's initial metadata */
+    grpc_metadata_array trailers; /* provider's trailing metadata */
     struct md_list fwd_req, fwd_resp, fwd_trailers;
     grpc_status_code status;
     grpc_slice status_details;
@@ -84,15 +84,15 @@ struct relay_call {
     int pending;                    /* batches started and not yet completed */
     unsigned resp_md_sent : 1;      /* downstream SEND_INITIAL_METADATA started */
     unsigned up_send_busy : 1;
-    unsigned down_eof : 1;          /* the client half-closed (or failed) */
+    unsigned down_eof : 1; /* the client half-closed (or failed) */
     unsigned up_close_started : 1;
-    unsigned up_failed : 1;         /* a send to the provider failed */
+    unsigned up_failed : 1; /* a send to the provider failed */
     unsigned down_send_busy : 1;
-    unsigned down_dead : 1;         /* a send to the client failed */
-    unsigned up_recv_done : 1;      /* no more messages will come from the provider */
+    unsigned down_dead : 1;    /* a send to the client failed */
+    unsigned up_recv_done : 1; /* no more messages will come from the provider */
     unsigned status_received : 1;
     unsigned status_sent : 1;
-    unsigned up_done : 1;           /* upstream finished or cancelled */
+    unsigned up_done : 1; /* upstream finished or cancelled */
     struct relay_tag tags[T_COUNT];
 };
 
@@ -113,10 +113,10 @@ struct proxy_relay {
     struct relay_tag new_tag, shutdown_tag;
 
     atomic_uint_fast64_t next_id; /* call ids; our own Shutdown call takes one too */
-    atomic_int active;     /* calls in flight */
+    atomic_int active;            /* calls in flight */
     atomic_int draining;
     atomic_int shutdown_started;
-    int server_down;       /* relay thread only */
+    int server_down; /* relay thread only */
 };
 
 int64_t proxy_now_us(void)
@@ -141,8 +141,9 @@ static int md_reserved(grpc_slice key)
 {
     size_t n = GRPC_SLICE_LENGTH(key);
     const char *k = (const char *)GRPC_SLICE_START_PTR(key);
-    static const char *const names[] = {"content-type", "te", "user-agent", "host",
-                                        "content-length", "content-encoding", "accept-encoding"};
+    static const char *const names[] = {
+        "content-type",   "te", "user-agent", "host", "content-length", "content-encoding",
+        "accept-encoding"};
     if (n == 0 || k[0] == ':' || (n >= 5 && memcmp(k, "grpc-", 5) == 0))
         return 1;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -295,12 +296,11 @@ static void call_free(struct relay_call *c)
 {
     proxy_relay *r = c->relay;
     char *details = slice_strdup(c->status_details);
-    proxy_tee_end(r->tee, c->id, proxy_now_us(), (int)c->status,
-                  details != NULL ? details : "");
+    proxy_tee_end(r->tee, c->id, proxy_now_us(), (int)c->status, details != NULL ? details : "");
     free(details);
 
-    grpc_byte_buffer *bufs[] = {c->down_in, c->to_up, c->to_up_next,
-                                c->up_in, c->to_down, c->to_down_next};
+    grpc_byte_buffer *bufs[] = {c->down_in, c->to_up,   c->to_up_next,
+                                c->up_in,   c->to_down, c->to_down_next};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i] != NULL)
             grpc_byte_buffer_destroy(bufs[i]);
@@ -385,8 +385,7 @@ static void on_new_call(proxy_relay *r, int ok)
         c->status = GRPC_STATUS_INTERNAL;
         grpc_slice_unref(c->status_details);
         c->status_details = grpc_slice_from_static_string("tftap: cannot open upstream call");
-        grpc_call_cancel_with_status(c->down, c->status, "tftap: cannot open upstream call",
-                                     NULL);
+        grpc_call_cancel_with_status(c->down, c->status, "tftap: cannot open upstream call", NULL);
         call_free(c);
         return;
     }
@@ -652,8 +651,8 @@ int proxy_relay_start(const proxy_relay_opts *o, int connect_timeout_ms, proxy_r
     grpc_connectivity_state st = grpc_channel_check_connectivity_state(r->channel, 1);
     while (st != GRPC_CHANNEL_READY && st != GRPC_CHANNEL_SHUTDOWN) {
         grpc_channel_watch_connectivity_state(r->channel, st, deadline, wait_cq, NULL);
-        grpc_event ev = grpc_completion_queue_next(wait_cq, gpr_inf_future(GPR_CLOCK_MONOTONIC),
-                                                   NULL);
+        grpc_event ev =
+            grpc_completion_queue_next(wait_cq, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
         if (ev.type != GRPC_OP_COMPLETE || !ev.success)
             break; /* deadline */
         st = grpc_channel_check_connectivity_state(r->channel, 1);
@@ -690,13 +689,12 @@ int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
     if (cq == NULL)
         return TFTAP_ENOMEM;
     int rc = TFTAP_ECHILD;
-    gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                                         gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
+    gpr_timespec deadline =
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(timeout_ms, GPR_TIMESPAN));
     static const char method_name[] = "/plugin.GRPCController/Shutdown";
     grpc_slice method = grpc_slice_from_static_string(method_name);
-    grpc_call *call =
-        grpc_channel_create_call(r->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq, method, NULL,
-                                 deadline, NULL);
+    grpc_call *call = grpc_channel_create_call(r->channel, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                               method, NULL, deadline, NULL);
     grpc_byte_buffer *empty = grpc_raw_byte_buffer_create(NULL, 0); /* plugin.Empty */
     grpc_byte_buffer *answer = NULL;
     grpc_metadata_array md, trailers;
@@ -726,8 +724,8 @@ int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
         proxy_tee_message(r->tee, id, STORE_REQUEST, proxy_now_us(), empty);
         if (grpc_call_start_batch(call, ops, 6, &tag, NULL) == GRPC_CALL_OK) {
             /* The call's deadline ends the batch; no later wait is needed. */
-            grpc_event ev = grpc_completion_queue_pluck(cq, &tag, gpr_inf_future(GPR_CLOCK_MONOTONIC),
-                                                        NULL);
+            grpc_event ev =
+                grpc_completion_queue_pluck(cq, &tag, gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
             if (ev.type == GRPC_OP_COMPLETE && status == GRPC_STATUS_OK)
                 rc = 0;
             if (ev.type == GRPC_OP_COMPLETE && answer != NULL)

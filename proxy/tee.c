@@ -30,8 +30,8 @@ struct tee_event {
     grpc_byte_buffer *bb; /* TEE_MESSAGE */
     size_t bytes;         /* counted against max_bytes */
     size_t text_len;
-    char text[];          /* method (BEGIN), status message (END) or
-                           * provider\0version\0binary (PROCESS) */
+    char text[]; /* method (BEGIN), status message (END) or
+                  * provider\0version\0binary (PROCESS) */
 };
 
 struct proxy_tee {
@@ -196,8 +196,7 @@ static void push(proxy_tee *t, struct tee_event *ev)
     pthread_mutex_unlock(&t->mu);
 }
 
-static struct tee_event *event_new_n(proxy_tee *t, enum tee_kind kind, const char *text,
-                                     size_t n)
+static struct tee_event *event_new_n(proxy_tee *t, enum tee_kind kind, const char *text, size_t n)
 {
     struct tee_event *ev = calloc(1, sizeof *ev + n + 1);
     if (ev == NULL) {
@@ -218,8 +217,8 @@ static struct tee_event *event_new(proxy_tee *t, enum tee_kind kind, const char 
     return event_new_n(t, kind, text, text != NULL ? strlen(text) : 0);
 }
 
-void proxy_tee_process(proxy_tee *t, const char *provider, const char *version,
-                       const char *binary, int protocol_version, int pid)
+void proxy_tee_process(proxy_tee *t, const char *provider, const char *version, const char *binary,
+                       int protocol_version, int pid)
 {
     if (t == NULL)
         return;
