@@ -267,8 +267,11 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 if [ "$do_plan" = 1 ]; then
     say "part 2: tofu plan, sizes $sizes, $reps repetitions per side (alternating)"
-    printf '%-9s %-8s %5s %10s %10s %10s %9s | %s\n' resources side reps "median s" "min s" "max s" \
-        overhead "tftap shim processes: peak RSS"
+    # wall: until the command exits (what the user waits for); drained: until
+    # the last process under it (tftap's recorders, flushing) has exited;
+    # CPU: user+sys of every process under it, recorders included.
+    printf '%-9s %-6s %4s %8s %7s %7s %8s | %8s %8s %8s | %s\n' resources side reps "wall s" "min" "max" \
+        overhead "drained" "CPU s" "CPU ovh" "tftap shim processes: peak RSS"
     for size in $sizes; do
         t0=$(now)
         state=$work/plan/terraform.tfstate
@@ -292,37 +295,49 @@ if [ "$do_plan" = 1 ]; then
         "$bench" rss -exe "$tftap" -interval 20ms -o "$work/rss-$size" &
         rss_pid=$!
         pids+=("$rss_pid")
-        : >"$work/direct-$size" && : >"$work/tftap-$size"
+        for f in direct tftap; do : >"$work/$f-$size"; : >"$work/$f-cpu-$size"; : >"$work/$f-drain-$size"; done
         for r in $(seq 1 "$reps"); do
-            for side in direct tftap; do
+            # Alternate which side goes first, so neither always follows the other.
+            order="direct tftap"
+            [ $((r % 2)) = 0 ] && order="tftap direct"
+            for side in $order; do
                 db=$work/plan-$size-$r.db
-                t0=$(now)
                 if [ $side = direct ]; then
-                    (cd "$work/plan" && "$tofu" plan -input=false -lock=false -no-color -var "n=$size" \
-                        >"$work/plan.log" 2>&1) || { tail -20 "$work/plan.log"; exit 1; }
+                    (cd "$work/plan" && "$bench" cpu -- "$tofu" plan -input=false -lock=false -no-color \
+                        -var "n=$size" >"$work/plan.log" 2>&1) || { tail -20 "$work/plan.log"; exit 1; }
                 else
-                    (cd "$work/plan" && "$tftap" run --db "$db" -- "$tofu" plan -input=false -lock=false \
-                        -no-color -var "n=$size" >"$work/plan.log" 2>&1) || { tail -20 "$work/plan.log"; exit 1; }
+                    (cd "$work/plan" && "$bench" cpu -- "$tftap" run --db "$db" -- "$tofu" plan -input=false \
+                        -lock=false -no-color -var "n=$size" >"$work/plan.log" 2>&1) ||
+                        { tail -20 "$work/plan.log"; exit 1; }
                 fi
-                t1=$(now)
                 grep -q "No changes" "$work/plan.log" || { tail -20 "$work/plan.log"; exit 1; }
-                awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }' >>"$work/$side-$size"
+                # relaybench-cpu wall=S drained=S user=S sys=S orphans=N exit=N
+                line=$(grep '^relaybench-cpu ' "$work/plan.log" | tail -n 1)
+                printf '%s\n' "$line" | sed 's/.* wall=\([^ ]*\).*/\1/' >>"$work/$side-$size"
+                printf '%s\n' "$line" | sed 's/.* drained=\([^ ]*\).*/\1/' >>"$work/$side-drain-$size"
+                printf '%s\n' "$line" | awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                    printf "%.3f\n", v["user"] + v["sys"] }' >>"$work/$side-cpu-$size"
             done
         done
         kill "$rss_pid"
         wait "$rss_pid" 2>/dev/null || true
         md=$(median <"$work/direct-$size")
         mt=$(median <"$work/tftap-$size")
+        cd_=$(median <"$work/direct-cpu-$size")
+        ct=$(median <"$work/tftap-cpu-$size")
         calls=$(sqlite3 -cmd '.timeout 10000' "$db" "select count(*) from calls" 2>/dev/null || echo "?")
         rss=$(cat "$work/rss-$size")
         for side in direct tftap; do
             m=$(median <"$work/$side-$size")
             lo=$(sort -g "$work/$side-$size" | head -n 1)
             hi=$(sort -g "$work/$side-$size" | tail -n 1)
+            c=$(median <"$work/$side-cpu-$size")
+            dr=$(median <"$work/$side-drain-$size")
             if [ $side = direct ]; then
-                extra="" ov=""
+                ov="" cov="" extra=""
             else
                 ov=$(awk -v d="$md" -v t="$mt" 'BEGIN { printf "%+.1f%%", (t / d - 1) * 100 }')
+                cov=$(awk -v d="$cd_" -v t="$ct" 'BEGIN { printf "%+.1f%%", (t / d - 1) * 100 }')
                 extra=$(printf '%s' "$rss" | awk '{
                     for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
                     printf "instance (relay+recorder) %s MiB, relay %s, recorder %s, all shims at once %s; %s shims; provider %s MiB",
@@ -330,9 +345,11 @@ if [ "$do_plan" = 1 ]; then
                         v["all_at_once_peak_mib"], v["relays"], v["provider_peak_mib"] }')
                 extra="$extra; $calls calls recorded in the last run"
             fi
-            printf '%-9s %-8s %5s %10.2f %10.2f %10.2f %9s | %s\n' "$size" "$side" "$reps" "$m" "$lo" "$hi" "$ov" "$extra"
+            printf '%-9s %-6s %4s %8.2f %7.2f %7.2f %8s | %8.2f %8.2f %8s | %s\n' "$size" "$side" "$reps" "$m" "$lo" "$hi" \
+                "$ov" "$dr" "$c" "$cov" "$extra"
         done
-        say "times (s): direct $(tr '\n' ' ' <"$work/direct-$size"); tftap $(tr '\n' ' ' <"$work/tftap-$size")"
+        say "wall (s): direct $(tr '\n' ' ' <"$work/direct-$size"); tftap $(tr '\n' ' ' <"$work/tftap-$size")"
+        say "CPU (s): direct $(tr '\n' ' ' <"$work/direct-cpu-$size"); tftap $(tr '\n' ' ' <"$work/tftap-cpu-$size")"
     done
 fi
 say "done; load $(cut -d' ' -f1-3 /proc/loadavg)"

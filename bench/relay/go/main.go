@@ -6,6 +6,10 @@
 //	relaybench rss -exe PATH   peak memory of every process running PATH
 //	                           (tftap's relay and recorder processes) until
 //	                           SIGTERM, then a summary
+//	relaybench cpu -- CMD...   run CMD as a child subreaper: its wall time,
+//	                           then the CPU time of every process under it,
+//	                           orphans included (tftap's recorder processes
+//	                           are init's children otherwise)
 //
 // unary talks gRPC the way OpenTofu does: providers and tftap shims are
 // started with a go-plugin client (magic cookie, protocol negotiation,
@@ -630,8 +634,16 @@ func report(targets []*target, which string, workers int, method string) {
 			if suffix != "" {
 				mode = strings.TrimSpace(suffix)
 			}
-			fmt.Printf("%-32s %-5s p50 %6.0f / %6.0f us = %5.2fx   p99 %6.0f / %6.0f us = %5.2fx\n",
-				p[0]+" vs "+p[1], mode, a[0], b[0], a[0]/b[0], a[1], b[1], a[1]/b[1])
+			// A relay that added nothing measurable (or "less than
+			// nothing": noise) has no meaningful ratio.
+			ratio := func(x, y float64) string {
+				if y <= 0 {
+					return "  n/a"
+				}
+				return fmt.Sprintf("%5.2fx", x/y)
+			}
+			fmt.Printf("%-32s %-5s p50 %6.0f / %6.0f us = %s   p99 %6.0f / %6.0f us = %s\n",
+				p[0]+" vs "+p[1], mode, a[0], b[0], ratio(a[0], b[0]), a[1], b[1], ratio(a[1], b[1]))
 		}
 	}
 }
@@ -796,6 +808,61 @@ loop:
 		relays, recorders, mib(maxRelay), mib(maxRec), mib(maxInst), mib(peakSum), mib(maxCLI), len(others), mib(maxOther))
 }
 
+// ---- cpu: wall and CPU time of a command and everything it starts --------------
+
+func cmdCPU(args []string) {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		die("cpu: no command")
+	}
+	// Orphaned descendants (double-forked recorders) become our children,
+	// so their CPU time can be collected when they exit.
+	const prSetChildSubreaper = 36
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
+		die("cpu: prctl: %v", e)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		die("cpu: %v", err)
+	}
+	err := cmd.Wait()
+	wall := time.Since(t0)
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			die("cpu: %v", err)
+		}
+		code = ee.ExitCode()
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	// The command's rusage covers it and every descendant it waited for.
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	user, sys := tv(ru.Utime), tv(ru.Stime)
+	orphans := 0
+	for {
+		var ws syscall.WaitStatus
+		var oru syscall.Rusage
+		pid, err := syscall.Wait4(-1, &ws, 0, &oru)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			break
+		}
+		orphans++
+		user += tv(oru.Utime)
+		sys += tv(oru.Stime)
+	}
+	fmt.Fprintf(os.Stderr, "relaybench-cpu wall=%.3f drained=%.3f user=%.3f sys=%.3f orphans=%d exit=%d\n",
+		wall.Seconds(), time.Since(t0).Seconds(), user, sys, orphans, code)
+	os.Exit(code)
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: relaybench unary|rss [flags]")
@@ -806,6 +873,8 @@ func main() {
 		cmdUnary(os.Args[2:])
 	case "rss":
 		cmdRSS(os.Args[2:])
+	case "cpu":
+		cmdCPU(os.Args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, "relaybench: unknown command", os.Args[1])
 		os.Exit(2)
