@@ -239,25 +239,64 @@ static int run_attached(char *const *argv, char *const *env)
     return code;
 }
 
-/* After a plan or apply: let the store tie calls to resource addresses by
- * what `CLI show -json [PLANFILE]` says. Runs unwrapped: nothing of it is
- * recorded. Problems only warn. */
+/* Commands whose provider calls are about resources in a state: their calls
+ * are tied to addresses afterwards. */
+static int matches_addresses(const struct cmdline *c)
+{
+    static const char *const subs[] = {"plan", "apply", "destroy", "refresh", "import"};
+    for (size_t i = 0; c->sub && i < sizeof subs / sizeof subs[0]; i++)
+        if (strcmp(c->sub, subs[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Before the command: the state it starts from (`CLI state pull`, which
+ * starts no provider), the only record of objects the command may destroy
+ * or that a plan not saved to a file never names. 0 if read ("" when there
+ * is no state yet). */
+static int state_before(const char *cli_path, const char *workdir, tftap_buf *out)
+{
+    char *argv[] = {(char *)cli_path, "state", "pull", NULL};
+    int rc = capture(argv, workdir, CAPTURE_MAX, out);
+    if (rc != 0 || tftap_buf_failed(out)) {
+        tftap_buf_reset(out);
+        return -1;
+    }
+    return 0;
+}
+
+/* After the command: let the store tie calls to resource addresses by what
+ * the state before it and `CLI show -json [PLANFILE]` after it say. Runs
+ * unwrapped: nothing of it is recorded. Problems only warn. */
 static void match_addresses(const char *db, int64_t run_id, const char *cli_path,
-                            const char *workdir, const char *planfile)
+                            const char *workdir, const char *planfile, int have_before,
+                            const tftap_buf *before, int read_after)
 {
     char *argv[] = {(char *)cli_path, "show", "-json", (char *)planfile, NULL};
     tftap_buf out = TFTAP_BUF_INIT;
+    store_match_doc docs[2];
+    size_t ndocs = 0;
     store *s = NULL;
-    int rc = capture(argv, workdir, CAPTURE_MAX, &out);
-    if (rc != 0 || out.len == 0 || tftap_buf_failed(&out)) {
-        cli_error("could not read '%s show -json' to match calls to addresses", cli_path);
-        goto cleanup;
+    if (have_before) {
+        /* No state yet reads as a state without resources. */
+        docs[ndocs++] =
+            (store_match_doc){before->len ? before->data : "{}", before->len ? before->len : 2, 0};
+    }
+    if (read_after) {
+        int rc = capture(argv, workdir, CAPTURE_MAX, &out);
+        if (rc == 0 && out.len > 0 && !tftap_buf_failed(&out))
+            docs[ndocs++] = (store_match_doc){out.data, out.len, 1};
+        else
+            cli_error("could not read '%s show -json' to match calls to addresses", cli_path);
     }
     if (store_open(db, 0, &s) != 0) {
         cli_error("cannot open %s to match addresses", db);
         goto cleanup;
     }
-    if (store_match_addresses(s, run_id, tftap_buf_cstr(&out), out.len, NULL, NULL) != 0)
+    if (store_match_addresses(s, run_id, docs, ndocs,
+                              "neither the state before the run nor a plan or state after it "
+                              "could be read",
+                              NULL, NULL) != 0)
         cli_error("matching calls to addresses failed: %s", store_errmsg(s));
 cleanup:
     store_close(s);
@@ -473,7 +512,7 @@ int cli_run(int argc, char **argv)
     int no_match = 0, code = 1, wrapped = 0, reattach = 0;
     struct reattached *procs = NULL;
     size_t nprocs = 0;
-    tftap_buf reattach_json = TFTAP_BUF_INIT;
+    tftap_buf reattach_json = TFTAP_BUF_INIT, before = TFTAP_BUF_INIT;
     char *env_reattach = NULL;
     int64_t run_id = 0;
     store *s = NULL;
@@ -633,6 +672,8 @@ int cli_run(int argc, char **argv)
         goto cleanup;
     }
 
+    int match = wrapped && !no_match && run_id > 0 && matches_addresses(&cl);
+    int have_before = match && state_before(cmd[0], workdir, &before) == 0;
     code = run_attached(cmd, env);
     if (code < 0) {
         cli_error("cannot run %s: %s", cmd[0], strerror(errno));
@@ -648,10 +689,14 @@ int cli_run(int argc, char **argv)
             cli_error("cannot record the exit code into %s", db);
         store_close(s);
         s = NULL;
-        int plans = cl.sub && strcmp(cl.sub, "plan") == 0 && planfile != NULL;
-        int applies = cl.sub && strcmp(cl.sub, "apply") == 0;
-        if (wrapped && !no_match && (plans || applies) && (code == 0 || code == 2 || applies))
-            match_addresses(db, run_id, cmd[0], workdir, plans ? planfile : NULL);
+        if (match) {
+            /* A saved plan exists only when planning succeeded; any other
+             * command may have changed the state, even when it failed. */
+            int plans = strcmp(cl.sub, "plan") == 0;
+            int after = plans ? planfile != NULL && (code == 0 || code == 2) : 1;
+            match_addresses(db, run_id, cmd[0], workdir, plans ? planfile : NULL, have_before,
+                            &before, after);
+        }
     }
 
 cleanup:
@@ -660,6 +705,7 @@ cleanup:
         free(procs);
     }
     tftap_buf_done(&reattach_json);
+    tftap_buf_done(&before);
     free(env_reattach);
     if (tmp != NULL) {
         wrap_clean(&set, tmp);

@@ -13,13 +13,14 @@ static const char usage_text[] =
     "new state) calls, then the diagnostics of other calls. A plan that an apply in the\n"
     "same run carried out is shown once, as the apply. ADDRESS (test_thing.a, also\n"
     "matching its instances) or TYPE (test_thing) keeps only those. --all also shows\n"
-    "no-op changes, superseded plans and ReadResource calls.\n";
+    "no-op changes, superseded plans, ReadResource and ReadDataSource calls. A change\n"
+    "whose call could not be tied to an address says why.\n";
 
 struct show_ctx {
     tftap_buf out;
     int json, all, color;
     int n, unmatched, skipped;
-    int counts[STORE_ACTION_REPLACE + 1];
+    int counts[STORE_ACTION_READ + 1];
     int err;
 };
 
@@ -32,7 +33,7 @@ static int each_change(void *ctx, const store_change_row *c)
         x->err = TFTAP_EDECODE;
         return TFTAP_EDECODE;
     }
-    int is_read = c->rpc && strcmp(c->rpc, "ReadResource") == 0;
+    int is_read = a == STORE_ACTION_READ || (c->rpc && strcmp(c->rpc, "ReadResource") == 0);
     if (!x->all && (a == STORE_ACTION_NOOP || is_read || c->superseded)) {
         x->skipped++;
         return 0;
@@ -90,7 +91,8 @@ static int each_diag(void *ctx, const store_diag_row *d)
     /* Those of resource changes were shown with their change. */
     if (d->rpc &&
         (strcmp(d->rpc, "PlanResourceChange") == 0 || strcmp(d->rpc, "ApplyResourceChange") == 0 ||
-         (strcmp(d->rpc, "ReadResource") == 0 && dc->x->all)))
+         ((strcmp(d->rpc, "ReadResource") == 0 || strcmp(d->rpc, "ReadDataSource") == 0) &&
+          dc->x->all)))
         return 0;
     if (dc->x->json) {
         tftap_buf_puts(b, dc->n ? ",\n    " : "\n    ");
@@ -116,10 +118,11 @@ static int each_diag(void *ctx, const store_diag_row *d)
         int warn = d->severity && strcmp(d->severity, "WARNING") == 0;
         const char *col = dc->x->color ? (warn ? "\033[33m" : "\033[31m") : "";
         const char *reset = dc->x->color ? "\033[0m" : "";
+        /* A matched data source read names its address. */
+        const char *what = d->address ? d->address : d->type_name;
         tftap_buf_printf(b, "  %s%s%s: %s  [%s%s%s, call %lld]\n", col, warn ? "Warning" : "Error",
                          reset, d->summary ? d->summary : "", d->rpc ? d->rpc : "?",
-                         d->type_name ? " " : "", d->type_name ? d->type_name : "",
-                         (long long)d->call_id);
+                         what ? " " : "", what ? what : "", (long long)d->call_id);
         if (d->attribute && *d->attribute)
             tftap_buf_printf(b, "    at %s\n", d->attribute);
         if (d->detail && *d->detail)
@@ -189,6 +192,9 @@ int cli_show(int argc, char **argv)
                              x.counts[STORE_ACTION_DELETE]);
             if (x.counts[STORE_ACTION_NOOP])
                 tftap_buf_printf(&x.out, ", %d no-op", x.counts[STORE_ACTION_NOOP]);
+            if (x.counts[STORE_ACTION_READ])
+                tftap_buf_printf(&x.out, ", %d data source read%s", x.counts[STORE_ACTION_READ],
+                                 x.counts[STORE_ACTION_READ] == 1 ? "" : "s");
             if (x.skipped)
                 tftap_buf_printf(&x.out, " (%d no-op, read or applied plan not shown: --all)",
                                  x.skipped);

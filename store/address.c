@@ -1,47 +1,79 @@
 /* store: giving recorded calls their resource instance addresses.
  *
- * Provider calls name a resource type, never an address. After a plan or
- * apply, `tofu show -json` of what the run wrote lists every instance with
- * its values; a call belongs to the instance of its type whose values agree
- * with the call's: most agreeing known attributes, none disagreeing. */
+ * Provider calls name a resource type, never an address. What the CLI says
+ * around a run names them: the state it started from (`CLI state pull`)
+ * lists every existing object, `CLI show -json` of a saved plan or of the
+ * state afterwards lists the objects the run planned or made. A call
+ * belongs to the instance of its type (and mode: data sources apart) whose
+ * values agree with the call's: most agreeing known attributes, none
+ * disagreeing. A call about an existing object is compared by its prior
+ * state with what the object was before; every call is compared with what
+ * the plan or the state says after. */
 #include "store/store_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_JSON_DEPTH 512
+#define MAX_VALS 4
 
 struct instance {
-    const char *address;
+    char *address; /* owned */
     const char *type;
-    const sj_node *vals[2]; /* before/after of a plan, or state values */
+    int data;                        /* a data source (mode "data") */
+    const sj_node *before[MAX_VALS]; /* the object before the run */
+    const sj_node *after[MAX_VALS];  /* planned or applied values */
+    unsigned nbefore, nafter;
 };
 
 struct instances {
     struct instance *v;
     size_t n, cap;
+    int have_after; /* some document names objects as the run left them */
 };
 
-static int add_instance(struct instances *is, const char *address, const char *type,
-                        const sj_node *a, const sj_node *b)
+static void push_val(const sj_node **vals, unsigned *n, const sj_node *v)
 {
-    for (size_t i = 0; i < is->n; i++) {
-        if (strcmp(is->v[i].address, address) == 0) {
-            /* Same instance seen in another section: keep both views. */
-            if (!is->v[i].vals[1])
-                is->v[i].vals[1] = a ? a : b;
-            return 0;
+    if (!v || v->kind == SJ_NULL || *n >= MAX_VALS)
+        return;
+    vals[(*n)++] = v;
+}
+
+/* address is copied; values live in their document. */
+static int add_instance(struct instances *is, const char *address, size_t alen, const char *type,
+                        int data, const sj_node *before, const sj_node *after)
+{
+    struct instance *in = NULL;
+    for (size_t i = 0; i < is->n; i++)
+        if (strlen(is->v[i].address) == alen && memcmp(is->v[i].address, address, alen) == 0 &&
+            is->v[i].data == data) {
+            in = &is->v[i]; /* the same instance seen in another section */
+            break;
         }
-    }
-    if (is->n == is->cap) {
-        size_t cap = is->cap ? is->cap * 2 : 32;
-        struct instance *v = realloc(is->v, cap * sizeof *v);
-        if (!v)
+    if (!in) {
+        if (is->n == is->cap) {
+            size_t cap = is->cap ? is->cap * 2 : 32;
+            struct instance *v = realloc(is->v, cap * sizeof *v);
+            if (!v)
+                return TFTAP_ENOMEM;
+            is->v = v;
+            is->cap = cap;
+        }
+        char *a = malloc(alen + 1);
+        if (!a)
             return TFTAP_ENOMEM;
-        is->v = v;
-        is->cap = cap;
+        memcpy(a, address, alen);
+        a[alen] = '\0';
+        in = &is->v[is->n++];
+        memset(in, 0, sizeof *in);
+        in->address = a;
+        in->type = type;
+        in->data = data;
     }
-    is->v[is->n++] = (struct instance){address, type, {a, b}};
+    push_val(in->before, &in->nbefore, before);
+    push_val(in->after, &in->nafter, after);
+    if (after && after->kind != SJ_NULL)
+        is->have_after = 1;
     return 0;
 }
 
@@ -50,8 +82,15 @@ static int str_is(const sj_node *n, const char *s)
     return n && n->kind == SJ_STRING && strcmp(n->str, s) == 0;
 }
 
-/* A module's resources (state or planned_values form), then its children. */
-static int collect_module(struct instances *is, const sj_node *mod, unsigned depth)
+static int mode_of(const sj_node *r, int *data)
+{
+    const sj_node *m = sj_get(r, "mode");
+    *data = str_is(m, "data");
+    return str_is(m, "managed") || *data;
+}
+
+/* A module's resources in `show -json` form, then its children. */
+static int collect_module(struct instances *is, const sj_node *mod, int after, unsigned depth)
 {
     if (!mod || depth > 64)
         return 0;
@@ -59,10 +98,13 @@ static int collect_module(struct instances *is, const sj_node *mod, unsigned dep
     if (res && res->kind == SJ_ARRAY) {
         for (const sj_node *r = res->child; r; r = r->next) {
             const sj_node *addr = sj_get(r, "address"), *type = sj_get(r, "type");
-            if (!str_is(sj_get(r, "mode"), "managed") || !addr || addr->kind != SJ_STRING ||
-                !type || type->kind != SJ_STRING)
+            int data;
+            if (!mode_of(r, &data) || !addr || addr->kind != SJ_STRING || !type ||
+                type->kind != SJ_STRING)
                 continue;
-            int rc = add_instance(is, addr->str, type->str, sj_get(r, "values"), NULL);
+            const sj_node *v = sj_get(r, "values");
+            int rc = add_instance(is, addr->str, addr->len, type->str, data, after ? NULL : v,
+                                  after ? v : NULL);
             if (rc)
                 return rc;
         }
@@ -70,35 +112,83 @@ static int collect_module(struct instances *is, const sj_node *mod, unsigned dep
     const sj_node *kids = sj_get(mod, "child_modules");
     if (kids && kids->kind == SJ_ARRAY)
         for (const sj_node *k = kids->child; k; k = k->next) {
-            int rc = collect_module(is, k, depth + 1);
+            int rc = collect_module(is, k, after, depth + 1);
             if (rc)
                 return rc;
         }
     return 0;
 }
 
-static int collect(struct instances *is, const sj_node *root)
+/* A raw state (`CLI state pull`, format 4): resources with their instances'
+ * attributes; addresses are put together as the CLI writes them. */
+static int collect_raw_state(struct instances *is, const sj_node *root, int after)
 {
+    const sj_node *res = sj_get(root, "resources");
+    tftap_buf a = TFTAP_BUF_INIT;
+    int rc = 0;
+    if (!res || res->kind != SJ_ARRAY)
+        return 0;
+    for (const sj_node *r = res->child; r && !rc; r = r->next) {
+        const sj_node *type = sj_get(r, "type"), *name = sj_get(r, "name"),
+                      *module = sj_get(r, "module"), *insts = sj_get(r, "instances");
+        int data;
+        if (!mode_of(r, &data) || !type || type->kind != SJ_STRING || !name ||
+            name->kind != SJ_STRING || !insts || insts->kind != SJ_ARRAY)
+            continue;
+        for (const sj_node *in = insts->child; in && !rc; in = in->next) {
+            const sj_node *key = sj_get(in, "index_key"), *attrs = sj_get(in, "attributes");
+            tftap_buf_reset(&a);
+            if (module && module->kind == SJ_STRING && module->len)
+                tftap_buf_printf(&a, "%s.", module->str);
+            tftap_buf_printf(&a, "%s%s.%s", data ? "data." : "", type->str, name->str);
+            if (key && key->kind == SJ_NUMBER) {
+                tftap_buf_printf(&a, "[%.*s]", (int)key->len, key->str);
+            } else if (key && key->kind == SJ_STRING) {
+                tftap_buf_putc(&a, '[');
+                tftap_buf_json_string(&a, key->str, key->len);
+                tftap_buf_putc(&a, ']');
+            }
+            if (tftap_buf_failed(&a)) {
+                rc = TFTAP_ENOMEM;
+                break;
+            }
+            rc = add_instance(is, a.data, a.len, type->str, data, after ? NULL : attrs,
+                              after ? attrs : NULL);
+        }
+    }
+    tftap_buf_done(&a);
+    return rc;
+}
+
+/* One document, whichever of the forms it is. */
+static int collect(struct instances *is, const sj_node *root, int after)
+{
+    if (!root || root->kind != SJ_OBJECT)
+        return TFTAP_EDECODE;
+    if (!sj_get(root, "format_version") && sj_get(root, "resources"))
+        return collect_raw_state(is, root, after);
+    /* A saved plan: its changes say before and after themselves. */
     const sj_node *rcs = sj_get(root, "resource_changes");
     if (rcs && rcs->kind == SJ_ARRAY) {
         for (const sj_node *r = rcs->child; r; r = r->next) {
             const sj_node *addr = sj_get(r, "address"), *type = sj_get(r, "type"),
                           *ch = sj_get(r, "change");
-            if (!str_is(sj_get(r, "mode"), "managed") || !addr || addr->kind != SJ_STRING ||
-                !type || type->kind != SJ_STRING)
+            int data;
+            if (!mode_of(r, &data) || !addr || addr->kind != SJ_STRING || !type ||
+                type->kind != SJ_STRING)
                 continue;
-            int rc =
-                add_instance(is, addr->str, type->str, sj_get(ch, "before"), sj_get(ch, "after"));
+            int rc = add_instance(is, addr->str, addr->len, type->str, data, sj_get(ch, "before"),
+                                  sj_get(ch, "after"));
             if (rc)
                 return rc;
         }
     }
-    /* A state file, or the plan's prior state. */
-    const sj_node *vals = sj_get(root, "values");
-    int rc = collect_module(is, sj_get(vals, "root_module"), 0);
+    /* The plan's prior state (data sources read while planning are there). */
+    int rc = collect_module(
+        is, sj_get(sj_get(sj_get(root, "prior_state"), "values"), "root_module"), 0, 0);
+    /* A state. */
     if (!rc)
-        rc = collect_module(
-            is, sj_get(sj_get(sj_get(root, "prior_state"), "values"), "root_module"), 0);
+        rc = collect_module(is, sj_get(sj_get(root, "values"), "root_module"), after, 0);
     return rc;
 }
 
@@ -112,12 +202,28 @@ static int skip_value(const sj_node *n)
            (n->kind == SJ_OBJECT && n->n == 1 && n->child->key_len && n->child->key[0] == '$');
 }
 
+/* A dynamic value as the decoder writes it: {"type": T, "value": V}. */
+static const sj_node *dynamic_value(const sj_node *n)
+{
+    if (!n || n->kind != SJ_OBJECT || n->n != 2)
+        return NULL;
+    const sj_node *t = sj_get(n, "type"), *v = sj_get(n, "value");
+    return t && v && (t->kind == SJ_STRING || t->kind == SJ_ARRAY) ? v : NULL;
+}
+
 /* Compare what the call knows against the instance's values. */
 static void compare(const sj_node *call, const sj_node *inst, struct score *s, unsigned depth)
 {
     if (depth > 128 || skip_value(call) || !inst || inst->kind == SJ_NULL)
         return;
     if (call->kind == SJ_OBJECT) {
+        /* `show -json` writes a dynamic value bare; a raw state keeps the
+         * wrapper as we do. */
+        const sj_node *dv = dynamic_value(call);
+        if (dv && !(inst->kind == SJ_OBJECT && sj_get(inst, "type"))) {
+            compare(dv, inst, s, depth + 1);
+            return;
+        }
         if (inst->kind != SJ_OBJECT) {
             s->mismatch++;
             return;
@@ -152,24 +258,52 @@ static void compare(const sj_node *call, const sj_node *inst, struct score *s, u
         s->mismatch++;
 }
 
-/* The best score of any of the call's values against any of the
- * instance's: agreeing leaves, or -1 if every pairing disagrees somewhere. */
-static long score_instance(const sj_node *const *cv, size_t ncv, const struct instance *in)
+/* What one call says: its kind and its values. */
+struct call_vals {
+    int data;               /* ReadDataSource */
+    const sj_node *prior;   /* the existing object, NULL for a new one */
+    const sj_node *vals[5]; /* prior, proposed, config, planned, new */
+    size_t nvals;
+};
+
+#define NO_PAIR (-2L)
+
+/* Best pairing's agreeing leaves; -1 if every pairing disagrees somewhere;
+ * NO_PAIR if nothing of the call could be held against the instance. */
+static long pair_score(const sj_node *cv, const sj_node *const *iv, unsigned niv, long *best,
+                       int *compared)
+{
+    for (unsigned j = 0; j < niv; j++) {
+        if (skip_value(cv) || skip_value(iv[j]))
+            continue;
+        *compared = 1;
+        struct score s = {0, 0};
+        compare(cv, iv[j], &s, 0);
+        if (!s.mismatch && s.match > *best)
+            *best = s.match;
+    }
+    return *best;
+}
+
+static long score_instance(const struct call_vals *c, const struct instance *in)
 {
     long best = -1;
-    int comparable = 0;
-    for (size_t i = 0; i < ncv; i++) {
-        for (int j = 0; j < 2; j++) {
-            if (skip_value(cv[i]) || skip_value(in->vals[j]))
-                continue;
-            comparable = 1;
-            struct score s = {0, 0};
-            compare(cv[i], in->vals[j], &s, 0);
-            if (!s.mismatch && s.match > best)
-                best = s.match;
+    int compared = 0;
+    if (c->data) {
+        /* Data sources are read again each run: any recorded values do. */
+        for (size_t i = 0; i < c->nvals; i++) {
+            pair_score(c->vals[i], in->before, in->nbefore, &best, &compared);
+            pair_score(c->vals[i], in->after, in->nafter, &best, &compared);
         }
+    } else {
+        /* An existing object is known by what it was; a new one only by
+         * what the plan or state afterwards says. */
+        if (c->prior)
+            pair_score(c->prior, in->before, in->nbefore, &best, &compared);
+        for (size_t i = 0; i < c->nvals; i++)
+            pair_score(c->vals[i], in->after, in->nafter, &best, &compared);
     }
-    return comparable ? best : 0;
+    return compared ? best : NO_PAIR;
 }
 
 static int set_address(sqlite3_stmt *up, int64_t call_id, const char *address, const char *note)
@@ -188,28 +322,87 @@ static int set_address(sqlite3_stmt *up, int64_t call_id, const char *address, c
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-int store_match_addresses(store *s, int64_t run_id, const char *show_json, size_t len, int *matched,
-                          int *unmatched)
+static void instances_free(struct instances *is)
 {
-    sj_doc *doc = NULL;
+    for (size_t i = 0; i < is->n; i++)
+        free(is->v[i].address);
+    free(is->v);
+}
+
+/* Why a call got no address, or NULL with *address set. */
+static void match_call(const struct instances *is, const char *type, const struct call_vals *c,
+                       size_t ndocs, const char *missing, tftap_buf *note, const char **address)
+{
+    const char *best = NULL;
+    long best_score = -1;
+    size_t candidates = 0, ties = 0;
+    *address = NULL;
+    for (size_t i = 0; type && i < is->n; i++) {
+        if (strcmp(is->v[i].type, type) != 0 || is->v[i].data != c->data)
+            continue;
+        long sc = score_instance(c, &is->v[i]);
+        if (sc == NO_PAIR)
+            continue;
+        candidates++;
+        if (sc > best_score) {
+            best_score = sc;
+            best = is->v[i].address;
+            ties = 1;
+        } else if (sc == best_score && sc >= 0) {
+            ties++;
+        }
+    }
+    const char *what = c->data ? "data." : "";
+    if (!type)
+        tftap_buf_puts(note, "call has no resource type");
+    else if (ndocs == 0)
+        tftap_buf_puts(note, missing ? missing : "no plan or state was read to match it");
+    else if (candidates == 0 && !c->data && !c->prior && !is->have_after)
+        tftap_buf_printf(note,
+                         "a new %s object: only a saved plan (plan -out=FILE) or the state after "
+                         "an apply names new instances",
+                         type);
+    else if (candidates == 0)
+        tftap_buf_printf(note, "no %s%s instance in the plan or state", what, type);
+    else if (best_score < 0)
+        tftap_buf_printf(note, "values match none of the %zu %s%s instances", candidates, what,
+                         type);
+    else if (ties > 1)
+        tftap_buf_printf(note, "values match %zu %s%s instances equally", ties, what, type);
+    else
+        *address = best;
+}
+
+int store_match_addresses(store *s, int64_t run_id, const store_match_doc *docs, size_t ndocs,
+                          const char *missing, int *matched, int *unmatched)
+{
+    sj_doc **parsed = NULL;
     struct instances is = {0};
     sqlite3_stmt *q = NULL, *up = NULL;
     tftap_buf note = TFTAP_BUF_INIT;
-    int n_ok = 0, n_bad = 0;
-    int err = sj_parse(show_json, len, MAX_JSON_DEPTH, &doc);
-    if (err)
-        goto done;
-    err = collect(&is, sj_root(doc));
-    if (err)
-        goto done;
+    int n_ok = 0, n_bad = 0, err = 0;
+    if (ndocs) {
+        parsed = calloc(ndocs, sizeof *parsed);
+        if (!parsed) {
+            err = TFTAP_ENOMEM;
+            goto done;
+        }
+    }
+    for (size_t d = 0; d < ndocs; d++) {
+        err = sj_parse(docs[d].json, docs[d].len, MAX_JSON_DEPTH, &parsed[d]);
+        if (!err)
+            err = collect(&is, sj_root(parsed[d]), docs[d].after);
+        if (err)
+            goto done;
+    }
     int rc = store_begin(s->db, 0);
     if (rc != SQLITE_OK) {
         err = store_err(rc);
         goto done;
     }
     rc = sqlite3_prepare_v2(s->db,
-                            "SELECT call_id, type_name, prior, proposed, config, planned, new "
-                            "FROM v_resource_changes WHERE run_id = ? ORDER BY call_id",
+                            "SELECT call_id, method, type_name, prior, proposed, config, planned, "
+                            "new FROM v_resource_changes WHERE run_id = ? ORDER BY call_id",
                             -1, &q, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(
@@ -219,43 +412,24 @@ int store_match_addresses(store *s, int64_t run_id, const char *show_json, size_
     sqlite3_bind_int64(q, 1, run_id);
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         int64_t call_id = sqlite3_column_int64(q, 0);
-        const char *type = (const char *)sqlite3_column_text(q, 1);
+        const char *method = (const char *)sqlite3_column_text(q, 1);
+        const char *type = (const char *)sqlite3_column_text(q, 2);
         sj_doc *vd[5] = {NULL};
-        const sj_node *cv[5];
-        size_t ncv = 0;
+        struct call_vals c;
+        memset(&c, 0, sizeof c);
+        c.data = method && strcmp(method, "ReadDataSource") == 0;
         for (int i = 0; i < 5; i++) {
-            const char *t = (const char *)sqlite3_column_text(q, 2 + i);
-            if (t && sj_parse(t, strlen(t), MAX_JSON_DEPTH, &vd[i]) == 0)
-                cv[ncv++] = sj_root(vd[i]);
-        }
-        const char *best = NULL;
-        long best_score = -1;
-        size_t candidates = 0, ties = 0;
-        for (size_t i = 0; type && i < is.n; i++) {
-            if (strcmp(is.v[i].type, type) != 0)
-                continue;
-            candidates++;
-            long sc = score_instance(cv, ncv, &is.v[i]);
-            if (sc > best_score) {
-                best_score = sc;
-                best = is.v[i].address;
-                ties = 1;
-            } else if (sc == best_score && sc >= 0) {
-                ties++;
+            const char *t = (const char *)sqlite3_column_text(q, 3 + i);
+            if (t && sj_parse(t, strlen(t), MAX_JSON_DEPTH, &vd[i]) == 0) {
+                const sj_node *v = sj_root(vd[i]);
+                if (i == 0 && v && v->kind != SJ_NULL)
+                    c.prior = v;
+                c.vals[c.nvals++] = v;
             }
         }
-        tftap_buf_reset(&note);
         const char *address = NULL;
-        if (!type)
-            tftap_buf_puts(&note, "call has no resource type");
-        else if (candidates == 0)
-            tftap_buf_printf(&note, "no %s instance in the plan or state", type);
-        else if (best_score < 0)
-            tftap_buf_printf(&note, "values match none of the %zu %s instances", candidates, type);
-        else if (ties > 1)
-            tftap_buf_printf(&note, "values match %zu %s instances equally", ties, type);
-        else
-            address = best;
+        tftap_buf_reset(&note);
+        match_call(&is, type, &c, ndocs, missing, &note, &address);
         rc = set_address(up, call_id, address, address ? NULL : tftap_buf_cstr(&note));
         for (int i = 0; i < 5; i++)
             sj_free(vd[i]);
@@ -280,8 +454,10 @@ rollback:
 done:
     sqlite3_finalize(q);
     sqlite3_finalize(up);
-    sj_free(doc);
-    free(is.v);
+    for (size_t d = 0; parsed && d < ndocs; d++)
+        sj_free(parsed[d]);
+    free(parsed);
+    instances_free(&is);
     tftap_buf_done(&note);
     if (matched)
         *matched = n_ok;

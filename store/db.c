@@ -125,6 +125,29 @@ static const char *const migrations[] = {
     "  FROM calls c, json_each(CASE WHEN json_valid(c.response_json)"
     "    AND json_type(c.response_json) = 'object' THEN c.response_json END,"
     "    '$.diagnostics') d;",
+    /* 1 -> 2: data source reads are resource changes too (config in, state
+     * out), so that they can be tied to data.* addresses and shown. */
+    "DROP VIEW v_resource_changes;"
+    "CREATE VIEW v_resource_changes AS SELECT"
+    "  c.run_id, c.id AS call_id, c.rpc AS method, c.type_name, c.address, c.address_note,"
+    "  CASE c.rpc WHEN 'ReadResource' THEN c.request_json -> '$.current_state'"
+    "    WHEN 'ReadDataSource' THEN NULL"
+    "    ELSE c.request_json -> '$.prior_state' END AS prior,"
+    "  c.request_json -> '$.proposed_new_state' AS proposed,"
+    "  c.request_json -> '$.config' AS config,"
+    "  CASE c.rpc WHEN 'PlanResourceChange' THEN c.response_json -> '$.planned_state'"
+    "    WHEN 'ApplyResourceChange' THEN c.request_json -> '$.planned_state' END AS planned,"
+    "  CASE c.rpc WHEN 'PlanResourceChange' THEN NULL"
+    "    WHEN 'ReadDataSource' THEN c.response_json -> '$.state'"
+    "    ELSE c.response_json -> '$.new_state' END AS new,"
+    "  c.response_json -> '$.requires_replace' AS requires_replace,"
+    "  c.response_json -> '$.diagnostics' AS diagnostics,"
+    "  c.status_code, c.started_us, c.ended_us"
+    "  FROM calls c"
+    "  WHERE c.rpc IN ('PlanResourceChange', 'ApplyResourceChange', 'ReadResource',"
+    "    'ReadDataSource')"
+    "    AND json_valid(coalesce(c.request_json, '{}'))"
+    "    AND json_valid(coalesce(c.response_json, '{}'));",
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])

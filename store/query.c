@@ -1,8 +1,11 @@
 /* store: the read side used by the CLI and the web UI. */
 #include "store/store_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "decoder/decoder.h"
 
 static const char *col_text(sqlite3_stmt *st, int i)
 {
@@ -313,10 +316,130 @@ static struct rel *rel_find(struct rels *r, int64_t id)
     return lo < r->n && r->v[lo].id == id ? &r->v[lo] : NULL;
 }
 
+/* ---- schema blocks for rendering ------------------------------------------
+ * A run's changes use a few schemas (one per provider binary), each decoded
+ * once per listing; the JSON of each (schema, type) block is kept as text. */
+
+#define SCHEMA_MAX_JSON_DEPTH 512
+
+struct block_text {
+    char *key; /* "<sha> <r|d> <type>" */
+    char *json;
+};
+
+struct schema_cache {
+    struct {
+        char sha[65];
+        sj_doc *doc; /* NULL: could not be decoded */
+    } v[16];
+    size_t n;
+    struct block_text *blocks;
+    size_t nblocks, cap;
+};
+
+static void schema_cache_done(struct schema_cache *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        sj_free(c->v[i].doc);
+    for (size_t i = 0; i < c->nblocks; i++) {
+        free(c->blocks[i].key);
+        free(c->blocks[i].json);
+    }
+    free(c->blocks);
+}
+
+static sj_doc *schema_doc(store *s, struct schema_cache *c, const char *sha)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->v[i].sha, sha) == 0)
+            return c->v[i].doc;
+    sj_doc *doc = NULL;
+    sqlite3_stmt *st = NULL;
+    tftap_buf out = TFTAP_BUF_INIT;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT protocol, raw FROM schemas WHERE sha256 = ? AND kind = "
+                           "'provider'",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, sha, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            char method[64];
+            snprintf(method, sizeof method, "/tfplugin%d.Provider/GetProviderSchema",
+                     sqlite3_column_int(st, 0) == 6 ? 6 : 5);
+            dec_error err = DEC_ERROR_INIT;
+            if (dec_message_to_json(method, 1, sqlite3_column_blob(st, 1),
+                                    (size_t)sqlite3_column_bytes(st, 1), NULL, NULL, NULL, &out,
+                                    &err) == 0 &&
+                !tftap_buf_failed(&out))
+                sj_parse(out.data, out.len, SCHEMA_MAX_JSON_DEPTH, &doc);
+            dec_error_done(&err);
+        }
+    }
+    sqlite3_finalize(st);
+    tftap_buf_done(&out);
+    if (c->n < sizeof c->v / sizeof c->v[0]) {
+        snprintf(c->v[c->n].sha, sizeof c->v[c->n].sha, "%s", sha);
+        c->v[c->n++].doc = doc;
+    } else {
+        sj_free(doc); /* more schemas than we cache: decode again next time */
+        return NULL;
+    }
+    return doc;
+}
+
+/* The block schema of type in the schema sha as JSON text, or NULL. */
+static const char *block_schema(store *s, struct schema_cache *c, const char *sha, const char *type,
+                                int data)
+{
+    if (!sha || !type)
+        return NULL;
+    tftap_buf key = TFTAP_BUF_INIT;
+    tftap_buf_printf(&key, "%s %c %s", sha, data ? 'd' : 'r', type);
+    const char *k = tftap_buf_cstr(&key);
+    const char *found = NULL;
+    for (size_t i = 0; k && i < c->nblocks; i++)
+        if (strcmp(c->blocks[i].key, k) == 0) {
+            found = c->blocks[i].json;
+            goto done;
+        }
+    sj_doc *doc = k ? schema_doc(s, c, sha) : NULL;
+    const sj_node *blk = sj_get(
+        sj_get(sj_get(sj_root(doc), data ? "data_source_schemas" : "resource_schemas"), type),
+        "block");
+    if (!blk || blk->kind != SJ_OBJECT)
+        goto done;
+    tftap_buf text = TFTAP_BUF_INIT;
+    sj_write(blk, &text);
+    if (c->nblocks == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 8;
+        struct block_text *v = realloc(c->blocks, cap * sizeof *v);
+        if (!v) {
+            tftap_buf_done(&text);
+            goto done;
+        }
+        c->blocks = v;
+        c->cap = cap;
+    }
+    tftap_buf_cstr(&text);
+    char *json = tftap_buf_failed(&text) ? NULL : tftap_buf_take(&text, NULL);
+    tftap_buf_done(&text);
+    char *kc = json ? strdup(k) : NULL;
+    if (!kc) {
+        free(json);
+        goto done;
+    }
+    c->blocks[c->nblocks++] = (struct block_text){kc, json};
+    found = json;
+done:
+    tftap_buf_done(&key);
+    return found;
+}
+
 int store_changes_each(store *s, int64_t run_id, const char *filter,
                        int (*fn)(void *ctx, const store_change_row *row), void *ctx)
 {
     struct rels rels = {NULL, 0};
+    struct schema_cache schemas;
+    memset(&schemas, 0, sizeof schemas);
     sqlite3_stmt *st = NULL, *half = NULL;
     int err = load_rels(s, run_id, &rels);
     if (err)
@@ -324,7 +447,8 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
     int rc = sqlite3_prepare_v2(s->db,
                                 "SELECT call_id, method, type_name, address, address_note, "
                                 "prior, proposed, config, planned, new, requires_replace, "
-                                "diagnostics, status_code, started_us "
+                                "diagnostics, status_code, started_us, "
+                                "(SELECT schema_sha256 FROM calls c WHERE c.id = call_id) "
                                 "FROM v_resource_changes WHERE run_id = ?1 AND " FILTER_SQL
                                 " ORDER BY started_us, call_id",
                                 -1, &st, NULL);
@@ -356,6 +480,8 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
             .status_code = sqlite3_column_int(st, 12),
             .started_us = sqlite3_column_int64(st, 13),
         };
+        c.block_schema = block_schema(s, &schemas, col_text(st, 14), c.type_name,
+                                      c.rpc && strcmp(c.rpc, "ReadDataSource") == 0);
         struct rel *r = rel_find(&rels, c.call_id);
         if (r) {
             c.superseded = r->superseded;
@@ -378,6 +504,7 @@ done:
     sqlite3_finalize(st);
     sqlite3_finalize(half);
     rels_free(&rels);
+    schema_cache_done(&schemas);
     return err;
 }
 

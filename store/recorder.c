@@ -1277,8 +1277,9 @@ static int db_up(store_recorder *r)
         return 0;
     }
     /* Recovery is not announced: the gap row records what was lost, and
-     * the one line already printed is all a user's terminal should get. */
-    r->logged_down = 0;
+     * the one line already printed is all a user's terminal should get.
+     * Opening is not recovery (a full disk opens fine and fails the next
+     * write): only a commit re-arms the warning. */
     pthread_mutex_lock(&r->mu);
     memcpy(r->shared_key, key, sizeof key);
     r->key_ready = 1;
@@ -1664,6 +1665,7 @@ static void apply_pending(store_recorder *r, int closing)
             db_down(r);
             return;
         }
+        r->logged_down = 0;
         /* Committed: release the ops up to o. */
         uint64_t gaps = 0;
         size_t bytes = 0;

@@ -22,6 +22,8 @@ static const char *color_of(char mark)
         return "\033[33m";
     case 'r':
         return "\033[35m";
+    case '<':
+        return "\033[36m";
     default:
         return "";
     }
@@ -30,6 +32,7 @@ static const char *color_of(char mark)
 static void put_mark(struct rctx *x, char mark)
 {
     const char *text = mark == 'r'   ? "-/+"
+                       : mark == '<' ? "<="
                        : mark == '+' ? "+"
                        : mark == '-' ? "-"
                        : mark == '~' ? "~"
@@ -104,6 +107,17 @@ static void put_unknown(struct rctx *x, const sj_node *u)
         }
     }
     tftap_buf_putc(o, ')');
+}
+
+/* A dynamic value ({"type": T, "value": V}) reads as its value, as in a plan. */
+static const sj_node *undyn(const sj_node *n)
+{
+    if (n && n->kind == SJ_OBJECT && n->n == 2) {
+        const sj_node *t = sj_get(n, "type"), *v = sj_get(n, "value");
+        if (t && v && (t->kind == SJ_STRING || t->kind == SJ_ARRAY))
+            return v;
+    }
+    return n;
 }
 
 /* A scalar or marker value on one line. */
@@ -186,6 +200,7 @@ static void end_line(struct rctx *x, const tftap_buf *path)
 static void put_whole(struct rctx *x, unsigned d, char mark, const sj_node *key_of,
                       const sj_node *n, size_t width, int in_array, int skip_null)
 {
+    n = undyn(n);
     line_start(x, d, mark, key_of, width);
     if (is_plain(n, SJ_OBJECT) || is_plain(n, SJ_ARRAY)) {
         int obj = n->kind == SJ_OBJECT;
@@ -296,6 +311,8 @@ static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_
 static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj_node *a,
                      const sj_node *b, size_t width, tftap_buf *path, int in_array)
 {
+    a = undyn(a);
+    b = undyn(b);
     if (is_null(a) && !is_null(b)) {
         put_whole(x, d, '+', key_of, b, width, in_array, 0);
         return;
@@ -426,6 +443,8 @@ const char *store_action_name(enum store_action a)
         return "update";
     case STORE_ACTION_REPLACE:
         return "replace";
+    case STORE_ACTION_READ:
+        return "read";
     }
     return "?";
 }
@@ -440,7 +459,8 @@ int store_change_action(const store_change_row *c, enum store_action *out)
     if (!rc)
         rc = parse_opt(c->requires_replace, &dr, &rr);
     if (!rc)
-        *out = action_of(prior, after, rr);
+        *out = c->rpc && strcmp(c->rpc, "ReadDataSource") == 0 ? STORE_ACTION_READ
+                                                               : action_of(prior, after, rr);
     sj_free(dp);
     sj_free(dn);
     sj_free(dr);
@@ -454,6 +474,7 @@ int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
     tftap_buf path = TFTAP_BUF_INIT, name = TFTAP_BUF_INIT;
     int apply = c->rpc && strcmp(c->rpc, "ApplyResourceChange") == 0;
     int read = c->rpc && strcmp(c->rpc, "ReadResource") == 0;
+    int dread = c->rpc && strcmp(c->rpc, "ReadDataSource") == 0;
     const char *after_text = after_of(c);
     int rc = parse_opt(c->prior, &dp, &prior);
     if (!rc)
@@ -468,7 +489,10 @@ int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
     int replace = rr && rr->kind == SJ_ARRAY && rr->n > 0 && !is_null(prior) && !is_null(after);
     char mark;
     const char *verb;
-    if (is_null(prior) && is_null(after)) {
+    if (dread) {
+        mark = '<';
+        verb = is_null(after) ? "could not be read" : "was read";
+    } else if (is_null(prior) && is_null(after)) {
         mark = ' ';
         verb = apply ? "was not created" : "has no object";
     } else if (is_null(prior)) {
@@ -502,14 +526,18 @@ int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
     if (x.color)
         tftap_buf_puts(out, "\033[0m");
     tftap_buf_printf(out, "  [%s]\n", c->rpc ? c->rpc : "?");
-    if (!c->address && c->address_note)
-        tftap_buf_printf(out, "  # (not matched to an address: %s)\n", c->address_note);
+    if (!c->address)
+        tftap_buf_printf(out, "  # (not matched to an address: %s)\n",
+                         c->address_note ? c->address_note
+                                         : "addresses were not looked up for this run");
 
     resource_name(c->address, c->type_name, &name);
-    indent(&x, mark == 'r' ? 0 : 2); /* "-/+" takes the indent's place */
+    /* "-/+" and "<=" take the indent's place */
+    indent(&x, mark == 'r' ? 0 : mark == '<' ? 1 : 2);
     put_mark(&x, mark);
-    tftap_buf_printf(out, " resource \"%s\" \"%s\" {\n", type, tftap_buf_cstr(&name));
-    if (mark == '+') {
+    tftap_buf_printf(out, " %s \"%s\" \"%s\" {\n", dread ? "data" : "resource", type,
+                     tftap_buf_cstr(&name));
+    if (mark == '+' || mark == '<') {
         size_t w = key_width(after, NULL, 1);
         if (is_plain(after, SJ_OBJECT)) {
             for (const sj_node *m = after->child; m; m = m->next)

@@ -154,7 +154,7 @@ int store_calls_each(store *s, int64_t run_id, const char *method, const char *t
 /* One resource instance change (see v_resource_changes in docs/database.md). */
 typedef struct store_change_row {
     int64_t call_id;
-    const char *rpc; /* PlanResourceChange, ApplyResourceChange or ReadResource */
+    const char *rpc; /* PlanResourceChange, ApplyResourceChange, ReadResource, ReadDataSource */
     const char *type_name;
     const char *address;      /* NULL when not matched */
     const char *address_note; /* why it was not matched, or NULL */
@@ -175,6 +175,12 @@ typedef struct store_change_row {
      * that planned the new object, and that call's id (0 if none found). */
     const char *replace_planned;
     int64_t replace_call_id;
+    /* The resource type's (or data source's) schema block as the decoder
+     * renders a GetProviderSchema response ({"attributes": [...],
+     * "block_types": [...]}), when the call was decoded with a schema;
+     * NULL otherwise. Rendering uses it to tell nested blocks and maps
+     * apart from object attributes. */
+    const char *block_schema;
 } store_change_row;
 /* Changes of a run in call order, optionally only those whose address or
  * type_name equals filter (an address also matches its instances, "a.b"
@@ -200,13 +206,27 @@ int store_diagnostics_each(store *s, int64_t run_id, const char *filter,
 int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char *p, size_t n),
                        void *ctx);
 
-/* Match the run's PlanResourceChange/ApplyResourceChange/ReadResource calls
- * to resource instance addresses, using the JSON of `tofu show -json` of the
- * plan or state that run wrote (both forms accepted), by resource type and
- * attribute values. Stores calls.address (or calls.address_note saying why
- * not). *matched/ *unmatched count the calls (either may be NULL). */
-int store_match_addresses(store *s, int64_t run_id, const char *show_json, size_t len, int *matched,
-                          int *unmatched);
+/* What the CLI said about the resources around a run: `CLI state pull`
+ * (a raw state), or `CLI show -json` of a saved plan or of a state. after
+ * says whether a state is the one the run started from (0) or the one it
+ * left (1); a plan's changes tell before and after themselves. */
+typedef struct store_match_doc {
+    const char *json;
+    size_t len;
+    int after;
+} store_match_doc;
+
+/* Match the run's PlanResourceChange, ApplyResourceChange, ReadResource and
+ * ReadDataSource calls to resource instance addresses by resource type (and
+ * mode), comparing their values with those of the documents' instances: a
+ * call about an existing object by its prior state with the object before
+ * the run, any call with the planned or applied values. Stores
+ * calls.address, or calls.address_note saying why not; with no document,
+ * missing (or a default) is the note. *matched/ *unmatched count the calls
+ * (either may be NULL). Returns 0, TFTAP_EDECODE (a document is not JSON),
+ * TFTAP_ESTORE, TFTAP_ENOMEM. */
+int store_match_addresses(store *s, int64_t run_id, const store_match_doc *docs, size_t ndocs,
+                          const char *missing, int *matched, int *unmatched);
 
 /* ---- rendering ----------------------------------------------------------- */
 
@@ -216,11 +236,12 @@ enum store_action {
     STORE_ACTION_DELETE,  /* after null */
     STORE_ACTION_UPDATE,  /* in place */
     STORE_ACTION_REPLACE, /* requires_replace non-empty */
+    STORE_ACTION_READ,    /* a data source read (ReadDataSource) */
 };
 /* What a change does, comparing prior with planned (PlanResourceChange) or
  * new state (ApplyResourceChange, ReadResource). Returns 0 or TFTAP_EDECODE. */
 int store_change_action(const store_change_row *c, enum store_action *out);
-/* "no-op", "create", "delete", "update", "replace". */
+/* "no-op", "create", "delete", "update", "replace", "read". */
 const char *store_action_name(enum store_action a);
 
 enum store_render_flags {

@@ -38,7 +38,7 @@ lifecycle() { # CLI
             compare_calls "$CLI $name" "$db" "$run" "$log"
         fi
         case $name in
-        "plan -out" | apply) ;; # tftap's `show -json` after them starts providers of its own
+        "plan -out" | apply | destroy) ;; # tftap's `show -json` after them starts providers of its own
         *) check_eq "$CLI $name: no provider escaped wrapping" "$(log_unwrapped "$log")" "" ;;
         esac
     }
@@ -80,7 +80,21 @@ lifecycle() { # CLI
     check_eq "$CLI init again: lock files equal" "$(cat "$w/.terraform.lock.hcl")" "$(cat "$d/.terraform.lock.hcl")"
 
     step "plan (no changes)" 0 plan -input=false -no-color -detailed-exitcode
+    # A plan not saved to a file: the state it started from names every
+    # existing object, data sources included.
+    run=$(last_run "$db")
+    check_eq "$CLI plan (no changes): calls tied to addresses from the state before it" \
+        "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT DISTINCT address FROM calls
+           WHERE run_id = $run AND rpc IN ('PlanResourceChange', 'ReadDataSource') ORDER BY address)")" \
+        "data.tftest6_echo.echo tftest5_id.suffix tftest5_pet.server tftest5_trigger.deploy tftest6_thing.config"
+    check_eq "$CLI plan (no changes): no call left unmatched" \
+        "$(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = $run AND address IS NULL")" 0
     step destroy 0 destroy -auto-approve -input=false -no-color
+    run=$(last_run "$db")
+    check_eq "$CLI destroy: destroyed objects tied to addresses (gone from the state after)" \
+        "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT DISTINCT address FROM calls
+           WHERE run_id = $run AND rpc = 'ApplyResourceChange' ORDER BY address)")" \
+        "tftest5_id.suffix tftest5_pet.server tftest5_trigger.deploy tftest6_thing.config"
     normalized_show "$w" >"$WORK/state.w"
     normalized_show "$d" >"$WORK/state.d"
     check "$CLI destroy: show -json of the states equal" cmp -s "$WORK/state.w" "$WORK/state.d"

@@ -71,7 +71,7 @@ static void test_migrate_from_empty(void)
     CHECK_INT_EQ(store_resolve_run(s, "x1", &r2), TFTAP_EINVAL);
     store_close(s);
 
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 1);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 2);
     CHECK_INT_EQ(scalar(path, "SELECT exit_code FROM runs"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT json_array_length(args) FROM runs"), 2);
     CHECK_INT_EQ(scalar(path, "SELECT args = '[\"plan\",\"-out=x \\\"q\\\"\"]' FROM runs"), 1);
@@ -92,6 +92,45 @@ static void test_migrate_from_empty(void)
     store_close(s);
     CHECK_INT_EQ(scalar(path, "SELECT x FROM marker"), 42);
     CHECK_INT_EQ(scalar(path, "SELECT unicode(hex(key)) + length(hex(key)) FROM secret_key"), k1);
+}
+
+/* A version-1 database (its v_resource_changes knew no data source reads)
+ * is brought to version 2 in place, its rows kept. */
+static void test_migrate_from_1(void)
+{
+    char path[400];
+    path_in(path, sizeof path, "v1.db");
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
+    store_close(s);
+    sqlite3 *db = NULL;
+    sqlite3_open(path, &db);
+    CHECK_INT_EQ(
+        sqlite3_exec(
+            db,
+            "DROP VIEW v_resource_changes;"
+            "CREATE VIEW v_resource_changes AS SELECT c.run_id, c.id AS call_id, c.rpc AS method "
+            "FROM calls c WHERE c.rpc IN ('PlanResourceChange', 'ApplyResourceChange', "
+            "'ReadResource');"
+            "INSERT INTO runs (id, started_us) VALUES (1, 1);"
+            "INSERT INTO processes (id, run_id, started_us) VALUES (1, 1, 1);"
+            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+            "type_name, request_json, response_json) VALUES (7, 1, 1, 1, "
+            "'/tfplugin6.Provider/ReadDataSource', 'ReadDataSource', 1, 'x_echo', "
+            "'{\"config\":{\"in\":1}}', '{\"state\":{\"in\":1,\"out\":2}}');"
+            "PRAGMA user_version = 1;",
+            NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_resource_changes"), 0);
+    CHECK_INT_EQ(store_open(path, 0, &s), 0);
+    store_close(s);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 2);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs"), 1);
+    CHECK_INT_EQ(scalar(path, "SELECT call_id FROM v_resource_changes WHERE method = "
+                              "'ReadDataSource' AND prior IS NULL AND config = '{\"in\":1}' AND "
+                              "new ->> '$.out' = 2"),
+                 7);
 }
 
 static void test_newer_database_refused(void)
@@ -129,6 +168,7 @@ int main(void)
         return 1;
     }
     test_migrate_from_empty();
+    test_migrate_from_1();
     test_newer_database_refused();
     test_parent_not_a_directory();
     if (!check_failures) {

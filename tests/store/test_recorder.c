@@ -513,7 +513,8 @@ static void test_show_plan(void)
         "\"change\":{\"actions\":[\"create\"],\"before\":null,"
         "\"after\":{\"name\":\"gamma\",\"size\":9}}}]}";
     int ok = 0, bad = 0;
-    CHECK_INT_EQ(store_match_addresses(s, run, show, strlen(show), &ok, &bad), 0);
+    store_match_doc doc = {show, strlen(show), 1};
+    CHECK_INT_EQ(store_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
     CHECK_INT_EQ(ok, 1);
     CHECK_INT_EQ(bad, 1);
 
@@ -564,6 +565,59 @@ static void test_show_plan(void)
     CHECK_INT_EQ(store_changes_each(s, run, "test_thing", render_cb, &k), 0);
     CHECK_INT_EQ(k.n, 2);
     tftap_buf_done(&k.out);
+
+    /* Only the state before a plan not saved to a file (`state pull`): the
+     * existing object is known by its prior state, among instances of
+     * modules and keys; the new one cannot be named, and says so. */
+    const char *raw =
+        "{\"version\":4,\"resources\":["
+        "{\"mode\":\"managed\",\"type\":\"test_thing\",\"name\":\"web\",\"instances\":["
+        "{\"index_key\":0,\"attributes\":{\"id\":\"thing-1\",\"name\":\"alpha\",\"size\":3}}]},"
+        "{\"module\":\"module.m[1]\",\"mode\":\"managed\",\"type\":\"test_thing\","
+        "\"name\":\"web\",\"instances\":[{\"index_key\":\"k\",\"attributes\":{\"id\":"
+        "\"thing-1\",\"name\":\"alpha\",\"size\":4}}]},"
+        "{\"mode\":\"data\",\"type\":\"test_thing\",\"name\":\"d\",\"instances\":["
+        "{\"attributes\":{\"id\":\"thing-1\",\"name\":\"alpha\",\"size\":3}}]}]}";
+    store_match_doc before = {raw, strlen(raw), 0};
+    CHECK_INT_EQ(store_match_addresses(s, run, &before, 1, NULL, &ok, &bad), 0);
+    CHECK_INT_EQ(ok, 1);
+    CHECK_INT_EQ(bad, 1);
+    char sql[300];
+    snprintf(sql, sizeof sql,
+             "SELECT address FROM calls WHERE run_id = %lld AND rpc = 'PlanResourceChange' AND "
+             "request_json ->> '$.prior_state.id' = 'thing-1'",
+             (long long)run);
+    char *a = text(sql);
+    CHECK_STR_EQ(a, "test_thing.web[0]");
+    free(a);
+    char sql_new[300];
+    snprintf(sql_new, sizeof sql_new,
+             "SELECT address_note FROM calls WHERE run_id = %lld AND rpc = 'PlanResourceChange' "
+             "AND request_json ->> '$.prior_state' IS NULL",
+             (long long)run);
+    a = text(sql_new);
+    CHECK_STR_EQ(a, "a new test_thing object: only a saved plan (plan -out=FILE) or the state "
+                    "after an apply names new instances");
+    free(a);
+    /* The same object in a module instance, under a string key. */
+    const char *raw2 =
+        "{\"version\":4,\"resources\":["
+        "{\"module\":\"module.m[1]\",\"mode\":\"managed\",\"type\":\"test_thing\","
+        "\"name\":\"web\",\"instances\":[{\"index_key\":\"k\",\"attributes\":{\"id\":"
+        "\"thing-1\",\"name\":\"alpha\",\"size\":3}}]}]}";
+    store_match_doc before2 = {raw2, strlen(raw2), 0};
+    CHECK_INT_EQ(store_match_addresses(s, run, &before2, 1, NULL, &ok, &bad), 0);
+    a = text(sql);
+    CHECK_STR_EQ(a, "module.m[1].test_thing.web[\"k\"]");
+    free(a);
+    /* Nothing could be read: every call says why. */
+    CHECK_INT_EQ(store_match_addresses(s, run, NULL, 0, "nothing read", &ok, &bad), 0);
+    CHECK_INT_EQ(ok, 0);
+    CHECK_INT_EQ(bad, 2);
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM calls WHERE address_note = 'nothing read'"), 2);
+    /* Back to the plan's addresses, which tests/store/cli.sh reads. */
+    CHECK_INT_EQ(store_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
+    CHECK_INT_EQ(ok, 1);
     store_close(s);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM v_diagnostics WHERE severity = 'WARNING' AND "
                         "summary = 'be careful'"),
