@@ -616,9 +616,14 @@ int cli_run(int argc, char **argv)
         rc = store_run_begin(s, cmd[0], ncmd - 1, (const char *const *)cmd + 1, workdir, cli,
                              version, &run_id);
     if (rc != 0) {
-        cli_error("cannot record into %s (%s); running the command anyway", db,
+        /* Nothing could be recorded under this run (a full disk, an
+         * unwritable directory): run the command exactly as without tftap,
+         * so that this line is all the user sees of us, not one more per
+         * provider process. */
+        cli_error("cannot record into %s (%s); running the command unrecorded", db,
                   s ? store_errmsg(s) : tftap_strerror(rc));
         run_id = 0;
+        wrapped = 0;
     }
     store_close(s);
     s = NULL;
