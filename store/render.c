@@ -49,15 +49,119 @@ static void indent(struct rctx *x, unsigned n)
         tftap_buf_putc(x->out, ' ');
 }
 
+/* What the schema says about a value, when the change's schema is known: a
+ * cty type (JSON), or nested attributes (protocol 6 nested types, and a
+ * block's own attributes) with their nesting. All NULL: nothing known. */
+struct hint {
+    const sj_node *ty;    /* cty type JSON */
+    const sj_node *attrs; /* array of schema attributes */
+    const char *nesting;  /* of attrs: "SINGLE", "LIST", "SET", "MAP"; NULL: one object */
+};
+
+static const char *hint_kind(const struct hint *h)
+{
+    if (h->attrs) {
+        if (h->nesting && strcmp(h->nesting, "LIST") == 0)
+            return "list";
+        if (h->nesting && strcmp(h->nesting, "SET") == 0)
+            return "set";
+        if (h->nesting && strcmp(h->nesting, "MAP") == 0)
+            return "map";
+        return "object";
+    }
+    const sj_node *t = h->ty;
+    if (t && t->kind == SJ_ARRAY && t->child && t->child->kind == SJ_STRING)
+        t = t->child;
+    return t && t->kind == SJ_STRING ? t->str : NULL;
+}
+
+static int hint_is(const struct hint *h, const char *kind)
+{
+    const char *k = hint_kind(h);
+    return k && strcmp(k, kind) == 0;
+}
+
+static struct hint hint_of_attr(const sj_node *a)
+{
+    struct hint h = {NULL, NULL, NULL};
+    const sj_node *t = sj_get(a, "type"), *nt = sj_get(a, "nested_type");
+    if (t && t->kind != SJ_NULL)
+        h.ty = t;
+    if (nt && nt->kind == SJ_OBJECT) {
+        const sj_node *at = sj_get(nt, "attributes"), *n = sj_get(nt, "nesting");
+        h.attrs = at && at->kind == SJ_ARRAY ? at : NULL;
+        h.nesting = n && n->kind == SJ_STRING ? n->str : NULL;
+    }
+    return h;
+}
+
+static struct hint hint_elem(const struct hint *h)
+{
+    struct hint e = {NULL, NULL, NULL};
+    if (h->attrs && h->nesting &&
+        (strcmp(h->nesting, "LIST") == 0 || strcmp(h->nesting, "SET") == 0 ||
+         strcmp(h->nesting, "MAP") == 0)) {
+        e.attrs = h->attrs;
+    } else if (h->ty && h->ty->kind == SJ_ARRAY && h->ty->n == 2 && !h->attrs) {
+        e.ty = h->ty->child->next;
+    }
+    return e;
+}
+
+static struct hint hint_member(const struct hint *h, const char *key, size_t klen)
+{
+    struct hint m = {NULL, NULL, NULL};
+    if (h->attrs &&
+        (!h->nesting || strcmp(h->nesting, "SINGLE") == 0 || strcmp(h->nesting, "GROUP") == 0)) {
+        for (const sj_node *a = h->attrs->child; a; a = a->next) {
+            const sj_node *n = sj_get(a, "name");
+            if (n && n->kind == SJ_STRING && n->len == klen && memcmp(n->str, key, klen) == 0)
+                return hint_of_attr(a);
+        }
+    } else if (hint_is(h, "map")) {
+        return hint_elem(h);
+    } else if (h->ty && h->ty->kind == SJ_ARRAY && h->ty->n >= 2 && hint_is(h, "object")) {
+        for (const sj_node *c = h->ty->child->next->child; c; c = c->next)
+            if (c->key_len == klen && memcmp(c->key, key, klen) == 0)
+                m.ty = c;
+    }
+    return m;
+}
+
+/* A nested block type of a block schema by name, or NULL. */
+static const sj_node *block_type(const sj_node *schema, const char *key, size_t klen)
+{
+    const sj_node *bts = sj_get(schema, "block_types");
+    if (!bts || bts->kind != SJ_ARRAY)
+        return NULL;
+    for (const sj_node *b = bts->child; b; b = b->next) {
+        const sj_node *n = sj_get(b, "type_name");
+        if (n && n->kind == SJ_STRING && n->len == klen && memcmp(n->str, key, klen) == 0)
+            return b;
+    }
+    return NULL;
+}
+
+/* The displayed length of a key: map keys are quoted. */
+static size_t key_len(const sj_node *key_of, int quote)
+{
+    return key_of->key_len + (quote ? 2 : 0);
+}
+
 /* The start of an attribute line at depth d: marker and padded key. */
-static void line_start(struct rctx *x, unsigned d, char mark, const sj_node *key_of, size_t width)
+static void line_start(struct rctx *x, unsigned d, char mark, const sj_node *key_of, size_t width,
+                       int quote)
 {
     indent(x, 2 + 4 * d);
     put_mark(x, mark);
     tftap_buf_putc(x->out, ' ');
     if (key_of && key_of->key) {
-        tftap_buf_append(x->out, key_of->key, key_of->key_len);
-        indent(x, width > key_of->key_len ? (unsigned)(width - key_of->key_len) : 0);
+        if (quote)
+            tftap_buf_json_string(x->out, key_of->key, key_of->key_len);
+        else
+            tftap_buf_append(x->out, key_of->key, key_of->key_len);
+        size_t kl = key_len(key_of, quote);
+        indent(x, width > kl ? (unsigned)(width - kl) : 0);
         tftap_buf_puts(x->out, " = ");
     }
 }
@@ -141,18 +245,10 @@ static void put_scalar(struct rctx *x, const sj_node *n)
     }
 }
 
-static size_t key_width(const sj_node *a, const sj_node *b, int skip_null)
+/* Whether a value is in the CLI's "(sensitive value)" form. */
+static int is_sensitive(const sj_node *n)
 {
-    size_t w = 0;
-    for (int i = 0; i < 2; i++) {
-        const sj_node *o = i ? b : a;
-        if (!is_plain(o, SJ_OBJECT))
-            continue;
-        for (const sj_node *c = o->child; c; c = c->next)
-            if (!(skip_null && c->kind == SJ_NULL) && c->key_len > w)
-                w = c->key_len;
-    }
-    return w;
+    return n && sj_is_sensitive(n);
 }
 
 /* Paths as the decoder writes attribute paths: `.name`, `["key"]`, `[3]`. */
@@ -196,33 +292,101 @@ static void end_line(struct rctx *x, const tftap_buf *path)
     tftap_buf_putc(x->out, '\n');
 }
 
+static void put_whole(struct rctx *x, unsigned d, char mark, const sj_node *key_of,
+                      const sj_node *n, size_t width, int in_array, const struct hint *h);
+
+/* The width "=" is aligned to: every attribute with a value on either side
+ * (blocks apart), as the CLI does. */
+static size_t members_width(const sj_node *a, const sj_node *b, const sj_node *schema, int quote)
+{
+    size_t w = 0;
+    for (int i = 0; i < 2; i++) {
+        const sj_node *o = i ? a : b;
+        if (!is_plain(o, SJ_OBJECT))
+            continue;
+        for (const sj_node *c = o->child; c; c = c->next) {
+            if (schema && block_type(schema, c->key, c->key_len))
+                continue;
+            const sj_node *other = is_plain(i ? b : a, SJ_OBJECT) ? i ? b : a : NULL;
+            const sj_node *oc = NULL;
+            for (const sj_node *m = other ? other->child : NULL; m; m = m->next)
+                if (m->key_len == c->key_len && memcmp(m->key, c->key, c->key_len) == 0)
+                    oc = m;
+            if (is_null(c) && is_null(oc))
+                continue;
+            if (key_len(c, quote) > w)
+                w = key_len(c, quote);
+        }
+    }
+    return w;
+}
+
+static void put_blocks(struct rctx *x, unsigned d, const sj_node *schema, const sj_node *a,
+                       const sj_node *b, tftap_buf *path, int has_attrs);
+
+/* A whole object's members (blocks after attributes, as the CLI writes). */
+static void whole_members(struct rctx *x, unsigned d, char mark, const sj_node *n,
+                          const struct hint *h, const sj_node *schema)
+{
+    int quote = hint_is(h, "map");
+    size_t w = members_width(mark == '-' ? n : NULL, mark == '-' ? NULL : n, schema, quote);
+    int has_attrs = 0;
+    for (const sj_node *c = n->child; c; c = c->next) {
+        if (c->kind == SJ_NULL || (schema && block_type(schema, c->key, c->key_len)))
+            continue;
+        struct hint mh = hint_member(h, c->key, c->key_len);
+        put_whole(x, d, mark, c, c, w, 0, &mh);
+        has_attrs = 1;
+    }
+    if (schema) {
+        tftap_buf path = TFTAP_BUF_INIT;
+        put_blocks(x, d, schema, mark == '-' ? n : NULL, mark == '-' ? NULL : n, &path, has_attrs);
+        tftap_buf_done(&path);
+    }
+}
+
 /* A whole value added or removed: every line carries the same marker. */
 static void put_whole(struct rctx *x, unsigned d, char mark, const sj_node *key_of,
-                      const sj_node *n, size_t width, int in_array, int skip_null)
+                      const sj_node *n, size_t width, int in_array, const struct hint *h)
 {
     n = undyn(n);
-    line_start(x, d, mark, key_of, width);
-    if (is_plain(n, SJ_OBJECT) || is_plain(n, SJ_ARRAY)) {
+    line_start(x, d, mark, key_of, width, key_of && in_array == 2);
+    if (is_sensitive(n)) {
+        tftap_buf_puts(x->out, "(sensitive value)");
+        if (mark == '-' && !in_array)
+            tftap_buf_puts(x->out, " -> null");
+    } else if (is_plain(n, SJ_OBJECT) || is_plain(n, SJ_ARRAY)) {
         int obj = n->kind == SJ_OBJECT;
         if (n->n == 0) {
             tftap_buf_puts(x->out, obj ? "{}" : "[]");
         } else {
             tftap_buf_puts(x->out, obj ? "{\n" : "[\n");
-            size_t w = obj ? key_width(n, NULL, skip_null) : 0;
-            for (const sj_node *c = n->child; c; c = c->next) {
-                if (obj && skip_null && c->kind == SJ_NULL)
-                    continue;
-                put_whole(x, d + 1, mark, obj ? c : NULL, c, w, !obj, skip_null);
+            if (obj) {
+                /* Map keys are quoted; the line_start above knows by in_array == 2. */
+                int quote = hint_is(h, "map");
+                size_t w = members_width(NULL, n, NULL, quote);
+                for (const sj_node *c = n->child; c; c = c->next) {
+                    if (c->kind == SJ_NULL && !quote)
+                        continue; /* the CLI leaves null attributes out */
+                    struct hint mh = hint_member(h, c->key, c->key_len);
+                    put_whole(x, d + 1, mark, c, c, w, quote ? 2 : 0, &mh);
+                }
+            } else {
+                struct hint eh = hint_elem(h);
+                for (const sj_node *c = n->child; c; c = c->next)
+                    put_whole(x, d + 1, mark, NULL, c, 0, 1, &eh);
             }
             indent(x, 4 + 4 * d);
             tftap_buf_puts(x->out, obj ? "}" : "]");
         }
+        if (mark == '-' && in_array != 1)
+            tftap_buf_puts(x->out, " -> null");
     } else {
         put_scalar(x, n);
-        if (mark == '-' && !in_array)
+        if (mark == '-' && in_array != 1)
             tftap_buf_puts(x->out, " -> null");
     }
-    if (in_array)
+    if (in_array == 1)
         tftap_buf_putc(x->out, ',');
     tftap_buf_putc(x->out, '\n');
 }
@@ -236,109 +400,220 @@ static void put_hidden(struct rctx *x, unsigned d, size_t n, const char *what)
 }
 
 static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj_node *a,
-                     const sj_node *b, size_t width, tftap_buf *path, int in_array);
+                     const sj_node *b, size_t width, tftap_buf *path, int in_array,
+                     const struct hint *h);
 
-/* Top-level attributes a plan always shows in an update: they say which
- * object it is. */
-static int identifying(const sj_node *m)
+/* Attributes a plan always shows: they say which object it is. */
+static int important(const sj_node *m)
 {
     return m->key && ((m->key_len == 2 && memcmp(m->key, "id", 2) == 0) ||
-                      (m->key_len == 4 && memcmp(m->key, "name", 4) == 0));
+                      (m->key_len == 4 && memcmp(m->key, "name", 4) == 0) ||
+                      (m->key_len == 4 && memcmp(m->key, "tags", 4) == 0));
 }
 
-/* Members of two objects, after's order first, then members only before had. */
-static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_node *b,
-                         tftap_buf *path)
+static const sj_node *member(const sj_node *o, const char *key, size_t klen)
 {
-    size_t w = 0, hidden = 0;
-    /* Align "=" over every attribute with a value, shown or hidden, as a
-     * plan does. */
+    if (!is_plain(o, SJ_OBJECT))
+        return NULL;
+    for (const sj_node *m = o->child; m; m = m->next)
+        if (m->key_len == klen && memcmp(m->key, key, klen) == 0)
+            return m;
+    return NULL;
+}
+
+/* Members of two objects, after's order first, then members only before
+ * had; then, with a block schema, its nested blocks. */
+static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_node *b,
+                         tftap_buf *path, const struct hint *h, const sj_node *schema)
+{
+    int map = hint_is(h, "map");
+    size_t w = members_width(a, b, schema, map), hidden = 0;
+    int has_attrs = 0;
     for (int pass = 0; pass < 2; pass++) {
         const sj_node *from = pass == 0 ? b : a, *other = pass == 0 ? a : b;
         if (!is_plain(from, SJ_OBJECT))
             continue;
         for (const sj_node *c = from->child; c; c = c->next) {
-            const sj_node *o = NULL;
-            if (is_plain(other, SJ_OBJECT))
-                for (const sj_node *m = other->child; m; m = m->next)
-                    if (m->key_len == c->key_len && memcmp(m->key, c->key, c->key_len) == 0)
-                        o = m;
-            if (pass == 1 && o)
+            if (schema && block_type(schema, c->key, c->key_len))
                 continue;
-            if (is_null(c) && is_null(o))
-                continue;
-            if (c->key_len > w)
-                w = c->key_len;
-        }
-    }
-    for (int pass = 0; pass < 2; pass++) {
-        const sj_node *from = pass == 0 ? b : a, *other = pass == 0 ? a : b;
-        if (!is_plain(from, SJ_OBJECT))
-            continue;
-        for (const sj_node *c = from->child; c; c = c->next) {
-            char key[1024];
-            size_t kl = c->key_len < sizeof key - 1 ? c->key_len : sizeof key - 1;
-            memcpy(key, c->key, kl);
-            key[kl] = '\0';
-            const sj_node *o = sj_get(other, key);
+            const sj_node *o = member(other, c->key, c->key_len);
             if (pass == 1 && o)
                 continue; /* shown in the first pass */
             const sj_node *before = pass == 0 ? o : c, *after = pass == 0 ? c : NULL;
             if (is_null(before) && is_null(after))
                 continue;
+            has_attrs = 1;
+            struct hint mh = hint_member(h, c->key, c->key_len);
             if (sj_equal(before, after)) {
-                if (d == 1 && identifying(c) && !is_plain(c, SJ_OBJECT) && !is_plain(c, SJ_ARRAY)) {
-                    /* Like a plan, name the object being changed. */
-                    line_start(x, d, ' ', c, w);
-                    put_scalar(x, c);
-                    tftap_buf_putc(x->out, '\n');
+                if (!map && important(c)) {
+                    put_whole(x, d, ' ', c, c, w, 0, &mh);
                 } else {
                     hidden++;
                 }
                 continue;
             }
             size_t mark = path->len;
-            path_push_key(path, c->key, c->key_len, 1);
-            put_diff(x, d, c, before, after, w, path, 0);
+            path_push_key(path, c->key, c->key_len, !map);
+            put_diff(x, d, c, before, after, w, path, map ? 2 : 0, &mh);
             path->len = mark;
             if (path->data)
                 path->data[mark] = '\0';
         }
     }
-    put_hidden(x, d, hidden, "attribute");
+    put_hidden(x, d, hidden, map ? "element" : "attribute");
+    if (schema)
+        put_blocks(x, d, schema, a, b, path, has_attrs);
+}
+
+/* One nested block: "+ name {", "~ name {", "- name {", or unchanged. */
+static void put_block(struct rctx *x, unsigned d, const sj_node *bt, const sj_node *label,
+                      const sj_node *a, const sj_node *b, tftap_buf *path, int *first,
+                      int has_attrs, size_t *unchanged)
+{
+    const sj_node *name = sj_get(bt, "type_name"), *sub = sj_get(bt, "block");
+    if (is_null(a) && is_null(b))
+        return;
+    if (is_sensitive(a) || is_sensitive(b))
+        return; /* the CLI says nothing of sensitive blocks */
+    if (sj_equal(a, b)) {
+        (*unchanged)++;
+        return;
+    }
+    char mark = is_null(a) ? '+' : is_null(b) ? '-' : '~';
+    if (*first && has_attrs)
+        tftap_buf_putc(x->out, '\n');
+    *first = 0;
+    indent(x, 2 + 4 * d);
+    put_mark(x, mark);
+    tftap_buf_putc(x->out, ' ');
+    tftap_buf_append(x->out, name->str, name->len);
+    if (label) {
+        tftap_buf_putc(x->out, ' ');
+        tftap_buf_json_string(x->out, label->key, label->key_len);
+    }
+    tftap_buf_puts(x->out, " {");
+    end_line(x, path);
+    struct hint bh = {NULL, sj_get(sub, "attributes"), NULL};
+    if (bh.attrs && bh.attrs->kind != SJ_ARRAY)
+        bh.attrs = NULL;
+    if (mark == '~')
+        diff_members(x, d + 1, a, b, path, &bh, sub);
+    else if (is_plain(mark == '+' ? b : a, SJ_OBJECT))
+        whole_members(x, d + 1, mark, mark == '+' ? b : a, &bh, sub);
+    indent(x, 4 + 4 * d);
+    tftap_buf_puts(x->out, "}\n");
+}
+
+/* The nested blocks of a block, by type name, after its attributes. */
+static void put_blocks(struct rctx *x, unsigned d, const sj_node *schema, const sj_node *a,
+                       const sj_node *b, tftap_buf *path, int has_attrs)
+{
+    const sj_node *bts = sj_get(schema, "block_types");
+    size_t unchanged = 0;
+    if (!bts || bts->kind != SJ_ARRAY)
+        return;
+    for (const sj_node *bt = bts->child; bt; bt = bt->next) {
+        const sj_node *name = sj_get(bt, "type_name"), *nest = sj_get(bt, "nesting");
+        if (!name || name->kind != SJ_STRING)
+            continue;
+        const sj_node *va = member(a, name->str, name->len), *vb = member(b, name->str, name->len);
+        const char *mode = nest && nest->kind == SJ_STRING ? nest->str : "SINGLE";
+        int first = 1;
+        size_t mark = path->len;
+        path_push_key(path, name->str, name->len, 1);
+        if (strcmp(mode, "LIST") == 0 || strcmp(mode, "SET") == 0) {
+            int set = strcmp(mode, "SET") == 0;
+            const sj_node *ea = is_plain(va, SJ_ARRAY) ? va->child : NULL;
+            const sj_node *eb = is_plain(vb, SJ_ARRAY) ? vb->child : NULL;
+            if (set) {
+                /* Elements equal on both sides are unchanged; the others go
+                 * and come. */
+                for (const sj_node *e = ea; e; e = e->next) {
+                    int kept = 0;
+                    for (const sj_node *f = eb; f && !kept; f = f->next)
+                        kept = sj_equal(e, f);
+                    put_block(x, d, bt, NULL, e, kept ? e : NULL, path, &first, has_attrs,
+                              &unchanged);
+                }
+                for (const sj_node *f = eb; f; f = f->next) {
+                    int kept = 0;
+                    for (const sj_node *e = ea; e && !kept; e = e->next)
+                        kept = sj_equal(e, f);
+                    if (!kept)
+                        put_block(x, d, bt, NULL, NULL, f, path, &first, has_attrs, &unchanged);
+                }
+            } else {
+                for (size_t i = 0; ea || eb; i++) {
+                    size_t m2 = path->len;
+                    tftap_buf_printf(path, "[%zu]", i);
+                    put_block(x, d, bt, NULL, ea, eb, path, &first, has_attrs, &unchanged);
+                    path->len = m2;
+                    if (path->data)
+                        path->data[m2] = '\0';
+                    ea = ea ? ea->next : NULL;
+                    eb = eb ? eb->next : NULL;
+                }
+            }
+        } else if (strcmp(mode, "MAP") == 0) {
+            for (int pass = 0; pass < 2; pass++) {
+                const sj_node *from = pass == 0 ? vb : va, *other = pass == 0 ? va : vb;
+                if (!is_plain(from, SJ_OBJECT))
+                    continue;
+                for (const sj_node *c = from->child; c; c = c->next) {
+                    const sj_node *o = member(other, c->key, c->key_len);
+                    if (pass == 1 && o)
+                        continue;
+                    put_block(x, d, bt, c, pass == 0 ? o : c, pass == 0 ? c : NULL, path, &first,
+                              has_attrs, &unchanged);
+                }
+            }
+        } else {
+            put_block(x, d, bt, NULL, va, vb, path, &first, has_attrs, &unchanged);
+        }
+        path->len = mark;
+        if (path->data)
+            path->data[mark] = '\0';
+    }
+    if (unchanged) {
+        tftap_buf_putc(x->out, '\n');
+        put_hidden(x, d, unchanged, "block");
+    }
 }
 
 static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj_node *a,
-                     const sj_node *b, size_t width, tftap_buf *path, int in_array)
+                     const sj_node *b, size_t width, tftap_buf *path, int in_array,
+                     const struct hint *h)
 {
+    int quote = in_array == 2; /* a map's key */
     a = undyn(a);
     b = undyn(b);
     if (is_null(a) && !is_null(b)) {
-        put_whole(x, d, '+', key_of, b, width, in_array, 0);
+        put_whole(x, d, '+', key_of, b, width, in_array, h);
         return;
     }
     if (!is_null(a) && is_null(b)) {
-        if (is_plain(a, SJ_OBJECT) || is_plain(a, SJ_ARRAY) || in_array) {
-            put_whole(x, d, '-', key_of, a, width, in_array, 0);
-        } else {
-            line_start(x, d, '-', key_of, width);
-            put_scalar(x, a);
-            tftap_buf_puts(x->out, " -> null");
-            end_line(x, path);
-        }
+        put_whole(x, d, '-', key_of, a, width, in_array, h);
+        return;
+    }
+    if (is_sensitive(a) || is_sensitive(b)) {
+        /* The CLI shows neither side of a sensitive change. */
+        line_start(x, d, '~', key_of, width, quote);
+        tftap_buf_puts(x->out, "(sensitive value)");
+        end_line(x, path);
         return;
     }
     if (is_plain(a, SJ_OBJECT) && is_plain(b, SJ_OBJECT)) {
-        line_start(x, d, '~', key_of, width);
+        line_start(x, d, '~', key_of, width, quote);
         tftap_buf_puts(x->out, "{");
         end_line(x, path);
-        diff_members(x, d + 1, a, b, path);
+        diff_members(x, d + 1, a, b, path, h, NULL);
         indent(x, 4 + 4 * d);
-        tftap_buf_puts(x->out, in_array ? "},\n" : "}\n");
+        tftap_buf_puts(x->out, in_array == 1 ? "},\n" : "}\n");
         return;
     }
     if (is_plain(a, SJ_ARRAY) && is_plain(b, SJ_ARRAY)) {
-        line_start(x, d, '~', key_of, width);
+        struct hint eh = hint_elem(h);
+        line_start(x, d, '~', key_of, width, quote);
         tftap_buf_puts(x->out, "[");
         end_line(x, path);
         const sj_node *ea = a->child, *eb = b->child;
@@ -349,7 +624,7 @@ static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj
             if (ea && eb && sj_equal(ea, eb))
                 hidden++;
             else
-                put_diff(x, d + 1, NULL, ea, eb, 0, path, 1);
+                put_diff(x, d + 1, NULL, ea, eb, 0, path, 1, &eh);
             path->len = mark;
             if (path->data)
                 path->data[mark] = '\0';
@@ -358,16 +633,16 @@ static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj
         }
         put_hidden(x, d + 1, hidden, "element");
         indent(x, 4 + 4 * d);
-        tftap_buf_puts(x->out, in_array ? "],\n" : "]\n");
+        tftap_buf_puts(x->out, in_array == 1 ? "],\n" : "]\n");
         return;
     }
     /* Scalars, markers, or a change of shape. */
-    if (in_array) {
-        put_whole(x, d, '-', NULL, a, 0, 1, 0);
-        put_whole(x, d, '+', NULL, b, 0, 1, 0);
+    if (in_array == 1) {
+        put_whole(x, d, '-', NULL, a, 0, 1, h);
+        put_whole(x, d, '+', NULL, b, 0, 1, h);
         return;
     }
-    line_start(x, d, '~', key_of, width);
+    line_start(x, d, '~', key_of, width, quote);
     put_scalar(x, a);
     tftap_buf_puts(x->out, " -> ");
     put_scalar(x, b);
@@ -469,8 +744,8 @@ int store_change_action(const store_change_row *c, enum store_action *out)
 
 int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
 {
-    sj_doc *dp = NULL, *dn = NULL, *dr = NULL, *dd = NULL;
-    const sj_node *prior, *after, *rr, *diags;
+    sj_doc *dp = NULL, *dn = NULL, *dr = NULL, *dd = NULL, *ds = NULL;
+    const sj_node *prior, *after, *rr, *diags, *sch;
     tftap_buf path = TFTAP_BUF_INIT, name = TFTAP_BUF_INIT;
     int apply = c->rpc && strcmp(c->rpc, "ApplyResourceChange") == 0;
     int read = c->rpc && strcmp(c->rpc, "ReadResource") == 0;
@@ -483,6 +758,8 @@ int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
         rc = parse_opt(c->requires_replace, &dr, &rr);
     if (!rc)
         rc = parse_opt(c->diagnostics, &dd, &diags);
+    if (!rc && parse_opt(c->block_schema, &ds, &sch) != 0)
+        ds = NULL; /* a schema we cannot read: render without it */
     if (rc)
         goto done;
     struct rctx x = {out, flags & STORE_RENDER_COLOR, rr};
@@ -537,30 +814,26 @@ int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
     put_mark(&x, mark);
     tftap_buf_printf(out, " %s \"%s\" \"%s\" {\n", dread ? "data" : "resource", type,
                      tftap_buf_cstr(&name));
-    if (mark == '+' || mark == '<') {
-        size_t w = key_width(after, NULL, 1);
-        if (is_plain(after, SJ_OBJECT)) {
-            for (const sj_node *m = after->child; m; m = m->next)
-                if (m->kind != SJ_NULL)
-                    put_whole(&x, 1, '+', m, m, w, 0, 1);
-        } else {
-            put_whole(&x, 1, '+', NULL, after, 0, 0, 1);
-        }
+    const sj_node *schema = sj_root(ds);
+    if (schema && schema->kind != SJ_OBJECT)
+        schema = NULL;
+    struct hint top = {NULL, schema ? sj_get(schema, "attributes") : NULL, NULL};
+    if (top.attrs && top.attrs->kind != SJ_ARRAY)
+        top.attrs = NULL;
+    tftap_buf_putc(&path, '\0');
+    tftap_buf_reset(&path);
+    if ((mark == '+' || mark == '<') && is_plain(after, SJ_OBJECT)) {
+        whole_members(&x, 1, '+', after, &top, schema);
+    } else if (mark == '-' && is_plain(prior, SJ_OBJECT)) {
+        whole_members(&x, 1, '-', prior, &top, schema);
+    } else if (mark == '+' || mark == '<') {
+        put_whole(&x, 1, '+', NULL, after, 0, 0, &top);
     } else if (mark == '-') {
-        size_t w = key_width(prior, NULL, 1);
-        if (is_plain(prior, SJ_OBJECT)) {
-            for (const sj_node *m = prior->child; m; m = m->next)
-                if (m->kind != SJ_NULL)
-                    put_whole(&x, 1, '-', m, m, w, 0, 1);
-        } else {
-            put_whole(&x, 1, '-', NULL, prior, 0, 0, 1);
-        }
+        put_whole(&x, 1, '-', NULL, prior, 0, 0, &top);
     } else if (is_plain(prior, SJ_OBJECT) && is_plain(after, SJ_OBJECT)) {
-        tftap_buf_putc(&path, '\0');
-        tftap_buf_reset(&path);
-        diff_members(&x, 1, prior, after, &path);
+        diff_members(&x, 1, prior, after, &path, &top, schema);
     } else if (!is_null(prior) || !is_null(after)) {
-        put_diff(&x, 1, NULL, prior, after, 0, &path, 0);
+        put_diff(&x, 1, NULL, prior, after, 0, &path, 0, &top);
     }
     tftap_buf_puts(out, "    }\n");
 
@@ -591,6 +864,7 @@ done:
     sj_free(dn);
     sj_free(dr);
     sj_free(dd);
+    sj_free(ds);
     tftap_buf_done(&path);
     tftap_buf_done(&name);
     return rc;

@@ -536,7 +536,10 @@ static void test_show_plan(void)
         "            # (1 unchanged element hidden)\n"
         "        ]\n"
         "      ~ size     = 3 -> 4\n"
-        "        # (2 unchanged attributes hidden)\n"
+        "        tags     = {\n"
+        "            env = \"test\"\n"
+        "        }\n"
+        "        # (1 unchanged attribute hidden)\n"
         "    }\n"
         "  Warning: be careful\n"
         "    detail text\n";
