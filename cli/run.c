@@ -476,6 +476,12 @@ fail:
     return rc;
 }
 
+static int run_lost(void *ctx, const store_run_row *row)
+{
+    *(int64_t *)ctx = row->dropped;
+    return 0;
+}
+
 static void run_usage(FILE *f)
 {
     fprintf(f,
@@ -690,8 +696,15 @@ int cli_run(int argc, char **argv)
     nprocs = 0;
 
     if (run_id > 0) {
+        int64_t lost = 0;
         if (store_open(db, 0, &s) != 0 || store_run_end(s, run_id, code) != 0)
             cli_error("cannot record the exit code into %s", db);
+        else if (store_run_get(s, run_id, run_lost, &lost) == 0 && lost > 0)
+            /* The recorders' own warnings go to the CLI's plugin log, not
+             * to the terminal: say it here, once. */
+            cli_error("the record of run %lld has gaps: %lld events lost while %s could not be "
+                      "written (tftap runs)",
+                      (long long)run_id, (long long)lost, db);
         store_close(s);
         s = NULL;
         if (match) {

@@ -22,7 +22,8 @@ import (
 //	"kill"   SIGKILL to itself: the process vanishes without a word
 //	"exit"   os.Exit(7) in the middle of the call
 //	"hang"   touch $TFTEST_HANG_MARKER (when set), then wait for the
-//	         call to be cancelled (at most ten minutes)
+//	         call to be cancelled (at most ten minutes); when the test
+//	         removes the marker file instead, the apply goes on and succeeds
 //
 // The failure happens on create and update only, so a destroy always works.
 type thingResource struct {
@@ -112,14 +113,23 @@ func (r *thingResource) misbehave(ctx context.Context, fail string) string {
 	case "exit":
 		os.Exit(7)
 	case "hang":
-		if marker := os.Getenv("TFTEST_HANG_MARKER"); marker != "" {
+		marker := os.Getenv("TFTEST_HANG_MARKER")
+		if marker != "" {
 			_ = os.WriteFile(marker, []byte("hanging\n"), 0o644)
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(10 * time.Minute):
+		deadline := time.After(10 * time.Minute)
+		for {
+			select {
+			case <-ctx.Done():
+				return "the apply was cancelled while hanging"
+			case <-deadline:
+				return "the apply was cancelled while hanging"
+			case <-time.After(100 * time.Millisecond):
+				if _, err := os.Stat(marker); marker != "" && os.IsNotExist(err) {
+					return "" // released by the test
+				}
+			}
 		}
-		return "the apply was cancelled while hanging"
 	}
 	return ""
 }
