@@ -470,6 +470,7 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
         goto cleanup;
     }
 
+    proxy_relay_tune_abseil();
     grpc_init();
     grpc_up = 1;
     if (client_cert != NULL) {

@@ -177,6 +177,11 @@ int proxy_relay_active(proxy_relay *r);
  * everything. Accepts NULL. */
 void proxy_relay_stop(proxy_relay *r);
 
+/* Turn off what costs the relay without serving it in the gRPC build at
+ * hand (abseil's debug-build mutex deadlock detection). Call before
+ * grpc_init(); harmless where there is nothing to turn off. */
+void proxy_relay_tune_abseil(void);
+
 /* Microseconds since the Unix epoch. */
 int64_t proxy_now_us(void);
 

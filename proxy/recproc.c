@@ -23,27 +23,56 @@
 /* Messages bigger than this are skipped (and counted) rather than buffered. */
 #define RECPROC_MAX_PAYLOAD ((size_t)1 << 30)
 
-static int read_full(int fd, void *p, size_t n)
+/* The pipe read through a buffer: the tee writes many frames at once, so
+ * one read usually brings several whole frames. */
+struct inbuf {
+    int fd;
+    size_t off, len;
+    char data[65536];
+};
+
+static int read_full(struct inbuf *in, void *p, size_t n)
 {
     char *c = p;
+    size_t have = in->len - in->off;
+    if (have > 0) {
+        size_t k = have < n ? have : n;
+        memcpy(c, in->data + in->off, k);
+        in->off += k;
+        c += k;
+        n -= k;
+    }
     while (n > 0) {
-        ssize_t r = read(fd, c, n);
+        /* Big payloads go straight to their destination; the rest refills
+         * the buffer. */
+        int direct = n >= sizeof in->data;
+        ssize_t r = direct ? read(in->fd, c, n) : read(in->fd, in->data, sizeof in->data);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
             return -1;
-        c += r;
-        n -= (size_t)r;
+        if (direct) {
+            c += r;
+            n -= (size_t)r;
+            continue;
+        }
+        in->off = 0;
+        in->len = (size_t)r;
+        size_t k = in->len < n ? in->len : n;
+        memcpy(c, in->data, k);
+        in->off = k;
+        c += k;
+        n -= k;
     }
     return 0;
 }
 
-static int skip(int fd, size_t n)
+static int skip(struct inbuf *in, size_t n)
 {
-    char chunk[65536];
+    char chunk[4096];
     while (n > 0) {
         size_t k = n < sizeof chunk ? n : sizeof chunk;
-        if (read_full(fd, chunk, k) != 0)
+        if (read_full(in, chunk, k) != 0)
             return -1;
         n -= k;
     }
@@ -54,25 +83,27 @@ static int skip(int fd, size_t n)
 static void recorder_main(int fd, const char *db, const store_recorder_opts *opts)
 {
     store_recorder *rec = NULL;
+    static struct inbuf in; /* this process's only one */
+    in.fd = fd;
     if (store_recorder_open(db, opts, &rec) != 0)
         rec = NULL;
     for (;;) {
         struct proxy_rec_frame f;
-        if (read_full(fd, &f, sizeof f) != 0)
+        if (read_full(&in, &f, sizeof f) != 0)
             break;
         char *payload = NULL;
         if (f.len > RECPROC_MAX_PAYLOAD) {
-            if (skip(fd, f.len) != 0)
+            if (skip(&in, f.len) != 0)
                 break;
             continue;
         }
         payload = malloc((size_t)f.len + 1);
         if (payload == NULL) {
-            if (skip(fd, f.len) != 0)
+            if (skip(&in, f.len) != 0)
                 break;
             continue;
         }
-        if (read_full(fd, payload, f.len) != 0) {
+        if (read_full(&in, payload, f.len) != 0) {
             free(payload);
             break;
         }

@@ -1,20 +1,29 @@
 /* proxy: the gRPC relay. One completion queue serves both legs and one
  * thread drives it; every call, whatever its method or streaming kind, runs
- * the same state machine:
+ * the same state machine, one direction per side:
  *
- *   client --msg--> [DOWN_RECV] --> [UP_SEND] --> provider, then [UP_CLOSE]
- *   client <--msg-- [DOWN_SEND] <-- [UP_RECV] <-- provider, then the status
- *   headers: [UP_RECV_MD] --> DOWN_SEND;  status: [UP_STATUS] --> [DOWN_STATUS]
+ *   request:  client --[DOWN_RECV]--> held --[UP_SEND]--> provider
+ *   response: client <--[DOWN_SEND]-- held <--[UP_RECV]-- provider
+ *   headers: [UP_RECV_MD] --> DOWN_SEND;  status: [UP_STATUS] --> DOWN_SEND
  *   client cancellation: [DOWN_CLOSE] --> cancel the upstream call
  *
- * Each direction reads one message ahead of the one being sent (so a unary
- * request's half-close, or a response's end, is already known when the send
- * completes) and holds at most those two, which carries gRPC's flow control
- * across. Messages are the received grpc_byte_buffers passed on as they
- * are; the tee gets a reference-counted copy first, because a sent buffer is
- * drained by the send. Only this thread touches a call's state. */
+ * Sends are not started from the event that makes them possible but when
+ * the queue has nothing more ready at once (or after a few events), so that
+ * what arrived together leaves together: a unary request's headers, message
+ * and half-close go to the provider as one batch, and its answer's headers,
+ * message and status to the client as one, each one write on the socket
+ * (and one TLS record) instead of three. The wait is only for completions
+ * already due, never for the network.
+ *
+ * Each direction reads one message ahead (so a unary request's half-close,
+ * or a response's end, is known when its message is sent) and holds at most
+ * two messages, which carries gRPC's flow control across. Messages are the
+ * received grpc_byte_buffers passed on as they are; the tee gets a
+ * reference-counted copy first, because a sent buffer is drained by the
+ * send. Only this thread touches a call's state. */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,17 +40,19 @@
 
 #include "proxy/proxy_int.h"
 
+/* Events handled before deferred sends go out even if more are ready, so
+ * that a busy queue cannot hold them back. */
+#define RELAY_FLUSH_EVERY 16
+
 enum tag_kind {
-    T_UP_SEND_MD,  /* upstream SEND_INITIAL_METADATA */
-    T_UP_RECV_MD,  /* upstream RECV_INITIAL_METADATA */
-    T_UP_STATUS,   /* upstream RECV_STATUS_ON_CLIENT */
-    T_UP_SEND,     /* upstream SEND_MESSAGE */
-    T_UP_CLOSE,    /* upstream SEND_CLOSE_FROM_CLIENT */
-    T_UP_RECV,     /* upstream RECV_MESSAGE */
-    T_DOWN_CLOSE,  /* downstream RECV_CLOSE_ON_SERVER */
-    T_DOWN_RECV,   /* downstream RECV_MESSAGE */
-    T_DOWN_SEND,   /* downstream SEND_INITIAL_METADATA and/or SEND_MESSAGE */
-    T_DOWN_STATUS, /* downstream SEND_STATUS_FROM_SERVER */
+    T_UP_RECV_MD, /* upstream RECV_INITIAL_METADATA */
+    T_UP_STATUS,  /* upstream RECV_STATUS_ON_CLIENT */
+    T_UP_SEND,    /* upstream SEND_INITIAL_METADATA, SEND_MESSAGE, SEND_CLOSE_FROM_CLIENT */
+    T_UP_RECV,    /* upstream RECV_MESSAGE */
+    T_DOWN_CLOSE, /* downstream RECV_CLOSE_ON_SERVER */
+    T_DOWN_RECV,  /* downstream RECV_MESSAGE */
+    T_DOWN_SEND,  /* downstream SEND_INITIAL_METADATA, SEND_MESSAGE, SEND_STATUS_FROM_SERVER */
+    T_UP_UNARY,   /* upstream, a known unary method: the whole call in one batch */
     T_COUNT,
     T_NEW_CALL, /* relay-level: grpc_server_request_call */
     T_SHUTDOWN, /* relay-level: grpc_server_shutdown_and_notify */
@@ -61,6 +72,20 @@ struct md_list {
     size_t count;
 };
 
+/* One direction of a call: messages read on one leg, sent on the other. */
+struct relay_dir {
+    grpc_byte_buffer *in;      /* RECV_MESSAGE lands here */
+    grpc_byte_buffer *held[2]; /* read, not sent yet; oldest first */
+    unsigned nheld;
+    grpc_byte_buffer *sending; /* in the send batch in flight */
+    unsigned reading : 1;      /* a RECV_MESSAGE is outstanding */
+    unsigned eof : 1;          /* nothing more will be read */
+    unsigned busy : 1;         /* a send batch is outstanding */
+    unsigned failed : 1;       /* a send failed: the rest is dropped */
+    unsigned md_sent : 1;      /* SEND_INITIAL_METADATA started */
+    unsigned end_sent : 1;     /* half-close (request) or status (response) started */
+};
+
 struct relay_call {
     proxy_relay *relay;
     uint64_t id;
@@ -73,26 +98,17 @@ struct relay_call {
     struct md_list fwd_req, fwd_resp, fwd_trailers;
     grpc_status_code status;
     grpc_slice status_details;
-    const char *error_string;       /* core's; freed with gpr_free */
-    grpc_byte_buffer *down_in;      /* DOWN_RECV lands here */
-    grpc_byte_buffer *to_up;        /* being sent to the provider */
-    grpc_byte_buffer *to_up_next;   /* read ahead, waiting for to_up */
-    grpc_byte_buffer *up_in;        /* UP_RECV lands here */
-    grpc_byte_buffer *to_down;      /* being sent to the client */
-    grpc_byte_buffer *to_down_next; /* read ahead, waiting for to_down */
-    int cancelled;                  /* from RECV_CLOSE_ON_SERVER */
-    int pending;                    /* batches started and not yet completed */
-    unsigned resp_md_sent : 1;      /* downstream SEND_INITIAL_METADATA started */
-    unsigned up_send_busy : 1;
-    unsigned down_eof : 1; /* the client half-closed (or failed) */
-    unsigned up_close_started : 1;
-    unsigned up_failed : 1; /* a send to the provider failed */
-    unsigned down_send_busy : 1;
-    unsigned down_dead : 1;    /* a send to the client failed */
-    unsigned up_recv_done : 1; /* no more messages will come from the provider */
+    const char *error_string; /* core's; freed with gpr_free */
+    struct relay_dir req;     /* client -> provider */
+    struct relay_dir resp;    /* provider -> client */
+    int cancelled;            /* from RECV_CLOSE_ON_SERVER */
+    int pending;              /* batches started and not yet completed */
+    unsigned resp_md_received : 1;
     unsigned status_received : 1;
-    unsigned status_sent : 1;
     unsigned up_done : 1; /* upstream finished or cancelled */
+    unsigned dirty : 1;   /* on the relay's flush list */
+    unsigned unary : 1;   /* a method known to be unary: the short path */
+    struct relay_call *next_dirty;
     struct relay_tag tags[T_COUNT];
 };
 
@@ -112,6 +128,7 @@ struct proxy_relay {
     grpc_metadata_array new_md;
     struct relay_tag new_tag, shutdown_tag;
 
+    struct relay_call *dirty;     /* relay thread only: calls with sends to start */
     atomic_uint_fast64_t next_id; /* call ids; our own Shutdown call takes one too */
     atomic_int active;            /* calls in flight */
     atomic_int draining;
@@ -124,6 +141,30 @@ int64_t proxy_now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Debian builds abseil without NDEBUG, which leaves absl::Mutex's deadlock
+ * detector on: every lock gRPC core takes (over a hundred per relayed call)
+ * then updates a global lock graph, an eighth of the relay's instructions.
+ * Switch it off through abseil's own API when the library has it (its
+ * mangled name carries the build's inline namespace); elsewhere this is a
+ * no-op. Called before gRPC starts. */
+void proxy_relay_tune_abseil(void)
+{
+    static const char *const names[] = {
+        "_ZN4absl7debian329SetMutexDeadlockDetectionModeENS0_15OnDeadlockCycleE",
+        "_ZN4absl7debian229SetMutexDeadlockDetectionModeENS0_15OnDeadlockCycleE",
+        "_ZN4absl29SetMutexDeadlockDetectionModeENS_15OnDeadlockCycleE",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        void *sym = dlsym(RTLD_DEFAULT, names[i]);
+        if (sym != NULL) {
+            void (*set_mode)(int);
+            memcpy(&set_mode, &sym, sizeof set_mode);
+            set_mode(0); /* absl::OnDeadlockCycle::kIgnore */
+            return;
+        }
+    }
 }
 
 static void notify(proxy_relay *r)
@@ -195,24 +236,6 @@ static int start(struct relay_call *c, grpc_call *call, const grpc_op *ops, size
     return 0;
 }
 
-static void down_recv(struct relay_call *c)
-{
-    grpc_op op;
-    memset(&op, 0, sizeof op);
-    op.op = GRPC_OP_RECV_MESSAGE;
-    op.data.recv_message.recv_message = &c->down_in;
-    start(c, c->down, &op, 1, T_DOWN_RECV);
-}
-
-static void up_recv(struct relay_call *c)
-{
-    grpc_op op;
-    memset(&op, 0, sizeof op);
-    op.op = GRPC_OP_RECV_MESSAGE;
-    op.data.recv_message.recv_message = &c->up_in;
-    start(c, c->up, &op, 1, T_UP_RECV);
-}
-
 static void drop(grpc_byte_buffer **bb)
 {
     if (*bb != NULL)
@@ -220,76 +243,153 @@ static void drop(grpc_byte_buffer **bb)
     *bb = NULL;
 }
 
-static void send_up(struct relay_call *c, grpc_byte_buffer *msg)
+static void dir_drop_all(struct relay_dir *d)
+{
+    for (unsigned i = 0; i < d->nheld; i++)
+        drop(&d->held[i]);
+    d->nheld = 0;
+}
+
+static grpc_byte_buffer *dir_pop(struct relay_dir *d)
+{
+    grpc_byte_buffer *bb = d->held[0];
+    d->held[0] = d->held[1];
+    d->held[1] = NULL;
+    d->nheld--;
+    return bb;
+}
+
+/* Read on while fewer than two messages are held or being sent. */
+static int dir_may_read(const struct relay_dir *d)
+{
+    return !d->reading && !d->eof && d->nheld + (d->sending != NULL) < 2;
+}
+
+static void read_msg(struct relay_call *c, grpc_call *call, struct relay_dir *d, enum tag_kind kind)
 {
     grpc_op op;
     memset(&op, 0, sizeof op);
-    c->to_up = msg;
-    c->up_send_busy = 1;
-    op.op = GRPC_OP_SEND_MESSAGE;
-    op.data.send_message.send_message = msg;
-    if (start(c, c->up, &op, 1, T_UP_SEND) != 0)
-        c->up_send_busy = 0;
+    op.op = GRPC_OP_RECV_MESSAGE;
+    op.data.recv_message.recv_message = &d->in;
+    if (start(c, call, &op, 1, kind) == 0)
+        d->reading = 1;
+    else
+        d->eof = 1;
 }
 
-static void send_up_close(struct relay_call *c)
+/* Start the reads the state allows: requests stop once the provider
+ * refused one; responses are read to their end even when the client is
+ * gone, so the upstream call can finish. */
+static void read_on(struct relay_call *c)
 {
-    grpc_op op;
-    memset(&op, 0, sizeof op);
-    c->up_close_started = 1;
-    op.op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-    start(c, c->up, &op, 1, T_UP_CLOSE);
+    if (!c->req.failed && dir_may_read(&c->req))
+        read_msg(c, c->down, &c->req, T_DOWN_RECV);
+    if (c->resp_md_received && dir_may_read(&c->resp))
+        read_msg(c, c->up, &c->resp, T_UP_RECV);
 }
 
-/* A message to the client, with the (possibly empty) initial metadata in
- * front of the first one. */
-static void send_down(struct relay_call *c, grpc_byte_buffer *msg)
+static void mark_dirty(struct relay_call *c)
 {
-    grpc_op ops[2];
-    size_t n = 0;
-    memset(ops, 0, sizeof ops);
-    if (!c->resp_md_sent) {
-        ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
-        n++;
-        c->resp_md_sent = 1;
-    }
-    ops[n].op = GRPC_OP_SEND_MESSAGE;
-    ops[n].data.send_message.send_message = msg;
-    n++;
-    c->to_down = msg;
-    c->down_send_busy = 1;
-    if (start(c, c->down, ops, n, T_DOWN_SEND) != 0)
-        c->down_send_busy = 0;
-}
-
-/* The status goes down once the provider's status is known and every
- * message it sent has been passed on. Initial metadata always goes first:
- * with core 1.51 a server status sent alone (trailers-only) stays queued
- * until the call is cancelled, so a failed call is answered with empty
- * headers and then its status, which clients read the same way. */
-static void maybe_send_status(struct relay_call *c)
-{
-    if (c->status_sent || !c->status_received || !c->up_recv_done || c->down_send_busy ||
-        c->to_down_next != NULL)
+    if (c->dirty)
         return;
-    c->status_sent = 1;
-    grpc_op ops[2];
+    c->dirty = 1;
+    c->next_dirty = c->relay->dirty;
+    c->relay->dirty = c;
+}
+
+/* Toward the provider: headers (once), the oldest held message, and the
+ * half-close once the client's is known and nothing is left to send; one
+ * batch at a time. */
+static void flush_req(struct relay_call *c)
+{
+    struct relay_dir *d = &c->req;
+    grpc_op ops[3];
     size_t n = 0;
+    if (d->busy)
+        return;
+    if (d->failed)
+        dir_drop_all(d);
     memset(ops, 0, sizeof ops);
-    if (!c->resp_md_sent) {
+    if (!d->md_sent) {
+        ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[n].data.send_initial_metadata.count = c->fwd_req.count;
+        ops[n].data.send_initial_metadata.metadata = c->fwd_req.md;
+        n++;
+        d->md_sent = 1;
+    }
+    if (d->nheld > 0) {
+        d->sending = dir_pop(d);
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = d->sending;
+        n++;
+    }
+    if (!d->failed && d->eof && d->nheld == 0 && !d->end_sent) {
+        ops[n].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+        n++;
+        d->end_sent = 1;
+    }
+    if (n == 0)
+        return;
+    d->busy = 1;
+    if (start(c, c->up, ops, n, T_UP_SEND) != 0) {
+        d->busy = 0;
+        d->failed = 1;
+        drop(&d->sending);
+        dir_drop_all(d);
+    }
+}
+
+/* Toward the client: the provider's headers (as soon as it sent any, a
+ * streaming client may be waiting for them; else with the first message or
+ * the status), the oldest held message, and the status once every message
+ * went before it. With core 1.51 a server status sent alone (trailers-only)
+ * stays queued until the call is cancelled, so a failed call is answered
+ * with empty headers and then its status, which clients read the same way. */
+static void flush_resp(struct relay_call *c)
+{
+    struct relay_dir *d = &c->resp;
+    grpc_op ops[3];
+    size_t n = 0;
+    if (d->busy || d->end_sent)
+        return;
+    if (d->failed) {
+        dir_drop_all(d); /* the client is gone */
+        return;
+    }
+    int send_msg = d->nheld > 0;
+    int send_status = c->status_received && d->eof && d->nheld == (unsigned)send_msg;
+    memset(ops, 0, sizeof ops);
+    if (!d->md_sent && (send_msg || send_status || c->fwd_resp.count > 0)) {
         ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
         ops[n].data.send_initial_metadata.count = c->fwd_resp.count;
         ops[n].data.send_initial_metadata.metadata = c->fwd_resp.md;
         n++;
-        c->resp_md_sent = 1;
+        d->md_sent = 1;
     }
-    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
-    ops[n].data.send_status_from_server.status = c->status;
-    ops[n].data.send_status_from_server.status_details = &c->status_details;
-    ops[n].data.send_status_from_server.trailing_metadata_count = c->fwd_trailers.count;
-    ops[n].data.send_status_from_server.trailing_metadata = c->fwd_trailers.md;
-    n++;
-    start(c, c->down, ops, n, T_DOWN_STATUS);
+    if (send_msg) {
+        d->sending = dir_pop(d);
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = d->sending;
+        n++;
+    }
+    if (send_status) {
+        ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        ops[n].data.send_status_from_server.status = c->status;
+        ops[n].data.send_status_from_server.status_details = &c->status_details;
+        ops[n].data.send_status_from_server.trailing_metadata_count = c->fwd_trailers.count;
+        ops[n].data.send_status_from_server.trailing_metadata = c->fwd_trailers.md;
+        n++;
+        d->end_sent = 1;
+    }
+    if (n == 0)
+        return;
+    d->busy = 1;
+    if (start(c, c->down, ops, n, T_DOWN_SEND) != 0) {
+        d->busy = 0;
+        d->failed = 1;
+        drop(&d->sending);
+        dir_drop_all(d);
+    }
 }
 
 static void call_free(struct relay_call *c)
@@ -299,11 +399,12 @@ static void call_free(struct relay_call *c)
     proxy_tee_end(r->tee, c->id, proxy_now_us(), (int)c->status, details != NULL ? details : "");
     free(details);
 
-    grpc_byte_buffer *bufs[] = {c->down_in, c->to_up,   c->to_up_next,
-                                c->up_in,   c->to_down, c->to_down_next};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        if (bufs[i] != NULL)
-            grpc_byte_buffer_destroy(bufs[i]);
+    struct relay_dir *dirs[] = {&c->req, &c->resp};
+    for (size_t i = 0; i < 2; i++) {
+        drop(&dirs[i]->in);
+        drop(&dirs[i]->sending);
+        dir_drop_all(dirs[i]);
+    }
     free(c->fwd_req.md);
     free(c->fwd_resp.md);
     free(c->fwd_trailers.md);
@@ -324,6 +425,29 @@ static void call_free(struct relay_call *c)
         notify(r);
 }
 
+/* Start what the events since the last flush made possible. */
+static void flush_call(struct relay_call *c)
+{
+    c->dirty = 0;
+    if (c->up != NULL) {
+        flush_req(c);
+        flush_resp(c);
+        read_on(c);
+    }
+    if (c->pending == 0)
+        call_free(c);
+}
+
+static void flush_all(proxy_relay *r)
+{
+    while (r->dirty != NULL) {
+        struct relay_call *c = r->dirty;
+        r->dirty = c->next_dirty;
+        c->next_dirty = NULL;
+        flush_call(c);
+    }
+}
+
 static void request_next_call(proxy_relay *r)
 {
     if (r->server_down || atomic_load(&r->shutdown_started))
@@ -339,7 +463,205 @@ static void request_next_call(proxy_relay *r)
     }
 }
 
-/* A client call arrived: open its twin to the provider and start both legs. */
+/* Methods of the plugin protocols (proto/tfplugin5.proto, tfplugin6.proto)
+ * and of go-plugin known to be unary. Only those take the short path; any
+ * other method, streaming or newer than this list, takes the general one. */
+static const char *const unary_v5[] = {"ApplyResourceChange",
+                                       "CallFunction",
+                                       "CloseEphemeralResource",
+                                       "Configure",
+                                       "GenerateResourceConfig",
+                                       "GetFunctions",
+                                       "GetMetadata",
+                                       "GetResourceIdentitySchemas",
+                                       "GetSchema",
+                                       "ImportResourceState",
+                                       "MoveResourceState",
+                                       "OpenEphemeralResource",
+                                       "PlanAction",
+                                       "PlanResourceChange",
+                                       "PrepareProviderConfig",
+                                       "ReadDataSource",
+                                       "ReadResource",
+                                       "RenewEphemeralResource",
+                                       "Stop",
+                                       "UpgradeResourceIdentity",
+                                       "UpgradeResourceState",
+                                       "ValidateActionConfig",
+                                       "ValidateDataSourceConfig",
+                                       "ValidateEphemeralResourceConfig",
+                                       "ValidateListResourceConfig",
+                                       "ValidateResourceTypeConfig",
+                                       NULL};
+static const char *const unary_v6[] = {"ApplyResourceChange",
+                                       "CallFunction",
+                                       "CloseEphemeralResource",
+                                       "ConfigureProvider",
+                                       "ConfigureStateStore",
+                                       "DeleteState",
+                                       "GetFunctions",
+                                       "GetMetadata",
+                                       "GetProviderSchema",
+                                       "GetResourceIdentitySchemas",
+                                       "GetStates",
+                                       "ImportResourceState",
+                                       "LockState",
+                                       "MoveResourceState",
+                                       "OpenEphemeralResource",
+                                       "PlanAction",
+                                       "PlanResourceChange",
+                                       "ReadDataSource",
+                                       "ReadResource",
+                                       "RenewEphemeralResource",
+                                       "StopProvider",
+                                       "UnlockState",
+                                       "UpgradeResourceIdentity",
+                                       "UpgradeResourceState",
+                                       "ValidateActionConfig",
+                                       "ValidateDataResourceConfig",
+                                       "ValidateEphemeralResourceConfig",
+                                       "ValidateListResourceConfig",
+                                       "ValidateProviderConfig",
+                                       "ValidateResourceConfig",
+                                       "ValidateStateStoreConfig",
+                                       NULL};
+static const char *const unary_provisioner[] = {"GetSchema", "ValidateProvisionerConfig", "Stop",
+                                                NULL};
+static const char *const unary_controller[] = {"Shutdown", NULL};
+static const struct {
+    const char *service; /* "/package.Service/" */
+    const char *const *methods;
+} unary_services[] = {
+    {"/tfplugin5.Provider/", unary_v5},
+    {"/tfplugin6.Provider/", unary_v6},
+    {"/tfplugin5.Provisioner/", unary_provisioner},
+    {"/plugin.GRPCController/", unary_controller},
+};
+
+static int method_is_unary(grpc_slice method)
+{
+    const char *m = (const char *)GRPC_SLICE_START_PTR(method);
+    size_t n = GRPC_SLICE_LENGTH(method);
+    for (size_t i = 0; i < sizeof unary_services / sizeof unary_services[0]; i++) {
+        size_t sn = strlen(unary_services[i].service);
+        if (n <= sn || memcmp(m, unary_services[i].service, sn) != 0)
+            continue;
+        for (const char *const *name = unary_services[i].methods; *name != NULL; name++)
+            if (strlen(*name) == n - sn && memcmp(*name, m + sn, n - sn) == 0)
+                return 1;
+        return 0;
+    }
+    return 0;
+}
+
+/* The short path of a unary call: the request message arrived (or the
+ * client ended without one): the provider gets headers, message and
+ * half-close, and is asked for headers, answer and status, in one batch. */
+static void unary_send_up(struct relay_call *c)
+{
+    grpc_op ops[6];
+    size_t n = 0;
+    memset(ops, 0, sizeof ops);
+    ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[n].data.send_initial_metadata.count = c->fwd_req.count;
+    ops[n].data.send_initial_metadata.metadata = c->fwd_req.md;
+    n++;
+    if (c->req.sending != NULL) {
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = c->req.sending;
+        n++;
+    }
+    ops[n++].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[n].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[n].data.recv_initial_metadata.recv_initial_metadata = &c->resp_md;
+    n++;
+    ops[n].op = GRPC_OP_RECV_MESSAGE;
+    ops[n].data.recv_message.recv_message = &c->resp.in;
+    n++;
+    ops[n].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[n].data.recv_status_on_client.trailing_metadata = &c->trailers;
+    ops[n].data.recv_status_on_client.status = &c->status;
+    ops[n].data.recv_status_on_client.status_details = &c->status_details;
+    ops[n].data.recv_status_on_client.error_string = &c->error_string;
+    n++;
+    start(c, c->up, ops, n, T_UP_UNARY);
+}
+
+/* ... and its answer goes to the client the same way: headers, message and
+ * status in one batch. */
+static void unary_send_down(struct relay_call *c)
+{
+    grpc_op ops[3];
+    size_t n = 0;
+    memset(ops, 0, sizeof ops);
+    ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[n].data.send_initial_metadata.count = c->fwd_resp.count;
+    ops[n].data.send_initial_metadata.metadata = c->fwd_resp.md;
+    n++;
+    if (c->resp.sending != NULL) {
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = c->resp.sending;
+        n++;
+    }
+    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[n].data.send_status_from_server.status = c->status;
+    ops[n].data.send_status_from_server.status_details = &c->status_details;
+    ops[n].data.send_status_from_server.trailing_metadata_count = c->fwd_trailers.count;
+    ops[n].data.send_status_from_server.trailing_metadata = c->fwd_trailers.md;
+    n++;
+    start(c, c->down, ops, n, T_DOWN_SEND);
+}
+
+static void on_unary_event(struct relay_call *c, enum tag_kind kind, int ok)
+{
+    switch (kind) {
+    case T_DOWN_RECV:
+        c->req.reading = 0;
+        c->req.sending = c->req.in;
+        c->req.in = NULL;
+        if (!ok)
+            drop(&c->req.sending);
+        if (c->req.sending != NULL)
+            proxy_tee_message(c->relay->tee, c->id, STORE_REQUEST, proxy_now_us(), c->req.sending);
+        unary_send_up(c);
+        break;
+
+    case T_UP_UNARY:
+        /* The provider's status is in, whatever became of the rest. */
+        drop(&c->req.sending);
+        c->status_received = 1;
+        c->up_done = 1;
+        c->resp.sending = c->resp.in;
+        c->resp.in = NULL;
+        if (c->resp.sending != NULL)
+            proxy_tee_message(c->relay->tee, c->id, STORE_RESPONSE, proxy_now_us(),
+                              c->resp.sending);
+        if (md_filter(&c->resp_md, &c->fwd_resp) != 0)
+            c->fwd_resp.count = 0;
+        if (md_filter(&c->trailers, &c->fwd_trailers) != 0)
+            c->fwd_trailers.count = 0;
+        unary_send_down(c);
+        break;
+
+    case T_DOWN_SEND:
+        drop(&c->resp.sending);
+        break;
+
+    case T_DOWN_CLOSE:
+        if (c->cancelled && !c->up_done)
+            grpc_call_cancel(c->up, NULL);
+        break;
+
+    default:
+        break;
+    }
+    if (c->pending == 0)
+        call_free(c);
+}
+
+/* A client call arrived: open its twin to the provider and start both legs.
+ * The upstream headers wait for the flush, which will most often carry the
+ * request message and its half-close along. */
 static void on_new_call(proxy_relay *r, int ok)
 {
     if (!ok) {
@@ -386,16 +708,27 @@ static void on_new_call(proxy_relay *r, int ok)
         grpc_slice_unref(c->status_details);
         c->status_details = grpc_slice_from_static_string("tftap: cannot open upstream call");
         grpc_call_cancel_with_status(c->down, c->status, "tftap: cannot open upstream call", NULL);
+        if (c->up != NULL) {
+            grpc_call_unref(c->up);
+            c->up = NULL;
+        }
         call_free(c);
         return;
     }
 
     grpc_op op;
-    memset(&op, 0, sizeof op);
-    op.op = GRPC_OP_SEND_INITIAL_METADATA;
-    op.data.send_initial_metadata.count = c->fwd_req.count;
-    op.data.send_initial_metadata.metadata = c->fwd_req.md;
-    start(c, c->up, &op, 1, T_UP_SEND_MD);
+    if (method_is_unary(c->details.method)) {
+        /* The request first: it is what the provider waits for. */
+        c->unary = 1;
+        read_msg(c, c->down, &c->req, T_DOWN_RECV);
+        memset(&op, 0, sizeof op);
+        op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        op.data.recv_close_on_server.cancelled = &c->cancelled;
+        start(c, c->down, &op, 1, T_DOWN_CLOSE);
+        if (c->pending == 0)
+            call_free(c);
+        return;
+    }
 
     memset(&op, 0, sizeof op);
     op.op = GRPC_OP_RECV_INITIAL_METADATA;
@@ -415,128 +748,78 @@ static void on_new_call(proxy_relay *r, int ok)
     op.data.recv_close_on_server.cancelled = &c->cancelled;
     start(c, c->down, &op, 1, T_DOWN_CLOSE);
 
-    down_recv(c);
+    read_on(c);
+    mark_dirty(c);
+}
 
-    if (c->pending == 0)
-        call_free(c);
+/* A message (or the end) read on one leg. */
+static void on_read(struct relay_call *c, struct relay_dir *d, enum store_direction dir, int ok)
+{
+    grpc_byte_buffer *msg = d->in;
+    d->in = NULL;
+    d->reading = 0;
+    if (!ok || msg == NULL) {
+        /* Half-close, the provider's end, or a failed call (its status or
+         * close event says how). */
+        drop(&msg);
+        d->eof = 1;
+        return;
+    }
+    proxy_tee_message(c->relay->tee, c->id, dir, proxy_now_us(), msg);
+    if (d->failed) {
+        /* The other leg is gone; the rest is moot. */
+        grpc_byte_buffer_destroy(msg);
+        return;
+    }
+    d->held[d->nheld++] = msg;
 }
 
 static void on_call_event(struct relay_call *c, enum tag_kind kind, int ok)
 {
-    grpc_op ops[2];
-    memset(ops, 0, sizeof ops);
     c->pending--;
-
-    switch (kind) {
-    case T_UP_SEND_MD:
-    case T_UP_CLOSE:
-    case T_DOWN_STATUS:
-        break;
-
-    case T_DOWN_RECV: {
-        grpc_byte_buffer *msg = c->down_in;
-        c->down_in = NULL;
-        if (ok && msg != NULL) {
-            proxy_tee_message(c->relay->tee, c->id, STORE_REQUEST, proxy_now_us(), msg);
-            if (c->up_failed) {
-                /* The provider's status is on its way; the rest is moot. */
-                grpc_byte_buffer_destroy(msg);
-            } else if (!c->up_send_busy) {
-                send_up(c, msg);
-                down_recv(c);
-            } else {
-                c->to_up_next = msg; /* read no further until it is sent */
-            }
-        } else {
-            /* Half-close, or the client failed (its close event says
-             * whether it cancelled). */
-            drop(&msg);
-            c->down_eof = 1;
-            if (!c->up_send_busy && !c->up_close_started && !c->up_failed)
-                send_up_close(c);
-        }
-        break;
+    if (c->unary) {
+        on_unary_event(c, kind, ok);
+        return;
     }
 
+    switch (kind) {
+    case T_DOWN_RECV:
+        on_read(c, &c->req, STORE_REQUEST, ok);
+        break;
+
     case T_UP_SEND:
-        drop(&c->to_up);
-        c->up_send_busy = 0;
+        c->req.busy = 0;
+        drop(&c->req.sending);
         if (!ok) {
-            c->up_failed = 1;
-            drop(&c->to_up_next);
-        } else if (c->to_up_next != NULL) {
-            grpc_byte_buffer *msg = c->to_up_next;
-            c->to_up_next = NULL;
-            send_up(c, msg);
-            down_recv(c);
-        } else if (c->down_eof && !c->up_close_started) {
-            send_up_close(c);
+            /* The provider's status is on its way; the rest is moot. */
+            c->req.failed = 1;
+            dir_drop_all(&c->req);
         }
         break;
 
     case T_UP_RECV_MD:
         if (md_filter(&c->resp_md, &c->fwd_resp) != 0) {
             grpc_call_cancel(c->up, NULL);
-            c->up_recv_done = 1;
-            maybe_send_status(c);
+            c->resp.eof = 1;
             break;
         }
-        if (c->fwd_resp.count > 0) {
-            /* The provider sent headers: pass them on now, a streaming
-             * client may be waiting for them. */
-            c->resp_md_sent = 1;
-            c->down_send_busy = 1;
-            ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
-            ops[0].data.send_initial_metadata.count = c->fwd_resp.count;
-            ops[0].data.send_initial_metadata.metadata = c->fwd_resp.md;
-            if (start(c, c->down, ops, 1, T_DOWN_SEND) != 0)
-                c->down_send_busy = 0;
-        }
-        up_recv(c);
+        c->resp_md_received = 1;
         break;
 
-    case T_UP_RECV: {
-        grpc_byte_buffer *msg = c->up_in;
-        c->up_in = NULL;
-        if (ok && msg != NULL) {
-            proxy_tee_message(c->relay->tee, c->id, STORE_RESPONSE, proxy_now_us(), msg);
-            if (c->down_dead) {
-                grpc_byte_buffer_destroy(msg);
-                up_recv(c); /* the cancelled call ends soon; read to its end */
-            } else if (!c->down_send_busy) {
-                send_down(c, msg);
-                up_recv(c);
-            } else {
-                c->to_down_next = msg;
-            }
-        } else {
-            drop(&msg);
-            c->up_recv_done = 1;
-            maybe_send_status(c);
-        }
+    case T_UP_RECV:
+        on_read(c, &c->resp, STORE_RESPONSE, ok);
         break;
-    }
 
     case T_DOWN_SEND:
-        drop(&c->to_down);
-        c->down_send_busy = 0;
+        c->resp.busy = 0;
+        drop(&c->resp.sending);
         if (!ok) {
             /* The client is gone; the provider's side is of no more use. */
-            c->down_dead = 1;
+            c->resp.failed = 1;
+            dir_drop_all(&c->resp);
             if (!c->up_done)
                 grpc_call_cancel(c->up, NULL);
-            if (c->to_down_next != NULL) {
-                drop(&c->to_down_next);
-                up_recv(c);
-            }
-        } else if (c->to_down_next != NULL) {
-            grpc_byte_buffer *msg = c->to_down_next;
-            c->to_down_next = NULL;
-            send_down(c, msg);
-            if (!c->up_recv_done)
-                up_recv(c);
         }
-        maybe_send_status(c);
         break;
 
     case T_UP_STATUS:
@@ -544,7 +827,6 @@ static void on_call_event(struct relay_call *c, enum tag_kind kind, int ok)
         c->up_done = 1;
         if (md_filter(&c->trailers, &c->fwd_trailers) != 0)
             c->fwd_trailers.count = 0;
-        maybe_send_status(c);
         break;
 
     case T_DOWN_CLOSE:
@@ -556,30 +838,43 @@ static void on_call_event(struct relay_call *c, enum tag_kind kind, int ok)
         break;
     }
 
-    if (c->pending == 0)
-        call_free(c);
+    /* Read ahead at once (a half-close already received then completes
+     * before the flush); sends wait for the flush. */
+    read_on(c);
+    mark_dirty(c);
 }
 
 static void *relay_main(void *arg)
 {
     proxy_relay *r = arg;
+    int since_flush = 0;
     for (;;) {
-        grpc_event ev = grpc_completion_queue_next(r->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        /* With sends deferred, only look at what is ready now; the flush
+         * runs when nothing is. */
+        gpr_timespec deadline = r->dirty != NULL ? gpr_time_0(GPR_CLOCK_MONOTONIC)
+                                                 : gpr_inf_future(GPR_CLOCK_MONOTONIC);
+        grpc_event ev = grpc_completion_queue_next(r->cq, deadline, NULL);
         if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
-        if (ev.type != GRPC_OP_COMPLETE)
-            continue;
-        struct relay_tag *tag = ev.tag;
-        if (tag->kind == T_NEW_CALL) {
-            on_new_call(r, ev.success);
-        } else if (tag->kind == T_SHUTDOWN) {
-            r->server_down = 1;
-        } else {
-            on_call_event(tag->call, tag->kind, ev.success);
+        if (ev.type == GRPC_QUEUE_TIMEOUT) {
+            flush_all(r);
+            since_flush = 0;
+        } else if (ev.type == GRPC_OP_COMPLETE) {
+            struct relay_tag *tag = ev.tag;
+            if (tag->kind == T_NEW_CALL)
+                on_new_call(r, ev.success);
+            else if (tag->kind == T_SHUTDOWN)
+                r->server_down = 1;
+            else
+                on_call_event(tag->call, tag->kind, ev.success);
+            if (++since_flush >= RELAY_FLUSH_EVERY) {
+                flush_all(r);
+                since_flush = 0;
+            }
         }
         /* Once the server has stopped and the last call is freed nothing can
          * complete on the queue any more except its own shutdown. */
-        if (r->server_down && atomic_load(&r->active) == 0) {
+        if (r->server_down && r->dirty == NULL && atomic_load(&r->active) == 0) {
             grpc_completion_queue_shutdown(r->cq);
             r->server_down = 0; /* only once */
         }

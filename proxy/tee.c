@@ -2,13 +2,23 @@
  * thread of its own. The relay thread only takes a reference to the
  * message's slices and links an event into a list; writing the bytes into
  * the recorder's pipe happens here, so a 20 MiB schema (or a slow reader)
- * never stalls the relay. */
+ * never stalls the relay.
+ *
+ * Wake-ups are what a relayed call costs most here, not bytes: the relay
+ * wakes this thread only when it sleeps with nothing queued, and the thread
+ * then lets events gather for a moment (TEE_GATHER_MS, cut short when much
+ * is queued or the tee stops) and writes all of them with one writev. A
+ * run of small calls thus costs one wake-up and one write (and one wake-up
+ * of the recorder process) per few calls instead of several per call. */
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <grpc/byte_buffer.h>
@@ -16,6 +26,10 @@
 #include <grpc/slice.h>
 
 #include "proxy/proxy_int.h"
+
+#define TEE_GATHER_MS 10
+#define TEE_URGENT_BYTES ((size_t)1 << 20) /* this much queued: write at once */
+#define TEE_IOV 256                        /* iovecs per writev */
 
 enum tee_kind { TEE_PROCESS, TEE_BEGIN, TEE_MESSAGE, TEE_END };
 
@@ -28,11 +42,15 @@ struct tee_event {
     int status;           /* END: status; PROCESS: protocol version */
     int pid;              /* PROCESS */
     grpc_byte_buffer *bb; /* TEE_MESSAGE */
+    char *flat;           /* TEE_MESSAGE whose slices cannot be read in place */
     size_t bytes;         /* counted against max_bytes */
+    struct proxy_rec_frame frame;
     size_t text_len;
     char text[]; /* method (BEGIN), status message (END) or
                   * provider\0version\0binary (PROCESS) */
 };
+
+enum tee_state { TEE_WORKING, TEE_IDLE, TEE_GATHERING };
 
 struct proxy_tee {
     int fd;
@@ -41,87 +59,172 @@ struct proxy_tee {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct tee_event *head, *tail;
-    size_t queued_bytes;
+    size_t queued_bytes; /* queued and being written */
+    enum tee_state state;
     int stopping;
     uint64_t dropped;
     pthread_t thread;
 };
 
-static int write_all(int fd, const void *p, size_t n)
+/* Write all of iov[0..n), advancing through partial writes. */
+static int writev_all(int fd, struct iovec *iov, int n)
 {
-    const char *c = p;
     while (n > 0) {
-        ssize_t w = write(fd, c, n);
+        ssize_t w = writev(fd, iov, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0)
             return -1;
-        c += w;
-        n -= (size_t)w;
+        while (n > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
     }
     return 0;
 }
 
-/* One frame: header then payload, the message's slices written as they
- * are (no flattening copy). */
-static int deliver(proxy_tee *t, struct tee_event *ev)
+/* Received messages are raw, uncompressed slice buffers (core decompresses
+ * on receipt), read in place. Anything else is flattened once. */
+static int message_in_place(const grpc_byte_buffer *bb)
 {
-    struct proxy_rec_frame f;
-    memset(&f, 0, sizeof f);
-    f.call_id = ev->call_id;
-    f.t_us = ev->t_us;
-    switch (ev->kind) {
-    case TEE_PROCESS:
-        f.kind = PROXY_REC_PROCESS;
-        f.a = ev->status;
-        f.b = ev->pid;
-        break;
-    case TEE_BEGIN:
-        f.kind = PROXY_REC_BEGIN;
-        break;
-    case TEE_END:
-        f.kind = PROXY_REC_END;
-        f.a = ev->status;
-        break;
-    case TEE_MESSAGE:
-        f.kind = PROXY_REC_MESSAGE;
-        f.a = (int32_t)ev->dir;
-        break;
-    }
-    if (ev->kind != TEE_MESSAGE) {
-        f.len = (uint32_t)ev->text_len;
-        if (write_all(t->fd, &f, sizeof f) != 0 || write_all(t->fd, ev->text, ev->text_len) != 0)
-            return -1;
-        return 0;
-    }
-    if (ev->bytes > UINT32_MAX)
-        return 0; /* beyond the frame format; the store sees a message missing */
-    f.len = (uint32_t)ev->bytes;
-    if (write_all(t->fd, &f, sizeof f) != 0)
+    return bb->type == GRPC_BB_RAW && bb->data.raw.compression == GRPC_COMPRESS_NONE;
+}
+
+static int flatten(struct tee_event *ev)
+{
+    ev->flat = malloc(ev->bytes > 0 ? ev->bytes : 1);
+    if (ev->flat == NULL)
         return -1;
     grpc_byte_buffer_reader reader;
     if (!grpc_byte_buffer_reader_init(&reader, ev->bb))
         return -1;
     grpc_slice slice;
-    size_t sent = 0;
+    size_t off = 0;
     int rc = 0;
-    while (rc == 0 && grpc_byte_buffer_reader_next(&reader, &slice)) {
-        if (write_all(t->fd, GRPC_SLICE_START_PTR(slice), GRPC_SLICE_LENGTH(slice)) != 0)
+    while (grpc_byte_buffer_reader_next(&reader, &slice)) {
+        size_t n = GRPC_SLICE_LENGTH(slice);
+        if (n > ev->bytes - off)
             rc = -1;
-        sent += GRPC_SLICE_LENGTH(slice);
+        else
+            memcpy(ev->flat + off, GRPC_SLICE_START_PTR(slice), n);
+        off += n;
         grpc_slice_unref(slice);
     }
     grpc_byte_buffer_reader_destroy(&reader);
-    /* The frame promised len bytes; anything else would desynchronise the
-     * reader, so treat it as a broken pipe. */
-    return rc == 0 && sent == ev->bytes ? 0 : -1;
+    return rc == 0 && off == ev->bytes ? 0 : -1;
+}
+
+/* Fill in an event's frame header; -1 if it cannot be framed (the store
+ * then sees that message missing). */
+static int frame(struct tee_event *ev)
+{
+    struct proxy_rec_frame *f = &ev->frame;
+    memset(f, 0, sizeof *f);
+    f->call_id = ev->call_id;
+    f->t_us = ev->t_us;
+    switch (ev->kind) {
+    case TEE_PROCESS:
+        f->kind = PROXY_REC_PROCESS;
+        f->a = ev->status;
+        f->b = ev->pid;
+        break;
+    case TEE_BEGIN:
+        f->kind = PROXY_REC_BEGIN;
+        break;
+    case TEE_END:
+        f->kind = PROXY_REC_END;
+        f->a = ev->status;
+        break;
+    case TEE_MESSAGE:
+        f->kind = PROXY_REC_MESSAGE;
+        f->a = (int32_t)ev->dir;
+        break;
+    }
+    if (ev->kind != TEE_MESSAGE) {
+        f->len = (uint32_t)ev->text_len;
+        return 0;
+    }
+    if (ev->bytes > UINT32_MAX)
+        return -1; /* beyond the frame format */
+    f->len = (uint32_t)ev->bytes;
+    if (!message_in_place(ev->bb) && flatten(ev) != 0)
+        return -1;
+    return 0;
+}
+
+/* Write a list of events with as few writev calls as iovecs allow. Events
+ * that cannot be framed are counted in *skipped. -1 once the pipe broke. */
+static int deliver(proxy_tee *t, struct tee_event *list, uint64_t *skipped)
+{
+    struct iovec iov[TEE_IOV];
+    int n = 0;
+    for (struct tee_event *ev = list; ev != NULL; ev = ev->next) {
+        if (frame(ev) != 0) {
+            (*skipped)++;
+            continue;
+        }
+        const grpc_slice_buffer *sb = NULL;
+        size_t parts = 1;
+        if (ev->kind == TEE_MESSAGE && ev->flat == NULL) {
+            sb = &ev->bb->data.raw.slice_buffer;
+            parts = sb->count;
+        }
+        /* Room for the header and at least one payload piece. */
+        if (n + 2 > TEE_IOV) {
+            if (writev_all(t->fd, iov, n) != 0)
+                return -1;
+            n = 0;
+        }
+        iov[n++] = (struct iovec){&ev->frame, sizeof ev->frame};
+        for (size_t i = 0; i < parts; i++) {
+            void *p;
+            size_t len;
+            if (sb != NULL) {
+                p = GRPC_SLICE_START_PTR(sb->slices[i]);
+                len = GRPC_SLICE_LENGTH(sb->slices[i]);
+            } else if (ev->kind == TEE_MESSAGE) {
+                p = ev->flat;
+                len = ev->bytes;
+            } else {
+                p = ev->text;
+                len = ev->text_len;
+            }
+            if (len == 0)
+                continue;
+            if (n == TEE_IOV) {
+                if (writev_all(t->fd, iov, n) != 0)
+                    return -1;
+                n = 0;
+            }
+            iov[n++] = (struct iovec){p, len};
+        }
+    }
+    if (n > 0 && writev_all(t->fd, iov, n) != 0)
+        return -1;
+    return 0;
 }
 
 static void event_free(struct tee_event *ev)
 {
     if (ev->bb != NULL)
         grpc_byte_buffer_destroy(ev->bb);
+    free(ev->flat);
     free(ev);
+}
+
+static void deadline_in_ms(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_nsec += (long)ms * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec += ts->tv_nsec / 1000000000L;
+        ts->tv_nsec %= 1000000000L;
+    }
 }
 
 static void *tee_main(void *arg)
@@ -129,24 +232,44 @@ static void *tee_main(void *arg)
     proxy_tee *t = arg;
     pthread_mutex_lock(&t->mu);
     for (;;) {
-        while (t->head == NULL && !t->stopping)
+        while (t->head == NULL && !t->stopping) {
+            t->state = TEE_IDLE;
             pthread_cond_wait(&t->cv, &t->mu);
-        struct tee_event *ev = t->head;
-        if (ev == NULL)
-            break; /* stopping and drained */
-        t->head = ev->next;
+        }
         if (t->head == NULL)
-            t->tail = NULL;
+            break; /* stopping and drained */
+        if (!t->stopping && t->queued_bytes < TEE_URGENT_BYTES) {
+            /* Let what the relay is about to queue join this write. */
+            struct timespec until;
+            deadline_in_ms(&until, TEE_GATHER_MS);
+            t->state = TEE_GATHERING;
+            while (!t->stopping && t->queued_bytes < TEE_URGENT_BYTES &&
+                   pthread_cond_timedwait(&t->cv, &t->mu, &until) == 0)
+                ;
+        }
+        t->state = TEE_WORKING;
+        struct tee_event *list = t->head;
+        t->head = t->tail = NULL;
         pthread_mutex_unlock(&t->mu);
-        int failed = t->broken || deliver(t, ev) != 0;
-        if (failed)
+
+        uint64_t lost = 0;
+        size_t bytes = 0;
+        if (t->broken || deliver(t, list, &lost) != 0) {
             t->broken = 1;
-        size_t bytes = ev->bytes;
-        event_free(ev);
+            lost = 0;
+            for (struct tee_event *ev = list; ev != NULL; ev = ev->next)
+                lost++;
+        }
+        while (list != NULL) {
+            struct tee_event *next = list->next;
+            bytes += list->bytes;
+            event_free(list);
+            list = next;
+        }
+
         pthread_mutex_lock(&t->mu);
         t->queued_bytes -= bytes;
-        if (failed)
-            t->dropped++;
+        t->dropped += lost;
     }
     pthread_mutex_unlock(&t->mu);
     return NULL;
@@ -162,8 +285,13 @@ int proxy_tee_new(int fd, size_t max_bytes, proxy_tee **out)
         return TFTAP_ENOMEM;
     t->fd = fd;
     t->max_bytes = max_bytes;
+    t->state = TEE_WORKING;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&t->mu, NULL);
-    pthread_cond_init(&t->cv, NULL);
+    pthread_cond_init(&t->cv, &ca);
+    pthread_condattr_destroy(&ca);
     if (pthread_create(&t->thread, NULL, tee_main, t) != 0) {
         pthread_cond_destroy(&t->cv);
         pthread_mutex_destroy(&t->mu);
@@ -175,7 +303,9 @@ int proxy_tee_new(int fd, size_t max_bytes, proxy_tee **out)
 }
 
 /* Queue ev, or drop it when the bytes bound would be passed. Begin and end
- * events are tiny and always queued so that every call stays paired. */
+ * events are tiny and always queued so that every call stays paired. The
+ * thread is woken only from its idle sleep, or to end its gathering early
+ * when much is queued. */
 static void push(proxy_tee *t, struct tee_event *ev)
 {
     pthread_mutex_lock(&t->mu);
@@ -192,7 +322,11 @@ static void push(proxy_tee *t, struct tee_event *ev)
     else
         t->head = ev;
     t->tail = ev;
-    pthread_cond_signal(&t->cv);
+    if (t->state == TEE_IDLE ||
+        (t->state == TEE_GATHERING && t->queued_bytes >= TEE_URGENT_BYTES)) {
+        t->state = TEE_WORKING; /* one wake-up is enough */
+        pthread_cond_signal(&t->cv);
+    }
     pthread_mutex_unlock(&t->mu);
 }
 

@@ -81,7 +81,7 @@ for p in tftest5 tftest6; do
     eval shim=\$shim${p#tftest}
     if "$client" compare -shim "$shim" -direct "$bin/terraform-provider-$p" -type "$p" \
         >"$work/compare-$p.log" 2>&1; then
-        pass "$p: schema, validate, configure, plan, apply, a 17 MiB echo, a bidi stream and 32 concurrent callers relayed byte for byte (mTLS)"
+        pass "$p: schema, validate, configure, plan, apply, a 17 MiB echo, a health check, unknown methods, a bidi stream and 32 concurrent callers relayed byte for byte (mTLS)"
         grep '^latency' "$work/compare-$p.log"
     else
         cat "$work/compare-$p.log"

@@ -10,6 +10,7 @@
 //	proxyclient cancel  -shim SHIM -type TYPE -marker FILE
 //	proxyclient crash   -shim SHIM -direct PROVIDER -type TYPE
 //	proxyclient hold    -shim SHIM -type TYPE -marker FILE -info FILE
+//	proxyclient latency -shim PLUGIN [-n N] [-warm W] [-hook CMD] [-plain]
 package main
 
 import (
@@ -24,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -289,6 +291,28 @@ func cmdCompare(args []string) {
 		stS, stD := pbField(pbField(rs, 1), 1), pbField(pbField(rd, 1), 1)
 		check(len(stS) > 0 && len(stD) > 0, "apply returned no state")
 		ok("ApplyResourceChange %s%s: new state %d bytes through tftap, %d directly", *typ, typeSuffix, len(stS), len(stD))
+	}
+
+	// Unary calls that take tftap's general (streaming) path: the health
+	// check go-plugin serves, and methods the provider does not have. Their
+	// answers, or status codes and messages, must be those given directly.
+	// (The plugin-protocol methods above take its short unary path.)
+	{
+		rs, err := ps.call(ctx, "/grpc.health.v1.Health/Check", pbString(1, "plugin"))
+		check(err == nil, "health check through tftap: %v", err)
+		rd, err := pd.call(ctx, "/grpc.health.v1.Health/Check", pbString(1, "plugin"))
+		check(err == nil, "health check directly: %v", err)
+		check(bytes.Equal(rs, rd), "health check: %q through tftap, %q directly", rs, rd)
+		ok("health check (general path): %d bytes, identical through tftap and directly", len(rs))
+		for _, m := range []string{ps.svc + "NoSuchMethod", "/no.such.Service/Call"} {
+			_, errS := ps.call(ctx, m, []byte("x"))
+			_, errD := pd.call(ctx, m, []byte("x"))
+			stS, stD := status.Convert(errS), status.Convert(errD)
+			check(stD.Code() != codes.OK, "%s: no error directly", m)
+			check(stS.Code() == stD.Code() && stS.Message() == stD.Message(),
+				"%s: %v %q through tftap, %v %q directly", m, stS.Code(), stS.Message(), stD.Code(), stD.Message())
+			ok("%s: %v through tftap as directly", m, stS.Code())
+		}
 	}
 
 	// A bidirectional stream with several messages each way (go-plugin
@@ -580,9 +604,58 @@ func cmdHold(args []string) {
 	select {} // until killed
 }
 
+// cmdLatency times N sequential small unary calls to one plugin (a shim or
+// a provider), after W warm-up calls. With -hook, "CMD start PID" runs
+// before the timed calls and "CMD stop PID" after them (PID: the plugin
+// process), so that a profiler or counter can cover exactly those calls.
+// A measuring aid for docs/proxy.md, not a test.
+func cmdLatency(args []string) {
+	fs := flag.NewFlagSet("latency", flag.ExitOnError)
+	shim := fs.String("shim", "", "plugin to start (shim script or provider)")
+	n := fs.Int("n", 2000, "timed calls")
+	warm := fs.Int("warm", 200, "warm-up calls")
+	hook := fs.String("hook", "", "command run with start|stop PID around the timed calls")
+	fs.BoolVar(&plain, "plain", false, "no TLS")
+	_ = fs.Parse(args)
+
+	p, err := launch(*shim, nil)
+	check(err == nil, "launch: %v", err)
+	defer p.client.Kill()
+	ctx := context.Background()
+	req := pbBytes(1, dv(providerConfig()))
+	m := p.method("PrepareProviderConfig", "ValidateProviderConfig")
+	for i := 0; i < *warm; i++ {
+		_, err := p.call(ctx, m, req)
+		check(err == nil, "warm-up call: %v", err)
+	}
+	pid := strconv.Itoa(p.client.ReattachConfig().Pid)
+	runHook := func(what string) {
+		if *hook == "" {
+			return
+		}
+		out, err := exec.Command(*hook, what, pid).CombinedOutput()
+		os.Stderr.Write(out)
+		check(err == nil, "hook %s: %v", what, err)
+	}
+	runHook("start")
+	d := make([]time.Duration, 0, *n)
+	t0 := time.Now()
+	for i := 0; i < *n; i++ {
+		t := time.Now()
+		_, err := p.call(ctx, m, req)
+		check(err == nil, "timed call: %v", err)
+		d = append(d, time.Since(t))
+	}
+	total := time.Since(t0)
+	runHook("stop")
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	fmt.Printf("latency: %d calls in %v: p50 %v p90 %v p99 %v min %v\n", *n, total,
+		d[len(d)/2], d[len(d)*9/10], d[len(d)*99/100], d[0])
+}
+
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: proxyclient compare|cancel|crash|hold ARGS")
+		fmt.Fprintln(os.Stderr, "usage: proxyclient compare|cancel|crash|hold|latency ARGS")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -594,6 +667,8 @@ func main() {
 		cmdCrash(os.Args[2:])
 	case "hold":
 		cmdHold(os.Args[2:])
+	case "latency":
+		cmdLatency(os.Args[2:])
 	default:
 		fmt.Fprintln(os.Stderr, "proxyclient: unknown command", os.Args[1])
 		os.Exit(2)
