@@ -49,8 +49,19 @@ static int ends_with(const char *s, const char *suffix)
 
 int cli_decode(int argc, char **argv)
 {
-    enum { OPT_TYPE = 256, OPT_SCHEMA, OPT_PADDR, OPT_RES, OPT_DS, OPT_EPH, OPT_PROV, OPT_INPUT,
-           OPT_DEPTH, OPT_SHOW, OPT_JSON };
+    enum {
+        OPT_TYPE = 256,
+        OPT_SCHEMA,
+        OPT_PADDR,
+        OPT_RES,
+        OPT_DS,
+        OPT_EPH,
+        OPT_PROV,
+        OPT_INPUT,
+        OPT_DEPTH,
+        OPT_SHOW,
+        OPT_JSON
+    };
     static const struct option longopts[] = {
         {"type", required_argument, NULL, OPT_TYPE},
         {"schema", required_argument, NULL, OPT_SCHEMA},
@@ -74,13 +85,35 @@ int cli_decode(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
-        case OPT_TYPE: type_json = optarg; break;
-        case OPT_SCHEMA: schema_path = optarg; break;
-        case OPT_PADDR: provider_addr = optarg; break;
-        case OPT_RES: kind = DEC_SCHEMA_RESOURCE; name = optarg; picked++; break;
-        case OPT_DS: kind = DEC_SCHEMA_DATA_SOURCE; name = optarg; picked++; break;
-        case OPT_EPH: kind = DEC_SCHEMA_EPHEMERAL; name = optarg; picked++; break;
-        case OPT_PROV: kind = DEC_SCHEMA_PROVIDER; name = ""; picked++; break;
+        case OPT_TYPE:
+            type_json = optarg;
+            break;
+        case OPT_SCHEMA:
+            schema_path = optarg;
+            break;
+        case OPT_PADDR:
+            provider_addr = optarg;
+            break;
+        case OPT_RES:
+            kind = DEC_SCHEMA_RESOURCE;
+            name = optarg;
+            picked++;
+            break;
+        case OPT_DS:
+            kind = DEC_SCHEMA_DATA_SOURCE;
+            name = optarg;
+            picked++;
+            break;
+        case OPT_EPH:
+            kind = DEC_SCHEMA_EPHEMERAL;
+            name = optarg;
+            picked++;
+            break;
+        case OPT_PROV:
+            kind = DEC_SCHEMA_PROVIDER;
+            name = "";
+            picked++;
+            break;
         case OPT_INPUT:
             if (strcmp(optarg, "msgpack") != 0 && strcmp(optarg, "json") != 0) {
                 cli_error("--input must be msgpack or json");
@@ -97,10 +130,18 @@ int cli_decode(int argc, char **argv)
             }
             break;
         }
-        case OPT_SHOW: show_sensitive = 1; break;
-        case OPT_JSON: compact = 1; break;
-        case 'h': fputs(decode_usage, stdout); return 0;
-        default: fputs(decode_usage, stderr); return 2;
+        case OPT_SHOW:
+            show_sensitive = 1;
+            break;
+        case OPT_JSON:
+            compact = 1;
+            break;
+        case 'h':
+            fputs(decode_usage, stdout);
+            return 0;
+        default:
+            fputs(decode_usage, stderr);
+            return 2;
         }
     }
     if (!type_json == !schema_path || (schema_path && picked != 1) || (type_json && picked) ||

@@ -14,17 +14,28 @@
 const char *tftap_strerror(int err)
 {
     switch (err) {
-    case TFTAP_OK: return "success";
-    case TFTAP_ENOMEM: return "out of memory";
-    case TFTAP_EINVAL: return "invalid argument";
-    case TFTAP_EDECODE: return "malformed input";
-    case TFTAP_ELIMIT: return "limit exceeded";
-    case TFTAP_EIO: return "i/o error";
-    case TFTAP_ENOTFOUND: return "not found";
-    case TFTAP_ESTORE: return "database error";
-    case TFTAP_EPROTO: return "plugin protocol error";
-    case TFTAP_ETLS: return "tls error";
-    case TFTAP_ECHILD: return "child process error";
+    case TFTAP_OK:
+        return "success";
+    case TFTAP_ENOMEM:
+        return "out of memory";
+    case TFTAP_EINVAL:
+        return "invalid argument";
+    case TFTAP_EDECODE:
+        return "malformed input";
+    case TFTAP_ELIMIT:
+        return "limit exceeded";
+    case TFTAP_EIO:
+        return "i/o error";
+    case TFTAP_ENOTFOUND:
+        return "not found";
+    case TFTAP_ESTORE:
+        return "database error";
+    case TFTAP_EPROTO:
+        return "plugin protocol error";
+    case TFTAP_ETLS:
+        return "tls error";
+    case TFTAP_ECHILD:
+        return "child process error";
     }
     return "unknown error";
 }
@@ -121,15 +132,34 @@ void tftap_buf_json_string(tftap_buf *b, const char *s, size_t n)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         switch (c) {
-        case '"': *o++ = '\\'; *o++ = '"'; break;
-        case '\\': *o++ = '\\'; *o++ = '\\'; break;
-        case '\n': *o++ = '\\'; *o++ = 'n'; break;
-        case '\r': *o++ = '\\'; *o++ = 'r'; break;
-        case '\t': *o++ = '\\'; *o++ = 't'; break;
+        case '"':
+            *o++ = '\\';
+            *o++ = '"';
+            break;
+        case '\\':
+            *o++ = '\\';
+            *o++ = '\\';
+            break;
+        case '\n':
+            *o++ = '\\';
+            *o++ = 'n';
+            break;
+        case '\r':
+            *o++ = '\\';
+            *o++ = 'r';
+            break;
+        case '\t':
+            *o++ = '\\';
+            *o++ = 't';
+            break;
         default:
             if (c < 0x20 || c == 0x7f) {
-                *o++ = '\\'; *o++ = 'u'; *o++ = '0'; *o++ = '0';
-                *o++ = hex[c >> 4]; *o++ = hex[c & 15];
+                *o++ = '\\';
+                *o++ = 'u';
+                *o++ = '0';
+                *o++ = '0';
+                *o++ = hex[c >> 4];
+                *o++ = hex[c & 15];
             } else {
                 *o++ = (char)c;
             }

@@ -11,16 +11,16 @@
 /* Every fallible function returns 0 or one of these (negative). */
 enum tftap_err {
     TFTAP_OK = 0,
-    TFTAP_ENOMEM = -1,   /* out of memory */
-    TFTAP_EINVAL = -2,   /* bad argument or usage */
-    TFTAP_EDECODE = -3,  /* malformed input bytes */
-    TFTAP_ELIMIT = -4,   /* a size or depth limit was exceeded */
-    TFTAP_EIO = -5,      /* operating-system I/O error (errno kept by caller) */
-    TFTAP_ENOTFOUND = -6,/* no such item */
-    TFTAP_ESTORE = -7,   /* database error */
-    TFTAP_EPROTO = -8,   /* plugin protocol violation */
-    TFTAP_ETLS = -9,     /* certificate or TLS setup failure */
-    TFTAP_ECHILD = -10,  /* child process failure */
+    TFTAP_ENOMEM = -1,    /* out of memory */
+    TFTAP_EINVAL = -2,    /* bad argument or usage */
+    TFTAP_EDECODE = -3,   /* malformed input bytes */
+    TFTAP_ELIMIT = -4,    /* a size or depth limit was exceeded */
+    TFTAP_EIO = -5,       /* operating-system I/O error (errno kept by caller) */
+    TFTAP_ENOTFOUND = -6, /* no such item */
+    TFTAP_ESTORE = -7,    /* database error */
+    TFTAP_EPROTO = -8,    /* plugin protocol violation */
+    TFTAP_ETLS = -9,      /* certificate or TLS setup failure */
+    TFTAP_ECHILD = -10,   /* child process failure */
 };
 
 /* A static, lowercase description of an error code. */
@@ -37,19 +37,21 @@ typedef struct tftap_buf {
     int failed;
 } tftap_buf;
 
-#define TFTAP_BUF_INIT {NULL, 0, 0, 0}
+#define TFTAP_BUF_INIT                                                                             \
+    {                                                                                              \
+        NULL, 0, 0, 0                                                                              \
+    }
 
 void tftap_buf_done(tftap_buf *b);
-void tftap_buf_reset(tftap_buf *b);                      /* len = 0, keeps memory */
-int tftap_buf_reserve(tftap_buf *b, size_t extra);      /* 0 or TFTAP_ENOMEM */
+void tftap_buf_reset(tftap_buf *b);                /* len = 0, keeps memory */
+int tftap_buf_reserve(tftap_buf *b, size_t extra); /* 0 or TFTAP_ENOMEM */
 void tftap_buf_append(tftap_buf *b, const void *p, size_t n);
 void tftap_buf_puts(tftap_buf *b, const char *s);
 void tftap_buf_putc(tftap_buf *b, char c);
-void tftap_buf_printf(tftap_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void tftap_buf_printf(tftap_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Append s (n bytes, valid UTF-8 assumed) as a quoted JSON string. */
 void tftap_buf_json_string(tftap_buf *b, const char *s, size_t n);
-const char *tftap_buf_cstr(tftap_buf *b);                /* "" when empty */
+const char *tftap_buf_cstr(tftap_buf *b); /* "" when empty */
 static inline int tftap_buf_failed(const tftap_buf *b)
 {
     return b->failed;

@@ -38,7 +38,10 @@ typedef struct dec_error {
     char *reason;
 } dec_error;
 
-#define DEC_ERROR_INIT {0, NULL, NULL}
+#define DEC_ERROR_INIT                                                                             \
+    {                                                                                              \
+        0, NULL, NULL                                                                              \
+    }
 void dec_error_done(dec_error *err);
 /* Appends "decode error at <path>: <reason>" (path "." for the root). */
 void dec_error_format(const dec_error *err, tftap_buf *out);
@@ -114,18 +117,16 @@ enum dec_schema_kind {
 
 /* The object type a block (or identity) schema implies, with attributes
  * marked sensitive/write-only; NULL when unknown. Owned by the schema. */
-const dec_type *dec_schema_lookup(const dec_schema *s, enum dec_schema_kind kind,
-                                  const char *name);
+const dec_type *dec_schema_lookup(const dec_schema *s, enum dec_schema_kind kind, const char *name);
 void dec_schema_free(dec_schema *s);
 
 /* Build a schema from a serialized GetProviderSchema response of protocol 5
  * or 6 (also accepts the GetProviderSchema of either version's Provider
  * service as identified by protocol). */
-int dec_schema_from_provider_schema(int protocol, const void *p, size_t n,
-                                    const dec_limits *lim, dec_schema **out, dec_error *err);
+int dec_schema_from_provider_schema(int protocol, const void *p, size_t n, const dec_limits *lim,
+                                    dec_schema **out, dec_error *err);
 /* Add identity schemas from a serialized GetResourceIdentitySchemas response. */
-int dec_schema_add_identities(dec_schema *s, int protocol, const void *p, size_t n,
-                              dec_error *err);
+int dec_schema_add_identities(dec_schema *s, int protocol, const void *p, size_t n, dec_error *err);
 /* Build a schema from `tofu providers schema -json` output. provider is the
  * provider address key (e.g. "registry.opentofu.org/hashicorp/random"), or
  * a suffix of it ("hashicorp/random", "random"), or NULL when the file holds

@@ -23,7 +23,7 @@ struct dec_type {
 
 /* Builders used by the type parser and the schema model. They take
  * ownership of the dec_type arguments (also on failure). NULL on ENOMEM. */
-dec_type *dec_type_new(enum dec_kind kind);               /* primitive or dynamic */
+dec_type *dec_type_new(enum dec_kind kind); /* primitive or dynamic */
 dec_type *dec_type_new_collection(enum dec_kind kind, dec_type *elem);
 dec_type *dec_type_new_tuple(dec_type **elems, size_t n); /* takes elems array */
 /* attrs (malloc'd array, names malloc'd) is taken; sorts it; fails with
@@ -51,8 +51,8 @@ struct dec_walk {
     const dec_opts *opts;
     dec_error *err;
     unsigned max_depth;
-    unsigned depth;          /* number of steps on the stack */
-    struct dec_step *steps;  /* max_depth + 1 entries */
+    unsigned depth;         /* number of steps on the stack */
+    struct dec_step *steps; /* max_depth + 1 entries */
 };
 
 int dec_walk_init(struct dec_walk *w, const dec_opts *opts, tftap_buf *out, dec_error *err);
@@ -62,8 +62,8 @@ void dec_walk_done(struct dec_walk *w);
  * walk, calls body, turns a failed buffer into ENOMEM, and on any error
  * restores out to its length on entry. */
 typedef int (*dec_walk_body)(struct dec_walk *w, const dec_type *t, const void *p, size_t n);
-int dec_walk_run(const dec_type *t, const void *p, size_t n, const dec_opts *opts,
-                 tftap_buf *out, dec_error *err, dec_walk_body body);
+int dec_walk_run(const dec_type *t, const void *p, size_t n, const dec_opts *opts, tftap_buf *out,
+                 dec_error *err, dec_walk_body body);
 /* Push a step; fails with TFTAP_ELIMIT past max_depth. */
 int dec_walk_push(struct dec_walk *w, int kind, const char *name, size_t len, uint64_t index);
 static inline void dec_walk_pop(struct dec_walk *w)

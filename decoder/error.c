@@ -19,8 +19,7 @@ void dec_error_done(dec_error *err)
 
 void dec_error_format(const dec_error *err, tftap_buf *out)
 {
-    tftap_buf_printf(out, "decode error at %s: %s",
-                     err->path && err->path[0] ? err->path : ".",
+    tftap_buf_printf(out, "decode error at %s: %s", err->path && err->path[0] ? err->path : ".",
                      err->reason ? err->reason : tftap_strerror(err->code));
 }
 
@@ -73,8 +72,8 @@ void dec_walk_done(struct dec_walk *w)
     w->steps = NULL;
 }
 
-int dec_walk_run(const dec_type *t, const void *p, size_t n, const dec_opts *opts,
-                 tftap_buf *out, dec_error *err, dec_walk_body body)
+int dec_walk_run(const dec_type *t, const void *p, size_t n, const dec_opts *opts, tftap_buf *out,
+                 dec_error *err, dec_walk_body body)
 {
     size_t max = opts && opts->limits.max_bytes ? opts->limits.max_bytes : DEC_DEFAULT_MAX_BYTES;
     if (n > max) {

@@ -108,14 +108,30 @@ static int string_tok(struct js *j, tftap_buf *dst, const char **s, size_t *n)
             break;
         char c = *q++;
         switch (c) {
-        case '"': tftap_buf_putc(dst, '"'); break;
-        case '\\': tftap_buf_putc(dst, '\\'); break;
-        case '/': tftap_buf_putc(dst, '/'); break;
-        case 'b': tftap_buf_putc(dst, '\b'); break;
-        case 'f': tftap_buf_putc(dst, '\f'); break;
-        case 'n': tftap_buf_putc(dst, '\n'); break;
-        case 'r': tftap_buf_putc(dst, '\r'); break;
-        case 't': tftap_buf_putc(dst, '\t'); break;
+        case '"':
+            tftap_buf_putc(dst, '"');
+            break;
+        case '\\':
+            tftap_buf_putc(dst, '\\');
+            break;
+        case '/':
+            tftap_buf_putc(dst, '/');
+            break;
+        case 'b':
+            tftap_buf_putc(dst, '\b');
+            break;
+        case 'f':
+            tftap_buf_putc(dst, '\f');
+            break;
+        case 'n':
+            tftap_buf_putc(dst, '\n');
+            break;
+        case 'r':
+            tftap_buf_putc(dst, '\r');
+            break;
+        case 't':
+            tftap_buf_putc(dst, '\t');
+            break;
         case 'u': {
             uint32_t cp, lo;
             if (j->end - q < 4 || hex4(q, &cp))
@@ -184,17 +200,19 @@ static int expect(struct js *j, char c, const char *what)
 static int skip_value(struct js *j, unsigned depth)
 {
     if (depth > j->w->max_depth)
-        return dec_walk_fail(j->w, TFTAP_ELIMIT, "nesting deeper than %u levels",
-                             j->w->max_depth);
+        return dec_walk_fail(j->w, TFTAP_ELIMIT, "nesting deeper than %u levels", j->w->max_depth);
     const char *s;
     size_t n;
     int c = peek(j), rc;
     switch (c) {
     case '"':
         return string_tok(j, &j->scratch, &s, &n);
-    case 't': return literal(j, "true");
-    case 'f': return literal(j, "false");
-    case 'n': return literal(j, "null");
+    case 't':
+        return literal(j, "true");
+    case 'f':
+        return literal(j, "false");
+    case 'n':
+        return literal(j, "null");
     case '[':
         j->p++;
         if (peek(j) == ']') {

@@ -19,8 +19,8 @@
 #include "tfplugin6.pb-c.h"
 
 static const ProtobufCServiceDescriptor *const services[] = {
-    &tfplugin5__provider__descriptor,  &tfplugin5__provisioner__descriptor,
-    &tfplugin6__provider__descriptor,  &plugin__grpcbroker__descriptor,
+    &tfplugin5__provider__descriptor,    &tfplugin5__provisioner__descriptor,
+    &tfplugin6__provider__descriptor,    &plugin__grpcbroker__descriptor,
     &plugin__grpccontroller__descriptor, &plugin__grpcstdio__descriptor,
 };
 
@@ -122,7 +122,8 @@ static const ProtobufCFieldDescriptor *type_name_field(const struct method *m)
         return protobuf_c_message_descriptor_get_field_by_name(d, "name");
     if (strcmp(m->m->name, "MoveResourceState") == 0)
         return protobuf_c_message_descriptor_get_field_by_name(d, "target_type_name");
-    const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(d, "type_name");
+    const ProtobufCFieldDescriptor *f =
+        protobuf_c_message_descriptor_get_field_by_name(d, "type_name");
     if (!f)
         f = protobuf_c_message_descriptor_get_field_by_name(d, "action_type");
     return f && f->type == PROTOBUF_C_TYPE_STRING ? f : NULL;
@@ -178,8 +179,11 @@ static void put_string(tftap_buf *out, const char *s, size_t n)
     tftap_buf clean = TFTAP_BUF_INIT;
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
-        size_t need = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
-                                 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        size_t need = c < 0x80                 ? 1
+                      : c >= 0xc2 && c <= 0xdf ? 2
+                      : c >= 0xe0 && c <= 0xef ? 3
+                      : c >= 0xf0 && c <= 0xf4 ? 4
+                                               : 0;
         if (need && need <= n - i && dec_utf8_valid(s + i, need)) {
             tftap_buf_append(&clean, s + i, need);
             i += need;

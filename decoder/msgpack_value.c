@@ -146,15 +146,32 @@ static int read_int(struct mp *m, int *neg, uint64_t *mag)
     }
     int width;
     switch (b) {
-    case 0xcc: width = 1; break;
-    case 0xcd: width = 2; break;
-    case 0xce: width = 4; break;
-    case 0xcf: width = 8; break;
-    case 0xd0: width = -1; break;
-    case 0xd1: width = -2; break;
-    case 0xd2: width = -4; break;
-    case 0xd3: width = -8; break;
-    default: return 1;
+    case 0xcc:
+        width = 1;
+        break;
+    case 0xcd:
+        width = 2;
+        break;
+    case 0xce:
+        width = 4;
+        break;
+    case 0xcf:
+        width = 8;
+        break;
+    case 0xd0:
+        width = -1;
+        break;
+    case 0xd1:
+        width = -2;
+        break;
+    case 0xd2:
+        width = -4;
+        break;
+    case 0xd3:
+        width = -8;
+        break;
+    default:
+        return 1;
     }
     m->p++;
     int n = width < 0 ? -width : width;
@@ -193,8 +210,7 @@ static int skip_n(struct mp *m, uint64_t n, unsigned depth)
 static int skip(struct mp *m, unsigned depth)
 {
     if (depth > m->w->max_depth)
-        return dec_walk_fail(m->w, TFTAP_ELIMIT, "nesting deeper than %u levels",
-                             m->w->max_depth);
+        return dec_walk_fail(m->w, TFTAP_ELIMIT, "nesting deeper than %u levels", m->w->max_depth);
     if (need(m, 1))
         return TFTAP_EDECODE;
     uint8_t b = *m->p;
@@ -212,14 +228,25 @@ static int skip(struct mp *m, unsigned depth)
         return rc ? rc : check_count(m, len, 2) ? TFTAP_EDECODE : skip_n(m, len * 2, depth + 1);
     m->p++;
     switch (b) {
-    case 0xc0: case 0xc2: case 0xc3: return 0;
-    case 0xca: return need(m, 4) ? TFTAP_EDECODE : (m->p += 4, 0);
-    case 0xcb: return need(m, 8) ? TFTAP_EDECODE : (m->p += 8, 0);
-    case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8: {
+    case 0xc0:
+    case 0xc2:
+    case 0xc3:
+        return 0;
+    case 0xca:
+        return need(m, 4) ? TFTAP_EDECODE : (m->p += 4, 0);
+    case 0xcb:
+        return need(m, 8) ? TFTAP_EDECODE : (m->p += 8, 0);
+    case 0xd4:
+    case 0xd5:
+    case 0xd6:
+    case 0xd7:
+    case 0xd8: {
         size_t n = (size_t)1 + ((size_t)1 << (b - 0xd4));
         return need(m, n) ? TFTAP_EDECODE : (m->p += n, 0);
     }
-    case 0xc7: case 0xc8: case 0xc9: {
+    case 0xc7:
+    case 0xc8:
+    case 0xc9: {
         rc = read_len(m, b == 0xc7 ? 1 : b == 0xc8 ? 2 : 4, &len);
         if (rc)
             return rc;
@@ -353,12 +380,24 @@ static int refinements(struct mp *outer, const dec_type *t, const uint8_t *body,
             key = 0; /* no such key: ignored below */
         const char *name = NULL;
         switch (key) {
-        case 1: name = "null"; break;
-        case 2: name = "prefix"; break;
-        case 3: name = "lower"; break;
-        case 4: name = "upper"; break;
-        case 5: name = "min_len"; break;
-        case 6: name = "max_len"; break;
+        case 1:
+            name = "null";
+            break;
+        case 2:
+            name = "prefix";
+            break;
+        case 3:
+            name = "lower";
+            break;
+        case 4:
+            name = "upper";
+            break;
+        case 5:
+            name = "min_len";
+            break;
+        case 6:
+            name = "max_len";
+            break;
         }
         if (!name) {
             /* Unknown keys are reserved for future refinements: skip. */
@@ -514,8 +553,10 @@ static int object_value(struct mp *m, const dec_type *t, uint64_t count)
 {
     struct dec_walk *w = m->w;
     if (count != t->n)
-        return dec_walk_fail(w, TFTAP_EDECODE, "an object with %zu attributes is required "
-                             "(%llu given)", t->n, (unsigned long long)count);
+        return dec_walk_fail(w, TFTAP_EDECODE,
+                             "an object with %zu attributes is required "
+                             "(%llu given)",
+                             t->n, (unsigned long long)count);
     uint64_t small_seen = 0;
     unsigned char *seen = t->n > 64 ? calloc(t->n, 1) : NULL;
     if (t->n > 64 && !seen)
@@ -612,10 +653,9 @@ static int dynamic_value(struct mp *m)
     dec_error terr = DEC_ERROR_INIT;
     rc = dec_type_parse(tj, tn, &lim, &inner, &terr);
     if (rc) {
-        rc = dec_walk_fail(w, rc, "dynamic value type: %s%s%s",
-                           terr.path && terr.path[0] ? terr.path : "",
-                           terr.path && terr.path[0] ? ": " : "",
-                           terr.reason ? terr.reason : tftap_strerror(rc));
+        rc = dec_walk_fail(
+            w, rc, "dynamic value type: %s%s%s", terr.path && terr.path[0] ? terr.path : "",
+            terr.path && terr.path[0] ? ": " : "", terr.reason ? terr.reason : tftap_strerror(rc));
         dec_error_done(&terr);
         return rc;
     }

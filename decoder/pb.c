@@ -78,8 +78,7 @@ static int check_nesting(const ProtobufCMessageDescriptor *d, const uint8_t *p, 
                          unsigned depth, unsigned max, dec_error *err)
 {
     if (depth > max) {
-        dec_error_set(err, TFTAP_ELIMIT, "", "protobuf messages nested deeper than %u levels",
-                      max);
+        dec_error_set(err, TFTAP_ELIMIT, "", "protobuf messages nested deeper than %u levels", max);
         return TFTAP_ELIMIT;
     }
     size_t pos = 0;
@@ -320,8 +319,7 @@ const ProtobufCMessage *dec_pb_message(const ProtobufCMessage *m, const char *na
     return sub;
 }
 
-size_t dec_pb_messages(const ProtobufCMessage *m, const char *name,
-                       ProtobufCMessage *const **items)
+size_t dec_pb_messages(const ProtobufCMessage *m, const char *name, ProtobufCMessage *const **items)
 {
     const ProtobufCFieldDescriptor *f = dec_pb_field(m, name);
     *items = NULL;
@@ -337,6 +335,6 @@ int dec_pb_is_map_entry(const ProtobufCMessageDescriptor *d)
 {
     size_t nl = strlen(d->name);
     return d->n_fields == 2 && nl > 5 && strcmp(d->name + nl - 5, "Entry") == 0 &&
-           d->fields[0].id == 1 && strcmp(d->fields[0].name, "key") == 0 &&
-           d->fields[1].id == 2 && strcmp(d->fields[1].name, "value") == 0;
+           d->fields[0].id == 1 && strcmp(d->fields[0].name, "key") == 0 && d->fields[1].id == 2 &&
+           strcmp(d->fields[1].name, "value") == 0;
 }

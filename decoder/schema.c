@@ -34,7 +34,7 @@ struct table {
 struct dec_schema {
     dec_limits lim;
     size_t seq;
-    struct table t[NKINDS]; /* provider and provider_meta: one entry named "" */
+    struct table t[NKINDS];  /* provider and provider_meta: one entry named "" */
     struct dec_function *fn; /* sorted by name once built */
     size_t nfn, fncap;
 };
@@ -163,8 +163,7 @@ void dec_schema_free(dec_schema *s)
     free(s);
 }
 
-const dec_type *dec_schema_lookup(const dec_schema *s, enum dec_schema_kind kind,
-                                  const char *name)
+const dec_type *dec_schema_lookup(const dec_schema *s, enum dec_schema_kind kind, const char *name)
 {
     if (!s || (size_t)kind >= NKINDS)
         return NULL;
@@ -317,8 +316,7 @@ static int check_depth(struct build *b, unsigned depth)
     return 0;
 }
 
-static int parse_type(struct build *b, const char *json, size_t n, unsigned depth,
-                      dec_type **out)
+static int parse_type(struct build *b, const char *json, size_t n, unsigned depth, dec_type **out)
 {
     *out = NULL;
     if (!json || n == 0)
@@ -486,8 +484,7 @@ static int wrap_object(struct build *b, int64_t mode, dec_type *obj, dec_type **
 
 static int pb_block(struct build *b, const ProtobufCMessage *blk, unsigned depth, dec_type **out);
 
-static int pb_object(struct build *b, const ProtobufCMessage *obj, unsigned depth,
-                     dec_type **out);
+static int pb_object(struct build *b, const ProtobufCMessage *obj, unsigned depth, dec_type **out);
 
 static int pb_attribute(struct build *b, const ProtobufCMessage *a, unsigned depth,
                         struct attrs *into)
@@ -505,14 +502,13 @@ static int pb_attribute(struct build *b, const ProtobufCMessage *a, unsigned dep
         rc = parse_type(b, (const char *)p, n, depth + 1, &t);
     }
     if (!rc)
-        rc = attrs_push(b, into, name, t, dec_pb_bool(a, "sensitive"),
-                        dec_pb_bool(a, "write_only"));
+        rc =
+            attrs_push(b, into, name, t, dec_pb_bool(a, "sensitive"), dec_pb_bool(a, "write_only"));
     path_pop(b, mark);
     return rc;
 }
 
-static int pb_object(struct build *b, const ProtobufCMessage *obj, unsigned depth,
-                     dec_type **out)
+static int pb_object(struct build *b, const ProtobufCMessage *obj, unsigned depth, dec_type **out)
 {
     int rc = check_depth(b, depth);
     if (rc)
@@ -744,12 +740,12 @@ fail:
     return rc;
 }
 
-int dec_schema_add_identities(dec_schema *s, int protocol, const void *p, size_t n,
-                              dec_error *err)
+int dec_schema_add_identities(dec_schema *s, int protocol, const void *p, size_t n, dec_error *err)
 {
-    const ProtobufCMessageDescriptor *d = protocol == 5 ? &tfplugin5__get_resource_identity_schemas__response__descriptor
-                                        : protocol == 6 ? &tfplugin6__get_resource_identity_schemas__response__descriptor
-                                                        : NULL;
+    const ProtobufCMessageDescriptor *d =
+        protocol == 5   ? &tfplugin5__get_resource_identity_schemas__response__descriptor
+        : protocol == 6 ? &tfplugin6__get_resource_identity_schemas__response__descriptor
+                        : NULL;
     if (!s || !d) {
         dec_error_set(err, TFTAP_EINVAL, "", "unsupported protocol version %d", protocol);
         return TFTAP_EINVAL;
@@ -1030,8 +1026,7 @@ int dec_schema_from_cli_json(const char *json, size_t n, const char *provider,
         return TFTAP_ENOMEM;
     }
     if (n > s->lim.max_bytes) {
-        dec_error_set(err, TFTAP_ELIMIT, "", "schema document of %zu bytes exceeds the limit",
-                      n);
+        dec_error_set(err, TFTAP_ELIMIT, "", "schema document of %zu bytes exceeds the limit", n);
         rc = TFTAP_ELIMIT;
         goto done;
     }

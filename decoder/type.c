@@ -334,15 +334,24 @@ int dec_type_parse(const char *json, size_t len, const dec_limits *lim, dec_type
 void dec_type_to_json(const dec_type *t, tftap_buf *out)
 {
     switch (t->kind) {
-    case DEC_STRING: tftap_buf_puts(out, "\"string\""); return;
-    case DEC_NUMBER: tftap_buf_puts(out, "\"number\""); return;
-    case DEC_BOOL: tftap_buf_puts(out, "\"bool\""); return;
-    case DEC_DYNAMIC: tftap_buf_puts(out, "\"dynamic\""); return;
+    case DEC_STRING:
+        tftap_buf_puts(out, "\"string\"");
+        return;
+    case DEC_NUMBER:
+        tftap_buf_puts(out, "\"number\"");
+        return;
+    case DEC_BOOL:
+        tftap_buf_puts(out, "\"bool\"");
+        return;
+    case DEC_DYNAMIC:
+        tftap_buf_puts(out, "\"dynamic\"");
+        return;
     case DEC_LIST:
     case DEC_SET:
     case DEC_MAP:
-        tftap_buf_puts(out, t->kind == DEC_LIST ? "[\"list\"," : t->kind == DEC_SET ? "[\"set\","
-                                                                                     : "[\"map\",");
+        tftap_buf_puts(out, t->kind == DEC_LIST  ? "[\"list\","
+                            : t->kind == DEC_SET ? "[\"set\","
+                                                 : "[\"map\",");
         dec_type_to_json(t->elem, out);
         tftap_buf_putc(out, ']');
         return;

@@ -205,15 +205,15 @@ static uint8_t *plan_request(size_t *len)
     return pack(&r->base, len);
 }
 
-#define PLAN_REQUEST_JSON(pw)                                                                    \
-    "{\"type_name\":\"test_thing\",\"prior_state\":null,"                                        \
-    "\"proposed_new_state\":{\"id\":{\"$unknown\":{}},\"password\":" pw ","                      \
-    "\"rule\":[{\"port\":80}],\"tags\":{\"env\":\"prod\"}},"                                     \
-    "\"config\":{\"id\":null,\"password\":" pw ",\"rule\":[{\"port\":80}],"                      \
-    "\"tags\":{\"env\":\"prod\"}},"                                                              \
-    "\"prior_private\":{\"size\":3,\"sha256\":\"" SHA256_XYZ "\"},"                              \
-    "\"provider_meta\":{\"$undecoded\":{\"size\":1,\"sha256\":"                                  \
-    "\"e4ff5e7d7a7f08e9800a3e25cb774533cb20040df30b6ba10f956f9acd0eb3f7\"}},"                    \
+#define PLAN_REQUEST_JSON(pw)                                                                      \
+    "{\"type_name\":\"test_thing\",\"prior_state\":null,"                                          \
+    "\"proposed_new_state\":{\"id\":{\"$unknown\":{}},\"password\":" pw ","                        \
+    "\"rule\":[{\"port\":80}],\"tags\":{\"env\":\"prod\"}},"                                       \
+    "\"config\":{\"id\":null,\"password\":" pw ",\"rule\":[{\"port\":80}],"                        \
+    "\"tags\":{\"env\":\"prod\"}},"                                                                \
+    "\"prior_private\":{\"size\":3,\"sha256\":\"" SHA256_XYZ "\"},"                                \
+    "\"provider_meta\":{\"$undecoded\":{\"size\":1,\"sha256\":"                                    \
+    "\"e4ff5e7d7a7f08e9800a3e25cb774533cb20040df30b6ba10f956f9acd0eb3f7\"}},"                      \
     "\"client_capabilities\":{\"deferral_allowed\":true,\"write_only_attributes_allowed\":false}," \
     "\"prior_identity\":{\"identity_data\":{\"id\":\"i-1\"}}}"
 
@@ -227,13 +227,13 @@ static void test_plan(void)
     /* With redaction, the sensitive attribute is replaced by its keyed hash:
      * equal secrets hash equal, in state and config alike. */
     dec_opts opts = {{0, 0}, fake_redact, NULL};
-    CHECK_STR_EQ(render(m, 0, req, len, NULL, &opts, &rc),
-                 PLAN_REQUEST_JSON("{\"$sensitive\":\"hmac-sha256:"
-                                   "4ddbb67bf993867e13253c146a339ed3b33ea5b895543569278e99d5b3c2b7d5"
-                                   "\"}"));
+    CHECK_STR_EQ(
+        render(m, 0, req, len, NULL, &opts, &rc),
+        PLAN_REQUEST_JSON("{\"$sensitive\":\"hmac-sha256:"
+                          "4ddbb67bf993867e13253c146a339ed3b33ea5b895543569278e99d5b3c2b7d5"
+                          "\"}"));
     /* The request's own type name wins over the caller's. */
-    CHECK_STR_EQ(render(m, 0, req, len, "test_other", NULL, &rc),
-                 PLAN_REQUEST_JSON("\"hunter2\""));
+    CHECK_STR_EQ(render(m, 0, req, len, "test_other", NULL, &rc), PLAN_REQUEST_JSON("\"hunter2\""));
 
     char *tn = NULL;
     CHECK_INT_EQ(dec_request_type_name(m, req, len, &tn), 0);
@@ -284,7 +284,8 @@ static void test_plan(void)
     CHECK_STR_EQ(
         render(m, 1, resp, len, "test_thing", NULL, &rc),
         "{\"planned_state\":{\"id\":\"abc\",\"password\":null,\"rule\":[],\"tags\":null},"
-        "\"requires_replace\":[{\"path\":\".tags[\\\"a \\\\\\\"b\\\\\\\"\\\"][2][\\\"9 lives\\\"]\","
+        "\"requires_replace\":[{\"path\":\".tags[\\\"a \\\\\\\"b\\\\\\\"\\\"][2][\\\"9 "
+        "lives\\\"]\","
         "\"steps\":[{\"attribute_name\":\"tags\"},{\"element_key_string\":\"a \\\"b\\\"\"},"
         "{\"element_key_int\":2},{\"attribute_name\":\"9 lives\"}]}],"
         "\"planned_private\":{\"size\":0,\"sha256\":\"" SHA256_EMPTY "\"},"
@@ -292,16 +293,18 @@ static void test_plan(void)
         "\"detail\":\"line\\nbreak\",\"attribute\":null}],"
         "\"legacy_type_system\":false,\"deferred\":null,\"planned_identity\":null}");
     /* Without a type name the response's values cannot be decoded. */
-    CHECK_STR_EQ(render(m, 1, resp, len, NULL, NULL, &rc),
-                 "{\"planned_state\":{\"$undecoded\":{\"size\":30,\"sha256\":"
-                 "\"444aefd14fa13ea789cdbf7b1b2e13263b29df012cb54d43cfc8ccd6cf06530a\"}},"
-                 "\"requires_replace\":[{\"path\":\".tags[\\\"a \\\\\\\"b\\\\\\\"\\\"][2][\\\"9 lives\\\"]\","
-                 "\"steps\":[{\"attribute_name\":\"tags\"},{\"element_key_string\":\"a \\\"b\\\"\"},"
-                 "{\"element_key_int\":2},{\"attribute_name\":\"9 lives\"}]}],"
-                 "\"planned_private\":{\"size\":0,\"sha256\":\"" SHA256_EMPTY "\"},"
-                 "\"diagnostics\":[{\"severity\":\"WARNING\",\"summary\":\"careful\","
-                 "\"detail\":\"line\\nbreak\",\"attribute\":null}],"
-                 "\"legacy_type_system\":false,\"deferred\":null,\"planned_identity\":null}");
+    CHECK_STR_EQ(
+        render(m, 1, resp, len, NULL, NULL, &rc),
+        "{\"planned_state\":{\"$undecoded\":{\"size\":30,\"sha256\":"
+        "\"444aefd14fa13ea789cdbf7b1b2e13263b29df012cb54d43cfc8ccd6cf06530a\"}},"
+        "\"requires_replace\":[{\"path\":\".tags[\\\"a \\\\\\\"b\\\\\\\"\\\"][2][\\\"9 "
+        "lives\\\"]\","
+        "\"steps\":[{\"attribute_name\":\"tags\"},{\"element_key_string\":\"a \\\"b\\\"\"},"
+        "{\"element_key_int\":2},{\"attribute_name\":\"9 lives\"}]}],"
+        "\"planned_private\":{\"size\":0,\"sha256\":\"" SHA256_EMPTY "\"},"
+        "\"diagnostics\":[{\"severity\":\"WARNING\",\"summary\":\"careful\","
+        "\"detail\":\"line\\nbreak\",\"attribute\":null}],"
+        "\"legacy_type_system\":false,\"deferred\":null,\"planned_identity\":null}");
     keep_free();
 }
 
@@ -343,7 +346,10 @@ static void test_unknown_fields(void)
     int rc;
     uint8_t *p = pack(&r->base, &len);
     /* A newer protocol's fields: 99 as a varint, 100 with three bytes. */
-    memcpy(p + len, "\x98\x06\x01\xa2\x06\x03" "abc", 9);
+    memcpy(p + len,
+           "\x98\x06\x01\xa2\x06\x03"
+           "abc",
+           9);
     len += 9;
     CHECK_STR_EQ(render("/tfplugin6.Provider/ReadDataSource", 0, p, len, NULL, NULL, &rc),
                  "{\"type_name\":\"test_ds\",\"config\":{\"q\":\"x\"},\"provider_meta\":null,"
@@ -352,9 +358,10 @@ static void test_unknown_fields(void)
                  "{\"field\":100,\"wire_type\":2,\"size\":4}]}");
     /* Truncated: the config's length now runs past the end. */
     CHECK_STR_EQ(render("/tfplugin6.Provider/ReadDataSource", 0, p, 12, NULL, NULL, &rc),
-                 "error -3: malformed protobuf tfplugin6.ReadDataSource.Request: length runs past the end of the message");
-    CHECK_STR_EQ(render("/tfplugin6.Provider/ReadDataSource", 0, (const uint8_t *)"\x0a", 1,
-                        NULL, NULL, &rc),
+                 "error -3: malformed protobuf tfplugin6.ReadDataSource.Request: length runs past "
+                 "the end of the message");
+    CHECK_STR_EQ(render("/tfplugin6.Provider/ReadDataSource", 0, (const uint8_t *)"\x0a", 1, NULL,
+                        NULL, &rc),
                  "error -3: malformed protobuf tfplugin6.ReadDataSource.Request: truncated length");
     /* Well-formed wire data of the wrong shape: field 1 must be a string. */
     CHECK_STR_EQ(render("/tfplugin6.Provider/ReadDataSource", 0, (const uint8_t *)"\x08\x01", 2,
@@ -365,10 +372,10 @@ static void test_unknown_fields(void)
                         (const uint8_t *)"\x12\x02\xff\xff", 4, NULL, NULL, &rc),
                  "error -3: malformed protobuf tfplugin6.DynamicValue: truncated field tag");
     /* An empty message is a message with every field at its default. */
-    CHECK_STR_EQ(render("/tfplugin6.Provider/ReadDataSource", 0, (const uint8_t *)"", 0, NULL,
-                        NULL, &rc),
-                 "{\"type_name\":\"\",\"config\":null,\"provider_meta\":null,"
-                 "\"client_capabilities\":null}");
+    CHECK_STR_EQ(
+        render("/tfplugin6.Provider/ReadDataSource", 0, (const uint8_t *)"", 0, NULL, NULL, &rc),
+        "{\"type_name\":\"\",\"config\":null,\"provider_meta\":null,"
+        "\"client_capabilities\":null}");
     /* Size limit. */
     dec_opts small = {{0, 8}, NULL, NULL};
     CHECK_STR_EQ(render("/tfplugin6.Provider/ReadDataSource", 0, p, len, NULL, &small, &rc),
@@ -383,15 +390,14 @@ static void test_methods(void)
     CHECK_INT_EQ(dec_method_protocol("/tfplugin6.Provider/GetProviderSchema"), 6);
     CHECK_INT_EQ(dec_method_protocol("/plugin.GRPCStdio/StreamStdio"), 0);
     CHECK_INT_EQ(dec_method_protocol(NULL), 0);
-    CHECK_STR_EQ(render("/grpc.health.v1.Health/Check", 0, (const uint8_t *)"", 0, NULL, NULL,
-                        &rc),
+    CHECK_STR_EQ(render("/grpc.health.v1.Health/Check", 0, (const uint8_t *)"", 0, NULL, NULL, &rc),
                  "error -6: unknown method /grpc.health.v1.Health/Check");
-    CHECK_STR_EQ(render("/tfplugin6.Provider/NoSuchMethod", 0, (const uint8_t *)"", 0, NULL,
-                        NULL, &rc),
-                 "error -6: unknown method /tfplugin6.Provider/NoSuchMethod");
-    CHECK_STR_EQ(render("tfplugin6.Provider/ReadResource", 0, (const uint8_t *)"", 0, NULL,
-                        NULL, &rc),
-                 "error -6: unknown method tfplugin6.Provider/ReadResource");
+    CHECK_STR_EQ(
+        render("/tfplugin6.Provider/NoSuchMethod", 0, (const uint8_t *)"", 0, NULL, NULL, &rc),
+        "error -6: unknown method /tfplugin6.Provider/NoSuchMethod");
+    CHECK_STR_EQ(
+        render("tfplugin6.Provider/ReadResource", 0, (const uint8_t *)"", 0, NULL, NULL, &rc),
+        "error -6: unknown method tfplugin6.Provider/ReadResource");
     char *tn = (char *)1;
     CHECK_INT_EQ(dec_request_type_name("/x.Y/Z", "", 0, &tn), TFTAP_ENOTFOUND);
     CHECK(tn == NULL);
@@ -402,7 +408,10 @@ static void test_methods(void)
     CHECK_INT_EQ(dec_request_type_name("/tfplugin6.Provider/ReadResource", "", 0, &tn), 0);
     CHECK(tn == NULL);
     /* The last occurrence wins, as protobuf says. */
-    CHECK_INT_EQ(dec_request_type_name("/tfplugin5.Provider/ReadResource", "\x0a\x01" "a\x0a\x02" "bc",
+    CHECK_INT_EQ(dec_request_type_name("/tfplugin5.Provider/ReadResource",
+                                       "\x0a\x01"
+                                       "a\x0a\x02"
+                                       "bc",
                                        7, &tn),
                  0);
     CHECK_STR_EQ(tn, "bc");
@@ -414,13 +423,17 @@ static void test_methods(void)
     CHECK_STR_EQ(tn, "new");
     free(tn);
     /* CallFunction: the function name; actions: action_type. */
-    CHECK_INT_EQ(dec_request_type_name("/tfplugin6.Provider/CallFunction", "\x0a\x04" "echo", 6,
-                                       &tn),
+    CHECK_INT_EQ(dec_request_type_name("/tfplugin6.Provider/CallFunction",
+                                       "\x0a\x04"
+                                       "echo",
+                                       6, &tn),
                  0);
     CHECK_STR_EQ(tn, "echo");
     free(tn);
-    CHECK_INT_EQ(dec_request_type_name("/tfplugin6.Provider/InvokeAction", "\x0a\x03" "act", 5,
-                                       &tn),
+    CHECK_INT_EQ(dec_request_type_name("/tfplugin6.Provider/InvokeAction",
+                                       "\x0a\x03"
+                                       "act",
+                                       5, &tn),
                  0);
     CHECK_STR_EQ(tn, "act");
     free(tn);
@@ -542,14 +555,14 @@ static void test_upgrade_import_move(void)
     imp.n_imported_resources = 2;
     imp.imported_resources = ir;
     p = pack(&imp.base, &len);
-    CHECK_STR_EQ(render("/tfplugin6.Provider/ImportResourceState", 1, p, len, "test_thing", NULL,
-                        &rc),
-                 "{\"imported_resources\":[{\"type_name\":\"test_other\",\"state\":{\"n\":7},"
-                 "\"private\":{\"size\":0,\"sha256\":\"" SHA256_EMPTY "\"},\"identity\":null},"
-                 "{\"type_name\":\"test_thing\",\"state\":null,"
-                 "\"private\":{\"size\":0,\"sha256\":\"" SHA256_EMPTY "\"},"
-                 "\"identity\":{\"identity_data\":{\"id\":\"i-9\"}}}],"
-                 "\"diagnostics\":[],\"deferred\":null}");
+    CHECK_STR_EQ(
+        render("/tfplugin6.Provider/ImportResourceState", 1, p, len, "test_thing", NULL, &rc),
+        "{\"imported_resources\":[{\"type_name\":\"test_other\",\"state\":{\"n\":7},"
+        "\"private\":{\"size\":0,\"sha256\":\"" SHA256_EMPTY "\"},\"identity\":null},"
+        "{\"type_name\":\"test_thing\",\"state\":null,"
+        "\"private\":{\"size\":0,\"sha256\":\"" SHA256_EMPTY "\"},"
+        "\"identity\":{\"identity_data\":{\"id\":\"i-9\"}}}],"
+        "\"diagnostics\":[],\"deferred\":null}");
 
     /* MoveResourceState: the caller passes the target type (as
      * dec_request_type_name reports it). */
@@ -561,11 +574,11 @@ static void test_upgrade_import_move(void)
     mv.target_state = dv6(mp_end());
     mv.target_private = (ProtobufCBinaryData){3, (uint8_t *)"xyz"};
     p = pack(&mv.base, &len);
-    CHECK_STR_EQ(render("/tfplugin6.Provider/MoveResourceState", 1, p, len, "test_other", NULL,
-                        &rc),
-                 "{\"target_state\":{\"n\":-3},\"diagnostics\":[],"
-                 "\"target_private\":{\"size\":3,\"sha256\":\"" SHA256_XYZ "\"},"
-                 "\"target_identity\":null}");
+    CHECK_STR_EQ(
+        render("/tfplugin6.Provider/MoveResourceState", 1, p, len, "test_other", NULL, &rc),
+        "{\"target_state\":{\"n\":-3},\"diagnostics\":[],"
+        "\"target_private\":{\"size\":3,\"sha256\":\"" SHA256_XYZ "\"},"
+        "\"target_identity\":null}");
     keep_free();
 }
 
@@ -589,20 +602,20 @@ static void test_ephemeral_and_stdio(void)
     r.private_ = (ProtobufCBinaryData){3, (uint8_t *)"xyz"};
     uint8_t *p = pack(&r.base, &len);
     dec_opts opts = {{0, 0}, fake_redact, NULL};
-    CHECK_STR_EQ(render("/tfplugin6.Provider/OpenEphemeralResource", 1, p, len, "test_eph", &opts,
-                        &rc),
-                 "{\"diagnostics\":[],\"renew_at\":{\"seconds\":1700000000,\"nanos\":5},"
-                 "\"result\":{\"secret\":{\"$sensitive\":\"hmac-sha256:"
-                 "5b9929d2f7ee9f74ff3d3a9c54638e22a95d50d2a3979be44d89f817353933aa\"}},"
-                 "\"private\":{\"size\":3,\"sha256\":\"" SHA256_XYZ "\"},\"deferred\":null}");
+    CHECK_STR_EQ(
+        render("/tfplugin6.Provider/OpenEphemeralResource", 1, p, len, "test_eph", &opts, &rc),
+        "{\"diagnostics\":[],\"renew_at\":{\"seconds\":1700000000,\"nanos\":5},"
+        "\"result\":{\"secret\":{\"$sensitive\":\"hmac-sha256:"
+        "5b9929d2f7ee9f74ff3d3a9c54638e22a95d50d2a3979be44d89f817353933aa\"}},"
+        "\"private\":{\"size\":3,\"sha256\":\"" SHA256_XYZ "\"},\"deferred\":null}");
     /* Optional fields left unset are left out. */
     r._renew_at_case = TFPLUGIN6__OPEN_EPHEMERAL_RESOURCE__RESPONSE___RENEW_AT__NOT_SET;
     r._private_case = TFPLUGIN6__OPEN_EPHEMERAL_RESOURCE__RESPONSE___PRIVATE__NOT_SET;
     r.result = NULL;
     p = pack(&r.base, &len);
-    CHECK_STR_EQ(render("/tfplugin6.Provider/OpenEphemeralResource", 1, p, len, "test_eph", &opts,
-                        &rc),
-                 "{\"diagnostics\":[],\"result\":null,\"deferred\":null}");
+    CHECK_STR_EQ(
+        render("/tfplugin6.Provider/OpenEphemeralResource", 1, p, len, "test_eph", &opts, &rc),
+        "{\"diagnostics\":[],\"result\":null,\"deferred\":null}");
 
     Plugin__StdioData sd = PLUGIN__STDIO_DATA__INIT;
     sd.channel = PLUGIN__STDIO_DATA__CHANNEL__STDERR;
@@ -612,9 +625,9 @@ static void test_ephemeral_and_stdio(void)
                  "{\"channel\":\"STDERR\",\"data\":\"aGkK/yE=\"}");
     CHECK_STR_EQ(render("/plugin.GRPCStdio/StreamStdio", 0, p, 0, NULL, NULL, &rc), "{}");
     /* An enum value newer than us shows as its number. */
-    CHECK_STR_EQ(render("/plugin.GRPCStdio/StreamStdio", 1, (const uint8_t *)"\x08\x07", 2, NULL,
-                        NULL, &rc),
-                 "{\"channel\":7,\"data\":\"\"}");
+    CHECK_STR_EQ(
+        render("/plugin.GRPCStdio/StreamStdio", 1, (const uint8_t *)"\x08\x07", 2, NULL, NULL, &rc),
+        "{\"channel\":7,\"data\":\"\"}");
     keep_free();
 }
 
@@ -729,9 +742,9 @@ static void test_dynamic_blocks(void)
 int main(void)
 {
     dec_error err = DEC_ERROR_INIT;
-    CHECK_INT_EQ(dec_schema_from_cli_json(schema_json, sizeof schema_json - 1, NULL, NULL, &schema,
-                                          &err),
-                 0);
+    CHECK_INT_EQ(
+        dec_schema_from_cli_json(schema_json, sizeof schema_json - 1, NULL, NULL, &schema, &err),
+        0);
     if (err.code)
         fprintf(stderr, "schema: %s: %s\n", err.path, err.reason);
     dec_error_done(&err);

@@ -101,7 +101,7 @@ static Tfplugin6__Schema *s6(Tfplugin6__Schema__Block *blk)
 }
 
 static Tfplugin6__GetProviderSchema__Response__ResourceSchemasEntry *entry6(const char *k,
-                                                                          Tfplugin6__Schema *v)
+                                                                            Tfplugin6__Schema *v)
 {
     /* Every map<string, Schema> entry type has the same layout. */
     Tfplugin6__GetProviderSchema__Response__ResourceSchemasEntry *e = tmem(sizeof *e);
@@ -174,58 +174,56 @@ static const struct dec_attr *attr(const dec_type *t, const char *name)
 static Tfplugin6__Schema *thing_schema(void)
 {
     Tfplugin6__Schema__Block *inner_set = b6(ARR(a6("d", "\"string\"", 0)), NONE);
-    return s6(b6(
-        ARR(a6("id", "\"string\"", 0), a6("password", "\"string\"", SENS),
-            a6("secret_wo", "\"string\"", WO), a6("tags", "[\"map\",\"string\"]", 0),
-            a6n("rules", O6(LIST),
-                ARR(a6("port", "\"number\"", 0), a6("note", "\"string\"", SENS))),
-            a6n("single_nested", O6(SINGLE), ARR(a6("x", "\"string\"", 0))),
-            a6n("set_nested", O6(SET), ARR(a6("y", "\"bool\"", 0))),
-            a6n("map_nested", O6(MAP), ARR(a6("z", "\"number\"", WO)))),
-        ARR(nb6("single_blk", M6(SINGLE), b6(ARR(a6("a", "\"string\"", SENS)), NONE)),
-            nb6("group_blk", M6(GROUP), b6(ARR(a6("b", "\"bool\"", 0)), NONE)),
-            nb6("list_blk", M6(LIST),
-                b6(ARR(a6("c", "\"number\"", 0)), ARR(nb6("inner", M6(SET), inner_set)))),
-            nb6("set_blk", M6(SET), b6(ARR(a6("d", "\"string\"", 0)), NONE)),
-            nb6("map_blk", M6(MAP), b6(ARR(a6("e", "\"string\"", 0)), NONE)),
-            nb6("dyn_list", M6(LIST), b6(ARR(a6("v", "\"dynamic\"", 0)), NONE)),
-            nb6("dyn_map", M6(MAP), b6(ARR(a6("v", "[\"list\",\"dynamic\"]", 0)), NONE)),
-            nb6("empty_single", M6(SINGLE), NULL),
-            /* Same name as an attribute: ignored, the attribute stays. */
-            nb6("tags", M6(LIST), b6(ARR(a6("k", "\"string\"", 0)), NONE)),
-            /* An invalid nesting mode adds nothing. */
-            nb6("invalid_blk", M6(INVALID), b6(NONE, NONE)))));
+    return s6(b6(ARR(a6("id", "\"string\"", 0), a6("password", "\"string\"", SENS),
+                     a6("secret_wo", "\"string\"", WO), a6("tags", "[\"map\",\"string\"]", 0),
+                     a6n("rules", O6(LIST),
+                         ARR(a6("port", "\"number\"", 0), a6("note", "\"string\"", SENS))),
+                     a6n("single_nested", O6(SINGLE), ARR(a6("x", "\"string\"", 0))),
+                     a6n("set_nested", O6(SET), ARR(a6("y", "\"bool\"", 0))),
+                     a6n("map_nested", O6(MAP), ARR(a6("z", "\"number\"", WO)))),
+                 ARR(nb6("single_blk", M6(SINGLE), b6(ARR(a6("a", "\"string\"", SENS)), NONE)),
+                     nb6("group_blk", M6(GROUP), b6(ARR(a6("b", "\"bool\"", 0)), NONE)),
+                     nb6("list_blk", M6(LIST),
+                         b6(ARR(a6("c", "\"number\"", 0)), ARR(nb6("inner", M6(SET), inner_set)))),
+                     nb6("set_blk", M6(SET), b6(ARR(a6("d", "\"string\"", 0)), NONE)),
+                     nb6("map_blk", M6(MAP), b6(ARR(a6("e", "\"string\"", 0)), NONE)),
+                     nb6("dyn_list", M6(LIST), b6(ARR(a6("v", "\"dynamic\"", 0)), NONE)),
+                     nb6("dyn_map", M6(MAP), b6(ARR(a6("v", "[\"list\",\"dynamic\"]", 0)), NONE)),
+                     nb6("empty_single", M6(SINGLE), NULL),
+                     /* Same name as an attribute: ignored, the attribute stays. */
+                     nb6("tags", M6(LIST), b6(ARR(a6("k", "\"string\"", 0)), NONE)),
+                     /* An invalid nesting mode adds nothing. */
+                     nb6("invalid_blk", M6(INVALID), b6(NONE, NONE)))));
 }
 
-#define THING_TYPE                                                                               \
-    "[\"object\",{\"dyn_list\":\"dynamic\",\"dyn_map\":\"dynamic\","                             \
-    "\"empty_single\":[\"object\",{}],"                                                          \
-    "\"group_blk\":[\"object\",{\"b\":\"bool\"}],\"id\":\"string\","                             \
-    "\"list_blk\":[\"list\",[\"object\",{\"c\":\"number\","                                      \
-    "\"inner\":[\"set\",[\"object\",{\"d\":\"string\"}]]}]],"                                    \
-    "\"map_blk\":[\"map\",[\"object\",{\"e\":\"string\"}]],"                                     \
-    "\"map_nested\":[\"map\",[\"object\",{\"z\":\"number\"}]],\"password\":\"string\","          \
-    "\"rules\":[\"list\",[\"object\",{\"note\":\"string\",\"port\":\"number\"}]],"               \
-    "\"secret_wo\":\"string\",\"set_blk\":[\"set\",[\"object\",{\"d\":\"string\"}]],"            \
-    "\"set_nested\":[\"set\",[\"object\",{\"y\":\"bool\"}]],"                                    \
-    "\"single_blk\":[\"object\",{\"a\":\"string\"}],"                                            \
+#define THING_TYPE                                                                                 \
+    "[\"object\",{\"dyn_list\":\"dynamic\",\"dyn_map\":\"dynamic\","                               \
+    "\"empty_single\":[\"object\",{}],"                                                            \
+    "\"group_blk\":[\"object\",{\"b\":\"bool\"}],\"id\":\"string\","                               \
+    "\"list_blk\":[\"list\",[\"object\",{\"c\":\"number\","                                        \
+    "\"inner\":[\"set\",[\"object\",{\"d\":\"string\"}]]}]],"                                      \
+    "\"map_blk\":[\"map\",[\"object\",{\"e\":\"string\"}]],"                                       \
+    "\"map_nested\":[\"map\",[\"object\",{\"z\":\"number\"}]],\"password\":\"string\","            \
+    "\"rules\":[\"list\",[\"object\",{\"note\":\"string\",\"port\":\"number\"}]],"                 \
+    "\"secret_wo\":\"string\",\"set_blk\":[\"set\",[\"object\",{\"d\":\"string\"}]],"              \
+    "\"set_nested\":[\"set\",[\"object\",{\"y\":\"bool\"}]],"                                      \
+    "\"single_blk\":[\"object\",{\"a\":\"string\"}],"                                              \
     "\"single_nested\":[\"object\",{\"x\":\"string\"}],\"tags\":[\"map\",\"string\"]}]"
 
 static uint8_t *provider_schema6(size_t *len)
 {
     Tfplugin6__GetProviderSchema__Response *r = tmem(sizeof *r);
     tfplugin6__get_provider_schema__response__init(r);
-    r->provider = s6(b6(ARR(a6("region", "\"string\"", 0), a6("token", "\"string\"", SENS)),
-                        NONE));
+    r->provider = s6(b6(ARR(a6("region", "\"string\"", 0), a6("token", "\"string\"", SENS)), NONE));
     r->provider_meta = s6(b6(ARR(a6("module_name", "\"string\"", 0)), NONE));
     r->n_resource_schemas = 2;
-    r->resource_schemas = dup_ptrs((void *[]){entry6("test_thing", thing_schema()),
-                                              entry6("test_plain", s6(NULL))},
-                                   2);
+    r->resource_schemas = dup_ptrs(
+        (void *[]){entry6("test_thing", thing_schema()), entry6("test_plain", s6(NULL))}, 2);
     r->n_data_source_schemas = 1;
     r->data_source_schemas = dup_ptrs(
-        (void *[]){entry6_as(&tfplugin6__get_provider_schema__response__data_source_schemas_entry__descriptor,
-                             entry6("test_ds", s6(b6(ARR(a6("q", "\"string\"", 0)), NONE))))},
+        (void *[]){entry6_as(
+            &tfplugin6__get_provider_schema__response__data_source_schemas_entry__descriptor,
+            entry6("test_ds", s6(b6(ARR(a6("q", "\"string\"", 0)), NONE))))},
         1);
     r->n_ephemeral_resource_schemas = 1;
     r->ephemeral_resource_schemas = dup_ptrs(
@@ -476,7 +474,8 @@ static void test_errors(void)
     uint8_t *bytes = provider_schema6(&len);
     /* Truncated anywhere inside: a length runs past the end. */
     expect_error(bytes, len - 3, NULL, TFTAP_EDECODE, "",
-                 "malformed protobuf tfplugin6.GetProviderSchema.Response: length runs past the end of the message");
+                 "malformed protobuf tfplugin6.GetProviderSchema.Response: length runs past the "
+                 "end of the message");
     expect_error((const uint8_t *)"\xff\xff\xff\xff", 4, NULL, TFTAP_EDECODE, "",
                  "malformed protobuf tfplugin6.GetProviderSchema.Response: truncated field tag");
     expect_error((const uint8_t *)"\x0b\x00", 2, NULL, TFTAP_EDECODE, "",
@@ -492,7 +491,7 @@ static void test_errors(void)
     r->n_resource_schemas = 1;
     r->resource_schemas = dup_ptrs(
         (void *[]){entry6("bad", s6(b6(NONE, ARR(nb6("outer", M6(LIST),
-                                                      b6(ARR(a6("x", "[\"list\"", 0)), NONE))))))},
+                                                     b6(ARR(a6("x", "[\"list\"", 0)), NONE))))))},
         1);
     bytes = pack(&r->base, &len);
     dec_schema *s = NULL;
@@ -503,17 +502,17 @@ static void test_errors(void)
     dec_error_done(&err);
 
     /* An attribute with neither type nor nested type. */
-    r->resource_schemas = dup_ptrs((void *[]){entry6("bad", s6(b6(ARR(a6("empty", "", 0)), NONE)))},
-                                   1);
+    r->resource_schemas =
+        dup_ptrs((void *[]){entry6("bad", s6(b6(ARR(a6("empty", "", 0)), NONE)))}, 1);
     bytes = pack(&r->base, &len);
     expect_error(bytes, len, NULL, TFTAP_EDECODE, ".resource_schemas[\"bad\"].empty",
                  "attribute has neither a type nor a nested type");
 
     /* Duplicate attribute names. */
-    r->resource_schemas = dup_ptrs(
-        (void *[]){entry6("dup", s6(b6(ARR(a6("a", "\"string\"", 0), a6("a", "\"bool\"", 0)),
-                                       NONE)))},
-        1);
+    r->resource_schemas =
+        dup_ptrs((void *[]){entry6(
+                     "dup", s6(b6(ARR(a6("a", "\"string\"", 0), a6("a", "\"bool\"", 0)), NONE)))},
+                 1);
     bytes = pack(&r->base, &len);
     expect_error(bytes, len, NULL, TFTAP_EDECODE, ".resource_schemas[\"dup\"]",
                  "duplicate attribute or block type name");
@@ -525,7 +524,8 @@ static void test_errors(void)
     r->resource_schemas = dup_ptrs((void *[]){entry6("deep", s6(blk))}, 1);
     bytes = pack(&r->base, &len);
     dec_limits shallow = {16, 0};
-    expect_error(bytes, len, &shallow, TFTAP_ELIMIT, "", "protobuf messages nested deeper than 40 levels");
+    expect_error(bytes, len, &shallow, TFTAP_ELIMIT, "",
+                 "protobuf messages nested deeper than 40 levels");
     /* Each block level is two messages deep, so 39 levels of blocks fit the
      * message bound (2 * 39 + 8) but not the schema's own. */
     dec_limits mid = {39, 0};
@@ -571,8 +571,8 @@ static void list_schema(const dec_schema *s, const char *p, tftap_buf *got)
         enum dec_schema_kind kind;
         const char *label, *suffix;
     } q[] = {
-        {DEC_SCHEMA_PROVIDER, "provider", NULL},  {DEC_SCHEMA_RESOURCE, "resource", "thing"},
-        {DEC_SCHEMA_RESOURCE, "resource", "pet"}, {DEC_SCHEMA_RESOURCE, "resource", "id"},
+        {DEC_SCHEMA_PROVIDER, "provider", NULL},      {DEC_SCHEMA_RESOURCE, "resource", "thing"},
+        {DEC_SCHEMA_RESOURCE, "resource", "pet"},     {DEC_SCHEMA_RESOURCE, "resource", "id"},
         {DEC_SCHEMA_RESOURCE, "resource", "trigger"}, {DEC_SCHEMA_DATA_SOURCE, "data", "echo"},
     };
     for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
@@ -662,7 +662,8 @@ static void test_cli_json(void)
         "\"n\":{\"type\":\"number\"}}}}},"
         "\"block_types\":{\"g\":{\"nesting_mode\":\"group\",\"block\":{\"attributes\":{"
         "\"b\":{\"type\":\"bool\"}}}},"
-        "\"dl\":{\"nesting_mode\":\"list\",\"block\":{\"attributes\":{\"d\":{\"type\":\"dynamic\"}}}},"
+        "\"dl\":{\"nesting_mode\":\"list\",\"block\":{\"attributes\":{\"d\":{\"type\":\"dynamic\"}}"
+        "}},"
         "\"mb\":{\"nesting_mode\":\"map\",\"block\":{}},"
         "\"sb\":{\"nesting_mode\":\"set\",\"block\":{\"block_types\":{\"in\":{"
         "\"nesting_mode\":\"single\",\"block\":{\"attributes\":{\"z\":{\"type\":\"string\"}}}}}}},"
@@ -676,11 +677,12 @@ static void test_cli_json(void)
     CHECK_INT_EQ(dec_schema_from_cli_json(doc, strlen(doc), NULL, NULL, &s, &err), 0);
     dec_error_done(&err);
     const dec_type *r = dec_schema_lookup(s, DEC_SCHEMA_RESOURCE, "r");
-    CHECK_STR_EQ(type_json(r),
-                 "[\"object\",{\"dl\":\"dynamic\",\"g\":[\"object\",{\"b\":\"bool\"}],"
-                 "\"m\":[\"map\",[\"object\",{\"s\":\"string\"}]],\"mb\":[\"map\",[\"object\",{}]],"
-                 "\"pw\":\"string\",\"sb\":[\"set\",[\"object\",{\"in\":[\"object\",{\"z\":\"string\"}]}]],"
-                 "\"st\":[\"set\",[\"object\",{\"n\":\"number\"}]]}]");
+    CHECK_STR_EQ(
+        type_json(r),
+        "[\"object\",{\"dl\":\"dynamic\",\"g\":[\"object\",{\"b\":\"bool\"}],"
+        "\"m\":[\"map\",[\"object\",{\"s\":\"string\"}]],\"mb\":[\"map\",[\"object\",{}]],"
+        "\"pw\":\"string\",\"sb\":[\"set\",[\"object\",{\"in\":[\"object\",{\"z\":\"string\"}]}]],"
+        "\"st\":[\"set\",[\"object\",{\"n\":\"number\"}]]}]");
     CHECK(attr(r, "pw") && attr(r, "pw")->write_only);
     CHECK_INT_EQ(flag(elem_attr(r, "m", "s")), 1);
     CHECK_STR_EQ(type_json(dec_schema_lookup(s, DEC_SCHEMA_PROVIDER, NULL)), "[\"object\",{}]");

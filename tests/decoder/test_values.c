@@ -205,8 +205,13 @@ static void test_type_json(void)
     tftap_buf_done(&out);
     dec_type_free(t);
 
-    const char *bad[] = {"", "\"strin\"", "[\"list\"]", "[\"list\",\"string\",1]",
-                         "[\"object\",{\"a\":\"string\"},[\"b\"]]", "[\"tuple\",{}]", "42",
+    const char *bad[] = {"",
+                         "\"strin\"",
+                         "[\"list\"]",
+                         "[\"list\",\"string\",1]",
+                         "[\"object\",{\"a\":\"string\"},[\"b\"]]",
+                         "[\"tuple\",{}]",
+                         "42",
                          "\"string\" x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         dec_error err = DEC_ERROR_INIT;
@@ -223,9 +228,14 @@ static void test_numbers(void)
     struct {
         double v;
         const char *want;
-    } cases[] = {{0.1, "0.1"}, {1.0 / 3, "0.3333333333333333"}, {-2.5e-310, "-2.5e-310"},
-                 {1e21, "1e+21"}, {123456.0, "123456"}, {-0.0, "-0"},
-                 {9007199254740993.0, "9007199254740992"}, {5e-324, "5e-324"}};
+    } cases[] = {{0.1, "0.1"},
+                 {1.0 / 3, "0.3333333333333333"},
+                 {-2.5e-310, "-2.5e-310"},
+                 {1e21, "1e+21"},
+                 {123456.0, "123456"},
+                 {-0.0, "-0"},
+                 {9007199254740993.0, "9007199254740992"},
+                 {5e-324, "5e-324"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tftap_buf out = TFTAP_BUF_INIT;
         CHECK_INT_EQ(dec_number_float(cases[i].v, &out), 0);
@@ -243,9 +253,9 @@ static void test_numbers(void)
 static void test_utf8(void)
 {
     CHECK(dec_utf8_valid("plain ascii text, longer than eight bytes", 41));
-    CHECK(dec_utf8_valid("\xf4\x8f\xbf\xbf", 4));  /* U+10FFFF */
-    CHECK(!dec_utf8_valid("\xf4\x90\x80\x80", 4)); /* above U+10FFFF */
-    CHECK(!dec_utf8_valid("\xe0\x80\xaf", 3));     /* overlong */
+    CHECK(dec_utf8_valid("\xf4\x8f\xbf\xbf", 4));   /* U+10FFFF */
+    CHECK(!dec_utf8_valid("\xf4\x90\x80\x80", 4));  /* above U+10FFFF */
+    CHECK(!dec_utf8_valid("\xe0\x80\xaf", 3));      /* overlong */
     CHECK(!dec_utf8_valid("abcdefgh\xe2\x82", 10)); /* truncated after the fast path */
     CHECK(dec_utf8_valid("", 0));
 }

@@ -17,13 +17,15 @@
 
 static const char schema_json[] =
     "{\"provider_schemas\":{\"t/test\":{"
-    "\"provider\":{\"block\":{\"attributes\":{\"token\":{\"type\":\"string\",\"sensitive\":true}}}},"
+    "\"provider\":{\"block\":{\"attributes\":{\"token\":{\"type\":\"string\",\"sensitive\":true}}}}"
+    ","
     "\"resource_schemas\":{\"test_thing\":{\"block\":{\"attributes\":{"
     "\"id\":{\"type\":\"string\"},\"password\":{\"type\":\"string\",\"sensitive\":true},"
     "\"tags\":{\"type\":[\"map\",\"string\"]},\"any\":{\"type\":\"dynamic\"}},"
     "\"block_types\":{\"rule\":{\"nesting_mode\":\"list\",\"block\":{\"attributes\":{"
     "\"port\":{\"type\":\"number\"}}}}}}}},"
-    "\"data_source_schemas\":{\"test_ds\":{\"block\":{\"attributes\":{\"q\":{\"type\":\"string\"}}}}},"
+    "\"data_source_schemas\":{\"test_ds\":{\"block\":{\"attributes\":{\"q\":{\"type\":\"string\"}}}"
+    "}},"
     "\"ephemeral_resource_schemas\":{\"test_eph\":{\"block\":{\"attributes\":{"
     "\"secret\":{\"type\":\"string\",\"sensitive\":true}}}}},"
     "\"functions\":{\"echo\":{\"return_type\":[\"list\",\"string\"],"
