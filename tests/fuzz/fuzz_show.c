@@ -1,6 +1,7 @@
 /* libFuzzer target: the store's reading of recorded JSON (its own JSON
- * reader and the plan-style renderer). An input is up to four JSON texts
- * separated by NUL bytes: prior, planned, requires_replace, diagnostics.
+ * reader and the plan-style renderer). An input is up to five JSON texts
+ * separated by NUL bytes: prior, planned, requires_replace, diagnostics and
+ * the block schema rendering follows (read from the database, so any JSON).
  * Malformed JSON must be refused cleanly; anything accepted must render. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,10 +18,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(copy, data, size);
     copy[size] = '\0';
-    const char *part[4] = {NULL, NULL, NULL, NULL};
+    const char *part[5] = {NULL, NULL, NULL, NULL, NULL};
     size_t np = 0;
     const char *p = copy, *end = copy + size;
-    while (np < 4 && p <= end) {
+    while (np < 5 && p <= end) {
         part[np++] = p;
         p += strlen(p) + 1;
     }
@@ -36,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     c.new_state = part[1];
     c.requires_replace = part[2];
     c.diagnostics = part[3];
+    c.block_schema = part[4];
     enum store_action a;
     int rc_action = store_change_action(&c, &a);
     tftap_buf out = TFTAP_BUF_INIT;
