@@ -1,6 +1,8 @@
 /* store: one recorded resource change rendered the way a plan reads. */
 #include "store/store_int.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_JSON_DEPTH 512
@@ -580,6 +582,158 @@ static void put_blocks(struct rctx *x, unsigned d, const sj_node *schema, const 
     }
 }
 
+/* Elements of two sequences lined up as the CLI does: the longest common
+ * subsequence of equal elements stays; before it, an unequal object meets
+ * the next unequal object as an update, other elements go, then come. */
+struct pairing {
+    const sj_node **a, **b; /* elements */
+    size_t na, nb;
+    size_t (*lcs)[2]; /* index pairs of the common subsequence */
+    size_t nl;
+};
+
+#define LCS_MAX_CELLS ((size_t)1 << 22)
+
+static int pairing_init(struct pairing *p, const sj_node *a, const sj_node *b)
+{
+    memset(p, 0, sizeof *p);
+    p->na = a->n;
+    p->nb = b->n;
+    p->a = calloc(p->na + 1, sizeof *p->a);
+    p->b = calloc(p->nb + 1, sizeof *p->b);
+    p->lcs = calloc((p->na < p->nb ? p->na : p->nb) + 1, sizeof *p->lcs);
+    if (!p->a || !p->b || !p->lcs)
+        return TFTAP_ENOMEM;
+    size_t i = 0;
+    for (const sj_node *e = a->child; e; e = e->next)
+        p->a[i++] = e;
+    i = 0;
+    for (const sj_node *e = b->child; e; e = e->next)
+        p->b[i++] = e;
+    if ((p->na + 1) * (p->nb + 1) > LCS_MAX_CELLS) {
+        /* Too long to compare all with all: equal elements at equal places. */
+        for (i = 0; i < p->na && i < p->nb; i++)
+            if (sj_equal(p->a[i], p->b[i])) {
+                p->lcs[p->nl][0] = p->lcs[p->nl][1] = i;
+                p->nl++;
+            }
+        return 0;
+    }
+    uint32_t *t = calloc((p->na + 1) * (p->nb + 1), sizeof *t);
+    if (!t)
+        return TFTAP_ENOMEM;
+#define T(i, j) t[(i) * (p->nb + 1) + (j)]
+    for (size_t ia = p->na; ia-- > 0;)
+        for (size_t ib = p->nb; ib-- > 0;)
+            T(ia, ib) = sj_equal(p->a[ia], p->b[ib])
+                            ? T(ia + 1, ib + 1) + 1
+                            : (T(ia + 1, ib) > T(ia, ib + 1) ? T(ia + 1, ib) : T(ia, ib + 1));
+    for (size_t ia = 0, ib = 0; ia < p->na && ib < p->nb;) {
+        if (sj_equal(p->a[ia], p->b[ib])) {
+            p->lcs[p->nl][0] = ia++;
+            p->lcs[p->nl][1] = ib++;
+            p->nl++;
+        } else if (T(ia + 1, ib) >= T(ia, ib + 1)) {
+            ia++;
+        } else {
+            ib++;
+        }
+    }
+#undef T
+    free(t);
+    return 0;
+}
+
+static void pairing_done(struct pairing *p)
+{
+    free(p->a);
+    free(p->b);
+    free(p->lcs);
+}
+
+struct elem_ctx {
+    struct rctx *x;
+    unsigned d;
+    tftap_buf *path;
+    const struct hint *eh;
+    int context; /* a list of primitives: show unchanged neighbours */
+    size_t run, hidden;
+    const sj_node *last;
+    int render_next;
+};
+
+static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj_node *a,
+                     const sj_node *b, size_t width, tftap_buf *path, int in_array,
+                     const struct hint *h);
+
+static void one_element(struct elem_ctx *c, const sj_node *ea, const sj_node *eb, size_t index)
+{
+    int noop = ea && eb && sj_equal(ea, eb);
+    if (noop && !c->render_next) {
+        c->run++;
+        c->last = ea;
+        return;
+    }
+    c->render_next = 0;
+    if (c->context) {
+        if (c->run > 1)
+            put_hidden(c->x, c->d + 1, c->run - 1, "element");
+        if (c->run > 0)
+            put_whole(c->x, c->d + 1, ' ', NULL, c->last, 0, 1, c->eh);
+        c->run = 0;
+        c->render_next = !noop;
+    }
+    if (noop) {
+        put_whole(c->x, c->d + 1, ' ', NULL, ea, 0, 1, c->eh);
+        return;
+    }
+    size_t mark = c->path->len;
+    tftap_buf_printf(c->path, "[%zu]", index);
+    put_diff(c->x, c->d + 1, NULL, ea, eb, 0, c->path, 1, c->eh);
+    c->path->len = mark;
+    if (c->path->data)
+        c->path->data[mark] = '\0';
+}
+
+static void diff_elements(struct rctx *x, unsigned d, const sj_node *a, const sj_node *b,
+                          tftap_buf *path, const struct hint *h)
+{
+    struct hint eh = hint_elem(h);
+    const char *ek = hint_kind(&eh);
+    struct elem_ctx c = {x, d, path, &eh, 0, 0, 0, NULL, 0};
+    c.context = hint_is(h, "list") && ek &&
+                (strcmp(ek, "string") == 0 || strcmp(ek, "number") == 0 || strcmp(ek, "bool") == 0);
+    struct pairing p;
+    if (pairing_init(&p, a, b) == 0) {
+        size_t ia = 0, ib = 0, k = 0;
+        while (ia < p.na || ib < p.nb || k < p.nl) {
+            while (ia < p.na && (k >= p.nl || ia != p.lcs[k][0])) {
+                if (is_plain(p.a[ia], SJ_OBJECT) && ib < p.nb && is_plain(p.b[ib], SJ_OBJECT) &&
+                    (k >= p.nl || ib != p.lcs[k][1])) {
+                    one_element(&c, p.a[ia], p.b[ib], ib);
+                    ia++;
+                    ib++;
+                    continue;
+                }
+                one_element(&c, p.a[ia], NULL, ia);
+                ia++;
+            }
+            while (ib < p.nb && (k >= p.nl || ib != p.lcs[k][1])) {
+                one_element(&c, NULL, p.b[ib], ib);
+                ib++;
+            }
+            if (k < p.nl) {
+                one_element(&c, p.a[ia], p.b[ib], ib);
+                ia++;
+                ib++;
+                k++;
+            }
+        }
+    }
+    pairing_done(&p);
+    put_hidden(x, d + 1, c.run, "element");
+}
+
 static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj_node *a,
                      const sj_node *b, size_t width, tftap_buf *path, int in_array,
                      const struct hint *h)
@@ -612,26 +766,10 @@ static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj
         return;
     }
     if (is_plain(a, SJ_ARRAY) && is_plain(b, SJ_ARRAY)) {
-        struct hint eh = hint_elem(h);
         line_start(x, d, '~', key_of, width, quote);
         tftap_buf_puts(x->out, "[");
         end_line(x, path);
-        const sj_node *ea = a->child, *eb = b->child;
-        size_t i = 0, hidden = 0;
-        for (; ea || eb; i++) {
-            size_t mark = path->len;
-            tftap_buf_printf(path, "[%zu]", i);
-            if (ea && eb && sj_equal(ea, eb))
-                hidden++;
-            else
-                put_diff(x, d + 1, NULL, ea, eb, 0, path, 1, &eh);
-            path->len = mark;
-            if (path->data)
-                path->data[mark] = '\0';
-            ea = ea ? ea->next : NULL;
-            eb = eb ? eb->next : NULL;
-        }
-        put_hidden(x, d + 1, hidden, "element");
+        diff_elements(x, d, a, b, path, h);
         indent(x, 4 + 4 * d);
         tftap_buf_puts(x->out, in_array == 1 ? "],\n" : "]\n");
         return;
