@@ -614,6 +614,7 @@ static void unary_send_down(struct relay_call *c)
 
 static void on_unary_event(struct relay_call *c, enum tag_kind kind, int ok)
 {
+    grpc_op op;
     switch (kind) {
     case T_DOWN_RECV:
         c->req.reading = 0;
@@ -624,6 +625,10 @@ static void on_unary_event(struct relay_call *c, enum tag_kind kind, int ok)
         if (c->req.sending != NULL)
             proxy_tee_message(c->relay->tee, c->id, STORE_REQUEST, proxy_now_us(), c->req.sending);
         unary_send_up(c);
+        memset(&op, 0, sizeof op);
+        op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        op.data.recv_close_on_server.cancelled = &c->cancelled;
+        start(c, c->down, &op, 1, T_DOWN_CLOSE);
         break;
 
     case T_UP_UNARY:
@@ -718,13 +723,11 @@ static void on_new_call(proxy_relay *r, int ok)
 
     grpc_op op;
     if (method_is_unary(c->details.method)) {
-        /* The request first: it is what the provider waits for. */
+        /* The request is what the provider waits for: read it first, and
+         * watch for cancellation once it is on its way (a client that
+         * cancels before ends this read too). */
         c->unary = 1;
         read_msg(c, c->down, &c->req, T_DOWN_RECV);
-        memset(&op, 0, sizeof op);
-        op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-        op.data.recv_close_on_server.cancelled = &c->cancelled;
-        start(c, c->down, &op, 1, T_DOWN_CLOSE);
         if (c->pending == 0)
             call_free(c);
         return;
@@ -902,7 +905,7 @@ int proxy_relay_start(const proxy_relay_opts *o, int connect_timeout_ms, proxy_r
     atomic_init(&r->next_id, 0);
 
     /* Provider schemas run to tens of MB: no message limit on either leg. */
-    grpc_arg args[3];
+    grpc_arg args[4];
     memset(args, 0, sizeof args);
     args[0].type = GRPC_ARG_INTEGER;
     args[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
@@ -910,11 +913,17 @@ int proxy_relay_start(const proxy_relay_opts *o, int connect_timeout_ms, proxy_r
     args[1].type = GRPC_ARG_INTEGER;
     args[1].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
     args[1].value.integer = -1;
-    args[2].type = GRPC_ARG_STRING;
-    args[2].key = (char *)GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
-    args[2].value.string = (char *)"localhost";
+    /* A relay must not retry on its own (the client decides that), and
+     * without retries core leaves out the filter that keeps every sent
+     * message for a replay. */
+    args[2].type = GRPC_ARG_INTEGER;
+    args[2].key = (char *)GRPC_ARG_ENABLE_RETRIES;
+    args[2].value.integer = 0;
+    args[3].type = GRPC_ARG_STRING;
+    args[3].key = (char *)GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
+    args[3].value.string = (char *)"localhost";
     grpc_channel_args server_args = {2, args};
-    grpc_channel_args channel_args = {o->tls_upstream ? 3 : 2, args};
+    grpc_channel_args channel_args = {o->tls_upstream ? 4 : 3, args};
 
     r->cq = grpc_completion_queue_create_for_next(NULL);
     r->server = grpc_server_create(&server_args, NULL);
