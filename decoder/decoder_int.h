@@ -31,6 +31,18 @@ dec_type *dec_type_new_tuple(dec_type **elems, size_t n); /* takes elems array *
 int dec_type_new_object(struct dec_attr *attrs, size_t n, dec_type **out);
 const struct dec_attr *dec_type_attr(const dec_type *t, const char *name, size_t len);
 
+/* Bytewise order of two byte strings (shorter first on a common prefix). */
+int dec_bytes_cmp(const char *a, size_t an, const char *b, size_t bn);
+
+/* A map key as read from the input, for the duplicate-key check. */
+struct dec_key {
+    const char *s;
+    size_t n;
+};
+/* Sorts keys; returns the index of the first key equal to the one before
+ * it, or n when all are distinct. */
+size_t dec_keys_duplicate(struct dec_key *keys, size_t n);
+
 /* Error helpers: set err (if not yet set) with a formatted reason. */
 void dec_error_set(dec_error *err, int code, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

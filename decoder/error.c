@@ -72,6 +72,29 @@ void dec_walk_done(struct dec_walk *w)
     w->steps = NULL;
 }
 
+int dec_bytes_cmp(const char *a, size_t an, const char *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c ? c : (an > bn) - (an < bn);
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+    const struct dec_key *x = a, *y = b;
+    return dec_bytes_cmp(x->s, x->n, y->s, y->n);
+}
+
+size_t dec_keys_duplicate(struct dec_key *keys, size_t n)
+{
+    if (n < 2)
+        return n;
+    qsort(keys, n, sizeof *keys, key_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (key_cmp(&keys[i - 1], &keys[i]) == 0)
+            return i;
+    return n;
+}
+
 int dec_walk_run(const dec_type *t, const void *p, size_t n, const dec_opts *opts, tftap_buf *out,
                  dec_error *err, dec_walk_body body)
 {

@@ -319,19 +319,6 @@ static int key_tok(struct js *j, const char **k, size_t *kn, char **owned)
     return rc;
 }
 
-struct key_span {
-    char *s;
-    size_t n;
-};
-
-static int key_cmp(const void *a, const void *b)
-{
-    const struct key_span *x = a, *y = b;
-    size_t n = x->n < y->n ? x->n : y->n;
-    int c = memcmp(x->s, y->s, n);
-    return c ? c : (x->n > y->n) - (x->n < y->n);
-}
-
 static int map_value(struct js *j, const dec_type *t)
 {
     struct dec_walk *w = j->w;
@@ -339,7 +326,7 @@ static int map_value(struct js *j, const dec_type *t)
         return fail(j, "need JSON object for map");
     j->p++;
     tftap_buf_putc(w->out, '{');
-    struct key_span *keys = NULL;
+    struct dec_key *keys = NULL;
     size_t nkeys = 0, cap = 0;
     int rc = 0;
     if (peek(j) == '}') {
@@ -354,7 +341,7 @@ static int map_value(struct js *j, const dec_type *t)
             goto out;
         if (nkeys == cap) {
             size_t ncap = cap ? cap * 2 : 8;
-            struct key_span *nk = realloc(keys, ncap * sizeof *nk);
+            struct dec_key *nk = realloc(keys, ncap * sizeof *nk);
             if (!nk) {
                 free(owned);
                 rc = dec_walk_fail(w, TFTAP_ENOMEM, "out of memory");
@@ -370,7 +357,7 @@ static int map_value(struct js *j, const dec_type *t)
         }
         if (owned != k)
             memcpy(owned, k, kn);
-        keys[nkeys++] = (struct key_span){owned, kn};
+        keys[nkeys++] = (struct dec_key){owned, kn};
         if ((rc = dec_walk_push(w, DEC_STEP_KEY, owned, kn, 0)))
             goto out;
         if (nkeys > 1)
@@ -389,20 +376,18 @@ static int map_value(struct js *j, const dec_type *t)
             goto out;
         }
     }
-    qsort(keys, nkeys, sizeof *keys, key_cmp);
-    for (size_t i = 1; i < nkeys; i++) {
-        if (key_cmp(&keys[i - 1], &keys[i]) == 0) {
-            dec_walk_push(w, DEC_STEP_KEY, keys[i].s, keys[i].n, 0);
-            rc = fail(j, "duplicate map key");
-            goto out;
-        }
+    size_t dup = dec_keys_duplicate(keys, nkeys);
+    if (dup < nkeys) {
+        dec_walk_push(w, DEC_STEP_KEY, keys[dup].s, keys[dup].n, 0);
+        rc = fail(j, "duplicate map key");
+        goto out;
     }
 done:
     tftap_buf_putc(w->out, '}');
 out:
     /* Any error has been formatted with its path already: safe to free. */
     for (size_t i = 0; i < nkeys; i++)
-        free(keys[i].s);
+        free((char *)keys[i].s); /* every key here is our own copy */
     free(keys);
     return rc;
 }

@@ -484,25 +484,12 @@ static int refinements(struct mp *outer, const dec_type *t, const uint8_t *body,
 
 static int value(struct mp *m, const dec_type *t);
 
-struct key_span {
-    const char *s;
-    size_t n;
-};
-
-static int key_cmp(const void *a, const void *b)
-{
-    const struct key_span *x = a, *y = b;
-    size_t n = x->n < y->n ? x->n : y->n;
-    int c = memcmp(x->s, y->s, n);
-    return c ? c : (x->n > y->n) - (x->n < y->n);
-}
-
 static int map_value(struct mp *m, const dec_type *t, uint64_t count)
 {
     struct dec_walk *w = m->w;
     if (check_count(m, count, 2))
         return TFTAP_EDECODE;
-    struct key_span *keys = count > 1 ? malloc(sizeof *keys * count) : NULL;
+    struct dec_key *keys = count > 1 ? malloc(sizeof *keys * count) : NULL;
     if (count > 1 && !keys)
         return dec_walk_fail(w, TFTAP_ENOMEM, "out of memory");
     int rc = 0;
@@ -517,7 +504,7 @@ static int map_value(struct mp *m, const dec_type *t, uint64_t count)
             goto out;
         }
         if (keys)
-            keys[i] = (struct key_span){k, kn};
+            keys[i] = (struct dec_key){k, kn};
         if ((rc = dec_walk_push(w, DEC_STEP_KEY, k, kn, 0)))
             goto out;
         if (!dec_utf8_valid(k, kn)) {
@@ -533,16 +520,11 @@ static int map_value(struct mp *m, const dec_type *t, uint64_t count)
         dec_walk_pop(w);
     }
     tftap_buf_putc(w->out, '}');
-    if (keys) {
-        qsort(keys, (size_t)count, sizeof *keys, key_cmp);
-        for (uint64_t i = 1; i < count; i++) {
-            if (key_cmp(&keys[i - 1], &keys[i]) == 0) {
-                dec_walk_push(w, DEC_STEP_KEY, keys[i].s, keys[i].n, 0);
-                rc = dec_walk_fail(w, TFTAP_EDECODE, "duplicate map key");
-                dec_walk_pop(w);
-                goto out;
-            }
-        }
+    size_t dup = keys ? dec_keys_duplicate(keys, (size_t)count) : (size_t)count;
+    if (dup < count) {
+        dec_walk_push(w, DEC_STEP_KEY, keys[dup].s, keys[dup].n, 0);
+        rc = dec_walk_fail(w, TFTAP_EDECODE, "duplicate map key");
+        dec_walk_pop(w);
     }
 out:
     free(keys);
