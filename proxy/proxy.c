@@ -347,16 +347,14 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     proxy_handshake hs = {0};
     char **child_env = NULL;
     char *line = NULL, *child_cert_pem = NULL;
-    tftap_buf sock = TFTAP_BUF_INIT, listen_addr = TFTAP_BUF_INIT, target = TFTAP_BUF_INIT;
-    tftap_buf out = TFTAP_BUF_INIT;
+    tftap_buf sock = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT;
     sigset_t mask, old_mask;
     struct sigaction ign, old_pipe;
     proxy_recproc rec = {-1, -1};
     proxy_tee *tee = NULL;
     proxy_relay *relay = NULL;
-    grpc_server_credentials *server_creds = NULL;
-    grpc_channel_credentials *channel_creds = NULL;
-    int grpc_up = 0, socket_made = 0;
+    SSL_CTX *server_tls = NULL, *client_tls = NULL;
+    int socket_made = 0;
     int code = 1;
 
     memset(&run, 0, sizeof run);
@@ -425,7 +423,7 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
         goto cleanup;
     }
 
-    /* Fork before gRPC starts its threads. */
+    /* Fork before any thread of ours starts. */
     if (proxy_child_spawn(&run.child, cfg->binary, cfg->args, child_env, err) != 0)
         goto cleanup;
     if (proxy_child_read_handshake(&run.child, run.sig_fd, PROXY_HANDSHAKE_TIMEOUT_MS, &line,
@@ -459,46 +457,17 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
 
     if (make_socket_path(run.envp, &sock, err) != 0)
         goto cleanup;
-    tftap_buf_puts(&listen_addr, "unix:");
-    tftap_buf_puts(&listen_addr, tftap_buf_cstr(&sock));
-    if (strcmp(hs.network, "unix") == 0)
-        tftap_buf_puts(&target, "unix:");
-    tftap_buf_puts(&target, hs.address);
-    if (tftap_buf_failed(&listen_addr) || tftap_buf_failed(&target)) {
-        if (err)
-            tftap_buf_puts(err, "out of memory");
+    if (client_cert != NULL && proxy_tls_server_ctx(&cert, client_cert, &server_tls, err) != 0)
         goto cleanup;
-    }
-
-    proxy_relay_tune_abseil();
-    grpc_init();
-    grpc_up = 1;
-    if (client_cert != NULL) {
-        grpc_ssl_pem_key_cert_pair pair = {cert.key_pem, cert.cert_pem};
-        server_creds = grpc_ssl_server_credentials_create_ex(
-            client_cert, &pair, 1, GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY,
-            NULL);
-    } else {
-        server_creds = grpc_insecure_server_credentials_create();
-    }
-    if (child_cert_pem != NULL) {
-        grpc_ssl_pem_key_cert_pair pair = {cert.key_pem, cert.cert_pem};
-        channel_creds = grpc_ssl_credentials_create(child_cert_pem, &pair, NULL, NULL);
-    } else {
-        channel_creds = grpc_insecure_credentials_create();
-    }
-    if (server_creds == NULL || channel_creds == NULL) {
-        if (err)
-            tftap_buf_puts(err, "cannot set up TLS credentials");
+    if (child_cert_pem != NULL && proxy_tls_client_ctx(&cert, child_cert_pem, &client_tls, err) != 0)
         goto cleanup;
-    }
 
     proxy_relay_opts ro = {
-        .listen_addr = tftap_buf_cstr(&listen_addr),
-        .server_creds = server_creds,
-        .upstream_target = tftap_buf_cstr(&target),
-        .channel_creds = channel_creds,
-        .tls_upstream = child_cert_pem != NULL,
+        .listen_path = tftap_buf_cstr(&sock),
+        .server_tls = server_tls,
+        .upstream_network = hs.network,
+        .upstream_address = hs.address,
+        .client_tls = client_tls,
         .tee = tee,
         .notify_fd = run.notify_fd,
     };
@@ -546,12 +515,8 @@ cleanup:
     proxy_recproc_detach(&rec);
     if (socket_made)
         unlink(tftap_buf_cstr(&sock));
-    if (server_creds != NULL)
-        grpc_server_credentials_release(server_creds);
-    if (channel_creds != NULL)
-        grpc_channel_credentials_release(channel_creds);
-    if (grpc_up)
-        grpc_shutdown();
+    SSL_CTX_free(server_tls);
+    SSL_CTX_free(client_tls);
 
     if (run.child.pid > 0 && !run.child_reaped) {
         /* We are leaving before the child did: do not leave it behind. */
@@ -588,8 +553,6 @@ cleanup:
     free(line);
     free(child_env);
     tftap_buf_done(&sock);
-    tftap_buf_done(&listen_addr);
-    tftap_buf_done(&target);
     tftap_buf_done(&out);
     return code;
 }

@@ -7,8 +7,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <grpc/grpc.h>
-#include <grpc/grpc_security.h>
+#include <stdatomic.h>
+
+#include <openssl/ssl.h>
 
 #include "common/common.h"
 #include "proxy/proxy.h"
@@ -133,54 +134,88 @@ int proxy_tee_new(int fd, size_t max_bytes, proxy_tee **out);
 void proxy_tee_process(proxy_tee *t, const char *provider, const char *version, const char *binary,
                        int protocol_version, int pid);
 void proxy_tee_begin(proxy_tee *t, uint64_t call_id, const char *method, int64_t t_us);
-/* Takes a reference-counted copy of bb; bb stays the caller's. */
+/* Takes data (malloc'd, len bytes: one gRPC message without its 5-byte
+ * prefix); freed by the tee whatever happens. */
 void proxy_tee_message(proxy_tee *t, uint64_t call_id, enum store_direction dir, int64_t t_us,
-                       grpc_byte_buffer *bb);
+                       uint8_t *data, size_t len);
+/* Count a message (or a call) the relay could not hand over as lost. */
+void proxy_tee_lost(proxy_tee *t);
 void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status, const char *message);
 /* Write out everything queued, stop the thread. Accepts NULL. */
 void proxy_tee_free(proxy_tee *t);
 /* Events dropped because the queue was full or the pipe broke. */
 uint64_t proxy_tee_dropped(const proxy_tee *t);
 
-/* ---- relay.c: the gRPC relay ------------------------------------------ */
+/* ---- tls.c: OpenSSL contexts for both legs ------------------------------ */
+
+/* Our side of the client's connection: our certificate, requiring and
+ * verifying the client's (client_pem, the one it announced), ALPN h2. */
+int proxy_tls_server_ctx(const proxy_cert *own, const char *client_pem, SSL_CTX **out,
+                         tftap_buf *err);
+/* Our side of the provider's connection: our certificate as the client's,
+ * trusting only server_pem (the one the provider announced). */
+int proxy_tls_client_ctx(const proxy_cert *own, const char *server_pem, SSL_CTX **out,
+                         tftap_buf *err);
+/* One connection on fd, not yet shaken hands; the client one checks the
+ * name localhost. NULL on ENOMEM. */
+SSL *proxy_tls_client(SSL_CTX *ctx, int fd);
+SSL *proxy_tls_server(SSL_CTX *ctx, int fd);
+/* Why a handshake failed (rc from SSL_do_handshake), appended to err. */
+void proxy_tls_error(SSL *ssl, int rc, tftap_buf *err);
+
+/* ---- h2watch.c: what one relayed HTTP/2 connection carries --------------- */
+
+typedef struct proxy_h2watch proxy_h2watch;
+
+enum proxy_h2_side { PROXY_H2_FROM_CLIENT = 0, PROXY_H2_FROM_PROVIDER = 1 };
+
+/* Call ids come from *next_call_id (shared by a relay's connections, one
+ * thread); *open_calls counts calls begun and not ended. tee may be NULL. */
+int proxy_h2watch_new(proxy_tee *tee, uint64_t *next_call_id, atomic_int *open_calls,
+                      proxy_h2watch **out);
+/* The next bytes one side sent, in order, as relayed. Never fails: what it
+ * cannot follow stops the watching (see proxy_h2watch_problem()). */
+void proxy_h2watch_feed(proxy_h2watch *w, enum proxy_h2_side side, const uint8_t *p, size_t n,
+                        int64_t t_us);
+/* Why the watching stopped, or NULL. */
+const char *proxy_h2watch_problem(const proxy_h2watch *w);
+/* The connection is gone: calls still open end (UNAVAILABLE). Accepts NULL. */
+void proxy_h2watch_free(proxy_h2watch *w, int64_t t_us);
+
+/* ---- relay.c: the connection relay -------------------------------------- */
 
 typedef struct proxy_relay proxy_relay;
 
 typedef struct proxy_relay_opts {
-    const char *listen_addr;                 /* "unix:/path" */
-    grpc_server_credentials *server_creds;   /* borrowed */
-    const char *upstream_target;             /* "unix:/path" or "127.0.0.1:port" */
-    grpc_channel_credentials *channel_creds; /* borrowed */
-    int tls_upstream;                        /* 1: override the TLS name to localhost */
-    proxy_tee *tee;                          /* may be NULL */
-    int notify_fd;                           /* eventfd written when draining and idle */
+    const char *listen_path;      /* our unix socket */
+    SSL_CTX *server_tls;          /* borrowed; NULL: the client's leg is plaintext */
+    const char *upstream_network; /* the provider's: "unix" or "tcp" */
+    const char *upstream_address;
+    SSL_CTX *client_tls; /* borrowed; NULL: the provider's leg is plaintext */
+    proxy_tee *tee;      /* may be NULL */
+    int notify_fd;       /* eventfd written when draining and idle */
 } proxy_relay_opts;
 
-/* Create the server (bound and started) and the channel; wait up to
- * connect_timeout_ms for the channel to the child to be ready; then start the
- * completion-queue thread. Needs grpc_init(). 0, TFTAP_EIO (bind failed),
- * TFTAP_ECHILD (child unreachable) or TFTAP_ENOMEM. */
+/* Dial the provider (at most connect_timeout_ms; that connection serves the
+ * client's first), listen on our socket, start the relay's thread. 0,
+ * TFTAP_EIO (listen failed), TFTAP_ECHILD (provider unreachable),
+ * TFTAP_EPROTO (its address unusable) or TFTAP_ENOMEM. */
 int proxy_relay_start(const proxy_relay_opts *opts, int connect_timeout_ms, proxy_relay **out,
                       tftap_buf *err);
 /* Ask the provider to exit as go-plugin's client does when it is done:
- * a /plugin.GRPCController/Shutdown call, which makes a go-plugin server
- * stop (removing its socket) and the provider return from main. Blocks
- * the calling thread at most timeout_ms. 0 when the provider answered OK;
- * TFTAP_ECHILD otherwise (it may still be on its way out: an answer can be
- * lost with the connection the server closes), TFTAP_ENOMEM. */
+ * a /plugin.GRPCController/Shutdown call (on a connection of its own),
+ * which makes a go-plugin server stop (removing its socket) and the
+ * provider return from main. Blocks the calling thread at most timeout_ms.
+ * 0 when the provider answered; TFTAP_ECHILD otherwise (it may still be on
+ * its way out). */
 int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms);
 /* From now on, write notify_fd whenever no call is in flight. */
 void proxy_relay_drain(proxy_relay *r);
 /* Calls in flight right now. */
 int proxy_relay_active(proxy_relay *r);
-/* Shut the server down (cancelling what is left), stop the thread, free
- * everything. Accepts NULL. */
+/* Write out what is already relayed (at most 1 s), close every connection,
+ * stop the thread, free everything. Accepts NULL. */
 void proxy_relay_stop(proxy_relay *r);
-
-/* Turn off what costs the relay without serving it in the gRPC build at
- * hand (abseil's debug-build mutex deadlock detection). Call before
- * grpc_init(); harmless where there is nothing to turn off. */
-void proxy_relay_tune_abseil(void);
 
 /* Microseconds since the Unix epoch. */
 int64_t proxy_now_us(void);

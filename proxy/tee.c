@@ -1,8 +1,8 @@
 /* proxy: hands copies of relayed messages to the recorder process from a
- * thread of its own. The relay thread only takes a reference to the
- * message's slices and links an event into a list; writing the bytes into
- * the recorder's pipe happens here, so a 20 MiB schema (or a slow reader)
- * never stalls the relay.
+ * thread of its own. The relay thread only links an event (holding the
+ * message bytes it assembled) into a list; writing the bytes into the
+ * recorder's pipe happens here, so a 20 MiB schema (or a slow reader) never
+ * stalls the relay.
  *
  * Wake-ups are what a relayed call costs most here, not bytes: the relay
  * wakes this thread only when it sleeps with nothing queued, and the thread
@@ -21,10 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <grpc/byte_buffer.h>
-#include <grpc/byte_buffer_reader.h>
-#include <grpc/slice.h>
-
 #include "proxy/proxy_int.h"
 
 #define TEE_GATHER_MS 10
@@ -41,8 +37,7 @@ struct tee_event {
     enum store_direction dir;
     int status;           /* END: status; PROCESS: protocol version */
     int pid;              /* PROCESS */
-    grpc_byte_buffer *bb; /* TEE_MESSAGE */
-    char *flat;           /* TEE_MESSAGE whose slices cannot be read in place */
+    uint8_t *data;        /* TEE_MESSAGE: the message, owned */
     size_t bytes;         /* counted against max_bytes */
     struct proxy_rec_frame frame;
     size_t text_len;
@@ -88,37 +83,6 @@ static int writev_all(int fd, struct iovec *iov, int n)
     return 0;
 }
 
-/* Received messages are raw, uncompressed slice buffers (core decompresses
- * on receipt), read in place. Anything else is flattened once. */
-static int message_in_place(const grpc_byte_buffer *bb)
-{
-    return bb->type == GRPC_BB_RAW && bb->data.raw.compression == GRPC_COMPRESS_NONE;
-}
-
-static int flatten(struct tee_event *ev)
-{
-    ev->flat = malloc(ev->bytes > 0 ? ev->bytes : 1);
-    if (ev->flat == NULL)
-        return -1;
-    grpc_byte_buffer_reader reader;
-    if (!grpc_byte_buffer_reader_init(&reader, ev->bb))
-        return -1;
-    grpc_slice slice;
-    size_t off = 0;
-    int rc = 0;
-    while (grpc_byte_buffer_reader_next(&reader, &slice)) {
-        size_t n = GRPC_SLICE_LENGTH(slice);
-        if (n > ev->bytes - off)
-            rc = -1;
-        else
-            memcpy(ev->flat + off, GRPC_SLICE_START_PTR(slice), n);
-        off += n;
-        grpc_slice_unref(slice);
-    }
-    grpc_byte_buffer_reader_destroy(&reader);
-    return rc == 0 && off == ev->bytes ? 0 : -1;
-}
-
 /* Fill in an event's frame header; -1 if it cannot be framed (the store
  * then sees that message missing). */
 static int frame(struct tee_event *ev)
@@ -152,8 +116,6 @@ static int frame(struct tee_event *ev)
     if (ev->bytes > UINT32_MAX)
         return -1; /* beyond the frame format */
     f->len = (uint32_t)ev->bytes;
-    if (!message_in_place(ev->bb) && flatten(ev) != 0)
-        return -1;
     return 0;
 }
 
@@ -168,41 +130,17 @@ static int deliver(proxy_tee *t, struct tee_event *list, uint64_t *skipped)
             (*skipped)++;
             continue;
         }
-        const grpc_slice_buffer *sb = NULL;
-        size_t parts = 1;
-        if (ev->kind == TEE_MESSAGE && ev->flat == NULL) {
-            sb = &ev->bb->data.raw.slice_buffer;
-            parts = sb->count;
-        }
-        /* Room for the header and at least one payload piece. */
+        /* Room for the header and its payload. */
         if (n + 2 > TEE_IOV) {
             if (writev_all(t->fd, iov, n) != 0)
                 return -1;
             n = 0;
         }
         iov[n++] = (struct iovec){&ev->frame, sizeof ev->frame};
-        for (size_t i = 0; i < parts; i++) {
-            void *p;
-            size_t len;
-            if (sb != NULL) {
-                p = GRPC_SLICE_START_PTR(sb->slices[i]);
-                len = GRPC_SLICE_LENGTH(sb->slices[i]);
-            } else if (ev->kind == TEE_MESSAGE) {
-                p = ev->flat;
-                len = ev->bytes;
-            } else {
-                p = ev->text;
-                len = ev->text_len;
-            }
-            if (len == 0)
-                continue;
-            if (n == TEE_IOV) {
-                if (writev_all(t->fd, iov, n) != 0)
-                    return -1;
-                n = 0;
-            }
+        void *p = ev->kind == TEE_MESSAGE ? (void *)ev->data : (void *)ev->text;
+        size_t len = ev->kind == TEE_MESSAGE ? ev->bytes : ev->text_len;
+        if (len > 0)
             iov[n++] = (struct iovec){p, len};
-        }
     }
     if (n > 0 && writev_all(t->fd, iov, n) != 0)
         return -1;
@@ -211,9 +149,7 @@ static int deliver(proxy_tee *t, struct tee_event *list, uint64_t *skipped)
 
 static void event_free(struct tee_event *ev)
 {
-    if (ev->bb != NULL)
-        grpc_byte_buffer_destroy(ev->bb);
-    free(ev->flat);
+    free(ev->data);
     free(ev);
 }
 
@@ -386,24 +322,32 @@ void proxy_tee_begin(proxy_tee *t, uint64_t call_id, const char *method, int64_t
 }
 
 void proxy_tee_message(proxy_tee *t, uint64_t call_id, enum store_direction dir, int64_t t_us,
-                       grpc_byte_buffer *bb)
+                       uint8_t *data, size_t len)
 {
-    if (t == NULL || bb == NULL)
+    if (t == NULL) {
+        free(data);
         return;
+    }
     struct tee_event *ev = event_new(t, TEE_MESSAGE, NULL);
-    if (ev == NULL)
+    if (ev == NULL) {
+        free(data);
         return;
+    }
     ev->call_id = call_id;
     ev->t_us = t_us;
     ev->dir = dir;
-    ev->bytes = grpc_byte_buffer_length(bb);
-    /* A new buffer holding references to the same slices: no byte copied. */
-    ev->bb = grpc_byte_buffer_copy(bb);
-    if (ev->bb == NULL) {
-        free(ev);
-        return;
-    }
+    ev->data = data;
+    ev->bytes = len;
     push(t, ev);
+}
+
+void proxy_tee_lost(proxy_tee *t)
+{
+    if (t == NULL)
+        return;
+    pthread_mutex_lock(&t->mu);
+    t->dropped++;
+    pthread_mutex_unlock(&t->mu);
 }
 
 void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status, const char *message)
