@@ -27,21 +27,40 @@
 
 #define H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2_PREFACE_LEN 24
-#define H2_FRAME_MAX ((1u << 24) - 1)           /* the protocol's own bound */
-#define H2_HEADER_BLOCK_MAX ((size_t)1 << 20)     /* per block, all fragments */
-#define H2_MESSAGE_MAX ((size_t)1 << 30)          /* gRPC message we record */
-#define H2_OPEN_CALLS_MAX 65536                   /* calls watched at once */
-#define H2_TEXT_MAX 4096                          /* :path, grpc-message kept */
+#define H2_FRAME_MAX ((1u << 24) - 1)         /* the protocol's own bound */
+#define H2_HEADER_BLOCK_MAX ((size_t)1 << 20) /* per block, all fragments */
+#define H2_MESSAGE_MAX ((size_t)1 << 30)      /* gRPC message we record */
+#define H2_OPEN_CALLS_MAX 65536               /* calls watched at once */
+#define H2_TEXT_MAX 4096                      /* :path, grpc-message kept */
 
-enum { F_DATA = 0, F_HEADERS = 1, F_RST_STREAM = 3, F_SETTINGS = 4, F_PUSH_PROMISE = 5,
-       F_CONTINUATION = 9 };
-enum { FL_END_STREAM = 0x1, FL_ACK = 0x1, FL_END_HEADERS = 0x4, FL_PADDED = 0x8,
-       FL_PRIORITY = 0x20 };
+enum {
+    F_DATA = 0,
+    F_HEADERS = 1,
+    F_RST_STREAM = 3,
+    F_SETTINGS = 4,
+    F_PUSH_PROMISE = 5,
+    F_CONTINUATION = 9
+};
+enum {
+    FL_END_STREAM = 0x1,
+    FL_ACK = 0x1,
+    FL_END_HEADERS = 0x4,
+    FL_PADDED = 0x8,
+    FL_PRIORITY = 0x20
+};
 enum { SETTINGS_HEADER_TABLE_SIZE = 1 };
 
 /* gRPC status codes used here. */
-enum { ST_CANCELLED = 1, ST_UNKNOWN = 2, ST_DEADLINE_EXCEEDED = 4, ST_RESOURCE_EXHAUSTED = 8,
-       ST_PERMISSION_DENIED = 7, ST_UNIMPLEMENTED = 12, ST_INTERNAL = 13, ST_UNAVAILABLE = 14 };
+enum {
+    ST_CANCELLED = 1,
+    ST_UNKNOWN = 2,
+    ST_DEADLINE_EXCEEDED = 4,
+    ST_RESOURCE_EXHAUSTED = 8,
+    ST_PERMISSION_DENIED = 7,
+    ST_UNIMPLEMENTED = 12,
+    ST_INTERNAL = 13,
+    ST_UNAVAILABLE = 14
+};
 
 /* One gRPC message being reassembled. */
 struct h2_msg {
@@ -49,30 +68,30 @@ struct h2_msg {
     unsigned prefix_got;
     uint32_t len;
     uint32_t got;
-    uint8_t *buf;  /* NULL while skipping one too big to keep */
+    uint8_t *buf; /* NULL while skipping one too big to keep */
 };
 
 struct h2_call {
     uint32_t stream;
     uint64_t call_id;
-    int64_t deadline_us; /* from grpc-timeout; 0: none */
+    int64_t deadline_us;  /* from grpc-timeout; 0: none */
     struct h2_msg msg[2]; /* by side */
 };
 
 struct h2_side {
     enum proxy_h2_side side;
-    int stopped;           /* gave up on this side */
-    size_t preface_left;   /* client side: preface bytes still to pass */
+    int stopped;         /* gave up on this side */
+    size_t preface_left; /* client side: preface bytes still to pass */
     uint8_t hdr[9];
     unsigned hdr_got;
     int in_frame;
     uint32_t flen, fleft, fstream;
     uint8_t ftype, fflags;
-    int data_padlen_next;  /* DATA: the next byte is its pad length */
-    uint32_t data_pad;     /* DATA: trailing padding bytes */
-    tftap_buf payload;     /* a non-DATA frame's payload */
-    tftap_buf block;       /* header block being gathered */
-    int in_block;          /* CONTINUATIONs expected */
+    int data_padlen_next; /* DATA: the next byte is its pad length */
+    uint32_t data_pad;    /* DATA: trailing padding bytes */
+    tftap_buf payload;    /* a non-DATA frame's payload */
+    tftap_buf block;      /* header block being gathered */
+    int in_block;         /* CONTINUATIONs expected */
     uint32_t block_stream;
     int block_end_stream;
     int block_is_push;
@@ -83,7 +102,7 @@ struct h2_side {
 
 struct proxy_h2watch {
     proxy_tee *tee;
-    uint64_t *next_call_id;
+    atomic_uint_least64_t *next_call_id;
     atomic_int *open_calls;
     struct h2_side sides[2];
     struct h2_call **calls;
@@ -168,7 +187,7 @@ static void call_begin(proxy_h2watch *w, uint32_t stream, const char *method, in
         return;
     }
     c->stream = stream;
-    c->call_id = ++*w->next_call_id;
+    c->call_id = atomic_fetch_add(w->next_call_id, 1) + 1;
     c->deadline_us = timeout_us > 0 ? t_us + timeout_us : 0;
     w->calls[w->ncalls++] = c;
     atomic_fetch_add(w->open_calls, 1);
@@ -209,13 +228,20 @@ static int64_t parse_timeout_us(const uint8_t *p, size_t n)
         v = v * 10 + (p[i] - '0');
     }
     switch (p[n - 1]) {
-    case 'H': return v * 3600 * 1000000;
-    case 'M': return v * 60 * 1000000;
-    case 'S': return v * 1000000;
-    case 'm': return v * 1000;
-    case 'u': return v;
-    case 'n': return v / 1000 > 0 ? v / 1000 : 1;
-    default: return 0;
+    case 'H':
+        return v * 3600 * 1000000;
+    case 'M':
+        return v * 60 * 1000000;
+    case 'S':
+        return v * 1000000;
+    case 'm':
+        return v * 1000;
+    case 'u':
+        return v;
+    case 'n':
+        return v / 1000 > 0 ? v / 1000 : 1;
+    default:
+        return 0;
     }
 }
 
@@ -249,8 +275,8 @@ static void take_field(proxy_h2watch *w, enum proxy_h2_side side, const nghttp2_
 {
     if (side == PROXY_H2_FROM_CLIENT) {
         if (name_is(nv, ":path"))
-            tftap_buf_append(&w->path, nv->value, nv->valuelen < H2_TEXT_MAX ? nv->valuelen
-                                                                             : H2_TEXT_MAX);
+            tftap_buf_append(&w->path, nv->value,
+                             nv->valuelen < H2_TEXT_MAX ? nv->valuelen : H2_TEXT_MAX);
         else if (name_is(nv, "grpc-timeout"))
             w->grpc_timeout_us = parse_timeout_us(nv->value, nv->valuelen);
         return;
@@ -267,12 +293,21 @@ static void take_field(proxy_h2watch *w, enum proxy_h2_side side, const nghttp2_
 static int status_of_http(int http)
 {
     switch (http) {
-    case 400: return ST_INTERNAL;
-    case 401: return 16; /* UNAUTHENTICATED */
-    case 403: return ST_PERMISSION_DENIED;
-    case 404: return ST_UNIMPLEMENTED;
-    case 429: case 502: case 503: case 504: return ST_UNAVAILABLE;
-    default: return ST_UNKNOWN;
+    case 400:
+        return ST_INTERNAL;
+    case 401:
+        return 16; /* UNAUTHENTICATED */
+    case 403:
+        return ST_PERMISSION_DENIED;
+    case 404:
+        return ST_UNIMPLEMENTED;
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+        return ST_UNAVAILABLE;
+    default:
+        return ST_UNKNOWN;
     }
 }
 
@@ -335,7 +370,7 @@ static void header_block(proxy_h2watch *w, struct h2_side *s, int64_t t_us)
     const char *message = tftap_buf_cstr(&w->grpc_message);
     if (status < 0) {
         status = w->http_status != 0 && w->http_status != 200 ? status_of_http(w->http_status)
-                                                               : ST_UNKNOWN;
+                                                              : ST_UNKNOWN;
         message = "answer without grpc-status";
     }
     call_end(w, c, t_us, status, message);
@@ -347,11 +382,16 @@ static void header_block(proxy_h2watch *w, struct h2_side *s, int64_t t_us)
 static int status_of_reset(uint32_t code)
 {
     switch (code) {
-    case 0x7: return ST_UNAVAILABLE;        /* REFUSED_STREAM */
-    case 0x8: return ST_CANCELLED;          /* CANCEL */
-    case 0xb: return ST_RESOURCE_EXHAUSTED; /* ENHANCE_YOUR_CALM */
-    case 0xc: return ST_PERMISSION_DENIED;  /* INADEQUATE_SECURITY */
-    default: return ST_INTERNAL;
+    case 0x7:
+        return ST_UNAVAILABLE; /* REFUSED_STREAM */
+    case 0x8:
+        return ST_CANCELLED; /* CANCEL */
+    case 0xb:
+        return ST_RESOURCE_EXHAUSTED; /* ENHANCE_YOUR_CALM */
+    case 0xc:
+        return ST_PERMISSION_DENIED; /* INADEQUATE_SECURITY */
+    default:
+        return ST_INTERNAL;
     }
 }
 
@@ -366,8 +406,8 @@ static void on_reset(proxy_h2watch *w, struct h2_side *s, int64_t t_us)
         return;
     uint32_t code = be32((const uint8_t *)s->payload.data);
     int status = status_of_reset(code);
-    const char *message = s->side == PROXY_H2_FROM_CLIENT ? "cancelled by the client"
-                                                          : "reset by the provider";
+    const char *message =
+        s->side == PROXY_H2_FROM_CLIENT ? "cancelled by the client" : "reset by the provider";
     /* A client gives up at its deadline with a plain CANCEL. */
     if (status == ST_CANCELLED && c->deadline_us != 0 && t_us >= c->deadline_us) {
         status = ST_DEADLINE_EXCEEDED;
@@ -521,8 +561,7 @@ static void data_bytes(proxy_h2watch *w, struct h2_side *s, const uint8_t *p, si
         if (m->got == m->len) {
             if (m->buf != NULL)
                 proxy_tee_message(w->tee, c->call_id,
-                                  s->side == PROXY_H2_FROM_CLIENT ? STORE_REQUEST
-                                                                  : STORE_RESPONSE,
+                                  s->side == PROXY_H2_FROM_CLIENT ? STORE_REQUEST : STORE_RESPONSE,
                                   t_us, m->buf, m->len);
             m->buf = NULL;
             m->prefix_got = 0;
@@ -602,7 +641,7 @@ void proxy_h2watch_feed(proxy_h2watch *w, enum proxy_h2_side side, const uint8_t
     }
 }
 
-int proxy_h2watch_new(proxy_tee *tee, uint64_t *next_call_id, atomic_int *open_calls,
+int proxy_h2watch_new(proxy_tee *tee, atomic_uint_least64_t *next_call_id, atomic_int *open_calls,
                       proxy_h2watch **out)
 {
     *out = NULL;

@@ -459,7 +459,8 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
         goto cleanup;
     if (client_cert != NULL && proxy_tls_server_ctx(&cert, client_cert, &server_tls, err) != 0)
         goto cleanup;
-    if (child_cert_pem != NULL && proxy_tls_client_ctx(&cert, child_cert_pem, &client_tls, err) != 0)
+    if (child_cert_pem != NULL &&
+        proxy_tls_client_ctx(&cert, child_cert_pem, &client_tls, err) != 0)
         goto cleanup;
 
     proxy_relay_opts ro = {

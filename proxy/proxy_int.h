@@ -169,9 +169,10 @@ typedef struct proxy_h2watch proxy_h2watch;
 
 enum proxy_h2_side { PROXY_H2_FROM_CLIENT = 0, PROXY_H2_FROM_PROVIDER = 1 };
 
-/* Call ids come from *next_call_id (shared by a relay's connections, one
- * thread); *open_calls counts calls begun and not ended. tee may be NULL. */
-int proxy_h2watch_new(proxy_tee *tee, uint64_t *next_call_id, atomic_int *open_calls,
+/* Call ids come from *next_call_id (shared by a relay's connections and its
+ * own Shutdown call, which runs on another thread); *open_calls counts calls
+ * begun and not ended. tee may be NULL. */
+int proxy_h2watch_new(proxy_tee *tee, atomic_uint_least64_t *next_call_id, atomic_int *open_calls,
                       proxy_h2watch **out);
 /* The next bytes one side sent, in order, as relayed. Never fails: what it
  * cannot follow stops the watching (see proxy_h2watch_problem()). */

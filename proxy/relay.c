@@ -40,9 +40,9 @@
 
 #include "proxy/proxy_int.h"
 
-#define RELAY_CHUNK ((size_t)64 << 10)      /* read at most this per pass */
-#define RELAY_QUEUE_MAX ((size_t)4 << 20)   /* stop reading the other leg */
-#define RELAY_STOP_FLUSH_MS 1000            /* writing out queues at stop */
+#define RELAY_CHUNK ((size_t)64 << 10)    /* read at most this per pass */
+#define RELAY_QUEUE_MAX ((size_t)4 << 20) /* stop reading the other leg */
+#define RELAY_STOP_FLUSH_MS 1000          /* writing out queues at stop */
 
 enum src_kind { SRC_WAKE, SRC_LISTEN, SRC_LEG };
 
@@ -51,12 +51,12 @@ struct relay_pair;
 struct relay_leg {
     enum src_kind kind; /* SRC_LEG; first, for epoll's pointer */
     struct relay_pair *pair;
-    int side;       /* enum proxy_h2_side of the bytes read here */
+    int side; /* enum proxy_h2_side of the bytes read here */
     int fd;
-    SSL *ssl;       /* NULL: plaintext */
-    int ready;      /* TLS handshake done (always, in plaintext) */
-    int dead;       /* closed or failed: nothing more in or out */
-    int paused;     /* not read while the other leg's queue is full */
+    SSL *ssl;             /* NULL: plaintext */
+    int ready;            /* TLS handshake done (always, in plaintext) */
+    int dead;             /* closed or failed: nothing more in or out */
+    int paused;           /* not read while the other leg's queue is full */
     int read_wants_write; /* SSL_read needs the socket writable */
     uint32_t events;      /* asked of epoll */
     int registered;       /* in the epoll set (taken out while nothing is asked,
@@ -75,7 +75,7 @@ struct relay_pair {
 };
 
 struct proxy_relay {
-    enum src_kind wake_kind; /* SRC_WAKE */
+    enum src_kind wake_kind;   /* SRC_WAKE */
     enum src_kind listen_kind; /* SRC_LISTEN */
     int epfd;
     int wake_fd;
@@ -91,7 +91,7 @@ struct proxy_relay {
     int notify_fd;
     struct relay_pair *pairs;
     struct relay_pair *graveyard; /* closed during this batch of events */
-    uint64_t next_call_id;
+    atomic_uint_least64_t next_call_id;
     atomic_int open_calls;
     atomic_int draining;
     atomic_int stopping;
@@ -598,8 +598,8 @@ static void on_accept(proxy_relay *r)
         }
         struct relay_pair *p = calloc(1, sizeof *p);
         SSL *down_ssl = NULL;
-        if (p == NULL || proxy_h2watch_new(r->tee, &r->next_call_id, &r->open_calls,
-                                           &p->watch) != 0 ||
+        if (p == NULL ||
+            proxy_h2watch_new(r->tee, &r->next_call_id, &r->open_calls, &p->watch) != 0 ||
             (r->server_tls != NULL && (down_ssl = proxy_tls_server(r->server_tls, fd)) == NULL)) {
             if (p != NULL)
                 proxy_h2watch_free(p->watch, 0);
@@ -610,11 +610,20 @@ static void on_accept(proxy_relay *r)
             continue;
         }
         p->relay = r;
-        struct relay_leg *down = &p->leg[PROXY_H2_FROM_CLIENT], *up = &p->leg[PROXY_H2_FROM_PROVIDER];
-        *down = (struct relay_leg){.kind = SRC_LEG, .pair = p, .side = PROXY_H2_FROM_CLIENT,
-                                   .fd = fd, .ssl = down_ssl, .ready = down_ssl == NULL};
-        *up = (struct relay_leg){.kind = SRC_LEG, .pair = p, .side = PROXY_H2_FROM_PROVIDER,
-                                 .fd = up_fd, .ssl = up_ssl, .ready = 1};
+        struct relay_leg *down = &p->leg[PROXY_H2_FROM_CLIENT],
+                         *up = &p->leg[PROXY_H2_FROM_PROVIDER];
+        *down = (struct relay_leg){.kind = SRC_LEG,
+                                   .pair = p,
+                                   .side = PROXY_H2_FROM_CLIENT,
+                                   .fd = fd,
+                                   .ssl = down_ssl,
+                                   .ready = down_ssl == NULL};
+        *up = (struct relay_leg){.kind = SRC_LEG,
+                                 .pair = p,
+                                 .side = PROXY_H2_FROM_PROVIDER,
+                                 .fd = up_fd,
+                                 .ssl = up_ssl,
+                                 .ready = 1};
         p->next = r->pairs;
         if (r->pairs != NULL)
             r->pairs->prev = p;
@@ -818,8 +827,14 @@ static void hpack_literal(tftap_buf *b, const char *name, const char *value)
 
 static void frame_header(tftap_buf *b, size_t len, uint8_t type, uint8_t flags, uint32_t stream)
 {
-    uint8_t h[9] = {(uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len, type, flags,
-                    (uint8_t)(stream >> 24), (uint8_t)(stream >> 16), (uint8_t)(stream >> 8),
+    uint8_t h[9] = {(uint8_t)(len >> 16),
+                    (uint8_t)(len >> 8),
+                    (uint8_t)len,
+                    type,
+                    flags,
+                    (uint8_t)(stream >> 24),
+                    (uint8_t)(stream >> 16),
+                    (uint8_t)(stream >> 8),
                     (uint8_t)stream};
     tftap_buf_append(b, h, sizeof h);
 }
@@ -850,6 +865,12 @@ int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
     frame_header(&req, 5, 0 /* DATA */, 0x1 /* END_STREAM */, 1);
     tftap_buf_append(&req, "\0\0\0\0\0", 5);
 
+    /* The call is recorded like one the client made: its bytes go through
+     * a watcher of their own (a watcher that fails to start records less,
+     * never stops the call). */
+    proxy_h2watch *watch = NULL;
+    (void)proxy_h2watch_new(r->tee, &r->next_call_id, &r->open_calls, &watch);
+
     struct relay_pair pair = {.relay = r};
     struct relay_leg *l = &pair.leg[0];
     *l = (struct relay_leg){.kind = SRC_LEG, .pair = &pair, .fd = fd, .ssl = ssl, .ready = 1};
@@ -859,6 +880,9 @@ int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
         ssize_t w = leg_write(l, (const uint8_t *)req.data + off, req.len - off);
         if (w < 0 || (w == 0 && wait_fd(fd, POLLOUT, deadline) != 0))
             goto done;
+        if (watch != NULL)
+            proxy_h2watch_feed(watch, PROXY_H2_FROM_CLIENT, (const uint8_t *)req.data + off,
+                               (size_t)w, proxy_now_us());
         off += (size_t)w;
     }
     /* Read frames until stream 1 ends: HEADERS with END_STREAM (answered),
@@ -874,6 +898,8 @@ int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
                 break;
             continue;
         }
+        if (watch != NULL)
+            proxy_h2watch_feed(watch, PROXY_H2_FROM_PROVIDER, buf, (size_t)n, proxy_now_us());
         tftap_buf_append(&in, buf, (size_t)n);
         size_t pos = 0;
         int ended = 0;
@@ -882,8 +908,9 @@ int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
             size_t len = (size_t)h[0] << 16 | (size_t)h[1] << 8 | h[2];
             if (in.len - pos < 9 + len)
                 break;
-            uint32_t stream = ((uint32_t)h[5] << 24 | (uint32_t)h[6] << 16 |
-                               (uint32_t)h[7] << 8 | h[8]) & 0x7fffffffu;
+            uint32_t stream =
+                ((uint32_t)h[5] << 24 | (uint32_t)h[6] << 16 | (uint32_t)h[7] << 8 | h[8]) &
+                0x7fffffffu;
             if (stream == 1 && h[3] == 1 && (h[4] & 0x1)) {
                 rc = 0;
                 ended = 1;
@@ -899,6 +926,7 @@ int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
     }
     tftap_buf_done(&in);
 done:
+    proxy_h2watch_free(watch, proxy_now_us());
     if (ssl != NULL)
         SSL_free(ssl);
     close(fd);

@@ -35,10 +35,10 @@ struct tee_event {
     uint64_t call_id;
     int64_t t_us;
     enum store_direction dir;
-    int status;           /* END: status; PROCESS: protocol version */
-    int pid;              /* PROCESS */
-    uint8_t *data;        /* TEE_MESSAGE: the message, owned */
-    size_t bytes;         /* counted against max_bytes */
+    int status;    /* END: status; PROCESS: protocol version */
+    int pid;       /* PROCESS */
+    uint8_t *data; /* TEE_MESSAGE: the message, owned */
+    size_t bytes;  /* counted against max_bytes */
     struct proxy_rec_frame frame;
     size_t text_len;
     char text[]; /* method (BEGIN), status message (END) or

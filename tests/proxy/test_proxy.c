@@ -62,11 +62,16 @@ static void test_handshake(void)
 
     /* Refused: wrong core version, net/rpc, odd networks, too few fields,
      * non-numeric versions, NUL bytes, empty address. */
-    static const char *const bad[] = {
-        "2|5|unix|/p|grpc|",       "1|5|unix|/p|netrpc|", "1|5|udp|/p|grpc|",
-        "1|5|unix|/p",             "1|x|unix|/p|grpc|",   "1|-5|unix|/p|grpc|",
-        "1|5|unix||grpc|",         "",                     "|||||",
-        "1|99999999|unix|/p|grpc|"};
+    static const char *const bad[] = {"2|5|unix|/p|grpc|",
+                                      "1|5|unix|/p|netrpc|",
+                                      "1|5|udp|/p|grpc|",
+                                      "1|5|unix|/p",
+                                      "1|x|unix|/p|grpc|",
+                                      "1|-5|unix|/p|grpc|",
+                                      "1|5|unix||grpc|",
+                                      "",
+                                      "|||||",
+                                      "1|99999999|unix|/p|grpc|"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tftap_buf_reset(&err);
         int rc = proxy_handshake_parse(bad[i], strlen(bad[i]), &hs, &err);
@@ -124,8 +129,8 @@ static void test_cert(void)
         EVP_PKEY *pub = X509_get0_pubkey(x);
         char group[64] = "";
         size_t glen = 0;
-        CHECK(pub != NULL && EVP_PKEY_get_utf8_string_param(pub, "group", group, sizeof group,
-                                                            &glen) == 1);
+        CHECK(pub != NULL &&
+              EVP_PKEY_get_utf8_string_param(pub, "group", group, sizeof group, &glen) == 1);
         CHECK_STR_EQ(group, "secp521r1");
         CHECK_INT_EQ(X509_verify(x, pub), 1); /* self-signed */
         int days = 0, secs = 0;
@@ -217,10 +222,12 @@ static void test_meta(void)
     CHECK(m.version == NULL && m.db == NULL && m.record_sensitive == 0);
     proxy_meta_done(&m);
 
-    static const char *const bad[] = {"{\"binary\": \"/b\"}", "{\"provider\": \"p\"}",
+    static const char *const bad[] = {"{\"binary\": \"/b\"}",
+                                      "{\"provider\": \"p\"}",
                                       "{\"provider\": 1, \"binary\": \"/b\"}",
                                       "{\"provider\": \"p\", \"binary\": \"/b\", \"keep_raw\": 1}",
-                                      "[]", "{"};
+                                      "[]",
+                                      "{"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tftap_buf_reset(&err);
         CHECK_INT_EQ(write_file(path, bad[i]), 0);
