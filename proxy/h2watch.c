@@ -29,7 +29,8 @@
 #define H2_PREFACE_LEN 24
 #define H2_FRAME_MAX ((1u << 24) - 1)         /* the protocol's own bound */
 #define H2_HEADER_BLOCK_MAX ((size_t)1 << 20) /* per block, all fragments */
-#define H2_MESSAGE_MAX ((size_t)1 << 30)      /* gRPC message we record */
+#define H2_MESSAGE_MAX PROXY_TEE_MAX_BYTES    /* larger ones the tee would drop */
+#define H2_MESSAGE_FIRST ((size_t)64 << 10)   /* first allocation for a message */
 #define H2_OPEN_CALLS_MAX 65536               /* calls watched at once */
 #define H2_TEXT_MAX 4096                      /* :path, grpc-message kept */
 
@@ -68,6 +69,8 @@ struct h2_msg {
     unsigned prefix_got;
     uint32_t len;
     uint32_t got;
+    uint32_t cap; /* of buf: grows with the bytes that come, not with the
+                   * length the peer claims */
     uint8_t *buf; /* NULL while skipping one too big to keep */
 };
 
@@ -274,7 +277,7 @@ static void put_percent_decoded(tftap_buf *b, const uint8_t *p, size_t n)
 static void take_field(proxy_h2watch *w, enum proxy_h2_side side, const nghttp2_nv *nv)
 {
     if (side == PROXY_H2_FROM_CLIENT) {
-        if (name_is(nv, ":path"))
+        if (name_is(nv, ":path") && w->path.len == 0) /* a repeated one is not the method */
             tftap_buf_append(&w->path, nv->value,
                              nv->valuelen < H2_TEXT_MAX ? nv->valuelen : H2_TEXT_MAX);
         else if (name_is(nv, "grpc-timeout"))
@@ -446,7 +449,9 @@ static void on_settings(proxy_h2watch *w, struct h2_side *s)
  * priority or promised stream id. */
 static int fragment_of(struct h2_side *s, const uint8_t **frag, size_t *len)
 {
-    const uint8_t *p = (const uint8_t *)s->payload.data;
+    /* An empty payload may have no storage yet. */
+    const uint8_t *p =
+        s->payload.data != NULL ? (const uint8_t *)s->payload.data : (const uint8_t *)"";
     size_t n = s->payload.len, pad = 0;
     if (s->fflags & FL_PADDED) {
         if (n < 1)
@@ -546,13 +551,31 @@ static void data_bytes(proxy_h2watch *w, struct h2_side *s, const uint8_t *p, si
             m->got = 0;
             m->buf = NULL;
             if (w->tee != NULL) { /* without a recorder, nothing to keep */
+                m->cap = m->len < H2_MESSAGE_FIRST ? (m->len > 0 ? m->len : 1)
+                                                   : (uint32_t)H2_MESSAGE_FIRST;
                 if (m->len <= H2_MESSAGE_MAX)
-                    m->buf = malloc(m->len > 0 ? m->len : 1);
+                    m->buf = malloc(m->cap);
                 if (m->buf == NULL)
                     proxy_tee_lost(w->tee);
             }
         } else {
             size_t k = m->len - m->got < n ? m->len - m->got : n;
+            if (m->buf != NULL && m->got + k > m->cap) {
+                size_t cap = (size_t)m->cap * 2;
+                if (cap < m->got + k)
+                    cap = m->got + k;
+                if (cap > m->len)
+                    cap = m->len;
+                uint8_t *nb = realloc(m->buf, cap);
+                if (nb == NULL) {
+                    free(m->buf);
+                    m->buf = NULL;
+                    proxy_tee_lost(w->tee);
+                } else {
+                    m->buf = nb;
+                    m->cap = (uint32_t)cap;
+                }
+            }
             if (m->buf != NULL)
                 memcpy(m->buf + m->got, p, k);
             m->got += (uint32_t)k;
@@ -577,7 +600,7 @@ void proxy_h2watch_feed(proxy_h2watch *w, enum proxy_h2_side side, const uint8_t
         if (s->preface_left > 0) {
             size_t k = s->preface_left < n ? s->preface_left : n;
             size_t at = H2_PREFACE_LEN - s->preface_left;
-            if (memcmp(p, H2_PREFACE + at, k) != 0) {
+            if (memcmp(p, &H2_PREFACE[at], k) != 0) {
                 stop_side(w, s, "no HTTP/2 preface");
                 return;
             }
