@@ -8,7 +8,15 @@
  * values agree with the call's: most agreeing known attributes, none
  * disagreeing. A call about an existing object is compared by its prior
  * state with what the object was before; every call is compared with what
- * the plan or the state says after. */
+ * the plan or the state says after.
+ *
+ * Scoring every call against every instance of its type is quadratic: a
+ * plan of 5,000 resources would compare 20,000 calls with 5,000 instances
+ * each. Values that carry a string "id" cannot agree with values carrying
+ * another, so instances are indexed by their ids and a call whose values
+ * all carry one is scored only against the instances with one of its ids
+ * (and those with a value without an id); the outcome is the same as
+ * scoring them all. */
 #include "store/store_int.h"
 
 #include <stdlib.h>
@@ -29,6 +37,8 @@ struct instance {
 struct instances {
     struct instance *v;
     size_t n, cap;
+    size_t *slots;  /* open addressing by address and mode: instance + 1, 0 empty */
+    size_t nslots;  /* a power of two, at least twice n */
     int have_after; /* some document names objects as the run left them */
 };
 
@@ -39,17 +49,55 @@ static void push_val(const sj_node **vals, unsigned *n, const sj_node *v)
     vals[(*n)++] = v;
 }
 
+static size_t address_hash(const char *address, size_t alen, int data)
+{
+    uint64_t h = 1469598103934665603u ^ (uint64_t)data; /* FNV-1a */
+    for (size_t i = 0; i < alen; i++)
+        h = (h ^ (unsigned char)address[i]) * 1099511628211u;
+    return (size_t)h;
+}
+
+/* The slot of (address, data): its instance, or the empty slot for it. */
+static size_t *address_slot(const struct instances *is, const char *address, size_t alen, int data)
+{
+    size_t mask = is->nslots - 1;
+    for (size_t k = address_hash(address, alen, data) & mask;; k = (k + 1) & mask) {
+        size_t *slot = &is->slots[k];
+        if (*slot == 0)
+            return slot;
+        const struct instance *in = &is->v[*slot - 1];
+        if (in->data == data && strncmp(in->address, address, alen) == 0 &&
+            in->address[alen] == '\0')
+            return slot;
+    }
+}
+
+static int slots_grow(struct instances *is)
+{
+    size_t nslots = is->nslots ? is->nslots * 2 : 64;
+    size_t *slots = calloc(nslots, sizeof *slots);
+    if (!slots)
+        return TFTAP_ENOMEM;
+    free(is->slots);
+    is->slots = slots;
+    is->nslots = nslots;
+    for (size_t i = 0; i < is->n; i++) {
+        const struct instance *in = &is->v[i];
+        *address_slot(is, in->address, strlen(in->address), in->data) = i + 1;
+    }
+    return 0;
+}
+
 /* address is copied; values live in their document. */
 static int add_instance(struct instances *is, const char *address, size_t alen, const char *type,
                         int data, const sj_node *before, const sj_node *after)
 {
     struct instance *in = NULL;
-    for (size_t i = 0; i < is->n; i++)
-        if (strlen(is->v[i].address) == alen && memcmp(is->v[i].address, address, alen) == 0 &&
-            is->v[i].data == data) {
-            in = &is->v[i]; /* the same instance seen in another section */
-            break;
-        }
+    if (is->nslots < 2 * (is->n + 1) && slots_grow(is) != 0)
+        return TFTAP_ENOMEM;
+    size_t *slot = address_slot(is, address, alen, data);
+    if (*slot)
+        in = &is->v[*slot - 1]; /* the same instance seen in another section */
     if (!in) {
         if (is->n == is->cap) {
             size_t cap = is->cap ? is->cap * 2 : 32;
@@ -65,6 +113,7 @@ static int add_instance(struct instances *is, const char *address, size_t alen, 
         memcpy(a, address, alen);
         a[alen] = '\0';
         in = &is->v[is->n++];
+        *slot = is->n;
         memset(in, 0, sizeof *in);
         in->address = a;
         in->type = type;
@@ -306,6 +355,203 @@ static long score_instance(const struct call_vals *c, const struct instance *in)
     return compared ? best : NO_PAIR;
 }
 
+/* The "id" a value carries, when it has the shape whose "id" compare()
+ * holds against the other side's: an object (not a dynamic wrapper) whose
+ * first "id" member is a string. */
+static const sj_node *value_id(const sj_node *v)
+{
+    if (!v || v->kind != SJ_OBJECT || dynamic_value(v))
+        return NULL;
+    const sj_node *id = sj_get(v, "id");
+    return id && id->kind == SJ_STRING ? id : NULL;
+}
+
+/* Instances of one type and mode, per side (0: values from before the
+ * run, 1: from after it): those with a value on that side, and those with
+ * a value there that has no id (scored whatever the call's ids). */
+struct group {
+    const char *type;
+    int data;
+    size_t *with[2], nwith[2];
+    size_t *must[2], nmust[2];
+    size_t n_either; /* with a value on either side */
+};
+
+struct id_ref {
+    const char *type;
+    int data;
+    const sj_node *id;
+    size_t inst;
+};
+
+struct index {
+    struct group *groups; /* sorted by type and mode */
+    size_t ngroups;
+    size_t *pool;          /* the groups' lists */
+    struct id_ref *ids[2]; /* per side, sorted by type, mode, id */
+    size_t nids[2];
+    size_t *stamp; /* per instance: the last call (1-based) it was scored for */
+};
+
+static int cmp_group(const char *ta, int da, const char *tb, int db)
+{
+    int c = strcmp(ta, tb);
+    return c ? c : da - db;
+}
+
+/* qsort has no context argument; the index is built by one thread. */
+static const struct instances *sort_is;
+
+static int cmp_inst(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    const struct instance *ix = &sort_is->v[x], *iy = &sort_is->v[y];
+    int c = cmp_group(ix->type, ix->data, iy->type, iy->data);
+    return c ? c : (x > y) - (x < y);
+}
+
+static int cmp_id(const sj_node *a, const sj_node *b)
+{
+    size_t n = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->str, b->str, n);
+    return c ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+static int cmp_ref(const void *a, const void *b)
+{
+    const struct id_ref *x = a, *y = b;
+    int c = cmp_group(x->type, x->data, y->type, y->data);
+    return c ? c : cmp_id(x->id, y->id);
+}
+
+static void index_free(struct index *ix)
+{
+    free(ix->groups);
+    free(ix->pool);
+    free(ix->ids[0]);
+    free(ix->ids[1]);
+    free(ix->stamp);
+    memset(ix, 0, sizeof *ix);
+}
+
+static void side_vals(const struct instance *in, int side, const sj_node *const **v, unsigned *n)
+{
+    *v = side ? in->after : in->before;
+    *n = side ? in->nafter : in->nbefore;
+}
+
+static int index_build(struct index *ix, const struct instances *is)
+{
+    size_t n = is->n, m = n ? n : 1;
+    memset(ix, 0, sizeof *ix);
+    size_t *order = malloc(m * sizeof *order);
+    ix->groups = malloc(m * sizeof *ix->groups);
+    ix->pool = malloc(m * 4 * sizeof *ix->pool);
+    ix->ids[0] = malloc(m * MAX_VALS * sizeof *ix->ids[0]);
+    ix->ids[1] = malloc(m * MAX_VALS * sizeof *ix->ids[1]);
+    ix->stamp = calloc(m, sizeof *ix->stamp);
+    if (!order || !ix->groups || !ix->pool || !ix->ids[0] || !ix->ids[1] || !ix->stamp) {
+        free(order);
+        index_free(ix);
+        return TFTAP_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    sort_is = is;
+    qsort(order, n, sizeof *order, cmp_inst);
+    size_t *pool = ix->pool;
+    for (size_t k = 0; k < n;) {
+        const struct instance *first = &is->v[order[k]];
+        size_t end = k;
+        while (end < n && cmp_group(is->v[order[end]].type, is->v[order[end]].data, first->type,
+                                    first->data) == 0)
+            end++;
+        struct group *g = &ix->groups[ix->ngroups++];
+        memset(g, 0, sizeof *g);
+        g->type = first->type;
+        g->data = first->data;
+        for (int side = 0; side < 2; side++) {
+            g->with[side] = pool;
+            for (size_t j = k; j < end; j++) {
+                const sj_node *const *v;
+                unsigned nv;
+                side_vals(&is->v[order[j]], side, &v, &nv);
+                for (unsigned x = 0; x < nv; x++)
+                    if (!skip_value(v[x])) {
+                        *pool++ = order[j];
+                        break;
+                    }
+            }
+            g->nwith[side] = (size_t)(pool - g->with[side]);
+            g->must[side] = pool;
+            for (size_t j = k; j < end; j++) {
+                size_t i = order[j];
+                const sj_node *const *v;
+                unsigned nv;
+                int must = 0;
+                side_vals(&is->v[i], side, &v, &nv);
+                for (unsigned x = 0; x < nv; x++) {
+                    const sj_node *id;
+                    if (skip_value(v[x]))
+                        continue;
+                    if ((id = value_id(v[x])) != NULL)
+                        ix->ids[side][ix->nids[side]++] =
+                            (struct id_ref){is->v[i].type, is->v[i].data, id, i};
+                    else
+                        must = 1;
+                }
+                if (must)
+                    *pool++ = i;
+            }
+            g->nmust[side] = (size_t)(pool - g->must[side]);
+        }
+        for (size_t j = k; j < end; j++) {
+            const struct instance *in = &is->v[order[j]];
+            int any = 0;
+            for (unsigned x = 0; x < in->nbefore; x++)
+                any |= !skip_value(in->before[x]);
+            for (unsigned x = 0; x < in->nafter; x++)
+                any |= !skip_value(in->after[x]);
+            g->n_either += any;
+        }
+        k = end;
+    }
+    qsort(ix->ids[0], ix->nids[0], sizeof *ix->ids[0], cmp_ref);
+    qsort(ix->ids[1], ix->nids[1], sizeof *ix->ids[1], cmp_ref);
+    free(order);
+    return 0;
+}
+
+static const struct group *group_find(const struct index *ix, const char *type, int data)
+{
+    size_t lo = 0, hi = ix->ngroups;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cmp_group(ix->groups[mid].type, ix->groups[mid].data, type, data);
+        if (c == 0)
+            return &ix->groups[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* How many instances of g score_instance() can compare c with at all
+ * (the others are NO_PAIR): what the call has against what they have. */
+static size_t comparable(const struct group *g, const struct call_vals *c)
+{
+    int vals = 0;
+    for (size_t i = 0; i < c->nvals; i++)
+        vals |= !skip_value(c->vals[i]);
+    if (c->data)
+        return vals ? g->n_either : 0;
+    if (c->prior && !skip_value(c->prior))
+        return g->n_either; /* the prior is one of the values too */
+    return vals ? g->nwith[1] : 0;
+}
+
 static int set_address(sqlite3_stmt *up, int64_t call_id, const char *address, const char *note)
 {
     if (address)
@@ -327,31 +573,102 @@ static void instances_free(struct instances *is)
     for (size_t i = 0; i < is->n; i++)
         free(is->v[i].address);
     free(is->v);
+    free(is->slots);
 }
 
-/* Why a call got no address, or NULL with *address set. */
-static void match_call(const struct instances *is, const char *type, const struct call_vals *c,
-                       size_t ndocs, const char *missing, tftap_buf *note, const char **address)
+/* Best and ties among the instances scored so far. */
+struct ranking {
+    const char *best;
+    long best_score;
+    size_t ties;
+};
+
+static void score_one(const struct instances *is, struct index *ix, size_t seq,
+                      const struct call_vals *c, size_t i, struct ranking *r)
 {
-    const char *best = NULL;
-    long best_score = -1;
-    size_t candidates = 0, ties = 0;
-    *address = NULL;
-    for (size_t i = 0; type && i < is->n; i++) {
-        if (strcmp(is->v[i].type, type) != 0 || is->v[i].data != c->data)
-            continue;
-        long sc = score_instance(c, &is->v[i]);
-        if (sc == NO_PAIR)
-            continue;
-        candidates++;
-        if (sc > best_score) {
-            best_score = sc;
-            best = is->v[i].address;
-            ties = 1;
-        } else if (sc == best_score && sc >= 0) {
-            ties++;
-        }
+    if (ix->stamp[i] == seq)
+        return;
+    ix->stamp[i] = seq;
+    long sc = score_instance(c, &is->v[i]);
+    if (sc == NO_PAIR)
+        return;
+    if (sc > r->best_score) {
+        r->best_score = sc;
+        r->best = is->v[i].address;
+        r->ties = 1;
+    } else if (sc == r->best_score && sc >= 0) {
+        r->ties++;
     }
+}
+
+/* Score c against the instances of g whose values on one side may agree
+ * with the call's values vals (those compared with that side): with every
+ * one of those carrying an id, the instances holding one of the ids there
+ * and those with a value there without one; otherwise all with a value
+ * there. Every other pairing disagrees on "id". */
+static void score_side(const struct instances *is, struct index *ix, size_t seq,
+                       const struct group *g, int side, const struct call_vals *c,
+                       const sj_node *const *vals, size_t nvals, struct ranking *r)
+{
+    int any = 0, by_id = 1;
+    for (size_t v = 0; v < nvals; v++) {
+        if (skip_value(vals[v]))
+            continue;
+        any = 1;
+        by_id &= value_id(vals[v]) != NULL;
+    }
+    if (!any)
+        return;
+    if (!by_id) {
+        for (size_t k = 0; k < g->nwith[side]; k++)
+            score_one(is, ix, seq, c, g->with[side][k], r);
+        return;
+    }
+    for (size_t k = 0; k < g->nmust[side]; k++)
+        score_one(is, ix, seq, c, g->must[side][k], r);
+    const struct id_ref *refs = ix->ids[side];
+    size_t nrefs = ix->nids[side];
+    for (size_t v = 0; v < nvals; v++) {
+        if (skip_value(vals[v]))
+            continue;
+        struct id_ref key = {g->type, g->data, value_id(vals[v]), 0};
+        size_t lo = 0, hi = nrefs;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (cmp_ref(&refs[mid], &key) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (; lo < nrefs && cmp_ref(&refs[lo], &key) == 0; lo++)
+            score_one(is, ix, seq, c, refs[lo].inst, r);
+    }
+}
+
+/* Why a call got no address, or NULL with *address set. seq numbers the
+ * call (from 1) for the index's stamps. */
+static void match_call(const struct instances *is, struct index *ix, size_t seq, const char *type,
+                       const struct call_vals *c, size_t ndocs, const char *missing,
+                       tftap_buf *note, const char **address)
+{
+    struct ranking r = {NULL, -1, 0};
+    size_t candidates = 0;
+    *address = NULL;
+    const struct group *g = type ? group_find(ix, type, c->data) : NULL;
+    if (g) {
+        candidates = comparable(g, c);
+        /* As score_instance() pairs them: a data source's values with both
+         * sides; a resource's prior with before, all its values with after. */
+        if (c->data) {
+            score_side(is, ix, seq, g, 0, c, c->vals, c->nvals, &r);
+        } else if (c->prior) {
+            score_side(is, ix, seq, g, 0, c, &c->prior, 1, &r);
+        }
+        score_side(is, ix, seq, g, 1, c, c->vals, c->nvals, &r);
+    }
+    long best_score = r.best_score;
+    const char *best = r.best;
+    size_t ties = r.ties;
     const char *what = c->data ? "data." : "";
     if (!type)
         tftap_buf_puts(note, "call has no resource type");
@@ -378,6 +695,8 @@ int store_match_addresses(store *s, int64_t run_id, const store_match_doc *docs,
 {
     sj_doc **parsed = NULL;
     struct instances is = {0};
+    struct index ix = {0};
+    size_t seq = 0;
     sqlite3_stmt *q = NULL, *up = NULL;
     tftap_buf note = TFTAP_BUF_INIT;
     int n_ok = 0, n_bad = 0, err = 0;
@@ -395,6 +714,9 @@ int store_match_addresses(store *s, int64_t run_id, const store_match_doc *docs,
         if (err)
             goto done;
     }
+    err = index_build(&ix, &is);
+    if (err)
+        goto done;
     int rc = store_begin(s->db, 0);
     if (rc != SQLITE_OK) {
         err = store_err(rc);
@@ -429,7 +751,7 @@ int store_match_addresses(store *s, int64_t run_id, const store_match_doc *docs,
         }
         const char *address = NULL;
         tftap_buf_reset(&note);
-        match_call(&is, type, &c, ndocs, missing, &note, &address);
+        match_call(&is, &ix, ++seq, type, &c, ndocs, missing, &note, &address);
         rc = set_address(up, call_id, address, address ? NULL : tftap_buf_cstr(&note));
         for (int i = 0; i < 5; i++)
             sj_free(vd[i]);
@@ -457,6 +779,7 @@ done:
     for (size_t d = 0; parsed && d < ndocs; d++)
         sj_free(parsed[d]);
     free(parsed);
+    index_free(&ix);
     instances_free(&is);
     tftap_buf_done(&note);
     if (matched)
