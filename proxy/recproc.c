@@ -15,10 +15,17 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "proxy/proxy_int.h"
+
+/* The recorder's niceness. Its work can always wait (the record is
+ * written in the end, the queue is bounded) and the relay's, the client's
+ * and the provider's cannot: on a machine with few cores, a recorder at the
+ * same priority takes turns with them mid-call. */
+#define RECPROC_NICE 10
 
 /* Messages bigger than this are skipped (and counted) rather than buffered. */
 #define RECPROC_MAX_PAYLOAD ((size_t)1 << 30)
@@ -176,6 +183,10 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);
         signal(SIGPIPE, SIG_IGN);
+        errno = 0;
+        int prio = getpriority(PRIO_PROCESS, 0);
+        if (errno == 0 && prio < RECPROC_NICE)
+            (void)setpriority(PRIO_PROCESS, 0, RECPROC_NICE); /* failing costs only speed */
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
