@@ -148,6 +148,11 @@ static const char *const migrations[] = {
     "    'ReadDataSource')"
     "    AND json_valid(coalesce(c.request_json, '{}'))"
     "    AND json_valid(coalesce(c.response_json, '{}'));",
+    /* 3: what the provider executable was when its digest was taken, so
+     * that the next process of the same unchanged file reuses the digest
+     * instead of reading tens of MB again. */
+    "ALTER TABLE processes ADD COLUMN binary_stat TEXT;"
+    "CREATE INDEX processes_binary_stat ON processes(binary_stat);",
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])

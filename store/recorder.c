@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <openssl/core_names.h>
@@ -38,6 +39,7 @@
 #define CLOSE_BUSY_DEADLINE_MS 30000u
 #define SCHEMA_POLL_MS 500
 #define CALL_BUCKETS 1024
+#define BINARY_STAT_LEN 128 /* "dev:ino:size:mtime:ctime" of a provider binary */
 
 enum ev_kind { EV_BEGIN, EV_MESSAGE, EV_END };
 
@@ -124,6 +126,7 @@ struct op {
     char *provider, *version, *binary_path;
     int protocol, pid;
     char binary_sha[65];
+    char binary_stat[BINARY_STAT_LEN];
     /* OP_SCHEMA */
     const char *schema_kind;   /* "provider" or "identity" */
     const char *schema_source; /* "response" or "earlier" */
@@ -174,6 +177,7 @@ struct store_recorder {
     int lost_queue, lost_db; /* reasons */
     struct procinfo proc;    /* decoder's copy */
     char binary_sha256[65];
+    char binary_stat[BINARY_STAT_LEN]; /* identity of the file digested, or "" */
     int have_binary_sha;
     int proc_dirty;   /* process details changed, not yet handed over */
     int borrow_tried; /* asked synchronously for an earlier schema */
@@ -201,6 +205,7 @@ struct store_recorder {
     int64_t process_row, process_row_gen;
     struct procinfo sproc; /* the process details last written */
     char sbinary_sha[65];
+    char sbinary_stat[BINARY_STAT_LEN];
     struct op *pending, **pending_tail; /* taken from ops, not yet committed */
     sqlite3_stmt *st_upsert, *st_msg;
 };
@@ -915,6 +920,37 @@ static void apply_event(store_recorder *r, const struct event *ev)
     }
 }
 
+/* The digest an earlier process recorded for the same file unchanged
+ * (stat as binary_stat, kept next to the digest): one indexed read on a
+ * connection of its own, where hashing the file would read all of it. 1 with
+ * sha (65 bytes) filled. A database without the column yet, or busy, says 0
+ * and the file is hashed. */
+static int known_digest(const char *db_path, const char *stat_key, char sha[65])
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int found = 0;
+    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) ==
+            SQLITE_OK &&
+        sqlite3_prepare_v2(db,
+                           "SELECT binary_sha256 FROM processes WHERE binary_stat = ? AND "
+                           "length(binary_sha256) = 64 LIMIT 1",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, stat_key, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            const unsigned char *t = sqlite3_column_text(st, 0);
+            if (t) {
+                memcpy(sha, t, 64);
+                sha[64] = '\0';
+                found = 1;
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return found;
+}
+
 /* The writer's copy of the process details, and the binary's digest. */
 static void sync_procinfo(store_recorder *r)
 {
@@ -938,11 +974,25 @@ static void sync_procinfo(store_recorder *r)
     r->proc = p;
     r->proc_dirty = 1;
     r->have_binary_sha = 0;
+    r->binary_stat[0] = '\0';
     if (!p.binary_path)
         return;
     FILE *f = fopen(p.binary_path, "rb");
     if (!f)
         return;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0)
+        snprintf(r->binary_stat, sizeof r->binary_stat, "%ju:%ju:%jd:%jd.%09ld:%jd.%09ld",
+                 (uintmax_t)st.st_dev, (uintmax_t)st.st_ino, (intmax_t)st.st_size,
+                 (intmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (intmax_t)st.st_ctim.tv_sec,
+                 st.st_ctim.tv_nsec);
+    if (r->binary_stat[0] && known_digest(r->path, r->binary_stat, r->binary_sha256)) {
+        fclose(f);
+        r->have_binary_sha = 1;
+        r->last_schema_poll_ms = 0; /* look for an earlier schema now */
+        r->borrow_tried = 0;
+        return;
+    }
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     unsigned char chunk[65536], dig[EVP_MAX_MD_SIZE];
     unsigned dl = 0;
@@ -975,8 +1025,10 @@ static void emit_process(store_recorder *r)
     o->binary_path = dup_counted(o, r->proc.binary_path);
     o->protocol = r->proc.protocol;
     o->pid = r->proc.pid;
-    if (r->have_binary_sha)
+    if (r->have_binary_sha) {
         memcpy(o->binary_sha, r->binary_sha256, 65);
+        memcpy(o->binary_stat, r->binary_stat, sizeof o->binary_stat);
+    }
     r->proc_dirty = 0;
 }
 
@@ -1365,7 +1417,7 @@ static int ensure_run_and_process(store_recorder *r)
             sqlite3_stmt *st = NULL;
             rc = run_sql(r->db,
                          "UPDATE processes SET provider = ?, version = ?, protocol = ?, pid = ?, "
-                         "binary_path = ?, binary_sha256 = ? WHERE id = ?",
+                         "binary_path = ?, binary_sha256 = ?, binary_stat = ? WHERE id = ?",
                          &st);
             if (rc)
                 return rc;
@@ -1377,7 +1429,8 @@ static int ensure_run_and_process(store_recorder *r)
                 sqlite3_bind_int(st, 4, r->sproc.pid);
             bind_text_or_null(st, 5, r->sproc.binary_path);
             bind_text_or_null(st, 6, r->sbinary_sha[0] ? r->sbinary_sha : NULL);
-            sqlite3_bind_int64(st, 7, r->process_row);
+            bind_text_or_null(st, 7, r->sbinary_stat[0] ? r->sbinary_stat : NULL);
+            sqlite3_bind_int64(st, 8, r->process_row);
             rc = step_ok(st);
             sqlite3_finalize(st);
             if (rc)
@@ -1400,10 +1453,11 @@ static int apply_process(store_recorder *r, const struct op *o)
     r->sproc.protocol = o->protocol;
     r->sproc.pid = o->pid;
     memcpy(r->sbinary_sha, o->binary_sha, sizeof r->sbinary_sha);
+    memcpy(r->sbinary_stat, o->binary_stat, sizeof r->sbinary_stat);
     sqlite3_stmt *st = NULL;
     int rc = run_sql(r->db,
                      "UPDATE processes SET provider = ?, version = ?, protocol = ?, pid = ?, "
-                     "binary_path = ?, binary_sha256 = ? WHERE id = ?",
+                     "binary_path = ?, binary_sha256 = ?, binary_stat = ? WHERE id = ?",
                      &st);
     if (rc)
         return rc;
@@ -1415,7 +1469,8 @@ static int apply_process(store_recorder *r, const struct op *o)
         sqlite3_bind_int(st, 4, o->pid);
     bind_text_or_null(st, 5, o->binary_path);
     bind_text_or_null(st, 6, o->binary_sha[0] ? o->binary_sha : NULL);
-    sqlite3_bind_int64(st, 7, r->process_row);
+    bind_text_or_null(st, 7, o->binary_stat[0] ? o->binary_stat : NULL);
+    sqlite3_bind_int64(st, 8, r->process_row);
     rc = step_ok(st);
     sqlite3_finalize(st);
     if (rc == SQLITE_OK && r->opts.run_id == 0 && o->binary_path)

@@ -71,7 +71,7 @@ static void test_migrate_from_empty(void)
     CHECK_INT_EQ(store_resolve_run(s, "x1", &r2), TFTAP_EINVAL);
     store_close(s);
 
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 2);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT exit_code FROM runs"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT json_array_length(args) FROM runs"), 2);
     CHECK_INT_EQ(scalar(path, "SELECT args = '[\"plan\",\"-out=x \\\"q\\\"\"]' FROM runs"), 1);
@@ -94,8 +94,9 @@ static void test_migrate_from_empty(void)
     CHECK_INT_EQ(scalar(path, "SELECT unicode(hex(key)) + length(hex(key)) FROM secret_key"), k1);
 }
 
-/* A version-1 database (its v_resource_changes knew no data source reads)
- * is brought to version 2 in place, its rows kept. */
+/* A version-1 database (its v_resource_changes knew no data source reads,
+ * its processes no binary_stat) is brought to the current version in place,
+ * its rows kept. */
 static void test_migrate_from_1(void)
 {
     char path[400];
@@ -109,6 +110,8 @@ static void test_migrate_from_1(void)
         sqlite3_exec(
             db,
             "DROP VIEW v_resource_changes;"
+            "DROP INDEX processes_binary_stat;"
+            "ALTER TABLE processes DROP COLUMN binary_stat;"
             "CREATE VIEW v_resource_changes AS SELECT c.run_id, c.id AS call_id, c.rpc AS method "
             "FROM calls c WHERE c.rpc IN ('PlanResourceChange', 'ApplyResourceChange', "
             "'ReadResource');"
@@ -125,8 +128,9 @@ static void test_migrate_from_1(void)
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_resource_changes"), 0);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 2);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs"), 1);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM processes WHERE binary_stat IS NULL"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT call_id FROM v_resource_changes WHERE method = "
                               "'ReadDataSource' AND prior IS NULL AND config = '{\"in\":1}' AND "
                               "new ->> '$.out' = 2"),

@@ -243,6 +243,44 @@ static void test_schema_arrives_later(void)
     free(j);
 }
 
+/* A binary's digest is taken once per unchanged file: a later process
+ * reuses what an earlier one recorded for the same device, inode, size and
+ * times (hashing a provider reads tens of MB), and a file written again is
+ * read again. */
+static void test_binary_digest_reused(void)
+{
+    store_recorder *r = open_rec(0, bin_b);
+    store_recorder_close(r);
+    char *real = text("SELECT binary_sha256 FROM processes ORDER BY id DESC LIMIT 1");
+    CHECK(real != NULL && strlen(real) == 64);
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM processes WHERE binary_path LIKE '%bin-b' AND "
+                        "binary_stat IS NULL"),
+                 0);
+    /* Mark what is recorded: a process that reuses it shows the mark. */
+    CHECK_INT_EQ(scalar("UPDATE processes SET binary_sha256 = printf('%064d', 7) "
+                        "WHERE binary_path LIKE '%bin-b' RETURNING 1"),
+                 1);
+    r = open_rec(0, bin_b);
+    store_recorder_close(r);
+    CHECK_INT_EQ(scalar("SELECT binary_sha256 = printf('%064d', 7) FROM processes "
+                        "ORDER BY id DESC LIMIT 1"),
+                 1);
+    /* The same bytes written again: new times, so hashed again. */
+    sleep_ms(20);
+    FILE *f = fopen(bin_b, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("provider binary B", f);
+        fclose(f);
+    }
+    r = open_rec(0, bin_b);
+    store_recorder_close(r);
+    char *again = text("SELECT binary_sha256 FROM processes ORDER BY id DESC LIMIT 1");
+    CHECK(again != NULL && real != NULL && strcmp(again, real) == 0);
+    free(real);
+    free(again);
+}
+
 static void test_unwritable_then_recovers(void)
 {
     char blocker[400], path[500];
@@ -741,6 +779,7 @@ int main(void)
     test_record_decode_redact();
     test_schema_dedup_and_borrow();
     test_schema_arrives_later();
+    test_binary_digest_reused();
     test_show_plan();
     test_apply_supersedes_plan();
     test_replacement_pairs_with_create_half();
