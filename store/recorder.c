@@ -938,8 +938,13 @@ static int known_digest(const char *db_path, const char *stat_key, char sha[65])
                            -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, stat_key, -1, SQLITE_STATIC);
         if (sqlite3_step(st) == SQLITE_ROW) {
+            /* A database is a file anyone may have written: hex or nothing. */
             const unsigned char *t = sqlite3_column_text(st, 0);
-            if (t) {
+            size_t hex = 0;
+            while (t && hex < 64 &&
+                   ((t[hex] >= '0' && t[hex] <= '9') || (t[hex] >= 'a' && t[hex] <= 'f')))
+                hex++;
+            if (hex == 64 && t[64] == '\0') {
                 memcpy(sha, t, 64);
                 sha[64] = '\0';
                 found = 1;
