@@ -353,6 +353,44 @@ void sj_write(const sj_node *n, tftap_buf *out)
     }
 }
 
+static int member_cmp(const void *x, const void *y)
+{
+    const sj_node *a = *(const sj_node *const *)x, *b = *(const sj_node *const *)y;
+    size_t n = a->key_len < b->key_len ? a->key_len : b->key_len;
+    int c = n ? memcmp(a->key, b->key, n) : 0;
+    return c ? c : (a->key_len > b->key_len) - (a->key_len < b->key_len);
+}
+
+int sj_write_sorted(const sj_node *n, tftap_buf *out)
+{
+    if (n->kind != SJ_ARRAY && n->kind != SJ_OBJECT) {
+        sj_write(n, out);
+        return 0;
+    }
+    const sj_node **kids = malloc((n->n ? n->n : 1) * sizeof *kids);
+    if (!kids)
+        return TFTAP_ENOMEM;
+    size_t k = 0;
+    for (const sj_node *c = n->child; c && k < n->n; c = c->next)
+        kids[k++] = c;
+    if (n->kind == SJ_OBJECT)
+        qsort(kids, k, sizeof *kids, member_cmp);
+    int err = 0;
+    tftap_buf_putc(out, n->kind == SJ_ARRAY ? '[' : '{');
+    for (size_t i = 0; i < k && !err; i++) {
+        if (i)
+            tftap_buf_putc(out, ',');
+        if (n->kind == SJ_OBJECT) {
+            tftap_buf_json_string(out, kids[i]->key, kids[i]->key_len);
+            tftap_buf_putc(out, ':');
+        }
+        err = sj_write_sorted(kids[i], out);
+    }
+    tftap_buf_putc(out, n->kind == SJ_ARRAY ? ']' : '}');
+    free(kids);
+    return err;
+}
+
 int sj_equal(const sj_node *a, const sj_node *b)
 {
     if (!a || !b)

@@ -151,6 +151,7 @@ struct rel {
     int kind;
     int prior_null, replaces;
     char *type;
+    char *address;                /* matched after the run, or NULL */
     char planned[65], config[65]; /* "" when absent */
     int superseded;
     int64_t create_half; /* replaces: the call planning the new object */
@@ -163,18 +164,34 @@ struct rels {
 
 static void rels_free(struct rels *r)
 {
-    for (size_t i = 0; i < r->n; i++)
+    for (size_t i = 0; i < r->n; i++) {
         free(r->v[i].type);
+        free(r->v[i].address);
+    }
     free(r->v);
 }
 
+#define RELS_MAX_JSON_DEPTH 512
+
+/* The digest of a value's canonical text (members sorted), or "" for none:
+ * the CLI sends a planned map's keys sorted, a provider may not, and the
+ * two must compare equal. Unparsable text is digested as it is. */
 static void digest_or_empty(sqlite3_stmt *st, int col, char out[65])
 {
     const char *t = col_text(st, col);
-    if (t && strcmp(t, "null") != 0)
-        tftap_sha256_hex(t, (size_t)sqlite3_column_bytes(st, col), out);
+    out[0] = '\0';
+    if (!t || strcmp(t, "null") == 0)
+        return;
+    size_t n = (size_t)sqlite3_column_bytes(st, col);
+    sj_doc *d = NULL;
+    tftap_buf canon = TFTAP_BUF_INIT;
+    if (sj_parse(t, n, RELS_MAX_JSON_DEPTH, &d) == 0 && sj_write_sorted(sj_root(d), &canon) == 0 &&
+        !tftap_buf_failed(&canon) && canon.len > 0)
+        tftap_sha256_hex(canon.data, canon.len, out);
     else
-        out[0] = '\0';
+        tftap_sha256_hex(t, n, out);
+    sj_free(d);
+    tftap_buf_done(&canon);
 }
 
 static int cmp_str(const char *a, const char *b)
@@ -188,6 +205,14 @@ static int cmp_apply(const void *x, const void *y)
     const struct rel *a = *(const struct rel *const *)x, *b = *(const struct rel *const *)y;
     int c = cmp_str(a->type, b->type);
     return c ? c : strcmp(a->planned, b->planned);
+}
+
+/* Applies by (address, id). */
+static int cmp_applied(const void *x, const void *y)
+{
+    const struct rel *a = *(const struct rel *const *)x, *b = *(const struct rel *const *)y;
+    int c = cmp_str(a->address, b->address);
+    return c ? c : (a->id > b->id) - (a->id < b->id);
 }
 
 static int cmp_half(const void *x, const void *y)
@@ -204,7 +229,7 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db,
                                 "SELECT call_id, method, type_name, prior, planned, config, "
-                                "coalesce(json_array_length(requires_replace), 0) "
+                                "coalesce(json_array_length(requires_replace), 0), address "
                                 "FROM v_resource_changes WHERE run_id = ? ORDER BY call_id",
                                 -1, &st, NULL);
     if (rc != SQLITE_OK)
@@ -237,6 +262,8 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
         digest_or_empty(st, 4, r->planned);
         digest_or_empty(st, 5, r->config);
         r->replaces = sqlite3_column_int(st, 6) > 0 && !r->prior_null;
+        const char *a = col_text(st, 7);
+        r->address = a ? strdup(a) : NULL;
         out->n++;
     }
     if (!err && rc != SQLITE_DONE)
@@ -247,21 +274,26 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
 
     struct rel **applies = malloc((out->n ? out->n : 1) * sizeof *applies);
     struct rel **halves = malloc((out->n ? out->n : 1) * sizeof *halves);
-    size_t na = 0, nh = 0;
-    if (!applies || !halves) {
+    struct rel **applied = malloc((out->n ? out->n : 1) * sizeof *applied);
+    size_t na = 0, nh = 0, nd = 0;
+    if (!applies || !halves || !applied) {
         free(applies);
         free(halves);
+        free(applied);
         return TFTAP_ENOMEM;
     }
     for (size_t i = 0; i < out->n; i++) {
         struct rel *r = &out->v[i];
         if (r->kind == K_APPLY && r->planned[0])
             applies[na++] = r;
+        if (r->kind == K_APPLY && r->address)
+            applied[nd++] = r;
         if (r->kind == K_PLAN && r->prior_null && r->config[0])
             halves[nh++] = r;
     }
     qsort(applies, na, sizeof *applies, cmp_apply);
     qsort(halves, nh, sizeof *halves, cmp_half);
+    qsort(applied, nd, sizeof *applied, cmp_applied);
     for (size_t i = 0; i < out->n; i++) {
         struct rel *r = &out->v[i];
         if (r->kind != K_PLAN)
@@ -277,6 +309,21 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
                     hi = mid;
             }
             if (lo > 0 && cmp_apply(&applies[lo - 1], &r) == 0 && applies[lo - 1]->id > r->id)
+                r->superseded = 1;
+        }
+        if (r->address) {
+            /* Applied later at the same address: the plan of an apply run
+             * (whose unknowns the apply may have learnt since) is history. */
+            size_t lo = 0, hi = nd;
+            while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (cmp_str(applied[mid]->address, r->address) <= 0)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo > 0 && cmp_str(applied[lo - 1]->address, r->address) == 0 &&
+                applied[lo - 1]->id > r->id)
                 r->superseded = 1;
         }
         if (r->replaces && r->config[0]) {
@@ -300,6 +347,7 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
     }
     free(applies);
     free(halves);
+    free(applied);
     return 0;
 }
 

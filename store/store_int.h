@@ -63,6 +63,10 @@ sj_node *sj_get(const sj_node *obj, const char *key); /* NULL if absent or not a
 /* Append the node as compact JSON. */
 void sj_write(const sj_node *n, tftap_buf *out);
 /* 1 if equal values (numbers compared by text, then numerically). */
+/* As sj_write, with every object's members in byte order of their keys: one
+ * text for values that differ only in member order (a provider may encode
+ * a map in any order). 0 or TFTAP_ENOMEM. */
+int sj_write_sorted(const sj_node *n, tftap_buf *out);
 int sj_equal(const sj_node *a, const sj_node *b);
 /* {"$unknown": ...}, {"$sensitive": ...} markers of the decoded-value contract. */
 int sj_is_unknown(const sj_node *n);

@@ -67,6 +67,12 @@ lifecycle() { # CLI
     check_eq "$CLI apply: every resource applied once" \
         "$(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id = $run AND rpc = 'ApplyResourceChange'
            AND status_code = 0")" 4
+    # The plans made while applying (unknowns learnt since) are history:
+    # `show` gives each resource once, as applied.
+    "$TFTAP" show --db "$db" "$run" >"$WORK/show.apply" 2>&1
+    check_eq "$CLI apply: show lists each resource once, as applied" \
+        "$(grep '^  # ' "$WORK/show.apply" | sed 's/  \[.*//' | sort | tr '\n' ';')" \
+        "  # tftest5_id.suffix has been created;  # tftest5_pet.server has been created;  # tftest5_trigger.deploy has been created;  # tftest6_thing.config has been created;"
     # The sensitive attribute is redacted in the record, by default.
     check_eq "$CLI apply: sensitive value not stored" \
         "$(sqlite3 "$db" "SELECT count(*) FROM calls WHERE request_json LIKE '%hunter2%'
