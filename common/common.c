@@ -299,3 +299,10 @@ void tftap_json_pretty(const char *json, size_t len, tftap_buf *out)
         }
     }
 }
+
+int tftap_bytes_cmp(const void *a, size_t an, const void *b, size_t bn)
+{
+    size_t n = an < bn ? an : bn;
+    int c = n ? memcmp(a, b, n) : 0;
+    return c ? c : (an > bn) - (an < bn);
+}

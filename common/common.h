@@ -63,6 +63,10 @@ char *tftap_buf_take(tftap_buf *b, size_t *len);
  * spaces per level; numbers and strings are copied verbatim. */
 void tftap_json_pretty(const char *json, size_t len, tftap_buf *out);
 
+/* Bytewise order of two byte strings, the shorter first on a common prefix
+ * (what memcmp gives equal-length ones). Either may be NULL when empty. */
+int tftap_bytes_cmp(const void *a, size_t an, const void *b, size_t bn);
+
 /* Digests (OpenSSL). out receives 64 lowercase hex digits and a NUL. */
 void tftap_sha256_hex(const void *data, size_t len, char out[65]);
 void tftap_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len,

@@ -31,9 +31,6 @@ dec_type *dec_type_new_tuple(dec_type **elems, size_t n); /* takes elems array *
 int dec_type_new_object(struct dec_attr *attrs, size_t n, dec_type **out);
 const struct dec_attr *dec_type_attr(const dec_type *t, const char *name, size_t len);
 
-/* Bytewise order of two byte strings (shorter first on a common prefix). */
-int dec_bytes_cmp(const char *a, size_t an, const char *b, size_t bn);
-
 /* A map key as read from the input, for the duplicate-key check. */
 struct dec_key {
     const char *s;

@@ -74,16 +74,10 @@ void dec_walk_done(struct dec_walk *w)
     w->steps = NULL;
 }
 
-int dec_bytes_cmp(const char *a, size_t an, const char *b, size_t bn)
-{
-    int c = memcmp(a, b, an < bn ? an : bn);
-    return c ? c : (an > bn) - (an < bn);
-}
-
 static int key_cmp(const void *a, const void *b)
 {
     const struct dec_key *x = a, *y = b;
-    return dec_bytes_cmp(x->s, x->n, y->s, y->n);
+    return tftap_bytes_cmp(x->s, x->n, y->s, y->n);
 }
 
 size_t dec_keys_duplicate(struct dec_key *keys, size_t n)

@@ -42,7 +42,7 @@ dec_type *dec_type_new_tuple(dec_type **elems, size_t n)
 static int attr_cmp(const void *a, const void *b)
 {
     const struct dec_attr *x = a, *y = b;
-    return dec_bytes_cmp(x->name, x->name_len, y->name, y->name_len);
+    return tftap_bytes_cmp(x->name, x->name_len, y->name, y->name_len);
 }
 
 static void attrs_free(struct dec_attr *attrs, size_t n)

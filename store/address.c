@@ -412,9 +412,7 @@ static int cmp_inst(const void *a, const void *b)
 
 static int cmp_id(const sj_node *a, const sj_node *b)
 {
-    size_t n = a->len < b->len ? a->len : b->len;
-    int c = memcmp(a->str, b->str, n);
-    return c ? c : (a->len > b->len) - (a->len < b->len);
+    return tftap_bytes_cmp(a->str, a->len, b->str, b->len);
 }
 
 static int cmp_ref(const void *a, const void *b)

@@ -356,9 +356,7 @@ void sj_write(const sj_node *n, tftap_buf *out)
 static int member_cmp(const void *x, const void *y)
 {
     const sj_node *a = *(const sj_node *const *)x, *b = *(const sj_node *const *)y;
-    size_t n = a->key_len < b->key_len ? a->key_len : b->key_len;
-    int c = n ? memcmp(a->key, b->key, n) : 0;
-    return c ? c : (a->key_len > b->key_len) - (a->key_len < b->key_len);
+    return tftap_bytes_cmp(a->key, a->key_len, b->key, b->key_len);
 }
 
 int sj_write_sorted(const sj_node *n, tftap_buf *out)
