@@ -216,12 +216,12 @@ func (st *stats) draw(seed uint64, i int) []*tcase {
 			}
 			if g.chance(0.3) {
 				bad, how := g.mutateJSON(js)
-				add("mutated json ("+how+")", 'j', bad, true, refDecode('j', bad, ty))
+				add("mutated json ("+how+")", 'j', bad, true, refDecodeDamaged('j', bad, ty))
 			}
 		}
 	}
 	bad, how := g.mutateMsgpack(mp)
-	add("mutated msgpack ("+how+")", 'm', bad, true, refDecode('m', bad, ty))
+	add("mutated msgpack ("+how+")", 'm', bad, true, refDecodeDamaged('m', bad, ty))
 	return out
 }
 
