@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_JSON_DEPTH 512
 #define MAX_VALS 4
 
 struct instance {
@@ -706,7 +705,7 @@ int store_match_addresses(store *s, int64_t run_id, const store_match_doc *docs,
         }
     }
     for (size_t d = 0; d < ndocs; d++) {
-        err = sj_parse(docs[d].json, docs[d].len, MAX_JSON_DEPTH, &parsed[d]);
+        err = sj_parse(docs[d].json, docs[d].len, STORE_JSON_MAX_DEPTH, &parsed[d]);
         if (!err)
             err = collect(&is, sj_root(parsed[d]), docs[d].after);
         if (err)
@@ -740,7 +739,7 @@ int store_match_addresses(store *s, int64_t run_id, const store_match_doc *docs,
         c.data = method && strcmp(method, "ReadDataSource") == 0;
         for (int i = 0; i < 5; i++) {
             const char *t = (const char *)sqlite3_column_text(q, 3 + i);
-            if (t && sj_parse(t, strlen(t), MAX_JSON_DEPTH, &vd[i]) == 0) {
+            if (t && sj_parse(t, strlen(t), STORE_JSON_MAX_DEPTH, &vd[i]) == 0) {
                 const sj_node *v = sj_root(vd[i]);
                 if (i == 0 && v && v->kind != SJ_NULL)
                     c.prior = v;

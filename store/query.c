@@ -171,8 +171,6 @@ static void rels_free(struct rels *r)
     free(r->v);
 }
 
-#define RELS_MAX_JSON_DEPTH 512
-
 /* The digest of a value's canonical text (members sorted), or "" for none:
  * the CLI sends a planned map's keys sorted, a provider may not, and the
  * two must compare equal. Unparsable text is digested as it is. */
@@ -185,7 +183,7 @@ static void digest_or_empty(sqlite3_stmt *st, int col, char out[65])
     size_t n = (size_t)sqlite3_column_bytes(st, col);
     sj_doc *d = NULL;
     tftap_buf canon = TFTAP_BUF_INIT;
-    if (sj_parse(t, n, RELS_MAX_JSON_DEPTH, &d) == 0 && sj_write_sorted(sj_root(d), &canon) == 0 &&
+    if (sj_parse(t, n, STORE_JSON_MAX_DEPTH, &d) == 0 && sj_write_sorted(sj_root(d), &canon) == 0 &&
         !tftap_buf_failed(&canon) && canon.len > 0)
         tftap_sha256_hex(canon.data, canon.len, out);
     else
@@ -368,8 +366,6 @@ static struct rel *rel_find(struct rels *r, int64_t id)
  * A run's changes use a few schemas (one per provider binary), each decoded
  * once per listing; the JSON of each (schema, type) block is kept as text. */
 
-#define SCHEMA_MAX_JSON_DEPTH 512
-
 struct block_text {
     char *key; /* "<sha> <r|d> <type>" */
     char *json;
@@ -418,7 +414,7 @@ static sj_doc *schema_doc(store *s, struct schema_cache *c, const char *sha)
                                     (size_t)sqlite3_column_bytes(st, 1), NULL, NULL, NULL, &out,
                                     &err) == 0 &&
                 !tftap_buf_failed(&out))
-                sj_parse(out.data, out.len, SCHEMA_MAX_JSON_DEPTH, &doc);
+                sj_parse(out.data, out.len, STORE_JSON_MAX_DEPTH, &doc);
             dec_error_done(&err);
         }
     }

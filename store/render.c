@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_JSON_DEPTH 512
-
 struct rctx {
     tftap_buf *out;
     int color;
@@ -814,7 +812,7 @@ static int parse_opt(const char *text, sj_doc **doc, const sj_node **node)
     *node = NULL;
     if (!text)
         return 0;
-    int rc = sj_parse(text, strlen(text), MAX_JSON_DEPTH, doc);
+    int rc = sj_parse(text, strlen(text), STORE_JSON_MAX_DEPTH, doc);
     if (rc)
         return rc;
     *node = sj_root(*doc);

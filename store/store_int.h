@@ -55,6 +55,8 @@ struct sj_node {
     size_t n;       /* number of children */
 };
 typedef struct sj_doc sj_doc;
+/* How deep the store reads the JSON it wrote or the CLI printed. */
+#define STORE_JSON_MAX_DEPTH 512
 /* Parse text (len bytes) into *out; nesting limited to max_depth. */
 int sj_parse(const char *text, size_t len, unsigned max_depth, sj_doc **out);
 void sj_free(sj_doc *d);
