@@ -151,8 +151,8 @@ static const char *const migrations[] = {
     /* 3: what the provider executable was when its digest was taken, so
      * that the next process of the same unchanged file reuses the digest
      * instead of reading tens of MB again. */
-    "ALTER TABLE processes ADD COLUMN binary_stat TEXT;"
-    "CREATE INDEX processes_binary_stat ON processes(binary_stat);",
+    ("ALTER TABLE processes ADD COLUMN binary_stat TEXT;"
+     "CREATE INDEX processes_binary_stat ON processes(binary_stat);"),
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
