@@ -23,6 +23,7 @@ static const struct command commands[] = {
     {"calls", cli_calls, "list the provider calls of a run"},
     {"show", cli_show, "show a run's resource changes the way a plan reads"},
     {"export", cli_export, "export a run as JSON lines"},
+    {"serve", cli_serve, "browse the recorded runs in a web browser"},
 };
 
 static void usage(FILE *f)

@@ -381,12 +381,49 @@ static int set_wal(sqlite3 *db)
     return SQLITE_BUSY;
 }
 
+/* A reader that must never write: no WAL switch, no migration, no key.
+ * The schema must already be this version's; query_only guards against
+ * a statement that would write anyway. */
+static int open_readonly(const char *path, sqlite3 **out)
+{
+    sqlite3 *db = NULL;
+    int v = 0;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK)
+        goto fail;
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+    rc = store_exec(db, "PRAGMA query_only=1");
+    if (rc != SQLITE_OK)
+        goto fail;
+    rc = get_user_version(db, &v);
+    if (rc != SQLITE_OK)
+        goto fail;
+    if (v != (int)N_MIGRATIONS) {
+        rc = SQLITE_ERROR; /* not migrated yet, or from a newer tftap */
+        goto fail;
+    }
+    *out = db;
+    return 0;
+fail:;
+    int err = store_err(rc);
+    if ((rc & 0xff) == SQLITE_CANTOPEN && errno == 0)
+        errno = EACCES;
+    sqlite3_close(db);
+    return err ? err : TFTAP_ESTORE;
+}
+
 int store_db_open(const char *path, int create, sqlite3 **out, unsigned char key[STORE_KEY_LEN])
 {
     *out = NULL;
     if (!path || !*path)
         return TFTAP_EINVAL;
     struct stat st;
+    if (create < 0) {
+        if (stat(path, &st) != 0)
+            return errno == ENOENT ? TFTAP_ENOTFOUND : TFTAP_EIO;
+        return open_readonly(path, out);
+    }
     if (stat(path, &st) != 0) {
         if (errno != ENOENT)
             return TFTAP_EIO;
@@ -439,7 +476,8 @@ int store_open(const char *path, int flags, store **out)
     store *s = calloc(1, sizeof *s);
     if (!s)
         return TFTAP_ENOMEM;
-    int rc = store_db_open(path, flags & STORE_OPEN_CREATE, &s->db, s->key);
+    int mode = (flags & STORE_OPEN_READONLY) ? -1 : (flags & STORE_OPEN_CREATE) ? 1 : 0;
+    int rc = store_db_open(path, mode, &s->db, s->key);
     if (rc) {
         free(s);
         return rc;

@@ -79,6 +79,10 @@ typedef struct store store; /* one connection; use from one thread at a time */
 
 enum store_open_flags {
     STORE_OPEN_CREATE = 1, /* create the file (0600) and its directory (0700) if missing */
+    /* Read only (SQLITE_OPEN_READONLY, query_only): nothing is written, not
+     * even a migration; a database of another schema version is refused
+     * (TFTAP_ESTORE). Works on a WAL database a recorder is writing. */
+    STORE_OPEN_READONLY = 2,
 };
 
 /* Open the database at path and bring its schema up to date (migrations).
@@ -227,5 +231,64 @@ typedef struct store_address_set {
     const char *note;
 } store_address_set;
 int store_set_addresses(store *s, const store_address_set *sets, size_t n);
+
+/* ---- paged reads (the web UI): bounded work and memory per request ------- */
+
+/* Runs newest first with id < before_id (0: from the newest), at most limit. */
+int store_runs_page(store *s, int64_t before_id, int limit,
+                    int (*fn)(void *ctx, const store_run_row *row), void *ctx);
+
+/* Which calls of a run a page holds; NULL members match everything. */
+typedef struct store_call_filter {
+    const char *method;  /* part of the rpc name, any case ("plan" finds PlanResourceChange) */
+    const char *type;    /* type_name equals */
+    const char *address; /* address equals, or is an instance of it ("a.b" finds "a.b[0]") */
+    const char *status;  /* "ok", "error" (any non-zero code), "inflight", or a decimal code */
+} store_call_filter;
+/* At most limit calls of a run with id > after_id, in id order (the order
+ * they began in, per process). with_json 0 leaves request_json and
+ * response_json NULL. TFTAP_EINVAL for a status that is none of the above. */
+int store_calls_page(store *s, int64_t run_id, const store_call_filter *f, int64_t after_id,
+                     int limit, int with_json, int (*fn)(void *ctx, const store_call_row *row),
+                     void *ctx);
+/* One call of a run, with its JSON. TFTAP_ENOTFOUND if the run has no such call. */
+int store_call_get(store *s, int64_t run_id, int64_t call_id,
+                   int (*fn)(void *ctx, const store_call_row *row), void *ctx);
+
+typedef struct store_process_row {
+    int64_t id;
+    const char *provider;
+    const char *version;
+    int protocol;
+    int pid;
+    const char *schema_sha256;
+    int64_t started_us, ended_us; /* ended 0 while running */
+    int64_t calls;
+    int64_t dropped;
+} store_process_row;
+/* A run's provider processes in id order. */
+int store_processes_each(store *s, int64_t run_id,
+                         int (*fn)(void *ctx, const store_process_row *row), void *ctx);
+
+/* The first call start and the last call end (or start, while in flight) of
+ * a run; both 0 when it has no calls. */
+int store_run_span(store *s, int64_t run_id, int64_t *first_us, int64_t *last_us);
+
+typedef struct store_schema_row {
+    const char *sha256;
+    const char *provider;
+    const char *versions; /* the versions of the processes that used it, comma separated */
+    int protocol;
+    int64_t size;
+    int64_t first_seen_us;
+} store_schema_row;
+/* Recorded provider schemas (kind 'provider'), newest first. */
+int store_schemas_each(store *s, int (*fn)(void *ctx, const store_schema_row *row), void *ctx);
+/* Append the schema's decoded GetProviderSchema response as JSON.
+ * TFTAP_ENOTFOUND, TFTAP_EDECODE, TFTAP_ENOMEM, TFTAP_ESTORE. */
+int store_schema_json(store *s, const char *sha256, tftap_buf *out);
+
+/* SQLite's PRAGMA data_version: changes when another connection commits. */
+int store_data_version(store *s, int64_t *out);
 
 #endif

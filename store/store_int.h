@@ -17,7 +17,8 @@ struct store {
 };
 
 /* Open and migrate; the helper behind store_open and the recorder's own
- * connection. */
+ * connection. create: 1 create if missing, 0 open existing, -1 open
+ * existing read-only (no migration, key left untouched). */
 int store_db_open(const char *path, int create, sqlite3 **out, unsigned char key[STORE_KEY_LEN]);
 
 /* Create path's missing parent directories (0700). 0 or TFTAP_EIO (errno). */

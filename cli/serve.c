@@ -1,0 +1,134 @@
+/* tftap serve: the web UI over a database, read only. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "cli/cli.h"
+#include "cli/cli_store.h"
+#include "web/web.h"
+
+extern char **environ;
+
+static const char usage_text[] =
+    "usage: tftap serve [--db PATH] [--listen ADDR:PORT] [--open]\n\n"
+    "Serve the recorded runs as web pages (runs, call waterfalls, decoded calls, plans,\n"
+    "schemas) and a JSON API (docs/web.md), until interrupted. The first line printed is\n"
+    "the URL to open; it carries a random token, without which every request is refused.\n"
+    "The database is opened read only; a run still being recorded shows up live.\n\n"
+    "  --db PATH           the database (default: $TFTAP_DB, else .tftap/tftap.db)\n"
+    "  --listen ADDR:PORT  where to listen (default 127.0.0.1:0: a free loopback port);\n"
+    "                      any other than a loopback address exposes the recorded values\n"
+    "                      to whoever on the network gets the URL\n"
+    "  --open              open the URL in a browser (xdg-open)\n";
+
+static void open_browser(const char *url)
+{
+    char *argv[] = {"xdg-open", (char *)url, NULL};
+    pid_t pid;
+    if (posix_spawnp(&pid, "xdg-open", NULL, NULL, argv, environ) != 0)
+        cli_error("--open: xdg-open could not be started: open the URL above by hand");
+}
+
+int cli_serve(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, 'd'},
+        {"listen", required_argument, NULL, 'l'},
+        {"open", no_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *db = NULL, *listen = NULL;
+    int open_it = 0, c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            db = optarg;
+            break;
+        case 'l':
+            listen = optarg;
+            break;
+        case 'o':
+            open_it = 1;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return 0;
+        case ':':
+            cli_error("%s needs a value (see 'tftap serve --help')", argv[optind - 1]);
+            return 2;
+        default:
+            cli_error("unknown option '%s' (see 'tftap serve --help')", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        cli_error("unexpected argument '%s' (see 'tftap serve --help')", argv[optind]);
+        return 2;
+    }
+    web_opts wo = {.listen = listen};
+    const char *idle = getenv("TFTAP_SERVE_IDLE_TIMEOUT");
+    if (idle && *idle)
+        wo.idle_timeout = (unsigned)strtoul(idle, NULL, 10);
+    const char *path = cli_db_path(db);
+    store *s = NULL;
+    errno = 0;
+    int rc = store_open(path, STORE_OPEN_READONLY, &s);
+    if (rc) {
+        if (rc == TFTAP_ENOTFOUND)
+            cli_error("no database at %s (record one with 'tftap run', or pass --db)", path);
+        else if (rc == TFTAP_EIO)
+            cli_error("cannot open %s: %s", path, strerror(errno ? errno : EIO));
+        else if (rc == TFTAP_ESTORE)
+            cli_error("cannot read %s: not a tftap database, or one of another tftap version "
+                      "(an older one is brought up to date by 'tftap runs')",
+                      path);
+        else
+            cli_error("cannot open %s: %s", path, tftap_strerror(rc));
+        return 1;
+    }
+    web_server *w = NULL;
+    errno = 0;
+    rc = web_server_new(s, &wo, &w);
+    if (rc) {
+        if (rc == TFTAP_EINVAL)
+            cli_error("--listen wants ADDR:PORT with a numeric address (127.0.0.1:8080, "
+                      "[::1]:0), not '%s'",
+                      listen);
+        else if (rc == TFTAP_EIO)
+            cli_error("cannot listen on %s: %s", listen ? listen : "127.0.0.1:0",
+                      strerror(errno ? errno : EIO));
+        else
+            cli_error("cannot start the server: %s", tftap_strerror(rc));
+        store_close(s);
+        return rc == TFTAP_EINVAL ? 2 : 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    printf("%s\n", web_server_url(w));
+    fflush(stdout);
+    if (!web_server_is_loopback(w))
+        fprintf(stderr,
+                "tftap: WARNING: listening on %s, not a loopback address: anyone on the network "
+                "who gets the URL above can read every recorded run in %s (resource values, "
+                "provider responses; secrets only as redacted hashes). Ctrl-C to stop.\n",
+                listen, path);
+    else
+        fprintf(stderr, "tftap: serving %s read only; Ctrl-C to stop\n", path);
+    if (open_it)
+        open_browser(web_server_url(w));
+    rc = web_server_run(w);
+    web_server_free(w);
+    store_close(s);
+    if (rc) {
+        cli_error("serving: %s", tftap_strerror(rc));
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,346 @@
+/* store: paged reads for the web UI. Every query here is bounded by a limit
+ * and a cursor so that a run of any size costs the same per request. */
+#include "store/store_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decoder/decoder.h"
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+    return (const char *)sqlite3_column_text(st, i);
+}
+
+static int finish(sqlite3_stmt *st, int rc, int cb)
+{
+    sqlite3_finalize(st);
+    if (cb)
+        return cb;
+    return rc == SQLITE_DONE ? 0 : store_err(rc);
+}
+
+int store_runs_page(store *s, int64_t before_id, int limit,
+                    int (*fn)(void *ctx, const store_run_row *row), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(
+        s->db,
+        "SELECT r.id, r.command, r.args, r.cwd, r.cli_name, r.cli_version, r.started_us, "
+        "r.ended_us, r.exit_code, "
+        "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), "
+        "(SELECT count(*) FROM calls c WHERE c.run_id = r.id), "
+        "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id) "
+        "FROM runs r WHERE (?1 = 0 OR r.id < ?1) ORDER BY r.id DESC LIMIT ?2",
+        -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    sqlite3_bind_int64(st, 1, before_id > 0 ? before_id : 0);
+    sqlite3_bind_int(st, 2, limit);
+    int cb = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_run_row r = {
+            .id = sqlite3_column_int64(st, 0),
+            .command = col_text(st, 1),
+            .args_json = col_text(st, 2),
+            .cwd = col_text(st, 3),
+            .cli_name = col_text(st, 4),
+            .cli_version = col_text(st, 5),
+            .started_us = sqlite3_column_int64(st, 6),
+            .ended_us = sqlite3_column_int64(st, 7),
+            .has_exit_code = sqlite3_column_type(st, 8) != SQLITE_NULL,
+            .exit_code = sqlite3_column_int(st, 8),
+            .processes = sqlite3_column_int64(st, 9),
+            .calls = sqlite3_column_int64(st, 10),
+            .dropped = sqlite3_column_int64(st, 11),
+        };
+        cb = fn(ctx, &r);
+        if (cb)
+            break;
+    }
+    return finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
+/* The status filter as SQL parameters: mode 0 any, 1 ok, 2 error, 3 in
+ * flight, 4 equal to code. */
+static int status_mode(const char *status, int *mode, int *code)
+{
+    *mode = 0;
+    *code = 0;
+    if (!status || !*status)
+        return 0;
+    if (strcmp(status, "ok") == 0)
+        *mode = 1;
+    else if (strcmp(status, "error") == 0)
+        *mode = 2;
+    else if (strcmp(status, "inflight") == 0)
+        *mode = 3;
+    else {
+        long v = 0;
+        for (const char *p = status; *p; p++) {
+            if (*p < '0' || *p > '9' || v > 100000)
+                return TFTAP_EINVAL;
+            v = v * 10 + (*p - '0');
+        }
+        *mode = 4;
+        *code = (int)v;
+    }
+    return 0;
+}
+
+#define CALL_COLUMNS                                                                               \
+    "c.id, c.run_id, c.process_id, c.call_seq, p.provider, c.method, c.rpc, c.stream, "            \
+    "c.started_us, c.ended_us, c.status_code, c.status_message, c.request_bytes, "                 \
+    "c.response_bytes, c.request_count, c.response_count, c.type_name, c.address, "
+
+static int call_rows(sqlite3_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,
+                     int *found)
+{
+    int rc, cb = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_call_row c = {
+            .id = sqlite3_column_int64(st, 0),
+            .run_id = sqlite3_column_int64(st, 1),
+            .process_id = sqlite3_column_int64(st, 2),
+            .call_seq = sqlite3_column_int64(st, 3),
+            .provider = col_text(st, 4),
+            .method = col_text(st, 5),
+            .rpc = col_text(st, 6),
+            .stream = sqlite3_column_int(st, 7),
+            .started_us = sqlite3_column_int64(st, 8),
+            .ended_us = sqlite3_column_int64(st, 9),
+            .has_status = sqlite3_column_type(st, 10) != SQLITE_NULL,
+            .status_code = sqlite3_column_int(st, 10),
+            .status_message = col_text(st, 11),
+            .request_bytes = sqlite3_column_int64(st, 12),
+            .response_bytes = sqlite3_column_int64(st, 13),
+            .request_count = sqlite3_column_int64(st, 14),
+            .response_count = sqlite3_column_int64(st, 15),
+            .type_name = col_text(st, 16),
+            .address = col_text(st, 17),
+            .request_json = col_text(st, 18),
+            .response_json = col_text(st, 19),
+            .decode_error = col_text(st, 20),
+        };
+        if (found)
+            *found = 1;
+        cb = fn(ctx, &c);
+        if (cb)
+            break;
+    }
+    return finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
+int store_calls_page(store *s, int64_t run_id, const store_call_filter *f, int64_t after_id,
+                     int limit, int with_json, int (*fn)(void *ctx, const store_call_row *row),
+                     void *ctx)
+{
+    static const store_call_filter none = {NULL, NULL, NULL, NULL};
+    if (!f)
+        f = &none;
+    int mode, code;
+    if (status_mode(f->status, &mode, &code))
+        return TFTAP_EINVAL;
+    /* "+c.run_id": walk the rowid from the cursor instead of the (run_id,
+     * rpc) index, whose rows are not in id order and would be sorted on
+     * every page of a large run. */
+    const char *sql_json =
+        "SELECT " CALL_COLUMNS "c.request_json, c.response_json, c.decode_error "
+        "FROM calls c LEFT JOIN processes p ON p.id = c.process_id "
+        "WHERE c.id > ?2 AND +c.run_id = ?1 "
+        "AND (?3 IS NULL OR instr(lower(c.rpc), lower(?3)) > 0) "
+        "AND (?4 IS NULL OR c.type_name = ?4) "
+        "AND (?5 IS NULL OR c.address = ?5 OR substr(c.address, 1, length(?5) + 1) = ?5 || '[') "
+        "AND (?6 = 0 OR (?6 = 1 AND c.status_code = 0) OR (?6 = 2 AND c.status_code <> 0) "
+        "OR (?6 = 3 AND c.ended_us IS NULL) OR (?6 = 4 AND c.status_code = ?7)) "
+        "ORDER BY c.id LIMIT ?8";
+    const char *sql_plain =
+        "SELECT " CALL_COLUMNS "NULL, NULL, c.decode_error "
+        "FROM calls c LEFT JOIN processes p ON p.id = c.process_id "
+        "WHERE c.id > ?2 AND +c.run_id = ?1 "
+        "AND (?3 IS NULL OR instr(lower(c.rpc), lower(?3)) > 0) "
+        "AND (?4 IS NULL OR c.type_name = ?4) "
+        "AND (?5 IS NULL OR c.address = ?5 OR substr(c.address, 1, length(?5) + 1) = ?5 || '[') "
+        "AND (?6 = 0 OR (?6 = 1 AND c.status_code = 0) OR (?6 = 2 AND c.status_code <> 0) "
+        "OR (?6 = 3 AND c.ended_us IS NULL) OR (?6 = 4 AND c.status_code = ?7)) "
+        "ORDER BY c.id LIMIT ?8";
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, with_json ? sql_json : sql_plain, -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    /* The first page starts at the run's first call, not at the first
+     * call of the database. */
+    if (after_id <= 0) {
+        sqlite3_stmt *first = NULL;
+        rc = sqlite3_prepare_v2(s->db, "SELECT min(id) FROM calls WHERE run_id = ?", -1, &first,
+                                NULL);
+        if (rc != SQLITE_OK) {
+            sqlite3_finalize(st);
+            return store_err(rc);
+        }
+        sqlite3_bind_int64(first, 1, run_id);
+        if (sqlite3_step(first) == SQLITE_ROW && sqlite3_column_type(first, 0) != SQLITE_NULL)
+            after_id = sqlite3_column_int64(first, 0) - 1;
+        sqlite3_finalize(first);
+    }
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, after_id);
+    if (f->method && *f->method)
+        sqlite3_bind_text(st, 3, f->method, -1, SQLITE_STATIC);
+    if (f->type && *f->type)
+        sqlite3_bind_text(st, 4, f->type, -1, SQLITE_STATIC);
+    if (f->address && *f->address)
+        sqlite3_bind_text(st, 5, f->address, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 6, mode);
+    sqlite3_bind_int(st, 7, code);
+    sqlite3_bind_int(st, 8, limit);
+    return call_rows(st, fn, ctx, NULL);
+}
+
+int store_call_get(store *s, int64_t run_id, int64_t call_id,
+                   int (*fn)(void *ctx, const store_call_row *row), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT " CALL_COLUMNS
+                                "c.request_json, c.response_json, c.decode_error "
+                                "FROM calls c LEFT JOIN processes p ON p.id = c.process_id "
+                                "WHERE c.id = ?2 AND c.run_id = ?1",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, call_id);
+    int found = 0;
+    rc = call_rows(st, fn, ctx, &found);
+    if (!rc && !found)
+        return TFTAP_ENOTFOUND;
+    return rc;
+}
+
+int store_processes_each(store *s, int64_t run_id,
+                         int (*fn)(void *ctx, const store_process_row *row), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT p.id, p.provider, p.version, p.protocol, p.pid, "
+                                "p.schema_sha256, p.started_us, p.ended_us, "
+                                "(SELECT count(*) FROM calls c WHERE c.process_id = p.id), "
+                                "p.dropped FROM processes p WHERE p.run_id = ? ORDER BY p.id",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    sqlite3_bind_int64(st, 1, run_id);
+    int cb = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_process_row p = {
+            .id = sqlite3_column_int64(st, 0),
+            .provider = col_text(st, 1),
+            .version = col_text(st, 2),
+            .protocol = sqlite3_column_int(st, 3),
+            .pid = sqlite3_column_int(st, 4),
+            .schema_sha256 = col_text(st, 5),
+            .started_us = sqlite3_column_int64(st, 6),
+            .ended_us = sqlite3_column_int64(st, 7),
+            .calls = sqlite3_column_int64(st, 8),
+            .dropped = sqlite3_column_int64(st, 9),
+        };
+        cb = fn(ctx, &p);
+        if (cb)
+            break;
+    }
+    return finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
+int store_run_span(store *s, int64_t run_id, int64_t *first_us, int64_t *last_us)
+{
+    sqlite3_stmt *st = NULL;
+    *first_us = *last_us = 0;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT min(started_us), max(coalesce(ended_us, started_us)) "
+                                "FROM calls WHERE run_id = ?",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    sqlite3_bind_int64(st, 1, run_id);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *first_us = sqlite3_column_int64(st, 0);
+        *last_us = sqlite3_column_int64(st, 1);
+        rc = SQLITE_DONE;
+    }
+    return finish(st, rc, 0);
+}
+
+int store_schemas_each(store *s, int (*fn)(void *ctx, const store_schema_row *row), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(
+        s->db,
+        "SELECT s.sha256, s.provider, (SELECT group_concat(v, ', ') FROM (SELECT DISTINCT "
+        "p.version AS v FROM processes p WHERE p.schema_sha256 = s.sha256 AND p.version IS "
+        "NOT NULL ORDER BY p.version)), s.protocol, s.size, s.first_seen_us "
+        "FROM schemas s WHERE s.kind = 'provider' ORDER BY s.first_seen_us DESC, s.sha256",
+        -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    int cb = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_schema_row r = {
+            .sha256 = col_text(st, 0),
+            .provider = col_text(st, 1),
+            .versions = col_text(st, 2),
+            .protocol = sqlite3_column_int(st, 3),
+            .size = sqlite3_column_int64(st, 4),
+            .first_seen_us = sqlite3_column_int64(st, 5),
+        };
+        cb = fn(ctx, &r);
+        if (cb)
+            break;
+    }
+    return finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
+int store_schema_json(store *s, const char *sha256, tftap_buf *out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT protocol, raw FROM schemas WHERE sha256 = ? AND kind = "
+                                "'provider'",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    int err;
+    if (rc == SQLITE_ROW) {
+        char method[64];
+        snprintf(method, sizeof method, "/tfplugin%d.Provider/GetProviderSchema",
+                 sqlite3_column_int(st, 0) == 6 ? 6 : 5);
+        dec_error derr = DEC_ERROR_INIT;
+        err = dec_message_to_json(method, 1, sqlite3_column_blob(st, 1),
+                                  (size_t)sqlite3_column_bytes(st, 1), NULL, NULL, NULL, out, &derr);
+        dec_error_done(&derr);
+        if (!err && tftap_buf_failed(out))
+            err = TFTAP_ENOMEM;
+    } else {
+        err = rc == SQLITE_DONE ? TFTAP_ENOTFOUND : store_err(rc);
+    }
+    sqlite3_finalize(st);
+    return err;
+}
+
+int store_data_version(store *s, int64_t *out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA data_version", -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *out = sqlite3_column_int64(st, 0);
+        rc = SQLITE_DONE;
+    }
+    return finish(st, rc, 0);
+}

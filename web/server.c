@@ -1,0 +1,556 @@
+/* web: the HTTP side of `tftap serve`. libmicrohttpd parses HTTP and runs
+ * in its epoll mode without threads of its own; its epoll descriptor is
+ * watched by one uv_poll_t and its timeouts by a uv_timer_t, so that the
+ * whole server, the store queries and the live updates share one thread
+ * and one libuv loop. */
+#include "web/web.h"
+#include "web/web_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <uv.h>
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+
+#define TOKEN_BYTES 16
+/* Bounds on what clients can hold: connections, live-update listeners,
+ * bytes of one connection's request (headers included: more is answered
+ * 431 by libmicrohttpd) and of one listener's unsent events. */
+#define MAX_CONNECTIONS 64
+#define MAX_LISTENERS 32
+#define CONNECTION_MEMORY (64 * 1024)
+#define LISTENER_BACKLOG 4096
+#define PING_MS 15000
+
+static const char csp[] = "default-src 'self'; script-src 'self'; style-src 'self'; "
+                          "img-src 'self'; connect-src 'self'; object-src 'none'; "
+                          "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/* One open /api/events stream. */
+struct listener {
+    struct listener *next, *prev;
+    web_server *w;
+    struct MHD_Connection *conn;
+    tftap_buf pending; /* events not yet handed to libmicrohttpd */
+    int suspended;
+};
+
+struct web_server {
+    uv_loop_t loop;
+    uv_poll_t poll;
+    uv_timer_t mhd_timer, live_timer;
+    uv_signal_t sigint, sigterm;
+    int running;
+    struct MHD_Daemon *mhd;
+    store *s;
+    unsigned poll_ms;
+    char token[2 * TOKEN_BYTES + 1];
+    char host[80];     /* "127.0.0.1:PORT", "[::1]:PORT" */
+    char port[8];      /* "PORT" */
+    char cookie[40];   /* the token cookie's name, per port */
+    char url[160];
+    int loopback, wildcard;
+    int64_t data_version;
+    uint64_t seq;
+    int64_t last_ping_ms;
+    struct listener *listeners;
+    int nlisteners;
+    struct web_schema_cache schema;
+};
+
+/* ---- the listening address --------------------------------------------- */
+
+static int parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *sl, int *v6)
+{
+    char addr[64];
+    const char *colon;
+    if (spec[0] == '[') {
+        const char *close = strchr(spec, ']');
+        if (!close || close[1] != ':' || (size_t)(close - spec - 1) >= sizeof addr)
+            return TFTAP_EINVAL;
+        memcpy(addr, spec + 1, (size_t)(close - spec - 1));
+        addr[close - spec - 1] = '\0';
+        colon = close + 1;
+    } else {
+        colon = strrchr(spec, ':');
+        if (!colon || (size_t)(colon - spec) >= sizeof addr)
+            return TFTAP_EINVAL;
+        memcpy(addr, spec, (size_t)(colon - spec));
+        addr[colon - spec] = '\0';
+    }
+    const char *p = colon + 1;
+    long port = 0;
+    if (!*p || strlen(p) > 5)
+        return TFTAP_EINVAL;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return TFTAP_EINVAL;
+        port = port * 10 + (*p - '0');
+    }
+    if (port > 65535)
+        return TFTAP_EINVAL;
+    if (strcmp(addr, "localhost") == 0)
+        snprintf(addr, sizeof addr, "127.0.0.1");
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, addr, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t)port);
+        *sl = sizeof *in4;
+        *v6 = 0;
+    } else if (inet_pton(AF_INET6, addr, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)port);
+        *sl = sizeof *in6;
+        *v6 = 1;
+    } else {
+        return TFTAP_EINVAL;
+    }
+    return 0;
+}
+
+/* A literal IP address (what DNS rebinding can never put in a Host). */
+static int is_ip_literal(const char *h, size_t n)
+{
+    char tmp[64];
+    unsigned char bin[16];
+    if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
+        if (n - 2 >= sizeof tmp)
+            return 0;
+        memcpy(tmp, h + 1, n - 2);
+        tmp[n - 2] = '\0';
+        return inet_pton(AF_INET6, tmp, bin) == 1;
+    }
+    if (n >= sizeof tmp)
+        return 0;
+    memcpy(tmp, h, n);
+    tmp[n] = '\0';
+    return inet_pton(AF_INET, tmp, bin) == 1;
+}
+
+/* The Host header names this server: its own address and port, or on a
+ * loopback address "localhost:PORT"; on a wildcard address any literal IP
+ * with our port. Anything else is a name some DNS resolved to us: 403. */
+static int host_ok(const web_server *w, const char *host)
+{
+    if (strcmp(host, w->host) == 0)
+        return 1;
+    const char *colon = strrchr(host, ':');
+    if (!colon || strcmp(colon + 1, w->port) != 0)
+        return 0;
+    size_t n = (size_t)(colon - host);
+    if (w->loopback && n == 9 && strncasecmp(host, "localhost", 9) == 0)
+        return 1;
+    return w->wildcard && is_ip_literal(host, n);
+}
+
+static int token_ok(const web_server *w, const char *t)
+{
+    return t && strlen(t) == sizeof w->token - 1 &&
+           CRYPTO_memcmp(t, w->token, sizeof w->token - 1) == 0;
+}
+
+/* ---- responses ------------------------------------------------------------- */
+
+static enum MHD_Result queue(web_server *w, struct MHD_Connection *c, unsigned status,
+                             struct MHD_Response *r, const char *type, int set_cookie)
+{
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(r, "Content-Security-Policy", csp);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "X-Frame-Options", "DENY");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(r, "Cross-Origin-Resource-Policy", "same-origin");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, "Allow", "GET, HEAD");
+    if (set_cookie) {
+        char cookie[160];
+        snprintf(cookie, sizeof cookie, "%s=%s; Path=/; HttpOnly; SameSite=Strict", w->cookie,
+                 w->token);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, cookie);
+    }
+    enum MHD_Result ret = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result reply_text(web_server *w, struct MHD_Connection *c, unsigned status,
+                                  const char *text)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+    return queue(w, c, status, r, "text/plain; charset=utf-8", 0);
+}
+
+static const struct web_asset *asset(const char *path)
+{
+    for (size_t i = 0; i < web_nassets; i++)
+        if (strcmp(web_assets[i].path, path) == 0)
+            return &web_assets[i];
+    return NULL;
+}
+
+static enum MHD_Result reply_asset(web_server *w, struct MHD_Connection *c, const char *path,
+                                   int set_cookie)
+{
+    const struct web_asset *a = asset(path);
+    if (!a)
+        return reply_text(w, c, MHD_HTTP_NOT_FOUND, "not found\n");
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+    return queue(w, c, MHD_HTTP_OK, r, a->type, set_cookie);
+}
+
+/* ---- the JSON API ------------------------------------------------------------ */
+
+static const char *conn_arg(void *ctx, const char *name)
+{
+    return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static enum MHD_Result reply_api(web_server *w, struct MHD_Connection *c, const char *path,
+                                 int set_cookie)
+{
+    tftap_buf body = TFTAP_BUF_INIT;
+    struct web_request req = {path, conn_arg, c};
+    int status = web_api(w->s, &w->schema, &req, &body);
+    if (tftap_buf_failed(&body)) {
+        tftap_buf_done(&body);
+        return reply_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    }
+    size_t len = 0;
+    tftap_buf_cstr(&body);
+    char *data = tftap_buf_take(&body, &len);
+    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, data, free);
+    if (!r)
+        free(data);
+    return queue(w, c, (unsigned)status, r, "application/json; charset=utf-8", set_cookie);
+}
+
+/* ---- live updates: server-sent events --------------------------------------- */
+
+static void schedule(web_server *w, uint64_t ms);
+
+static ssize_t listener_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct listener *l = cls;
+    if (l->pending.len) {
+        size_t n = l->pending.len < max ? l->pending.len : max;
+        memcpy(buf, l->pending.data, n);
+        memmove(l->pending.data, l->pending.data + n, l->pending.len - n);
+        l->pending.len -= n;
+        return (ssize_t)n;
+    }
+    if (!l->w->running)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    /* Nothing to send: park the connection until there is (no busy loop). */
+    MHD_suspend_connection(l->conn);
+    l->suspended = 1;
+    return 0;
+}
+
+static void listener_free(void *cls)
+{
+    struct listener *l = cls;
+    web_server *w = l->w;
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        w->listeners = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    w->nlisteners--;
+    tftap_buf_done(&l->pending);
+    free(l);
+}
+
+static void listener_wake(struct listener *l)
+{
+    if (l->suspended) {
+        l->suspended = 0;
+        MHD_resume_connection(l->conn);
+    }
+}
+
+/* Queue text for every listener; one that has not read its backlog only
+ * misses events (each says "something changed": the next one says it too). */
+static void broadcast(web_server *w, const char *text)
+{
+    size_t n = strlen(text);
+    for (struct listener *l = w->listeners; l; l = l->next) {
+        if (l->pending.len + n <= LISTENER_BACKLOG)
+            tftap_buf_append(&l->pending, text, n);
+        listener_wake(l);
+    }
+    if (w->listeners)
+        schedule(w, 0);
+}
+
+static enum MHD_Result reply_events(web_server *w, struct MHD_Connection *c, int set_cookie)
+{
+    if (w->nlisteners >= MAX_LISTENERS)
+        return reply_text(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "too many live listeners\n");
+    struct listener *l = calloc(1, sizeof *l);
+    if (!l)
+        return reply_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+    l->w = w;
+    l->conn = c;
+    tftap_buf_printf(&l->pending, "retry: 2000\nevent: hello\ndata: {\"seq\":%llu}\n\n",
+                     (unsigned long long)w->seq);
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, listener_read, l, listener_free);
+    if (!r) {
+        tftap_buf_done(&l->pending);
+        free(l);
+        return MHD_NO;
+    }
+    l->next = w->listeners;
+    if (w->listeners)
+        w->listeners->prev = l;
+    w->listeners = l;
+    w->nlisteners++;
+    return queue(w, c, MHD_HTTP_OK, r, "text/event-stream", set_cookie);
+}
+
+static void on_live(uv_timer_t *t)
+{
+    web_server *w = container_of(t, web_server, live_timer);
+    int64_t v = 0;
+    if (store_data_version(w->s, &v) == 0 && v != w->data_version) {
+        w->data_version = v;
+        w->seq++;
+        char ev[96];
+        snprintf(ev, sizeof ev, "event: change\ndata: {\"seq\":%llu}\n\n",
+                 (unsigned long long)w->seq);
+        broadcast(w, ev);
+    }
+    int64_t now = tftap_mono_ms();
+    if (now - w->last_ping_ms >= PING_MS) {
+        /* A comment line: finds listeners that went away while parked. */
+        w->last_ping_ms = now;
+        broadcast(w, ": ping\n\n");
+    }
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static int is_page(const char *url)
+{
+    static const char *const prefixes[] = {"/runs/", "/diff/", "/check/", "/schemas/"};
+    if (strcmp(url, "/") == 0 || strcmp(url, "/schemas") == 0)
+        return 1;
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (strncmp(url, prefixes[i], strlen(prefixes[i])) == 0 && url[strlen(prefixes[i])])
+            return 1;
+    return 0;
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls)
+{
+    web_server *w = cls;
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        return reply_text(w, c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served\n");
+    if (*upload_data_size)
+        return reply_text(w, c, MHD_HTTP_BAD_REQUEST, "a GET request has no body\n");
+    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    if (!host || !host_ok(w, host))
+        return reply_text(w, c, MHD_HTTP_FORBIDDEN,
+                          "forbidden: this server answers only to its own address\n");
+    int set_cookie = 0;
+    if (token_ok(w, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token")))
+        set_cookie = 1;
+    else if (!token_ok(w, MHD_lookup_connection_value(c, MHD_COOKIE_KIND, w->cookie)))
+        return reply_text(w, c, MHD_HTTP_UNAUTHORIZED,
+                          "unauthorized: open the URL `tftap serve` printed (it carries the "
+                          "token)\n");
+    if (strcmp(url, "/api/events") == 0)
+        return reply_events(w, c, set_cookie);
+    if (strncmp(url, "/api/", 5) == 0)
+        return reply_api(w, c, url + 4, set_cookie);
+    if (strncmp(url, "/assets/", 8) == 0)
+        return reply_asset(w, c, url + 7, set_cookie);
+    if (is_page(url))
+        return reply_asset(w, c, "/index.html", set_cookie);
+    return reply_text(w, c, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+/* ---- the loop -------------------------------------------------------------- */
+
+static void run_mhd(web_server *w)
+{
+    if (!w->mhd)
+        return;
+    MHD_run(w->mhd);
+    MHD_UNSIGNED_LONG_LONG t = 0;
+    /* No timeout pending: still look again now and then, so a connection
+     * timeout is never missed by more than a second. */
+    if (MHD_get_timeout(w->mhd, &t) != MHD_YES || t > 1000)
+        t = 1000;
+    schedule(w, t);
+}
+
+static void on_mhd_timer(uv_timer_t *t)
+{
+    run_mhd(container_of(t, web_server, mhd_timer));
+}
+
+static void schedule(web_server *w, uint64_t ms)
+{
+    if (w->running)
+        uv_timer_start(&w->mhd_timer, on_mhd_timer, ms, 0);
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+    run_mhd(container_of(p, web_server, poll));
+}
+
+static void on_signal(uv_signal_t *sig, int signum)
+{
+    web_server_stop(sig->data);
+}
+
+int web_server_new(store *s, const web_opts *opts, web_server **out)
+{
+    *out = NULL;
+    const char *listen = opts && opts->listen ? opts->listen : "127.0.0.1:0";
+    struct sockaddr_storage ss;
+    socklen_t sl = 0;
+    int v6 = 0;
+    if (parse_listen(listen, &ss, &sl, &v6))
+        return TFTAP_EINVAL;
+    web_server *w = calloc(1, sizeof *w);
+    if (!w)
+        return TFTAP_ENOMEM;
+    w->s = s;
+    w->poll_ms = opts && opts->poll_ms ? opts->poll_ms : 200;
+    unsigned timeout = opts && opts->idle_timeout ? opts->idle_timeout : 30;
+    unsigned char raw[TOKEN_BYTES];
+    if (RAND_bytes(raw, sizeof raw) != 1) {
+        free(w);
+        return TFTAP_EIO;
+    }
+    tftap_hex_encode(raw, sizeof raw, w->token);
+    if (uv_loop_init(&w->loop) != 0) {
+        free(w);
+        return TFTAP_ENOMEM;
+    }
+    errno = 0;
+    w->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | (v6 ? MHD_USE_IPv6 : 0),
+                              0, NULL, NULL, answer, w, MHD_OPTION_SOCK_ADDR,
+                              (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+                              (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+                              MHD_OPTION_END);
+    if (!w->mhd) {
+        if (!errno)
+            errno = EADDRNOTAVAIL;
+        uv_loop_close(&w->loop);
+        free(w);
+        return TFTAP_EIO;
+    }
+    const union MHD_DaemonInfo *pi = MHD_get_daemon_info(w->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    unsigned port = pi ? pi->port : 0;
+    char addr[INET6_ADDRSTRLEN];
+    if (v6) {
+        struct in6_addr *a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+        inet_ntop(AF_INET6, a, addr, sizeof addr);
+        w->loopback = IN6_IS_ADDR_LOOPBACK(a);
+        w->wildcard = IN6_IS_ADDR_UNSPECIFIED(a);
+        snprintf(w->host, sizeof w->host, "[%s]:%u", addr, port);
+    } else {
+        struct in_addr *a = &((struct sockaddr_in *)&ss)->sin_addr;
+        inet_ntop(AF_INET, a, addr, sizeof addr);
+        w->loopback = (ntohl(a->s_addr) >> 24) == 127;
+        w->wildcard = a->s_addr == htonl(INADDR_ANY);
+        snprintf(w->host, sizeof w->host, "%s:%u", addr, port);
+    }
+    snprintf(w->port, sizeof w->port, "%u", port);
+    snprintf(w->cookie, sizeof w->cookie, "tftap_token_%u", port);
+    snprintf(w->url, sizeof w->url, "http://%s/?token=%s", w->host, w->token);
+    store_data_version(s, &w->data_version);
+    *out = w;
+    return 0;
+}
+
+const char *web_server_url(const web_server *w)
+{
+    return w->url;
+}
+
+int web_server_is_loopback(const web_server *w)
+{
+    return w->loopback;
+}
+
+int web_server_run(web_server *w)
+{
+    const union MHD_DaemonInfo *ei = MHD_get_daemon_info(w->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!ei)
+        return TFTAP_EIO;
+    if (uv_poll_init(&w->loop, &w->poll, ei->epoll_fd) != 0)
+        return TFTAP_EIO;
+    uv_timer_init(&w->loop, &w->mhd_timer);
+    uv_timer_init(&w->loop, &w->live_timer);
+    uv_signal_init(&w->loop, &w->sigint);
+    uv_signal_init(&w->loop, &w->sigterm);
+    w->sigint.data = w->sigterm.data = w;
+    w->running = 1;
+    w->last_ping_ms = tftap_mono_ms();
+    uv_poll_start(&w->poll, UV_READABLE, on_poll);
+    uv_timer_start(&w->live_timer, on_live, w->poll_ms, w->poll_ms);
+    uv_signal_start(&w->sigint, on_signal, SIGINT);
+    uv_signal_start(&w->sigterm, on_signal, SIGTERM);
+    schedule(w, 0);
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    return 0;
+}
+
+void web_server_stop(web_server *w)
+{
+    if (!w->running)
+        return;
+    w->running = 0;
+    uv_poll_stop(&w->poll);
+    uv_close((uv_handle_t *)&w->poll, NULL);
+    uv_close((uv_handle_t *)&w->mhd_timer, NULL);
+    uv_close((uv_handle_t *)&w->live_timer, NULL);
+    uv_close((uv_handle_t *)&w->sigint, NULL);
+    uv_close((uv_handle_t *)&w->sigterm, NULL);
+    /* libmicrohttpd must not be stopped with parked connections. */
+    for (struct listener *l = w->listeners; l; l = l->next)
+        listener_wake(l);
+    MHD_stop_daemon(w->mhd);
+    w->mhd = NULL;
+}
+
+void web_server_free(web_server *w)
+{
+    if (!w)
+        return;
+    web_server_stop(w);
+    if (w->mhd)
+        MHD_stop_daemon(w->mhd);
+    uv_run(&w->loop, UV_RUN_DEFAULT); /* let the closed handles' callbacks run */
+    uv_loop_close(&w->loop);
+    free(w->schema.json);
+    free(w);
+}
