@@ -202,12 +202,12 @@ int store_call_get(store *s, int64_t run_id, int64_t call_id,
                    int (*fn)(void *ctx, const store_call_row *row), void *ctx)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT " CALL_COLUMNS
-                                "c.request_json, c.response_json, c.decode_error "
-                                "FROM calls c LEFT JOIN processes p ON p.id = c.process_id "
-                                "WHERE c.id = ?2 AND c.run_id = ?1",
-                                -1, &st, NULL);
+    int rc =
+        sqlite3_prepare_v2(s->db,
+                           "SELECT " CALL_COLUMNS "c.request_json, c.response_json, c.decode_error "
+                           "FROM calls c LEFT JOIN processes p ON p.id = c.process_id "
+                           "WHERE c.id = ?2 AND c.run_id = ?1",
+                           -1, &st, NULL);
     if (rc != SQLITE_OK)
         return store_err(rc);
     sqlite3_bind_int64(st, 1, run_id);
@@ -315,12 +315,14 @@ int store_schema_json(store *s, const char *sha256, tftap_buf *out)
     rc = sqlite3_step(st);
     int err;
     if (rc == SQLITE_ROW) {
-        char method[64];
-        snprintf(method, sizeof method, "/tfplugin%d.Provider/GetProviderSchema",
-                 sqlite3_column_int(st, 0) == 6 ? 6 : 5);
+        /* Protocol 5 calls it GetSchema. */
+        const char *method = sqlite3_column_int(st, 0) == 6
+                                 ? "/tfplugin6.Provider/GetProviderSchema"
+                                 : "/tfplugin5.Provider/GetSchema";
         dec_error derr = DEC_ERROR_INIT;
-        err = dec_message_to_json(method, 1, sqlite3_column_blob(st, 1),
-                                  (size_t)sqlite3_column_bytes(st, 1), NULL, NULL, NULL, out, &derr);
+        err =
+            dec_message_to_json(method, 1, sqlite3_column_blob(st, 1),
+                                (size_t)sqlite3_column_bytes(st, 1), NULL, NULL, NULL, out, &derr);
         dec_error_done(&derr);
         if (!err && tftap_buf_failed(out))
             err = TFTAP_ENOMEM;

@@ -365,8 +365,11 @@ static int api_changes(store *s, int64_t run, const struct web_request *r, tftap
     if (rc)
         return rc == TFTAP_ENOTFOUND ? error_body(b, 404, "no such run")
                                      : error_body(b, 500, store_errmsg(s));
-    struct changes_ctx x = {.b = b, .all = all && strcmp(all, "0") != 0, .offset = offset,
-                            .limit = limit, .text = TFTAP_BUF_INIT};
+    struct changes_ctx x = {.b = b,
+                            .all = all && strcmp(all, "0") != 0,
+                            .offset = offset,
+                            .limit = limit,
+                            .text = TFTAP_BUF_INIT};
     tftap_buf_puts(b, "{\"changes\":[");
     rc = store_changes_each(s, run, arg_str(r, "filter"), each_change, &x);
     tftap_buf_done(&x.text);

@@ -22,7 +22,7 @@
 #include <openssl/rand.h>
 #include <uv.h>
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 #define TOKEN_BYTES 16
 /* Bounds on what clients can hold: connections, live-update listeners,
@@ -57,9 +57,9 @@ struct web_server {
     store *s;
     unsigned poll_ms;
     char token[2 * TOKEN_BYTES + 1];
-    char host[80];     /* "127.0.0.1:PORT", "[::1]:PORT" */
-    char port[8];      /* "PORT" */
-    char cookie[40];   /* the token cookie's name, per port */
+    char host[80];   /* "127.0.0.1:PORT", "[::1]:PORT" */
+    char port[8];    /* "PORT" */
+    char cookie[40]; /* the token cookie's name, per port */
     char url[160];
     int loopback, wildcard;
     int64_t data_version;
@@ -454,12 +454,11 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
         return TFTAP_ENOMEM;
     }
     errno = 0;
-    w->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | (v6 ? MHD_USE_IPv6 : 0),
-                              0, NULL, NULL, answer, w, MHD_OPTION_SOCK_ADDR,
-                              (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
-                              (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
-                              MHD_OPTION_END);
+    w->mhd = MHD_start_daemon(
+        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, answer,
+        w, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_END);
     if (!w->mhd) {
         if (!errno)
             errno = EADDRNOTAVAIL;

@@ -1,0 +1,727 @@
+/* tftap serve: the pages. Plain JavaScript, no framework, no network but
+ * this server. Every view has its own URL (client-side routing); lists are
+ * paged from the JSON API (docs/web.md); values are parsed keeping numbers
+ * as their exact text. */
+'use strict';
+
+const PAGE = 200;
+const main = document.getElementById('main');
+let view = null; /* the current view: {live()} called when the database changed */
+
+/* ---- small helpers ---------------------------------------------------- */
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const kid of kids.flat()) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    e.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+  return e;
+}
+
+async function api(path) {
+  const r = await fetch('/api' + path, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+  let body = null;
+  try { body = await r.json(); } catch (e) { body = null; }
+  if (!r.ok) throw new Error((body && body.error) || ('HTTP ' + r.status));
+  return body;
+}
+
+function qs(params) {
+  const u = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== null && v !== undefined && v !== '') u.set(k, v);
+  const s = u.toString();
+  return s ? '?' + s : '';
+}
+
+function fmtTime(us) {
+  if (!us) return '-';
+  const d = new Date(us / 1000);
+  const p = n => String(n).padStart(2, '0');
+  return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + ' ' +
+    p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds());
+}
+
+function fmtDur(a, b) {
+  if (!a || !b || b < a) return '-';
+  const d = b - a;
+  if (d < 1000) return d + 'us';
+  if (d < 1e6) return (d / 1000).toFixed(1) + 'ms';
+  return (d / 1e6).toFixed(2) + 's';
+}
+
+function fmtBytes(n) {
+  if (n < 1024) return n + ' B';
+  if (n < 1048576) return (n / 1024).toFixed(1) + ' KiB';
+  return (n / 1048576).toFixed(1) + ' MiB';
+}
+
+function methodClass(rpc) {
+  rpc = rpc || '';
+  if (/^Plan/.test(rpc)) return 'm-plan';
+  if (/^Apply/.test(rpc)) return 'm-apply';
+  if (/^Read|^ImportResourceState|^MoveResourceState|^UpgradeResourceState/.test(rpc)) return 'm-read';
+  if (/Schema|Metadata/.test(rpc)) return 'm-schema';
+  if (/^Validate|^Configure|^PrepareProviderConfig/.test(rpc)) return 'm-config';
+  return 'm-other';
+}
+
+function statusOf(c) {
+  if (c.ended_us === null || c.status_code === null) return { cls: 's-inflight', text: 'in flight' };
+  if (c.status_code === 0) return { cls: 's-ok', text: 'ok' };
+  return { cls: 's-err', text: 'error ' + c.status_code + (c.status_message ? ': ' + c.status_message : '') };
+}
+
+function runLink(id) { return '/runs/' + id; }
+function callLink(run, id) { return '/runs/' + run + '/calls/' + id; }
+function resourceLink(run, addr) { return '/runs/' + run + '/resources/' + encodeURIComponent(addr); }
+
+function showError(where, err) {
+  where.append(el('p', { class: 'error-box', role: 'alert', text: String(err.message || err) }));
+}
+
+/* ---- exact JSON: numbers stay text ------------------------------------ */
+
+function parseExact(text) {
+  let i = 0;
+  const MAX_DEPTH = 512;
+  const fail = msg => { throw new Error('malformed JSON at ' + i + ': ' + msg); };
+  const ws = () => { while (i < text.length && ' \t\r\n'.includes(text[i])) i++; };
+  function str() {
+    let out = '';
+    i++;
+    for (;;) {
+      if (i >= text.length) fail('unterminated string');
+      const ch = text[i++];
+      if (ch === '"') return out;
+      if (ch !== '\\') { out += ch; continue; }
+      const e = text[i++];
+      if (e === 'u') {
+        const h = text.substr(i, 4);
+        if (!/^[0-9a-fA-F]{4}$/.test(h)) fail('bad escape');
+        out += String.fromCharCode(parseInt(h, 16));
+        i += 4;
+      } else {
+        const m = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }[e];
+        if (m === undefined) fail('bad escape');
+        out += m;
+      }
+    }
+  }
+  function value(depth) {
+    if (depth > MAX_DEPTH) fail('nested too deeply');
+    ws();
+    const ch = text[i];
+    if (ch === '{') {
+      i++;
+      const m = [];
+      ws();
+      if (text[i] === '}') { i++; return { t: 'obj', m }; }
+      for (;;) {
+        ws();
+        if (text[i] !== '"') fail('expected a member name');
+        const k = str();
+        ws();
+        if (text[i++] !== ':') fail('expected :');
+        m.push([k, value(depth + 1)]);
+        ws();
+        if (text[i] === ',') { i++; continue; }
+        if (text[i] === '}') { i++; return { t: 'obj', m }; }
+        fail('expected , or }');
+      }
+    }
+    if (ch === '[') {
+      i++;
+      const v = [];
+      ws();
+      if (text[i] === ']') { i++; return { t: 'arr', v }; }
+      for (;;) {
+        v.push(value(depth + 1));
+        ws();
+        if (text[i] === ',') { i++; continue; }
+        if (text[i] === ']') { i++; return { t: 'arr', v }; }
+        fail('expected , or ]');
+      }
+    }
+    if (ch === '"') return { t: 'str', v: str() };
+    const num = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/.exec(text.slice(i, i + 4096));
+    if (num && num[0]) { i += num[0].length; return { t: 'num', s: num[0] }; }
+    for (const [w, node] of [['true', { t: 'bool', v: true }], ['false', { t: 'bool', v: false }], ['null', { t: 'null' }]]) {
+      if (text.startsWith(w, i)) { i += w.length; return node; }
+    }
+    fail('unexpected character');
+  }
+  const v = value(0);
+  ws();
+  if (i !== text.length) fail('trailing characters');
+  return v;
+}
+
+function toText(n, ind) {
+  ind = ind || '';
+  const next = ind + '  ';
+  switch (n.t) {
+    case 'obj':
+      if (!n.m.length) return '{}';
+      return '{\n' + n.m.map(([k, v]) => next + JSON.stringify(k) + ': ' + toText(v, next)).join(',\n') + '\n' + ind + '}';
+    case 'arr':
+      if (!n.v.length) return '[]';
+      return '[\n' + n.v.map(v => next + toText(v, next)).join(',\n') + '\n' + ind + ']';
+    case 'num': return n.s;
+    case 'str': return JSON.stringify(n.v);
+    case 'bool': return n.v ? 'true' : 'false';
+    default: return 'null';
+  }
+}
+
+function member(n, key) {
+  if (!n || n.t !== 'obj') return null;
+  const m = n.m.find(([k]) => k === key);
+  return m ? m[1] : null;
+}
+
+/* {"$unknown": {...}} with refinements, {"$sensitive": "hmac-sha256:..."} */
+function marker(n) {
+  if (!n || n.t !== 'obj' || n.m.length !== 1) return null;
+  const [k, v] = n.m[0];
+  if (k === '$unknown') {
+    const parts = [];
+    if (v.t === 'obj') {
+      for (const [rk, rv] of v.m) {
+        if (rk === 'null') parts.push(rv.t === 'bool' && !rv.v ? 'not null' : 'may be null');
+        else if (rk === 'prefix') parts.push('prefix ' + JSON.stringify(rv.v));
+        else if ((rk === 'lower' || rk === 'upper') && rv.t === 'arr' && rv.v.length === 2)
+          parts.push((rk === 'lower' ? '>' : '<') + (rv.v[1].v ? '= ' : ' ') + toText(rv.v[0]));
+        else if (rk === 'min_len' || rk === 'max_len') parts.push(rk.replace('_len', ' length') + ' ' + toText(rv));
+      }
+    }
+    return el('span', { class: 'unknown', title: 'unknown value' },
+      '(known after apply' + (parts.length ? ': ' + parts.join(', ') : '') + ')');
+  }
+  if (k === '$sensitive') {
+    return el('span', { class: 'sensitive', title: String(v.v || '') }, '(sensitive) ' + String(v.v || '').slice(0, 24) + '…');
+  }
+  return null;
+}
+
+function scalar(n) {
+  switch (n.t) {
+    case 'num': return el('span', { class: 'j-num' }, n.s);
+    case 'str': return el('span', { class: 'j-str' }, JSON.stringify(n.v));
+    case 'bool': return el('span', { class: 'j-bool' }, n.v ? 'true' : 'false');
+    default: return el('span', { class: 'j-null' }, 'null');
+  }
+}
+
+function tree(n, key, depth) {
+  const label = key !== null ? [el('span', { class: 'key' }, key), ': '] : [];
+  const mk = marker(n);
+  if (mk) return el('div', { class: 'kv' }, label, mk);
+  if (n.t !== 'obj' && n.t !== 'arr') return el('div', { class: 'kv' }, label, scalar(n));
+  const kids = n.t === 'obj' ? n.m : n.v.map((v, i) => ['[' + i + ']', v]);
+  const open = n.t === 'obj' ? '{' : '[';
+  const close = n.t === 'obj' ? '}' : ']';
+  if (!kids.length) return el('div', { class: 'kv' }, label, open + close);
+  const d = el('details', depth < 3 ? { open: true } : {},
+    el('summary', {}, label, open, el('span', { class: 'muted' }, ' ' + kids.length + (n.t === 'obj' ? ' keys' : ' items') + ' '), close));
+  /* Children render when opened: a state of thousands of values stays cheap. */
+  let filled = false;
+  const fill = () => {
+    if (filled) return;
+    filled = true;
+    for (const [k, v] of kids) d.append(tree(v, n.t === 'obj' ? JSON.stringify(k) : k, depth + 1));
+  };
+  if (d.open) fill();
+  d.addEventListener('toggle', fill);
+  return d;
+}
+
+function valueBlock(title, text) {
+  const box = el('section', { class: 'value' }, el('h2', {}, title));
+  if (text === null || text === undefined) {
+    box.append(el('p', { class: 'muted' }, 'not recorded'));
+    return box;
+  }
+  let node;
+  try { node = parseExact(text); } catch (e) {
+    box.append(el('p', { class: 'error-box', text: String(e.message) }), el('pre', {}, text));
+    return box;
+  }
+  const pretty = () => toText(node);
+  const status = el('span', { class: 'muted', role: 'status' });
+  box.append(el('div', { class: 'toolbar' },
+    el('button', {
+      type: 'button', onclick: async () => {
+        try { await navigator.clipboard.writeText(pretty()); status.textContent = 'copied'; } catch (e) { status.textContent = 'copy failed: ' + e.message; }
+      }
+    }, 'Copy as JSON'), status));
+  box.append(el('div', { class: 'tree mono' }, tree(node, null, 0)));
+  box.tftapNode = node;
+  return box;
+}
+
+/* ---- views ------------------------------------------------------------ */
+
+function setView(v, title) {
+  view = v;
+  document.title = title ? title + ' · tftap' : 'tftap';
+}
+
+function moreButton(label, fn) {
+  const b = el('button', { type: 'button', class: 'more' }, label);
+  b.addEventListener('click', fn);
+  return b;
+}
+
+async function runsView() {
+  setView(null, 'Runs');
+  const filter = el('input', { type: 'search', id: 'runs-filter', placeholder: 'command, version, id…', 'aria-label': 'filter runs' });
+  const tbody = el('tbody');
+  const table = el('table', { class: 'runs' },
+    el('thead', {}, el('tr', {}, ['Run', 'Command', 'CLI', 'Started', 'Duration', 'Exit', 'Processes', 'Calls', 'Lost', 'Findings'].map(h => el('th', {}, h)))),
+    tbody);
+  const more = el('div');
+  main.replaceChildren(el('h1', {}, 'Runs'), el('div', { class: 'filters' }, el('label', {}, 'Filter', filter)), table, more);
+  const rows = new Map();
+  let next = null;
+  const apply = () => {
+    const q = filter.value.trim().toLowerCase();
+    for (const tr of tbody.children) tr.hidden = q && !tr.dataset.text.includes(q);
+  };
+  filter.addEventListener('input', apply);
+  const rowOf = r => {
+    const args = Array.isArray(r.args) ? r.args.join(' ') : '';
+    const cmd = (r.command || '') + (args ? ' ' + args : '');
+    const tr = el('tr', { class: r.ended_us ? '' : 'running', 'data-run': r.id },
+      el('td', {}, el('a', { href: runLink(r.id) }, '#' + r.id)),
+      el('td', { class: 'mono' }, cmd || el('span', { class: 'muted' }, '(wrapped provider)')),
+      el('td', {}, [r.cli_name, r.cli_version].filter(Boolean).join(' ') || '-'),
+      el('td', {}, fmtTime(r.started_us)),
+      el('td', {}, r.ended_us ? fmtDur(r.started_us, r.ended_us) : 'running'),
+      el('td', { class: r.exit_code ? 'status-err' : '' }, r.exit_code === null ? '-' : String(r.exit_code)),
+      el('td', {}, String(r.processes)),
+      el('td', {}, String(r.calls)),
+      el('td', { class: r.dropped ? 'status-err' : '' }, String(r.dropped)),
+      el('td', { class: 'muted', title: 'tftap check' }, '-'));
+    tr.dataset.text = ('#' + r.id + ' ' + cmd + ' ' + (r.cli_name || '') + ' ' + (r.cli_version || '')).toLowerCase();
+    return tr;
+  };
+  const put = (list, atTop) => {
+    for (const r of list) {
+      const tr = rowOf(r);
+      const old = rows.get(r.id);
+      if (old) old.replaceWith(tr);
+      else if (atTop) tbody.prepend(tr);
+      else tbody.append(tr);
+      rows.set(r.id, tr);
+    }
+    apply();
+  };
+  const load = async () => {
+    const d = await api('/runs' + qs({ before: next, limit: PAGE }));
+    put(d.runs, false);
+    next = d.next;
+    more.replaceChildren(next ? moreButton('Load older runs', load) : '');
+    if (!rows.size) more.replaceChildren(el('p', { class: 'muted' }, 'No runs recorded yet: record one with tftap run -- tofu plan. It appears here as it runs.'));
+  };
+  try { await load(); } catch (e) { showError(main, e); }
+  setView({
+    live: async () => {
+      /* New runs and the newest ones' counts: the first page again. */
+      const d = await api('/runs' + qs({ limit: 20 }));
+      const fresh = d.runs.filter(r => !rows.has(r.id)).reverse();
+      put(d.runs.filter(r => rows.has(r.id)), false);
+      put(fresh, true);
+      if (rows.size) more.querySelector('p') && more.replaceChildren(next ? moreButton('Load older runs', load) : '');
+    }
+  }, 'Runs');
+}
+
+function runHeader(d) {
+  const r = d.run;
+  const args = Array.isArray(r.args) ? r.args.join(' ') : '';
+  return el('dl', { class: 'facts' },
+    el('dt', {}, 'Command'), el('dd', { class: 'mono' }, ((r.command || '') + ' ' + args).trim() || '(wrapped provider)'),
+    el('dt', {}, 'CLI'), el('dd', {}, [r.cli_name, r.cli_version].filter(Boolean).join(' ') || '-'),
+    el('dt', {}, 'Started'), el('dd', {}, fmtTime(r.started_us)),
+    el('dt', {}, 'Duration'), el('dd', {}, r.ended_us ? fmtDur(r.started_us, r.ended_us) : 'running'),
+    el('dt', {}, 'Exit code'), el('dd', { class: r.exit_code ? 'status-err' : '' }, r.exit_code === null ? '-' : String(r.exit_code)),
+    el('dt', {}, 'Calls'), el('dd', {}, String(r.calls) + ' in ' + r.processes + ' provider process' + (r.processes === 1 ? '' : 'es') +
+      (r.dropped ? ', ' + r.dropped + ' records lost' : '')));
+}
+
+/* Plan-like changes, collapsible per address, paged. */
+function changesSection(run, filter) {
+  const box = el('section', { class: 'changes' });
+  const list = el('div');
+  const summary = el('p', { class: 'muted' });
+  const more = el('div');
+  const all = el('input', { type: 'checkbox', id: 'changes-all' });
+  box.append(el('h2', {}, 'Resource changes'),
+    el('div', { class: 'toolbar' }, el('label', {}, all, ' also no-op changes, applied plans and reads')), summary, list, more);
+  let offset = 0;
+  const load = async reset => {
+    if (reset) { offset = 0; list.replaceChildren(); }
+    const d = await api('/runs/' + run + '/changes' + qs({ offset, limit: 50, filter, all: all.checked ? 1 : '' }));
+    for (const c of d.changes) {
+      const act = c.action;
+      const what = c.address || (c.type_name + ' (address unknown)');
+      list.append(el('details', { class: 'change', open: true, 'data-address': c.address || '' },
+        el('summary', {}, el('strong', { class: 'act-' + act }, act), ' ',
+          c.address ? el('a', { href: resourceLink(run, c.address) }, what) : what,
+          ' ', el('a', { class: 'muted', href: callLink(run, c.call_id) }, c.rpc + ' #' + c.call_id),
+          c.status_code ? el('span', { class: 'status-err' }, ' error ' + c.status_code) : ''),
+        el('pre', {}, c.text)));
+    }
+    offset = d.next || offset;
+    const k = d.counts;
+    summary.textContent = d.total ? d.total + ' change' + (d.total === 1 ? '' : 's') + ': ' + k.create + ' to create, ' + k.update + ' to update, ' +
+      k.replace + ' to replace, ' + k.delete + ' to destroy' + (k.read ? ', ' + k.read + ' read' : '') + (k.noop ? ', ' + k.noop + ' no-op' : '') +
+      (d.skipped ? ' (' + d.skipped + ' no-op, read or applied plan not shown)' : '')
+      : 'No resource changes' + (d.skipped ? ' (' + d.skipped + ' no-op, read or applied plan not shown)' : '') + '.';
+    more.replaceChildren(d.next ? moreButton('More changes', () => load(false)) : '');
+  };
+  all.addEventListener('change', () => load(true).catch(e => showError(box, e)));
+  box.reload = () => load(true);
+  load(true).catch(e => showError(box, e));
+  return box;
+}
+
+function callRow(run, c, span) {
+  const st = statusOf(c);
+  const what = c.address || c.type_name || '';
+  const a = el('a', { class: 'row ' + methodClass(c.rpc) + ' ' + st.cls, href: callLink(run, c.id), 'data-call': c.id },
+    el('span', { class: 'c-seq muted' }, '#' + c.call_seq),
+    el('span', { class: 'c-rpc', title: c.method }, c.rpc),
+    el('span', { class: 'c-what', title: what }, what),
+    el('span', { class: 'c-bar', title: st.text + ', ' + fmtDur(c.started_us, c.ended_us) }, el('span', { class: 'bar' })));
+  a.tftapCall = c;
+  placeBar(a, span);
+  return a;
+}
+
+function placeBar(row, span) {
+  const c = row.tftapCall;
+  const total = Math.max(span.last - span.first, 1);
+  const end = c.ended_us || span.last;
+  const bar = row.querySelector('.bar');
+  bar.style.left = ((c.started_us - span.first) / total * 100).toFixed(3) + '%';
+  bar.style.width = Math.max((end - c.started_us) / total * 100, 0.15).toFixed(3) + '%';
+}
+
+function axis(span) {
+  const total = span.last - span.first;
+  const box = el('div', { class: 'axis', 'aria-hidden': 'true' });
+  for (let i = 0; i <= 4; i++) {
+    const s = el('span', {}, i === 0 ? '0' : fmtDur(0, total * i / 4));
+    s.style.left = (i * 25) + '%';
+    box.append(s);
+  }
+  return box;
+}
+
+/* The calls of a run: one lane per provider process, rows on a time axis. */
+function waterfall(run, d, filters) {
+  const box = el('section', { class: 'waterfall' });
+  const span = { first: d.span.first_us || d.run.started_us, last: Math.max(d.span.last_us, d.span.first_us + 1) };
+  const lanes = new Map();
+  const laneBox = el('div', { class: 'lanes' });
+  for (const p of d.processes) {
+    const rows = el('div', { class: 'rows' });
+    const head = el('h3', { class: 'lane-head' }, (p.provider || 'provider') + (p.version ? ' ' + p.version : '') +
+      ' · pid ' + p.pid + ' · protocol ' + p.protocol + ' · ' + p.calls + ' calls' + (p.dropped ? ' · ' + p.dropped + ' lost' : ''));
+    const lane = el('section', { class: 'lane', 'data-process': p.id }, head, rows);
+    lanes.set(p.id, rows);
+    laneBox.append(lane);
+  }
+  const legend = el('div', { class: 'legend' }, ['m-plan plan', 'm-apply apply', 'm-read read/import/upgrade', 'm-config validate/configure', 'm-schema schema', 'm-other other', 's-err failed', 's-inflight in flight']
+    .map(x => { const [c, t] = x.split(' '); return el('span', { class: c }, el('i'), t); }));
+  const axisBox = el('div', {}, axis(span));
+  const more = el('div');
+  const count = el('p', { class: 'muted', role: 'status' });
+  box.append(el('h2', {}, 'Calls'), legend, count, axisBox, laneBox, more);
+  let after = null, last = 0, done = false, shown = 0, loading = false;
+  const add = c => {
+    let rows = lanes.get(c.process_id);
+    if (!rows) { /* a process that started since the page loaded */
+      rows = el('div', { class: 'rows' });
+      laneBox.append(el('section', { class: 'lane', 'data-process': c.process_id }, el('h3', { class: 'lane-head' }, (c.provider || 'provider') + ' · process ' + c.process_id), rows));
+      lanes.set(c.process_id, rows);
+    }
+    rows.append(callRow(run, c, span));
+    shown++;
+  };
+  const load = async () => {
+    if (loading) return;
+    loading = true;
+    try {
+      const d2 = await api('/runs/' + run + '/calls' + qs(Object.assign({ after, limit: PAGE }, filters)));
+      d2.calls.forEach(add);
+      last = d2.last || last;
+      after = d2.next;
+      done = !d2.next;
+      count.textContent = shown + ' call' + (shown === 1 ? '' : 's') + ' shown' + (done ? '' : ' (more below)');
+      more.replaceChildren(done ? '' : moreButton('Load more calls', load));
+      if (!shown) count.textContent = 'No calls' + (Object.values(filters).some(Boolean) ? ' match these filters.' : ' recorded.');
+    } finally { loading = false; }
+  };
+  /* Scrolling to the end loads the next page. */
+  const sentinel = el('div');
+  box.append(sentinel);
+  new IntersectionObserver(es => { if (es.some(e => e.isIntersecting) && !done && after) load().catch(e => showError(box, e)); }).observe(sentinel);
+  box.start = () => load();
+  box.live = async (fresh) => {
+    if (fresh) {
+      const grew = fresh.span.last_us > span.last || (fresh.span.first_us && fresh.span.first_us < span.first);
+      if (fresh.span.first_us) span.first = Math.min(span.first, fresh.span.first_us);
+      span.last = Math.max(span.last, fresh.span.last_us);
+      if (grew) {
+        axisBox.replaceChildren(axis(span));
+        for (const r of laneBox.querySelectorAll('.row')) placeBar(r, span);
+      }
+    }
+    if (!done) return;
+    /* At the end of the list: follow the run. In-flight rows are redrawn. */
+    for (const r of laneBox.querySelectorAll('.row.s-inflight')) {
+      const c = (await api('/runs/' + run + '/calls/' + r.tftapCall.id)).call;
+      delete c.request; delete c.response;
+      r.replaceWith(callRow(run, c, span));
+    }
+    const d2 = await api('/runs/' + run + '/calls' + qs(Object.assign({ after: last, limit: PAGE }, filters)));
+    d2.calls.forEach(add);
+    last = d2.last || last;
+    if (d2.next) { after = d2.next; done = false; more.replaceChildren(moreButton('Load more calls', load)); }
+    count.textContent = shown + ' call' + (shown === 1 ? '' : 's') + ' shown' + (done ? '' : ' (more below)');
+  };
+  return box;
+}
+
+function filterForm(values, onApply) {
+  const f = {};
+  const input = (name, label, ph) => { f[name] = el('input', { name, value: values[name] || '', placeholder: ph, 'aria-label': label }); return el('label', {}, label, f[name]); };
+  f.status = el('select', { name: 'status', 'aria-label': 'status' },
+    [['', 'any'], ['ok', 'ok'], ['error', 'failed'], ['inflight', 'in flight']].map(([v, t]) => el('option', { value: v, selected: values.status === v }, t)));
+  const form = el('form', { class: 'filters', role: 'search' },
+    input('method', 'Method', 'plan, apply…'), input('type', 'Type', 'tftest6_thing'), input('address', 'Address', 'tftest6_thing.a'),
+    el('label', {}, 'Status', f.status), el('button', { type: 'submit' }, 'Filter'));
+  form.addEventListener('submit', e => {
+    e.preventDefault();
+    const v = {};
+    for (const k of ['method', 'type', 'address', 'status']) v[k] = f[k].value.trim();
+    onApply(v);
+  });
+  return form;
+}
+
+async function runView(run, params) {
+  setView(null, 'Run ' + run);
+  const filters = { method: params.get('method') || '', type: params.get('type') || '', address: params.get('address') || '', status: params.get('status') || '' };
+  let d;
+  try { d = await api('/runs/' + run); } catch (e) { main.replaceChildren(el('h1', {}, 'Run ' + run)); showError(main, e); return; }
+  const header = el('div', {}, runHeader(d));
+  const wf = waterfall(run, d, filters);
+  const form = filterForm(filters, v => navigate(runLink(run) + qs(v)));
+  const changes = changesSection(run, null);
+  main.replaceChildren(el('h1', {}, 'Run #' + d.run.id, d.run.ended_us ? '' : el('span', { class: 'status-inflight' }, ' (recording)')),
+    header, el('p', {}, el('a', { href: '/check/' + run }, 'Findings'), ' · ', el('a', { href: '/diff/' + (run > 1 ? run - 1 : run) + '/' + run }, 'Diff with the previous run')),
+    changes, form, wf);
+  await wf.start().catch(e => showError(main, e));
+  let wasRunning = !d.run.ended_us;
+  setView({
+    live: async () => {
+      const fresh = await api('/runs/' + run);
+      header.replaceChildren(runHeader(fresh));
+      await wf.live(fresh);
+      if (wasRunning) changes.reload().catch(() => {});
+      wasRunning = !fresh.run.ended_us;
+      if (!wasRunning) main.querySelector('h1 .status-inflight')?.remove();
+    }
+  }, 'Run ' + run);
+}
+
+async function callView(run, id) {
+  setView(null, 'Call ' + id);
+  let c;
+  try { c = (await api('/runs/' + run + '/calls/' + id)).call; } catch (e) { main.replaceChildren(el('h1', {}, 'Call ' + id)); showError(main, e); return; }
+  const st = statusOf(c);
+  const facts = el('dl', { class: 'facts' },
+    el('dt', {}, 'Run'), el('dd', {}, el('a', { href: runLink(run) }, '#' + run)),
+    el('dt', {}, 'Method'), el('dd', { class: 'mono' }, c.method),
+    el('dt', {}, 'Provider'), el('dd', {}, (c.provider || '-') + ' (process ' + c.process_id + ', call ' + c.call_seq + ')'),
+    el('dt', {}, 'Status'), el('dd', { class: st.cls === 's-err' ? 'status-err' : st.cls === 's-ok' ? 'status-ok' : 'status-inflight', id: 'call-status' }, st.text),
+    el('dt', {}, 'Type'), el('dd', {}, c.type_name || '-'),
+    el('dt', {}, 'Address'), el('dd', {}, c.address ? el('a', { href: resourceLink(run, c.address) }, c.address) : '-'),
+    el('dt', {}, 'Started'), el('dd', {}, fmtTime(c.started_us) + ' (' + c.started_us + ' us)'),
+    el('dt', {}, 'Duration'), el('dd', {}, c.ended_us ? fmtDur(c.started_us, c.ended_us) : 'in flight'),
+    el('dt', {}, 'Sizes'), el('dd', {}, 'request ' + fmtBytes(c.request_bytes) + ' in ' + c.request_count + ' message' + (c.request_count === 1 ? '' : 's') +
+      ', response ' + fmtBytes(c.response_bytes) + ' in ' + c.response_count + ' message' + (c.response_count === 1 ? '' : 's')));
+  const parts = [el('h1', {}, c.rpc + ' ', el('span', { class: 'muted' }, '#' + c.id)), facts];
+  if (c.decode_error) parts.push(el('p', { class: 'error-box' }, 'Not decoded: ' + c.decode_error));
+  const resp = valueBlock('Response', c.response);
+  const diags = member(resp.tftapNode, 'diagnostics');
+  if (diags && diags.t === 'arr' && diags.v.length) {
+    const box = el('section', { class: 'diagnostics' }, el('h2', {}, 'Diagnostics'));
+    for (const dg of diags.v) {
+      const sev = member(dg, 'severity'), sum = member(dg, 'summary'), det = member(dg, 'detail'), at = member(member(dg, 'attribute'), 'path');
+      const warn = sev && sev.v === 'WARNING';
+      box.append(el('div', { class: 'diag' + (warn ? ' warning' : '') },
+        el('strong', {}, warn ? 'Warning: ' : 'Error: '), sum ? sum.v : '',
+        det && det.v ? el('div', {}, det.v) : '', at && at.v ? el('div', { class: 'mono muted' }, 'at ' + at.v) : ''));
+    }
+    parts.push(box);
+  }
+  parts.push(valueBlock('Request', c.request), resp);
+  parts.push(el('p', {}, id > 1 ? el('a', { href: callLink(run, id - 1), rel: 'prev' }, '← previous call') : '', ' ',
+    el('a', { href: callLink(run, id + 1), rel: 'next' }, 'next call →')));
+  main.replaceChildren(...parts);
+  setView(c.ended_us ? null : { live: () => callView(run, id) }, c.rpc + ' #' + id);
+}
+
+async function resourceView(run, address) {
+  setView(null, address);
+  const d = await api('/runs/' + run).catch(e => e);
+  main.replaceChildren(el('h1', {}, address), el('p', {}, 'In ', el('a', { href: runLink(run) }, 'run #' + run), ': every change and call about this address, in order.'));
+  if (d instanceof Error) { showError(main, d); return; }
+  main.append(changesSection(run, address));
+  const wf = waterfall(run, d, { address });
+  main.append(wf);
+  await wf.start().catch(e => showError(main, e));
+  setView({ live: () => wf.live(null) }, address);
+}
+
+function comingView(what, cmd, issue) {
+  setView(null, what);
+  main.replaceChildren(el('h1', {}, what),
+    el('p', {}, 'This page arrives with ', el('code', {}, cmd), ', which is being built (', issue, '). Until then, the run pages show each call and change.'),
+    el('p', {}, el('a', { href: '/' }, 'All runs')));
+}
+
+async function schemasView(sha, params) {
+  setView(null, 'Schemas');
+  main.replaceChildren(el('h1', {}, 'Schemas'));
+  let list;
+  try { list = await api('/schemas'); } catch (e) { showError(main, e); return; }
+  if (!list.schemas.length) { main.append(el('p', { class: 'muted' }, 'No provider schemas recorded yet.')); return; }
+  const tbody = el('tbody');
+  for (const s of list.schemas)
+    tbody.append(el('tr', { class: s.sha256 === sha ? 'running' : '' },
+      el('td', {}, el('a', { href: '/schemas/' + s.sha256 }, s.provider || '-')),
+      el('td', {}, s.versions || '-'), el('td', {}, String(s.protocol)), el('td', {}, fmtBytes(s.size)),
+      el('td', {}, fmtTime(s.first_seen_us)), el('td', { class: 'mono muted' }, s.sha256.slice(0, 12))));
+  main.append(el('table', {}, el('thead', {}, el('tr', {}, ['Provider', 'Versions', 'Protocol', 'Size', 'First seen', 'SHA-256'].map(h => el('th', {}, h)))), tbody));
+  if (!sha) return;
+  const q = el('input', { type: 'search', value: params.get('q') || '', placeholder: 'resource type, data source…', 'aria-label': 'search types' });
+  const out = el('div');
+  const detail = el('div');
+  main.append(el('h2', {}, 'Types'), el('div', { class: 'filters' }, el('label', {}, 'Search', q)), out, detail);
+  const show = async () => {
+    const d = await api('/schemas/' + sha + qs({ q: q.value.trim() }));
+    out.replaceChildren();
+    for (const kind of ['resource_schemas', 'data_source_schemas', 'ephemeral_resource_schemas', 'functions']) {
+      if (!d[kind].length) continue;
+      out.append(el('h3', {}, kind.replace(/_/g, ' ')), el('ul', { class: 'schema-types' }, d[kind].map(t =>
+        el('li', {}, el('a', { href: '/schemas/' + sha + qs({ kind, type: t }) }, t)))));
+    }
+    if (!out.children.length) out.append(el('p', { class: 'muted' }, 'No type matches.'));
+  };
+  q.addEventListener('input', () => show().catch(e => showError(out, e)));
+  await show().catch(e => showError(out, e));
+  const type = params.get('type');
+  if (type) {
+    try {
+      const b = await api('/schemas/' + sha + qs({ kind: params.get('kind'), type }));
+      detail.append(valueBlock(type, b.schema));
+    } catch (e) { showError(detail, e); }
+  }
+}
+
+/* ---- routing ------------------------------------------------------------ */
+
+async function route() {
+  const path = location.pathname;
+  const params = new URLSearchParams(location.search);
+  let m;
+  main.replaceChildren(el('p', { class: 'muted' }, 'Loading…'));
+  try {
+    if (path === '/') await runsView();
+    else if ((m = /^\/runs\/(\d+|last)\/?$/.exec(path))) await runView(m[1], params);
+    else if ((m = /^\/runs\/(\d+|last)\/calls\/(\d+)$/.exec(path))) await callView(m[1], Number(m[2]));
+    else if ((m = /^\/runs\/(\d+|last)\/resources\/(.+)$/.exec(path))) await resourceView(m[1], decodeURIComponent(m[2]));
+    else if ((m = /^\/diff\/(\d+)\/(\d+)$/.exec(path))) comingView('Diff of runs #' + m[1] + ' and #' + m[2], 'tftap diff ' + m[1] + ' ' + m[2], 'tftap diff');
+    else if ((m = /^\/check\/(\d+)$/.exec(path))) comingView('Findings of run #' + m[1], 'tftap check ' + m[1], 'tftap check');
+    else if (path === '/schemas') await schemasView(null, params);
+    else if ((m = /^\/schemas\/([0-9a-f]{64})$/.exec(path))) await schemasView(m[1], params);
+    else { setView(null, 'Not found'); main.replaceChildren(el('h1', {}, 'Not found'), el('p', {}, el('a', { href: '/' }, 'All runs'))); }
+  } catch (e) {
+    showError(main, e);
+  }
+}
+
+function navigate(url) {
+  history.pushState(null, '', url);
+  route().then(() => main.focus({ preventScroll: true }));
+  window.scrollTo(0, 0);
+}
+
+document.addEventListener('click', e => {
+  const a = e.target.closest && e.target.closest('a[href]');
+  if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  const url = new URL(a.href, location.href);
+  if (url.origin !== location.origin || url.pathname.startsWith('/api/')) return;
+  e.preventDefault();
+  navigate(url.pathname + url.search);
+});
+
+/* Keyboard: j/k or the arrow keys move between rows of a list, Enter opens
+ * one (it is a link), "/" goes to the first filter box. */
+document.addEventListener('keydown', e => {
+  const t = e.target;
+  if (t && (t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.tagName === 'TEXTAREA')) return;
+  if (e.key === '/') {
+    const f = main.querySelector('input');
+    if (f) { e.preventDefault(); f.focus(); }
+    return;
+  }
+  const down = e.key === 'ArrowDown' || e.key === 'j';
+  const up = e.key === 'ArrowUp' || e.key === 'k';
+  if (!down && !up) return;
+  const rows = Array.from(main.querySelectorAll('a.row, table.runs tbody tr:not([hidden]) td:first-child a'));
+  if (!rows.length) return;
+  const i = rows.indexOf(document.activeElement);
+  const next = i < 0 ? 0 : Math.min(Math.max(i + (down ? 1 : -1), 0), rows.length - 1);
+  e.preventDefault();
+  rows[next].focus();
+});
+
+window.addEventListener('popstate', route);
+
+/* The token came in the URL once; the server keeps it in a cookie since. */
+if (new URLSearchParams(location.search).has('token')) {
+  const u = new URL(location.href);
+  u.searchParams.delete('token');
+  history.replaceState(null, '', u.pathname + u.search + u.hash);
+}
+
+/* Live: the server says when the database changed; the view refetches. */
+const liveDot = document.getElementById('live');
+const events = new EventSource('/api/events');
+let liveBusy = false, liveAgain = false;
+events.addEventListener('hello', () => { liveDot.classList.add('on'); liveDot.title = 'live updates on'; });
+events.addEventListener('change', async () => {
+  if (!view || !view.live) return;
+  if (liveBusy) { liveAgain = true; return; }
+  liveBusy = true;
+  try {
+    do { liveAgain = false; await view.live(); } while (liveAgain);
+  } catch (e) { /* the next change tries again */ } finally { liveBusy = false; }
+});
+events.onerror = () => { liveDot.classList.remove('on'); liveDot.title = 'live updates off (reconnecting)'; };
+
+route();

@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""tftap serve at the HTTP level: token, Host, read-only access, paging,
+live events, and malformed requests of every kind (bad paths, bad ids,
+huge headers, garbage, slow and too many clients). Run by tests/web/http.sh
+with a database written by bench/store/bench_store (real recorder, real
+SQLite file)."""
+import hashlib
+import http.client
+import json
+import os
+import re
+import select
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+
+TFTAP, DB = sys.argv[1], sys.argv[2]
+CALLS = int(sys.argv[3])
+passed = failed = 0
+
+
+def ok(name):
+    global passed
+    passed += 1
+    print("ok:", name)
+
+
+def not_ok(name):
+    global failed
+    failed += 1
+    print("FAILED:", name)
+
+
+def check(name, cond):
+    ok(name) if cond else not_ok(name)
+
+
+def check_eq(name, got, want):
+    ok(name) if got == want else not_ok("%s: got %r, expected %r" % (name, got, want))
+
+
+def until(pred, bound=20.0):
+    """Poll pred until it is true or bound seconds pass (never a fixed sleep)."""
+    end = time.monotonic() + bound
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.02)
+    return pred()
+
+
+class Server:
+    def __init__(self, *args, env=None):
+        e = dict(os.environ)
+        e.update(env or {})
+        self.p = subprocess.Popen([TFTAP, "serve", "--db", DB] + list(args), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=e, text=True)
+        self.url = self.p.stdout.readline().strip()
+        m = re.match(r"^http://(127\.0\.0\.1|0\.0\.0\.0):(\d+)/\?token=([0-9a-f]{32})$", self.url)
+        self.ok = bool(m)
+        if m:
+            self.host, self.port, self.token = m.group(1), int(m.group(2)), m.group(3)
+            if self.host == "0.0.0.0":
+                self.host = "127.0.0.1"
+
+    def req(self, path, host=None, headers=None, method="GET", token=True, cookie=None):
+        c = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        h = {"Host": host or "127.0.0.1:%d" % self.port}
+        if cookie:
+            h["Cookie"] = cookie
+        h.update(headers or {})
+        if token:
+            path += ("&" if "?" in path else "?") + "token=" + self.token
+        c.request(method, path, headers=h)
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        return r.status, dict((k.lower(), v) for k, v in r.getheaders()), body
+
+    def api(self, path):
+        st, _, body = self.req(path)
+        return st, (json.loads(body) if body.startswith(b"{") else body)
+
+    def raw(self, data, read_bound=10.0):
+        s = socket.create_connection((self.host, self.port), timeout=read_bound)
+        s.sendall(data)
+        out = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                out += chunk
+                if b"\r\n\r\n" in out and not out.startswith(b"HTTP/1.1 200"):
+                    break
+        except (socket.timeout, ConnectionResetError):
+            pass
+        s.close()
+        return out
+
+    def stop(self):
+        self.p.terminate()
+        try:
+            rc = self.p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            rc = self.p.wait()
+        return rc, self.p.stderr.read()
+
+
+def sha(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+# ---- the command line -------------------------------------------------------
+r = subprocess.run([TFTAP, "serve", "--help"], capture_output=True, text=True)
+check("--help exits 0 and shows usage", r.returncode == 0 and "usage: tftap serve" in r.stdout)
+r = subprocess.run([TFTAP, "serve", "--bogus"], capture_output=True, text=True)
+check("an unknown option is a usage error (2)", r.returncode == 2 and r.stderr.startswith("tftap: "))
+r = subprocess.run([TFTAP, "serve", "--db", DB, "--listen", "nonsense"], capture_output=True, text=True)
+check("a bad --listen is a usage error (2), one line", r.returncode == 2 and r.stderr.count("\n") == 1)
+r = subprocess.run([TFTAP, "serve", "--db", DB + ".missing"], capture_output=True, text=True)
+check("a missing database is an error (1)", r.returncode == 1 and "no database" in r.stderr)
+
+before = sha(DB)
+s = Server("--listen=127.0.0.1:0")
+check("the first stdout line is the URL with a 32-hex-digit token (--listen=VALUE)", s.ok)
+if not s.ok:
+    print("got:", s.url, s.stop())
+    sys.exit(1)
+
+# ---- token -------------------------------------------------------------------
+for path in ["/", "/runs/1", "/api/runs", "/assets/app.js", "/api/events"]:
+    st, _, _ = s.req(path, token=False)
+    check_eq("no token: 401 for " + path, st, 401)
+st, _, _ = s.req("/api/runs?token=" + "0" * 32, token=False)
+check_eq("a wrong token: 401", st, 401)
+st, _, _ = s.req("/api/runs?token=" + s.token[:-1], token=False)
+check_eq("a truncated token: 401", st, 401)
+st, hdr, body = s.req("/")
+check_eq("with the token: 200", st, 200)
+cookie = hdr.get("set-cookie", "")
+check("the token is kept in an HttpOnly SameSite=Strict cookie",
+      s.token in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie)
+name = cookie.split("=", 1)[0]
+st, _, _ = s.req("/api/runs", token=False, cookie="%s=%s" % (name, s.token))
+check_eq("the cookie alone is enough", st, 200)
+st, _, _ = s.req("/api/runs", token=False, cookie="%s=%s" % (name, "f" * 32))
+check_eq("a forged cookie: 401", st, 401)
+check("pages are served with a strict CSP", "default-src 'self'" in hdr.get("content-security-policy", "")
+      and "'unsafe-inline'" not in hdr.get("content-security-policy", ""))
+check("index.html has no inline script", b"<script>" not in body and b"src=\"/assets/app.js\"" in body)
+st, hdr, _ = s.req("/api/runs", headers={"Origin": "http://evil.example"})
+check("no CORS headers, even for a foreign Origin", not any(k.startswith("access-control") for k in hdr))
+st, _, _ = s.req("/api/runs", method="OPTIONS")
+check_eq("OPTIONS (a CORS preflight) is refused: 405", st, 405)
+st, _, _ = s.req("/api/runs", method="POST")
+check_eq("POST: 405", st, 405)
+
+# ---- Host (DNS rebinding) ---------------------------------------------------------
+st, _, _ = s.req("/api/runs", host="evil.example:%d" % s.port)
+check_eq("a foreign Host with the right token: 403", st, 403)
+st, _, _ = s.req("/api/runs", host="127.0.0.1:%d" % (s.port + 1))
+check_eq("a Host with another port: 403", st, 403)
+st, _, _ = s.req("/api/runs", host="localhost:%d" % s.port)
+check_eq("localhost:PORT is this server: 200", st, 200)
+out = s.raw(b"GET /api/runs?token=" + s.token.encode() + b" HTTP/1.0\r\n\r\n")
+check("HTTP/1.0 without Host: 403", out.startswith(b"HTTP/1.0 403") or out.startswith(b"HTTP/1.1 403"))
+out = s.raw(b"GET /api/runs?token=" + s.token.encode() + b" HTTP/1.1\r\n\r\n")
+check("HTTP/1.1 without Host: 400 or 403, no data", re.match(rb"HTTP/1\.1 40[03]", out) is not None and b'"runs"' not in out)
+
+# ---- the API: runs, paging ---------------------------------------------------------
+st, d = s.api("/api/runs")
+# bench_store records its GetSchema call and CALLS plans.
+check("runs lists the bench run", st == 200 and len(d["runs"]) == 1 and d["runs"][0]["calls"] == CALLS + 1)
+CALLS += 1
+run = d["runs"][0]["id"]
+st, d = s.api("/api/runs/%d" % run)
+check("one run: its process and time span", st == 200 and len(d["processes"]) == 1 and d["span"]["last_us"] >= d["span"]["first_us"] > 0)
+seen, after, pages = [], None, 0
+while True:
+    st, d = s.api("/api/runs/%d/calls?limit=97%s" % (run, "&after=%d" % after if after else ""))
+    if st != 200:
+        break
+    pages += 1
+    seen += [c["id"] for c in d["calls"]]
+    check("a page holds at most limit calls", len(d["calls"]) <= 97) if pages == 1 else None
+    if d["next"] is None:
+        break
+    after = d["next"]
+check_eq("paging with next visits every call once, in id order", (len(seen), len(set(seen)), seen == sorted(seen)), (CALLS, CALLS, True))
+check_eq("pages of 97", pages, (CALLS + 96) // 97)
+st, d = s.api("/api/runs/%d/calls" % run)
+check_eq("the default page is 200 calls", len(d["calls"]), min(200, CALLS))
+check("list rows carry no request/response JSON", "request" not in d["calls"][0])
+for q in ["limit=1001", "limit=0", "limit=-1", "limit=abc", "after=abc", "after=-5", "status=bogus", "limit=1e3"]:
+    st, d = s.api("/api/runs/%d/calls?%s" % (run, q))
+    check_eq("calls?%s: 400" % q, st, 400)
+st, d = s.api("/api/runs/%d/calls?limit=1000" % run)
+check_eq("limit=1000 is the cap", len(d["calls"]), min(1000, CALLS))
+first = seen[1]
+st, d = s.api("/api/runs/%d/calls/%d" % (run, first))
+check("one call: request and response JSON as stored (text)", st == 200 and d["call"]["request"].startswith("{") and "prior_state" in d["call"]["request"])
+st, d = s.api("/api/runs/%d/calls?method=PLAN&limit=3" % run)
+check("method filter is case-insensitive", st == 200 and len(d["calls"]) == 3 and all(c["rpc"] == "PlanResourceChange" for c in d["calls"]))
+st, d = s.api("/api/runs/%d/calls?method=ApplyResourceChange" % run)
+check("method filter with no match: empty, no next", st == 200 and d["calls"] == [] and d["next"] is None)
+st, d = s.api("/api/runs/%d/calls?type=bench_instance&limit=5" % run)
+check("type filter", st == 200 and len(d["calls"]) == 5)
+st, d = s.api("/api/runs/%d/changes?limit=2" % run)
+check("changes render like tftap show", st == 200 and len(d["changes"]) == 2 and "bench_instance" in d["changes"][0]["text"] and d["next"] == 2)
+st, d = s.api("/api/schemas")
+check("schemas: the bench schema", st == 200 and len(d["schemas"]) == 1)
+sha256 = d["schemas"][0]["sha256"]
+st, d = s.api("/api/schemas/" + sha256)
+check("a schema's types", st == 200 and "bench_instance" in d["resource_schemas"])
+st, d = s.api("/api/schemas/%s?type=bench_instance" % sha256)
+check("one type's schema block", st == 200 and '"attributes"' in d["schema"])
+st, d = s.api("/api/schemas/%s?q=zzz" % sha256)
+check("schema search", st == 200 and d["resource_schemas"] == [])
+
+# ---- bad paths and ids --------------------------------------------------------------
+for path, want in [("/api/runs/abc", 400), ("/api/runs/999999", 404), ("/api/runs/99999999999999999999", 400),
+                   ("/api/runs/%d/calls/999999999" % run, 404), ("/api/runs/%d/calls/x" % run, 400),
+                   ("/api/runs/%d/calls/1/extra" % run, 404), ("/api/nope", 404), ("/api/", 404), ("/api//runs", 404),
+                   ("/api/runs/%d/changes?limit=500" % run, 400), ("/api/schemas/xyz", 400), ("/api/schemas/" + "0" * 64, 404),
+                   ("/nope", 404), ("/runs", 404), ("/assets/nope.js", 404), ("/assets/../index.html", 404),
+                   ("/runs/1", 200), ("/runs/1/calls/5", 200), ("/schemas", 200), ("/diff/1/2", 200), ("/check/1", 200),
+                   ("/runs/1/resources/a.b%5B%22k%22%5D", 200)]:
+    st, _, _ = s.req(path)
+    check_eq("GET %s" % path, st, want)
+out = s.raw(b"GET /../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nCookie: %s=%s\r\n\r\n" % (s.port, name.encode(), s.token.encode()))
+check("a path escaping the root: 404, nothing read", out.startswith(b"HTTP/1.1 404") and b"root:" not in out)
+st, _, _ = s.req("/api/runs/%d/calls/%d" % (run, first), method="HEAD")
+check_eq("HEAD", st, 200)
+
+# ---- malformed and hostile clients ---------------------------------------------------
+out = s.raw(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Big: %s\r\n\r\n" % (s.port, b"a" * 200000))
+check("a huge header: refused (431/413/400), not served", re.match(rb"HTTP/1\.[01] (431|413|400)", out) is not None or out == b"")
+out = s.raw(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + os.urandom(64) + b"\r\n\r\n")
+check("TLS/garbage bytes: 400 or closed", out == b"" or out.startswith(b"HTTP/1.1 400"))
+out = s.raw(b"GET\r\n\r\n")
+check("a request line without a path: 400 or closed", out == b"" or out.startswith(b"HTTP/1.1 400"))
+out = s.raw(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 5\r\n\r\nhello" % s.port)
+check("a GET with a body: no data without the token", b'"runs"' not in out)
+st, _, _ = s.req("/api/runs")
+check_eq("still serving after all that", st, 200)
+
+# A slow client (headers trickling in) holds nothing up.
+slow = socket.create_connection((s.host, s.port))
+slow.sendall(b"GET /api/runs HTTP/1.1\r\nHo")
+st, _, _ = s.req("/api/runs")
+check_eq("a slow client does not block others", st, 200)
+# Too many clients at once: beyond the limit they are refused, and the
+# server serves again once they go.
+many = []
+for _ in range(100):
+    try:
+        many.append(socket.create_connection((s.host, s.port), timeout=5))
+    except OSError:
+        break
+for c in many:
+    c.close()
+st = until(lambda: s.req("/api/runs")[0] == 200 and 200)
+check_eq("serving again after 100 idle connections", st, 200)
+slow.close()
+
+# ---- live: server-sent events when the database changes --------------------------------
+ev = socket.create_connection((s.host, s.port), timeout=30)
+ev.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nCookie: %s=%s\r\n\r\n" % (s.port, name.encode(), s.token.encode()))
+buf = b""
+
+
+def read_until(marker, bound=20.0):
+    global buf
+    end = time.monotonic() + bound
+    while marker not in buf and time.monotonic() < end:
+        r, _, _ = select.select([ev], [], [], 0.5)
+        if r:
+            chunk = ev.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    return marker in buf
+
+
+check("events: a hello on connect", read_until(b"event: hello"))
+check("events: text/event-stream", b"text/event-stream" in buf)
+st, _, _ = s.req("/api/runs")
+check_eq("the loop serves requests while a listener is parked", st, 200)
+w = sqlite3.connect(DB, timeout=10)
+w.execute("UPDATE calls SET status_code = 2, status_message = 'boom' WHERE id = ?", (first,))
+w.commit()
+check("events: a change after another process commits", read_until(b"event: change"))
+st, d = s.api("/api/runs/%d/calls?status=error" % run)
+check("status=error finds the failed call", st == 200 and [c["id"] for c in d["calls"]] == [first] and d["calls"][0]["status_message"] == "boom")
+st, d = s.api("/api/runs/%d/calls?status=2" % run)
+check("status=2 finds it too", st == 200 and len(d["calls"]) == 1)
+w.execute("UPDATE calls SET status_code = 0, status_message = NULL WHERE id = ?", (first,))
+w.commit()
+w.close()
+
+# An idle connection is closed after the idle timeout (TFTAP_SERVE_IDLE_TIMEOUT).
+rc, err = s.stop()
+check_eq("SIGTERM stops it cleanly (exit 0), with a listener connected", rc, 0)
+ev.close()
+
+s2 = Server(env={"TFTAP_SERVE_IDLE_TIMEOUT": "1"})
+slow = socket.create_connection((s2.host, s2.port), timeout=30)
+slow.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1")
+try:
+    data = slow.recv(100)
+except (socket.timeout, ConnectionResetError):
+    data = b"timeout"
+check("a client that never finishes its request is cut off", data != b"timeout")
+slow.close()
+s2.stop()
+
+# ---- read only ------------------------------------------------------------------------------
+# (the events test above wrote with its own connection and put everything back;
+# the server itself must never write: an out-of-date copy must stay out of date)
+old = DB + ".v2.db"
+shutil.copy(DB, old)
+c = sqlite3.connect(old)
+c.execute("PRAGMA user_version = 2")
+c.commit()
+c.close()
+h = sha(old)
+r = subprocess.run([TFTAP, "serve", "--db", old], capture_output=True, text=True, timeout=30)
+check("a database of another schema version is refused, not migrated", r.returncode == 1 and "version" in r.stderr and sha(old) == h)
+c = sqlite3.connect(DB)
+c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+c.close()
+h = sha(DB)
+s3 = Server()
+for path in ["/api/runs", "/api/runs/%d" % run, "/api/runs/%d/calls?limit=1000" % run, "/api/runs/%d/changes" % run, "/api/schemas/" + sha256]:
+    s3.req(path)
+s3.stop()
+check("serving never writes the database file", sha(DB) == h)
+
+# ---- a non-loopback address says so loudly ------------------------------------------------------
+s4 = Server("--listen", "0.0.0.0:0")
+st, _, _ = s4.req("/api/runs", host="127.0.0.1:%d" % s4.port) if s4.ok else (0, 0, 0)
+check_eq("0.0.0.0: an IP literal Host is accepted", st, 200)
+st, _, _ = s4.req("/api/runs", host="evil.example:%d" % s4.port) if s4.ok else (0, 0, 0)
+check_eq("0.0.0.0: a name is still refused", st, 403)
+rc, err = s4.stop()
+check("0.0.0.0: a loud warning on stderr", "WARNING" in err and "network" in err)
+
+print("http: %d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
