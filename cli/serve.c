@@ -78,6 +78,7 @@ int cli_serve(int argc, char **argv)
     if (idle && *idle)
         wo.idle_timeout = (unsigned)strtoul(idle, NULL, 10);
     const char *path = cli_db_path(db);
+    wo.db_path = path;
     store *s = NULL;
     errno = 0;
     int rc = store_open(path, STORE_OPEN_READONLY, &s);

@@ -444,8 +444,20 @@ static void names(tftap_buf *b, const sj_node *obj, const char *q)
 static const char *const schema_kinds[] = {"resource_schemas", "data_source_schemas",
                                            "ephemeral_resource_schemas", "functions"};
 
+static int api_schema_locked(store *s, struct web_schema_cache *cache, const char *sha,
+                             const struct web_request *r, tftap_buf *b);
+
 static int api_schema(store *s, struct web_schema_cache *cache, const char *sha,
                       const struct web_request *r, tftap_buf *b)
+{
+    uv_mutex_lock(&cache->lock);
+    int status = api_schema_locked(s, cache, sha, r, b);
+    uv_mutex_unlock(&cache->lock);
+    return status;
+}
+
+static int api_schema_locked(store *s, struct web_schema_cache *cache, const char *sha,
+                             const struct web_request *r, tftap_buf *b)
 {
     if (strcmp(cache->sha, sha) != 0) {
         tftap_buf text = TFTAP_BUF_INIT;

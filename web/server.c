@@ -68,6 +68,8 @@ struct web_server {
     struct listener *listeners;
     int nlisteners;
     struct web_schema_cache schema;
+    char *db_path;
+    int jobs; /* API requests being answered on the thread pool */
 };
 
 /* ---- the listening address --------------------------------------------- */
@@ -163,6 +165,8 @@ static int token_ok(const web_server *w, const char *t)
            CRYPTO_memcmp(t, w->token, sizeof w->token - 1) == 0;
 }
 
+static void schedule(web_server *w, uint64_t ms);
+
 /* ---- responses ------------------------------------------------------------- */
 
 static enum MHD_Result queue(web_server *w, struct MHD_Connection *c, unsigned status,
@@ -217,35 +221,142 @@ static enum MHD_Result reply_asset(web_server *w, struct MHD_Connection *c, cons
     return queue(w, c, MHD_HTTP_OK, r, a->type, set_cookie);
 }
 
-/* ---- the JSON API ------------------------------------------------------------ */
+/* ---- the JSON API, answered off the loop ------------------------------------
+ * A query over a large run can take seconds; the loop must keep serving
+ * meanwhile. Each API request parks its connection, runs on libuv's thread
+ * pool with a read-only connection of its own, and is answered back on the
+ * loop. */
 
-static const char *conn_arg(void *ctx, const char *name)
+#define MAX_ARGS 16
+
+struct job {
+    uv_work_t req;
+    web_server *w;
+    struct MHD_Connection *conn;
+    char *path;
+    struct {
+        char *key, *value;
+    } args[MAX_ARGS];
+    int nargs;
+    int set_cookie;
+    int status;
+    tftap_buf body;
+};
+
+static const char *job_arg(void *ctx, const char *name)
 {
-    return MHD_lookup_connection_value(ctx, MHD_GET_ARGUMENT_KIND, name);
+    struct job *j = ctx;
+    for (int i = 0; i < j->nargs; i++)
+        if (strcmp(j->args[i].key, name) == 0)
+            return j->args[i].value;
+    return NULL;
+}
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    struct job *j = cls;
+    if (j->nargs == MAX_ARGS || strcmp(key, "token") == 0 || job_arg(j, key))
+        return MHD_YES; /* the first of a repeated argument counts */
+    char *k = strdup(key), *v = strdup(value ? value : "");
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return MHD_YES;
+    }
+    j->args[j->nargs].key = k;
+    j->args[j->nargs++].value = v;
+    return MHD_YES;
+}
+
+static void job_free(struct job *j)
+{
+    for (int i = 0; i < j->nargs; i++) {
+        free(j->args[i].key);
+        free(j->args[i].value);
+    }
+    free(j->path);
+    tftap_buf_done(&j->body);
+    free(j);
+}
+
+static void job_work(uv_work_t *req)
+{
+    struct job *j = container_of(req, struct job, req);
+    web_server *w = j->w;
+    store *s = NULL;
+    int rc = store_open(w->db_path, STORE_OPEN_READONLY, &s);
+    if (rc) {
+        tftap_buf_printf(&j->body, "{\"error\":\"cannot open the database: %s\"}\n",
+                         tftap_strerror(rc));
+        j->status = 500;
+        return;
+    }
+    struct web_request r = {j->path, job_arg, j};
+    j->status = web_api(s, &w->schema, &r, &j->body);
+    store_close(s);
+}
+
+static void finish_stop(web_server *w);
+
+static void job_done(uv_work_t *req, int status)
+{
+    struct job *j = container_of(req, struct job, req);
+    web_server *w = j->w;
+    w->jobs--;
+    if (w->running) {
+        struct MHD_Response *r = NULL;
+        unsigned code = (unsigned)j->status;
+        const char *type = "application/json; charset=utf-8";
+        if (tftap_buf_failed(&j->body)) {
+            static const char oom[] = "out of memory\n";
+            r = MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom,
+                                                MHD_RESPMEM_PERSISTENT);
+            code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+            type = "text/plain; charset=utf-8";
+        } else {
+            size_t len = 0;
+            tftap_buf_cstr(&j->body);
+            char *data = tftap_buf_take(&j->body, &len);
+            r = MHD_create_response_from_buffer_with_free_callback(len, data, free);
+            if (!r)
+                free(data);
+        }
+        /* Queued while parked: sent once resumed. */
+        queue(w, j->conn, code, r, type, j->set_cookie);
+    }
+    MHD_resume_connection(j->conn);
+    job_free(j);
+    if (w->running)
+        schedule(w, 0);
+    else if (w->jobs == 0)
+        finish_stop(w);
 }
 
 static enum MHD_Result reply_api(web_server *w, struct MHD_Connection *c, const char *path,
                                  int set_cookie)
 {
-    tftap_buf body = TFTAP_BUF_INIT;
-    struct web_request req = {path, conn_arg, c};
-    int status = web_api(w->s, &w->schema, &req, &body);
-    if (tftap_buf_failed(&body)) {
-        tftap_buf_done(&body);
+    struct job *j = calloc(1, sizeof *j);
+    if (!j || !(j->path = strdup(path))) {
+        free(j);
         return reply_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
     }
-    size_t len = 0;
-    tftap_buf_cstr(&body);
-    char *data = tftap_buf_take(&body, &len);
-    struct MHD_Response *r = MHD_create_response_from_buffer_with_free_callback(len, data, free);
-    if (!r)
-        free(data);
-    return queue(w, c, (unsigned)status, r, "application/json; charset=utf-8", set_cookie);
+    j->w = w;
+    j->conn = c;
+    j->set_cookie = set_cookie;
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, j);
+    MHD_suspend_connection(c);
+    w->jobs++;
+    if (uv_queue_work(&w->loop, &j->req, job_work, job_done) != 0) {
+        w->jobs--;
+        MHD_resume_connection(c);
+        job_free(j);
+        return reply_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot queue the request\n");
+    }
+    return MHD_YES;
 }
 
 /* ---- live updates: server-sent events --------------------------------------- */
-
-static void schedule(web_server *w, uint64_t ms);
 
 static ssize_t listener_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -441,6 +552,13 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
     if (!w)
         return TFTAP_ENOMEM;
     w->s = s;
+    w->db_path = strdup(opts && opts->db_path ? opts->db_path : "");
+    if (!w->db_path || !*w->db_path || uv_mutex_init(&w->schema.lock) != 0) {
+        int err = w->db_path && !*w->db_path ? TFTAP_EINVAL : TFTAP_ENOMEM;
+        free(w->db_path);
+        free(w);
+        return err;
+    }
     w->poll_ms = opts && opts->poll_ms ? opts->poll_ms : 200;
     unsigned timeout = opts && opts->idle_timeout ? opts->idle_timeout : 30;
     unsigned char raw[TOKEN_BYTES];
@@ -523,6 +641,18 @@ int web_server_run(web_server *w)
     return 0;
 }
 
+/* libmicrohttpd is stopped once no connection is parked: listeners are
+ * woken (their streams end), API requests on the pool come back first. */
+static void finish_stop(web_server *w)
+{
+    if (!w->mhd)
+        return;
+    for (struct listener *l = w->listeners; l; l = l->next)
+        listener_wake(l);
+    MHD_stop_daemon(w->mhd);
+    w->mhd = NULL;
+}
+
 void web_server_stop(web_server *w)
 {
     if (!w->running)
@@ -534,11 +664,8 @@ void web_server_stop(web_server *w)
     uv_close((uv_handle_t *)&w->live_timer, NULL);
     uv_close((uv_handle_t *)&w->sigint, NULL);
     uv_close((uv_handle_t *)&w->sigterm, NULL);
-    /* libmicrohttpd must not be stopped with parked connections. */
-    for (struct listener *l = w->listeners; l; l = l->next)
-        listener_wake(l);
-    MHD_stop_daemon(w->mhd);
-    w->mhd = NULL;
+    if (w->jobs == 0)
+        finish_stop(w);
 }
 
 void web_server_free(web_server *w)
@@ -551,5 +678,7 @@ void web_server_free(web_server *w)
     uv_run(&w->loop, UV_RUN_DEFAULT); /* let the closed handles' callbacks run */
     uv_loop_close(&w->loop);
     free(w->schema.json);
+    uv_mutex_destroy(&w->schema.lock);
+    free(w->db_path);
     free(w);
 }

@@ -15,13 +15,15 @@
 typedef struct web_server web_server;
 
 typedef struct web_opts {
+    const char *db_path;   /* the database (API requests open their own read-only connection) */
     const char *listen;    /* "ADDR:PORT" ("[v6]:PORT"); NULL = "127.0.0.1:0" (a free port) */
     unsigned poll_ms;      /* how often to look for new commits; 0 = 200 */
     unsigned idle_timeout; /* seconds before an idle or slow connection is closed; 0 = 30 */
 } web_opts;
 
 /* Bind and prepare the server (nothing is served until web_server_run).
- * Returns 0, TFTAP_EINVAL (listen is not a numeric address and port),
+ * s (opened read only) watches for changes; opts->db_path is required.
+ * Returns 0, TFTAP_EINVAL (listen is not a numeric address and port, or no db_path),
  * TFTAP_EIO (could not bind: errno set), TFTAP_ENOMEM. */
 int web_server_new(store *s, const web_opts *opts, web_server **out);
 

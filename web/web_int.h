@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <uv.h>
+
 #include "common/common.h"
 #include "store/store.h"
 
@@ -36,8 +38,10 @@ struct web_request {
 };
 
 /* The decoded schema last asked for, kept across requests: decoding one
- * costs tens of milliseconds and megabytes. */
+ * costs tens of milliseconds and megabytes. Requests run on several
+ * threads: lock held while it is read or replaced. */
 struct web_schema_cache {
+    uv_mutex_t lock;
     char sha[65];
     char *json;
     size_t len;
