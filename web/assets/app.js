@@ -401,6 +401,7 @@ function callRow(run, c, span) {
     el('span', { class: 'c-seq muted' }, '#' + c.call_seq),
     el('span', { class: 'c-rpc', title: c.method }, c.rpc),
     el('span', { class: 'c-what', title: what }, what),
+    el('span', { class: 'c-status' }, st.cls === 's-err' ? 'error ' + c.status_code : st.text),
     el('span', { class: 'c-bar', title: st.text + ', ' + fmtDur(c.started_us, c.ended_us) }, el('span', { class: 'bar' })));
   a.tftapCall = c;
   placeBar(a, span);
@@ -416,15 +417,22 @@ function placeBar(row, span) {
   bar.style.width = Math.max((end - c.started_us) / total * 100, 0.15).toFixed(3) + '%';
 }
 
+function fmtSpan(us) {
+  if (us < 1000) return Math.round(us) + 'us';
+  if (us < 1e6) return (us / 1000).toFixed(1) + 'ms';
+  return (us / 1e6).toFixed(2) + 's';
+}
+
+/* The time axis, laid out on the rows' grid so its ticks sit over the bars. */
 function axis(span) {
   const total = span.last - span.first;
-  const box = el('div', { class: 'axis', 'aria-hidden': 'true' });
+  const ticks = el('span', { class: 'c-bar ticks' });
   for (let i = 0; i <= 4; i++) {
-    const s = el('span', {}, i === 0 ? '0' : fmtDur(0, total * i / 4));
+    const s = el('span', {}, i === 0 ? '0' : fmtSpan(total * i / 4));
     s.style.left = (i * 25) + '%';
-    box.append(s);
+    ticks.append(s);
   }
-  return box;
+  return el('div', { class: 'row axis', 'aria-hidden': 'true' }, el('span'), el('span'), el('span'), el('span'), ticks);
 }
 
 /* The calls of a run: one lane per provider process, rows on a time axis. */
@@ -442,8 +450,8 @@ function waterfall(run, d, filters) {
     laneBox.append(lane);
   }
   const legend = el('div', { class: 'legend' }, ['m-plan plan', 'm-apply apply', 'm-read read/import/upgrade', 'm-config validate/configure', 'm-schema schema', 'm-other other', 's-err failed', 's-inflight in flight']
-    .map(x => { const [c, t] = x.split(' '); return el('span', { class: c }, el('i'), t); }));
-  const axisBox = el('div', {}, axis(span));
+    .map(x => { const i = x.indexOf(' '); return el('span', { class: x.slice(0, i) }, el('i'), x.slice(i + 1)); }));
+  const axisBox = el('div', { class: 'axis-box' }, axis(span));
   const more = el('div');
   const count = el('p', { class: 'muted', role: 'status' });
   box.append(el('h2', {}, 'Calls'), legend, count, axisBox, laneBox, more);

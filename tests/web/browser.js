@@ -1,0 +1,238 @@
+/* tests/web/browser.sh's driver: every view of `tftap serve` in headless
+ * chromium (puppeteer-core over the DevTools protocol), asserting what a
+ * person sees. One browser for all views; screenshots go to conf.shots.
+ * usage: node browser.js CONF_JSON (written by browser.sh) */
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { execFileSync } = require('child_process');
+
+const conf = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+const puppeteer = require(path.join(conf.node_dir, 'node_modules', 'puppeteer-core'));
+
+let passed = 0, failed = 0;
+const ok = name => { passed++; console.log('ok: ' + name); };
+const notOk = name => { failed++; console.log('FAILED: ' + name); };
+const check = (name, cond) => (cond ? ok(name) : notOk(name));
+const checkEq = (name, got, want) => {
+  const g = JSON.stringify(got), w = JSON.stringify(want);
+  g === w ? ok(name) : notOk(name + ': got ' + g + ', expected ' + w);
+};
+const T = 30000; /* a bound, never a wait: every wait polls for its condition */
+
+async function main() {
+  const browser = await puppeteer.launch({
+    executablePath: conf.chromium,
+    headless: true,
+    userDataDir: conf.profile,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--no-default-browser-check'],
+  });
+  const base = conf.url.replace(/\/\?token=.*$/, '');
+  await browser.defaultBrowserContext().overridePermissions(base, ['clipboard-read', 'clipboard-write', 'clipboard-sanitized-write']);
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1400, height: 900 });
+  const errors = [];
+  page.on('console', m => { if (m.type() === 'error') errors.push(m.text() + ' @ ' + page.url()); });
+  page.on('pageerror', e => errors.push('page error: ' + e.message));
+  const shot = async name => page.screenshot({ path: path.join(conf.shots, name + '.png'), fullPage: true });
+  const text = sel => page.$eval(sel, e => e.innerText);
+  const count = sel => page.$$eval(sel, es => es.length);
+  const waitCount = async (sel, n) => {
+    try {
+      await page.waitForFunction((s, k) => document.querySelectorAll(s).length === k, { timeout: T }, sel, n);
+    } catch (e) { /* reported by the caller's check */ }
+    return count(sel);
+  };
+  const go = async p => {
+    await page.goto(base + p, { waitUntil: 'domcontentloaded' });
+  };
+
+  /* ---- runs: the token, the list, keyboard navigation ---- */
+  await page.goto(conf.url, { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector('table.runs tbody tr', { timeout: T });
+  checkEq('runs: one row per recorded run', await waitCount('table.runs tbody tr', conf.runs.length), conf.runs.length);
+  check('runs: the token leaves the address bar', !page.url().includes('token='));
+  const cookie = (await page.cookies()).find(c => c.name.startsWith('tftap_token_'));
+  check('runs: the token is an HttpOnly SameSite=Strict cookie', cookie && cookie.httpOnly && cookie.sameSite === 'Strict');
+  const runA = await text(`tr[data-run="${conf.a.run}"]`);
+  check('runs: run A reads as the tofu apply it was', /tofu apply/.test(runA) && /tofu/.test(runA));
+  const runB = await page.$$eval(`tr[data-run="${conf.b.run}"] td`, tds => tds.map(t => t.innerText));
+  checkEq('runs: run B shows its exit code', runB[5], '1');
+  await shot('runs');
+  await page.keyboard.press('j');
+  const first = await page.evaluate(() => document.activeElement.getAttribute('href'));
+  checkEq('keyboard: j focuses the newest run', first, '/runs/' + conf.runs[0]);
+  await page.keyboard.press('ArrowDown');
+  const second = await page.evaluate(() => document.activeElement.getAttribute('href'));
+  checkEq('keyboard: ArrowDown moves to the next run', second, '/runs/' + conf.runs[1]);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('.lane', { timeout: T });
+  checkEq('keyboard: Enter opens it (client-side, a deep link)', new URL(page.url()).pathname, '/runs/' + conf.runs[1]);
+
+  /* ---- run A: waterfall lanes, rows, the plan-like changes ---- */
+  await go('/runs/' + conf.a.run);
+  await page.waitForSelector('a.row', { timeout: T });
+  checkEq('run A: one lane per provider process', await count('.lane'), conf.a.processes);
+  const heads = await page.$$eval('.lane-head', hs => hs.map(h => h.innerText));
+  check('run A: lanes name their providers', heads.some(h => /tftest5/.test(h)) && heads.some(h => /tftest6/.test(h)));
+  checkEq('run A: every call has a row', await waitCount('a.row', conf.a.calls), conf.a.calls);
+  const colours = await page.$$eval('a.row', rs => [...new Set(rs.map(r => r.className.split(' ')[1]))].sort());
+  check('run A: rows coloured by method (plan, apply, schema, config)', ['m-apply', 'm-plan', 'm-schema', 'm-config'].every(c => colours.includes(c)));
+  const bars = await page.$$eval('a.row .bar', bs => bs.filter(b => b.getBoundingClientRect().width >= 1).length);
+  checkEq('run A: every row has its bar on the time axis', bars, conf.a.calls);
+  await page.waitForSelector('details.change', { timeout: T });
+  const addrs = await page.$$eval('details.change', ds => ds.map(d => d.dataset.address).sort());
+  checkEq('run A: the changes are those of tftap show', addrs, conf.a.addresses.slice().sort());
+  const upd = await page.$$eval('details.change', ds => ds.map(d => d.innerText).find(t => /tftest6_thing\.updated/.test(t)) || '');
+  check('run A: the change reads like a plan', /\+ resource "tftest6_thing" "updated"/.test(upd) && /number_attr\s+= 1\.5/.test(upd));
+  check('run A: the secret shows as (sensitive value)', /secret\s+= \(sensitive value\)/.test(upd) && !upd.includes('s1'));
+  await shot('run');
+  await page.focus('details.change summary');
+  await page.keyboard.press('Enter');
+  check('run A: a change collapses from the keyboard', !(await page.$eval('details.change', d => d.open)));
+  await page.keyboard.press('Enter');
+  check('run A: and opens again', await page.$eval('details.change', d => d.open));
+
+  /* ---- filters: a deep link with the filter in it ---- */
+  await page.type('input[name=type]', 'tftest6_thing');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => location.search.includes('type=tftest6_thing'), { timeout: T });
+  const n6 = await waitCount('a.row', conf.a.thing_calls);
+  checkEq('filter: only the type\'s calls', n6, conf.a.thing_calls);
+  const whats = await page.$$eval('a.row .c-what', ws => ws.every(w => /tftest6_thing/.test(w.innerText)));
+  check('filter: each row is about the type', whats);
+  await go('/runs/' + conf.a.run + '?method=APPLY');
+  checkEq('filter: method, any case, from the URL', await waitCount('a.row', conf.a.apply_calls), conf.a.apply_calls);
+
+  /* ---- one call: trees, exact values, sensitive and unknown markers ---- */
+  await go('/runs/' + conf.a.run + '/calls/' + conf.a.apply_call);
+  await page.waitForSelector('.tree', { timeout: T });
+  const req = await page.$eval('section.value', s => s.innerText);
+  check('call: the request tree shows values as sent', /"number_attr": 1\.5/.test(req) && /"string_attr": "before"/.test(req));
+  check('call: sensitive values are marked, not shown', (await count('.sensitive')) > 0 && !req.includes('"s1"'));
+  checkEq('call: status', await text('#call-status'), 'ok');
+  await shot('call');
+  await go('/runs/' + conf.a.run + '/calls/' + conf.a.unknown_call);
+  await page.waitForSelector('.tree', { timeout: T });
+  check('call: unknown values read "(known after apply)"', (await page.$$eval('.unknown', us => us.map(u => u.innerText))).some(t => /known after apply/.test(t)));
+  const collapsed = await page.$eval('.tree details details', d => { d.querySelector('summary').click(); return d.open; });
+  check('call: a subtree collapses', !collapsed);
+
+  /* exact numbers and refinements (a call written into the database by the test) */
+  await go('/runs/' + conf.c.run + '/calls/' + conf.c.call);
+  await page.waitForSelector('.tree', { timeout: T });
+  const exact = await page.$eval('section.value .tree', t => t.innerText);
+  check('call: big numbers are exact', exact.includes('123456789012345678901234567890') && exact.includes('0.1000000000000000055511151231257827') && exact.includes('-1e+400'));
+  check('call: refinements are shown', exact.includes('known after apply: not null, prefix "ami-"'));
+  await page.click('section.value button');
+  await page.waitForFunction(() => /copied/.test(document.querySelector('section.value [role=status]').innerText), { timeout: T }).catch(() => {});
+  const copied = await page.evaluate(() => navigator.clipboard.readText()).catch(e => 'error: ' + e.message);
+  check('call: "Copy as JSON" copies the exact text', copied.includes('123456789012345678901234567890') && copied.includes('-1e+400') && JSON.parse(copied) !== undefined);
+
+  /* ---- a failed call ---- */
+  await go('/runs/' + conf.b.run + '?status=error');
+  const failedSel = `a.row.s-err[data-call="${conf.b.call}"]`;
+  await page.waitForSelector(failedSel, { timeout: T });
+  const failedRow = await text(failedSel);
+  check('failed: the failed call is red and says its status', failedRow.includes('error ' + conf.b.status));
+  checkEq('failed: status=error shows only failed calls', await count('a.row'), await count('a.row.s-err'));
+  await shot('failed-run');
+  await page.click(failedSel);
+  await page.waitForSelector('#call-status', { timeout: T });
+  check('failed: the call page says the status', (await text('#call-status')).startsWith('error ' + conf.b.status));
+  await shot('failed-call');
+
+  /* ---- one resource ---- */
+  await go('/runs/' + conf.a.run + '/resources/tftest6_thing.updated');
+  await page.waitForSelector('details.change', { timeout: T });
+  const radd = await page.$$eval('details.change', ds => ds.map(d => d.dataset.address));
+  check('resource: only its changes', radd.length > 0 && radd.every(a => a === 'tftest6_thing.updated'));
+  await page.waitForSelector('a.row', { timeout: T });
+  const rrows = await page.$$eval('a.row .c-what', ws => ws.map(w => w.innerText));
+  check('resource: only its calls, in order', rrows.length === conf.a.updated_calls && rrows.every(w => w === 'tftest6_thing.updated'));
+  await shot('resource');
+
+  /* ---- diff and check: pages saying what comes ---- */
+  await go('/diff/' + conf.a.run + '/' + conf.b.run);
+  await page.waitForSelector('main h1', { timeout: T });
+  check('diff: a page saying it arrives with tftap diff', /tftap diff/.test(await text('main')));
+  await go('/check/' + conf.a.run);
+  await page.waitForSelector('main h1', { timeout: T });
+  check('check: a page saying it arrives with tftap check', /tftap check/.test(await text('main')));
+
+  /* ---- schemas ---- */
+  await go('/schemas');
+  await page.waitForSelector('main table tbody tr', { timeout: T });
+  checkEq('schemas: one row per recorded schema', await count('main table tbody tr'), conf.schemas);
+  const link = await page.$$eval('main table tbody tr', rs => {
+    const r = rs.find(x => /tftest6/.test(x.innerText));
+    return r ? r.querySelector('a').getAttribute('href') : null;
+  });
+  await page.click(`a[href="${link}"]`);
+  await page.waitForSelector('.schema-types a', { timeout: T });
+  const types = await page.$$eval('.schema-types a', as => as.map(a => a.innerText));
+  check('schemas: the provider\'s types', types.includes('tftest6_thing'));
+  await page.type('input[type=search]', 'thing');
+  await page.waitForFunction(() => [...document.querySelectorAll('.schema-types a')].every(a => /thing/.test(a.innerText)), { timeout: T }).catch(() => {});
+  const found = await page.$$eval('.schema-types a', as => as.map(a => a.innerText));
+  check('schemas: search', found.length > 0 && found.every(t => /thing/.test(t)));
+  await page.click('.schema-types a');
+  await page.waitForSelector('section.value .tree', { timeout: T });
+  check('schemas: a type\'s attributes', /"attributes"/.test(await text('section.value .tree')));
+  await shot('schemas');
+
+  /* ---- live: a run appears and grows without a reload ---- */
+  await go('/');
+  await page.waitForSelector('table.runs tbody tr', { timeout: T });
+  await page.evaluate(() => { window.tftapNoReload = 1; });
+  const before = await count('table.runs tbody tr');
+  execFileSync('bash', [conf.live, 'start'], { stdio: 'inherit' });
+  const live = JSON.parse(fs.readFileSync(conf.live_state, 'utf8'));
+  checkEq('live: the new run appears', await waitCount('table.runs tbody tr', before + 1), before + 1);
+  check('live: marked as running', await page.$eval(`tr[data-run="${live.run}"]`, r => r.classList.contains('running')).catch(() => false));
+  await page.click(`tr[data-run="${live.run}"] a`);
+  await page.waitForSelector('a.row', { timeout: T });
+  check('live: its page says it is recording', /recording/.test(await text('main h1')));
+  const rowsBefore = await count('a.row');
+  execFileSync('bash', [conf.live, 'stop'], { stdio: 'inherit' });
+  const done = JSON.parse(fs.readFileSync(conf.live_state, 'utf8'));
+  const rowsAfter = await waitCount('a.row', done.calls);
+  checkEq('live: the run grows to every call', rowsAfter, done.calls);
+  check('live: the calls after the page opened came in (' + rowsBefore + ' -> ' + rowsAfter + ')', rowsAfter > rowsBefore);
+  await page.waitForFunction(() => !/recording/.test(document.querySelector('main h1').innerText), { timeout: T }).catch(() => {});
+  check('live: and it says when the run ended', !/recording/.test(await text('main h1')));
+  check('live: without a reload', await page.evaluate(() => window.tftapNoReload === 1));
+  await shot('live');
+
+  /* ---- scale: a run of 50,000 calls ---- */
+  if (conf.big_url) {
+    const big = conf.big_url.replace(/\/\?token=.*$/, '');
+    await page.goto(conf.big_url, { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('table.runs tbody tr', { timeout: T });
+    const cdp = await page.createCDPSession();
+    await cdp.send('Network.enable');
+    await cdp.send('Network.setCacheDisabled', { cacheDisabled: true });
+    let bytes = 0;
+    cdp.on('Network.loadingFinished', e => { bytes += e.encodedDataLength; });
+    const t0 = Date.now();
+    await page.goto(big + '/runs/1', { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('a.row', { timeout: T });
+    const firstRows = Date.now() - t0;
+    await page.waitForSelector('details.change', { timeout: 120000 });
+    await page.waitForNetworkIdle({ idleTime: 300, timeout: 120000 }).catch(() => {});
+    const rows = await count('a.row');
+    console.log('scale: first rows after ' + firstRows + ' ms; first view ' + bytes + ' bytes, ' + rows + ' rows');
+    check('scale: the first view of 50,000 calls transfers at most 300 KB (' + bytes + ' bytes)', bytes > 0 && bytes <= 300 * 1024);
+    checkEq('scale: one page of rows', rows, 200);
+    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+    checkEq('scale: scrolling to the end loads the next page', await waitCount('a.row', 400), 400);
+    await cdp.detach();
+  }
+
+  checkEq('no console errors on any view', errors, []);
+  await browser.close();
+  console.log('browser: ' + passed + ' passed, ' + failed + ' failed');
+  process.exit(failed ? 1 : 0);
+}
+
+main().catch(e => { console.log('FAILED: ' + (e.stack || e)); process.exit(1); });
