@@ -109,7 +109,11 @@ class Server:
         except subprocess.TimeoutExpired:
             self.p.kill()
             rc = self.p.wait()
-        return rc, self.p.stderr.read()
+        err = self.p.stderr.read()
+        # Under --enable-sanitizers a report ends up here.
+        if re.search(r"AddressSanitizer|LeakSanitizer|runtime error:", err):
+            not_ok("the server's stderr holds a sanitizer report:\n" + err)
+        return rc, err
 
 
 def sha(path):
