@@ -100,12 +100,10 @@ mkdir -p "$WORK/big"
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
     "$top_builddir/bench/store/bench_store" 50000 small "$WORK/big" >/dev/null || not_ok "bench run written"
 
-serve() { # DB OUT: start a server, print its pid
-    "$TFTAP" serve --db "$1" >"$2" 2>"$2.err" &
-    echo $!
-}
-srv=$(serve "$db" "$WORK/url")
-big=$(serve "$WORK/big/tftap.db" "$WORK/big-url")
+"$TFTAP" serve --db "$db" >"$WORK/url" 2>"$WORK/url.err" &
+srv=$!
+"$TFTAP" serve --db "$WORK/big/tftap.db" >"$WORK/big-url" 2>"$WORK/big-url.err" &
+big=$!
 trap 'kill $srv $big 2>/dev/null; cleanup_work' EXIT
 wait_for 150 test -s "$WORK/url" || not_ok "serve printed its URL"
 wait_for 150 test -s "$WORK/big-url" || not_ok "serve printed its URL (bench run)"
@@ -135,4 +133,16 @@ if node "$top_srcdir/tests/web/browser.js" "$WORK/conf.json"; then
 else
     not_ok "views in chromium (screenshots in $shots)"
 fi
+# Both servers stop cleanly on SIGTERM, without a sanitizer report.
+for pid in $srv $big; do
+    kill -TERM "$pid"
+    wait "$pid"
+    check_eq "serve (pid $pid) exits 0 on SIGTERM" "$?" 0
+done
+for f in "$WORK/url.err" "$WORK/big-url.err"; do
+    if grep -qE "AddressSanitizer|LeakSanitizer|runtime error:" "$f"; then
+        not_ok "a sanitizer report from serve: $f"
+        cat "$f"
+    fi
+done
 finish
