@@ -190,7 +190,8 @@ async function main() {
   const live = JSON.parse(fs.readFileSync(conf.live_state, 'utf8'));
   checkEq('live: the new run appears', await waitCount('table.runs tbody tr', before + 1), before + 1);
   check('live: marked as running', await page.$eval(`tr[data-run="${live.run}"]`, r => r.classList.contains('running')).catch(() => false));
-  await page.click(`tr[data-run="${live.run}"] a`);
+  /* One step in the page: the row may be redrawn by a live update meanwhile. */
+  await page.$eval(`tr[data-run="${live.run}"] a`, a => a.click());
   await page.waitForSelector('a.row', { timeout: T });
   check('live: its page says it is recording', /recording/.test(await text('main h1')));
   const rowsBefore = await count('a.row');

@@ -317,6 +317,7 @@ async function runsView() {
     for (const r of list) {
       const tr = rowOf(r);
       const old = rows.get(r.id);
+      if (old && old.outerHTML === tr.outerHTML) continue; /* keep focus and pointer targets */
       if (old) old.replaceWith(tr);
       else if (atTop) tbody.prepend(tr);
       else tbody.append(tr);
