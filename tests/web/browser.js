@@ -184,6 +184,7 @@ async function main() {
   /* ---- live: a run appears and grows without a reload ---- */
   await go('/');
   await page.waitForSelector('table.runs tbody tr', { timeout: T });
+  await page.waitForSelector('#live.on', { timeout: T }); /* listening before the run starts */
   await page.evaluate(() => { window.tftapNoReload = 1; });
   const before = await count('table.runs tbody tr');
   execFileSync('bash', [conf.live, 'start'], { stdio: 'inherit' });
