@@ -122,6 +122,11 @@ int cli_serve(int argc, char **argv)
                 listen, path);
     else
         fprintf(stderr, "tftap: serving %s read only; Ctrl-C to stop\n", path);
+    if (store_is_snapshot(s))
+        fprintf(stderr,
+                "tftap: %s is read as a snapshot (its directory is not writable and no "
+                "recorder has it open): runs recorded from now on are not shown\n",
+                path);
     if (open_it)
         open_browser(web_server_url(w));
     rc = web_server_run(w);

@@ -384,10 +384,11 @@ static int set_wal(sqlite3 *db)
 /* A reader that must never write: no WAL switch, no migration, no key.
  * The schema must already be this version's; query_only guards against
  * a statement that would write anyway. */
-static int open_readonly(const char *path, sqlite3 **out)
+static int open_readonly(const char *path, sqlite3 **out, int *snapshot)
 {
     sqlite3 *db = NULL;
     int v = 0;
+    *snapshot = 0;
     int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK)
         goto fail;
@@ -397,6 +398,36 @@ static int open_readonly(const char *path, sqlite3 **out)
     if (rc != SQLITE_OK)
         goto fail;
     rc = get_user_version(db, &v);
+    if ((rc & 0xff) == SQLITE_READONLY || (rc & 0xff) == SQLITE_CANTOPEN) {
+        /* A WAL database whose -shm is missing and whose directory we
+         * cannot write (someone else's, or a read-only copy): no reader can
+         * make the shared memory file. Nobody can be writing it then unless
+         * they own it, so read it as it is: immutable, a snapshot. */
+        sqlite3_close(db);
+        db = NULL;
+        tftap_buf uri = TFTAP_BUF_INIT;
+        tftap_buf_puts(&uri, "file:");
+        for (const char *p = path; *p; p++) {
+            if (*p == '%' || *p == '?' || *p == '#')
+                tftap_buf_printf(&uri, "%%%02X", (unsigned char)*p);
+            else
+                tftap_buf_putc(&uri, *p);
+        }
+        tftap_buf_puts(&uri, "?immutable=1");
+        rc = tftap_buf_failed(&uri)
+                 ? SQLITE_NOMEM
+                 : sqlite3_open_v2(uri.data, &db,
+                                   SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                                   NULL);
+        tftap_buf_done(&uri);
+        if (rc != SQLITE_OK)
+            goto fail;
+        sqlite3_extended_result_codes(db, 1);
+        rc = store_exec(db, "PRAGMA query_only=1");
+        if (rc == SQLITE_OK)
+            rc = get_user_version(db, &v);
+        *snapshot = 1;
+    }
     if (rc != SQLITE_OK)
         goto fail;
     if (v != (int)N_MIGRATIONS) {
@@ -419,11 +450,6 @@ int store_db_open(const char *path, int create, sqlite3 **out, unsigned char key
     if (!path || !*path)
         return TFTAP_EINVAL;
     struct stat st;
-    if (create < 0) {
-        if (stat(path, &st) != 0)
-            return errno == ENOENT ? TFTAP_ENOTFOUND : TFTAP_EIO;
-        return open_readonly(path, out);
-    }
     if (stat(path, &st) != 0) {
         if (errno != ENOENT)
             return TFTAP_EIO;
@@ -476,8 +502,16 @@ int store_open(const char *path, int flags, store **out)
     store *s = calloc(1, sizeof *s);
     if (!s)
         return TFTAP_ENOMEM;
-    int mode = (flags & STORE_OPEN_READONLY) ? -1 : (flags & STORE_OPEN_CREATE) ? 1 : 0;
-    int rc = store_db_open(path, mode, &s->db, s->key);
+    int rc;
+    struct stat st;
+    if (!(flags & STORE_OPEN_READONLY))
+        rc = store_db_open(path, flags & STORE_OPEN_CREATE, &s->db, s->key);
+    else if (!path || !*path)
+        rc = TFTAP_EINVAL;
+    else if (stat(path, &st) != 0)
+        rc = errno == ENOENT ? TFTAP_ENOTFOUND : TFTAP_EIO;
+    else
+        rc = open_readonly(path, &s->db, &s->snapshot);
     if (rc) {
         free(s);
         return rc;
@@ -493,6 +527,11 @@ void store_close(store *s)
     sqlite3_close(s->db);
     memset(s->key, 0, sizeof s->key);
     free(s);
+}
+
+int store_is_snapshot(const store *s)
+{
+    return s && s->snapshot;
 }
 
 const char *store_errmsg(store *s)

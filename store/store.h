@@ -91,6 +91,11 @@ enum store_open_flags {
  * failure or a database written by a newer tftap), TFTAP_ENOMEM. */
 int store_open(const char *path, int flags, store **out);
 void store_close(store *s);
+/* 1 when a STORE_OPEN_READONLY database is read as an immutable snapshot:
+ * a WAL database without its -shm file in a directory this process cannot
+ * write (SQLite cannot set up the shared memory readers need); later
+ * commits by others are not seen. */
+int store_is_snapshot(const store *s);
 /* The last SQLite error message of this connection ("" if none). */
 const char *store_errmsg(store *s);
 

@@ -14,11 +14,11 @@
 struct store {
     sqlite3 *db;
     unsigned char key[STORE_KEY_LEN]; /* HMAC key for redacted values */
+    int snapshot;                     /* read only and immutable (see store_is_snapshot) */
 };
 
 /* Open and migrate; the helper behind store_open and the recorder's own
- * connection. create: 1 create if missing, 0 open existing, -1 open
- * existing read-only (no migration, key left untouched). */
+ * connection (store_open itself opens STORE_OPEN_READONLY databases). */
 int store_db_open(const char *path, int create, sqlite3 **out, unsigned char key[STORE_KEY_LEN]);
 
 /* Create path's missing parent directories (0700). 0 or TFTAP_EIO (errno). */

@@ -54,10 +54,10 @@ def until(pred, bound=20.0):
 
 
 class Server:
-    def __init__(self, *args, env=None):
+    def __init__(self, *args, env=None, cmd=None, db=None):
         e = dict(os.environ)
         e.update(env or {})
-        self.p = subprocess.Popen([TFTAP, "serve", "--db", DB] + list(args), stdout=subprocess.PIPE,
+        self.p = subprocess.Popen((cmd or [TFTAP]) + ["serve", "--db", db or DB] + list(args), stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, env=e, text=True)
         self.url = self.p.stdout.readline().strip()
         m = re.match(r"^http://(127\.0\.0\.1|0\.0\.0\.0):(\d+)/\?token=([0-9a-f]{32})$", self.url)
@@ -345,6 +345,26 @@ for path in ["/api/runs", "/api/runs/%d" % run, "/api/runs/%d/calls?limit=1000" 
     s3.req(path)
 s3.stop()
 check("serving never writes the database file", sha(DB) == h)
+
+# A WAL database without its -shm in a directory the server cannot write
+# (someone else's): read as a snapshot, said on stderr, never written.
+if os.geteuid() == 0 and shutil.which("runuser"):
+    import tempfile
+    ro = tempfile.mkdtemp(prefix="tftap-ro.")
+    shutil.copy(DB, ro + "/t.db")
+    shutil.copy(TFTAP, ro + "/tftap")
+    os.chmod(ro, 0o755)
+    os.chmod(ro + "/t.db", 0o644)
+    h = sha(ro + "/t.db")
+    s5 = Server(cmd=["runuser", "-u", "nobody", "--", ro + "/tftap"], db=ro + "/t.db")
+    st, d = s5.api("/api/runs/%d/calls?limit=3" % run) if s5.ok else (0, None)
+    check("a directory it cannot write: still served", st == 200 and len(d["calls"]) == 3)
+    rc, err = s5.stop()
+    check("... as a snapshot, and says so", "snapshot" in err)
+    check("... without creating or changing a file", sorted(os.listdir(ro)) == ["t.db", "tftap"] and sha(ro + "/t.db") == h)
+    shutil.rmtree(ro)
+else:
+    print("skip: serving from an unwritable directory needs root and runuser")
 
 # ---- a non-loopback address says so loudly ------------------------------------------------------
 s4 = Server("--listen", "0.0.0.0:0")
