@@ -9,7 +9,7 @@
 . "$(dirname "$0")/../e2e/lib.sh"
 need_peers
 CHROMIUM=${CHROMIUM:-$(command -v chromium || true)}
-if [ -z "$CHROMIUM" ] || ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+if ! [ -x "$CHROMIUM" ] || ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     if [ "${TFTAP_REQUIRE_PEERS:-0}" = 1 ]; then
         echo "$e2e_name: chromium, node and npm are needed (scripts/install-deps)"
         echo "$e2e_name: 0 passed, 1 failed"
