@@ -370,7 +370,7 @@ function changesSection(run, filter) {
   let offset = 0;
   const load = async reset => {
     if (reset) { offset = 0; list.replaceChildren(); }
-    const d = await api('/runs/' + run + '/changes' + qs({ offset, limit: 50, filter, all: all.checked ? 1 : '' }));
+    const d = await api('/runs/' + run + '/changes' + qs({ offset, limit: 20, filter, all: all.checked ? 1 : '' }));
     for (const c of d.changes) {
       const act = c.action;
       const what = c.address || (c.type_name + ' (address unknown)');
