@@ -665,6 +665,12 @@ int cli_run(int argc, char **argv)
         goto cleanup;
     }
     wrapped = set.n > 0 && !installs_providers(&cl);
+    if (set.shims && wrapped)
+        /* A config exported by `tftap wrap`: its shims stand aside for
+         * ours, or every call would be recorded twice. */
+        cli_error("%s is a tftap wrap config: this run's shims replace its %zu, each call is "
+                  "recorded once, in this run",
+                  set.user_config, set.shims);
     if (set.missing && wrapped)
         cli_error("%zu provider(s) not installed, not recorded (first: %s); run '%s init'",
                   set.missing, set.missing_first, cli);

@@ -7,9 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/wrap.h"
 #include "proxy/proxy.h"
+#include "store/store.h"
+
+/* Set by a shim for the provider it starts. A shim that finds it set was
+ * started by a shim (directly, or through scripts or copies no path check
+ * can see): it refuses instead of starting shims without end. */
+#define SHIM_DEPTH_ENV "TFTAP_SHIM_DEPTH"
 
 static void shim_warn(void *ctx, const char *message)
 {
@@ -55,6 +63,37 @@ int cli_shim(int argc, char **argv)
     if (proxy_meta_load(argv[1], &meta, &err) != 0) {
         cli_error("%s", tftap_buf_cstr(&err));
         tftap_buf_done(&err);
+        return 1;
+    }
+
+    const char *why = NULL;
+    const char *depth = getenv(SHIM_DEPTH_ENV);
+    char *inner = wrap_shim_meta_path(meta.binary);
+    if (depth != NULL && depth[0] != '\0')
+        why = "was started by another tftap shim (" SHIM_DEPTH_ENV " is set)";
+    else if (wrap_is_self(meta.binary))
+        why = "names tftap itself as its provider";
+    else if (inner != NULL)
+        why = "names another tftap shim as its provider";
+    free(inner);
+    if (why != NULL) {
+        /* One line, on stderr and as the handshake line: go-plugin prints
+         * an unrecognised handshake line in the CLI's own error. */
+        tftap_buf line = TFTAP_BUF_INIT;
+        tftap_buf_printf(&line,
+                         "tftap: the shim %s %s; refusing to start it (unset TF_CLI_CONFIG_FILE "
+                         "or wrap again)",
+                         argv[1], why);
+        fprintf(stderr, "%s\n", tftap_buf_cstr(&line));
+        printf("%s\n", tftap_buf_cstr(&line));
+        fflush(stdout);
+        tftap_buf_done(&line);
+        proxy_meta_done(&meta);
+        return 1;
+    }
+    if (setenv(SHIM_DEPTH_ENV, "1", 1) != 0) {
+        cli_error("cannot set %s: %s", SHIM_DEPTH_ENV, strerror(errno));
+        proxy_meta_done(&meta);
         return 1;
     }
 

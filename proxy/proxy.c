@@ -429,8 +429,16 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     if (proxy_child_read_handshake(&run.child, run.sig_fd, PROXY_HANDSHAKE_TIMEOUT_MS, &line,
                                    err) != 0)
         goto cleanup;
-    if (proxy_handshake_parse(line, strlen(line), &hs, err) != 0)
+    if (proxy_handshake_parse(line, strlen(line), &hs, err) != 0) {
+        /* Not a handshake: the client gets the line the provider printed,
+         * as it would without us (go-plugin shows it in its error). */
+        size_t n = strlen(line);
+        if (n > 0 && write(cfg->out_fd, line, n) == (ssize_t)n &&
+            write(cfg->out_fd, "\n", 1) != 1) {
+            /* the client has gone: nothing more to tell it */
+        }
         goto cleanup;
+    }
 
     if (hs.cert_b64[0] != '\0') {
         if (proxy_cert_b64der_to_pem(hs.cert_b64, strlen(hs.cert_b64), &child_cert_pem) != 0) {
