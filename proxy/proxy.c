@@ -30,6 +30,7 @@ void proxy_config_init(proxy_config *cfg)
     cfg->out_fd = STDOUT_FILENO;
     cfg->watch_out_fd = 1;
     cfg->stop_fd = -1;
+    cfg->recorder_hold_fd = -1;
 }
 
 void proxy_config_from_meta(proxy_config *cfg, const proxy_meta *meta)
@@ -350,7 +351,7 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     tftap_buf sock = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT;
     sigset_t mask, old_mask;
     struct sigaction ign, old_pipe;
-    proxy_recproc rec = {-1, -1};
+    proxy_recproc rec = {.pid = -1, .fd = -1, .hold_fd = -1};
     proxy_tee *tee = NULL;
     proxy_relay *relay = NULL;
     SSL_CTX *server_tls = NULL, *client_tls = NULL;
@@ -400,6 +401,9 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
         ropts.record_sensitive = cfg->record_sensitive;
         ropts.keep_raw = cfg->keep_raw;
         tftap_buf why = TFTAP_BUF_INIT;
+        rec.provider = cfg->provider;
+        rec.hold_fd = cfg->recorder_hold_fd;
+        rec.leave_run = cfg->leave_run;
         if (proxy_recproc_start(cfg->db, &ropts, &rec, &why) != 0)
             warn(cfg, "cannot start the recorder (%s): relaying without recording",
                  tftap_buf_cstr(&why));

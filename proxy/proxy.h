@@ -18,6 +18,10 @@
 #define PROXY_COOKIE_KEY "TF_PLUGIN_MAGIC_COOKIE"
 #define PROXY_COOKIE_VALUE "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
 
+/* The recorder processes' log, in the database's directory (0600): their
+ * problems go there, not to the provider's stderr the CLI keeps. */
+#define PROXY_LOG_NAME "tftap.log"
+
 /* What a provider prints when started by hand; the shim prints the same. */
 #define PROXY_NOT_A_PROGRAM_MESSAGE                                                                \
     "This binary is a plugin. These are not meant to be executed directly.\n"                      \
@@ -56,12 +60,18 @@ typedef struct proxy_config {
     int record_sensitive;
     int keep_raw;
 
-    int out_fd;       /* where the handshake line and the provider's later
-                       * stdout go (default 1) */
-    int watch_out_fd; /* 1 (default): the reader of out_fd going away means
-                       * the client is gone: stop the provider and exit */
-    int stop_fd;      /* -1 (default) or an fd that becomes readable (or
-                       * hung up) when the caller wants the proxy to stop */
+    int out_fd;           /* where the handshake line and the provider's later
+                           * stdout go (default 1) */
+    int watch_out_fd;     /* 1 (default): the reader of out_fd going away means
+                           * the client is gone: stop the provider and exit */
+    int stop_fd;          /* -1 (default) or an fd that becomes readable (or
+                           * hung up) when the caller wants the proxy to stop */
+    int recorder_hold_fd; /* -1 (default), or an fd (a lock) the recorder's
+                           * process holds open until everything is
+                           * written: whoever waits for the record takes
+                           * the lock (see docs/running.md) */
+    int leave_run;        /* 1: run_id came from store_run_join(); the
+                           * recorder's process leaves it when done */
     /* Called (from the calling thread) with one lowercase line about a
      * problem that does not stop the relay, e.g. recording trouble. */
     void (*warn)(void *ctx, const char *message);
