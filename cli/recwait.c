@@ -28,8 +28,8 @@
 int wrap_recorder_lock(const char *run_dir, const char *provider)
 {
     char path[4096];
-    int n = snprintf(path, sizeof path, "%s/" LOCK_PREFIX "%ld" LOCK_SUFFIX, run_dir,
-                     (long)getpid());
+    int n =
+        snprintf(path, sizeof path, "%s/" LOCK_PREFIX "%ld" LOCK_SUFFIX, run_dir, (long)getpid());
     if (n < 0 || (size_t)n >= sizeof path)
         return -1;
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -53,7 +53,8 @@ int wrap_recorder_lock(const char *run_dir, const char *provider)
 static int is_lock_name(const char *name)
 {
     size_t n = strlen(name), p = strlen(LOCK_PREFIX), s = strlen(LOCK_SUFFIX);
-    return n > p + s && strncmp(name, LOCK_PREFIX, p) == 0 && strcmp(name + n - s, LOCK_SUFFIX) == 0;
+    return n > p + s && strncmp(name, LOCK_PREFIX, p) == 0 &&
+           strcmp(name + n - s, LOCK_SUFFIX) == 0;
 }
 
 struct held {
