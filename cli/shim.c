@@ -141,7 +141,10 @@ static int64_t join_cli_run(const char *db)
     struct cli_proc c;
     store *s = NULL;
     int64_t run_id = 0;
-    if (cli_proc_read(getppid(), &c) != 0) {
+    pid_t parent = getppid();
+    memset(&c, 0, sizeof c);
+    /* An orphan's parent is init (or a subreaper): no command to join. */
+    if (parent <= 1 || cli_proc_read(parent, &c) != 0) {
         cli_proc_done(&c);
         return 0;
     }

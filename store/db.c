@@ -474,6 +474,9 @@ static int step_done(sqlite3_stmt *st)
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
 }
 
+/* How long a shim may wait for the database to join its command's run. */
+#define STORE_JOIN_DEADLINE_MS 10000
+
 static void args_json(tftap_buf *a, int argc, const char *const *args)
 {
     tftap_buf_putc(a, '[');
@@ -541,8 +544,10 @@ int store_run_join(store *s, const char *key, const char *command, int argc,
         goto done;
     }
     /* One IMMEDIATE transaction: the unique index makes the first shim's
-     * INSERT the only one, and the count cannot interleave with a leave. */
-    rc = store_begin(s->db, 0);
+     * INSERT the only one, and the count cannot interleave with a leave.
+     * Bounded: a shim waits for this before its provider's handshake,
+     * which the CLI does not wait for forever. */
+    rc = store_begin(s->db, STORE_JOIN_DEADLINE_MS);
     if (rc != SQLITE_OK)
         goto done;
     rc = sqlite3_prepare_v2(s->db,

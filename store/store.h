@@ -106,7 +106,9 @@ int store_run_end(store *s, int64_t run_id, int exit_code);
  * others find it, race-free. Each join counts one recorder more on the run
  * and marks it running again (ended_us NULL); store_run_leave() counts one
  * less and, at none, records the end (now; the exit code stays unknown).
- * Returns 0, TFTAP_EINVAL (empty key), or a store error. */
+ * A join waits at most about 10 s for a database another connection keeps
+ * locked. Returns 0, TFTAP_EINVAL (empty key), TFTAP_ENOTFOUND (leave: no
+ * such run of a CLI command), or a store error. */
 int store_run_join(store *s, const char *key, const char *command, int argc,
                    const char *const *args, const char *cwd, const char *cli_name, int64_t *run_id);
 int store_run_leave(store *s, int64_t run_id);
