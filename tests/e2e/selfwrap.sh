@@ -77,6 +77,32 @@ check "wrap: tftap runs shows it" grep -q "tofu plan -input=false -no-color" <("
 (cd "$w" && TFTAP_DB=$db1 tofu validate -no-color >/dev/null 2>&1)
 check_eq "wrap: a second command is a second run" "$(sqlite3 "$db1" "SELECT count(*) FROM runs")" 2
 
+# While its providers work, the command's run shows as running; once its
+# recorders are done, as ended with no exit code.
+h=$WORK/hang
+marker=$WORK/hanging
+db3=$WORK/hang.db
+new_dir "$top_srcdir/tests/e2e/configs/hang" "$h"
+(cd "$h" && TF_CLI_CONFIG_FILE=$PEERS/tofurc tofu init -input=false -no-color >/dev/null) || not_ok "init (hang)"
+hang_cfg=$(cd "$h" && TF_CLI_CONFIG_FILE=$PEERS/tofurc "$TFTAP" wrap --db "$db3" --out "$WORK/hang-shims" 2>/dev/null | sed "s/^export TF_CLI_CONFIG_FILE=//; s/'//g")
+(cd "$h" && TF_CLI_CONFIG_FILE=$hang_cfg TFTEST_HANG_MARKER=$marker tofu apply -auto-approve -input=false \
+    -no-color >"$WORK/hang.out" 2>&1) &
+applier=$!
+if wait_for 600 test -e "$marker"; then
+    check_eq "wrap: the command's run shows as running while its provider works" \
+        "$("$TFTAP" runs --db "$db3" | awk '$0 ~ /tofu apply/ { print ($0 ~ / running /) }')" 1
+    rm -f "$marker"
+else
+    not_ok "wrap: the apply never reached the hanging call"
+fi
+wait "$applier"
+check_eq "wrap: the apply exits 0" "$?" 0
+wait_for 300 test "$(sqlite3 "$db3" "SELECT count(*) FROM runs WHERE ended_us IS NULL")" = 0
+check_eq "wrap: one run, ended once its recorders are done, exit code unknown" \
+    "$(sqlite3 "$db3" "SELECT count(*), sum(recorders), sum(exit_code IS NULL) FROM runs")" "1|0|1"
+check_eq "wrap: tftap runs no longer shows it running" \
+    "$("$TFTAP" runs --db "$db3" | awk '$0 ~ /tofu apply/ { print ($0 ~ / running /) }')" 0
+
 # ---- tftap run under the exported wrap config -----------------------------------
 db2=$WORK/run.db
 plan "$db2" "$WORK/run.log" "$WORK/run.out" "$TFTAP" run --db "$db2" --
