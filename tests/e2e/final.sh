@@ -72,7 +72,9 @@ if wait_for 600 test -e "$marker"; then
     tofu_pid=$(pgrep -x tofu -P "$(pgrep -f -n "$TFTAP run --db $db")")
     # The recorders: tftap shim processes whose parent is not tofu (they
     # are forked twice, away from the shim).
-    for p in $(pgrep -f "$TFTAP shim"); do
+    # Without tofu's pid the shims could not be told apart: stop nothing
+    # (a stopped shim would hang the apply).
+    for p in $([ -n "$tofu_pid" ] && pgrep -f "$TFTAP shim"); do
         [ "$(ps -o ppid= -p "$p" | tr -d ' ')" != "$tofu_pid" ] && kill -STOP "$p" && stopped="$stopped $p"
     done
     rm -f "$marker"
