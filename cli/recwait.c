@@ -28,11 +28,15 @@
 int wrap_recorder_lock(const char *run_dir, const char *provider)
 {
     char path[4096];
-    int n =
-        snprintf(path, sizeof path, "%s/" LOCK_PREFIX "%ld" LOCK_SUFFIX, run_dir, (long)getpid());
-    if (n < 0 || (size_t)n >= sizeof path)
+    /* A fresh file each time: a reused pid must not find the lock an
+     * earlier shim's recorder still holds. */
+    int n = snprintf(path, sizeof path, "%s/" LOCK_PREFIX "%ld-XXXXXX" LOCK_SUFFIX, run_dir,
+                     (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof path) {
+        errno = ENAMETOOLONG;
         return -1;
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    }
+    int fd = mkostemps(path, (int)strlen(LOCK_SUFFIX), O_CLOEXEC);
     if (fd < 0)
         return -1;
     if (flock(fd, LOCK_EX) != 0) {
