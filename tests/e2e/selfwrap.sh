@@ -116,6 +116,27 @@ check_eq "run under a wrap config: no shim left running" "$(shims_running)" 0
 unset TF_CLI_CONFIG_FILE
 export TF_CLI_CONFIG_FILE=$PEERS/tofurc
 
+# ---- the user's own dev_overrides, wrapped twice ---------------------------------
+# A shim standing for a dev override (no version) resolves to the override's binary.
+d=$WORK/dev
+new_dir "$top_srcdir/tests/e2e/configs/dev" "$d"
+(cd "$d" && TF_CLI_CONFIG_FILE=$PEERS/tofurc-dev tofu init -input=false -no-color >/dev/null 2>&1) || not_ok "init (dev)"
+dev_cfg=$(cd "$d" && TF_CLI_CONFIG_FILE=$PEERS/tofurc-dev "$TFTAP" wrap --db "$WORK/dev.db" --out "$WORK/devshims" 2>/dev/null | sed "s/^export TF_CLI_CONFIG_FILE=//; s/'//g")
+dev_first=$(jq -r '.provider + " " + (.version // "-") + " " + .binary' "$WORK"/devshims/p*/tftap-shim.json | sort)
+(cd "$d" && TF_CLI_CONFIG_FILE=$dev_cfg "$TFTAP" wrap --db "$WORK/dev.db" --out "$WORK/devshims" >/dev/null 2>&1)
+check_eq "dev overrides wrapped again: every shim stands for the same real provider" \
+    "$(jq -r '.provider + " " + (.version // "-") + " " + .binary' "$WORK"/devshims/p*/tftap-shim.json | sort)" "$dev_first"
+check "dev overrides wrapped again: simple's shim stands for its dev binary" \
+    grep -qx "registry.opentofu.org/tftap/simple - $PEERS/bin/terraform-provider-simple" <(echo "$dev_first")
+(cd "$d" && TF_CLI_CONFIG_FILE=$dev_cfg TFTEST_RPC_LOG=$WORK/dev.log timeout 300 tofu apply -auto-approve \
+    -input=false -no-color >"$WORK/dev.out" 2>&1)
+check_eq "dev overrides wrapped again: apply exits 0" "$?" 0
+check_eq "dev overrides wrapped again: simple_resource applied once" "$(sqlite3 "$WORK/dev.db" \
+    "SELECT count(*) FROM calls WHERE rpc = 'ApplyResourceChange' AND type_name = 'simple_resource'")" 1
+check "dev overrides wrapped again: every tftest5 call recorded once" \
+    cmp -s <(sqlite3 "$WORK/dev.db" "SELECT c.method FROM calls c JOIN processes p ON p.id = c.process_id
+        WHERE c.stream = 0 AND c.method LIKE '/tfplugin%' AND p.provider LIKE '%tftest5'" | sort) <(log_calls "$WORK/dev.log")
+
 # ---- hand-made: a dev_override at a shim whose provider is tftap itself ----------
 loop=$WORK/loop
 mkdir -p "$loop"
