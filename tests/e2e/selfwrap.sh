@@ -137,6 +137,20 @@ check "dev overrides wrapped again: every tftest5 call recorded once" \
     cmp -s <(sqlite3 "$WORK/dev.db" "SELECT c.method FROM calls c JOIN processes p ON p.id = c.process_id
         WHERE c.stream = 0 AND c.method LIKE '/tfplugin%' AND p.provider LIKE '%tftest5'" | sort) <(log_calls "$WORK/dev.log")
 
+# ---- a shim copied into a filesystem mirror: resolved like an override ---------
+m5=$(grep -l tftest5 "$WORK"/ci-shims/p*/tftap-shim.json)
+mdir=$WORK/mirror/registry.opentofu.org/tftap/tftest5/0.1.0/linux_amd64
+mkdir -p "$mdir" "$WORK/empty-data"
+jq --arg b "$(jq -r .binary "$m5")" '.binary = $b' "$m5" >"$mdir/tftap-shim.json"
+printf '#!/bin/sh\nexec %s shim %s "$@"\n' "'$TFTAP'" "'$mdir/tftap-shim.json'" >"$mdir/terraform-provider-tftest5_v0.1.0"
+chmod +x "$mdir/terraform-provider-tftest5_v0.1.0"
+printf 'provider_installation {\n  filesystem_mirror {\n    path = "%s"\n  }\n}\n' "$WORK/mirror" >"$WORK/mirror.tfrc"
+(cd "$w" && TF_DATA_DIR=$WORK/empty-data TF_CLI_CONFIG_FILE=$WORK/mirror.tfrc "$TFTAP" wrap --db "$WORK/m.db" \
+    --out "$WORK/mirrorshims" >/dev/null 2>"$WORK/mirror.err")
+check_eq "shim in a mirror: wrap exits 0" "$?" 0
+check_eq "shim in a mirror: its shim stands for the real provider" \
+    "$(jq -r .binary "$WORK"/mirrorshims/p*/tftap-shim.json)" "$(jq -r .binary "$m5")"
+
 # ---- hand-made: a dev_override at a shim whose provider is tftap itself ----------
 loop=$WORK/loop
 mkdir -p "$loop"
