@@ -134,29 +134,17 @@ static int each_diag(void *ctx, const store_diag_row *d)
 
 int cli_show(int argc, char **argv)
 {
-    const char *db = NULL, *pos[2] = {NULL, NULL};
-    int json = 0, help = 0, npos = 0, all = 0;
+    int all = 0;
     const struct cli_opt opts[] = {{"--all", NULL, &all}, {0}};
-    int rc = cli_store_args(argc, argv, opts, &db, &json, &help, pos, 2, &npos);
-    if (!rc && !help && npos < 1) {
-        cli_error("show needs RUN (a run id or 'last')");
-        rc = 2;
-    }
-    if (rc || help) {
-        if (!rc)
-            fputs(usage_text, stdout);
+    struct cli_read r;
+    int rc = cli_read_begin(argc, argv, opts, usage_text, 1, 2, &r);
+    if (rc != CLI_READ_GO)
         return rc;
-    }
-    const char *path = cli_db_path(db);
-    store *s = NULL;
-    if (cli_open_store(path, &s))
-        return 1;
-    int64_t run = 0;
-    rc = cli_resolve_run(s, path, pos[0], &run);
-    if (rc) {
-        store_close(s);
-        return rc;
-    }
+    int json = r.json;
+    int64_t run = r.run;
+    const char *path = r.path;
+    store *s = r.s;
+    const char **pos = r.pos;
     struct show_ctx x = {
         .out = TFTAP_BUF_INIT, .json = json, .all = all, .color = !json && cli_use_color()};
     int exit_code = 0;
@@ -209,6 +197,6 @@ int cli_show(int argc, char **argv)
         exit_code = cli_flush(&x.out);
     }
     tftap_buf_done(&x.out);
-    store_close(s);
+    cli_read_done(&r);
     return exit_code;
 }

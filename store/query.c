@@ -27,15 +27,17 @@ static int finish(sqlite3_stmt *st, int rc, int cb_rc)
     "(SELECT count(*) FROM calls c WHERE c.run_id = r.id), "                                       \
     "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id) FROM runs r "
 
-static int runs_query(store *s, const char *sql, int64_t run_id,
+/* param is bound as ?1 when non-zero; single: it is a run id, and no row
+ * is TFTAP_ENOTFOUND. */
+static int runs_query(store *s, const char *sql, int64_t param, int single,
                       int (*fn)(void *ctx, const store_run_row *row), void *ctx)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
     if (rc != SQLITE_OK)
         return store_err(rc);
-    if (run_id)
-        sqlite3_bind_int64(st, 1, run_id);
+    if (param)
+        sqlite3_bind_int64(st, 1, param);
     int cb = 0, found = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_run_row r = {
@@ -58,7 +60,7 @@ static int runs_query(store *s, const char *sql, int64_t run_id,
         if (cb)
             break;
     }
-    if (run_id && !found && rc == SQLITE_DONE) {
+    if (single && !found && rc == SQLITE_DONE) {
         sqlite3_finalize(st);
         return TFTAP_ENOTFOUND;
     }
@@ -67,67 +69,96 @@ static int runs_query(store *s, const char *sql, int64_t run_id,
 
 int store_runs_each(store *s, int (*fn)(void *ctx, const store_run_row *row), void *ctx)
 {
-    return runs_query(s, RUN_SELECT "ORDER BY r.id", 0, fn, ctx);
+    return runs_query(s, RUN_SELECT "ORDER BY r.id", 0, 0, fn, ctx);
+}
+
+int store_runs_last(store *s, int64_t limit, int (*fn)(void *ctx, const store_run_row *row),
+                    void *ctx)
+{
+    if (limit <= 0)
+        return store_runs_each(s, fn, ctx);
+    return runs_query(s,
+                      RUN_SELECT "WHERE r.id IN (SELECT id FROM runs ORDER BY id DESC LIMIT ?1) "
+                                 "ORDER BY r.id",
+                      limit, 0, fn, ctx);
 }
 
 int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_row *row),
                   void *ctx)
 {
-    return runs_query(s, RUN_SELECT "WHERE r.id = ?1", run_id, fn, ctx);
+    return runs_query(s, RUN_SELECT "WHERE r.id = ?1", run_id, 1, fn, ctx);
 }
 
-int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
-                     int (*fn)(void *ctx, const store_call_row *row), void *ctx)
+int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
+                      int (*fn)(void *ctx, const store_call_row *row), void *ctx)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(
         s->db,
-        "SELECT c.id, c.run_id, c.process_id, c.call_seq, p.provider, c.method, c.rpc, c.stream, "
-        "c.started_us, c.ended_us, c.status_code, c.status_message, c.request_bytes, "
-        "c.response_bytes, c.request_count, c.response_count, c.type_name, c.address, "
-        "c.request_json, c.response_json, c.decode_error "
-        "FROM calls c LEFT JOIN processes p ON p.id = c.process_id "
-        "WHERE c.run_id = ?1 AND (?2 IS NULL OR c.rpc = ?2 OR c.method = ?2) "
-        "AND (?3 IS NULL OR c.type_name = ?3) ORDER BY c.started_us, c.id",
+        "SELECT call_id, run_id, process_id, provider, provider_version, protocol, call_seq, "
+        "method, rpc, stream, type_name, address, started_us, ended_us, in_flight, status_code, "
+        "status_message, request_bytes, response_bytes, request_count, response_count, "
+        "request_json, response_json, decode_error, status_name, error_count, warning_count, "
+        "is_teardown, failed FROM v_calls "
+        "WHERE run_id = ?1 AND (?2 IS NULL OR rpc = ?2 COLLATE NOCASE "
+        "OR method = ?2 COLLATE NOCASE) AND (?3 IS NULL OR type_name = ?3) AND (NOT ?4 OR failed) "
+        "ORDER BY started_us, call_id",
         -1, &st, NULL);
     if (rc != SQLITE_OK)
         return store_err(rc);
     sqlite3_bind_int64(st, 1, run_id);
-    if (method)
-        sqlite3_bind_text(st, 2, method, -1, SQLITE_STATIC);
-    if (type)
-        sqlite3_bind_text(st, 3, type, -1, SQLITE_STATIC);
+    if (f && f->method)
+        sqlite3_bind_text(st, 2, f->method, -1, SQLITE_STATIC);
+    if (f && f->type)
+        sqlite3_bind_text(st, 3, f->type, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 4, f && f->failed_only);
     int cb = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_call_row c = {
             .id = sqlite3_column_int64(st, 0),
             .run_id = sqlite3_column_int64(st, 1),
             .process_id = sqlite3_column_int64(st, 2),
-            .call_seq = sqlite3_column_int64(st, 3),
-            .provider = col_text(st, 4),
-            .method = col_text(st, 5),
-            .rpc = col_text(st, 6),
-            .stream = sqlite3_column_int(st, 7),
-            .started_us = sqlite3_column_int64(st, 8),
-            .ended_us = sqlite3_column_int64(st, 9),
-            .has_status = sqlite3_column_type(st, 10) != SQLITE_NULL,
-            .status_code = sqlite3_column_int(st, 10),
-            .status_message = col_text(st, 11),
-            .request_bytes = sqlite3_column_int64(st, 12),
-            .response_bytes = sqlite3_column_int64(st, 13),
-            .request_count = sqlite3_column_int64(st, 14),
-            .response_count = sqlite3_column_int64(st, 15),
-            .type_name = col_text(st, 16),
-            .address = col_text(st, 17),
-            .request_json = col_text(st, 18),
-            .response_json = col_text(st, 19),
-            .decode_error = col_text(st, 20),
+            .provider = col_text(st, 3),
+            .provider_version = col_text(st, 4),
+            .has_protocol = sqlite3_column_type(st, 5) != SQLITE_NULL,
+            .protocol = sqlite3_column_int(st, 5),
+            .call_seq = sqlite3_column_int64(st, 6),
+            .method = col_text(st, 7),
+            .rpc = col_text(st, 8),
+            .stream = sqlite3_column_int(st, 9),
+            .type_name = col_text(st, 10),
+            .address = col_text(st, 11),
+            .started_us = sqlite3_column_int64(st, 12),
+            .ended_us = sqlite3_column_int64(st, 13),
+            .in_flight = sqlite3_column_int(st, 14),
+            .has_status = sqlite3_column_type(st, 15) != SQLITE_NULL,
+            .status_code = sqlite3_column_int(st, 15),
+            .status_message = col_text(st, 16),
+            .request_bytes = sqlite3_column_int64(st, 17),
+            .response_bytes = sqlite3_column_int64(st, 18),
+            .request_count = sqlite3_column_int64(st, 19),
+            .response_count = sqlite3_column_int64(st, 20),
+            .request_json = col_text(st, 21),
+            .response_json = col_text(st, 22),
+            .decode_error = col_text(st, 23),
+            .status_name = col_text(st, 24),
+            .error_count = sqlite3_column_int64(st, 25),
+            .warning_count = sqlite3_column_int64(st, 26),
+            .is_teardown = sqlite3_column_int(st, 27),
+            .failed = sqlite3_column_int(st, 28),
         };
         cb = fn(ctx, &c);
         if (cb)
             break;
     }
     return finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
+int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
+                     int (*fn)(void *ctx, const store_call_row *row), void *ctx)
+{
+    store_calls_filter f = {method, type, 0};
+    return store_calls_query(s, run_id, &f, fn, ctx);
 }
 
 /* An address filter matches the address itself and its instances

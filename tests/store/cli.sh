@@ -35,7 +35,7 @@ check "calls --method keeps plan calls" [ "$(grep -c PlanResourceChange "$work/c
 check "calls shows the matched address" grep -q 'test_thing.web\[0\]' "$work/calls.txt"
 "$TFTAP" calls 5 --type test_thing --json >"$work/calls.json"
 check "calls --json decodes requests" \
-    [ "$(jq -r '.[0].request.config.name' "$work/calls.json")" = beta ]
+    [ "$(jq -r '.[0].request_json.config.name' "$work/calls.json")" = beta ]
 
 "$TFTAP" show 5 >"$work/show.txt"
 check "show renders a replacement" grep -q '^-/+ resource "test_thing" "web" {' "$work/show.txt"
