@@ -180,12 +180,14 @@ enum { K_PLAN, K_APPLY, K_OTHER };
 struct rel {
     int64_t id;
     int kind;
-    int prior_null, replaces;
+    int prior_null, replaces, failed;
     char *type;
     char *address;                /* matched after the run, or NULL */
     char planned[65], config[65]; /* "" when absent */
     int superseded;
     int64_t create_half; /* replaces: the call planning the new object */
+    int64_t destroyed;   /* an apply creating an object: the apply destroying its
+                            predecessor at the same address, when there is one */
 };
 
 struct rels {
@@ -258,7 +260,9 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db,
                                 "SELECT call_id, method, type_name, prior, planned, config, "
-                                "coalesce(json_array_length(requires_replace), 0), address "
+                                "coalesce(json_array_length(requires_replace), 0), address, "
+                                "(SELECT failed FROM v_calls v WHERE v.call_id = "
+                                "v_resource_changes.call_id) "
                                 "FROM v_resource_changes WHERE run_id = ? ORDER BY call_id",
                                 -1, &st, NULL);
     if (rc != SQLITE_OK)
@@ -293,6 +297,7 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
         r->replaces = sqlite3_column_int(st, 6) > 0 && !r->prior_null;
         const char *a = col_text(st, 7);
         r->address = a ? strdup(a) : NULL;
+        r->failed = sqlite3_column_int(st, 8);
         out->n++;
     }
     if (!err && rc != SQLITE_DONE)
@@ -373,6 +378,21 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
                 halves[lo]->superseded = 1;
             }
         }
+    }
+    /* A replacement carried out: an apply destroying the object at an
+     * address (planned null) and one creating it anew there (prior null),
+     * in either order (create_before_destroy), read as one "-/+". */
+    for (size_t i = 0; i + 1 < nd; i++) {
+        struct rel *a = applied[i], *b = applied[i + 1];
+        if (cmp_str(a->address, b->address) != 0 || a->failed || b->failed)
+            continue;
+        struct rel *del = !a->prior_null && !a->planned[0] ? a : b;
+        struct rel *add = del == a ? b : a;
+        if (del->prior_null || del->planned[0] || !add->prior_null || !add->planned[0])
+            continue;
+        del->superseded = 1;
+        add->destroyed = del->id;
+        i++;
     }
     free(applies);
     free(halves);
@@ -509,27 +529,34 @@ done:
     return found;
 }
 
-int store_changes_each(store *s, int64_t run_id, const char *filter,
-                       int (*fn)(void *ctx, const store_change_row *row), void *ctx)
+int store_changes_query(store *s, int64_t run_id, const char *filter, int failed_only,
+                        int (*fn)(void *ctx, const store_change_row *row), void *ctx)
 {
     struct rels rels = {NULL, 0};
     struct schema_cache schemas;
     memset(&schemas, 0, sizeof schemas);
-    sqlite3_stmt *st = NULL, *half = NULL;
+    sqlite3_stmt *st = NULL, *half = NULL, *gone = NULL;
     int err = load_rels(s, run_id, &rels);
     if (err)
         goto done;
     int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT call_id, method, type_name, address, address_note, "
-                                "prior, proposed, config, planned, new, requires_replace, "
-                                "diagnostics, status_code, started_us, "
-                                "(SELECT schema_sha256 FROM calls c WHERE c.id = call_id) "
-                                "FROM v_resource_changes WHERE run_id = ?1 AND " FILTER_SQL
-                                " ORDER BY started_us, call_id",
+                                "SELECT * FROM (SELECT r.call_id, r.method, r.type_name, "
+                                "r.address, r.address_note, r.prior, r.proposed, r.config, "
+                                "r.planned, r.new, r.requires_replace, r.diagnostics, "
+                                "r.status_code, r.started_us, "
+                                "(SELECT schema_sha256 FROM calls c WHERE c.id = r.call_id), "
+                                "v.failed, v.status_name, v.status_message, v.in_flight, "
+                                "r.run_id FROM v_resource_changes r "
+                                "JOIN v_calls v ON v.call_id = r.call_id) "
+                                "WHERE run_id = ?1 AND " FILTER_SQL
+                                " AND (NOT ?3 OR failed) ORDER BY started_us, call_id",
                                 -1, &st, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(s->db, "SELECT planned FROM v_resource_changes WHERE call_id = ?",
                                 -1, &half, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db, "SELECT prior FROM v_resource_changes WHERE call_id = ?", -1,
+                                &gone, NULL);
     if (rc != SQLITE_OK) {
         err = store_err(rc);
         goto done;
@@ -537,6 +564,7 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
     sqlite3_bind_int64(st, 1, run_id);
     if (filter)
         sqlite3_bind_text(st, 2, filter, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, failed_only);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_change_row c = {
             .call_id = sqlite3_column_int64(st, 0),
@@ -554,6 +582,10 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
             .has_status = sqlite3_column_type(st, 12) != SQLITE_NULL,
             .status_code = sqlite3_column_int(st, 12),
             .started_us = sqlite3_column_int64(st, 13),
+            .failed = sqlite3_column_int(st, 15),
+            .status_name = col_text(st, 16),
+            .status_message = col_text(st, 17),
+            .in_flight = sqlite3_column_int(st, 18),
         };
         c.block_schema = block_schema(s, &schemas, col_text(st, 14), c.type_name,
                                       c.rpc && strcmp(c.rpc, "ReadDataSource") == 0);
@@ -568,6 +600,14 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
                     c.replace_call_id = r->create_half;
                 }
             }
+            if (r->destroyed) {
+                sqlite3_reset(gone);
+                sqlite3_bind_int64(gone, 1, r->destroyed);
+                if (sqlite3_step(gone) == SQLITE_ROW) {
+                    c.destroyed_prior = col_text(gone, 0);
+                    c.replace_call_id = r->destroyed;
+                }
+            }
         }
         err = fn(ctx, &c);
         if (err)
@@ -578,9 +618,16 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
 done:
     sqlite3_finalize(st);
     sqlite3_finalize(half);
+    sqlite3_finalize(gone);
     rels_free(&rels);
     schema_cache_done(&schemas);
     return err;
+}
+
+int store_changes_each(store *s, int64_t run_id, const char *filter,
+                       int (*fn)(void *ctx, const store_change_row *row), void *ctx)
+{
+    return store_changes_query(s, run_id, filter, 0, fn, ctx);
 }
 
 int store_diagnostics_each(store *s, int64_t run_id, const char *filter,

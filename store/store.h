@@ -189,12 +189,24 @@ typedef struct store_change_row {
     int status_code;
     int64_t started_us;
     /* A plan told again by another call: one whose planned state a later
-     * ApplyResourceChange carries, or the create half of a replacement. */
+     * ApplyResourceChange carries, or the create half of a replacement; an
+     * apply destroying an object that another apply replaced. */
     int superseded;
     /* A replacing plan (requires_replace set): the planned state of the call
      * that planned the new object, and that call's id (0 if none found). */
     const char *replace_planned;
     int64_t replace_call_id;
+    /* An apply that created the new object of a replacement carried out
+     * (an apply destroying the old object at the same address in the same
+     * run, replace_call_id): that object's prior state; NULL otherwise. */
+    const char *destroyed_prior;
+    /* The call failed (v_calls.failed): error diagnostics, a failing
+     * status, or no answer. Its status by name, message, and whether it
+     * was never answered. */
+    int failed;
+    const char *status_name;
+    const char *status_message;
+    int in_flight;
     /* The resource type's (or data source's) schema block as the decoder
      * renders a GetProviderSchema response ({"attributes": [...],
      * "block_types": [...]}), when the call was decoded with a schema;
@@ -207,6 +219,9 @@ typedef struct store_change_row {
  * matches "a.b[0]"). */
 int store_changes_each(store *s, int64_t run_id, const char *filter,
                        int (*fn)(void *ctx, const store_change_row *row), void *ctx);
+/* The same, only the failed changes when failed_only. */
+int store_changes_query(store *s, int64_t run_id, const char *filter, int failed_only,
+                        int (*fn)(void *ctx, const store_change_row *row), void *ctx);
 
 typedef struct store_diag_row {
     int64_t call_id;
