@@ -130,7 +130,7 @@ static int each_call(void *ctx, const store_call_row *r)
                          (long long)r->request_bytes, (long long)r->response_bytes,
                          r->address ? r->address : "-");
         if (r->is_teardown && r->status_name && r->status_code != 0)
-            tftap_buf_printf(b, "  (expected close at provider exit: %s)", r->status_name);
+            tftap_buf_printf(b, "  (expected close: %s)", r->status_name);
         if (r->decode_error)
             tftap_buf_printf(b, "  ! %s", r->decode_error);
         tftap_buf_putc(b, '\n');

@@ -36,6 +36,7 @@ struct show_ctx {
     size_t nfailed, failed_cap;
     int nfailed_changes; /* of which resource changes */
     int failed_pass;     /* listing the failed changes */
+    int blocks;          /* text: changes and failures printed, for blank lines */
     int64_t *shown;      /* failed changes shown, in call id order once sorted */
     size_t nshown;
 };
@@ -182,7 +183,7 @@ static int each_failed_call(void *ctx, const store_call_row *r)
             tftap_buf_puts(b, "[]");
         tftap_buf_puts(b, ",\"failed\":true}");
     } else {
-        if (x->n)
+        if (x->blocks)
             tftap_buf_putc(b, '\n');
         tftap_buf_printf(b, "  # %s", r->rpc ? r->rpc : "?");
         if (r->type_name || r->provider)
@@ -195,6 +196,7 @@ static int each_failed_call(void *ctx, const store_call_row *r)
     }
     sj_free(doc);
     x->n++;
+    x->blocks++;
     return cli_flush(b) ? TFTAP_EIO : 0;
 }
 
@@ -254,7 +256,7 @@ static int each_change(void *ctx, const store_change_row *c)
         }
         tftap_buf_putc(b, '}');
     } else {
-        if (x->n)
+        if (x->blocks)
             tftap_buf_putc(b, '\n');
         int rc = analysis_render_change(c, x->color ? ANALYSIS_RENDER_COLOR : 0, b);
         if (rc) {
@@ -265,6 +267,7 @@ static int each_change(void *ctx, const store_change_row *c)
     if (x->failed_pass && x->nshown < x->nfailed)
         x->shown[x->nshown++] = c->call_id;
     x->n++;
+    x->blocks++;
     if (!c->failed)
         x->counts[a]++;
     if (!c->address && !x->failed_pass)
@@ -308,8 +311,8 @@ static int each_diag(void *ctx, const store_diag_row *d)
         tftap_buf_putc(b, '}');
     } else {
         if (dc->n == 0)
-            tftap_buf_puts(b, dc->x->n ? "\nDiagnostics from other calls:\n"
-                                       : "Diagnostics from provider calls:\n");
+            tftap_buf_puts(b, dc->x->blocks ? "\nDiagnostics from other calls:\n"
+                                            : "Diagnostics from provider calls:\n");
         int warn = d->severity && strcmp(d->severity, "WARNING") == 0;
         const char *col = dc->x->color ? (warn ? "\033[33m" : "\033[31m") : "";
         const char *reset = dc->x->color ? "\033[0m" : "";
@@ -398,8 +401,6 @@ int cli_show(int argc, char **argv)
     if (!rc) {
         if (json)
             tftap_buf_puts(&x.out, nfailed ? "\n  ],\n  \"changes\":[" : "],\"changes\":[");
-        else if (nfailed)
-            tftap_buf_puts(&x.out, "\n");
         rc = store_changes_each(r.s, run, filter, each_change, &x);
     }
     if (!rc) {
@@ -424,8 +425,12 @@ int cli_show(int argc, char **argv)
                              (long long)run, filter ? " for " : "", filter ? filter : "",
                              x.skipped ? " (only no-op changes and reads: see --all)" : "");
         else if (x.n || nfailed) {
+            tftap_buf_puts(&x.out, "\n");
+            if (nfailed)
+                tftap_buf_printf(&x.out, "%d call%s failed (shown first); ", nfailed,
+                                 nfailed == 1 ? "" : "s");
             tftap_buf_printf(&x.out,
-                             "\n%d change%s: %d to create, %d to update, %d to replace, %d to "
+                             "%d change%s: %d to create, %d to update, %d to replace, %d to "
                              "destroy",
                              x.n, x.n == 1 ? "" : "s", x.counts[ANALYSIS_ACTION_CREATE],
                              x.counts[ANALYSIS_ACTION_UPDATE], x.counts[ANALYSIS_ACTION_REPLACE],
@@ -435,8 +440,6 @@ int cli_show(int argc, char **argv)
             if (x.counts[ANALYSIS_ACTION_READ])
                 tftap_buf_printf(&x.out, ", %d data source read%s", x.counts[ANALYSIS_ACTION_READ],
                                  x.counts[ANALYSIS_ACTION_READ] == 1 ? "" : "s");
-            if (nfailed)
-                tftap_buf_printf(&x.out, "; %d failed (shown first)", nfailed);
             if (x.skipped)
                 tftap_buf_printf(&x.out, " (%d no-op, read or applied plan not shown: --all)",
                                  x.skipped);
