@@ -43,6 +43,7 @@ struct cli_read {
     int json;           /* --json */
     const char *pos[4]; /* operands; pos[0] is RUN when the command takes one */
     int npos;
+    int takes_run;
 };
 #define CLI_READ_GO (-1)
 /* Parse argv (see cli_store_args; max_pos operands, the first RUN when
@@ -52,6 +53,11 @@ struct cli_read {
 int cli_read_begin(int argc, char **argv, const struct cli_opt *opts, const char *usage,
                    int takes_run, int max_pos, struct cli_read *r);
 void cli_read_done(struct cli_read *r);
+/* cli_read_begin in two steps, for commands that check their options'
+ * values between: parse (no database touched yet), then open. */
+int cli_read_parse(int argc, char **argv, const struct cli_opt *opts, const char *usage,
+                   int takes_run, int max_pos, struct cli_read *r);
+int cli_read_open(struct cli_read *r);
 
 /* 1 when stdout is a terminal and NO_COLOR is unset or empty. */
 int cli_use_color(void);

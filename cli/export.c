@@ -27,14 +27,16 @@ int cli_export(int argc, char **argv)
     const char *format = "jsonl";
     const struct cli_opt opts[] = {{"--format", &format, NULL}, {0}};
     struct cli_read r;
-    int rc = cli_read_begin(argc, argv, opts, usage_text, 1, 1, &r);
+    int rc = cli_read_parse(argc, argv, opts, usage_text, 1, 1, &r);
     if (rc != CLI_READ_GO)
         return rc;
     if (strcmp(format, "jsonl") != 0) {
         cli_usage_error(argv[0], "unknown export format '%s' (only jsonl)", format);
-        cli_read_done(&r);
         return 2;
     }
+    rc = cli_read_open(&r);
+    if (rc != CLI_READ_GO)
+        return rc;
     rc = store_export_jsonl(r.s, r.run, write_out, NULL);
     int exit_code = 0;
     if (rc) {

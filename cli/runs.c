@@ -108,7 +108,7 @@ int cli_runs(int argc, char **argv)
     const char *limit_text = NULL;
     const struct cli_opt opts[] = {{"--limit", &limit_text, NULL}, {0}};
     struct cli_read r;
-    int rc = cli_read_begin(argc, argv, opts, usage_text, 0, 0, &r);
+    int rc = cli_read_parse(argc, argv, opts, usage_text, 0, 0, &r);
     if (rc != CLI_READ_GO)
         return rc;
     long long limit = 0;
@@ -118,10 +118,12 @@ int cli_runs(int argc, char **argv)
         limit = strtoll(limit_text, &end, 10);
         if (errno || end == limit_text || *end || limit <= 0) {
             cli_usage_error(argv[0], "--limit must be a positive number, not '%s'", limit_text);
-            cli_read_done(&r);
             return 2;
         }
     }
+    rc = cli_read_open(&r);
+    if (rc != CLI_READ_GO)
+        return rc;
     struct runs_ctx c = {TFTAP_BUF_INIT, r.json, 0};
     rc = store_runs_last(r.s, limit, each_run, &c);
     int exit_code = 0;

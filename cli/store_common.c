@@ -102,7 +102,7 @@ int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_i
     return 1;
 }
 
-int cli_read_begin(int argc, char **argv, const struct cli_opt *opts, const char *usage,
+int cli_read_parse(int argc, char **argv, const struct cli_opt *opts, const char *usage,
                    int takes_run, int max_pos, struct cli_read *r)
 {
     const char *db = NULL;
@@ -122,16 +122,29 @@ int cli_read_begin(int argc, char **argv, const struct cli_opt *opts, const char
         return 2;
     }
     r->path = cli_db_path(db);
+    r->takes_run = takes_run;
+    return CLI_READ_GO;
+}
+
+int cli_read_open(struct cli_read *r)
+{
     if (cli_open_store(r->path, &r->s))
         return 1;
-    if (takes_run) {
-        rc = cli_resolve_run(r->s, r->path, r->pos[0], &r->run);
+    if (r->takes_run) {
+        int rc = cli_resolve_run(r->s, r->path, r->pos[0], &r->run);
         if (rc) {
             cli_read_done(r);
             return rc;
         }
     }
     return CLI_READ_GO;
+}
+
+int cli_read_begin(int argc, char **argv, const struct cli_opt *opts, const char *usage,
+                   int takes_run, int max_pos, struct cli_read *r)
+{
+    int rc = cli_read_parse(argc, argv, opts, usage, takes_run, max_pos, r);
+    return rc == CLI_READ_GO ? cli_read_open(r) : rc;
 }
 
 void cli_read_done(struct cli_read *r)
