@@ -366,7 +366,8 @@ int cli_show(int argc, char **argv)
     store_calls_filter only_failed = {NULL, NULL, 1};
     rc = store_calls_query(r.s, run, &only_failed, collect_failed, &x);
     if (!rc) {
-        qsort(x.failed, x.nfailed, sizeof *x.failed, cmp_id);
+        if (x.nfailed)
+            qsort(x.failed, x.nfailed, sizeof *x.failed, cmp_id);
         rc = store_run_get(r.s, run, run_exit_cb, &ex);
     }
     if (!rc) {
@@ -391,7 +392,8 @@ int cli_show(int argc, char **argv)
         if (!rc && x.nfailed_changes)
             rc = store_changes_query(r.s, run, filter, 1, each_change, &x);
         if (!rc && x.nshown < x.nfailed) {
-            qsort(x.shown, x.nshown, sizeof *x.shown, cmp_id);
+            if (x.nshown)
+                qsort(x.shown, x.nshown, sizeof *x.shown, cmp_id);
             rc = store_calls_query(r.s, run, &only_failed, each_failed_call, &x);
         }
         x.failed_pass = 0;
