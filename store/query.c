@@ -187,6 +187,8 @@ struct rel {
     char planned[65], config[65]; /* "" when absent */
     int superseded;
     int64_t create_half; /* replaces: the call planning the new object */
+    int64_t forced_by;   /* destroyed set: the plan in the run that asked for the
+                            replacement (its requires_replace), or 0 */
     int64_t destroyed;   /* an apply creating an object: the apply destroying its
                             predecessor at the same address, when there is one */
 };
@@ -395,6 +397,28 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
         add->destroyed = del->id;
         i++;
     }
+    /* Which attributes forced it: the latest replacing plan of the address
+     * before the apply (the plan is history, its requires_replace is not). */
+    size_t nr = 0;
+    for (size_t i = 0; i < out->n; i++)
+        if (out->v[i].kind == K_PLAN && out->v[i].replaces && out->v[i].address)
+            halves[nr++] = &out->v[i]; /* halves is free again: reused */
+    qsort(halves, nr, sizeof *halves, cmp_applied);
+    for (size_t i = 0; i < out->n && nr; i++) {
+        struct rel *add = &out->v[i];
+        if (!add->destroyed)
+            continue;
+        size_t lo = 0, hi = nr;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (cmp_applied(&halves[mid], &add) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && cmp_str(halves[lo - 1]->address, add->address) == 0)
+            add->forced_by = halves[lo - 1]->id;
+    }
     free(applies);
     free(halves);
     free(applied);
@@ -537,7 +561,7 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
     struct rels rels = {NULL, 0};
     struct schema_cache schemas;
     memset(&schemas, 0, sizeof schemas);
-    sqlite3_stmt *st = NULL, *half = NULL, *gone = NULL;
+    sqlite3_stmt *st = NULL, *half = NULL, *gone = NULL, *forced = NULL;
     int err = load_rels(s, run_id, &rels);
     if (err)
         goto done;
@@ -556,6 +580,10 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(s->db, "SELECT planned FROM v_resource_changes WHERE call_id = ?",
                                 -1, &half, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db,
+                                "SELECT requires_replace FROM v_resource_changes WHERE call_id = ?",
+                                -1, &forced, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(s->db, "SELECT prior FROM v_resource_changes WHERE call_id = ?", -1,
                                 &gone, NULL);
@@ -609,6 +637,12 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
                     c.destroyed_prior = col_text(gone, 0);
                     c.replace_call_id = r->destroyed;
                 }
+                if (r->forced_by && !c.requires_replace) {
+                    sqlite3_reset(forced);
+                    sqlite3_bind_int64(forced, 1, r->forced_by);
+                    if (sqlite3_step(forced) == SQLITE_ROW)
+                        c.requires_replace = col_text(forced, 0);
+                }
             }
         }
         err = fn(ctx, &c);
@@ -621,6 +655,7 @@ done:
     sqlite3_finalize(st);
     sqlite3_finalize(half);
     sqlite3_finalize(gone);
+    sqlite3_finalize(forced);
     rels_free(&rels);
     schema_cache_done(&schemas);
     return err;

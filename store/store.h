@@ -183,7 +183,8 @@ typedef struct store_change_row {
     const char *config;
     const char *planned;
     const char *new_state;
-    const char *requires_replace; /* JSON array of attribute paths */
+    const char *requires_replace; /* JSON array of attribute paths; for the apply of a
+                                     replacement carried out, the replacing plan's */
     const char *diagnostics;      /* JSON array */
     int has_status;
     int status_code;

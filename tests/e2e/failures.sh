@@ -104,6 +104,8 @@ check_eq "the replacing apply succeeds" "$?" 0
 check "reads as one replacement" grep -qx '  # tftest5_pet.r\[0\] has been replaced  \[ApplyResourceChange\]' \
     "$WORK/replace.txt"
 check "marked -/+" grep -qx -- '-/+ resource "tftest5_pet" "r" {' "$WORK/replace.txt"
+check "with what forced it, from the plan" \
+    grep -qx '      ~ prefix    = "p1" -> "p2" # forces replacement' "$WORK/replace.txt"
 check "not as a destroy and a create" \
     bash -c "! grep -qE 'tftest5_pet.* has been (destroyed|created)' '$WORK/replace.txt'"
 check "counted in to replace" grep -q ' 0 to create, 1 to update, 1 to replace, 0 to destroy' \
