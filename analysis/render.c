@@ -1033,7 +1033,7 @@ int analysis_render_change(const store_change_row *c, int flags, tftap_buf *out)
         whole_members(&x, 1, '+', after, &top, schema);
     } else if (mark == '-' && is_plain(prior, SJ_OBJECT)) {
         whole_members(&x, 1, '-', prior, &top, schema);
-    } else if (mark == '+' || mark == '<') {
+    } else if ((mark == '+' || mark == '<') && !is_null(after)) {
         put_whole(&x, 1, '+', NULL, after, 0, 0, &top);
     } else if (mark == '-') {
         put_whole(&x, 1, '-', NULL, prior, 0, 0, &top);
