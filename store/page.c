@@ -62,7 +62,7 @@ int store_runs_page(store *s, int64_t before_id, int limit,
     return finish(st, cb ? SQLITE_DONE : rc, cb);
 }
 
-/* The status filter as SQL parameters: mode 0 any, 1 ok, 2 error, 3 in
+/* The status filter as SQL parameters: mode 0 any, 1 ok, 2 failed, 3 in
  * flight, 4 equal to code. */
 static int status_mode(const char *status, int *mode, int *code)
 {
@@ -89,10 +89,15 @@ static int status_mode(const char *status, int *mode, int *code)
     return 0;
 }
 
+/* v_calls, so that a call's status name, diagnostics counts and whether it
+ * failed or is go-plugin's teardown mean what they mean everywhere. */
 #define CALL_COLUMNS                                                                               \
-    "c.id, c.run_id, c.process_id, c.call_seq, p.provider, c.method, c.rpc, c.stream, "            \
-    "c.started_us, c.ended_us, c.status_code, c.status_message, c.request_bytes, "                 \
-    "c.response_bytes, c.request_count, c.response_count, c.type_name, c.address, "
+    "v.call_id, v.run_id, v.process_id, v.call_seq, v.provider, v.method, v.rpc, v.stream, "       \
+    "v.started_us, v.ended_us, v.status_code, v.status_message, v.request_bytes, "                 \
+    "v.response_bytes, v.request_count, v.response_count, v.type_name, v.address, "
+#define CALL_TAIL                                                                                  \
+    ", v.status_name, v.error_count, v.warning_count, v.is_teardown, v.failed, v.in_flight, "      \
+    "v.provider_version "
 
 static int call_rows(sqlite3_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,
                      int *found)
@@ -122,6 +127,13 @@ static int call_rows(sqlite3_stmt *st, int (*fn)(void *ctx, const store_call_row
             .request_json = col_text(st, 18),
             .response_json = col_text(st, 19),
             .decode_error = col_text(st, 20),
+            .status_name = col_text(st, 21),
+            .error_count = sqlite3_column_int64(st, 22),
+            .warning_count = sqlite3_column_int64(st, 23),
+            .is_teardown = sqlite3_column_int(st, 24),
+            .failed = sqlite3_column_int(st, 25),
+            .in_flight = sqlite3_column_int(st, 26),
+            .provider_version = col_text(st, 27),
         };
         if (found)
             *found = 1;
@@ -142,29 +154,22 @@ int store_calls_page(store *s, int64_t run_id, const store_call_filter *f, int64
     int mode, code;
     if (status_mode(f->status, &mode, &code))
         return TFTAP_EINVAL;
-    /* "+c.run_id": walk the rowid from the cursor instead of the (run_id,
-     * rpc) index, whose rows are not in id order and would be sorted on
-     * every page of a large run. */
-    const char *sql_json =
-        "SELECT " CALL_COLUMNS "c.request_json, c.response_json, c.decode_error "
-        "FROM calls c LEFT JOIN processes p ON p.id = c.process_id "
-        "WHERE c.id > ?2 AND +c.run_id = ?1 "
-        "AND (?3 IS NULL OR instr(lower(c.rpc), lower(?3)) > 0) "
-        "AND (?4 IS NULL OR c.type_name = ?4) "
-        "AND (?5 IS NULL OR c.address = ?5 OR substr(c.address, 1, length(?5) + 1) = ?5 || '[') "
-        "AND (?6 = 0 OR (?6 = 1 AND c.status_code = 0) OR (?6 = 2 AND c.status_code <> 0) "
-        "OR (?6 = 3 AND c.ended_us IS NULL) OR (?6 = 4 AND c.status_code = ?7)) "
-        "ORDER BY c.id LIMIT ?8";
+        /* "+v.run_id": walk the rowid from the cursor instead of the (run_id,
+         * rpc) index, whose rows are not in id order and would be sorted on
+         * every page of a large run. */
+#define PAGE_WHERE                                                                                 \
+    "FROM v_calls v WHERE v.call_id > ?2 AND +v.run_id = ?1 "                                      \
+    "AND (?3 IS NULL OR instr(lower(v.rpc), lower(?3)) > 0) "                                      \
+    "AND (?4 IS NULL OR v.type_name = ?4) "                                                        \
+    "AND (?5 IS NULL OR v.address = ?5 OR substr(v.address, 1, length(?5) + 1) = ?5 || '[') "      \
+    "AND (?6 = 0 OR (?6 = 1 AND v.status_code = 0 AND NOT v.failed) OR (?6 = 2 AND v.failed) "     \
+    "OR (?6 = 3 AND v.in_flight) OR (?6 = 4 AND v.status_code = ?7)) "                             \
+    "ORDER BY v.call_id LIMIT ?8"
+    const char *sql_json = "SELECT " CALL_COLUMNS
+                           "v.request_json, v.response_json, v.decode_error" CALL_TAIL PAGE_WHERE;
     const char *sql_plain =
-        "SELECT " CALL_COLUMNS "NULL, NULL, c.decode_error "
-        "FROM calls c LEFT JOIN processes p ON p.id = c.process_id "
-        "WHERE c.id > ?2 AND +c.run_id = ?1 "
-        "AND (?3 IS NULL OR instr(lower(c.rpc), lower(?3)) > 0) "
-        "AND (?4 IS NULL OR c.type_name = ?4) "
-        "AND (?5 IS NULL OR c.address = ?5 OR substr(c.address, 1, length(?5) + 1) = ?5 || '[') "
-        "AND (?6 = 0 OR (?6 = 1 AND c.status_code = 0) OR (?6 = 2 AND c.status_code <> 0) "
-        "OR (?6 = 3 AND c.ended_us IS NULL) OR (?6 = 4 AND c.status_code = ?7)) "
-        "ORDER BY c.id LIMIT ?8";
+        "SELECT " CALL_COLUMNS "NULL, NULL, v.decode_error" CALL_TAIL PAGE_WHERE;
+#undef PAGE_WHERE
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db, with_json ? sql_json : sql_plain, -1, &st, NULL);
     if (rc != SQLITE_OK)
@@ -202,12 +207,11 @@ int store_call_get(store *s, int64_t run_id, int64_t call_id,
                    int (*fn)(void *ctx, const store_call_row *row), void *ctx)
 {
     sqlite3_stmt *st = NULL;
-    int rc =
-        sqlite3_prepare_v2(s->db,
-                           "SELECT " CALL_COLUMNS "c.request_json, c.response_json, c.decode_error "
-                           "FROM calls c LEFT JOIN processes p ON p.id = c.process_id "
-                           "WHERE c.id = ?2 AND c.run_id = ?1",
-                           -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT " CALL_COLUMNS
+                                "v.request_json, v.response_json, v.decode_error" CALL_TAIL
+                                "FROM v_calls v WHERE v.call_id = ?2 AND v.run_id = ?1",
+                                -1, &st, NULL);
     if (rc != SQLITE_OK)
         return store_err(rc);
     sqlite3_bind_int64(st, 1, run_id);

@@ -298,7 +298,7 @@ typedef struct store_call_filter {
     const char *method;  /* part of the rpc name, any case ("plan" finds PlanResourceChange) */
     const char *type;    /* type_name equals */
     const char *address; /* address equals, or is an instance of it ("a.b" finds "a.b[0]") */
-    const char *status;  /* "ok", "error" (any non-zero code), "inflight", or a decimal code */
+    const char *status;  /* "ok", "error" (v_calls.failed), "inflight", or a decimal code */
 } store_call_filter;
 /* At most limit calls of a run with id > after_id, in id order (the order
  * they began in, per process). with_json 0 leaves request_json and

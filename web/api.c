@@ -209,8 +209,15 @@ static void call_json(tftap_buf *b, const store_call_row *c, int with_json)
     put_i64_or_null(b, c->ended_us > 0, c->ended_us);
     tftap_buf_puts(b, ",\"status_code\":");
     put_i64_or_null(b, c->has_status, c->status_code);
+    tftap_buf_puts(b, ",\"status_name\":");
+    put_str(b, c->status_name);
     tftap_buf_puts(b, ",\"status_message\":");
     put_str(b, c->status_message);
+    tftap_buf_printf(b,
+                     ",\"failed\":%s,\"teardown\":%s,\"error_count\":%lld,"
+                     "\"warning_count\":%lld",
+                     c->failed ? "true" : "false", c->is_teardown ? "true" : "false",
+                     (long long)c->error_count, (long long)c->warning_count);
     tftap_buf_printf(b,
                      ",\"request_bytes\":%lld,\"response_bytes\":%lld,\"request_count\":%lld,"
                      "\"response_count\":%lld,\"type_name\":",

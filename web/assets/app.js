@@ -73,10 +73,20 @@ function methodClass(rpc) {
   return 'm-other';
 }
 
+/* What v_calls says: failed (error diagnostics, a failing status, never
+ * answered), go-plugin's teardown closing as a provider exits, in flight, ok. */
 function statusOf(c) {
-  if (c.ended_us === null || c.status_code === null) return { cls: 's-inflight', text: 'in flight' };
-  if (c.status_code === 0) return { cls: 's-ok', text: 'ok' };
-  return { cls: 's-err', text: 'error ' + c.status_code + (c.status_message ? ': ' + c.status_message : '') };
+  const name = c.status_name ? ' ' + c.status_name : '';
+  const msg = c.status_message ? ': ' + c.status_message : '';
+  if (c.failed) {
+    if (c.status_code) return { cls: 's-err', short: 'error ' + c.status_code, text: 'error ' + c.status_code + name + msg };
+    if (c.error_count) return { cls: 's-err', short: c.error_count + ' error' + (c.error_count === 1 ? '' : 's'), text: 'failed: ' + c.error_count + ' error diagnostic' + (c.error_count === 1 ? '' : 's') };
+    return { cls: 's-err', short: 'no answer', text: 'failed: never answered' };
+  }
+  if (c.teardown) return { cls: 's-closed', short: 'closed', text: 'closed as the provider exited' + (c.status_code ? ' (' + c.status_code + name + ')' : '') };
+  if (c.ended_us === null || c.status_code === null) return { cls: 's-inflight', short: 'in flight', text: 'in flight' };
+  if (c.status_code === 0) return { cls: 's-ok', short: 'ok', text: 'ok' + (c.warning_count ? ' (' + c.warning_count + ' warning' + (c.warning_count === 1 ? '' : 's') + ')' : '') };
+  return { cls: 's-err', short: 'error ' + c.status_code, text: 'error ' + c.status_code + name + msg };
 }
 
 function runLink(id) { return '/runs/' + id; }
@@ -402,7 +412,7 @@ function callRow(run, c, span) {
     el('span', { class: 'c-seq muted' }, '#' + c.call_seq),
     el('span', { class: 'c-rpc', title: c.method }, c.rpc),
     el('span', { class: 'c-what', title: what }, what),
-    el('span', { class: 'c-status' }, st.cls === 's-err' ? 'error ' + c.status_code : st.text),
+    el('span', { class: 'c-status' }, st.short),
     el('span', { class: 'c-bar', title: st.text + ', ' + fmtDur(c.started_us, c.ended_us) }, el('span', { class: 'bar' })));
   a.tftapCall = c;
   placeBar(a, span);
@@ -450,7 +460,7 @@ function waterfall(run, d, filters) {
     lanes.set(p.id, rows);
     laneBox.append(lane);
   }
-  const legend = el('div', { class: 'legend' }, ['m-plan plan', 'm-apply apply', 'm-read read/import/upgrade', 'm-config validate/configure', 'm-schema schema', 'm-other other', 's-err failed', 's-inflight in flight']
+  const legend = el('div', { class: 'legend' }, ['m-plan plan', 'm-apply apply', 'm-read read/import/upgrade', 'm-config validate/configure', 'm-schema schema', 'm-other other', 's-err failed', 's-closed closed (teardown)', 's-inflight in flight']
     .map(x => { const i = x.indexOf(' '); return el('span', { class: x.slice(0, i) }, el('i'), x.slice(i + 1)); }));
   const axisBox = el('div', { class: 'axis-box' }, axis(span));
   const more = el('div');
@@ -564,7 +574,7 @@ async function callView(run, id) {
     el('dt', {}, 'Run'), el('dd', {}, el('a', { href: runLink(run) }, '#' + run)),
     el('dt', {}, 'Method'), el('dd', { class: 'mono' }, c.method),
     el('dt', {}, 'Provider'), el('dd', {}, (c.provider || '-') + ' (process ' + c.process_id + ', call ' + c.call_seq + ')'),
-    el('dt', {}, 'Status'), el('dd', { class: st.cls === 's-err' ? 'status-err' : st.cls === 's-ok' ? 'status-ok' : 'status-inflight', id: 'call-status' }, st.text),
+    el('dt', {}, 'Status'), el('dd', { class: st.cls === 's-err' ? 'status-err' : st.cls === 's-ok' ? 'status-ok' : st.cls === 's-closed' ? 'muted' : 'status-inflight', id: 'call-status' }, st.text),
     el('dt', {}, 'Type'), el('dd', {}, c.type_name || '-'),
     el('dt', {}, 'Address'), el('dd', {}, c.address ? el('a', { href: resourceLink(run, c.address) }, c.address) : '-'),
     el('dt', {}, 'Started'), el('dd', {}, fmtTime(c.started_us) + ' (' + c.started_us + ' us)'),
