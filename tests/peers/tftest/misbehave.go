@@ -109,7 +109,8 @@ func (r *misbehaveResource) Update(_ context.Context, req resource.UpdateRequest
 	resp.State.Raw = known(req.Plan.Raw)
 }
 
-func (r *misbehaveResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
+func (r *misbehaveResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
+}
 
 // ---- the misbehaviours, on msgpack values -----------------------------------
 
