@@ -16,6 +16,9 @@ int cli_calls(int argc, char **argv);
 int cli_show(int argc, char **argv);
 int cli_export(int argc, char **argv);
 
+/* Judging recorded runs (cli/check.c): exit 0 fine, 1 found, 2 error. */
+int cli_check(int argc, char **argv);
+
 /* Print "tftap: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -1,0 +1,337 @@
+/* Contract checks over a recorded run: each call's own rules, and the
+ * final plan made during apply against the first plan of the same address
+ * ("inconsistent final plan"). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "store/store_int.h"
+
+/* How many earlier runs are searched for the plan a saved-plan apply
+ * carries out. */
+#define CHECK_EARLIER_RUNS 20
+
+/* What the calls table knows and the change rows do not. */
+struct info {
+    int64_t id, process;
+    int legacy;
+};
+
+struct infos {
+    struct info *v;
+    size_t n, cap;
+    int err;
+};
+
+static int top_bool(const char *json, const char *key)
+{
+    sj_doc *d = NULL;
+    int val = 0;
+    if (json && sj_parse(json, strlen(json), STORE_JSON_MAX_DEPTH, &d) == 0) {
+        const sj_node *x = sj_get(sj_root(d), key);
+        val = x && x->kind == SJ_BOOL && x->boolean;
+    }
+    sj_free(d);
+    return val;
+}
+
+static int info_row(void *ctx, const store_call_row *row)
+{
+    struct infos *is = ctx;
+    if (is->n == is->cap) {
+        size_t cap = is->cap ? is->cap * 2 : 64;
+        struct info *v = realloc(is->v, cap * sizeof *v);
+        if (!v) {
+            is->err = TFTAP_ENOMEM;
+            return TFTAP_ENOMEM;
+        }
+        is->v = v;
+        is->cap = cap;
+    }
+    is->v[is->n++] = (struct info){row->id, row->process_id,
+                                   top_bool(row->response_json, "legacy_type_system")};
+    return 0;
+}
+
+static int info_cmp(const void *a, const void *b)
+{
+    const struct info *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static const struct info *info_find(const struct infos *is, int64_t id)
+{
+    struct info key = {id, 0, 0};
+    return is->n ? bsearch(&key, is->v, is->n, sizeof key, info_cmp) : NULL;
+}
+
+/* A plan or apply kept for the final-plan comparison. */
+struct pc {
+    int64_t id, process, started;
+    int apply;
+    char *address, *planned, *schema, *type_name;
+};
+
+struct pcs {
+    struct pc *v;
+    size_t n, cap;
+};
+
+static void pcs_done(struct pcs *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->v[i].address);
+        free(p->v[i].planned);
+        free(p->v[i].schema);
+        free(p->v[i].type_name);
+    }
+    free(p->v);
+    memset(p, 0, sizeof *p);
+}
+
+static int pcs_add(struct pcs *p, const store_change_row *r, int64_t process)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 16;
+        struct pc *v = realloc(p->v, cap * sizeof *v);
+        if (!v)
+            return TFTAP_ENOMEM;
+        p->v = v;
+        p->cap = cap;
+    }
+    struct pc *x = &p->v[p->n];
+    memset(x, 0, sizeof *x);
+    x->id = r->call_id;
+    x->process = process;
+    x->started = r->started_us;
+    x->apply = strcmp(r->rpc, "ApplyResourceChange") == 0;
+    x->address = strdup(r->address);
+    x->planned = r->planned ? strdup(r->planned) : NULL;
+    x->schema = r->block_schema ? strdup(r->block_schema) : NULL;
+    x->type_name = r->type_name ? strdup(r->type_name) : NULL;
+    p->n++;
+    if (!x->address || (r->planned && !x->planned) || (r->block_schema && !x->schema) ||
+        (r->type_name && !x->type_name))
+        return TFTAP_ENOMEM;
+    return 0;
+}
+
+static int has_error_diag(const char *diags)
+{
+    sj_doc *d = NULL;
+    int err = 0;
+    if (diags && sj_parse(diags, strlen(diags), STORE_JSON_MAX_DEPTH, &d) == 0) {
+        const sj_node *r = sj_root(d);
+        for (const sj_node *x = r && r->kind == SJ_ARRAY ? r->child : NULL; x && !err; x = x->next) {
+            const sj_node *sev = sj_get(x, "severity");
+            err = sev && sev->kind == SJ_STRING && strcmp(sev->str, "ERROR") == 0;
+        }
+    }
+    sj_free(d);
+    return err;
+}
+
+static int planned_null(const char *planned)
+{
+    return !planned || strcmp(planned, "null") == 0;
+}
+
+struct run_ctx {
+    const struct infos *infos;
+    analysis_findings *out;
+    struct pcs pcs;
+    int err;
+};
+
+static int change_row(void *ctx, const store_change_row *r)
+{
+    struct run_ctx *rc = ctx;
+    if (!r->has_status || r->status_code != 0)
+        return 0; /* no answer to judge */
+    const struct info *in = info_find(rc->infos, r->call_id);
+    analysis_call c = {
+        .call_id = r->call_id,
+        .rpc = r->rpc,
+        .type_name = r->type_name,
+        .address = r->address,
+        .block_schema = r->block_schema,
+        .prior = r->prior,
+        .config = r->config,
+        .planned = r->planned,
+        .new_state = r->new_state,
+        .requires_replace = r->requires_replace,
+        .legacy = in ? in->legacy : 0,
+        .has_error = has_error_diag(r->diagnostics),
+    };
+    int e = analysis_check_call(&c, rc->out);
+    if (e == TFTAP_ENOMEM)
+        return rc->err = e;
+    if (r->address && !c.has_error &&
+        (strcmp(r->rpc, "PlanResourceChange") == 0 || strcmp(r->rpc, "ApplyResourceChange") == 0)) {
+        if ((e = pcs_add(&rc->pcs, r, in ? in->process : 0)))
+            return rc->err = e;
+    }
+    return 0;
+}
+
+/* Plans of one address in an earlier run. */
+struct earlier {
+    const char *address;
+    struct pcs pcs;
+    int applied, err;
+};
+
+static int earlier_row(void *ctx, const store_change_row *r)
+{
+    struct earlier *e = ctx;
+    if (!r->address || strcmp(r->address, e->address) != 0)
+        return 0;
+    if (strcmp(r->rpc, "ApplyResourceChange") == 0)
+        e->applied = 1;
+    else if (strcmp(r->rpc, "PlanResourceChange") == 0 && r->has_status && r->status_code == 0 &&
+             !planned_null(r->planned) && !has_error_diag(r->diagnostics) &&
+             (e->err = pcs_add(&e->pcs, r, 0)))
+        return e->err;
+    return 0;
+}
+
+struct runs {
+    int64_t *v;
+    size_t n, cap;
+    int64_t before;
+};
+
+static int run_row(void *ctx, const store_run_row *row)
+{
+    struct runs *rs = ctx;
+    if (row->id >= rs->before)
+        return 0;
+    if (rs->n == rs->cap) {
+        size_t cap = rs->cap ? rs->cap * 2 : 16;
+        int64_t *v = realloc(rs->v, cap * sizeof *v);
+        if (!v)
+            return TFTAP_ENOMEM;
+        rs->v = v;
+        rs->cap = cap;
+    }
+    rs->v[rs->n++] = row->id;
+    return 0;
+}
+
+static int desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x > y ? -1 : x < y;
+}
+
+/* The first plan of an address a saved-plan apply carries out: the last
+ * plan of it in the latest earlier run that planned it without applying. */
+static int earlier_plan(store *s, const struct runs *rs, const char *address, struct pc *out,
+                        int *found)
+{
+    *found = 0;
+    for (size_t i = 0; i < rs->n && i < CHECK_EARLIER_RUNS; i++) {
+        struct earlier e = {address, {NULL, 0, 0}, 0, 0};
+        int rc = store_changes_each(s, rs->v[i], address, earlier_row, &e);
+        if (rc == 0)
+            rc = e.err;
+        if (rc) {
+            pcs_done(&e.pcs);
+            return rc;
+        }
+        if (e.applied || e.pcs.n) {
+            if (!e.applied) {
+                *out = e.pcs.v[e.pcs.n - 1];
+                e.pcs.n--; /* ownership moves to out */
+                *found = 1;
+            }
+            pcs_done(&e.pcs);
+            return 0;
+        }
+        pcs_done(&e.pcs);
+    }
+    return 0;
+}
+
+static int final_plans(store *s, int64_t run_id, struct pcs *p, analysis_findings *out)
+{
+    struct runs rs = {NULL, 0, 0, run_id};
+    int rc = 0, have_runs = 0;
+    for (size_t i = 0; i < p->n && !rc; i++) {
+        const struct pc *ap = &p->v[i];
+        if (!ap->apply || planned_null(ap->planned))
+            continue;
+        const struct pc *now = NULL, *first = NULL;
+        int other_plans = 0;
+        for (size_t j = 0; j < p->n; j++) {
+            const struct pc *x = &p->v[j];
+            if (x->apply || strcmp(x->address, ap->address) != 0 || x->started > ap->started)
+                continue;
+            if (x->process == ap->process && (!now || x->started >= now->started))
+                now = x;
+        }
+        for (size_t j = 0; j < p->n; j++) {
+            const struct pc *x = &p->v[j];
+            if (x->apply || strcmp(x->address, ap->address) != 0 || x->process == ap->process)
+                continue;
+            other_plans = 1;
+            if (x->started <= ap->started && !planned_null(x->planned) &&
+                (!first || x->started >= first->started))
+                first = x;
+        }
+        analysis_call fin = {.call_id = now ? now->id : ap->id,
+                             .rpc = now ? "PlanResourceChange" : "ApplyResourceChange",
+                             .type_name = ap->type_name,
+                             .address = ap->address,
+                             .block_schema = ap->schema,
+                             .planned = ap->planned};
+        if (first) {
+            analysis_call fc = {.call_id = first->id, .planned = first->planned};
+            rc = analysis_check_final_plan(&fc, &fin, out);
+        } else if (!other_plans) {
+            if (!have_runs) {
+                if ((rc = store_runs_each(s, run_row, &rs)))
+                    break;
+                qsort(rs.v, rs.n, sizeof *rs.v, desc);
+                have_runs = 1;
+            }
+            struct pc e;
+            int found;
+            if ((rc = earlier_plan(s, &rs, ap->address, &e, &found)) || !found)
+                continue;
+            analysis_call fc = {.call_id = e.id, .planned = e.planned};
+            rc = analysis_check_final_plan(&fc, &fin, out);
+            free(e.address);
+            free(e.planned);
+            free(e.schema);
+            free(e.type_name);
+        }
+        if (rc == TFTAP_EDECODE)
+            rc = 0; /* counted as unchecked */
+    }
+    free(rs.v);
+    return rc;
+}
+
+int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_findings *out)
+{
+    struct infos is = {NULL, 0, 0, 0};
+    const char *rpcs[] = {"PlanResourceChange", "ApplyResourceChange"};
+    int rc = 0;
+    for (size_t i = 0; i < 2 && !rc; i++)
+        rc = store_calls_each(s, run_id, rpcs[i], NULL, info_row, &is);
+    if (rc) {
+        free(is.v);
+        return is.err ? is.err : rc;
+    }
+    qsort(is.v, is.n, sizeof *is.v, info_cmp);
+    struct run_ctx ctx = {&is, out, {NULL, 0, 0}, 0};
+    rc = store_changes_each(s, run_id, filter, change_row, &ctx);
+    if (ctx.err)
+        rc = ctx.err;
+    if (!rc)
+        rc = final_plans(s, run_id, &ctx.pcs, out);
+    pcs_done(&ctx.pcs);
+    free(is.v);
+    return rc;
+}
