@@ -41,7 +41,10 @@ typedef struct analysis_findings {
     size_t n, cap;
     size_t unchecked; /* calls whose values could not be checked (no schema, bad JSON) */
 } analysis_findings;
-#define ANALYSIS_FINDINGS_INIT {NULL, 0, 0, 0}
+#define ANALYSIS_FINDINGS_INIT                                                                     \
+    {                                                                                              \
+        NULL, 0, 0, 0                                                                              \
+    }
 void analysis_findings_done(analysis_findings *f);
 /* Findings that are violations (not drift). */
 size_t analysis_findings_violations(const analysis_findings *f);

@@ -129,9 +129,8 @@ static void add(struct ck *k, const sj_node *expected, const sj_node *actual, co
         vsnprintf(f->message, (size_t)len + 1, fmt, ap);
         va_end(ap);
     }
-    if (!f->path || !f->message || (k->c->rpc && !f->rpc) ||
-        (k->c->type_name && !f->type_name) || (k->c->address && !f->address) ||
-        (expected && !f->expected) || (actual && !f->actual)) {
+    if (!f->path || !f->message || (k->c->rpc && !f->rpc) || (k->c->type_name && !f->type_name) ||
+        (k->c->address && !f->address) || (expected && !f->expected) || (actual && !f->actual)) {
         finding_free(f);
         k->err = TFTAP_ENOMEM;
         return;
@@ -278,7 +277,18 @@ static int dyn_unwrap(const sj_node *v, const sj_node **ty, const sj_node **val)
 
 /* ---- types: a cty type JSON, or protocol-6 nested attributes -------------- */
 
-enum tk { TK_ANY, TK_STRING, TK_NUMBER, TK_BOOL, TK_DYN, TK_LIST, TK_SET, TK_MAP, TK_TUPLE, TK_OBJECT };
+enum tk {
+    TK_ANY,
+    TK_STRING,
+    TK_NUMBER,
+    TK_BOOL,
+    TK_DYN,
+    TK_LIST,
+    TK_SET,
+    TK_MAP,
+    TK_TUPLE,
+    TK_OBJECT
+};
 
 struct ty {
     const sj_node *type;  /* cty type JSON, or NULL */
@@ -591,7 +601,8 @@ static void plan_object(struct ck *k, struct ty t, const sj_node *prior, const s
         return;
     }
     if (v_null(config) && !v_null(planned)) {
-        add(k, config, planned, "planned a value for a nested attribute the configuration leaves null");
+        add(k, config, planned,
+            "planned a value for a nested attribute the configuration leaves null");
         return;
     }
     if (!v_null(config) && v_unknown(planned)) {
@@ -721,8 +732,9 @@ static void plan_nested_block(struct ck *k, const sj_node *bt, const sj_node *pr
     if (veq((struct ty){NULL, NULL, 0}, planned, config, 0))
         return;
     if (v_unknown(config)) {
-        add(k, config, planned, "planned a value for a block whose configuration is unknown "
-                                "(a dynamic block over an unknown collection)");
+        add(k, config, planned,
+            "planned a value for a block whose configuration is unknown "
+            "(a dynamic block over an unknown collection)");
         return;
     }
     if (v_unknown(planned)) {
@@ -748,8 +760,9 @@ static void plan_nested_block(struct ck *k, const sj_node *bt, const sj_node *pr
             const sj_node *pe = nth(planned, i);
             size_t mark = push_index(k, i);
             if (v_unknown(pe))
-                add(k, NULL, pe, "planned a nested block as unknown: plan its attributes unknown "
-                                 "instead");
+                add(k, NULL, pe,
+                    "planned a nested block as unknown: plan its attributes unknown "
+                    "instead");
             else
                 plan_block(k, sub, nth(prior, i), nth(config, i), pe, depth - 1);
             pop(k, mark);
@@ -770,13 +783,15 @@ static void plan_nested_block(struct ck *k, const sj_node *bt, const sj_node *pr
         for (const sj_node *p = planned->child; p; p = p->next) {
             const sj_node *c = member(config, p->key, p->key_len);
             if (!c) {
-                key_finding(k, NULL, p, p, "is a planned block key the configuration does not have");
+                key_finding(k, NULL, p, p,
+                            "is a planned block key the configuration does not have");
                 continue;
             }
             size_t mark = push_key(k, p->key, p->key_len);
             if (v_unknown(p))
-                add(k, NULL, p, "planned a nested block as unknown: plan its attributes unknown "
-                                "instead");
+                add(k, NULL, p,
+                    "planned a nested block as unknown: plan its attributes unknown "
+                    "instead");
             else
                 plan_block(k, sub, member(prior, p->key, p->key_len), c, p, depth - 1);
             pop(k, mark);
@@ -793,8 +808,9 @@ static void plan_nested_block(struct ck *k, const sj_node *bt, const sj_node *pr
         }
         for (const sj_node *p = planned->kind == SJ_ARRAY ? planned->child : NULL; p; p = p->next)
             if (v_unknown(p)) {
-                add(k, NULL, p, "planned a nested block as unknown: plan its attributes unknown "
-                                "instead");
+                add(k, NULL, p,
+                    "planned a nested block as unknown: plan its attributes unknown "
+                    "instead");
                 break;
             }
         break;
@@ -870,7 +886,6 @@ static int refinement_ok(const sj_node *unknown, const sj_node *v)
 
 static void compat_value(struct ck *k, struct ty t, const sj_node *planned, const sj_node *actual,
                          int depth);
-
 
 /* Sets: every planned element must correlate with some actual one and
  * back, and a set may shrink (equal elements coalesce) but not grow. */
@@ -983,8 +998,8 @@ static void compat_value(struct ck *k, struct ty t, const sj_node *planned, cons
             pop(k, mark);
         }
         for (size_t i = planned->n; i < actual->n; i++)
-            add(k, NULL, nth(actual, i), "element %zu appeared in the result, the plan did not have it",
-                i);
+            add(k, NULL, nth(actual, i),
+                "element %zu appeared in the result, the plan did not have it", i);
         return;
     case TK_MAP:
     case TK_OBJECT:
@@ -1143,8 +1158,7 @@ static void find_unknowns(struct ck *k, const sj_node *v, int depth)
         return;
     size_t i = 0;
     for (const sj_node *c = v->child; c; c = c->next, i++) {
-        size_t mark =
-            v->kind == SJ_OBJECT ? push_attr(k, c->key, c->key_len) : push_index(k, i);
+        size_t mark = v->kind == SJ_OBJECT ? push_attr(k, c->key, c->key_len) : push_index(k, i);
         find_unknowns(k, c, depth - 1);
         pop(k, mark);
     }
@@ -1278,8 +1292,8 @@ int analysis_check_call(const analysis_call *c, analysis_findings *out)
     }
     if (parse(&ds, 0, c->block_schema, &schema) || parse(&ds, 1, c->prior, &prior) ||
         parse(&ds, 2, c->config, &config) || parse(&ds, 3, c->planned, &planned) ||
-        parse(&ds, 4, c->new_state, &nw) || parse(&ds, 5, c->requires_replace, &rr) ||
-        !schema || schema->kind != SJ_OBJECT) {
+        parse(&ds, 4, c->new_state, &nw) || parse(&ds, 5, c->requires_replace, &rr) || !schema ||
+        schema->kind != SJ_OBJECT) {
         docs_free(&ds);
         out->unchecked++;
         return TFTAP_EDECODE;

@@ -48,8 +48,8 @@ static int info_row(void *ctx, const store_call_row *row)
         is->v = v;
         is->cap = cap;
     }
-    is->v[is->n++] = (struct info){row->id, row->process_id,
-                                   top_bool(row->response_json, "legacy_type_system")};
+    is->v[is->n++] =
+        (struct info){row->id, row->process_id, top_bool(row->response_json, "legacy_type_system")};
     return 0;
 }
 
@@ -122,7 +122,8 @@ static int has_error_diag(const char *diags)
     int err = 0;
     if (diags && sj_parse(diags, strlen(diags), STORE_JSON_MAX_DEPTH, &d) == 0) {
         const sj_node *r = sj_root(d);
-        for (const sj_node *x = r && r->kind == SJ_ARRAY ? r->child : NULL; x && !err; x = x->next) {
+        for (const sj_node *x = r && r->kind == SJ_ARRAY ? r->child : NULL; x && !err;
+             x = x->next) {
             const sj_node *sev = sj_get(x, "severity");
             err = sev && sev->kind == SJ_STRING && strcmp(sev->str, "ERROR") == 0;
         }

@@ -30,8 +30,9 @@ static const char schema[] =
 /* An object of this schema: every attribute null except those given. */
 static char *obj(const char *members)
 {
-    static const char *names[] = {"id",   "value", "computed", "size", "opt_comp", "secret", "wo",
-                                  "tags", "list",  "set",      "dyn",  "nested",   "item",   "rule"};
+    static const char *names[] = {"id",     "value",  "computed", "size", "opt_comp",
+                                  "secret", "wo",     "tags",     "list", "set",
+                                  "dyn",    "nested", "item",     "rule"};
     size_t cap = 4096 + strlen(members);
     char *s = malloc(cap);
     size_t n = 0;
@@ -40,9 +41,8 @@ static char *obj(const char *members)
         char key[32];
         snprintf(key, sizeof key, "\"%s\":", names[i]);
         if (!strstr(members, key)) {
-            const char *empty = strcmp(names[i], "item") == 0 || strcmp(names[i], "rule") == 0
-                                    ? "[]"
-                                    : "null";
+            const char *empty =
+                strcmp(names[i], "item") == 0 || strcmp(names[i], "rule") == 0 ? "[]" : "null";
             n += (size_t)snprintf(s + n, cap - n, "%s%s%s", n > 1 ? "," : "", key, empty);
         }
     }
@@ -132,15 +132,16 @@ static void test_plan(void)
     EXPECT(plan(NULL, cfg, unk), "plan-valid@.value:rejects");
     /* Refinements are ignored when comparing with config. */
     char *cfg_unk = obj("\"value\":{\"$unknown\":{}},\"list\":[\"x\"],\"item\":[{\"name\":\"n\"}]");
-    char *unk_ref =
-        obj("\"value\":{\"$unknown\":{\"null\":false}},\"list\":[\"x\"],\"item\":[{\"name\":\"n\"}]");
+    char *unk_ref = obj(
+        "\"value\":{\"$unknown\":{\"null\":false}},\"list\":[\"x\"],\"item\":[{\"name\":\"n\"}]");
     EXPECT(plan(NULL, cfg_unk, unk_ref), "");
 
     char *extra = obj("\"value\":\"a\",\"list\":[\"x\"],\"item\":[{\"name\":\"n\"}],"
                       "\"tags\":{\"k\":\"v\"}");
     EXPECT(plan(NULL, cfg, extra), "plan-valid@.tags:rejects");
 
-    char *blocks = obj("\"value\":\"a\",\"list\":[\"x\"],\"item\":[{\"name\":\"n\"},{\"name\":\"m\"}]");
+    char *blocks =
+        obj("\"value\":\"a\",\"list\":[\"x\"],\"item\":[{\"name\":\"n\"},{\"name\":\"m\"}]");
     EXPECT(plan(NULL, cfg, blocks), "plan-valid@.item:rejects");
     char *inblock = obj("\"value\":\"a\",\"list\":[\"x\"],\"item\":[{\"name\":\"z\"}]");
     EXPECT(plan(NULL, cfg, inblock), "plan-valid@.item[0].name:rejects");
@@ -223,10 +224,9 @@ static void test_apply(void)
                       "\"tags\":{\"k\":\"v\",\"a b\":\"w\"},"
                       "\"id\":\"1\",\"computed\":\"id-9\",\"size\":0,"
                       "\"item\":[{\"name\":\"n\"}],\"rule\":[{\"port\":1},{\"port\":2}]");
-    EXPECT(apply(planned, grown),
-           "apply-compatible@.tags:rejects apply-compatible@.list:rejects "
-           "apply-compatible@.set:rejects apply-compatible@.set:rejects "
-           "apply-compatible@.rule:rejects apply-compatible@.rule:rejects");
+    EXPECT(apply(planned, grown), "apply-compatible@.tags:rejects apply-compatible@.list:rejects "
+                                  "apply-compatible@.set:rejects apply-compatible@.set:rejects "
+                                  "apply-compatible@.rule:rejects apply-compatible@.rule:rejects");
 
     char *unk = obj("\"value\":\"a\",\"list\":[\"x\"],\"set\":[\"s\"],\"tags\":{\"k\":\"v\"},"
                     "\"id\":\"1\",\"computed\":{\"$unknown\":{}},\"size\":0,"
@@ -322,8 +322,11 @@ static void test_reads_and_final_plan(void)
     CHECK_INT_EQ(g.n, 0);
 
     /* Malformed JSON and a missing schema are not checkable, not a crash. */
-    analysis_call bad = {.call_id = 1, .rpc = "ApplyResourceChange", .block_schema = schema,
-                         .planned = "{\"value\":", .new_state = a};
+    analysis_call bad = {.call_id = 1,
+                         .rpc = "ApplyResourceChange",
+                         .block_schema = schema,
+                         .planned = "{\"value\":",
+                         .new_state = a};
     CHECK_INT_EQ(analysis_check_call(&bad, &g), TFTAP_EDECODE);
     bad.block_schema = NULL;
     CHECK_INT_EQ(analysis_check_call(&bad, &g), 0);
