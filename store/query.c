@@ -407,8 +407,10 @@ static sj_doc *schema_doc(store *s, struct schema_cache *c, const char *sha)
         sqlite3_bind_text(st, 1, sha, -1, SQLITE_STATIC);
         if (sqlite3_step(st) == SQLITE_ROW) {
             char method[64];
-            snprintf(method, sizeof method, "/tfplugin%d.Provider/GetProviderSchema",
-                     sqlite3_column_int(st, 0) == 6 ? 6 : 5);
+            /* Protocol 5 calls its GetProviderSchema method GetSchema. */
+            snprintf(method, sizeof method, "%s",
+                     sqlite3_column_int(st, 0) == 6 ? "/tfplugin6.Provider/GetProviderSchema"
+                                                    : "/tfplugin5.Provider/GetSchema");
             dec_error err = DEC_ERROR_INIT;
             if (dec_message_to_json(method, 1, sqlite3_column_blob(st, 1),
                                     (size_t)sqlite3_column_bytes(st, 1), NULL, NULL, NULL, &out,
