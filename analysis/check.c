@@ -1396,6 +1396,27 @@ int analysis_check_call(const analysis_call *c, analysis_findings *out)
     return rc;
 }
 
+/* Replace each "from" in *msg by "to". 0 or TFTAP_ENOMEM. */
+static int reword(char **msg, const char *from, const char *to)
+{
+    tftap_buf b = TFTAP_BUF_INIT;
+    const char *p = *msg, *q;
+    size_t fl = strlen(from);
+    while ((q = strstr(p, from))) {
+        tftap_buf_append(&b, p, (size_t)(q - p));
+        tftap_buf_puts(&b, to);
+        p = q + fl;
+    }
+    tftap_buf_puts(&b, p);
+    if (tftap_buf_failed(&b)) {
+        tftap_buf_done(&b);
+        return TFTAP_ENOMEM;
+    }
+    free(*msg);
+    *msg = tftap_buf_take(&b, NULL);
+    return *msg ? 0 : TFTAP_ENOMEM;
+}
+
 int analysis_check_final_plan(const analysis_call *first, const analysis_call *final,
                               analysis_findings *out)
 {
@@ -1417,9 +1438,13 @@ int analysis_check_final_plan(const analysis_call *first, const analysis_call *f
         ck_begin(&k, final, out);
         k.other_call_id = first->call_id;
         ck_rule(&k, "final-plan", ANALYSIS_REJECTS);
+        size_t mark = out->n;
         compat_block(&k, block_of(schema), p1, p2, CHECK_JSON_MAX_DEPTH);
-        /* The messages speak of plan and result; here the result is the
-         * plan made during apply. */
+        /* The messages speak of the plan and the result; here the result
+         * is the plan made during apply. */
+        for (size_t i = mark; i < out->n && !k.err; i++)
+            if (reword(&out->v[i].message, "the result", "the final plan"))
+                k.err = TFTAP_ENOMEM;
         rc = k.err;
         tftap_buf_done(&k.path);
     }

@@ -137,8 +137,109 @@ static int planned_null(const char *planned)
     return !planned || strcmp(planned, "null") == 0;
 }
 
+/* Addresses by what a call planned: a call the address matching could not
+ * name (an apply whose result is null is in no state, a plan not saved to
+ * a file names no new object) takes the address of a call of the same
+ * process and type that planned the same state. */
+struct named {
+    int64_t process;
+    char *type_name, *planned, *address;
+};
+
+struct names {
+    struct named *v;
+    size_t n, cap;
+    const struct infos *infos;
+    int err;
+};
+
+static void names_done(struct names *ns)
+{
+    for (size_t i = 0; i < ns->n; i++) {
+        free(ns->v[i].type_name);
+        free(ns->v[i].planned);
+        free(ns->v[i].address);
+    }
+    free(ns->v);
+}
+
+/* The planned state with object members in byte order (a provider may
+ * encode a map in any order), or NULL. */
+static char *canonical(const char *json)
+{
+    sj_doc *d = NULL;
+    char *out = NULL;
+    if (json && strcmp(json, "null") != 0 &&
+        sj_parse(json, strlen(json), STORE_JSON_MAX_DEPTH, &d) == 0) {
+        tftap_buf b = TFTAP_BUF_INIT;
+        if (sj_write_sorted(sj_root(d), &b) == 0 && !tftap_buf_failed(&b))
+            out = tftap_buf_take(&b, NULL);
+        tftap_buf_done(&b);
+    }
+    sj_free(d);
+    return out;
+}
+
+static int is_plan_or_apply(const char *rpc)
+{
+    return rpc &&
+           (strcmp(rpc, "PlanResourceChange") == 0 || strcmp(rpc, "ApplyResourceChange") == 0);
+}
+
+static int name_row(void *ctx, const store_change_row *r)
+{
+    struct names *ns = ctx;
+    if (!r->address || !r->type_name || !is_plan_or_apply(r->rpc))
+        return 0;
+    const struct info *in = info_find(ns->infos, r->call_id);
+    char *planned = canonical(r->planned);
+    if (!planned)
+        return 0;
+    if (ns->n == ns->cap) {
+        size_t cap = ns->cap ? ns->cap * 2 : 16;
+        struct named *v = realloc(ns->v, cap * sizeof *v);
+        if (!v) {
+            free(planned);
+            return ns->err = TFTAP_ENOMEM;
+        }
+        ns->v = v;
+        ns->cap = cap;
+    }
+    struct named *x = &ns->v[ns->n++];
+    x->process = in ? in->process : 0;
+    x->planned = planned;
+    x->type_name = strdup(r->type_name);
+    x->address = strdup(r->address);
+    if (!x->type_name || !x->address)
+        return ns->err = TFTAP_ENOMEM;
+    return 0;
+}
+
+/* The one address of calls that planned the same, or NULL (none, or two). */
+static const char *name_of(const struct names *ns, const store_change_row *r, int64_t process)
+{
+    if (!ns || !r->type_name || !is_plan_or_apply(r->rpc))
+        return NULL;
+    char *planned = canonical(r->planned);
+    const char *found = NULL;
+    for (size_t i = 0; planned && i < ns->n; i++) {
+        const struct named *x = &ns->v[i];
+        if (x->process != process || strcmp(x->type_name, r->type_name) != 0 ||
+            strcmp(x->planned, planned) != 0)
+            continue;
+        if (found && strcmp(found, x->address) != 0) {
+            found = NULL;
+            break;
+        }
+        found = x->address;
+    }
+    free(planned);
+    return found;
+}
+
 struct run_ctx {
     const struct infos *infos;
+    const struct names *names;
     analysis_findings *out;
     struct pcs pcs;
     int err;
@@ -150,6 +251,10 @@ static int change_row(void *ctx, const store_change_row *r)
     if (!r->has_status || r->status_code != 0)
         return 0; /* no answer to judge */
     const struct info *in = info_find(rc->infos, r->call_id);
+    store_change_row named = *r;
+    if (!r->address)
+        named.address = name_of(rc->names, r, in ? in->process : 0);
+    r = &named;
     analysis_call c = {
         .call_id = r->call_id,
         .rpc = r->rpc,
@@ -254,42 +359,65 @@ static int earlier_plan(store *s, const struct runs *rs, const char *address, st
     return 0;
 }
 
+/* Does the run apply a saved plan ("apply [flags] PLANFILE")? Its plans
+ * are then final plans of the plan an earlier run saved. */
+static int run_row_saved(void *ctx, const store_run_row *row)
+{
+    int *saved = ctx;
+    sj_doc *d = NULL;
+    if (row->args_json &&
+        sj_parse(row->args_json, strlen(row->args_json), STORE_JSON_MAX_DEPTH, &d) == 0) {
+        const sj_node *a = sj_root(d), *x;
+        int sub = 0;
+        for (x = a && a->kind == SJ_ARRAY ? a->child : NULL; x; x = x->next) {
+            if (x->kind != SJ_STRING || x->str[0] == '-')
+                continue;
+            if (!sub) {
+                sub = 1;
+                if (strcmp(x->str, "apply") != 0)
+                    break;
+            } else {
+                *saved = 1;
+                break;
+            }
+        }
+    }
+    sj_free(d);
+    return 0;
+}
+
+/* Each plan made by a later walk (a provider process of its own) is the
+ * final plan of the latest plan of the same address an earlier walk made:
+ * core checks the two agree before it applies. */
 static int final_plans(store *s, int64_t run_id, struct pcs *p, analysis_findings *out)
 {
     struct runs rs = {NULL, 0, 0, run_id};
-    int rc = 0, have_runs = 0;
+    int rc = 0, have_runs = 0, saved = 0;
+    if ((rc = store_run_get(s, run_id, run_row_saved, &saved)))
+        return rc;
     for (size_t i = 0; i < p->n && !rc; i++) {
-        const struct pc *ap = &p->v[i];
-        if (!ap->apply || planned_null(ap->planned))
+        const struct pc *x = &p->v[i];
+        if (x->apply || planned_null(x->planned))
             continue;
-        const struct pc *now = NULL, *first = NULL;
-        int other_plans = 0;
+        const struct pc *first = NULL;
         for (size_t j = 0; j < p->n; j++) {
-            const struct pc *x = &p->v[j];
-            if (x->apply || strcmp(x->address, ap->address) != 0 || x->started > ap->started)
+            const struct pc *y = &p->v[j];
+            if (y->apply || y->process == x->process || strcmp(y->address, x->address) != 0 ||
+                y->started >= x->started || planned_null(y->planned))
                 continue;
-            if (x->process == ap->process && (!now || x->started >= now->started))
-                now = x;
+            if (!first || y->started >= first->started)
+                first = y;
         }
-        for (size_t j = 0; j < p->n; j++) {
-            const struct pc *x = &p->v[j];
-            if (x->apply || strcmp(x->address, ap->address) != 0 || x->process == ap->process)
-                continue;
-            other_plans = 1;
-            if (x->started <= ap->started && !planned_null(x->planned) &&
-                (!first || x->started >= first->started))
-                first = x;
-        }
-        analysis_call fin = {.call_id = now ? now->id : ap->id,
-                             .rpc = now ? "PlanResourceChange" : "ApplyResourceChange",
-                             .type_name = ap->type_name,
-                             .address = ap->address,
-                             .block_schema = ap->schema,
-                             .planned = ap->planned};
+        analysis_call fin = {.call_id = x->id,
+                             .rpc = "PlanResourceChange",
+                             .type_name = x->type_name,
+                             .address = x->address,
+                             .block_schema = x->schema,
+                             .planned = x->planned};
         if (first) {
             analysis_call fc = {.call_id = first->id, .planned = first->planned};
             rc = analysis_check_final_plan(&fc, &fin, out);
-        } else if (!other_plans) {
+        } else if (saved) {
             if (!have_runs) {
                 if ((rc = store_runs_each(s, run_row, &rs)))
                     break;
@@ -298,7 +426,7 @@ static int final_plans(store *s, int64_t run_id, struct pcs *p, analysis_finding
             }
             struct pc e;
             int found;
-            if ((rc = earlier_plan(s, &rs, ap->address, &e, &found)) || !found)
+            if ((rc = earlier_plan(s, &rs, x->address, &e, &found)) || !found)
                 continue;
             analysis_call fc = {.call_id = e.id, .planned = e.planned};
             rc = analysis_check_final_plan(&fc, &fin, out);
@@ -326,13 +454,19 @@ int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_fi
         return is.err ? is.err : rc;
     }
     qsort(is.v, is.n, sizeof *is.v, info_cmp);
-    struct run_ctx ctx = {&is, out, {NULL, 0, 0}, 0};
-    rc = store_changes_each(s, run_id, filter, change_row, &ctx);
+    struct names ns = {NULL, 0, 0, &is, 0};
+    rc = store_changes_each(s, run_id, filter, name_row, &ns);
+    if (ns.err)
+        rc = ns.err;
+    struct run_ctx ctx = {&is, &ns, out, {NULL, 0, 0}, 0};
+    if (!rc)
+        rc = store_changes_each(s, run_id, filter, change_row, &ctx);
     if (ctx.err)
         rc = ctx.err;
     if (!rc)
         rc = final_plans(s, run_id, &ctx.pcs, out);
     pcs_done(&ctx.pcs);
+    names_done(&ns);
     free(is.v);
     return rc;
 }
