@@ -8,9 +8,8 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
-#include "store/store_int.h"
 
-#define CHECK_JSON_MAX_DEPTH STORE_JSON_MAX_DEPTH
+#define CHECK_JSON_MAX_DEPTH TFTAP_JSON_MAX_DEPTH
 /* Set elements are correlated pairwise (as core does); beyond this many
  * pairs only elements with identical JSON correlate, so a huge set costs
  * linear time. */

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
-#include "store/store_int.h"
 
 /* How many earlier runs are searched for the plan a saved-plan apply
  * carries out. */
@@ -27,7 +26,7 @@ static int top_bool(const char *json, const char *key)
 {
     sj_doc *d = NULL;
     int val = 0;
-    if (json && sj_parse(json, strlen(json), STORE_JSON_MAX_DEPTH, &d) == 0) {
+    if (json && sj_parse(json, strlen(json), TFTAP_JSON_MAX_DEPTH, &d) == 0) {
         const sj_node *x = sj_get(sj_root(d), key);
         val = x && x->kind == SJ_BOOL && x->boolean;
     }
@@ -120,7 +119,7 @@ static int has_error_diag(const char *diags)
 {
     sj_doc *d = NULL;
     int err = 0;
-    if (diags && sj_parse(diags, strlen(diags), STORE_JSON_MAX_DEPTH, &d) == 0) {
+    if (diags && sj_parse(diags, strlen(diags), TFTAP_JSON_MAX_DEPTH, &d) == 0) {
         const sj_node *r = sj_root(d);
         for (const sj_node *x = r && r->kind == SJ_ARRAY ? r->child : NULL; x && !err;
              x = x->next) {
@@ -170,7 +169,7 @@ static char *canonical(const char *json)
     sj_doc *d = NULL;
     char *out = NULL;
     if (json && strcmp(json, "null") != 0 &&
-        sj_parse(json, strlen(json), STORE_JSON_MAX_DEPTH, &d) == 0) {
+        sj_parse(json, strlen(json), TFTAP_JSON_MAX_DEPTH, &d) == 0) {
         tftap_buf b = TFTAP_BUF_INIT;
         if (sj_write_sorted(sj_root(d), &b) == 0 && !tftap_buf_failed(&b))
             out = tftap_buf_take(&b, NULL);
@@ -366,7 +365,7 @@ static int run_row_saved(void *ctx, const store_run_row *row)
     int *saved = ctx;
     sj_doc *d = NULL;
     if (row->args_json &&
-        sj_parse(row->args_json, strlen(row->args_json), STORE_JSON_MAX_DEPTH, &d) == 0) {
+        sj_parse(row->args_json, strlen(row->args_json), TFTAP_JSON_MAX_DEPTH, &d) == 0) {
         const sj_node *a = sj_root(d), *x;
         int sub = 0;
         for (x = a && a->kind == SJ_ARRAY ? a->child : NULL; x; x = x->next) {
