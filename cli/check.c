@@ -142,3 +142,29 @@ int cli_check(int argc, char **argv)
         return 2;
     return violations ? 1 : 0;
 }
+
+static int newest_run(void *ctx, const store_run_row *row)
+{
+    int64_t *max = ctx;
+    if (row->id > *max)
+        *max = row->id;
+    return 0;
+}
+
+void cli_check_summary(const char *db, int64_t run_id)
+{
+    store *s = NULL;
+    analysis_findings f = ANALYSIS_FINDINGS_INIT;
+    int64_t newest = 0;
+    if (store_open(db, 0, &s) == 0 && analysis_check_run(s, run_id, NULL, &f) == 0) {
+        size_t n = analysis_findings_violations(&f);
+        if (n && store_runs_each(s, newest_run, &newest) == 0 && newest == run_id)
+            cli_error("%zu provider contract violation%s; see tftap check last", n,
+                      n == 1 ? "" : "s");
+        else if (n)
+            cli_error("%zu provider contract violation%s; see tftap check %lld", n,
+                      n == 1 ? "" : "s", (long long)run_id);
+    }
+    analysis_findings_done(&f);
+    store_close(s);
+}

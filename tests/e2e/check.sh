@@ -156,6 +156,16 @@ run_case() { # TYPE RULE LEGACY MODE
     # Exit status: 1 exactly when something was found.
     "$TFTAP" check last --db "$db" >/dev/null
     check_eq "$name: tftap check exits 1" "$?" 1
+    # tftap run said so in one line at the end, and left tofu's exit status.
+    local n
+    n=$(cat "$d/tftap-rejects" "$d/tftap-tolerates" | wc -l)
+    check_eq "$name: tftap run's one line" "$(grep 'provider contract violation' "$d/err")" \
+        "tftap: $n provider contract violation$([ "$n" = 1 ] || echo s); see tftap check last"
+    if [ -s "$d/tofu-rejects" ]; then
+        check_eq "$name: tofu's exit status kept" "$st" 1
+    else
+        check_eq "$name: tofu's exit status kept" "$st" 0
+    fi
 }
 
 types=${CHECK_TYPES:-tftest6 tftest5}
@@ -204,6 +214,11 @@ clean_step() { # NAME DIR DB ARGS...
     "$TFTAP" check last --db "$cdb" >"$dir/check.out"
     local st=$?
     check_eq "$name: checks clean ($(tail -n 1 "$dir/check.out"))" "$st" 0
+    if grep -q 'provider contract violation' "$dir/out"; then
+        not_ok "$name: tftap run said nothing of violations"
+    else
+        ok "$name: tftap run said nothing of violations"
+    fi
 }
 (cd "$d" && tofu init -input=false -no-color >/dev/null) || not_ok "show: init"
 clean_step "show v1 apply" "$d" "$db" apply -auto-approve -input=false -no-color
