@@ -138,17 +138,16 @@ static int planned_null(const char *planned)
 
 /* Addresses by what a call planned: a call the address matching could not
  * name (an apply whose result is null is in no state, a plan not saved to
- * a file names no new object) takes the address of a call of the same
- * process and type that planned the same state. */
+ * a file names no new object, the first plan of an object whose apply
+ * changed it) takes the address of a call of the same run and type that
+ * planned the same state, when only one address did. */
 struct named {
-    int64_t process;
     char *type_name, *planned, *address;
 };
 
 struct names {
     struct named *v;
     size_t n, cap;
-    const struct infos *infos;
     int err;
 };
 
@@ -190,7 +189,6 @@ static int name_row(void *ctx, const store_change_row *r)
     struct names *ns = ctx;
     if (!r->address || !r->type_name || !is_plan_or_apply(r->rpc))
         return 0;
-    const struct info *in = info_find(ns->infos, r->call_id);
     char *planned = canonical(r->planned);
     if (!planned)
         return 0;
@@ -205,7 +203,6 @@ static int name_row(void *ctx, const store_change_row *r)
         ns->cap = cap;
     }
     struct named *x = &ns->v[ns->n++];
-    x->process = in ? in->process : 0;
     x->planned = planned;
     x->type_name = strdup(r->type_name);
     x->address = strdup(r->address);
@@ -215,7 +212,7 @@ static int name_row(void *ctx, const store_change_row *r)
 }
 
 /* The one address of calls that planned the same, or NULL (none, or two). */
-static const char *name_of(const struct names *ns, const store_change_row *r, int64_t process)
+static const char *name_of(const struct names *ns, const store_change_row *r)
 {
     if (!ns || !r->type_name || !is_plan_or_apply(r->rpc))
         return NULL;
@@ -223,8 +220,7 @@ static const char *name_of(const struct names *ns, const store_change_row *r, in
     const char *found = NULL;
     for (size_t i = 0; planned && i < ns->n; i++) {
         const struct named *x = &ns->v[i];
-        if (x->process != process || strcmp(x->type_name, r->type_name) != 0 ||
-            strcmp(x->planned, planned) != 0)
+        if (strcmp(x->type_name, r->type_name) != 0 || strcmp(x->planned, planned) != 0)
             continue;
         if (found && strcmp(found, x->address) != 0) {
             found = NULL;
@@ -252,7 +248,7 @@ static int change_row(void *ctx, const store_change_row *r)
     const struct info *in = info_find(rc->infos, r->call_id);
     store_change_row named = *r;
     if (!r->address)
-        named.address = name_of(rc->names, r, in ? in->process : 0);
+        named.address = name_of(rc->names, r);
     r = &named;
     analysis_call c = {
         .call_id = r->call_id,
@@ -453,7 +449,7 @@ int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_fi
         return is.err ? is.err : rc;
     }
     qsort(is.v, is.n, sizeof *is.v, info_cmp);
-    struct names ns = {NULL, 0, 0, &is, 0};
+    struct names ns = {NULL, 0, 0, 0};
     rc = store_changes_each(s, run_id, filter, name_row, &ns);
     if (ns.err)
         rc = ns.err;

@@ -5,12 +5,24 @@
 # and compares, as multisets of "address|path":
 #   - the errors tofu printed (stderr) with the findings `tftap check last`
 #     says core rejects,
-#   - the "tolerating it" warnings tofu logged (TF_LOG=warn, legacy type
-#     system cases) with the findings it says core tolerates,
+#   - the "tolerating it" warnings tofu logged (TF_LOG=warn) with the
+#     findings it says core tolerates: the legacy type system flag set by
+#     misbehave.go (legacy = true), and a real terraform-plugin-sdk/v2
+#     provider (tests/peers/tftestsdk) misbehaving the ways SDK providers do,
+#   - the "unexpected new value ... during refresh" warnings with the drift
+#     findings,
 # so every verdict of tofu is found at the same address and path, and
 # nothing else is. Clean runs of the other e2e configurations check clean.
 . "$(dirname "$0")/lib.sh"
 need_peers
+if ! [ -x "$PEERS/bin/terraform-provider-tftestsdk" ]; then
+    echo "$e2e_name: peers missing: $PEERS/bin/terraform-provider-tftestsdk (run scripts/build-peers)"
+    if [ "${TFTAP_REQUIRE_PEERS:-0}" = 1 ]; then
+        echo "$e2e_name: 0 passed, 1 failed"
+        exit 1
+    fi
+    exit 77
+fi
 CLI=tofu
 
 # The (address|path) pairs named by tofu's errors, one per line, from its
@@ -78,6 +90,63 @@ tofu_tolerated() { # LOG_FILE
     ' "$1" | sort
 }
 
+# The (address|path) pairs of tofu's refresh warnings (drift), from its log.
+tofu_drift() { # LOG_FILE
+    awk '
+    /produced an unexpected new value for .* during refresh\./ {
+        a = $0; sub(/.* new value for /, "", a); sub(/ during refresh\..*/, "", a); inwarn = 1; next
+    }
+    inwarn && /^ *- / {
+        p = $0; sub(/^ *- /, "", p)
+        if (p ~ /^[.[]/) { sub(/: .*/, "", p) } else { p = "" }
+        print a "|" p; next
+    }
+    inwarn { inwarn = 0 }
+    ' "$1" | sort
+}
+
+# compare NAME DIR DB EXIT: tofu's verdicts (DIR/err, DIR/tofu.log) against
+# `tftap check last`, then tftap run's line and the exit status it kept.
+compare() {
+    local name=$1 d=$2 db=$3 st=$4 v n
+    tofu_errors "$d/err" >"$d/tofu-rejects"
+    tofu_tolerated "$d/tofu.log" >"$d/tofu-tolerates"
+    tofu_drift "$d/tofu.log" >"$d/tofu-drift"
+    for v in rejects tolerates drift; do
+        findings "$db" $v >"$d/tftap-$v"
+    done
+    if ! [ -s "$d/tofu-rejects" ] && ! [ -s "$d/tofu-tolerates" ] && ! [ -s "$d/tofu-drift" ]; then
+        not_ok "$name: tofu reported nothing (exit $st): the misbehaviour did not happen"
+        return
+    fi
+    if grep -q UNPARSED "$d/tofu-rejects"; then
+        not_ok "$name: an error of tofu's this test cannot read: $(grep UNPARSED "$d/tofu-rejects")"
+        return
+    fi
+    local same=1 report=
+    for v in rejects tolerates drift; do
+        cmp -s "$d/tofu-$v" "$d/tftap-$v" || same=0
+        report="$report $v: tofu [$(tr '\n' ' ' <"$d/tofu-$v")] tftap [$(tr '\n' ' ' <"$d/tftap-$v")];"
+    done
+    if [ $same = 1 ]; then
+        ok "$name: same as tofu:$report"
+    else
+        not_ok "$name:$report"
+    fi
+    # Exit status: 1 exactly when a violation was found.
+    n=$(cat "$d/tftap-rejects" "$d/tftap-tolerates" | wc -l)
+    "$TFTAP" check last --db "$db" >/dev/null
+    check_eq "$name: tftap check's exit status" "$?" "$([ "$n" -gt 0 ] && echo 1 || echo 0)"
+    # tftap run said so in one line at the end, and left tofu's exit status.
+    if [ "$n" -gt 0 ]; then
+        check_eq "$name: tftap run's one line" "$(grep 'provider contract violation' "$d/err")" \
+            "tftap: $n provider contract violation$([ "$n" = 1 ] || echo s); see tftap check last"
+    else
+        check_eq "$name: tftap run says nothing" "$(grep -c 'provider contract violation' "$d/err")" 0
+    fi
+    check_eq "$name: tofu's exit status kept" "$st" "$([ -s "$d/tofu-rejects" ] && echo 1 || echo 0)"
+}
+
 # Findings of `tftap check last` with one verdict, as "address|path".
 findings() { # DB VERDICT
     "$TFTAP" check last --db "$1" --json |
@@ -115,7 +184,7 @@ run_case() { # TYPE RULE LEGACY MODE
     local name="$type $rule legacy=$legacy"
     local d=$WORK/case-$type-$rule-$legacy db=$WORK/case-$type-$rule-$legacy.db st
     mkdir -p "$d"
-    if [ "$mode" = destroy ]; then
+    if [ "$mode" = destroy ] || [ "$mode" = refresh ]; then
         misbehave_tf "$type" "$rule" "$legacy" a >"$d/main.tf"
     else
         misbehave_tf "$type" none "$legacy" a >"$d/main.tf"
@@ -130,45 +199,18 @@ run_case() { # TYPE RULE LEGACY MODE
     local args=(apply -auto-approve -input=false -no-color)
     if [ "$mode" = destroy ]; then
         args=(destroy -auto-approve -input=false -no-color)
+    elif [ "$mode" = refresh ]; then
+        args=(plan -input=false -no-color)
     else
         misbehave_tf "$type" "$rule" "$legacy" b >"$d/main.tf"
     fi
     (cd "$d" && TF_LOG=warn TF_LOG_PATH="$d/tofu.log" "$TFTAP" run --db "$db" -- tofu "${args[@]}" \
         >"$d/out" 2>"$d/err")
     st=$?
-    tofu_errors "$d/err" >"$d/tofu-rejects"
-    tofu_tolerated "$d/tofu.log" >"$d/tofu-tolerates"
-    findings "$db" rejects >"$d/tftap-rejects"
-    findings "$db" tolerates >"$d/tftap-tolerates"
-    if ! [ -s "$d/tofu-rejects" ] && ! [ -s "$d/tofu-tolerates" ]; then
-        not_ok "$name: tofu reported nothing (exit $st): the misbehaviour did not happen"
-        return
-    fi
-    if grep -q UNPARSED "$d/tofu-rejects"; then
-        not_ok "$name: an error of tofu's this test cannot read: $(grep UNPARSED "$d/tofu-rejects")"
-        return
-    fi
-    if cmp -s "$d/tofu-rejects" "$d/tftap-rejects" && cmp -s "$d/tofu-tolerates" "$d/tftap-tolerates"; then
-        ok "$name: same as tofu: rejected [$(tr '\n' ' ' <"$d/tofu-rejects")] tolerated [$(tr '\n' ' ' <"$d/tofu-tolerates")]"
-    else
-        not_ok "$name: rejected: tofu [$(tr '\n' ' ' <"$d/tofu-rejects")] tftap [$(tr '\n' ' ' <"$d/tftap-rejects")]; tolerated: tofu [$(tr '\n' ' ' <"$d/tofu-tolerates")] tftap [$(tr '\n' ' ' <"$d/tftap-tolerates")]"
-    fi
-    # Exit status: 1 exactly when something was found.
-    "$TFTAP" check last --db "$db" >/dev/null
-    check_eq "$name: tftap check exits 1" "$?" 1
-    # tftap run said so in one line at the end, and left tofu's exit status.
-    local n
-    n=$(cat "$d/tftap-rejects" "$d/tftap-tolerates" | wc -l)
-    check_eq "$name: tftap run's one line" "$(grep 'provider contract violation' "$d/err")" \
-        "tftap: $n provider contract violation$([ "$n" = 1 ] || echo s); see tftap check last"
-    if [ -s "$d/tofu-rejects" ]; then
-        check_eq "$name: tofu's exit status kept" "$st" 1
-    else
-        check_eq "$name: tofu's exit status kept" "$st" 0
-    fi
+    compare "$name" "$d" "$db" "$st"
 }
 
-types=${CHECK_TYPES:-tftest6 tftest5}
+types=${CHECK_TYPES-tftest6 tftest5}
 for type in $types; do
     for rule in plan_config_changed plan_unknown_config plan_noncomputed plan_block_count \
         plan_replace_missing final_plan_changed apply_changed apply_null_attr apply_unknown \
@@ -177,6 +219,8 @@ for type in $types; do
     done
     run_case "$type" plan_destroy_nonnull false destroy
     run_case "$type" apply_delete_nonnull false destroy
+    # A refresh that finds the object changed is drift, not a violation.
+    run_case "$type" read_drift false refresh
     # The legacy type system: core tolerates (logs) what it rejects above.
     for rule in plan_config_changed plan_noncomputed apply_changed apply_list_grows \
         apply_set_grows apply_null_object; do
@@ -184,19 +228,39 @@ for type in $types; do
     done
 done
 
-# A refresh that finds the object changed is drift, not a violation.
-d=$WORK/drift db=$WORK/drift.db
-mkdir -p "$d"
-misbehave_tf tftest6 read_drift false a >"$d/main.tf"
-(cd "$d" && tofu init -input=false -no-color >/dev/null &&
-    "$TFTAP" run --db "$db" -- tofu apply -auto-approve -input=false -no-color >/dev/null 2>&1 &&
-    "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color >/dev/null 2>&1) ||
-    not_ok "drift: apply and plan ran"
-"$TFTAP" check last --db "$db" --json >"$d/check.json"
-check_eq "drift: tftap check exits 0 for drift only" "$?" 0
-check_eq "drift: the refresh's change is reported as drift at .value" \
-    "$(jq -r '[.findings[] | "\(.verdict) \(.address)\(.path)"] | join(",")' "$d/check.json")" \
-    "drift tftest6_misbehave.x.value"
+# terraform-plugin-sdk/v2: what core tolerates from a real SDK provider
+# (a StateFunc that plans another value than configured, a Create that
+# stores other values than planned) and drift found by its Read.
+sdk_tf() { # RULE
+    cat <<EOF
+terraform {
+  required_providers {
+    tftestsdk = { source = "tftap/tftestsdk" }
+  }
+}
+resource "tftestsdk_misbehave" "x" {
+  rule   = "$1"
+  value  = "a"
+  hashed = "abc"
+  list   = ["a"]
+}
+EOF
+}
+for rule in none apply_changed list_grows read_drift; do
+    d=$WORK/sdk-$rule db=$WORK/sdk-$rule.db
+    mkdir -p "$d"
+    sdk_tf $rule >"$d/main.tf"
+    (cd "$d" && tofu init -input=false -no-color >/dev/null) || not_ok "sdk $rule: init"
+    args=(apply -auto-approve -input=false -no-color)
+    if [ $rule = read_drift ]; then
+        (cd "$d" && tofu apply -auto-approve -input=false -no-color >/dev/null) ||
+            not_ok "sdk $rule: created"
+        args=(plan -input=false -no-color)
+    fi
+    (cd "$d" && TF_LOG=warn TF_LOG_PATH="$d/tofu.log" "$TFTAP" run --db "$db" -- tofu "${args[@]}" \
+        >"$d/out" 2>"$d/err")
+    compare "sdk $rule" "$d" "$db" $?
+done
 
 # Clean runs of the other configurations check clean: create, update in
 # place with every value type, replace and destroy (show), many providers
