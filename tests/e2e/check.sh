@@ -264,7 +264,7 @@ done
 
 # Clean runs of the other configurations check clean: create, update in
 # place with every value type, replace and destroy (show), many providers
-# in parallel (multi).
+# in parallel (multi), instances only their index tells apart (count).
 d=$WORK/show db=$WORK/show.db
 mkdir -p "$d"
 cp "$top_srcdir/tests/e2e/configs/show/v1.tf.txt" "$d/main.tf"
@@ -297,5 +297,12 @@ new_dir "$top_srcdir/tests/e2e/configs/multi" "$d"
 (cd "$d" && tofu init -input=false -no-color >/dev/null) || not_ok "multi: init"
 clean_step "multi apply" "$d" "$db" apply -auto-approve -input=false -no-color
 clean_step "multi destroy" "$d" "$db" destroy -auto-approve -input=false -no-color
+
+d=$WORK/count db=$WORK/count.db
+new_dir "$top_srcdir/tests/e2e/configs/count" "$d"
+(cd "$d" && tofu init -input=false -no-color >/dev/null) || not_ok "count: init"
+clean_step "count plan -out" "$d" "$db" plan -input=false -no-color -out=tfplan
+clean_step "count apply tfplan" "$d" "$db" apply -input=false -no-color tfplan
+clean_step "count destroy" "$d" "$db" destroy -auto-approve -input=false -no-color
 
 finish
