@@ -274,6 +274,19 @@ static int dyn_unwrap(const sj_node *v, const sj_node **ty, const sj_node **val)
     return 0;
 }
 
+/* LIST and MAP blocks holding dynamic values travel as dynamic values
+ * ({"type": T, "value": V}); other blocks never do, and a block whose only
+ * attributes are named type and value must not be mistaken for one. */
+static const sj_node *block_unwrap(char nesting, const sj_node *v)
+{
+    const sj_node *t, *x;
+    if (!(nesting == 'L' || nesting == 'M') || !dyn_unwrap(v, &t, &x))
+        return v;
+    if (nesting == 'M' && t->kind != SJ_STRING && t->kind != SJ_ARRAY)
+        return v; /* a map of blocks keyed "type" and "value" */
+    return x;
+}
+
 /* ---- types: a cty type JSON, or protocol-6 nested attributes -------------- */
 
 enum tk {
@@ -723,11 +736,9 @@ static void plan_nested_block(struct ck *k, const sj_node *bt, const sj_node *pr
 {
     struct block sub = block_of(sj_get(bt, "block"));
     char nesting = nesting_char(sj_get(bt, "nesting"));
-    const sj_node *t;
-    /* LIST and MAP blocks holding dynamic values travel as dynamic values. */
-    dyn_unwrap(planned, &t, &planned);
-    dyn_unwrap(config, &t, &config);
-    dyn_unwrap(prior, &t, &prior);
+    planned = block_unwrap(nesting, planned);
+    config = block_unwrap(nesting, config);
+    prior = block_unwrap(nesting, prior);
     if (veq((struct ty){NULL, NULL, 0}, planned, config, 0))
         return;
     if (v_unknown(config)) {
@@ -1055,9 +1066,8 @@ static void compat_nested_block(struct ck *k, const sj_node *bt, const sj_node *
 {
     struct block sub = block_of(sj_get(bt, "block"));
     char nesting = nesting_char(sj_get(bt, "nesting"));
-    const sj_node *t;
-    dyn_unwrap(planned, &t, &planned);
-    dyn_unwrap(actual, &t, &actual);
+    planned = block_unwrap(nesting, planned);
+    actual = block_unwrap(nesting, actual);
     switch (nesting) {
     case 'S':
         if (v_unknown(planned))
@@ -1179,13 +1189,14 @@ static void find_write_only(struct ck *k, struct block b, const sj_node *v, int 
         }
     }
     for (const sj_node *bt = b.blocks ? b.blocks->child : NULL; bt; bt = bt->next) {
-        const sj_node *name = sj_get(bt, "type_name"), *x, *t;
+        const sj_node *name = sj_get(bt, "type_name"), *x;
         if (!name || name->kind != SJ_STRING || v_null(x = get_attr(v, name)))
             continue;
         struct block sub = block_of(sj_get(bt, "block"));
-        dyn_unwrap(x, &t, &x);
+        char nesting = nesting_char(sj_get(bt, "nesting"));
+        x = block_unwrap(nesting, x);
         size_t mark = push_attr(k, name->str, name->len);
-        if (nesting_char(sj_get(bt, "nesting")) == 'S') {
+        if (nesting == 'S') {
             find_write_only(k, sub, x, depth - 1);
         } else if (x->kind == SJ_ARRAY) {
             size_t i = 0;
@@ -1211,18 +1222,19 @@ static void find_write_only(struct ck *k, struct block b, const sj_node *v, int 
 static int path_exists(const sj_node *v, const sj_node *steps)
 {
     for (const sj_node *st = steps ? steps->child : NULL; st; st = st->next) {
-        const sj_node *x;
-        const sj_node *ty;
-        dyn_unwrap(v, &ty, &v);
+        const sj_node *x, *ty, *inner;
         if (v_null(v) || v_unknown(v) || v_sensitive(v))
             return 0;
-        if ((x = sj_get(st, "attribute_name")) && x->kind == SJ_STRING) {
-            if (v->kind != SJ_OBJECT || !(v = member(v, x->str, x->len)))
-                return 0;
-        } else if ((x = sj_get(st, "element_key_string")) && x->kind == SJ_STRING) {
-            if (v->kind != SJ_OBJECT || !(v = member(v, x->str, x->len)))
+        if (((x = sj_get(st, "attribute_name")) && x->kind == SJ_STRING) ||
+            ((x = sj_get(st, "element_key_string")) && x->kind == SJ_STRING)) {
+            /* A member of the value itself, else of a dynamic value's. */
+            const sj_node *m = v->kind == SJ_OBJECT ? member(v, x->str, x->len) : NULL;
+            if (!m && dyn_unwrap(v, &ty, &inner) && inner->kind == SJ_OBJECT)
+                m = member(inner, x->str, x->len);
+            if (!(v = m))
                 return 0;
         } else if ((x = sj_get(st, "element_key_int")) && x->kind == SJ_NUMBER) {
+            dyn_unwrap(v, &ty, &v);
             char *end;
             long long i = strtoll(x->str, &end, 10);
             if (*end || i < 0 || v->kind != SJ_ARRAY || !(v = nth(v, (size_t)i)))

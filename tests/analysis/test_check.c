@@ -336,8 +336,42 @@ static void test_reads_and_final_plan(void)
     free(a), free(b), free(du), free(p1), free(p2);
 }
 
+/* A block whose attributes are named type and value is not a dynamic
+ * value; a LIST block holding dynamic values travels as one. */
+static void test_dynamic_blocks(void)
+{
+    static const char sch[] =
+        "{\"attributes\":[],\"block_types\":["
+        "{\"type_name\":\"tag\",\"nesting\":\"SINGLE\",\"block\":{\"attributes\":["
+        "{\"name\":\"type\",\"type\":\"string\",\"optional\":true},"
+        "{\"name\":\"value\",\"type\":\"string\",\"optional\":true}]}},"
+        "{\"type_name\":\"dl\",\"nesting\":\"LIST\",\"block\":{\"attributes\":["
+        "{\"name\":\"d\",\"type\":\"dynamic\",\"optional\":true}]}}]}";
+    const char *cfg = "{\"tag\":{\"type\":\"a\",\"value\":\"b\"},"
+                      "\"dl\":{\"type\":[\"tuple\",[[\"object\",{\"d\":\"string\"}]]],"
+                      "\"value\":[{\"d\":\"x\"}]}}";
+    const char *bad = "{\"tag\":{\"type\":\"a\",\"value\":\"c\"},"
+                      "\"dl\":{\"type\":[\"tuple\",[[\"object\",{\"d\":\"string\"}]]],"
+                      "\"value\":[{\"d\":\"y\"}]}}";
+    analysis_call c = {.call_id = 1,
+                       .rpc = "PlanResourceChange",
+                       .block_schema = sch,
+                       .config = cfg,
+                       .planned = cfg};
+    analysis_findings f = ANALYSIS_FINDINGS_INIT;
+    CHECK_INT_EQ(analysis_check_call(&c, &f), 0);
+    CHECK_INT_EQ(f.n, 0);
+    c.planned = bad;
+    CHECK_INT_EQ(analysis_check_call(&c, &f), 0);
+    char *s = summary(&f);
+    CHECK_STR_EQ(s, "plan-valid@.tag.value:rejects plan-valid@.dl[0].d:rejects");
+    free(s);
+    analysis_findings_done(&f);
+}
+
 int main(void)
 {
+    test_dynamic_blocks();
     test_plan();
     test_apply();
     test_reads_and_final_plan();
