@@ -116,8 +116,9 @@ typedef struct analysis_call {
     const char *address;
     const char *block_schema; /* the type's schema block; NULL: values not checkable */
     const char *prior, *config, *planned, *new_state, *requires_replace;
-    int legacy;    /* the response set legacy_type_system */
-    int has_error; /* the response carried an error diagnostic */
+    const char *identity; /* the response's new_identity.identity_data, or NULL */
+    int legacy;           /* the response set legacy_type_system */
+    int has_error;        /* the response carried an error diagnostic */
 } analysis_call;
 
 /* Check one call's answer against the rules core applies to it; findings

@@ -1249,7 +1249,7 @@ static int path_exists(const sj_node *v, const sj_node *steps)
 /* ---- per call ------------------------------------------------------------- */
 
 struct docs {
-    sj_doc *d[7];
+    sj_doc *d[8];
 };
 
 static void docs_free(struct docs *ds)
@@ -1295,7 +1295,7 @@ static int is(const char *a, const char *b)
 int analysis_check_call(const analysis_call *c, analysis_findings *out)
 {
     struct docs ds = {{0}};
-    const sj_node *schema, *prior, *config, *planned, *nw, *rr;
+    const sj_node *schema, *prior, *config, *planned, *nw, *rr, *identity;
     int rc = 0;
     if (!c->block_schema) {
         out->unchecked++;
@@ -1303,8 +1303,8 @@ int analysis_check_call(const analysis_call *c, analysis_findings *out)
     }
     if (parse(&ds, 0, c->block_schema, &schema) || parse(&ds, 1, c->prior, &prior) ||
         parse(&ds, 2, c->config, &config) || parse(&ds, 3, c->planned, &planned) ||
-        parse(&ds, 4, c->new_state, &nw) || parse(&ds, 5, c->requires_replace, &rr) || !schema ||
-        schema->kind != SJ_OBJECT) {
+        parse(&ds, 4, c->new_state, &nw) || parse(&ds, 5, c->requires_replace, &rr) ||
+        parse(&ds, 6, c->identity, &identity) || !schema || schema->kind != SJ_OBJECT) {
         docs_free(&ds);
         out->unchecked++;
         return TFTAP_EDECODE;
@@ -1373,6 +1373,9 @@ int analysis_check_call(const analysis_call *c, analysis_findings *out)
                     }
                     ck_rule(&k, "write-only-null", ANALYSIS_REJECTS);
                     find_write_only(&k, b, nw, depth);
+                    ck_rule(&k, "identity-known", ANALYSIS_REJECTS);
+                    if (!v_undecoded(identity))
+                        find_unknowns(&k, identity, depth);
                 }
             }
         }
@@ -1382,6 +1385,9 @@ int analysis_check_call(const analysis_call *c, analysis_findings *out)
             if (sj_get(nw, "$error"))
                 add(&k, NULL, nw, "the refreshed state does not conform to the schema");
         } else if (!v_undecoded(prior)) {
+            ck_rule(&k, "identity-known", ANALYSIS_REJECTS);
+            if (!v_undecoded(identity))
+                find_unknowns(&k, identity, depth);
             ck_rule(&k, "read-drift", ANALYSIS_DRIFT);
             if (v_null(nw) && !v_null(prior))
                 add(&k, prior, nw, "the object is gone (refresh returned null)");

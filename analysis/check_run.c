@@ -14,6 +14,7 @@
 struct info {
     int64_t id, process;
     int legacy;
+    char *identity; /* new_identity.identity_data as JSON text, or NULL */
 };
 
 struct infos {
@@ -22,16 +23,28 @@ struct infos {
     int err;
 };
 
-static int top_bool(const char *json, const char *key)
+/* From a response: its legacy_type_system flag and its new identity. */
+static int read_response(const char *json, struct info *in)
 {
     sj_doc *d = NULL;
-    int val = 0;
     if (json && sj_parse(json, strlen(json), TFTAP_JSON_MAX_DEPTH, &d) == 0) {
-        const sj_node *x = sj_get(sj_root(d), key);
-        val = x && x->kind == SJ_BOOL && x->boolean;
+        const sj_node *r = sj_root(d), *x = sj_get(r, "legacy_type_system");
+        in->legacy = x && x->kind == SJ_BOOL && x->boolean;
+        x = sj_get(sj_get(r, "new_identity"), "identity_data");
+        if (x && x->kind != SJ_NULL) {
+            tftap_buf b = TFTAP_BUF_INIT;
+            sj_write(x, &b);
+            if (!tftap_buf_failed(&b))
+                in->identity = tftap_buf_take(&b, NULL);
+            tftap_buf_done(&b);
+            if (!in->identity) {
+                sj_free(d);
+                return TFTAP_ENOMEM;
+            }
+        }
     }
     sj_free(d);
-    return val;
+    return 0;
 }
 
 static int info_row(void *ctx, const store_call_row *row)
@@ -47,9 +60,18 @@ static int info_row(void *ctx, const store_call_row *row)
         is->v = v;
         is->cap = cap;
     }
-    is->v[is->n++] =
-        (struct info){row->id, row->process_id, top_bool(row->response_json, "legacy_type_system")};
+    struct info *in = &is->v[is->n++];
+    *in = (struct info){row->id, row->process_id, 0, NULL};
+    if (read_response(row->response_json, in))
+        return is->err = TFTAP_ENOMEM;
     return 0;
+}
+
+static void infos_done(struct infos *is)
+{
+    for (size_t i = 0; i < is->n; i++)
+        free(is->v[i].identity);
+    free(is->v);
 }
 
 static int info_cmp(const void *a, const void *b)
@@ -60,7 +82,7 @@ static int info_cmp(const void *a, const void *b)
 
 static const struct info *info_find(const struct infos *is, int64_t id)
 {
-    struct info key = {id, 0, 0};
+    struct info key = {id, 0, 0, NULL};
     return is->n ? bsearch(&key, is->v, is->n, sizeof key, info_cmp) : NULL;
 }
 
@@ -261,6 +283,7 @@ static int change_row(void *ctx, const store_change_row *r)
         .planned = r->planned,
         .new_state = r->new_state,
         .requires_replace = r->requires_replace,
+        .identity = in ? in->identity : NULL,
         .legacy = in ? in->legacy : 0,
         .has_error = has_error_diag(r->diagnostics),
     };
@@ -440,12 +463,12 @@ static int final_plans(store *s, int64_t run_id, struct pcs *p, analysis_finding
 int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_findings *out)
 {
     struct infos is = {NULL, 0, 0, 0};
-    const char *rpcs[] = {"PlanResourceChange", "ApplyResourceChange"};
+    const char *rpcs[] = {"PlanResourceChange", "ApplyResourceChange", "ReadResource"};
     int rc = 0;
-    for (size_t i = 0; i < 2 && !rc; i++)
+    for (size_t i = 0; i < 3 && !rc; i++)
         rc = store_calls_each(s, run_id, rpcs[i], NULL, info_row, &is);
     if (rc) {
-        free(is.v);
+        infos_done(&is);
         return is.err ? is.err : rc;
     }
     qsort(is.v, is.n, sizeof *is.v, info_cmp);
@@ -462,6 +485,6 @@ int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_fi
         rc = final_plans(s, run_id, &ctx.pcs, out);
     pcs_done(&ctx.pcs);
     names_done(&ns);
-    free(is.v);
+    infos_done(&is);
     return rc;
 }

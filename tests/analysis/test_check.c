@@ -256,6 +256,25 @@ static void test_apply(void)
     free(s);
     EXPECT(apply(sp, sp), "");
 
+    /* Terraform: a resource identity is known after apply and refresh. */
+    analysis_call ic = {.call_id = 7,
+                        .rpc = "ApplyResourceChange",
+                        .address = "t_thing.a",
+                        .block_schema = schema,
+                        .planned = planned,
+                        .new_state = good,
+                        .identity = "{\"id\":{\"$unknown\":{}},\"region\":\"x\"}"};
+    analysis_findings idf = ANALYSIS_FINDINGS_INIT;
+    CHECK_INT_EQ(analysis_check_call(&ic, &idf), 0);
+    char *ids = summary(&idf);
+    CHECK_STR_EQ(ids, "identity-known@.id:rejects");
+    free(ids);
+    analysis_findings_done(&idf);
+    ic.identity = "{\"id\":\"1\",\"region\":\"x\"}";
+    CHECK_INT_EQ(analysis_check_call(&ic, &idf), 0);
+    CHECK_INT_EQ(idf.n, 0);
+    analysis_findings_done(&idf);
+
     /* Dynamic values: the type may not change. */
     char *d1 = obj("\"dyn\":{\"type\":\"string\",\"value\":\"1\"}");
     char *d2 = obj("\"dyn\":{\"type\":\"number\",\"value\":1}");
