@@ -234,21 +234,38 @@ static int name_row(void *ctx, const store_change_row *r)
 }
 
 /* The one address of calls that planned the same, or NULL (none, or two). */
+static int named_cmp(const void *a, const void *b)
+{
+    const struct named *x = a, *y = b;
+    int c = strcmp(x->type_name, y->type_name);
+    return c ? c : strcmp(x->planned, y->planned);
+}
+
+/* names must be sorted with named_cmp. */
 static const char *name_of(const struct names *ns, const store_change_row *r)
 {
-    if (!ns || !r->type_name || !is_plan_or_apply(r->rpc))
+    if (!ns || !ns->n || !r->type_name || !is_plan_or_apply(r->rpc))
         return NULL;
     char *planned = canonical(r->planned);
+    if (!planned)
+        return NULL;
+    /* The first entry not ordered before the key, then its equals. */
+    struct named key = {(char *)r->type_name, planned, NULL};
+    size_t lo = 0, hi = ns->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (named_cmp(&ns->v[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     const char *found = NULL;
-    for (size_t i = 0; planned && i < ns->n; i++) {
-        const struct named *x = &ns->v[i];
-        if (strcmp(x->type_name, r->type_name) != 0 || strcmp(x->planned, planned) != 0)
-            continue;
-        if (found && strcmp(found, x->address) != 0) {
+    for (size_t i = lo; i < ns->n && named_cmp(&ns->v[i], &key) == 0; i++) {
+        if (found && strcmp(found, ns->v[i].address) != 0) {
             found = NULL;
             break;
         }
-        found = x->address;
+        found = ns->v[i].address;
     }
     free(planned);
     return found;
@@ -377,6 +394,17 @@ static int earlier_plan(store *s, const struct runs *rs, const char *address, st
     return 0;
 }
 
+static int pc_cmp(const void *a, const void *b)
+{
+    const struct pc *x = a, *y = b;
+    int c = strcmp(x->address, y->address);
+    if (c)
+        return c;
+    if (x->started != y->started)
+        return x->started < y->started ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
 /* Does the run apply a saved plan ("apply [flags] PLANFILE")? Its plans
  * are then final plans of the plan an earlier run saved. */
 static int run_row_saved(void *ctx, const store_run_row *row)
@@ -413,12 +441,18 @@ static int final_plans(store *s, int64_t run_id, struct pcs *p, analysis_finding
     int rc = 0, have_runs = 0, saved = 0;
     if ((rc = store_run_get(s, run_id, run_row_saved, &saved)))
         return rc;
+    /* By address, then start: each plan compares within its address. */
+    if (p->n)
+        qsort(p->v, p->n, sizeof *p->v, pc_cmp);
+    size_t group = 0;
     for (size_t i = 0; i < p->n && !rc; i++) {
         const struct pc *x = &p->v[i];
+        if (i > 0 && strcmp(p->v[i - 1].address, x->address) != 0)
+            group = i;
         if (x->apply || planned_null(x->planned))
             continue;
         const struct pc *first = NULL;
-        for (size_t j = 0; j < p->n; j++) {
+        for (size_t j = group; j < p->n && strcmp(p->v[j].address, x->address) == 0; j++) {
             const struct pc *y = &p->v[j];
             if (y->apply || y->process == x->process || strcmp(y->address, x->address) != 0 ||
                 y->started >= x->started || planned_null(y->planned))
@@ -476,6 +510,8 @@ int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_fi
     rc = store_changes_each(s, run_id, filter, name_row, &ns);
     if (ns.err)
         rc = ns.err;
+    if (ns.n)
+        qsort(ns.v, ns.n, sizeof *ns.v, named_cmp);
     struct run_ctx ctx = {&is, &ns, out, {NULL, 0, 0}, 0};
     if (!rc)
         rc = store_changes_each(s, run_id, filter, change_row, &ctx);
