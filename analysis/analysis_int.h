@@ -6,10 +6,10 @@
 #include <stdint.h>
 
 #include "common/common.h"
-#include "store/store_int.h" /* sj_*: moves to common with the layout */
+
 
 /* How deep analysis reads the JSON the store wrote. */
-#define ANALYSIS_JSON_MAX_DEPTH 512
+#define ANALYSIS_JSON_MAX_DEPTH TFTAP_JSON_MAX_DEPTH
 
 /* The member of obj named key (len bytes), or NULL. */
 const sj_node *analysis_member(const sj_node *obj, const char *key, size_t len);
@@ -21,6 +21,9 @@ struct analysis_diff_meta {
     int64_t run[2];
     char *command[2]; /* "tofu plan -out=p" */
     tftap_buf providers[2]; /* "address version\n" lines */
+    /* The calls analysis_diff_runs read, which the diff borrows. */
+    struct analysis_call *owned_calls[2];
+    size_t nowned[2];
 };
 void analysis_diff_meta_done(struct analysis_diff_meta *m);
 void analysis_diff_meta_text(const struct analysis_diff_meta *m, tftap_buf *out);

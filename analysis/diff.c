@@ -5,6 +5,7 @@
  * chosen by the provider), so values the provider merely carried over (a
  * random id in the prior state) never count as behaviour. */
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -3,6 +3,7 @@
  * rendered by the decoder as proto JSON, then reshaped the way OpenTofu's
  * jsonprovider package writes it: attributes and block types as maps
  * sorted by name, empty fields left out, nesting modes in lowercase. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -667,17 +668,23 @@ static const sj_node *provider_entry(const sj_node *root, const char *provider)
     return NULL;
 }
 
-int analysis_schema_entry(const char *json, size_t len, const char *provider, tftap_buf *out)
+int analysis_schema_entry(const char *json, size_t len, const char *provider, tftap_buf *out,
+                          tftap_buf *address)
 {
     sj_doc *doc = NULL;
     int rc = sj_parse(json, len, ANALYSIS_JSON_MAX_DEPTH, &doc);
     if (rc)
         return rc;
     const sj_node *e = provider_entry(sj_root(doc), provider);
-    if (!e)
+    if (!e || e->kind != SJ_OBJECT) {
         rc = TFTAP_ENOTFOUND;
-    else
+    } else {
         sj_write(e, out);
+        if (address && e->key)
+            tftap_buf_append(address, e->key, e->key_len);
+        if (address)
+            tftap_buf_cstr(address);
+    }
     sj_free(doc);
     return rc ? rc : tftap_buf_failed(out) ? TFTAP_ENOMEM : 0;
 }
@@ -809,5 +816,97 @@ int analysis_schema_diff_render(const analysis_schema_diff *d, enum analysis_dif
         tftap_buf_printf(out, "%s%zu schema change%s, %zu breaking.\n", n ? "\n" : "", d->n,
                          d->n == 1 ? "" : "s", d->breaking);
     (void)shown;
+    return tftap_buf_failed(out) ? TFTAP_ENOMEM : 0;
+}
+
+/* "name (required, sensitive)" for each attribute, ", " between. */
+static void text_attrs(tftap_buf *b, const sj_node *attrs, const char *prefix)
+{
+    int first = 1;
+    for (const sj_node *a = attrs && attrs->kind == SJ_OBJECT ? attrs->child : NULL; a;
+         a = a->next) {
+        tftap_buf_puts(b, first ? "" : ", ");
+        first = 0;
+        tftap_buf_puts(b, prefix);
+        tftap_buf_append(b, a->key, a->key_len);
+        tftap_buf_printf(b, " (%s", mode_of(a));
+        if (b_of(a, "sensitive"))
+            tftap_buf_puts(b, ", sensitive");
+        if (b_of(a, "write_only"))
+            tftap_buf_puts(b, ", write-only");
+        if (b_of(a, "deprecated"))
+            tftap_buf_puts(b, ", deprecated");
+        tftap_buf_putc(b, ')');
+    }
+}
+
+static void text_block(tftap_buf *b, const sj_node *blk, int indent, unsigned depth)
+{
+    if (!blk || depth > 64)
+        return;
+    const sj_node *attrs = sj_get(blk, "attributes");
+    if (attrs && attrs->n) {
+        tftap_buf_printf(b, "%*s", indent, "");
+        text_attrs(b, attrs, "");
+        tftap_buf_putc(b, '\n');
+    }
+    const sj_node *bt = sj_get(blk, "block_types");
+    for (const sj_node *x = bt && bt->kind == SJ_OBJECT ? bt->child : NULL; x; x = x->next) {
+        tftap_buf_printf(b, "%*sblock ", indent, "");
+        tftap_buf_append(b, x->key, x->key_len);
+        tftap_buf_printf(b, " (%s", s_of(x, "nesting_mode"));
+        if (strcmp(num_of(x, "min_items"), "0") != 0)
+            tftap_buf_printf(b, ", min %s", num_of(x, "min_items"));
+        if (strcmp(num_of(x, "max_items"), "0") != 0)
+            tftap_buf_printf(b, ", max %s", num_of(x, "max_items"));
+        tftap_buf_puts(b, "):\n");
+        text_block(b, sj_get(x, "block"), indent + 2, depth + 1);
+    }
+}
+
+int analysis_schema_render_text(const char *entry, size_t len, const char *address, tftap_buf *out)
+{
+    sj_doc *doc = NULL;
+    int rc = sj_parse(entry, len, ANALYSIS_JSON_MAX_DEPTH, &doc);
+    if (rc)
+        return rc;
+    const sj_node *r = sj_root(doc);
+    tftap_buf_printf(out, "%s\n", address ? address : "provider");
+    const sj_node *p = sj_get(r, "provider");
+    if (p && sj_get(p, "block")) {
+        tftap_buf_puts(out, "  provider configuration:\n");
+        text_block(out, sj_get(p, "block"), 4, 0);
+    }
+    static const char *const secs[][2] = {{"resource_schemas", "resource"},
+                                          {"data_source_schemas", "data source"},
+                                          {"ephemeral_resource_schemas", "ephemeral resource"}};
+    for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++) {
+        const sj_node *m = sj_get(r, secs[i][0]);
+        for (const sj_node *t = m && m->kind == SJ_OBJECT ? m->child : NULL; t; t = t->next) {
+            tftap_buf_printf(out, "  %s ", secs[i][1]);
+            tftap_buf_append(out, t->key, t->key_len);
+            tftap_buf_printf(out, " (schema version %s):\n", num_of(t, "version"));
+            text_block(out, sj_get(t, "block"), 4, 0);
+        }
+    }
+    const sj_node *f = sj_get(r, "functions");
+    for (const sj_node *t = f && f->kind == SJ_OBJECT ? f->child : NULL; t; t = t->next) {
+        tftap_buf_puts(out, "  function ");
+        tftap_buf_append(out, t->key, t->key_len);
+        tftap_buf_putc(out, '(');
+        const sj_node *ps = sj_get(t, "parameters");
+        for (const sj_node *q = ps && ps->kind == SJ_ARRAY ? ps->child : NULL; q; q = q->next) {
+            tftap_buf_printf(out, "%s%s ", q == ps->child ? "" : ", ", s_of(q, "name"));
+            const sj_node *ty = sj_get(q, "type");
+            if (ty)
+                sj_write(ty, out);
+        }
+        tftap_buf_puts(out, ") ");
+        const sj_node *rt = sj_get(t, "return_type");
+        if (rt)
+            sj_write(rt, out);
+        tftap_buf_putc(out, '\n');
+    }
+    sj_free(doc);
     return tftap_buf_failed(out) ? TFTAP_ENOMEM : 0;
 }

@@ -16,6 +16,10 @@ int cli_calls(int argc, char **argv);
 int cli_show(int argc, char **argv);
 int cli_export(int argc, char **argv);
 
+/* Comparing (cli/diff.c, cli/schema.c): exit 0 same, 1 differs, 2 error. */
+int cli_diff(int argc, char **argv);
+int cli_schema(int argc, char **argv);
+
 /* Print "tftap: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -23,6 +23,8 @@ static const struct command commands[] = {
     {"calls", cli_calls, "list the provider calls of a run"},
     {"show", cli_show, "show a run's resource changes the way a plan reads"},
     {"export", cli_export, "export a run as JSON lines"},
+    {"diff", cli_diff, "what providers did differently between two runs (exit 1: differs)"},
+    {"schema", cli_schema, "print a provider's schema, or diff two (schema diff A B)"},
 };
 
 static void usage(FILE *f)

@@ -228,7 +228,7 @@ static int dial(proxy_relay *r, int64_t deadline, int *fd_out, SSL **ssl_out, tf
     }
     SSL *ssl = NULL;
     if (r->client_tls != NULL) {
-        ssl = proxy_tls_client(r->client_tls, fd);
+        ssl = plugin_tls_client(r->client_tls, fd);
         if (ssl == NULL) {
             tftap_buf_puts(err, "out of memory");
             close(fd);
@@ -243,7 +243,7 @@ static int dial(proxy_relay *r, int64_t deadline, int *fd_out, SSL **ssl_out, tf
             if (ev == 0 || wait_fd(fd, ev, deadline) != 0) {
                 tftap_buf_puts(err, "TLS with the provider: ");
                 if (ev == 0)
-                    proxy_tls_error(ssl, rc, err);
+                    plugin_tls_error(ssl, rc, err);
                 else
                     tftap_buf_puts(err, "timed out");
                 SSL_free(ssl);
@@ -600,7 +600,7 @@ static void on_accept(proxy_relay *r)
         SSL *down_ssl = NULL;
         if (p == NULL ||
             proxy_h2watch_new(r->tee, &r->next_call_id, &r->open_calls, &p->watch) != 0 ||
-            (r->server_tls != NULL && (down_ssl = proxy_tls_server(r->server_tls, fd)) == NULL)) {
+            (r->server_tls != NULL && (down_ssl = plugin_tls_server(r->server_tls, fd)) == NULL)) {
             if (p != NULL)
                 proxy_h2watch_free(p->watch, 0);
             free(p);

@@ -1,8 +1,8 @@
-/* store: a small JSON reader for decoded values. cJSON would turn numbers
+/* common: the JSON reader for decoded values. cJSON would turn numbers
  * into doubles; decoded values carry exact numbers, so this one keeps each
  * number's text. Input is our own database's JSON or `tofu show -json`
  * output, both bounded by the caller; nesting is bounded here. */
-#include "store/store_int.h"
+#include "common/common.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,24 +48,13 @@ static void skip_ws(struct parser *ps)
         ps->p++;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static int read_hex4(struct parser *ps, unsigned *out)
 {
     if (ps->end - ps->p < 4)
         return -1;
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
-        int h = hexval(ps->p[i]);
+        int h = tftap_hex_digit((unsigned char)ps->p[i]);
         if (h < 0)
             return -1;
         v = v << 4 | (unsigned)h;
