@@ -77,7 +77,7 @@ typedef struct analysis_call {
     const char *type_name; /* or NULL */
     const char *address;   /* matched instance address, or NULL */
     int has_status, status_code;
-    const char *request_json;  /* the rendered messages (docs/messages.md), or NULL */
+    const char *request_json; /* the rendered messages (docs/messages.md), or NULL */
     const char *response_json;
     int64_t schema_version; /* of type_name's schema, -1 when unknown */
 } analysis_call;
@@ -85,8 +85,8 @@ typedef struct analysis_call {
 typedef struct analysis_diff analysis_diff;
 
 typedef struct analysis_diff_opts {
-    const char *filter;         /* keep calls of this address (and its instances) or type */
-    const char *const *ignore;  /* glob patterns on attribute paths (".id", ".tags*") */
+    const char *filter;        /* keep calls of this address (and its instances) or type */
+    const char *const *ignore; /* glob patterns on attribute paths (".id", ".tags*") */
     size_t nignore;
 } analysis_diff_opts;
 
@@ -146,8 +146,7 @@ int analysis_schema_from_response(int protocol, const void *raw, size_t n, tftap
 int analysis_schema_entry(const char *json, size_t len, const char *provider, tftap_buf *out,
                           tftap_buf *address);
 /* A provider entry as text: each type with its attributes and modes. */
-int analysis_schema_render_text(const char *entry, size_t len, const char *address,
-                                tftap_buf *out);
+int analysis_schema_render_text(const char *entry, size_t len, const char *address, tftap_buf *out);
 
 typedef struct analysis_schema_diff analysis_schema_diff;
 

@@ -7,7 +7,6 @@
 
 #include "common/common.h"
 
-
 /* How deep analysis reads the JSON the store wrote. */
 #define ANALYSIS_JSON_MAX_DEPTH TFTAP_JSON_MAX_DEPTH
 
@@ -19,7 +18,7 @@ const sj_node *analysis_member(const sj_node *obj, const char *key, size_t len);
 struct analysis_diff_meta {
     int set;
     int64_t run[2];
-    char *command[2]; /* "tofu plan -out=p" */
+    char *command[2];       /* "tofu plan -out=p" */
     tftap_buf providers[2]; /* "address version\n" lines */
     /* The calls analysis_diff_runs read, which the diff borrows. */
     struct analysis_call *owned_calls[2];

@@ -110,21 +110,28 @@ static void walk(struct leaves *l, tftap_buf *path, const sj_node *v, const sj_n
         leaf_add(l, path, SRC_UNKNOWN, v);
         return;
     }
-    if (ref1 && ref1->kind != SJ_NULL && sj_equal(v, ref1)) {
+    /* Objects are followed into whenever a reference is an object too, so
+     * that every run splits a value at the same attributes. */
+    int follow = v->kind == SJ_OBJECT && !is_marker(v) &&
+                 ((ref1 && ref1->kind == SJ_OBJECT) || (ref2 && ref2->kind == SJ_OBJECT));
+    if (!follow && ref1 && ref1->kind != SJ_NULL && sj_equal(v, ref1)) {
         leaf_add(l, path, src1, v);
         return;
     }
-    if (ref2 && ref2->kind != SJ_NULL && sj_equal(v, ref2)) {
+    if (!follow && ref2 && ref2->kind != SJ_NULL && sj_equal(v, ref2)) {
         leaf_add(l, path, SRC_PRIOR, v);
         return;
     }
     if (v->kind == SJ_NULL) {
-        leaf_add(l, path, ref1 ? src1 : SRC_PROVIDER, v);
+        leaf_add(l, path,
+                 ref1 && ref1->kind == SJ_NULL   ? src1
+                 : ref2 && ref2->kind == SJ_NULL ? SRC_PRIOR
+                                                 : SRC_PROVIDER,
+                 v);
         return;
     }
     size_t mark = path->len;
-    if (v->kind == SJ_OBJECT && !is_marker(v) &&
-        ((ref1 && ref1->kind == SJ_OBJECT) || (ref2 && ref2->kind == SJ_OBJECT))) {
+    if (follow) {
         for (const sj_node *c = v->child; c; c = c->next) {
             if (is_ident(c->key, c->key_len)) {
                 tftap_buf_putc(path, '.');
@@ -191,10 +198,9 @@ enum kind {
     K_SCHEMAVER, /* the type's schema version */
     K_SCHEMA,    /* the provider's schema */
 };
-static const char *const kind_names[] = {
-    "only_in_a", "only_in_b", "status",   "action",         "attribute",
-    "input",     "requires_replace", "diagnostic", "private", "deferred",
-    "schema_version", "schema"};
+static const char *const kind_names[] = {"only_in_a", "only_in_b", "status",           "action",
+                                         "attribute", "input",     "requires_replace", "diagnostic",
+                                         "private",   "deferred",  "schema_version",   "schema"};
 
 struct finding {
     enum kind kind;
@@ -443,6 +449,12 @@ static void compare_values(analysis_diff *d, size_t pi, const struct dcall *a,
         if (c >= 0)
             k++;
         enum kind kind = K_VALUE;
+        /* An attribute only one run has, passed through from that run's
+         * config or prior state: its input had it (typically a schema
+         * change, reported with the schema). */
+        const struct leaf *only = x && !y ? x : y && !x ? y : NULL;
+        if (only && only->src != SRC_PROVIDER && only->src != SRC_UNKNOWN)
+            kind = K_INPUT;
         if (x && y) {
             if (x->src == y->src && sj_equal(x->v, y->v))
                 continue;
@@ -468,7 +480,8 @@ out:
 static void compare_replace(analysis_diff *d, size_t pi, const struct dcall *a,
                             const struct dcall *b)
 {
-    const sj_node *ra = field(a->resp, "requires_replace"), *rb = field(b->resp, "requires_replace");
+    const sj_node *ra = field(a->resp, "requires_replace"),
+                  *rb = field(b->resp, "requires_replace");
     for (int side = 0; side < 2; side++) {
         const sj_node *from = side ? rb : ra, *other = side ? ra : rb;
         if (!from || from->kind != SJ_ARRAY)
@@ -523,8 +536,7 @@ static void diag_json(const sj_node *g, tftap_buf *out)
 
 /* Diagnostics are matched by severity, summary and attribute path (as a
  * multiset); a matched pair whose detail differs is "changed". */
-static void compare_diags(analysis_diff *d, size_t pi, const struct dcall *a,
-                          const struct dcall *b)
+static void compare_diags(analysis_diff *d, size_t pi, const struct dcall *a, const struct dcall *b)
 {
     const sj_node *da = field(a->resp, "diagnostics"), *db = field(b->resp, "diagnostics");
     size_t na = da && da->kind == SJ_ARRAY ? da->n : 0, nb = db && db->kind == SJ_ARRAY ? db->n : 0;
@@ -595,8 +607,7 @@ static const char *private_hash(const struct dcall *c)
 }
 
 /* Compare a pair of calls already looked up. */
-static void compare_calls(analysis_diff *d, size_t pi, const struct dcall *a,
-                          const struct dcall *b)
+static void compare_calls(analysis_diff *d, size_t pi, const struct dcall *a, const struct dcall *b)
 {
     if (!a || !b) {
         struct finding *f = add(d, pi, a ? K_ONLY_A : K_ONLY_B, NULL);
@@ -684,13 +695,11 @@ static int load_side(analysis_diff *d, const analysis_call *calls, size_t n, str
         struct dcall *x = &v[k++];
         x->c = c;
         x->idx = i;
-        if (c->request_json &&
-            (rc = sj_parse(c->request_json, strlen(c->request_json), ANALYSIS_JSON_MAX_DEPTH,
-                           &x->req)) != 0)
+        if (c->request_json && (rc = sj_parse(c->request_json, strlen(c->request_json),
+                                              ANALYSIS_JSON_MAX_DEPTH, &x->req)) != 0)
             break;
-        if (c->response_json &&
-            (rc = sj_parse(c->response_json, strlen(c->response_json), ANALYSIS_JSON_MAX_DEPTH,
-                           &x->resp)) != 0)
+        if (c->response_json && (rc = sj_parse(c->response_json, strlen(c->response_json),
+                                               ANALYSIS_JSON_MAX_DEPTH, &x->resp)) != 0)
             break;
     }
     *nout = k;
@@ -832,8 +841,13 @@ int analysis_diff_calls(const analysis_call *a, size_t na, const analysis_call *
         /* A create half nobody else has follows from the action change. */
         if ((!x || !y) && (x ? x : y)->create_half)
             continue;
-        d->pairs[n] = (struct pair){x ? x->c : NULL, y ? y->c : NULL, x ? x->idx : 0,
-                                    y ? y->idx : 0, group_of(x ? x->c : y->c), 0, 0};
+        d->pairs[n] = (struct pair){x ? x->c : NULL,
+                                    y ? y->c : NULL,
+                                    x ? x->idx : 0,
+                                    y ? y->idx : 0,
+                                    group_of(x ? x->c : y->c),
+                                    0,
+                                    0};
         pa[n] = x;
         pb[n] = y;
         n++;
@@ -926,11 +940,11 @@ static void put_value(tftap_buf *b, const char *json, int has, enum src s)
         return;
     }
     tftap_buf_puts(b, json ? json : "null");
-    if (s != SRC_PROVIDER) {
-        tftap_buf_printf(b, " (%s)", s == SRC_CONFIG    ? "from config"
-                                     : s == SRC_PLANNED ? "as planned"
-                                                        : "from prior state");
-    }
+    tftap_buf_printf(b, " (%s)",
+                     s == SRC_CONFIG    ? "from config"
+                     : s == SRC_PLANNED ? "as planned"
+                     : s == SRC_PRIOR   ? "from prior state"
+                                        : "chosen by provider");
 }
 
 /* A diagnostic's JSON as "Warning: summary (at .path)". */
@@ -1010,16 +1024,19 @@ static void text_finding(tftap_buf *b, const struct finding *f, const struct pai
                          f->a ? f->a : "none", f->b ? f->b : "none");
         break;
     case K_DEFERRED:
-        tftap_buf_printf(b, "    %s~%s deferred: %s -> %s\n", k->chg, k->reset,
-                         f->a ? f->a : "no", f->b ? f->b : "no");
+        tftap_buf_printf(b, "    %s~%s deferred: %s -> %s\n", k->chg, k->reset, f->a ? f->a : "no",
+                         f->b ? f->b : "no");
         break;
     case K_SCHEMAVER:
         tftap_buf_printf(b, "    %s~%s schema version: %s -> %s\n", k->chg, k->reset, f->a, f->b);
         break;
     case K_SCHEMA:
+        /* The hashes are JSON strings: show their first 12 digits. */
         tftap_buf_printf(b,
-                         "    %s~%s provider schema changed: %s -> %s (see tftap schema diff)\n",
-                         k->chg, k->reset, f->a, f->b);
+                         "    %s~%s provider schema changed: %.12s -> %.12s (see tftap schema "
+                         "diff)\n",
+                         k->chg, k->reset, f->a && f->a[0] == '"' ? f->a + 1 : "?",
+                         f->b && f->b[0] == '"' ? f->b + 1 : "?");
         break;
     }
 }
@@ -1092,7 +1109,8 @@ static void render_json(const analysis_diff *d, tftap_buf *b)
             const struct finding *f = &d->f[pr->first + q];
             const analysis_call *c = pr->a ? pr->a : pr->b;
             tftap_buf_puts(b, n++ ? ",\n  " : "\n  ");
-            tftap_buf_printf(b, "{\"kind\":\"%s\",\"behaviour\":%s,\"address\":", kind_names[f->kind],
+            tftap_buf_printf(b,
+                             "{\"kind\":\"%s\",\"behaviour\":%s,\"address\":", kind_names[f->kind],
                              f->kind == K_INPUT ? "false" : "true");
             json_str_or_null(b, c->address);
             tftap_buf_puts(b, ",\"type\":");
@@ -1233,8 +1251,9 @@ static void render_markdown(const analysis_diff *d, size_t max_bytes, tftap_buf 
         p = q;
     }
     if (shown < groups)
-        tftap_buf_printf(b, "\n_%zu more address%s with differences not shown (length cap); run "
-                            "`tftap diff` for all._\n",
+        tftap_buf_printf(b,
+                         "\n_%zu more address%s with differences not shown (length cap); run "
+                         "`tftap diff` for all._\n",
                          groups - shown, groups - shown == 1 ? "" : "es");
     if (tftap_buf_failed(&one) || tftap_buf_failed(&body))
         b->failed = 1;

@@ -1,5 +1,6 @@
 /* analysis: the run diff over two recorded runs: calls and the schema
  * versions of their types read through the store's queries. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,11 +14,20 @@ struct tver {
     int64_t version;
 };
 
+/* A schema's raw digest and the digest of its canonical form (the same
+ * schema sent twice may differ in bytes: Go encodes protobuf maps in a
+ * random order). */
+struct canon {
+    char raw[65], canonical[65];
+};
+
 struct side {
     analysis_call *v;
     size_t n, cap;
     struct tver *t;
     size_t nt, capt;
+    struct canon *c;
+    size_t nc;
     int err;
 };
 
@@ -75,6 +85,7 @@ static void side_done(struct side *s)
         free(s->t[i].type);
     }
     free(s->t);
+    free(s->c);
 }
 
 struct schema_ctx {
@@ -117,6 +128,17 @@ static int each_schema(void *ctx, const store_schema_row *r)
     sj_doc *doc = NULL;
     /* A schema that does not decode only costs the versions. */
     int rc = analysis_schema_from_response(r->protocol, r->raw, r->size, &entry, NULL);
+    if (rc == 0 && r->sha256 && strlen(r->sha256) == 64) {
+        struct canon *nc = realloc(x->side->c, (x->side->nc + 1) * sizeof *nc);
+        if (!nc) {
+            tftap_buf_done(&entry);
+            return TFTAP_ENOMEM;
+        }
+        x->side->c = nc;
+        memcpy(nc[x->side->nc].raw, r->sha256, 65);
+        tftap_sha256_hex(entry.data, entry.len, nc[x->side->nc].canonical);
+        x->side->nc++;
+    }
     if (rc == 0 && sj_parse(entry.data, entry.len, ANALYSIS_JSON_MAX_DEPTH, &doc) == 0) {
         rc = add_versions(x->side, r->provider, sj_get(sj_root(doc), "resource_schemas"));
         if (!rc)
@@ -147,6 +169,23 @@ static int load(store *st, int64_t run, struct side *s, tftap_buf *providers)
     if (rc)
         return rc;
     qsort(s->t, s->nt, sizeof *s->t, tver_cmp);
+    for (size_t i = 0; i < s->n; i++) {
+        analysis_call *c = &s->v[i];
+        const char *sha = c->response_json ? strstr(c->response_json, "{\"$schema\":\"") : NULL;
+        if (sha != c->response_json || !sha)
+            continue;
+        sha += 12;
+        for (size_t k = 0; k < s->nc; k++)
+            if (strncmp(sha, s->c[k].raw, 64) == 0) {
+                char *nj = malloc(96);
+                if (!nj)
+                    return TFTAP_ENOMEM;
+                snprintf(nj, 96, "{\"$schema\":\"%s\"}", s->c[k].canonical);
+                free((char *)c->response_json);
+                c->response_json = nj;
+                break;
+            }
+    }
     for (size_t i = 0; i < s->n; i++) {
         analysis_call *c = &s->v[i];
         if (!c->type_name)

@@ -60,9 +60,8 @@ static const char *kind_lower(const char *k)
 static const char *nesting_lower(const sj_node *n)
 {
     const char *m = s_of(n, "nesting");
-    static const char *const names[][2] = {{"SINGLE", "single"}, {"GROUP", "group"},
-                                           {"LIST", "list"},     {"SET", "set"},
-                                           {"MAP", "map"}};
+    static const char *const names[][2] = {
+        {"SINGLE", "single"}, {"GROUP", "group"}, {"LIST", "list"}, {"SET", "set"}, {"MAP", "map"}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(m, names[i][0]) == 0)
             return names[i][1];
@@ -330,8 +329,8 @@ static int put_functions(tftap_buf *b, int *first, const sj_node *map)
 int analysis_schema_from_response(int protocol, const void *raw, size_t n, tftap_buf *out,
                                   tftap_buf *errmsg)
 {
-    const char *method = protocol == 5 ? "/tfplugin5.Provider/GetSchema"
-                                       : "/tfplugin6.Provider/GetProviderSchema";
+    const char *method =
+        protocol == 5 ? "/tfplugin5.Provider/GetSchema" : "/tfplugin6.Provider/GetProviderSchema";
     tftap_buf pj = TFTAP_BUF_INIT;
     dec_error err = DEC_ERROR_INIT;
     dec_opts opts;
@@ -478,11 +477,11 @@ static void path_join(tftap_buf *p, const char *base, const char *name, size_t l
     tftap_buf_cstr(p);
 }
 
-static void diff_block(analysis_schema_diff *d, const char *sec, const char *name,
-                       const char *base, const sj_node *a, const sj_node *b, unsigned depth);
+static void diff_block(analysis_schema_diff *d, const char *sec, const char *name, const char *base,
+                       const sj_node *a, const sj_node *b, unsigned depth);
 
-static void diff_attrs(analysis_schema_diff *d, const char *sec, const char *name,
-                       const char *base, const sj_node *aa, const sj_node *ba, unsigned depth)
+static void diff_attrs(analysis_schema_diff *d, const char *sec, const char *name, const char *base,
+                       const sj_node *aa, const sj_node *ba, unsigned depth)
 {
     tftap_buf p = TFTAP_BUF_INIT;
     for (const sj_node *x = aa ? aa->child : NULL; x; x = x->next) {
@@ -539,8 +538,8 @@ static long long items(const sj_node *bt, const char *key)
     return strtoll(num_of(bt, key), NULL, 10);
 }
 
-static void diff_block(analysis_schema_diff *d, const char *sec, const char *name,
-                       const char *base, const sj_node *a, const sj_node *b, unsigned depth)
+static void diff_block(analysis_schema_diff *d, const char *sec, const char *name, const char *base,
+                       const sj_node *a, const sj_node *b, unsigned depth)
 {
     if (depth > ANALYSIS_JSON_MAX_DEPTH) {
         d->err = TFTAP_ELIMIT;
@@ -550,10 +549,11 @@ static void diff_block(analysis_schema_diff *d, const char *sec, const char *nam
                b ? sj_get(b, "attributes") : NULL, depth);
     if (b_of(a, "deprecated") != b_of(b, "deprecated"))
         sset_str(d,
-                 sadd(d, sec, name, base, b_of(b, "deprecated") ? "deprecated" : "no longer deprecated",
-                      0),
+                 sadd(d, sec, name, base,
+                      b_of(b, "deprecated") ? "deprecated" : "no longer deprecated", 0),
                  NULL, NULL);
-    const sj_node *ab = a ? sj_get(a, "block_types") : NULL, *bb = b ? sj_get(b, "block_types") : NULL;
+    const sj_node *ab = a ? sj_get(a, "block_types") : NULL,
+                  *bb = b ? sj_get(b, "block_types") : NULL;
     tftap_buf p = TFTAP_BUF_INIT;
     char num[2][24];
     for (const sj_node *x = ab ? ab->child : NULL; x; x = x->next) {
@@ -765,10 +765,11 @@ int analysis_schema_diff_render(const analysis_schema_diff *d, enum analysis_dif
         tftap_buf_printf(out, "{\"same\":%s,\"changes\":%zu,\"breaking\":%zu,\"list\":[",
                          d->n ? "false" : "true", d->n, d->breaking);
     else if (fmt == ANALYSIS_DIFF_MARKDOWN)
-        tftap_buf_printf(out,
-                         "### tftap schema diff\n\n**%zu change%s, %zu breaking**\n\n"
-                         "| | kind | name | path | change | old | new |\n|---|---|---|---|---|---|---|\n",
-                         d->n, d->n == 1 ? "" : "s", d->breaking);
+        tftap_buf_printf(
+            out,
+            "### tftap schema diff\n\n**%zu change%s, %zu breaking**\n\n"
+            "| | kind | name | path | change | old | new |\n|---|---|---|---|---|---|---|\n",
+            d->n, d->n == 1 ? "" : "s", d->breaking);
     int n = 0;
     const char *sec = NULL, *name = NULL;
     for (size_t i = 0; i < d->n; i++) {

@@ -32,11 +32,13 @@ static const char usage_text[] =
 
 int cli_diff(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, 'd'},      {"json", no_argument, NULL, 'j'},
-        {"format", required_argument, NULL, 'f'},  {"ignore", required_argument, NULL, 'i'},
-        {"max-bytes", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"format", required_argument, NULL, 'f'},
+                                             {"ignore", required_argument, NULL, 'i'},
+                                             {"max-bytes", required_argument, NULL, 'm'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     const char *db = NULL, *format = "text";
     const char **ignore = calloc((size_t)argc + 1, sizeof *ignore);
     size_t nignore = 0, max_bytes = 60000;
@@ -113,9 +115,8 @@ int cli_diff(int argc, char **argv)
         store_close(s);
         goto out;
     }
-    analysis_diff_opts o = {.filter = npos == 3 ? argv[optind + 2] : NULL,
-                            .ignore = ignore,
-                            .nignore = nignore};
+    analysis_diff_opts o = {
+        .filter = npos == 3 ? argv[optind + 2] : NULL, .ignore = ignore, .nignore = nignore};
     analysis_diff *d = NULL;
     int err = analysis_diff_runs(s, ra, rb, &o, &d);
     if (err) {

@@ -2,6 +2,7 @@
  * `tofu providers schema -json`; tftap schema diff A B: what changed. */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,8 @@ struct run_pick {
 static int suffix_match(const char *addr, const char *want)
 {
     size_t a = strlen(addr), w = strlen(want);
-    return strcmp(addr, want) == 0 || (a > w && strcmp(addr + a - w, want) == 0 && addr[a - w - 1] == '/');
+    return strcmp(addr, want) == 0 ||
+           (a > w && strcmp(addr + a - w, want) == 0 && addr[a - w - 1] == '/');
 }
 
 static int each_schema(void *ctx, const store_schema_row *r)
@@ -79,7 +81,8 @@ static int load_source(const char *src, const char *provider, const char *db, tf
         tftap_buf text = TFTAP_BUF_INIT;
         int rc = tftap_read_file(src, SCHEMA_FILE_MAX, &text);
         if (rc) {
-            cli_error("reading %s: %s", src, rc == TFTAP_EIO ? strerror(errno) : tftap_strerror(rc));
+            cli_error("reading %s: %s", src,
+                      rc == TFTAP_EIO ? strerror(errno) : tftap_strerror(rc));
             tftap_buf_done(&text);
             return 2;
         }
@@ -112,6 +115,8 @@ static int load_source(const char *src, const char *provider, const char *db, tf
         }
         tftap_buf raw = TFTAP_BUF_INIT, why = TFTAP_BUF_INIT;
         int protocol = 0;
+        /* A provider that goes away mid-write is an error, not a signal. */
+        signal(SIGPIPE, SIG_IGN);
         rc = plugin_provider_schema(src, SCHEMA_START_TIMEOUT_MS, &raw, &protocol, &why);
         if (!rc) {
             rc = analysis_schema_from_response(protocol, raw.data, raw.len, entry, &why);
@@ -182,11 +187,13 @@ static int usage_error(const char *what)
 
 int cli_schema(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, 'd'},       {"json", no_argument, NULL, 'j'},
-        {"format", required_argument, NULL, 'f'},   {"provider", required_argument, NULL, 'p'},
-        {"breaking", no_argument, NULL, 'b'},       {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"format", required_argument, NULL, 'f'},
+                                             {"provider", required_argument, NULL, 'p'},
+                                             {"breaking", no_argument, NULL, 'b'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     const char *db = NULL, *format = "text", *provider = NULL;
     int breaking = 0;
     opterr = 0;

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -40,9 +41,15 @@ static void hpack_literal(tftap_buf *b, const char *name, const char *value)
 
 static void frame(tftap_buf *b, size_t len, uint8_t type, uint8_t flags, uint32_t stream)
 {
-    uint8_t h[9] = {(uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len,
-                    type,                 flags,               (uint8_t)(stream >> 24),
-                    (uint8_t)(stream >> 16), (uint8_t)(stream >> 8), (uint8_t)stream};
+    uint8_t h[9] = {(uint8_t)(len >> 16),
+                    (uint8_t)(len >> 8),
+                    (uint8_t)len,
+                    type,
+                    flags,
+                    (uint8_t)(stream >> 24),
+                    (uint8_t)(stream >> 16),
+                    (uint8_t)(stream >> 8),
+                    (uint8_t)stream};
     tftap_buf_append(b, h, sizeof h);
 }
 
@@ -359,7 +366,20 @@ int plugin_provider_schema(const char *binary, int timeout_ms, tftap_buf *schema
         rc = TFTAP_ENOMEM;
         goto done;
     }
+    /* A provider logs every call on stderr (hclog JSON, filtered by the
+     * client normally): the child gets /dev/null there. plugin_child_spawn
+     * hands down our own stderr, so it is swapped around the spawn; callers
+     * are single-threaded commands. */
+    int saved = dup(STDERR_FILENO), null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (saved >= 0 && null_fd >= 0)
+        dup2(null_fd, STDERR_FILENO);
     rc = plugin_child_spawn(&child, binary, NULL, env, err);
+    if (saved >= 0) {
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+    }
+    if (null_fd >= 0)
+        close(null_fd);
     if (rc)
         goto done;
     rc = plugin_child_read_handshake(&child, -1, timeout_ms, &line, err);
@@ -403,8 +423,8 @@ done:
         tftap_buf ignore = TFTAP_BUF_INIT, why = TFTAP_BUF_INIT;
         int sfd = -1;
         if (hs.network && dial(&hs, ctx, now_ms() + 2000, &sfd, &ssl, &why) == 0) {
-            (void)plugin_unary_call(sfd, ssl, "/plugin.GRPCController/Shutdown", "", 0, 1024,
-                                    2000, &ignore, &why);
+            (void)plugin_unary_call(sfd, ssl, "/plugin.GRPCController/Shutdown", "", 0, 1024, 2000,
+                                    &ignore, &why);
             if (ssl)
                 SSL_free(ssl);
             close(sfd);

@@ -131,7 +131,6 @@ int store_calls_each(store *s, int64_t run_id, const char *method, const char *t
     return finish(st, cb ? SQLITE_DONE : rc, cb);
 }
 
-
 int store_schemas_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_schema_row *row),
                        void *ctx)
 {
