@@ -112,8 +112,10 @@ static void walk(struct leaves *l, tftap_buf *path, const sj_node *v, const sj_n
     }
     /* Objects are followed into whenever a reference is an object too, so
      * that every run splits a value at the same attributes. */
-    int follow = v->kind == SJ_OBJECT && !is_marker(v) &&
-                 ((ref1 && ref1->kind == SJ_OBJECT) || (ref2 && ref2->kind == SJ_OBJECT));
+    int follow = (v->kind == SJ_OBJECT && !is_marker(v) &&
+                  ((ref1 && ref1->kind == SJ_OBJECT) || (ref2 && ref2->kind == SJ_OBJECT))) ||
+                 (v->kind == SJ_ARRAY && ((ref1 && ref1->kind == SJ_ARRAY && ref1->n == v->n) ||
+                                          (ref2 && ref2->kind == SJ_ARRAY && ref2->n == v->n)));
     if (!follow && ref1 && ref1->kind != SJ_NULL && sj_equal(v, ref1)) {
         leaf_add(l, path, src1, v);
         return;
@@ -131,7 +133,7 @@ static void walk(struct leaves *l, tftap_buf *path, const sj_node *v, const sj_n
         return;
     }
     size_t mark = path->len;
-    if (follow) {
+    if (follow && v->kind == SJ_OBJECT) {
         for (const sj_node *c = v->child; c; c = c->next) {
             if (is_ident(c->key, c->key_len)) {
                 tftap_buf_putc(path, '.');
@@ -153,8 +155,7 @@ static void walk(struct leaves *l, tftap_buf *path, const sj_node *v, const sj_n
         }
         return;
     }
-    if (v->kind == SJ_ARRAY && ((ref1 && ref1->kind == SJ_ARRAY && ref1->n == v->n) ||
-                                (ref2 && ref2->kind == SJ_ARRAY && ref2->n == v->n))) {
+    if (follow && v->kind == SJ_ARRAY) {
         const sj_node *r1 = ref1 && ref1->kind == SJ_ARRAY && ref1->n == v->n ? ref1->child : NULL;
         const sj_node *r2 = ref2 && ref2->kind == SJ_ARRAY && ref2->n == v->n ? ref2->child : NULL;
         size_t i = 0;
@@ -262,7 +263,7 @@ static int ignored(const analysis_diff *d, const char *path)
         if (fnmatch(p, path, 0) == 0)
             return 1;
         /* "id" means ".id" too. */
-        if (p[0] != '.' && p[0] != '[' && path[0] == '.' && fnmatch(p, path + 1, 0) == 0)
+        if (p[0] != '.' && path[0] == '.' && fnmatch(p, path + 1, 0) == 0)
             return 1;
     }
     return 0;
