@@ -679,6 +679,15 @@ static void key_part(tftap_buf *b, const char *s)
     tftap_buf_putc(b, '\x1f');
 }
 
+static int plan_cmp(const void *x, const void *y)
+{
+    const struct dcall *const *a = x, *const *b = y;
+    int c = strcmp((*a)->c->address, (*b)->c->address);
+    if (c)
+        return c;
+    return (*a)->idx < (*b)->idx ? -1 : (*a)->idx > (*b)->idx;
+}
+
 static int load_side(analysis_diff *d, const analysis_call *calls, size_t n, struct dcall **out,
                      size_t *nout)
 {
@@ -706,23 +715,34 @@ static int load_side(analysis_diff *d, const analysis_call *calls, size_t n, str
     *nout = k;
     /* The create half of a replacement (a plan with no prior state after a
      * replacing plan of the same address) pairs only with its like: that a
-     * run has one follows from the action, reported with the first half. */
-    for (size_t i = 0; i < k && !rc; i++) {
-        struct dcall *x = &v[i];
-        if (!rpc_is(x->c, "PlanResourceChange") || !is_nullish(field(x->req, "prior_state")))
-            continue;
-        for (size_t j = i; j-- > 0;) {
-            struct dcall *y = &v[j];
-            if (!rpc_is(y->c, "PlanResourceChange") || y->create_half)
-                continue;
-            if (!x->c->address || !y->c->address || strcmp(x->c->address, y->c->address) != 0)
-                continue;
-            const char *act = action_of(y);
-            if (act && strcmp(act, "replace") == 0)
-                x->create_half = 1;
-            break;
+     * run has one follows from the action, reported with the first half.
+     * Plans sorted by address, then call order, put each one right after
+     * the earlier plans of its address. */
+    struct dcall **plans = malloc((k + 1) * sizeof *plans);
+    size_t np = 0;
+    if (!plans && !rc)
+        rc = TFTAP_ENOMEM;
+    for (size_t i = 0; i < k && !rc; i++)
+        if (rpc_is(v[i].c, "PlanResourceChange") && v[i].c->address)
+            plans[np++] = &v[i];
+    if (!rc) {
+        qsort(plans, np, sizeof *plans, plan_cmp);
+        const struct dcall *last = NULL; /* the address's latest replacing-or-not plan */
+        for (size_t i = 0; i < np; i++) {
+            struct dcall *x = plans[i];
+            if (last && strcmp(last->c->address, x->c->address) != 0)
+                last = NULL;
+            if (last && is_nullish(field(x->req, "prior_state"))) {
+                const char *act = action_of(last);
+                if (act && strcmp(act, "replace") == 0) {
+                    x->create_half = 1;
+                    continue;
+                }
+            }
+            last = x;
         }
     }
+    free(plans);
     for (size_t i = 0; i < k && !rc; i++) {
         tftap_buf_reset(&key);
         key_part(&key, v[i].c->provider);

@@ -801,8 +801,7 @@ int analysis_schema_diff_render(const analysis_schema_diff *d, enum analysis_dif
                 tftap_buf_printf(out, "%s%s%s:\n", c->section, *c->name ? " " : "", c->name);
             sec = c->section;
             name = c->name;
-            tftap_buf_printf(out, "  %s%s%s", *c->path ? c->path : "(itself)", *c->path ? " " : " ",
-                             c->change);
+            tftap_buf_printf(out, "  %s%s%s", c->path, *c->path ? " " : "", c->change);
             if (c->a || c->b)
                 tftap_buf_printf(out, ": %s -> %s", c->a ? c->a : "-", c->b ? c->b : "-");
             if (c->breaking)
