@@ -60,7 +60,7 @@ static char *diff_summary(const analysis_call *a, size_t na, const analysis_call
 }
 
 #define REQ(prior, config)                                                                         \
-    "{\"type_name\":\"t_server\",\"prior_state\":" prior ",\"proposed_new_state\":null,"             \
+    "{\"type_name\":\"t_server\",\"prior_state\":" prior ",\"proposed_new_state\":null,"           \
     "\"config\":" config ",\"prior_private\":null}"
 #define RESP(planned, rr, diags)                                                                   \
     "{\"planned_state\":" planned ",\"requires_replace\":" rr                                      \
@@ -69,10 +69,12 @@ static char *diff_summary(const analysis_call *a, size_t na, const analysis_call
 static void test_random_prior_is_input(void)
 {
     /* The id comes from the prior state in both runs: equal behaviour. */
-    analysis_call a = plan(1, "t_server.a", REQ("{\"id\":\"r-1\",\"n\":\"x\"}", "{\"id\":null,\"n\":\"y\"}"),
-                           RESP("{\"id\":\"r-1\",\"n\":\"y\"}", "[]", "[]"));
-    analysis_call b = plan(9, "t_server.a", REQ("{\"id\":\"r-2\",\"n\":\"x\"}", "{\"id\":null,\"n\":\"y\"}"),
-                           RESP("{\"id\":\"r-2\",\"n\":\"y\"}", "[]", "[]"));
+    analysis_call a =
+        plan(1, "t_server.a", REQ("{\"id\":\"r-1\",\"n\":\"x\"}", "{\"id\":null,\"n\":\"y\"}"),
+             RESP("{\"id\":\"r-1\",\"n\":\"y\"}", "[]", "[]"));
+    analysis_call b =
+        plan(9, "t_server.a", REQ("{\"id\":\"r-2\",\"n\":\"x\"}", "{\"id\":null,\"n\":\"y\"}"),
+             RESP("{\"id\":\"r-2\",\"n\":\"y\"}", "[]", "[]"));
     size_t beh = 9, in = 9;
     char *s = diff_summary(&a, 1, &b, 1, NULL, &beh, &in);
     CHECK_STR_EQ(s, "I input .id -");
@@ -86,14 +88,16 @@ static void test_provider_choices(void)
     /* .size: a default the provider chose changed; .tier: taken from
      * config in A, chosen by the provider in B; .zone left unknown with a
      * refinement in B only; .gone only in A (provider-chosen: behaviour). */
-    analysis_call a = plan(1, "t_server.a", REQ("null", "{\"size\":null,\"tier\":\"t\",\"zone\":null}"),
-                           RESP("{\"size\":\"small\",\"tier\":\"t\",\"zone\":{\"$unknown\":{}},"
-                                "\"gone\":\"g\"}",
-                                "[]", "[]"));
-    analysis_call b = plan(2, "t_server.a", REQ("null", "{\"size\":null,\"tier\":\"t\",\"zone\":null}"),
-                           RESP("{\"size\":\"medium\",\"tier\":\"u\",\"zone\":{\"$unknown\":"
-                                "{\"prefix\":\"z-\"}}}",
-                                "[]", "[]"));
+    analysis_call a =
+        plan(1, "t_server.a", REQ("null", "{\"size\":null,\"tier\":\"t\",\"zone\":null}"),
+             RESP("{\"size\":\"small\",\"tier\":\"t\",\"zone\":{\"$unknown\":{}},"
+                  "\"gone\":\"g\"}",
+                  "[]", "[]"));
+    analysis_call b =
+        plan(2, "t_server.a", REQ("null", "{\"size\":null,\"tier\":\"t\",\"zone\":null}"),
+             RESP("{\"size\":\"medium\",\"tier\":\"u\",\"zone\":{\"$unknown\":"
+                  "{\"prefix\":\"z-\"}}}",
+                  "[]", "[]"));
     size_t beh = 0;
     char *s = diff_summary(&a, 1, &b, 1, NULL, &beh, NULL);
     CHECK_STR_EQ(s, "B attribute .gone -;B attribute .size -;B attribute .tier -;"
@@ -120,14 +124,12 @@ static void test_provider_choices(void)
 static void test_nested_and_lists(void)
 {
     /* Nested blocks are followed into; a list of another length is one leaf. */
-    analysis_call a = plan(1, "t_server.a",
-                           REQ("null", "{\"rule\":[{\"port\":1,\"name\":\"a\"}],\"tags\":[\"x\"]}"),
-                           RESP("{\"rule\":[{\"port\":1,\"name\":\"a\"}],\"tags\":[\"x\"]}", "[]",
-                                "[]"));
-    analysis_call b = plan(2, "t_server.a",
-                           REQ("null", "{\"rule\":[{\"port\":1,\"name\":\"a\"}],\"tags\":[\"x\"]}"),
-                           RESP("{\"rule\":[{\"port\":2,\"name\":\"a\"}],\"tags\":[\"x\",\"y\"]}",
-                                "[]", "[]"));
+    analysis_call a = plan(
+        1, "t_server.a", REQ("null", "{\"rule\":[{\"port\":1,\"name\":\"a\"}],\"tags\":[\"x\"]}"),
+        RESP("{\"rule\":[{\"port\":1,\"name\":\"a\"}],\"tags\":[\"x\"]}", "[]", "[]"));
+    analysis_call b = plan(
+        2, "t_server.a", REQ("null", "{\"rule\":[{\"port\":1,\"name\":\"a\"}],\"tags\":[\"x\"]}"),
+        RESP("{\"rule\":[{\"port\":2,\"name\":\"a\"}],\"tags\":[\"x\",\"y\"]}", "[]", "[]"));
     char *s = diff_summary(&a, 1, &b, 1, NULL, NULL, NULL);
     /* (A list whose length changed is one value in B, its elements in A.) */
     CHECK_STR_EQ(s, "B attribute .rule[0].port -;B attribute .tags -;I input .tags[0] -");
@@ -162,7 +164,8 @@ static void test_replace_and_diagnostics(void)
                   "\"attribute\":{\"path\":\".zone\",\"steps\":[]}},{\"severity\":\"ERROR\","
                   "\"summary\":\"new\",\"detail\":\"\",\"attribute\":null}]")),
         /* The create half of the replacement: folded into the action. */
-        plan(6, "t_server.a", create_req, RESP("{\"id\":{\"$unknown\":{}},\"zone\":\"z2\"}", "[]", "[]")),
+        plan(6, "t_server.a", create_req,
+             RESP("{\"id\":{\"$unknown\":{}},\"zone\":\"z2\"}", "[]", "[]")),
     };
     char *s = diff_summary(a, 1, b, 2, NULL, NULL, NULL);
     CHECK_STR_EQ(s, "B action - -;B requires_replace .zone added;B diagnostic - removed;"
@@ -180,22 +183,45 @@ static void test_pairing(void)
      * validate of t_server in B warns; B reads a data source A never read;
      * A configured the provider, B did not. */
     analysis_call a[3] = {
-        {.call_id = 1, .provider = "p", .rpc = "ValidateResourceConfig", .type_name = "t_server",
-         .response_json = "{\"diagnostics\":[]}", .schema_version = -1},
-        {.call_id = 2, .provider = "p", .rpc = "ValidateResourceConfig", .type_name = "t_server",
-         .response_json = "{\"diagnostics\":[]}", .schema_version = -1},
-        {.call_id = 3, .provider = "p", .rpc = "ConfigureProvider",
-         .response_json = "{\"diagnostics\":[]}", .schema_version = -1},
+        {.call_id = 1,
+         .provider = "p",
+         .rpc = "ValidateResourceConfig",
+         .type_name = "t_server",
+         .response_json = "{\"diagnostics\":[]}",
+         .schema_version = -1},
+        {.call_id = 2,
+         .provider = "p",
+         .rpc = "ValidateResourceConfig",
+         .type_name = "t_server",
+         .response_json = "{\"diagnostics\":[]}",
+         .schema_version = -1},
+        {.call_id = 3,
+         .provider = "p",
+         .rpc = "ConfigureProvider",
+         .response_json = "{\"diagnostics\":[]}",
+         .schema_version = -1},
     };
     analysis_call b[3] = {
-        {.call_id = 11, .provider = "p", .rpc = "ValidateResourceConfig", .type_name = "t_server",
-         .response_json = "{\"diagnostics\":[]}", .schema_version = -1},
-        {.call_id = 12, .provider = "p", .rpc = "ValidateResourceConfig", .type_name = "t_server",
+        {.call_id = 11,
+         .provider = "p",
+         .rpc = "ValidateResourceConfig",
+         .type_name = "t_server",
+         .response_json = "{\"diagnostics\":[]}",
+         .schema_version = -1},
+        {.call_id = 12,
+         .provider = "p",
+         .rpc = "ValidateResourceConfig",
+         .type_name = "t_server",
          .response_json = "{\"diagnostics\":[{\"severity\":\"WARNING\",\"summary\":\"w\"}]}",
          .schema_version = -1},
-        {.call_id = 13, .provider = "p", .rpc = "ReadDataSource", .type_name = "t_echo",
-         .address = "data.t_echo.e", .request_json = "{\"config\":{\"a\":1}}",
-         .response_json = "{\"state\":{\"a\":1},\"diagnostics\":[]}", .schema_version = -1},
+        {.call_id = 13,
+         .provider = "p",
+         .rpc = "ReadDataSource",
+         .type_name = "t_echo",
+         .address = "data.t_echo.e",
+         .request_json = "{\"config\":{\"a\":1}}",
+         .response_json = "{\"state\":{\"a\":1},\"diagnostics\":[]}",
+         .schema_version = -1},
     };
     char *s = diff_summary(a, 3, b, 3, NULL, NULL, NULL);
     /* Groups: "" (the provider's own calls), the data source, the type. */
@@ -206,8 +232,10 @@ static void test_pairing(void)
     s = diff_summary(a, 3, b, 3, &o, NULL, NULL);
     CHECK_STR_EQ(s, "B diagnostic - added");
     free(s);
-    analysis_call ia = plan(1, "t_server.a[0]", REQ("null", "{\"x\":null}"), RESP("{\"x\":1}", "[]", "[]"));
-    analysis_call ib = plan(2, "t_server.a[0]", REQ("null", "{\"x\":null}"), RESP("{\"x\":2}", "[]", "[]"));
+    analysis_call ia =
+        plan(1, "t_server.a[0]", REQ("null", "{\"x\":null}"), RESP("{\"x\":1}", "[]", "[]"));
+    analysis_call ib =
+        plan(2, "t_server.a[0]", REQ("null", "{\"x\":null}"), RESP("{\"x\":2}", "[]", "[]"));
     o.filter = "t_server.a";
     s = diff_summary(&ia, 1, &ib, 1, &o, NULL, NULL);
     CHECK_STR_EQ(s, "B attribute .x -");
@@ -220,11 +248,17 @@ static void test_pairing(void)
 
 static void test_status_private_deferred_version(void)
 {
-    analysis_call a = {.call_id = 1, .provider = "p", .rpc = "ReadResource", .type_name = "t",
-                       .address = "t.a", .has_status = 1, .status_code = 0,
+    analysis_call a = {.call_id = 1,
+                       .provider = "p",
+                       .rpc = "ReadResource",
+                       .type_name = "t",
+                       .address = "t.a",
+                       .has_status = 1,
+                       .status_code = 0,
                        .request_json = "{\"current_state\":{\"a\":1}}",
-                       .response_json = "{\"new_state\":{\"a\":1},\"diagnostics\":[],"
-                                        "\"private\":{\"size\":3,\"sha256\":\"aa\"},\"deferred\":null}",
+                       .response_json =
+                           "{\"new_state\":{\"a\":1},\"diagnostics\":[],"
+                           "\"private\":{\"size\":3,\"sha256\":\"aa\"},\"deferred\":null}",
                        .schema_version = 0};
     analysis_call b = a;
     b.call_id = 2;
@@ -258,7 +292,8 @@ static void test_errors_and_formats(void)
     for (const char *p = tftap_buf_cstr(&md); (p = strstr(p, "<details>")); p++)
         n++;
     CHECK_INT_EQ(n, 3);
-    CHECK(strstr(md.data, "!   ~ planned.x: 1 (chosen by provider) -> 2 (chosen by provider)") != NULL);
+    CHECK(strstr(md.data, "!   ~ planned.x: 1 (chosen by provider) -> 2 (chosen by provider)") !=
+          NULL);
     tftap_buf_reset(&md);
     CHECK_INT_EQ(analysis_diff_render(d, ANALYSIS_DIFF_MARKDOWN, 0, 500, &md), 0);
     CHECK(md.len <= 500);
