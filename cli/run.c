@@ -8,7 +8,6 @@
  * with it. */
 #include "config.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -96,11 +95,13 @@ static char *cli_version(const char *cli_path)
     tftap_buf out = TFTAP_BUF_INIT;
     char *v = NULL;
     if (capture(argv, NULL, VERSION_MAX, &out) == 0 && !tftap_buf_failed(&out)) {
-        cJSON *root = cJSON_ParseWithLength(tftap_buf_cstr(&out), out.len);
-        const cJSON *tv = cJSON_GetObjectItemCaseSensitive(root, "terraform_version");
-        if (cJSON_IsString(tv) && tv->valuestring)
-            v = strdup(tv->valuestring);
-        cJSON_Delete(root);
+        sj_doc *doc = NULL;
+        if (sj_parse(out.data, out.len, 0, &doc) == 0) {
+            const sj_node *tv = sj_get(sj_root(doc), "terraform_version");
+            if (tv && tv->kind == SJ_STRING && !memchr(tv->str, '\0', tv->len))
+                v = strdup(tv->str);
+        }
+        sj_free(doc);
     }
     tftap_buf_done(&out);
     return v;

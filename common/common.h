@@ -106,7 +106,11 @@ struct sj_node {
 typedef struct sj_doc sj_doc;
 /* How deep the JSON the store wrote or the CLI printed is read. */
 #define TFTAP_JSON_MAX_DEPTH 512
-/* Parse text (len bytes) into *out; nesting limited to max_depth. */
+/* Parse text (len bytes, strict RFC 8259: escapes, number grammar, no raw
+ * control characters, no lone surrogates; one value, whitespace around it)
+ * into *out, nesting limited to max_depth (0: TFTAP_JSON_MAX_DEPTH). Strings
+ * are unescaped and NUL-terminated but may hold NUL bytes (see len). 0,
+ * TFTAP_EDECODE, TFTAP_ELIMIT (nested too deep) or TFTAP_ENOMEM. */
 int sj_parse(const char *text, size_t len, unsigned max_depth, sj_doc **out);
 void sj_free(sj_doc *d);
 sj_node *sj_root(sj_doc *d);
