@@ -220,11 +220,16 @@ struct pair {
     size_t first, nfind;
 };
 
+/* A call being diffed. Its JSON is parsed while it is compared and freed
+ * right after (trees of every call at once would be most of the memory);
+ * what pairing needs is kept: the key, the action, a null prior state. */
 struct dcall {
     const analysis_call *c;
     size_t idx;
     sj_doc *req, *resp;
     char *key;
+    const char *action; /* static string, or NULL */
+    int prior_null;
     int create_half;
 };
 
@@ -608,12 +613,13 @@ static const char *private_hash(const struct dcall *c)
 }
 
 /* Compare a pair of calls already looked up. */
-static void compare_calls(analysis_diff *d, size_t pi, const struct dcall *a, const struct dcall *b)
+static void compare_parsed(analysis_diff *d, size_t pi, const struct dcall *a,
+                           const struct dcall *b)
 {
     if (!a || !b) {
         struct finding *f = add(d, pi, a ? K_ONLY_A : K_ONLY_B, NULL);
         if (f) {
-            const char *act = action_of(a ? a : b);
+            const char *act = (a ? a : b)->action;
             if (act)
                 set_strs(d, f, a ? act : NULL, b ? act : NULL);
         }
@@ -639,7 +645,7 @@ static void compare_calls(analysis_diff *d, size_t pi, const struct dcall *a, co
         if (ha && hb && !sj_equal(ha, hb))
             set_sides(d, add(d, pi, K_SCHEMA, NULL), ha, hb);
     }
-    const char *aa = action_of(a), *ab = action_of(b);
+    const char *aa = a->action, *ab = b->action;
     if (aa && ab && strcmp(aa, ab) != 0)
         set_strs(d, add(d, pi, K_ACTION, NULL), aa, ab);
     compare_values(d, pi, a, b);
@@ -655,6 +661,43 @@ static void compare_calls(analysis_diff *d, size_t pi, const struct dcall *a, co
         fb = NULL;
     if ((fa || fb) && !(fa && fb && sj_equal(fa, fb)))
         set_sides(d, add(d, pi, K_DEFERRED, NULL), fa, fb);
+}
+
+static int dcall_parse(struct dcall *x)
+{
+    const analysis_call *c = x->c;
+    int rc = 0;
+    if (c->request_json && !x->req)
+        rc = sj_parse(c->request_json, strlen(c->request_json), ANALYSIS_JSON_MAX_DEPTH, &x->req);
+    if (!rc && c->response_json && !x->resp)
+        rc =
+            sj_parse(c->response_json, strlen(c->response_json), ANALYSIS_JSON_MAX_DEPTH, &x->resp);
+    return rc;
+}
+
+static void dcall_unparse(struct dcall *x)
+{
+    if (!x)
+        return;
+    sj_free(x->req);
+    sj_free(x->resp);
+    x->req = x->resp = NULL;
+}
+
+static void compare_calls(analysis_diff *d, size_t pi, struct dcall *a, struct dcall *b)
+{
+    int rc = 0;
+    if (a && b) {
+        rc = dcall_parse(a);
+        if (!rc)
+            rc = dcall_parse(b);
+    }
+    if (rc)
+        d->err = rc;
+    else
+        compare_parsed(d, pi, a, b);
+    dcall_unparse(a);
+    dcall_unparse(b);
 }
 
 /* ---- pairing -------------------------------------------------------------------- */
@@ -705,12 +748,13 @@ static int load_side(analysis_diff *d, const analysis_call *calls, size_t n, str
         struct dcall *x = &v[k++];
         x->c = c;
         x->idx = i;
-        if (c->request_json && (rc = sj_parse(c->request_json, strlen(c->request_json),
-                                              ANALYSIS_JSON_MAX_DEPTH, &x->req)) != 0)
+        /* Every call is parsed once here, so malformed JSON fails the
+         * diff before anything is compared. */
+        if ((rc = dcall_parse(x)) != 0)
             break;
-        if (c->response_json && (rc = sj_parse(c->response_json, strlen(c->response_json),
-                                               ANALYSIS_JSON_MAX_DEPTH, &x->resp)) != 0)
-            break;
+        x->action = action_of(x);
+        x->prior_null = is_nullish(field(x->req, "prior_state"));
+        dcall_unparse(x);
     }
     *nout = k;
     /* The create half of a replacement (a plan with no prior state after a
@@ -732,8 +776,8 @@ static int load_side(analysis_diff *d, const analysis_call *calls, size_t n, str
             struct dcall *x = plans[i];
             if (last && strcmp(last->c->address, x->c->address) != 0)
                 last = NULL;
-            if (last && is_nullish(field(x->req, "prior_state"))) {
-                const char *act = action_of(last);
+            if (last && x->prior_null) {
+                const char *act = last->action;
                 if (act && strcmp(act, "replace") == 0) {
                     x->create_half = 1;
                     continue;
