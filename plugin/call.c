@@ -421,17 +421,19 @@ done:
         /* go-plugin's Shutdown on a connection of its own, then what the
          * client does: wait a moment and kill. */
         tftap_buf ignore = TFTAP_BUF_INIT, why = TFTAP_BUF_INIT;
-        int sfd = -1;
+        int sfd = -1, asked = 0;
         if (hs.network && dial(&hs, ctx, now_ms() + 2000, &sfd, &ssl, &why) == 0) {
             (void)plugin_unary_call(sfd, ssl, "/plugin.GRPCController/Shutdown", "", 0, 1024, 2000,
                                     &ignore, &why);
+            asked = 1;
             if (ssl)
                 SSL_free(ssl);
             close(sfd);
         }
         tftap_buf_done(&ignore);
         tftap_buf_done(&why);
-        reap(child.pid, 2000);
+        /* One that could not be asked to stop is not waited for. */
+        reap(child.pid, asked ? 2000 : 0);
     }
     if (child.out_fd >= 0)
         close(child.out_fd);
