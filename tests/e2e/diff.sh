@@ -139,6 +139,27 @@ check_eq "  ... the random ids are input differences, nothing else" \
     "$(jq -r '[.changes[] | "\(.kind) \(.path)"] | unique | join(",")' "$WORK/same.json")" "input .id"
 check "  ... in every call that carried them" test "$(jq '.input_differences' "$WORK/same.json")" -ge 6
 
+# ---- tftap diff: two applies of one version ----------------------------------------
+# Values chosen at apply time (random ids) are the provider's behaviour; a
+# user who knows them to be random ignores them.
+for d in c1 c2; do
+    mkdir -p "$WORK/$d"
+    config 0.1.0 z1 b >"$WORK/$d/main.tf"
+    (cd "$WORK/$d" && tofu init -input=false -no-color >/dev/null &&
+        "$TFTAP" run --db "$db" -- tofu apply -auto-approve -input=false -no-color >/dev/null) ||
+        not_ok "$d: tftap run -- tofu apply"
+done
+run_c2=$(last_run "$db")
+run_c1=$((run_c2 - 1))
+"$TFTAP" diff --db "$db" "$run_c1" "$run_c2" --json >"$WORK/apply.json"
+check_eq "two applies: the ids chosen at apply differ (exit 1)" "$?" 1
+check_eq "  ... and nothing else" \
+    "$(jq -r '[.changes[] | "\(.kind) \(.method) \(.path) \(.a.source) \(.b.source)"] | unique | join(",")' "$WORK/apply.json")" \
+    "attribute ApplyResourceChange .id provider provider"
+check_eq "  ... one per resource" "$(jq '.differences' "$WORK/apply.json")" 3
+"$TFTAP" diff --db "$db" "$run_c1" "$run_c2" --ignore id >/dev/null
+check_eq "  ... --ignore id: the same (exit 0)" "$?" 0
+
 # ---- usage ----------------------------------------------------------------------
 "$TFTAP" diff --db "$db" "$run_v1" 2>"$WORK/err"
 check_eq "diff with one run: exit 2" "$?" 2
