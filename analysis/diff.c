@@ -722,6 +722,19 @@ static void key_part(tftap_buf *b, const char *s)
     tftap_buf_putc(b, '\x1f');
 }
 
+/* A provider address without the public registries' host names, so that
+ * a run of Terraform pairs with one of OpenTofu (hashicorp/aws is
+ * registry.terraform.io/hashicorp/aws to one, registry.opentofu.org/... to
+ * the other). */
+static const char *provider_key(const char *p)
+{
+    static const char *const hosts[] = {"registry.terraform.io/", "registry.opentofu.org/"};
+    for (size_t i = 0; p && i < sizeof hosts / sizeof hosts[0]; i++)
+        if (strncmp(p, hosts[i], strlen(hosts[i])) == 0)
+            return p + strlen(hosts[i]);
+    return p;
+}
+
 static int plan_cmp(const void *x, const void *y)
 {
     const struct dcall *const *a = x, *const *b = y;
@@ -789,7 +802,7 @@ static int load_side(analysis_diff *d, const analysis_call *calls, size_t n, str
     free(plans);
     for (size_t i = 0; i < k && !rc; i++) {
         tftap_buf_reset(&key);
-        key_part(&key, v[i].c->provider);
+        key_part(&key, provider_key(v[i].c->provider));
         key_part(&key, v[i].c->rpc);
         key_part(&key, v[i].create_half ? "create-half" : "");
         key_part(&key, v[i].c->type_name);

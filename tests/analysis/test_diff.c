@@ -240,6 +240,15 @@ static void test_pairing(void)
     s = diff_summary(&ia, 1, &ib, 1, &o, NULL, NULL);
     CHECK_STR_EQ(s, "B attribute .x -");
     free(s);
+    /* Terraform's and OpenTofu's registry addresses of one provider pair. */
+    ib.provider = "registry.terraform.io/x/t";
+    s = diff_summary(&ia, 1, &ib, 1, NULL, NULL, NULL);
+    CHECK_STR_EQ(s, "B attribute .x -");
+    free(s);
+    ib.provider = "example.com/x/t";
+    s = diff_summary(&ia, 1, &ib, 1, NULL, NULL, NULL);
+    CHECK_STR_EQ(s, "B only_in_a - -;B only_in_b - -");
+    free(s);
     o.filter = "t_server.ab";
     s = diff_summary(&ia, 1, &ib, 1, &o, NULL, NULL);
     CHECK_STR_EQ(s, "");
