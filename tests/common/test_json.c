@@ -32,9 +32,19 @@ static void round_trip(const char *text, int sorted, const char *expected)
 static void test_valid(void)
 {
     const char *ok[] = {
-        "null", " true ", "false", "0", "-0", "1.5e-7", "12345678901234567890123.25",
-        "\"\"", "\"\\u00e9\\ud83d\\ude00\\/\\\"\\\\\\b\\f\\n\\r\\t\"", "[]", "{}",
-        "{\"a\":[1,{\"b\":null}],\"a\":2}", "\n\t[ 1 , 2 ]\r\n",
+        "null",
+        " true ",
+        "false",
+        "0",
+        "-0",
+        "1.5e-7",
+        "12345678901234567890123.25",
+        "\"\"",
+        "\"\\u00e9\\ud83d\\ude00\\/\\\"\\\\\\b\\f\\n\\r\\t\"",
+        "[]",
+        "{}",
+        "{\"a\":[1,{\"b\":null}],\"a\":2}",
+        "\n\t[ 1 , 2 ]\r\n",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         int rc = parse(ok[i], 0);
@@ -47,10 +57,36 @@ static void test_valid(void)
 static void test_invalid(void)
 {
     const char *bad[] = {
-        "", " ", "nul", "tru", "01", "-", "1.", ".5", "1e", "1e+", "+1", "0x10", "1 2",
-        "\"abc", "\"\\x\"", "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"",
-        "\"a\tb\"", "\"\x01\"", "[1,]", "[1 2]", "{\"a\"}", "{\"a\":1,}", "{a:1}", "[", "]",
-        "{\"a\":1}}", "[1]x",
+        "",
+        " ",
+        "nul",
+        "tru",
+        "01",
+        "-",
+        "1.",
+        ".5",
+        "1e",
+        "1e+",
+        "+1",
+        "0x10",
+        "1 2",
+        "\"abc",
+        "\"\\x\"",
+        "\"\\u12\"",
+        "\"\\ud800\"",
+        "\"\\udc00\"",
+        "\"\\ud800\\u0041\"",
+        "\"a\tb\"",
+        "\"\x01\"",
+        "[1,]",
+        "[1 2]",
+        "{\"a\"}",
+        "{\"a\":1,}",
+        "{a:1}",
+        "[",
+        "]",
+        "{\"a\":1}}",
+        "[1]x",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = parse(bad[i], 0);
@@ -90,8 +126,50 @@ static void test_values(void)
     CHECK(sj_get(n, "x") == NULL); /* not an object */
     sj_free(d);
 
-    round_trip("{ \"b\" : [1, 2.50], \"a\" : \"\\u00e9\" }", 0, "{\"b\":[1,2.50],\"a\":\"\u00e9\"}");
+    round_trip("{ \"b\" : [1, 2.50], \"a\" : \"\\u00e9\" }", 0,
+               "{\"b\":[1,2.50],\"a\":\"\u00e9\"}");
     round_trip("{\"b\":{\"d\":1,\"c\":2},\"a\":null}", 1, "{\"a\":null,\"b\":{\"c\":2,\"d\":1}}");
+}
+
+static int equal(const char *x, const char *y)
+{
+    sj_doc *a = NULL, *b = NULL;
+    CHECK_INT_EQ(sj_parse(x, strlen(x), 0, &a), 0);
+    CHECK_INT_EQ(sj_parse(y, strlen(y), 0, &b), 0);
+    int eq = sj_equal(sj_root(a), sj_root(b));
+    sj_free(a);
+    sj_free(b);
+    return eq;
+}
+
+static void test_equal(void)
+{
+    CHECK(equal("{\"a\":1,\"b\":[1,2]}", "{\"b\":[1,2],\"a\":1.0}"));
+    CHECK(!equal("{\"a\":1,\"b\":[1,2]}", "{\"b\":[2,1],\"a\":1}"));
+    /* A key given twice: its k-th member against the other's k-th. */
+    CHECK(equal("{\"k\":1,\"x\":0,\"k\":2}", "{\"x\":0,\"k\":1,\"k\":2}"));
+    CHECK(!equal("{\"k\":1,\"x\":0,\"k\":2}", "{\"x\":0,\"k\":2,\"k\":1}"));
+    CHECK(!equal("{\"k\":1,\"k\":1}", "{\"k\":1,\"j\":1}"));
+    /* Large objects (sorted, not searched) agree with small ones. */
+    tftap_buf x = TFTAP_BUF_INIT, y = TFTAP_BUF_INIT, z = TFTAP_BUF_INIT;
+    tftap_buf_putc(&x, '{');
+    tftap_buf_putc(&y, '{');
+    tftap_buf_putc(&z, '{');
+    for (int i = 0; i < 40; i++) {
+        tftap_buf_printf(&x, "%s\"m%d\":%d", i ? "," : "", i, i);
+        tftap_buf_printf(&y, "%s\"m%d\":%d", i ? "," : "", 39 - i, 39 - i);
+        tftap_buf_printf(&z, "%s\"m%d\":%d", i ? "," : "", 39 - i, i == 20 ? 0 : 39 - i);
+    }
+    tftap_buf_putc(&x, '}');
+    tftap_buf_putc(&y, '}');
+    tftap_buf_putc(&z, '}');
+    CHECK(equal(tftap_buf_cstr(&x), tftap_buf_cstr(&y)));
+    CHECK(!equal(tftap_buf_cstr(&x), tftap_buf_cstr(&z)));
+    tftap_buf_done(&x);
+    tftap_buf_done(&y);
+    tftap_buf_done(&z);
+    /* Sorted writing keeps a duplicate key's members in document order. */
+    round_trip("{\"b\":0,\"a\":2,\"a\":1}", 1, "{\"a\":2,\"a\":1,\"b\":0}");
 }
 
 int main(void)
@@ -100,5 +178,6 @@ int main(void)
     test_invalid();
     test_depth();
     test_values();
+    test_equal();
     return check_report("test_json");
 }
