@@ -118,7 +118,8 @@ enum analysis_diff_format {
     ANALYSIS_DIFF_MARKDOWN, /* collapsed <details> per address, for a pull request */
 };
 enum analysis_diff_flags {
-    ANALYSIS_DIFF_COLOR = 1, /* ANSI colours (text only) */
+    ANALYSIS_DIFF_COLOR = 1,     /* ANSI colours (text only) */
+    ANALYSIS_DIFF_NO_INPUTS = 2, /* list no input difference (they are still counted) */
 };
 
 /* Append the report. max_bytes caps the markdown (0: no cap); what does not

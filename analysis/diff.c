@@ -838,13 +838,15 @@ static int pair_cmp(const void *x, const void *y)
     return ka < kb ? -1 : ka > kb;
 }
 
+/* What a call is reported under: its address, else its type, else its
+ * provider (label() says the same). */
 static const char *group_of(const analysis_call *c)
 {
     if (c->address)
         return c->address;
     if (c->type_name)
         return c->type_name;
-    return "";
+    return c->provider ? c->provider : "";
 }
 
 void analysis_diff_free(analysis_diff *d)
@@ -1174,7 +1176,7 @@ static void json_str_or_null(tftap_buf *b, const char *s)
         tftap_buf_puts(b, "null");
 }
 
-static void render_json(const analysis_diff *d, tftap_buf *b)
+static void render_json(const analysis_diff *d, int no_inputs, tftap_buf *b)
 {
     tftap_buf_printf(b, "{\"same\":%s,\"differences\":%zu,\"input_differences\":%zu,",
                      d->behaviour ? "false" : "true", d->behaviour, d->inputs);
@@ -1186,6 +1188,8 @@ static void render_json(const analysis_diff *d, tftap_buf *b)
         for (size_t q = 0; q < pr->nfind; q++) {
             const struct finding *f = &d->f[pr->first + q];
             const analysis_call *c = pr->a ? pr->a : pr->b;
+            if (no_inputs && f->kind == K_INPUT)
+                continue;
             tftap_buf_puts(b, n++ ? ",\n  " : "\n  ");
             tftap_buf_printf(b,
                              "{\"kind\":\"%s\",\"behaviour\":%s,\"address\":", kind_names[f->kind],
@@ -1252,14 +1256,32 @@ static void md_escape(tftap_buf *b, const char *s)
     }
 }
 
-static void render_markdown(const analysis_diff *d, size_t max_bytes, tftap_buf *b)
+/* The pairs [p, *end) reported under one label; their behaviour and input
+ * findings counted. */
+static void group_span(const analysis_diff *d, size_t p, size_t *end, size_t *beh, size_t *in)
+{
+    const char *g = label(&d->pairs[p]);
+    size_t q = p;
+    *beh = *in = 0;
+    while (q < d->npairs && strcmp(label(&d->pairs[q]), g) == 0) {
+        for (size_t r = 0; r < d->pairs[q].nfind; r++) {
+            if (d->f[d->pairs[q].first + r].kind == K_INPUT)
+                (*in)++;
+            else
+                (*beh)++;
+        }
+        q++;
+    }
+    *end = q;
+}
+
+static void render_markdown(const analysis_diff *d, size_t max_bytes, int no_inputs, tftap_buf *b)
 {
     size_t groups = 0, shown = 0;
-    for (size_t p = 0; p < d->npairs; p++)
-        if (d->pairs[p].nfind &&
-            (p == 0 || strcmp(label(&d->pairs[p]), label(&d->pairs[p - 1])) != 0 ||
-             !d->pairs[p - 1].nfind))
-            groups++;
+    for (size_t p = 0, q, beh, in; p < d->npairs; p = q) {
+        group_span(d, p, &q, &beh, &in);
+        groups += beh || (in && !no_inputs);
+    }
     tftap_buf_puts(b, "### tftap diff\n\n");
     analysis_diff_meta_markdown(&d->meta, b);
     if (!d->behaviour)
@@ -1275,19 +1297,14 @@ static void render_markdown(const analysis_diff *d, size_t max_bytes, tftap_buf 
     size_t p = 0;
     const size_t tail_room = 200;
     while (p < d->npairs) {
-        if (!d->pairs[p].nfind) {
-            p++;
+        const char *g = label(&d->pairs[p]);
+        size_t q, beh, in;
+        group_span(d, p, &q, &beh, &in);
+        if (!beh && (!in || no_inputs)) {
+            p = q;
             continue;
         }
-        const char *g = label(&d->pairs[p]);
-        size_t q = p, nf = 0, beh = 0;
-        while (q < d->npairs && strcmp(label(&d->pairs[q]), g) == 0) {
-            for (size_t r = 0; r < d->pairs[q].nfind; r++) {
-                nf++;
-                beh += d->f[d->pairs[q].first + r].kind != K_INPUT;
-            }
-            q++;
-        }
+        size_t nf = beh + (no_inputs ? 0 : in);
         tftap_buf_reset(&one);
         tftap_buf_reset(&body);
         tftap_buf_puts(&one, "<details><summary><code>");
@@ -1300,11 +1317,15 @@ static void render_markdown(const analysis_diff *d, size_t max_bytes, tftap_buf 
         for (size_t r = p; r < q; r++) {
             const struct pair *pr = &d->pairs[r];
             const analysis_call *c = pr->a ? pr->a : pr->b;
-            if (!pr->nfind)
+            size_t shown_here = 0;
+            for (size_t s = 0; s < pr->nfind; s++)
+                shown_here += !(no_inputs && d->f[pr->first + s].kind == K_INPUT);
+            if (!shown_here)
                 continue;
             tftap_buf_printf(&body, "  %s\n", c->rpc ? c->rpc : "?");
             for (size_t s = 0; s < pr->nfind; s++)
-                text_finding(&body, &d->f[pr->first + s], pr, &k);
+                if (!(no_inputs && d->f[pr->first + s].kind == K_INPUT))
+                    text_finding(&body, &d->f[pr->first + s], pr, &k);
         }
         /* In a ```diff block a line's first character colours it. */
         for (const char *s = tftap_buf_cstr(&body); *s;) {
@@ -1344,10 +1365,10 @@ int analysis_diff_render(const analysis_diff *d, enum analysis_diff_format fmt, 
 {
     switch (fmt) {
     case ANALYSIS_DIFF_JSON:
-        render_json(d, out);
+        render_json(d, flags & ANALYSIS_DIFF_NO_INPUTS, out);
         break;
     case ANALYSIS_DIFF_MARKDOWN:
-        render_markdown(d, max_bytes, out);
+        render_markdown(d, max_bytes, flags & ANALYSIS_DIFF_NO_INPUTS, out);
         break;
     case ANALYSIS_DIFF_TEXT: {
         int color = flags & ANALYSIS_DIFF_COLOR;
@@ -1356,7 +1377,7 @@ int analysis_diff_render(const analysis_diff *d, enum analysis_diff_format fmt, 
             tftap_buf_puts(out, "\nBehaviour differences (A -> B):\n");
             render_text(d, color, out, 0);
         }
-        if (d->inputs) {
+        if (d->inputs && !(flags & ANALYSIS_DIFF_NO_INPUTS)) {
             tftap_buf_puts(out, "\nInput differences (config, prior state: not behaviour):\n");
             render_text(d, color, out, 1);
         }

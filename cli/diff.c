@@ -11,7 +11,7 @@
 
 static const char usage_text[] =
     "usage: tftap diff RUN_A RUN_B [ADDRESS|TYPE] [--db PATH] [--json | --format FORMAT]\n"
-    "                  [--ignore PATTERN]... [--max-bytes N]\n\n"
+    "                  [--ignore PATTERN]... [--no-inputs] [--max-bytes N]\n\n"
     "Compare what the providers did in two recorded runs (ids or 'last') of the same\n"
     "configuration, typically one command before and after a provider or core upgrade.\n"
     "Calls are paired by provider, method, resource type and address (then order);\n"
@@ -26,23 +26,22 @@ static const char usage_text[] =
     "  --json                        the same as --format json\n"
     "  --ignore PATTERN              ignore attribute paths matching the glob (\".id\",\n"
     "                                \"tags*\"); may be repeated\n"
+    "  --no-inputs                   list no input difference (they are still counted)\n"
     "  --max-bytes N                 cap the markdown at N bytes (default 60000)\n"
     "  --db PATH                     the database (default $TFTAP_DB or .tftap/tftap.db)\n\n"
     "Exit status: 0 the providers behaved the same, 1 they differ, 2 error.\n";
 
 int cli_diff(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
-                                             {"json", no_argument, NULL, 'j'},
-                                             {"format", required_argument, NULL, 'f'},
-                                             {"ignore", required_argument, NULL, 'i'},
-                                             {"max-bytes", required_argument, NULL, 'm'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, 'd'},        {"json", no_argument, NULL, 'j'},
+        {"format", required_argument, NULL, 'f'},    {"ignore", required_argument, NULL, 'i'},
+        {"max-bytes", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
+        {"no-inputs", no_argument, NULL, 'n'},       {NULL, 0, NULL, 0}};
     const char *db = NULL, *format = "text";
     const char **ignore = calloc((size_t)argc + 1, sizeof *ignore);
     size_t nignore = 0, max_bytes = 60000;
-    int rc = 2;
+    int rc = 2, no_inputs = 0;
     if (!ignore) {
         cli_error("out of memory");
         return 2;
@@ -74,6 +73,9 @@ int cli_diff(int argc, char **argv)
             max_bytes = (size_t)v;
             break;
         }
+        case 'n':
+            no_inputs = 1;
+            break;
         case 'h':
             fputs(usage_text, stdout);
             rc = 0;
@@ -130,7 +132,8 @@ int cli_diff(int argc, char **argv)
         goto out;
     }
     tftap_buf b = TFTAP_BUF_INIT;
-    int flags = fmt == ANALYSIS_DIFF_TEXT && cli_use_color() ? ANALYSIS_DIFF_COLOR : 0;
+    int flags = (fmt == ANALYSIS_DIFF_TEXT && cli_use_color() ? ANALYSIS_DIFF_COLOR : 0) |
+                (no_inputs ? ANALYSIS_DIFF_NO_INPUTS : 0);
     err = analysis_diff_render(d, fmt, flags, fmt == ANALYSIS_DIFF_MARKDOWN ? max_bytes : 0, &b);
     if (err) {
         cli_error("diff: %s", tftap_strerror(err));

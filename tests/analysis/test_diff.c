@@ -81,6 +81,27 @@ static void test_random_prior_is_input(void)
     CHECK_INT_EQ(beh, 0);
     CHECK_INT_EQ(in, 1);
     free(s);
+
+    /* --no-inputs: counted, not listed. */
+    analysis_diff *d = NULL;
+    CHECK_INT_EQ(analysis_diff_calls(&a, 1, &b, 1, NULL, &d), 0);
+    tftap_buf out = TFTAP_BUF_INIT;
+    CHECK_INT_EQ(analysis_diff_render(d, ANALYSIS_DIFF_JSON, ANALYSIS_DIFF_NO_INPUTS, 0, &out), 0);
+    CHECK(strstr(tftap_buf_cstr(&out), "\"input_differences\":1,") != NULL);
+    CHECK(strstr(tftap_buf_cstr(&out), "\"changes\":[]") != NULL);
+    tftap_buf_reset(&out);
+    CHECK_INT_EQ(analysis_diff_render(d, ANALYSIS_DIFF_TEXT, ANALYSIS_DIFF_NO_INPUTS, 0, &out), 0);
+    CHECK(strstr(tftap_buf_cstr(&out), "Input differences") == NULL);
+    CHECK(strstr(tftap_buf_cstr(&out), "0 behaviour differences, 1 input difference.") != NULL);
+    tftap_buf_reset(&out);
+    CHECK_INT_EQ(analysis_diff_render(d, ANALYSIS_DIFF_TEXT, 0, 0, &out), 0);
+    CHECK(strstr(tftap_buf_cstr(&out), "Input differences") != NULL);
+    tftap_buf_reset(&out);
+    CHECK_INT_EQ(analysis_diff_render(d, ANALYSIS_DIFF_MARKDOWN, ANALYSIS_DIFF_NO_INPUTS, 0, &out),
+                 0);
+    CHECK(strstr(tftap_buf_cstr(&out), "<details>") == NULL);
+    tftap_buf_done(&out);
+    analysis_diff_free(d);
 }
 
 static void test_provider_choices(void)
@@ -224,8 +245,8 @@ static void test_pairing(void)
          .schema_version = -1},
     };
     char *s = diff_summary(a, 3, b, 3, NULL, NULL, NULL);
-    /* Groups: "" (the provider's own calls), the data source, the type. */
-    CHECK_STR_EQ(s, "B only_in_a - -;B only_in_b - -;B diagnostic - added");
+    /* Groups: the data source, the provider (its own calls), the type. */
+    CHECK_STR_EQ(s, "B only_in_b - -;B only_in_a - -;B diagnostic - added");
     free(s);
     /* A filter keeps one address or type (and an address's instances). */
     analysis_diff_opts o = {.filter = "t_server"};
