@@ -99,6 +99,20 @@ int store_run_begin(store *s, const char *command, int argc, const char *const *
 /* Record the run's end time (now) and exit code. */
 int store_run_end(store *s, int64_t run_id, int exit_code);
 
+/* The run of one CLI command whose providers are started through `tftap
+ * wrap`'s shims: key names the command's process (it must differ for every
+ * process ever: boot id, pid and start time); the first shim of the command
+ * makes the row (command, args, cwd, cli_name as store_run_begin), the
+ * others find it, race-free. Each join counts one recorder more on the run
+ * and marks it running again (ended_us NULL); store_run_leave() counts one
+ * less and, at none, records the end (now; the exit code stays unknown).
+ * A join waits at most about 10 s for a database another connection keeps
+ * locked. Returns 0, TFTAP_EINVAL (empty key), TFTAP_ENOTFOUND (leave: no
+ * such run of a CLI command), or a store error. */
+int store_run_join(store *s, const char *key, const char *command, int argc,
+                   const char *const *args, const char *cwd, const char *cli_name, int64_t *run_id);
+int store_run_leave(store *s, int64_t run_id);
+
 /* "last" (the newest run) or a decimal run id -> run id. TFTAP_ENOTFOUND if
  * there is no such run, TFTAP_EINVAL if spec is neither. */
 int store_resolve_run(store *s, const char *spec, int64_t *run_id);

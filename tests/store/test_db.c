@@ -71,7 +71,7 @@ static void test_migrate_from_empty(void)
     CHECK_INT_EQ(store_resolve_run(s, "x1", &r2), TFTAP_EINVAL);
     store_close(s);
 
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 3);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 4);
     CHECK_INT_EQ(scalar(path, "SELECT exit_code FROM runs"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT json_array_length(args) FROM runs"), 2);
     CHECK_INT_EQ(scalar(path, "SELECT args = '[\"plan\",\"-out=x \\\"q\\\"\"]' FROM runs"), 1);
@@ -110,6 +110,9 @@ static void test_migrate_from_1(void)
         sqlite3_exec(
             db,
             "DROP VIEW v_resource_changes;"
+            "DROP INDEX runs_cli_key;"
+            "ALTER TABLE runs DROP COLUMN cli_key;"
+            "ALTER TABLE runs DROP COLUMN recorders;"
             "DROP INDEX processes_binary_stat;"
             "ALTER TABLE processes DROP COLUMN binary_stat;"
             "CREATE VIEW v_resource_changes AS SELECT c.run_id, c.id AS call_id, c.rpc AS method "
@@ -128,13 +131,91 @@ static void test_migrate_from_1(void)
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_resource_changes"), 0);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 3);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 4);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM processes WHERE binary_stat IS NULL"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT call_id FROM v_resource_changes WHERE method = "
                               "'ReadDataSource' AND prior IS NULL AND config = '{\"in\":1}' AND "
                               "new ->> '$.out' = 2"),
                  7);
+}
+
+/* A version-3 database (no runs.cli_key, runs.recorders) gets both, its
+ * runs kept, and runs made through tftap run have neither set. */
+static void test_migrate_from_3(void)
+{
+    char path[400];
+    path_in(path, sizeof path, "v3.db");
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
+    store_close(s);
+    sqlite3 *db = NULL;
+    sqlite3_open(path, &db);
+    CHECK_INT_EQ(sqlite3_exec(db,
+                              "DROP INDEX runs_cli_key;"
+                              "ALTER TABLE runs DROP COLUMN cli_key;"
+                              "ALTER TABLE runs DROP COLUMN recorders;"
+                              "INSERT INTO runs (id, command, started_us, ended_us, exit_code) "
+                              "VALUES (1, 'tofu', 1, 2, 0);"
+                              "PRAGMA user_version = 3;",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_INT_EQ(store_open(path, 0, &s), 0);
+    store_close(s);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 4);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs WHERE id = 1 AND cli_key IS NULL AND "
+                              "recorders = 0 AND ended_us = 2 AND exit_code = 0"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_cli_key'"), 1);
+}
+
+/* Shims of one CLI command join one run; the last recorder to leave ends
+ * it; another command (another key) gets a run of its own. */
+static void test_run_join(void)
+{
+    char path[400];
+    path_in(path, sizeof path, "join.db");
+    store *a = NULL, *b = NULL;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &a), 0);
+    CHECK_INT_EQ(store_open(path, 0, &b), 0);
+    const char *args[] = {"plan", "-input=false"};
+    int64_t r1 = 0, r2 = 0, r3 = 0;
+    CHECK_INT_EQ(store_run_join(a, "", "tofu", 2, args, "/w", "tofu", &r1), TFTAP_EINVAL);
+    CHECK_INT_EQ(store_run_join(a, "boot/100/5", "tofu", 2, args, "/w", "tofu", &r1), 0);
+    CHECK_INT_EQ(store_run_join(b, "boot/100/5", "tofu", 2, args, "/w", "tofu", &r2), 0);
+    CHECK(r1 > 0);
+    CHECK_INT_EQ(r2, r1);
+    CHECK_INT_EQ(store_run_join(b, "boot/100/6", "tofu", 1, args, "/w", "tofu", &r3), 0);
+    CHECK(r3 != r1);
+    char q[200];
+    snprintf(q, sizeof q, "SELECT recorders FROM runs WHERE id = %lld", (long long)r1);
+    CHECK_INT_EQ(scalar(path, q), 2);
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM runs WHERE id = %lld AND command = 'tofu' AND args = "
+             "'[\"plan\",\"-input=false\"]' AND cwd = '/w' AND cli_name = 'tofu'",
+             (long long)r1);
+    CHECK_INT_EQ(scalar(path, q), 1);
+    snprintf(q, sizeof q, "SELECT ended_us IS NULL FROM runs WHERE id = %lld", (long long)r1);
+    CHECK_INT_EQ(store_run_leave(a, r1), 0);
+    CHECK_INT_EQ(scalar(path, q), 1); /* one recorder still writing */
+    CHECK_INT_EQ(store_run_leave(b, r1), 0);
+    CHECK_INT_EQ(scalar(path, q), 0);
+    snprintf(q, sizeof q, "SELECT exit_code IS NULL AND recorders = 0 FROM runs WHERE id = %lld",
+             (long long)r1);
+    CHECK_INT_EQ(scalar(path, q), 1);
+    /* A later provider process of the same command opens it again. */
+    CHECK_INT_EQ(store_run_join(a, "boot/100/5", "tofu", 2, args, "/w", "tofu", &r2), 0);
+    CHECK_INT_EQ(r2, r1);
+    snprintf(q, sizeof q, "SELECT ended_us IS NULL FROM runs WHERE id = %lld", (long long)r1);
+    CHECK_INT_EQ(scalar(path, q), 1);
+    /* A run of tftap run is not the recorders' to end. */
+    int64_t r4 = 0;
+    CHECK_INT_EQ(store_run_begin(a, "tofu", 0, NULL, "/w", "tofu", NULL, &r4), 0);
+    CHECK_INT_EQ(store_run_leave(a, r4), TFTAP_ENOTFOUND);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs"), 3);
+    store_close(a);
+    store_close(b);
 }
 
 static void test_newer_database_refused(void)
@@ -173,6 +254,8 @@ int main(void)
     }
     test_migrate_from_empty();
     test_migrate_from_1();
+    test_migrate_from_3();
+    test_run_join();
     test_newer_database_refused();
     test_parent_not_a_directory();
     if (!check_failures) {
