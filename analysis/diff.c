@@ -443,8 +443,11 @@ static void compare_values(analysis_diff *d, size_t pi, const struct dcall *a,
         d->err = la.err ? la.err : lb.err;
         goto out;
     }
-    qsort(la.v, la.n, sizeof *la.v, leaf_cmp);
-    qsort(lb.v, lb.n, sizeof *lb.v, leaf_cmp);
+    /* (qsort's pointer must not be NULL, even for no elements.) */
+    if (la.n)
+        qsort(la.v, la.n, sizeof *la.v, leaf_cmp);
+    if (lb.n)
+        qsort(lb.v, lb.n, sizeof *lb.v, leaf_cmp);
     const char *what = ja.what ? ja.what : jb.what;
     size_t i = 0, k = 0;
     while (i < la.n || k < lb.n) {

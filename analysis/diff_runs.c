@@ -168,7 +168,8 @@ static int load(store *st, int64_t run, struct side *s, tftap_buf *providers)
         rc = store_schemas_each(st, run, each_schema, &x);
     if (rc)
         return rc;
-    qsort(s->t, s->nt, sizeof *s->t, tver_cmp);
+    if (s->nt)
+        qsort(s->t, s->nt, sizeof *s->t, tver_cmp);
     for (size_t i = 0; i < s->n; i++) {
         analysis_call *c = &s->v[i];
         const char *sha = c->response_json ? strstr(c->response_json, "{\"$schema\":\"") : NULL;
@@ -191,7 +192,7 @@ static int load(store *st, int64_t run, struct side *s, tftap_buf *providers)
         if (!c->type_name)
             continue;
         struct tver key = {(char *)(c->provider ? c->provider : ""), (char *)c->type_name, 0};
-        struct tver *t = bsearch(&key, s->t, s->nt, sizeof *s->t, tver_cmp);
+        struct tver *t = s->nt ? bsearch(&key, s->t, s->nt, sizeof *s->t, tver_cmp) : NULL;
         if (t)
             c->schema_version = t->version;
     }
