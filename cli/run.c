@@ -665,41 +665,59 @@ int cli_run(int argc, char **argv)
     int i = 1;
 
     memset(&set, 0, sizeof set);
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+    enum { OPT_DB = 256, OPT_SENSITIVE, OPT_RAW, OPT_NO_MATCH, OPT_REATTACH };
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, OPT_DB},
+        {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
+        {"keep-raw", no_argument, NULL, OPT_RAW},
+        {"no-match", no_argument, NULL, OPT_NO_MATCH},
+        {"reattach", no_argument, NULL, OPT_REATTACH},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    optind = 0;
+    /* '+': the command's own arguments are not ours, "--" or not. */
+    while ((opt = cli_getopt(argc, argv, "+h", longopts)) != -1) {
+        switch (opt) {
+        case 'h':
             run_usage(stdout);
             return 0;
-        } else if (strcmp(a, "--record-sensitive") == 0) {
+        case OPT_SENSITIVE:
             o.record_sensitive = 1;
-        } else if (strcmp(a, "--keep-raw") == 0) {
-            o.keep_raw = 1;
-        } else if (strcmp(a, "--no-match") == 0) {
-            no_match = 1;
-        } else if (strcmp(a, "--reattach") == 0) {
-            reattach = 1;
-        } else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
-            db_opt = argv[++i];
-        } else if (a[0] == '-') {
-            cli_error("run: unknown option '%s'", a);
-            run_usage(stderr);
-            return 2;
-        } else {
             break;
+        case OPT_RAW:
+            o.keep_raw = 1;
+            break;
+        case OPT_NO_MATCH:
+            no_match = 1;
+            break;
+        case OPT_REATTACH:
+            reattach = 1;
+            break;
+        case OPT_DB:
+            db_opt = optarg;
+            break;
+        default:
+            return 2;
         }
     }
+    i = optind;
     if (i >= argc) {
-        cli_error("run: no command given (tftap run -- tofu ARGS...)");
-        run_usage(stderr);
+        cli_usage_error("run", "no command given (tftap run -- tofu ARGS...)");
         return 2;
     }
     char **cmd = argv + i;
     int ncmd = argc - i;
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     const char *cli = strstr(base, "terraform") ? "terraform" : "tofu";
+    if (!strstr(base, "tofu") && !strstr(base, "terraform")) {
+        /* A script or make: never ask it for "state pull" or "show -json". */
+        cli_error("note: '%s' is neither tofu nor terraform: the providers it starts through "
+                  "tofu or terraform are recorded, resource addresses are not looked up",
+                  base);
+        no_match = 1;
+    }
     parse_cmdline(ncmd, cmd, &cl);
 
     const char *db_path = db_opt ? db_opt : getenv("TFTAP_DB");

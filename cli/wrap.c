@@ -1145,32 +1145,52 @@ int cli_wrap(int argc, char **argv)
     int code = 1;
 
     memset(&set, 0, sizeof set);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+    enum { OPT_DB = 256, OPT_OUT, OPT_CLI, OPT_SENSITIVE, OPT_RAW };
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, OPT_DB},
+        {"out", required_argument, NULL, OPT_OUT},
+        {"cli", required_argument, NULL, OPT_CLI},
+        {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
+        {"keep-raw", no_argument, NULL, OPT_RAW},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    optind = 0;
+    while ((opt = cli_getopt(argc, argv, "h", longopts)) != -1) {
+        switch (opt) {
+        case 'h':
             wrap_usage(stdout);
             return 0;
-        } else if (strcmp(a, "--record-sensitive") == 0) {
+        case OPT_SENSITIVE:
             o.record_sensitive = 1;
-        } else if (strcmp(a, "--keep-raw") == 0) {
+            break;
+        case OPT_RAW:
             o.keep_raw = 1;
-        } else if ((strcmp(a, "--db") == 0 || strcmp(a, "--out") == 0 || strcmp(a, "--cli") == 0) &&
-                   i + 1 < argc) {
-            const char **dst = a[2] == 'd' ? &db_opt : a[2] == 'o' ? &out : &cli;
-            *dst = argv[++i];
-        } else {
-            cli_error("wrap: unexpected argument '%s'", a);
-            wrap_usage(stderr);
+            break;
+        case OPT_DB:
+            db_opt = optarg;
+            break;
+        case OPT_OUT:
+            out = optarg;
+            break;
+        case OPT_CLI:
+            cli = optarg;
+            break;
+        default:
             return 2;
         }
     }
+    if (optind < argc) {
+        cli_usage_error("wrap", "unexpected argument '%s'", argv[optind]);
+        return 2;
+    }
     if (out == NULL) {
-        cli_error("wrap: --out DIR is required");
-        wrap_usage(stderr);
+        cli_usage_error("wrap", "--out DIR is required");
         return 2;
     }
     if (strcmp(cli, "tofu") != 0 && strcmp(cli, "terraform") != 0) {
-        cli_error("wrap: --cli must be tofu or terraform");
+        cli_usage_error("wrap", "--cli must be tofu or terraform, not '%s'", cli);
         return 2;
     }
     const char *db_path = db_opt ? db_opt : getenv("TFTAP_DB");

@@ -159,6 +159,50 @@ static const char *const migrations[] = {
     ("ALTER TABLE runs ADD COLUMN cli_key TEXT;"
      "ALTER TABLE runs ADD COLUMN recorders INTEGER NOT NULL DEFAULT 0;"
      "CREATE UNIQUE INDEX runs_cli_key ON runs(cli_key);"),
+    /* 5: what a post-mortem asks first, as columns of v_calls (its other
+     * columns unchanged): the status by name, the diagnostics a response
+     * carries, whether the call is go-plugin's housekeeping ending as the
+     * provider exits (an expected close, not an error), and whether it
+     * failed. Diagnostics are counted only in responses that name a
+     * severity, so most rows never have their JSON parsed. */
+    ("DROP VIEW v_calls;"
+     "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
+     "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"
+     "  duration_us, in_flight, status_code, status_message, request_bytes, response_bytes,"
+     "  request_count, response_count, request_json, response_json, decode_error,"
+     "  status_name, error_count, warning_count, is_teardown,"
+     "  NOT is_teardown AND (error_count > 0 OR coalesce(status_code, 0) != 0"
+     "    OR (in_flight AND ended_elsewhere)) AS failed"
+     "  FROM (SELECT"
+     "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
+     "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, c.address,"
+     "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"
+     "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"
+     "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"
+     "  c.request_json, c.response_json, c.decode_error,"
+     "  CASE c.status_code WHEN 0 THEN 'OK' WHEN 1 THEN 'CANCELLED' WHEN 2 THEN 'UNKNOWN'"
+     "    WHEN 3 THEN 'INVALID_ARGUMENT' WHEN 4 THEN 'DEADLINE_EXCEEDED' WHEN 5 THEN 'NOT_FOUND'"
+     "    WHEN 6 THEN 'ALREADY_EXISTS' WHEN 7 THEN 'PERMISSION_DENIED'"
+     "    WHEN 8 THEN 'RESOURCE_EXHAUSTED' WHEN 9 THEN 'FAILED_PRECONDITION' WHEN 10 THEN"
+     "    'ABORTED' WHEN 11 THEN 'OUT_OF_RANGE' WHEN 12 THEN 'UNIMPLEMENTED' WHEN 13 THEN"
+     "    'INTERNAL' WHEN 14 THEN 'UNAVAILABLE' WHEN 15 THEN 'DATA_LOSS' WHEN 16 THEN"
+     "    'UNAUTHENTICATED' END AS status_name,"
+     "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"
+     "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"
+     "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"
+     "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'ERROR') ELSE 0 END"
+     "    ELSE 0 END AS error_count,"
+     "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"
+     "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"
+     "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"
+     "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'WARNING') ELSE 0 END"
+     "    ELSE 0 END AS warning_count,"
+     "  c.method IN ('/plugin.GRPCBroker/StartStream', '/plugin.GRPCStdio/StreamStdio',"
+     "    '/plugin.GRPCController/Shutdown')"
+     "    AND (c.status_code IS NULL OR c.status_code IN (0, 1, 14)) AS is_teardown,"
+     "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"
+     "    IS NOT NULL) AS ended_elsewhere"
+     "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id);"),
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
