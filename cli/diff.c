@@ -46,10 +46,9 @@ int cli_diff(int argc, char **argv)
         cli_error("out of memory");
         return 2;
     }
-    opterr = 0;
-    optind = 1;
+    optind = 0; /* a full reset: main ran getopt before */
     int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
         switch (c) {
         case 'd':
             db = optarg;
@@ -80,13 +79,7 @@ int cli_diff(int argc, char **argv)
             fputs(usage_text, stdout);
             rc = 0;
             goto out;
-        default:
-            if (optopt)
-                cli_error("option '-%c' is unknown or needs a value (see 'tftap diff --help')",
-                          optopt);
-            else
-                cli_error("option '%s' is unknown or needs a value (see 'tftap diff --help')",
-                          argv[optind - 1]);
+        default: /* cli_getopt said what was wrong */
             goto out;
         }
     }

@@ -196,10 +196,9 @@ int cli_schema(int argc, char **argv)
                                              {NULL, 0, NULL, 0}};
     const char *db = NULL, *format = "text", *provider = NULL;
     int breaking = 0;
-    opterr = 0;
-    optind = 1;
+    optind = 0; /* a full reset: main ran getopt before */
     int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
         switch (c) {
         case 'd':
             db = optarg;
@@ -219,9 +218,7 @@ int cli_schema(int argc, char **argv)
         case 'h':
             fputs(usage_text, stdout);
             return 0;
-        default:
-            cli_error("option '%s' is unknown or needs a value (see 'tftap schema --help')",
-                      argv[optind - 1]);
+        default: /* cli_getopt said what was wrong */
             return 2;
         }
     }

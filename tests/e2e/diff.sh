@@ -170,6 +170,8 @@ check_eq "diff with a missing run: exit 2" "$?" 2
 check_eq "bad --format: exit 2" "$?" 2
 "$TFTAP" diff --help | grep -q '^usage: tftap diff'
 check_eq "diff --help" "$?" 0
+"$TFTAP" --db "$db" diff "$run_v1" "$run_v1b" >/dev/null
+check_eq "tftap --db PATH diff (the global form)" "$?" 0
 
 # ---- tftap schema -------------------------------------------------------------
 for p in 5 6; do
