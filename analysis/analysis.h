@@ -138,5 +138,102 @@ int analysis_check_final_plan(const analysis_call *first, const analysis_call *f
  * run or, for a saved plan, in the latest earlier run that planned it.
  * Returns 0, TFTAP_ESTORE or TFTAP_ENOMEM. */
 int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_findings *out);
+/* ---- run diff: what a provider did differently between two runs ----------- */
+
+/* One recorded call as the diff reads it (a store_call_row's fields). */
+typedef struct analysis_call {
+    int64_t call_id;
+    const char *provider;  /* provider address, or NULL */
+    const char *rpc;       /* "PlanResourceChange", ... */
+    const char *type_name; /* or NULL */
+    const char *address;   /* matched instance address, or NULL */
+    int has_status, status_code;
+    const char *request_json; /* the rendered messages (docs/messages.md), or NULL */
+    const char *response_json;
+    int64_t schema_version; /* of type_name's schema, -1 when unknown */
+} analysis_call;
+
+typedef struct analysis_diff analysis_diff;
+
+typedef struct analysis_diff_opts {
+    const char *filter;        /* keep calls of this address (and its instances) or type */
+    const char *const *ignore; /* glob patterns on attribute paths (".id", ".tags*") */
+    size_t nignore;
+} analysis_diff_opts;
+
+/* Pair the calls of run A with those of run B (by provider, method, type,
+ * address, then order among equals) and compare what the provider did:
+ * per attribute of each planned, new, read or upgraded value, where it came
+ * from (config, prior state, left unknown, chosen by the provider) and the
+ * chosen values; planned action, requires_replace, diagnostics, private
+ * data (by hash), deferrals, status and schema version. Differences of the
+ * inputs (config, prior state) are kept apart from those of behaviour.
+ * The calls are borrowed until analysis_diff_free. Returns 0,
+ * TFTAP_EDECODE (a call's JSON is malformed), TFTAP_ENOMEM. */
+int analysis_diff_calls(const analysis_call *a, size_t na, const analysis_call *b, size_t nb,
+                        const analysis_diff_opts *opts, analysis_diff **out);
+
+/* analysis_diff_calls over two recorded runs. Returns as above, or
+ * TFTAP_ESTORE. */
+int analysis_diff_runs(store *s, int64_t run_a, int64_t run_b, const analysis_diff_opts *opts,
+                       analysis_diff **out);
+
+/* How many behaviour differences were found (0: the provider behaved the
+ * same) and how many input differences. */
+size_t analysis_diff_count(const analysis_diff *d);
+size_t analysis_diff_input_count(const analysis_diff *d);
+
+enum analysis_diff_format {
+    ANALYSIS_DIFF_TEXT,     /* reads like a plan diff */
+    ANALYSIS_DIFF_JSON,     /* one object: {"same":..,"differences":[..],"inputs":[..]} */
+    ANALYSIS_DIFF_MARKDOWN, /* collapsed <details> per address, for a pull request */
+};
+enum analysis_diff_flags {
+    ANALYSIS_DIFF_COLOR = 1,     /* ANSI colours (text only) */
+    ANALYSIS_DIFF_NO_INPUTS = 2, /* list no input difference (they are still counted) */
+};
+
+/* Append the report. max_bytes caps the markdown (0: no cap); what does not
+ * fit is counted at the end. Returns 0 or TFTAP_ENOMEM. */
+int analysis_diff_render(const analysis_diff *d, enum analysis_diff_format fmt, int flags,
+                         size_t max_bytes, tftap_buf *out);
+
+void analysis_diff_free(analysis_diff *d);
+
+/* ---- provider schemas -------------------------------------------------------- */
+
+/* Append a serialized GetProviderSchema response (protocol 5's GetSchema
+ * or 6's) as the provider's entry of `tofu providers schema -json`
+ * ({"provider":..,"resource_schemas":..,...}). On a decode failure the
+ * decoder's message is appended to errmsg (may be NULL). Returns 0,
+ * TFTAP_EDECODE, TFTAP_ELIMIT, TFTAP_ENOMEM. */
+int analysis_schema_from_response(int protocol, const void *raw, size_t n, tftap_buf *out,
+                                  tftap_buf *errmsg);
+
+/* Append the entry of provider (an address or a suffix of one after a '/';
+ * NULL: the only one) from a `providers schema -json` document (or an
+ * entry on its own); its address (the document's key) to address (may be
+ * NULL; nothing for an entry on its own). Returns 0, TFTAP_ENOTFOUND, TFTAP_EDECODE,
+ * TFTAP_ENOMEM. */
+int analysis_schema_entry(const char *json, size_t len, const char *provider, tftap_buf *out,
+                          tftap_buf *address);
+/* A provider entry as text: each type with its attributes and modes. */
+int analysis_schema_render_text(const char *entry, size_t len, const char *address, tftap_buf *out);
+
+typedef struct analysis_schema_diff analysis_schema_diff;
+
+/* Compare two provider entries (or single-provider documents): types,
+ * data sources, ephemeral resources and functions added and removed;
+ * attributes added and removed, type changes, required/optional/computed
+ * changes, sensitive and write-only flips, deprecations, nesting modes and
+ * min/max items, each classified as breaking or not. Returns 0,
+ * TFTAP_EDECODE, TFTAP_ELIMIT, TFTAP_ENOMEM. */
+int analysis_schema_diff_new(const char *a, size_t alen, const char *b, size_t blen,
+                             analysis_schema_diff **out);
+void analysis_schema_diff_free(analysis_schema_diff *d);
+/* Changes found (only the breaking ones when breaking_only). */
+size_t analysis_schema_diff_count(const analysis_schema_diff *d, int breaking_only);
+int analysis_schema_diff_render(const analysis_schema_diff *d, enum analysis_diff_format fmt,
+                                int flags, int breaking_only, tftap_buf *out);
 
 #endif

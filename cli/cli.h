@@ -26,6 +26,9 @@ int cli_check(int argc, char **argv);
  * database that cannot be read says nothing either: it never changes the
  * command's output or exit status). */
 void cli_check_summary(const char *db, int64_t run_id);
+/* Comparing (cli/diff.c, cli/schema.c): exit 0 same, 1 differs, 2 error. */
+int cli_diff(int argc, char **argv);
+int cli_schema(int argc, char **argv);
 
 /* Print "tftap: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -185,6 +185,20 @@ int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
 int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
                      int (*fn)(void *ctx, const store_call_row *row), void *ctx);
 
+/* A provider schema a run's processes decoded their values with: the raw
+ * serialized GetProviderSchema response (protocol 5 or 6), once per distinct
+ * provider, version and schema, in the order the processes started. */
+typedef struct store_schema_row {
+    const char *provider;
+    const char *version; /* NULL when unknown */
+    int protocol;
+    const char *sha256;
+    const void *raw;
+    size_t size;
+} store_schema_row;
+int store_schemas_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_schema_row *row),
+                       void *ctx);
+
 /* One resource instance change (see v_resource_changes in docs/database.md). */
 typedef struct store_change_row {
     int64_t call_id;

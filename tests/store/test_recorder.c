@@ -202,6 +202,25 @@ static void test_record_decode_redact(void)
     (void)st;
 }
 
+struct schemas_seen {
+    int n, protocol, has_resources;
+    size_t size;
+};
+
+static int each_schema_seen(void *ctx, const store_schema_row *r)
+{
+    struct schemas_seen *x = ctx;
+    x->n++;
+    x->protocol = r->protocol;
+    x->size = r->size;
+    CHECK(r->sha256 && strlen(r->sha256) == 64);
+    tftap_buf cli = TFTAP_BUF_INIT;
+    CHECK_INT_EQ(analysis_schema_from_response(r->protocol, r->raw, r->size, &cli, NULL), 0);
+    x->has_resources = strstr(tftap_buf_cstr(&cli), "\"resource_schemas\":{") != NULL;
+    tftap_buf_done(&cli);
+    return 0;
+}
+
 static void test_schema_dedup_and_borrow(void)
 {
     /* A second run of the same provider asks for the same schema. */
@@ -225,6 +244,19 @@ static void test_schema_dedup_and_borrow(void)
     CHECK(contains(j, "\"size\":3"));
     CHECK(!contains(j, "$undecoded"));
     free(j);
+
+    /* The schema a run's process used, for tftap schema and diff: once per
+     * provider and schema, whether the process asked for it or not. */
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    struct schemas_seen seen = {0};
+    int64_t last = scalar("SELECT max(id) FROM runs");
+    CHECK_INT_EQ(store_schemas_each(s, last, each_schema_seen, &seen), 0);
+    CHECK_INT_EQ(seen.n, 1);
+    CHECK_INT_EQ(seen.protocol, 5);
+    CHECK_INT_EQ((int64_t)seen.size, scalar("SELECT size FROM schemas"));
+    CHECK(seen.has_resources);
+    store_close(s);
 }
 
 static void test_schema_arrives_later(void)
