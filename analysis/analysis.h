@@ -138,10 +138,11 @@ int analysis_check_final_plan(const analysis_call *first, const analysis_call *f
  * run or, for a saved plan, in the latest earlier run that planned it.
  * Returns 0, TFTAP_ESTORE or TFTAP_ENOMEM. */
 int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_findings *out);
+
 /* ---- run diff: what a provider did differently between two runs ----------- */
 
 /* One recorded call as the diff reads it (a store_call_row's fields). */
-typedef struct analysis_call {
+typedef struct analysis_diff_call {
     int64_t call_id;
     const char *provider;  /* provider address, or NULL */
     const char *rpc;       /* "PlanResourceChange", ... */
@@ -151,7 +152,7 @@ typedef struct analysis_call {
     const char *request_json; /* the rendered messages (docs/messages.md), or NULL */
     const char *response_json;
     int64_t schema_version; /* of type_name's schema, -1 when unknown */
-} analysis_call;
+} analysis_diff_call;
 
 typedef struct analysis_diff analysis_diff;
 
@@ -170,8 +171,8 @@ typedef struct analysis_diff_opts {
  * inputs (config, prior state) are kept apart from those of behaviour.
  * The calls are borrowed until analysis_diff_free. Returns 0,
  * TFTAP_EDECODE (a call's JSON is malformed), TFTAP_ENOMEM. */
-int analysis_diff_calls(const analysis_call *a, size_t na, const analysis_call *b, size_t nb,
-                        const analysis_diff_opts *opts, analysis_diff **out);
+int analysis_diff_calls(const analysis_diff_call *a, size_t na, const analysis_diff_call *b,
+                        size_t nb, const analysis_diff_opts *opts, analysis_diff **out);
 
 /* analysis_diff_calls over two recorded runs. Returns as above, or
  * TFTAP_ESTORE. */

@@ -21,7 +21,7 @@ struct analysis_diff_meta {
     char *command[2];       /* "tofu plan -out=p" */
     tftap_buf providers[2]; /* "address version\n" lines */
     /* The calls analysis_diff_runs read, which the diff borrows. */
-    struct analysis_call *owned_calls[2];
+    analysis_diff_call *owned_calls[2];
     size_t nowned[2];
 };
 void analysis_diff_meta_done(struct analysis_diff_meta *m);

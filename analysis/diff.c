@@ -214,7 +214,7 @@ struct finding {
 };
 
 struct pair {
-    const analysis_call *a, *b;
+    const analysis_diff_call *a, *b;
     size_t ia, ib; /* index in its run (for ordering) */
     const char *group;
     size_t first, nfind;
@@ -224,7 +224,7 @@ struct pair {
  * right after (trees of every call at once would be most of the memory);
  * what pairing needs is kept: the key, the action, a null prior state. */
 struct dcall {
-    const analysis_call *c;
+    const analysis_diff_call *c;
     size_t idx;
     sj_doc *req, *resp;
     char *key;
@@ -332,7 +332,7 @@ static const sj_node *field(sj_doc *doc, const char *name)
     return doc ? sj_get(sj_root(doc), name) : NULL;
 }
 
-static int rpc_is(const analysis_call *c, const char *rpc)
+static int rpc_is(const analysis_diff_call *c, const char *rpc)
 {
     return c->rpc && strcmp(c->rpc, rpc) == 0;
 }
@@ -668,7 +668,7 @@ static void compare_parsed(analysis_diff *d, size_t pi, const struct dcall *a,
 
 static int dcall_parse(struct dcall *x)
 {
-    const analysis_call *c = x->c;
+    const analysis_diff_call *c = x->c;
     int rc = 0;
     if (c->request_json && !x->req)
         rc = sj_parse(c->request_json, strlen(c->request_json), ANALYSIS_JSON_MAX_DEPTH, &x->req);
@@ -705,7 +705,7 @@ static void compare_calls(analysis_diff *d, size_t pi, struct dcall *a, struct d
 
 /* ---- pairing -------------------------------------------------------------------- */
 
-static int filter_keeps(const analysis_diff_opts *o, const analysis_call *c)
+static int filter_keeps(const analysis_diff_opts *o, const analysis_diff_call *c)
 {
     if (!o || !o->filter)
         return 1;
@@ -747,8 +747,8 @@ static int plan_cmp(const void *x, const void *y)
     return (*a)->idx < (*b)->idx ? -1 : (*a)->idx > (*b)->idx;
 }
 
-static int load_side(analysis_diff *d, const analysis_call *calls, size_t n, struct dcall **out,
-                     size_t *nout)
+static int load_side(analysis_diff *d, const analysis_diff_call *calls, size_t n,
+                     struct dcall **out, size_t *nout)
 {
     struct dcall *v = calloc(n ? n : 1, sizeof *v);
     if (!v)
@@ -758,7 +758,7 @@ static int load_side(analysis_diff *d, const analysis_call *calls, size_t n, str
     tftap_buf key = TFTAP_BUF_INIT;
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
-        const analysis_call *c = &calls[i];
+        const analysis_diff_call *c = &calls[i];
         if (!filter_keeps(d->opts, c))
             continue;
         struct dcall *x = &v[k++];
@@ -843,7 +843,7 @@ static int pair_cmp(const void *x, const void *y)
 
 /* What a call is reported under: its address, else its type, else its
  * provider (label() says the same). */
-static const char *group_of(const analysis_call *c)
+static const char *group_of(const analysis_diff_call *c)
 {
     if (c->address)
         return c->address;
@@ -880,8 +880,8 @@ void analysis_diff_free(analysis_diff *d)
     free(d);
 }
 
-int analysis_diff_calls(const analysis_call *a, size_t na, const analysis_call *b, size_t nb,
-                        const analysis_diff_opts *opts, analysis_diff **out)
+int analysis_diff_calls(const analysis_diff_call *a, size_t na, const analysis_diff_call *b,
+                        size_t nb, const analysis_diff_opts *opts, analysis_diff **out)
 {
     *out = NULL;
     analysis_diff *d = calloc(1, sizeof *d);
@@ -1004,7 +1004,7 @@ size_t analysis_diff_input_count(const analysis_diff *d)
 
 static const char *label(const struct pair *p)
 {
-    const analysis_call *c = p->a ? p->a : p->b;
+    const analysis_diff_call *c = p->a ? p->a : p->b;
     return c->address ? c->address : c->type_name ? c->type_name : c->provider ? c->provider : "";
 }
 
@@ -1057,7 +1057,7 @@ struct colors {
 static void text_finding(tftap_buf *b, const struct finding *f, const struct pair *p,
                          const struct colors *k)
 {
-    const analysis_call *c = p->a ? p->a : p->b;
+    const analysis_diff_call *c = p->a ? p->a : p->b;
     switch (f->kind) {
     case K_ONLY_A:
     case K_ONLY_B:
@@ -1141,7 +1141,7 @@ static void render_text(const analysis_diff *d, int color, tftap_buf *b, int inp
         if (!group || strcmp(group, g) != 0)
             tftap_buf_printf(b, "\n%s# %s%s\n", color ? "\033[1m" : "", g, k.reset);
         group = g;
-        const analysis_call *c = pr->a ? pr->a : pr->b;
+        const analysis_diff_call *c = pr->a ? pr->a : pr->b;
         tftap_buf_printf(b, "  %s%s", k.dim, c->rpc ? c->rpc : "?");
         if (pr->a && pr->b)
             tftap_buf_printf(b, " (calls %lld, %lld)", (long long)pr->a->call_id,
@@ -1190,7 +1190,7 @@ static void render_json(const analysis_diff *d, int no_inputs, tftap_buf *b)
         const struct pair *pr = &d->pairs[p];
         for (size_t q = 0; q < pr->nfind; q++) {
             const struct finding *f = &d->f[pr->first + q];
-            const analysis_call *c = pr->a ? pr->a : pr->b;
+            const analysis_diff_call *c = pr->a ? pr->a : pr->b;
             if (no_inputs && f->kind == K_INPUT)
                 continue;
             tftap_buf_puts(b, n++ ? ",\n  " : "\n  ");
@@ -1319,7 +1319,7 @@ static void render_markdown(const analysis_diff *d, size_t max_bytes, int no_inp
         struct colors k = {"", "", "", "", ""};
         for (size_t r = p; r < q; r++) {
             const struct pair *pr = &d->pairs[r];
-            const analysis_call *c = pr->a ? pr->a : pr->b;
+            const analysis_diff_call *c = pr->a ? pr->a : pr->b;
             size_t shown_here = 0;
             for (size_t s = 0; s < pr->nfind; s++)
                 shown_here += !(no_inputs && d->f[pr->first + s].kind == K_INPUT);

@@ -22,7 +22,7 @@ struct canon {
 };
 
 struct side {
-    analysis_call *v;
+    analysis_diff_call *v;
     size_t n, cap;
     struct tver *t;
     size_t nt, capt;
@@ -48,13 +48,13 @@ static int each_call(void *ctx, const store_call_row *r)
         return 0; /* go-plugin's streams: not provider behaviour */
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 256;
-        analysis_call *nv = realloc(s->v, cap * sizeof *nv);
+        analysis_diff_call *nv = realloc(s->v, cap * sizeof *nv);
         if (!nv)
             return TFTAP_ENOMEM;
         s->v = nv;
         s->cap = cap;
     }
-    analysis_call *c = &s->v[s->n++];
+    analysis_diff_call *c = &s->v[s->n++];
     memset(c, 0, sizeof *c);
     c->call_id = r->id;
     c->has_status = r->has_status;
@@ -171,7 +171,7 @@ static int load(store *st, int64_t run, struct side *s, tftap_buf *providers)
     if (s->nt)
         qsort(s->t, s->nt, sizeof *s->t, tver_cmp);
     for (size_t i = 0; i < s->n; i++) {
-        analysis_call *c = &s->v[i];
+        analysis_diff_call *c = &s->v[i];
         const char *sha = c->response_json ? strstr(c->response_json, "{\"$schema\":\"") : NULL;
         if (sha != c->response_json || !sha)
             continue;
@@ -188,7 +188,7 @@ static int load(store *st, int64_t run, struct side *s, tftap_buf *providers)
             }
     }
     for (size_t i = 0; i < s->n; i++) {
-        analysis_call *c = &s->v[i];
+        analysis_diff_call *c = &s->v[i];
         if (!c->type_name)
             continue;
         struct tver key = {(char *)(c->provider ? c->provider : ""), (char *)c->type_name, 0};
@@ -286,7 +286,7 @@ void analysis_diff_meta_done(struct analysis_diff_meta *m)
         free(m->command[i]);
         tftap_buf_done(&m->providers[i]);
         for (size_t k = 0; k < m->nowned[i]; k++) {
-            analysis_call *c = &m->owned_calls[i][k];
+            analysis_diff_call *c = &m->owned_calls[i][k];
             free((char *)c->provider);
             free((char *)c->rpc);
             free((char *)c->type_name);

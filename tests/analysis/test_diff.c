@@ -8,17 +8,17 @@
 #include "tests/check.h"
 
 /* A PlanResourceChange call. */
-static analysis_call plan(int64_t id, const char *addr, const char *req, const char *resp)
+static analysis_diff_call plan(int64_t id, const char *addr, const char *req, const char *resp)
 {
-    return (analysis_call){.call_id = id,
-                           .provider = "registry.opentofu.org/x/t",
-                           .rpc = "PlanResourceChange",
-                           .type_name = "t_server",
-                           .address = addr,
-                           .has_status = 1,
-                           .request_json = req,
-                           .response_json = resp,
-                           .schema_version = 0};
+    return (analysis_diff_call){.call_id = id,
+                                .provider = "registry.opentofu.org/x/t",
+                                .rpc = "PlanResourceChange",
+                                .type_name = "t_server",
+                                .address = addr,
+                                .has_status = 1,
+                                .request_json = req,
+                                .response_json = resp,
+                                .schema_version = 0};
 }
 
 /* The findings as "B|I kind path change" joined by ";", in report order. */
@@ -42,8 +42,8 @@ static char *summary(analysis_diff *d)
     return tftap_buf_take(&out, NULL);
 }
 
-static char *diff_summary(const analysis_call *a, size_t na, const analysis_call *b, size_t nb,
-                          const analysis_diff_opts *o, size_t *behaviour, size_t *inputs)
+static char *diff_summary(const analysis_diff_call *a, size_t na, const analysis_diff_call *b,
+                          size_t nb, const analysis_diff_opts *o, size_t *behaviour, size_t *inputs)
 {
     analysis_diff *d = NULL;
     int rc = analysis_diff_calls(a, na, b, nb, o, &d);
@@ -69,10 +69,10 @@ static char *diff_summary(const analysis_call *a, size_t na, const analysis_call
 static void test_random_prior_is_input(void)
 {
     /* The id comes from the prior state in both runs: equal behaviour. */
-    analysis_call a =
+    analysis_diff_call a =
         plan(1, "t_server.a", REQ("{\"id\":\"r-1\",\"n\":\"x\"}", "{\"id\":null,\"n\":\"y\"}"),
              RESP("{\"id\":\"r-1\",\"n\":\"y\"}", "[]", "[]"));
-    analysis_call b =
+    analysis_diff_call b =
         plan(9, "t_server.a", REQ("{\"id\":\"r-2\",\"n\":\"x\"}", "{\"id\":null,\"n\":\"y\"}"),
              RESP("{\"id\":\"r-2\",\"n\":\"y\"}", "[]", "[]"));
     size_t beh = 9, in = 9;
@@ -109,12 +109,12 @@ static void test_provider_choices(void)
     /* .size: a default the provider chose changed; .tier: taken from
      * config in A, chosen by the provider in B; .zone left unknown with a
      * refinement in B only; .gone only in A (provider-chosen: behaviour). */
-    analysis_call a =
+    analysis_diff_call a =
         plan(1, "t_server.a", REQ("null", "{\"size\":null,\"tier\":\"t\",\"zone\":null}"),
              RESP("{\"size\":\"small\",\"tier\":\"t\",\"zone\":{\"$unknown\":{}},"
                   "\"gone\":\"g\"}",
                   "[]", "[]"));
-    analysis_call b =
+    analysis_diff_call b =
         plan(2, "t_server.a", REQ("null", "{\"size\":null,\"tier\":\"t\",\"zone\":null}"),
              RESP("{\"size\":\"medium\",\"tier\":\"u\",\"zone\":{\"$unknown\":"
                   "{\"prefix\":\"z-\"}}}",
@@ -134,8 +134,8 @@ static void test_provider_choices(void)
     free(s);
 
     /* Same unknown refinements: equal. */
-    analysis_call c = plan(3, "t_server.a", REQ("null", "{\"z\":null}"),
-                           RESP("{\"z\":{\"$unknown\":{\"prefix\":\"z-\"}}}", "[]", "[]"));
+    analysis_diff_call c = plan(3, "t_server.a", REQ("null", "{\"z\":null}"),
+                                RESP("{\"z\":{\"$unknown\":{\"prefix\":\"z-\"}}}", "[]", "[]"));
     s = diff_summary(&c, 1, &c, 1, NULL, &beh, NULL);
     CHECK_STR_EQ(s, "");
     CHECK_INT_EQ(beh, 0);
@@ -145,10 +145,10 @@ static void test_provider_choices(void)
 static void test_nested_and_lists(void)
 {
     /* Nested blocks are followed into; a list of another length is one leaf. */
-    analysis_call a = plan(
+    analysis_diff_call a = plan(
         1, "t_server.a", REQ("null", "{\"rule\":[{\"port\":1,\"name\":\"a\"}],\"tags\":[\"x\"]}"),
         RESP("{\"rule\":[{\"port\":1,\"name\":\"a\"}],\"tags\":[\"x\"]}", "[]", "[]"));
-    analysis_call b = plan(
+    analysis_diff_call b = plan(
         2, "t_server.a", REQ("null", "{\"rule\":[{\"port\":1,\"name\":\"a\"}],\"tags\":[\"x\"]}"),
         RESP("{\"rule\":[{\"port\":2,\"name\":\"a\"}],\"tags\":[\"x\",\"y\"]}", "[]", "[]"));
     char *s = diff_summary(&a, 1, &b, 1, NULL, NULL, NULL);
@@ -156,10 +156,10 @@ static void test_nested_and_lists(void)
     CHECK_STR_EQ(s, "B attribute .rule[0].port -;B attribute .tags -;I input .tags[0] -");
     free(s);
     /* A key that is not an identifier is quoted. */
-    analysis_call c = plan(3, "t_server.a", REQ("null", "{\"m\":{\"a b\":\"1\"}}"),
-                           RESP("{\"m\":{\"a b\":\"2\"}}", "[]", "[]"));
-    analysis_call d = plan(4, "t_server.a", REQ("null", "{\"m\":{\"a b\":\"1\"}}"),
-                           RESP("{\"m\":{\"a b\":\"3\"}}", "[]", "[]"));
+    analysis_diff_call c = plan(3, "t_server.a", REQ("null", "{\"m\":{\"a b\":\"1\"}}"),
+                                RESP("{\"m\":{\"a b\":\"2\"}}", "[]", "[]"));
+    analysis_diff_call d = plan(4, "t_server.a", REQ("null", "{\"m\":{\"a b\":\"1\"}}"),
+                                RESP("{\"m\":{\"a b\":\"3\"}}", "[]", "[]"));
     s = diff_summary(&c, 1, &d, 1, NULL, NULL, NULL);
     CHECK_STR_EQ(s, "B attribute .m[\"a b\"] -");
     free(s);
@@ -171,14 +171,14 @@ static void test_replace_and_diagnostics(void)
     char req[256], create_req[256];
     snprintf(req, sizeof req, REQ("%s", "%s"), prior, cfg);
     snprintf(create_req, sizeof create_req, REQ("null", "%s"), cfg);
-    analysis_call a[2] = {
+    analysis_diff_call a[2] = {
         plan(1, "t_server.a", req,
              RESP("{\"id\":\"i\",\"zone\":\"z2\"}", "[]",
                   "[{\"severity\":\"WARNING\",\"summary\":\"old\",\"detail\":\"d\",\"attribute\":"
                   "null},{\"severity\":\"WARNING\",\"summary\":\"same\",\"detail\":\"one\","
                   "\"attribute\":{\"path\":\".zone\",\"steps\":[]}}]")),
     };
-    analysis_call b[2] = {
+    analysis_diff_call b[2] = {
         plan(5, "t_server.a", req,
              RESP("{\"id\":\"i\",\"zone\":\"z2\"}", "[{\"path\":\".zone\",\"steps\":[]}]",
                   "[{\"severity\":\"WARNING\",\"summary\":\"same\",\"detail\":\"two\","
@@ -203,7 +203,7 @@ static void test_pairing(void)
     /* Calls pair by provider, method, type, address, then order: the second
      * validate of t_server in B warns; B reads a data source A never read;
      * A configured the provider, B did not. */
-    analysis_call a[3] = {
+    analysis_diff_call a[3] = {
         {.call_id = 1,
          .provider = "p",
          .rpc = "ValidateResourceConfig",
@@ -222,7 +222,7 @@ static void test_pairing(void)
          .response_json = "{\"diagnostics\":[]}",
          .schema_version = -1},
     };
-    analysis_call b[3] = {
+    analysis_diff_call b[3] = {
         {.call_id = 11,
          .provider = "p",
          .rpc = "ValidateResourceConfig",
@@ -253,9 +253,9 @@ static void test_pairing(void)
     s = diff_summary(a, 3, b, 3, &o, NULL, NULL);
     CHECK_STR_EQ(s, "B diagnostic - added");
     free(s);
-    analysis_call ia =
+    analysis_diff_call ia =
         plan(1, "t_server.a[0]", REQ("null", "{\"x\":null}"), RESP("{\"x\":1}", "[]", "[]"));
-    analysis_call ib =
+    analysis_diff_call ib =
         plan(2, "t_server.a[0]", REQ("null", "{\"x\":null}"), RESP("{\"x\":2}", "[]", "[]"));
     o.filter = "t_server.a";
     s = diff_summary(&ia, 1, &ib, 1, &o, NULL, NULL);
@@ -278,19 +278,19 @@ static void test_pairing(void)
 
 static void test_status_private_deferred_version(void)
 {
-    analysis_call a = {.call_id = 1,
-                       .provider = "p",
-                       .rpc = "ReadResource",
-                       .type_name = "t",
-                       .address = "t.a",
-                       .has_status = 1,
-                       .status_code = 0,
-                       .request_json = "{\"current_state\":{\"a\":1}}",
-                       .response_json =
-                           "{\"new_state\":{\"a\":1},\"diagnostics\":[],"
-                           "\"private\":{\"size\":3,\"sha256\":\"aa\"},\"deferred\":null}",
-                       .schema_version = 0};
-    analysis_call b = a;
+    analysis_diff_call a = {.call_id = 1,
+                            .provider = "p",
+                            .rpc = "ReadResource",
+                            .type_name = "t",
+                            .address = "t.a",
+                            .has_status = 1,
+                            .status_code = 0,
+                            .request_json = "{\"current_state\":{\"a\":1}}",
+                            .response_json =
+                                "{\"new_state\":{\"a\":1},\"diagnostics\":[],"
+                                "\"private\":{\"size\":3,\"sha256\":\"aa\"},\"deferred\":null}",
+                            .schema_version = 0};
+    analysis_diff_call b = a;
     b.call_id = 2;
     b.status_code = 2;
     b.schema_version = 1;
@@ -303,13 +303,13 @@ static void test_status_private_deferred_version(void)
 
 static void test_errors_and_formats(void)
 {
-    analysis_call bad = plan(1, "t.a", "{\"prior_state\":", "{}");
+    analysis_diff_call bad = plan(1, "t.a", "{\"prior_state\":", "{}");
     analysis_diff *d = NULL;
     CHECK_INT_EQ(analysis_diff_calls(&bad, 1, &bad, 1, NULL, &d), TFTAP_EDECODE);
     CHECK(d == NULL);
 
     /* Markdown: one <details> per address; the cap counts what it left out. */
-    analysis_call a[3], b[3];
+    analysis_diff_call a[3], b[3];
     const char *addrs[3] = {"t.a", "t.b", "t.c"};
     for (int i = 0; i < 3; i++) {
         a[i] = plan(i + 1, addrs[i], REQ("null", "{\"x\":null}"), RESP("{\"x\":1}", "[]", "[]"));

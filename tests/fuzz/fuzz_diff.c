@@ -30,16 +30,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p += strlen(p) + 1;
     }
     const char *rpc = rpcs[size % (sizeof rpcs / sizeof rpcs[0])];
-    analysis_call a = {.call_id = 1,
-                       .provider = "p",
-                       .rpc = rpc,
-                       .type_name = "t",
-                       .address = (size & 8) ? "t.a" : NULL,
-                       .has_status = 1,
-                       .request_json = part[0],
-                       .response_json = part[1],
-                       .schema_version = 0};
-    analysis_call b = a;
+    analysis_diff_call a = {.call_id = 1,
+                            .provider = "p",
+                            .rpc = rpc,
+                            .type_name = "t",
+                            .address = (size & 8) ? "t.a" : NULL,
+                            .has_status = 1,
+                            .request_json = part[0],
+                            .response_json = part[1],
+                            .schema_version = 0};
+    analysis_diff_call b = a;
     b.call_id = 2;
     b.request_json = part[2];
     b.response_json = part[3];
