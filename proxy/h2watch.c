@@ -29,7 +29,7 @@
 #define H2_PREFACE_LEN 24
 #define H2_FRAME_MAX ((1u << 24) - 1)         /* the protocol's own bound */
 #define H2_HEADER_BLOCK_MAX ((size_t)1 << 20) /* per block, all fragments */
-#define H2_MESSAGE_MAX PROXY_TEE_MAX_BYTES    /* larger ones the tee would drop */
+#define H2_MESSAGE_MAX PROXY_REC_MESSAGE_MAX  /* larger ones could not be recorded */
 #define H2_MESSAGE_FIRST ((size_t)64 << 10)   /* first allocation for a message */
 #define H2_OPEN_CALLS_MAX 65536               /* calls watched at once */
 #define H2_TEXT_MAX 4096                      /* :path, grpc-message kept */

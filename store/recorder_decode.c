@@ -45,11 +45,28 @@ char *store_rec_dupstr(const char *s)
 
 /* ---- the caller's side: enqueue ----------------------------------------- */
 
+static void event_free(struct event *ev)
+{
+    free(ev->owned);
+    free(ev);
+}
+
+void store_rec_release(store_recorder *r, size_t bytes)
+{
+    r->inflight_bytes -= bytes < r->inflight_bytes ? bytes : r->inflight_bytes;
+    pthread_cond_broadcast(&r->room);
+}
+
+/* Queue ev within the one bound: a full recorder drops it (counted, a gap
+ * later) or, with opts.block, makes the caller wait until there is room. */
 static void enqueue(store_recorder *r, struct event *ev)
 {
     int drop = 0, log_full = 0;
     pthread_mutex_lock(&r->mu);
-    if (r->stop || r->queued_bytes + ev->size > r->opts.max_queue_bytes) {
+    while (r->opts.block && !r->stop && r->inflight_bytes > 0 &&
+           r->inflight_bytes + ev->size > r->opts.max_queue_bytes)
+        pthread_cond_wait(&r->room, &r->mu);
+    if (r->stop || r->inflight_bytes + ev->size > r->opts.max_queue_bytes) {
         drop = 1;
         r->stats.dropped++;
         r->queue_lost++;
@@ -62,12 +79,15 @@ static void enqueue(store_recorder *r, struct event *ev)
         *r->tail = ev;
         r->tail = &ev->next;
         r->queued_bytes += ev->size;
+        r->inflight_bytes += ev->size;
+        if (r->inflight_bytes > r->peak_bytes)
+            r->peak_bytes = r->inflight_bytes;
         r->stats.events++;
         pthread_cond_signal(&r->cv);
     }
     pthread_mutex_unlock(&r->mu);
     if (drop)
-        free(ev);
+        event_free(ev);
     if (log_full)
         fprintf(stderr,
                 "tftap: recorder queue full (%zu bytes): dropping records, counted as a gap\n",
@@ -126,7 +146,7 @@ void store_recorder_message(store_recorder *r, uint64_t call_id, enum store_dire
     if (!r)
         return;
     /* Refuse before copying what could never fit. */
-    if (len > r->opts.max_queue_bytes) {
+    if (len > r->opts.max_queue_bytes - sizeof(struct event)) {
         count_drop(r);
         return;
     }
@@ -137,6 +157,43 @@ void store_recorder_message(store_recorder *r, uint64_t call_id, enum store_dire
     }
     ev->dir = dir;
     enqueue(r, ev);
+}
+
+void store_recorder_message_take(store_recorder *r, uint64_t call_id, enum store_direction dir,
+                                 int64_t t_us, void *bytes, size_t len)
+{
+    if (!r) {
+        free(bytes);
+        return;
+    }
+    if (len > r->opts.max_queue_bytes - sizeof(struct event)) {
+        free(bytes);
+        count_drop(r);
+        return;
+    }
+    struct event *ev = event_new(EV_MESSAGE, call_id, t_us, NULL, NULL, 0);
+    if (!ev) {
+        free(bytes);
+        count_drop(r);
+        return;
+    }
+    ev->dir = dir;
+    ev->owned = bytes;
+    ev->bytes = bytes;
+    ev->len = len;
+    ev->size += len;
+    enqueue(r, ev);
+}
+
+void store_recorder_lost(store_recorder *r, uint64_t n)
+{
+    if (!r || n == 0)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->stats.dropped += n;
+    r->input_lost += n;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
 }
 
 void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, int status_code,
@@ -159,7 +216,8 @@ void store_recorder_process(store_recorder *r, const char *provider_addr, const 
 {
     if (!r)
         return;
-    char *a = store_rec_dupstr(provider_addr), *v = store_rec_dupstr(version), *b = store_rec_dupstr(binary_path);
+    char *a = store_rec_dupstr(provider_addr), *v = store_rec_dupstr(version),
+         *b = store_rec_dupstr(binary_path);
     pthread_mutex_lock(&r->mu);
     free(r->pinfo.provider);
     free(r->pinfo.version);
@@ -182,6 +240,8 @@ void store_recorder_get_stats(store_recorder *r, store_recorder_stats *out)
     pthread_mutex_lock(&r->mu);
     *out = r->stats;
     out->queued_bytes = r->queued_bytes;
+    out->inflight_bytes = r->inflight_bytes;
+    out->peak_bytes = r->peak_bytes;
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -388,9 +448,11 @@ static void render_message(store_recorder *r, struct call *c, enum store_directi
 static void side_add(store_recorder *r, struct call *c, struct side *s, enum store_direction dir,
                      const unsigned char *p, size_t n)
 {
+    size_t before = s->json.len;
     if (s->count > 0)
         tftap_buf_putc(&s->json, ',');
     render_message(r, c, dir, p, n, &s->json);
+    r->rendered_bytes += s->json.len - before;
     s->count++;
     s->bytes += (int64_t)n;
 }
@@ -576,6 +638,7 @@ static int emit_call(store_recorder *r, struct call *c)
 
 static void emit_dirty_calls(store_recorder *r)
 {
+    r->rendered_bytes = 0;
     for (struct call *c = r->calls; c; c = c->lnext)
         if (c->dirty)
             emit_call(r, c);
@@ -620,6 +683,9 @@ static void hand_over(store_recorder *r)
     *r->ops_tail = r->out;
     r->ops_tail = r->out_tail;
     r->ops_bytes += bytes;
+    r->inflight_bytes += bytes;
+    if (r->inflight_bytes > r->peak_bytes)
+        r->peak_bytes = r->inflight_bytes;
     pthread_cond_signal(&r->scv);
     pthread_mutex_unlock(&r->mu);
     r->out = NULL;
@@ -930,6 +996,23 @@ static void borrow_sync(store_recorder *r, unsigned max_ms)
     poll_borrowed_schema(r);
 }
 
+/* The SQL thread is behind (a long-held lock, a slow disk) and what was
+ * decoded meanwhile fills the bound: wait for commits, so that the bound
+ * (dropping, or a blocked caller) applies to what still arrives instead of
+ * decoded rows piling up without one. Not while the database is down: then
+ * events are dropped anyway. */
+static void wait_for_room(store_recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    while (r->inflight_bytes > r->opts.max_queue_bytes && r->sql_ok) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
 /* Decode a batch of events; hand ops over at least every commit_ms. */
 static void decode_batch(store_recorder *r, struct event *list)
 {
@@ -953,8 +1036,9 @@ static void decode_batch(store_recorder *r, struct event *list)
             o->lost = r->lost;
             o->lost_queue = r->lost_queue;
             o->lost_db = r->lost_db;
+            o->lost_input = r->lost_input;
             r->lost = 0;
-            r->lost_queue = r->lost_db = 0;
+            r->lost_queue = r->lost_db = r->lost_input = 0;
         }
     }
     if (!r->borrow_tried && r->have_binary_sha) {
@@ -968,41 +1052,60 @@ static void decode_batch(store_recorder *r, struct event *list)
     commit_ms = r->commit_ms;
     pthread_mutex_unlock(&r->mu);
     uint64_t n = 0;
-    for (struct event *e = list; e; e = e->next) {
+    size_t freed = 0;
+    while (list) {
+        struct event *e = list;
+        list = e->next;
         apply_event(r, e);
         r->out_events++;
-        if ((++n & 255) == 0 && store_rec_mono_ms() - t0 >= (int64_t)commit_ms) {
+        freed += e->size;
+        event_free(e);
+        if ((++n & 15) != 0)
+            continue;
+        /* Every few events: give back what is freed, and keep what this
+         * batch renders within the one bound too. */
+        size_t out = r->rendered_bytes;
+        for (struct op *o = r->out; o; o = o->next)
+            out += o->size;
+        pthread_mutex_lock(&r->mu);
+        store_rec_release(r, freed);
+        freed = 0;
+        int full = r->inflight_bytes + out > r->opts.max_queue_bytes;
+        pthread_mutex_unlock(&r->mu);
+        if (full || ((n & 255) == 0 && store_rec_mono_ms() - t0 >= (int64_t)commit_ms)) {
             emit_dirty_calls(r);
             prune_calls(r);
             hand_over(r);
             t0 = store_rec_mono_ms();
+            wait_for_room(r);
         }
     }
     emit_dirty_calls(r);
     prune_calls(r);
     hand_over(r);
-free_list:
+    pthread_mutex_lock(&r->mu);
+    store_rec_release(r, freed);
+    pthread_mutex_unlock(&r->mu);
+    return;
+free_list:;
+    size_t bytes = 0;
     while (list) {
         struct event *next = list->next;
-        free(list);
+        bytes += list->size;
+        event_free(list);
         list = next;
     }
+    pthread_mutex_lock(&r->mu);
+    store_rec_release(r, bytes);
+    pthread_mutex_unlock(&r->mu);
 }
 
 static void *decoder_main(void *arg)
 {
     store_recorder *r = arg;
     for (;;) {
+        wait_for_room(r);
         pthread_mutex_lock(&r->mu);
-        /* The SQL thread is behind (a long-held lock, a slow disk): stop
-         * taking events, so that the queue's bound (and dropping) applies
-         * instead of decoded ops piling up without one. */
-        while (r->ops_bytes > r->opts.max_queue_bytes && !r->stop && r->sql_ok) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += 1;
-            pthread_cond_timedwait(&r->cv, &r->mu, &ts);
-        }
         if (!r->head && !r->stop) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1015,7 +1118,7 @@ static void *decoder_main(void *arg)
             }
             pthread_cond_timedwait(&r->cv, &r->mu, &ts);
         }
-        /* The decoder owns what it takes: the bound is on what still waits. */
+        /* What the decoder takes stays counted until it is freed. */
         struct event *list = r->head;
         r->head = NULL;
         r->tail = &r->head;
@@ -1025,6 +1128,11 @@ static void *decoder_main(void *arg)
             r->lost += r->queue_lost;
             r->lost_queue = 1;
             r->queue_lost = 0;
+        }
+        if (r->input_lost) {
+            r->lost += r->input_lost;
+            r->lost_input = 1;
+            r->input_lost = 0;
         }
         pthread_mutex_unlock(&r->mu);
 
@@ -1062,6 +1170,7 @@ static void *decoder_main(void *arg)
             o->lost = r->lost;
             o->lost_queue = r->lost_queue;
             o->lost_db = r->lost_db;
+            o->lost_input = r->lost_input;
             r->lost = 0;
         }
     }
@@ -1076,7 +1185,6 @@ static void *decoder_main(void *arg)
 }
 
 /* ---- SQL thread -------------------------------------------------------------- */
-
 
 int store_recorder_open(const char *db_path, const store_recorder_opts *opts, store_recorder **out)
 {
@@ -1108,6 +1216,7 @@ int store_recorder_open(const char *db_path, const store_recorder_opts *opts, st
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, &ca);
     pthread_cond_init(&r->scv, &ca);
+    pthread_cond_init(&r->room, &ca);
     pthread_condattr_destroy(&ca);
     if (pthread_create(&r->sql_thread, NULL, store_rec_sql_main, r) != 0)
         goto fail;
@@ -1126,6 +1235,7 @@ int store_recorder_open(const char *db_path, const store_recorder_opts *opts, st
 fail:
     pthread_cond_destroy(&r->cv);
     pthread_cond_destroy(&r->scv);
+    pthread_cond_destroy(&r->room);
     pthread_mutex_destroy(&r->mu);
     free(r->path);
     free(r);
@@ -1146,6 +1256,7 @@ void store_recorder_close(store_recorder *r)
     pthread_mutex_lock(&r->mu);
     r->stop = 1;
     pthread_cond_signal(&r->cv);
+    pthread_cond_broadcast(&r->room);
     pthread_mutex_unlock(&r->mu);
     if (r->thread_started)
         pthread_join(r->thread, NULL);
@@ -1161,7 +1272,7 @@ void store_recorder_close(store_recorder *r)
     }
     while (r->head) {
         struct event *n = r->head->next;
-        free(r->head);
+        event_free(r->head);
         r->head = n;
     }
     store_rec_op_list_free(r->ops);
@@ -1176,6 +1287,7 @@ void store_recorder_close(store_recorder *r)
     procinfo_done(&r->sproc);
     pthread_cond_destroy(&r->cv);
     pthread_cond_destroy(&r->scv);
+    pthread_cond_destroy(&r->room);
     pthread_mutex_destroy(&r->mu);
     memset(r->key, 0, sizeof r->key);
     memset(r->shared_key, 0, sizeof r->shared_key);

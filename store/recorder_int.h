@@ -13,7 +13,6 @@
 
 #include "decoder/decoder.h"
 
-
 #define DEFAULT_QUEUE_BYTES ((size_t)256 << 20)
 #define DEFAULT_RETRY_MS 1000u
 #define DEFAULT_COMMIT_MS 100u
@@ -39,6 +38,7 @@ struct event {
     size_t len;  /* message bytes */
     char *text;  /* method or status message, NUL-terminated, in data */
     unsigned char *bytes;
+    void *owned; /* bytes taken from the caller (store_recorder_message_take) */
     unsigned char data[];
 };
 
@@ -117,7 +117,7 @@ struct op {
     const char *schema_source; /* "response" or "earlier" */
     /* OP_GAP */
     uint64_t lost;
-    int lost_queue, lost_db;
+    int lost_queue, lost_db, lost_input;
 };
 
 struct store_recorder {
@@ -126,17 +126,23 @@ struct store_recorder {
     unsigned retry_ms, commit_ms; /* under mu */
 
     pthread_mutex_t mu;
-    pthread_cond_t cv;  /* decoder waits for events */
-    pthread_cond_t scv; /* SQL thread waits for ops */
+    pthread_cond_t cv;   /* decoder waits for events */
+    pthread_cond_t scv;  /* SQL thread waits for ops */
+    pthread_cond_t room; /* a blocking caller waits for the bound to allow it */
     pthread_t thread, sql_thread;
     int thread_started, sql_started;
     int stop;     /* under mu: close requested */
     int sql_stop; /* under mu: decoder finished, SQL thread drains and exits */
     struct event *head, **tail;
-    size_t queued_bytes;
+    size_t queued_bytes; /* events waiting for the decoder */
+    /* The one bound (opts.max_queue_bytes): bytes of events queued or being
+     * decoded plus bytes of ops not yet committed. */
+    size_t inflight_bytes;
+    size_t peak_bytes;
     struct procinfo pinfo;      /* under mu */
     store_recorder_stats stats; /* under mu */
     uint64_t queue_lost;        /* under mu: refused by enqueue, not yet in lost */
+    uint64_t input_lost;        /* under mu: lost before reaching us (store_recorder_lost) */
     int logged_full;
 
     /* ---- shared between the two threads, under mu ---- */
@@ -157,10 +163,10 @@ struct store_recorder {
     /* ---- decoder thread only ---- */
     unsigned char key[STORE_KEY_LEN];
     int have_key;
-    EVP_MAC_CTX *mac;        /* HMAC-SHA256 keyed with key, copied per value */
-    uint64_t lost;           /* events lost, not yet in a gap op */
-    int lost_queue, lost_db; /* reasons */
-    struct procinfo proc;    /* decoder's copy */
+    EVP_MAC_CTX *mac;                    /* HMAC-SHA256 keyed with key, copied per value */
+    uint64_t lost;                       /* events lost, not yet in a gap op */
+    int lost_queue, lost_db, lost_input; /* reasons */
+    struct procinfo proc;                /* decoder's copy */
     char binary_sha256[65];
     char binary_stat[BINARY_STAT_LEN]; /* identity of the file digested, or "" */
     int have_binary_sha;
@@ -180,6 +186,7 @@ struct store_recorder {
     int retain_disabled;
     struct op *out, **out_tail; /* ops being built, handed over at once */
     uint64_t out_events;        /* events applied since the last hand-over */
+    size_t rendered_bytes;      /* JSON rendered since calls were last emitted */
 
     /* ---- SQL thread only ---- */
     sqlite3 *db;
@@ -204,6 +211,9 @@ char *store_rec_dupstr(const char *s);
 /* Free one op / a list of ops with everything they own. Accept NULL. */
 void store_rec_op_free(struct op *o);
 void store_rec_op_list_free(struct op *o);
+/* Under mu: bytes left the recorder (events freed, ops committed); wakes a
+ * caller waiting for room. */
+void store_rec_release(store_recorder *r, size_t bytes);
 
 /* The SQL thread (recorder_sql.c): applies the ops the decoder hands over
  * until sql_stop, then counts what never committed as dropped. */

@@ -196,7 +196,8 @@ static int ensure_run_and_process(store_recorder *r)
 static int apply_process(store_recorder *r, const struct op *o)
 {
     /* Keep a copy: a process row re-made after a failed transaction needs it. */
-    char *a = store_rec_dupstr(o->provider), *v = store_rec_dupstr(o->version), *b = store_rec_dupstr(o->binary_path);
+    char *a = store_rec_dupstr(o->provider), *v = store_rec_dupstr(o->version),
+         *b = store_rec_dupstr(o->binary_path);
     free(r->sproc.provider);
     free(r->sproc.version);
     free(r->sproc.binary_path);
@@ -266,9 +267,12 @@ static int apply_schema(store_recorder *r, const struct op *o)
 
 static int apply_gap(store_recorder *r, const struct op *o)
 {
-    const char *reason = o->lost_queue && o->lost_db ? "queue full, database unavailable"
-                         : o->lost_queue             ? "queue full"
-                                                     : "database unavailable";
+    /* The reasons, joined: "queue full, database unavailable". */
+    char reason[96];
+    snprintf(reason, sizeof reason, "%s%s%s%s%s", o->lost_queue ? "queue full" : "",
+             o->lost_queue && (o->lost_db || o->lost_input) ? ", " : "",
+             o->lost_db ? "database unavailable" : "", o->lost_db && o->lost_input ? ", " : "",
+             o->lost_input ? "malformed recorder input" : "");
     int rc =
         exec_bound(r->db,
                    "INSERT INTO gaps (run_id, process_id, lost, recorded_us, reason) "
@@ -490,6 +494,7 @@ static void apply_pending(store_recorder *r, int closing)
         r->stats.written += events;
         r->stats.gaps += gaps;
         r->ops_bytes -= bytes;
+        store_rec_release(r, bytes);
         pthread_cond_broadcast(&r->cv); /* the decoder may wait for room */
         pthread_mutex_unlock(&r->mu);
         if (!r->pending)

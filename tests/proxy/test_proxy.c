@@ -1,8 +1,11 @@
 /* Unit tests of the proxy's pieces that need no peer: go-plugin handshake
  * lines, the certificates we make (checked with OpenSSL against what
- * go-plugin's own look like), the child's environment and shim metadata. */
+ * go-plugin's own look like), the child's environment, shim metadata, and
+ * the tee's bound under a flood, read back through the recorder pipe's
+ * reader. */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,11 +244,91 @@ static void test_meta(void)
     tftap_buf_done(&err);
 }
 
+/* ---- the tee under a flood ---------------------------------------------- */
+
+struct counts {
+    int fd;
+    uint64_t process, begins, messages, ends, lost;
+};
+
+static void c_process(void *ctx, const char *p, const char *v, const char *b, int proto, int pid)
+{
+    (void)p, (void)v, (void)b, (void)proto, (void)pid;
+    ((struct counts *)ctx)->process++;
+}
+static void c_begin(void *ctx, uint64_t id, const char *m, int64_t t)
+{
+    (void)id, (void)m, (void)t;
+    ((struct counts *)ctx)->begins++;
+}
+static void c_message(void *ctx, uint64_t id, enum store_direction d, int64_t t, uint8_t *b,
+                      size_t n)
+{
+    (void)id, (void)d, (void)t, (void)n;
+    free(b);
+    ((struct counts *)ctx)->messages++;
+}
+static void c_end(void *ctx, uint64_t id, int64_t t, int st, const char *m)
+{
+    (void)id, (void)t, (void)st, (void)m;
+    ((struct counts *)ctx)->ends++;
+}
+static void c_lost(void *ctx, uint64_t n)
+{
+    ((struct counts *)ctx)->lost += n;
+}
+
+static void *reader(void *arg)
+{
+    struct counts *c = arg;
+    proxy_recpipe_sink sink = {c, c_process, c_begin, c_message, c_end, c_lost};
+    (void)proxy_recpipe_read(c->fd, PROXY_REC_MESSAGE_MAX, &sink);
+    return NULL;
+}
+
+/* Nobody reads the pipe while a flood of calls is queued: the tee's queue
+ * stays within its bound, the messages past it are dropped and counted,
+ * and every call still begins and ends (the reserve), as read back. */
+static void test_tee_flood(void)
+{
+    int p[2];
+    CHECK_INT_EQ(pipe(p), 0);
+    const size_t bound = (size_t)1 << 20, msg = (size_t)64 << 10;
+    const uint64_t calls = 200;
+    proxy_tee *t = NULL;
+    CHECK_INT_EQ(proxy_tee_new(p[1], bound, &t), 0);
+    proxy_tee_process(t, "registry/test/x", "1.0", "/bin/x", 5, 1);
+    for (uint64_t i = 1; i <= calls; i++) {
+        proxy_tee_begin(t, i, "/tfplugin5.Provider/PlanResourceChange", 1000);
+        uint8_t *m = calloc(1, msg);
+        proxy_tee_message(t, i, STORE_REQUEST, 1001, m, msg);
+        proxy_tee_end(t, i, 1002, 0, "");
+    }
+    size_t peak = proxy_tee_peak_bytes(t);
+    uint64_t dropped = proxy_tee_dropped(t);
+    CHECK(peak <= bound);
+    CHECK(peak > bound / 2); /* it was full, else this tested nothing */
+    CHECK(dropped > 0);
+    struct counts c = {.fd = p[0]};
+    pthread_t th;
+    CHECK_INT_EQ(pthread_create(&th, NULL, reader, &c), 0);
+    proxy_tee_free(t);
+    close(p[1]);
+    pthread_join(th, NULL);
+    close(p[0]);
+    CHECK_INT_EQ(c.process, 1);
+    CHECK_INT_EQ(c.begins, calls);
+    CHECK_INT_EQ(c.ends, calls);
+    CHECK_INT_EQ(c.messages + dropped, calls);
+    CHECK_INT_EQ(c.lost, 0);
+}
+
 int main(void)
 {
     test_handshake();
     test_cert();
     test_env();
     test_meta();
+    test_tee_flood();
     return check_report("test_proxy");
 }

@@ -62,12 +62,12 @@ static int64_t scalar(const char *sql)
 }
 
 /* The first column of the first row as a malloc'd string (NULL if none). */
-static char *text(const char *sql)
+static char *text_at(const char *path, const char *sql)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     char *v = NULL;
-    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
         sqlite3_busy_timeout(db, 10000);
         if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
             sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
@@ -76,6 +76,11 @@ static char *text(const char *sql)
     sqlite3_finalize(st);
     sqlite3_close(db);
     return v;
+}
+
+static char *text(const char *sql)
+{
+    return text_at(db_path, sql);
 }
 
 static int contains(const char *hay, const char *needle)
@@ -348,6 +353,60 @@ static void test_queue_full_drops_and_counts(void)
     fx_free(&big);
     CHECK_INT_EQ(scalar_at(path, "SELECT sum(lost) FROM gaps"), 1);
     CHECK_INT_EQ(scalar_at(path, "SELECT reason = 'queue full' FROM gaps"), 1);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"), 1);
+}
+
+/* Blocking mode (the proxy's recorder process): a caller faster than the
+ * recorder waits instead of losing anything, and what is queued (events,
+ * decoded rows) stays within the one bound, give or take the rows of the
+ * few events being decoded when it is checked. */
+static void test_block_mode_holds_the_bound(void)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/block/tftap.db", tmpdir);
+    const size_t bound = (size_t)64 << 10, slack = (size_t)64 << 10;
+    store_recorder_opts o = {0};
+    o.max_queue_bytes = bound;
+    o.block = 1;
+    store_recorder *r = NULL;
+    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
+    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 7);
+    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    const uint64_t calls = 3000;
+    for (uint64_t i = 2; i <= calls; i++)
+        plan_create(r, i, &thing_alpha);
+    store_recorder_stats st;
+    store_recorder_get_stats(r, &st);
+    CHECK_INT_EQ(st.dropped, 0);
+    /* It was full (else this tested nothing) and never much past full. */
+    CHECK(st.peak_bytes > bound / 2);
+    if (st.peak_bytes > bound + slack)
+        fprintf(stderr, "peak %zu\n", st.peak_bytes);
+    CHECK(st.peak_bytes <= bound + slack);
+    store_recorder_close(r);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"),
+                 (int64_t)calls);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM gaps"), 0);
+}
+
+/* Frames the proxy's pipe reader refused are counted and become a gap
+ * that says so. */
+static void test_lost_input_is_a_gap(void)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/lost/tftap.db", tmpdir);
+    store_recorder_opts o = {0};
+    store_recorder *r = NULL;
+    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
+    store_recorder_lost(r, 3);
+    plan_create(r, 1, &thing_alpha);
+    store_recorder_close(r);
+    CHECK_INT_EQ(scalar_at(path, "SELECT sum(lost) FROM gaps"), 3);
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT reason FROM gaps");
+    char *reason = text_at(path, sql);
+    CHECK_STR_EQ(reason ? reason : "", "malformed recorder input");
+    free(reason);
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"), 1);
 }
 
@@ -787,6 +846,8 @@ int main(void)
     test_replacement_pairs_with_create_half();
     test_unwritable_then_recovers();
     test_queue_full_drops_and_counts();
+    test_block_mode_holds_the_bound();
+    test_lost_input_is_a_gap();
     test_locked_database_loses_nothing();
     test_keep_raw_and_record_sensitive();
     test_concurrent_writers();
