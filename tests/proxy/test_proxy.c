@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <nghttp2/nghttp2.h>
 #include <openssl/bio.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
@@ -323,6 +324,101 @@ static void test_tee_flood(void)
     CHECK_INT_EQ(c.lost, 0);
 }
 
+/* ---- HPACK table size updates (RFC 7541 4.2) ---------------------------- */
+
+static void frame(tftap_buf *b, size_t len, uint8_t type, uint8_t flags, uint32_t stream,
+                  const void *payload)
+{
+    uint8_t h[9] = {(uint8_t)(len >> 16),
+                    (uint8_t)(len >> 8),
+                    (uint8_t)len,
+                    type,
+                    flags,
+                    (uint8_t)(stream >> 24),
+                    (uint8_t)(stream >> 16),
+                    (uint8_t)(stream >> 8),
+                    (uint8_t)stream};
+    tftap_buf_append(b, h, sizeof h);
+    if (len > 0)
+        tftap_buf_append(b, payload, len);
+}
+
+static void settings_table(tftap_buf *b, uint32_t size)
+{
+    uint8_t p[6] = {
+        0, 1, (uint8_t)(size >> 24), (uint8_t)(size >> 16), (uint8_t)(size >> 8), (uint8_t)size};
+    frame(b, sizeof p, 4, 0, 0, p);
+}
+
+/* A request's HEADERS, encoded by a real HPACK encoder (nghttp2's), which
+ * indexes the fields: later blocks refer to the dynamic table. */
+static void request(tftap_buf *b, nghttp2_hd_deflater *d, uint32_t stream)
+{
+    nghttp2_nv nv[] = {
+        {(uint8_t *)":method", (uint8_t *)"POST", 7, 4, NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)":path", (uint8_t *)"/tfplugin5.Provider/GetSchema", 5, 29,
+         NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)"x-custom", (uint8_t *)"a value to index", 8, 16, NGHTTP2_NV_FLAG_NONE},
+    };
+    uint8_t out[512];
+    ssize_t n = nghttp2_hd_deflate_hd(d, out, sizeof out, nv, sizeof nv / sizeof nv[0]);
+    CHECK(n > 0);
+    frame(b, n > 0 ? (size_t)n : 0, 1, 0x4 /* END_HEADERS */, stream, out);
+}
+
+/* The provider changes the client's table size twice (0, then 4096) and
+ * once more (0) with a plain SETTINGS in between: each ACK applies the
+ * SETTINGS it acknowledges, in order, so a block sent between two ACKs
+ * still decodes with the table it was encoded with, and a block after two
+ * changes starts with two size updates. */
+static void test_h2watch_table_size_updates(void)
+{
+    atomic_uint_least64_t next_id = 0;
+    atomic_int open_calls = 0;
+    proxy_h2watch *w = NULL;
+    CHECK_INT_EQ(proxy_h2watch_new(NULL, &next_id, &open_calls, &w), 0);
+    nghttp2_hd_deflater *d = NULL;
+    CHECK_INT_EQ(nghttp2_hd_deflate_new(&d, 4096), 0);
+    tftap_buf c = TFTAP_BUF_INIT, p = TFTAP_BUF_INIT;
+
+    tftap_buf_puts(&c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    frame(&c, 0, 4, 0, 0, NULL);
+    frame(&p, 0, 4, 0, 0, NULL); /* S1: nothing about the table */
+    settings_table(&p, 0);       /* S2 */
+    settings_table(&p, 4096);    /* S3 */
+    request(&c, d, 1);
+    frame(&c, 0, 4, 0x1, 0, NULL); /* ACK S1 */
+    request(&c, d, 3);             /* still the 4096-byte table, entries and all */
+    CHECK_INT_EQ(nghttp2_hd_deflate_change_table_size(d, 0), 0);
+    frame(&c, 0, 4, 0x1, 0, NULL); /* ACK S2 */
+    CHECK_INT_EQ(nghttp2_hd_deflate_change_table_size(d, 4096), 0);
+    frame(&c, 0, 4, 0x1, 0, NULL); /* ACK S3 */
+    request(&c, d, 5);             /* starts with two updates: 0, then 4096 */
+    /* The provider shrinks it again, with SETTINGS in one frame: 0 then
+     * 2048 (the smallest and the last count). */
+    uint8_t two[12] = {0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 8, 0};
+    frame(&p, sizeof two, 4, 0, 0, two);
+    CHECK_INT_EQ(nghttp2_hd_deflate_change_table_size(d, 0), 0);
+    CHECK_INT_EQ(nghttp2_hd_deflate_change_table_size(d, 2048), 0);
+    frame(&c, 0, 4, 0x1, 0, NULL);
+    request(&c, d, 7);
+    CHECK(!tftap_buf_failed(&c) && !tftap_buf_failed(&p));
+
+    /* The provider's bytes first: its SETTINGS were sent before the
+     * client's ACKs of them. */
+    proxy_h2watch_feed(w, PROXY_H2_FROM_PROVIDER, (const uint8_t *)p.data, p.len, 1);
+    proxy_h2watch_feed(w, PROXY_H2_FROM_CLIENT, (const uint8_t *)c.data, c.len, 2);
+    const char *problem = proxy_h2watch_problem(w);
+    CHECK_STR_EQ(problem != NULL ? problem : "", "");
+    CHECK_INT_EQ(atomic_load(&open_calls), 4);
+    proxy_h2watch_free(w, 3);
+    CHECK_INT_EQ(atomic_load(&open_calls), 0);
+    nghttp2_hd_deflate_del(d);
+    tftap_buf_done(&c);
+    tftap_buf_done(&p);
+}
+
 int main(void)
 {
     test_handshake();
@@ -330,5 +426,6 @@ int main(void)
     test_env();
     test_meta();
     test_tee_flood();
+    test_h2watch_table_size_updates();
     return check_report("test_proxy");
 }

@@ -186,8 +186,7 @@ static void test_out_of_descriptors(void)
     nanosleep(&window, NULL);
     int64_t used = cpu_us() - cpu0;
     if (used >= 100000)
-        fprintf(stderr, "relay used %lld us of CPU in 2 s out of descriptors\n",
-                (long long)used);
+        fprintf(stderr, "relay used %lld us of CPU in 2 s out of descriptors\n", (long long)used);
     CHECK(used < 100000);
     /* Descriptors are back: the waiting client is served. */
     CHECK_INT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
