@@ -556,7 +556,12 @@ static int object_value(struct mp *m, const dec_type *t, uint64_t count)
         }
         if ((rc = dec_walk_push(w, DEC_STEP_ATTR, k, kn, 0)))
             goto out;
-        const struct dec_attr *a = dec_type_attr(t, k, kn);
+        /* go-cty writes an object's attributes in byte order, as they
+         * are sorted here: the i-th is nearly always the one. */
+        const struct dec_attr *a =
+            i < t->n && t->attrs[i].name_len == kn && memcmp(t->attrs[i].name, k, kn) == 0
+                ? &t->attrs[i]
+                : dec_type_attr(t, k, kn);
         if (!a) {
             rc = dec_walk_fail(w, TFTAP_EDECODE, "unsupported attribute");
             goto out;
@@ -573,8 +578,7 @@ static int object_value(struct mp *m, const dec_type *t, uint64_t count)
             small_seen |= 1ull << idx;
         if (i)
             tftap_buf_putc(w->out, ',');
-        tftap_buf_json_string(w->out, a->name, a->name_len);
-        tftap_buf_putc(w->out, ':');
+        tftap_buf_append(w->out, a->json_key, a->json_key_len);
         size_t start = w->out->len;
         if ((rc = value(m, a->type)))
             goto out;

@@ -1103,6 +1103,7 @@ free_list:;
 static void *decoder_main(void *arg)
 {
     store_recorder *r = arg;
+    pthread_setname_np(pthread_self(), "tftap-decode"); /* for top and perf */
     for (;;) {
         wait_for_room(r);
         pthread_mutex_lock(&r->mu);

@@ -505,6 +505,7 @@ static void apply_pending(store_recorder *r, int closing)
 void *store_rec_sql_main(void *arg)
 {
     store_recorder *r = arg;
+    pthread_setname_np(pthread_self(), "tftap-sql"); /* for top and perf */
     for (;;) {
         pthread_mutex_lock(&r->mu);
         if (r->sql_tried && !r->ops && !r->sql_stop && !(r->borrow_asked && !r->borrow_ready)) {
