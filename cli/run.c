@@ -8,7 +8,6 @@
  * with it. */
 #include "config.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -22,6 +21,7 @@
 #include "cli/cli.h"
 #include "cli/wrap.h"
 #include "proxy/proxy.h"
+#include "analysis/analysis.h"
 #include "store/store.h"
 
 #define CAPTURE_MAX (256u << 20) /* `tofu show -json` of a large state */
@@ -95,11 +95,13 @@ static char *cli_version(const char *cli_path)
     tftap_buf out = TFTAP_BUF_INIT;
     char *v = NULL;
     if (capture(argv, NULL, VERSION_MAX, &out) == 0 && !tftap_buf_failed(&out)) {
-        cJSON *root = cJSON_ParseWithLength(tftap_buf_cstr(&out), out.len);
-        const cJSON *tv = cJSON_GetObjectItemCaseSensitive(root, "terraform_version");
-        if (cJSON_IsString(tv) && tv->valuestring)
-            v = strdup(tv->valuestring);
-        cJSON_Delete(root);
+        sj_doc *doc = NULL;
+        if (sj_parse(out.data, out.len, 0, &doc) == 0) {
+            const sj_node *tv = sj_get(sj_root(doc), "terraform_version");
+            if (tv && tv->kind == SJ_STRING && !memchr(tv->str, '\0', tv->len))
+                v = strdup(tv->str);
+        }
+        sj_free(doc);
     }
     tftap_buf_done(&out);
     return v;
@@ -347,18 +349,18 @@ static void match_addresses(const char *db, int64_t run_id, const char *cli_path
 {
     char *argv[] = {(char *)cli_path, "show", "-json", (char *)planfile, NULL};
     tftap_buf out = TFTAP_BUF_INIT;
-    store_match_doc docs[2];
+    analysis_match_doc docs[2];
     size_t ndocs = 0;
     store *s = NULL;
     if (have_before) {
         /* No state yet reads as a state without resources. */
-        docs[ndocs++] =
-            (store_match_doc){before->len ? before->data : "{}", before->len ? before->len : 2, 0};
+        docs[ndocs++] = (analysis_match_doc){before->len ? before->data : "{}",
+                                             before->len ? before->len : 2, 0};
     }
     if (read_after) {
         int rc = capture(argv, workdir, CAPTURE_MAX, &out);
         if (rc == 0 && out.len > 0 && !tftap_buf_failed(&out))
-            docs[ndocs++] = (store_match_doc){out.data, out.len, 1};
+            docs[ndocs++] = (analysis_match_doc){out.data, out.len, 1};
         else
             cli_error("could not read '%s show -json' to match calls to addresses", cli_path);
     }
@@ -366,10 +368,10 @@ static void match_addresses(const char *db, int64_t run_id, const char *cli_path
         cli_error("cannot open %s to match addresses", db);
         goto cleanup;
     }
-    if (store_match_addresses(s, run_id, docs, ndocs,
-                              "neither the state before the run nor a plan or state after it "
-                              "could be read",
-                              NULL, NULL) != 0)
+    if (analysis_match_addresses(s, run_id, docs, ndocs,
+                                 "neither the state before the run nor a plan or state after it "
+                                 "could be read",
+                                 NULL, NULL) != 0)
         cli_error("matching calls to addresses failed: %s", store_errmsg(s));
 cleanup:
     store_close(s);
@@ -431,7 +433,7 @@ static void reattach_stop(struct reattached *r, size_t n)
 static int reattach_start(const struct wrap_set *set, const struct wrap_opts *o, int64_t run_id,
                           struct reattached *r, tftap_buf *json, tftap_buf *err)
 {
-    static char cookie[] = PROXY_COOKIE_KEY "=" PROXY_COOKIE_VALUE;
+    static char cookie[] = PLUGIN_COOKIE_KEY "=" PLUGIN_COOKIE_VALUE;
     char *add[1] = {cookie};
     char **env = env_with(add, 1);
     size_t started = 0;

@@ -2,8 +2,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "cli/cli.h"
 #include "cli/cli_store.h"
 
@@ -22,13 +20,14 @@ struct runs_ctx {
  * take them, quoting only words that need it. */
 static void args_text(tftap_buf *b, const char *args_json)
 {
-    cJSON *a = args_json ? cJSON_Parse(args_json) : NULL;
-    const cJSON *e;
-    cJSON_ArrayForEach(e, a)
-    {
-        if (!cJSON_IsString(e))
+    sj_doc *doc = NULL;
+    if (!args_json || sj_parse(args_json, strlen(args_json), 0, &doc) != 0)
+        return;
+    const sj_node *a = sj_root(doc);
+    for (const sj_node *e = a->kind == SJ_ARRAY ? a->child : NULL; e; e = e->next) {
+        if (e->kind != SJ_STRING)
             continue;
-        const char *w = e->valuestring;
+        const char *w = e->str;
         int plain = *w != '\0';
         for (const char *p = w; *p && plain; p++)
             plain = strchr("-_./=:,+@%", *p) || (*p >= 'a' && *p <= 'z') ||
@@ -47,7 +46,7 @@ static void args_text(tftap_buf *b, const char *args_json)
             tftap_buf_putc(b, '\'');
         }
     }
-    cJSON_Delete(a);
+    sj_free(doc);
 }
 
 static int each_run(void *ctx, const store_run_row *r)

@@ -48,8 +48,8 @@ int cli_shim(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     /* Same contract as any go-plugin provider: started by hand, say so. */
-    if (!proxy_cookie_ok(NULL)) {
-        fputs(PROXY_NOT_A_PROGRAM_MESSAGE, stderr);
+    if (!plugin_cookie_ok(NULL)) {
+        fputs(PLUGIN_NOT_A_PROGRAM_MESSAGE, stderr);
         return 1;
     }
     if (proxy_meta_load(argv[1], &meta, &err) != 0) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "analysis/analysis.h"
 #include "cli/cli_store.h"
 
 static const char usage_text[] =
@@ -20,7 +21,7 @@ struct show_ctx {
     tftap_buf out;
     int json, all, color;
     int n, unmatched, skipped;
-    int counts[STORE_ACTION_READ + 1];
+    int counts[ANALYSIS_ACTION_READ + 1];
     int err;
 };
 
@@ -28,13 +29,13 @@ static int each_change(void *ctx, const store_change_row *c)
 {
     struct show_ctx *x = ctx;
     tftap_buf *b = &x->out;
-    enum store_action a = STORE_ACTION_NOOP;
-    if (store_change_action(c, &a) != 0) {
+    enum analysis_action a = ANALYSIS_ACTION_NOOP;
+    if (analysis_change_action(c, &a) != 0) {
         x->err = TFTAP_EDECODE;
         return TFTAP_EDECODE;
     }
-    int is_read = a == STORE_ACTION_READ || (c->rpc && strcmp(c->rpc, "ReadResource") == 0);
-    if (!x->all && (a == STORE_ACTION_NOOP || is_read || c->superseded)) {
+    int is_read = a == ANALYSIS_ACTION_READ || (c->rpc && strcmp(c->rpc, "ReadResource") == 0);
+    if (!x->all && (a == ANALYSIS_ACTION_NOOP || is_read || c->superseded)) {
         x->skipped++;
         return 0;
     }
@@ -47,8 +48,8 @@ static int each_change(void *ctx, const store_change_row *c)
         tftap_buf_puts(b, ",\"address\":");
         cli_json_str(b, c->address);
         tftap_buf_puts(b, ",\"address_note\":");
-        cli_json_str(b, c->address ? NULL : c->address_note);
-        tftap_buf_printf(b, ",\"action\":\"%s\",\"prior\":", store_action_name(a));
+        cli_json_str(b, c->address_note);
+        tftap_buf_printf(b, ",\"action\":\"%s\",\"prior\":", analysis_action_name(a));
         cli_json_raw(b, c->prior);
         tftap_buf_puts(b, ",\"proposed\":");
         cli_json_raw(b, c->proposed);
@@ -66,7 +67,7 @@ static int each_change(void *ctx, const store_change_row *c)
     } else {
         if (x->n)
             tftap_buf_putc(b, '\n');
-        int rc = store_render_change(c, x->color ? STORE_RENDER_COLOR : 0, b);
+        int rc = analysis_render_change(c, x->color ? ANALYSIS_RENDER_COLOR : 0, b);
         if (rc) {
             x->err = rc;
             return rc;
@@ -187,14 +188,14 @@ int cli_show(int argc, char **argv)
             tftap_buf_printf(&x.out,
                              "\n%d change%s: %d to create, %d to update, %d to replace, %d to "
                              "destroy",
-                             x.n, x.n == 1 ? "" : "s", x.counts[STORE_ACTION_CREATE],
-                             x.counts[STORE_ACTION_UPDATE], x.counts[STORE_ACTION_REPLACE],
-                             x.counts[STORE_ACTION_DELETE]);
-            if (x.counts[STORE_ACTION_NOOP])
-                tftap_buf_printf(&x.out, ", %d no-op", x.counts[STORE_ACTION_NOOP]);
-            if (x.counts[STORE_ACTION_READ])
-                tftap_buf_printf(&x.out, ", %d data source read%s", x.counts[STORE_ACTION_READ],
-                                 x.counts[STORE_ACTION_READ] == 1 ? "" : "s");
+                             x.n, x.n == 1 ? "" : "s", x.counts[ANALYSIS_ACTION_CREATE],
+                             x.counts[ANALYSIS_ACTION_UPDATE], x.counts[ANALYSIS_ACTION_REPLACE],
+                             x.counts[ANALYSIS_ACTION_DELETE]);
+            if (x.counts[ANALYSIS_ACTION_NOOP])
+                tftap_buf_printf(&x.out, ", %d no-op", x.counts[ANALYSIS_ACTION_NOOP]);
+            if (x.counts[ANALYSIS_ACTION_READ])
+                tftap_buf_printf(&x.out, ", %d data source read%s", x.counts[ANALYSIS_ACTION_READ],
+                                 x.counts[ANALYSIS_ACTION_READ] == 1 ? "" : "s");
             if (x.skipped)
                 tftap_buf_printf(&x.out, " (%d no-op, read or applied plan not shown: --all)",
                                  x.skipped);

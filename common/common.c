@@ -1,4 +1,4 @@
-/* common: error strings, byte buffers, digests, file reading. */
+/* common: error strings, byte buffers, digests, clocks, hex, file reading. */
 #include "common.h"
 
 #include <errno.h>
@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -199,9 +200,10 @@ char *tftap_buf_take(tftap_buf *b, size_t *len)
     return p;
 }
 
-static void to_hex(const unsigned char *md, size_t n, char *out)
+void tftap_hex_encode(const void *data, size_t n, char *out)
 {
     static const char hex[] = "0123456789abcdef";
+    const unsigned char *md = data;
     for (size_t i = 0; i < n; i++) {
         out[2 * i] = hex[md[i] >> 4];
         out[2 * i + 1] = hex[md[i] & 15];
@@ -209,11 +211,41 @@ static void to_hex(const unsigned char *md, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
+int tftap_hex_digit(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int64_t tftap_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t tftap_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t tftap_mono_ms(void)
+{
+    return tftap_mono_us() / 1000;
+}
+
 void tftap_sha256_hex(const void *data, size_t len, char out[65])
 {
     unsigned char md[SHA256_DIGEST_LENGTH];
     SHA256(data, len, md);
-    to_hex(md, sizeof md, out);
+    tftap_hex_encode(md, sizeof md, out);
 }
 
 void tftap_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len,
@@ -222,7 +254,7 @@ void tftap_hmac_sha256_hex(const void *key, size_t key_len, const void *data, si
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     HMAC(EVP_sha256(), key, (int)key_len, data, len, md, &mdlen);
-    to_hex(md, mdlen, out);
+    tftap_hex_encode(md, mdlen, out);
 }
 
 int tftap_read_file(const char *path, size_t max, tftap_buf *buf)

@@ -1,4 +1,5 @@
-/* common: the project's error codes, a growable byte buffer and digests.
+/* common: the project's error codes, a growable byte buffer, digests, the
+ * one JSON reader (exact numbers kept), clocks and hex.
  *
  * The lowest layer: every module may include this header; it includes no
  * other project header. Buffers own their bytes; tftap_buf_done() frees them. */
@@ -85,5 +86,55 @@ void tftap_hmac_sha256_hex(const void *key, size_t key_len, const void *data, si
 /* Read a whole file ("-" = stdin) into *buf, at most max bytes.
  * Returns 0, TFTAP_EIO (errno set) or TFTAP_ELIMIT or TFTAP_ENOMEM. */
 int tftap_read_file(const char *path, size_t max, tftap_buf *buf);
+
+/* Clocks: wall time in microseconds since the Unix epoch (what the record
+ * stores) and a monotonic clock for deadlines and durations. */
+int64_t tftap_now_us(void);
+int64_t tftap_mono_ms(void);
+int64_t tftap_mono_us(void);
+
+/* Lowercase hex: out receives 2*n digits and a NUL. */
+void tftap_hex_encode(const void *data, size_t n, char *out);
+/* The value of one hex digit (either case), or -1. */
+int tftap_hex_digit(int c);
+
+/* A small JSON reader that keeps numbers' source text (decoded values carry
+ * exact numbers; doubles would round them). Nodes live in one arena. */
+enum sj_kind { SJ_NULL, SJ_BOOL, SJ_NUMBER, SJ_STRING, SJ_ARRAY, SJ_OBJECT };
+typedef struct sj_node sj_node;
+struct sj_node {
+    enum sj_kind kind;
+    int boolean;
+    const char *str; /* number text or unescaped string (NUL-terminated) */
+    size_t len;
+    const char *key; /* member name when inside an object */
+    size_t key_len;
+    sj_node *child; /* first element / member */
+    sj_node *next;  /* next sibling */
+    size_t n;       /* number of children */
+};
+typedef struct sj_doc sj_doc;
+/* How deep the JSON the store wrote or the CLI printed is read. */
+#define TFTAP_JSON_MAX_DEPTH 512
+/* Parse text (len bytes, strict RFC 8259: escapes, number grammar, no raw
+ * control characters, no lone surrogates; one value, whitespace around it)
+ * into *out, nesting limited to max_depth (0: TFTAP_JSON_MAX_DEPTH). Strings
+ * are unescaped and NUL-terminated but may hold NUL bytes (see len). 0,
+ * TFTAP_EDECODE, TFTAP_ELIMIT (nested too deep) or TFTAP_ENOMEM. */
+int sj_parse(const char *text, size_t len, unsigned max_depth, sj_doc **out);
+void sj_free(sj_doc *d);
+sj_node *sj_root(sj_doc *d);
+sj_node *sj_get(const sj_node *obj, const char *key); /* NULL if absent or not an object */
+/* Append the node as compact JSON. */
+void sj_write(const sj_node *n, tftap_buf *out);
+/* As sj_write, with every object's members in byte order of their keys: one
+ * text for values that differ only in member order (a provider may encode
+ * a map in any order). 0 or TFTAP_ENOMEM. */
+int sj_write_sorted(const sj_node *n, tftap_buf *out);
+/* 1 if equal values (numbers compared by text, then numerically). */
+int sj_equal(const sj_node *a, const sj_node *b);
+/* {"$unknown": ...}, {"$sensitive": ...} markers of the decoded-value contract. */
+int sj_is_unknown(const sj_node *n);
+int sj_is_sensitive(const sj_node *n);
 
 #endif

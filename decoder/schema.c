@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "tfplugin5.pb-c.h"
 #include "tfplugin6.pb-c.h"
 
@@ -807,54 +805,75 @@ int dec_schema_add_identities(dec_schema *s, int protocol, const void *p, size_t
 
 /* ---- from `tofu providers schema -json` -------------------------------------- */
 
-static const cJSON *jget(const cJSON *o, const char *key)
+/* How deep the document may nest (what cJSON, its reader before, allowed);
+ * the schema's own depth bound says which block was too deep. */
+#define SCHEMA_JSON_MAX_DEPTH 1000
+
+static const sj_node *jget(const sj_node *o, const char *key)
 {
-    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+    return sj_get(o, key);
 }
 
-static int json_type(struct build *b, const cJSON *node, unsigned depth, dec_type **out)
+static int jtrue(const sj_node *n)
+{
+    return n && n->kind == SJ_BOOL && n->boolean;
+}
+
+static int jis_object(const sj_node *n)
+{
+    return n && n->kind == SJ_OBJECT;
+}
+
+/* The members of an object, elements of an array; none for anything else. */
+static const sj_node *jfirst(const sj_node *n)
+{
+    return n && (n->kind == SJ_OBJECT || n->kind == SJ_ARRAY) ? n->child : NULL;
+}
+
+static int json_type(struct build *b, const sj_node *node, unsigned depth, dec_type **out)
 {
     *out = NULL;
     if (!node)
         return parse_type(b, NULL, 0, depth, out);
-    char *text = cJSON_PrintUnformatted(node);
-    if (!text)
+    tftap_buf text = TFTAP_BUF_INIT;
+    sj_write(node, &text);
+    if (tftap_buf_failed(&text))
         return bfail(b, TFTAP_ENOMEM, "out of memory");
-    int rc = parse_type(b, text, strlen(text), depth, out);
-    free(text);
+    int rc = parse_type(b, tftap_buf_cstr(&text), text.len, depth, out);
+    tftap_buf_done(&text);
     return rc;
 }
 
-static int json_mode(const cJSON *node)
+static int json_mode(const sj_node *node)
 {
     static const char *const names[] = {"invalid", "single", "list", "set", "map", "group"};
-    const char *s = cJSON_GetStringValue(node);
+    const char *s = node && node->kind == SJ_STRING ? node->str : NULL;
     for (int i = 0; s && i < (int)(sizeof names / sizeof names[0]); i++)
         if (strcmp(s, names[i]) == 0)
             return i;
     return NEST_INVALID;
 }
 
-static int json_object(struct build *b, const cJSON *obj, unsigned depth, dec_type **out);
+static int json_object(struct build *b, const sj_node *obj, unsigned depth, dec_type **out);
 
-static int json_attributes(struct build *b, const cJSON *attrs, unsigned depth, struct attrs *into)
+static int json_attributes(struct build *b, const sj_node *attrs, unsigned depth,
+                           struct attrs *into)
 {
     int rc = 0;
-    const cJSON *a;
-    if (attrs && !cJSON_IsObject(attrs))
+    const sj_node *a;
+    if (attrs && !jis_object(attrs))
         return bfail(b, TFTAP_EDECODE, "attributes is not an object");
-    cJSON_ArrayForEach(a, attrs)
-    {
-        size_t mark = path_push(b, NULL, a->string);
+    for (a = jfirst(attrs); a; a = a->next) {
+        size_t mark = path_push(b, NULL, a->key);
         dec_type *t = NULL;
-        const cJSON *nested = jget(a, "nested_type");
+        const sj_node *nested = jget(a, "nested_type");
         if (nested)
             rc = json_object(b, nested, depth + 1, &t);
         else
             rc = json_type(b, jget(a, "type"), depth + 1, &t);
         if (!rc)
-            rc = attrs_push(b, into, a->string, t, cJSON_IsTrue(jget(a, "sensitive")),
-                            cJSON_IsTrue(jget(a, "write_only")));
+            rc = attrs_push(b, into, a->key, t, jtrue(jget(a, "sensitive")),
+                            jtrue(jget(a, "write_only")));
         path_pop(b, mark);
         if (rc)
             break;
@@ -862,7 +881,7 @@ static int json_attributes(struct build *b, const cJSON *attrs, unsigned depth, 
     return rc;
 }
 
-static int json_object(struct build *b, const cJSON *obj, unsigned depth, dec_type **out)
+static int json_object(struct build *b, const sj_node *obj, unsigned depth, dec_type **out)
 {
     int rc = check_depth(b, depth);
     if (rc)
@@ -878,7 +897,7 @@ static int json_object(struct build *b, const cJSON *obj, unsigned depth, dec_ty
     return wrap_object(b, json_mode(jget(obj, "nesting_mode")), o, out);
 }
 
-static int json_block(struct build *b, const cJSON *blk, unsigned depth, dec_type **out)
+static int json_block(struct build *b, const sj_node *blk, unsigned depth, dec_type **out)
 {
     *out = NULL;
     int rc = check_depth(b, depth);
@@ -888,21 +907,20 @@ static int json_block(struct build *b, const cJSON *blk, unsigned depth, dec_typ
     rc = json_attributes(b, jget(blk, "attributes"), depth, &a);
     attrs_sort(&a);
     size_t nattrs = a.n;
-    const cJSON *types = jget(blk, "block_types"), *bt;
-    if (!rc && types && !cJSON_IsObject(types))
+    const sj_node *types = jget(blk, "block_types"), *bt;
+    if (!rc && types && !jis_object(types))
         rc = bfail(b, TFTAP_EDECODE, "block_types is not an object");
     if (!rc) {
-        cJSON_ArrayForEach(bt, types)
-        {
-            if (attrs_contains(&a, nattrs, bt->string))
+        for (bt = jfirst(types); bt; bt = bt->next) {
+            if (attrs_contains(&a, nattrs, bt->key))
                 continue;
-            size_t mark = path_push(b, NULL, bt->string);
+            size_t mark = path_push(b, NULL, bt->key);
             dec_type *inner = NULL, *t = NULL;
             rc = json_block(b, jget(bt, "block"), depth + 1, &inner);
             if (!rc)
                 rc = wrap_block(b, json_mode(jget(bt, "nesting_mode")), inner, &t);
             if (!rc && t)
-                rc = attrs_push(b, &a, bt->string, t, 0, 0);
+                rc = attrs_push(b, &a, bt->key, t, 0, 0);
             path_pop(b, mark);
             if (rc)
                 break;
@@ -914,19 +932,18 @@ static int json_block(struct build *b, const cJSON *blk, unsigned depth, dec_typ
     return rc;
 }
 
-static int json_schema_map(struct build *b, const cJSON *prov, const char *field,
+static int json_schema_map(struct build *b, const sj_node *prov, const char *field,
                            enum dec_schema_kind kind)
 {
-    const cJSON *map = jget(prov, field), *e;
-    if (map && !cJSON_IsObject(map))
+    const sj_node *map = jget(prov, field), *e;
+    if (map && !jis_object(map))
         return bfail(b, TFTAP_EDECODE, "%s is not an object", field);
     int rc = 0;
-    cJSON_ArrayForEach(e, map)
-    {
-        size_t mark = path_push(b, field, e->string);
+    for (e = jfirst(map); e; e = e->next) {
+        size_t mark = path_push(b, field, e->key);
         dec_type *t = NULL;
         rc = json_block(b, jget(e, "block"), 0, &t);
-        if (!rc && table_add(b->s, kind, e->string, t))
+        if (!rc && table_add(b->s, kind, e->key, t))
             rc = bfail(b, TFTAP_ENOMEM, "out of memory");
         path_pop(b, mark);
         if (rc)
@@ -935,21 +952,20 @@ static int json_schema_map(struct build *b, const cJSON *prov, const char *field
     return rc;
 }
 
-static int json_function(struct build *b, const char *name, const cJSON *fj)
+static int json_function(struct build *b, const char *name, const sj_node *fj)
 {
     struct dec_function f = {0};
     int rc = 0;
-    const cJSON *params = jget(fj, "parameters");
-    size_t n = cJSON_IsArray(params) ? (size_t)cJSON_GetArraySize(params) : 0;
+    const sj_node *params = jget(fj, "parameters");
+    size_t n = params && params->kind == SJ_ARRAY ? params->n : 0;
     f.name = strdup(name);
     if (!f.name || (n && !(f.params = calloc(n, sizeof *f.params)))) {
         rc = bfail(b, TFTAP_ENOMEM, "out of memory");
         goto fail;
     }
-    const cJSON *p, *list = n ? params : NULL;
+    const sj_node *p, *list = n ? params : NULL;
     size_t i = 0;
-    cJSON_ArrayForEach(p, list)
-    {
+    for (p = jfirst(list); p; p = p->next) {
         size_t mark = path_push(b, "parameters", NULL);
         tftap_buf_printf(&b->path, "[%zu]", i);
         rc = json_type(b, jget(p, "type"), 0, &f.params[i]);
@@ -958,7 +974,7 @@ static int json_function(struct build *b, const char *name, const cJSON *fj)
         if (rc)
             goto fail;
     }
-    const cJSON *v = jget(fj, "variadic_parameter");
+    const sj_node *v = jget(fj, "variadic_parameter");
     if (v) {
         size_t mark = path_push(b, "variadic_parameter", NULL);
         rc = json_type(b, jget(v, "type"), 0, &f.variadic);
@@ -966,7 +982,7 @@ static int json_function(struct build *b, const char *name, const cJSON *fj)
         if (rc)
             goto fail;
     }
-    const cJSON *r = jget(fj, "return_type");
+    const sj_node *r = jget(fj, "return_type");
     if (r) {
         size_t mark = path_push(b, "return_type", NULL);
         rc = json_type(b, r, 0, &f.ret);
@@ -980,22 +996,21 @@ fail:
     return rc;
 }
 
-static int json_identities(struct build *b, const cJSON *prov)
+static int json_identities(struct build *b, const sj_node *prov)
 {
-    const cJSON *map = jget(prov, "resource_identity_schemas"), *e;
+    const sj_node *map = jget(prov, "resource_identity_schemas"), *e;
     int rc = 0;
-    if (!cJSON_IsObject(map))
+    if (!jis_object(map))
         return 0;
-    cJSON_ArrayForEach(e, map)
-    {
-        size_t mark = path_push(b, "resource_identity_schemas", e->string);
+    for (e = jfirst(map); e; e = e->next) {
+        size_t mark = path_push(b, "resource_identity_schemas", e->key);
         struct attrs a = {NULL, 0, 0};
         dec_type *t = NULL;
         rc = json_attributes(b, jget(e, "attributes"), 0, &a);
         if (!rc)
             rc = attrs_finish(b, &a, &t);
         attrs_release(&a);
-        if (!rc && table_add(b->s, DEC_SCHEMA_IDENTITY, e->string, t))
+        if (!rc && table_add(b->s, DEC_SCHEMA_IDENTITY, e->key, t))
             rc = bfail(b, TFTAP_ENOMEM, "out of memory");
         path_pop(b, mark);
         if (rc)
@@ -1019,7 +1034,7 @@ int dec_schema_from_cli_json(const char *json, size_t n, const char *provider,
 {
     *out = NULL;
     dec_schema *s = schema_new(lim);
-    cJSON *root = NULL;
+    sj_doc *root = NULL;
     int rc = 0;
     if (!s) {
         dec_error_set(err, TFTAP_ENOMEM, "", "out of memory");
@@ -1030,24 +1045,32 @@ int dec_schema_from_cli_json(const char *json, size_t n, const char *provider,
         rc = TFTAP_ELIMIT;
         goto done;
     }
-    root = cJSON_ParseWithLength(json, n);
-    if (!root) {
+    rc = sj_parse(json, n, SCHEMA_JSON_MAX_DEPTH, &root);
+    if (rc == TFTAP_ENOMEM) {
+        dec_error_set(err, rc, "", "out of memory");
+        goto done;
+    }
+    if (rc == TFTAP_ELIMIT) {
+        dec_error_set(err, rc, "", "schema document nested deeper than %d levels",
+                      SCHEMA_JSON_MAX_DEPTH);
+        goto done;
+    }
+    if (rc) {
         dec_error_set(err, TFTAP_EDECODE, "", "schema document is not valid json");
         rc = TFTAP_EDECODE;
         goto done;
     }
-    const cJSON *all = jget(root, "provider_schemas");
-    if (!cJSON_IsObject(all)) {
+    const sj_node *all = jget(sj_root(root), "provider_schemas");
+    if (!jis_object(all)) {
         dec_error_set(err, TFTAP_EDECODE, "",
                       "no provider_schemas object: not `providers schema -json` output");
         rc = TFTAP_EDECODE;
         goto done;
     }
-    const cJSON *prov = NULL, *e;
+    const sj_node *prov = NULL, *e;
     int matches = 0;
-    cJSON_ArrayForEach(e, all)
-    {
-        if (!provider || provider_matches(e->string, provider)) {
+    for (e = jfirst(all); e; e = e->next) {
+        if (!provider || provider_matches(e->key, provider)) {
             prov = e;
             matches++;
         }
@@ -1083,13 +1106,12 @@ int dec_schema_from_cli_json(const char *json, size_t n, const char *provider,
         rc = json_schema_map(&b, prov, "action_schemas", DEC_SCHEMA_ACTION);
     if (!rc)
         rc = json_identities(&b, prov);
-    const cJSON *fns = jget(prov, "functions");
-    if (rc || !cJSON_IsObject(fns))
+    const sj_node *fns = jget(prov, "functions");
+    if (rc || !jis_object(fns))
         fns = NULL;
-    cJSON_ArrayForEach(e, fns)
-    {
-        mark = path_push(&b, "functions", e->string);
-        rc = json_function(&b, e->string, e);
+    for (e = jfirst(fns); e; e = e->next) {
+        mark = path_push(&b, "functions", e->key);
+        rc = json_function(&b, e->key, e);
         path_pop(&b, mark);
         if (rc)
             break;
@@ -1098,7 +1120,7 @@ int dec_schema_from_cli_json(const char *json, size_t n, const char *provider,
     if (!rc)
         schema_finish(s);
 done:
-    cJSON_Delete(root);
+    sj_free(root);
     if (rc) {
         dec_schema_free(s);
         return rc;

@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 dec_type *dec_type_new(enum dec_kind kind)
 {
     dec_type *t = calloc(1, sizeof *t);
@@ -147,48 +145,53 @@ static int tfail(struct tparse *p, const char *reason)
     return TFTAP_EDECODE;
 }
 
-static int parse_node(struct tparse *p, const cJSON *j, dec_type **out);
+static int parse_node(struct tparse *p, const sj_node *j, dec_type **out);
 
-static int parse_object(struct tparse *p, const cJSON *attrs_j, const cJSON *opt_j, dec_type **out)
+static int parse_object(struct tparse *p, const sj_node *attrs_j, const sj_node *opt_j,
+                        dec_type **out)
 {
-    if (!cJSON_IsObject(attrs_j))
+    if (attrs_j->kind != SJ_OBJECT)
         return tfail(p, "object attributes must be a JSON object");
-    size_t n = (size_t)cJSON_GetArraySize(attrs_j);
+    size_t n = attrs_j->n;
     struct dec_attr *attrs = calloc(n ? n : 1, sizeof *attrs);
     if (!attrs)
         return TFTAP_ENOMEM;
     size_t i = 0;
     int rc = 0;
-    for (const cJSON *a = attrs_j->child; a; a = a->next, i++) {
-        attrs[i].name_len = strlen(a->string);
-        if (!dec_utf8_valid(a->string, attrs[i].name_len)) {
+    for (const sj_node *a = attrs_j->child; a; a = a->next, i++) {
+        attrs[i].name_len = a->key_len;
+        if (!dec_utf8_valid(a->key, a->key_len)) {
             rc = tfail(p, "attribute name is not valid utf-8");
             goto fail;
         }
-        attrs[i].name = strdup(a->string);
+        if (memchr(a->key, '\0', a->key_len)) {
+            rc = tfail(p, "attribute name holds a NUL character");
+            goto fail;
+        }
+        attrs[i].name = strdup(a->key);
         if (!attrs[i].name) {
             rc = TFTAP_ENOMEM;
             goto fail;
         }
-        p->steps[p->depth++] = (struct dec_step){DEC_STEP_ATTR, a->string, attrs[i].name_len, 0};
+        p->steps[p->depth++] = (struct dec_step){DEC_STEP_ATTR, a->key, a->key_len, 0};
         rc = parse_node(p, a, &attrs[i].type);
         p->depth--;
         if (rc)
             goto fail;
     }
     if (opt_j) {
-        if (!cJSON_IsArray(opt_j)) {
+        if (opt_j->kind != SJ_ARRAY) {
             rc = tfail(p, "optional attributes must be a JSON array");
             goto fail;
         }
-        for (const cJSON *o = opt_j->child; o; o = o->next) {
-            if (!cJSON_IsString(o)) {
+        for (const sj_node *o = opt_j->child; o; o = o->next) {
+            if (o->kind != SJ_STRING) {
                 rc = tfail(p, "optional attribute names must be strings");
                 goto fail;
             }
             size_t k;
             for (k = 0; k < n; k++)
-                if (strcmp(attrs[k].name, o->valuestring) == 0)
+                if (attrs[k].name_len == o->len && memcmp(attrs[k].name, o->str, o->len) == 0)
                     break;
             if (k == n) {
                 rc = tfail(p, "optional attribute is not an attribute of the object");
@@ -206,9 +209,9 @@ fail:
     return rc;
 }
 
-static int parse_kind(struct tparse *p, const cJSON *j, dec_type **out);
+static int parse_kind(struct tparse *p, const sj_node *j, dec_type **out);
 
-static int parse_node(struct tparse *p, const cJSON *j, dec_type **out)
+static int parse_node(struct tparse *p, const sj_node *j, dec_type **out)
 {
     *out = NULL;
     if (p->level >= p->max_depth) {
@@ -221,10 +224,10 @@ static int parse_node(struct tparse *p, const cJSON *j, dec_type **out)
     return rc;
 }
 
-static int parse_kind(struct tparse *p, const cJSON *j, dec_type **out)
+static int parse_kind(struct tparse *p, const sj_node *j, dec_type **out)
 {
-    if (cJSON_IsString(j)) {
-        const char *s = j->valuestring;
+    if (j->kind == SJ_STRING) {
+        const char *s = j->str;
         enum dec_kind k;
         if (strcmp(s, "string") == 0)
             k = DEC_STRING;
@@ -239,11 +242,11 @@ static int parse_kind(struct tparse *p, const cJSON *j, dec_type **out)
         *out = dec_type_new(k);
         return *out ? 0 : TFTAP_ENOMEM;
     }
-    if (!cJSON_IsArray(j) || !j->child || !cJSON_IsString(j->child))
+    if (j->kind != SJ_ARRAY || !j->child || j->child->kind != SJ_STRING)
         return tfail(p, "expected a type name or [kind, ...] array");
-    const char *kind = j->child->valuestring;
-    const cJSON *a1 = j->child->next;
-    const cJSON *a2 = a1 ? a1->next : NULL;
+    const char *kind = j->child->str;
+    const sj_node *a1 = j->child->next;
+    const sj_node *a2 = a1 ? a1->next : NULL;
     if (!a1)
         return tfail(p, "missing element type");
     enum dec_kind ck;
@@ -260,14 +263,14 @@ static int parse_kind(struct tparse *p, const cJSON *j, dec_type **out)
     } else if (strcmp(kind, "tuple") == 0) {
         if (a2)
             return tfail(p, "too many elements in tuple type");
-        if (!cJSON_IsArray(a1))
+        if (a1->kind != SJ_ARRAY)
             return tfail(p, "tuple element types must be a JSON array");
-        size_t n = (size_t)cJSON_GetArraySize(a1);
+        size_t n = a1->n;
         dec_type **elems = calloc(n ? n : 1, sizeof *elems);
         if (!elems)
             return TFTAP_ENOMEM;
         size_t i = 0;
-        for (const cJSON *e = a1->child; e; e = e->next, i++) {
+        for (const sj_node *e = a1->child; e; e = e->next, i++) {
             p->steps[p->depth++] = (struct dec_step){DEC_STEP_INDEX, NULL, 0, i};
             int rc = parse_node(p, e, &elems[i]);
             p->depth--;
@@ -303,41 +306,31 @@ int dec_type_parse(const char *json, size_t len, const dec_limits *lim, dec_type
                       max_bytes);
         return TFTAP_ELIMIT;
     }
-    /* cJSON lets raw control characters through, also inside strings;
-     * JSON (and go-cty's type parser) allows none in strings and only
-     * whitespace outside them. */
-    for (size_t i = 0, in_string = 0; i < len; i++) {
-        unsigned char c = (unsigned char)json[i];
-        if (in_string && c == '\\')
-            i++;
-        else if (c == '"')
-            in_string = !in_string;
-        else if (c < 0x20 && (in_string || (c != '\t' && c != '\n' && c != '\r'))) {
-            dec_error_set(err, TFTAP_EDECODE, "", "invalid type: not valid JSON");
-            return TFTAP_EDECODE;
-        }
-    }
     struct tparse p = {.err = err};
     p.max_depth = lim && lim->max_depth ? lim->max_depth : DEC_DEFAULT_MAX_DEPTH;
-    /* cJSON itself refuses nesting deeper than CJSON_NESTING_LIMIT (1000). */
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(json, len, &end, 0);
-    while (j && end < json + len && (*end == ' ' || *end == '\n' || *end == '\t' || *end == '\r'))
-        end++;
-    if (j && end != json + len) {
-        cJSON_Delete(j);
-        j = NULL;
+    /* Each type level is at most two JSON levels (["object", {...}]); the
+     * type's own bound below says which level was too deep. */
+    sj_doc *doc = NULL;
+    int prc = sj_parse(json, len, 2 * p.max_depth + 2, &doc);
+    if (prc == TFTAP_ENOMEM) {
+        dec_error_set(err, prc, "", "out of memory");
+        return prc;
     }
-    if (!j) {
+    if (prc == TFTAP_ELIMIT) {
+        dec_error_set(err, TFTAP_ELIMIT, "", "type nested deeper than %u levels", p.max_depth);
+        return TFTAP_ELIMIT;
+    }
+    if (prc) {
         dec_error_set(err, TFTAP_EDECODE, "", "invalid type: not valid JSON");
         return TFTAP_EDECODE;
     }
+    const sj_node *j = sj_root(doc);
     p.steps = calloc((size_t)p.max_depth + 1, sizeof *p.steps);
     int rc = p.steps ? parse_node(&p, j, out) : TFTAP_ENOMEM;
     if (rc == TFTAP_ENOMEM)
         dec_error_set(err, rc, "", "out of memory");
     free(p.steps);
-    cJSON_Delete(j);
+    sj_free(doc);
     return rc;
 }
 

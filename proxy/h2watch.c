@@ -255,24 +255,13 @@ static int64_t parse_timeout_us(const uint8_t *p, size_t n)
     }
 }
 
-static int hexval(uint8_t c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* grpc-message is percent-encoded; keep at most H2_TEXT_MAX bytes. */
 static void put_percent_decoded(tftap_buf *b, const uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n && b->len < H2_TEXT_MAX; i++) {
         int hi, lo;
-        if (p[i] == '%' && i + 2 < n && (hi = hexval(p[i + 1])) >= 0 &&
-            (lo = hexval(p[i + 2])) >= 0) {
+        if (p[i] == '%' && i + 2 < n && (hi = tftap_hex_digit(p[i + 1])) >= 0 &&
+            (lo = tftap_hex_digit(p[i + 2])) >= 0) {
             tftap_buf_putc(b, (char)(hi << 4 | lo));
             i += 2;
         } else {

@@ -5,51 +5,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "proxy/proxy.h"
 
 #define META_MAX_BYTES (1u << 20)
 
-static int take_string(const cJSON *root, const char *key, int required, char **out, tftap_buf *err)
+static int take_string(const sj_node *root, const char *key, int required, char **out,
+                       tftap_buf *err)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    const sj_node *v = sj_get(root, key);
     *out = NULL;
-    if (v == NULL || cJSON_IsNull(v)) {
+    if (v == NULL || v->kind == SJ_NULL) {
         if (!required)
             return 0;
         if (err)
             tftap_buf_printf(err, "shim metadata lacks \"%s\"", key);
         return TFTAP_EDECODE;
     }
-    if (!cJSON_IsString(v) || v->valuestring == NULL || (required && v->valuestring[0] == '\0')) {
+    if (v->kind != SJ_STRING || memchr(v->str, '\0', v->len) || (required && v->len == 0)) {
         if (err)
             tftap_buf_printf(err, "shim metadata: \"%s\" must be a non-empty string", key);
         return TFTAP_EDECODE;
     }
-    *out = strdup(v->valuestring);
+    *out = strdup(v->str);
     return *out == NULL ? TFTAP_ENOMEM : 0;
 }
 
-static int take_bool(const cJSON *root, const char *key, int *out, tftap_buf *err)
+static int take_bool(const sj_node *root, const char *key, int *out, tftap_buf *err)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    const sj_node *v = sj_get(root, key);
     *out = 0;
-    if (v == NULL || cJSON_IsNull(v))
+    if (v == NULL || v->kind == SJ_NULL)
         return 0;
-    if (!cJSON_IsBool(v)) {
+    if (v->kind != SJ_BOOL) {
         if (err)
             tftap_buf_printf(err, "shim metadata: \"%s\" must be true or false", key);
         return TFTAP_EDECODE;
     }
-    *out = cJSON_IsTrue(v);
+    *out = v->boolean;
     return 0;
 }
 
 int proxy_meta_load(const char *path, proxy_meta *meta, tftap_buf *err)
 {
     tftap_buf text = TFTAP_BUF_INIT;
-    cJSON *root = NULL;
+    sj_doc *doc = NULL;
+    const sj_node *root = NULL;
     int rc;
 
     memset(meta, 0, sizeof *meta);
@@ -60,8 +60,9 @@ int proxy_meta_load(const char *path, proxy_meta *meta, tftap_buf *err)
                              rc == TFTAP_EIO ? strerror(errno) : tftap_strerror(rc));
         goto cleanup;
     }
-    root = cJSON_ParseWithLength(tftap_buf_cstr(&text), text.len);
-    if (root == NULL || !cJSON_IsObject(root)) {
+    if (sj_parse(text.data, text.len, 0, &doc) == 0)
+        root = sj_root(doc);
+    if (root == NULL || root->kind != SJ_OBJECT) {
         if (err)
             tftap_buf_printf(err, "shim metadata %s is not a JSON object", path);
         rc = TFTAP_EDECODE;
@@ -80,7 +81,7 @@ int proxy_meta_load(const char *path, proxy_meta *meta, tftap_buf *err)
     }
 
 cleanup:
-    cJSON_Delete(root);
+    sj_free(doc);
     tftap_buf_done(&text);
     if (rc != 0)
         proxy_meta_done(meta);

@@ -43,13 +43,6 @@ void proxy_config_from_meta(proxy_config *cfg, const proxy_meta *meta)
     cfg->keep_raw = meta->keep_raw;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void warn(const proxy_config *cfg, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -85,9 +78,9 @@ static int write_all(int fd, const char *p, size_t n)
 static int make_socket_path(char *const *envp, tftap_buf *path, tftap_buf *err)
 {
     static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    const char *dir = proxy_env_get(envp, "PLUGIN_UNIX_SOCKET_DIR");
+    const char *dir = plugin_env_get(envp, "PLUGIN_UNIX_SOCKET_DIR");
     if (dir == NULL || dir[0] == '\0')
-        dir = proxy_env_get(envp, "TMPDIR");
+        dir = plugin_env_get(envp, "TMPDIR");
     if (dir == NULL || dir[0] == '\0')
         dir = "/tmp";
     for (int attempt = 0; attempt < 16; attempt++) {
@@ -124,7 +117,7 @@ static int make_socket_path(char *const *envp, tftap_buf *path, tftap_buf *err)
 /* go-plugin lets the client name a group that may use the socket. */
 static void apply_socket_group(const proxy_config *cfg, char *const *envp, const char *path)
 {
-    const char *group = proxy_env_get(envp, "PLUGIN_UNIX_SOCKET_GROUP");
+    const char *group = plugin_env_get(envp, "PLUGIN_UNIX_SOCKET_GROUP");
     if (group == NULL || group[0] == '\0')
         return;
     char *end = NULL;
@@ -154,7 +147,7 @@ static int exit_code_of(int status)
 struct run {
     const proxy_config *cfg;
     char *const *envp;
-    proxy_child child;
+    plugin_child child;
     int child_reaped;
     int child_status;
     int sig_fd;
@@ -197,18 +190,18 @@ static void client_gone(struct run *run)
         return;
     if (run->relay != NULL) {
         (void)proxy_relay_shutdown_provider(run->relay, PROXY_SHUTDOWN_CALL_MS);
-        run->term_at = mono_ms() + PROXY_SHUTDOWN_GRACE_MS;
+        run->term_at = tftap_mono_ms() + PROXY_SHUTDOWN_GRACE_MS;
         run->kill_at = run->term_at + PROXY_KILL_GRACE_MS;
     } else {
         kill(run->child.pid, SIGTERM);
-        run->kill_at = mono_ms() + PROXY_KILL_GRACE_MS;
+        run->kill_at = tftap_mono_ms() + PROXY_KILL_GRACE_MS;
     }
 }
 
 /* A provider killed by a signal leaves its unix socket behind. Once it has
  * been reaped nothing listens there any more: remove the path it announced,
  * but only if that is (still) a socket. */
-static void remove_child_socket(const struct run *run, const proxy_handshake *hs)
+static void remove_child_socket(const struct run *run, const plugin_handshake *hs)
 {
     if (!run->child_reaped || hs->network == NULL || strcmp(hs->network, "unix") != 0 ||
         hs->address == NULL || hs->address[0] == '\0')
@@ -258,14 +251,14 @@ static void watch(struct run *run, proxy_relay *relay)
      * signalfd; look once rather than wait for one that already came. */
     reap(run);
     if (run->child_reaped) {
-        run->drain_until = mono_ms() + PROXY_DRAIN_TIMEOUT_MS;
+        run->drain_until = tftap_mono_ms() + PROXY_DRAIN_TIMEOUT_MS;
         proxy_relay_drain(relay);
     }
 
     for (;;) {
         if (run->child_reaped && proxy_relay_active(relay) == 0)
             return;
-        int64_t now = mono_ms();
+        int64_t now = tftap_mono_ms();
         if (run->term_at != 0 && now >= run->term_at) {
             if (!run->child_reaped)
                 kill(run->child.pid, SIGTERM);
@@ -322,7 +315,7 @@ static void watch(struct run *run, proxy_relay *relay)
                 }
             }
             if (run->child_reaped && run->drain_until == 0) {
-                run->drain_until = mono_ms() + PROXY_DRAIN_TIMEOUT_MS;
+                run->drain_until = tftap_mono_ms() + PROXY_DRAIN_TIMEOUT_MS;
                 proxy_relay_drain(relay);
             }
         }
@@ -343,8 +336,8 @@ static void watch(struct run *run, proxy_relay *relay)
 int proxy_run(const proxy_config *cfg, tftap_buf *err)
 {
     struct run run;
-    proxy_cert cert = {0};
-    proxy_handshake hs = {0};
+    plugin_cert cert = {0};
+    plugin_handshake hs = {0};
     char **child_env = NULL;
     char *line = NULL, *child_cert_pem = NULL;
     tftap_buf sock = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT;
@@ -408,15 +401,15 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
 
     /* The client's certificate, if any, is what we must require on our
      * side; the child gets ours instead (we hold no key for the client's). */
-    const char *client_cert = proxy_env_get(run.envp, "PLUGIN_CLIENT_CERT");
+    const char *client_cert = plugin_env_get(run.envp, "PLUGIN_CLIENT_CERT");
     if (client_cert != NULL && client_cert[0] == '\0')
         client_cert = NULL;
-    if (client_cert != NULL && proxy_cert_make(&cert) != 0) {
+    if (client_cert != NULL && plugin_cert_make(&cert) != 0) {
         if (err)
             tftap_buf_puts(err, "cannot make a TLS certificate");
         goto cleanup;
     }
-    child_env = proxy_env_for_child(run.envp, client_cert != NULL ? cert.cert_pem : NULL);
+    child_env = plugin_env_for_child(run.envp, client_cert != NULL ? cert.cert_pem : NULL);
     if (child_env == NULL) {
         if (err)
             tftap_buf_puts(err, "out of memory");
@@ -424,23 +417,23 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     }
 
     /* Fork before any thread of ours starts. */
-    if (proxy_child_spawn(&run.child, cfg->binary, cfg->args, child_env, err) != 0)
+    if (plugin_child_spawn(&run.child, cfg->binary, cfg->args, child_env, err) != 0)
         goto cleanup;
-    if (proxy_child_read_handshake(&run.child, run.sig_fd, PROXY_HANDSHAKE_TIMEOUT_MS, &line,
-                                   err) != 0)
+    if (plugin_child_read_handshake(&run.child, run.sig_fd, PLUGIN_HANDSHAKE_TIMEOUT_MS, &line,
+                                    err) != 0)
         goto cleanup;
-    if (proxy_handshake_parse(line, strlen(line), &hs, err) != 0)
+    if (plugin_handshake_parse(line, strlen(line), &hs, err) != 0)
         goto cleanup;
 
     if (hs.cert_b64[0] != '\0') {
-        if (proxy_cert_b64der_to_pem(hs.cert_b64, strlen(hs.cert_b64), &child_cert_pem) != 0) {
+        if (plugin_cert_b64der_to_pem(hs.cert_b64, strlen(hs.cert_b64), &child_cert_pem) != 0) {
             if (err)
                 tftap_buf_puts(err, "provider handshake carries an unreadable certificate");
             goto cleanup;
         }
         /* A provider with TLS of its own wants a client certificate even
          * when our client sent none. */
-        if (cert.cert_pem == NULL && proxy_cert_make(&cert) != 0) {
+        if (cert.cert_pem == NULL && plugin_cert_make(&cert) != 0) {
             if (err)
                 tftap_buf_puts(err, "cannot make a TLS certificate");
             goto cleanup;
@@ -457,10 +450,10 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
 
     if (make_socket_path(run.envp, &sock, err) != 0)
         goto cleanup;
-    if (client_cert != NULL && proxy_tls_server_ctx(&cert, client_cert, &server_tls, err) != 0)
+    if (client_cert != NULL && plugin_tls_server_ctx(&cert, client_cert, &server_tls, err) != 0)
         goto cleanup;
     if (child_cert_pem != NULL &&
-        proxy_tls_client_ctx(&cert, child_cert_pem, &client_tls, err) != 0)
+        plugin_tls_client_ctx(&cert, child_cert_pem, &client_tls, err) != 0)
         goto cleanup;
 
     proxy_relay_opts ro = {
@@ -548,8 +541,8 @@ cleanup:
     }
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 
-    proxy_handshake_done(&hs);
-    proxy_cert_done(&cert);
+    plugin_handshake_done(&hs);
+    plugin_cert_done(&cert);
     free(child_cert_pem);
     free(line);
     free(child_env);

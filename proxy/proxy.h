@@ -2,7 +2,7 @@
  * speaks go-plugin's handshake to both sides (its own throw-away mutual-TLS
  * certificate on each leg), relays every gRPC call by path without
  * re-encoding a byte, and hands a copy of each message to the store's
- * recorder. Layer: may use common and store.
+ * recorder. Layer: may use common, plugin and store.
  *
  * Ownership: proxy_meta_load() fills caller storage released with
  * proxy_meta_done(); proxy_run() borrows everything in its config. */
@@ -13,16 +13,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
-
-/* go-plugin's magic cookie for Terraform/OpenTofu providers. */
-#define PROXY_COOKIE_KEY "TF_PLUGIN_MAGIC_COOKIE"
-#define PROXY_COOKIE_VALUE "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
-
-/* What a provider prints when started by hand; the shim prints the same. */
-#define PROXY_NOT_A_PROGRAM_MESSAGE                                                                \
-    "This binary is a plugin. These are not meant to be executed directly.\n"                      \
-    "Please execute the program that consumes these plugins, which will\n"                         \
-    "load any plugins automatically\n"
+#include "plugin/plugin.h"
 
 /* The contents of a shim directory's tftap-shim.json. Strings are owned
  * (heap) and freed by proxy_meta_done(); version may be NULL. */
@@ -75,17 +66,13 @@ void proxy_config_init(proxy_config *cfg);
  * caller then applies TFTAP_DB / TFTAP_RUN_ID and the like. */
 void proxy_config_from_meta(proxy_config *cfg, const proxy_meta *meta);
 
-/* 1 when envp (NULL = environ) carries go-plugin's magic cookie with the
- * right value. Without it a plugin must not start. */
-int proxy_cookie_ok(char *const *envp);
-
 /* Run the proxy until the provider has exited and the client's calls are
  * done, or the client went away (out_fd's reader closed, stop_fd fired: the
  * provider then gets go-plugin's Shutdown call, SIGTERM if it has not exited
  * a second later, SIGKILL 2 s after that). envp must carry what a
  * go-plugin client sets (the magic cookie, PLUGIN_PROTOCOL_VERSIONS, and
  * PLUGIN_CLIENT_CERT for mutual TLS; without it both legs are plaintext);
- * the cookie is not checked here (see proxy_cookie_ok()).
+ * the cookie is not checked here (see plugin_cookie_ok()).
  *
  * One proxy_run() per process at a time, called before the process starts
  * threads of its own: it forks the provider and the recorder's process, and

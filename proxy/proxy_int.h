@@ -12,17 +12,16 @@
 #include <openssl/ssl.h>
 
 #include "common/common.h"
+#include "plugin/plugin.h"
 #include "proxy/proxy.h"
 #include "store/store.h"
 
 /* Bounds on what the child may say before we trust it. */
-#define PROXY_HANDSHAKE_MAX 16384        /* bytes in its handshake line */
-#define PROXY_HANDSHAKE_TIMEOUT_MS 50000 /* the client itself gives up at 60 s */
-#define PROXY_CONNECT_TIMEOUT_MS 10000   /* dialing the child after its handshake */
-#define PROXY_DRAIN_TIMEOUT_MS 5000      /* calls left after the child exited */
-#define PROXY_SHUTDOWN_CALL_MS 1000      /* our Shutdown call when the client is gone */
-#define PROXY_SHUTDOWN_GRACE_MS 1000     /* Shutdown -> SIGTERM */
-#define PROXY_KILL_GRACE_MS 2000         /* SIGTERM -> SIGKILL when the client is gone */
+#define PROXY_CONNECT_TIMEOUT_MS 10000 /* dialing the child after its handshake */
+#define PROXY_DRAIN_TIMEOUT_MS 5000    /* calls left after the child exited */
+#define PROXY_SHUTDOWN_CALL_MS 1000    /* our Shutdown call when the client is gone */
+#define PROXY_SHUTDOWN_GRACE_MS 1000   /* Shutdown -> SIGTERM */
+#define PROXY_KILL_GRACE_MS 2000       /* SIGTERM -> SIGKILL when the client is gone */
 
 /* The one memory bound on everything queued between the relay and SQLite
  * (docs/proxy.md, "Recording"): the tee's queue, the pipe, and the recorder
@@ -39,70 +38,6 @@
 #define PROXY_RECORDER_MAX_BYTES (PROXY_RECORD_BUDGET - PROXY_TEE_MAX_BYTES - PROXY_REC_PIPE_BYTES)
 /* The biggest message recorded: one that fits both shares. */
 #define PROXY_REC_MESSAGE_MAX (PROXY_RECORDER_MAX_BYTES - ((size_t)64 << 10))
-
-/* ---- cert.c: a go-plugin style self-signed certificate -------------------- */
-
-typedef struct proxy_cert {
-    char *cert_pem; /* "-----BEGIN CERTIFICATE-----..." */
-    char *key_pem;  /* PKCS#8 private key */
-    char *der_b64;  /* leaf DER, standard base64 without padding */
-} proxy_cert;
-
-/* ECDSA P-521, CN and SAN DNS localhost, CA, keyCertSign+digitalSignature,
- * EKU server+client auth, valid ~30 years. 0, TFTAP_ETLS or TFTAP_ENOMEM. */
-int proxy_cert_make(proxy_cert *cert);
-void proxy_cert_done(proxy_cert *cert);
-
-/* The PEM of a certificate given as unpadded base64 of its DER (as go-plugin
- * prints it). *pem is heap, freed by the caller. 0, TFTAP_EDECODE or
- * TFTAP_ENOMEM. */
-int proxy_cert_b64der_to_pem(const char *b64, size_t len, char **pem);
-
-/* ---- handshake.c: go-plugin's stdout line ------------------------------ */
-
-typedef struct proxy_handshake {
-    int core_version;  /* always 1 */
-    int proto_version; /* 5 or 6 for providers */
-    char *network;     /* "unix" or "tcp" */
-    char *address;
-    char *protocol; /* "grpc" */
-    char *cert_b64; /* may be empty: plaintext */
-    char *extra;    /* fields after the cert, verbatim, or "" */
-} proxy_handshake;
-
-/* Parse one line (without its newline). 0, TFTAP_EPROTO or TFTAP_ENOMEM;
- * err receives the reason. */
-int proxy_handshake_parse(const char *line, size_t len, proxy_handshake *hs, tftap_buf *err);
-void proxy_handshake_done(proxy_handshake *hs);
-
-/* Look a variable up in an environment vector. NULL when absent. */
-const char *proxy_env_get(char *const *envp, const char *name);
-
-/* A copy of envp without PLUGIN_CLIENT_CERT, plus PLUGIN_CLIENT_CERT=cert_pem
- * when cert_pem is not NULL. The vector and its strings are one allocation
- * freed with free(). NULL on ENOMEM. */
-char **proxy_env_for_child(char *const *envp, const char *cert_pem);
-
-/* ---- child.c: the real provider process ------------------------------- */
-
-typedef struct proxy_child {
-    pid_t pid;
-    int out_fd;        /* read end of its stdout, or -1 once at EOF */
-    tftap_buf pending; /* stdout bytes read past the handshake line */
-} proxy_child;
-
-/* Start binary with args and env; its stdin and stderr are ours, its
- * stdout is a pipe; it gets SIGKILL if this thread dies. 0, TFTAP_ECHILD
- * (err says why, e.g. exec failed) or TFTAP_EIO. */
-int proxy_child_spawn(proxy_child *child, const char *binary, char *const *args, char **envp,
-                      tftap_buf *err);
-
-/* Read the handshake line (bounded, timeout_ms). While waiting, forwards
- * SIGINT/SIGTERM/SIGHUP arriving on sig_fd (a signalfd) to the child. *line
- * is heap; bytes after it stay in child->pending. 0, TFTAP_ECHILD (it exited
- * or closed stdout first), TFTAP_ELIMIT (too long or too slow) or TFTAP_EIO. */
-int proxy_child_read_handshake(proxy_child *child, int sig_fd, int timeout_ms, char **line,
-                               tftap_buf *err);
 
 /* ---- recproc.c: the recorder's own process ---------------------------- */
 
@@ -187,23 +122,6 @@ void proxy_tee_free(proxy_tee *t);
 size_t proxy_tee_peak_bytes(const proxy_tee *t);
 /* Events dropped because the queue was full or the pipe broke. */
 uint64_t proxy_tee_dropped(const proxy_tee *t);
-
-/* ---- tls.c: OpenSSL contexts for both legs ------------------------------ */
-
-/* Our side of the client's connection: our certificate, requiring and
- * verifying the client's (client_pem, the one it announced), ALPN h2. */
-int proxy_tls_server_ctx(const proxy_cert *own, const char *client_pem, SSL_CTX **out,
-                         tftap_buf *err);
-/* Our side of the provider's connection: our certificate as the client's,
- * trusting only server_pem (the one the provider announced). */
-int proxy_tls_client_ctx(const proxy_cert *own, const char *server_pem, SSL_CTX **out,
-                         tftap_buf *err);
-/* One connection on fd, not yet shaken hands; the client one checks the
- * name localhost. NULL on ENOMEM. */
-SSL *proxy_tls_client(SSL_CTX *ctx, int fd);
-SSL *proxy_tls_server(SSL_CTX *ctx, int fd);
-/* Why a handshake failed (rc from SSL_do_handshake), appended to err. */
-void proxy_tls_error(SSL *ssl, int rc, tftap_buf *err);
 
 /* ---- h2watch.c: what one relayed HTTP/2 connection carries --------------- */
 

@@ -116,13 +116,6 @@ int64_t proxy_now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void notify(proxy_relay *r)
 {
     uint64_t one = 1;
@@ -191,7 +184,7 @@ static int resolve(proxy_relay *r, const char *network, const char *address, tft
 static int wait_fd(int fd, short events, int64_t deadline)
 {
     for (;;) {
-        int64_t left = deadline - mono_ms();
+        int64_t left = deadline - tftap_mono_ms();
         if (left <= 0)
             return -1;
         struct pollfd p = {fd, events, 0};
@@ -236,7 +229,7 @@ static int dial(proxy_relay *r, int64_t deadline, int *fd_out, SSL **ssl_out, tf
     }
     SSL *ssl = NULL;
     if (r->client_tls != NULL) {
-        ssl = proxy_tls_client(r->client_tls, fd);
+        ssl = plugin_tls_client(r->client_tls, fd);
         if (ssl == NULL) {
             tftap_buf_puts(err, "out of memory");
             close(fd);
@@ -251,7 +244,7 @@ static int dial(proxy_relay *r, int64_t deadline, int *fd_out, SSL **ssl_out, tf
             if (ev == 0 || wait_fd(fd, ev, deadline) != 0) {
                 tftap_buf_puts(err, "TLS with the provider: ");
                 if (ev == 0)
-                    proxy_tls_error(ssl, rc, err);
+                    plugin_tls_error(ssl, rc, err);
                 else
                     tftap_buf_puts(err, "timed out");
                 SSL_free(ssl);
@@ -641,7 +634,7 @@ static void connect_step(struct relay_leg *l, int timer)
         return;
     }
     if (errno == EAGAIN)
-        l->retry_ms = mono_ms() + RELAY_CONNECT_RETRY_MS;
+        l->retry_ms = tftap_mono_ms() + RELAY_CONNECT_RETRY_MS;
     else if (errno != EINPROGRESS && errno != EALREADY) {
         leg_gone(l);
         return;
@@ -687,7 +680,7 @@ static void pause_accept(proxy_relay *r)
 {
     if (!r->accept_paused && epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->listen_fd, NULL) == 0)
         r->accept_paused = 1;
-    r->accept_retry_ms = mono_ms() + RELAY_ACCEPT_RETRY_MS;
+    r->accept_retry_ms = tftap_mono_ms() + RELAY_ACCEPT_RETRY_MS;
 }
 
 static void resume_accept(proxy_relay *r)
@@ -700,7 +693,7 @@ static void resume_accept(proxy_relay *r)
     if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->listen_fd, &le) == 0)
         r->accept_paused = 0;
     else
-        r->accept_retry_ms = mono_ms() + RELAY_ACCEPT_RETRY_MS;
+        r->accept_retry_ms = tftap_mono_ms() + RELAY_ACCEPT_RETRY_MS;
 }
 
 static void on_accept(proxy_relay *r)
@@ -738,9 +731,9 @@ static void on_accept(proxy_relay *r)
         SSL *down_ssl = NULL;
         if (p == NULL ||
             proxy_h2watch_new(r->tee, &r->next_call_id, &r->open_calls, &p->watch) != 0 ||
-            (r->server_tls != NULL && (down_ssl = proxy_tls_server(r->server_tls, fd)) == NULL) ||
+            (r->server_tls != NULL && (down_ssl = plugin_tls_server(r->server_tls, fd)) == NULL) ||
             (fresh && r->client_tls != NULL &&
-             (up_ssl = proxy_tls_client(r->client_tls, up_fd)) == NULL)) {
+             (up_ssl = plugin_tls_client(r->client_tls, up_fd)) == NULL)) {
             if (p != NULL)
                 proxy_h2watch_free(p->watch, 0);
             free(p);
@@ -751,7 +744,7 @@ static void on_accept(proxy_relay *r)
             continue;
         }
         p->relay = r;
-        int64_t deadline = mono_ms() + PROXY_CONNECT_TIMEOUT_MS;
+        int64_t deadline = tftap_mono_ms() + PROXY_CONNECT_TIMEOUT_MS;
         struct relay_leg *down = &p->leg[PROXY_H2_FROM_CLIENT],
                          *up = &p->leg[PROXY_H2_FROM_PROVIDER];
         *down = (struct relay_leg){.kind = SRC_LEG,
@@ -768,7 +761,8 @@ static void on_accept(proxy_relay *r)
                                  .ssl = up_ssl,
                                  .ready = !fresh || (up_ssl == NULL && state == 0),
                                  .connecting = state != 0,
-                                 .retry_ms = state == 2 ? mono_ms() + RELAY_CONNECT_RETRY_MS : 0,
+                                 .retry_ms =
+                                     state == 2 ? tftap_mono_ms() + RELAY_CONNECT_RETRY_MS : 0,
                                  .deadline_ms = deadline};
         p->next = r->pairs;
         if (r->pairs != NULL)
@@ -787,7 +781,7 @@ static void on_accept(proxy_relay *r)
  * again) and say how long epoll may sleep: -1 for as long as it likes. */
 static int timers(proxy_relay *r)
 {
-    int64_t now = mono_ms(), next = INT64_MAX;
+    int64_t now = tftap_mono_ms(), next = INT64_MAX;
     if (r->accept_paused) {
         if (now >= r->accept_retry_ms)
             resume_accept(r);
@@ -823,7 +817,7 @@ static int timers(proxy_relay *r)
  * answers already relayed must reach the client. */
 static void flush_at_stop(proxy_relay *r)
 {
-    int64_t deadline = mono_ms() + RELAY_STOP_FLUSH_MS;
+    int64_t deadline = tftap_mono_ms() + RELAY_STOP_FLUSH_MS;
     for (;;) {
         int waiting = 0;
         for (struct relay_pair *p = r->pairs; p != NULL; p = p->next) {
@@ -841,7 +835,7 @@ static void flush_at_stop(proxy_relay *r)
                 }
             }
         }
-        if (!waiting || mono_ms() >= deadline)
+        if (!waiting || tftap_mono_ms() >= deadline)
             return;
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
@@ -942,7 +936,7 @@ int proxy_relay_start(const proxy_relay_opts *o, int connect_timeout_ms, proxy_r
         goto fail;
     /* The provider must answer before we announce ourselves: dial it now,
      * and give this connection to the client's first. */
-    rc = dial(r, mono_ms() + connect_timeout_ms, &r->spare_fd, &r->spare_ssl, &why);
+    rc = dial(r, tftap_mono_ms() + connect_timeout_ms, &r->spare_fd, &r->spare_ssl, &why);
     if (rc != 0)
         goto fail;
     rc = listen_unix(r, o->listen_path, &why);
@@ -1029,7 +1023,7 @@ static void frame_header(tftap_buf *b, size_t len, uint8_t type, uint8_t flags, 
 
 int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
 {
-    int64_t deadline = mono_ms() + timeout_ms;
+    int64_t deadline = tftap_mono_ms() + timeout_ms;
     int fd;
     SSL *ssl;
     tftap_buf why = TFTAP_BUF_INIT, req = TFTAP_BUF_INIT, block = TFTAP_BUF_INIT;

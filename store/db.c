@@ -159,9 +159,7 @@ static const char *const migrations[] = {
 
 int64_t store_now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return tftap_now_us();
 }
 
 const char *store_rpc_name(const char *method)

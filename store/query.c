@@ -1,4 +1,5 @@
-/* store: the read side used by the CLI and the web UI. */
+/* store: the read side used by the CLI, analysis and the web UI, and the
+ * address updates analysis writes back. */
 #include "store/store_int.h"
 
 #include <stdio.h>
@@ -183,7 +184,7 @@ static void digest_or_empty(sqlite3_stmt *st, int col, char out[65])
     size_t n = (size_t)sqlite3_column_bytes(st, col);
     sj_doc *d = NULL;
     tftap_buf canon = TFTAP_BUF_INIT;
-    if (sj_parse(t, n, STORE_JSON_MAX_DEPTH, &d) == 0 && sj_write_sorted(sj_root(d), &canon) == 0 &&
+    if (sj_parse(t, n, TFTAP_JSON_MAX_DEPTH, &d) == 0 && sj_write_sorted(sj_root(d), &canon) == 0 &&
         !tftap_buf_failed(&canon) && canon.len > 0)
         tftap_sha256_hex(canon.data, canon.len, out);
     else
@@ -414,7 +415,7 @@ static sj_doc *schema_doc(store *s, struct schema_cache *c, const char *sha)
                                     (size_t)sqlite3_column_bytes(st, 1), NULL, NULL, NULL, &out,
                                     &err) == 0 &&
                 !tftap_buf_failed(&out))
-                sj_parse(out.data, out.len, STORE_JSON_MAX_DEPTH, &doc);
+                sj_parse(out.data, out.len, TFTAP_JSON_MAX_DEPTH, &doc);
             dec_error_done(&err);
         }
     }
@@ -584,6 +585,68 @@ int store_diagnostics_each(store *s, int64_t run_id, const char *filter,
             break;
     }
     return finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
+int store_match_calls_each(store *s, int64_t run_id,
+                           int (*fn)(void *ctx, const store_match_call *call), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT call_id, method, type_name, prior, proposed, config, "
+                                "planned, new FROM v_resource_changes WHERE run_id = ? "
+                                "ORDER BY call_id",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    sqlite3_bind_int64(st, 1, run_id);
+    int cb = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_match_call c = {
+            .call_id = sqlite3_column_int64(st, 0),
+            .rpc = col_text(st, 1),
+            .type_name = col_text(st, 2),
+        };
+        for (int i = 0; i < 5; i++)
+            c.values[i] = col_text(st, 3 + i);
+        cb = fn(ctx, &c);
+        if (cb)
+            break;
+    }
+    return finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
+int store_set_addresses(store *s, const store_address_set *sets, size_t n)
+{
+    sqlite3_stmt *up = NULL;
+    int rc = store_begin(s->db, 0);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    rc = sqlite3_prepare_v2(s->db, "UPDATE calls SET address = ?, address_note = ? WHERE id = ?",
+                            -1, &up, NULL);
+    for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
+        if (sets[i].address)
+            sqlite3_bind_text(up, 1, sets[i].address, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(up, 1);
+        if (sets[i].note)
+            sqlite3_bind_text(up, 2, sets[i].note, -1, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(up, 2);
+        sqlite3_bind_int64(up, 3, sets[i].call_id);
+        rc = sqlite3_step(up);
+        sqlite3_reset(up);
+        if (rc == SQLITE_DONE)
+            rc = SQLITE_OK;
+    }
+    sqlite3_finalize(up);
+    if (rc == SQLITE_OK)
+        rc = store_commit(s->db, 0);
+    if (rc != SQLITE_OK) {
+        store_rollback(s->db);
+        int err = store_err(rc);
+        return err ? err : TFTAP_ESTORE;
+    }
+    return 0;
 }
 
 /* Each query yields one JSON object per row, built by SQLite's json_object

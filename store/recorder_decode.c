@@ -25,13 +25,6 @@
 
 #include <openssl/core_names.h>
 
-int64_t store_rec_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 char *store_rec_dupstr(const char *s)
 {
     if (!s)
@@ -942,7 +935,7 @@ static void poll_borrowed_schema(store_recorder *r)
 {
     if (r->schema || !r->have_binary_sha)
         return;
-    int64_t now = store_rec_mono_ms();
+    int64_t now = tftap_mono_ms();
     unsigned char *raw = NULL;
     size_t len = 0;
     int proto = 0;
@@ -991,7 +984,7 @@ static void borrow_sync(store_recorder *r, unsigned max_ms)
         while (r->borrow_asked && r->sql_ok && pthread_cond_timedwait(&r->cv, &r->mu, &ts) == 0)
             ;
     }
-    r->last_schema_poll_ms = store_rec_mono_ms();
+    r->last_schema_poll_ms = tftap_mono_ms();
     pthread_mutex_unlock(&r->mu);
     poll_borrowed_schema(r);
 }
@@ -1046,7 +1039,7 @@ static void decode_batch(store_recorder *r, struct event *list)
         borrow_sync(r, 5000);
     }
     poll_borrowed_schema(r);
-    int64_t t0 = store_rec_mono_ms();
+    int64_t t0 = tftap_mono_ms();
     unsigned commit_ms;
     pthread_mutex_lock(&r->mu);
     commit_ms = r->commit_ms;
@@ -1072,11 +1065,11 @@ static void decode_batch(store_recorder *r, struct event *list)
         freed = 0;
         int full = r->inflight_bytes + out > r->opts.max_queue_bytes;
         pthread_mutex_unlock(&r->mu);
-        if (full || ((n & 255) == 0 && store_rec_mono_ms() - t0 >= (int64_t)commit_ms)) {
+        if (full || ((n & 255) == 0 && tftap_mono_ms() - t0 >= (int64_t)commit_ms)) {
             emit_dirty_calls(r);
             prune_calls(r);
             hand_over(r);
-            t0 = store_rec_mono_ms();
+            t0 = tftap_mono_ms();
             wait_for_room(r);
         }
     }

@@ -204,8 +204,6 @@ struct store_recorder {
 
 /* ---- time ---------------------------------------------------------------- */
 
-/* Monotonic milliseconds. */
-int64_t store_rec_mono_ms(void);
 /* strdup that accepts NULL (and returns NULL for it or on ENOMEM). */
 char *store_rec_dupstr(const char *s);
 /* Free one op / a list of ops with everything they own. Accept NULL. */

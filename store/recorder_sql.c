@@ -52,7 +52,7 @@ static void db_down(store_recorder *r)
         r->db = NULL;
     }
     r->txn_gen++;
-    r->next_retry_ms = store_rec_mono_ms() + tuning(r, 0);
+    r->next_retry_ms = tftap_mono_ms() + tuning(r, 0);
     set_sql_ok(r, 0);
 }
 
@@ -60,7 +60,7 @@ static int db_up(store_recorder *r)
 {
     if (r->db)
         return 1;
-    if (store_rec_mono_ms() < r->next_retry_ms)
+    if (tftap_mono_ms() < r->next_retry_ms)
         return 0;
     errno = 0;
     unsigned char key[STORE_KEY_LEN];
@@ -74,7 +74,7 @@ static int db_up(store_recorder *r)
                     "will retry)\n",
                     r->path, tftap_strerror(rc), errno ? ": " : "", errno ? strerror(errno) : "");
         }
-        r->next_retry_ms = store_rec_mono_ms() + tuning(r, 0);
+        r->next_retry_ms = tftap_mono_ms() + tuning(r, 0);
         pthread_mutex_lock(&r->mu);
         r->sql_tried = 1;
         pthread_cond_broadcast(&r->cv);
@@ -455,7 +455,7 @@ static void apply_pending(store_recorder *r, int closing)
             return;
         }
         int gen = ++r->txn_gen;
-        int64_t t0 = store_rec_mono_ms();
+        int64_t t0 = tftap_mono_ms();
         unsigned commit_ms = tuning(r, 1);
         int rc = ensure_run_and_process(r);
         struct op *o = r->pending;
@@ -467,7 +467,7 @@ static void apply_pending(store_recorder *r, int closing)
                 break;
             events += o->events;
             o = o->next;
-            if ((++n & 127) == 0 && store_rec_mono_ms() - t0 >= (int64_t)commit_ms)
+            if ((++n & 127) == 0 && tftap_mono_ms() - t0 >= (int64_t)commit_ms)
                 break;
         }
         if (rc == SQLITE_OK)

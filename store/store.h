@@ -1,6 +1,6 @@
 /* store: the SQLite record of runs, provider processes, schemas and calls,
- * the recorder that writes it off the relay's path, and the queries the CLI
- * and web UI read it with. Layer: may use common and decoder only.
+ * the recorder that writes it off the relay's path, and the queries the CLI,
+ * analysis and web UI read it with. Layer: may use common and decoder only.
  *
  * Ownership: handles returned through **out are released with their
  * _close/_free function (NULL accepted); byte arguments are copied unless a
@@ -224,52 +224,26 @@ int store_diagnostics_each(store *s, int64_t run_id, const char *filter,
 int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char *p, size_t n),
                        void *ctx);
 
-/* What the CLI said about the resources around a run: `CLI state pull`
- * (a raw state), or `CLI show -json` of a saved plan or of a state. after
- * says whether a state is the one the run started from (0) or the one it
- * left (1); a plan's changes tell before and after themselves. */
-typedef struct store_match_doc {
-    const char *json;
-    size_t len;
-    int after;
-} store_match_doc;
+/* Address matching's view of a run: each PlanResourceChange,
+ * ApplyResourceChange, ReadResource and ReadDataSource call with its
+ * decoded values (JSON texts or NULL): prior, proposed, config, planned,
+ * new, in call order. */
+typedef struct store_match_call {
+    int64_t call_id;
+    const char *rpc;
+    const char *type_name;
+    const char *values[5];
+} store_match_call;
+int store_match_calls_each(store *s, int64_t run_id,
+                           int (*fn)(void *ctx, const store_match_call *call), void *ctx);
 
-/* Match the run's PlanResourceChange, ApplyResourceChange, ReadResource and
- * ReadDataSource calls to resource instance addresses by resource type (and
- * mode), comparing their values with those of the documents' instances: a
- * call about an existing object by its prior state with the object before
- * the run, any call with the planned or applied values. Stores
- * calls.address, or calls.address_note saying why not; with no document,
- * missing (or a default) is the note. *matched/ *unmatched count the calls
- * (either may be NULL). Returns 0, TFTAP_EDECODE (a document is not JSON),
- * TFTAP_ESTORE, TFTAP_ENOMEM. */
-int store_match_addresses(store *s, int64_t run_id, const store_match_doc *docs, size_t ndocs,
-                          const char *missing, int *matched, int *unmatched);
-
-/* ---- rendering ----------------------------------------------------------- */
-
-enum store_action {
-    STORE_ACTION_NOOP,    /* nothing changes (or nothing to compare) */
-    STORE_ACTION_CREATE,  /* prior null */
-    STORE_ACTION_DELETE,  /* after null */
-    STORE_ACTION_UPDATE,  /* in place */
-    STORE_ACTION_REPLACE, /* requires_replace non-empty */
-    STORE_ACTION_READ,    /* a data source read (ReadDataSource) */
-};
-/* What a change does, comparing prior with planned (PlanResourceChange) or
- * new state (ApplyResourceChange, ReadResource). Returns 0 or TFTAP_EDECODE. */
-int store_change_action(const store_change_row *c, enum store_action *out);
-/* "no-op", "create", "delete", "update", "replace", "read". */
-const char *store_action_name(enum store_action a);
-
-enum store_render_flags {
-    STORE_RENDER_COLOR = 1, /* ANSI colours on the markers */
-};
-
-/* Append a change the way a plan reads it: header comment, "+ resource ..."
- * with +, -, ~, -/+ markers, "(known after apply)" with refinements,
- * "# forces replacement" and "(sensitive value)". Returns 0 or
- * TFTAP_EDECODE (malformed JSON in the row) or TFTAP_ENOMEM. */
-int store_render_change(const store_change_row *c, int flags, tftap_buf *out);
+/* Set calls.address and calls.address_note (either may be NULL) of n calls
+ * in one transaction. 0, TFTAP_ESTORE. */
+typedef struct store_address_set {
+    int64_t call_id;
+    const char *address;
+    const char *note;
+} store_address_set;
+int store_set_addresses(store *s, const store_address_set *sets, size_t n);
 
 #endif

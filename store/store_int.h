@@ -39,39 +39,4 @@ int64_t store_now_us(void);
 /* The short rpc name of a gRPC method path ("/a.B/C" -> "C"). */
 const char *store_rpc_name(const char *method);
 
-/* A small JSON reader that keeps numbers' source text (decoded values carry
- * exact numbers; doubles would round them). Nodes live in one arena. */
-enum sj_kind { SJ_NULL, SJ_BOOL, SJ_NUMBER, SJ_STRING, SJ_ARRAY, SJ_OBJECT };
-typedef struct sj_node sj_node;
-struct sj_node {
-    enum sj_kind kind;
-    int boolean;
-    const char *str; /* number text or unescaped string (NUL-terminated) */
-    size_t len;
-    const char *key; /* member name when inside an object */
-    size_t key_len;
-    sj_node *child; /* first element / member */
-    sj_node *next;  /* next sibling */
-    size_t n;       /* number of children */
-};
-typedef struct sj_doc sj_doc;
-/* How deep the store reads the JSON it wrote or the CLI printed. */
-#define STORE_JSON_MAX_DEPTH 512
-/* Parse text (len bytes) into *out; nesting limited to max_depth. */
-int sj_parse(const char *text, size_t len, unsigned max_depth, sj_doc **out);
-void sj_free(sj_doc *d);
-sj_node *sj_root(sj_doc *d);
-sj_node *sj_get(const sj_node *obj, const char *key); /* NULL if absent or not an object */
-/* Append the node as compact JSON. */
-void sj_write(const sj_node *n, tftap_buf *out);
-/* 1 if equal values (numbers compared by text, then numerically). */
-/* As sj_write, with every object's members in byte order of their keys: one
- * text for values that differ only in member order (a provider may encode
- * a map in any order). 0 or TFTAP_ENOMEM. */
-int sj_write_sorted(const sj_node *n, tftap_buf *out);
-int sj_equal(const sj_node *a, const sj_node *b);
-/* {"$unknown": ...}, {"$sensitive": ...} markers of the decoded-value contract. */
-int sj_is_unknown(const sj_node *n);
-int sj_is_sensitive(const sj_node *n);
-
 #endif

@@ -31,7 +31,7 @@ static void check_cert(const char *b64)
     if (n <= 50)
         abort(); /* go-plugin ignores these; so must the parser */
     char *pem = NULL;
-    int rc = proxy_cert_b64der_to_pem(b64, n, &pem);
+    int rc = plugin_cert_b64der_to_pem(b64, n, &pem);
     if (rc == 0) {
         if (pem == NULL || strncmp(pem, pem_head, sizeof pem_head - 1) != 0)
             abort();
@@ -45,9 +45,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    proxy_handshake hs;
+    plugin_handshake hs;
     tftap_buf err = TFTAP_BUF_INIT;
-    int rc = proxy_handshake_parse((const char *)data, size, &hs, &err);
+    int rc = plugin_handshake_parse((const char *)data, size, &hs, &err);
     if (rc == 0) {
         if (!hs.network || !hs.address || !hs.protocol || !hs.cert_b64 || !hs.extra || err.len != 0)
             abort();
@@ -69,7 +69,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (hs.network || hs.address || hs.protocol || hs.cert_b64 || hs.extra)
             abort(); /* a refused line leaves nothing to free */
     }
-    proxy_handshake_done(&hs);
+    plugin_handshake_done(&hs);
     tftap_buf_done(&err);
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
 #include "store/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -38,10 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     c.requires_replace = part[2];
     c.diagnostics = part[3];
     c.block_schema = part[4];
-    enum store_action a;
-    int rc_action = store_change_action(&c, &a);
+    enum analysis_action a;
+    int rc_action = analysis_change_action(&c, &a);
     tftap_buf out = TFTAP_BUF_INIT;
-    int rc = store_render_change(&c, (size & 4) ? STORE_RENDER_COLOR : 0, &out);
+    int rc = analysis_render_change(&c, (size & 4) ? ANALYSIS_RENDER_COLOR : 0, &out);
     /* Rendering reads what the action reads (and the diagnostics too). */
     if (rc_action == TFTAP_EDECODE && rc != TFTAP_EDECODE)
         abort();

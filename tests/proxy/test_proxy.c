@@ -25,7 +25,7 @@
 
 static void test_handshake(void)
 {
-    proxy_handshake hs;
+    plugin_handshake hs;
     tftap_buf err = TFTAP_BUF_INIT;
     const char *cert =
         "MIICLDCCAY6gAwIBAgIRAKexampleexampleexampleexampleexampleexampleexampleexample";
@@ -33,7 +33,7 @@ static void test_handshake(void)
     /* A provider with automatic mTLS, as go-plugin prints it. */
     char line[512];
     snprintf(line, sizeof line, "1|6|unix|/tmp/plugin123|grpc|%s\n", cert);
-    CHECK_INT_EQ(proxy_handshake_parse(line, strlen(line), &hs, &err), 0);
+    CHECK_INT_EQ(plugin_handshake_parse(line, strlen(line), &hs, &err), 0);
     CHECK_INT_EQ(hs.core_version, 1);
     CHECK_INT_EQ(hs.proto_version, 6);
     CHECK_STR_EQ(hs.network, "unix");
@@ -41,28 +41,28 @@ static void test_handshake(void)
     CHECK_STR_EQ(hs.protocol, "grpc");
     CHECK_STR_EQ(hs.cert_b64, cert);
     CHECK_STR_EQ(hs.extra, "");
-    proxy_handshake_done(&hs);
+    plugin_handshake_done(&hs);
 
     /* Plaintext: an empty sixth field, or none at all. */
-    CHECK_INT_EQ(proxy_handshake_parse("1|5|unix|/tmp/p|grpc|", 21, &hs, &err), 0);
+    CHECK_INT_EQ(plugin_handshake_parse("1|5|unix|/tmp/p|grpc|", 21, &hs, &err), 0);
     CHECK_STR_EQ(hs.cert_b64, "");
-    proxy_handshake_done(&hs);
-    CHECK_INT_EQ(proxy_handshake_parse("1|5|tcp|127.0.0.1:1234|grpc", 27, &hs, &err), 0);
+    plugin_handshake_done(&hs);
+    CHECK_INT_EQ(plugin_handshake_parse("1|5|tcp|127.0.0.1:1234|grpc", 27, &hs, &err), 0);
     CHECK_STR_EQ(hs.network, "tcp");
     CHECK_STR_EQ(hs.address, "127.0.0.1:1234");
     CHECK_STR_EQ(hs.cert_b64, "");
-    proxy_handshake_done(&hs);
+    plugin_handshake_done(&hs);
 
     /* go-plugin ignores a cert field of 50 characters or fewer. */
-    CHECK_INT_EQ(proxy_handshake_parse("1|5|unix|/p|grpc|short\r\n", 24, &hs, &err), 0);
+    CHECK_INT_EQ(plugin_handshake_parse("1|5|unix|/p|grpc|short\r\n", 24, &hs, &err), 0);
     CHECK_STR_EQ(hs.cert_b64, "");
-    proxy_handshake_done(&hs);
+    plugin_handshake_done(&hs);
 
     /* Fields after the certificate (broker multiplexing) pass through. */
     snprintf(line, sizeof line, "1|6|unix|/p|grpc|%s|true", cert);
-    CHECK_INT_EQ(proxy_handshake_parse(line, strlen(line), &hs, &err), 0);
+    CHECK_INT_EQ(plugin_handshake_parse(line, strlen(line), &hs, &err), 0);
     CHECK_STR_EQ(hs.extra, "true");
-    proxy_handshake_done(&hs);
+    plugin_handshake_done(&hs);
 
     /* Refused: wrong core version, net/rpc, odd networks, too few fields,
      * non-numeric versions, NUL bytes, empty address. */
@@ -78,14 +78,14 @@ static void test_handshake(void)
                                       "1|99999999|unix|/p|grpc|"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tftap_buf_reset(&err);
-        int rc = proxy_handshake_parse(bad[i], strlen(bad[i]), &hs, &err);
+        int rc = plugin_handshake_parse(bad[i], strlen(bad[i]), &hs, &err);
         CHECK_INT_EQ(rc, TFTAP_EPROTO);
         CHECK(err.len > 0);
         if (rc == 0)
-            proxy_handshake_done(&hs);
+            plugin_handshake_done(&hs);
     }
     char nul[] = "1|5|unix|/p\0x|grpc|";
-    CHECK_INT_EQ(proxy_handshake_parse(nul, sizeof nul - 1, &hs, &err), TFTAP_EPROTO);
+    CHECK_INT_EQ(plugin_handshake_parse(nul, sizeof nul - 1, &hs, &err), TFTAP_EPROTO);
     tftap_buf_done(&err);
 }
 
@@ -102,9 +102,9 @@ static int has_eku(X509 *x, int nid)
 
 static void test_cert(void)
 {
-    proxy_cert a, b;
-    CHECK_INT_EQ(proxy_cert_make(&a), 0);
-    CHECK_INT_EQ(proxy_cert_make(&b), 0);
+    plugin_cert a, b;
+    CHECK_INT_EQ(plugin_cert_make(&a), 0);
+    CHECK_INT_EQ(plugin_cert_make(&b), 0);
     CHECK(strncmp(a.cert_pem, "-----BEGIN CERTIFICATE-----", 27) == 0);
     CHECK(strstr(a.key_pem, "PRIVATE KEY") != NULL);
     CHECK(strcmp(a.der_b64, b.der_b64) != 0); /* fresh each time */
@@ -143,38 +143,38 @@ static void test_cert(void)
 
         /* The handshake form decodes back to the same certificate. */
         char *pem = NULL;
-        CHECK_INT_EQ(proxy_cert_b64der_to_pem(a.der_b64, strlen(a.der_b64), &pem), 0);
+        CHECK_INT_EQ(plugin_cert_b64der_to_pem(a.der_b64, strlen(a.der_b64), &pem), 0);
         CHECK_STR_EQ(pem, a.cert_pem);
         free(pem);
         X509_free(x);
     }
     char *pem = NULL;
-    CHECK_INT_EQ(proxy_cert_b64der_to_pem("bm90IGEgY2VydGlmaWNhdGU", 23, &pem), TFTAP_EDECODE);
-    CHECK_INT_EQ(proxy_cert_b64der_to_pem("!!!!", 4, &pem), TFTAP_EDECODE);
+    CHECK_INT_EQ(plugin_cert_b64der_to_pem("bm90IGEgY2VydGlmaWNhdGU", 23, &pem), TFTAP_EDECODE);
+    CHECK_INT_EQ(plugin_cert_b64der_to_pem("!!!!", 4, &pem), TFTAP_EDECODE);
     CHECK(pem == NULL);
-    proxy_cert_done(&a);
-    proxy_cert_done(&b);
+    plugin_cert_done(&a);
+    plugin_cert_done(&b);
 }
 
 static void test_env(void)
 {
     char *env[] = {"PATH=/bin", "PLUGIN_CLIENT_CERT=theirs",
-                   "TF_PLUGIN_MAGIC_COOKIE=" PROXY_COOKIE_VALUE, "PLUGIN_CLIENT_CERTX=keep", NULL};
-    CHECK(proxy_cookie_ok(env));
+                   "TF_PLUGIN_MAGIC_COOKIE=" PLUGIN_COOKIE_VALUE, "PLUGIN_CLIENT_CERTX=keep", NULL};
+    CHECK(plugin_cookie_ok(env));
     char *wrong[] = {"TF_PLUGIN_MAGIC_COOKIE=nope", NULL};
-    CHECK(!proxy_cookie_ok(wrong));
+    CHECK(!plugin_cookie_ok(wrong));
     char *none[] = {NULL};
-    CHECK(!proxy_cookie_ok(none));
-    CHECK_STR_EQ(proxy_env_get(env, "PLUGIN_CLIENT_CERT"), "theirs");
-    CHECK(proxy_env_get(env, "PLUGIN") == NULL);
+    CHECK(!plugin_cookie_ok(none));
+    CHECK_STR_EQ(plugin_env_get(env, "PLUGIN_CLIENT_CERT"), "theirs");
+    CHECK(plugin_env_get(env, "PLUGIN") == NULL);
 
     /* The child gets our certificate in place of the client's... */
-    char **child = proxy_env_for_child(env, "ours");
+    char **child = plugin_env_for_child(env, "ours");
     CHECK(child != NULL);
     if (child != NULL) {
-        CHECK_STR_EQ(proxy_env_get(child, "PLUGIN_CLIENT_CERT"), "ours");
-        CHECK_STR_EQ(proxy_env_get(child, "PLUGIN_CLIENT_CERTX"), "keep");
-        CHECK_STR_EQ(proxy_env_get(child, "PATH"), "/bin");
+        CHECK_STR_EQ(plugin_env_get(child, "PLUGIN_CLIENT_CERT"), "ours");
+        CHECK_STR_EQ(plugin_env_get(child, "PLUGIN_CLIENT_CERTX"), "keep");
+        CHECK_STR_EQ(plugin_env_get(child, "PATH"), "/bin");
         int n = 0;
         for (char **e = child; *e != NULL; e++)
             n += strncmp(*e, "PLUGIN_CLIENT_CERT=", 19) == 0;
@@ -182,8 +182,8 @@ static void test_env(void)
         free(child);
     }
     /* ...or none at all: a plaintext child leg. */
-    child = proxy_env_for_child(env, NULL);
-    CHECK(child != NULL && proxy_env_get(child, "PLUGIN_CLIENT_CERT") == NULL);
+    child = plugin_env_for_child(env, NULL);
+    CHECK(child != NULL && plugin_env_get(child, "PLUGIN_CLIENT_CERT") == NULL);
     free(child);
 }
 

@@ -256,13 +256,13 @@ static void test_dial_does_not_stall(void)
 {
     unlink(up_path);
     unlink(our_path);
-    proxy_cert ours = {0}, theirs = {0};
-    CHECK_INT_EQ(proxy_cert_make(&ours), 0);
-    CHECK_INT_EQ(proxy_cert_make(&theirs), 0);
+    plugin_cert ours = {0}, theirs = {0};
+    CHECK_INT_EQ(plugin_cert_make(&ours), 0);
+    CHECK_INT_EQ(plugin_cert_make(&theirs), 0);
     tftap_buf err = TFTAP_BUF_INIT;
     SSL_CTX *prov_ctx = NULL, *client_ctx = NULL;
-    CHECK_INT_EQ(proxy_tls_server_ctx(&theirs, ours.cert_pem, &prov_ctx, &err), 0);
-    CHECK_INT_EQ(proxy_tls_client_ctx(&ours, theirs.cert_pem, &client_ctx, &err), 0);
+    CHECK_INT_EQ(plugin_tls_server_ctx(&theirs, ours.cert_pem, &prov_ctx, &err), 0);
+    CHECK_INT_EQ(plugin_tls_client_ctx(&ours, theirs.cert_pem, &client_ctx, &err), 0);
     struct tls_prov t = {.listen_fd = listen_on(up_path), .ctx = prov_ctx, .held_fd = -1};
     pthread_mutex_init(&t.mu, NULL);
     pthread_cond_init(&t.cv, NULL);
@@ -308,8 +308,8 @@ static void test_dial_does_not_stall(void)
     close(notify);
     SSL_CTX_free(prov_ctx);
     SSL_CTX_free(client_ctx);
-    proxy_cert_done(&ours);
-    proxy_cert_done(&theirs);
+    plugin_cert_done(&ours);
+    plugin_cert_done(&theirs);
     tftap_buf_done(&err);
     pthread_cond_destroy(&t.cv);
     pthread_mutex_destroy(&t.mu);

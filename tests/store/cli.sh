@@ -20,15 +20,22 @@ db=$(ls "$work"/tftap-test-rec-*/rec/tftap.db)
 export TFTAP_DB="$db"
 
 "$TFTAP" runs >"$work/runs.txt"; check "runs exits 0" [ $? -eq 0 ]
-check "runs lists 7 runs" [ "$(grep -c '^[0-9]' "$work/runs.txt")" -eq 7 ]
+check "runs lists 8 runs" [ "$(grep -c '^[0-9]' "$work/runs.txt")" -eq 8 ]
 "$TFTAP" runs --json >"$work/runs.json"
-check "runs --json is a JSON array of 7" [ "$(jq length "$work/runs.json")" = 7 ]
+check "runs --json is a JSON array of 8" [ "$(jq length "$work/runs.json")" = 8 ]
 # Run 5 is test_show_plan's (a replacement and a create), run 6 an apply,
-# run 7 a replacement planned in two calls.
+# run 7 a replacement planned in two calls, run 8 three plans of identical
+# instances (count = 3).
 "$TFTAP" show 6 >"$work/apply.txt"
 check "show of an apply run" grep -q 'has been created  \[ApplyResourceChange\]' "$work/apply.txt"
+"$TFTAP" show 7 >"$work/seven.txt"
+check "show 7 is a replacement" grep -q '^-/+ resource "test_thing"' "$work/seven.txt"
 "$TFTAP" show last >"$work/last.txt"
-check "show last is the last run" grep -q '^-/+ resource "test_thing"' "$work/last.txt"
+check "show last names identical instances" \
+    grep -q '# test_thing.web\[2\] (identical to web\[0\], web\[1\]) will be created' "$work/last.txt"
+"$TFTAP" show last --json >"$work/last.json"
+check "show --json keeps the note of a paired instance" \
+    [ "$(jq -r '[.changes[] | select(.address == "test_thing.web[1]") | .address_note][0]' "$work/last.json")" = "identical to web[0], web[2]" ]
 
 "$TFTAP" calls 5 --method PlanResourceChange >"$work/calls.txt"
 check "calls --method keeps plan calls" [ "$(grep -c PlanResourceChange "$work/calls.txt")" -eq 2 ]

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/analysis.h"
 #include "store/store.h"
 #include "tests/check.h"
 #include "tests/store/fixtures.h"
@@ -576,7 +577,7 @@ static int render_cb(void *ctx, const store_change_row *c)
 {
     struct collect *k = ctx;
     k->n++;
-    return store_render_change(c, 0, &k->out);
+    return analysis_render_change(c, 0, &k->out);
 }
 
 static void test_show_plan(void)
@@ -612,8 +613,8 @@ static void test_show_plan(void)
         "\"change\":{\"actions\":[\"create\"],\"before\":null,"
         "\"after\":{\"name\":\"gamma\",\"size\":9}}}]}";
     int ok = 0, bad = 0;
-    store_match_doc doc = {show, strlen(show), 1};
-    CHECK_INT_EQ(store_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
+    analysis_match_doc doc = {show, strlen(show), 1};
+    CHECK_INT_EQ(analysis_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
     CHECK_INT_EQ(ok, 1);
     CHECK_INT_EQ(bad, 1);
 
@@ -680,8 +681,8 @@ static void test_show_plan(void)
         "\"thing-1\",\"name\":\"alpha\",\"size\":4}}]},"
         "{\"mode\":\"data\",\"type\":\"test_thing\",\"name\":\"d\",\"instances\":["
         "{\"attributes\":{\"id\":\"thing-1\",\"name\":\"alpha\",\"size\":3}}]}]}";
-    store_match_doc before = {raw, strlen(raw), 0};
-    CHECK_INT_EQ(store_match_addresses(s, run, &before, 1, NULL, &ok, &bad), 0);
+    analysis_match_doc before = {raw, strlen(raw), 0};
+    CHECK_INT_EQ(analysis_match_addresses(s, run, &before, 1, NULL, &ok, &bad), 0);
     CHECK_INT_EQ(ok, 1);
     CHECK_INT_EQ(bad, 1);
     char sql[300];
@@ -707,18 +708,18 @@ static void test_show_plan(void)
         "{\"module\":\"module.m[1]\",\"mode\":\"managed\",\"type\":\"test_thing\","
         "\"name\":\"web\",\"instances\":[{\"index_key\":\"k\",\"attributes\":{\"id\":"
         "\"thing-1\",\"name\":\"alpha\",\"size\":3}}]}]}";
-    store_match_doc before2 = {raw2, strlen(raw2), 0};
-    CHECK_INT_EQ(store_match_addresses(s, run, &before2, 1, NULL, &ok, &bad), 0);
+    analysis_match_doc before2 = {raw2, strlen(raw2), 0};
+    CHECK_INT_EQ(analysis_match_addresses(s, run, &before2, 1, NULL, &ok, &bad), 0);
     a = text(sql);
     CHECK_STR_EQ(a, "module.m[1].test_thing.web[\"k\"]");
     free(a);
     /* Nothing could be read: every call says why. */
-    CHECK_INT_EQ(store_match_addresses(s, run, NULL, 0, "nothing read", &ok, &bad), 0);
+    CHECK_INT_EQ(analysis_match_addresses(s, run, NULL, 0, "nothing read", &ok, &bad), 0);
     CHECK_INT_EQ(ok, 0);
     CHECK_INT_EQ(bad, 2);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM calls WHERE address_note = 'nothing read'"), 2);
     /* Back to the plan's addresses, which tests/store/cli.sh reads. */
-    CHECK_INT_EQ(store_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
+    CHECK_INT_EQ(analysis_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
     CHECK_INT_EQ(ok, 1);
     store_close(s);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM v_diagnostics WHERE severity = 'WARNING' AND "
@@ -728,7 +729,7 @@ static void test_show_plan(void)
 
 struct seen {
     int n, superseded;
-    enum store_action last;
+    enum analysis_action last;
     tftap_buf out;
 };
 
@@ -737,10 +738,10 @@ static int seen_cb(void *ctx, const store_change_row *c)
     struct seen *k = ctx;
     k->n++;
     k->superseded += c->superseded;
-    if (store_change_action(c, &k->last))
+    if (analysis_change_action(c, &k->last))
         return -1;
     if (!c->superseded)
-        return store_render_change(c, 0, &k->out);
+        return analysis_render_change(c, 0, &k->out);
     return 0;
 }
 
@@ -763,17 +764,75 @@ static void test_apply_supersedes_plan(void)
     CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
     int64_t run = 0;
     CHECK_INT_EQ(store_resolve_run(s, "last", &run), 0);
-    struct seen k = {0, 0, STORE_ACTION_NOOP, TFTAP_BUF_INIT};
+    struct seen k = {0, 0, ANALYSIS_ACTION_NOOP, TFTAP_BUF_INIT};
     CHECK_INT_EQ(store_changes_each(s, run, NULL, seen_cb, &k), 0);
     CHECK_INT_EQ(k.n, 2);
     CHECK_INT_EQ(k.superseded, 1);
-    CHECK_INT_EQ(k.last, STORE_ACTION_CREATE);
-    CHECK_STR_EQ(store_action_name(k.last), "create");
+    CHECK_INT_EQ(k.last, ANALYSIS_ACTION_CREATE);
+    CHECK_STR_EQ(analysis_action_name(k.last), "create");
     const char *o = tftap_buf_cstr(&k.out);
     CHECK(contains(o, "address unknown) has been created  [ApplyResourceChange]\n"));
     CHECK(contains(o, "      + id       = \"thing-42\"\n"));
     CHECK(!contains(o, "PlanResourceChange"));
     tftap_buf_done(&k.out);
+    store_close(s);
+}
+
+/* count = 3 over equal values: three plans that only order tells apart get
+ * web[0], web[1], web[2] in call order, each saying which it is identical
+ * to; a fourth plan of other values still gets no address. */
+static int addresses_cb(void *ctx, const store_change_row *c)
+{
+    tftap_buf *b = ctx;
+    tftap_buf_printf(b, "%s (%s)\n", c->address ? c->address : "-",
+                     c->address_note ? c->address_note : "-");
+    return 0;
+}
+
+static void test_identical_instances_paired(void)
+{
+    store_recorder *r = open_rec(0, bin_a);
+    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    for (uint64_t id = 2; id <= 4; id++)
+        plan_create(r, id, &thing_alpha);
+    struct fx_thing other = thing_alpha;
+    other.name = "zeta";
+    plan_create(r, 5, &other);
+    store_recorder_close(r);
+
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    int64_t run = 0;
+    CHECK_INT_EQ(store_resolve_run(s, "last", &run), 0);
+    tftap_buf show = TFTAP_BUF_INIT;
+    tftap_buf_puts(&show, "{\"format_version\":\"1.2\",\"resource_changes\":[");
+    for (int i = 2; i >= 0; i--) { /* the document's order must not matter */
+        tftap_buf_printf(&show,
+                         "{\"address\":\"test_thing.web[%d]\",\"mode\":\"managed\","
+                         "\"type\":\"test_thing\",\"name\":\"web\",\"change\":{\"actions\":"
+                         "[\"create\"],\"before\":null,\"after\":{\"name\":\"alpha\","
+                         "\"size\":3}}}",
+                         i);
+        tftap_buf_puts(&show, i ? "," : "]}");
+    }
+    int ok = 0, bad = 0;
+    analysis_match_doc doc = {show.data, show.len, 1};
+    CHECK_INT_EQ(analysis_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
+    CHECK_INT_EQ(ok, 3);
+    CHECK_INT_EQ(bad, 1);
+    tftap_buf got = TFTAP_BUF_INIT;
+    CHECK_INT_EQ(store_changes_each(s, run, NULL, addresses_cb, &got), 0);
+    CHECK_STR_EQ(tftap_buf_cstr(&got), "test_thing.web[0] (identical to web[1], web[2])\n"
+                                       "test_thing.web[1] (identical to web[0], web[2])\n"
+                                       "test_thing.web[2] (identical to web[0], web[1])\n"
+                                       "- (values match none of the 3 test_thing instances)\n");
+    struct collect k = {TFTAP_BUF_INIT, 0};
+    CHECK_INT_EQ(store_changes_each(s, run, "test_thing.web[1]", render_cb, &k), 0);
+    CHECK(contains(tftap_buf_cstr(&k.out),
+                   "  # test_thing.web[1] (identical to web[0], web[2]) will be created"));
+    tftap_buf_done(&k.out);
+    tftap_buf_done(&got);
+    tftap_buf_done(&show);
     store_close(s);
 }
 
@@ -803,7 +862,7 @@ static void test_replacement_pairs_with_create_half(void)
     CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
     int64_t run = 0;
     CHECK_INT_EQ(store_resolve_run(s, "last", &run), 0);
-    struct seen k = {0, 0, STORE_ACTION_NOOP, TFTAP_BUF_INIT};
+    struct seen k = {0, 0, ANALYSIS_ACTION_NOOP, TFTAP_BUF_INIT};
     CHECK_INT_EQ(store_changes_each(s, run, NULL, seen_cb, &k), 0);
     CHECK_INT_EQ(k.n, 2);
     CHECK_INT_EQ(k.superseded, 1);
@@ -852,6 +911,8 @@ int main(void)
     test_keep_raw_and_record_sensitive();
     test_concurrent_writers();
     test_kill_9_mid_run();
+    /* Last: tests/store/cli.sh reads the runs above by number. */
+    test_identical_instances_paired();
 
     fx_free(&schema_a);
     fx_free(&schema_b);

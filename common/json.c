@@ -1,8 +1,8 @@
-/* store: a small JSON reader for decoded values. cJSON would turn numbers
+/* common: the JSON reader for decoded values. cJSON would turn numbers
  * into doubles; decoded values carry exact numbers, so this one keeps each
  * number's text. Input is our own database's JSON or `tofu show -json`
  * output, both bounded by the caller; nesting is bounded here. */
-#include "store/store_int.h"
+#include "common/common.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,24 +48,13 @@ static void skip_ws(struct parser *ps)
         ps->p++;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static int read_hex4(struct parser *ps, unsigned *out)
 {
     if (ps->end - ps->p < 4)
         return -1;
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
-        int h = hexval(ps->p[i]);
+        int h = tftap_hex_digit((unsigned char)ps->p[i]);
         if (h < 0)
             return -1;
         v = v << 4 | (unsigned)h;
@@ -101,6 +90,8 @@ static int parse_string(struct parser *ps, const char **s, size_t *len)
     ps->p++;
     const char *start = ps->p;
     while (ps->p < ps->end && *ps->p != '"') {
+        if ((unsigned char)*ps->p < 0x20) /* JSON allows no raw control character */
+            return -1;
         if (*ps->p == '\\')
             ps->p++;
         ps->p++;
@@ -141,21 +132,27 @@ static int parse_string(struct parser *ps, const char **s, size_t *len)
             unsigned cp;
             if (read_hex4(ps, &cp))
                 return -1;
-            if (cp >= 0xd800 && cp < 0xdc00 && end - ps->p >= 6 && ps->p[0] == '\\' &&
-                ps->p[1] == 'u') {
+            if (cp >= 0xdc00 && cp < 0xe000)
+                return -1; /* a low surrogate alone */
+            if (cp >= 0xd800 && cp < 0xdc00) {
                 unsigned lo;
+                if (end - ps->p < 6 || ps->p[0] != '\\' || ps->p[1] != 'u')
+                    return -1; /* a high surrogate alone */
                 ps->p += 2;
-                if (read_hex4(ps, &lo))
+                if (read_hex4(ps, &lo) || lo < 0xdc00 || lo >= 0xe000)
                     return -1;
-                if (lo >= 0xdc00 && lo < 0xe000)
-                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
             }
             o = put_utf8(o, cp);
             break;
         }
-        default:
+        case '"':
+        case '\\':
+        case '/':
             *o++ = c;
             break;
+        default:
+            return -1;
         }
     }
     *o = '\0';
@@ -166,6 +163,40 @@ static int parse_string(struct parser *ps, const char **s, size_t *len)
 }
 
 static sj_node *parse_value(struct parser *ps);
+
+static int is_digit(const struct parser *ps)
+{
+    return ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9';
+}
+
+/* -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, as RFC 8259 has it. */
+static int scan_number(struct parser *ps)
+{
+    if (*ps->p == '-')
+        ps->p++;
+    if (!is_digit(ps))
+        return -1;
+    if (*ps->p++ != '0')
+        while (is_digit(ps))
+            ps->p++;
+    if (ps->p < ps->end && *ps->p == '.') {
+        ps->p++;
+        if (!is_digit(ps))
+            return -1;
+        while (is_digit(ps))
+            ps->p++;
+    }
+    if (ps->p < ps->end && (*ps->p == 'e' || *ps->p == 'E')) {
+        ps->p++;
+        if (ps->p < ps->end && (*ps->p == '+' || *ps->p == '-'))
+            ps->p++;
+        if (!is_digit(ps))
+            return -1;
+        while (is_digit(ps))
+            ps->p++;
+    }
+    return 0;
+}
 
 static sj_node *new_node(struct parser *ps, enum sj_kind k)
 {
@@ -179,8 +210,10 @@ static sj_node *new_node(struct parser *ps, enum sj_kind k)
 
 static sj_node *parse_container(struct parser *ps, int is_obj)
 {
-    if (++ps->depth > ps->max_depth)
+    if (++ps->depth > ps->max_depth) {
+        ps->err = TFTAP_ELIMIT;
         return NULL;
+    }
     sj_node *n = new_node(ps, is_obj ? SJ_OBJECT : SJ_ARRAY);
     if (!n)
         return NULL;
@@ -258,8 +291,8 @@ static sj_node *parse_value(struct parser *ps)
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
         const char *s = ps->p;
-        while (ps->p < ps->end && (strchr("+-.eE", *ps->p) || (*ps->p >= '0' && *ps->p <= '9')))
-            ps->p++;
+        if (scan_number(ps))
+            return NULL;
         sj_node *n = new_node(ps, SJ_NUMBER);
         if (!n)
             return NULL;
@@ -287,7 +320,7 @@ int sj_parse(const char *text, size_t len, unsigned max_depth, sj_doc **out)
     skip_ws(&ps);
     if (!d->root || ps.p != ps.end) {
         sj_free(d);
-        return TFTAP_EDECODE;
+        return ps.err ? ps.err : TFTAP_EDECODE;
     }
     *out = d;
     return 0;

@@ -1,4 +1,4 @@
-/* store: giving recorded calls their resource instance addresses.
+/* analysis: giving recorded calls their resource instance addresses.
  *
  * Provider calls name a resource type, never an address. What the CLI says
  * around a run names them: the state it started from (`CLI state pull`)
@@ -17,7 +17,9 @@
  * all carry one is scored only against the instances with one of its ids
  * (and those with a value without an id); the outcome is the same as
  * scoring them all. */
-#include "store/store_int.h"
+#include "analysis/analysis.h"
+
+#include <stdint.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -549,22 +551,6 @@ static size_t comparable(const struct group *g, const struct call_vals *c)
     return vals ? g->nwith[1] : 0;
 }
 
-static int set_address(sqlite3_stmt *up, int64_t call_id, const char *address, const char *note)
-{
-    if (address)
-        sqlite3_bind_text(up, 1, address, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(up, 1);
-    if (note)
-        sqlite3_bind_text(up, 2, note, -1, SQLITE_TRANSIENT);
-    else
-        sqlite3_bind_null(up, 2);
-    sqlite3_bind_int64(up, 3, call_id);
-    int rc = sqlite3_step(up);
-    sqlite3_reset(up);
-    return rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
-
 static void instances_free(struct instances *is)
 {
     for (size_t i = 0; i < is->n; i++)
@@ -578,7 +564,10 @@ struct ranking {
     const char *best;
     long best_score;
     size_t ties;
+    size_t *tied; /* the instances of the ties (best first), up to MAX_TIED */
 };
+/* Calls among more equal instances than this stay unnamed. */
+#define MAX_TIED 4096
 
 static void score_one(const struct instances *is, struct index *ix, size_t seq,
                       const struct call_vals *c, size_t i, struct ranking *r)
@@ -593,7 +582,10 @@ static void score_one(const struct instances *is, struct index *ix, size_t seq,
         r->best_score = sc;
         r->best = is->v[i].address;
         r->ties = 1;
+        r->tied[0] = i;
     } else if (sc == r->best_score && sc >= 0) {
+        if (r->ties < MAX_TIED)
+            r->tied[r->ties] = i;
         r->ties++;
     }
 }
@@ -642,60 +634,235 @@ static void score_side(const struct instances *is, struct index *ix, size_t seq,
     }
 }
 
-/* Why a call got no address, or NULL with *address set. seq numbers the
- * call (from 1) for the index's stamps. */
-static void match_call(const struct instances *is, struct index *ix, size_t seq, const char *type,
-                       const struct call_vals *c, size_t ndocs, const char *missing,
-                       tftap_buf *note, const char **address)
+/* What matching decided for one call. */
+struct verdict {
+    int64_t call_id;
+    const char *rpc;
+    const char *address; /* borrowed from the instances, or NULL */
+    char *note;          /* owned, or NULL */
+    size_t *tied;        /* owned: instances tied for it (ntied > 1), sorted */
+    size_t ntied;
+};
+
+struct matching {
+    const struct instances *is;
+    struct index *ix;
+    size_t ndocs;
+    const char *missing;
+    size_t seq;
+    struct verdict *v;
+    size_t n, cap;
+    size_t *scratch; /* MAX_TIED instance indices */
+    int err;
+};
+
+/* Addresses in the CLI's order: runs of digits compared as numbers, so
+ * web[2] comes before web[10]. */
+static int cmp_address(const char *a, const char *b)
 {
-    struct ranking r = {NULL, -1, 0};
+    while (*a && *b) {
+        if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
+            const char *ea = a, *eb = b;
+            while (*a == '0' && a[1] >= '0' && a[1] <= '9')
+                a++;
+            while (*b == '0' && b[1] >= '0' && b[1] <= '9')
+                b++;
+            for (ea = a; *ea >= '0' && *ea <= '9'; ea++)
+                ;
+            for (eb = b; *eb >= '0' && *eb <= '9'; eb++)
+                ;
+            if (ea - a != eb - b)
+                return ea - a < eb - b ? -1 : 1;
+            int c = memcmp(a, b, (size_t)(ea - a));
+            if (c)
+                return c;
+            a = ea;
+            b = eb;
+            continue;
+        }
+        if (*a != *b)
+            return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+        a++;
+        b++;
+    }
+    return (unsigned char)*a - (unsigned char)*b;
+}
+
+/* qsort has no context argument: the instances being sorted. */
+static _Thread_local const struct instances *sorting;
+
+static int cmp_tied(const void *a, const void *b)
+{
+    const struct instance *x = &sorting->v[*(const size_t *)a];
+    const struct instance *y = &sorting->v[*(const size_t *)b];
+    return cmp_address(x->address, y->address);
+}
+
+/* Decide one call: an address, a tie among equal instances (paired later),
+ * or a note saying why there is none. */
+static int match_call(struct matching *m, const char *type, const struct call_vals *c,
+                      struct verdict *out)
+{
+    const struct instances *is = m->is;
+    struct ranking r = {NULL, -1, 0, m->scratch};
     size_t candidates = 0;
-    *address = NULL;
-    const struct group *g = type ? group_find(ix, type, c->data) : NULL;
+    tftap_buf note = TFTAP_BUF_INIT;
+    size_t seq = ++m->seq;
+    const struct group *g = type ? group_find(m->ix, type, c->data) : NULL;
     if (g) {
         candidates = comparable(g, c);
         /* As score_instance() pairs them: a data source's values with both
          * sides; a resource's prior with before, all its values with after. */
         if (c->data) {
-            score_side(is, ix, seq, g, 0, c, c->vals, c->nvals, &r);
+            score_side(is, m->ix, seq, g, 0, c, c->vals, c->nvals, &r);
         } else if (c->prior) {
-            score_side(is, ix, seq, g, 0, c, &c->prior, 1, &r);
+            score_side(is, m->ix, seq, g, 0, c, &c->prior, 1, &r);
         }
-        score_side(is, ix, seq, g, 1, c, c->vals, c->nvals, &r);
+        score_side(is, m->ix, seq, g, 1, c, c->vals, c->nvals, &r);
     }
-    long best_score = r.best_score;
-    const char *best = r.best;
-    size_t ties = r.ties;
     const char *what = c->data ? "data." : "";
     if (!type)
-        tftap_buf_puts(note, "call has no resource type");
-    else if (ndocs == 0)
-        tftap_buf_puts(note, missing ? missing : "no plan or state was read to match it");
+        tftap_buf_puts(&note, "call has no resource type");
+    else if (m->ndocs == 0)
+        tftap_buf_puts(&note, m->missing ? m->missing : "no plan or state was read to match it");
     else if (candidates == 0 && !c->data && !c->prior && !is->have_after)
-        tftap_buf_printf(note,
+        tftap_buf_printf(&note,
                          "a new %s object: only a saved plan (plan -out=FILE) or the state after "
                          "an apply names new instances",
                          type);
     else if (candidates == 0)
-        tftap_buf_printf(note, "no %s%s instance in the plan or state", what, type);
-    else if (best_score < 0)
-        tftap_buf_printf(note, "values match none of the %zu %s%s instances", candidates, what,
+        tftap_buf_printf(&note, "no %s%s instance in the plan or state", what, type);
+    else if (r.best_score < 0)
+        tftap_buf_printf(&note, "values match none of the %zu %s%s instances", candidates, what,
                          type);
-    else if (ties > 1)
-        tftap_buf_printf(note, "values match %zu %s%s instances equally", ties, what, type);
-    else
-        *address = best;
+    else if (r.ties > MAX_TIED)
+        tftap_buf_printf(&note, "values match %zu %s%s instances equally", r.ties, what, type);
+    else if (r.ties > 1) {
+        out->tied = malloc(r.ties * sizeof *out->tied);
+        if (!out->tied)
+            return TFTAP_ENOMEM;
+        memcpy(out->tied, r.tied, r.ties * sizeof *out->tied);
+        sorting = is;
+        qsort(out->tied, r.ties, sizeof *out->tied, cmp_tied);
+        sorting = NULL;
+        out->ntied = r.ties;
+    } else
+        out->address = r.best;
+    if (note.len) {
+        out->note = tftap_buf_take(&note, NULL);
+        if (!out->note)
+            return TFTAP_ENOMEM;
+    }
+    tftap_buf_done(&note);
+    return 0;
 }
 
-int store_match_addresses(store *s, int64_t run_id, const store_match_doc *docs, size_t ndocs,
-                          const char *missing, int *matched, int *unmatched)
+static int on_call(void *ctx, const store_match_call *call)
+{
+    struct matching *m = ctx;
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 256;
+        struct verdict *v = realloc(m->v, cap * sizeof *v);
+        if (!v)
+            return m->err = TFTAP_ENOMEM;
+        m->v = v;
+        m->cap = cap;
+    }
+    struct verdict *out = &m->v[m->n++];
+    memset(out, 0, sizeof *out);
+    out->call_id = call->call_id;
+    out->rpc = NULL;
+    sj_doc *vd[5] = {NULL};
+    struct call_vals c;
+    memset(&c, 0, sizeof c);
+    c.data = call->rpc && strcmp(call->rpc, "ReadDataSource") == 0;
+    for (int i = 0; i < 5; i++) {
+        const char *t = call->values[i];
+        if (t && sj_parse(t, strlen(t), TFTAP_JSON_MAX_DEPTH, &vd[i]) == 0) {
+            const sj_node *v = sj_root(vd[i]);
+            if (i == 0 && v && v->kind != SJ_NULL)
+                c.prior = v;
+            c.vals[c.nvals++] = v;
+        }
+    }
+    int rc = match_call(m, call->type_name, &c, out);
+    if (!rc && call->rpc && !(out->rpc = strdup(call->rpc)))
+        rc = TFTAP_ENOMEM;
+    for (int i = 0; i < 5; i++)
+        sj_free(vd[i]);
+    return m->err = rc;
+}
+
+/* Calls tied among the same equal instances, by the same method, are told
+ * apart by order alone: the k-th such call (in call order) gets the k-th
+ * instance (in address order), round again when the CLI asked about each
+ * instance more than once (a plan, then the plan made during apply). */
+static int same_ties(const struct verdict *a, const struct verdict *b)
+{
+    return a->ntied == b->ntied && strcmp(a->rpc ? a->rpc : "", b->rpc ? b->rpc : "") == 0 &&
+           memcmp(a->tied, b->tied, a->ntied * sizeof *a->tied) == 0;
+}
+
+/* How long the part of address before its resource name is
+ * ("module.a.random_pet." of "module.a.random_pet.web[1]"). */
+static size_t name_prefix_len(const char *address)
+{
+    size_t key = strcspn(address, "[");
+    size_t dot = 0;
+    for (size_t i = 0; i < key; i++)
+        if (address[i] == '.')
+            dot = i + 1;
+    return dot;
+}
+
+static int pair_ties(struct matching *m)
+{
+    const struct instances *is = m->is;
+    for (size_t i = 0; i < m->n; i++) {
+        struct verdict *v = &m->v[i];
+        if (v->ntied < 2 || v->address)
+            continue;
+        size_t k = 0;
+        for (size_t j = i; j < m->n; j++) {
+            struct verdict *w = &m->v[j];
+            if (w->ntied < 2 || w->address || !same_ties(v, w))
+                continue;
+            size_t pick = w->tied[k++ % w->ntied];
+            w->address = is->v[pick].address;
+            tftap_buf note = TFTAP_BUF_INIT;
+            /* "identical to web[1], web[2]": the others, named as the
+             * resource is named, the module and type said once. */
+            size_t pl = name_prefix_len(w->address);
+            tftap_buf_puts(&note, "identical to ");
+            int first = 1;
+            for (size_t t = 0; t < w->ntied; t++) {
+                const char *other = is->v[w->tied[t]].address;
+                if (w->tied[t] == pick)
+                    continue;
+                if (!first)
+                    tftap_buf_puts(&note, ", ");
+                first = 0;
+                if (strncmp(other, w->address, pl) == 0)
+                    other += pl;
+                tftap_buf_puts(&note, other);
+            }
+            free(w->note);
+            w->note = tftap_buf_take(&note, NULL);
+            if (!w->note)
+                return TFTAP_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs,
+                             const char *missing, int *matched, int *unmatched)
 {
     sj_doc **parsed = NULL;
     struct instances is = {0};
     struct index ix = {0};
-    size_t seq = 0;
-    sqlite3_stmt *q = NULL, *up = NULL;
-    tftap_buf note = TFTAP_BUF_INIT;
+    struct matching m = {&is, &ix, ndocs, missing, 0, NULL, 0, 0, NULL, 0};
+    store_address_set *sets = NULL;
     int n_ok = 0, n_bad = 0, err = 0;
     if (ndocs) {
         parsed = calloc(ndocs, sizeof *parsed);
@@ -705,7 +872,7 @@ int store_match_addresses(store *s, int64_t run_id, const store_match_doc *docs,
         }
     }
     for (size_t d = 0; d < ndocs; d++) {
-        err = sj_parse(docs[d].json, docs[d].len, STORE_JSON_MAX_DEPTH, &parsed[d]);
+        err = sj_parse(docs[d].json, docs[d].len, TFTAP_JSON_MAX_DEPTH, &parsed[d]);
         if (!err)
             err = collect(&is, sj_root(parsed[d]), docs[d].after);
         if (err)
@@ -714,74 +881,48 @@ int store_match_addresses(store *s, int64_t run_id, const store_match_doc *docs,
     err = index_build(&ix, &is);
     if (err)
         goto done;
-    int rc = store_begin(s->db, 0);
-    if (rc != SQLITE_OK) {
-        err = store_err(rc);
+    m.scratch = malloc(MAX_TIED * sizeof *m.scratch);
+    if (!m.scratch) {
+        err = TFTAP_ENOMEM;
         goto done;
     }
-    rc = sqlite3_prepare_v2(s->db,
-                            "SELECT call_id, method, type_name, prior, proposed, config, planned, "
-                            "new FROM v_resource_changes WHERE run_id = ? ORDER BY call_id",
-                            -1, &q, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(
-            s->db, "UPDATE calls SET address = ?, address_note = ? WHERE id = ?", -1, &up, NULL);
-    if (rc != SQLITE_OK)
-        goto rollback;
-    sqlite3_bind_int64(q, 1, run_id);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int64_t call_id = sqlite3_column_int64(q, 0);
-        const char *method = (const char *)sqlite3_column_text(q, 1);
-        const char *type = (const char *)sqlite3_column_text(q, 2);
-        sj_doc *vd[5] = {NULL};
-        struct call_vals c;
-        memset(&c, 0, sizeof c);
-        c.data = method && strcmp(method, "ReadDataSource") == 0;
-        for (int i = 0; i < 5; i++) {
-            const char *t = (const char *)sqlite3_column_text(q, 3 + i);
-            if (t && sj_parse(t, strlen(t), STORE_JSON_MAX_DEPTH, &vd[i]) == 0) {
-                const sj_node *v = sj_root(vd[i]);
-                if (i == 0 && v && v->kind != SJ_NULL)
-                    c.prior = v;
-                c.vals[c.nvals++] = v;
-            }
-        }
-        const char *address = NULL;
-        tftap_buf_reset(&note);
-        match_call(&is, &ix, ++seq, type, &c, ndocs, missing, &note, &address);
-        rc = set_address(up, call_id, address, address ? NULL : tftap_buf_cstr(&note));
-        for (int i = 0; i < 5; i++)
-            sj_free(vd[i]);
-        if (rc != SQLITE_OK)
-            goto rollback;
-        if (address)
+    err = store_match_calls_each(s, run_id, on_call, &m);
+    if (!err)
+        err = m.err;
+    if (!err)
+        err = pair_ties(&m);
+    if (err)
+        goto done;
+    sets = calloc(m.n ? m.n : 1, sizeof *sets);
+    if (!sets) {
+        err = TFTAP_ENOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < m.n; i++) {
+        sets[i] = (store_address_set){m.v[i].call_id, m.v[i].address, m.v[i].note};
+        if (m.v[i].address)
             n_ok++;
         else
             n_bad++;
     }
-    if (rc != SQLITE_DONE)
-        goto rollback;
-    rc = store_commit(s->db, 0);
-    if (rc != SQLITE_OK)
-        goto rollback;
-    goto done;
-rollback:
-    err = store_err(rc);
-    if (!err)
-        err = TFTAP_ESTORE;
-    store_rollback(s->db);
+    err = store_set_addresses(s, sets, m.n);
 done:
-    sqlite3_finalize(q);
-    sqlite3_finalize(up);
+    free(sets);
+    for (size_t i = 0; i < m.n; i++) {
+        free(m.v[i].note);
+        free(m.v[i].tied);
+        free((char *)m.v[i].rpc);
+    }
+    free(m.v);
+    free(m.scratch);
     for (size_t d = 0; parsed && d < ndocs; d++)
         sj_free(parsed[d]);
     free(parsed);
     index_free(&ix);
     instances_free(&is);
-    tftap_buf_done(&note);
     if (matched)
-        *matched = n_ok;
+        *matched = err ? 0 : n_ok;
     if (unmatched)
-        *unmatched = n_bad;
+        *unmatched = err ? 0 : n_bad;
     return err;
 }

@@ -1,4 +1,4 @@
-/* proxy: the OpenSSL contexts of both legs, set up as go-plugin sets up
+/* plugin: the OpenSSL contexts of both legs, set up as go-plugin sets up
  * its own: TLS 1.2 or later, ALPN "h2" (gRPC clients refuse a server that
  * does not select it), each side trusting exactly the one certificate the
  * other announced. */
@@ -11,7 +11,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
-#include "proxy/proxy_int.h"
+#include "plugin/plugin.h"
 
 static const unsigned char alpn_h2[] = {2, 'h', '2'};
 
@@ -37,7 +37,7 @@ static X509 *x509_of_pem(const char *pem)
 }
 
 /* Our certificate and key, and the one certificate we trust. */
-static int ctx_setup(SSL_CTX *ctx, const proxy_cert *own, const char *trusted_pem, tftap_buf *err)
+static int ctx_setup(SSL_CTX *ctx, const plugin_cert *own, const char *trusted_pem, tftap_buf *err)
 {
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
@@ -77,8 +77,8 @@ static int select_h2(SSL *ssl, const unsigned char **out, unsigned char *outlen,
     return SSL_TLSEXT_ERR_OK;
 }
 
-int proxy_tls_server_ctx(const proxy_cert *own, const char *client_pem, SSL_CTX **out,
-                         tftap_buf *err)
+int plugin_tls_server_ctx(const plugin_cert *own, const char *client_pem, SSL_CTX **out,
+                          tftap_buf *err)
 {
     *out = NULL;
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
@@ -100,8 +100,8 @@ int proxy_tls_server_ctx(const proxy_cert *own, const char *client_pem, SSL_CTX 
     return 0;
 }
 
-int proxy_tls_client_ctx(const proxy_cert *own, const char *server_pem, SSL_CTX **out,
-                         tftap_buf *err)
+int plugin_tls_client_ctx(const plugin_cert *own, const char *server_pem, SSL_CTX **out,
+                          tftap_buf *err)
 {
     *out = NULL;
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
@@ -124,7 +124,7 @@ int proxy_tls_client_ctx(const proxy_cert *own, const char *server_pem, SSL_CTX 
     return 0;
 }
 
-SSL *proxy_tls_client(SSL_CTX *ctx, int fd)
+SSL *plugin_tls_client(SSL_CTX *ctx, int fd)
 {
     SSL *ssl = SSL_new(ctx);
     if (ssl == NULL)
@@ -139,7 +139,7 @@ SSL *proxy_tls_client(SSL_CTX *ctx, int fd)
     return ssl;
 }
 
-SSL *proxy_tls_server(SSL_CTX *ctx, int fd)
+SSL *plugin_tls_server(SSL_CTX *ctx, int fd)
 {
     SSL *ssl = SSL_new(ctx);
     if (ssl == NULL)
@@ -152,7 +152,7 @@ SSL *proxy_tls_server(SSL_CTX *ctx, int fd)
     return ssl;
 }
 
-void proxy_tls_error(SSL *ssl, int rc, tftap_buf *err)
+void plugin_tls_error(SSL *ssl, int rc, tftap_buf *err)
 {
     int e = SSL_get_error(ssl, rc);
     long v = SSL_get_verify_result(ssl);

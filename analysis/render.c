@@ -1,5 +1,5 @@
-/* store: one recorded resource change rendered the way a plan reads. */
-#include "store/store_int.h"
+/* analysis: one recorded resource change rendered the way a plan reads. */
+#include "analysis/analysis.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -812,7 +812,7 @@ static int parse_opt(const char *text, sj_doc **doc, const sj_node **node)
     *node = NULL;
     if (!text)
         return 0;
-    int rc = sj_parse(text, strlen(text), STORE_JSON_MAX_DEPTH, doc);
+    int rc = sj_parse(text, strlen(text), TFTAP_JSON_MAX_DEPTH, doc);
     if (rc)
         return rc;
     *node = sj_root(*doc);
@@ -826,41 +826,41 @@ static const char *after_of(const store_change_row *c)
     return c->new_state ? c->new_state : c->planned;
 }
 
-static enum store_action action_of(const sj_node *prior, const sj_node *after, const sj_node *rr)
+static enum analysis_action action_of(const sj_node *prior, const sj_node *after, const sj_node *rr)
 {
     if (is_null(prior) && is_null(after))
-        return STORE_ACTION_NOOP;
+        return ANALYSIS_ACTION_NOOP;
     if (is_null(prior))
-        return STORE_ACTION_CREATE;
+        return ANALYSIS_ACTION_CREATE;
     if (is_null(after))
-        return STORE_ACTION_DELETE;
+        return ANALYSIS_ACTION_DELETE;
     if (rr && rr->kind == SJ_ARRAY && rr->n > 0)
-        return STORE_ACTION_REPLACE;
+        return ANALYSIS_ACTION_REPLACE;
     if (sj_equal(prior, after))
-        return STORE_ACTION_NOOP;
-    return STORE_ACTION_UPDATE;
+        return ANALYSIS_ACTION_NOOP;
+    return ANALYSIS_ACTION_UPDATE;
 }
 
-const char *store_action_name(enum store_action a)
+const char *analysis_action_name(enum analysis_action a)
 {
     switch (a) {
-    case STORE_ACTION_NOOP:
+    case ANALYSIS_ACTION_NOOP:
         return "no-op";
-    case STORE_ACTION_CREATE:
+    case ANALYSIS_ACTION_CREATE:
         return "create";
-    case STORE_ACTION_DELETE:
+    case ANALYSIS_ACTION_DELETE:
         return "delete";
-    case STORE_ACTION_UPDATE:
+    case ANALYSIS_ACTION_UPDATE:
         return "update";
-    case STORE_ACTION_REPLACE:
+    case ANALYSIS_ACTION_REPLACE:
         return "replace";
-    case STORE_ACTION_READ:
+    case ANALYSIS_ACTION_READ:
         return "read";
     }
     return "?";
 }
 
-int store_change_action(const store_change_row *c, enum store_action *out)
+int analysis_change_action(const store_change_row *c, enum analysis_action *out)
 {
     sj_doc *dp = NULL, *dn = NULL, *dr = NULL;
     const sj_node *prior, *after, *rr;
@@ -870,7 +870,7 @@ int store_change_action(const store_change_row *c, enum store_action *out)
     if (!rc)
         rc = parse_opt(c->requires_replace, &dr, &rr);
     if (!rc)
-        *out = c->rpc && strcmp(c->rpc, "ReadDataSource") == 0 ? STORE_ACTION_READ
+        *out = c->rpc && strcmp(c->rpc, "ReadDataSource") == 0 ? ANALYSIS_ACTION_READ
                                                                : action_of(prior, after, rr);
     sj_free(dp);
     sj_free(dn);
@@ -878,7 +878,7 @@ int store_change_action(const store_change_row *c, enum store_action *out)
     return rc;
 }
 
-int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
+int analysis_render_change(const store_change_row *c, int flags, tftap_buf *out)
 {
     sj_doc *dp = NULL, *dn = NULL, *dr = NULL, *dd = NULL, *ds = NULL;
     const sj_node *prior, *after, *rr, *diags, *sch;
@@ -898,7 +898,7 @@ int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
         ds = NULL; /* a schema we cannot read: render without it */
     if (rc)
         goto done;
-    struct rctx x = {out, flags & STORE_RENDER_COLOR, rr};
+    struct rctx x = {out, flags & ANALYSIS_RENDER_COLOR, rr};
     int replace = rr && rr->kind == SJ_ARRAY && rr->n > 0 && !is_null(prior) && !is_null(after);
     char mark;
     const char *verb;
@@ -931,7 +931,9 @@ int store_render_change(const store_change_row *c, int flags, tftap_buf *out)
     const char *type = c->type_name ? c->type_name : "?";
     if (x.color)
         tftap_buf_puts(out, "\033[1m");
-    if (c->address)
+    if (c->address && c->address_note) /* paired among identical instances */
+        tftap_buf_printf(out, "  # %s (%s) %s", c->address, c->address_note, verb);
+    else if (c->address)
         tftap_buf_printf(out, "  # %s %s", c->address, verb);
     else
         tftap_buf_printf(out, "  # %s (call %lld, address unknown) %s", type, (long long)c->call_id,

@@ -1,4 +1,4 @@
-/* proxy: the real provider as our child process. */
+/* plugin: a provider as a child process. */
 #include "config.h"
 
 #include <errno.h>
@@ -13,17 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proxy/proxy_int.h"
+#include "plugin/plugin.h"
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int proxy_child_spawn(proxy_child *child, const char *binary, char *const *args, char **envp,
-                      tftap_buf *err)
+int plugin_child_spawn(plugin_child *child, const char *binary, char *const *args, char **envp,
+                       tftap_buf *err)
 {
     int out[2] = {-1, -1}, status[2] = {-1, -1};
     char **argv = NULL;
@@ -108,7 +101,7 @@ cleanup:
     return rc;
 }
 
-static void forward_signals(proxy_child *child, int sig_fd)
+static void forward_signals(plugin_child *child, int sig_fd)
 {
     struct signalfd_siginfo si;
     while (read(sig_fd, &si, sizeof si) == (ssize_t)sizeof si) {
@@ -118,11 +111,11 @@ static void forward_signals(proxy_child *child, int sig_fd)
     }
 }
 
-int proxy_child_read_handshake(proxy_child *child, int sig_fd, int timeout_ms, char **line,
-                               tftap_buf *err)
+int plugin_child_read_handshake(plugin_child *child, int sig_fd, int timeout_ms, char **line,
+                                tftap_buf *err)
 {
     tftap_buf acc = TFTAP_BUF_INIT;
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = tftap_mono_ms() + timeout_ms;
     int rc;
 
     *line = NULL;
@@ -144,14 +137,14 @@ int proxy_child_read_handshake(proxy_child *child, int sig_fd, int timeout_ms, c
             rc = 0;
             goto cleanup;
         }
-        if (acc.len > PROXY_HANDSHAKE_MAX) {
+        if (acc.len > PLUGIN_HANDSHAKE_MAX) {
             if (err)
                 tftap_buf_printf(err, "provider handshake line longer than %d bytes",
-                                 PROXY_HANDSHAKE_MAX);
+                                 PLUGIN_HANDSHAKE_MAX);
             rc = TFTAP_ELIMIT;
             goto cleanup;
         }
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - tftap_mono_ms();
         if (left <= 0) {
             if (err)
                 tftap_buf_printf(err, "provider printed no handshake within %d s",

@@ -1,4 +1,4 @@
-/* proxy: throw-away certificates shaped like go-plugin's own, so that both
+/* plugin: throw-away certificates shaped like go-plugin's own, so that both
  * go-plugin clients and servers accept them as a pinned, self-signed CA. */
 #include "config.h"
 
@@ -13,7 +13,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "proxy/proxy_int.h"
+#include "plugin/plugin.h"
 
 /* go-plugin's certificates live 262980 hours (about 30 years). */
 #define CERT_DAYS 10957
@@ -58,7 +58,7 @@ static char *b64_unpadded(const unsigned char *der, int len)
     return out;
 }
 
-int proxy_cert_make(proxy_cert *cert)
+int plugin_cert_make(plugin_cert *cert)
 {
     int rc = TFTAP_ETLS;
     EVP_PKEY *key = NULL;
@@ -123,11 +123,11 @@ cleanup:
     X509_free(x);
     EVP_PKEY_free(key);
     if (rc != 0)
-        proxy_cert_done(cert);
+        plugin_cert_done(cert);
     return rc;
 }
 
-void proxy_cert_done(proxy_cert *cert)
+void plugin_cert_done(plugin_cert *cert)
 {
     if (cert == NULL)
         return;
@@ -139,7 +139,7 @@ void proxy_cert_done(proxy_cert *cert)
     memset(cert, 0, sizeof *cert);
 }
 
-int proxy_cert_b64der_to_pem(const char *b64, size_t len, char **pem)
+int plugin_cert_b64der_to_pem(const char *b64, size_t len, char **pem)
 {
     int rc = TFTAP_EDECODE;
     char *padded = NULL;
@@ -148,7 +148,7 @@ int proxy_cert_b64der_to_pem(const char *b64, size_t len, char **pem)
     BIO *bio = NULL;
 
     *pem = NULL;
-    if (len == 0 || len > PROXY_HANDSHAKE_MAX)
+    if (len == 0 || len > PLUGIN_HANDSHAKE_MAX)
         return TFTAP_EDECODE;
     /* EVP_DecodeBlock wants whole quanta: put back the padding go-plugin
      * strips (RawStdEncoding). */

@@ -1,4 +1,4 @@
-/* proxy: go-plugin's handshake line and the environment it travels with. */
+/* plugin: go-plugin's handshake line and the environment it travels with. */
 #include "config.h"
 
 #include <errno.h>
@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/proxy_int.h"
+#include "plugin/plugin.h"
 
 extern char **environ;
 
-const char *proxy_env_get(char *const *envp, const char *name)
+const char *plugin_env_get(char *const *envp, const char *name)
 {
     size_t n = strlen(name);
     if (envp == NULL)
@@ -21,13 +21,13 @@ const char *proxy_env_get(char *const *envp, const char *name)
     return NULL;
 }
 
-int proxy_cookie_ok(char *const *envp)
+int plugin_cookie_ok(char *const *envp)
 {
-    const char *v = proxy_env_get(envp, PROXY_COOKIE_KEY);
-    return v != NULL && strcmp(v, PROXY_COOKIE_VALUE) == 0;
+    const char *v = plugin_env_get(envp, PLUGIN_COOKIE_KEY);
+    return v != NULL && strcmp(v, PLUGIN_COOKIE_VALUE) == 0;
 }
 
-char **proxy_env_for_child(char *const *envp, const char *cert_pem)
+char **plugin_env_for_child(char *const *envp, const char *cert_pem)
 {
     static const char key[] = "PLUGIN_CLIENT_CERT=";
     size_t count = 0, bytes = 0;
@@ -94,7 +94,7 @@ static int parse_small_int(const char *s, size_t n, int *out)
     return 0;
 }
 
-int proxy_handshake_parse(const char *line, size_t len, proxy_handshake *hs, tftap_buf *err)
+int plugin_handshake_parse(const char *line, size_t len, plugin_handshake *hs, tftap_buf *err)
 {
     const char *field[6];
     size_t flen[6];
@@ -143,7 +143,7 @@ int proxy_handshake_parse(const char *line, size_t len, proxy_handshake *hs, tft
     hs->cert_b64 = nf >= 6 ? dup_n(field[5], flen[5]) : dup_n("", 0);
     hs->extra = extra != NULL ? dup_n(extra, (size_t)(end - extra)) : dup_n("", 0);
     if (!hs->network || !hs->address || !hs->protocol || !hs->cert_b64 || !hs->extra) {
-        proxy_handshake_done(hs);
+        plugin_handshake_done(hs);
         return TFTAP_ENOMEM;
     }
     if (strcmp(hs->network, "unix") != 0 && strcmp(hs->network, "tcp") != 0) {
@@ -171,11 +171,11 @@ int proxy_handshake_parse(const char *line, size_t len, proxy_handshake *hs, tft
     return 0;
 
 bad:
-    proxy_handshake_done(hs);
+    plugin_handshake_done(hs);
     return TFTAP_EPROTO;
 }
 
-void proxy_handshake_done(proxy_handshake *hs)
+void plugin_handshake_done(plugin_handshake *hs)
 {
     if (hs == NULL)
         return;

@@ -1,0 +1,70 @@
+/* analysis: what recorded calls mean. Address matching (which resource
+ * instance a call was about), the plan model (what a change does) and its
+ * text rendering; run diff, schema diff and contract checks live here too.
+ * Pure functions over decoded values and schemas, read and written through
+ * the store's queries. Layer: may use common, decoder and store.
+ *
+ * Ownership: nothing returned here needs freeing unless a function says so;
+ * output goes to caller buffers. */
+#ifndef TFTAP_ANALYSIS_H
+#define TFTAP_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+#include "store/store.h"
+
+/* What the CLI said about the resources around a run: `CLI state pull`
+ * (a raw state), or `CLI show -json` of a saved plan or of a state. after
+ * says whether a state is the one the run started from (0) or the one it
+ * left (1); a plan's changes tell before and after themselves. */
+typedef struct analysis_match_doc {
+    const char *json;
+    size_t len;
+    int after;
+} analysis_match_doc;
+
+/* Match the run's PlanResourceChange, ApplyResourceChange, ReadResource and
+ * ReadDataSource calls to resource instance addresses by resource type (and
+ * mode), comparing their values with those of the documents' instances: a
+ * call about an existing object by its prior state with the object before
+ * the run, any call with the planned or applied values. Stores
+ * calls.address, or calls.address_note saying why not; with no document,
+ * missing (or a default) is the note. Calls that agree equally with several
+ * instances whose values are equal (count or for_each over the same values)
+ * are paired with them one to one, in call order and address order, per
+ * method; their note then says "identical to web[1], web[2]". *matched/ *unmatched count the calls
+ * (either may be NULL). Returns 0, TFTAP_EDECODE (a document is not JSON),
+ * TFTAP_ESTORE, TFTAP_ENOMEM. */
+int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs,
+                             const char *missing, int *matched, int *unmatched);
+
+/* ---- the plan model and its rendering -----------------------------------------------------------
+ */
+
+enum analysis_action {
+    ANALYSIS_ACTION_NOOP,    /* nothing changes (or nothing to compare) */
+    ANALYSIS_ACTION_CREATE,  /* prior null */
+    ANALYSIS_ACTION_DELETE,  /* after null */
+    ANALYSIS_ACTION_UPDATE,  /* in place */
+    ANALYSIS_ACTION_REPLACE, /* requires_replace non-empty */
+    ANALYSIS_ACTION_READ,    /* a data source read (ReadDataSource) */
+};
+/* What a change does, comparing prior with planned (PlanResourceChange) or
+ * new state (ApplyResourceChange, ReadResource). Returns 0 or TFTAP_EDECODE. */
+int analysis_change_action(const store_change_row *c, enum analysis_action *out);
+/* "no-op", "create", "delete", "update", "replace", "read". */
+const char *analysis_action_name(enum analysis_action a);
+
+enum analysis_render_flags {
+    ANALYSIS_RENDER_COLOR = 1, /* ANSI colours on the markers */
+};
+
+/* Append a change the way a plan reads it: header comment, "+ resource ..."
+ * with +, -, ~, -/+ markers, "(known after apply)" with refinements,
+ * "# forces replacement" and "(sensitive value)". Returns 0 or
+ * TFTAP_EDECODE (malformed JSON in the row) or TFTAP_ENOMEM. */
+int analysis_render_change(const store_change_row *c, int flags, tftap_buf *out);
+
+#endif

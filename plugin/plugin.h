@@ -1,0 +1,119 @@
+/* plugin: go-plugin's mechanics, shared by the live relay, replay and
+ * anything that starts a provider binary: the magic cookie, the handshake
+ * line a plugin prints, throw-away mutual-TLS certificates, TLS contexts for
+ * both sides of a plugin connection, and starting a provider process.
+ * Layer: may use common only (and OpenSSL).
+ *
+ * Ownership: structs filled by a function are released with its _done
+ * counterpart; strings handed out as char * are heap, freed by the caller. */
+#ifndef TFTAP_PLUGIN_H
+#define TFTAP_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <openssl/ssl.h>
+
+#include "common/common.h"
+
+/* go-plugin's magic cookie for Terraform/OpenTofu providers. */
+#define PLUGIN_COOKIE_KEY "TF_PLUGIN_MAGIC_COOKIE"
+#define PLUGIN_COOKIE_VALUE "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
+
+/* What a provider prints when started by hand; the shim prints the same. */
+#define PLUGIN_NOT_A_PROGRAM_MESSAGE                                                               \
+    "This binary is a plugin. These are not meant to be executed directly.\n"                      \
+    "Please execute the program that consumes these plugins, which will\n"                         \
+    "load any plugins automatically\n"
+
+/* Bounds on what a provider may say before we trust it. */
+#define PLUGIN_HANDSHAKE_MAX 16384        /* bytes in its handshake line */
+#define PLUGIN_HANDSHAKE_TIMEOUT_MS 50000 /* the client itself gives up at 60 s */
+
+/* 1 when envp (NULL = environ) carries go-plugin's magic cookie with the
+ * right value. Without it a plugin must not start. */
+int plugin_cookie_ok(char *const *envp);
+
+/* ---- cert.c: a go-plugin style self-signed certificate -------------------- */
+
+typedef struct plugin_cert {
+    char *cert_pem; /* "-----BEGIN CERTIFICATE-----..." */
+    char *key_pem;  /* PKCS#8 private key */
+    char *der_b64;  /* leaf DER, standard base64 without padding */
+} plugin_cert;
+
+/* ECDSA P-521, CN and SAN DNS localhost, CA, keyCertSign+digitalSignature,
+ * EKU server+client auth, valid ~30 years. 0, TFTAP_ETLS or TFTAP_ENOMEM. */
+int plugin_cert_make(plugin_cert *cert);
+void plugin_cert_done(plugin_cert *cert);
+
+/* The PEM of a certificate given as unpadded base64 of its DER (as go-plugin
+ * prints it). *pem is heap, freed by the caller. 0, TFTAP_EDECODE or
+ * TFTAP_ENOMEM. */
+int plugin_cert_b64der_to_pem(const char *b64, size_t len, char **pem);
+
+/* ---- handshake.c: go-plugin's stdout line ------------------------------ */
+
+typedef struct plugin_handshake {
+    int core_version;  /* always 1 */
+    int proto_version; /* 5 or 6 for providers */
+    char *network;     /* "unix" or "tcp" */
+    char *address;
+    char *protocol; /* "grpc" */
+    char *cert_b64; /* may be empty: plaintext */
+    char *extra;    /* fields after the cert, verbatim, or "" */
+} plugin_handshake;
+
+/* Parse one line (without its newline). 0, TFTAP_EPROTO or TFTAP_ENOMEM;
+ * err receives the reason. */
+int plugin_handshake_parse(const char *line, size_t len, plugin_handshake *hs, tftap_buf *err);
+void plugin_handshake_done(plugin_handshake *hs);
+
+/* Look a variable up in an environment vector. NULL when absent. */
+const char *plugin_env_get(char *const *envp, const char *name);
+
+/* A copy of envp without PLUGIN_CLIENT_CERT, plus PLUGIN_CLIENT_CERT=cert_pem
+ * when cert_pem is not NULL. The vector and its strings are one allocation
+ * freed with free(). NULL on ENOMEM. */
+char **plugin_env_for_child(char *const *envp, const char *cert_pem);
+
+/* ---- child.c: the real provider process ------------------------------- */
+
+typedef struct plugin_child {
+    pid_t pid;
+    int out_fd;        /* read end of its stdout, or -1 once at EOF */
+    tftap_buf pending; /* stdout bytes read past the handshake line */
+} plugin_child;
+
+/* Start binary with args and env; its stdin and stderr are ours, its
+ * stdout is a pipe; it gets SIGKILL if this thread dies. 0, TFTAP_ECHILD
+ * (err says why, e.g. exec failed) or TFTAP_EIO. */
+int plugin_child_spawn(plugin_child *child, const char *binary, char *const *args, char **envp,
+                       tftap_buf *err);
+
+/* Read the handshake line (bounded, timeout_ms). While waiting, forwards
+ * SIGINT/SIGTERM/SIGHUP arriving on sig_fd (a signalfd) to the child. *line
+ * is heap; bytes after it stay in child->pending. 0, TFTAP_ECHILD (it exited
+ * or closed stdout first), TFTAP_ELIMIT (too long or too slow) or TFTAP_EIO. */
+int plugin_child_read_handshake(plugin_child *child, int sig_fd, int timeout_ms, char **line,
+                                tftap_buf *err);
+
+/* ---- tls.c: OpenSSL contexts for both legs ------------------------------ */
+
+/* Our side of the client's connection: our certificate, requiring and
+ * verifying the client's (client_pem, the one it announced), ALPN h2. */
+int plugin_tls_server_ctx(const plugin_cert *own, const char *client_pem, SSL_CTX **out,
+                          tftap_buf *err);
+/* Our side of the provider's connection: our certificate as the client's,
+ * trusting only server_pem (the one the provider announced). */
+int plugin_tls_client_ctx(const plugin_cert *own, const char *server_pem, SSL_CTX **out,
+                          tftap_buf *err);
+/* One connection on fd, not yet shaken hands; the client one checks the
+ * name localhost. NULL on ENOMEM. */
+SSL *plugin_tls_client(SSL_CTX *ctx, int fd);
+SSL *plugin_tls_server(SSL_CTX *ctx, int fd);
+/* Why a handshake failed (rc from SSL_do_handshake), appended to err. */
+void plugin_tls_error(SSL *ssl, int rc, tftap_buf *err);
+
+#endif

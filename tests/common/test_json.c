@@ -1,0 +1,141 @@
+/* common's JSON reader: strict RFC 8259, exact numbers, bounded depth, and
+ * the writers that go back to text. */
+#include <string.h>
+
+#include "common/common.h"
+#include "tests/check.h"
+
+static int parse(const char *text, unsigned depth)
+{
+    sj_doc *d = NULL;
+    int rc = sj_parse(text, strlen(text), depth, &d);
+    CHECK(rc != 0 || d != NULL);
+    sj_free(d);
+    return rc;
+}
+
+/* text -> compact text (sorted members when sorted). */
+static void round_trip(const char *text, int sorted, const char *expected)
+{
+    sj_doc *d = NULL;
+    tftap_buf out = TFTAP_BUF_INIT;
+    CHECK_INT_EQ(sj_parse(text, strlen(text), 0, &d), 0);
+    if (sorted)
+        CHECK_INT_EQ(sj_write_sorted(sj_root(d), &out), 0);
+    else
+        sj_write(sj_root(d), &out);
+    CHECK_STR_EQ(tftap_buf_cstr(&out), expected);
+    tftap_buf_done(&out);
+    sj_free(d);
+}
+
+static void test_valid(void)
+{
+    const char *ok[] = {
+        "null",
+        " true ",
+        "false",
+        "0",
+        "-0",
+        "1.5e-7",
+        "12345678901234567890123.25",
+        "\"\"",
+        "\"\\u00e9\\ud83d\\ude00\\/\\\"\\\\\\b\\f\\n\\r\\t\"",
+        "[]",
+        "{}",
+        "{\"a\":[1,{\"b\":null}],\"a\":2}",
+        "\n\t[ 1 , 2 ]\r\n",
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int rc = parse(ok[i], 0);
+        if (rc)
+            fprintf(stderr, "refused valid JSON: %s\n", ok[i]);
+        CHECK_INT_EQ(rc, 0);
+    }
+}
+
+static void test_invalid(void)
+{
+    const char *bad[] = {
+        "",
+        " ",
+        "nul",
+        "tru",
+        "01",
+        "-",
+        "1.",
+        ".5",
+        "1e",
+        "1e+",
+        "+1",
+        "0x10",
+        "1 2",
+        "\"abc",
+        "\"\\x\"",
+        "\"\\u12\"",
+        "\"\\ud800\"",
+        "\"\\udc00\"",
+        "\"\\ud800\\u0041\"",
+        "\"a\tb\"",
+        "\"\x01\"",
+        "[1,]",
+        "[1 2]",
+        "{\"a\"}",
+        "{\"a\":1,}",
+        "{a:1}",
+        "[",
+        "]",
+        "{\"a\":1}}",
+        "[1]x",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = parse(bad[i], 0);
+        if (rc != TFTAP_EDECODE)
+            fprintf(stderr, "accepted or misjudged invalid JSON: %s\n", bad[i]);
+        CHECK_INT_EQ(rc, TFTAP_EDECODE);
+    }
+}
+
+static void test_depth(void)
+{
+    CHECK_INT_EQ(parse("[[[1]]]", 3), 0);
+    CHECK_INT_EQ(parse("[[[[1]]]]", 3), TFTAP_ELIMIT);
+    CHECK_INT_EQ(parse("{\"a\":{\"b\":{\"c\":{}}}}", 3), TFTAP_ELIMIT);
+    /* The default bound holds too, without recursion running away. */
+    char deep[4 * TFTAP_JSON_MAX_DEPTH];
+    size_t n = 0;
+    for (size_t i = 0; i < TFTAP_JSON_MAX_DEPTH + 1; i++)
+        deep[n++] = '[';
+    deep[n] = '\0';
+    CHECK_INT_EQ(parse(deep, 0), TFTAP_ELIMIT);
+}
+
+static void test_values(void)
+{
+    sj_doc *d = NULL;
+    const char *text = "{\"n\":12345678901234567890.5,\"s\":\"a\\u0000b\",\"t\":true}";
+    CHECK_INT_EQ(sj_parse(text, strlen(text), 0, &d), 0);
+    const sj_node *n = sj_get(sj_root(d), "n");
+    CHECK(n && n->kind == SJ_NUMBER);
+    CHECK_STR_EQ(n ? n->str : NULL, "12345678901234567890.5"); /* the text, not a double */
+    const sj_node *s = sj_get(sj_root(d), "s");
+    CHECK(s && s->kind == SJ_STRING && s->len == 3 && memcmp(s->str, "a\0b", 3) == 0);
+    const sj_node *t = sj_get(sj_root(d), "t");
+    CHECK(t && t->kind == SJ_BOOL && t->boolean);
+    CHECK(sj_get(sj_root(d), "missing") == NULL);
+    CHECK(sj_get(n, "x") == NULL); /* not an object */
+    sj_free(d);
+
+    round_trip("{ \"b\" : [1, 2.50], \"a\" : \"\\u00e9\" }", 0,
+               "{\"b\":[1,2.50],\"a\":\"\u00e9\"}");
+    round_trip("{\"b\":{\"d\":1,\"c\":2},\"a\":null}", 1, "{\"a\":null,\"b\":{\"c\":2,\"d\":1}}");
+}
+
+int main(void)
+{
+    test_valid();
+    test_invalid();
+    test_depth();
+    test_values();
+    return check_report("test_json");
+}
