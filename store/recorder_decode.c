@@ -304,6 +304,15 @@ static int method_is_stream(const char *m)
     return 0;
 }
 
+/* A call whose row image is owed; counted, so that the decoder knows what
+ * emitting the images will add to the bound (an op each) before it does. */
+static void mark_dirty(store_recorder *r, struct call *c)
+{
+    if (!c->dirty)
+        r->dirty_calls++;
+    c->dirty = 1;
+}
+
 static struct call *call_get(store_recorder *r, uint64_t id, const char *method, int64_t t_us)
 {
     struct call *c = call_find(r, id);
@@ -322,7 +331,7 @@ static struct call *call_get(store_recorder *r, uint64_t id, const char *method,
     c->stream = method_is_stream(c->method);
     c->started_us = t_us;
     c->raws_tail = &c->raws;
-    c->dirty = 1;
+    mark_dirty(r, c);
     struct call **b = bucket(r, id);
     c->hnext = *b;
     *b = c;
@@ -481,7 +490,7 @@ static void redecode_retained(store_recorder *r)
         for (struct rawmsg *m = c->raws; m; m = m->next)
             side_add(r, c, m->dir == STORE_REQUEST ? &c->req : &c->resp, m->dir, m->bytes, m->len);
         c->decoded_with_schema = 1;
-        c->dirty = 1;
+        mark_dirty(r, c);
         call_free_raws(r, c);
     }
 }
@@ -598,6 +607,36 @@ static void emit_schema(store_recorder *r, const char *kind, const char *sha,
     }
 }
 
+/* A side's column text for an op, taking the side's buffer where it is
+ * the text itself (one message of a unary call), else building the array
+ * in it. The side is left empty. NULL: no message. */
+static char *take_side(struct op *o, struct call *c, struct side *s)
+{
+    if (s->count == 0)
+        return NULL;
+    if (tftap_buf_failed(&s->json)) {
+        tftap_buf_done(&s->json);
+        return dup_counted(o, "{\"$error\":\"out of memory rendering the message\"}");
+    }
+    if (c->stream || s->count != 1) {
+        /* '[' ... ']' around it: one move within the buffer. */
+        if (tftap_buf_reserve(&s->json, 2) != 0) {
+            tftap_buf_done(&s->json);
+            return NULL;
+        }
+        memmove(s->json.data + 1, s->json.data, s->json.len);
+        s->json.data[0] = '[';
+        s->json.data[s->json.len + 1] = ']';
+        s->json.len += 2;
+        s->json.data[s->json.len] = '\0';
+    }
+    char *text = s->json.data;
+    o->size += s->json.len + 1;
+    s->json = (tftap_buf)TFTAP_BUF_INIT;
+    s->count = 0;
+    return text;
+}
+
 /* The call's whole state as a row image. */
 static int emit_call(store_recorder *r, struct call *c)
 {
@@ -618,8 +657,15 @@ static int emit_call(store_recorder *r, struct call *c)
     o->method = dup_counted(o, c->method);
     o->status_message = dup_counted(o, c->status_message);
     o->type_name = dup_counted(o, c->type_name);
-    o->req_json = dup_counted(o, side_text(c, &c->req, &t));
-    o->resp_json = dup_counted(o, side_text(c, &c->resp, &t));
+    if (c->ended && !c->retain) {
+        /* Its last image (the call is pruned next): the rendered JSON is
+         * handed over, not copied. */
+        o->req_json = take_side(o, c, &c->req);
+        o->resp_json = take_side(o, c, &c->resp);
+    } else {
+        o->req_json = dup_counted(o, side_text(c, &c->req, &t));
+        o->resp_json = dup_counted(o, side_text(c, &c->resp, &t));
+    }
     o->decode_error = dup_counted(o, c->decode_error);
     if (c->decoded_with_schema && r->schema)
         memcpy(o->schema_sha, r->schema_sha, 65);
@@ -632,6 +678,7 @@ static int emit_call(store_recorder *r, struct call *c)
 static void emit_dirty_calls(store_recorder *r)
 {
     r->rendered_bytes = 0;
+    r->dirty_calls = 0;
     for (struct call *c = r->calls; c; c = c->lnext)
         if (c->dirty)
             emit_call(r, c);
@@ -711,7 +758,7 @@ static void retain_raw(store_recorder *r, struct call *c, const struct event *ev
 }
 
 /* Apply one event to the call's state in memory. */
-static void apply_event(store_recorder *r, const struct event *ev)
+static void apply_event(store_recorder *r, struct event *ev)
 {
     struct call *c = call_get(r, ev->call_id, ev->kind == EV_BEGIN ? ev->text : NULL, ev->t_us);
     if (!c)
@@ -727,7 +774,7 @@ static void apply_event(store_recorder *r, const struct event *ev)
             }
         }
         c->started_us = ev->t_us;
-        c->dirty = 1;
+        mark_dirty(r, c);
         break;
     case EV_MESSAGE: {
         struct side *s = ev->dir == STORE_REQUEST ? &c->req : &c->resp;
@@ -744,7 +791,7 @@ static void apply_event(store_recorder *r, const struct event *ev)
         if (r->schema)
             c->decoded_with_schema = 1;
         retain_raw(r, c, ev);
-        c->dirty = 1;
+        mark_dirty(r, c);
         if (ev->dir == STORE_RESPONSE && is_provider_schema_method(c->method)) {
             char sha[65];
             tftap_sha256_hex(ev->bytes, ev->len, sha);
@@ -752,6 +799,17 @@ static void apply_event(store_recorder *r, const struct event *ev)
                 strcmp(r->schema_source, "response") != 0)
                 schema_adopt(r, dec_method_protocol(c->method), ev->bytes, ev->len, sha,
                              "response");
+            /* The schema's row takes the bytes the event owns rather than a
+             * copy: a schema of tens of MB is then held once, not twice. */
+            struct op *last = NULL;
+            for (struct op *o = r->out; o; o = o->next)
+                last = o;
+            if (ev->owned && last && last->kind == OP_SCHEMA && last->bytes &&
+                last->len == ev->len) {
+                free(last->bytes);
+                last->bytes = ev->owned;
+                ev->owned = NULL; /* ev->bytes stays valid: the op is not handed over yet */
+            }
         }
         if (ev->dir == STORE_RESPONSE && is_identity_schema_method(c->method) && !r->identity_raw) {
             r->identity_raw = malloc(ev->len ? ev->len : 1);
@@ -787,7 +845,7 @@ static void apply_event(store_recorder *r, const struct event *ev)
         c->status = ev->status;
         free(c->status_message);
         c->status_message = ev->text[0] ? store_rec_dupstr(ev->text) : NULL;
-        c->dirty = 1;
+        mark_dirty(r, c);
         break;
     }
 }
@@ -1057,7 +1115,7 @@ static void decode_batch(store_recorder *r, struct event *list)
             continue;
         /* Every few events: give back what is freed, and keep what this
          * batch renders within the one bound too. */
-        size_t out = r->rendered_bytes;
+        size_t out = r->rendered_bytes + r->dirty_calls * (sizeof(struct op) + 128);
         for (struct op *o = r->out; o; o = o->next)
             out += o->size;
         pthread_mutex_lock(&r->mu);

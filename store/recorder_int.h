@@ -187,6 +187,7 @@ struct store_recorder {
     struct op *out, **out_tail; /* ops being built, handed over at once */
     uint64_t out_events;        /* events applied since the last hand-over */
     size_t rendered_bytes;      /* JSON rendered since calls were last emitted */
+    size_t dirty_calls;         /* calls marked dirty since then */
 
     /* ---- SQL thread only ---- */
     sqlite3 *db;

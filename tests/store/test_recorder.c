@@ -372,7 +372,14 @@ static void test_block_mode_holds_the_bound(void)
     store_recorder *r = NULL;
     CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
     store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 7);
-    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    /* The schema handed over as the proxy's recorder process does: held
+     * once, by its row, not copied. */
+    store_recorder_call_begin(r, 1, M_SCHEMA, now_us());
+    store_recorder_message(r, 1, STORE_REQUEST, now_us(), "", 0);
+    void *copy = malloc(schema_a.n);
+    memcpy(copy, schema_a.p, schema_a.n);
+    store_recorder_message_take(r, 1, STORE_RESPONSE, now_us(), copy, schema_a.n);
+    store_recorder_call_end(r, 1, now_us(), 0, NULL);
     const uint64_t calls = 3000;
     for (uint64_t i = 2; i <= calls; i++)
         plan_create(r, i, &thing_alpha);
