@@ -238,7 +238,16 @@ static void test_schema_arrives_later(void)
     struct fx_thing t = {"thing-7", "late", NULL, 5, 1, "eu-1", "zone"};
     store_recorder *r = open_rec(0, bin_b);
     plan_create(r, 1, &t);
-    sleep_ms(300); /* let the writer commit the call undecoded first */
+    /* The state this tests: the call is committed first, undecoded (no
+     * schema yet), and only then does the schema arrive. */
+    int64_t undecoded = 0;
+    for (int i = 0; i < 600 && undecoded < 1; i++) {
+        sleep_ms(50);
+        undecoded = scalar("SELECT count(*) FROM calls c JOIN processes p ON p.id = c.process_id "
+                           "WHERE p.binary_path LIKE '%bin-b' AND c.rpc = 'PlanResourceChange' "
+                           "AND c.ended_us IS NOT NULL AND c.schema_sha256 IS NULL");
+    }
+    CHECK_INT_EQ(undecoded, 1);
     call(r, 2, M_SCHEMA, NULL, &schema_b);
     store_recorder_close(r);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM schemas"), 2);
@@ -283,6 +292,10 @@ static void test_binary_digest_reused(void)
     }
     r = open_rec(1, bin_b);
     store_recorder_close(r);
+    /* The state this tests: the file's identity did change. */
+    CHECK_INT_EQ(scalar("SELECT count(DISTINCT binary_stat) FROM (SELECT binary_stat FROM "
+                        "processes WHERE binary_path LIKE '%bin-b' ORDER BY id DESC LIMIT 2)"),
+                 2);
     char *again = text("SELECT binary_sha256 FROM processes ORDER BY id DESC LIMIT 1");
     CHECK(again != NULL && real != NULL && strcmp(again, real) == 0);
     free(real);
@@ -295,7 +308,14 @@ static void test_unwritable_then_recovers(void)
     snprintf(blocker, sizeof blocker, "%s/blocked", tmpdir);
     snprintf(path, sizeof path, "%s/db/tftap.db", blocker);
     FILE *f = fopen(blocker, "w"); /* a file where the directory should be */
-    fclose(f);
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
+    /* The state this tests: the database cannot be made there. */
+    sqlite3 *probe = NULL;
+    CHECK(sqlite3_open_v2(path, &probe, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+          SQLITE_OK);
+    sqlite3_close(probe);
     store_recorder_opts o = {0};
     store_recorder *r = NULL;
     CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
@@ -344,6 +364,7 @@ static void test_queue_full_drops_and_counts(void)
     store_recorder *r = NULL;
     CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
     struct fx_bytes big = {calloc(1, 8192), 8192};
+    CHECK(big.p != NULL && big.n > o.max_queue_bytes);
     store_recorder_call_begin(r, 1, M_PLAN, now_us());
     store_recorder_message(r, 1, STORE_REQUEST, now_us(), big.p, big.n);
     store_recorder_call_end(r, 1, now_us(), 0, NULL);
