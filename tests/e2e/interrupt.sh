@@ -19,7 +19,8 @@ start_apply() {
         (cd "$1" && TFTEST_RPC_LOG=$log exec "$TFTAP" run --db "$db" -- tofu apply -auto-approve \
             -input=false -no-color >"$WORK/out" 2>"$WORK/err") &
     else
-        (cd "$1" && exec tofu apply -auto-approve -input=false -no-color >"$WORK/out" 2>"$WORK/err") &
+        (cd "$1" && TFTEST_RPC_LOG=$log exec tofu apply -auto-approve -input=false -no-color \
+            >"$WORK/out" 2>"$WORK/err") &
     fi
     pid=$!
 }
