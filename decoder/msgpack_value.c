@@ -275,7 +275,16 @@ static int number(struct mp *m)
     uint64_t mag;
     int rc = read_int(m, &neg, &mag);
     if (rc == 0) {
-        tftap_buf_printf(out, neg ? "-%llu" : "%llu", (unsigned long long)mag);
+        /* By hand: printf would cost more than the rest of the value. */
+        char tmp[21];
+        size_t i = sizeof tmp;
+        do {
+            tmp[--i] = (char)('0' + mag % 10);
+            mag /= 10;
+        } while (mag != 0);
+        if (neg)
+            tmp[--i] = '-';
+        tftap_buf_append(out, tmp + i, sizeof tmp - i);
         return 0;
     }
     if (rc < 0)
