@@ -59,7 +59,7 @@ void tftap_buf_reset(tftap_buf *b)
         b->data[0] = '\0';
 }
 
-int tftap_buf_reserve(tftap_buf *b, size_t extra)
+int tftap_buf_grow(tftap_buf *b, size_t extra)
 {
     if (b->failed)
         return TFTAP_ENOMEM;
