@@ -50,6 +50,7 @@ enum proxy_rec_kind {
     PROXY_REC_BEGIN = 2,
     PROXY_REC_MESSAGE = 3, /* a = enum store_direction */
     PROXY_REC_END = 4,     /* a = status code */
+    PROXY_REC_LOST = 5,    /* call_id = events the tee dropped since the last one; no payload */
 };
 
 struct proxy_rec_frame {
@@ -67,7 +68,9 @@ struct proxy_rec_frame {
 #define PROXY_REC_FRAME_MAX PROXY_REC_MESSAGE_MAX
 
 /* What the pipe's reader hands on, one callback per frame; message takes
- * bytes (malloc'd). lost: n frames that failed their checks. */
+ * bytes (malloc'd). lost: n events the tee dropped (why =
+ * STORE_LOST_QUEUE_FULL) or n frames that failed their checks
+ * (STORE_LOST_MALFORMED). */
 typedef struct proxy_recpipe_sink {
     void *ctx;
     void (*process)(void *ctx, const char *provider, const char *version, const char *binary,
@@ -76,7 +79,7 @@ typedef struct proxy_recpipe_sink {
     void (*message)(void *ctx, uint64_t call_id, enum store_direction dir, int64_t t_us,
                     uint8_t *bytes, size_t len);
     void (*end)(void *ctx, uint64_t call_id, int64_t t_us, int status, const char *message);
-    void (*lost)(void *ctx, uint64_t n);
+    void (*lost)(void *ctx, uint64_t n, enum store_lost why);
 } proxy_recpipe_sink;
 
 /* Read frames from fd until EOF (recpipe.c), messages up to max_message

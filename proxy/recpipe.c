@@ -112,16 +112,21 @@ int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sin
         struct proxy_rec_frame f;
         if (read_full(&in, &f, sizeof f) != 0)
             break;
+        if (f.kind == PROXY_REC_LOST && f.len == 0) {
+            /* The tee's own count of what it dropped: the record's gap. */
+            sink->lost(sink->ctx, f.call_id, STORE_LOST_QUEUE_FULL);
+            continue;
+        }
         size_t max = kind_max(f.kind, max_message);
         if (f.len > PROXY_REC_FRAME_MAX) {
             /* No tee writes this: the stream is out of step. */
-            sink->lost(sink->ctx, 1);
+            sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
             bad++;
             break;
         }
         if (max == 0 || f.len > max ||
             (f.kind == PROXY_REC_MESSAGE && f.a != STORE_REQUEST && f.a != STORE_RESPONSE)) {
-            sink->lost(sink->ctx, 1);
+            sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
             bad++;
             if (skip(&in, f.len) != 0)
                 break;
@@ -129,7 +134,7 @@ int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sin
         }
         char *payload = malloc((size_t)f.len + 1);
         if (payload == NULL) {
-            sink->lost(sink->ctx, 1);
+            sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
             if (skip(&in, f.len) != 0)
                 break;
             continue;
@@ -143,7 +148,7 @@ int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sin
         case PROXY_REC_PROCESS: {
             const char *version, *binary;
             if (split_process(payload, f.len, &version, &binary) != 0) {
-                sink->lost(sink->ctx, 1);
+                sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
                 bad++;
                 break;
             }
@@ -154,7 +159,7 @@ int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sin
         case PROXY_REC_BEGIN:
         case PROXY_REC_END:
             if (memchr(payload, '\0', f.len) != NULL) {
-                sink->lost(sink->ctx, 1);
+                sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
                 bad++;
                 break;
             }

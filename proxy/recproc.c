@@ -53,9 +53,9 @@ static void on_end(void *ctx, uint64_t call_id, int64_t t_us, int status, const 
     store_recorder_call_end(ctx, call_id, t_us, status, message);
 }
 
-static void on_lost(void *ctx, uint64_t n)
+static void on_lost(void *ctx, uint64_t n, enum store_lost why)
 {
-    store_recorder_lost(ctx, n);
+    store_recorder_lost(ctx, n, why);
 }
 
 /* The recorder process's whole life: events until EOF, then flush. A

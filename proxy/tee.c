@@ -27,7 +27,7 @@
 #define TEE_URGENT_BYTES ((size_t)1 << 20) /* this much queued: write at once */
 #define TEE_IOV 256                        /* iovecs per writev */
 
-enum tee_kind { TEE_PROCESS, TEE_BEGIN, TEE_MESSAGE, TEE_END };
+enum tee_kind { TEE_PROCESS, TEE_BEGIN, TEE_MESSAGE, TEE_END, TEE_LOST };
 
 struct tee_event {
     struct tee_event *next;
@@ -60,6 +60,7 @@ struct proxy_tee {
     enum tee_state state;
     int stopping;
     uint64_t dropped;
+    uint64_t unsent; /* dropped, not yet told to the recorder (a LOST frame) */
     pthread_t thread;
 };
 
@@ -109,6 +110,9 @@ static int frame(struct tee_event *ev)
     case TEE_MESSAGE:
         f->kind = PROXY_REC_MESSAGE;
         f->a = (int32_t)ev->dir;
+        break;
+    case TEE_LOST:
+        f->kind = PROXY_REC_LOST;
         break;
     }
     if (ev->kind != TEE_MESSAGE) {
@@ -170,11 +174,13 @@ static void *tee_main(void *arg)
     proxy_tee *t = arg;
     pthread_mutex_lock(&t->mu);
     for (;;) {
-        while (t->head == NULL && !t->stopping) {
+        /* (A broken pipe tells nobody of drops: t->broken is this
+         * thread's own.) */
+        while (t->head == NULL && (t->unsent == 0 || t->broken) && !t->stopping) {
             t->state = TEE_IDLE;
             pthread_cond_wait(&t->cv, &t->mu);
         }
-        if (t->head == NULL)
+        if (t->head == NULL && (t->unsent == 0 || t->broken))
             break; /* stopping and drained */
         if (!t->stopping && t->queued_bytes < TEE_URGENT_BYTES) {
             /* Let what the relay is about to queue join this write. */
@@ -188,7 +194,24 @@ static void *tee_main(void *arg)
         t->state = TEE_WORKING;
         struct tee_event *list = t->head;
         t->head = t->tail = NULL;
+        uint64_t unsent = t->unsent;
+        t->unsent = 0;
         pthread_mutex_unlock(&t->mu);
+
+        if (unsent > 0) {
+            /* What was dropped goes first, so the record's gap says so. */
+            struct tee_event *ev = calloc(1, sizeof *ev);
+            if (ev != NULL) {
+                ev->kind = TEE_LOST;
+                ev->call_id = unsent;
+                ev->next = list;
+                list = ev;
+            } else {
+                pthread_mutex_lock(&t->mu);
+                t->unsent += unsent; /* told next time */
+                pthread_mutex_unlock(&t->mu);
+            }
+        }
 
         uint64_t lost = 0;
         size_t bytes = 0;
@@ -253,6 +276,7 @@ static void push(proxy_tee *t, struct tee_event *ev)
     pthread_mutex_lock(&t->mu);
     if (t->queued_bytes + ev->bytes > limit) {
         t->dropped++;
+        t->unsent++;
         pthread_mutex_unlock(&t->mu);
         event_free(ev);
         return;
@@ -280,6 +304,7 @@ static struct tee_event *event_new_n(proxy_tee *t, enum tee_kind kind, const cha
     if (ev == NULL) {
         pthread_mutex_lock(&t->mu);
         t->dropped++;
+        t->unsent++;
         pthread_mutex_unlock(&t->mu);
         return NULL;
     }
@@ -359,6 +384,11 @@ void proxy_tee_lost(proxy_tee *t)
         return;
     pthread_mutex_lock(&t->mu);
     t->dropped++;
+    t->unsent++;
+    if (t->state == TEE_IDLE) {
+        t->state = TEE_WORKING;
+        pthread_cond_signal(&t->cv);
+    }
     pthread_mutex_unlock(&t->mu);
 }
 

@@ -178,13 +178,16 @@ void store_recorder_message_take(store_recorder *r, uint64_t call_id, enum store
     enqueue(r, ev);
 }
 
-void store_recorder_lost(store_recorder *r, uint64_t n)
+void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why)
 {
     if (!r || n == 0)
         return;
     pthread_mutex_lock(&r->mu);
     r->stats.dropped += n;
-    r->input_lost += n;
+    if (why == STORE_LOST_QUEUE_FULL)
+        r->queue_lost += n;
+    else
+        r->input_lost += n;
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
 }

@@ -61,10 +61,12 @@ void store_recorder_message_take(store_recorder *r, uint64_t call_id, enum store
                                  int64_t t_us, void *bytes, size_t len);
 void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, int status_code,
                              const char *status_message);
-/* n events were lost before they reached the recorder (a malformed frame
- * on the proxy's pipe): counted as dropped, and recorded as a gap whose
- * reason says "malformed recorder input". */
-void store_recorder_lost(store_recorder *r, uint64_t n);
+/* n events were lost before they reached the recorder: dropped from the
+ * proxy's full queue (STORE_LOST_QUEUE_FULL), or a malformed frame on its
+ * pipe (STORE_LOST_MALFORMED). Counted as dropped and recorded as a gap
+ * whose reason says "queue full" or "malformed recorder input". */
+enum store_lost { STORE_LOST_QUEUE_FULL = 0, STORE_LOST_MALFORMED = 1 };
+void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why);
 
 /* Flush everything queued, stop the threads, close the database. */
 void store_recorder_close(store_recorder *r);

@@ -62,9 +62,12 @@ static void on_end(void *ctx, uint64_t call_id, int64_t t_us, int status, const 
     ((struct seen *)ctx)->frames++;
 }
 
-static void on_lost(void *ctx, uint64_t n)
+static void on_lost(void *ctx, uint64_t n, enum store_lost why)
 {
-    ((struct seen *)ctx)->lost += n;
+    if (why == STORE_LOST_MALFORMED)
+        ((struct seen *)ctx)->lost += n;
+    else
+        ((struct seen *)ctx)->frames++; /* a LOST frame: its count is the tee's */
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -6,7 +6,7 @@ the malformed ones the reader must count and survive."""
 import os, struct, sys
 
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "fuzz_recpipe")
-PROCESS, BEGIN, MESSAGE, END = 1, 2, 3, 4
+PROCESS, BEGIN, MESSAGE, END, LOST = 1, 2, 3, 4, 5
 
 
 def frame(kind, payload=b"", a=0, b=0, call_id=0, t=0, length=None):
@@ -34,6 +34,8 @@ seeds = {
     "truncated-payload": frame(BEGIN, b"/x", length=100),
     "truncated-header": frame(BEGIN, b"/x")[:10],
     "empty": b"",
+    "tee-dropped": call(1) + frame(LOST, call_id=17) + call(2),
+    "lost-with-payload": frame(LOST, b"xx", call_id=3) + call(1),
 }
 os.makedirs(out, exist_ok=True)
 for name, data in seeds.items():

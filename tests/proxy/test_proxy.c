@@ -249,7 +249,7 @@ static void test_meta(void)
 
 struct counts {
     int fd;
-    uint64_t process, begins, messages, ends, lost;
+    uint64_t process, begins, messages, ends, lost, dropped;
 };
 
 static void c_process(void *ctx, const char *p, const char *v, const char *b, int proto, int pid)
@@ -274,9 +274,12 @@ static void c_end(void *ctx, uint64_t id, int64_t t, int st, const char *m)
     (void)id, (void)t, (void)st, (void)m;
     ((struct counts *)ctx)->ends++;
 }
-static void c_lost(void *ctx, uint64_t n)
+static void c_lost(void *ctx, uint64_t n, enum store_lost why)
 {
-    ((struct counts *)ctx)->lost += n;
+    if (why == STORE_LOST_QUEUE_FULL)
+        ((struct counts *)ctx)->dropped += n;
+    else
+        ((struct counts *)ctx)->lost += n;
 }
 
 static void *reader(void *arg)
@@ -288,8 +291,9 @@ static void *reader(void *arg)
 }
 
 /* Nobody reads the pipe while a flood of calls is queued: the tee's queue
- * stays within its bound, the messages past it are dropped and counted,
- * and every call still begins and ends (the reserve), as read back. */
+ * stays within its bound, the messages past it are dropped and counted
+ * (and the count reaches the recorder, whose gap it becomes), and every
+ * call still begins and ends (the reserve), as read back. */
 static void test_tee_flood(void)
 {
     int p[2];
@@ -321,6 +325,7 @@ static void test_tee_flood(void)
     CHECK_INT_EQ(c.begins, calls);
     CHECK_INT_EQ(c.ends, calls);
     CHECK_INT_EQ(c.messages + dropped, calls);
+    CHECK_INT_EQ(c.dropped, dropped); /* told to the recorder: its gap */
     CHECK_INT_EQ(c.lost, 0);
 }
 

@@ -418,8 +418,8 @@ static void test_block_mode_holds_the_bound(void)
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM gaps"), 0);
 }
 
-/* Frames the proxy's pipe reader refused are counted and become a gap
- * that says so. */
+/* Frames the proxy's pipe reader refused, and events its tee dropped, are
+ * counted and become a gap that says so. */
 static void test_lost_input_is_a_gap(void)
 {
     char path[400];
@@ -427,14 +427,15 @@ static void test_lost_input_is_a_gap(void)
     store_recorder_opts o = {0};
     store_recorder *r = NULL;
     CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
-    store_recorder_lost(r, 3);
+    store_recorder_lost(r, 3, STORE_LOST_MALFORMED);
+    store_recorder_lost(r, 2, STORE_LOST_QUEUE_FULL);
     plan_create(r, 1, &thing_alpha);
     store_recorder_close(r);
-    CHECK_INT_EQ(scalar_at(path, "SELECT sum(lost) FROM gaps"), 3);
+    CHECK_INT_EQ(scalar_at(path, "SELECT sum(lost) FROM gaps"), 5);
     char sql[200];
     snprintf(sql, sizeof sql, "SELECT reason FROM gaps");
     char *reason = text_at(path, sql);
-    CHECK_STR_EQ(reason ? reason : "", "malformed recorder input");
+    CHECK_STR_EQ(reason ? reason : "", "queue full, malformed recorder input");
     free(reason);
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"), 1);
 }
