@@ -326,7 +326,15 @@ int main(void)
     }
     snprintf(up_path, sizeof up_path, "%s/up.sock", dir);
     snprintf(our_path, sizeof our_path, "%s/our.sock", dir);
-    test_out_of_descriptors();
+    /* valgrind emulates RLIMIT_NOFILE by closing what a system call
+     * returned past it, so there an accept() over the limit loses the
+     * connection the kernel would have left waiting: not the case tested.
+     * Said, not silent; the plain and sanitizer builds run it. */
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload != NULL && strstr(preload, "vgpreload") != NULL)
+        printf("SKIPPED: out of descriptors: under valgrind, which emulates RLIMIT_NOFILE\n");
+    else
+        test_out_of_descriptors();
     test_dial_does_not_stall();
     unlink(up_path);
     unlink(our_path);
