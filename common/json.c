@@ -386,10 +386,20 @@ void sj_write(const sj_node *n, tftap_buf *out)
     }
 }
 
+/* Members in key order; members of one key (a duplicate) stay in document
+ * order, so the sorted text is one text however often it is written. */
+struct member {
+    const sj_node *node;
+    size_t index;
+};
+
 static int member_cmp(const void *x, const void *y)
 {
-    const sj_node *a = *(const sj_node *const *)x, *b = *(const sj_node *const *)y;
-    return tftap_bytes_cmp(a->key, a->key_len, b->key, b->key_len);
+    const struct member *a = x, *b = y;
+    int c = tftap_bytes_cmp(a->node->key, a->node->key_len, b->node->key, b->node->key_len);
+    if (c)
+        return c;
+    return a->index < b->index ? -1 : a->index > b->index;
 }
 
 int sj_write_sorted(const sj_node *n, tftap_buf *out)
@@ -398,12 +408,12 @@ int sj_write_sorted(const sj_node *n, tftap_buf *out)
         sj_write(n, out);
         return 0;
     }
-    const sj_node **kids = malloc((n->n ? n->n : 1) * sizeof *kids);
+    struct member *kids = malloc((n->n ? n->n : 1) * sizeof *kids);
     if (!kids)
         return TFTAP_ENOMEM;
     size_t k = 0;
-    for (const sj_node *c = n->child; c && k < n->n; c = c->next)
-        kids[k++] = c;
+    for (const sj_node *c = n->child; c && k < n->n; c = c->next, k++)
+        kids[k] = (struct member){c, k};
     if (n->kind == SJ_OBJECT)
         qsort(kids, k, sizeof *kids, member_cmp);
     int err = 0;
@@ -412,14 +422,42 @@ int sj_write_sorted(const sj_node *n, tftap_buf *out)
         if (i)
             tftap_buf_putc(out, ',');
         if (n->kind == SJ_OBJECT) {
-            tftap_buf_json_string(out, kids[i]->key, kids[i]->key_len);
+            tftap_buf_json_string(out, kids[i].node->key, kids[i].node->key_len);
             tftap_buf_putc(out, ':');
         }
-        err = sj_write_sorted(kids[i], out);
+        err = sj_write_sorted(kids[i].node, out);
     }
     tftap_buf_putc(out, n->kind == SJ_ARRAY ? ']' : '}');
     free(kids);
     return err;
+}
+
+static int same_key(const sj_node *a, const sj_node *b)
+{
+    return a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
+}
+
+/* Two objects of n members each, compared in key order (n log n where the
+ * member-by-member search is quadratic). -1 when out of memory. */
+static int objects_equal_sorted(const sj_node *a, const sj_node *b)
+{
+    size_t n = a->n;
+    struct member *ma = malloc(2 * n * sizeof *ma), *mb = ma ? ma + n : NULL;
+    if (!ma)
+        return -1;
+    size_t i = 0;
+    for (const sj_node *x = a->child, *y = b->child; x && y && i < n; x = x->next, y = y->next) {
+        ma[i] = (struct member){x, i};
+        mb[i] = (struct member){y, i};
+        i++;
+    }
+    qsort(ma, n, sizeof *ma, member_cmp);
+    qsort(mb, n, sizeof *mb, member_cmp);
+    int eq = 1;
+    for (i = 0; i < n && eq; i++)
+        eq = same_key(ma[i].node, mb[i].node) && sj_equal(ma[i].node, mb[i].node);
+    free(ma);
+    return eq;
 }
 
 int sj_equal(const sj_node *a, const sj_node *b)
@@ -450,13 +488,21 @@ int sj_equal(const sj_node *a, const sj_node *b)
     case SJ_OBJECT:
         if (a->n != b->n)
             return 0;
+        if (a->n > 16) {
+            int eq = objects_equal_sorted(a, b);
+            if (eq >= 0)
+                return eq;
+        }
+        /* Members by key in any order; the k-th member of a key that
+         * appears more than once is held against the other's k-th. */
         for (const sj_node *x = a->child; x; x = x->next) {
-            const sj_node *y = NULL;
-            for (const sj_node *c = b->child; c; c = c->next)
-                if (c->key_len == x->key_len && memcmp(c->key, x->key, x->key_len) == 0) {
-                    y = c;
+            size_t before = 0;
+            for (const sj_node *c = a->child; c != x; c = c->next)
+                before += same_key(c, x);
+            const sj_node *y = b->child;
+            for (; y; y = y->next)
+                if (same_key(y, x) && before-- == 0)
                     break;
-                }
             if (!sj_equal(x, y))
                 return 0;
         }

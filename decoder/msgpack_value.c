@@ -377,6 +377,7 @@ static int refinements(struct mp *outer, const dec_type *t, const uint8_t *body,
         return TFTAP_EDECODE;
     tftap_buf_puts(out, "{\"$unknown\":{");
     int first = 1;
+    unsigned seen = 0; /* bit k: refinement key k already given */
     for (uint64_t i = 0; i < count; i++) {
         int neg;
         uint64_t key;
@@ -415,6 +416,11 @@ static int refinements(struct mp *outer, const dec_type *t, const uint8_t *body,
                 return rc;
             continue;
         }
+        /* One value per key: a refinement given twice has no one meaning
+         * (go-cty keeps the tighter bound, or panics on a contradiction). */
+        if (seen & 1u << key)
+            return refinement_fail(outer, "a refinement given twice");
+        seen |= 1u << key;
         if (!first)
             tftap_buf_putc(out, ',');
         first = 0;

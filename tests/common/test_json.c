@@ -131,11 +131,53 @@ static void test_values(void)
     round_trip("{\"b\":{\"d\":1,\"c\":2},\"a\":null}", 1, "{\"a\":null,\"b\":{\"c\":2,\"d\":1}}");
 }
 
+static int equal(const char *x, const char *y)
+{
+    sj_doc *a = NULL, *b = NULL;
+    CHECK_INT_EQ(sj_parse(x, strlen(x), 0, &a), 0);
+    CHECK_INT_EQ(sj_parse(y, strlen(y), 0, &b), 0);
+    int eq = sj_equal(sj_root(a), sj_root(b));
+    sj_free(a);
+    sj_free(b);
+    return eq;
+}
+
+static void test_equal(void)
+{
+    CHECK(equal("{\"a\":1,\"b\":[1,2]}", "{\"b\":[1,2],\"a\":1.0}"));
+    CHECK(!equal("{\"a\":1,\"b\":[1,2]}", "{\"b\":[2,1],\"a\":1}"));
+    /* A key given twice: its k-th member against the other's k-th. */
+    CHECK(equal("{\"k\":1,\"x\":0,\"k\":2}", "{\"x\":0,\"k\":1,\"k\":2}"));
+    CHECK(!equal("{\"k\":1,\"x\":0,\"k\":2}", "{\"x\":0,\"k\":2,\"k\":1}"));
+    CHECK(!equal("{\"k\":1,\"k\":1}", "{\"k\":1,\"j\":1}"));
+    /* Large objects (sorted, not searched) agree with small ones. */
+    tftap_buf x = TFTAP_BUF_INIT, y = TFTAP_BUF_INIT, z = TFTAP_BUF_INIT;
+    tftap_buf_putc(&x, '{');
+    tftap_buf_putc(&y, '{');
+    tftap_buf_putc(&z, '{');
+    for (int i = 0; i < 40; i++) {
+        tftap_buf_printf(&x, "%s\"m%d\":%d", i ? "," : "", i, i);
+        tftap_buf_printf(&y, "%s\"m%d\":%d", i ? "," : "", 39 - i, 39 - i);
+        tftap_buf_printf(&z, "%s\"m%d\":%d", i ? "," : "", 39 - i, i == 20 ? 0 : 39 - i);
+    }
+    tftap_buf_putc(&x, '}');
+    tftap_buf_putc(&y, '}');
+    tftap_buf_putc(&z, '}');
+    CHECK(equal(tftap_buf_cstr(&x), tftap_buf_cstr(&y)));
+    CHECK(!equal(tftap_buf_cstr(&x), tftap_buf_cstr(&z)));
+    tftap_buf_done(&x);
+    tftap_buf_done(&y);
+    tftap_buf_done(&z);
+    /* Sorted writing keeps a duplicate key's members in document order. */
+    round_trip("{\"b\":0,\"a\":2,\"a\":1}", 1, "{\"a\":2,\"a\":1,\"b\":0}");
+}
+
 int main(void)
 {
     test_valid();
     test_invalid();
     test_depth();
     test_values();
+    test_equal();
     return check_report("test_json");
 }

@@ -58,6 +58,10 @@ var fixedCases = []fixedCase{
 	{"refined unknown for dynamic", `"dynamic"`, "c7 03 0c 81 01 c2", false},
 	{"refinement: null true", `"string"`, "c7 03 0c 81 01 c3", false},
 	{"refinement: prefix on a number", `"number"`, "c7 04 0c 81 02 a1 61", false},
+	// The same key twice (found by draw 11228 of seed 3731551479323643765):
+	// no one meaning, so tftap refuses it.
+	{"refinement: max_len twice", `["set","string"]`, "c7 07 0c 83 01 c2 06 01 06 08", true},
+	{"refinement: not-null twice", `"string"`, "c7 05 0c 82 01 c2 01 c2", true},
 	{"refinement: bounds as a float", `"number"`, "c7 0d 0c 81 03 92 cb 3ff8000000000000 c3", false},
 	{"refinement: bound as a decimal string", `"number"`, "c7 08 0c 81 04 92 a3 302e31 c2", false},
 	{"refinement: negative max length", `["list","string"]`, "c7 03 0c 81 06 ff", false},
