@@ -261,15 +261,17 @@ static int dial(proxy_relay *r, int64_t deadline, int *fd_out, SSL **ssl_out, tf
 /* Start a connection to the provider without waiting: 0 with *fd and
  * *state (0 connected, 1 wait until writable, 2 the provider's backlog is
  * full: try again in a moment), or a negative code. Out of descriptors,
- * the reserve is given up for it (see on_accept()). */
-static int dial_start(proxy_relay *r, int *fd_out, int *state)
+ * the reserve is given up for it (*used_reserve = 1; see on_accept()). */
+static int dial_start(proxy_relay *r, int *fd_out, int *state, int *used_reserve)
 {
     *fd_out = -1;
     *state = 0;
+    *used_reserve = 0;
     int fd = socket(r->up_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0 && (errno == EMFILE || errno == ENFILE) && r->reserve_fd >= 0) {
         close(r->reserve_fd);
         r->reserve_fd = -1;
+        *used_reserve = 1;
         fd = socket(r->up_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     }
     if (fd < 0)
@@ -714,7 +716,8 @@ static void on_accept(proxy_relay *r)
         if (fresh) {
             /* Dialed without waiting: the connect and the TLS handshake are
              * driven by the loop, so relayed connections go on meanwhile. */
-            int rc = dial_start(r, &up_fd, &state);
+            int used_reserve = 0;
+            int rc = dial_start(r, &up_fd, &state, &used_reserve);
             if (rc != 0) {
                 /* The provider is gone or going (or we are out of
                  * descriptors): the client learns it the way it would
@@ -724,8 +727,8 @@ static void on_accept(proxy_relay *r)
                     pause_accept(r);
                 continue;
             }
-            if (r->reserve_fd < 0)
-                pause_accept(r); /* the reserve went into this one */
+            if (used_reserve)
+                pause_accept(r); /* out of descriptors: the reserve went into this one */
         }
         struct relay_pair *p = calloc(1, sizeof *p);
         SSL *down_ssl = NULL;
