@@ -49,8 +49,10 @@ static void on_message(void *ctx, uint64_t call_id, enum store_direction dir, in
     (void)call_id, (void)t_us;
     if ((dir != STORE_REQUEST && dir != STORE_RESPONSE) || len > MAX_MESSAGE || bytes == NULL)
         abort();
-    if (len > 0 && (bytes[0] | bytes[len - 1]) == 0x100) /* touch both ends for ASan */
-        abort();
+    /* Touch both ends, for ASan. */
+    static volatile uint8_t sink;
+    if (len > 0)
+        sink = (uint8_t)(bytes[0] ^ bytes[len - 1]);
     free(bytes);
     ((struct seen *)ctx)->frames++;
 }
