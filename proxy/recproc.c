@@ -28,6 +28,11 @@
  * same priority takes turns with them mid-call. */
 #define RECPROC_NICE 10
 
+/* How long the recorder process stops reading the pipe when its share of
+ * the budget is full before it drops instead: the relay's process must be
+ * able to write out its tee and exit within go-plugin's two seconds. */
+#define RECPROC_BLOCK_MS 1000
+
 /* The sink of the pipe's reader: the store's recorder, which in blocking
  * mode makes the reader wait while its share of the budget is full, so the
  * pipe fills and the tee (the one place that drops) holds the rest. */
@@ -66,7 +71,7 @@ static void recorder_main(int fd, const char *db, const store_recorder_opts *opt
     store_recorder *rec = NULL;
     store_recorder_opts o = *opts;
     o.max_queue_bytes = PROXY_RECORDER_MAX_BYTES;
-    o.block = 1;
+    o.block_ms = RECPROC_BLOCK_MS;
     if (store_recorder_open(db, &o, &rec) != 0)
         rec = NULL;
     proxy_recpipe_sink sink = {rec, on_process, on_begin, on_message, on_end, on_lost};

@@ -51,14 +51,34 @@ void store_rec_release(store_recorder *r, size_t bytes)
 }
 
 /* Queue ev within the one bound: a full recorder drops it (counted, a gap
- * later) or, with opts.block, makes the caller wait until there is room. */
+ * later) or, with opts.block_ms, makes the caller wait (a bounded time) for room. */
 static void enqueue(store_recorder *r, struct event *ev)
 {
     int drop = 0, log_full = 0;
     pthread_mutex_lock(&r->mu);
-    while (r->opts.block && !r->stop && r->inflight_bytes > 0 &&
-           r->inflight_bytes + ev->size > r->opts.max_queue_bytes)
-        pthread_cond_wait(&r->room, &r->mu);
+    if (r->overflowing && r->inflight_bytes <= r->opts.max_queue_bytes / 2)
+        r->overflowing = 0; /* room again: wait, not drop */
+    if (r->opts.block_ms && !r->overflowing && !r->stop && r->inflight_bytes > 0 &&
+        r->inflight_bytes + ev->size > r->opts.max_queue_bytes) {
+        /* Wait for room, a bounded time: a recorder stuck longer (a
+         * database locked for seconds) drops, counted, until it is half
+         * empty, rather than hold its caller (the proxy must be able to
+         * flush and exit within go-plugin's two seconds). */
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += r->opts.block_ms / 1000;
+        until.tv_nsec += (long)(r->opts.block_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (!r->stop && r->inflight_bytes > 0 &&
+               r->inflight_bytes + ev->size > r->opts.max_queue_bytes)
+            if (pthread_cond_timedwait(&r->room, &r->mu, &until) == ETIMEDOUT) {
+                r->overflowing = 1;
+                break;
+            }
+    }
     if (r->stop || r->inflight_bytes + ev->size > r->opts.max_queue_bytes) {
         drop = 1;
         r->stats.dropped++;

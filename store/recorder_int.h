@@ -139,7 +139,8 @@ struct store_recorder {
      * decoded plus bytes of ops not yet committed. */
     size_t inflight_bytes;
     size_t peak_bytes;
-    struct procinfo pinfo;      /* under mu */
+    int overflowing;       /* a blocking caller waited block_ms in vain: drop until half empty */
+    struct procinfo pinfo; /* under mu */
     store_recorder_stats stats; /* under mu */
     uint64_t queue_lost;        /* under mu: refused by enqueue, not yet in lost */
     uint64_t input_lost;        /* under mu: lost before reaching us (store_recorder_lost) */

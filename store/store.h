@@ -28,10 +28,12 @@ typedef struct store_recorder_opts {
      * decoded plus decoded rows not yet committed. 0 = default (256 MiB). */
     size_t max_queue_bytes;
     /* 0: an event that would pass the bound is dropped (counted, a gap row
-     * later). 1: the caller waits until it fits (the proxy's recorder
-     * process: its pipe then pushes back on the tee, whose bound is the one
-     * that drops). An event bigger than the bound is always dropped. */
-    int block;
+     * later). > 0: the caller waits for room, up to block_ms (the proxy's
+     * recorder process: its pipe then pushes back on the tee, whose bound
+     * is the one that drops); a recorder still full after that drops,
+     * counted, until it is half empty. An event bigger than the bound is
+     * always dropped. */
+    unsigned block_ms;
 } store_recorder_opts;
 
 enum store_direction { STORE_REQUEST = 0, STORE_RESPONSE = 1 };
@@ -49,7 +51,7 @@ void store_recorder_process(store_recorder *r, const char *provider_addr, const 
 
 /* Calls: call_id is unique within this recorder; times are microseconds
  * since the Unix epoch. Each copies its arguments; when the bound is
- * reached the event is dropped and counted, or with opts.block the call
+ * reached the event is dropped and counted, or with opts.block_ms the call
  * waits for room. */
 void store_recorder_call_begin(store_recorder *r, uint64_t call_id, const char *method,
                                int64_t t_us);

@@ -389,7 +389,7 @@ static void test_block_mode_holds_the_bound(void)
     const size_t bound = (size_t)64 << 10, slack = (size_t)64 << 10;
     store_recorder_opts o = {0};
     o.max_queue_bytes = bound;
-    o.block = 1;
+    o.block_ms = 60000; /* longer than the recorder could need: never drops */
     store_recorder *r = NULL;
     CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
     store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 7);
