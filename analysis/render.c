@@ -292,6 +292,7 @@ static void end_line(struct rctx *x, const tftap_buf *path)
     tftap_buf_putc(x->out, '\n');
 }
 
+static const sj_node **members_of(const sj_node *a, const sj_node *b, int map, size_t *n);
 static void put_whole(struct rctx *x, unsigned d, char mark, const sj_node *key_of,
                       const sj_node *n, size_t width, int in_array, const struct hint *h);
 
@@ -364,13 +365,16 @@ static void put_whole(struct rctx *x, unsigned d, char mark, const sj_node *key_
             if (obj) {
                 /* Map keys are quoted; the line_start above knows by in_array == 2. */
                 int quote = hint_is(h, "map");
-                size_t w = members_width(NULL, n, NULL, quote);
-                for (const sj_node *c = n->child; c; c = c->next) {
+                size_t w = members_width(NULL, n, NULL, quote), nk = 0;
+                const sj_node **keys = members_of(NULL, n, quote, &nk);
+                for (size_t i = 0; i < nk; i++) {
+                    const sj_node *c = keys[i];
                     if (c->kind == SJ_NULL && !quote)
                         continue; /* the CLI leaves null attributes out */
                     struct hint mh = hint_member(h, c->key, c->key_len);
                     put_whole(x, d + 1, mark, c, c, w, quote ? 2 : 0, &mh);
                 }
+                free(keys);
             } else {
                 struct hint eh = hint_elem(h);
                 for (const sj_node *c = n->child; c; c = c->next)
@@ -421,45 +425,71 @@ static const sj_node *member(const sj_node *o, const char *key, size_t klen)
     return NULL;
 }
 
-/* Members of two objects, after's order first, then members only before
- * had; then, with a block schema, its nested blocks. */
+static int cmp_member_key(const void *x, const void *y)
+{
+    const sj_node *a = *(const sj_node *const *)x, *b = *(const sj_node *const *)y;
+    return tftap_bytes_cmp(a->key, a->key_len, b->key, b->key_len);
+}
+
+/* The members of two objects, each name once: after's members in order,
+ * then those only before had; a map's sorted by key, as the CLI prints a
+ * map whatever order the provider sent. A heap array (*n entries), or NULL
+ * when out of memory or there are none. */
+static const sj_node **members_of(const sj_node *a, const sj_node *b, int map, size_t *n)
+{
+    size_t cap = (is_plain(a, SJ_OBJECT) ? a->n : 0) + (is_plain(b, SJ_OBJECT) ? b->n : 0);
+    *n = 0;
+    const sj_node **v = cap ? malloc(cap * sizeof *v) : NULL;
+    if (!v)
+        return NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        const sj_node *from = pass == 0 ? b : a;
+        if (!is_plain(from, SJ_OBJECT))
+            continue;
+        for (const sj_node *c = from->child; c; c = c->next)
+            if (pass == 0 || !member(b, c->key, c->key_len))
+                v[(*n)++] = c;
+    }
+    if (map)
+        qsort(v, *n, sizeof *v, cmp_member_key);
+    return v;
+}
+
+/* Members of two objects (see members_of); then, with a block schema, its
+ * nested blocks. */
 static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_node *b,
                          tftap_buf *path, const struct hint *h, const sj_node *schema)
 {
     int map = hint_is(h, "map");
-    size_t w = members_width(a, b, schema, map), hidden = 0;
+    size_t w = members_width(a, b, schema, map), hidden = 0, n = 0;
     int has_attrs = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        const sj_node *from = pass == 0 ? b : a, *other = pass == 0 ? a : b;
-        if (!is_plain(from, SJ_OBJECT))
+    const sj_node **keys = members_of(a, b, map, &n);
+    for (size_t i = 0; i < n; i++) {
+        const sj_node *c = keys[i];
+        if (schema && block_type(schema, c->key, c->key_len))
             continue;
-        for (const sj_node *c = from->child; c; c = c->next) {
-            if (schema && block_type(schema, c->key, c->key_len))
-                continue;
-            const sj_node *o = member(other, c->key, c->key_len);
-            if (pass == 1 && o)
-                continue; /* shown in the first pass */
-            const sj_node *before = pass == 0 ? o : c, *after = pass == 0 ? c : NULL;
-            if (is_null(before) && is_null(after))
-                continue;
-            has_attrs = 1;
-            struct hint mh = hint_member(h, c->key, c->key_len);
-            if (sj_equal(before, after)) {
-                if (!map && important(c)) {
-                    put_whole(x, d, ' ', c, c, w, 0, &mh);
-                } else {
-                    hidden++;
-                }
-                continue;
+        const sj_node *before = member(a, c->key, c->key_len);
+        const sj_node *after = member(b, c->key, c->key_len);
+        if (is_null(before) && is_null(after))
+            continue;
+        has_attrs = 1;
+        struct hint mh = hint_member(h, c->key, c->key_len);
+        if (sj_equal(before, after)) {
+            if (!map && important(c)) {
+                put_whole(x, d, ' ', c, c, w, 0, &mh);
+            } else {
+                hidden++;
             }
-            size_t mark = path->len;
-            path_push_key(path, c->key, c->key_len, !map);
-            put_diff(x, d, c, before, after, w, path, map ? 2 : 0, &mh);
-            path->len = mark;
-            if (path->data)
-                path->data[mark] = '\0';
+            continue;
         }
+        size_t mark = path->len;
+        path_push_key(path, c->key, c->key_len, !map);
+        put_diff(x, d, c, before, after, w, path, map ? 2 : 0, &mh);
+        path->len = mark;
+        if (path->data)
+            path->data[mark] = '\0';
     }
+    free(keys);
     put_hidden(x, d, hidden, map ? "element" : "attribute");
     if (schema)
         put_blocks(x, d, schema, a, b, path, has_attrs);
@@ -819,11 +849,27 @@ static int parse_opt(const char *text, sj_doc **doc, const sj_node **node)
     return 0;
 }
 
+/* The state after the change. A failed call's is the one it attempted: an
+ * apply's planned state (its new state is null or the prior), a plan's
+ * proposed one when it planned nothing. */
 static const char *after_of(const store_change_row *c)
 {
-    if (c->rpc && strcmp(c->rpc, "PlanResourceChange") == 0)
-        return c->replace_planned ? c->replace_planned : c->planned;
+    int is_null_text = 0;
+    if (c->rpc && strcmp(c->rpc, "PlanResourceChange") == 0) {
+        const char *p = c->replace_planned ? c->replace_planned : c->planned;
+        is_null_text = !p || strcmp(p, "null") == 0;
+        return c->failed && is_null_text && c->proposed ? c->proposed : p;
+    }
+    if (c->failed && c->rpc && strcmp(c->rpc, "ApplyResourceChange") == 0 && c->planned)
+        return c->planned;
     return c->new_state ? c->new_state : c->planned;
+}
+
+/* The state before: for the create half of a replacement carried out, the
+ * object the other apply destroyed. */
+static const char *prior_of(const store_change_row *c)
+{
+    return c->destroyed_prior ? c->destroyed_prior : c->prior;
 }
 
 static enum analysis_action action_of(const sj_node *prior, const sj_node *after, const sj_node *rr)
@@ -864,14 +910,16 @@ int analysis_change_action(const store_change_row *c, enum analysis_action *out)
 {
     sj_doc *dp = NULL, *dn = NULL, *dr = NULL;
     const sj_node *prior, *after, *rr;
-    int rc = parse_opt(c->prior, &dp, &prior);
+    int rc = parse_opt(prior_of(c), &dp, &prior);
     if (!rc)
         rc = parse_opt(after_of(c), &dn, &after);
     if (!rc)
         rc = parse_opt(c->requires_replace, &dr, &rr);
     if (!rc)
         *out = c->rpc && strcmp(c->rpc, "ReadDataSource") == 0 ? ANALYSIS_ACTION_READ
-                                                               : action_of(prior, after, rr);
+               : c->destroyed_prior && !is_null(prior) && !is_null(after)
+                   ? ANALYSIS_ACTION_REPLACE
+                   : action_of(prior, after, rr);
     sj_free(dp);
     sj_free(dn);
     sj_free(dr);
@@ -887,7 +935,7 @@ int analysis_render_change(const store_change_row *c, int flags, tftap_buf *out)
     int read = c->rpc && strcmp(c->rpc, "ReadResource") == 0;
     int dread = c->rpc && strcmp(c->rpc, "ReadDataSource") == 0;
     const char *after_text = after_of(c);
-    int rc = parse_opt(c->prior, &dp, &prior);
+    int rc = parse_opt(prior_of(c), &dp, &prior);
     if (!rc)
         rc = parse_opt(after_text, &dn, &after);
     if (!rc)
@@ -899,34 +947,55 @@ int analysis_render_change(const store_change_row *c, int flags, tftap_buf *out)
     if (rc)
         goto done;
     struct rctx x = {out, flags & ANALYSIS_RENDER_COLOR, rr};
-    int replace = rr && rr->kind == SJ_ARRAY && rr->n > 0 && !is_null(prior) && !is_null(after);
+    int replace = ((rr && rr->kind == SJ_ARRAY && rr->n > 0) || c->destroyed_prior) &&
+                  !is_null(prior) && !is_null(after);
+    /* A failed call tells what it attempted. */
+    int failed = c->failed;
     char mark;
     const char *verb;
     if (dread) {
         mark = '<';
-        verb = is_null(after) ? "could not be read" : "was read";
+        verb = is_null(after) || failed ? "could not be read" : "was read";
     } else if (is_null(prior) && is_null(after)) {
         mark = ' ';
-        verb = apply ? "was not created" : "has no object";
+        verb = failed ? "failed" : apply ? "was not created" : "has no object";
     } else if (is_null(prior)) {
         mark = '+';
-        verb = apply ? "has been created" : read ? "was read" : "will be created";
+        verb = failed  ? (apply  ? "failed to be created"
+                          : read ? "could not be read"
+                                 : "could not be planned for creation")
+               : apply ? "has been created"
+               : read  ? "was read"
+                       : "will be created";
     } else if (is_null(after)) {
         mark = '-';
-        verb = apply ? "has been destroyed" : read ? "no longer exists" : "will be destroyed";
+        verb = failed  ? (apply  ? "failed to be destroyed"
+                          : read ? "could not be read"
+                                 : "could not be planned for destruction")
+               : apply ? "has been destroyed"
+               : read  ? "no longer exists"
+                       : "will be destroyed";
     } else if (replace) {
         mark = 'r';
-        verb = "must be replaced";
+        verb = failed               ? (apply ? "failed to be replaced" : "could not be planned")
+               : c->destroyed_prior ? "has been replaced"
+                                    : "must be replaced";
     } else if (sj_equal(prior, after)) {
         mark = ' ';
-        verb = read    ? "was read, unchanged"
+        verb = failed  ? (read    ? "could not be read"
+                          : apply ? "failed"
+                                  : "could not be planned")
+               : read  ? "was read, unchanged"
                : apply ? "was applied without changes"
                        : "has no changes";
     } else {
         mark = '~';
-        verb = apply  ? "has been updated in-place"
-               : read ? "has changed outside of the configuration"
-                      : "will be updated in-place";
+        verb = failed  ? (apply  ? "failed to be updated in-place"
+                          : read ? "could not be read"
+                                 : "could not be planned for update")
+               : apply ? "has been updated in-place"
+               : read  ? "has changed outside of the configuration"
+                       : "will be updated in-place";
     }
     const char *type = c->type_name ? c->type_name : "?";
     if (x.color)
@@ -964,7 +1033,7 @@ int analysis_render_change(const store_change_row *c, int flags, tftap_buf *out)
         whole_members(&x, 1, '+', after, &top, schema);
     } else if (mark == '-' && is_plain(prior, SJ_OBJECT)) {
         whole_members(&x, 1, '-', prior, &top, schema);
-    } else if (mark == '+' || mark == '<') {
+    } else if ((mark == '+' || mark == '<') && !is_null(after)) {
         put_whole(&x, 1, '+', NULL, after, 0, 0, &top);
     } else if (mark == '-') {
         put_whole(&x, 1, '-', NULL, prior, 0, 0, &top);
@@ -993,8 +1062,19 @@ int analysis_render_change(const store_change_row *c, int flags, tftap_buf *out)
                 tftap_buf_printf(out, "    %.*s\n", (int)det->len, det->str);
         }
     }
-    if (c->has_status && c->status_code != 0)
-        tftap_buf_printf(out, "  # call failed with gRPC status %d\n", c->status_code);
+    if (c->failed && c->in_flight)
+        tftap_buf_puts(out, "  # no answer: the call was still in flight when the provider or "
+                            "the run ended\n");
+    else if (c->has_status && c->status_code != 0) {
+        tftap_buf_puts(out, "  # the call failed: ");
+        if (c->status_name)
+            tftap_buf_puts(out, c->status_name);
+        else
+            tftap_buf_printf(out, "gRPC status %d", c->status_code);
+        if (c->status_message && *c->status_message)
+            tftap_buf_printf(out, " (%s)", c->status_message);
+        tftap_buf_putc(out, '\n');
+    }
     if (tftap_buf_failed(out))
         rc = TFTAP_ENOMEM;
 done:

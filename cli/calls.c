@@ -6,10 +6,15 @@
 #include "cli/cli_store.h"
 
 static const char usage_text[] =
-    "usage: tftap calls RUN [--method M] [--type T] [--db PATH] [--json]\n\n"
+    "usage: tftap calls RUN [--method M] [--type T] [--failed] [--db PATH] [--json]\n\n"
     "List the gRPC calls recorded in RUN (an id from 'tftap runs', or 'last') in start\n"
-    "order. --method keeps one method (PlanResourceChange or a full path), --type one\n"
-    "resource/data source type. --json prints each call with its decoded messages.\n";
+    "order. STATUS is OK, the gRPC status by name (UNAVAILABLE, ...), FAILED (answered\n"
+    "OK with error diagnostics), 'no answer' (never answered, the run is over),\n"
+    "in-flight, or 'closed' (go-plugin's streams and Shutdown ending as the provider\n"
+    "exits: expected). DIAGNOSTICS counts the response's errors and warnings.\n"
+    "--method keeps one method (PlanResourceChange or a full path, any case), --type\n"
+    "one resource/data source type, --failed the calls that failed. --json prints each\n"
+    "call as a v_calls row (docs/database.md), messages decoded.\n";
 
 struct calls_ctx {
     tftap_buf out;
@@ -17,67 +22,118 @@ struct calls_ctx {
     int n;
 };
 
+static void json_int_or_null(tftap_buf *b, const char *key, int has, long long v)
+{
+    if (has)
+        tftap_buf_printf(b, ",\"%s\":%lld", key, v);
+    else
+        tftap_buf_printf(b, ",\"%s\":null", key);
+}
+
+/* The keys and their order are v_calls' columns. */
+static void call_json(tftap_buf *b, const store_call_row *r)
+{
+    tftap_buf_printf(b, "{\"call_id\":%lld,\"run_id\":%lld,\"process_id\":%lld", (long long)r->id,
+                     (long long)r->run_id, (long long)r->process_id);
+    tftap_buf_puts(b, ",\"provider\":");
+    cli_json_str(b, r->provider);
+    tftap_buf_puts(b, ",\"provider_version\":");
+    cli_json_str(b, r->provider_version);
+    json_int_or_null(b, "protocol", r->has_protocol, r->protocol);
+    tftap_buf_printf(b, ",\"call_seq\":%lld", (long long)r->call_seq);
+    tftap_buf_puts(b, ",\"method\":");
+    cli_json_str(b, r->method);
+    tftap_buf_puts(b, ",\"rpc\":");
+    cli_json_str(b, r->rpc);
+    tftap_buf_printf(b, ",\"stream\":%s", r->stream ? "true" : "false");
+    tftap_buf_puts(b, ",\"type_name\":");
+    cli_json_str(b, r->type_name);
+    tftap_buf_puts(b, ",\"address\":");
+    cli_json_str(b, r->address);
+    tftap_buf_printf(b, ",\"started_us\":%lld", (long long)r->started_us);
+    json_int_or_null(b, "ended_us", r->ended_us != 0, r->ended_us);
+    json_int_or_null(b, "duration_us", r->ended_us != 0, r->ended_us - r->started_us);
+    tftap_buf_printf(b, ",\"in_flight\":%s", r->in_flight ? "true" : "false");
+    json_int_or_null(b, "status_code", r->has_status, r->status_code);
+    tftap_buf_puts(b, ",\"status_message\":");
+    cli_json_str(b, r->status_message);
+    tftap_buf_printf(b,
+                     ",\"request_bytes\":%lld,\"response_bytes\":%lld,\"request_count\":%lld,"
+                     "\"response_count\":%lld",
+                     (long long)r->request_bytes, (long long)r->response_bytes,
+                     (long long)r->request_count, (long long)r->response_count);
+    tftap_buf_puts(b, ",\"request_json\":");
+    cli_json_raw(b, r->request_json);
+    tftap_buf_puts(b, ",\"response_json\":");
+    cli_json_raw(b, r->response_json);
+    tftap_buf_puts(b, ",\"decode_error\":");
+    cli_json_str(b, r->decode_error);
+    tftap_buf_puts(b, ",\"status_name\":");
+    cli_json_str(b, r->status_name);
+    tftap_buf_printf(b,
+                     ",\"error_count\":%lld,\"warning_count\":%lld,\"is_teardown\":%s,"
+                     "\"failed\":%s}",
+                     (long long)r->error_count, (long long)r->warning_count,
+                     r->is_teardown ? "true" : "false", r->failed ? "true" : "false");
+}
+
+/* One word for what became of the call (see usage_text). */
+static void call_status(const store_call_row *r, char out[24])
+{
+    if (r->is_teardown)
+        snprintf(out, 24, "closed");
+    else if (!r->ended_us)
+        snprintf(out, 24, "%s", r->failed ? "no answer" : "in-flight");
+    else if (r->has_status && r->status_code == 0)
+        snprintf(out, 24, "%s", r->failed ? "FAILED" : "OK");
+    else if (r->status_name)
+        snprintf(out, 24, "%s", r->status_name);
+    else if (r->has_status)
+        snprintf(out, 24, "status %d", r->status_code);
+    else
+        snprintf(out, 24, "no status");
+}
+
+static void call_diags(const store_call_row *r, char out[40])
+{
+    if (!r->error_count && !r->warning_count)
+        snprintf(out, 40, "-");
+    else if (!r->warning_count)
+        snprintf(out, 40, "%lld error%s", (long long)r->error_count,
+                 r->error_count == 1 ? "" : "s");
+    else if (!r->error_count)
+        snprintf(out, 40, "%lld warning%s", (long long)r->warning_count,
+                 r->warning_count == 1 ? "" : "s");
+    else
+        snprintf(out, 40, "%lldE %lldW", (long long)r->error_count, (long long)r->warning_count);
+}
+
 static int each_call(void *ctx, const store_call_row *r)
 {
     struct calls_ctx *c = ctx;
     tftap_buf *b = &c->out;
     if (c->json) {
         tftap_buf_puts(b, c->n ? ",\n  " : "[\n  ");
-        tftap_buf_printf(b, "{\"id\":%lld,\"run_id\":%lld,\"process_id\":%lld,\"call_seq\":%lld",
-                         (long long)r->id, (long long)r->run_id, (long long)r->process_id,
-                         (long long)r->call_seq);
-        tftap_buf_puts(b, ",\"provider\":");
-        cli_json_str(b, r->provider);
-        tftap_buf_puts(b, ",\"method\":");
-        cli_json_str(b, r->method);
-        tftap_buf_puts(b, ",\"rpc\":");
-        cli_json_str(b, r->rpc);
-        tftap_buf_printf(b, ",\"stream\":%s,\"started_us\":%lld,\"ended_us\":",
-                         r->stream ? "true" : "false", (long long)r->started_us);
-        if (r->ended_us)
-            tftap_buf_printf(b, "%lld", (long long)r->ended_us);
-        else
-            tftap_buf_puts(b, "null");
-        if (r->has_status)
-            tftap_buf_printf(b, ",\"status_code\":%d", r->status_code);
-        else
-            tftap_buf_puts(b, ",\"status_code\":null");
-        tftap_buf_puts(b, ",\"status_message\":");
-        cli_json_str(b, r->status_message);
-        tftap_buf_printf(b,
-                         ",\"request_bytes\":%lld,\"response_bytes\":%lld,\"request_count\":%lld,"
-                         "\"response_count\":%lld",
-                         (long long)r->request_bytes, (long long)r->response_bytes,
-                         (long long)r->request_count, (long long)r->response_count);
-        tftap_buf_puts(b, ",\"type_name\":");
-        cli_json_str(b, r->type_name);
-        tftap_buf_puts(b, ",\"address\":");
-        cli_json_str(b, r->address);
-        tftap_buf_puts(b, ",\"request\":");
-        cli_json_raw(b, r->request_json);
-        tftap_buf_puts(b, ",\"response\":");
-        cli_json_raw(b, r->response_json);
-        tftap_buf_puts(b, ",\"decode_error\":");
-        cli_json_str(b, r->decode_error);
-        tftap_buf_putc(b, '}');
+        call_json(b, r);
     } else {
-        char dur[32], status[24];
+        char dur[32], status[24], diags[40];
         cli_format_duration(r->started_us, r->ended_us, dur);
-        if (!r->ended_us)
-            snprintf(status, sizeof status, "in-flight");
-        else if (r->has_status && r->status_code == 0)
-            snprintf(status, sizeof status, "OK");
-        else
-            snprintf(status, sizeof status, "status=%d", r->status_code);
+        call_status(r, status);
+        call_diags(r, diags);
         if (c->n == 0)
-            tftap_buf_printf(b, "%-6s %-5s %-32s %-24s %-10s %9s %9s %9s  %s\n", "CALL", "PROC",
-                             "METHOD", "TYPE", "STATUS", "TIME", "REQ", "RESP", "ADDRESS");
-        tftap_buf_printf(b, "%-6lld %-5lld %-32s %-24s %-10s %9s %9lld %9lld  %s%s%s\n",
+            tftap_buf_printf(b, "%-6s %-5s %-32s %-24s %-11s %-11s %9s %9s %9s  %s\n", "CALL",
+                             "PROC", "METHOD", "TYPE", "STATUS", "DIAGNOSTICS", "TIME", "REQ",
+                             "RESP", "ADDRESS");
+        tftap_buf_printf(b, "%-6lld %-5lld %-32s %-24s %-11s %-11s %9s %9lld %9lld  %s",
                          (long long)r->id, (long long)r->process_id, r->rpc ? r->rpc : "?",
-                         r->type_name ? r->type_name : "-", status, dur,
+                         r->type_name ? r->type_name : "-", status, diags, dur,
                          (long long)r->request_bytes, (long long)r->response_bytes,
-                         r->address ? r->address : "-", r->decode_error ? "  ! " : "",
-                         r->decode_error ? r->decode_error : "");
+                         r->address ? r->address : "-");
+        if (r->is_teardown && r->status_name && r->status_code != 0)
+            tftap_buf_printf(b, "  (expected close: %s)", r->status_name);
+        if (r->decode_error)
+            tftap_buf_printf(b, "  ! %s", r->decode_error);
+        tftap_buf_putc(b, '\n');
     }
     c->n++;
     return cli_flush(b) ? TFTAP_EIO : 0;
@@ -85,44 +141,30 @@ static int each_call(void *ctx, const store_call_row *r)
 
 int cli_calls(int argc, char **argv)
 {
-    const char *db = NULL, *method = NULL, *type = NULL, *pos[1];
-    int json = 0, help = 0, npos = 0;
-    const struct cli_opt opts[] = {{"--method", &method, NULL}, {"--type", &type, NULL}, {0}};
-    int rc = cli_store_args(argc, argv, opts, &db, &json, &help, pos, 1, &npos);
-    if (!rc && !help && npos != 1) {
-        cli_error("calls needs RUN (a run id or 'last')");
-        rc = 2;
-    }
-    if (rc || help) {
-        if (!rc)
-            fputs(usage_text, stdout);
+    store_calls_filter f = {NULL, NULL, 0};
+    const struct cli_opt opts[] = {{"--method", &f.method, NULL},
+                                   {"--type", &f.type, NULL},
+                                   {"--failed", NULL, &f.failed_only},
+                                   {0}};
+    struct cli_read r;
+    int rc = cli_read_begin(argc, argv, opts, usage_text, 1, 1, &r);
+    if (rc != CLI_READ_GO)
         return rc;
-    }
-    const char *path = cli_db_path(db);
-    store *s = NULL;
-    if (cli_open_store(path, &s))
-        return 1;
-    int64_t run = 0;
-    rc = cli_resolve_run(s, path, pos[0], &run);
-    if (rc) {
-        store_close(s);
-        return rc;
-    }
-    struct calls_ctx c = {TFTAP_BUF_INIT, json, 0};
-    rc = store_calls_each(s, run, method, type, each_call, &c);
+    struct calls_ctx c = {TFTAP_BUF_INIT, r.json, 0};
+    rc = store_calls_query(r.s, r.run, &f, each_call, &c);
     int exit_code = 0;
     if (rc) {
         if (rc != TFTAP_EIO)
-            cli_error("reading %s: %s", path, store_errmsg(s));
+            cli_error("reading %s: %s", r.path, store_errmsg(r.s));
         exit_code = 1;
-    } else if (json) {
+    } else if (r.json) {
         tftap_buf_puts(&c.out, c.n ? "\n]\n" : "[]\n");
         exit_code = cli_flush(&c.out);
     } else if (c.n == 0) {
-        fprintf(stderr, "no calls in run %lld%s\n", (long long)run,
-                method || type ? " match the filters" : "");
+        fprintf(stderr, "no calls in run %lld%s\n", (long long)r.run,
+                f.method || f.type || f.failed_only ? " match the filters" : "");
     }
     tftap_buf_done(&c.out);
-    store_close(s);
+    cli_read_done(&r);
     return exit_code;
 }

@@ -3,6 +3,8 @@
 #ifndef TFTAP_CLI_H
 #define TFTAP_CLI_H
 
+#include <getopt.h>
+
 int cli_decode(int argc, char **argv);
 int cli_shim(int argc, char **argv);
 
@@ -18,5 +20,17 @@ int cli_export(int argc, char **argv);
 
 /* Print "tftap: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A usage error as one line with where to look: "tftap: <message> (see
+ * 'tftap CMD --help')" (cmd NULL: 'tftap --help'). Callers exit 2. */
+void cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* getopt_long for every command (cli/options.c): "--opt value" and
+ * "--opt=value", options and operands in any order unless shortopts starts
+ * with '+' (then the first operand ends the options). argv[0] is the
+ * command's name. Set optind = 0 before the first call. Returns the
+ * option's val, -1 after the last, or '?' after printing one usage line
+ * (unknown, ambiguous, missing or unexpected value). */
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
 
 #endif

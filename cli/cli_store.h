@@ -16,14 +16,16 @@ struct cli_opt {
     int *flag;
 };
 
-/* Parse argv[1..] (argv[0] is the command name): options from opts and
- * "--db PATH", "--json", "--help"; the rest are positionals (at most
- * max_pos, stored in pos). Returns 0, or 2 after printing a usage error.
- * *help is set when --help was given (caller prints usage, exits 0). */
+/* Parse argv[1..] (argv[0] is the command name) with cli_getopt: options
+ * from opts and "--db PATH", "--json", "--help" (each also "--opt=value");
+ * the rest are operands (at most max_pos, stored in pos). Returns 0, or 2
+ * after printing a one-line usage error. *help is set when --help was
+ * given (caller prints usage, exits 0). */
 int cli_store_args(int argc, char **argv, const struct cli_opt *opts, const char **db, int *json,
                    int *help, const char **pos, int max_pos, int *npos);
 
-/* --db, else TFTAP_DB, else the default path. */
+/* --db (a global --db before the command comes here too), else TFTAP_DB,
+ * else the default path. */
 const char *cli_db_path(const char *opt);
 
 /* Open an existing database; on failure print one error and return 1. */
@@ -31,6 +33,31 @@ int cli_open_store(const char *path, store **out);
 
 /* Resolve RUN ("last" or an id); on failure print one error, return 1 or 2. */
 int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_id);
+
+/* The preamble of every command that reads the database: options, the
+ * store opened, RUN resolved. */
+struct cli_read {
+    const char *path; /* the database */
+    store *s;
+    int64_t run;        /* RUN, when the command takes one */
+    int json;           /* --json */
+    const char *pos[4]; /* operands; pos[0] is RUN when the command takes one */
+    int npos;
+    int takes_run;
+};
+#define CLI_READ_GO (-1)
+/* Parse argv (see cli_store_args; max_pos operands, the first RUN when
+ * takes_run), print usage on --help, open the database and resolve RUN.
+ * Returns CLI_READ_GO when the command goes on (then cli_read_done),
+ * otherwise the exit code: 0 after --help, 1 or 2 after one error line. */
+int cli_read_begin(int argc, char **argv, const struct cli_opt *opts, const char *usage,
+                   int takes_run, int max_pos, struct cli_read *r);
+void cli_read_done(struct cli_read *r);
+/* cli_read_begin in two steps, for commands that check their options'
+ * values between: parse (no database touched yet), then open. */
+int cli_read_parse(int argc, char **argv, const struct cli_opt *opts, const char *usage,
+                   int takes_run, int max_pos, struct cli_read *r);
+int cli_read_open(struct cli_read *r);
 
 /* 1 when stdout is a terminal and NO_COLOR is unset or empty. */
 int cli_use_color(void);

@@ -82,8 +82,8 @@ int cli_decode(int argc, char **argv)
     int kind = -1, show_sensitive = 0, compact = 0, picked = 0;
     unsigned long max_depth = 0;
     int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
         switch (c) {
         case OPT_TYPE:
             type_json = optarg;
@@ -116,7 +116,7 @@ int cli_decode(int argc, char **argv)
             break;
         case OPT_INPUT:
             if (strcmp(optarg, "msgpack") != 0 && strcmp(optarg, "json") != 0) {
-                cli_error("--input must be msgpack or json");
+                cli_usage_error("decode", "--input must be msgpack or json");
                 return 2;
             }
             input = optarg;
@@ -125,7 +125,7 @@ int cli_decode(int argc, char **argv)
             char *end;
             max_depth = strtoul(optarg, &end, 10);
             if (*end || max_depth == 0 || max_depth > 100000) {
-                cli_error("--max-depth must be a number from 1 to 100000");
+                cli_usage_error("decode", "--max-depth must be a number from 1 to 100000");
                 return 2;
             }
             break;
@@ -140,13 +140,20 @@ int cli_decode(int argc, char **argv)
             fputs(decode_usage, stdout);
             return 0;
         default:
-            fputs(decode_usage, stderr);
             return 2;
         }
     }
-    if (!type_json == !schema_path || (schema_path && picked != 1) || (type_json && picked) ||
-        argc - optind > 1) {
-        fputs(decode_usage, stderr);
+    const char *problem = NULL;
+    if (!type_json == !schema_path)
+        problem = "give --type or --schema (one of them)";
+    else if (schema_path && picked != 1)
+        problem = "--schema needs one of --resource, --data-source, --ephemeral, --provider";
+    else if (type_json && picked)
+        problem = "--resource, --data-source, --ephemeral and --provider go with --schema";
+    else if (argc - optind > 1)
+        problem = "at most one FILE";
+    if (problem) {
+        cli_usage_error("decode", "%s", problem);
         return 2;
     }
     const char *path = optind < argc ? argv[optind] : "-";

@@ -24,43 +24,29 @@ static int write_out(void *ctx, const char *p, size_t n)
 
 int cli_export(int argc, char **argv)
 {
-    const char *db = NULL, *format = "jsonl", *pos[1];
-    int json = 0, help = 0, npos = 0;
+    const char *format = "jsonl";
     const struct cli_opt opts[] = {{"--format", &format, NULL}, {0}};
-    int rc = cli_store_args(argc, argv, opts, &db, &json, &help, pos, 1, &npos);
-    if (!rc && !help && npos != 1) {
-        cli_error("export needs RUN (a run id or 'last')");
-        rc = 2;
-    }
-    if (!rc && !help && strcmp(format, "jsonl") != 0) {
-        cli_error("unknown export format '%s' (only jsonl)", format);
-        rc = 2;
-    }
-    if (rc || help) {
-        if (!rc)
-            fputs(usage_text, stdout);
+    struct cli_read r;
+    int rc = cli_read_parse(argc, argv, opts, usage_text, 1, 1, &r);
+    if (rc != CLI_READ_GO)
         return rc;
+    if (strcmp(format, "jsonl") != 0) {
+        cli_usage_error(argv[0], "unknown export format '%s' (only jsonl)", format);
+        return 2;
     }
-    const char *path = cli_db_path(db);
-    store *s = NULL;
-    if (cli_open_store(path, &s))
-        return 1;
-    int64_t run = 0;
-    rc = cli_resolve_run(s, path, pos[0], &run);
-    if (rc) {
-        store_close(s);
+    rc = cli_read_open(&r);
+    if (rc != CLI_READ_GO)
         return rc;
-    }
-    rc = store_export_jsonl(s, run, write_out, NULL);
+    rc = store_export_jsonl(r.s, r.run, write_out, NULL);
     int exit_code = 0;
     if (rc) {
         if (rc != TFTAP_EIO)
-            cli_error("reading %s: %s", path, store_errmsg(s));
+            cli_error("reading %s: %s", r.path, store_errmsg(r.s));
         exit_code = 1;
     } else if (fflush(stdout) != 0) {
         cli_error("writing output: %s", strerror(errno));
         exit_code = 1;
     }
-    store_close(s);
+    cli_read_done(&r);
     return exit_code;
 }

@@ -3,9 +3,11 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "store/store.h"
 
 struct command {
     const char *name;
@@ -27,12 +29,22 @@ static const struct command commands[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tftap COMMAND [ARGS...]\n\n"
+    fprintf(f, "usage: tftap [--db PATH] COMMAND [ARGS...]\n\n"
                "Records and explains what OpenTofu/Terraform say to provider plugins.\n\n"
                "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\nRun 'tftap COMMAND --help' for a command's options.\n");
+    fprintf(f,
+            "\n--db PATH before the command is the same as after it (the database,\n"
+            "default $TFTAP_DB, else ./%s).\n"
+            "Run 'tftap COMMAND --help' for a command's options.\n",
+            STORE_DEFAULT_PATH);
+}
+
+/* Commands that never open the database: a global --db is a mistake there. */
+static int takes_db(const char *name)
+{
+    return strcmp(name, "decode") != 0 && strcmp(name, "shim") != 0;
 }
 
 void cli_error(const char *fmt, ...)
@@ -47,22 +59,80 @@ void cli_error(const char *fmt, ...)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
+    enum { OPT_DB = 256, OPT_VERSION };
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, OPT_DB},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    const char *db = NULL;
+    int c;
+    /* Global options end at the command ('+'); argv[0] names no command. */
+    argv[0] = (char *)"tftap";
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, "+h", longopts)) != -1) {
+        switch (c) {
+        case OPT_DB:
+            db = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case OPT_VERSION:
+            printf("tftap %s\n", PACKAGE_VERSION);
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        cli_usage_error(NULL, "no command given");
         return 2;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-        strcmp(argv[1], "help") == 0) {
+    const char *name = argv[optind];
+    if (strcmp(name, "help") == 0) {
         usage(stdout);
         return 0;
     }
-    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+    if (strcmp(name, "version") == 0) {
         printf("tftap %s\n", PACKAGE_VERSION);
         return 0;
     }
+    const struct command *cmd = NULL;
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
-    cli_error("unknown command '%s' (see 'tftap --help')", argv[1]);
-    return 2;
+        if (strcmp(name, commands[i].name) == 0)
+            cmd = &commands[i];
+    if (!cmd) {
+        cli_usage_error(NULL, "unknown command '%s'", name);
+        return 2;
+    }
+    int cargc = argc - optind;
+    char **cargv = argv + optind;
+    if (!db)
+        return cmd->run(cargc, cargv);
+    if (!takes_db(name)) {
+        cli_usage_error(name, "'%s' reads no database: --db does not apply", name);
+        return 2;
+    }
+    /* "tftap --db X CMD ARGS" is "tftap CMD --db=X ARGS": the command's
+     * own --db, given later, wins. */
+    char **nargv = calloc((size_t)cargc + 2, sizeof *nargv);
+    size_t dl = strlen(db) + sizeof "--db=";
+    char *dbopt = malloc(dl);
+    if (!nargv || !dbopt) {
+        free(nargv);
+        free(dbopt);
+        cli_error("out of memory");
+        return 1;
+    }
+    snprintf(dbopt, dl, "--db=%s", db);
+    nargv[0] = cargv[0];
+    nargv[1] = dbopt;
+    for (int i = 1; i < cargc; i++)
+        nargv[i + 1] = cargv[i];
+    int code = cmd->run(cargc + 1, nargv);
+    free(nargv);
+    free(dbopt);
+    return code;
 }

@@ -431,7 +431,8 @@ static void reattach_stop(struct reattached *r, size_t n)
 /* Start every provider of set behind a proxy; fills json with the value of
  * TF_REATTACH_PROVIDERS. On failure everything started is stopped again. */
 static int reattach_start(const struct wrap_set *set, const struct wrap_opts *o, int64_t run_id,
-                          struct reattached *r, tftap_buf *json, tftap_buf *err)
+                          const char *run_dir, struct reattached *r, tftap_buf *json,
+                          tftap_buf *err)
 {
     static char cookie[] = PLUGIN_COOKIE_KEY "=" PLUGIN_COOKIE_VALUE;
     char *add[1] = {cookie};
@@ -486,6 +487,7 @@ static int reattach_start(const struct wrap_set *set, const struct wrap_opts *o,
             cfg.watch_out_fd = 0; /* the parent stops reading after the handshake */
             cfg.stop_fd = stop[0];
             cfg.warn = reattach_warn;
+            cfg.recorder_hold_fd = wrap_recorder_lock(run_dir, p->addr);
             int code = proxy_run(&cfg, &e);
             if (e.len)
                 cli_error("%s: %s", p->addr, tftap_buf_cstr(&e));
@@ -551,6 +553,68 @@ fail:
     return rc;
 }
 
+/* How long to wait for the recorders: TFTAP_RECORDER_WAIT seconds, 60 by
+ * default. */
+static unsigned recorder_wait_ms(void)
+{
+    const char *e = getenv("TFTAP_RECORDER_WAIT");
+    if (e != NULL && e[0] != '\0') {
+        char *end = NULL;
+        errno = 0;
+        unsigned long v = strtoul(e, &end, 10);
+        if (errno == 0 && end != e && *end == '\0' && v <= 86400)
+            return (unsigned)v * 1000;
+        cli_error("TFTAP_RECORDER_WAIT is not a number of seconds (0 to 86400); waiting 60 s");
+    }
+    return 60000;
+}
+
+/* The recorder processes' log beside the database (see proxy.h). */
+static char *log_path_for(const char *db)
+{
+    const char *slash = strrchr(db, '/');
+    tftap_buf b = TFTAP_BUF_INIT;
+    tftap_buf_printf(&b, "%.*s/%s", slash ? (int)(slash - db) : 1, slash ? db : ".",
+                     PROXY_LOG_NAME);
+    tftap_buf_cstr(&b);
+    if (tftap_buf_failed(&b)) {
+        tftap_buf_done(&b);
+        return NULL;
+    }
+    return tftap_buf_take(&b, NULL);
+}
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : 0;
+}
+
+/* One line when the recorders logged anything since the run began (lines
+ * of other commands writing into the same log meanwhile count too). */
+static void report_log(const char *path, off_t from)
+{
+    char chunk[65536], first[200] = "";
+    size_t lines = 0, flen = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (lseek(fd, from, SEEK_SET) == from) {
+        ssize_t n;
+        while (lines < 1000000 && (n = read(fd, chunk, sizeof chunk)) > 0) {
+            for (ssize_t i = 0; i < n; i++) {
+                if (lines == 0 && chunk[i] != '\n' && flen + 1 < sizeof first)
+                    first[flen++] = chunk[i];
+                lines += chunk[i] == '\n';
+            }
+        }
+    }
+    close(fd);
+    first[flen] = '\0';
+    if (lines > 0)
+        cli_error("the recorders logged %zu problem(s) in %s; the first: %s", lines, path, first);
+}
+
 static int run_lost(void *ctx, const store_run_row *row)
 {
     *(int64_t *)ctx = row->dropped;
@@ -588,8 +652,9 @@ int cli_run(int argc, char **argv)
     struct cmdline cl;
     tftap_buf err = TFTAP_BUF_INIT;
     char *exe = NULL, *db = NULL, *workdir = NULL, *cwd = NULL, *version = NULL;
-    char *tmp = NULL, *config = NULL, **env = NULL, *planfile = NULL;
-    char env_cfg[4200], env_db[4200], env_run[64];
+    char *tmp = NULL, *config = NULL, **env = NULL, *planfile = NULL, *log_path = NULL;
+    off_t log_size = 0;
+    char env_cfg[4200], env_db[4200], env_run[64], env_dir[4200];
     int no_match = 0, code = 1, wrapped = 0, reattach = 0;
     struct reattached *procs = NULL;
     size_t nprocs = 0;
@@ -600,41 +665,59 @@ int cli_run(int argc, char **argv)
     int i = 1;
 
     memset(&set, 0, sizeof set);
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+    enum { OPT_DB = 256, OPT_SENSITIVE, OPT_RAW, OPT_NO_MATCH, OPT_REATTACH };
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, OPT_DB},
+        {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
+        {"keep-raw", no_argument, NULL, OPT_RAW},
+        {"no-match", no_argument, NULL, OPT_NO_MATCH},
+        {"reattach", no_argument, NULL, OPT_REATTACH},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    optind = 0;
+    /* '+': the command's own arguments are not ours, "--" or not. */
+    while ((opt = cli_getopt(argc, argv, "+h", longopts)) != -1) {
+        switch (opt) {
+        case 'h':
             run_usage(stdout);
             return 0;
-        } else if (strcmp(a, "--record-sensitive") == 0) {
+        case OPT_SENSITIVE:
             o.record_sensitive = 1;
-        } else if (strcmp(a, "--keep-raw") == 0) {
-            o.keep_raw = 1;
-        } else if (strcmp(a, "--no-match") == 0) {
-            no_match = 1;
-        } else if (strcmp(a, "--reattach") == 0) {
-            reattach = 1;
-        } else if (strcmp(a, "--db") == 0 && i + 1 < argc) {
-            db_opt = argv[++i];
-        } else if (a[0] == '-') {
-            cli_error("run: unknown option '%s'", a);
-            run_usage(stderr);
-            return 2;
-        } else {
             break;
+        case OPT_RAW:
+            o.keep_raw = 1;
+            break;
+        case OPT_NO_MATCH:
+            no_match = 1;
+            break;
+        case OPT_REATTACH:
+            reattach = 1;
+            break;
+        case OPT_DB:
+            db_opt = optarg;
+            break;
+        default:
+            return 2;
         }
     }
+    i = optind;
     if (i >= argc) {
-        cli_error("run: no command given (tftap run -- tofu ARGS...)");
-        run_usage(stderr);
+        cli_usage_error("run", "no command given (tftap run -- tofu ARGS...)");
         return 2;
     }
     char **cmd = argv + i;
     int ncmd = argc - i;
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     const char *cli = strstr(base, "terraform") ? "terraform" : "tofu";
+    if (!strstr(base, "tofu") && !strstr(base, "terraform")) {
+        /* A script or make: never ask it for "state pull" or "show -json". */
+        cli_error("note: '%s' is neither tofu nor terraform: the providers it starts through "
+                  "tofu or terraform are recorded, resource addresses are not looked up",
+                  base);
+        no_match = 1;
+    }
     parse_cmdline(ncmd, cmd, &cl);
 
     const char *db_path = db_opt ? db_opt : getenv("TFTAP_DB");
@@ -646,6 +729,8 @@ int cli_run(int argc, char **argv)
                   strerror(errno));
         goto cleanup;
     }
+    if ((log_path = log_path_for(db)) != NULL)
+        log_size = file_size(log_path);
     if ((workdir = realpath(cl.chdir ? cl.chdir : ".", NULL)) == NULL) {
         cli_error("cannot resolve -chdir=%s: %s", cl.chdir, strerror(errno));
         goto cleanup;
@@ -667,10 +752,18 @@ int cli_run(int argc, char **argv)
         goto cleanup;
     }
     wrapped = set.n > 0 && !installs_providers(&cl);
+    if (set.shims && wrapped)
+        /* A config exported by `tftap wrap`: its shims stand aside for
+         * ours, or every call would be recorded twice. */
+        cli_error("%s is a tftap wrap config: this run's shims replace its %zu, each call is "
+                  "recorded once, in this run",
+                  set.user_config, set.shims);
     if (set.missing && wrapped)
         cli_error("%zu provider(s) not installed, not recorded (first: %s); run '%s init'",
                   set.missing, set.missing_first, cli);
-    if (wrapped && !reattach) {
+    if (wrapped) {
+        /* The shims' directory, and in both modes where each proxy's
+         * recorder holds its lock until the record is written. */
         const char *tmpdir = getenv("TMPDIR");
         tftap_buf t = TFTAP_BUF_INIT;
         tftap_buf_printf(&t, "%s/tftap-run-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
@@ -685,7 +778,7 @@ int cli_run(int argc, char **argv)
         }
         o.tftap_exe = exe;
         o.db = db;
-        if (wrap_write(&set, tmp, &o, &config, &err) != 0) {
+        if (!reattach && wrap_write(&set, tmp, &o, &config, &err) != 0) {
             cli_error("%s", tftap_buf_cstr(&err));
             goto cleanup;
         }
@@ -709,7 +802,7 @@ int cli_run(int argc, char **argv)
     store_close(s);
     s = NULL;
 
-    char *add[4];
+    char *add[5];
     size_t nadd = 0;
     if (wrapped && reattach) {
         o.tftap_exe = exe;
@@ -719,7 +812,7 @@ int cli_run(int argc, char **argv)
             cli_error("out of memory");
             goto cleanup;
         }
-        if (reattach_start(&set, &o, run_id, procs, &reattach_json, &err) != 0) {
+        if (reattach_start(&set, &o, run_id, tmp, procs, &reattach_json, &err) != 0) {
             cli_error("%s", tftap_buf_cstr(&err));
             goto cleanup;
         }
@@ -745,6 +838,13 @@ int cli_run(int argc, char **argv)
         snprintf(env_run, sizeof env_run, "TFTAP_RUN_ID=%lld", (long long)run_id);
         add[nadd++] = env_run;
     }
+    if (wrapped) {
+        if (snprintf(env_dir, sizeof env_dir, "TFTAP_RUN_DIR=%s", tmp) >= (int)sizeof env_dir) {
+            cli_error("temporary path too long: %s", tmp);
+            goto cleanup;
+        }
+        add[nadd++] = env_dir;
+    }
     if (wrapped && !reattach) {
         if (snprintf(env_cfg, sizeof env_cfg, "TF_CLI_CONFIG_FILE=%s", config) >=
             (int)sizeof env_cfg) {
@@ -769,14 +869,21 @@ int cli_run(int argc, char **argv)
      * their records) before the run is closed. */
     reattach_stop(procs, nprocs);
     nprocs = 0;
+    /* The record is final only once every recorder has written what its
+     * proxy relayed: the run's end, its gaps and the address matching
+     * come after. */
+    if (wrapped)
+        wrap_recorders_wait(tmp, recorder_wait_ms(), 1000);
+    if (log_path != NULL)
+        report_log(log_path, log_size);
 
     if (run_id > 0) {
         int64_t lost = 0;
         if (store_open(db, 0, &s) != 0 || store_run_end(s, run_id, code) != 0)
             cli_error("cannot record the exit code into %s", db);
         else if (store_run_get(s, run_id, run_lost, &lost) == 0 && lost > 0)
-            /* The recorders' own warnings go to the CLI's plugin log, not
-             * to the terminal: say it here, once. */
+            /* The recorders' own warnings go to their log, not to the
+             * terminal: say it here, once. */
             cli_error("the record of run %lld has gaps: %lld events lost while %s could not be "
                       "written (tftap runs)",
                       (long long)run_id, (long long)lost, db);
@@ -802,6 +909,7 @@ cleanup:
     free(env_reattach);
     if (tmp != NULL) {
         wrap_clean(&set, tmp);
+        wrap_recorder_locks_clean(tmp);
         if (rmdir(tmp) != 0)
             cli_error("could not remove %s: %s", tmp, strerror(errno));
     }
@@ -816,5 +924,6 @@ cleanup:
     free(config);
     free(env);
     free(planfile);
+    free(log_path);
     return code;
 }

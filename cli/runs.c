@@ -1,14 +1,17 @@
 /* tftap runs: the recorded runs, newest last. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "cli/cli_store.h"
 
 static const char usage_text[] =
-    "usage: tftap runs [--db PATH] [--json]\n\n"
+    "usage: tftap runs [--limit N] [--db PATH] [--json]\n\n"
     "List the recorded runs: id, start time, duration, exit code, provider processes,\n"
-    "calls and the command. RUN arguments of other commands take these ids or 'last'.\n";
+    "calls and the command. RUN arguments of other commands take these ids or 'last'.\n"
+    "--limit N lists only the newest N runs (still oldest first).\n";
 
 struct runs_ctx {
     tftap_buf out;
@@ -101,32 +104,39 @@ static int each_run(void *ctx, const store_run_row *r)
 
 int cli_runs(int argc, char **argv)
 {
-    const char *db = NULL, *pos[1];
-    int json = 0, help = 0, npos = 0;
-    int rc = cli_store_args(argc, argv, NULL, &db, &json, &help, pos, 0, &npos);
-    if (rc || help) {
-        if (!rc)
-            fputs(usage_text, stdout);
+    const char *limit_text = NULL;
+    const struct cli_opt opts[] = {{"--limit", &limit_text, NULL}, {0}};
+    struct cli_read r;
+    int rc = cli_read_parse(argc, argv, opts, usage_text, 0, 0, &r);
+    if (rc != CLI_READ_GO)
         return rc;
+    long long limit = 0;
+    if (limit_text) {
+        char *end = NULL;
+        errno = 0;
+        limit = strtoll(limit_text, &end, 10);
+        if (errno || end == limit_text || *end || limit <= 0) {
+            cli_usage_error(argv[0], "--limit must be a positive number, not '%s'", limit_text);
+            return 2;
+        }
     }
-    const char *path = cli_db_path(db);
-    store *s = NULL;
-    if (cli_open_store(path, &s))
-        return 1;
-    struct runs_ctx c = {TFTAP_BUF_INIT, json, 0};
-    rc = store_runs_each(s, each_run, &c);
+    rc = cli_read_open(&r);
+    if (rc != CLI_READ_GO)
+        return rc;
+    struct runs_ctx c = {TFTAP_BUF_INIT, r.json, 0};
+    rc = store_runs_last(r.s, limit, each_run, &c);
     int exit_code = 0;
     if (rc) {
         if (rc != TFTAP_EIO)
-            cli_error("reading %s: %s", path, store_errmsg(s));
+            cli_error("reading %s: %s", r.path, store_errmsg(r.s));
         exit_code = 1;
-    } else if (json) {
+    } else if (r.json) {
         tftap_buf_puts(&c.out, c.n ? "\n]\n" : "[]\n");
         exit_code = cli_flush(&c.out);
     } else if (c.n == 0) {
-        fprintf(stderr, "no runs recorded in %s\n", path);
+        fprintf(stderr, "no runs recorded in %s\n", r.path);
     }
     tftap_buf_done(&c.out);
-    store_close(s);
+    cli_read_done(&r);
     return exit_code;
 }

@@ -7,9 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/wrap.h"
 #include "proxy/proxy.h"
+#include "store/store.h"
+
+/* Set by a shim for the provider it starts. A shim that finds it set was
+ * started by a shim (directly, or through scripts or copies no path check
+ * can see): it refuses instead of starting shims without end. */
+#define SHIM_DEPTH_ENV "TFTAP_SHIM_DEPTH"
 
 static void shim_warn(void *ctx, const char *message)
 {
@@ -31,6 +39,124 @@ static int run_id_from_env(int64_t *out)
         return -1;
     *out = v;
     return 0;
+}
+
+/* ---- one run per CLI command under `tftap wrap` ---------------------------
+ * Without `tftap run` around it, a shim finds the command that started it:
+ * its parent (the shim script execs tftap). The parent's pid and start time
+ * (and the boot, pids are reused across boots) name the command; every
+ * shim of that command joins the same run row, whose command line is the
+ * parent's. */
+#define CMDLINE_MAX (256u << 10)
+
+static int read_small(const char *path, size_t max, tftap_buf *out)
+{
+    return tftap_read_file(path, max, out);
+}
+
+struct cli_proc {
+    tftap_buf key;
+    tftap_buf cmdline; /* NUL-separated */
+    char **argv;       /* into cmdline */
+    int argc;
+    char *cwd;
+    const char *name; /* "tofu", "terraform" or NULL */
+};
+
+static void cli_proc_done(struct cli_proc *c)
+{
+    tftap_buf_done(&c->key);
+    tftap_buf_done(&c->cmdline);
+    free(c->argv);
+    free(c->cwd);
+}
+
+/* Fill c from /proc for pid; 0, or -1 when it cannot be read (a parent that
+ * went away, no /proc). */
+static int cli_proc_read(pid_t pid, struct cli_proc *c)
+{
+    char path[64];
+    tftap_buf stat = TFTAP_BUF_INIT, boot = TFTAP_BUF_INIT;
+    int rc = -1;
+
+    memset(c, 0, sizeof *c);
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    if (read_small(path, 4096, &stat) != 0 ||
+        read_small("/proc/sys/kernel/random/boot_id", 128, &boot) != 0)
+        goto done;
+    /* Field 22, start time, counted after the ")" that ends field 2 (the
+     * name may hold spaces and parentheses). */
+    const char *p = strrchr(tftap_buf_cstr(&stat), ')');
+    if (p == NULL)
+        goto done;
+    unsigned long long start = 0;
+    int field = 2, ok = 0;
+    for (p++; *p && !ok; p++) {
+        if (*p != ' ')
+            continue;
+        if (++field == 22) {
+            char *end = NULL;
+            start = strtoull(p + 1, &end, 10);
+            ok = end != p + 1;
+        }
+    }
+    if (!ok)
+        goto done;
+    const char *b = tftap_buf_cstr(&boot);
+    size_t blen = strcspn(b, "\n");
+    tftap_buf_append(&c->key, b, blen);
+    tftap_buf_printf(&c->key, "/%ld/%llu", (long)pid, start);
+    tftap_buf_cstr(&c->key);
+
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
+    if (read_small(path, CMDLINE_MAX, &c->cmdline) != 0 || c->cmdline.len == 0)
+        goto done;
+    tftap_buf_putc(&c->cmdline, '\0');
+    if (tftap_buf_failed(&c->key) || tftap_buf_failed(&c->cmdline))
+        goto done;
+    size_t n = 0;
+    for (size_t i = 0; i + 1 < c->cmdline.len; i++)
+        n += c->cmdline.data[i] == '\0';
+    if ((c->argv = calloc(n + 2, sizeof *c->argv)) == NULL)
+        goto done;
+    for (size_t i = 0; i + 1 < c->cmdline.len; i += strlen(c->cmdline.data + i) + 1)
+        c->argv[c->argc++] = c->cmdline.data + i;
+    if (c->argc == 0)
+        goto done;
+    snprintf(path, sizeof path, "/proc/%ld/cwd", (long)pid);
+    c->cwd = realpath(path, NULL); /* NULL: unknown, recorded as such */
+    const char *base = strrchr(c->argv[0], '/') ? strrchr(c->argv[0], '/') + 1 : c->argv[0];
+    c->name = strstr(base, "terraform") ? "terraform" : strstr(base, "tofu") ? "tofu" : NULL;
+    rc = 0;
+done:
+    tftap_buf_done(&stat);
+    tftap_buf_done(&boot);
+    return rc;
+}
+
+/* The run of the CLI command that started us, joined; 0 when there is
+ * none to join (the shim then records a run of its own, as before). */
+static int64_t join_cli_run(const char *db)
+{
+    struct cli_proc c;
+    store *s = NULL;
+    int64_t run_id = 0;
+    pid_t parent = getppid();
+    memset(&c, 0, sizeof c);
+    /* An orphan's parent is init (or a subreaper): no command to join. */
+    if (parent <= 1 || cli_proc_read(parent, &c) != 0) {
+        cli_proc_done(&c);
+        return 0;
+    }
+    int rc = store_open(db, STORE_OPEN_CREATE, &s);
+    if (rc == 0)
+        rc = store_run_join(s, tftap_buf_cstr(&c.key), c.argv[0], c.argc - 1,
+                            (const char *const *)c.argv + 1, c.cwd, c.name, &run_id);
+    if (rc != 0)
+        run_id = 0; /* the recorder says what is wrong with the database */
+    store_close(s);
+    cli_proc_done(&c);
+    return run_id;
 }
 
 int cli_shim(int argc, char **argv)
@@ -58,6 +184,37 @@ int cli_shim(int argc, char **argv)
         return 1;
     }
 
+    const char *why = NULL;
+    const char *depth = getenv(SHIM_DEPTH_ENV);
+    char *inner = wrap_shim_meta_path(meta.binary);
+    if (depth != NULL && depth[0] != '\0')
+        why = "was started by another tftap shim (" SHIM_DEPTH_ENV " is set)";
+    else if (wrap_is_self(meta.binary))
+        why = "names tftap itself as its provider";
+    else if (inner != NULL)
+        why = "names another tftap shim as its provider";
+    free(inner);
+    if (why != NULL) {
+        /* One line, on stderr and as the handshake line: go-plugin prints
+         * an unrecognised handshake line in the CLI's own error. */
+        tftap_buf line = TFTAP_BUF_INIT;
+        tftap_buf_printf(&line,
+                         "tftap: the shim %s %s; refusing to start it (unset TF_CLI_CONFIG_FILE "
+                         "or wrap again)",
+                         argv[1], why);
+        fprintf(stderr, "%s\n", tftap_buf_cstr(&line));
+        printf("%s\n", tftap_buf_cstr(&line));
+        fflush(stdout);
+        tftap_buf_done(&line);
+        proxy_meta_done(&meta);
+        return 1;
+    }
+    if (setenv(SHIM_DEPTH_ENV, "1", 1) != 0) {
+        cli_error("cannot set %s: %s", SHIM_DEPTH_ENV, strerror(errno));
+        proxy_meta_done(&meta);
+        return 1;
+    }
+
     proxy_config_from_meta(&cfg, &meta);
     cfg.args = argv + 2;
     const char *db_env = getenv("TFTAP_DB");
@@ -67,9 +224,21 @@ int cli_shim(int argc, char **argv)
         cli_error("TFTAP_RUN_ID is not a positive integer; recording under a new run");
         cfg.run_id = 0;
     }
+    if (cfg.run_id == 0 && cfg.db != NULL && (cfg.run_id = join_cli_run(cfg.db)) > 0)
+        cfg.leave_run = 1;
+    /* Under `tftap run`: a lock its recorder holds until the record is
+     * written, so that run returns only then. */
+    const char *run_dir = getenv("TFTAP_RUN_DIR");
+    if (run_dir != NULL && run_dir[0] != '\0' &&
+        (cfg.recorder_hold_fd = wrap_recorder_lock(run_dir, meta.provider)) < 0)
+        cli_error("cannot lock in %s: %s; tftap run may return before this provider's record "
+                  "is complete",
+                  run_dir, strerror(errno));
     cfg.warn = shim_warn;
 
     code = proxy_run(&cfg, &err);
+    if (cfg.recorder_hold_fd >= 0)
+        close(cfg.recorder_hold_fd);
     if (err.len > 0)
         cli_error("%s: %s", meta.provider, tftap_buf_cstr(&err));
     proxy_meta_done(&meta);

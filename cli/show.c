@@ -1,18 +1,24 @@
 /* tftap show RUN [ADDRESS|TYPE]: the recorded resource changes of a run,
- * rendered the way a plan reads, and the diagnostics providers returned. */
+ * rendered the way a plan reads, and the diagnostics providers returned.
+ * Calls that failed come first: they are what a post-mortem asks about. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
 #include "analysis/analysis.h"
+#include "cli/cli.h"
 #include "cli/cli_store.h"
 
 static const char usage_text[] =
     "usage: tftap show RUN [ADDRESS|TYPE] [--all] [--db PATH] [--json]\n\n"
     "Show each resource instance change recorded in RUN (an id or 'last') as a plan\n"
     "shows it: PlanResourceChange (prior -> planned) and ApplyResourceChange (prior ->\n"
-    "new state) calls, then the diagnostics of other calls. A plan that an apply in the\n"
-    "same run carried out is shown once, as the apply. ADDRESS (test_thing.a, also\n"
+    "new state) calls, then the diagnostics of other calls. Calls that failed (error\n"
+    "diagnostics, a failing gRPC status, or no answer) come first, each with what it\n"
+    "attempted and the provider's diagnostics; go-plugin's streams and Shutdown ending\n"
+    "as a provider exits are an expected close, not a failure. A plan that an apply in\n"
+    "the same run carried out is shown once, as the apply; an apply's destroy and\n"
+    "create of one address read as one replacement (-/+). ADDRESS (test_thing.a, also\n"
     "matching its instances) or TYPE (test_thing) keeps only those. --all also shows\n"
     "no-op changes, superseded plans, ReadResource and ReadDataSource calls. A change\n"
     "whose call could not be tied to an address says why.\n";
@@ -23,7 +29,176 @@ struct show_ctx {
     int n, unmatched, skipped;
     int counts[ANALYSIS_ACTION_READ + 1];
     int err;
+    const char *filter;
+    /* Failed calls shown first, in call id order: the other sections skip
+     * them. */
+    int64_t *failed;
+    size_t nfailed, failed_cap;
+    int nfailed_changes; /* of which resource changes */
+    int failed_pass;     /* listing the failed changes */
+    int blocks;          /* text: changes and failures printed, for blank lines */
+    int64_t *shown;      /* failed changes shown, in call id order once sorted */
+    size_t nshown;
 };
+
+static int is_change_rpc(const char *rpc)
+{
+    return rpc &&
+           (strcmp(rpc, "PlanResourceChange") == 0 || strcmp(rpc, "ApplyResourceChange") == 0 ||
+            strcmp(rpc, "ReadResource") == 0 || strcmp(rpc, "ReadDataSource") == 0);
+}
+
+/* The ADDRESS|TYPE operand as the store's queries apply it. */
+static int filter_keeps(const char *filter, const char *type, const char *address)
+{
+    if (!filter)
+        return 1;
+    if (type && strcmp(type, filter) == 0)
+        return 1;
+    if (!address)
+        return 0;
+    size_t n = strlen(filter);
+    return strcmp(address, filter) == 0 || (strncmp(address, filter, n) == 0 && address[n] == '[');
+}
+
+static int in_ids(const int64_t *v, size_t n, int64_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (v[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && v[lo] == id;
+}
+
+static int was_failed(const struct show_ctx *x, int64_t id)
+{
+    return in_ids(x->failed, x->nfailed, id);
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void diags_text(struct show_ctx *x, const sj_node *diags)
+{
+    tftap_buf *b = &x->out;
+    for (const sj_node *d = diags && diags->kind == SJ_ARRAY ? diags->child : NULL; d;
+         d = d->next) {
+        const sj_node *sev = sj_get(d, "severity"), *sum = sj_get(d, "summary"),
+                      *det = sj_get(d, "detail"), *ap = sj_get(sj_get(d, "attribute"), "path");
+        int warn = sev && sev->kind == SJ_STRING && strcmp(sev->str, "WARNING") == 0;
+        const char *col = x->color ? (warn ? "\033[33m" : "\033[31m") : "";
+        tftap_buf_printf(b, "  %s%s%s: %.*s", col, warn ? "Warning" : "Error",
+                         x->color ? "\033[0m" : "",
+                         sum && sum->kind == SJ_STRING ? (int)sum->len : 0,
+                         sum && sum->kind == SJ_STRING ? sum->str : "");
+        if (ap && ap->kind == SJ_STRING && ap->len)
+            tftap_buf_printf(b, " (at %.*s)", (int)ap->len, ap->str);
+        tftap_buf_putc(b, '\n');
+        if (det && det->kind == SJ_STRING && det->len)
+            tftap_buf_printf(b, "    %.*s\n", (int)det->len, det->str);
+    }
+}
+
+/* A failed call's status in words: "UNAVAILABLE (message)", "no answer",
+ * or "error diagnostics" when gRPC said OK. */
+static void failure_words(tftap_buf *b, int in_flight, int has_status, int code, const char *name,
+                          const char *message)
+{
+    if (in_flight)
+        tftap_buf_puts(b, "no answer");
+    else if (has_status && code != 0)
+        tftap_buf_printf(b, "%s", name ? name : "gRPC status");
+    else
+        tftap_buf_puts(b, "error diagnostics");
+    if (!in_flight && has_status && code != 0 && !name)
+        tftap_buf_printf(b, " %d", code);
+    if (!in_flight && has_status && code != 0 && message && *message)
+        tftap_buf_printf(b, " (%s)", message);
+}
+
+/* Pass 1: the run's failed calls, remembered. */
+static int collect_failed(void *ctx, const store_call_row *r)
+{
+    struct show_ctx *x = ctx;
+    if (!filter_keeps(x->filter, r->type_name, r->address))
+        return 0;
+    if (x->nfailed == x->failed_cap) {
+        size_t cap = x->failed_cap ? x->failed_cap * 2 : 16;
+        int64_t *v = realloc(x->failed, cap * sizeof *v);
+        if (!v)
+            return TFTAP_ENOMEM;
+        x->failed = v;
+        x->failed_cap = cap;
+    }
+    x->failed[x->nfailed++] = r->id;
+    x->nfailed_changes += is_change_rpc(r->rpc);
+    return 0;
+}
+
+/* The failed calls that are no resource change (ConfigureProvider,
+ * ValidateResourceConfig, a call cut by a dying provider, ...). */
+static int each_failed_call(void *ctx, const store_call_row *r)
+{
+    struct show_ctx *x = ctx;
+    tftap_buf *b = &x->out;
+    /* A resource change call is here only when its messages could not be
+     * read as one (a decode error keeps it out of v_resource_changes). */
+    if (!was_failed(x, r->id) || in_ids(x->shown, x->nshown, r->id))
+        return 0;
+    sj_doc *doc = NULL;
+    const sj_node *diags = NULL;
+    if (r->response_json &&
+        sj_parse(r->response_json, strlen(r->response_json), TFTAP_JSON_MAX_DEPTH, &doc) == 0)
+        diags = sj_get(sj_root(doc), "diagnostics");
+    if (x->json) {
+        tftap_buf_puts(b, x->n ? ",\n    " : "\n    ");
+        tftap_buf_printf(b, "{\"call_id\":%lld,\"method\":", (long long)r->id);
+        cli_json_str(b, r->rpc);
+        tftap_buf_puts(b, ",\"provider\":");
+        cli_json_str(b, r->provider);
+        tftap_buf_puts(b, ",\"type_name\":");
+        cli_json_str(b, r->type_name);
+        tftap_buf_puts(b, ",\"address\":");
+        cli_json_str(b, r->address);
+        tftap_buf_puts(b, ",\"action\":null");
+        if (r->has_status)
+            tftap_buf_printf(b, ",\"status_code\":%d", r->status_code);
+        else
+            tftap_buf_puts(b, ",\"status_code\":null");
+        tftap_buf_puts(b, ",\"status_name\":");
+        cli_json_str(b, r->status_name);
+        tftap_buf_puts(b, ",\"status_message\":");
+        cli_json_str(b, r->status_message);
+        tftap_buf_printf(b, ",\"no_answer\":%s,\"diagnostics\":", r->in_flight ? "true" : "false");
+        if (diags && diags->kind == SJ_ARRAY)
+            sj_write(diags, b);
+        else
+            tftap_buf_puts(b, "[]");
+        tftap_buf_puts(b, ",\"failed\":true}");
+    } else {
+        if (x->blocks)
+            tftap_buf_putc(b, '\n');
+        tftap_buf_printf(b, "  # %s", r->rpc ? r->rpc : "?");
+        if (r->type_name || r->provider)
+            tftap_buf_printf(b, " (%s)", r->type_name ? r->type_name : r->provider);
+        tftap_buf_puts(b, " failed: ");
+        failure_words(b, r->in_flight, r->has_status, r->status_code, r->status_name,
+                      r->status_message);
+        tftap_buf_printf(b, "  [call %lld]\n", (long long)r->id);
+        diags_text(x, diags);
+    }
+    sj_free(doc);
+    x->n++;
+    x->blocks++;
+    return cli_flush(b) ? TFTAP_EIO : 0;
+}
 
 static int each_change(void *ctx, const store_change_row *c)
 {
@@ -34,8 +209,12 @@ static int each_change(void *ctx, const store_change_row *c)
         x->err = TFTAP_EDECODE;
         return TFTAP_EDECODE;
     }
+    /* Failed changes were shown first, whatever they were; JSON lists them
+     * among the changes too. */
+    if (!x->failed_pass && c->failed && !x->json)
+        return 0;
     int is_read = a == ANALYSIS_ACTION_READ || (c->rpc && strcmp(c->rpc, "ReadResource") == 0);
-    if (!x->all && (a == ANALYSIS_ACTION_NOOP || is_read || c->superseded)) {
+    if (!c->failed && !x->all && (a == ANALYSIS_ACTION_NOOP || is_read || c->superseded)) {
         x->skipped++;
         return 0;
     }
@@ -63,9 +242,21 @@ static int each_change(void *ctx, const store_change_row *c)
         cli_json_raw(b, c->requires_replace);
         tftap_buf_puts(b, ",\"diagnostics\":");
         cli_json_raw(b, c->diagnostics);
+        tftap_buf_printf(b, ",\"failed\":%s", c->failed ? "true" : "false");
+        if (c->failed) {
+            if (c->has_status)
+                tftap_buf_printf(b, ",\"status_code\":%d", c->status_code);
+            else
+                tftap_buf_puts(b, ",\"status_code\":null");
+            tftap_buf_puts(b, ",\"status_name\":");
+            cli_json_str(b, c->status_name);
+            tftap_buf_puts(b, ",\"status_message\":");
+            cli_json_str(b, c->status_message);
+            tftap_buf_printf(b, ",\"no_answer\":%s", c->in_flight ? "true" : "false");
+        }
         tftap_buf_putc(b, '}');
     } else {
-        if (x->n)
+        if (x->blocks)
             tftap_buf_putc(b, '\n');
         int rc = analysis_render_change(c, x->color ? ANALYSIS_RENDER_COLOR : 0, b);
         if (rc) {
@@ -73,9 +264,13 @@ static int each_change(void *ctx, const store_change_row *c)
             return rc;
         }
     }
+    if (x->failed_pass && x->nshown < x->nfailed)
+        x->shown[x->nshown++] = c->call_id;
     x->n++;
-    x->counts[a]++;
-    if (!c->address)
+    x->blocks++;
+    if (!c->failed)
+        x->counts[a]++;
+    if (!c->address && !x->failed_pass)
         x->unmatched++;
     return cli_flush(b) ? TFTAP_EIO : 0;
 }
@@ -89,7 +284,9 @@ static int each_diag(void *ctx, const store_diag_row *d)
 {
     struct diag_ctx *dc = ctx;
     tftap_buf *b = &dc->x->out;
-    /* Those of resource changes were shown with their change. */
+    /* Those of failed calls and of resource changes were shown with them. */
+    if (was_failed(dc->x, d->call_id))
+        return 0;
     if (d->rpc &&
         (strcmp(d->rpc, "PlanResourceChange") == 0 || strcmp(d->rpc, "ApplyResourceChange") == 0 ||
          ((strcmp(d->rpc, "ReadResource") == 0 || strcmp(d->rpc, "ReadDataSource") == 0) &&
@@ -114,8 +311,8 @@ static int each_diag(void *ctx, const store_diag_row *d)
         tftap_buf_putc(b, '}');
     } else {
         if (dc->n == 0)
-            tftap_buf_puts(b, dc->x->n ? "\nDiagnostics from other calls:\n"
-                                       : "Diagnostics from provider calls:\n");
+            tftap_buf_puts(b, dc->x->blocks ? "\nDiagnostics from other calls:\n"
+                                            : "Diagnostics from provider calls:\n");
         int warn = d->severity && strcmp(d->severity, "WARNING") == 0;
         const char *col = dc->x->color ? (warn ? "\033[33m" : "\033[31m") : "";
         const char *reset = dc->x->color ? "\033[0m" : "";
@@ -133,60 +330,109 @@ static int each_diag(void *ctx, const store_diag_row *d)
     return cli_flush(b) ? TFTAP_EIO : 0;
 }
 
+struct run_exit {
+    int has, code;
+};
+
+static int run_exit_cb(void *ctx, const store_run_row *row)
+{
+    struct run_exit *e = ctx;
+    e->has = row->has_exit_code;
+    e->code = row->exit_code;
+    return 0;
+}
+
 int cli_show(int argc, char **argv)
 {
-    const char *db = NULL, *pos[2] = {NULL, NULL};
-    int json = 0, help = 0, npos = 0, all = 0;
+    int all = 0;
     const struct cli_opt opts[] = {{"--all", NULL, &all}, {0}};
-    int rc = cli_store_args(argc, argv, opts, &db, &json, &help, pos, 2, &npos);
-    if (!rc && !help && npos < 1) {
-        cli_error("show needs RUN (a run id or 'last')");
-        rc = 2;
-    }
-    if (rc || help) {
-        if (!rc)
-            fputs(usage_text, stdout);
+    struct cli_read r;
+    int rc = cli_read_begin(argc, argv, opts, usage_text, 1, 2, &r);
+    if (rc != CLI_READ_GO)
         return rc;
-    }
-    const char *path = cli_db_path(db);
-    store *s = NULL;
-    if (cli_open_store(path, &s))
-        return 1;
-    int64_t run = 0;
-    rc = cli_resolve_run(s, path, pos[0], &run);
-    if (rc) {
-        store_close(s);
-        return rc;
-    }
-    struct show_ctx x = {
-        .out = TFTAP_BUF_INIT, .json = json, .all = all, .color = !json && cli_use_color()};
-    int exit_code = 0;
-    if (json)
-        tftap_buf_printf(&x.out, "{\"run\":%lld,\"changes\":[", (long long)run);
-    rc = store_changes_each(s, run, pos[1], each_change, &x);
+    int json = r.json;
+    int64_t run = r.run;
+    const char *filter = r.pos[1];
+    struct show_ctx x = {.out = TFTAP_BUF_INIT,
+                         .json = json,
+                         .all = all,
+                         .color = !json && cli_use_color(),
+                         .filter = filter};
     struct diag_ctx dc = {&x, 0};
+    struct run_exit ex = {0, 0};
+    int exit_code = 0, nfailed = 0;
+
+    /* Failures first: which calls failed, then each with what it attempted. */
+    store_calls_filter only_failed = {NULL, NULL, 1};
+    rc = store_calls_query(r.s, run, &only_failed, collect_failed, &x);
+    if (!rc) {
+        if (x.nfailed)
+            qsort(x.failed, x.nfailed, sizeof *x.failed, cmp_id);
+        rc = store_run_get(r.s, run, run_exit_cb, &ex);
+    }
+    if (!rc) {
+        if (json) {
+            tftap_buf_printf(&x.out, "{\"run\":%lld,\"exit_code\":", (long long)run);
+            if (ex.has)
+                tftap_buf_printf(&x.out, "%d", ex.code);
+            else
+                tftap_buf_puts(&x.out, "null");
+            tftap_buf_printf(&x.out, ",\"failed\":%zu,\"failures\":[", x.nfailed);
+        } else if (x.nfailed) {
+            tftap_buf_printf(&x.out, "Run %lld: %zu call%s failed", (long long)run, x.nfailed,
+                             x.nfailed == 1 ? "" : "s");
+            if (ex.has && ex.code)
+                tftap_buf_printf(&x.out, ", the command exited %d", ex.code);
+            tftap_buf_puts(&x.out, ".\n\n");
+        }
+        x.failed_pass = 1;
+        x.shown = x.nfailed ? malloc(x.nfailed * sizeof *x.shown) : NULL;
+        if (x.nfailed && !x.shown)
+            rc = TFTAP_ENOMEM;
+        if (!rc && x.nfailed_changes)
+            rc = store_changes_query(r.s, run, filter, 1, each_change, &x);
+        if (!rc && x.nshown < x.nfailed) {
+            if (x.nshown)
+                qsort(x.shown, x.nshown, sizeof *x.shown, cmp_id);
+            rc = store_calls_query(r.s, run, &only_failed, each_failed_call, &x);
+        }
+        x.failed_pass = 0;
+        nfailed = x.n;
+        x.n = 0;
+    }
+    if (!rc) {
+        if (json)
+            tftap_buf_puts(&x.out, nfailed ? "\n  ],\n  \"changes\":[" : "],\"changes\":[");
+        rc = store_changes_each(r.s, run, filter, each_change, &x);
+    }
     if (!rc) {
         if (json)
             tftap_buf_puts(&x.out, x.n ? "\n  ],\n  \"diagnostics\":[" : "],\"diagnostics\":[");
-        rc = store_diagnostics_each(s, run, pos[1], each_diag, &dc);
+        rc = store_diagnostics_each(r.s, run, filter, each_diag, &dc);
     }
     if (rc) {
         if (x.err == TFTAP_EDECODE)
             cli_error("run %lld holds a change whose JSON is malformed", (long long)run);
+        else if (rc == TFTAP_ENOMEM)
+            cli_error("out of memory");
         else if (rc != TFTAP_EIO)
-            cli_error("reading %s: %s", path, store_errmsg(s));
+            cli_error("reading %s: %s", r.path, store_errmsg(r.s));
         exit_code = 1;
     } else if (json) {
         tftap_buf_puts(&x.out, dc.n ? "\n  ]}\n" : "]}\n");
         exit_code = cli_flush(&x.out);
     } else {
-        if (x.n == 0 && dc.n == 0)
+        if (x.n == 0 && dc.n == 0 && nfailed == 0)
             tftap_buf_printf(&x.out, "Run %lld recorded no resource changes%s%s%s.\n",
-                             (long long)run, pos[1] ? " for " : "", pos[1] ? pos[1] : "",
+                             (long long)run, filter ? " for " : "", filter ? filter : "",
                              x.skipped ? " (only no-op changes and reads: see --all)" : "");
-        else if (x.n) {
+        else if (x.n || nfailed) {
+            tftap_buf_puts(&x.out, "\n");
+            if (nfailed)
+                tftap_buf_printf(&x.out, "%d call%s failed (shown first); ", nfailed,
+                                 nfailed == 1 ? "" : "s");
             tftap_buf_printf(&x.out,
-                             "\n%d change%s: %d to create, %d to update, %d to replace, %d to "
+                             "%d change%s: %d to create, %d to update, %d to replace, %d to "
                              "destroy",
                              x.n, x.n == 1 ? "" : "s", x.counts[ANALYSIS_ACTION_CREATE],
                              x.counts[ANALYSIS_ACTION_UPDATE], x.counts[ANALYSIS_ACTION_REPLACE],
@@ -209,7 +455,9 @@ int cli_show(int argc, char **argv)
         }
         exit_code = cli_flush(&x.out);
     }
+    free(x.failed);
+    free(x.shown);
     tftap_buf_done(&x.out);
-    store_close(s);
+    cli_read_done(&r);
     return exit_code;
 }

@@ -9,69 +9,48 @@
 
 #include "cli/cli.h"
 
-static int take_value(int argc, char **argv, int *i, const char *name, const char **out)
-{
-    const char *a = argv[*i];
-    size_t nl = strlen(name);
-    if (a[nl] == '=') {
-        *out = a + nl + 1;
-        return 0;
-    }
-    if (*i + 1 >= argc) {
-        cli_error("%s needs a value (see 'tftap %s --help')", name, argv[0]);
-        return 2;
-    }
-    *out = argv[++*i];
-    return 0;
-}
-
-static int opt_is(const char *arg, const char *name)
-{
-    size_t nl = strlen(name);
-    return strncmp(arg, name, nl) == 0 && (arg[nl] == '\0' || arg[nl] == '=');
-}
-
 int cli_store_args(int argc, char **argv, const struct cli_opt *opts, const char **db, int *json,
                    int *help, const char **pos, int max_pos, int *npos)
 {
+    enum { OPT_DB = 256, OPT_JSON, OPT_OWN };
+    struct option longopts[16] = {
+        {"db", required_argument, NULL, OPT_DB},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+    };
+    size_t n = 3;
+    for (const struct cli_opt *o = opts; o && o->name; o++) {
+        if (n + 1 >= sizeof longopts / sizeof longopts[0])
+            return 2; /* a programming error: more options than room */
+        longopts[n] = (struct option){o->name + 2, o->value ? required_argument : no_argument, NULL,
+                                      OPT_OWN + (int)(o - opts)};
+        n++;
+    }
+    longopts[n] = (struct option){NULL, 0, NULL, 0};
     *npos = 0;
     *help = 0;
-    int only_pos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (only_pos || a[0] != '-' || strcmp(a, "-") == 0) {
-            if (*npos >= max_pos) {
-                cli_error("unexpected argument '%s' (see 'tftap %s --help')", a, argv[0]);
-                return 2;
-            }
-            pos[(*npos)++] = a;
-            continue;
-        }
-        if (strcmp(a, "--") == 0) {
-            only_pos = 1;
-        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+    optind = 0;
+    int c;
+    while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
+        if (c == '?')
+            return 2;
+        if (c == 'h')
             *help = 1;
-        } else if (strcmp(a, "--json") == 0) {
+        else if (c == OPT_JSON)
             *json = 1;
-        } else if (opt_is(a, "--db")) {
-            if (take_value(argc, argv, &i, "--db", db))
-                return 2;
-        } else {
-            const struct cli_opt *o = opts;
-            for (; o && o->name; o++)
-                if (o->value ? opt_is(a, o->name) : strcmp(a, o->name) == 0)
-                    break;
-            if (!o || !o->name) {
-                cli_error("unknown option '%s' (see 'tftap %s --help')", a, argv[0]);
-                return 2;
-            }
-            if (o->value) {
-                if (take_value(argc, argv, &i, o->name, o->value))
-                    return 2;
-            } else {
-                *o->flag = 1;
-            }
+        else if (c == OPT_DB)
+            *db = optarg;
+        else if (opts[c - OPT_OWN].value)
+            *opts[c - OPT_OWN].value = optarg;
+        else
+            *opts[c - OPT_OWN].flag = 1;
+    }
+    for (int i = optind; i < argc; i++) {
+        if (*npos >= max_pos) {
+            cli_usage_error(argv[0], "unexpected argument '%s'", argv[i]);
+            return 2;
         }
+        pos[(*npos)++] = argv[i];
     }
     return 0;
 }
@@ -121,6 +100,57 @@ int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_i
     }
     cli_error("reading %s: %s", path, store_errmsg(s));
     return 1;
+}
+
+int cli_read_parse(int argc, char **argv, const struct cli_opt *opts, const char *usage,
+                   int takes_run, int max_pos, struct cli_read *r)
+{
+    const char *db = NULL;
+    int help = 0;
+    memset(r, 0, sizeof *r);
+    if (max_pos > (int)(sizeof r->pos / sizeof r->pos[0]))
+        max_pos = (int)(sizeof r->pos / sizeof r->pos[0]);
+    int rc = cli_store_args(argc, argv, opts, &db, &r->json, &help, r->pos, max_pos, &r->npos);
+    if (rc)
+        return rc;
+    if (help) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (takes_run && r->npos < 1) {
+        cli_usage_error(argv[0], "%s needs RUN (a run id or 'last')", argv[0]);
+        return 2;
+    }
+    r->path = cli_db_path(db);
+    r->takes_run = takes_run;
+    return CLI_READ_GO;
+}
+
+int cli_read_open(struct cli_read *r)
+{
+    if (cli_open_store(r->path, &r->s))
+        return 1;
+    if (r->takes_run) {
+        int rc = cli_resolve_run(r->s, r->path, r->pos[0], &r->run);
+        if (rc) {
+            cli_read_done(r);
+            return rc;
+        }
+    }
+    return CLI_READ_GO;
+}
+
+int cli_read_begin(int argc, char **argv, const struct cli_opt *opts, const char *usage,
+                   int takes_run, int max_pos, struct cli_read *r)
+{
+    int rc = cli_read_parse(argc, argv, opts, usage, takes_run, max_pos, r);
+    return rc == CLI_READ_GO ? cli_read_open(r) : rc;
+}
+
+void cli_read_done(struct cli_read *r)
+{
+    store_close(r->s);
+    r->s = NULL;
 }
 
 int cli_use_color(void)

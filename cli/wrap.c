@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli/wrap.h"
+#include "proxy/proxy.h"
 #include "store/store.h"
 
 /* Bounds on what we read: CLI configs and lock files are small. */
@@ -304,6 +305,43 @@ static char *find_binary(const char *dir, const char *type)
     return found;
 }
 
+int wrap_is_self(const char *path)
+{
+    struct stat a, b;
+    return path != NULL && stat(path, &a) == 0 && stat("/proc/self/exe", &b) == 0 &&
+           a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+char *wrap_shim_meta_path(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        return NULL;
+    tftap_buf b = TFTAP_BUF_INIT;
+    tftap_buf_append(&b, path, (size_t)(slash - path));
+    tftap_buf_puts(&b, "/tftap-shim.json");
+    tftap_buf_cstr(&b);
+    if (tftap_buf_failed(&b) || access(b.data, F_OK) != 0) {
+        tftap_buf_done(&b);
+        return NULL;
+    }
+    /* A provider binary that happens to sit beside such a file is still a
+     * provider: only a script that runs `tftap shim` is a shim. */
+    char head[4096];
+    size_t n = 0;
+    FILE *f = fopen(path, "rb");
+    if (f != NULL) {
+        n = fread(head, 1, sizeof head - 1, f);
+        fclose(f);
+    }
+    head[n] = '\0';
+    if (n < 2 || head[0] != '#' || head[1] != '!' || strstr(head, " shim ") == NULL) {
+        tftap_buf_done(&b);
+        return NULL;
+    }
+    return tftap_buf_take(&b, NULL);
+}
+
 /* dir/<addr>/<version>/<os_arch>: the unpacked layout every provider
  * directory (.terraform/providers, plugin cache, mirrors) shares. */
 static char *find_in_layout(const char *dir, const char *addr, const char *version,
@@ -483,6 +521,57 @@ fail:
     return TFTAP_ENOMEM;
 }
 
+/* *bin is what the CLI would start for addr. When it is one of tftap's
+ * own shims (a config written by `tftap wrap`, read again by wrap or run),
+ * the real provider it stands for takes its place: a shim never starts a
+ * shim. *standin is 1 when that shim stood in for a locked provider (its
+ * json has a version; the caller may look the provider up where init put
+ * it instead). *bin becomes NULL when the real provider is gone. Returns
+ * 0, or TFTAP_EINVAL with a one-line reason in err when the chain leads
+ * back to tftap (tftap itself, or a shim whose provider is a shim). */
+static int resolve_shim(struct wrap_set *set, const char *addr, char **bin, int *standin,
+                        tftap_buf *err)
+{
+    const char *config = set->user_config ? set->user_config : "the CLI config";
+    proxy_meta m;
+    int rc = 0;
+
+    *standin = 0;
+    char *meta_path = wrap_shim_meta_path(*bin);
+    if (meta_path == NULL) {
+        if (!wrap_is_self(*bin))
+            return 0;
+        tftap_buf_printf(err, "%s: %s is tftap itself, not a provider; fix or unset %s", addr, *bin,
+                         config);
+        return TFTAP_EINVAL;
+    }
+    memset(&m, 0, sizeof m);
+    tftap_buf why = TFTAP_BUF_INIT;
+    if (proxy_meta_load(meta_path, &m, &why) != 0) {
+        tftap_buf_printf(err, "%s: %s is a tftap shim (%s); unset TF_CLI_CONFIG_FILE (%s)", addr,
+                         *bin, tftap_buf_cstr(&why), config);
+        rc = TFTAP_EINVAL;
+        goto done;
+    }
+    set->shims++;
+    if (wrap_shim_meta_path(m.binary) != NULL || wrap_is_self(m.binary)) {
+        tftap_buf_printf(err,
+                         "%s: the tftap shim %s stands for %s, which is tftap again; unset "
+                         "TF_CLI_CONFIG_FILE (%s) and wrap again",
+                         addr, *bin, m.binary, config);
+        rc = TFTAP_EINVAL;
+        goto done;
+    }
+    *standin = m.version != NULL;
+    free(*bin);
+    *bin = access(m.binary, X_OK) == 0 ? realpath(m.binary, NULL) : NULL;
+done:
+    tftap_buf_done(&why);
+    proxy_meta_done(&m);
+    free(meta_path);
+    return rc;
+}
+
 /* The CLI config file the command would read, or NULL for none. */
 static char *user_config_path(const char *cli)
 {
@@ -621,6 +710,18 @@ int wrap_discover(const char *workdir, const char *cli, struct wrap_set *set, tf
         if (addr == NULL)
             continue;
         char *bin = find_binary(s.ovr[i].dir, addr_type(addr));
+        int standin = 0;
+        if (bin != NULL && (rc = resolve_shim(set, addr, &bin, &standin, err)) != 0) {
+            free(bin);
+            free(addr);
+            goto cleanup;
+        }
+        if (standin) {
+            /* An earlier wrap's shim for a locked provider: found below,
+             * where init installed it, like any other. */
+            free(bin);
+            bin = NULL;
+        }
         if (bin != NULL)
             rc = set_add(set, addr, NULL, bin);
         free(addr);
@@ -637,6 +738,11 @@ int wrap_discover(const char *workdir, const char *cli, struct wrap_set *set, tf
         if (overridden)
             continue;
         char *bin = locate(&s, workdir, cli, l->addr, l->version);
+        int standin = 0;
+        if (bin != NULL && (rc = resolve_shim(set, l->addr, &bin, &standin, err)) != 0) {
+            free(bin);
+            goto cleanup;
+        }
         if (bin == NULL) {
             if (set->missing++ == 0 && (set->missing_first = strdup(l->addr)) == NULL) {
                 rc = TFTAP_ENOMEM;
@@ -780,6 +886,8 @@ static void span_block(void *ctx, const char *const *path, int depth, const stru
     }
 }
 
+#define WRITTEN_BY "  # written by tftap: every wrapped provider goes through its shim\n"
+
 struct ovr_keep {
     const struct wrap_set *set;
     const char *cli;
@@ -787,7 +895,19 @@ struct ovr_keep {
     tftap_buf *out;
 };
 
-/* Re-emit a user override we are not wrapping, verbatim. */
+/* A dev_overrides directory written by tftap wrap: never kept as it is
+ * (it would send the CLI to a shim that our own shim then starts). */
+static int is_shim_dir(const struct tok *value)
+{
+    if (value->kind != TOK_STRING || value->text == NULL)
+        return 0;
+    char *p = joinpath(value->text, "tftap-shim.json");
+    int yes = p != NULL && access(p, F_OK) == 0;
+    free(p);
+    return yes;
+}
+
+/* Re-emit a user override we are not wrapping, verbatim (not our shims). */
 static void keep_override(void *ctx, const char *const *path, int depth, const struct tok *key,
                           const struct tok *value)
 {
@@ -800,7 +920,7 @@ static void keep_override(void *ctx, const char *const *path, int depth, const s
     for (size_t i = 0; addr && i < k->set->n; i++)
         wrapped |= strcmp(k->set->v[i].addr, addr) == 0;
     free(addr);
-    if (wrapped)
+    if (wrapped || is_shim_dir(value))
         return;
     tftap_buf_puts(k->out, "    ");
     tftap_buf_append(k->out, k->text + key->start, key->end - key->start);
@@ -822,8 +942,7 @@ static int build_config(const struct wrap_set *set, const char *dir, const char 
         goto cleanup;
     walk(&t, &(struct walk_cb){.block = span_block, .ctx = &sp});
 
-    tftap_buf_puts(&block, "\n  # written by tftap: every wrapped provider goes through its shim\n"
-                           "  dev_overrides {\n");
+    tftap_buf_puts(&block, "\n" WRITTEN_BY "  dev_overrides {\n");
     for (size_t i = 0; i < set->n; i++) {
         char *sd = shim_dir(dir, i);
         if (sd == NULL) {
@@ -844,6 +963,15 @@ static int build_config(const struct wrap_set *set, const char *dir, const char 
     if (sp.have_pi) {
         size_t cut_start = sp.have_do ? sp.do_start : sp.pi_open;
         size_t cut_end = sp.have_do ? sp.do_end : sp.pi_open;
+        /* Our own config wrapped again: its block goes whole, comment and
+         * line ends included, so that wrapping it again changes nothing. */
+        size_t wl = strlen(WRITTEN_BY);
+        if (sp.have_do && cut_start >= sp.pi_open + wl + 3 &&
+            memcmp(text + cut_start - wl - 3, "\n" WRITTEN_BY "  ", wl + 3) == 0) {
+            cut_start -= wl + 3;
+            if (cut_end < len && text[cut_end] == '\n')
+                cut_end++;
+        }
         tftap_buf_append(out, text, sp.pi_open);
         tftap_buf_append(out, block.data, block.len);
         tftap_buf_append(out, text + sp.pi_open, cut_start - sp.pi_open);
@@ -996,8 +1124,10 @@ static void wrap_usage(FILE *f)
         "directory uses (run 'tofu init' first) and a CLI config, DIR/tftap.tfrc, that\n"
         "keeps your own CLI config and sends the CLI to the shims. Then\n\n"
         "  eval \"$(tftap wrap --out DIR)\"\n\n"
-        "makes every later tofu/terraform command record into the database (each\n"
-        "provider process as a run of its own). Prints the export line on stdout.\n\n"
+        "makes every later tofu/terraform command record into the database, each\n"
+        "command as one run. Prints the export line on stdout. Run it again after\n"
+        "'init' (with the export in force it reads its own config, and its shims\n"
+        "still stand for the real providers: a shim never starts a shim).\n\n"
         "  --db PATH            database (default: $TFTAP_DB, else ./%s)\n"
         "  --record-sensitive   store sensitive values instead of redacting them\n"
         "  --keep-raw           store raw message bytes too\n"
@@ -1015,32 +1145,52 @@ int cli_wrap(int argc, char **argv)
     int code = 1;
 
     memset(&set, 0, sizeof set);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+    enum { OPT_DB = 256, OPT_OUT, OPT_CLI, OPT_SENSITIVE, OPT_RAW };
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, OPT_DB},
+        {"out", required_argument, NULL, OPT_OUT},
+        {"cli", required_argument, NULL, OPT_CLI},
+        {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
+        {"keep-raw", no_argument, NULL, OPT_RAW},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    optind = 0;
+    while ((opt = cli_getopt(argc, argv, "h", longopts)) != -1) {
+        switch (opt) {
+        case 'h':
             wrap_usage(stdout);
             return 0;
-        } else if (strcmp(a, "--record-sensitive") == 0) {
+        case OPT_SENSITIVE:
             o.record_sensitive = 1;
-        } else if (strcmp(a, "--keep-raw") == 0) {
+            break;
+        case OPT_RAW:
             o.keep_raw = 1;
-        } else if ((strcmp(a, "--db") == 0 || strcmp(a, "--out") == 0 || strcmp(a, "--cli") == 0) &&
-                   i + 1 < argc) {
-            const char **dst = a[2] == 'd' ? &db_opt : a[2] == 'o' ? &out : &cli;
-            *dst = argv[++i];
-        } else {
-            cli_error("wrap: unexpected argument '%s'", a);
-            wrap_usage(stderr);
+            break;
+        case OPT_DB:
+            db_opt = optarg;
+            break;
+        case OPT_OUT:
+            out = optarg;
+            break;
+        case OPT_CLI:
+            cli = optarg;
+            break;
+        default:
             return 2;
         }
     }
+    if (optind < argc) {
+        cli_usage_error("wrap", "unexpected argument '%s'", argv[optind]);
+        return 2;
+    }
     if (out == NULL) {
-        cli_error("wrap: --out DIR is required");
-        wrap_usage(stderr);
+        cli_usage_error("wrap", "--out DIR is required");
         return 2;
     }
     if (strcmp(cli, "tofu") != 0 && strcmp(cli, "terraform") != 0) {
-        cli_error("wrap: --cli must be tofu or terraform");
+        cli_usage_error("wrap", "--cli must be tofu or terraform, not '%s'", cli);
         return 2;
     }
     const char *db_path = db_opt ? db_opt : getenv("TFTAP_DB");
@@ -1064,6 +1214,10 @@ int cli_wrap(int argc, char **argv)
         cli_error("%s", tftap_buf_cstr(&err));
         goto cleanup;
     }
+    if (set.shims)
+        cli_error("%s was written by tftap wrap: its %zu shim(s) replaced by the providers they "
+                  "stand for",
+                  set.user_config, set.shims);
     if (set.n == 0) {
         cli_error("no installed providers found for %s (run '%s init' first)", cwd, cli);
         goto cleanup;

@@ -22,6 +22,9 @@ struct wrap_set {
     size_t n, cap;
     size_t missing;      /* locked providers found nowhere on disk */
     char *missing_first; /* the first of them, for messages */
+    size_t shims;        /* tftap shims found in the user's config and resolved to
+                          * the providers they stood for (a config `tftap wrap`
+                          * wrote, read again) */
     char *user_config;   /* the user's CLI config file, NULL if none */
     tftap_buf user_text; /* its contents ("" if none) */
 };
@@ -31,8 +34,10 @@ struct wrap_set {
  * the plugin cache dir, or a filesystem mirror the CLI config names or
  * implies), plus the user's own dev_overrides. cli is "tofu" or
  * "terraform" (it picks the default registry host and config file).
- * Returns 0 (a set with n == 0 is not an error), or TFTAP_ENOMEM, TFTAP_EIO
- * with a reason in err. */
+ * tftap's own shims met on the way (a config written by `tftap wrap`) are
+ * replaced by the providers they stand for and counted in set->shims.
+ * Returns 0 (a set with n == 0 is not an error), or TFTAP_ENOMEM, TFTAP_EIO,
+ * TFTAP_EINVAL (a shim whose provider is tftap again) with a reason in err. */
 int wrap_discover(const char *workdir, const char *cli, struct wrap_set *set, tftap_buf *err);
 void wrap_set_done(struct wrap_set *set);
 
@@ -53,6 +58,32 @@ int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_op
 
 /* Remove what wrap_write() wrote in dir (not dir itself). */
 void wrap_clean(const struct wrap_set *set, const char *dir);
+
+/* 1 when path is the running tftap executable itself (same device and
+ * inode, whatever the path says), else 0. */
+int wrap_is_self(const char *path);
+
+/* When path is a tftap shim (a "#!" script that runs `tftap shim`, with
+ * tftap-shim.json beside it), that json's path (free()); else NULL. */
+char *wrap_shim_meta_path(const char *path);
+
+/* ---- knowing when a run's record is complete (cli/recwait.c) ----
+ * `tftap run` names a directory in TFTAP_RUN_DIR; each proxy of the run
+ * takes a lock file there (wrap_recorder_lock(), in the process that then
+ * calls proxy_run() with the fd as recorder_hold_fd) which its recorder
+ * process holds until it has written everything. */
+
+/* Create and lock (flock, exclusive) a lock file in run_dir naming provider.
+ * Returns its fd (close-on-exec), or -1 (errno set). */
+int wrap_recorder_lock(const char *run_dir, const char *provider);
+
+/* Wait until every lock file in run_dir is free, at most timeout_ms; after
+ * progress_ms says once on stderr how many are left, and on giving up says
+ * which. Returns how many were still held. */
+size_t wrap_recorders_wait(const char *run_dir, unsigned timeout_ms, unsigned progress_ms);
+
+/* Remove the lock files from run_dir. */
+void wrap_recorder_locks_clean(const char *run_dir);
 
 /* The absolute path of the running tftap executable (free()), or NULL. */
 char *wrap_self_exe(void);

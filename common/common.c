@@ -343,6 +343,33 @@ void tftap_json_pretty(const char *json, size_t len, tftap_buf *out)
     }
 }
 
+const char *tftap_grpc_status_name(int code)
+{
+    /* google.golang.org/grpc/codes, in code order. */
+    static const char *const names[] = {
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    };
+    if (code < 0 || (size_t)code >= sizeof names / sizeof names[0])
+        return NULL;
+    return names[code];
+}
+
 int tftap_bytes_cmp(const void *a, size_t an, const void *b, size_t bn)
 {
     size_t n = an < bn ? an : bn;

@@ -86,6 +86,10 @@ void tftap_json_pretty(const char *json, size_t len, tftap_buf *out);
  * (what memcmp gives equal-length ones). Either may be NULL when empty. */
 int tftap_bytes_cmp(const void *a, size_t an, const void *b, size_t bn);
 
+/* The name of a gRPC status code ("OK", "CANCELLED", ... "UNAUTHENTICATED");
+ * NULL for a code gRPC does not define. */
+const char *tftap_grpc_status_name(int code);
+
 /* Digests (OpenSSL). out receives 64 lowercase hex digits and a NUL. */
 void tftap_sha256_hex(const void *data, size_t len, char out[65]);
 void tftap_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len,

@@ -30,6 +30,7 @@ void proxy_config_init(proxy_config *cfg)
     cfg->out_fd = STDOUT_FILENO;
     cfg->watch_out_fd = 1;
     cfg->stop_fd = -1;
+    cfg->recorder_hold_fd = -1;
 }
 
 void proxy_config_from_meta(proxy_config *cfg, const proxy_meta *meta)
@@ -343,7 +344,7 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     tftap_buf sock = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT;
     sigset_t mask, old_mask;
     struct sigaction ign, old_pipe;
-    proxy_recproc rec = {-1, -1};
+    proxy_recproc rec = {.pid = -1, .fd = -1, .hold_fd = -1};
     proxy_tee *tee = NULL;
     proxy_relay *relay = NULL;
     SSL_CTX *server_tls = NULL, *client_tls = NULL;
@@ -393,6 +394,9 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
         ropts.record_sensitive = cfg->record_sensitive;
         ropts.keep_raw = cfg->keep_raw;
         tftap_buf why = TFTAP_BUF_INIT;
+        rec.provider = cfg->provider;
+        rec.hold_fd = cfg->recorder_hold_fd;
+        rec.leave_run = cfg->leave_run;
         if (proxy_recproc_start(cfg->db, &ropts, &rec, &why) != 0)
             warn(cfg, "cannot start the recorder (%s): relaying without recording",
                  tftap_buf_cstr(&why));
@@ -422,8 +426,16 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     if (plugin_child_read_handshake(&run.child, run.sig_fd, PLUGIN_HANDSHAKE_TIMEOUT_MS, &line,
                                     err) != 0)
         goto cleanup;
-    if (plugin_handshake_parse(line, strlen(line), &hs, err) != 0)
+    if (plugin_handshake_parse(line, strlen(line), &hs, err) != 0) {
+        /* Not a handshake: the client gets the line the provider printed,
+         * as it would without us (go-plugin shows it in its error). */
+        size_t n = strlen(line);
+        if (n > 0 && write(cfg->out_fd, line, n) == (ssize_t)n &&
+            write(cfg->out_fd, "\n", 1) != 1) {
+            /* the client has gone: nothing more to tell it */
+        }
         goto cleanup;
+    }
 
     if (hs.cert_b64[0] != '\0') {
         if (plugin_cert_b64der_to_pem(hs.cert_b64, strlen(hs.cert_b64), &child_cert_pem) != 0) {

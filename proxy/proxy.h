@@ -15,6 +15,10 @@
 #include "common/common.h"
 #include "plugin/plugin.h"
 
+/* The recorder processes' log, in the database's directory (0600): their
+ * problems go there, not to the provider's stderr the CLI keeps. */
+#define PROXY_LOG_NAME "tftap.log"
+
 /* The contents of a shim directory's tftap-shim.json. Strings are owned
  * (heap) and freed by proxy_meta_done(); version may be NULL. */
 typedef struct proxy_meta {
@@ -47,12 +51,18 @@ typedef struct proxy_config {
     int record_sensitive;
     int keep_raw;
 
-    int out_fd;       /* where the handshake line and the provider's later
-                       * stdout go (default 1) */
-    int watch_out_fd; /* 1 (default): the reader of out_fd going away means
-                       * the client is gone: stop the provider and exit */
-    int stop_fd;      /* -1 (default) or an fd that becomes readable (or
-                       * hung up) when the caller wants the proxy to stop */
+    int out_fd;           /* where the handshake line and the provider's later
+                           * stdout go (default 1) */
+    int watch_out_fd;     /* 1 (default): the reader of out_fd going away means
+                           * the client is gone: stop the provider and exit */
+    int stop_fd;          /* -1 (default) or an fd that becomes readable (or
+                           * hung up) when the caller wants the proxy to stop */
+    int recorder_hold_fd; /* -1 (default), or an fd (a lock) the recorder's
+                           * process holds open until everything is
+                           * written: whoever waits for the record takes
+                           * the lock (see docs/running.md) */
+    int leave_run;        /* 1: run_id came from store_run_join(); the
+                           * recorder's process leaves it when done */
     /* Called (from the calling thread) with one lowercase line about a
      * problem that does not stop the relay, e.g. recording trouble. */
     void (*warn)(void *ctx, const char *message);

@@ -91,11 +91,16 @@ int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sin
 typedef struct proxy_recproc {
     pid_t pid; /* the intermediate process (already reaped), for the record */
     int fd;    /* write end of the event pipe */
+    /* Set by the caller before proxy_recproc_start(): */
+    const char *provider; /* names the process in the log's lines; may be NULL */
+    int hold_fd;          /* -1, or an fd the recorder process keeps open while it lives */
+    int leave_run;        /* 1: store_run_leave(opts->run_id) once everything is written */
 } proxy_recproc;
 
 /* Fork the recorder process (call before any thread exists): it opens db
  * with opts, applies events from the pipe and, at EOF, flushes, closes and
- * exits. 0 or TFTAP_EIO. */
+ * exits. What it would print goes to the log beside db (PROXY_LOG_NAME),
+ * one prefixed line each. 0 or TFTAP_EIO. */
 int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_recproc *rp,
                         tftap_buf *err);
 /* Close our end; the recorder process finishes on its own. */

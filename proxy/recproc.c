@@ -14,10 +14,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proxy/proxy_int.h"
@@ -33,6 +35,111 @@
  * able to write out its tee and exit within go-plugin's two seconds. */
 #define RECPROC_BLOCK_MS 1000
 
+/* ---- the recorder process's log --------------------------------------------
+ * Its stderr is a stream whose lines go, prefixed with the time, the pid and
+ * the provider, to PROXY_LOG_NAME beside the database: the provider's stderr
+ * is the CLI's plugin log, which nobody reads, and the terminal is the
+ * user's. The file is opened at the first line: no problems, no file. */
+struct reclog {
+    char *path;
+    const char *provider;
+    int fd;
+    size_t n;
+    char line[4096];
+};
+
+static void reclog_emit(struct reclog *l)
+{
+    if (l->n == 0)
+        return;
+    if (l->fd < 0 && l->path != NULL) {
+        l->fd = open(l->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        if (l->fd < 0) {
+            free(l->path); /* nowhere to write: dropped, as before there was a log */
+            l->path = NULL;
+        }
+    }
+    if (l->fd >= 0) {
+        const char *text = l->line;
+        size_t len = l->n;
+        if (len >= 7 && memcmp(text, "tftap: ", 7) == 0) {
+            text += 7;
+            len -= 7;
+        }
+        struct timespec ts;
+        struct tm tm;
+        char when[32] = "";
+        clock_gettime(CLOCK_REALTIME, &ts);
+        if (gmtime_r(&ts.tv_sec, &tm) != NULL)
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+        char out[sizeof l->line + 512];
+        int k =
+            snprintf(out, sizeof out, "%s.%03ldZ pid %ld %s: %.*s\n", when, ts.tv_nsec / 1000000,
+                     (long)getpid(), l->provider ? l->provider : "recorder", (int)len, text);
+        if (k > 0) {
+            size_t w = (size_t)k < sizeof out ? (size_t)k : sizeof out - 1;
+            out[w - 1] = '\n';
+            /* One write per line: O_APPEND keeps concurrent recorders' lines whole. */
+            ssize_t r = write(l->fd, out, w);
+            (void)r;
+        }
+    }
+    l->n = 0;
+}
+
+static ssize_t reclog_write(void *cookie, const char *buf, size_t size)
+{
+    struct reclog *l = cookie;
+    for (size_t i = 0; i < size; i++) {
+        if (buf[i] == '\n') {
+            reclog_emit(l);
+        } else {
+            if (l->n == sizeof l->line)
+                reclog_emit(l); /* a very long line goes out in pieces */
+            l->line[l->n++] = buf[i];
+        }
+    }
+    return (ssize_t)size;
+}
+
+/* Point stderr at the log beside db. Failing costs only the messages. */
+static void reclog_start(const char *db, const char *provider)
+{
+    static struct reclog log; /* this process's only one */
+    const char *slash = strrchr(db, '/');
+    size_t dirlen = slash ? (size_t)(slash - db) : 0;
+    log.fd = -1;
+    log.provider = provider;
+    log.path = malloc(dirlen + sizeof "/" PROXY_LOG_NAME);
+    if (log.path == NULL)
+        return;
+    if (slash)
+        memcpy(log.path, db, dirlen);
+    else
+        log.path[dirlen++] = '.';
+    memcpy(log.path + dirlen, "/" PROXY_LOG_NAME, sizeof "/" PROXY_LOG_NAME);
+    FILE *f = fopencookie(&log, "w", (cookie_io_functions_t){.write = reclog_write});
+    if (f == NULL)
+        return;
+    setvbuf(f, NULL, _IOLBF, 0);
+    stderr = f;
+}
+
+/* A run shared by the provider processes of one CLI command: this
+ * recorder's part is written; the last one to leave ends the run. */
+static void leave_run(const char *db, int64_t run_id)
+{
+    store *s = NULL;
+    int rc = store_open(db, 0, &s);
+    if (rc == 0)
+        rc = store_run_leave(s, run_id);
+    if (rc != 0)
+        fprintf(stderr, "tftap: cannot record the end of run %lld in %s: %s\n", (long long)run_id,
+                db, tftap_strerror(rc));
+    store_close(s);
+}
+
+/* The recorder process's whole life: events until EOF, then flush. */
 /* The sink of the pipe's reader: the store's recorder, which in blocking
  * mode makes the reader wait while its share of the budget is full, so the
  * pipe fills and the tee (the one place that drops) holds the rest. */
@@ -127,17 +234,27 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
             dup2(devnull, STDOUT_FILENO);
             dup2(devnull, STDERR_FILENO);
         }
+        reclog_start(db, rp->provider);
         close(p[1]);
+        /* The caller's hold fd (a lock whoever waits for the record takes)
+         * is ours until we exit, however we exit: out of the way first. */
+        int hold = rp->hold_fd >= 0 ? fcntl(rp->hold_fd, F_DUPFD_CLOEXEC, 10) : -1;
         /* Nothing else of ours stays open in here (a reattach caller's
-         * handshake pipe, say): only the event pipe, as fd 3. */
+         * handshake pipe, say): only the event pipe, as fd 3, and the hold
+         * fd, as fd 4. */
         int fd = p[0];
         if (fd != 3) {
             if (dup2(fd, 3) < 0)
                 _exit(1);
             fd = 3;
         }
-        close_range(4, ~0U, 0);
+        if (hold >= 0 && dup2(hold, 4) < 0)
+            _exit(1);
+        close_range(hold >= 0 ? 5 : 4, ~0U, 0);
         recorder_main(fd, db, opts);
+        if (rp->leave_run && opts->run_id > 0)
+            leave_run(db, opts->run_id);
+        fflush(stderr);
         _exit(0);
     }
     close(p[0]);

@@ -153,6 +153,56 @@ static const char *const migrations[] = {
      * instead of reading tens of MB again. */
     ("ALTER TABLE processes ADD COLUMN binary_stat TEXT;"
      "CREATE INDEX processes_binary_stat ON processes(binary_stat);"),
+    /* 4: runs made by `tftap wrap`'s shims, one per CLI command: which
+     * command's process (store_run_join) and how many recorders are still
+     * writing into it. */
+    ("ALTER TABLE runs ADD COLUMN cli_key TEXT;"
+     "ALTER TABLE runs ADD COLUMN recorders INTEGER NOT NULL DEFAULT 0;"
+     "CREATE UNIQUE INDEX runs_cli_key ON runs(cli_key);"),
+    /* 5: what a post-mortem asks first, as columns of v_calls (its other
+     * columns unchanged): the status by name, the diagnostics a response
+     * carries, whether the call is go-plugin's housekeeping ending as the
+     * provider exits (an expected close, not an error), and whether it
+     * failed. Diagnostics are counted only in responses that name a
+     * severity, so most rows never have their JSON parsed. */
+    ("DROP VIEW v_calls;"
+     "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
+     "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"
+     "  duration_us, in_flight, status_code, status_message, request_bytes, response_bytes,"
+     "  request_count, response_count, request_json, response_json, decode_error,"
+     "  status_name, error_count, warning_count, is_teardown,"
+     "  NOT is_teardown AND (error_count > 0 OR coalesce(status_code, 0) != 0"
+     "    OR (in_flight AND ended_elsewhere)) AS failed"
+     "  FROM (SELECT"
+     "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
+     "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, c.address,"
+     "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"
+     "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"
+     "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"
+     "  c.request_json, c.response_json, c.decode_error,"
+     "  CASE c.status_code WHEN 0 THEN 'OK' WHEN 1 THEN 'CANCELLED' WHEN 2 THEN 'UNKNOWN'"
+     "    WHEN 3 THEN 'INVALID_ARGUMENT' WHEN 4 THEN 'DEADLINE_EXCEEDED' WHEN 5 THEN 'NOT_FOUND'"
+     "    WHEN 6 THEN 'ALREADY_EXISTS' WHEN 7 THEN 'PERMISSION_DENIED'"
+     "    WHEN 8 THEN 'RESOURCE_EXHAUSTED' WHEN 9 THEN 'FAILED_PRECONDITION' WHEN 10 THEN"
+     "    'ABORTED' WHEN 11 THEN 'OUT_OF_RANGE' WHEN 12 THEN 'UNIMPLEMENTED' WHEN 13 THEN"
+     "    'INTERNAL' WHEN 14 THEN 'UNAVAILABLE' WHEN 15 THEN 'DATA_LOSS' WHEN 16 THEN"
+     "    'UNAUTHENTICATED' END AS status_name,"
+     "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"
+     "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"
+     "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"
+     "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'ERROR') ELSE 0 END"
+     "    ELSE 0 END AS error_count,"
+     "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"
+     "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"
+     "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"
+     "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'WARNING') ELSE 0 END"
+     "    ELSE 0 END AS warning_count,"
+     "  c.method IN ('/plugin.GRPCBroker/StartStream', '/plugin.GRPCStdio/StreamStdio',"
+     "    '/plugin.GRPCController/Shutdown')"
+     "    AND (c.status_code IS NULL OR c.status_code IN (0, 1, 14)) AS is_teardown,"
+     "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"
+     "    IS NOT NULL) AS ended_elsewhere"
+     "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id);"),
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -468,19 +518,27 @@ static int step_done(sqlite3_stmt *st)
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
 }
 
+/* How long a shim may wait for the database to join its command's run. */
+#define STORE_JOIN_DEADLINE_MS 10000
+
+static void args_json(tftap_buf *a, int argc, const char *const *args)
+{
+    tftap_buf_putc(a, '[');
+    for (int i = 0; i < argc; i++) {
+        if (i)
+            tftap_buf_putc(a, ',');
+        tftap_buf_json_string(a, args[i], strlen(args[i]));
+    }
+    tftap_buf_putc(a, ']');
+}
+
 int store_run_begin(store *s, const char *command, int argc, const char *const *args,
                     const char *cwd, const char *cli_name, const char *cli_version, int64_t *run_id)
 {
     tftap_buf a = TFTAP_BUF_INIT;
     sqlite3_stmt *st = NULL;
     int rc;
-    tftap_buf_putc(&a, '[');
-    for (int i = 0; i < argc; i++) {
-        if (i)
-            tftap_buf_putc(&a, ',');
-        tftap_buf_json_string(&a, args[i], strlen(args[i]));
-    }
-    tftap_buf_putc(&a, ']');
+    args_json(&a, argc, args);
     if (tftap_buf_failed(&a)) {
         rc = SQLITE_NOMEM;
         goto done;
@@ -514,6 +572,95 @@ done:
     sqlite3_finalize(st);
     tftap_buf_done(&a);
     return store_err(rc);
+}
+
+int store_run_join(store *s, const char *key, const char *command, int argc,
+                   const char *const *args, const char *cwd, const char *cli_name, int64_t *run_id)
+{
+    tftap_buf a = TFTAP_BUF_INIT;
+    sqlite3_stmt *ins = NULL, *upd = NULL, *sel = NULL;
+    int rc;
+    if (key == NULL || key[0] == '\0')
+        return TFTAP_EINVAL;
+    args_json(&a, argc, args);
+    if (tftap_buf_failed(&a)) {
+        rc = SQLITE_NOMEM;
+        goto done;
+    }
+    /* One IMMEDIATE transaction: the unique index makes the first shim's
+     * INSERT the only one, and the count cannot interleave with a leave.
+     * Bounded: a shim waits for this before its provider's handshake,
+     * which the CLI does not wait for forever. */
+    rc = store_begin(s->db, STORE_JOIN_DEADLINE_MS);
+    if (rc != SQLITE_OK)
+        goto done;
+    rc = sqlite3_prepare_v2(s->db,
+                            "INSERT OR IGNORE INTO runs (command, args, cwd, cli_name, "
+                            "started_us, cli_key) VALUES (?, ?, ?, ?, ?, ?)",
+                            -1, &ins, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db,
+                                "UPDATE runs SET recorders = recorders + 1, ended_us = NULL "
+                                "WHERE cli_key = ?",
+                                -1, &upd, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db, "SELECT id FROM runs WHERE cli_key = ?", -1, &sel, NULL);
+    if (rc != SQLITE_OK)
+        goto rollback;
+    sqlite3_bind_text(ins, 1, command ? command : "", -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 2, a.data, (int)a.len, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 3, cwd, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 4, cli_name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(ins, 5, store_now_us());
+    sqlite3_bind_text(ins, 6, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(upd, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(sel, 1, key, -1, SQLITE_STATIC);
+    if ((rc = step_done(ins)) != SQLITE_OK || (rc = step_done(upd)) != SQLITE_OK)
+        goto rollback;
+    rc = sqlite3_step(sel);
+    if (rc != SQLITE_ROW) {
+        rc = rc == SQLITE_DONE ? SQLITE_ERROR : rc;
+        goto rollback;
+    }
+    *run_id = sqlite3_column_int64(sel, 0);
+    rc = store_commit(s->db, 0);
+    if (rc != SQLITE_OK)
+        goto rollback;
+    goto done;
+rollback:
+    store_rollback(s->db);
+done:
+    sqlite3_finalize(ins);
+    sqlite3_finalize(upd);
+    sqlite3_finalize(sel);
+    tftap_buf_done(&a);
+    return store_err(rc);
+}
+
+int store_run_leave(store *s, int64_t run_id)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = store_begin(s->db, 0);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    rc = sqlite3_prepare_v2(s->db,
+                            "UPDATE runs SET recorders = max(recorders - 1, 0),"
+                            " ended_us = CASE WHEN recorders <= 1 THEN ? ELSE NULL END"
+                            " WHERE id = ? AND cli_key IS NOT NULL",
+                            -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, store_now_us());
+        sqlite3_bind_int64(st, 2, run_id);
+        rc = step_done(st);
+    }
+    if (rc == SQLITE_OK && sqlite3_changes(s->db) == 0)
+        rc = SQLITE_NOTFOUND;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_OK) {
+        store_rollback(s->db);
+        return rc == SQLITE_NOTFOUND ? TFTAP_ENOTFOUND : store_err(rc);
+    }
+    return store_err(store_commit(s->db, 0));
 }
 
 int store_run_end(store *s, int64_t run_id, int exit_code)

@@ -28,15 +28,17 @@ static int finish(sqlite3_stmt *st, int rc, int cb_rc)
     "(SELECT count(*) FROM calls c WHERE c.run_id = r.id), "                                       \
     "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id) FROM runs r "
 
-static int runs_query(store *s, const char *sql, int64_t run_id,
+/* param is bound as ?1 when non-zero; single: it is a run id, and no row
+ * is TFTAP_ENOTFOUND. */
+static int runs_query(store *s, const char *sql, int64_t param, int single,
                       int (*fn)(void *ctx, const store_run_row *row), void *ctx)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
     if (rc != SQLITE_OK)
         return store_err(rc);
-    if (run_id)
-        sqlite3_bind_int64(st, 1, run_id);
+    if (param)
+        sqlite3_bind_int64(st, 1, param);
     int cb = 0, found = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_run_row r = {
@@ -59,7 +61,7 @@ static int runs_query(store *s, const char *sql, int64_t run_id,
         if (cb)
             break;
     }
-    if (run_id && !found && rc == SQLITE_DONE) {
+    if (single && !found && rc == SQLITE_DONE) {
         sqlite3_finalize(st);
         return TFTAP_ENOTFOUND;
     }
@@ -68,67 +70,96 @@ static int runs_query(store *s, const char *sql, int64_t run_id,
 
 int store_runs_each(store *s, int (*fn)(void *ctx, const store_run_row *row), void *ctx)
 {
-    return runs_query(s, RUN_SELECT "ORDER BY r.id", 0, fn, ctx);
+    return runs_query(s, RUN_SELECT "ORDER BY r.id", 0, 0, fn, ctx);
+}
+
+int store_runs_last(store *s, int64_t limit, int (*fn)(void *ctx, const store_run_row *row),
+                    void *ctx)
+{
+    if (limit <= 0)
+        return store_runs_each(s, fn, ctx);
+    return runs_query(s,
+                      RUN_SELECT "WHERE r.id IN (SELECT id FROM runs ORDER BY id DESC LIMIT ?1) "
+                                 "ORDER BY r.id",
+                      limit, 0, fn, ctx);
 }
 
 int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_row *row),
                   void *ctx)
 {
-    return runs_query(s, RUN_SELECT "WHERE r.id = ?1", run_id, fn, ctx);
+    return runs_query(s, RUN_SELECT "WHERE r.id = ?1", run_id, 1, fn, ctx);
 }
 
-int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
-                     int (*fn)(void *ctx, const store_call_row *row), void *ctx)
+int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
+                      int (*fn)(void *ctx, const store_call_row *row), void *ctx)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(
         s->db,
-        "SELECT c.id, c.run_id, c.process_id, c.call_seq, p.provider, c.method, c.rpc, c.stream, "
-        "c.started_us, c.ended_us, c.status_code, c.status_message, c.request_bytes, "
-        "c.response_bytes, c.request_count, c.response_count, c.type_name, c.address, "
-        "c.request_json, c.response_json, c.decode_error "
-        "FROM calls c LEFT JOIN processes p ON p.id = c.process_id "
-        "WHERE c.run_id = ?1 AND (?2 IS NULL OR c.rpc = ?2 OR c.method = ?2) "
-        "AND (?3 IS NULL OR c.type_name = ?3) ORDER BY c.started_us, c.id",
+        "SELECT call_id, run_id, process_id, provider, provider_version, protocol, call_seq, "
+        "method, rpc, stream, type_name, address, started_us, ended_us, in_flight, status_code, "
+        "status_message, request_bytes, response_bytes, request_count, response_count, "
+        "request_json, response_json, decode_error, status_name, error_count, warning_count, "
+        "is_teardown, failed FROM v_calls "
+        "WHERE run_id = ?1 AND (?2 IS NULL OR rpc = ?2 COLLATE NOCASE "
+        "OR method = ?2 COLLATE NOCASE) AND (?3 IS NULL OR type_name = ?3) AND (NOT ?4 OR failed) "
+        "ORDER BY started_us, call_id",
         -1, &st, NULL);
     if (rc != SQLITE_OK)
         return store_err(rc);
     sqlite3_bind_int64(st, 1, run_id);
-    if (method)
-        sqlite3_bind_text(st, 2, method, -1, SQLITE_STATIC);
-    if (type)
-        sqlite3_bind_text(st, 3, type, -1, SQLITE_STATIC);
+    if (f && f->method)
+        sqlite3_bind_text(st, 2, f->method, -1, SQLITE_STATIC);
+    if (f && f->type)
+        sqlite3_bind_text(st, 3, f->type, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 4, f && f->failed_only);
     int cb = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_call_row c = {
             .id = sqlite3_column_int64(st, 0),
             .run_id = sqlite3_column_int64(st, 1),
             .process_id = sqlite3_column_int64(st, 2),
-            .call_seq = sqlite3_column_int64(st, 3),
-            .provider = col_text(st, 4),
-            .method = col_text(st, 5),
-            .rpc = col_text(st, 6),
-            .stream = sqlite3_column_int(st, 7),
-            .started_us = sqlite3_column_int64(st, 8),
-            .ended_us = sqlite3_column_int64(st, 9),
-            .has_status = sqlite3_column_type(st, 10) != SQLITE_NULL,
-            .status_code = sqlite3_column_int(st, 10),
-            .status_message = col_text(st, 11),
-            .request_bytes = sqlite3_column_int64(st, 12),
-            .response_bytes = sqlite3_column_int64(st, 13),
-            .request_count = sqlite3_column_int64(st, 14),
-            .response_count = sqlite3_column_int64(st, 15),
-            .type_name = col_text(st, 16),
-            .address = col_text(st, 17),
-            .request_json = col_text(st, 18),
-            .response_json = col_text(st, 19),
-            .decode_error = col_text(st, 20),
+            .provider = col_text(st, 3),
+            .provider_version = col_text(st, 4),
+            .has_protocol = sqlite3_column_type(st, 5) != SQLITE_NULL,
+            .protocol = sqlite3_column_int(st, 5),
+            .call_seq = sqlite3_column_int64(st, 6),
+            .method = col_text(st, 7),
+            .rpc = col_text(st, 8),
+            .stream = sqlite3_column_int(st, 9),
+            .type_name = col_text(st, 10),
+            .address = col_text(st, 11),
+            .started_us = sqlite3_column_int64(st, 12),
+            .ended_us = sqlite3_column_int64(st, 13),
+            .in_flight = sqlite3_column_int(st, 14),
+            .has_status = sqlite3_column_type(st, 15) != SQLITE_NULL,
+            .status_code = sqlite3_column_int(st, 15),
+            .status_message = col_text(st, 16),
+            .request_bytes = sqlite3_column_int64(st, 17),
+            .response_bytes = sqlite3_column_int64(st, 18),
+            .request_count = sqlite3_column_int64(st, 19),
+            .response_count = sqlite3_column_int64(st, 20),
+            .request_json = col_text(st, 21),
+            .response_json = col_text(st, 22),
+            .decode_error = col_text(st, 23),
+            .status_name = col_text(st, 24),
+            .error_count = sqlite3_column_int64(st, 25),
+            .warning_count = sqlite3_column_int64(st, 26),
+            .is_teardown = sqlite3_column_int(st, 27),
+            .failed = sqlite3_column_int(st, 28),
         };
         cb = fn(ctx, &c);
         if (cb)
             break;
     }
     return finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
+int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
+                     int (*fn)(void *ctx, const store_call_row *row), void *ctx)
+{
+    store_calls_filter f = {method, type, 0};
+    return store_calls_query(s, run_id, &f, fn, ctx);
 }
 
 /* An address filter matches the address itself and its instances
@@ -150,12 +181,16 @@ enum { K_PLAN, K_APPLY, K_OTHER };
 struct rel {
     int64_t id;
     int kind;
-    int prior_null, replaces;
+    int prior_null, replaces, failed;
     char *type;
     char *address;                /* matched after the run, or NULL */
     char planned[65], config[65]; /* "" when absent */
     int superseded;
     int64_t create_half; /* replaces: the call planning the new object */
+    int64_t forced_by;   /* destroyed set: the plan in the run that asked for the
+                            replacement (its requires_replace), or 0 */
+    int64_t destroyed;   /* an apply creating an object: the apply destroying its
+                            predecessor at the same address, when there is one */
 };
 
 struct rels {
@@ -228,7 +263,9 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db,
                                 "SELECT call_id, method, type_name, prior, planned, config, "
-                                "coalesce(json_array_length(requires_replace), 0), address "
+                                "coalesce(json_array_length(requires_replace), 0), address, "
+                                "(SELECT failed FROM v_calls v WHERE v.call_id = "
+                                "v_resource_changes.call_id) "
                                 "FROM v_resource_changes WHERE run_id = ? ORDER BY call_id",
                                 -1, &st, NULL);
     if (rc != SQLITE_OK)
@@ -263,6 +300,7 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
         r->replaces = sqlite3_column_int(st, 6) > 0 && !r->prior_null;
         const char *a = col_text(st, 7);
         r->address = a ? strdup(a) : NULL;
+        r->failed = sqlite3_column_int(st, 8);
         out->n++;
     }
     if (!err && rc != SQLITE_DONE)
@@ -344,6 +382,43 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
             }
         }
     }
+    /* A replacement carried out: an apply destroying the object at an
+     * address (planned null) and one creating it anew there (prior null),
+     * in either order (create_before_destroy), read as one "-/+". */
+    for (size_t i = 0; i + 1 < nd; i++) {
+        struct rel *a = applied[i], *b = applied[i + 1];
+        if (cmp_str(a->address, b->address) != 0 || a->failed || b->failed)
+            continue;
+        struct rel *del = !a->prior_null && !a->planned[0] ? a : b;
+        struct rel *add = del == a ? b : a;
+        if (del->prior_null || del->planned[0] || !add->prior_null || !add->planned[0])
+            continue;
+        del->superseded = 1;
+        add->destroyed = del->id;
+        i++;
+    }
+    /* Which attributes forced it: the latest replacing plan of the address
+     * before the apply (the plan is history, its requires_replace is not). */
+    size_t nr = 0;
+    for (size_t i = 0; i < out->n; i++)
+        if (out->v[i].kind == K_PLAN && out->v[i].replaces && out->v[i].address)
+            halves[nr++] = &out->v[i]; /* halves is free again: reused */
+    qsort(halves, nr, sizeof *halves, cmp_applied);
+    for (size_t i = 0; i < out->n && nr; i++) {
+        struct rel *add = &out->v[i];
+        if (!add->destroyed)
+            continue;
+        size_t lo = 0, hi = nr;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (cmp_applied(&halves[mid], &add) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0 && cmp_str(halves[lo - 1]->address, add->address) == 0)
+            add->forced_by = halves[lo - 1]->id;
+    }
     free(applies);
     free(halves);
     free(applied);
@@ -407,9 +482,10 @@ static sj_doc *schema_doc(store *s, struct schema_cache *c, const char *sha)
                            -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, sha, -1, SQLITE_STATIC);
         if (sqlite3_step(st) == SQLITE_ROW) {
-            char method[64];
-            snprintf(method, sizeof method, "/tfplugin%d.Provider/GetProviderSchema",
-                     sqlite3_column_int(st, 0) == 6 ? 6 : 5);
+            /* Protocol 5 names the call GetSchema. */
+            const char *method = sqlite3_column_int(st, 0) == 6
+                                     ? "/tfplugin6.Provider/GetProviderSchema"
+                                     : "/tfplugin5.Provider/GetSchema";
             dec_error err = DEC_ERROR_INIT;
             if (dec_message_to_json(method, 1, sqlite3_column_blob(st, 1),
                                     (size_t)sqlite3_column_bytes(st, 1), NULL, NULL, NULL, &out,
@@ -479,27 +555,38 @@ done:
     return found;
 }
 
-int store_changes_each(store *s, int64_t run_id, const char *filter,
-                       int (*fn)(void *ctx, const store_change_row *row), void *ctx)
+int store_changes_query(store *s, int64_t run_id, const char *filter, int failed_only,
+                        int (*fn)(void *ctx, const store_change_row *row), void *ctx)
 {
     struct rels rels = {NULL, 0};
     struct schema_cache schemas;
     memset(&schemas, 0, sizeof schemas);
-    sqlite3_stmt *st = NULL, *half = NULL;
+    sqlite3_stmt *st = NULL, *half = NULL, *gone = NULL, *forced = NULL;
     int err = load_rels(s, run_id, &rels);
     if (err)
         goto done;
     int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT call_id, method, type_name, address, address_note, "
-                                "prior, proposed, config, planned, new, requires_replace, "
-                                "diagnostics, status_code, started_us, "
-                                "(SELECT schema_sha256 FROM calls c WHERE c.id = call_id) "
-                                "FROM v_resource_changes WHERE run_id = ?1 AND " FILTER_SQL
-                                " ORDER BY started_us, call_id",
+                                "SELECT * FROM (SELECT r.call_id, r.method, r.type_name, "
+                                "r.address, r.address_note, r.prior, r.proposed, r.config, "
+                                "r.planned, r.new, r.requires_replace, r.diagnostics, "
+                                "r.status_code, r.started_us, "
+                                "(SELECT schema_sha256 FROM calls c WHERE c.id = r.call_id), "
+                                "v.failed, v.status_name, v.status_message, v.in_flight, "
+                                "r.run_id FROM v_resource_changes r "
+                                "JOIN v_calls v ON v.call_id = r.call_id) "
+                                "WHERE run_id = ?1 AND " FILTER_SQL
+                                " AND (NOT ?3 OR failed) ORDER BY started_us, call_id",
                                 -1, &st, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(s->db, "SELECT planned FROM v_resource_changes WHERE call_id = ?",
                                 -1, &half, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db,
+                                "SELECT requires_replace FROM v_resource_changes WHERE call_id = ?",
+                                -1, &forced, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db, "SELECT prior FROM v_resource_changes WHERE call_id = ?", -1,
+                                &gone, NULL);
     if (rc != SQLITE_OK) {
         err = store_err(rc);
         goto done;
@@ -507,6 +594,7 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
     sqlite3_bind_int64(st, 1, run_id);
     if (filter)
         sqlite3_bind_text(st, 2, filter, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, failed_only);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_change_row c = {
             .call_id = sqlite3_column_int64(st, 0),
@@ -524,6 +612,10 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
             .has_status = sqlite3_column_type(st, 12) != SQLITE_NULL,
             .status_code = sqlite3_column_int(st, 12),
             .started_us = sqlite3_column_int64(st, 13),
+            .failed = sqlite3_column_int(st, 15),
+            .status_name = col_text(st, 16),
+            .status_message = col_text(st, 17),
+            .in_flight = sqlite3_column_int(st, 18),
         };
         c.block_schema = block_schema(s, &schemas, col_text(st, 14), c.type_name,
                                       c.rpc && strcmp(c.rpc, "ReadDataSource") == 0);
@@ -538,6 +630,20 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
                     c.replace_call_id = r->create_half;
                 }
             }
+            if (r->destroyed) {
+                sqlite3_reset(gone);
+                sqlite3_bind_int64(gone, 1, r->destroyed);
+                if (sqlite3_step(gone) == SQLITE_ROW) {
+                    c.destroyed_prior = col_text(gone, 0);
+                    c.replace_call_id = r->destroyed;
+                }
+                if (r->forced_by && !c.requires_replace) {
+                    sqlite3_reset(forced);
+                    sqlite3_bind_int64(forced, 1, r->forced_by);
+                    if (sqlite3_step(forced) == SQLITE_ROW)
+                        c.requires_replace = col_text(forced, 0);
+                }
+            }
         }
         err = fn(ctx, &c);
         if (err)
@@ -548,9 +654,17 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
 done:
     sqlite3_finalize(st);
     sqlite3_finalize(half);
+    sqlite3_finalize(gone);
+    sqlite3_finalize(forced);
     rels_free(&rels);
     schema_cache_done(&schemas);
     return err;
+}
+
+int store_changes_each(store *s, int64_t run_id, const char *filter,
+                       int (*fn)(void *ctx, const store_change_row *row), void *ctx)
+{
+    return store_changes_query(s, run_id, filter, 0, fn, ctx);
 }
 
 int store_diagnostics_each(store *s, int64_t run_id, const char *filter,

@@ -121,6 +121,20 @@ int store_run_begin(store *s, const char *command, int argc, const char *const *
 /* Record the run's end time (now) and exit code. */
 int store_run_end(store *s, int64_t run_id, int exit_code);
 
+/* The run of one CLI command whose providers are started through `tftap
+ * wrap`'s shims: key names the command's process (it must differ for every
+ * process ever: boot id, pid and start time); the first shim of the command
+ * makes the row (command, args, cwd, cli_name as store_run_begin), the
+ * others find it, race-free. Each join counts one recorder more on the run
+ * and marks it running again (ended_us NULL); store_run_leave() counts one
+ * less and, at none, records the end (now; the exit code stays unknown).
+ * A join waits at most about 10 s for a database another connection keeps
+ * locked. Returns 0, TFTAP_EINVAL (empty key), TFTAP_ENOTFOUND (leave: no
+ * such run of a CLI command), or a store error. */
+int store_run_join(store *s, const char *key, const char *command, int argc,
+                   const char *const *args, const char *cwd, const char *cli_name, int64_t *run_id);
+int store_run_leave(store *s, int64_t run_id);
+
 /* "last" (the newest run) or a decimal run id -> run id. TFTAP_ENOTFOUND if
  * there is no such run, TFTAP_EINVAL if spec is neither. */
 int store_resolve_run(store *s, const char *spec, int64_t *run_id);
@@ -143,33 +157,53 @@ typedef struct store_run_row {
     int64_t dropped; /* recorder events lost in this run */
 } store_run_row;
 int store_runs_each(store *s, int (*fn)(void *ctx, const store_run_row *row), void *ctx);
+/* The newest limit runs, oldest first (limit <= 0: all of them). */
+int store_runs_last(store *s, int64_t limit, int (*fn)(void *ctx, const store_run_row *row),
+                    void *ctx);
 int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_row *row),
                   void *ctx);
 
+/* One row of v_calls (docs/database.md names the columns). */
 typedef struct store_call_row {
-    int64_t id;
+    int64_t id; /* call_id */
     int64_t run_id;
     int64_t process_id;
-    int64_t call_seq;
     const char *provider;
+    const char *provider_version;
+    int has_protocol;
+    int protocol;
+    int64_t call_seq;
     const char *method; /* full gRPC path */
     const char *rpc;    /* last path element, e.g. "PlanResourceChange" */
     int stream;
+    const char *type_name;
+    const char *address;
     int64_t started_us;
     int64_t ended_us; /* 0 while in flight */
+    int in_flight;
     int has_status;
     int status_code;
     const char *status_message;
     int64_t request_bytes, response_bytes;
     int64_t request_count, response_count;
-    const char *type_name;
-    const char *address;
     const char *request_json;  /* NULL if not decoded/recorded */
     const char *response_json; /* for streams a JSON array of messages */
     const char *decode_error;
+    const char *status_name;            /* "OK", "UNAVAILABLE", ...; NULL without a status */
+    int64_t error_count, warning_count; /* diagnostics in the response */
+    int is_teardown; /* go-plugin's streams or Shutdown, ended as the provider exits */
+    int failed;      /* error diagnostics, a failing status, or no answer */
 } store_call_row;
-/* Calls of a run in start order; method matches the full path or the rpc
- * name, type the type_name; either may be NULL. */
+
+typedef struct store_calls_filter {
+    const char *method; /* full path or rpc name, either case; NULL: any */
+    const char *type;   /* type_name; NULL: any */
+    int failed_only;    /* only calls with v_calls.failed */
+} store_calls_filter;
+/* Calls of a run in start order, those the filter (NULL: all) keeps. */
+int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
+                      int (*fn)(void *ctx, const store_call_row *row), void *ctx);
+/* The same with method and type filters only (either may be NULL). */
 int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
                      int (*fn)(void *ctx, const store_call_row *row), void *ctx);
 
@@ -185,18 +219,31 @@ typedef struct store_change_row {
     const char *config;
     const char *planned;
     const char *new_state;
-    const char *requires_replace; /* JSON array of attribute paths */
+    const char *requires_replace; /* JSON array of attribute paths; for the apply of a
+                                     replacement carried out, the replacing plan's */
     const char *diagnostics;      /* JSON array */
     int has_status;
     int status_code;
     int64_t started_us;
     /* A plan told again by another call: one whose planned state a later
-     * ApplyResourceChange carries, or the create half of a replacement. */
+     * ApplyResourceChange carries, or the create half of a replacement; an
+     * apply destroying an object that another apply replaced. */
     int superseded;
     /* A replacing plan (requires_replace set): the planned state of the call
      * that planned the new object, and that call's id (0 if none found). */
     const char *replace_planned;
     int64_t replace_call_id;
+    /* An apply that created the new object of a replacement carried out
+     * (an apply destroying the old object at the same address in the same
+     * run, replace_call_id): that object's prior state; NULL otherwise. */
+    const char *destroyed_prior;
+    /* The call failed (v_calls.failed): error diagnostics, a failing
+     * status, or no answer. Its status by name, message, and whether it
+     * was never answered. */
+    int failed;
+    const char *status_name;
+    const char *status_message;
+    int in_flight;
     /* The resource type's (or data source's) schema block as the decoder
      * renders a GetProviderSchema response ({"attributes": [...],
      * "block_types": [...]}), when the call was decoded with a schema;
@@ -209,6 +256,9 @@ typedef struct store_change_row {
  * matches "a.b[0]"). */
 int store_changes_each(store *s, int64_t run_id, const char *filter,
                        int (*fn)(void *ctx, const store_change_row *row), void *ctx);
+/* The same, only the failed changes when failed_only. */
+int store_changes_query(store *s, int64_t run_id, const char *filter, int failed_only,
+                        int (*fn)(void *ctx, const store_change_row *row), void *ctx);
 
 typedef struct store_diag_row {
     int64_t call_id;

@@ -39,6 +39,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     c.requires_replace = part[2];
     c.diagnostics = part[3];
     c.block_schema = part[4];
+    /* A failed call renders what it attempted; an apply replacing an
+     * object renders from the destroyed one. */
+    c.failed = (size & 8) != 0;
+    c.proposed = part[1];
+    if (size & 16) {
+        c.destroyed_prior = part[0];
+        c.prior = "null";
+    }
     enum analysis_action a;
     int rc_action = analysis_change_action(&c, &a);
     tftap_buf out = TFTAP_BUF_INIT;

@@ -43,7 +43,7 @@ check "calls --method keeps plan calls" [ "$(grep -c PlanResourceChange "$work/c
 check "calls shows the matched address" grep -q 'test_thing.web\[0\]' "$work/calls.txt"
 "$TFTAP" calls 5 --type test_thing --json >"$work/calls.json"
 check "calls --json decodes requests" \
-    [ "$(jq -r '.[0].request.config.name' "$work/calls.json")" = beta ]
+    [ "$(jq -r '.[0].request_json.config.name' "$work/calls.json")" = beta ]
 
 "$TFTAP" show 5 >"$work/show.txt"
 check "show renders a replacement" grep -q '^-/+ resource "test_thing" "web" {' "$work/show.txt"
@@ -85,6 +85,53 @@ check "usage error is one line" [ "$(wc -l <"$work/err.txt")" -eq 1 ]
 check "missing database exits 1" [ $rc -eq 1 ]
 check "missing database is not created" [ ! -e "$work/none" ]
 "$TFTAP" runs --help >/dev/null; check "--help exits 0" [ $? -eq 0 ]
+
+# Failed calls that are no resource change, in a copy of the database: one
+# answered OK with an error diagnostic, one with a failing status, one never
+# answered in a run that ended; and go-plugin's Shutdown cut at exit, which
+# is no failure. show tells them first, calls --failed lists them.
+if command -v sqlite3 >/dev/null; then
+    cp "$db" "$work/f.db"
+    sqlite3 "$work/f.db" "
+      INSERT INTO runs (id, command, started_us, ended_us, exit_code) VALUES (100, 'tofu', 1, 9, 1);
+      INSERT INTO processes (id, run_id, provider, started_us) VALUES (100, 100, 'example/p', 1);
+      INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, ended_us,
+        status_code, response_json) VALUES
+        (1001, 100, 100, 1, '/tfplugin6.Provider/ConfigureProvider', 'ConfigureProvider', 2, 3, 0,
+         '{\"diagnostics\":[{\"severity\":\"ERROR\",\"summary\":\"bad token\",\"detail\":\"it expired\",\"attribute\":{\"path\":\".token\"}}]}'),
+        (1002, 100, 100, 2, '/tfplugin6.Provider/ValidateResourceConfig', 'ValidateResourceConfig', 4, 5, 13, NULL),
+        (1004, 100, 100, 4, '/plugin.GRPCController/Shutdown', 'Shutdown', 7, 8, 14, NULL);
+      UPDATE calls SET status_message = 'boom' WHERE id = 1002;
+      INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, type_name)
+        VALUES (1003, 100, 100, 3, '/tfplugin6.Provider/ReadDataSource', 'ReadDataSource', 6, 'p_x');"
+    "$TFTAP" show 100 --db "$work/f.db" >"$work/f.txt"
+    check "show leads with the failures" [ "$(head -1 "$work/f.txt")" = "Run 100: 3 calls failed, the command exited 1." ]
+    check "a failed ConfigureProvider with its diagnostic" \
+        grep -q '^  # ConfigureProvider (example/p) failed: error diagnostics  \[call 1001\]$' "$work/f.txt"
+    check "its summary, path and detail" grep -q '^  Error: bad token (at .token)$' "$work/f.txt"
+    check "a failing status by name" \
+        grep -q '^  # ValidateResourceConfig (example/p) failed: INTERNAL (boom)  \[call 1002\]$' "$work/f.txt"
+    check "a data source read never answered" \
+        grep -q '^  # p_x (call 1003, address unknown) could not be read  \[ReadDataSource\]$' "$work/f.txt"
+    check "says it was never answered" grep -q '^  # no answer: the call was still in flight' "$work/f.txt"
+    check "and shows no value it never got" sh -c "! grep -q '+ null' '$work/f.txt'"
+    check "Shutdown is no failure" sh -c "! grep -q Shutdown '$work/f.txt'"
+    check "the failures are counted in the summary" grep -q '^3 calls failed (shown first); 0 changes' "$work/f.txt"
+    "$TFTAP" show 100 --db "$work/f.db" --json >"$work/f.json"
+    check "--json lists them as failures" \
+        [ "$(jq -c '[.failed, [.failures[] | [.call_id, .status_name, .no_answer, (.diagnostics | length)]]]' "$work/f.json")" = \
+          '[3,[[1003,null,true,0],[1001,"OK",false,1],[1002,"INTERNAL",false,0]]]' ]
+    check "--json keeps the diagnostic's path" \
+        [ "$(jq -r '.failures[] | select(.call_id == 1001) | .diagnostics[0].attribute.path' "$work/f.json")" = .token ]
+    check "calls --failed lists the three" \
+        [ "$("$TFTAP" calls 100 --db "$work/f.db" --failed | awk 'NR > 1 { print $1 ":" $5 }' | tr '\n' ' ')" = \
+          "1001:FAILED 1002:INTERNAL 1003:no " ]
+    "$TFTAP" calls 100 --db "$work/f.db" >"$work/f.calls"
+    check "calls shows Shutdown as an expected close" \
+        grep -q '^1004 .*Shutdown .* closed .*(expected close: UNAVAILABLE)$' "$work/f.calls"
+else
+    fail "sqlite3 is needed (scripts/install-deps)"
+fi
 
 echo "cli.sh: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -71,7 +71,7 @@ static void test_migrate_from_empty(void)
     CHECK_INT_EQ(store_resolve_run(s, "x1", &r2), TFTAP_EINVAL);
     store_close(s);
 
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 3);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 5);
     CHECK_INT_EQ(scalar(path, "SELECT exit_code FROM runs"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT json_array_length(args) FROM runs"), 2);
     CHECK_INT_EQ(scalar(path, "SELECT args = '[\"plan\",\"-out=x \\\"q\\\"\"]' FROM runs"), 1);
@@ -110,6 +110,9 @@ static void test_migrate_from_1(void)
         sqlite3_exec(
             db,
             "DROP VIEW v_resource_changes;"
+            "DROP INDEX runs_cli_key;"
+            "ALTER TABLE runs DROP COLUMN cli_key;"
+            "ALTER TABLE runs DROP COLUMN recorders;"
             "DROP INDEX processes_binary_stat;"
             "ALTER TABLE processes DROP COLUMN binary_stat;"
             "CREATE VIEW v_resource_changes AS SELECT c.run_id, c.id AS call_id, c.rpc AS method "
@@ -128,13 +131,192 @@ static void test_migrate_from_1(void)
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_resource_changes"), 0);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 3);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 5);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM processes WHERE binary_stat IS NULL"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT call_id FROM v_resource_changes WHERE method = "
                               "'ReadDataSource' AND prior IS NULL AND config = '{\"in\":1}' AND "
                               "new ->> '$.out' = 2"),
                  7);
+}
+
+/* A version-3 database (no runs.cli_key, runs.recorders) gets both, its
+ * runs kept, and runs made through tftap run have neither set. */
+static void test_migrate_from_3(void)
+{
+    char path[400];
+    path_in(path, sizeof path, "v3.db");
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
+    store_close(s);
+    sqlite3 *db = NULL;
+    sqlite3_open(path, &db);
+    CHECK_INT_EQ(sqlite3_exec(db,
+                              "DROP INDEX runs_cli_key;"
+                              "ALTER TABLE runs DROP COLUMN cli_key;"
+                              "ALTER TABLE runs DROP COLUMN recorders;"
+                              "INSERT INTO runs (id, command, started_us, ended_us, exit_code) "
+                              "VALUES (1, 'tofu', 1, 2, 0);"
+                              "PRAGMA user_version = 3;",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_INT_EQ(store_open(path, 0, &s), 0);
+    store_close(s);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 5);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs WHERE id = 1 AND cli_key IS NULL AND "
+                              "recorders = 0 AND ended_us = 2 AND exit_code = 0"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_cli_key'"), 1);
+}
+
+/* A version-3 database gains v_calls' post-mortem columns (status_name,
+ * error_count, warning_count, is_teardown, failed) after the columns it had,
+ * which keep their names and order. */
+static void test_migrate_from_3_calls(void)
+{
+    char path[400];
+    path_in(path, sizeof path, "v3calls.db");
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
+    store_close(s);
+    sqlite3 *db = NULL;
+    sqlite3_open(path, &db);
+    CHECK_INT_EQ(
+        sqlite3_exec(
+            db,
+            "DROP INDEX runs_cli_key;"
+            "ALTER TABLE runs DROP COLUMN cli_key;"
+            "ALTER TABLE runs DROP COLUMN recorders;"
+            "DROP VIEW v_calls;"
+            "CREATE VIEW v_calls AS SELECT"
+            "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
+            "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, c.address,"
+            "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"
+            "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"
+            "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"
+            "  c.request_json, c.response_json, c.decode_error"
+            "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id;"
+            "INSERT INTO runs (id, started_us, ended_us) VALUES (1, 1, 100);"
+            "INSERT INTO runs (id, started_us) VALUES (2, 1);"
+            "INSERT INTO processes (id, run_id, started_us) VALUES (1, 1, 1), (2, 2, 1);"
+            /* 1: go-plugin's stdio stream cut as the provider exits. */
+            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, stream, "
+            "started_us, ended_us, status_code) VALUES (1, 1, 1, 1, "
+            "'/plugin.GRPCStdio/StreamStdio', 'StreamStdio', 1, 1, 90, 14);"
+            /* 2: Shutdown never answered. */
+            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us) "
+            "VALUES (2, 1, 1, 2, '/plugin.GRPCController/Shutdown', 'Shutdown', 80);"
+            /* 3: an apply answered OK with an error and a warning. */
+            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+            "ended_us, status_code, response_json) VALUES (3, 1, 1, 3, "
+            "'/tfplugin6.Provider/ApplyResourceChange', 'ApplyResourceChange', 10, 20, 0, "
+            "'{\"diagnostics\":[{\"severity\":\"ERROR\",\"summary\":\"x\"},"
+            "{\"severity\":\"WARNING\",\"summary\":\"y\"}]}');"
+            /* 4: a warning only. */
+            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+            "ended_us, status_code, response_json) VALUES (4, 1, 1, 4, "
+            "'/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', 5, 6, 0, "
+            "'{\"diagnostics\":[{\"severity\":\"WARNING\",\"summary\":\"y\"}]}');"
+            /* 5: a provider call never answered in a run that ended. */
+            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us) "
+            "VALUES (5, 1, 1, 5, '/tfplugin6.Provider/ReadResource', 'ReadResource', 30);"
+            /* 6: INTERNAL, with text that is not JSON but names a severity. */
+            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+            "ended_us, status_code, response_json) VALUES (6, 1, 1, 6, "
+            "'/tfplugin6.Provider/ValidateResourceConfig', 'ValidateResourceConfig', 40, 41, 13, "
+            "'{\"severity\": oops');"
+            /* 7: in flight while its run is still going: not (yet) failed. */
+            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us) "
+            "VALUES (7, 2, 2, 1, '/tfplugin6.Provider/ReadResource', 'ReadResource', 30);"
+            /* 8: StartStream ending with INTERNAL is no teardown. */
+            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, stream, "
+            "started_us, ended_us, status_code) VALUES (8, 1, 1, 8, "
+            "'/plugin.GRPCBroker/StartStream', 'StartStream', 1, 1, 90, 13);"
+            "PRAGMA user_version = 3;",
+            NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_INT_EQ(store_open(path, 0, &s), 0);
+    store_close(s);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 5);
+    CHECK_INT_EQ(scalar(path, "SELECT group_concat(name, ',') = 'call_id,run_id,process_id,"
+                              "provider,provider_version,protocol,call_seq,method,rpc,stream,"
+                              "type_name,address,started_us,ended_us,duration_us,in_flight,"
+                              "status_code,status_message,request_bytes,response_bytes,"
+                              "request_count,response_count,request_json,response_json,"
+                              "decode_error,status_name,error_count,warning_count,is_teardown,"
+                              "failed' FROM (SELECT name FROM pragma_table_info('v_calls') "
+                              "ORDER BY cid)"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT status_name = 'UNAVAILABLE' AND is_teardown AND NOT failed "
+                              "FROM v_calls WHERE call_id = 1"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT status_name IS NULL AND is_teardown AND NOT failed "
+                              "FROM v_calls WHERE call_id = 2"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT error_count * 10 + warning_count + 100 * failed "
+                              "FROM v_calls WHERE call_id = 3"),
+                 111);
+    CHECK_INT_EQ(scalar(path, "SELECT error_count * 10 + warning_count + 100 * failed "
+                              "FROM v_calls WHERE call_id = 4"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT failed AND in_flight FROM v_calls WHERE call_id = 5"), 1);
+    CHECK_INT_EQ(scalar(path, "SELECT failed AND status_name = 'INTERNAL' AND error_count = 0 "
+                              "FROM v_calls WHERE call_id = 6"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT failed FROM v_calls WHERE call_id = 7"), 0);
+    CHECK_INT_EQ(scalar(path, "SELECT failed AND NOT is_teardown FROM v_calls WHERE call_id = 8"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_calls WHERE failed"), 4);
+}
+
+/* Shims of one CLI command join one run; the last recorder to leave ends
+ * it; another command (another key) gets a run of its own. */
+static void test_run_join(void)
+{
+    char path[400];
+    path_in(path, sizeof path, "join.db");
+    store *a = NULL, *b = NULL;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &a), 0);
+    CHECK_INT_EQ(store_open(path, 0, &b), 0);
+    const char *args[] = {"plan", "-input=false"};
+    int64_t r1 = 0, r2 = 0, r3 = 0;
+    CHECK_INT_EQ(store_run_join(a, "", "tofu", 2, args, "/w", "tofu", &r1), TFTAP_EINVAL);
+    CHECK_INT_EQ(store_run_join(a, "boot/100/5", "tofu", 2, args, "/w", "tofu", &r1), 0);
+    CHECK_INT_EQ(store_run_join(b, "boot/100/5", "tofu", 2, args, "/w", "tofu", &r2), 0);
+    CHECK(r1 > 0);
+    CHECK_INT_EQ(r2, r1);
+    CHECK_INT_EQ(store_run_join(b, "boot/100/6", "tofu", 1, args, "/w", "tofu", &r3), 0);
+    CHECK(r3 != r1);
+    char q[200];
+    snprintf(q, sizeof q, "SELECT recorders FROM runs WHERE id = %lld", (long long)r1);
+    CHECK_INT_EQ(scalar(path, q), 2);
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM runs WHERE id = %lld AND command = 'tofu' AND args = "
+             "'[\"plan\",\"-input=false\"]' AND cwd = '/w' AND cli_name = 'tofu'",
+             (long long)r1);
+    CHECK_INT_EQ(scalar(path, q), 1);
+    snprintf(q, sizeof q, "SELECT ended_us IS NULL FROM runs WHERE id = %lld", (long long)r1);
+    CHECK_INT_EQ(store_run_leave(a, r1), 0);
+    CHECK_INT_EQ(scalar(path, q), 1); /* one recorder still writing */
+    CHECK_INT_EQ(store_run_leave(b, r1), 0);
+    CHECK_INT_EQ(scalar(path, q), 0);
+    snprintf(q, sizeof q, "SELECT exit_code IS NULL AND recorders = 0 FROM runs WHERE id = %lld",
+             (long long)r1);
+    CHECK_INT_EQ(scalar(path, q), 1);
+    /* A later provider process of the same command opens it again. */
+    CHECK_INT_EQ(store_run_join(a, "boot/100/5", "tofu", 2, args, "/w", "tofu", &r2), 0);
+    CHECK_INT_EQ(r2, r1);
+    snprintf(q, sizeof q, "SELECT ended_us IS NULL FROM runs WHERE id = %lld", (long long)r1);
+    CHECK_INT_EQ(scalar(path, q), 1);
+    /* A run of tftap run is not the recorders' to end. */
+    int64_t r4 = 0;
+    CHECK_INT_EQ(store_run_begin(a, "tofu", 0, NULL, "/w", "tofu", NULL, &r4), 0);
+    CHECK_INT_EQ(store_run_leave(a, r4), TFTAP_ENOTFOUND);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs"), 3);
+    store_close(a);
+    store_close(b);
 }
 
 static void test_newer_database_refused(void)
@@ -173,6 +355,9 @@ int main(void)
     }
     test_migrate_from_empty();
     test_migrate_from_1();
+    test_migrate_from_3();
+    test_migrate_from_3_calls();
+    test_run_join();
     test_newer_database_refused();
     test_parent_not_a_directory();
     if (!check_failures) {

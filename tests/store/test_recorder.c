@@ -657,18 +657,18 @@ static void test_show_plan(void)
         "-/+ resource \"test_thing\" \"web\" {\n"
         "      ~ id       = \"thing-1\" -> (known after apply; not null, prefix \"thing-\")\n"
         "      ~ name     = \"alpha\" -> \"beta\" # forces replacement\n"
-        "      ~ rule     = [\n"
-        "          + {\n"
-        "              + port  = 81\n"
-        "              + proto = \"tcp\"\n"
-        "            },\n"
-        "            # (1 unchanged element hidden)\n"
-        "        ]\n"
         "      ~ size     = 3 -> 4\n"
         "        tags     = {\n"
-        "            env = \"test\"\n"
+        "            \"env\" = \"test\"\n"
         "        }\n"
         "        # (1 unchanged attribute hidden)\n"
+        "\n"
+        "      + rule {\n"
+        "          + port  = 81\n"
+        "          + proto = \"tcp\"\n"
+        "        }\n"
+        "\n"
+        "        # (1 unchanged block hidden)\n"
         "    }\n"
         "  Warning: be careful\n"
         "    detail text\n";
@@ -683,9 +683,13 @@ static void test_show_plan(void)
                       "      + id       = (known after apply; not null, prefix \"thing-\")\n"
                       "      + name     = \"alpha\"\n"
                       "      + password = (sensitive value)\n"
-                      "      + rule     = [\n"
-                      "          + {\n"
-                      "              + port  = 80\n"));
+                      "      + size     = 3\n"
+                      "      + tags     = {\n"
+                      "          + \"env\" = \"test\"\n"
+                      "        }\n"
+                      "\n"
+                      "      + rule {\n"
+                      "          + port  = 80\n"));
     CHECK(!contains(o, FX_SECRET));
 
     /* Filters: by address (and its instances) and by type. */

@@ -1,0 +1,93 @@
+/* cli: the one option parser of every command (getopt_long) and its
+ * one-line usage errors. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+void cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("tftap: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (cmd)
+        fprintf(stderr, " (see 'tftap %s --help')\n", cmd);
+    else
+        fputs(" (see 'tftap --help')\n", stderr);
+}
+
+/* The long option an argument names ("--db=x" -> "db"), its length, or 0
+ * when the argument is not a long option. */
+static size_t long_name(const char *arg, const char **name)
+{
+    if (strncmp(arg, "--", 2) != 0)
+        return 0;
+    *name = arg + 2;
+    return strcspn(arg + 2, "=");
+}
+
+static const struct option *find_by_val(const struct option *longopts, int val)
+{
+    for (const struct option *o = longopts; o && o->name; o++)
+        if (!o->flag && o->val == val)
+            return o;
+    return NULL;
+}
+
+/* How many long options an abbreviation could mean (0: none). */
+static int candidates(const struct option *longopts, const char *name, size_t n)
+{
+    int k = 0;
+    for (const struct option *o = longopts; o && o->name; o++) {
+        if (strlen(o->name) == n && strncmp(o->name, name, n) == 0)
+            return 1;
+        k += strncmp(o->name, name, n) == 0;
+    }
+    return k;
+}
+
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+    /* Our own messages: ':' first (after '+') makes a missing value ':'. */
+    char spec[32];
+    int stop = shortopts[0] == '+';
+    snprintf(spec, sizeof spec, "%s:%s", stop ? "+" : "", shortopts + stop);
+    opterr = 0;
+    int prev = optind ? optind : 1;
+    int c = getopt_long(argc, argv, spec, longopts, NULL);
+    if (c != '?' && c != ':')
+        return c;
+    /* main's global options name no command. */
+    const char *cmd = strcmp(argv[0], "tftap") == 0 ? NULL : argv[0];
+    /* The argument at fault: getopt has stepped past it. */
+    const char *arg = optind - 1 >= prev && optind - 1 < argc ? argv[optind - 1] : argv[prev];
+    const char *name = NULL;
+    size_t n = arg ? long_name(arg, &name) : 0;
+    if (c == ':') {
+        const struct option *o = find_by_val(longopts, optopt);
+        if (n)
+            cli_usage_error(cmd, "option '--%.*s' needs a value", (int)n, name);
+        else if (o && optopt > 255)
+            cli_usage_error(cmd, "option '--%s' needs a value", o->name);
+        else
+            cli_usage_error(cmd, "option '-%c' needs a value", optopt);
+    } else if (n) {
+        int k = candidates(longopts, name, n);
+        if (k == 1 && name[n] == '=')
+            cli_usage_error(cmd, "option '--%.*s' takes no value", (int)n, name);
+        else if (k > 1)
+            cli_usage_error(cmd, "ambiguous option '--%.*s'", (int)n, name);
+        else
+            cli_usage_error(cmd, "unknown option '--%.*s'", (int)n, name);
+    } else if (optopt > 0 && optopt < 256) {
+        cli_usage_error(cmd, "unknown option '-%c'", optopt);
+    } else {
+        cli_usage_error(cmd, "unknown option '%s'", arg ? arg : "?");
+    }
+    return '?';
+}

@@ -1,0 +1,170 @@
+/* Knowing when a run's record is complete. Every shim of a `tftap run`
+ * takes a lock file in the run's directory before its provider starts; its
+ * recorder process inherits the locked file (proxy/recproc.c) and holds it
+ * until it has written everything and exits, however it exits (flock locks
+ * go with the last open descriptor, SIGKILL included). `tftap run` then
+ * takes each lock in turn: when it has them all, every call relayed is in
+ * the database. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/wrap.h"
+
+#define LOCK_PREFIX "rec-"
+#define LOCK_SUFFIX ".lock"
+#define MAX_LOCKS 4096
+
+int wrap_recorder_lock(const char *run_dir, const char *provider)
+{
+    char path[4096];
+    /* A fresh file each time: a reused pid must not find the lock an
+     * earlier shim's recorder still holds. */
+    int n = snprintf(path, sizeof path, "%s/" LOCK_PREFIX "%ld-XXXXXX" LOCK_SUFFIX, run_dir,
+                     (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = mkostemps(path, (int)strlen(LOCK_SUFFIX), O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (flock(fd, LOCK_EX) != 0) {
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    /* Who holds it, for the message of a waiter that gives up. */
+    char what[600];
+    int k = snprintf(what, sizeof what, "%s (shim pid %ld)", provider ? provider : "a provider",
+                     (long)getpid());
+    if (k > 0 && write(fd, what, (size_t)k < sizeof what ? (size_t)k : sizeof what - 1) < 0) {
+        /* the name is for messages only */
+    }
+    return fd;
+}
+
+static int is_lock_name(const char *name)
+{
+    size_t n = strlen(name), p = strlen(LOCK_PREFIX), s = strlen(LOCK_SUFFIX);
+    return n > p + s && strncmp(name, LOCK_PREFIX, p) == 0 &&
+           strcmp(name + n - s, LOCK_SUFFIX) == 0;
+}
+
+struct held {
+    int fd;
+    char name[256];
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The lock files of run_dir, opened (not locked yet). */
+static size_t open_locks(const char *run_dir, struct held *v, size_t max)
+{
+    DIR *d = opendir(run_dir);
+    size_t n = 0;
+    if (d == NULL)
+        return 0;
+    struct dirent *e;
+    while (n < max && (e = readdir(d)) != NULL) {
+        if (!is_lock_name(e->d_name))
+            continue;
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+            continue;
+        v[n].fd = fd;
+        ssize_t r = pread(fd, v[n].name, sizeof v[n].name - 1, 0);
+        v[n].name[r > 0 ? r : 0] = '\0';
+        if (r <= 0)
+            snprintf(v[n].name, sizeof v[n].name, "%s", e->d_name);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+size_t wrap_recorders_wait(const char *run_dir, unsigned timeout_ms, unsigned progress_ms)
+{
+    struct held *v = calloc(MAX_LOCKS, sizeof *v);
+    if (v == NULL)
+        return 0;
+    size_t n = open_locks(run_dir, v, MAX_LOCKS), left = n;
+    int64_t start = now_ms();
+    int said = 0;
+    long pause_us = 200;
+    for (;;) {
+        left = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (v[i].fd < 0)
+                continue;
+            if (flock(v[i].fd, LOCK_SH | LOCK_NB) == 0) {
+                close(v[i].fd);
+                v[i].fd = -1;
+            } else {
+                left++;
+            }
+        }
+        if (left == 0)
+            break;
+        int64_t waited = now_ms() - start;
+        if (waited >= timeout_ms) {
+            tftap_buf names = TFTAP_BUF_INIT;
+            size_t shown = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (v[i].fd < 0)
+                    continue;
+                if (shown++ < 3)
+                    tftap_buf_printf(&names, "%s%s", shown > 1 ? ", " : "", v[i].name);
+            }
+            if (shown > 3)
+                tftap_buf_printf(&names, ", and %zu more", shown - 3);
+            cli_error("gave up after %u s waiting for %zu recorder(s) to finish: %s; their part "
+                      "of the record may still be missing (TFTAP_RECORDER_WAIT=SECONDS waits "
+                      "longer)",
+                      timeout_ms / 1000, left, tftap_buf_cstr(&names));
+            tftap_buf_done(&names);
+            break;
+        }
+        if (!said && waited >= progress_ms) {
+            said = 1;
+            cli_error("waiting for %zu recorder(s) to finish...", left);
+        }
+        /* Usually done within milliseconds: poll fast first, then calmly. */
+        struct timespec ts = {0, pause_us * 1000};
+        nanosleep(&ts, NULL);
+        if (pause_us < 20000)
+            pause_us *= 2;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (v[i].fd >= 0)
+            close(v[i].fd);
+    free(v);
+    return left;
+}
+
+void wrap_recorder_locks_clean(const char *run_dir)
+{
+    DIR *d = opendir(run_dir);
+    if (d == NULL)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (is_lock_name(e->d_name))
+            unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+}

@@ -1,0 +1,169 @@
+#!/bin/sh
+# Every command's options in every form: "--opt value", "--opt=value", the
+# global "--db" before the command, options after operands; usage errors as
+# one line with a hint, exit 2; --help on stdout, exit 0. Against a database
+# the recorder test wrote (no peers needed).
+set -u
+: "${top_builddir:=.}"
+TFTAP="$top_builddir/tftap"
+work=$(mktemp -d "${TMPDIR:-/tmp}/tftap-options-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+
+TFTAP_TEST_KEEP=1 TMPDIR="$work" "$top_builddir/tests/store/test_recorder" >"$work/rec.log" 2>&1 ||
+    { echo "test_recorder failed"; cat "$work/rec.log"; exit 1; }
+db=$(ls "$work"/tftap-test-rec-*/rec/tftap.db)
+unset TFTAP_DB
+cd "$work" || exit 1 # no ./.tftap here: only --db finds the database
+printf '"hello"' >"$work/value.json"
+
+# same NAME "ARGS A" "ARGS B": both give the same stdout, stderr and exit code,
+# and exit 0 (word splitting on purpose: the table below holds no spaces
+# inside an argument).
+same() {
+    name=$1
+    # shellcheck disable=SC2086
+    "$TFTAP" $2 >"$work/a.out" 2>"$work/a.err"
+    ra=$?
+    # shellcheck disable=SC2086
+    "$TFTAP" $3 >"$work/b.out" 2>"$work/b.err"
+    rb=$?
+    if [ "$ra" -ne 0 ]; then
+        fail "$name: '$2' exits $ra: $(head -1 "$work/a.err")"
+    elif [ "$ra" -ne "$rb" ] || ! cmp -s "$work/a.out" "$work/b.out" ||
+        ! cmp -s "$work/a.err" "$work/b.err"; then
+        fail "$name: '$2' and '$3' differ (exit $ra vs $rb)"
+    elif [ ! -s "$work/a.out" ]; then
+        fail "$name: '$2' printed nothing"
+    else
+        ok
+    fi
+}
+
+# Each command's options, value forms against each other.
+while IFS='|' read -r name a b; do
+    [ -n "$name" ] || continue
+    same "$name" "$a" "$b"
+done <<EOF
+runs --db|runs --db $db|runs --db=$db
+runs global --db|--db $db runs|runs --db $db
+runs global --db=|--db=$db runs --json|runs --json --db $db
+runs --limit|runs --db $db --limit 2|runs --db=$db --limit=2
+calls --db|calls 5 --db $db|calls --db=$db 5
+calls global --db|--db $db calls 5|calls 5 --db=$db
+calls --method|calls 5 --db $db --method PlanResourceChange|calls --method=PlanResourceChange 5 --db $db
+calls --method any case|calls 5 --db $db --method PlanResourceChange|calls 5 --db $db --method planresourcechange
+calls --method full path|calls 5 --db $db --method /tfplugin5.Provider/PlanResourceChange|calls 5 --db $db --method=/TFPLUGIN5.provider/planresourcechange
+calls --type|calls 5 --db $db --type test_thing|calls 5 --db $db --type=test_thing
+calls --json|calls 5 --db $db --json|calls --json 5 --db=$db
+show --db|show 5 --db $db|show --db=$db 5
+show global --db|--db $db show 5 test_thing.web|show 5 test_thing.web --db $db
+show --all|show 5 --db $db --all|show --all 5 --db=$db
+show --json|show 5 --db $db --json|show --json --db $db 5
+export --format|export 5 --db $db --format jsonl|export 5 --db=$db --format=jsonl
+export global --db|--db $db export 5|export 5 --db $db
+decode --type|decode --type "string" --input json $work/value.json|decode --type="string" --input=json $work/value.json
+decode --json|decode --type "string" --json $work/value.json|decode --json --type="string" $work/value.json
+EOF
+
+# --limit N keeps the newest N runs, oldest first.
+ids=$("$TFTAP" runs --db "$db" --limit 2 | awk 'NR > 1 { print $1 }' | tr '\n' ' ')
+all=$("$TFTAP" runs --db "$db" | awk 'NR > 1 { print $1 }' | tail -2 | tr '\n' ' ')
+if [ -n "$ids" ] && [ "$ids" = "$all" ]; then ok; else fail "runs --limit 2: '$ids', expected '$all'"; fi
+# A command's own --db after a global one wins.
+if "$TFTAP" --db "$work/nowhere.db" runs --db "$db" >/dev/null 2>&1; then ok; else
+    fail "the command's --db after a global --db is the one used"
+fi
+
+# run and wrap: both forms of every value option. run records a run in the
+# database --db names (and says the program is not tofu); wrap finds no
+# provider in an empty directory, naming the same directory either way.
+i=0
+for form in "--db X" "--db=X"; do
+    i=$((i + 1))
+    rdb="$work/run-$i.db"
+    # shellcheck disable=SC2086
+    "$TFTAP" run $(echo "$form" | sed "s|X|$rdb|") --no-match -- true 2>"$work/run.err"
+    rc=$?
+    n=$("$TFTAP" runs --db "$rdb" 2>/dev/null | grep -c ' true$')
+    if [ "$rc" -eq 0 ] && [ "$n" = 1 ]; then ok; else fail "run $form: exit $rc, $n runs recorded"; fi
+    if grep -q "^tftap: note: 'true' is neither tofu nor terraform" "$work/run.err"; then ok; else
+        fail "run $form: no note that 'true' is not tofu: $(cat "$work/run.err")"
+    fi
+done
+"$TFTAP" --db "$work/global-run.db" run -- true 2>/dev/null
+if [ "$("$TFTAP" runs --db "$work/global-run.db" 2>/dev/null | grep -c ' true$')" = 1 ]; then ok; else
+    fail "global --db before run"
+fi
+mkdir -p "$work/empty"
+for form in "--out $work/empty/s1 --cli terraform --db $work/w.db" \
+    "--out=$work/empty/s1 --cli=terraform --db=$work/w.db"; do
+    # shellcheck disable=SC2086
+    (cd "$work/empty" && "$TFTAP" wrap $form >/dev/null 2>"$work/wrap.err")
+    rc=$?
+    if [ "$rc" -eq 1 ] && grep -q "no installed providers found for $work/empty" "$work/wrap.err"; then
+        ok
+    else
+        fail "wrap $form: exit $rc, $(cat "$work/wrap.err")"
+    fi
+done
+
+# Usage errors: one line naming the problem and where to look, exit 2.
+while IFS='|' read -r args want; do
+    [ -n "$args" ] || continue
+    # shellcheck disable=SC2086
+    "$TFTAP" $args >"$work/u.out" 2>"$work/u.err"
+    rc=$?
+    got=$(cat "$work/u.err")
+    if [ "$rc" -eq 2 ] && [ "$got" = "$want" ] && [ ! -s "$work/u.out" ]; then ok; else
+        fail "'tftap $args': exit $rc, '$got', expected '$want'"
+    fi
+done <<EOF
+runs --bogus|tftap: unknown option '--bogus' (see 'tftap runs --help')
+calls 5 --x|tftap: unknown option '--x' (see 'tftap calls --help')
+show 5 --x=1|tftap: unknown option '--x' (see 'tftap show --help')
+export 5 --bogus|tftap: unknown option '--bogus' (see 'tftap export --help')
+run --bogus -- true|tftap: unknown option '--bogus' (see 'tftap run --help')
+wrap --bogus|tftap: unknown option '--bogus' (see 'tftap wrap --help')
+decode --bogus|tftap: unknown option '--bogus' (see 'tftap decode --help')
+calls 5 --method|tftap: option '--method' needs a value (see 'tftap calls --help')
+run --db|tftap: option '--db' needs a value (see 'tftap run --help')
+wrap --out|tftap: option '--out' needs a value (see 'tftap wrap --help')
+runs --json=yes|tftap: option '--json' takes no value (see 'tftap runs --help')
+runs --limit 0|tftap: --limit must be a positive number, not '0' (see 'tftap runs --help')
+calls|tftap: calls needs RUN (a run id or 'last') (see 'tftap calls --help')
+show 5 a b|tftap: unexpected argument 'b' (see 'tftap show --help')
+export 5 --format csv|tftap: unknown export format 'csv' (only jsonl) (see 'tftap export --help')
+run|tftap: no command given (tftap run -- tofu ARGS...) (see 'tftap run --help')
+wrap|tftap: --out DIR is required (see 'tftap wrap --help')
+wrap --out x --cli bash|tftap: --cli must be tofu or terraform, not 'bash' (see 'tftap wrap --help')
+decode|tftap: give --type or --schema (one of them) (see 'tftap decode --help')
+--bogus runs|tftap: unknown option '--bogus' (see 'tftap --help')
+--db|tftap: option '--db' needs a value (see 'tftap --help')
+nosuch|tftap: unknown command 'nosuch' (see 'tftap --help')
+--db x decode --type "string"|tftap: 'decode' reads no database: --db does not apply (see 'tftap decode --help')
+EOF
+# "tftap" alone.
+"$TFTAP" >"$work/u.out" 2>"$work/u.err"
+rc=$?
+if [ "$rc" -eq 2 ] && [ "$(cat "$work/u.err")" = "tftap: no command given (see 'tftap --help')" ]; then ok; else
+    fail "'tftap' alone: exit $rc, $(cat "$work/u.err")"
+fi
+
+# --help: on stdout, exit 0, for every command and the program.
+for c in runs calls show export run wrap decode shim; do
+    "$TFTAP" "$c" --help >"$work/h.out" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ] && head -1 "$work/h.out" | grep -q "^usage: tftap $c"; then ok; else
+        fail "$c --help: exit $rc"
+    fi
+done
+for h in --help help; do
+    if "$TFTAP" $h | grep -q '^usage: tftap \[--db PATH\] COMMAND'; then ok; else fail "tftap $h"; fi
+done
+
+echo "options.sh: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
