@@ -25,6 +25,7 @@ static const struct command commands[] = {
     {"calls", cli_calls, "list the provider calls of a run"},
     {"show", cli_show, "show a run's resource changes the way a plan reads"},
     {"export", cli_export, "export a run as JSON lines"},
+    {"check", cli_check, "check a run's provider answers against the plugin contract"},
 };
 
 static void usage(FILE *f)

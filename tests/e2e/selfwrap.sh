@@ -22,9 +22,11 @@ db_calls() { sqlite3 "$1" "SELECT method FROM calls WHERE stream = 0 AND method 
 log_calls() { awk -F '\t' '$1 == "begin" && $3 ~ /^\/tfplugin/ { print $3 }' "$1" | sort; }
 # Shims and their recorder processes (forked, same command line) still alive,
 # once the recorders have had time to finish (bounded poll).
+# This test's shims only: other tests may run shims of the same tftap at the
+# same time (make -j); every shim this test starts has its json under $WORK.
 shims_running() {
-    wait_for 300 test "$(pgrep -f -c "$TFTAP shim" || true)" = 0
-    pgrep -f -c "$TFTAP shim" || true
+    wait_for 300 test "$(pgrep -f -c "$TFTAP shim $WORK/" || true)" = 0
+    pgrep -f -c "$TFTAP shim $WORK/" || true
 }
 
 # ---- the sequence of the issue -------------------------------------------------

@@ -652,6 +652,8 @@ static void test_show_plan(void)
     CHECK_INT_EQ(k.n, 2);
     const char *o = tftap_buf_cstr(&k.out);
     printf("---- rendered ----\n%s------------------\n", o);
+    /* The block schema of a protocol-5 provider is found (its GetSchema
+     * response): rule is a nested block, tags a map with quoted keys. */
     const char *expected_replace =
         "  # test_thing.web[0] must be replaced  [PlanResourceChange]\n"
         "-/+ resource \"test_thing\" \"web\" {\n"
