@@ -5,7 +5,8 @@
  * the store's queries. Layer: may use common, decoder and store.
  *
  * Ownership: nothing returned here needs freeing unless a function says so;
- * output goes to caller buffers. */
+ * output goes to caller buffers; findings lists are released with
+ * analysis_findings_done. */
 #ifndef TFTAP_ANALYSIS_H
 #define TFTAP_ANALYSIS_H
 
@@ -66,5 +67,174 @@ enum analysis_render_flags {
  * "# forces replacement" and "(sensitive value)". Returns 0 or
  * TFTAP_EDECODE (malformed JSON in the row) or TFTAP_ENOMEM. */
 int analysis_render_change(const store_change_row *c, int flags, tftap_buf *out);
+
+/* ---- contract checks (docs/check.md) ------------------------------------ */
+
+enum analysis_verdict {
+    ANALYSIS_REJECTS,   /* core stops with an error */
+    ANALYSIS_TOLERATES, /* core only logs a warning (legacy type system) */
+    ANALYSIS_DRIFT,     /* informational: a refresh found the object changed */
+};
+
+/* One broken rule. Every string is owned by the findings list; expected and
+ * actual are decoded-value JSON (redacted values stay redacted) or NULL. */
+typedef struct analysis_finding {
+    int64_t call_id;
+    int64_t other_call_id; /* the call compared with (the first plan), else 0 */
+    char *rpc;
+    char *type_name;
+    char *address; /* NULL when the call was not matched to one */
+    const char *rule;
+    char *path; /* ".tags[\"x\"][2]"; "" for the whole object */
+    char *expected;
+    char *actual;
+    enum analysis_verdict verdict;
+    char *message; /* one line, for the provider's developer */
+} analysis_finding;
+
+typedef struct analysis_findings {
+    analysis_finding *v;
+    size_t n, cap;
+    size_t unchecked; /* calls whose values could not be checked (no schema, bad JSON) */
+} analysis_findings;
+#define ANALYSIS_FINDINGS_INIT                                                                     \
+    {                                                                                              \
+        NULL, 0, 0, 0                                                                              \
+    }
+void analysis_findings_done(analysis_findings *f);
+/* Findings that are violations (not drift). */
+size_t analysis_findings_violations(const analysis_findings *f);
+/* "rejects", "tolerates", "drift". */
+const char *analysis_verdict_name(enum analysis_verdict v);
+
+/* One recorded call's values as the store keeps them (JSON texts, NULL when
+ * absent; see store_change_row). */
+typedef struct analysis_call {
+    int64_t call_id;
+    const char *rpc; /* PlanResourceChange, ApplyResourceChange, ReadResource, ReadDataSource */
+    const char *type_name;
+    const char *address;
+    const char *block_schema; /* the type's schema block; NULL: values not checkable */
+    const char *prior, *config, *planned, *new_state, *requires_replace;
+    const char *identity; /* the response's new_identity.identity_data, or NULL */
+    int legacy;           /* the response set legacy_type_system */
+    int has_error;        /* the response carried an error diagnostic */
+} analysis_call;
+
+/* Check one call's answer against the rules core applies to it; findings
+ * are appended to out. Returns 0, TFTAP_EDECODE (a JSON text or the schema
+ * is malformed: nothing appended, out->unchecked counted) or TFTAP_ENOMEM. */
+int analysis_check_call(const analysis_call *c, analysis_findings *out);
+
+/* "Inconsistent final plan": the plan made during apply (final, its
+ * planned state) against the first plan of the same address (first).
+ * Findings are reported on final's call. Returns as analysis_check_call. */
+int analysis_check_final_plan(const analysis_call *first, const analysis_call *final,
+                              analysis_findings *out);
+
+/* Every check over a run's recorded calls, optionally only those whose
+ * address or type equals filter (as store_changes_each); the final plan of
+ * an apply is compared with the first plan of the same address in the same
+ * run or, for a saved plan, in the latest earlier run that planned it.
+ * Returns 0, TFTAP_ESTORE or TFTAP_ENOMEM. */
+int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_findings *out);
+
+/* ---- run diff: what a provider did differently between two runs ----------- */
+
+/* One recorded call as the diff reads it (a store_call_row's fields). */
+typedef struct analysis_diff_call {
+    int64_t call_id;
+    const char *provider;  /* provider address, or NULL */
+    const char *rpc;       /* "PlanResourceChange", ... */
+    const char *type_name; /* or NULL */
+    const char *address;   /* matched instance address, or NULL */
+    int has_status, status_code;
+    const char *request_json; /* the rendered messages (docs/messages.md), or NULL */
+    const char *response_json;
+    int64_t schema_version; /* of type_name's schema, -1 when unknown */
+} analysis_diff_call;
+
+typedef struct analysis_diff analysis_diff;
+
+typedef struct analysis_diff_opts {
+    const char *filter;        /* keep calls of this address (and its instances) or type */
+    const char *const *ignore; /* glob patterns on attribute paths (".id", ".tags*") */
+    size_t nignore;
+} analysis_diff_opts;
+
+/* Pair the calls of run A with those of run B (by provider, method, type,
+ * address, then order among equals) and compare what the provider did:
+ * per attribute of each planned, new, read or upgraded value, where it came
+ * from (config, prior state, left unknown, chosen by the provider) and the
+ * chosen values; planned action, requires_replace, diagnostics, private
+ * data (by hash), deferrals, status and schema version. Differences of the
+ * inputs (config, prior state) are kept apart from those of behaviour.
+ * The calls are borrowed until analysis_diff_free. Returns 0,
+ * TFTAP_EDECODE (a call's JSON is malformed), TFTAP_ENOMEM. */
+int analysis_diff_calls(const analysis_diff_call *a, size_t na, const analysis_diff_call *b,
+                        size_t nb, const analysis_diff_opts *opts, analysis_diff **out);
+
+/* analysis_diff_calls over two recorded runs. Returns as above, or
+ * TFTAP_ESTORE. */
+int analysis_diff_runs(store *s, int64_t run_a, int64_t run_b, const analysis_diff_opts *opts,
+                       analysis_diff **out);
+
+/* How many behaviour differences were found (0: the provider behaved the
+ * same) and how many input differences. */
+size_t analysis_diff_count(const analysis_diff *d);
+size_t analysis_diff_input_count(const analysis_diff *d);
+
+enum analysis_diff_format {
+    ANALYSIS_DIFF_TEXT,     /* reads like a plan diff */
+    ANALYSIS_DIFF_JSON,     /* one object: {"same":..,"differences":[..],"inputs":[..]} */
+    ANALYSIS_DIFF_MARKDOWN, /* collapsed <details> per address, for a pull request */
+};
+enum analysis_diff_flags {
+    ANALYSIS_DIFF_COLOR = 1,     /* ANSI colours (text only) */
+    ANALYSIS_DIFF_NO_INPUTS = 2, /* list no input difference (they are still counted) */
+};
+
+/* Append the report. max_bytes caps the markdown (0: no cap); what does not
+ * fit is counted at the end. Returns 0 or TFTAP_ENOMEM. */
+int analysis_diff_render(const analysis_diff *d, enum analysis_diff_format fmt, int flags,
+                         size_t max_bytes, tftap_buf *out);
+
+void analysis_diff_free(analysis_diff *d);
+
+/* ---- provider schemas -------------------------------------------------------- */
+
+/* Append a serialized GetProviderSchema response (protocol 5's GetSchema
+ * or 6's) as the provider's entry of `tofu providers schema -json`
+ * ({"provider":..,"resource_schemas":..,...}). On a decode failure the
+ * decoder's message is appended to errmsg (may be NULL). Returns 0,
+ * TFTAP_EDECODE, TFTAP_ELIMIT, TFTAP_ENOMEM. */
+int analysis_schema_from_response(int protocol, const void *raw, size_t n, tftap_buf *out,
+                                  tftap_buf *errmsg);
+
+/* Append the entry of provider (an address or a suffix of one after a '/';
+ * NULL: the only one) from a `providers schema -json` document (or an
+ * entry on its own); its address (the document's key) to address (may be
+ * NULL; nothing for an entry on its own). Returns 0, TFTAP_ENOTFOUND, TFTAP_EDECODE,
+ * TFTAP_ENOMEM. */
+int analysis_schema_entry(const char *json, size_t len, const char *provider, tftap_buf *out,
+                          tftap_buf *address);
+/* A provider entry as text: each type with its attributes and modes. */
+int analysis_schema_render_text(const char *entry, size_t len, const char *address, tftap_buf *out);
+
+typedef struct analysis_schema_diff analysis_schema_diff;
+
+/* Compare two provider entries (or single-provider documents): types,
+ * data sources, ephemeral resources and functions added and removed;
+ * attributes added and removed, type changes, required/optional/computed
+ * changes, sensitive and write-only flips, deprecations, nesting modes and
+ * min/max items, each classified as breaking or not. Returns 0,
+ * TFTAP_EDECODE, TFTAP_ELIMIT, TFTAP_ENOMEM. */
+int analysis_schema_diff_new(const char *a, size_t alen, const char *b, size_t blen,
+                             analysis_schema_diff **out);
+void analysis_schema_diff_free(analysis_schema_diff *d);
+/* Changes found (only the breaking ones when breaking_only). */
+size_t analysis_schema_diff_count(const analysis_schema_diff *d, int breaking_only);
+int analysis_schema_diff_render(const analysis_schema_diff *d, enum analysis_diff_format fmt,
+                                int flags, int breaking_only, tftap_buf *out);
 
 #endif

@@ -3,6 +3,7 @@
 #ifndef TFTAP_CLI_H
 #define TFTAP_CLI_H
 
+#include <stdint.h>
 #include <getopt.h>
 
 int cli_decode(int argc, char **argv);
@@ -18,6 +19,16 @@ int cli_calls(int argc, char **argv);
 int cli_show(int argc, char **argv);
 int cli_export(int argc, char **argv);
 
+/* Judging recorded runs (cli/check.c): exit 0 fine, 1 found, 2 error. */
+int cli_check(int argc, char **argv);
+/* After `tftap run`: one "tftap: N provider contract violations; see tftap
+ * check last" line on stderr when the run broke any rule, else nothing (a
+ * database that cannot be read says nothing either: it never changes the
+ * command's output or exit status). */
+void cli_check_summary(const char *db, int64_t run_id);
+/* Comparing (cli/diff.c, cli/schema.c): exit 0 same, 1 differs, 2 error. */
+int cli_diff(int argc, char **argv);
+int cli_schema(int argc, char **argv);
 /* The web UI (cli/serve.c). */
 int cli_serve(int argc, char **argv);
 

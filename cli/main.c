@@ -25,6 +25,9 @@ static const struct command commands[] = {
     {"calls", cli_calls, "list the provider calls of a run"},
     {"show", cli_show, "show a run's resource changes the way a plan reads"},
     {"export", cli_export, "export a run as JSON lines"},
+    {"check", cli_check, "check a run's provider answers against the plugin contract"},
+    {"diff", cli_diff, "what providers did differently between two runs (exit 1: differs)"},
+    {"schema", cli_schema, "print a provider's schema, or diff two (schema diff A B)"},
     {"serve", cli_serve, "browse the recorded runs in a web browser"},
 };
 

@@ -897,6 +897,7 @@ int cli_run(int argc, char **argv)
             match_addresses(db, run_id, cmd[0], workdir, plans ? planfile : NULL, have_before,
                             &before, after);
         }
+        cli_check_summary(db, run_id);
     }
 
 cleanup:

@@ -59,7 +59,7 @@ void tftap_buf_reset(tftap_buf *b)
         b->data[0] = '\0';
 }
 
-int tftap_buf_reserve(tftap_buf *b, size_t extra)
+int tftap_buf_grow(tftap_buf *b, size_t extra)
 {
     if (b->failed)
         return TFTAP_ENOMEM;
@@ -98,13 +98,8 @@ void tftap_buf_puts(tftap_buf *b, const char *s)
     tftap_buf_append(b, s, strlen(s));
 }
 
-void tftap_buf_putc(tftap_buf *b, char c)
+void tftap_buf_putc_slow(tftap_buf *b, char c)
 {
-    if (b->len + 1 < b->cap && !b->failed) {
-        b->data[b->len++] = c;
-        b->data[b->len] = '\0';
-        return;
-    }
     tftap_buf_append(b, &c, 1);
 }
 
@@ -130,41 +125,57 @@ void tftap_buf_json_string(tftap_buf *b, const char *s, size_t n)
         return;
     char *o = b->data + b->len;
     *o++ = '"';
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
+    /* Runs of bytes that need no escape (nearly all of them) are copied
+     * whole: this is the decoder's busiest loop. */
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        /* Eight bytes at a time while none is < 0x20, '"', '\\' or 0x7f
+         * (the classic "has a zero byte" test on x, x ^ '"', ...). */
+        const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+        while (j + 8 <= n) {
+            uint64_t x;
+            memcpy(&x, s + j, 8);
+            uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\'), del = x ^ (ones * 0x7f);
+            uint64_t hit = ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((bs - ones) & ~bs) |
+                           ((del - ones) & ~del);
+            if (hit & highs)
+                break;
+            j += 8;
+        }
+        while (j < n) {
+            unsigned char c = (unsigned char)s[j];
+            if (c < 0x20 || c == '"' || c == '\\' || c == 0x7f)
+                break;
+            j++;
+        }
+        memcpy(o, s + i, j - i);
+        o += j - i;
+        if (j == n)
+            break;
+        unsigned char c = (unsigned char)s[j];
+        *o++ = '\\';
         switch (c) {
         case '"':
-            *o++ = '\\';
-            *o++ = '"';
-            break;
         case '\\':
-            *o++ = '\\';
-            *o++ = '\\';
+            *o++ = (char)c;
             break;
         case '\n':
-            *o++ = '\\';
             *o++ = 'n';
             break;
         case '\r':
-            *o++ = '\\';
             *o++ = 'r';
             break;
         case '\t':
-            *o++ = '\\';
             *o++ = 't';
             break;
         default:
-            if (c < 0x20 || c == 0x7f) {
-                *o++ = '\\';
-                *o++ = 'u';
-                *o++ = '0';
-                *o++ = '0';
-                *o++ = hex[c >> 4];
-                *o++ = hex[c & 15];
-            } else {
-                *o++ = (char)c;
-            }
+            *o++ = 'u';
+            *o++ = '0';
+            *o++ = '0';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
         }
+        i = j + 1;
     }
     *o++ = '"';
     *o = '\0';

@@ -44,11 +44,29 @@ typedef struct tftap_buf {
     }
 
 void tftap_buf_done(tftap_buf *b);
-void tftap_buf_reset(tftap_buf *b);                /* len = 0, keeps memory */
-int tftap_buf_reserve(tftap_buf *b, size_t extra); /* 0 or TFTAP_ENOMEM */
+void tftap_buf_reset(tftap_buf *b);             /* len = 0, keeps memory */
+int tftap_buf_grow(tftap_buf *b, size_t extra); /* tftap_buf_reserve()'s slow path */
+/* Room for extra more bytes (and the NUL): 0 or TFTAP_ENOMEM. Inline: the
+ * decoder asks for every string it writes. */
+static inline int tftap_buf_reserve(tftap_buf *b, size_t extra)
+{
+    if (!b->failed && b->cap > b->len && extra < b->cap - b->len)
+        return 0;
+    return tftap_buf_grow(b, extra);
+}
 void tftap_buf_append(tftap_buf *b, const void *p, size_t n);
 void tftap_buf_puts(tftap_buf *b, const char *s);
-void tftap_buf_putc(tftap_buf *b, char c);
+void tftap_buf_putc_slow(tftap_buf *b, char c);
+/* Inline: the decoder writes JSON punctuation a byte at a time. */
+static inline void tftap_buf_putc(tftap_buf *b, char c)
+{
+    if (b->len + 1 < b->cap && !b->failed) {
+        b->data[b->len++] = c;
+        b->data[b->len] = '\0';
+        return;
+    }
+    tftap_buf_putc_slow(b, c);
+}
 void tftap_buf_printf(tftap_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Append s (n bytes, valid UTF-8 assumed) as a quoted JSON string. */
 void tftap_buf_json_string(tftap_buf *b, const char *s, size_t n);

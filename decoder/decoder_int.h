@@ -7,6 +7,8 @@
 struct dec_attr {
     char *name;
     size_t name_len;
+    char *json_key; /* "name": as JSON, made by dec_type_new_object() (NULL before) */
+    size_t json_key_len;
     dec_type *type;
     unsigned optional : 1;   /* listed in the object type's optional attributes */
     unsigned sensitive : 1;  /* redact this attribute's value */

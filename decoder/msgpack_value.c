@@ -275,7 +275,16 @@ static int number(struct mp *m)
     uint64_t mag;
     int rc = read_int(m, &neg, &mag);
     if (rc == 0) {
-        tftap_buf_printf(out, neg ? "-%llu" : "%llu", (unsigned long long)mag);
+        /* By hand: printf would cost more than the rest of the value. */
+        char tmp[21];
+        size_t i = sizeof tmp;
+        do {
+            tmp[--i] = (char)('0' + mag % 10);
+            mag /= 10;
+        } while (mag != 0);
+        if (neg)
+            tmp[--i] = '-';
+        tftap_buf_append(out, tmp + i, sizeof tmp - i);
         return 0;
     }
     if (rc < 0)
@@ -562,7 +571,12 @@ static int object_value(struct mp *m, const dec_type *t, uint64_t count)
         }
         if ((rc = dec_walk_push(w, DEC_STEP_ATTR, k, kn, 0)))
             goto out;
-        const struct dec_attr *a = dec_type_attr(t, k, kn);
+        /* go-cty writes an object's attributes in byte order, as they
+         * are sorted here: the i-th is nearly always the one. */
+        const struct dec_attr *a =
+            i < t->n && t->attrs[i].name_len == kn && memcmp(t->attrs[i].name, k, kn) == 0
+                ? &t->attrs[i]
+                : dec_type_attr(t, k, kn);
         if (!a) {
             rc = dec_walk_fail(w, TFTAP_EDECODE, "unsupported attribute");
             goto out;
@@ -579,8 +593,7 @@ static int object_value(struct mp *m, const dec_type *t, uint64_t count)
             small_seen |= 1ull << idx;
         if (i)
             tftap_buf_putc(w->out, ',');
-        tftap_buf_json_string(w->out, a->name, a->name_len);
-        tftap_buf_putc(w->out, ':');
+        tftap_buf_append(w->out, a->json_key, a->json_key_len);
         size_t start = w->out->len;
         if ((rc = value(m, a->type)))
             goto out;

@@ -47,6 +47,7 @@ static void attrs_free(struct dec_attr *attrs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free(attrs[i].name);
+        free(attrs[i].json_key);
         dec_type_free(attrs[i].type);
     }
     free(attrs);
@@ -62,6 +63,19 @@ int dec_type_new_object(struct dec_attr *attrs, size_t n, dec_type **out)
             attrs_free(attrs, n);
             return TFTAP_EINVAL;
         }
+    }
+    /* Each name as the JSON key it is written as, once: the decoder
+     * writes keys for every object of every value. */
+    for (size_t i = 0; i < n; i++) {
+        tftap_buf k = TFTAP_BUF_INIT;
+        tftap_buf_json_string(&k, attrs[i].name, attrs[i].name_len);
+        tftap_buf_putc(&k, ':');
+        if (tftap_buf_failed(&k)) {
+            attrs_free(attrs, n);
+            return TFTAP_ENOMEM;
+        }
+        attrs[i].json_key = k.data;
+        attrs[i].json_key_len = k.len;
     }
     dec_type *t = dec_type_new(DEC_OBJECT);
     if (!t) {

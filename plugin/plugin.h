@@ -116,4 +116,24 @@ SSL *plugin_tls_server(SSL_CTX *ctx, int fd);
 /* Why a handshake failed (rc from SSL_do_handshake), appended to err. */
 void plugin_tls_error(SSL *ssl, int rc, tftap_buf *err);
 
+/* ---- call.c: asking a provider binary directly -------------------------- */
+
+/* One unary gRPC call on a fresh HTTP/2 connection (fd, with ssl when not
+ * NULL, TLS handshake done): preface, SETTINGS, the request message,
+ * then frames until the call's stream ends. The answer's message bytes
+ * (at most max_resp) are appended to resp. Returns 0, TFTAP_EPROTO (no
+ * message: an error status, a reset, malformed frames; err says which),
+ * TFTAP_ELIMIT (too large or timeout_ms passed), TFTAP_EIO, TFTAP_ENOMEM. */
+int plugin_unary_call(int fd, SSL *ssl, const char *path, const void *req, size_t req_len,
+                      size_t max_resp, int timeout_ms, tftap_buf *resp, tftap_buf *err);
+
+/* Start a provider binary as go-plugin's client would (cookie, protocols 5
+ * and 6, mutual TLS), ask GetProviderSchema (protocol 5: GetSchema), and
+ * stop it (Shutdown, then SIGKILL after 2 s). The serialized response is
+ * appended to schema and its protocol stored in *protocol. Returns 0 or an
+ * error with err saying why (TFTAP_ECHILD, TFTAP_EPROTO, TFTAP_ETLS,
+ * TFTAP_ELIMIT, TFTAP_EIO, TFTAP_ENOMEM). */
+int plugin_provider_schema(const char *binary, int timeout_ms, tftap_buf *schema, int *protocol,
+                           tftap_buf *err);
+
 #endif

@@ -29,10 +29,11 @@
 #define H2_PREFACE_LEN 24
 #define H2_FRAME_MAX ((1u << 24) - 1)         /* the protocol's own bound */
 #define H2_HEADER_BLOCK_MAX ((size_t)1 << 20) /* per block, all fragments */
-#define H2_MESSAGE_MAX PROXY_TEE_MAX_BYTES    /* larger ones the tee would drop */
+#define H2_MESSAGE_MAX PROXY_REC_MESSAGE_MAX  /* larger ones could not be recorded */
 #define H2_MESSAGE_FIRST ((size_t)64 << 10)   /* first allocation for a message */
 #define H2_OPEN_CALLS_MAX 65536               /* calls watched at once */
 #define H2_TEXT_MAX 4096                      /* :path, grpc-message kept */
+#define H2_SETTINGS_UNACKED_MAX 64            /* SETTINGS a side sent, not yet acknowledged */
 
 enum {
     F_DATA = 0,
@@ -99,8 +100,14 @@ struct h2_side {
     int block_end_stream;
     int block_is_push;
     nghttp2_hd_inflater *hd;
-    int table_size_pending; /* this side asked its peer for a table size */
-    uint32_t table_size;
+    /* The SETTINGS this side sent and its peer has not acknowledged yet,
+     * oldest first (ACKs come in order, RFC 9113 6.5.3): for each, whether
+     * it set SETTINGS_HEADER_TABLE_SIZE, the smallest and the last value. */
+    struct {
+        int has;
+        uint32_t min, last;
+    } unacked[H2_SETTINGS_UNACKED_MAX];
+    unsigned unacked_head, unacked_n;
 };
 
 struct proxy_h2watch {
@@ -412,26 +419,45 @@ static void on_settings(proxy_h2watch *w, struct h2_side *s)
 {
     struct h2_side *peer = &w->sides[!s->side];
     if (s->fflags & FL_ACK) {
-        /* s acknowledges what peer asked: s's encoder may now use peer's
-         * table size, so s's blocks decode with it. */
-        if (peer->table_size_pending) {
-            peer->table_size_pending = 0;
-            if (nghttp2_hd_inflate_change_table_size(s->hd, peer->table_size) != 0)
-                stop_side(w, s, "HPACK table size change failed");
-        }
+        /* s acknowledges peer's oldest SETTINGS: s's encoder now uses the
+         * table size it set, so s's blocks decode with it. When it changed
+         * more than once before s's next block, that block starts with
+         * more than one size update (the smallest first, RFC 7541 4.2):
+         * the inflater is told the smallest, then the last. */
+        if (peer->unacked_n == 0)
+            return; /* an ACK of nothing: the peer will complain, not us */
+        unsigned i = peer->unacked_head;
+        peer->unacked_head = (i + 1) % H2_SETTINGS_UNACKED_MAX;
+        peer->unacked_n--;
+        if (!peer->unacked[i].has)
+            return;
+        if (nghttp2_hd_inflate_change_table_size(s->hd, peer->unacked[i].min) != 0 ||
+            (peer->unacked[i].last != peer->unacked[i].min &&
+             nghttp2_hd_inflate_change_table_size(s->hd, peer->unacked[i].last) != 0))
+            stop_side(w, s, "HPACK table size change failed");
         return;
     }
     if (s->payload.len % 6 != 0) {
         stop_side(w, s, "SETTINGS of the wrong size");
         return;
     }
+    if (s->unacked_n == H2_SETTINGS_UNACKED_MAX) {
+        stop_side(w, s, "too many SETTINGS not acknowledged");
+        return;
+    }
+    unsigned slot = (s->unacked_head + s->unacked_n) % H2_SETTINGS_UNACKED_MAX;
+    s->unacked[slot].has = 0;
     const uint8_t *p = (const uint8_t *)s->payload.data;
     for (size_t i = 0; i + 6 <= s->payload.len; i += 6) {
         if (((uint32_t)p[i] << 8 | p[i + 1]) == SETTINGS_HEADER_TABLE_SIZE) {
-            s->table_size_pending = 1;
-            s->table_size = be32(p + i + 2);
+            uint32_t v = be32(p + i + 2);
+            if (!s->unacked[slot].has || v < s->unacked[slot].min)
+                s->unacked[slot].min = v;
+            s->unacked[slot].last = v;
+            s->unacked[slot].has = 1;
         }
     }
+    s->unacked_n++;
 }
 
 /* The fragment of a HEADERS or PUSH_PROMISE payload, without padding,

@@ -22,7 +22,22 @@
 #define PROXY_SHUTDOWN_CALL_MS 1000    /* our Shutdown call when the client is gone */
 #define PROXY_SHUTDOWN_GRACE_MS 1000   /* Shutdown -> SIGTERM */
 #define PROXY_KILL_GRACE_MS 2000       /* SIGTERM -> SIGKILL when the client is gone */
-#define PROXY_TEE_MAX_BYTES ((size_t)256 << 20)
+
+/* The one memory bound on everything queued between the relay and SQLite
+ * (docs/proxy.md, "Recording"): the tee's queue, the pipe, and the recorder
+ * process's events and decoded rows. A message beyond its share is dropped
+ * at the tee, counted, and recorded as a gap; behind the tee nothing drops,
+ * the recorder process stops reading the pipe instead. */
+#define PROXY_RECORD_BUDGET ((size_t)256 << 20)
+#define PROXY_REC_PIPE_BYTES ((size_t)1 << 20) /* asked of F_SETPIPE_SZ */
+/* The tee's share: messages are queued up to 15/16 of it; the rest is for
+ * calls' begin and end events, so that calls stay paired while messages
+ * are being dropped. */
+#define PROXY_TEE_MAX_BYTES (PROXY_RECORD_BUDGET / 2)
+/* The recorder process's share (store_recorder_opts.max_queue_bytes). */
+#define PROXY_RECORDER_MAX_BYTES (PROXY_RECORD_BUDGET - PROXY_TEE_MAX_BYTES - PROXY_REC_PIPE_BYTES)
+/* The biggest message recorded: one that fits both shares. */
+#define PROXY_REC_MESSAGE_MAX (PROXY_RECORDER_MAX_BYTES - ((size_t)64 << 10))
 
 /* ---- recproc.c: the recorder's own process ---------------------------- */
 
@@ -35,6 +50,7 @@ enum proxy_rec_kind {
     PROXY_REC_BEGIN = 2,
     PROXY_REC_MESSAGE = 3, /* a = enum store_direction */
     PROXY_REC_END = 4,     /* a = status code */
+    PROXY_REC_LOST = 5,    /* call_id = events the tee dropped since the last one; no payload */
 };
 
 struct proxy_rec_frame {
@@ -45,6 +61,32 @@ struct proxy_rec_frame {
     uint64_t call_id;
     int64_t t_us;
 };
+
+/* Bounds the reader checks: method, status message and each PROCESS string
+ * (the tee cuts them to this); any frame's payload. */
+#define PROXY_REC_TEXT_MAX ((size_t)64 << 10)
+#define PROXY_REC_FRAME_MAX PROXY_REC_MESSAGE_MAX
+
+/* What the pipe's reader hands on, one callback per frame; message takes
+ * bytes (malloc'd). lost: n events the tee dropped (why =
+ * STORE_LOST_QUEUE_FULL) or n frames that failed their checks
+ * (STORE_LOST_MALFORMED). */
+typedef struct proxy_recpipe_sink {
+    void *ctx;
+    void (*process)(void *ctx, const char *provider, const char *version, const char *binary,
+                    int protocol, int pid);
+    void (*begin)(void *ctx, uint64_t call_id, const char *method, int64_t t_us);
+    void (*message)(void *ctx, uint64_t call_id, enum store_direction dir, int64_t t_us,
+                    uint8_t *bytes, size_t len);
+    void (*end)(void *ctx, uint64_t call_id, int64_t t_us, int status, const char *message);
+    void (*lost)(void *ctx, uint64_t n, enum store_lost why);
+} proxy_recpipe_sink;
+
+/* Read frames from fd until EOF (recpipe.c), messages up to max_message
+ * bytes. A frame that fails a check is skipped and counted (sink->lost); a
+ * length no frame can have ends the reading. One reader per process (its
+ * buffer is static). 0, or TFTAP_EPROTO when some frame was bad. */
+int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sink);
 
 typedef struct proxy_recproc {
     pid_t pid; /* the intermediate process (already reaped), for the record */
@@ -69,7 +111,8 @@ void proxy_recproc_detach(proxy_recproc *rp);
 typedef struct proxy_tee proxy_tee;
 
 /* fd is the recorder pipe; fd < 0: *out is NULL and every tee call is a
- * no-op. The tee does not close fd. */
+ * no-op. The tee does not close fd. max_bytes bounds the queue (see push()
+ * in tee.c: messages stop 1/16 short of it, leaving room for begin/end). */
 int proxy_tee_new(int fd, size_t max_bytes, proxy_tee **out);
 void proxy_tee_process(proxy_tee *t, const char *provider, const char *version, const char *binary,
                        int protocol_version, int pid);
@@ -83,6 +126,8 @@ void proxy_tee_lost(proxy_tee *t);
 void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status, const char *message);
 /* Write out everything queued, stop the thread. Accepts NULL. */
 void proxy_tee_free(proxy_tee *t);
+/* The most the queue has held (bytes counted against max_bytes). */
+size_t proxy_tee_peak_bytes(const proxy_tee *t);
 /* Events dropped because the queue was full or the pipe broke. */
 uint64_t proxy_tee_dropped(const proxy_tee *t);
 

@@ -4,10 +4,11 @@
  * waits for EOF on its stdout and stderr) before it sends SIGKILL. Flushing
  * a large record into SQLite can take longer than that, so the recorder does
  * not live in the process the client waits for: it is forked before any
- * thread exists, reads events from a pipe, keeps its own queue in the store's
+ * thread exists, reads events from a pipe (recpipe.c) into the store's
  * recorder, and flushes and exits when the pipe closes, however long that
  * takes. The relay's process only ever writes into the pipe (from the tee
- * thread), which the recorder process drains as fast as it can read. */
+ * thread); when the recorder is behind it stops reading, and the tee's
+ * queue takes the rest (and drops past its bound). */
 #include "config.h"
 
 #include <errno.h>
@@ -29,64 +30,10 @@
  * same priority takes turns with them mid-call. */
 #define RECPROC_NICE 10
 
-/* Messages bigger than this are skipped (and counted) rather than buffered. */
-#define RECPROC_MAX_PAYLOAD ((size_t)1 << 30)
-
-/* The pipe read through a buffer: the tee writes many frames at once, so
- * one read usually brings several whole frames. */
-struct inbuf {
-    int fd;
-    size_t off, len;
-    char data[65536];
-};
-
-static int read_full(struct inbuf *in, void *p, size_t n)
-{
-    char *c = p;
-    size_t have = in->len - in->off;
-    if (have > 0) {
-        size_t k = have < n ? have : n;
-        memcpy(c, in->data + in->off, k);
-        in->off += k;
-        c += k;
-        n -= k;
-    }
-    while (n > 0) {
-        /* Big payloads go straight to their destination; the rest refills
-         * the buffer. */
-        int direct = n >= sizeof in->data;
-        ssize_t r = direct ? read(in->fd, c, n) : read(in->fd, in->data, sizeof in->data);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        if (direct) {
-            c += r;
-            n -= (size_t)r;
-            continue;
-        }
-        in->off = 0;
-        in->len = (size_t)r;
-        size_t k = in->len < n ? in->len : n;
-        memcpy(c, in->data, k);
-        in->off = k;
-        c += k;
-        n -= k;
-    }
-    return 0;
-}
-
-static int skip(struct inbuf *in, size_t n)
-{
-    char chunk[4096];
-    while (n > 0) {
-        size_t k = n < sizeof chunk ? n : sizeof chunk;
-        if (read_full(in, chunk, k) != 0)
-            return -1;
-        n -= k;
-    }
-    return 0;
-}
+/* How long the recorder process stops reading the pipe when its share of
+ * the budget is full before it drops instead: the relay's process must be
+ * able to write out its tee and exit within go-plugin's two seconds. */
+#define RECPROC_BLOCK_MS 1000
 
 /* ---- the recorder process's log --------------------------------------------
  * Its stderr is a stream whose lines go, prefixed with the time, the pid and
@@ -193,64 +140,49 @@ static void leave_run(const char *db, int64_t run_id)
 }
 
 /* The recorder process's whole life: events until EOF, then flush. */
+/* The sink of the pipe's reader: the store's recorder, which in blocking
+ * mode makes the reader wait while its share of the budget is full, so the
+ * pipe fills and the tee (the one place that drops) holds the rest. */
+static void on_process(void *ctx, const char *provider, const char *version, const char *binary,
+                       int protocol, int pid)
+{
+    store_recorder_process(ctx, provider, version, binary, protocol, pid);
+}
+
+static void on_begin(void *ctx, uint64_t call_id, const char *method, int64_t t_us)
+{
+    store_recorder_call_begin(ctx, call_id, method, t_us);
+}
+
+static void on_message(void *ctx, uint64_t call_id, enum store_direction dir, int64_t t_us,
+                       uint8_t *bytes, size_t len)
+{
+    store_recorder_message_take(ctx, call_id, dir, t_us, bytes, len);
+}
+
+static void on_end(void *ctx, uint64_t call_id, int64_t t_us, int status, const char *message)
+{
+    store_recorder_call_end(ctx, call_id, t_us, status, message);
+}
+
+static void on_lost(void *ctx, uint64_t n, enum store_lost why)
+{
+    store_recorder_lost(ctx, n, why);
+}
+
+/* The recorder process's whole life: events until EOF, then flush. A
+ * recorder that cannot start still drains the pipe, so the tee never
+ * blocks on it. */
 static void recorder_main(int fd, const char *db, const store_recorder_opts *opts)
 {
     store_recorder *rec = NULL;
-    static struct inbuf in; /* this process's only one */
-    in.fd = fd;
-    if (store_recorder_open(db, opts, &rec) != 0)
+    store_recorder_opts o = *opts;
+    o.max_queue_bytes = PROXY_RECORDER_MAX_BYTES;
+    o.block_ms = RECPROC_BLOCK_MS;
+    if (store_recorder_open(db, &o, &rec) != 0)
         rec = NULL;
-    for (;;) {
-        struct proxy_rec_frame f;
-        if (read_full(&in, &f, sizeof f) != 0)
-            break;
-        char *payload = NULL;
-        if (f.len > RECPROC_MAX_PAYLOAD) {
-            if (skip(&in, f.len) != 0)
-                break;
-            continue;
-        }
-        payload = malloc((size_t)f.len + 1);
-        if (payload == NULL) {
-            if (skip(&in, f.len) != 0)
-                break;
-            continue;
-        }
-        if (read_full(&in, payload, f.len) != 0) {
-            free(payload);
-            break;
-        }
-        payload[f.len] = '\0';
-        if (rec != NULL) {
-            switch (f.kind) {
-            case PROXY_REC_PROCESS: {
-                /* provider \0 version \0 binary */
-                const char *provider = payload;
-                const char *version = provider + strlen(provider) + 1;
-                const char *binary = version + strlen(version) + 1;
-                if (binary > payload + f.len)
-                    break;
-                store_recorder_process(rec, provider, version[0] != '\0' ? version : NULL, binary,
-                                       f.a, f.b);
-                break;
-            }
-            case PROXY_REC_BEGIN:
-                store_recorder_call_begin(rec, f.call_id, payload, f.t_us);
-                break;
-            case PROXY_REC_MESSAGE:
-                store_recorder_message(rec, f.call_id,
-                                       f.a == STORE_RESPONSE ? STORE_RESPONSE : STORE_REQUEST,
-                                       f.t_us, payload, f.len);
-                break;
-            case PROXY_REC_END:
-                store_recorder_call_end(rec, f.call_id, f.t_us, f.a, payload);
-                break;
-            default:
-                break;
-            }
-        }
-        free(payload);
-    }
+    proxy_recpipe_sink sink = {rec, on_process, on_begin, on_message, on_end, on_lost};
+    (void)proxy_recpipe_read(fd, PROXY_REC_MESSAGE_MAX, &sink);
     store_recorder_close(rec);
 }
 
@@ -266,7 +198,7 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
         return TFTAP_EIO;
     }
     /* Bigger batches per write; failure only costs speed. */
-    (void)fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+    (void)fcntl(p[1], F_SETPIPE_SZ, (int)PROXY_REC_PIPE_BYTES);
 
     /* Forked twice: the recorder is at once init's child, so it never
      * lingers as our zombie and its exit is no SIGCHLD of ours. */

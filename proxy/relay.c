@@ -43,6 +43,8 @@
 #define RELAY_CHUNK ((size_t)64 << 10)    /* read at most this per pass */
 #define RELAY_QUEUE_MAX ((size_t)4 << 20) /* stop reading the other leg */
 #define RELAY_STOP_FLUSH_MS 1000          /* writing out queues at stop */
+#define RELAY_ACCEPT_RETRY_MS 250         /* out of descriptors: try accepting again */
+#define RELAY_CONNECT_RETRY_MS 10         /* the provider's backlog was full */
 
 enum src_kind { SRC_WAKE, SRC_LISTEN, SRC_LEG };
 
@@ -55,6 +57,9 @@ struct relay_leg {
     int fd;
     SSL *ssl;             /* NULL: plaintext */
     int ready;            /* TLS handshake done (always, in plaintext) */
+    int connecting;       /* the provider's leg: connect() not finished yet */
+    int64_t retry_ms;     /* connecting, the provider's backlog full: try again then */
+    int64_t deadline_ms;  /* not ready by then (monotonic ms): the pair closes */
     int dead;             /* closed or failed: nothing more in or out */
     int paused;           /* not read while the other leg's queue is full */
     int read_wants_write; /* SSL_read needs the socket writable */
@@ -96,7 +101,10 @@ struct proxy_relay {
     atomic_int draining;
     atomic_int stopping;
     int warned;
-    uint8_t *buf; /* RELAY_CHUNK */
+    int accept_paused;       /* out of descriptors: the listening socket is not watched */
+    int64_t accept_retry_ms; /* ... until a pair closes, or this time */
+    int reserve_fd;          /* held for the moment we run out (see on_accept()) */
+    uint8_t *buf;            /* RELAY_CHUNK */
     pthread_t thread;
     int thread_started;
 };
@@ -106,13 +114,6 @@ int64_t proxy_now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void notify(proxy_relay *r)
@@ -183,7 +184,7 @@ static int resolve(proxy_relay *r, const char *network, const char *address, tft
 static int wait_fd(int fd, short events, int64_t deadline)
 {
     for (;;) {
-        int64_t left = deadline - mono_ms();
+        int64_t left = deadline - tftap_mono_ms();
         if (left <= 0)
             return -1;
         struct pollfd p = {fd, events, 0};
@@ -257,13 +258,51 @@ static int dial(proxy_relay *r, int64_t deadline, int *fd_out, SSL **ssl_out, tf
     return 0;
 }
 
+/* Start a connection to the provider without waiting: 0 with *fd and
+ * *state (0 connected, 1 wait until writable, 2 the provider's backlog is
+ * full: try again in a moment), or a negative code. Out of descriptors,
+ * the reserve is given up for it (*used_reserve = 1; see on_accept()). */
+static int dial_start(proxy_relay *r, int *fd_out, int *state, int *used_reserve)
+{
+    *fd_out = -1;
+    *state = 0;
+    *used_reserve = 0;
+    int fd = socket(r->up_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && r->reserve_fd >= 0) {
+        close(r->reserve_fd);
+        r->reserve_fd = -1;
+        *used_reserve = 1;
+        fd = socket(r->up_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    }
+    if (fd < 0)
+        return errno == EMFILE || errno == ENFILE ? TFTAP_ELIMIT : TFTAP_EIO;
+    if (connect(fd, (struct sockaddr *)&r->up_addr, r->up_addrlen) != 0) {
+        if (errno == EINPROGRESS) {
+            *state = 1;
+        } else if (errno == EAGAIN) {
+            *state = 2;
+        } else {
+            close(fd);
+            return TFTAP_ECHILD;
+        }
+    }
+    if (r->up_addr.ss_family != AF_UNIX) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    *fd_out = fd;
+    return 0;
+}
+
 /* ---- legs: reading, writing, epoll ------------------------------------- */
 
 static void leg_events(struct relay_leg *l)
 {
     uint32_t ev = 0;
     if (!l->dead) {
-        if (!l->ready) {
+        if (l->connecting) {
+            ev = l->retry_ms != 0 ? 0 : EPOLLOUT; /* writable: connected (or failed) */
+        } else if (!l->ready) {
             ev = EPOLLIN; /* the handshake asks for EPOLLOUT itself */
             if (l->read_wants_write)
                 ev |= EPOLLOUT;
@@ -380,6 +419,8 @@ static void leg_close(struct relay_leg *l)
     l->queue_off = 0;
 }
 
+static void resume_accept(proxy_relay *r);
+
 /* Close both legs and move the pair to the graveyard: events of this batch
  * may still point at it, and see it dead. */
 static void pair_free(struct relay_pair *p)
@@ -413,6 +454,8 @@ static void pair_free(struct relay_pair *p)
     p->next = r->graveyard;
     r->graveyard = p;
     notify_if_idle(r);
+    if (r->accept_paused || r->reserve_fd < 0)
+        resume_accept(r); /* descriptors were freed */
 }
 
 static void bury(proxy_relay *r)
@@ -552,11 +595,65 @@ static void leg_handshake(struct relay_leg *l)
     leg_gone(l);
 }
 
+/* The provider's leg is connected: its TLS handshake next (driven by
+ * epoll like the client's), or in plaintext it is ready. */
+static void leg_connected(struct relay_leg *l)
+{
+    l->connecting = 0;
+    l->retry_ms = 0;
+    if (l->ssl != NULL) {
+        leg_handshake(l);
+        return;
+    }
+    l->ready = 1;
+    struct relay_leg *other = &l->pair->leg[!l->side];
+    leg_events(l);
+    leg_events(other);
+    pump(l);
+    if (!other->dead)
+        pump(other); /* what the client said meanwhile */
+}
+
+/* The provider's leg while connecting: writable (timer = 0) or its retry
+ * time came (timer = 1). A connection that fails closes the pair, and the
+ * client learns it as it would have, from a connection that ends. */
+static void connect_step(struct relay_leg *l, int timer)
+{
+    if (!timer) {
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        if (getsockopt(l->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0) {
+            leg_gone(l);
+            return;
+        }
+        leg_connected(l);
+        return;
+    }
+    proxy_relay *r = l->pair->relay;
+    l->retry_ms = 0;
+    if (connect(l->fd, (struct sockaddr *)&r->up_addr, r->up_addrlen) == 0 || errno == EISCONN) {
+        leg_connected(l);
+        return;
+    }
+    if (errno == EAGAIN)
+        l->retry_ms = tftap_mono_ms() + RELAY_CONNECT_RETRY_MS;
+    else if (errno != EINPROGRESS && errno != EALREADY) {
+        leg_gone(l);
+        return;
+    }
+    leg_events(l);
+}
+
 static void on_leg(struct relay_leg *l, uint32_t ev)
 {
     struct relay_pair *p = l->pair;
     if (l->dead)
         return;
+    if (l->connecting) {
+        if (l->retry_ms == 0)
+            connect_step(l, 0);
+        return;
+    }
     if (!l->ready) {
         leg_handshake(l);
         return;
@@ -575,41 +672,82 @@ static void on_leg(struct relay_leg *l, uint32_t ev)
 
 /* ---- pairs ------------------------------------------------------------- */
 
+/* Out of descriptors (EMFILE, ENFILE): stop watching the listening socket,
+ * or a level-triggered epoll would report the waiting connection again at
+ * once, forever. Connections wait in the backlog until a pair closes (its
+ * descriptors are free again) or RELAY_ACCEPT_RETRY_MS passed (someone
+ * else's were). One descriptor is held in reserve meanwhile, so that a
+ * connection just accepted can still be dialed through. */
+static void pause_accept(proxy_relay *r)
+{
+    if (!r->accept_paused && epoll_ctl(r->epfd, EPOLL_CTL_DEL, r->listen_fd, NULL) == 0)
+        r->accept_paused = 1;
+    r->accept_retry_ms = tftap_mono_ms() + RELAY_ACCEPT_RETRY_MS;
+}
+
+static void resume_accept(proxy_relay *r)
+{
+    if (r->reserve_fd < 0)
+        r->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (!r->accept_paused)
+        return;
+    struct epoll_event le = {.events = EPOLLIN, .data.ptr = &r->listen_kind};
+    if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->listen_fd, &le) == 0)
+        r->accept_paused = 0;
+    else
+        r->accept_retry_ms = tftap_mono_ms() + RELAY_ACCEPT_RETRY_MS;
+}
+
 static void on_accept(proxy_relay *r)
 {
-    for (;;) {
+    while (!r->accept_paused) {
         int fd = accept4(r->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                pause_accept(r);
             return; /* EAGAIN, or a failure the next readiness reports again */
+        }
         int up_fd = r->spare_fd;
         SSL *up_ssl = r->spare_ssl;
+        int state = 0;
         r->spare_fd = -1;
         r->spare_ssl = NULL;
-        if (up_fd < 0) {
-            tftap_buf why = TFTAP_BUF_INIT;
-            if (dial(r, mono_ms() + PROXY_CONNECT_TIMEOUT_MS, &up_fd, &up_ssl, &why) != 0) {
-                /* The provider is gone or going: the client learns it the
-                 * way it would have, from a connection that closes. */
-                tftap_buf_done(&why);
+        int fresh = up_fd < 0;
+        if (fresh) {
+            /* Dialed without waiting: the connect and the TLS handshake are
+             * driven by the loop, so relayed connections go on meanwhile. */
+            int used_reserve = 0;
+            int rc = dial_start(r, &up_fd, &state, &used_reserve);
+            if (rc != 0) {
+                /* The provider is gone or going (or we are out of
+                 * descriptors): the client learns it the way it would
+                 * have, from a connection that closes. */
                 close(fd);
+                if (rc == TFTAP_ELIMIT)
+                    pause_accept(r);
                 continue;
             }
-            tftap_buf_done(&why);
+            if (used_reserve)
+                pause_accept(r); /* out of descriptors: the reserve went into this one */
         }
         struct relay_pair *p = calloc(1, sizeof *p);
         SSL *down_ssl = NULL;
         if (p == NULL ||
             proxy_h2watch_new(r->tee, &r->next_call_id, &r->open_calls, &p->watch) != 0 ||
-            (r->server_tls != NULL && (down_ssl = plugin_tls_server(r->server_tls, fd)) == NULL)) {
+            (r->server_tls != NULL && (down_ssl = plugin_tls_server(r->server_tls, fd)) == NULL) ||
+            (fresh && r->client_tls != NULL &&
+             (up_ssl = plugin_tls_client(r->client_tls, up_fd)) == NULL)) {
             if (p != NULL)
                 proxy_h2watch_free(p->watch, 0);
             free(p);
+            SSL_free(down_ssl);
             SSL_free(up_ssl);
             close(up_fd);
             close(fd);
             continue;
         }
         p->relay = r;
+        int64_t deadline = tftap_mono_ms() + PROXY_CONNECT_TIMEOUT_MS;
         struct relay_leg *down = &p->leg[PROXY_H2_FROM_CLIENT],
                          *up = &p->leg[PROXY_H2_FROM_PROVIDER];
         *down = (struct relay_leg){.kind = SRC_LEG,
@@ -617,29 +755,72 @@ static void on_accept(proxy_relay *r)
                                    .side = PROXY_H2_FROM_CLIENT,
                                    .fd = fd,
                                    .ssl = down_ssl,
-                                   .ready = down_ssl == NULL};
+                                   .ready = down_ssl == NULL,
+                                   .deadline_ms = deadline};
         *up = (struct relay_leg){.kind = SRC_LEG,
                                  .pair = p,
                                  .side = PROXY_H2_FROM_PROVIDER,
                                  .fd = up_fd,
                                  .ssl = up_ssl,
-                                 .ready = 1};
+                                 .ready = !fresh || (up_ssl == NULL && state == 0),
+                                 .connecting = state != 0,
+                                 .retry_ms =
+                                     state == 2 ? tftap_mono_ms() + RELAY_CONNECT_RETRY_MS : 0,
+                                 .deadline_ms = deadline};
         p->next = r->pairs;
         if (r->pairs != NULL)
             r->pairs->prev = p;
         r->pairs = p;
         leg_events(down);
         leg_events(up);
-        if (down->ready)
+        if (!up->ready && !up->connecting)
+            leg_handshake(up); /* connected at once: say hello */
+        else if (down->ready && up->ready)
             pump(up); /* the provider may have spoken already (its SETTINGS) */
     }
+}
+
+/* Fire what is due (connect retries, handshake deadlines, accepting
+ * again) and say how long epoll may sleep: -1 for as long as it likes. */
+static int timers(proxy_relay *r)
+{
+    int64_t now = tftap_mono_ms(), next = INT64_MAX;
+    if (r->accept_paused) {
+        if (now >= r->accept_retry_ms)
+            resume_accept(r);
+        if (r->accept_paused && r->accept_retry_ms < next)
+            next = r->accept_retry_ms;
+    }
+    for (struct relay_pair *p = r->pairs, *pn; p != NULL; p = pn) {
+        pn = p->next; /* p may close below */
+        for (int i = 0; i < 2 && p->closing != 2; i++) {
+            struct relay_leg *l = &p->leg[i];
+            if (l->dead || l->ready)
+                continue;
+            if (now >= l->deadline_ms) {
+                leg_gone(l); /* never connected or never shook hands */
+                continue;
+            }
+            if (l->connecting && l->retry_ms != 0 && now >= l->retry_ms)
+                connect_step(l, 1);
+            if (l->dead || l->ready)
+                continue;
+            if (l->deadline_ms < next)
+                next = l->deadline_ms;
+            if (l->connecting && l->retry_ms != 0 && l->retry_ms < next)
+                next = l->retry_ms;
+        }
+    }
+    if (next == INT64_MAX)
+        return -1;
+    return next <= now ? 0 : next - now > INT32_MAX ? INT32_MAX : (int)(next - now);
 }
 
 /* Write out every queue before closing, for at most RELAY_STOP_FLUSH_MS:
  * answers already relayed must reach the client. */
 static void flush_at_stop(proxy_relay *r)
 {
-    int64_t deadline = mono_ms() + RELAY_STOP_FLUSH_MS;
+    int64_t deadline = tftap_mono_ms() + RELAY_STOP_FLUSH_MS;
     for (;;) {
         int waiting = 0;
         for (struct relay_pair *p = r->pairs; p != NULL; p = p->next) {
@@ -657,7 +838,7 @@ static void flush_at_stop(proxy_relay *r)
                 }
             }
         }
-        if (!waiting || mono_ms() >= deadline)
+        if (!waiting || tftap_mono_ms() >= deadline)
             return;
         struct timespec ts = {0, 1000000};
         nanosleep(&ts, NULL);
@@ -669,7 +850,7 @@ static void *relay_main(void *arg)
     proxy_relay *r = arg;
     struct epoll_event evs[64];
     while (!atomic_load(&r->stopping)) {
-        int n = epoll_wait(r->epfd, evs, 64, -1);
+        int n = epoll_wait(r->epfd, evs, 64, timers(r));
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n && !atomic_load(&r->stopping); i++) {
@@ -679,7 +860,8 @@ static void *relay_main(void *arg)
                 ssize_t rd = read(r->wake_fd, &v, sizeof v);
                 (void)rd;
             } else if (*kind == SRC_LISTEN) {
-                on_accept(r);
+                if (!r->accept_paused)
+                    on_accept(r);
             } else {
                 on_leg((struct relay_leg *)kind, evs[i].events);
             }
@@ -720,6 +902,8 @@ static void relay_free(proxy_relay *r)
         close(r->spare_fd);
     if (r->listen_fd >= 0)
         close(r->listen_fd);
+    if (r->reserve_fd >= 0)
+        close(r->reserve_fd);
     if (r->wake_fd >= 0)
         close(r->wake_fd);
     if (r->epfd >= 0)
@@ -739,6 +923,7 @@ int proxy_relay_start(const proxy_relay_opts *o, int connect_timeout_ms, proxy_r
     r->wake_kind = SRC_WAKE;
     r->listen_kind = SRC_LISTEN;
     r->epfd = r->wake_fd = r->listen_fd = r->spare_fd = -1;
+    r->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     r->server_tls = o->server_tls;
     r->client_tls = o->client_tls;
     r->tee = o->tee;
@@ -754,7 +939,7 @@ int proxy_relay_start(const proxy_relay_opts *o, int connect_timeout_ms, proxy_r
         goto fail;
     /* The provider must answer before we announce ourselves: dial it now,
      * and give this connection to the client's first. */
-    rc = dial(r, mono_ms() + connect_timeout_ms, &r->spare_fd, &r->spare_ssl, &why);
+    rc = dial(r, tftap_mono_ms() + connect_timeout_ms, &r->spare_fd, &r->spare_ssl, &why);
     if (rc != 0)
         goto fail;
     rc = listen_unix(r, o->listen_path, &why);
@@ -841,7 +1026,7 @@ static void frame_header(tftap_buf *b, size_t len, uint8_t type, uint8_t flags, 
 
 int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
 {
-    int64_t deadline = mono_ms() + timeout_ms;
+    int64_t deadline = tftap_mono_ms() + timeout_ms;
     int fd;
     SSL *ssl;
     tftap_buf why = TFTAP_BUF_INIT, req = TFTAP_BUF_INIT, block = TFTAP_BUF_INIT;

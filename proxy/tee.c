@@ -27,7 +27,7 @@
 #define TEE_URGENT_BYTES ((size_t)1 << 20) /* this much queued: write at once */
 #define TEE_IOV 256                        /* iovecs per writev */
 
-enum tee_kind { TEE_PROCESS, TEE_BEGIN, TEE_MESSAGE, TEE_END };
+enum tee_kind { TEE_PROCESS, TEE_BEGIN, TEE_MESSAGE, TEE_END, TEE_LOST };
 
 struct tee_event {
     struct tee_event *next;
@@ -38,7 +38,8 @@ struct tee_event {
     int status;    /* END: status; PROCESS: protocol version */
     int pid;       /* PROCESS */
     uint8_t *data; /* TEE_MESSAGE: the message, owned */
-    size_t bytes;  /* counted against max_bytes */
+    size_t bytes;  /* counted against max_bytes: struct, text, message */
+    size_t len;    /* TEE_MESSAGE: message bytes */
     struct proxy_rec_frame frame;
     size_t text_len;
     char text[]; /* method (BEGIN), status message (END) or
@@ -55,9 +56,11 @@ struct proxy_tee {
     pthread_cond_t cv;
     struct tee_event *head, *tail;
     size_t queued_bytes; /* queued and being written */
+    size_t peak_bytes;
     enum tee_state state;
     int stopping;
     uint64_t dropped;
+    uint64_t unsent; /* dropped, not yet told to the recorder (a LOST frame) */
     pthread_t thread;
 };
 
@@ -108,14 +111,17 @@ static int frame(struct tee_event *ev)
         f->kind = PROXY_REC_MESSAGE;
         f->a = (int32_t)ev->dir;
         break;
+    case TEE_LOST:
+        f->kind = PROXY_REC_LOST;
+        break;
     }
     if (ev->kind != TEE_MESSAGE) {
         f->len = (uint32_t)ev->text_len;
         return 0;
     }
-    if (ev->bytes > UINT32_MAX)
-        return -1; /* beyond the frame format */
-    f->len = (uint32_t)ev->bytes;
+    if (ev->len > PROXY_REC_FRAME_MAX)
+        return -1; /* beyond what the reader takes */
+    f->len = (uint32_t)ev->len;
     return 0;
 }
 
@@ -138,7 +144,7 @@ static int deliver(proxy_tee *t, struct tee_event *list, uint64_t *skipped)
         }
         iov[n++] = (struct iovec){&ev->frame, sizeof ev->frame};
         void *p = ev->kind == TEE_MESSAGE ? (void *)ev->data : (void *)ev->text;
-        size_t len = ev->kind == TEE_MESSAGE ? ev->bytes : ev->text_len;
+        size_t len = ev->kind == TEE_MESSAGE ? ev->len : ev->text_len;
         if (len > 0)
             iov[n++] = (struct iovec){p, len};
     }
@@ -168,11 +174,13 @@ static void *tee_main(void *arg)
     proxy_tee *t = arg;
     pthread_mutex_lock(&t->mu);
     for (;;) {
-        while (t->head == NULL && !t->stopping) {
+        /* (A broken pipe tells nobody of drops: t->broken is this
+         * thread's own.) */
+        while (t->head == NULL && (t->unsent == 0 || t->broken) && !t->stopping) {
             t->state = TEE_IDLE;
             pthread_cond_wait(&t->cv, &t->mu);
         }
-        if (t->head == NULL)
+        if (t->head == NULL && (t->unsent == 0 || t->broken))
             break; /* stopping and drained */
         if (!t->stopping && t->queued_bytes < TEE_URGENT_BYTES) {
             /* Let what the relay is about to queue join this write. */
@@ -186,7 +194,24 @@ static void *tee_main(void *arg)
         t->state = TEE_WORKING;
         struct tee_event *list = t->head;
         t->head = t->tail = NULL;
+        uint64_t unsent = t->unsent;
+        t->unsent = 0;
         pthread_mutex_unlock(&t->mu);
+
+        if (unsent > 0) {
+            /* What was dropped goes first, so the record's gap says so. */
+            struct tee_event *ev = calloc(1, sizeof *ev);
+            if (ev != NULL) {
+                ev->kind = TEE_LOST;
+                ev->call_id = unsent;
+                ev->next = list;
+                list = ev;
+            } else {
+                pthread_mutex_lock(&t->mu);
+                t->unsent += unsent; /* told next time */
+                pthread_mutex_unlock(&t->mu);
+            }
+        }
 
         uint64_t lost = 0;
         size_t bytes = 0;
@@ -238,20 +263,27 @@ int proxy_tee_new(int fd, size_t max_bytes, proxy_tee **out)
     return 0;
 }
 
-/* Queue ev, or drop it when the bytes bound would be passed. Begin and end
- * events are tiny and always queued so that every call stays paired. The
- * thread is woken only from its idle sleep, or to end its gathering early
- * when much is queued. */
+/* Queue ev, or drop it when the bound would be passed. Every event counts
+ * (its struct, text and message bytes). Messages stop at 15/16 of
+ * max_bytes; begin and end events are tiny and use the rest, so
+ * that calls stay paired while messages drop; past max_bytes everything
+ * drops. The thread is woken only from its idle sleep, or to end its
+ * gathering early when much is queued. */
 static void push(proxy_tee *t, struct tee_event *ev)
 {
+    ev->bytes += sizeof *ev + ev->text_len;
+    size_t limit = ev->kind == TEE_MESSAGE ? t->max_bytes - t->max_bytes / 16 : t->max_bytes;
     pthread_mutex_lock(&t->mu);
-    if (ev->kind == TEE_MESSAGE && t->queued_bytes + ev->bytes > t->max_bytes) {
+    if (t->queued_bytes + ev->bytes > limit) {
         t->dropped++;
+        t->unsent++;
         pthread_mutex_unlock(&t->mu);
         event_free(ev);
         return;
     }
     t->queued_bytes += ev->bytes;
+    if (t->queued_bytes > t->peak_bytes)
+        t->peak_bytes = t->queued_bytes;
     ev->next = NULL;
     if (t->tail != NULL)
         t->tail->next = ev;
@@ -272,6 +304,7 @@ static struct tee_event *event_new_n(proxy_tee *t, enum tee_kind kind, const cha
     if (ev == NULL) {
         pthread_mutex_lock(&t->mu);
         t->dropped++;
+        t->unsent++;
         pthread_mutex_unlock(&t->mu);
         return NULL;
     }
@@ -282,9 +315,10 @@ static struct tee_event *event_new_n(proxy_tee *t, enum tee_kind kind, const cha
     return ev;
 }
 
+/* Texts are cut to what the reader accepts (the watcher keeps less). */
 static struct tee_event *event_new(proxy_tee *t, enum tee_kind kind, const char *text)
 {
-    return event_new_n(t, kind, text, text != NULL ? strlen(text) : 0);
+    return event_new_n(t, kind, text, text != NULL ? strnlen(text, PROXY_REC_TEXT_MAX) : 0);
 }
 
 void proxy_tee_process(proxy_tee *t, const char *provider, const char *version, const char *binary,
@@ -293,11 +327,13 @@ void proxy_tee_process(proxy_tee *t, const char *provider, const char *version, 
     if (t == NULL)
         return;
     tftap_buf b = TFTAP_BUF_INIT;
-    tftap_buf_puts(&b, provider != NULL ? provider : "");
-    tftap_buf_putc(&b, '\0');
-    tftap_buf_puts(&b, version != NULL ? version : "");
-    tftap_buf_putc(&b, '\0');
-    tftap_buf_puts(&b, binary != NULL ? binary : "");
+    const char *s[3] = {provider, version, binary};
+    for (int i = 0; i < 3; i++) {
+        if (i > 0)
+            tftap_buf_putc(&b, '\0');
+        if (s[i] != NULL)
+            tftap_buf_append(&b, s[i], strnlen(s[i], PROXY_REC_TEXT_MAX));
+    }
     if (!tftap_buf_failed(&b)) {
         struct tee_event *ev = event_new_n(t, TEE_PROCESS, b.data, b.len);
         if (ev != NULL) {
@@ -337,6 +373,7 @@ void proxy_tee_message(proxy_tee *t, uint64_t call_id, enum store_direction dir,
     ev->t_us = t_us;
     ev->dir = dir;
     ev->data = data;
+    ev->len = len;
     ev->bytes = len;
     push(t, ev);
 }
@@ -347,6 +384,11 @@ void proxy_tee_lost(proxy_tee *t)
         return;
     pthread_mutex_lock(&t->mu);
     t->dropped++;
+    t->unsent++;
+    if (t->state == TEE_IDLE) {
+        t->state = TEE_WORKING;
+        pthread_cond_signal(&t->cv);
+    }
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -361,6 +403,16 @@ void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status, con
     ev->t_us = t_us;
     ev->status = status;
     push(t, ev);
+}
+
+size_t proxy_tee_peak_bytes(const proxy_tee *t)
+{
+    if (t == NULL)
+        return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&t->mu);
+    size_t n = t->peak_bytes;
+    pthread_mutex_unlock((pthread_mutex_t *)&t->mu);
+    return n;
 }
 
 uint64_t proxy_tee_dropped(const proxy_tee *t)

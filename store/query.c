@@ -155,6 +155,38 @@ int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
     return finish(st, cb ? SQLITE_DONE : rc, cb);
 }
 
+int store_schemas_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_schema_row *row),
+                       void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    /* One row per distinct (provider, version, schema) among the run's
+     * processes, the first process's order. */
+    int rc = sqlite3_prepare_v2(
+        s->db,
+        "SELECT p.provider, p.version, sc.protocol, sc.sha256, sc.raw FROM processes p "
+        "JOIN schemas sc ON sc.sha256 = p.schema_sha256 AND sc.kind = 'provider' "
+        "WHERE p.run_id = ?1 GROUP BY p.provider, p.version, sc.sha256 ORDER BY min(p.id)",
+        -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    sqlite3_bind_int64(st, 1, run_id);
+    int cb = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_schema_row r = {
+            .provider = col_text(st, 0),
+            .version = col_text(st, 1),
+            .protocol = sqlite3_column_int(st, 2),
+            .sha256 = col_text(st, 3),
+            .raw = sqlite3_column_blob(st, 4),
+            .size = (size_t)sqlite3_column_bytes(st, 4),
+        };
+        cb = fn(ctx, &r);
+        if (cb)
+            break;
+    }
+    return finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
 int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
                      int (*fn)(void *ctx, const store_call_row *row), void *ctx)
 {

@@ -21,10 +21,19 @@
 typedef struct store_recorder store_recorder;
 
 typedef struct store_recorder_opts {
-    int64_t run_id;         /* run this process belongs to; 0 = create a run row of its own */
-    int record_sensitive;   /* 1: do not redact sensitive/write-only values */
-    int keep_raw;           /* 1: also store raw message bytes */
-    size_t max_queue_bytes; /* bound on queued message bytes; 0 = default (256 MiB) */
+    int64_t run_id;       /* run this process belongs to; 0 = create a run row of its own */
+    int record_sensitive; /* 1: do not redact sensitive/write-only values */
+    int keep_raw;         /* 1: also store raw message bytes */
+    /* The one bound on the recorder's memory: events queued or being
+     * decoded plus decoded rows not yet committed. 0 = default (256 MiB). */
+    size_t max_queue_bytes;
+    /* 0: an event that would pass the bound is dropped (counted, a gap row
+     * later). > 0: the caller waits for room, up to block_ms (the proxy's
+     * recorder process: its pipe then pushes back on the tee, whose bound
+     * is the one that drops); a recorder still full after that drops,
+     * counted, until it is half empty. An event bigger than the bound is
+     * always dropped. */
+    unsigned block_ms;
 } store_recorder_opts;
 
 enum store_direction { STORE_REQUEST = 0, STORE_RESPONSE = 1 };
@@ -41,14 +50,25 @@ void store_recorder_process(store_recorder *r, const char *provider_addr, const 
                             const char *binary_path, int protocol_version, int pid);
 
 /* Calls: call_id is unique within this recorder; times are microseconds
- * since the Unix epoch. Each copies its arguments and returns at once;
- * when the queue is full the event is dropped and counted. */
+ * since the Unix epoch. Each copies its arguments; when the bound is
+ * reached the event is dropped and counted, or with opts.block_ms the call
+ * waits for room. */
 void store_recorder_call_begin(store_recorder *r, uint64_t call_id, const char *method,
                                int64_t t_us);
 void store_recorder_message(store_recorder *r, uint64_t call_id, enum store_direction dir,
                             int64_t t_us, const void *bytes, size_t len);
+/* store_recorder_message() without the copy: takes bytes (malloc'd, len
+ * bytes), freed by the recorder whatever happens. */
+void store_recorder_message_take(store_recorder *r, uint64_t call_id, enum store_direction dir,
+                                 int64_t t_us, void *bytes, size_t len);
 void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, int status_code,
                              const char *status_message);
+/* n events were lost before they reached the recorder: dropped from the
+ * proxy's full queue (STORE_LOST_QUEUE_FULL), or a malformed frame on its
+ * pipe (STORE_LOST_MALFORMED). Counted as dropped and recorded as a gap
+ * whose reason says "queue full" or "malformed recorder input". */
+enum store_lost { STORE_LOST_QUEUE_FULL = 0, STORE_LOST_MALFORMED = 1 };
+void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why);
 
 /* Flush everything queued, stop the threads, close the database. */
 void store_recorder_close(store_recorder *r);
@@ -62,14 +82,16 @@ void store_recorder_tune(store_recorder *r, const store_recorder_tuning *t);
 
 /* Counters for tests and for the proxy's exit summary (snapshot). */
 typedef struct store_recorder_stats {
-    uint64_t events;     /* accepted into the queue */
-    uint64_t dropped;    /* refused because the queue was full or the database was down */
-    uint64_t written;    /* committed to the database */
-    uint64_t gaps;       /* gap rows written */
-    size_t queued_bytes; /* bytes waiting in the queue now */
-    int db_ok;           /* 1 while the database is open and writable */
-    int64_t process_row; /* processes.id once written, else 0 */
-    int64_t run_id;      /* runs.id once known, else 0 */
+    uint64_t events;       /* accepted into the queue */
+    uint64_t dropped;      /* refused because the queue was full or the database was down */
+    uint64_t written;      /* committed to the database */
+    uint64_t gaps;         /* gap rows written */
+    size_t queued_bytes;   /* bytes of events waiting for the decoder now */
+    size_t inflight_bytes; /* everything counted against max_queue_bytes now */
+    size_t peak_bytes;     /* the most inflight_bytes has been */
+    int db_ok;             /* 1 while the database is open and writable */
+    int64_t process_row;   /* processes.id once written, else 0 */
+    int64_t run_id;        /* runs.id once known, else 0 */
 } store_recorder_stats;
 void store_recorder_get_stats(store_recorder *r, store_recorder_stats *out);
 
@@ -193,6 +215,20 @@ int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
 /* The same with method and type filters only (either may be NULL). */
 int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
                      int (*fn)(void *ctx, const store_call_row *row), void *ctx);
+
+/* A provider schema a run's processes decoded their values with: the raw
+ * serialized GetProviderSchema response (protocol 5 or 6), once per distinct
+ * provider, version and schema, in the order the processes started. */
+typedef struct store_schema_row {
+    const char *provider;
+    const char *version; /* NULL when unknown */
+    int protocol;
+    const char *sha256;
+    const void *raw;
+    size_t size;
+} store_schema_row;
+int store_schemas_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_schema_row *row),
+                       void *ctx);
 
 /* One resource instance change (see v_resource_changes in docs/database.md). */
 typedef struct store_change_row {

@@ -311,7 +311,7 @@ static void plan_messages(int i, struct bytes *req, struct bytes *resp)
 
 /* CPU seconds of each thread but the caller's (the recorder's decoder and
  * SQL threads), read from /proc; returns how many were found. */
-static int thread_cpu(double *out, int max)
+static int thread_cpu(double *out, char names[][16], int max)
 {
     DIR *d = opendir("/proc/self/task");
     if (!d)
@@ -332,10 +332,13 @@ static int thread_cpu(double *out, int max)
         buf[len] = '\0';
         /* Fields after the ")" of the command name: 14th and 15th overall. */
         char *p = strrchr(buf, ')');
+        char *q = strchr(buf, '(');
         unsigned long ut = 0, st = 0;
-        if (p &&
-            sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+        if (p && q &&
+            sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2) {
+            snprintf(names[n], 16, "%.*s", (int)(p - q - 1), q + 1);
             out[n++] = (double)(ut + st) / (double)hz;
+        }
     }
     closedir(d);
     return n;
@@ -399,8 +402,11 @@ int main(int argc, char **argv)
         double e0 = now_s();
         uint64_t id = (uint64_t)i + 2;
         store_recorder_call_begin(r, id, M_PLAN, now_us());
-        store_recorder_message(r, id, STORE_REQUEST, now_us(), req[i].p, req[i].n);
-        store_recorder_message(r, id, STORE_RESPONSE, now_us(), resp[i].p, resp[i].n);
+        /* As the proxy's recorder process does: the bytes read from the
+         * pipe are handed over, not copied. */
+        store_recorder_message_take(r, id, STORE_REQUEST, now_us(), req[i].p, req[i].n);
+        store_recorder_message_take(r, id, STORE_RESPONSE, now_us(), resp[i].p, resp[i].n);
+        req[i].p = resp[i].p = NULL;
         store_recorder_call_end(r, id, now_us(), 0, NULL);
         double e = now_s() - e0;
         if (e > enqueue_max)
@@ -419,7 +425,8 @@ int main(int argc, char **argv)
     }
     double t_all = now_s() - t0;
     double tcpu[8];
-    int nt = thread_cpu(tcpu, 8);
+    char tname[8][16];
+    int nt = thread_cpu(tcpu, tname, 8);
     double busiest = 0;
     for (int i = 0; i < nt; i++)
         if (tcpu[i] > busiest)
@@ -451,6 +458,10 @@ int main(int argc, char **argv)
     printf("  busiest thread:         %.2f s of CPU -> %.0f calls/s with a free core per "
            "thread\n",
            busiest, busiest > 0 ? calls / busiest : 0.0);
+    printf("  threads' CPU:          ");
+    for (int i = 0; i < nt; i++)
+        printf(" %s %.2f s", tname[i], tcpu[i]);
+    printf("\n");
     printf("  dropped events:         %llu\n", (unsigned long long)dropped);
     printf("  database:               %lld bytes -> %.0f bytes per resource change\n", bytes,
            (double)bytes / calls);

@@ -74,7 +74,7 @@ if wait_for 600 test -e "$marker"; then
     # are forked twice, away from the shim).
     # Without tofu's pid the shims could not be told apart: stop nothing
     # (a stopped shim would hang the apply).
-    for p in $([ -n "$tofu_pid" ] && pgrep -f "$TFTAP shim"); do
+    for p in $([ -n "$tofu_pid" ] && pgrep -f "$TFTAP shim $WORK/"); do
         [ "$(ps -o ppid= -p "$p" | tr -d ' ')" != "$tofu_pid" ] && kill -STOP "$p" && stopped="$stopped $p"
     done
     rm -f "$marker"
@@ -87,6 +87,6 @@ check_eq "give up: a progress line after a second" \
     "$(grep -c "^tftap: waiting for [0-9]* recorder(s) to finish\.\.\.$" "$WORK/hang.err")" 1
 check_eq "give up: one line naming what is missing" \
     "$(grep -c "^tftap: gave up after 2 s waiting for [0-9]* recorder(s) to finish: .*registry.opentofu.org/tftap/tftest[56] (shim pid [0-9]*).*; their part of the record may still be missing" "$WORK/hang.err")" 1
-wait_for 300 test "$(pgrep -f -c "$TFTAP shim" || true)" = 0
-check_eq "give up: the recorders finish once let go" "$(pgrep -f -c "$TFTAP shim" || true)" 0
+wait_for 300 test "$(pgrep -f -c "$TFTAP shim $WORK/" || true)" = 0
+check_eq "give up: the recorders finish once let go" "$(pgrep -f -c "$TFTAP shim $WORK/" || true)" 0
 finish

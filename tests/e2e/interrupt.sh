@@ -19,7 +19,8 @@ start_apply() {
         (cd "$1" && TFTEST_RPC_LOG=$log exec "$TFTAP" run --db "$db" -- tofu apply -auto-approve \
             -input=false -no-color >"$WORK/out" 2>"$WORK/err") &
     else
-        (cd "$1" && exec tofu apply -auto-approve -input=false -no-color >"$WORK/out" 2>"$WORK/err") &
+        (cd "$1" && TFTEST_RPC_LOG=$log exec tofu apply -auto-approve -input=false -no-color \
+            >"$WORK/out" 2>"$WORK/err") &
     fi
     pid=$!
 }
@@ -91,15 +92,22 @@ new_dir "$top_srcdir/tests/e2e/configs/hang" "$di"
 (cd "$di" && tofu init -input=false -no-color >/dev/null) || not_ok "init"
 gw=$(interrupted "$wi" 1)
 cp "$WORK/err" "$WORK/err.w"
+cp "$log" "$WORK/rpc.w"
 run=$(last_run "$db")
 gd=$(interrupted "$di" 0)
 cp "$WORK/err" "$WORK/err.d"
+cp "$log" "$WORK/rpc.d"
 check_eq "interrupted: exit code through tftap = direct" "$gw" "$gd"
 check "interrupted: tofu failed the apply" test "$gw" = 1
 check "interrupted: stderr through tftap = direct" cmp -s "$WORK/err.w" "$WORK/err.d"
 cmp -s "$WORK/err.w" "$WORK/err.d" || diff "$WORK/err.w" "$WORK/err.d" | head
 check_eq "interrupted: run row has the exit code" \
     "$(sqlite3 "$db" "SELECT exit_code FROM runs WHERE id = $run")" "$gw"
+# The interrupt reaches the provider as tofu's Stop call: the provider's own
+# log says it got it (through tftap, and directly from tofu).
+stop_from() { grep -qE "^begin[[:blank:]][0-9]+[[:blank:]]/tfplugin[56]\.Provider/Stop(Provider)?[[:blank:]][0-9]+[[:blank:]]$2\$" "$1"; }
+check "interrupted: the provider got tofu's Stop through tftap" stop_from "$WORK/rpc.w" tftap
+check "interrupted: the provider got tofu's Stop directly" stop_from "$WORK/rpc.d" tofu
 check "interrupted: the Stop call is recorded" test "$(sqlite3 "$db" "SELECT count(*) FROM calls
     WHERE run_id = $run AND rpc IN ('Stop', 'StopProvider') AND status_code = 0")" -ge 1
 check_eq "interrupted: the state holds what was applied, like direct" \

@@ -206,6 +206,16 @@ alive() {
 }
 
 # Wait (bounded, by polling) until COMMAND succeeds; 0 if it did.
+# skip NAME WHY: a check that cannot run here, counted and said.
+skip() {
+    e2e_skipped=$((e2e_skipped + 1))
+    echo "SKIPPED: $1: $2"
+}
+# recorders_done DIR: no tftap process of a shim under DIR is left: the
+# shims, and the recorder processes they forked (which share their command
+# line), so what they relayed is committed. For tests that use shims
+# without `tftap run`, which waits for its recorders itself.
+recorders_done() { ! pgrep -f "tftap shim $1/" >/dev/null; }
 wait_for() { # TRIES COMMAND...
     local n=$1
     shift

@@ -115,6 +115,6 @@ lifecycle tofu
 if command -v terraform >/dev/null 2>&1; then
     lifecycle terraform
 else
-    echo "terraform not on PATH: its lifecycle skipped"
+    skip "terraform lifecycle" "terraform not on PATH"
 fi
 finish

@@ -43,6 +43,9 @@ check "cookie: nothing recorded, no database made" test ! -e "$db"
 # ---- using the export by hand ------------------------------------------------
 (cd "$w" && eval "$out" && TFTAP_RUN_ID= tofu apply -auto-approve -input=false -no-color >"$WORK/apply.out" 2>&1)
 check_eq "wrapped by hand: apply exits 0" "$?" 0
+# No `tftap run` around the shims to wait for their recorders: wait until
+# they (and the shims) are gone before reading the database.
+check "wrapped by hand: the recorders finished" wait_for 300 recorders_done "$WORK/shims"
 check "wrapped by hand: provider processes recorded" test "$(sqlite3 "$db" "SELECT count(*) FROM processes")" -ge 2
 check_eq "wrapped by hand: every resource applied through the shims" "$(sqlite3 "$db" \
     "SELECT count(*) FROM calls WHERE rpc = 'ApplyResourceChange' AND status_code = 0")" 4

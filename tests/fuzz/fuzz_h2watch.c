@@ -12,7 +12,8 @@
  * real one into a memory file, read back and checked once the tee is freed:
  * each call begins once (ids in order, method within the watcher's bound)
  * and ends once after that; messages belong to open calls and stay within
- * the tee's bound. The watcher's counters must agree with the record. */
+ * the tee's bound; what the tee counts as dropped reaches the record as
+ * LOST frames. The watcher's counters must agree with the record. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@ struct record {
     uint8_t *state; /* by call id - FIRST_ID - 1 */
     size_t cap;
     uint64_t begins;
+    uint64_t lost; /* the LOST frames' counts */
 };
 
 static int record_fd = -1; /* emptied for each input */
@@ -73,6 +75,11 @@ static void check_event(struct record *r, const struct proxy_rec_frame *f)
         *s = CALL_ENDED;
         return;
     }
+    case PROXY_REC_LOST: /* what the tee dropped (or the watcher lost) */
+        if (f->len != 0 || f->call_id == 0)
+            abort();
+        r->lost += f->call_id;
+        return;
     default:
         abort(); /* the watcher reports calls only */
     }
@@ -165,8 +172,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     proxy_h2watch_free(w, t_us + STEP_US);
     if (atomic_load(&open_calls) != 0 || atomic_load(&next_id) < last_id)
         abort();
-    proxy_tee_free(tee); /* writes out everything queued */
+    uint64_t dropped = proxy_tee_dropped(tee); /* the watcher is done: final */
+    proxy_tee_free(tee);                       /* writes out everything queued */
     read_record(&r);
+    /* Every loss was told to the recorder, once. */
+    if (r.lost != dropped)
+        abort();
     /* Every call begun was recorded, and ended. */
     if (r.begins != atomic_load(&next_id) - FIRST_ID)
         abort();

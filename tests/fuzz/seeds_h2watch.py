@@ -213,6 +213,29 @@ def table_size():
                     + frame(HEADERS, END_HEADERS | END_STREAM, 1, trailers_block(0))))
 
 
+def table_size_twice():
+    """RFC 7541 4.2: the provider changes the client's table size twice (0,
+    then 4096) before the client's next block, which then starts with two
+    size updates; a plain SETTINGS before them is acknowledged first, and a
+    block between the ACKs still uses the old table."""
+    block = (lit_indexed(":method", "POST") + lit(":scheme", "http")
+             + lit_indexed(":path", SCHEMA) + lit("content-type", "application/grpc")
+             + lit("te", "trailers"))
+    return (client_open()
+            + chunk(PROVIDER, settings() + settings((1, 0)) + settings((1, 4096)))
+            + chunk(CLIENT, settings(ack=True)
+                    + frame(HEADERS, END_HEADERS, 1, block)
+                    + frame(DATA, END_STREAM, 1, grpc(REQ))
+                    + frame(HEADERS, END_HEADERS, 3, indexed(63) + indexed(62)
+                            + lit(":scheme", "http") + lit("content-type", "application/grpc")
+                            + lit("te", "trailers"))
+                    + frame(DATA, END_STREAM, 3, grpc(REQ))
+                    + settings(ack=True) + settings(ack=True)
+                    + frame(HEADERS, END_HEADERS, 5, hpack_int(0, 5, 0x20)
+                            + hpack_int(4096, 5, 0x20) + block)
+                    + frame(DATA, END_STREAM, 5, grpc(REQ))))
+
+
 def huffman_dynamic():
     """Static-table indexes, Huffman literals and the dynamic table across
     two calls: the second request is mostly indexes into the first's."""
@@ -318,6 +341,7 @@ SEEDS = {
     "continuation": continuation,
     "padded": padded,
     "settings-table-size": table_size,
+    "settings-table-size-twice": table_size_twice,
     "huffman-dynamic-table": huffman_dynamic,
     "interleaved-split": interleaved,
     "answers-without-status": odd_answers,

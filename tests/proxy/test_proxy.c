@@ -1,13 +1,17 @@
 /* Unit tests of the proxy's pieces that need no peer: go-plugin handshake
  * lines, the certificates we make (checked with OpenSSL against what
- * go-plugin's own look like), the child's environment and shim metadata. */
+ * go-plugin's own look like), the child's environment, shim metadata, and
+ * the tee's bound under a flood, read back through the recorder pipe's
+ * reader. */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <nghttp2/nghttp2.h>
 #include <openssl/bio.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
@@ -241,11 +245,192 @@ static void test_meta(void)
     tftap_buf_done(&err);
 }
 
+/* ---- the tee under a flood ---------------------------------------------- */
+
+struct counts {
+    int fd;
+    uint64_t process, begins, messages, ends, lost, dropped;
+};
+
+static void c_process(void *ctx, const char *p, const char *v, const char *b, int proto, int pid)
+{
+    (void)p, (void)v, (void)b, (void)proto, (void)pid;
+    ((struct counts *)ctx)->process++;
+}
+static void c_begin(void *ctx, uint64_t id, const char *m, int64_t t)
+{
+    (void)id, (void)m, (void)t;
+    ((struct counts *)ctx)->begins++;
+}
+static void c_message(void *ctx, uint64_t id, enum store_direction d, int64_t t, uint8_t *b,
+                      size_t n)
+{
+    (void)id, (void)d, (void)t, (void)n;
+    free(b);
+    ((struct counts *)ctx)->messages++;
+}
+static void c_end(void *ctx, uint64_t id, int64_t t, int st, const char *m)
+{
+    (void)id, (void)t, (void)st, (void)m;
+    ((struct counts *)ctx)->ends++;
+}
+static void c_lost(void *ctx, uint64_t n, enum store_lost why)
+{
+    if (why == STORE_LOST_QUEUE_FULL)
+        ((struct counts *)ctx)->dropped += n;
+    else
+        ((struct counts *)ctx)->lost += n;
+}
+
+static void *reader(void *arg)
+{
+    struct counts *c = arg;
+    proxy_recpipe_sink sink = {c, c_process, c_begin, c_message, c_end, c_lost};
+    (void)proxy_recpipe_read(c->fd, PROXY_REC_MESSAGE_MAX, &sink);
+    return NULL;
+}
+
+/* Nobody reads the pipe while a flood of calls is queued: the tee's queue
+ * stays within its bound, the messages past it are dropped and counted
+ * (and the count reaches the recorder, whose gap it becomes), and every
+ * call still begins and ends (the reserve), as read back. */
+static void test_tee_flood(void)
+{
+    int p[2];
+    CHECK_INT_EQ(pipe(p), 0);
+    const size_t bound = (size_t)1 << 20, msg = (size_t)64 << 10;
+    const uint64_t calls = 200;
+    proxy_tee *t = NULL;
+    CHECK_INT_EQ(proxy_tee_new(p[1], bound, &t), 0);
+    proxy_tee_process(t, "registry/test/x", "1.0", "/bin/x", 5, 1);
+    for (uint64_t i = 1; i <= calls; i++) {
+        proxy_tee_begin(t, i, "/tfplugin5.Provider/PlanResourceChange", 1000);
+        uint8_t *m = calloc(1, msg);
+        proxy_tee_message(t, i, STORE_REQUEST, 1001, m, msg);
+        proxy_tee_end(t, i, 1002, 0, "");
+    }
+    size_t peak = proxy_tee_peak_bytes(t);
+    uint64_t dropped = proxy_tee_dropped(t);
+    CHECK(peak <= bound);
+    CHECK(peak > bound / 2); /* it was full, else this tested nothing */
+    CHECK(dropped > 0);
+    struct counts c = {.fd = p[0]};
+    pthread_t th;
+    CHECK_INT_EQ(pthread_create(&th, NULL, reader, &c), 0);
+    proxy_tee_free(t);
+    close(p[1]);
+    pthread_join(th, NULL);
+    close(p[0]);
+    CHECK_INT_EQ(c.process, 1);
+    CHECK_INT_EQ(c.begins, calls);
+    CHECK_INT_EQ(c.ends, calls);
+    CHECK_INT_EQ(c.messages + dropped, calls);
+    CHECK_INT_EQ(c.dropped, dropped); /* told to the recorder: its gap */
+    CHECK_INT_EQ(c.lost, 0);
+}
+
+/* ---- HPACK table size updates (RFC 7541 4.2) ---------------------------- */
+
+static void frame(tftap_buf *b, size_t len, uint8_t type, uint8_t flags, uint32_t stream,
+                  const void *payload)
+{
+    uint8_t h[9] = {(uint8_t)(len >> 16),
+                    (uint8_t)(len >> 8),
+                    (uint8_t)len,
+                    type,
+                    flags,
+                    (uint8_t)(stream >> 24),
+                    (uint8_t)(stream >> 16),
+                    (uint8_t)(stream >> 8),
+                    (uint8_t)stream};
+    tftap_buf_append(b, h, sizeof h);
+    if (len > 0)
+        tftap_buf_append(b, payload, len);
+}
+
+static void settings_table(tftap_buf *b, uint32_t size)
+{
+    uint8_t p[6] = {
+        0, 1, (uint8_t)(size >> 24), (uint8_t)(size >> 16), (uint8_t)(size >> 8), (uint8_t)size};
+    frame(b, sizeof p, 4, 0, 0, p);
+}
+
+/* A request's HEADERS, encoded by a real HPACK encoder (nghttp2's), which
+ * indexes the fields: later blocks refer to the dynamic table. */
+static void request(tftap_buf *b, nghttp2_hd_deflater *d, uint32_t stream)
+{
+    nghttp2_nv nv[] = {
+        {(uint8_t *)":method", (uint8_t *)"POST", 7, 4, NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)":scheme", (uint8_t *)"http", 7, 4, NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)":path", (uint8_t *)"/tfplugin5.Provider/GetSchema", 5, 29,
+         NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)"x-custom", (uint8_t *)"a value to index", 8, 16, NGHTTP2_NV_FLAG_NONE},
+    };
+    uint8_t out[512];
+    ssize_t n = nghttp2_hd_deflate_hd(d, out, sizeof out, nv, sizeof nv / sizeof nv[0]);
+    CHECK(n > 0);
+    frame(b, n > 0 ? (size_t)n : 0, 1, 0x4 /* END_HEADERS */, stream, out);
+}
+
+/* The provider changes the client's table size twice (0, then 4096) and
+ * once more (0) with a plain SETTINGS in between: each ACK applies the
+ * SETTINGS it acknowledges, in order, so a block sent between two ACKs
+ * still decodes with the table it was encoded with, and a block after two
+ * changes starts with two size updates. */
+static void test_h2watch_table_size_updates(void)
+{
+    atomic_uint_least64_t next_id = 0;
+    atomic_int open_calls = 0;
+    proxy_h2watch *w = NULL;
+    CHECK_INT_EQ(proxy_h2watch_new(NULL, &next_id, &open_calls, &w), 0);
+    nghttp2_hd_deflater *d = NULL;
+    CHECK_INT_EQ(nghttp2_hd_deflate_new(&d, 4096), 0);
+    tftap_buf c = TFTAP_BUF_INIT, p = TFTAP_BUF_INIT;
+
+    tftap_buf_puts(&c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    frame(&c, 0, 4, 0, 0, NULL);
+    frame(&p, 0, 4, 0, 0, NULL); /* S1: nothing about the table */
+    settings_table(&p, 0);       /* S2 */
+    settings_table(&p, 4096);    /* S3 */
+    request(&c, d, 1);
+    frame(&c, 0, 4, 0x1, 0, NULL); /* ACK S1 */
+    request(&c, d, 3);             /* still the 4096-byte table, entries and all */
+    CHECK_INT_EQ(nghttp2_hd_deflate_change_table_size(d, 0), 0);
+    frame(&c, 0, 4, 0x1, 0, NULL); /* ACK S2 */
+    CHECK_INT_EQ(nghttp2_hd_deflate_change_table_size(d, 4096), 0);
+    frame(&c, 0, 4, 0x1, 0, NULL); /* ACK S3 */
+    request(&c, d, 5);             /* starts with two updates: 0, then 4096 */
+    /* The provider shrinks it again, with SETTINGS in one frame: 0 then
+     * 2048 (the smallest and the last count). */
+    uint8_t two[12] = {0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 8, 0};
+    frame(&p, sizeof two, 4, 0, 0, two);
+    CHECK_INT_EQ(nghttp2_hd_deflate_change_table_size(d, 0), 0);
+    CHECK_INT_EQ(nghttp2_hd_deflate_change_table_size(d, 2048), 0);
+    frame(&c, 0, 4, 0x1, 0, NULL);
+    request(&c, d, 7);
+    CHECK(!tftap_buf_failed(&c) && !tftap_buf_failed(&p));
+
+    /* The provider's bytes first: its SETTINGS were sent before the
+     * client's ACKs of them. */
+    proxy_h2watch_feed(w, PROXY_H2_FROM_PROVIDER, (const uint8_t *)p.data, p.len, 1);
+    proxy_h2watch_feed(w, PROXY_H2_FROM_CLIENT, (const uint8_t *)c.data, c.len, 2);
+    const char *problem = proxy_h2watch_problem(w);
+    CHECK_STR_EQ(problem != NULL ? problem : "", "");
+    CHECK_INT_EQ(atomic_load(&open_calls), 4);
+    proxy_h2watch_free(w, 3);
+    CHECK_INT_EQ(atomic_load(&open_calls), 0);
+    nghttp2_hd_deflate_del(d);
+    tftap_buf_done(&c);
+    tftap_buf_done(&p);
+}
+
 int main(void)
 {
     test_handshake();
     test_cert();
     test_env();
     test_meta();
+    test_tee_flood();
+    test_h2watch_table_size_updates();
     return check_report("test_proxy");
 }

@@ -63,12 +63,12 @@ static int64_t scalar(const char *sql)
 }
 
 /* The first column of the first row as a malloc'd string (NULL if none). */
-static char *text(const char *sql)
+static char *text_at(const char *path, const char *sql)
 {
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     char *v = NULL;
-    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK) {
         sqlite3_busy_timeout(db, 10000);
         if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
             sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
@@ -77,6 +77,11 @@ static char *text(const char *sql)
     sqlite3_finalize(st);
     sqlite3_close(db);
     return v;
+}
+
+static char *text(const char *sql)
+{
+    return text_at(db_path, sql);
 }
 
 static int contains(const char *hay, const char *needle)
@@ -202,6 +207,25 @@ static void test_record_decode_redact(void)
     (void)st;
 }
 
+struct schemas_seen {
+    int n, protocol, has_resources;
+    size_t size;
+};
+
+static int each_schema_seen(void *ctx, const store_schema_row *r)
+{
+    struct schemas_seen *x = ctx;
+    x->n++;
+    x->protocol = r->protocol;
+    x->size = r->size;
+    CHECK(r->sha256 && strlen(r->sha256) == 64);
+    tftap_buf cli = TFTAP_BUF_INIT;
+    CHECK_INT_EQ(analysis_schema_from_response(r->protocol, r->raw, r->size, &cli, NULL), 0);
+    x->has_resources = strstr(tftap_buf_cstr(&cli), "\"resource_schemas\":{") != NULL;
+    tftap_buf_done(&cli);
+    return 0;
+}
+
 static void test_schema_dedup_and_borrow(void)
 {
     /* A second run of the same provider asks for the same schema. */
@@ -225,6 +249,19 @@ static void test_schema_dedup_and_borrow(void)
     CHECK(contains(j, "\"size\":3"));
     CHECK(!contains(j, "$undecoded"));
     free(j);
+
+    /* The schema a run's process used, for tftap schema and diff: once per
+     * provider and schema, whether the process asked for it or not. */
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    struct schemas_seen seen = {0};
+    int64_t last = scalar("SELECT max(id) FROM runs");
+    CHECK_INT_EQ(store_schemas_each(s, last, each_schema_seen, &seen), 0);
+    CHECK_INT_EQ(seen.n, 1);
+    CHECK_INT_EQ(seen.protocol, 5);
+    CHECK_INT_EQ((int64_t)seen.size, scalar("SELECT size FROM schemas"));
+    CHECK(seen.has_resources);
+    store_close(s);
 }
 
 static void test_schema_arrives_later(void)
@@ -233,7 +270,16 @@ static void test_schema_arrives_later(void)
     struct fx_thing t = {"thing-7", "late", NULL, 5, 1, "eu-1", "zone"};
     store_recorder *r = open_rec(0, bin_b);
     plan_create(r, 1, &t);
-    sleep_ms(300); /* let the writer commit the call undecoded first */
+    /* The state this tests: the call is committed first, undecoded (no
+     * schema yet), and only then does the schema arrive. */
+    int64_t undecoded = 0;
+    for (int i = 0; i < 600 && undecoded < 1; i++) {
+        sleep_ms(50);
+        undecoded = scalar("SELECT count(*) FROM calls c JOIN processes p ON p.id = c.process_id "
+                           "WHERE p.binary_path LIKE '%bin-b' AND c.rpc = 'PlanResourceChange' "
+                           "AND c.ended_us IS NOT NULL AND c.schema_sha256 IS NULL");
+    }
+    CHECK_INT_EQ(undecoded, 1);
     call(r, 2, M_SCHEMA, NULL, &schema_b);
     store_recorder_close(r);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM schemas"), 2);
@@ -278,6 +324,10 @@ static void test_binary_digest_reused(void)
     }
     r = open_rec(1, bin_b);
     store_recorder_close(r);
+    /* The state this tests: the file's identity did change. */
+    CHECK_INT_EQ(scalar("SELECT count(DISTINCT binary_stat) FROM (SELECT binary_stat FROM "
+                        "processes WHERE binary_path LIKE '%bin-b' ORDER BY id DESC LIMIT 2)"),
+                 2);
     char *again = text("SELECT binary_sha256 FROM processes ORDER BY id DESC LIMIT 1");
     CHECK(again != NULL && real != NULL && strcmp(again, real) == 0);
     free(real);
@@ -290,7 +340,14 @@ static void test_unwritable_then_recovers(void)
     snprintf(blocker, sizeof blocker, "%s/blocked", tmpdir);
     snprintf(path, sizeof path, "%s/db/tftap.db", blocker);
     FILE *f = fopen(blocker, "w"); /* a file where the directory should be */
-    fclose(f);
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
+    /* The state this tests: the database cannot be made there. */
+    sqlite3 *probe = NULL;
+    CHECK(sqlite3_open_v2(path, &probe, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+          SQLITE_OK);
+    sqlite3_close(probe);
     store_recorder_opts o = {0};
     store_recorder *r = NULL;
     CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
@@ -339,6 +396,7 @@ static void test_queue_full_drops_and_counts(void)
     store_recorder *r = NULL;
     CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
     struct fx_bytes big = {calloc(1, 8192), 8192};
+    CHECK(big.p != NULL && big.n > o.max_queue_bytes);
     store_recorder_call_begin(r, 1, M_PLAN, now_us());
     store_recorder_message(r, 1, STORE_REQUEST, now_us(), big.p, big.n);
     store_recorder_call_end(r, 1, now_us(), 0, NULL);
@@ -349,6 +407,68 @@ static void test_queue_full_drops_and_counts(void)
     fx_free(&big);
     CHECK_INT_EQ(scalar_at(path, "SELECT sum(lost) FROM gaps"), 1);
     CHECK_INT_EQ(scalar_at(path, "SELECT reason = 'queue full' FROM gaps"), 1);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"), 1);
+}
+
+/* Blocking mode (the proxy's recorder process): a caller faster than the
+ * recorder waits instead of losing anything, and what is queued (events,
+ * decoded rows) stays within the one bound, give or take the rows of the
+ * few events being decoded when it is checked. */
+static void test_block_mode_holds_the_bound(void)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/block/tftap.db", tmpdir);
+    const size_t bound = (size_t)64 << 10, slack = (size_t)64 << 10;
+    store_recorder_opts o = {0};
+    o.max_queue_bytes = bound;
+    o.block_ms = 60000; /* longer than the recorder could need: never drops */
+    store_recorder *r = NULL;
+    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
+    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 7);
+    /* The schema handed over as the proxy's recorder process does: held
+     * once, by its row, not copied. */
+    store_recorder_call_begin(r, 1, M_SCHEMA, now_us());
+    store_recorder_message(r, 1, STORE_REQUEST, now_us(), "", 0);
+    void *copy = malloc(schema_a.n);
+    memcpy(copy, schema_a.p, schema_a.n);
+    store_recorder_message_take(r, 1, STORE_RESPONSE, now_us(), copy, schema_a.n);
+    store_recorder_call_end(r, 1, now_us(), 0, NULL);
+    const uint64_t calls = 3000;
+    for (uint64_t i = 2; i <= calls; i++)
+        plan_create(r, i, &thing_alpha);
+    store_recorder_stats st;
+    store_recorder_get_stats(r, &st);
+    CHECK_INT_EQ(st.dropped, 0);
+    /* It was full (else this tested nothing) and never much past full. */
+    CHECK(st.peak_bytes > bound / 2);
+    if (st.peak_bytes > bound + slack)
+        fprintf(stderr, "peak %zu\n", st.peak_bytes);
+    CHECK(st.peak_bytes <= bound + slack);
+    store_recorder_close(r);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"),
+                 (int64_t)calls);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM gaps"), 0);
+}
+
+/* Frames the proxy's pipe reader refused, and events its tee dropped, are
+ * counted and become a gap that says so. */
+static void test_lost_input_is_a_gap(void)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/lost/tftap.db", tmpdir);
+    store_recorder_opts o = {0};
+    store_recorder *r = NULL;
+    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
+    store_recorder_lost(r, 3, STORE_LOST_MALFORMED);
+    store_recorder_lost(r, 2, STORE_LOST_QUEUE_FULL);
+    plan_create(r, 1, &thing_alpha);
+    store_recorder_close(r);
+    CHECK_INT_EQ(scalar_at(path, "SELECT sum(lost) FROM gaps"), 5);
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT reason FROM gaps");
+    char *reason = text_at(path, sql);
+    CHECK_STR_EQ(reason ? reason : "", "queue full, malformed recorder input");
+    free(reason);
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"), 1);
 }
 
@@ -564,6 +684,8 @@ static void test_show_plan(void)
     CHECK_INT_EQ(k.n, 2);
     const char *o = tftap_buf_cstr(&k.out);
     printf("---- rendered ----\n%s------------------\n", o);
+    /* The block schema of a protocol-5 provider is found (its GetSchema
+     * response): rule is a nested block, tags a map with quoted keys. */
     const char *expected_replace =
         "  # test_thing.web[0] must be replaced  [PlanResourceChange]\n"
         "-/+ resource \"test_thing\" \"web\" {\n"
@@ -850,6 +972,8 @@ int main(void)
     test_replacement_pairs_with_create_half();
     test_unwritable_then_recovers();
     test_queue_full_drops_and_counts();
+    test_block_mode_holds_the_bound();
+    test_lost_input_is_a_gap();
     test_locked_database_loses_nothing();
     test_keep_raw_and_record_sensitive();
     test_concurrent_writers();

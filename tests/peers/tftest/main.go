@@ -55,9 +55,9 @@ func main() {
 	// end-to-end tests compare that log with what tftap recorded.
 	var grpcPlugin plugin.Plugin
 	if proto == 5 {
-		grpcPlugin = &tf5server.GRPCProviderPlugin{Name: addr, GRPCProvider: providerserver.NewProtocol5(p)}
+		grpcPlugin = &tf5server.GRPCProviderPlugin{Name: addr, GRPCProvider: misbehave5(providerserver.NewProtocol5(p))}
 	} else {
-		grpcPlugin = &tf6server.GRPCProviderPlugin{Name: addr, GRPCProvider: providerserver.NewProtocol6(p)}
+		grpcPlugin = &tf6server.GRPCProviderPlugin{Name: addr, GRPCProvider: misbehave6(providerserver.NewProtocol6(p))}
 	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: plugin.HandshakeConfig{

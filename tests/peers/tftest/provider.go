@@ -48,6 +48,8 @@ func (p *tftestProvider) Resources(context.Context) []func() resource.Resource {
 		func() resource.Resource { return &idResource{} },
 		func() resource.Resource { return &triggerResource{} },
 		func() resource.Resource { return &thingResource{protocol: p.protocol} },
+		func() resource.Resource { return &misbehaveResource{} },
+		func() resource.Resource { return &serverResource{} }, // variant.go
 	}
 }
 

@@ -1,23 +1,22 @@
-/* store: the recorder. Relay threads hand it copies of what they relay
- * through a byte-bounded queue that never blocks them. Behind the queue two
- * threads work as a pipeline, so that decoding and SQLite use two cores:
+/* store: the recorder, caller's side and decode stage. Relay threads hand
+ * it copies of what they relay through a byte-bounded queue. Behind the
+ * queue two threads work as a pipeline, so that decoding and SQLite use two
+ * cores:
  *
- *   decoder thread: keeps each live call's state in memory, decodes its
- *     messages against the schema, and hands "ops" (call row images, schema
- *     rows, gap counts, ...) to the SQL thread;
- *   SQL thread: owns the database connection and applies ops in batched
- *     IMMEDIATE transactions. Every op is idempotent (call rows are upserts
- *     of the call's whole state) and stays queued until its transaction
- *     commits, so a failed transaction loses nothing: it is applied again
- *     once the database is back.
+ *   decoder thread (this file): keeps each live call's state in memory,
+ *     decodes its messages against the schema, and hands "ops" (call row
+ *     images, schema rows, gap counts, ...) to the SQL thread;
+ *   SQL thread (recorder_sql.c): owns the database connection and applies
+ *     ops in batched IMMEDIATE transactions. Every op is idempotent (call
+ *     rows are upserts of the call's whole state) and stays queued until its
+ *     transaction commits, so a failed transaction loses nothing: it is
+ *     applied again once the database is back.
  *
  * While the database cannot be opened or written, the decoder drops events
  * and counts them; the count becomes a gap row once it can. */
-#include "store/store_int.h"
+#include "store/recorder_int.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,201 +24,8 @@
 #include <time.h>
 
 #include <openssl/core_names.h>
-#include <openssl/evp.h>
 
-#include "decoder/decoder.h"
-
-#define DEFAULT_QUEUE_BYTES ((size_t)256 << 20)
-#define DEFAULT_RETRY_MS 1000u
-#define DEFAULT_COMMIT_MS 100u
-/* Raw bytes kept in memory to re-decode calls that arrived before any
- * schema was known. Past this they stay undecoded. */
-#define RETAIN_MAX_BYTES ((size_t)64 << 20)
-/* How long the final flush keeps retrying a locked database. */
-#define CLOSE_BUSY_DEADLINE_MS 30000u
-#define SCHEMA_POLL_MS 500
-#define CALL_BUCKETS 1024
-#define BINARY_STAT_LEN 128 /* "dev:ino:size:mtime:ctime" of a provider binary */
-
-enum ev_kind { EV_BEGIN, EV_MESSAGE, EV_END };
-
-struct event {
-    struct event *next;
-    enum ev_kind kind;
-    enum store_direction dir;
-    uint64_t call_id;
-    int64_t t_us;
-    int status;
-    size_t size; /* counted against the queue bound */
-    size_t len;  /* message bytes */
-    char *text;  /* method or status message, NUL-terminated, in data */
-    unsigned char *bytes;
-    unsigned char data[];
-};
-
-struct rawmsg {
-    struct rawmsg *next;
-    enum store_direction dir;
-    size_t len;
-    unsigned char bytes[];
-};
-
-/* One direction of a call as rendered so far: the JSON of each message
- * joined by commas; written as the object itself for one message of a
- * unary call, else as an array. */
-struct side {
-    tftap_buf json;
-    int64_t bytes;
-    int64_t count;
-};
-
-struct call {
-    struct call *hnext;
-    struct call *lnext; /* all calls, in begin order */
-    uint64_t call_id;
-    int64_t row; /* calls.id, 0 until written */
-    int row_gen; /* transaction generation that wrote row */
-    char *method;
-    int stream;
-    int64_t started_us, ended_us;
-    int ended;
-    int status;
-    char *status_message;
-    char *type_name;
-    struct side req, resp;
-    char *decode_error;
-    int decoded_with_schema;
-    int dirty;
-    int64_t msg_seq;
-    struct rawmsg *raws, **raws_tail; /* kept for re-decoding */
-    size_t raw_bytes;
-    int retain;  /* 1 while raws are being kept */
-    int emitted; /* a row image has been handed to the SQL thread */
-};
-
-struct procinfo {
-    char *provider, *version, *binary_path;
-    int protocol, pid;
-    int changed;
-};
-
-enum op_kind { OP_CALL, OP_RAW, OP_PROCESS, OP_SCHEMA, OP_GAP, OP_END };
-
-/* One idempotent change for the SQL thread. Strings and bytes are owned. */
-struct op {
-    struct op *next;
-    enum op_kind kind;
-    uint64_t events; /* recorder events this op completes (stats.written) */
-    size_t size;     /* bytes held, for the bound on ops in flight */
-    /* OP_CALL: the call's whole state; OP_RAW: one message (call_seq, seq) */
-    int64_t call_seq;
-    int stream, ended, status;
-    int64_t started_us, ended_us;
-    int64_t req_bytes, resp_bytes, req_count, resp_count;
-    char *method, *status_message, *type_name, *req_json, *resp_json, *decode_error;
-    char schema_sha[65]; /* OP_CALL: schema used ("" none); OP_SCHEMA: its hash */
-    int64_t msg_seq, t_us;
-    enum store_direction dir;
-    unsigned char *bytes; /* OP_RAW message, OP_SCHEMA raw (NULL: link only) */
-    size_t len;
-    /* OP_PROCESS */
-    char *provider, *version, *binary_path;
-    int protocol, pid;
-    char binary_sha[65];
-    char binary_stat[BINARY_STAT_LEN];
-    /* OP_SCHEMA */
-    const char *schema_kind;   /* "provider" or "identity" */
-    const char *schema_source; /* "response" or "earlier" */
-    /* OP_GAP */
-    uint64_t lost;
-    int lost_queue, lost_db;
-};
-
-struct store_recorder {
-    char *path;
-    store_recorder_opts opts;
-    unsigned retry_ms, commit_ms; /* under mu */
-
-    pthread_mutex_t mu;
-    pthread_cond_t cv;  /* decoder waits for events */
-    pthread_cond_t scv; /* SQL thread waits for ops */
-    pthread_t thread, sql_thread;
-    int thread_started, sql_started;
-    int stop;     /* under mu: close requested */
-    int sql_stop; /* under mu: decoder finished, SQL thread drains and exits */
-    struct event *head, **tail;
-    size_t queued_bytes;
-    struct procinfo pinfo;      /* under mu */
-    store_recorder_stats stats; /* under mu */
-    uint64_t queue_lost;        /* under mu: refused by enqueue, not yet in lost */
-    int logged_full;
-
-    /* ---- shared between the two threads, under mu ---- */
-    struct op *ops, **ops_tail; /* decoder -> SQL thread */
-    size_t ops_bytes;
-    int sql_ok;    /* the SQL thread has a working connection */
-    int sql_tried; /* it has tried to open the database once */
-    int key_ready;
-    unsigned char shared_key[STORE_KEY_LEN];
-    int64_t shared_process_row;
-    char borrow_want[65]; /* binary sha the decoder wants a schema for */
-    int borrow_asked;
-    unsigned char *borrow_raw; /* answer: a schema recorded earlier */
-    size_t borrow_len;
-    int borrow_protocol, borrow_ready;
-    char borrow_sha[65];
-
-    /* ---- decoder thread only ---- */
-    unsigned char key[STORE_KEY_LEN];
-    int have_key;
-    EVP_MAC_CTX *mac;        /* HMAC-SHA256 keyed with key, copied per value */
-    uint64_t lost;           /* events lost, not yet in a gap op */
-    int lost_queue, lost_db; /* reasons */
-    struct procinfo proc;    /* decoder's copy */
-    char binary_sha256[65];
-    char binary_stat[BINARY_STAT_LEN]; /* identity of the file digested, or "" */
-    int have_binary_sha;
-    int proc_dirty;   /* process details changed, not yet handed over */
-    int borrow_tried; /* asked synchronously for an earlier schema */
-    dec_schema *schema;
-    char schema_sha[65];
-    const char *schema_source;
-    unsigned char *identity_raw; /* GetResourceIdentitySchemas response */
-    size_t identity_raw_len;
-    char identity_sha[65];
-    int identity_applied;
-    int64_t last_schema_poll_ms;
-    struct call *buckets[CALL_BUCKETS];
-    struct call *calls, **calls_tail;
-    size_t retained_bytes;
-    int retain_disabled;
-    struct op *out, **out_tail; /* ops being built, handed over at once */
-    uint64_t out_events;        /* events applied since the last hand-over */
-
-    /* ---- SQL thread only ---- */
-    sqlite3 *db;
-    int64_t next_retry_ms;
-    int logged_down;
-    int txn_gen;
-    int64_t run_id, run_row_gen;
-    int64_t process_row, process_row_gen;
-    struct procinfo sproc; /* the process details last written */
-    char sbinary_sha[65];
-    char sbinary_stat[BINARY_STAT_LEN];
-    struct op *pending, **pending_tail; /* taken from ops, not yet committed */
-    sqlite3_stmt *st_upsert, *st_msg;
-};
-
-/* ---- time ---------------------------------------------------------------- */
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static char *dupstr(const char *s)
+char *store_rec_dupstr(const char *s)
 {
     if (!s)
         return NULL;
@@ -232,11 +38,48 @@ static char *dupstr(const char *s)
 
 /* ---- the caller's side: enqueue ----------------------------------------- */
 
+static void event_free(struct event *ev)
+{
+    free(ev->owned);
+    free(ev);
+}
+
+void store_rec_release(store_recorder *r, size_t bytes)
+{
+    r->inflight_bytes -= bytes < r->inflight_bytes ? bytes : r->inflight_bytes;
+    pthread_cond_broadcast(&r->room);
+}
+
+/* Queue ev within the one bound: a full recorder drops it (counted, a gap
+ * later) or, with opts.block_ms, makes the caller wait (a bounded time) for room. */
 static void enqueue(store_recorder *r, struct event *ev)
 {
     int drop = 0, log_full = 0;
     pthread_mutex_lock(&r->mu);
-    if (r->stop || r->queued_bytes + ev->size > r->opts.max_queue_bytes) {
+    if (r->overflowing && r->inflight_bytes <= r->opts.max_queue_bytes / 2)
+        r->overflowing = 0; /* room again: wait, not drop */
+    if (r->opts.block_ms && !r->overflowing && !r->stop && r->inflight_bytes > 0 &&
+        r->inflight_bytes + ev->size > r->opts.max_queue_bytes) {
+        /* Wait for room, a bounded time: a recorder stuck longer (a
+         * database locked for seconds) drops, counted, until it is half
+         * empty, rather than hold its caller (the proxy must be able to
+         * flush and exit within go-plugin's two seconds). */
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += r->opts.block_ms / 1000;
+        until.tv_nsec += (long)(r->opts.block_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (!r->stop && r->inflight_bytes > 0 &&
+               r->inflight_bytes + ev->size > r->opts.max_queue_bytes)
+            if (pthread_cond_timedwait(&r->room, &r->mu, &until) == ETIMEDOUT) {
+                r->overflowing = 1;
+                break;
+            }
+    }
+    if (r->stop || r->inflight_bytes + ev->size > r->opts.max_queue_bytes) {
         drop = 1;
         r->stats.dropped++;
         r->queue_lost++;
@@ -249,12 +92,15 @@ static void enqueue(store_recorder *r, struct event *ev)
         *r->tail = ev;
         r->tail = &ev->next;
         r->queued_bytes += ev->size;
+        r->inflight_bytes += ev->size;
+        if (r->inflight_bytes > r->peak_bytes)
+            r->peak_bytes = r->inflight_bytes;
         r->stats.events++;
         pthread_cond_signal(&r->cv);
     }
     pthread_mutex_unlock(&r->mu);
     if (drop)
-        free(ev);
+        event_free(ev);
     if (log_full)
         fprintf(stderr,
                 "tftap: recorder queue full (%zu bytes): dropping records, counted as a gap\n",
@@ -313,7 +159,7 @@ void store_recorder_message(store_recorder *r, uint64_t call_id, enum store_dire
     if (!r)
         return;
     /* Refuse before copying what could never fit. */
-    if (len > r->opts.max_queue_bytes) {
+    if (len > r->opts.max_queue_bytes - sizeof(struct event)) {
         count_drop(r);
         return;
     }
@@ -324,6 +170,46 @@ void store_recorder_message(store_recorder *r, uint64_t call_id, enum store_dire
     }
     ev->dir = dir;
     enqueue(r, ev);
+}
+
+void store_recorder_message_take(store_recorder *r, uint64_t call_id, enum store_direction dir,
+                                 int64_t t_us, void *bytes, size_t len)
+{
+    if (!r) {
+        free(bytes);
+        return;
+    }
+    if (len > r->opts.max_queue_bytes - sizeof(struct event)) {
+        free(bytes);
+        count_drop(r);
+        return;
+    }
+    struct event *ev = event_new(EV_MESSAGE, call_id, t_us, NULL, NULL, 0);
+    if (!ev) {
+        free(bytes);
+        count_drop(r);
+        return;
+    }
+    ev->dir = dir;
+    ev->owned = bytes;
+    ev->bytes = bytes;
+    ev->len = len;
+    ev->size += len;
+    enqueue(r, ev);
+}
+
+void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why)
+{
+    if (!r || n == 0)
+        return;
+    pthread_mutex_lock(&r->mu);
+    r->stats.dropped += n;
+    if (why == STORE_LOST_QUEUE_FULL)
+        r->queue_lost += n;
+    else
+        r->input_lost += n;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
 }
 
 void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, int status_code,
@@ -346,7 +232,8 @@ void store_recorder_process(store_recorder *r, const char *provider_addr, const 
 {
     if (!r)
         return;
-    char *a = dupstr(provider_addr), *v = dupstr(version), *b = dupstr(binary_path);
+    char *a = store_rec_dupstr(provider_addr), *v = store_rec_dupstr(version),
+         *b = store_rec_dupstr(binary_path);
     pthread_mutex_lock(&r->mu);
     free(r->pinfo.provider);
     free(r->pinfo.version);
@@ -369,6 +256,8 @@ void store_recorder_get_stats(store_recorder *r, store_recorder_stats *out)
     pthread_mutex_lock(&r->mu);
     *out = r->stats;
     out->queued_bytes = r->queued_bytes;
+    out->inflight_bytes = r->inflight_bytes;
+    out->peak_bytes = r->peak_bytes;
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -438,6 +327,15 @@ static int method_is_stream(const char *m)
     return 0;
 }
 
+/* A call whose row image is owed; counted, so that the decoder knows what
+ * emitting the images will add to the bound (an op each) before it does. */
+static void mark_dirty(store_recorder *r, struct call *c)
+{
+    if (!c->dirty)
+        r->dirty_calls++;
+    c->dirty = 1;
+}
+
 static struct call *call_get(store_recorder *r, uint64_t id, const char *method, int64_t t_us)
 {
     struct call *c = call_find(r, id);
@@ -448,7 +346,7 @@ static struct call *call_get(store_recorder *r, uint64_t id, const char *method,
         return NULL;
     c->call_id = id;
     /* A call whose begin was dropped still gets a row, method unknown. */
-    c->method = dupstr(method ? method : "");
+    c->method = store_rec_dupstr(method ? method : "");
     if (!c->method) {
         free(c);
         return NULL;
@@ -456,7 +354,7 @@ static struct call *call_get(store_recorder *r, uint64_t id, const char *method,
     c->stream = method_is_stream(c->method);
     c->started_us = t_us;
     c->raws_tail = &c->raws;
-    c->dirty = 1;
+    mark_dirty(r, c);
     struct call **b = bucket(r, id);
     c->hnext = *b;
     *b = c;
@@ -525,7 +423,7 @@ static void set_decode_error(struct call *c, const char *msg)
 {
     if (c->decode_error)
         return;
-    c->decode_error = dupstr(msg);
+    c->decode_error = store_rec_dupstr(msg);
 }
 
 /* Append one message's JSON to out. */
@@ -575,9 +473,11 @@ static void render_message(store_recorder *r, struct call *c, enum store_directi
 static void side_add(store_recorder *r, struct call *c, struct side *s, enum store_direction dir,
                      const unsigned char *p, size_t n)
 {
+    size_t before = s->json.len;
     if (s->count > 0)
         tftap_buf_putc(&s->json, ',');
     render_message(r, c, dir, p, n, &s->json);
+    r->rendered_bytes += s->json.len - before;
     s->count++;
     s->bytes += (int64_t)n;
 }
@@ -613,7 +513,7 @@ static void redecode_retained(store_recorder *r)
         for (struct rawmsg *m = c->raws; m; m = m->next)
             side_add(r, c, m->dir == STORE_REQUEST ? &c->req : &c->resp, m->dir, m->bytes, m->len);
         c->decoded_with_schema = 1;
-        c->dirty = 1;
+        mark_dirty(r, c);
         call_free_raws(r, c);
     }
 }
@@ -659,7 +559,7 @@ static int schema_adopt(store_recorder *r, int protocol, const unsigned char *p,
 
 /* ---- ops: what the decoder hands the SQL thread ------------------------- */
 
-static void op_free(struct op *o)
+void store_rec_op_free(struct op *o)
 {
     if (!o)
         return;
@@ -676,11 +576,11 @@ static void op_free(struct op *o)
     free(o);
 }
 
-static void op_list_free(struct op *o)
+void store_rec_op_list_free(struct op *o)
 {
     while (o) {
         struct op *n = o->next;
-        op_free(o);
+        store_rec_op_free(o);
         o = n;
     }
 }
@@ -702,7 +602,7 @@ static char *dup_counted(struct op *o, const char *s)
     if (!s)
         return NULL;
     o->size += strlen(s) + 1;
-    return dupstr(s);
+    return store_rec_dupstr(s);
 }
 
 static unsigned char *dup_bytes(struct op *o, const void *p, size_t n)
@@ -730,6 +630,36 @@ static void emit_schema(store_recorder *r, const char *kind, const char *sha,
     }
 }
 
+/* A side's column text for an op, taking the side's buffer where it is
+ * the text itself (one message of a unary call), else building the array
+ * in it. The side is left empty. NULL: no message. */
+static char *take_side(struct op *o, struct call *c, struct side *s)
+{
+    if (s->count == 0)
+        return NULL;
+    if (tftap_buf_failed(&s->json)) {
+        tftap_buf_done(&s->json);
+        return dup_counted(o, "{\"$error\":\"out of memory rendering the message\"}");
+    }
+    if (c->stream || s->count != 1) {
+        /* '[' ... ']' around it: one move within the buffer. */
+        if (tftap_buf_reserve(&s->json, 2) != 0) {
+            tftap_buf_done(&s->json);
+            return NULL;
+        }
+        memmove(s->json.data + 1, s->json.data, s->json.len);
+        s->json.data[0] = '[';
+        s->json.data[s->json.len + 1] = ']';
+        s->json.len += 2;
+        s->json.data[s->json.len] = '\0';
+    }
+    char *text = s->json.data;
+    o->size += s->json.len + 1;
+    s->json = (tftap_buf)TFTAP_BUF_INIT;
+    s->count = 0;
+    return text;
+}
+
 /* The call's whole state as a row image. */
 static int emit_call(store_recorder *r, struct call *c)
 {
@@ -750,8 +680,15 @@ static int emit_call(store_recorder *r, struct call *c)
     o->method = dup_counted(o, c->method);
     o->status_message = dup_counted(o, c->status_message);
     o->type_name = dup_counted(o, c->type_name);
-    o->req_json = dup_counted(o, side_text(c, &c->req, &t));
-    o->resp_json = dup_counted(o, side_text(c, &c->resp, &t));
+    if (c->ended && !c->retain) {
+        /* Its last image (the call is pruned next): the rendered JSON is
+         * handed over, not copied. */
+        o->req_json = take_side(o, c, &c->req);
+        o->resp_json = take_side(o, c, &c->resp);
+    } else {
+        o->req_json = dup_counted(o, side_text(c, &c->req, &t));
+        o->resp_json = dup_counted(o, side_text(c, &c->resp, &t));
+    }
     o->decode_error = dup_counted(o, c->decode_error);
     if (c->decoded_with_schema && r->schema)
         memcpy(o->schema_sha, r->schema_sha, 65);
@@ -763,6 +700,8 @@ static int emit_call(store_recorder *r, struct call *c)
 
 static void emit_dirty_calls(store_recorder *r)
 {
+    r->rendered_bytes = 0;
+    r->dirty_calls = 0;
     for (struct call *c = r->calls; c; c = c->lnext)
         if (c->dirty)
             emit_call(r, c);
@@ -807,6 +746,9 @@ static void hand_over(store_recorder *r)
     *r->ops_tail = r->out;
     r->ops_tail = r->out_tail;
     r->ops_bytes += bytes;
+    r->inflight_bytes += bytes;
+    if (r->inflight_bytes > r->peak_bytes)
+        r->peak_bytes = r->inflight_bytes;
     pthread_cond_signal(&r->scv);
     pthread_mutex_unlock(&r->mu);
     r->out = NULL;
@@ -839,7 +781,7 @@ static void retain_raw(store_recorder *r, struct call *c, const struct event *ev
 }
 
 /* Apply one event to the call's state in memory. */
-static void apply_event(store_recorder *r, const struct event *ev)
+static void apply_event(store_recorder *r, struct event *ev)
 {
     struct call *c = call_get(r, ev->call_id, ev->kind == EV_BEGIN ? ev->text : NULL, ev->t_us);
     if (!c)
@@ -847,7 +789,7 @@ static void apply_event(store_recorder *r, const struct event *ev)
     switch (ev->kind) {
     case EV_BEGIN:
         if (!c->method[0] && ev->text[0]) {
-            char *m = dupstr(ev->text);
+            char *m = store_rec_dupstr(ev->text);
             if (m) {
                 free(c->method);
                 c->method = m;
@@ -855,7 +797,7 @@ static void apply_event(store_recorder *r, const struct event *ev)
             }
         }
         c->started_us = ev->t_us;
-        c->dirty = 1;
+        mark_dirty(r, c);
         break;
     case EV_MESSAGE: {
         struct side *s = ev->dir == STORE_REQUEST ? &c->req : &c->resp;
@@ -872,7 +814,7 @@ static void apply_event(store_recorder *r, const struct event *ev)
         if (r->schema)
             c->decoded_with_schema = 1;
         retain_raw(r, c, ev);
-        c->dirty = 1;
+        mark_dirty(r, c);
         if (ev->dir == STORE_RESPONSE && is_provider_schema_method(c->method)) {
             char sha[65];
             tftap_sha256_hex(ev->bytes, ev->len, sha);
@@ -880,6 +822,17 @@ static void apply_event(store_recorder *r, const struct event *ev)
                 strcmp(r->schema_source, "response") != 0)
                 schema_adopt(r, dec_method_protocol(c->method), ev->bytes, ev->len, sha,
                              "response");
+            /* The schema's row takes the bytes the event owns rather than a
+             * copy: a schema of tens of MB is then held once, not twice. */
+            struct op *last = NULL;
+            for (struct op *o = r->out; o; o = o->next)
+                last = o;
+            if (ev->owned && last && last->kind == OP_SCHEMA && last->bytes &&
+                last->len == ev->len) {
+                free(last->bytes);
+                last->bytes = ev->owned;
+                ev->owned = NULL; /* ev->bytes stays valid: the op is not handed over yet */
+            }
         }
         if (ev->dir == STORE_RESPONSE && is_identity_schema_method(c->method) && !r->identity_raw) {
             r->identity_raw = malloc(ev->len ? ev->len : 1);
@@ -914,8 +867,8 @@ static void apply_event(store_recorder *r, const struct event *ev)
         c->ended_us = ev->t_us;
         c->status = ev->status;
         free(c->status_message);
-        c->status_message = ev->text[0] ? dupstr(ev->text) : NULL;
-        c->dirty = 1;
+        c->status_message = ev->text[0] ? store_rec_dupstr(ev->text) : NULL;
+        mark_dirty(r, c);
         break;
     }
 }
@@ -962,9 +915,9 @@ static void sync_procinfo(store_recorder *r)
     struct procinfo p = {0};
     pthread_mutex_lock(&r->mu);
     if (r->pinfo.changed) {
-        p.provider = dupstr(r->pinfo.provider);
-        p.version = dupstr(r->pinfo.version);
-        p.binary_path = dupstr(r->pinfo.binary_path);
+        p.provider = store_rec_dupstr(r->pinfo.provider);
+        p.version = store_rec_dupstr(r->pinfo.version);
+        p.binary_path = store_rec_dupstr(r->pinfo.binary_path);
         p.protocol = r->pinfo.protocol;
         p.pid = r->pinfo.pid;
         p.changed = 1;
@@ -1063,7 +1016,7 @@ static void poll_borrowed_schema(store_recorder *r)
 {
     if (r->schema || !r->have_binary_sha)
         return;
-    int64_t now = mono_ms();
+    int64_t now = tftap_mono_ms();
     unsigned char *raw = NULL;
     size_t len = 0;
     int proto = 0;
@@ -1112,9 +1065,26 @@ static void borrow_sync(store_recorder *r, unsigned max_ms)
         while (r->borrow_asked && r->sql_ok && pthread_cond_timedwait(&r->cv, &r->mu, &ts) == 0)
             ;
     }
-    r->last_schema_poll_ms = mono_ms();
+    r->last_schema_poll_ms = tftap_mono_ms();
     pthread_mutex_unlock(&r->mu);
     poll_borrowed_schema(r);
+}
+
+/* The SQL thread is behind (a long-held lock, a slow disk) and what was
+ * decoded meanwhile fills the bound: wait for commits, so that the bound
+ * (dropping, or a blocked caller) applies to what still arrives instead of
+ * decoded rows piling up without one. Not while the database is down: then
+ * events are dropped anyway. */
+static void wait_for_room(store_recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    while (r->inflight_bytes > r->opts.max_queue_bytes && r->sql_ok) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+    }
+    pthread_mutex_unlock(&r->mu);
 }
 
 /* Decode a batch of events; hand ops over at least every commit_ms. */
@@ -1140,8 +1110,9 @@ static void decode_batch(store_recorder *r, struct event *list)
             o->lost = r->lost;
             o->lost_queue = r->lost_queue;
             o->lost_db = r->lost_db;
+            o->lost_input = r->lost_input;
             r->lost = 0;
-            r->lost_queue = r->lost_db = 0;
+            r->lost_queue = r->lost_db = r->lost_input = 0;
         }
     }
     if (!r->borrow_tried && r->have_binary_sha) {
@@ -1149,47 +1120,67 @@ static void decode_batch(store_recorder *r, struct event *list)
         borrow_sync(r, 5000);
     }
     poll_borrowed_schema(r);
-    int64_t t0 = mono_ms();
+    int64_t t0 = tftap_mono_ms();
     unsigned commit_ms;
     pthread_mutex_lock(&r->mu);
     commit_ms = r->commit_ms;
     pthread_mutex_unlock(&r->mu);
     uint64_t n = 0;
-    for (struct event *e = list; e; e = e->next) {
+    size_t freed = 0;
+    while (list) {
+        struct event *e = list;
+        list = e->next;
         apply_event(r, e);
         r->out_events++;
-        if ((++n & 255) == 0 && mono_ms() - t0 >= (int64_t)commit_ms) {
+        freed += e->size;
+        event_free(e);
+        if ((++n & 15) != 0)
+            continue;
+        /* Every few events: give back what is freed, and keep what this
+         * batch renders within the one bound too. */
+        size_t out = r->rendered_bytes + r->dirty_calls * (sizeof(struct op) + 128);
+        for (struct op *o = r->out; o; o = o->next)
+            out += o->size;
+        pthread_mutex_lock(&r->mu);
+        store_rec_release(r, freed);
+        freed = 0;
+        int full = r->inflight_bytes + out > r->opts.max_queue_bytes;
+        pthread_mutex_unlock(&r->mu);
+        if (full || ((n & 255) == 0 && tftap_mono_ms() - t0 >= (int64_t)commit_ms)) {
             emit_dirty_calls(r);
             prune_calls(r);
             hand_over(r);
-            t0 = mono_ms();
+            t0 = tftap_mono_ms();
+            wait_for_room(r);
         }
     }
     emit_dirty_calls(r);
     prune_calls(r);
     hand_over(r);
-free_list:
+    pthread_mutex_lock(&r->mu);
+    store_rec_release(r, freed);
+    pthread_mutex_unlock(&r->mu);
+    return;
+free_list:;
+    size_t bytes = 0;
     while (list) {
         struct event *next = list->next;
-        free(list);
+        bytes += list->size;
+        event_free(list);
         list = next;
     }
+    pthread_mutex_lock(&r->mu);
+    store_rec_release(r, bytes);
+    pthread_mutex_unlock(&r->mu);
 }
 
 static void *decoder_main(void *arg)
 {
     store_recorder *r = arg;
+    pthread_setname_np(pthread_self(), "tftap-decode"); /* for top and perf */
     for (;;) {
+        wait_for_room(r);
         pthread_mutex_lock(&r->mu);
-        /* The SQL thread is behind (a long-held lock, a slow disk): stop
-         * taking events, so that the queue's bound (and dropping) applies
-         * instead of decoded ops piling up without one. */
-        while (r->ops_bytes > r->opts.max_queue_bytes && !r->stop && r->sql_ok) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += 1;
-            pthread_cond_timedwait(&r->cv, &r->mu, &ts);
-        }
         if (!r->head && !r->stop) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1202,7 +1193,7 @@ static void *decoder_main(void *arg)
             }
             pthread_cond_timedwait(&r->cv, &r->mu, &ts);
         }
-        /* The decoder owns what it takes: the bound is on what still waits. */
+        /* What the decoder takes stays counted until it is freed. */
         struct event *list = r->head;
         r->head = NULL;
         r->tail = &r->head;
@@ -1212,6 +1203,11 @@ static void *decoder_main(void *arg)
             r->lost += r->queue_lost;
             r->lost_queue = 1;
             r->queue_lost = 0;
+        }
+        if (r->input_lost) {
+            r->lost += r->input_lost;
+            r->lost_input = 1;
+            r->input_lost = 0;
         }
         pthread_mutex_unlock(&r->mu);
 
@@ -1249,6 +1245,7 @@ static void *decoder_main(void *arg)
             o->lost = r->lost;
             o->lost_queue = r->lost_queue;
             o->lost_db = r->lost_db;
+            o->lost_input = r->lost_input;
             r->lost = 0;
         }
     }
@@ -1263,544 +1260,6 @@ static void *decoder_main(void *arg)
 }
 
 /* ---- SQL thread -------------------------------------------------------------- */
-
-/* retry_ms (which = 0) or commit_ms (1), as last tuned. */
-static unsigned tuning(store_recorder *r, int which)
-{
-    pthread_mutex_lock(&r->mu);
-    unsigned v = which ? r->commit_ms : r->retry_ms;
-    pthread_mutex_unlock(&r->mu);
-    return v;
-}
-
-static void finalize_stmts(store_recorder *r)
-{
-    sqlite3_finalize(r->st_upsert);
-    sqlite3_finalize(r->st_msg);
-    r->st_upsert = r->st_msg = NULL;
-}
-
-static void set_sql_ok(store_recorder *r, int ok)
-{
-    pthread_mutex_lock(&r->mu);
-    r->sql_ok = ok;
-    r->stats.db_ok = ok;
-    pthread_mutex_unlock(&r->mu);
-}
-
-static void db_down(store_recorder *r)
-{
-    if (!r->logged_down) {
-        r->logged_down = 1;
-        fprintf(stderr,
-                "tftap: cannot write the recording database %s: %s (dropping records, will "
-                "retry)\n",
-                r->path, r->db ? sqlite3_errmsg(r->db) : strerror(errno ? errno : EIO));
-    }
-    finalize_stmts(r);
-    if (r->db) {
-        store_rollback(r->db);
-        sqlite3_close(r->db);
-        r->db = NULL;
-    }
-    r->txn_gen++;
-    r->next_retry_ms = mono_ms() + tuning(r, 0);
-    set_sql_ok(r, 0);
-}
-
-static int db_up(store_recorder *r)
-{
-    if (r->db)
-        return 1;
-    if (mono_ms() < r->next_retry_ms)
-        return 0;
-    errno = 0;
-    unsigned char key[STORE_KEY_LEN];
-    int rc = store_db_open(r->path, 1, &r->db, key);
-    if (rc) {
-        r->db = NULL;
-        if (!r->logged_down) {
-            r->logged_down = 1;
-            fprintf(stderr,
-                    "tftap: cannot open the recording database %s: %s%s%s (dropping records, "
-                    "will retry)\n",
-                    r->path, tftap_strerror(rc), errno ? ": " : "", errno ? strerror(errno) : "");
-        }
-        r->next_retry_ms = mono_ms() + tuning(r, 0);
-        pthread_mutex_lock(&r->mu);
-        r->sql_tried = 1;
-        pthread_cond_broadcast(&r->cv);
-        pthread_mutex_unlock(&r->mu);
-        return 0;
-    }
-    /* Recovery is not announced: the gap row records what was lost, and
-     * the one line already printed is all a user's terminal should get.
-     * Opening is not recovery (a full disk opens fine and fails the next
-     * write): only a commit re-arms the warning. */
-    pthread_mutex_lock(&r->mu);
-    memcpy(r->shared_key, key, sizeof key);
-    r->key_ready = 1;
-    r->sql_ok = 1;
-    r->sql_tried = 1;
-    r->stats.db_ok = 1;
-    pthread_cond_broadcast(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-    memset(key, 0, sizeof key);
-    return 1;
-}
-
-static int step_ok(sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
-}
-
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
-{
-    if (s)
-        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(st, i);
-}
-
-static int run_sql(sqlite3 *db, const char *sql, sqlite3_stmt **out)
-{
-    return sqlite3_prepare_v2(db, sql, -1, out, NULL);
-}
-
-/* One statement with up to four bound values: int64 (i), text (t). */
-static int exec_bound(sqlite3 *db, const char *sql, const char *types, ...)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = run_sql(db, sql, &st);
-    if (rc)
-        return rc;
-    va_list ap;
-    va_start(ap, types);
-    for (int i = 0; types[i]; i++) {
-        if (types[i] == 'i')
-            sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
-        else
-            bind_text_or_null(st, i + 1, va_arg(ap, const char *));
-    }
-    va_end(ap);
-    rc = step_ok(st);
-    sqlite3_finalize(st);
-    return rc;
-}
-
-static int ensure_run_and_process(store_recorder *r)
-{
-    int rc;
-    if (r->run_id == 0) {
-        if (r->opts.run_id) {
-            r->run_id = r->opts.run_id;
-        } else {
-            rc = exec_bound(r->db, "INSERT INTO runs (command, started_us) VALUES (?, ?)", "ti",
-                            r->sproc.binary_path ? r->sproc.binary_path : "", store_now_us());
-            if (rc)
-                return rc;
-            r->run_id = sqlite3_last_insert_rowid(r->db);
-            r->run_row_gen = r->txn_gen;
-        }
-    }
-    if (r->process_row == 0) {
-        rc = exec_bound(r->db, "INSERT INTO processes (run_id, started_us) VALUES (?, ?)", "ii",
-                        r->run_id, store_now_us());
-        if (rc)
-            return rc;
-        r->process_row = sqlite3_last_insert_rowid(r->db);
-        r->process_row_gen = r->txn_gen;
-        pthread_mutex_lock(&r->mu);
-        r->shared_process_row = r->process_row;
-        r->stats.process_row = r->process_row;
-        r->stats.run_id = r->run_id;
-        pthread_mutex_unlock(&r->mu);
-        /* A new row gets the details known so far. */
-        if (r->sproc.provider || r->sproc.binary_path) {
-            sqlite3_stmt *st = NULL;
-            rc = run_sql(r->db,
-                         "UPDATE processes SET provider = ?, version = ?, protocol = ?, pid = ?, "
-                         "binary_path = ?, binary_sha256 = ?, binary_stat = ? WHERE id = ?",
-                         &st);
-            if (rc)
-                return rc;
-            bind_text_or_null(st, 1, r->sproc.provider);
-            bind_text_or_null(st, 2, r->sproc.version);
-            if (r->sproc.protocol)
-                sqlite3_bind_int(st, 3, r->sproc.protocol);
-            if (r->sproc.pid)
-                sqlite3_bind_int(st, 4, r->sproc.pid);
-            bind_text_or_null(st, 5, r->sproc.binary_path);
-            bind_text_or_null(st, 6, r->sbinary_sha[0] ? r->sbinary_sha : NULL);
-            bind_text_or_null(st, 7, r->sbinary_stat[0] ? r->sbinary_stat : NULL);
-            sqlite3_bind_int64(st, 8, r->process_row);
-            rc = step_ok(st);
-            sqlite3_finalize(st);
-            if (rc)
-                return rc;
-        }
-    }
-    return SQLITE_OK;
-}
-
-static int apply_process(store_recorder *r, const struct op *o)
-{
-    /* Keep a copy: a process row re-made after a failed transaction needs it. */
-    char *a = dupstr(o->provider), *v = dupstr(o->version), *b = dupstr(o->binary_path);
-    free(r->sproc.provider);
-    free(r->sproc.version);
-    free(r->sproc.binary_path);
-    r->sproc.provider = a;
-    r->sproc.version = v;
-    r->sproc.binary_path = b;
-    r->sproc.protocol = o->protocol;
-    r->sproc.pid = o->pid;
-    memcpy(r->sbinary_sha, o->binary_sha, sizeof r->sbinary_sha);
-    memcpy(r->sbinary_stat, o->binary_stat, sizeof r->sbinary_stat);
-    sqlite3_stmt *st = NULL;
-    int rc = run_sql(r->db,
-                     "UPDATE processes SET provider = ?, version = ?, protocol = ?, pid = ?, "
-                     "binary_path = ?, binary_sha256 = ?, binary_stat = ? WHERE id = ?",
-                     &st);
-    if (rc)
-        return rc;
-    bind_text_or_null(st, 1, o->provider);
-    bind_text_or_null(st, 2, o->version);
-    if (o->protocol)
-        sqlite3_bind_int(st, 3, o->protocol);
-    if (o->pid)
-        sqlite3_bind_int(st, 4, o->pid);
-    bind_text_or_null(st, 5, o->binary_path);
-    bind_text_or_null(st, 6, o->binary_sha[0] ? o->binary_sha : NULL);
-    bind_text_or_null(st, 7, o->binary_stat[0] ? o->binary_stat : NULL);
-    sqlite3_bind_int64(st, 8, r->process_row);
-    rc = step_ok(st);
-    sqlite3_finalize(st);
-    if (rc == SQLITE_OK && r->opts.run_id == 0 && o->binary_path)
-        /* Our own run was made before we knew what we run. */
-        rc = exec_bound(r->db, "UPDATE runs SET command = ? WHERE id = ? AND command = ''", "ti",
-                        o->binary_path, r->run_id);
-    return rc;
-}
-
-static int apply_schema(store_recorder *r, const struct op *o)
-{
-    int rc;
-    if (o->bytes) {
-        sqlite3_stmt *st = NULL;
-        rc = run_sql(r->db,
-                     "INSERT OR IGNORE INTO schemas (sha256, kind, provider, protocol, size, raw, "
-                     "first_seen_us) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                     &st);
-        if (rc)
-            return rc;
-        sqlite3_bind_text(st, 1, o->schema_sha, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, o->schema_kind, -1, SQLITE_STATIC);
-        bind_text_or_null(st, 3, r->sproc.provider);
-        sqlite3_bind_int(st, 4, o->protocol ? o->protocol : 5);
-        sqlite3_bind_int64(st, 5, (int64_t)o->len);
-        sqlite3_bind_blob64(st, 6, o->bytes, o->len, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 7, store_now_us());
-        rc = step_ok(st);
-        sqlite3_finalize(st);
-        if (rc)
-            return rc;
-    }
-    if (strcmp(o->schema_kind, "identity") == 0)
-        return exec_bound(r->db, "UPDATE processes SET identity_sha256 = ? WHERE id = ?", "ti",
-                          o->schema_sha, r->process_row);
-    return exec_bound(r->db,
-                      "UPDATE processes SET schema_sha256 = ?, schema_source = ? WHERE id = ?",
-                      "tti", o->schema_sha, o->schema_source, r->process_row);
-}
-
-static int apply_gap(store_recorder *r, const struct op *o)
-{
-    const char *reason = o->lost_queue && o->lost_db ? "queue full, database unavailable"
-                         : o->lost_queue             ? "queue full"
-                                                     : "database unavailable";
-    int rc =
-        exec_bound(r->db,
-                   "INSERT INTO gaps (run_id, process_id, lost, recorded_us, reason) "
-                   "VALUES (?, ?, ?, ?, ?)",
-                   "iiiit", r->run_id, r->process_row, (int64_t)o->lost, store_now_us(), reason);
-    if (rc == SQLITE_OK)
-        rc = exec_bound(r->db, "UPDATE processes SET dropped = dropped + ? WHERE id = ?", "ii",
-                        (int64_t)o->lost, r->process_row);
-    return rc;
-}
-
-static int apply_call(store_recorder *r, const struct op *o)
-{
-    int rc;
-    if (!r->st_upsert) {
-        rc = run_sql(r->db,
-                     "INSERT INTO calls (run_id, process_id, call_seq, method, rpc, stream, "
-                     "started_us, ended_us, status_code, status_message, request_bytes, "
-                     "response_bytes, request_count, response_count, type_name, request_json, "
-                     "response_json, decode_error, schema_sha256) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-                     "?16, ?17, ?18, ?19) "
-                     "ON CONFLICT (process_id, call_seq) DO UPDATE SET method = ?4, rpc = ?5, "
-                     "stream = ?6, ended_us = ?8, status_code = ?9, status_message = ?10, "
-                     "request_bytes = ?11, response_bytes = ?12, request_count = ?13, "
-                     "response_count = ?14, type_name = ?15, request_json = ?16, "
-                     "response_json = ?17, decode_error = ?18, schema_sha256 = ?19",
-                     &r->st_upsert);
-        if (rc)
-            return rc;
-    }
-    sqlite3_stmt *st = r->st_upsert;
-    const char *method = o->method ? o->method : "";
-    sqlite3_bind_int64(st, 1, r->run_id);
-    sqlite3_bind_int64(st, 2, r->process_row);
-    sqlite3_bind_int64(st, 3, o->call_seq);
-    sqlite3_bind_text(st, 4, method, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, store_rpc_name(method), -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 6, o->stream);
-    sqlite3_bind_int64(st, 7, o->started_us);
-    if (o->ended) {
-        sqlite3_bind_int64(st, 8, o->ended_us);
-        sqlite3_bind_int(st, 9, o->status);
-        bind_text_or_null(st, 10, o->status_message);
-    } else {
-        sqlite3_bind_null(st, 8);
-        sqlite3_bind_null(st, 9);
-        sqlite3_bind_null(st, 10);
-    }
-    sqlite3_bind_int64(st, 11, o->req_bytes);
-    sqlite3_bind_int64(st, 12, o->resp_bytes);
-    sqlite3_bind_int64(st, 13, o->req_count);
-    sqlite3_bind_int64(st, 14, o->resp_count);
-    bind_text_or_null(st, 15, o->type_name);
-    bind_text_or_null(st, 16, o->req_json);
-    bind_text_or_null(st, 17, o->resp_json);
-    bind_text_or_null(st, 18, o->decode_error);
-    bind_text_or_null(st, 19, o->schema_sha[0] ? o->schema_sha : NULL);
-    rc = step_ok(st);
-    sqlite3_clear_bindings(st);
-    return rc;
-}
-
-static int apply_raw(store_recorder *r, const struct op *o)
-{
-    int rc;
-    if (!r->st_msg) {
-        rc = run_sql(r->db,
-                     "INSERT OR REPLACE INTO messages (call_id, seq, direction, t_us, raw) "
-                     "SELECT id, ?, ?, ?, ? FROM calls WHERE process_id = ? AND call_seq = ?",
-                     &r->st_msg);
-        if (rc)
-            return rc;
-    }
-    sqlite3_bind_int64(r->st_msg, 1, o->msg_seq);
-    sqlite3_bind_text(r->st_msg, 2, o->dir == STORE_REQUEST ? "request" : "response", -1,
-                      SQLITE_STATIC);
-    sqlite3_bind_int64(r->st_msg, 3, o->t_us);
-    sqlite3_bind_blob64(r->st_msg, 4, o->bytes ? (const void *)o->bytes : "", o->len,
-                        SQLITE_STATIC);
-    sqlite3_bind_int64(r->st_msg, 5, r->process_row);
-    sqlite3_bind_int64(r->st_msg, 6, o->call_seq);
-    return step_ok(r->st_msg);
-}
-
-static int apply_end(store_recorder *r)
-{
-    int rc = exec_bound(r->db, "UPDATE processes SET ended_us = ? WHERE id = ?", "ii",
-                        store_now_us(), r->process_row);
-    if (rc == SQLITE_OK && r->opts.run_id == 0)
-        /* A run of our own (no `tftap run` around us) ends with us. */
-        rc = exec_bound(r->db, "UPDATE runs SET ended_us = ? WHERE id = ?", "ii", store_now_us(),
-                        r->run_id);
-    return rc;
-}
-
-static int apply_op(store_recorder *r, const struct op *o)
-{
-    switch (o->kind) {
-    case OP_CALL:
-        return apply_call(r, o);
-    case OP_RAW:
-        return apply_raw(r, o);
-    case OP_PROCESS:
-        return apply_process(r, o);
-    case OP_SCHEMA:
-        return apply_schema(r, o);
-    case OP_GAP:
-        return apply_gap(r, o);
-    case OP_END:
-        return apply_end(r);
-    }
-    return SQLITE_OK;
-}
-
-/* A transaction failed and was rolled back: rows it made are made again. */
-static void forget_generation(store_recorder *r, int gen)
-{
-    if (r->run_row_gen == gen && r->opts.run_id == 0)
-        r->run_id = 0;
-    if (r->process_row_gen == gen)
-        r->process_row = 0;
-}
-
-/* Answer the decoder's question about an earlier schema. */
-static void answer_borrow(store_recorder *r)
-{
-    char want[65];
-    pthread_mutex_lock(&r->mu);
-    int asked = r->borrow_asked && !r->borrow_ready;
-    memcpy(want, r->borrow_want, sizeof want);
-    pthread_mutex_unlock(&r->mu);
-    if (!asked || !r->db)
-        return;
-    sqlite3_stmt *st = NULL;
-    unsigned char *raw = NULL;
-    size_t len = 0;
-    int proto = 0;
-    char sha[65] = "";
-    if (run_sql(r->db,
-                "SELECT s.sha256, s.protocol, s.raw FROM processes p "
-                "JOIN schemas s ON s.sha256 = p.schema_sha256 "
-                "WHERE p.binary_sha256 = ? AND p.id != ? ORDER BY p.id DESC LIMIT 1",
-                &st) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, want, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, r->process_row);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            const char *s = (const char *)sqlite3_column_text(st, 0);
-            snprintf(sha, sizeof sha, "%s", s ? s : "");
-            proto = sqlite3_column_int(st, 1);
-            len = (size_t)sqlite3_column_bytes(st, 2);
-            const void *b = sqlite3_column_blob(st, 2);
-            raw = b ? malloc(len ? len : 1) : NULL;
-            if (raw)
-                memcpy(raw, b, len);
-        }
-    }
-    sqlite3_finalize(st);
-    pthread_mutex_lock(&r->mu);
-    r->borrow_asked = 0;
-    if (raw) {
-        r->borrow_raw = raw;
-        r->borrow_len = len;
-        r->borrow_protocol = proto;
-        memcpy(r->borrow_sha, sha, sizeof sha);
-        r->borrow_ready = 1;
-    }
-    pthread_cond_signal(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-}
-
-/* Apply everything pending in transactions of at most commit_ms; an op is
- * dropped from pending only once its transaction committed. */
-static void apply_pending(store_recorder *r, int closing)
-{
-    while (r->db) {
-        unsigned deadline = closing ? CLOSE_BUSY_DEADLINE_MS : 0;
-        if (store_begin(r->db, deadline) != SQLITE_OK) {
-            db_down(r);
-            return;
-        }
-        int gen = ++r->txn_gen;
-        int64_t t0 = mono_ms();
-        unsigned commit_ms = tuning(r, 1);
-        int rc = ensure_run_and_process(r);
-        struct op *o = r->pending;
-        uint64_t events = 0;
-        size_t n = 0;
-        while (rc == SQLITE_OK && o) {
-            rc = apply_op(r, o);
-            if (rc)
-                break;
-            events += o->events;
-            o = o->next;
-            if ((++n & 127) == 0 && mono_ms() - t0 >= (int64_t)commit_ms)
-                break;
-        }
-        if (rc == SQLITE_OK)
-            rc = store_commit(r->db, deadline);
-        if (rc != SQLITE_OK) {
-            forget_generation(r, gen);
-            db_down(r);
-            return;
-        }
-        r->logged_down = 0;
-        /* Committed: release the ops up to o. */
-        uint64_t gaps = 0;
-        size_t bytes = 0;
-        while (r->pending != o) {
-            struct op *x = r->pending;
-            r->pending = x->next;
-            gaps += x->kind == OP_GAP;
-            bytes += x->size;
-            op_free(x);
-        }
-        if (!r->pending)
-            r->pending_tail = &r->pending;
-        pthread_mutex_lock(&r->mu);
-        r->stats.written += events;
-        r->stats.gaps += gaps;
-        r->ops_bytes -= bytes;
-        pthread_cond_broadcast(&r->cv); /* the decoder may wait for room */
-        pthread_mutex_unlock(&r->mu);
-        if (!r->pending)
-            return;
-    }
-}
-
-static void *sql_main(void *arg)
-{
-    store_recorder *r = arg;
-    for (;;) {
-        pthread_mutex_lock(&r->mu);
-        if (r->sql_tried && !r->ops && !r->sql_stop && !(r->borrow_asked && !r->borrow_ready)) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            unsigned wait = r->db ? r->commit_ms : r->retry_ms;
-            ts.tv_sec += wait / 1000;
-            ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&r->scv, &r->mu, &ts);
-        }
-        if (r->ops) {
-            *r->pending_tail = r->ops;
-            r->pending_tail = r->ops_tail;
-            r->ops = NULL;
-            r->ops_tail = &r->ops;
-        }
-        int stopping = r->sql_stop;
-        pthread_mutex_unlock(&r->mu);
-
-        if (stopping)
-            r->next_retry_ms = 0; /* last chance: do not wait for the retry timer */
-        if (db_up(r)) {
-            if (r->pending || r->process_row == 0)
-                apply_pending(r, stopping);
-            answer_borrow(r);
-        }
-        if (stopping) {
-            pthread_mutex_lock(&r->mu);
-            int more = r->ops != NULL;
-            pthread_mutex_unlock(&r->mu);
-            if (!more)
-                break;
-        }
-    }
-    /* What never committed is lost: count it. */
-    uint64_t lost = 0;
-    for (struct op *o = r->pending; o; o = o->next)
-        lost += o->events;
-    op_list_free(r->pending);
-    r->pending = NULL;
-    pthread_mutex_lock(&r->mu);
-    r->stats.dropped += lost;
-    pthread_mutex_unlock(&r->mu);
-    return NULL;
-}
 
 int store_recorder_open(const char *db_path, const store_recorder_opts *opts, store_recorder **out)
 {
@@ -1821,7 +1280,7 @@ int store_recorder_open(const char *db_path, const store_recorder_opts *opts, st
     r->ops_tail = &r->ops;
     r->out_tail = &r->out;
     r->pending_tail = &r->pending;
-    r->path = dupstr(db_path);
+    r->path = store_rec_dupstr(db_path);
     if (!r->path) {
         free(r);
         return TFTAP_ENOMEM;
@@ -1832,8 +1291,9 @@ int store_recorder_open(const char *db_path, const store_recorder_opts *opts, st
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, &ca);
     pthread_cond_init(&r->scv, &ca);
+    pthread_cond_init(&r->room, &ca);
     pthread_condattr_destroy(&ca);
-    if (pthread_create(&r->sql_thread, NULL, sql_main, r) != 0)
+    if (pthread_create(&r->sql_thread, NULL, store_rec_sql_main, r) != 0)
         goto fail;
     r->sql_started = 1;
     if (pthread_create(&r->thread, NULL, decoder_main, r) != 0) {
@@ -1850,6 +1310,7 @@ int store_recorder_open(const char *db_path, const store_recorder_opts *opts, st
 fail:
     pthread_cond_destroy(&r->cv);
     pthread_cond_destroy(&r->scv);
+    pthread_cond_destroy(&r->room);
     pthread_mutex_destroy(&r->mu);
     free(r->path);
     free(r);
@@ -1870,12 +1331,13 @@ void store_recorder_close(store_recorder *r)
     pthread_mutex_lock(&r->mu);
     r->stop = 1;
     pthread_cond_signal(&r->cv);
+    pthread_cond_broadcast(&r->room);
     pthread_mutex_unlock(&r->mu);
     if (r->thread_started)
         pthread_join(r->thread, NULL);
     if (r->sql_started)
         pthread_join(r->sql_thread, NULL);
-    finalize_stmts(r);
+    store_rec_sql_finalize(r);
     if (r->db)
         sqlite3_close(r->db);
     while (r->calls) {
@@ -1885,12 +1347,12 @@ void store_recorder_close(store_recorder *r)
     }
     while (r->head) {
         struct event *n = r->head->next;
-        free(r->head);
+        event_free(r->head);
         r->head = n;
     }
-    op_list_free(r->ops);
-    op_list_free(r->out);
-    op_list_free(r->pending);
+    store_rec_op_list_free(r->ops);
+    store_rec_op_list_free(r->out);
+    store_rec_op_list_free(r->pending);
     free(r->borrow_raw);
     dec_schema_free(r->schema);
     EVP_MAC_CTX_free(r->mac);
@@ -1900,6 +1362,7 @@ void store_recorder_close(store_recorder *r)
     procinfo_done(&r->sproc);
     pthread_cond_destroy(&r->cv);
     pthread_cond_destroy(&r->scv);
+    pthread_cond_destroy(&r->room);
     pthread_mutex_destroy(&r->mu);
     memset(r->key, 0, sizeof r->key);
     memset(r->shared_key, 0, sizeof r->shared_key);

@@ -1,0 +1,35 @@
+/* analysis: private declarations shared by the module's files. */
+#ifndef TFTAP_ANALYSIS_INT_H
+#define TFTAP_ANALYSIS_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+
+/* How deep analysis reads the JSON the store wrote. */
+#define ANALYSIS_JSON_MAX_DEPTH TFTAP_JSON_MAX_DEPTH
+
+/* The member of obj named key (len bytes), or NULL. */
+const sj_node *analysis_member(const sj_node *obj, const char *key, size_t len);
+
+/* What the report says about the two runs themselves (set by
+ * analysis_diff_runs; empty for analysis_diff_calls). */
+struct analysis_diff_meta {
+    int set;
+    int64_t run[2];
+    char *command[2];       /* "tofu plan -out=p" */
+    tftap_buf providers[2]; /* "address version\n" lines */
+    /* The calls analysis_diff_runs read, which the diff borrows. */
+    analysis_diff_call *owned_calls[2];
+    size_t nowned[2];
+};
+void analysis_diff_meta_done(struct analysis_diff_meta *m);
+void analysis_diff_meta_text(const struct analysis_diff_meta *m, tftap_buf *out);
+void analysis_diff_meta_markdown(const struct analysis_diff_meta *m, tftap_buf *out);
+/* Appends "\"runs\":[...]," (nothing when unset). */
+void analysis_diff_meta_json(const struct analysis_diff_meta *m, tftap_buf *out);
+/* The meta of an analysis_diff, for analysis_diff_runs to fill. */
+struct analysis_diff_meta *analysis_diff_meta_of(struct analysis_diff *d);
+
+#endif

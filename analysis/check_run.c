@@ -1,0 +1,526 @@
+/* Contract checks over a recorded run: each call's own rules, and the
+ * final plan made during apply against the first plan of the same address
+ * ("inconsistent final plan"). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+
+/* How many earlier runs are searched for the plan a saved-plan apply
+ * carries out. */
+#define CHECK_EARLIER_RUNS 20
+
+/* What the calls table knows and the change rows do not. */
+struct info {
+    int64_t id, process;
+    int legacy;
+    char *identity; /* new_identity.identity_data as JSON text, or NULL */
+};
+
+struct infos {
+    struct info *v;
+    size_t n, cap;
+    int err;
+};
+
+/* From a response: its legacy_type_system flag and its new identity. */
+static int read_response(const char *json, struct info *in)
+{
+    sj_doc *d = NULL;
+    if (json && sj_parse(json, strlen(json), TFTAP_JSON_MAX_DEPTH, &d) == 0) {
+        const sj_node *r = sj_root(d), *x = sj_get(r, "legacy_type_system");
+        in->legacy = x && x->kind == SJ_BOOL && x->boolean;
+        x = sj_get(sj_get(r, "new_identity"), "identity_data");
+        if (x && x->kind != SJ_NULL) {
+            tftap_buf b = TFTAP_BUF_INIT;
+            sj_write(x, &b);
+            if (!tftap_buf_failed(&b))
+                in->identity = tftap_buf_take(&b, NULL);
+            tftap_buf_done(&b);
+            if (!in->identity) {
+                sj_free(d);
+                return TFTAP_ENOMEM;
+            }
+        }
+    }
+    sj_free(d);
+    return 0;
+}
+
+static int info_row(void *ctx, const store_call_row *row)
+{
+    struct infos *is = ctx;
+    if (is->n == is->cap) {
+        size_t cap = is->cap ? is->cap * 2 : 64;
+        struct info *v = realloc(is->v, cap * sizeof *v);
+        if (!v) {
+            is->err = TFTAP_ENOMEM;
+            return TFTAP_ENOMEM;
+        }
+        is->v = v;
+        is->cap = cap;
+    }
+    struct info *in = &is->v[is->n++];
+    *in = (struct info){row->id, row->process_id, 0, NULL};
+    if (read_response(row->response_json, in))
+        return is->err = TFTAP_ENOMEM;
+    return 0;
+}
+
+static void infos_done(struct infos *is)
+{
+    for (size_t i = 0; i < is->n; i++)
+        free(is->v[i].identity);
+    free(is->v);
+}
+
+static int info_cmp(const void *a, const void *b)
+{
+    const struct info *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static const struct info *info_find(const struct infos *is, int64_t id)
+{
+    struct info key = {id, 0, 0, NULL};
+    return is->n ? bsearch(&key, is->v, is->n, sizeof key, info_cmp) : NULL;
+}
+
+/* A plan or apply kept for the final-plan comparison. */
+struct pc {
+    int64_t id, process, started;
+    int apply;
+    char *address, *planned, *schema, *type_name;
+};
+
+struct pcs {
+    struct pc *v;
+    size_t n, cap;
+};
+
+static void pcs_done(struct pcs *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->v[i].address);
+        free(p->v[i].planned);
+        free(p->v[i].schema);
+        free(p->v[i].type_name);
+    }
+    free(p->v);
+    memset(p, 0, sizeof *p);
+}
+
+static int pcs_add(struct pcs *p, const store_change_row *r, int64_t process)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 16;
+        struct pc *v = realloc(p->v, cap * sizeof *v);
+        if (!v)
+            return TFTAP_ENOMEM;
+        p->v = v;
+        p->cap = cap;
+    }
+    struct pc *x = &p->v[p->n];
+    memset(x, 0, sizeof *x);
+    x->id = r->call_id;
+    x->process = process;
+    x->started = r->started_us;
+    x->apply = strcmp(r->rpc, "ApplyResourceChange") == 0;
+    x->address = strdup(r->address);
+    x->planned = r->planned ? strdup(r->planned) : NULL;
+    x->schema = r->block_schema ? strdup(r->block_schema) : NULL;
+    x->type_name = r->type_name ? strdup(r->type_name) : NULL;
+    p->n++;
+    if (!x->address || (r->planned && !x->planned) || (r->block_schema && !x->schema) ||
+        (r->type_name && !x->type_name))
+        return TFTAP_ENOMEM;
+    return 0;
+}
+
+static int has_error_diag(const char *diags)
+{
+    sj_doc *d = NULL;
+    int err = 0;
+    if (diags && sj_parse(diags, strlen(diags), TFTAP_JSON_MAX_DEPTH, &d) == 0) {
+        const sj_node *r = sj_root(d);
+        for (const sj_node *x = r && r->kind == SJ_ARRAY ? r->child : NULL; x && !err;
+             x = x->next) {
+            const sj_node *sev = sj_get(x, "severity");
+            err = sev && sev->kind == SJ_STRING && strcmp(sev->str, "ERROR") == 0;
+        }
+    }
+    sj_free(d);
+    return err;
+}
+
+static int planned_null(const char *planned)
+{
+    return !planned || strcmp(planned, "null") == 0;
+}
+
+/* Addresses by what a call planned: a call the address matching could not
+ * name (an apply whose result is null is in no state, a plan not saved to
+ * a file names no new object, the first plan of an object whose apply
+ * changed it) takes the address of a call of the same run and type that
+ * planned the same state, when only one address did. */
+struct named {
+    char *type_name, *planned, *address;
+};
+
+struct names {
+    struct named *v;
+    size_t n, cap;
+    int err;
+};
+
+static void names_done(struct names *ns)
+{
+    for (size_t i = 0; i < ns->n; i++) {
+        free(ns->v[i].type_name);
+        free(ns->v[i].planned);
+        free(ns->v[i].address);
+    }
+    free(ns->v);
+}
+
+/* The planned state with object members in byte order (a provider may
+ * encode a map in any order), or NULL. */
+static char *canonical(const char *json)
+{
+    sj_doc *d = NULL;
+    char *out = NULL;
+    if (json && strcmp(json, "null") != 0 &&
+        sj_parse(json, strlen(json), TFTAP_JSON_MAX_DEPTH, &d) == 0) {
+        tftap_buf b = TFTAP_BUF_INIT;
+        if (sj_write_sorted(sj_root(d), &b) == 0 && !tftap_buf_failed(&b))
+            out = tftap_buf_take(&b, NULL);
+        tftap_buf_done(&b);
+    }
+    sj_free(d);
+    return out;
+}
+
+static int is_plan_or_apply(const char *rpc)
+{
+    return rpc &&
+           (strcmp(rpc, "PlanResourceChange") == 0 || strcmp(rpc, "ApplyResourceChange") == 0);
+}
+
+static int name_row(void *ctx, const store_change_row *r)
+{
+    struct names *ns = ctx;
+    if (!r->address || !r->type_name || !is_plan_or_apply(r->rpc))
+        return 0;
+    char *planned = canonical(r->planned);
+    if (!planned)
+        return 0;
+    if (ns->n == ns->cap) {
+        size_t cap = ns->cap ? ns->cap * 2 : 16;
+        struct named *v = realloc(ns->v, cap * sizeof *v);
+        if (!v) {
+            free(planned);
+            return ns->err = TFTAP_ENOMEM;
+        }
+        ns->v = v;
+        ns->cap = cap;
+    }
+    struct named *x = &ns->v[ns->n++];
+    x->planned = planned;
+    x->type_name = strdup(r->type_name);
+    x->address = strdup(r->address);
+    if (!x->type_name || !x->address)
+        return ns->err = TFTAP_ENOMEM;
+    return 0;
+}
+
+/* The one address of calls that planned the same, or NULL (none, or two). */
+static int named_cmp(const void *a, const void *b)
+{
+    const struct named *x = a, *y = b;
+    int c = strcmp(x->type_name, y->type_name);
+    return c ? c : strcmp(x->planned, y->planned);
+}
+
+/* names must be sorted with named_cmp. */
+static const char *name_of(const struct names *ns, const store_change_row *r)
+{
+    if (!ns || !ns->n || !r->type_name || !is_plan_or_apply(r->rpc))
+        return NULL;
+    char *planned = canonical(r->planned);
+    if (!planned)
+        return NULL;
+    /* The first entry not ordered before the key, then its equals. */
+    struct named key = {(char *)r->type_name, planned, NULL};
+    size_t lo = 0, hi = ns->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (named_cmp(&ns->v[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const char *found = NULL;
+    for (size_t i = lo; i < ns->n && named_cmp(&ns->v[i], &key) == 0; i++) {
+        if (found && strcmp(found, ns->v[i].address) != 0) {
+            found = NULL;
+            break;
+        }
+        found = ns->v[i].address;
+    }
+    free(planned);
+    return found;
+}
+
+struct run_ctx {
+    const struct infos *infos;
+    const struct names *names;
+    analysis_findings *out;
+    struct pcs pcs;
+    int err;
+};
+
+static int change_row(void *ctx, const store_change_row *r)
+{
+    struct run_ctx *rc = ctx;
+    if (!r->has_status || r->status_code != 0)
+        return 0; /* no answer to judge */
+    const struct info *in = info_find(rc->infos, r->call_id);
+    store_change_row named = *r;
+    if (!r->address)
+        named.address = name_of(rc->names, r);
+    r = &named;
+    analysis_call c = {
+        .call_id = r->call_id,
+        .rpc = r->rpc,
+        .type_name = r->type_name,
+        .address = r->address,
+        .block_schema = r->block_schema,
+        .prior = r->prior,
+        .config = r->config,
+        .planned = r->planned,
+        .new_state = r->new_state,
+        .requires_replace = r->requires_replace,
+        .identity = in ? in->identity : NULL,
+        .legacy = in ? in->legacy : 0,
+        .has_error = has_error_diag(r->diagnostics),
+    };
+    int e = analysis_check_call(&c, rc->out);
+    if (e == TFTAP_ENOMEM)
+        return rc->err = e;
+    if (r->address && !c.has_error &&
+        (strcmp(r->rpc, "PlanResourceChange") == 0 || strcmp(r->rpc, "ApplyResourceChange") == 0)) {
+        if ((e = pcs_add(&rc->pcs, r, in ? in->process : 0)))
+            return rc->err = e;
+    }
+    return 0;
+}
+
+/* Plans of one address in an earlier run. */
+struct earlier {
+    const char *address;
+    struct pcs pcs;
+    int applied, err;
+};
+
+static int earlier_row(void *ctx, const store_change_row *r)
+{
+    struct earlier *e = ctx;
+    if (!r->address || strcmp(r->address, e->address) != 0)
+        return 0;
+    if (strcmp(r->rpc, "ApplyResourceChange") == 0)
+        e->applied = 1;
+    else if (strcmp(r->rpc, "PlanResourceChange") == 0 && r->has_status && r->status_code == 0 &&
+             !planned_null(r->planned) && !has_error_diag(r->diagnostics) &&
+             (e->err = pcs_add(&e->pcs, r, 0)))
+        return e->err;
+    return 0;
+}
+
+struct runs {
+    int64_t *v;
+    size_t n, cap;
+    int64_t before;
+};
+
+static int run_row(void *ctx, const store_run_row *row)
+{
+    struct runs *rs = ctx;
+    if (row->id >= rs->before)
+        return 0;
+    if (rs->n == rs->cap) {
+        size_t cap = rs->cap ? rs->cap * 2 : 16;
+        int64_t *v = realloc(rs->v, cap * sizeof *v);
+        if (!v)
+            return TFTAP_ENOMEM;
+        rs->v = v;
+        rs->cap = cap;
+    }
+    rs->v[rs->n++] = row->id;
+    return 0;
+}
+
+static int desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x > y ? -1 : x < y;
+}
+
+/* The first plan of an address a saved-plan apply carries out: the last
+ * plan of it in the latest earlier run that planned it without applying. */
+static int earlier_plan(store *s, const struct runs *rs, const char *address, struct pc *out,
+                        int *found)
+{
+    *found = 0;
+    for (size_t i = 0; i < rs->n && i < CHECK_EARLIER_RUNS; i++) {
+        struct earlier e = {address, {NULL, 0, 0}, 0, 0};
+        int rc = store_changes_each(s, rs->v[i], address, earlier_row, &e);
+        if (rc == 0)
+            rc = e.err;
+        if (rc) {
+            pcs_done(&e.pcs);
+            return rc;
+        }
+        if (e.applied || e.pcs.n) {
+            if (!e.applied) {
+                *out = e.pcs.v[e.pcs.n - 1];
+                e.pcs.n--; /* ownership moves to out */
+                *found = 1;
+            }
+            pcs_done(&e.pcs);
+            return 0;
+        }
+        pcs_done(&e.pcs);
+    }
+    return 0;
+}
+
+static int pc_cmp(const void *a, const void *b)
+{
+    const struct pc *x = a, *y = b;
+    int c = strcmp(x->address, y->address);
+    if (c)
+        return c;
+    if (x->started != y->started)
+        return x->started < y->started ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Does the run apply a saved plan ("apply [flags] PLANFILE")? Its plans
+ * are then final plans of the plan an earlier run saved. */
+static int run_row_saved(void *ctx, const store_run_row *row)
+{
+    int *saved = ctx;
+    sj_doc *d = NULL;
+    if (row->args_json &&
+        sj_parse(row->args_json, strlen(row->args_json), TFTAP_JSON_MAX_DEPTH, &d) == 0) {
+        const sj_node *a = sj_root(d), *x;
+        int sub = 0;
+        for (x = a && a->kind == SJ_ARRAY ? a->child : NULL; x; x = x->next) {
+            if (x->kind != SJ_STRING || x->str[0] == '-')
+                continue;
+            if (!sub) {
+                sub = 1;
+                if (strcmp(x->str, "apply") != 0)
+                    break;
+            } else {
+                *saved = 1;
+                break;
+            }
+        }
+    }
+    sj_free(d);
+    return 0;
+}
+
+/* Each plan made by a later walk (a provider process of its own) is the
+ * final plan of the latest plan of the same address an earlier walk made:
+ * core checks the two agree before it applies. */
+static int final_plans(store *s, int64_t run_id, struct pcs *p, analysis_findings *out)
+{
+    struct runs rs = {NULL, 0, 0, run_id};
+    int rc = 0, have_runs = 0, saved = 0;
+    if ((rc = store_run_get(s, run_id, run_row_saved, &saved)))
+        return rc;
+    /* By address, then start: each plan compares within its address. */
+    if (p->n)
+        qsort(p->v, p->n, sizeof *p->v, pc_cmp);
+    size_t group = 0;
+    for (size_t i = 0; i < p->n && !rc; i++) {
+        const struct pc *x = &p->v[i];
+        if (i > 0 && strcmp(p->v[i - 1].address, x->address) != 0)
+            group = i;
+        if (x->apply || planned_null(x->planned))
+            continue;
+        const struct pc *first = NULL;
+        for (size_t j = group; j < p->n && strcmp(p->v[j].address, x->address) == 0; j++) {
+            const struct pc *y = &p->v[j];
+            if (y->apply || y->process == x->process || strcmp(y->address, x->address) != 0 ||
+                y->started >= x->started || planned_null(y->planned))
+                continue;
+            if (!first || y->started >= first->started)
+                first = y;
+        }
+        analysis_call fin = {.call_id = x->id,
+                             .rpc = "PlanResourceChange",
+                             .type_name = x->type_name,
+                             .address = x->address,
+                             .block_schema = x->schema,
+                             .planned = x->planned};
+        if (first) {
+            analysis_call fc = {.call_id = first->id, .planned = first->planned};
+            rc = analysis_check_final_plan(&fc, &fin, out);
+        } else if (saved) {
+            if (!have_runs) {
+                if ((rc = store_runs_each(s, run_row, &rs)))
+                    break;
+                qsort(rs.v, rs.n, sizeof *rs.v, desc);
+                have_runs = 1;
+            }
+            struct pc e;
+            int found;
+            if ((rc = earlier_plan(s, &rs, x->address, &e, &found)) || !found)
+                continue;
+            analysis_call fc = {.call_id = e.id, .planned = e.planned};
+            rc = analysis_check_final_plan(&fc, &fin, out);
+            free(e.address);
+            free(e.planned);
+            free(e.schema);
+            free(e.type_name);
+        }
+        if (rc == TFTAP_EDECODE)
+            rc = 0; /* counted as unchecked */
+    }
+    free(rs.v);
+    return rc;
+}
+
+int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_findings *out)
+{
+    struct infos is = {NULL, 0, 0, 0};
+    const char *rpcs[] = {"PlanResourceChange", "ApplyResourceChange", "ReadResource"};
+    int rc = 0;
+    for (size_t i = 0; i < 3 && !rc; i++)
+        rc = store_calls_each(s, run_id, rpcs[i], NULL, info_row, &is);
+    if (rc) {
+        infos_done(&is);
+        return is.err ? is.err : rc;
+    }
+    qsort(is.v, is.n, sizeof *is.v, info_cmp);
+    struct names ns = {NULL, 0, 0, 0};
+    rc = store_changes_each(s, run_id, filter, name_row, &ns);
+    if (ns.err)
+        rc = ns.err;
+    if (ns.n)
+        qsort(ns.v, ns.n, sizeof *ns.v, named_cmp);
+    struct run_ctx ctx = {&is, &ns, out, {NULL, 0, 0}, 0};
+    if (!rc)
+        rc = store_changes_each(s, run_id, filter, change_row, &ctx);
+    if (ctx.err)
+        rc = ctx.err;
+    if (!rc)
+        rc = final_plans(s, run_id, &ctx.pcs, out);
+    pcs_done(&ctx.pcs);
+    names_done(&ns);
+    infos_done(&is);
+    return rc;
+}

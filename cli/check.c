@@ -1,0 +1,170 @@
+/* tftap check RUN [ADDRESS|TYPE]: which provider answer broke which rule of
+ * the plugin contract, at which attribute path (docs/check.md). */
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "cli/cli.h"
+#include "cli/cli_store.h"
+
+static const char usage_text[] =
+    "usage: tftap check RUN [ADDRESS|TYPE] [--db PATH] [--json]\n\n"
+    "Check every recorded provider answer of RUN (an id or 'last') against the rules\n"
+    "OpenTofu applies to it: plans valid against config and prior state, apply results\n"
+    "compatible with the plan and wholly known, requires_replace paths that exist, destroy\n"
+    "plans and results null, data source reads known, the plan made during apply\n"
+    "consistent with the first plan. Each finding names the call, address, rule,\n"
+    "attribute path, both values (redacted ones stay redacted) and whether core rejects\n"
+    "it or tolerates it (legacy type system). Refreshes that changed an object are listed\n"
+    "as drift, not as violations. ADDRESS or TYPE keeps only those calls.\n\n"
+    "Exit status: 0 no violation, 1 violations found, 2 error.\n";
+
+static void text_finding(tftap_buf *b, const analysis_finding *f)
+{
+    tftap_buf_printf(b, "call %lld %s %s: %s at %s (%s)\n", (long long)f->call_id,
+                     f->rpc ? f->rpc : "?",
+                     f->address ? f->address : (f->type_name ? f->type_name : "?"), f->rule,
+                     *f->path ? f->path : "the object", analysis_verdict_name(f->verdict));
+    tftap_buf_printf(b, "  %s\n", f->message);
+    if (f->other_call_id)
+        tftap_buf_printf(b, "  compared with the plan of call %lld\n", (long long)f->other_call_id);
+    if (f->expected)
+        tftap_buf_printf(b, "  expected: %s\n", f->expected);
+    if (f->actual)
+        tftap_buf_printf(b, "  actual:   %s\n", f->actual);
+    if (!f->address && f->type_name)
+        tftap_buf_puts(b, "  (the call was not matched to an address)\n");
+}
+
+static void json_finding(tftap_buf *b, const analysis_finding *f)
+{
+    tftap_buf_printf(b, "{\"call_id\":%lld,\"method\":", (long long)f->call_id);
+    cli_json_str(b, f->rpc);
+    tftap_buf_puts(b, ",\"type_name\":");
+    cli_json_str(b, f->type_name);
+    tftap_buf_puts(b, ",\"address\":");
+    cli_json_str(b, f->address);
+    tftap_buf_puts(b, ",\"rule\":");
+    cli_json_str(b, f->rule);
+    tftap_buf_puts(b, ",\"path\":");
+    cli_json_str(b, f->path);
+    tftap_buf_puts(b, ",\"verdict\":");
+    cli_json_str(b, analysis_verdict_name(f->verdict));
+    tftap_buf_puts(b, ",\"expected\":");
+    cli_json_raw(b, f->expected);
+    tftap_buf_puts(b, ",\"actual\":");
+    cli_json_raw(b, f->actual);
+    tftap_buf_puts(b, ",\"message\":");
+    cli_json_str(b, f->message);
+    if (f->other_call_id)
+        tftap_buf_printf(b, ",\"compared_call_id\":%lld", (long long)f->other_call_id);
+    tftap_buf_putc(b, '}');
+}
+
+int cli_check(int argc, char **argv)
+{
+    const char *db = NULL, *pos[2] = {NULL, NULL};
+    int json = 0, help = 0, npos = 0;
+    const struct cli_opt opts[] = {{0}};
+    int rc = cli_store_args(argc, argv, opts, &db, &json, &help, pos, 2, &npos);
+    if (!rc && !help && npos < 1) {
+        cli_error("check needs RUN (a run id or 'last')");
+        rc = 2;
+    }
+    if (rc || help) {
+        if (!rc)
+            fputs(usage_text, stdout);
+        return rc ? 2 : 0;
+    }
+    const char *path = cli_db_path(db);
+    store *s = NULL;
+    if (cli_open_store(path, &s))
+        return 2;
+    int64_t run = 0;
+    if (cli_resolve_run(s, path, pos[0], &run)) {
+        store_close(s);
+        return 2;
+    }
+    analysis_findings f = ANALYSIS_FINDINGS_INIT;
+    rc = analysis_check_run(s, run, pos[1], &f);
+    if (rc) {
+        if (rc == TFTAP_ESTORE)
+            cli_error("reading %s: %s", path, store_errmsg(s));
+        else
+            cli_error("checking run %lld: %s", (long long)run, tftap_strerror(rc));
+        analysis_findings_done(&f);
+        store_close(s);
+        return 2;
+    }
+    size_t violations = analysis_findings_violations(&f), rejected = 0;
+    for (size_t i = 0; i < f.n; i++)
+        rejected += f.v[i].verdict == ANALYSIS_REJECTS;
+    tftap_buf out = TFTAP_BUF_INIT;
+    if (json) {
+        tftap_buf_printf(&out, "{\"run\":%lld,\"findings\":[", (long long)run);
+        for (size_t i = 0; i < f.n; i++) {
+            tftap_buf_puts(&out, i ? ",\n  " : "\n  ");
+            json_finding(&out, &f.v[i]);
+        }
+        tftap_buf_printf(&out,
+                         "%s],\"violations\":%zu,\"rejected\":%zu,\"tolerated\":%zu,\"drift\":%zu,"
+                         "\"unchecked\":%zu}\n",
+                         f.n ? "\n" : "", violations, rejected, violations - rejected,
+                         f.n - violations, f.unchecked);
+    } else {
+        for (size_t i = 0; i < f.n; i++) {
+            if (i)
+                tftap_buf_putc(&out, '\n');
+            text_finding(&out, &f.v[i]);
+        }
+        if (f.n)
+            tftap_buf_putc(&out, '\n');
+        if (violations)
+            tftap_buf_printf(&out,
+                             "Run %lld: %zu provider contract violation%s (%zu core rejects, %zu "
+                             "it tolerates)",
+                             (long long)run, violations, violations == 1 ? "" : "s", rejected,
+                             violations - rejected);
+        else
+            tftap_buf_printf(&out, "Run %lld: no provider contract violations", (long long)run);
+        if (f.n > violations)
+            tftap_buf_printf(&out, ", %zu drift", f.n - violations);
+        if (f.unchecked)
+            tftap_buf_printf(&out, "; %zu call%s could not be checked (no schema recorded)",
+                             f.unchecked, f.unchecked == 1 ? "" : "s");
+        tftap_buf_puts(&out, ".\n");
+    }
+    int err = cli_flush(&out);
+    tftap_buf_done(&out);
+    analysis_findings_done(&f);
+    store_close(s);
+    if (err)
+        return 2;
+    return violations ? 1 : 0;
+}
+
+static int newest_run(void *ctx, const store_run_row *row)
+{
+    int64_t *max = ctx;
+    if (row->id > *max)
+        *max = row->id;
+    return 0;
+}
+
+void cli_check_summary(const char *db, int64_t run_id)
+{
+    store *s = NULL;
+    analysis_findings f = ANALYSIS_FINDINGS_INIT;
+    int64_t newest = 0;
+    if (store_open(db, 0, &s) == 0 && analysis_check_run(s, run_id, NULL, &f) == 0) {
+        size_t n = analysis_findings_violations(&f);
+        if (n && store_runs_each(s, newest_run, &newest) == 0 && newest == run_id)
+            cli_error("%zu provider contract violation%s; see tftap check last", n,
+                      n == 1 ? "" : "s");
+        else if (n)
+            cli_error("%zu provider contract violation%s; see tftap check %lld", n,
+                      n == 1 ? "" : "s", (long long)run_id);
+    }
+    analysis_findings_done(&f);
+    store_close(s);
+}

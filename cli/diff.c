@@ -1,0 +1,142 @@
+/* tftap diff RUN_A RUN_B [ADDRESS|TYPE]: what the provider did differently
+ * between two recorded runs of the same configuration. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "cli/cli.h"
+#include "cli/cli_store.h"
+
+static const char usage_text[] =
+    "usage: tftap diff RUN_A RUN_B [ADDRESS|TYPE] [--db PATH] [--json | --format FORMAT]\n"
+    "                  [--ignore PATTERN]... [--no-inputs] [--max-bytes N]\n\n"
+    "Compare what the providers did in two recorded runs (ids or 'last') of the same\n"
+    "configuration, typically one command before and after a provider or core upgrade.\n"
+    "Calls are paired by provider, method, resource type and address (then order);\n"
+    "for each planned, new, read or upgraded value every attribute is labelled by where\n"
+    "its value came from (config, prior state, left unknown, chosen by the provider),\n"
+    "so values merely carried over (random ids in the prior state) do not count as\n"
+    "behaviour; such input differences are listed apart. Also compared: the planned\n"
+    "action, requires_replace, diagnostics, private data (by hash), deferrals, status\n"
+    "and the type's schema version.\n\n"
+    "  --format text|json|markdown   text reads like a plan diff (colour on a terminal);\n"
+    "                                markdown suits a pull-request comment\n"
+    "  --json                        the same as --format json\n"
+    "  --ignore PATTERN              ignore attribute paths matching the glob (\".id\",\n"
+    "                                \"tags*\"); may be repeated\n"
+    "  --no-inputs                   list no input difference (they are still counted)\n"
+    "  --max-bytes N                 cap the markdown at N bytes (default 60000)\n"
+    "  --db PATH                     the database (default $TFTAP_DB or .tftap/tftap.db)\n\n"
+    "Exit status: 0 the providers behaved the same, 1 they differ, 2 error.\n";
+
+int cli_diff(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, 'd'},        {"json", no_argument, NULL, 'j'},
+        {"format", required_argument, NULL, 'f'},    {"ignore", required_argument, NULL, 'i'},
+        {"max-bytes", required_argument, NULL, 'm'}, {"help", no_argument, NULL, 'h'},
+        {"no-inputs", no_argument, NULL, 'n'},       {NULL, 0, NULL, 0}};
+    const char *db = NULL, *format = "text";
+    const char **ignore = calloc((size_t)argc + 1, sizeof *ignore);
+    size_t nignore = 0, max_bytes = 60000;
+    int rc = 2, no_inputs = 0;
+    if (!ignore) {
+        cli_error("out of memory");
+        return 2;
+    }
+    optind = 0; /* a full reset: main ran getopt before */
+    int c;
+    while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
+        switch (c) {
+        case 'd':
+            db = optarg;
+            break;
+        case 'j':
+            format = "json";
+            break;
+        case 'f':
+            format = optarg;
+            break;
+        case 'i':
+            ignore[nignore++] = optarg;
+            break;
+        case 'm': {
+            char *end = NULL;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (!*optarg || *end || v < 1000) {
+                cli_error("--max-bytes needs a number of at least 1000, not '%s'", optarg);
+                goto out;
+            }
+            max_bytes = (size_t)v;
+            break;
+        }
+        case 'n':
+            no_inputs = 1;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            rc = 0;
+            goto out;
+        default: /* cli_getopt said what was wrong */
+            goto out;
+        }
+    }
+    enum analysis_diff_format fmt;
+    if (strcmp(format, "text") == 0)
+        fmt = ANALYSIS_DIFF_TEXT;
+    else if (strcmp(format, "json") == 0)
+        fmt = ANALYSIS_DIFF_JSON;
+    else if (strcmp(format, "markdown") == 0)
+        fmt = ANALYSIS_DIFF_MARKDOWN;
+    else {
+        cli_error("--format is text, json or markdown, not '%s'", format);
+        goto out;
+    }
+    int npos = argc - optind;
+    if (npos < 2 || npos > 3) {
+        cli_error("diff needs RUN_A and RUN_B, and at most an ADDRESS or TYPE (see 'tftap diff "
+                  "--help')");
+        goto out;
+    }
+    const char *path = cli_db_path(db);
+    store *s = NULL;
+    if (cli_open_store(path, &s))
+        goto out;
+    int64_t ra = 0, rb = 0;
+    if (cli_resolve_run(s, path, argv[optind], &ra) ||
+        cli_resolve_run(s, path, argv[optind + 1], &rb)) {
+        store_close(s);
+        goto out;
+    }
+    analysis_diff_opts o = {
+        .filter = npos == 3 ? argv[optind + 2] : NULL, .ignore = ignore, .nignore = nignore};
+    analysis_diff *d = NULL;
+    int err = analysis_diff_runs(s, ra, rb, &o, &d);
+    if (err) {
+        if (err == TFTAP_ESTORE)
+            cli_error("reading %s: %s", path, store_errmsg(s));
+        else if (err == TFTAP_EDECODE)
+            cli_error("a recorded call's JSON is malformed");
+        else
+            cli_error("diff: %s", tftap_strerror(err));
+        store_close(s);
+        goto out;
+    }
+    tftap_buf b = TFTAP_BUF_INIT;
+    int flags = (fmt == ANALYSIS_DIFF_TEXT && cli_use_color() ? ANALYSIS_DIFF_COLOR : 0) |
+                (no_inputs ? ANALYSIS_DIFF_NO_INPUTS : 0);
+    err = analysis_diff_render(d, fmt, flags, fmt == ANALYSIS_DIFF_MARKDOWN ? max_bytes : 0, &b);
+    if (err) {
+        cli_error("diff: %s", tftap_strerror(err));
+    } else if (cli_flush(&b) == 0) {
+        rc = analysis_diff_count(d) ? 1 : 0;
+    }
+    tftap_buf_done(&b);
+    analysis_diff_free(d);
+    store_close(s);
+out:
+    free(ignore);
+    return rc;
+}

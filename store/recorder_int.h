@@ -1,0 +1,224 @@
+/* store: the recorder's private header, shared by its two stages
+ * (recorder_decode.c: the caller's side, calls in memory and the decoder
+ * thread; recorder_sql.c: the SQL thread). Nothing outside store/recorder_*.c
+ * includes it. The threads meet only in the fields marked "under mu". */
+#ifndef TFTAP_STORE_RECORDER_INT_H
+#define TFTAP_STORE_RECORDER_INT_H
+
+#include "store/store_int.h"
+
+#include <pthread.h>
+
+#include <openssl/evp.h>
+
+#include "decoder/decoder.h"
+
+#define DEFAULT_QUEUE_BYTES ((size_t)256 << 20)
+#define DEFAULT_RETRY_MS 1000u
+#define DEFAULT_COMMIT_MS 100u
+/* Raw bytes kept in memory to re-decode calls that arrived before any
+ * schema was known. Past this they stay undecoded. */
+#define RETAIN_MAX_BYTES ((size_t)64 << 20)
+/* How long the final flush keeps retrying a locked database. */
+#define CLOSE_BUSY_DEADLINE_MS 30000u
+#define SCHEMA_POLL_MS 500
+#define CALL_BUCKETS 1024
+#define BINARY_STAT_LEN 128 /* "dev:ino:size:mtime:ctime" of a provider binary */
+
+enum ev_kind { EV_BEGIN, EV_MESSAGE, EV_END };
+
+struct event {
+    struct event *next;
+    enum ev_kind kind;
+    enum store_direction dir;
+    uint64_t call_id;
+    int64_t t_us;
+    int status;
+    size_t size; /* counted against the queue bound */
+    size_t len;  /* message bytes */
+    char *text;  /* method or status message, NUL-terminated, in data */
+    unsigned char *bytes;
+    void *owned; /* bytes taken from the caller (store_recorder_message_take) */
+    unsigned char data[];
+};
+
+struct rawmsg {
+    struct rawmsg *next;
+    enum store_direction dir;
+    size_t len;
+    unsigned char bytes[];
+};
+
+/* One direction of a call as rendered so far: the JSON of each message
+ * joined by commas; written as the object itself for one message of a
+ * unary call, else as an array. */
+struct side {
+    tftap_buf json;
+    int64_t bytes;
+    int64_t count;
+};
+
+struct call {
+    struct call *hnext;
+    struct call *lnext; /* all calls, in begin order */
+    uint64_t call_id;
+    int64_t row; /* calls.id, 0 until written */
+    int row_gen; /* transaction generation that wrote row */
+    char *method;
+    int stream;
+    int64_t started_us, ended_us;
+    int ended;
+    int status;
+    char *status_message;
+    char *type_name;
+    struct side req, resp;
+    char *decode_error;
+    int decoded_with_schema;
+    int dirty;
+    int64_t msg_seq;
+    struct rawmsg *raws, **raws_tail; /* kept for re-decoding */
+    size_t raw_bytes;
+    int retain;  /* 1 while raws are being kept */
+    int emitted; /* a row image has been handed to the SQL thread */
+};
+
+struct procinfo {
+    char *provider, *version, *binary_path;
+    int protocol, pid;
+    int changed;
+};
+
+enum op_kind { OP_CALL, OP_RAW, OP_PROCESS, OP_SCHEMA, OP_GAP, OP_END };
+
+/* One idempotent change for the SQL thread. Strings and bytes are owned. */
+struct op {
+    struct op *next;
+    enum op_kind kind;
+    uint64_t events; /* recorder events this op completes (stats.written) */
+    size_t size;     /* bytes held, for the bound on ops in flight */
+    /* OP_CALL: the call's whole state; OP_RAW: one message (call_seq, seq) */
+    int64_t call_seq;
+    int stream, ended, status;
+    int64_t started_us, ended_us;
+    int64_t req_bytes, resp_bytes, req_count, resp_count;
+    char *method, *status_message, *type_name, *req_json, *resp_json, *decode_error;
+    char schema_sha[65]; /* OP_CALL: schema used ("" none); OP_SCHEMA: its hash */
+    int64_t msg_seq, t_us;
+    enum store_direction dir;
+    unsigned char *bytes; /* OP_RAW message, OP_SCHEMA raw (NULL: link only) */
+    size_t len;
+    /* OP_PROCESS */
+    char *provider, *version, *binary_path;
+    int protocol, pid;
+    char binary_sha[65];
+    char binary_stat[BINARY_STAT_LEN];
+    /* OP_SCHEMA */
+    const char *schema_kind;   /* "provider" or "identity" */
+    const char *schema_source; /* "response" or "earlier" */
+    /* OP_GAP */
+    uint64_t lost;
+    int lost_queue, lost_db, lost_input;
+};
+
+struct store_recorder {
+    char *path;
+    store_recorder_opts opts;
+    unsigned retry_ms, commit_ms; /* under mu */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;   /* decoder waits for events */
+    pthread_cond_t scv;  /* SQL thread waits for ops */
+    pthread_cond_t room; /* a blocking caller waits for the bound to allow it */
+    pthread_t thread, sql_thread;
+    int thread_started, sql_started;
+    int stop;     /* under mu: close requested */
+    int sql_stop; /* under mu: decoder finished, SQL thread drains and exits */
+    struct event *head, **tail;
+    size_t queued_bytes; /* events waiting for the decoder */
+    /* The one bound (opts.max_queue_bytes): bytes of events queued or being
+     * decoded plus bytes of ops not yet committed. */
+    size_t inflight_bytes;
+    size_t peak_bytes;
+    int overflowing;       /* a blocking caller waited block_ms in vain: drop until half empty */
+    struct procinfo pinfo; /* under mu */
+    store_recorder_stats stats; /* under mu */
+    uint64_t queue_lost;        /* under mu: refused by enqueue, not yet in lost */
+    uint64_t input_lost;        /* under mu: lost before reaching us (store_recorder_lost) */
+    int logged_full;
+
+    /* ---- shared between the two threads, under mu ---- */
+    struct op *ops, **ops_tail; /* decoder -> SQL thread */
+    size_t ops_bytes;
+    int sql_ok;    /* the SQL thread has a working connection */
+    int sql_tried; /* it has tried to open the database once */
+    int key_ready;
+    unsigned char shared_key[STORE_KEY_LEN];
+    int64_t shared_process_row;
+    char borrow_want[65]; /* binary sha the decoder wants a schema for */
+    int borrow_asked;
+    unsigned char *borrow_raw; /* answer: a schema recorded earlier */
+    size_t borrow_len;
+    int borrow_protocol, borrow_ready;
+    char borrow_sha[65];
+
+    /* ---- decoder thread only ---- */
+    unsigned char key[STORE_KEY_LEN];
+    int have_key;
+    EVP_MAC_CTX *mac;                    /* HMAC-SHA256 keyed with key, copied per value */
+    uint64_t lost;                       /* events lost, not yet in a gap op */
+    int lost_queue, lost_db, lost_input; /* reasons */
+    struct procinfo proc;                /* decoder's copy */
+    char binary_sha256[65];
+    char binary_stat[BINARY_STAT_LEN]; /* identity of the file digested, or "" */
+    int have_binary_sha;
+    int proc_dirty;   /* process details changed, not yet handed over */
+    int borrow_tried; /* asked synchronously for an earlier schema */
+    dec_schema *schema;
+    char schema_sha[65];
+    const char *schema_source;
+    unsigned char *identity_raw; /* GetResourceIdentitySchemas response */
+    size_t identity_raw_len;
+    char identity_sha[65];
+    int identity_applied;
+    int64_t last_schema_poll_ms;
+    struct call *buckets[CALL_BUCKETS];
+    struct call *calls, **calls_tail;
+    size_t retained_bytes;
+    int retain_disabled;
+    struct op *out, **out_tail; /* ops being built, handed over at once */
+    uint64_t out_events;        /* events applied since the last hand-over */
+    size_t rendered_bytes;      /* JSON rendered since calls were last emitted */
+    size_t dirty_calls;         /* calls marked dirty since then */
+
+    /* ---- SQL thread only ---- */
+    sqlite3 *db;
+    int64_t next_retry_ms;
+    int logged_down;
+    int txn_gen;
+    int64_t run_id, run_row_gen;
+    int64_t process_row, process_row_gen;
+    struct procinfo sproc; /* the process details last written */
+    char sbinary_sha[65];
+    char sbinary_stat[BINARY_STAT_LEN];
+    struct op *pending, **pending_tail; /* taken from ops, not yet committed */
+    sqlite3_stmt *st_upsert, *st_msg;
+};
+
+/* ---- time ---------------------------------------------------------------- */
+
+/* strdup that accepts NULL (and returns NULL for it or on ENOMEM). */
+char *store_rec_dupstr(const char *s);
+/* Free one op / a list of ops with everything they own. Accept NULL. */
+void store_rec_op_free(struct op *o);
+void store_rec_op_list_free(struct op *o);
+/* Under mu: bytes left the recorder (events freed, ops committed); wakes a
+ * caller waiting for room. */
+void store_rec_release(store_recorder *r, size_t bytes);
+
+/* The SQL thread (recorder_sql.c): applies the ops the decoder hands over
+ * until sql_stop, then counts what never committed as dropped. */
+void *store_rec_sql_main(void *arg);
+/* Finalize the SQL thread's prepared statements (after it stopped). */
+void store_rec_sql_finalize(store_recorder *r);
+
+#endif

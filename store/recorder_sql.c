@@ -1,0 +1,557 @@
+/* store: the recorder's SQL stage. One thread owns the database
+ * connection and applies the ops the decoder thread (recorder_decode.c)
+ * hands over, in batched IMMEDIATE transactions of at most commit_ms. An op
+ * leaves the pending list only once its transaction committed; a failed
+ * transaction closes the connection, which is re-opened every retry_ms,
+ * and the same ops are applied again (they are idempotent). */
+#include "store/recorder_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static unsigned tuning(store_recorder *r, int which)
+{
+    pthread_mutex_lock(&r->mu);
+    unsigned v = which ? r->commit_ms : r->retry_ms;
+    pthread_mutex_unlock(&r->mu);
+    return v;
+}
+
+void store_rec_sql_finalize(store_recorder *r)
+{
+    sqlite3_finalize(r->st_upsert);
+    sqlite3_finalize(r->st_msg);
+    r->st_upsert = r->st_msg = NULL;
+}
+
+static void set_sql_ok(store_recorder *r, int ok)
+{
+    pthread_mutex_lock(&r->mu);
+    r->sql_ok = ok;
+    r->stats.db_ok = ok;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void db_down(store_recorder *r)
+{
+    if (!r->logged_down) {
+        r->logged_down = 1;
+        fprintf(stderr,
+                "tftap: cannot write the recording database %s: %s (dropping records, will "
+                "retry)\n",
+                r->path, r->db ? sqlite3_errmsg(r->db) : strerror(errno ? errno : EIO));
+    }
+    store_rec_sql_finalize(r);
+    if (r->db) {
+        store_rollback(r->db);
+        sqlite3_close(r->db);
+        r->db = NULL;
+    }
+    r->txn_gen++;
+    r->next_retry_ms = tftap_mono_ms() + tuning(r, 0);
+    set_sql_ok(r, 0);
+}
+
+static int db_up(store_recorder *r)
+{
+    if (r->db)
+        return 1;
+    if (tftap_mono_ms() < r->next_retry_ms)
+        return 0;
+    errno = 0;
+    unsigned char key[STORE_KEY_LEN];
+    int rc = store_db_open(r->path, 1, &r->db, key);
+    if (rc) {
+        r->db = NULL;
+        if (!r->logged_down) {
+            r->logged_down = 1;
+            fprintf(stderr,
+                    "tftap: cannot open the recording database %s: %s%s%s (dropping records, "
+                    "will retry)\n",
+                    r->path, tftap_strerror(rc), errno ? ": " : "", errno ? strerror(errno) : "");
+        }
+        r->next_retry_ms = tftap_mono_ms() + tuning(r, 0);
+        pthread_mutex_lock(&r->mu);
+        r->sql_tried = 1;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        return 0;
+    }
+    /* Recovery is not announced: the gap row records what was lost, and
+     * the one line already printed is all a user's terminal should get.
+     * Opening is not recovery (a full disk opens fine and fails the next
+     * write): only a commit re-arms the warning. */
+    pthread_mutex_lock(&r->mu);
+    memcpy(r->shared_key, key, sizeof key);
+    r->key_ready = 1;
+    r->sql_ok = 1;
+    r->sql_tried = 1;
+    r->stats.db_ok = 1;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    memset(key, 0, sizeof key);
+    return 1;
+}
+
+static int step_ok(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static int run_sql(sqlite3 *db, const char *sql, sqlite3_stmt **out)
+{
+    return sqlite3_prepare_v2(db, sql, -1, out, NULL);
+}
+
+/* One statement with up to four bound values: int64 (i), text (t). */
+static int exec_bound(sqlite3 *db, const char *sql, const char *types, ...)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = run_sql(db, sql, &st);
+    if (rc)
+        return rc;
+    va_list ap;
+    va_start(ap, types);
+    for (int i = 0; types[i]; i++) {
+        if (types[i] == 'i')
+            sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+        else
+            bind_text_or_null(st, i + 1, va_arg(ap, const char *));
+    }
+    va_end(ap);
+    rc = step_ok(st);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int ensure_run_and_process(store_recorder *r)
+{
+    int rc;
+    if (r->run_id == 0) {
+        if (r->opts.run_id) {
+            r->run_id = r->opts.run_id;
+        } else {
+            rc = exec_bound(r->db, "INSERT INTO runs (command, started_us) VALUES (?, ?)", "ti",
+                            r->sproc.binary_path ? r->sproc.binary_path : "", store_now_us());
+            if (rc)
+                return rc;
+            r->run_id = sqlite3_last_insert_rowid(r->db);
+            r->run_row_gen = r->txn_gen;
+        }
+    }
+    if (r->process_row == 0) {
+        rc = exec_bound(r->db, "INSERT INTO processes (run_id, started_us) VALUES (?, ?)", "ii",
+                        r->run_id, store_now_us());
+        if (rc)
+            return rc;
+        r->process_row = sqlite3_last_insert_rowid(r->db);
+        r->process_row_gen = r->txn_gen;
+        pthread_mutex_lock(&r->mu);
+        r->shared_process_row = r->process_row;
+        r->stats.process_row = r->process_row;
+        r->stats.run_id = r->run_id;
+        pthread_mutex_unlock(&r->mu);
+        /* A new row gets the details known so far. */
+        if (r->sproc.provider || r->sproc.binary_path) {
+            sqlite3_stmt *st = NULL;
+            rc = run_sql(r->db,
+                         "UPDATE processes SET provider = ?, version = ?, protocol = ?, pid = ?, "
+                         "binary_path = ?, binary_sha256 = ?, binary_stat = ? WHERE id = ?",
+                         &st);
+            if (rc)
+                return rc;
+            bind_text_or_null(st, 1, r->sproc.provider);
+            bind_text_or_null(st, 2, r->sproc.version);
+            if (r->sproc.protocol)
+                sqlite3_bind_int(st, 3, r->sproc.protocol);
+            if (r->sproc.pid)
+                sqlite3_bind_int(st, 4, r->sproc.pid);
+            bind_text_or_null(st, 5, r->sproc.binary_path);
+            bind_text_or_null(st, 6, r->sbinary_sha[0] ? r->sbinary_sha : NULL);
+            bind_text_or_null(st, 7, r->sbinary_stat[0] ? r->sbinary_stat : NULL);
+            sqlite3_bind_int64(st, 8, r->process_row);
+            rc = step_ok(st);
+            sqlite3_finalize(st);
+            if (rc)
+                return rc;
+        }
+    }
+    return SQLITE_OK;
+}
+
+static int apply_process(store_recorder *r, const struct op *o)
+{
+    /* Keep a copy: a process row re-made after a failed transaction needs it. */
+    char *a = store_rec_dupstr(o->provider), *v = store_rec_dupstr(o->version),
+         *b = store_rec_dupstr(o->binary_path);
+    free(r->sproc.provider);
+    free(r->sproc.version);
+    free(r->sproc.binary_path);
+    r->sproc.provider = a;
+    r->sproc.version = v;
+    r->sproc.binary_path = b;
+    r->sproc.protocol = o->protocol;
+    r->sproc.pid = o->pid;
+    memcpy(r->sbinary_sha, o->binary_sha, sizeof r->sbinary_sha);
+    memcpy(r->sbinary_stat, o->binary_stat, sizeof r->sbinary_stat);
+    sqlite3_stmt *st = NULL;
+    int rc = run_sql(r->db,
+                     "UPDATE processes SET provider = ?, version = ?, protocol = ?, pid = ?, "
+                     "binary_path = ?, binary_sha256 = ?, binary_stat = ? WHERE id = ?",
+                     &st);
+    if (rc)
+        return rc;
+    bind_text_or_null(st, 1, o->provider);
+    bind_text_or_null(st, 2, o->version);
+    if (o->protocol)
+        sqlite3_bind_int(st, 3, o->protocol);
+    if (o->pid)
+        sqlite3_bind_int(st, 4, o->pid);
+    bind_text_or_null(st, 5, o->binary_path);
+    bind_text_or_null(st, 6, o->binary_sha[0] ? o->binary_sha : NULL);
+    bind_text_or_null(st, 7, o->binary_stat[0] ? o->binary_stat : NULL);
+    sqlite3_bind_int64(st, 8, r->process_row);
+    rc = step_ok(st);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK && r->opts.run_id == 0 && o->binary_path)
+        /* Our own run was made before we knew what we run. */
+        rc = exec_bound(r->db, "UPDATE runs SET command = ? WHERE id = ? AND command = ''", "ti",
+                        o->binary_path, r->run_id);
+    return rc;
+}
+
+static int apply_schema(store_recorder *r, const struct op *o)
+{
+    int rc;
+    if (o->bytes) {
+        sqlite3_stmt *st = NULL;
+        rc = run_sql(r->db,
+                     "INSERT OR IGNORE INTO schemas (sha256, kind, provider, protocol, size, raw, "
+                     "first_seen_us) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     &st);
+        if (rc)
+            return rc;
+        sqlite3_bind_text(st, 1, o->schema_sha, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, o->schema_kind, -1, SQLITE_STATIC);
+        bind_text_or_null(st, 3, r->sproc.provider);
+        sqlite3_bind_int(st, 4, o->protocol ? o->protocol : 5);
+        sqlite3_bind_int64(st, 5, (int64_t)o->len);
+        sqlite3_bind_blob64(st, 6, o->bytes, o->len, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 7, store_now_us());
+        rc = step_ok(st);
+        sqlite3_finalize(st);
+        if (rc)
+            return rc;
+    }
+    if (strcmp(o->schema_kind, "identity") == 0)
+        return exec_bound(r->db, "UPDATE processes SET identity_sha256 = ? WHERE id = ?", "ti",
+                          o->schema_sha, r->process_row);
+    return exec_bound(r->db,
+                      "UPDATE processes SET schema_sha256 = ?, schema_source = ? WHERE id = ?",
+                      "tti", o->schema_sha, o->schema_source, r->process_row);
+}
+
+static int apply_gap(store_recorder *r, const struct op *o)
+{
+    /* The reasons, joined: "queue full, database unavailable". */
+    char reason[96];
+    snprintf(reason, sizeof reason, "%s%s%s%s%s", o->lost_queue ? "queue full" : "",
+             o->lost_queue && (o->lost_db || o->lost_input) ? ", " : "",
+             o->lost_db ? "database unavailable" : "", o->lost_db && o->lost_input ? ", " : "",
+             o->lost_input ? "malformed recorder input" : "");
+    int rc =
+        exec_bound(r->db,
+                   "INSERT INTO gaps (run_id, process_id, lost, recorded_us, reason) "
+                   "VALUES (?, ?, ?, ?, ?)",
+                   "iiiit", r->run_id, r->process_row, (int64_t)o->lost, store_now_us(), reason);
+    if (rc == SQLITE_OK)
+        rc = exec_bound(r->db, "UPDATE processes SET dropped = dropped + ? WHERE id = ?", "ii",
+                        (int64_t)o->lost, r->process_row);
+    return rc;
+}
+
+static int apply_call(store_recorder *r, const struct op *o)
+{
+    int rc;
+    if (!r->st_upsert) {
+        rc = run_sql(r->db,
+                     "INSERT INTO calls (run_id, process_id, call_seq, method, rpc, stream, "
+                     "started_us, ended_us, status_code, status_message, request_bytes, "
+                     "response_bytes, request_count, response_count, type_name, request_json, "
+                     "response_json, decode_error, schema_sha256) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+                     "?16, ?17, ?18, ?19) "
+                     "ON CONFLICT (process_id, call_seq) DO UPDATE SET method = ?4, rpc = ?5, "
+                     "stream = ?6, ended_us = ?8, status_code = ?9, status_message = ?10, "
+                     "request_bytes = ?11, response_bytes = ?12, request_count = ?13, "
+                     "response_count = ?14, type_name = ?15, request_json = ?16, "
+                     "response_json = ?17, decode_error = ?18, schema_sha256 = ?19",
+                     &r->st_upsert);
+        if (rc)
+            return rc;
+    }
+    sqlite3_stmt *st = r->st_upsert;
+    const char *method = o->method ? o->method : "";
+    sqlite3_bind_int64(st, 1, r->run_id);
+    sqlite3_bind_int64(st, 2, r->process_row);
+    sqlite3_bind_int64(st, 3, o->call_seq);
+    sqlite3_bind_text(st, 4, method, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, store_rpc_name(method), -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 6, o->stream);
+    sqlite3_bind_int64(st, 7, o->started_us);
+    if (o->ended) {
+        sqlite3_bind_int64(st, 8, o->ended_us);
+        sqlite3_bind_int(st, 9, o->status);
+        bind_text_or_null(st, 10, o->status_message);
+    } else {
+        sqlite3_bind_null(st, 8);
+        sqlite3_bind_null(st, 9);
+        sqlite3_bind_null(st, 10);
+    }
+    sqlite3_bind_int64(st, 11, o->req_bytes);
+    sqlite3_bind_int64(st, 12, o->resp_bytes);
+    sqlite3_bind_int64(st, 13, o->req_count);
+    sqlite3_bind_int64(st, 14, o->resp_count);
+    bind_text_or_null(st, 15, o->type_name);
+    bind_text_or_null(st, 16, o->req_json);
+    bind_text_or_null(st, 17, o->resp_json);
+    bind_text_or_null(st, 18, o->decode_error);
+    bind_text_or_null(st, 19, o->schema_sha[0] ? o->schema_sha : NULL);
+    rc = step_ok(st);
+    sqlite3_clear_bindings(st);
+    return rc;
+}
+
+static int apply_raw(store_recorder *r, const struct op *o)
+{
+    int rc;
+    if (!r->st_msg) {
+        rc = run_sql(r->db,
+                     "INSERT OR REPLACE INTO messages (call_id, seq, direction, t_us, raw) "
+                     "SELECT id, ?, ?, ?, ? FROM calls WHERE process_id = ? AND call_seq = ?",
+                     &r->st_msg);
+        if (rc)
+            return rc;
+    }
+    sqlite3_bind_int64(r->st_msg, 1, o->msg_seq);
+    sqlite3_bind_text(r->st_msg, 2, o->dir == STORE_REQUEST ? "request" : "response", -1,
+                      SQLITE_STATIC);
+    sqlite3_bind_int64(r->st_msg, 3, o->t_us);
+    sqlite3_bind_blob64(r->st_msg, 4, o->bytes ? (const void *)o->bytes : "", o->len,
+                        SQLITE_STATIC);
+    sqlite3_bind_int64(r->st_msg, 5, r->process_row);
+    sqlite3_bind_int64(r->st_msg, 6, o->call_seq);
+    return step_ok(r->st_msg);
+}
+
+static int apply_end(store_recorder *r)
+{
+    int rc = exec_bound(r->db, "UPDATE processes SET ended_us = ? WHERE id = ?", "ii",
+                        store_now_us(), r->process_row);
+    if (rc == SQLITE_OK && r->opts.run_id == 0)
+        /* A run of our own (no `tftap run` around us) ends with us. */
+        rc = exec_bound(r->db, "UPDATE runs SET ended_us = ? WHERE id = ?", "ii", store_now_us(),
+                        r->run_id);
+    return rc;
+}
+
+static int apply_op(store_recorder *r, const struct op *o)
+{
+    switch (o->kind) {
+    case OP_CALL:
+        return apply_call(r, o);
+    case OP_RAW:
+        return apply_raw(r, o);
+    case OP_PROCESS:
+        return apply_process(r, o);
+    case OP_SCHEMA:
+        return apply_schema(r, o);
+    case OP_GAP:
+        return apply_gap(r, o);
+    case OP_END:
+        return apply_end(r);
+    }
+    return SQLITE_OK;
+}
+
+/* A transaction failed and was rolled back: rows it made are made again. */
+static void forget_generation(store_recorder *r, int gen)
+{
+    if (r->run_row_gen == gen && r->opts.run_id == 0)
+        r->run_id = 0;
+    if (r->process_row_gen == gen)
+        r->process_row = 0;
+}
+
+/* Answer the decoder's question about an earlier schema. */
+static void answer_borrow(store_recorder *r)
+{
+    char want[65];
+    pthread_mutex_lock(&r->mu);
+    int asked = r->borrow_asked && !r->borrow_ready;
+    memcpy(want, r->borrow_want, sizeof want);
+    pthread_mutex_unlock(&r->mu);
+    if (!asked || !r->db)
+        return;
+    sqlite3_stmt *st = NULL;
+    unsigned char *raw = NULL;
+    size_t len = 0;
+    int proto = 0;
+    char sha[65] = "";
+    if (run_sql(r->db,
+                "SELECT s.sha256, s.protocol, s.raw FROM processes p "
+                "JOIN schemas s ON s.sha256 = p.schema_sha256 "
+                "WHERE p.binary_sha256 = ? AND p.id != ? ORDER BY p.id DESC LIMIT 1",
+                &st) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, want, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, r->process_row);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            const char *s = (const char *)sqlite3_column_text(st, 0);
+            snprintf(sha, sizeof sha, "%s", s ? s : "");
+            proto = sqlite3_column_int(st, 1);
+            len = (size_t)sqlite3_column_bytes(st, 2);
+            const void *b = sqlite3_column_blob(st, 2);
+            raw = b ? malloc(len ? len : 1) : NULL;
+            if (raw)
+                memcpy(raw, b, len);
+        }
+    }
+    sqlite3_finalize(st);
+    pthread_mutex_lock(&r->mu);
+    r->borrow_asked = 0;
+    if (raw) {
+        r->borrow_raw = raw;
+        r->borrow_len = len;
+        r->borrow_protocol = proto;
+        memcpy(r->borrow_sha, sha, sizeof sha);
+        r->borrow_ready = 1;
+    }
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Apply everything pending in transactions of at most commit_ms; an op is
+ * dropped from pending only once its transaction committed. */
+static void apply_pending(store_recorder *r, int closing)
+{
+    while (r->db) {
+        unsigned deadline = closing ? CLOSE_BUSY_DEADLINE_MS : 0;
+        if (store_begin(r->db, deadline) != SQLITE_OK) {
+            db_down(r);
+            return;
+        }
+        int gen = ++r->txn_gen;
+        int64_t t0 = tftap_mono_ms();
+        unsigned commit_ms = tuning(r, 1);
+        int rc = ensure_run_and_process(r);
+        struct op *o = r->pending;
+        uint64_t events = 0;
+        size_t n = 0;
+        while (rc == SQLITE_OK && o) {
+            rc = apply_op(r, o);
+            if (rc)
+                break;
+            events += o->events;
+            o = o->next;
+            if ((++n & 127) == 0 && tftap_mono_ms() - t0 >= (int64_t)commit_ms)
+                break;
+        }
+        if (rc == SQLITE_OK)
+            rc = store_commit(r->db, deadline);
+        if (rc != SQLITE_OK) {
+            forget_generation(r, gen);
+            db_down(r);
+            return;
+        }
+        r->logged_down = 0;
+        /* Committed: release the ops up to o. */
+        uint64_t gaps = 0;
+        size_t bytes = 0;
+        while (r->pending != o) {
+            struct op *x = r->pending;
+            r->pending = x->next;
+            gaps += x->kind == OP_GAP;
+            bytes += x->size;
+            store_rec_op_free(x);
+        }
+        if (!r->pending)
+            r->pending_tail = &r->pending;
+        pthread_mutex_lock(&r->mu);
+        r->stats.written += events;
+        r->stats.gaps += gaps;
+        r->ops_bytes -= bytes;
+        store_rec_release(r, bytes);
+        pthread_cond_broadcast(&r->cv); /* the decoder may wait for room */
+        pthread_mutex_unlock(&r->mu);
+        if (!r->pending)
+            return;
+    }
+}
+
+void *store_rec_sql_main(void *arg)
+{
+    store_recorder *r = arg;
+    pthread_setname_np(pthread_self(), "tftap-sql"); /* for top and perf */
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        if (r->sql_tried && !r->ops && !r->sql_stop && !(r->borrow_asked && !r->borrow_ready)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            unsigned wait = r->db ? r->commit_ms : r->retry_ms;
+            ts.tv_sec += wait / 1000;
+            ts.tv_nsec += (long)(wait % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&r->scv, &r->mu, &ts);
+        }
+        if (r->ops) {
+            *r->pending_tail = r->ops;
+            r->pending_tail = r->ops_tail;
+            r->ops = NULL;
+            r->ops_tail = &r->ops;
+        }
+        int stopping = r->sql_stop;
+        pthread_mutex_unlock(&r->mu);
+
+        if (stopping)
+            r->next_retry_ms = 0; /* last chance: do not wait for the retry timer */
+        if (db_up(r)) {
+            if (r->pending || r->process_row == 0)
+                apply_pending(r, stopping);
+            answer_borrow(r);
+        }
+        if (stopping) {
+            pthread_mutex_lock(&r->mu);
+            int more = r->ops != NULL;
+            pthread_mutex_unlock(&r->mu);
+            if (!more)
+                break;
+        }
+    }
+    /* What never committed is lost: count it. */
+    uint64_t lost = 0;
+    for (struct op *o = r->pending; o; o = o->next)
+        lost += o->events;
+    store_rec_op_list_free(r->pending);
+    r->pending = NULL;
+    pthread_mutex_lock(&r->mu);
+    r->stats.dropped += lost;
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
