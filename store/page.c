@@ -277,7 +277,7 @@ int store_run_span(store *s, int64_t run_id, int64_t *first_us, int64_t *last_us
     return finish(st, rc, 0);
 }
 
-int store_schemas_each(store *s, int (*fn)(void *ctx, const store_schema_row *row), void *ctx)
+int store_schemas_list(store *s, int (*fn)(void *ctx, const store_schema_info *row), void *ctx)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(
@@ -291,7 +291,7 @@ int store_schemas_each(store *s, int (*fn)(void *ctx, const store_schema_row *ro
         return store_err(rc);
     int cb = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        store_schema_row r = {
+        store_schema_info r = {
             .sha256 = col_text(st, 0),
             .provider = col_text(st, 1),
             .versions = col_text(st, 2),

@@ -365,16 +365,16 @@ int store_processes_each(store *s, int64_t run_id,
  * a run; both 0 when it has no calls. */
 int store_run_span(store *s, int64_t run_id, int64_t *first_us, int64_t *last_us);
 
-typedef struct store_schema_row {
+typedef struct store_schema_info {
     const char *sha256;
     const char *provider;
     const char *versions; /* the versions of the processes that used it, comma separated */
     int protocol;
     int64_t size;
     int64_t first_seen_us;
-} store_schema_row;
+} store_schema_info;
 /* Recorded provider schemas (kind 'provider'), newest first. */
-int store_schemas_each(store *s, int (*fn)(void *ctx, const store_schema_row *row), void *ctx);
+int store_schemas_list(store *s, int (*fn)(void *ctx, const store_schema_info *row), void *ctx);
 /* Append the schema's decoded GetProviderSchema response as JSON.
  * TFTAP_ENOTFOUND, TFTAP_EDECODE, TFTAP_ENOMEM, TFTAP_ESTORE. */
 int store_schema_json(store *s, const char *sha256, tftap_buf *out);

@@ -397,7 +397,7 @@ static int api_changes(store *s, int64_t run, const struct web_request *r, tftap
 
 /* ---- schemas ------------------------------------------------------------- */
 
-static int each_schema(void *ctx, const store_schema_row *r)
+static int each_schema(void *ctx, const store_schema_info *r)
 {
     struct page_ctx *p = ctx;
     if (p->n++)
@@ -417,7 +417,7 @@ static int api_schemas(store *s, tftap_buf *b)
 {
     struct page_ctx p = {b, 0, 0, 0, 0};
     tftap_buf_puts(b, "{\"schemas\":[");
-    if (store_schemas_each(s, each_schema, &p))
+    if (store_schemas_list(s, each_schema, &p))
         return error_body(b, 500, store_errmsg(s));
     tftap_buf_puts(b, "]}\n");
     return 200;

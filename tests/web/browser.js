@@ -155,10 +155,10 @@ async function main() {
   /* ---- diff and check: pages saying what comes ---- */
   await go('/diff/' + conf.a.run + '/' + conf.b.run);
   await page.waitForSelector('main h1', { timeout: T });
-  check('diff: a page saying it arrives with tftap diff', /tftap diff/.test(await text('main')));
+  check('diff: a page naming tftap diff A B', new RegExp('tftap diff ' + conf.a.run + ' ' + conf.b.run).test(await text('main')));
   await go('/check/' + conf.a.run);
   await page.waitForSelector('main h1', { timeout: T });
-  check('check: a page saying it arrives with tftap check', /tftap check/.test(await text('main')));
+  check('check: a page naming tftap check ID', new RegExp('tftap check ' + conf.a.run).test(await text('main')));
 
   /* ---- schemas ---- */
   await go('/schemas');

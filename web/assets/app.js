@@ -615,10 +615,10 @@ async function resourceView(run, address) {
   setView({ live: () => wf.live(null) }, address);
 }
 
-function comingView(what, cmd, issue) {
+function comingView(what, cmd) {
   setView(null, what);
   main.replaceChildren(el('h1', {}, what),
-    el('p', {}, 'This page arrives with ', el('code', {}, cmd), ', which is being built (', issue, '). Until then, the run pages show each call and change.'),
+    el('p', {}, 'This page is not built yet: run ', el('code', {}, cmd), ' in a terminal for now. The run pages show each call and change.'),
     el('p', {}, el('a', { href: '/' }, 'All runs')));
 }
 
@@ -673,8 +673,8 @@ async function route() {
     else if ((m = /^\/runs\/(\d+|last)\/?$/.exec(path))) await runView(m[1], params);
     else if ((m = /^\/runs\/(\d+|last)\/calls\/(\d+)$/.exec(path))) await callView(m[1], Number(m[2]));
     else if ((m = /^\/runs\/(\d+|last)\/resources\/(.+)$/.exec(path))) await resourceView(m[1], decodeURIComponent(m[2]));
-    else if ((m = /^\/diff\/(\d+)\/(\d+)$/.exec(path))) comingView('Diff of runs #' + m[1] + ' and #' + m[2], 'tftap diff ' + m[1] + ' ' + m[2], 'tftap diff');
-    else if ((m = /^\/check\/(\d+)$/.exec(path))) comingView('Findings of run #' + m[1], 'tftap check ' + m[1], 'tftap check');
+    else if ((m = /^\/diff\/(\d+)\/(\d+)$/.exec(path))) comingView('Diff of runs #' + m[1] + ' and #' + m[2], 'tftap diff ' + m[1] + ' ' + m[2]);
+    else if ((m = /^\/check\/(\d+)$/.exec(path))) comingView('Findings of run #' + m[1], 'tftap check ' + m[1]);
     else if (path === '/schemas') await schemasView(null, params);
     else if ((m = /^\/schemas\/([0-9a-f]{64})$/.exec(path))) await schemasView(m[1], params);
     else { setView(null, 'Not found'); main.replaceChildren(el('h1', {}, 'Not found'), el('p', {}, el('a', { href: '/' }, 'All runs'))); }
