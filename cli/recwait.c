@@ -66,13 +66,6 @@ struct held {
     char name[256];
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The lock files of run_dir, opened (not locked yet). */
 static size_t open_locks(const char *run_dir, struct held *v, size_t max)
 {
@@ -104,7 +97,7 @@ size_t wrap_recorders_wait(const char *run_dir, unsigned timeout_ms, unsigned pr
     if (v == NULL)
         return 0;
     size_t n = open_locks(run_dir, v, MAX_LOCKS), left = n;
-    int64_t start = now_ms();
+    int64_t start = tftap_mono_ms();
     int said = 0;
     long pause_us = 200;
     for (;;) {
@@ -121,7 +114,7 @@ size_t wrap_recorders_wait(const char *run_dir, unsigned timeout_ms, unsigned pr
         }
         if (left == 0)
             break;
-        int64_t waited = now_ms() - start;
+        int64_t waited = tftap_mono_ms() - start;
         if (waited >= timeout_ms) {
             tftap_buf names = TFTAP_BUF_INIT;
             size_t shown = 0;

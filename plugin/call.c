@@ -21,13 +21,6 @@
 
 extern char **environ;
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void hpack_literal(tftap_buf *b, const char *name, const char *value)
 {
     /* Literal without indexing, new name, no Huffman; names and values
@@ -61,7 +54,7 @@ static void put32(tftap_buf *b, uint32_t v)
 
 static int wait_fd(int fd, short ev, int64_t deadline)
 {
-    int64_t left = deadline - now_ms();
+    int64_t left = deadline - tftap_mono_ms();
     if (left <= 0)
         return TFTAP_ELIMIT;
     struct pollfd p = {fd, ev, 0};
@@ -129,7 +122,7 @@ static ssize_t io_read(int fd, SSL *ssl, void *p, size_t n, int64_t deadline)
 int plugin_unary_call(int fd, SSL *ssl, const char *path, const void *req, size_t req_len,
                       size_t max_resp, int timeout_ms, tftap_buf *resp, tftap_buf *err)
 {
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = tftap_mono_ms() + timeout_ms;
     tftap_buf out = TFTAP_BUF_INIT, block = TFTAP_BUF_INIT, in = TFTAP_BUF_INIT,
               data = TFTAP_BUF_INIT;
     int rc = TFTAP_EPROTO;
@@ -329,7 +322,7 @@ static void reap(pid_t pid, int ms)
 int plugin_provider_schema(const char *binary, int timeout_ms, tftap_buf *schema, int *protocol,
                            tftap_buf *err)
 {
-    int64_t deadline = now_ms() + timeout_ms;
+    int64_t deadline = tftap_mono_ms() + timeout_ms;
     plugin_cert own;
     memset(&own, 0, sizeof own);
     plugin_handshake hs;
@@ -407,7 +400,8 @@ int plugin_provider_schema(const char *binary, int timeout_ms, tftap_buf *schema
     const char *path = hs.proto_version == 5 ? "/tfplugin5.Provider/GetSchema"
                                              : "/tfplugin6.Provider/GetProviderSchema";
     rc = plugin_unary_call(fd, ssl, path, "", 0, (size_t)256 << 20,
-                           (int)(deadline - now_ms() > 0 ? deadline - now_ms() : 1), schema, err);
+                           (int)(deadline - tftap_mono_ms() > 0 ? deadline - tftap_mono_ms() : 1),
+                           schema, err);
     if (!rc)
         *protocol = hs.proto_version;
 done:
@@ -422,7 +416,7 @@ done:
          * client does: wait a moment and kill. */
         tftap_buf ignore = TFTAP_BUF_INIT, why = TFTAP_BUF_INIT;
         int sfd = -1, asked = 0;
-        if (hs.network && dial(&hs, ctx, now_ms() + 2000, &sfd, &ssl, &why) == 0) {
+        if (hs.network && dial(&hs, ctx, tftap_mono_ms() + 2000, &sfd, &ssl, &why) == 0) {
             (void)plugin_unary_call(sfd, ssl, "/plugin.GRPCController/Shutdown", "", 0, 1024, 2000,
                                     &ignore, &why);
             asked = 1;

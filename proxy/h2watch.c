@@ -146,7 +146,7 @@ static void stop_side(proxy_h2watch *w, struct h2_side *s, const char *why)
                  s->side == PROXY_H2_FROM_CLIENT ? "client" : "provider", why);
     proxy_tee_lost(w->tee);
     while (w->ncalls > 0)
-        call_end(w, w->calls[w->ncalls - 1], proxy_now_us(), ST_UNKNOWN,
+        call_end(w, w->calls[w->ncalls - 1], tftap_now_us(), ST_UNKNOWN,
                  "not recorded to its end (the relay could not follow the connection)");
 }
 

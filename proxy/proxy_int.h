@@ -186,7 +186,4 @@ int proxy_relay_active(proxy_relay *r);
  * stop the thread, free everything. Accepts NULL. */
 void proxy_relay_stop(proxy_relay *r);
 
-/* Microseconds since the Unix epoch. */
-int64_t proxy_now_us(void);
-
 #endif

@@ -109,13 +109,6 @@ struct proxy_relay {
     int thread_started;
 };
 
-int64_t proxy_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static void notify(proxy_relay *r)
 {
     uint64_t one = 1;
@@ -440,7 +433,7 @@ static void pair_free(struct relay_pair *p)
             (void)w;
             tftap_buf_done(&msg);
         }
-        proxy_h2watch_free(p->watch, proxy_now_us());
+        proxy_h2watch_free(p->watch, tftap_now_us());
     }
     leg_close(&p->leg[0]);
     leg_close(&p->leg[1]);
@@ -563,7 +556,7 @@ static void pump(struct relay_leg *from)
             return;
         }
         proxy_h2watch_feed(p->watch, (enum proxy_h2_side)from->side, r->buf, (size_t)n,
-                           proxy_now_us());
+                           tftap_now_us());
         if (leg_send(to, r->buf, (size_t)n) != 0)
             return;
     }
@@ -1067,7 +1060,7 @@ int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
             goto done;
         if (watch != NULL)
             proxy_h2watch_feed(watch, PROXY_H2_FROM_CLIENT, (const uint8_t *)req.data + off,
-                               (size_t)w, proxy_now_us());
+                               (size_t)w, tftap_now_us());
         off += (size_t)w;
     }
     /* Read frames until stream 1 ends: HEADERS with END_STREAM (answered),
@@ -1084,7 +1077,7 @@ int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
             continue;
         }
         if (watch != NULL)
-            proxy_h2watch_feed(watch, PROXY_H2_FROM_PROVIDER, buf, (size_t)n, proxy_now_us());
+            proxy_h2watch_feed(watch, PROXY_H2_FROM_PROVIDER, buf, (size_t)n, tftap_now_us());
         tftap_buf_append(&in, buf, (size_t)n);
         size_t pos = 0;
         int ended = 0;
@@ -1111,7 +1104,7 @@ int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
     }
     tftap_buf_done(&in);
 done:
-    proxy_h2watch_free(watch, proxy_now_us());
+    proxy_h2watch_free(watch, tftap_now_us());
     if (ssl != NULL)
         SSL_free(ssl);
     close(fd);

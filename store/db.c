@@ -207,11 +207,6 @@ static const char *const migrations[] = {
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
 
-int64_t store_now_us(void)
-{
-    return tftap_now_us();
-}
-
 const char *store_rpc_name(const char *method)
 {
     const char *slash = method ? strrchr(method, '/') : NULL;
@@ -634,7 +629,7 @@ int store_run_begin(store *s, const char *command, int argc, const char *const *
     sqlite3_bind_text(st, 3, cwd, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, cli_name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 5, cli_version, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 6, store_now_us());
+    sqlite3_bind_int64(st, 6, tftap_now_us());
     rc = step_done(st);
     if (rc != SQLITE_OK)
         goto rollback;
@@ -688,7 +683,7 @@ int store_run_join(store *s, const char *key, const char *command, int argc,
     sqlite3_bind_text(ins, 2, a.data, (int)a.len, SQLITE_STATIC);
     sqlite3_bind_text(ins, 3, cwd, -1, SQLITE_STATIC);
     sqlite3_bind_text(ins, 4, cli_name, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(ins, 5, store_now_us());
+    sqlite3_bind_int64(ins, 5, tftap_now_us());
     sqlite3_bind_text(ins, 6, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(upd, 1, key, -1, SQLITE_STATIC);
     sqlite3_bind_text(sel, 1, key, -1, SQLITE_STATIC);
@@ -726,7 +721,7 @@ int store_run_leave(store *s, int64_t run_id)
                             " WHERE id = ? AND cli_key IS NOT NULL",
                             -1, &st, NULL);
     if (rc == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, store_now_us());
+        sqlite3_bind_int64(st, 1, tftap_now_us());
         sqlite3_bind_int64(st, 2, run_id);
         rc = step_done(st);
     }
@@ -749,7 +744,7 @@ int store_run_end(store *s, int64_t run_id, int exit_code)
     rc = sqlite3_prepare_v2(s->db, "UPDATE runs SET ended_us = ?, exit_code = ? WHERE id = ?", -1,
                             &st, NULL);
     if (rc == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, store_now_us());
+        sqlite3_bind_int64(st, 1, tftap_now_us());
         sqlite3_bind_int(st, 2, exit_code);
         sqlite3_bind_int64(st, 3, run_id);
         rc = step_done(st);

@@ -146,7 +146,7 @@ static int ensure_run_and_process(store_recorder *r)
             r->run_id = r->opts.run_id;
         } else {
             rc = exec_bound(r->db, "INSERT INTO runs (command, started_us) VALUES (?, ?)", "ti",
-                            r->sproc.binary_path ? r->sproc.binary_path : "", store_now_us());
+                            r->sproc.binary_path ? r->sproc.binary_path : "", tftap_now_us());
             if (rc)
                 return rc;
             r->run_id = sqlite3_last_insert_rowid(r->db);
@@ -155,7 +155,7 @@ static int ensure_run_and_process(store_recorder *r)
     }
     if (r->process_row == 0) {
         rc = exec_bound(r->db, "INSERT INTO processes (run_id, started_us) VALUES (?, ?)", "ii",
-                        r->run_id, store_now_us());
+                        r->run_id, tftap_now_us());
         if (rc)
             return rc;
         r->process_row = sqlite3_last_insert_rowid(r->db);
@@ -251,7 +251,7 @@ static int apply_schema(store_recorder *r, const struct op *o)
         sqlite3_bind_int(st, 4, o->protocol ? o->protocol : 5);
         sqlite3_bind_int64(st, 5, (int64_t)o->len);
         sqlite3_bind_blob64(st, 6, o->bytes, o->len, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 7, store_now_us());
+        sqlite3_bind_int64(st, 7, tftap_now_us());
         rc = step_ok(st);
         sqlite3_finalize(st);
         if (rc)
@@ -277,7 +277,7 @@ static int apply_gap(store_recorder *r, const struct op *o)
         exec_bound(r->db,
                    "INSERT INTO gaps (run_id, process_id, lost, recorded_us, reason) "
                    "VALUES (?, ?, ?, ?, ?)",
-                   "iiiit", r->run_id, r->process_row, (int64_t)o->lost, store_now_us(), reason);
+                   "iiiit", r->run_id, r->process_row, (int64_t)o->lost, tftap_now_us(), reason);
     if (rc == SQLITE_OK)
         rc = exec_bound(r->db, "UPDATE processes SET dropped = dropped + ? WHERE id = ?", "ii",
                         (int64_t)o->lost, r->process_row);
@@ -361,10 +361,10 @@ static int apply_raw(store_recorder *r, const struct op *o)
 static int apply_end(store_recorder *r)
 {
     int rc = exec_bound(r->db, "UPDATE processes SET ended_us = ? WHERE id = ?", "ii",
-                        store_now_us(), r->process_row);
+                        tftap_now_us(), r->process_row);
     if (rc == SQLITE_OK && r->opts.run_id == 0)
         /* A run of our own (no `tftap run` around us) ends with us. */
-        rc = exec_bound(r->db, "UPDATE runs SET ended_us = ? WHERE id = ?", "ii", store_now_us(),
+        rc = exec_bound(r->db, "UPDATE runs SET ended_us = ? WHERE id = ?", "ii", tftap_now_us(),
                         r->run_id);
     return rc;
 }

@@ -35,8 +35,6 @@ int store_exec(sqlite3 *db, const char *sql);
 /* Map an SQLite result code to a tftap error. */
 int store_err(int sqlite_rc);
 
-int64_t store_now_us(void);
-
 /* The short rpc name of a gRPC method path ("/a.B/C" -> "C"). */
 const char *store_rpc_name(const char *method);
 
