@@ -21,10 +21,10 @@
 
 extern char **environ;
 
+/* A literal header field without indexing, new name, no Huffman: HPACK's
+ * simplest form. */
 static void hpack_literal(tftap_buf *b, const char *name, const char *value)
 {
-    /* Literal without indexing, new name, no Huffman; names and values
-     * here are shorter than 127 bytes. */
     tftap_buf_putc(b, 0x00);
     tftap_buf_putc(b, (char)strlen(name));
     tftap_buf_puts(b, name);
@@ -32,7 +32,17 @@ static void hpack_literal(tftap_buf *b, const char *name, const char *value)
     tftap_buf_puts(b, value);
 }
 
-static void frame(tftap_buf *b, size_t len, uint8_t type, uint8_t flags, uint32_t stream)
+void plugin_h2_request_headers(tftap_buf *block, const char *path, int tls)
+{
+    hpack_literal(block, ":method", "POST");
+    hpack_literal(block, ":scheme", tls ? "https" : "http");
+    hpack_literal(block, ":path", path);
+    hpack_literal(block, ":authority", "localhost");
+    hpack_literal(block, "content-type", "application/grpc");
+    hpack_literal(block, "te", "trailers");
+}
+
+void plugin_h2_frame(tftap_buf *b, size_t len, uint8_t type, uint8_t flags, uint32_t stream)
 {
     uint8_t h[9] = {(uint8_t)(len >> 16),
                     (uint8_t)(len >> 8),
@@ -126,25 +136,20 @@ int plugin_unary_call(int fd, SSL *ssl, const char *path, const void *req, size_
     tftap_buf out = TFTAP_BUF_INIT, block = TFTAP_BUF_INIT, in = TFTAP_BUF_INIT,
               data = TFTAP_BUF_INIT;
     int rc = TFTAP_EPROTO;
-    hpack_literal(&block, ":method", "POST");
-    hpack_literal(&block, ":scheme", ssl ? "https" : "http");
-    hpack_literal(&block, ":path", path);
-    hpack_literal(&block, ":authority", "localhost");
-    hpack_literal(&block, "content-type", "application/grpc");
-    hpack_literal(&block, "te", "trailers");
+    plugin_h2_request_headers(&block, path, ssl != NULL);
     tftap_buf_puts(&out, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
     /* SETTINGS: a stream window as large as allowed, so a schema of tens
      * of MB needs no WINDOW_UPDATE per stream; the connection's window
      * grows by a WINDOW_UPDATE right after. */
-    frame(&out, 6, 4, 0, 0);
+    plugin_h2_frame(&out, 6, 4, 0, 0);
     tftap_buf_putc(&out, 0);
     tftap_buf_putc(&out, 4); /* SETTINGS_INITIAL_WINDOW_SIZE */
     put32(&out, 0x7fffffffu);
-    frame(&out, 4, 8, 0, 0);
+    plugin_h2_frame(&out, 4, 8, 0, 0);
     put32(&out, 0x7fffffffu - 65535u);
-    frame(&out, block.len, 1, 0x4, 1);
+    plugin_h2_frame(&out, block.len, 1, 0x4, 1);
     tftap_buf_append(&out, block.data, block.len);
-    frame(&out, 5 + req_len, 0, 0x1, 1);
+    plugin_h2_frame(&out, 5 + req_len, 0, 0x1, 1);
     uint8_t prefix[5] = {0, (uint8_t)(req_len >> 24), (uint8_t)(req_len >> 16),
                          (uint8_t)(req_len >> 8), (uint8_t)req_len};
     tftap_buf_append(&out, prefix, 5);
@@ -185,7 +190,7 @@ int plugin_unary_call(int fd, SSL *ssl, const char *path, const void *req, size_
             const uint8_t *payload = h + 9;
             if (type == 4 && !(flags & 0x1)) { /* SETTINGS: acknowledge */
                 tftap_buf ack = TFTAP_BUF_INIT;
-                frame(&ack, 0, 4, 0x1, 0);
+                plugin_h2_frame(&ack, 0, 4, 0x1, 0);
                 int w = io_write(fd, ssl, ack.data, ack.len, deadline);
                 tftap_buf_done(&ack);
                 if (w) {

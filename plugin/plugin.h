@@ -118,6 +118,13 @@ void plugin_tls_error(SSL *ssl, int rc, tftap_buf *err);
 
 /* ---- call.c: asking a provider binary directly -------------------------- */
 
+/* HTTP/2 framing of a unary gRPC request, for the few calls tftap makes
+ * itself (Shutdown, GetProviderSchema): a frame header of len bytes, and
+ * the request's header block (literal fields, no Huffman: path shorter than
+ * 127 bytes). */
+void plugin_h2_frame(tftap_buf *b, size_t len, uint8_t type, uint8_t flags, uint32_t stream);
+void plugin_h2_request_headers(tftap_buf *block, const char *path, int tls);
+
 /* One unary gRPC call on a fresh HTTP/2 connection (fd, with ssl when not
  * NULL, TLS handshake done): preface, SETTINGS, the request message,
  * then frames until the call's stream ends. The answer's message bytes

@@ -992,31 +992,6 @@ void proxy_relay_stop(proxy_relay *r)
 
 /* ---- Shutdown, when the client can no longer send it -------------------- */
 
-/* A literal header field, not indexed, new name: HPACK's simplest form.
- * Every name and value here is shorter than 127 bytes. */
-static void hpack_literal(tftap_buf *b, const char *name, const char *value)
-{
-    tftap_buf_putc(b, 0x00);
-    tftap_buf_putc(b, (char)strlen(name));
-    tftap_buf_puts(b, name);
-    tftap_buf_putc(b, (char)strlen(value));
-    tftap_buf_puts(b, value);
-}
-
-static void frame_header(tftap_buf *b, size_t len, uint8_t type, uint8_t flags, uint32_t stream)
-{
-    uint8_t h[9] = {(uint8_t)(len >> 16),
-                    (uint8_t)(len >> 8),
-                    (uint8_t)len,
-                    type,
-                    flags,
-                    (uint8_t)(stream >> 24),
-                    (uint8_t)(stream >> 16),
-                    (uint8_t)(stream >> 8),
-                    (uint8_t)stream};
-    tftap_buf_append(b, h, sizeof h);
-}
-
 int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
 {
     int64_t deadline = tftap_mono_ms() + timeout_ms;
@@ -1030,17 +1005,12 @@ int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
 
     /* One call on a connection of our own: preface, empty SETTINGS, the
      * request's headers, and its message (an empty Empty). */
-    hpack_literal(&block, ":method", "POST");
-    hpack_literal(&block, ":scheme", ssl != NULL ? "https" : "http");
-    hpack_literal(&block, ":path", "/plugin.GRPCController/Shutdown");
-    hpack_literal(&block, ":authority", "localhost");
-    hpack_literal(&block, "content-type", "application/grpc");
-    hpack_literal(&block, "te", "trailers");
+    plugin_h2_request_headers(&block, "/plugin.GRPCController/Shutdown", ssl != NULL);
     tftap_buf_puts(&req, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-    frame_header(&req, 0, 4 /* SETTINGS */, 0, 0);
-    frame_header(&req, block.len, 1 /* HEADERS */, 0x4 /* END_HEADERS */, 1);
+    plugin_h2_frame(&req, 0, 4 /* SETTINGS */, 0, 0);
+    plugin_h2_frame(&req, block.len, 1 /* HEADERS */, 0x4 /* END_HEADERS */, 1);
     tftap_buf_append(&req, block.data, block.len);
-    frame_header(&req, 5, 0 /* DATA */, 0x1 /* END_STREAM */, 1);
+    plugin_h2_frame(&req, 5, 0 /* DATA */, 0x1 /* END_STREAM */, 1);
     tftap_buf_append(&req, "\0\0\0\0\0", 5);
 
     /* The call is recorded like one the client made: its bytes go through

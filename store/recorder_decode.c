@@ -395,12 +395,7 @@ static void redact_hmac(void *ctx, const char *json, size_t len, char out[65])
     size_t mdlen = 0;
     if (c && EVP_MAC_update(c, (const unsigned char *)json, len) == 1 &&
         EVP_MAC_final(c, md, &mdlen, sizeof md) == 1 && mdlen == 32) {
-        static const char hx[] = "0123456789abcdef";
-        for (int i = 0; i < 32; i++) {
-            out[2 * i] = hx[md[i] >> 4];
-            out[2 * i + 1] = hx[md[i] & 15];
-        }
-        out[64] = '\0';
+        tftap_hex_encode(md, 32, out);
     } else {
         tftap_hmac_sha256_hex(r->key, sizeof r->key, json, len, out);
     }
@@ -959,12 +954,7 @@ static void sync_procinfo(store_recorder *r)
     while (ok && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
         ok = EVP_DigestUpdate(md, chunk, n) == 1;
     if (ok && !ferror(f) && EVP_DigestFinal_ex(md, dig, &dl) == 1 && dl == 32) {
-        static const char hx[] = "0123456789abcdef";
-        for (unsigned i = 0; i < 32; i++) {
-            r->binary_sha256[2 * i] = hx[dig[i] >> 4];
-            r->binary_sha256[2 * i + 1] = hx[dig[i] & 15];
-        }
-        r->binary_sha256[64] = '\0';
+        tftap_hex_encode(dig, 32, r->binary_sha256);
         r->have_binary_sha = 1;
         r->last_schema_poll_ms = 0; /* look for an earlier schema now */
         r->borrow_tried = 0;
