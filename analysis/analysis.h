@@ -139,6 +139,14 @@ int analysis_check_final_plan(const analysis_call *first, const analysis_call *f
  * Returns 0, TFTAP_ESTORE or TFTAP_ENOMEM. */
 int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_findings *out);
 
+/* Append the findings of run as one JSON object (`tftap check --json`,
+ * docs/check.md): {"run":..,"findings":[..],"violations":..,"rejected":..,
+ * "tolerated":..,"drift":..,"unchecked":..}. max_bytes (0: no cap) stops
+ * listing findings once they pass that many bytes; the counts stay whole and
+ * "truncated" says how many were left out. Returns 0 or TFTAP_ENOMEM. */
+int analysis_findings_json(const analysis_findings *f, int64_t run, size_t max_bytes,
+                           tftap_buf *out);
+
 /* ---- run diff: what a provider did differently between two runs ----------- */
 
 /* One recorded call as the diff reads it (a store_call_row's fields). */

@@ -36,31 +36,6 @@ static void text_finding(tftap_buf *b, const analysis_finding *f)
         tftap_buf_puts(b, "  (the call was not matched to an address)\n");
 }
 
-static void json_finding(tftap_buf *b, const analysis_finding *f)
-{
-    tftap_buf_printf(b, "{\"call_id\":%lld,\"method\":", (long long)f->call_id);
-    cli_json_str(b, f->rpc);
-    tftap_buf_puts(b, ",\"type_name\":");
-    cli_json_str(b, f->type_name);
-    tftap_buf_puts(b, ",\"address\":");
-    cli_json_str(b, f->address);
-    tftap_buf_puts(b, ",\"rule\":");
-    cli_json_str(b, f->rule);
-    tftap_buf_puts(b, ",\"path\":");
-    cli_json_str(b, f->path);
-    tftap_buf_puts(b, ",\"verdict\":");
-    cli_json_str(b, analysis_verdict_name(f->verdict));
-    tftap_buf_puts(b, ",\"expected\":");
-    cli_json_raw(b, f->expected);
-    tftap_buf_puts(b, ",\"actual\":");
-    cli_json_raw(b, f->actual);
-    tftap_buf_puts(b, ",\"message\":");
-    cli_json_str(b, f->message);
-    if (f->other_call_id)
-        tftap_buf_printf(b, ",\"compared_call_id\":%lld", (long long)f->other_call_id);
-    tftap_buf_putc(b, '}');
-}
-
 int cli_check(int argc, char **argv)
 {
     const char *db = NULL, *pos[2] = {NULL, NULL};
@@ -101,16 +76,7 @@ int cli_check(int argc, char **argv)
         rejected += f.v[i].verdict == ANALYSIS_REJECTS;
     tftap_buf out = TFTAP_BUF_INIT;
     if (json) {
-        tftap_buf_printf(&out, "{\"run\":%lld,\"findings\":[", (long long)run);
-        for (size_t i = 0; i < f.n; i++) {
-            tftap_buf_puts(&out, i ? ",\n  " : "\n  ");
-            json_finding(&out, &f.v[i]);
-        }
-        tftap_buf_printf(&out,
-                         "%s],\"violations\":%zu,\"rejected\":%zu,\"tolerated\":%zu,\"drift\":%zu,"
-                         "\"unchecked\":%zu}\n",
-                         f.n ? "\n" : "", violations, rejected, violations - rejected,
-                         f.n - violations, f.unchecked);
+        analysis_findings_json(&f, run, 0, &out);
     } else {
         for (size_t i = 0; i < f.n; i++) {
             if (i)

@@ -395,6 +395,59 @@ static int api_changes(store *s, int64_t run, const struct web_request *r, tftap
     return 200;
 }
 
+/* ---- check and diff: `tftap check --json` and `tftap diff --json` -------- */
+
+static int run_exists(store *s, int64_t run, tftap_buf *b)
+{
+    int rc = store_run_get(s, run, one_run, b);
+    tftap_buf_reset(b);
+    if (rc)
+        return rc == TFTAP_ENOTFOUND ? error_body(b, 404, "no such run")
+                                     : error_body(b, 500, store_errmsg(s));
+    return 0;
+}
+
+static int api_check(store *s, int64_t run, const struct web_request *r, tftap_buf *b)
+{
+    int status = run_exists(s, run, b);
+    if (status)
+        return status;
+    analysis_findings f = ANALYSIS_FINDINGS_INIT;
+    int rc = analysis_check_run(s, run, arg_str(r, "filter"), &f);
+    if (!rc)
+        rc = analysis_findings_json(&f, run, WEB_PAGE_BYTES, b);
+    analysis_findings_done(&f);
+    if (rc)
+        return error_body(b, 500, rc == TFTAP_ESTORE ? store_errmsg(s) : tftap_strerror(rc));
+    return 200;
+}
+
+static int api_diff(store *s, int64_t a, int64_t bb, const struct web_request *r, tftap_buf *b)
+{
+    int status = run_exists(s, a, b);
+    if (!status)
+        status = run_exists(s, bb, b);
+    if (status)
+        return status;
+    const char *ignore[1] = {arg_str(r, "ignore")};
+    analysis_diff_opts o = {arg_str(r, "filter"), ignore, ignore[0] ? 1 : 0};
+    analysis_diff *d = NULL;
+    int rc = analysis_diff_runs(s, a, bb, &o, &d);
+    if (!rc)
+        rc = analysis_diff_render(d, ANALYSIS_DIFF_JSON, 0, 0, b);
+    analysis_diff_free(d);
+    if (rc)
+        return error_body(b, 500,
+                          rc == TFTAP_ESTORE    ? store_errmsg(s)
+                          : rc == TFTAP_EDECODE ? "a call's JSON is malformed"
+                                                : tftap_strerror(rc));
+    /* The JSON form has no cap of its own: a diff too big for a page is
+     * refused whole rather than cut into invalid JSON. */
+    if (b->len > WEB_DIFF_BYTES)
+        return error_body(b, 500, "the diff is too large to show here: use tftap diff");
+    return 200;
+}
+
 /* ---- schemas ------------------------------------------------------------- */
 
 static int each_schema(void *ctx, const store_schema_info *r)
@@ -546,6 +599,18 @@ static int seg_is(const char *s, size_t n, const char *word)
     return strlen(word) == n && memcmp(s, word, n) == 0;
 }
 
+/* A run named in a path: a decimal id or "last". 0, or the error status. */
+static int run_id(store *s, const char *seg, size_t len, int64_t *run, tftap_buf *b)
+{
+    if (seg_is(seg, len, "last")) {
+        if (store_resolve_run(s, "last", run) != 0)
+            return error_body(b, 404, "no runs recorded");
+    } else if (parse_id(seg, len, run) != 0) {
+        return error_body(b, 400, "a run id is a decimal number or 'last'");
+    }
+    return 0;
+}
+
 int web_api(store *s, struct web_schema_cache *cache, const struct web_request *r, tftap_buf *b)
 {
     const char *seg[5];
@@ -557,12 +622,9 @@ int web_api(store *s, struct web_schema_cache *cache, const struct web_request *
         if (n == 1)
             return api_runs(s, r, b);
         int64_t run;
-        if (seg_is(seg[1], len[1], "last")) {
-            if (store_resolve_run(s, "last", &run) != 0)
-                return error_body(b, 404, "no runs recorded");
-        } else if (parse_id(seg[1], len[1], &run) != 0) {
-            return error_body(b, 400, "a run id is a decimal number or 'last'");
-        }
+        int status = run_id(s, seg[1], len[1], &run, b);
+        if (status)
+            return status;
         if (n == 2)
             return api_run(s, run, b);
         if (seg_is(seg[2], len[2], "calls")) {
@@ -576,7 +638,18 @@ int web_api(store *s, struct web_schema_cache *cache, const struct web_request *
         }
         if (n == 3 && seg_is(seg[2], len[2], "changes"))
             return api_changes(s, run, r, b);
+        if (n == 3 && seg_is(seg[2], len[2], "check"))
+            return api_check(s, run, r, b);
         return error_body(b, 404, "no such API path");
+    }
+    if (seg_is(seg[0], len[0], "diff")) {
+        if (n != 3)
+            return error_body(b, 404, "no such API path: /api/diff/A/B");
+        int64_t a, bb;
+        int status = run_id(s, seg[1], len[1], &a, b);
+        if (!status)
+            status = run_id(s, seg[2], len[2], &bb, b);
+        return status ? status : api_diff(s, a, bb, r, b);
     }
     if (seg_is(seg[0], len[0], "schemas")) {
         if (n == 1)

@@ -28,6 +28,8 @@ extern const size_t web_nassets;
 /* A page stops early once its body passes this many bytes (a page of
  * large rows is cut short; its cursor says where to go on). */
 #define WEB_PAGE_BYTES (1024 * 1024)
+/* The largest run diff served (JSON has no cut that stays valid). */
+#define WEB_DIFF_BYTES (16 * 1024 * 1024)
 
 /* A request as the API sees it: the path after "/api" and a lookup for
  * query arguments (NULL when absent). */

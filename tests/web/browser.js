@@ -152,13 +152,31 @@ async function main() {
   check('resource: only its calls, in order', rrows.length === conf.a.updated_calls && rrows.every(w => w === 'tftest6_thing.updated'));
   await shot('resource');
 
-  /* ---- diff and check: pages saying what comes ---- */
-  await go('/diff/' + conf.a.run + '/' + conf.b.run);
-  await page.waitForSelector('main h1', { timeout: T });
-  check('diff: a page naming tftap diff A B', new RegExp('tftap diff ' + conf.a.run + ' ' + conf.b.run).test(await text('main')));
-  await go('/check/' + conf.a.run);
-  await page.waitForSelector('main h1', { timeout: T });
-  check('check: a page naming tftap check ID', new RegExp('tftap check ' + conf.a.run).test(await text('main')));
+  /* ---- check and diff: what tftap check and tftap diff say ---- */
+  await go('/runs/' + conf.b.run);
+  await page.waitForSelector('#check-link', { timeout: T });
+  await page.click('#check-link');
+  await page.waitForSelector('#check-summary', { timeout: T });
+  checkEq('check: the run page links to its check', new URL(page.url()).pathname, '/check/' + conf.b.run);
+  const ck = conf.check;
+  checkEq('check: the summary says what tftap check --json counts', (await text('#check-summary')).split(';')[0].replace(/ \(.*/, ''),
+    ck.violations ? ck.violations + ' violation' + (ck.violations === 1 ? '' : 's') : 'no rule broken');
+  checkEq('check: one row per finding', await count('table.findings tbody tr'), ck.findings);
+  await shot('check');
+  await go('/runs/' + conf.b.run);
+  await page.waitForSelector('input[name=other]', { timeout: T });
+  await page.$eval('input[name=other]', (e, v) => { e.value = v; }, String(conf.a.run));
+  await page.click('form.inline button');
+  await page.waitForSelector('#diff-summary', { timeout: T });
+  checkEq('diff: the run page diffs with the run asked for', new URL(page.url()).pathname, '/diff/' + conf.a.run + '/' + conf.b.run);
+  const df = conf.diff;
+  checkEq('diff: the summary says what tftap diff --json counts', (await text('#diff-summary')).split(';')[0],
+    df.same ? 'same behaviour' : df.differences + ' difference' + (df.differences === 1 ? '' : 's'));
+  checkEq('diff: one row per difference, behaviour and inputs apart', await count('table.diff tbody tr:not(.group)'), df.changes);
+  await shot('diff');
+  await go('/diff/' + conf.a.run + '/' + conf.a.run);
+  await page.waitForSelector('#diff-summary', { timeout: T });
+  checkEq('diff: a run against itself behaves the same', await text('#diff-summary'), 'same behaviour');
 
   /* ---- schemas ---- */
   await go('/schemas');

@@ -127,6 +127,8 @@ jq -n --arg url "$(head -1 "$WORK/url")" --arg big_url "$(head -1 "$WORK/big-url
         \"call\": $(q "SELECT id FROM calls WHERE run_id = $run_b AND rpc = 'ApplyResourceChange' AND status_code <> 0 ORDER BY id LIMIT 1"),
         \"status\": $(q "SELECT status_code FROM calls WHERE run_id = $run_b AND rpc = 'ApplyResourceChange' AND status_code <> 0 ORDER BY id LIMIT 1")}" \
     --argjson c "{\"run\": $run_c, \"call\": $call_c}" \
+    --argjson check "$("$TFTAP" check --db "$db" "$run_b" --json | jq -c '{violations, findings: (.findings | length)}')" \
+    --argjson diff "$("$TFTAP" diff --db "$db" "$run_a" "$run_b" --json | jq -c '{same, differences, changes: (.changes | length)}')" \
     '$ARGS.named' >"$WORK/conf.json" || not_ok "expectations from the database"
 if node "$top_srcdir/tests/web/browser.js" "$WORK/conf.json"; then
     ok "every view in chromium (screenshots in $shots)"

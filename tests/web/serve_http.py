@@ -227,6 +227,29 @@ check("one type's schema block", st == 200 and '"attributes"' in d["schema"])
 st, d = s.api("/api/schemas/%s?q=zzz" % sha256)
 check("schema search", st == 200 and d["resource_schemas"] == [])
 
+# ---- check and diff: tftap check --json and tftap diff --json ----------------------
+st, d = s.api("/api/runs/%d/check" % run)
+check("check: the findings object of tftap check --json", st == 200 and d["run"] == run and isinstance(d["findings"], list)
+      and all(isinstance(d[k], int) for k in ["violations", "rejected", "tolerated", "drift", "unchecked"]))
+r = subprocess.run([TFTAP, "check", "--db", DB, str(run), "--json"], capture_output=True)
+st, _, body = s.req("/api/runs/%d/check" % run)
+check_eq("check: byte for byte what tftap check --json prints", body, r.stdout)
+st, d = s.api("/api/runs/last/check")
+check_eq("check: last is the newest run", (st, d.get("run") if st == 200 else d), (200, run))
+st, d = s.api("/api/diff/%d/%d" % (run, run))
+check("diff: a run against itself: the same, nothing listed", st == 200 and d["same"] is True and d["differences"] == 0
+      and d["input_differences"] == 0 and d["changes"] == [])
+r = subprocess.run([TFTAP, "diff", "--db", DB, str(run), "last", "--json"], capture_output=True)
+st, _, body = s.req("/api/diff/%d/last" % run)
+check_eq("diff: byte for byte what tftap diff --json prints", (st, body), (200, r.stdout))
+st, d = s.api("/api/diff/last/%d?ignore=.id" % run)
+check("diff: ?ignore= is taken", st == 200 and d["same"] is True)
+for path, want in [("/api/runs/abc/check", 400), ("/api/runs/999999/check", 404), ("/api/runs/%d/check/x" % run, 404),
+                   ("/api/diff/abc/%d" % run, 400), ("/api/diff/%d/-1" % run, 400), ("/api/diff/999999/%d" % run, 404),
+                   ("/api/diff/%d/999999" % run, 404), ("/api/diff/%d" % run, 404), ("/api/diff/1/2/3", 404), ("/api/diff", 404)]:
+    st, d = s.api(path)
+    check_eq("GET %s" % path, (st, isinstance(d, dict) and "error" in d), (want, True))
+
 # ---- bad paths and ids --------------------------------------------------------------
 for path, want in [("/api/runs/abc", 400), ("/api/runs/999999", 404), ("/api/runs/99999999999999999999", 400),
                    ("/api/runs/%d/calls/999999999" % run, 404), ("/api/runs/%d/calls/x" % run, 400),
@@ -341,7 +364,8 @@ c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 c.close()
 h = sha(DB)
 s3 = Server()
-for path in ["/api/runs", "/api/runs/%d" % run, "/api/runs/%d/calls?limit=1000" % run, "/api/runs/%d/changes" % run, "/api/schemas/" + sha256]:
+for path in ["/api/runs", "/api/runs/%d" % run, "/api/runs/%d/calls?limit=1000" % run, "/api/runs/%d/changes" % run, "/api/schemas/" + sha256,
+             "/api/runs/%d/check" % run, "/api/diff/%d/%d" % (run, run)]:
     s3.req(path)
 s3.stop()
 check("serving never writes the database file", sha(DB) == h)

@@ -539,6 +539,15 @@ function filterForm(values, onApply) {
   return form;
 }
 
+/* Check this run; diff it with another (the previous one by default). */
+function runLinks(id) {
+  const other = el('input', { type: 'number', min: 1, name: 'other', value: id > 1 ? id - 1 : id, 'aria-label': 'run to diff with', class: 'run-number' });
+  const form = el('form', { class: 'inline' }, el('a', { href: '/check/' + id, id: 'check-link' }, 'Check this run'), ' · ',
+    el('label', {}, 'diff with run ', other), ' ', el('button', { type: 'submit' }, 'Diff'));
+  form.addEventListener('submit', ev => { ev.preventDefault(); if (other.value) navigate('/diff/' + Number(other.value) + '/' + id); });
+  return form;
+}
+
 async function runView(run, params) {
   setView(null, 'Run ' + run);
   const filters = { method: params.get('method') || '', type: params.get('type') || '', address: params.get('address') || '', status: params.get('status') || '' };
@@ -549,7 +558,7 @@ async function runView(run, params) {
   const form = filterForm(filters, v => navigate(runLink(run) + qs(v)));
   const changes = changesSection(run, null);
   main.replaceChildren(el('h1', {}, 'Run #' + d.run.id, d.run.ended_us ? '' : el('span', { class: 'status-inflight' }, ' (recording)')),
-    header, el('p', {}, el('a', { href: '/check/' + run }, 'Findings'), ' · ', el('a', { href: '/diff/' + (run > 1 ? run - 1 : run) + '/' + run }, 'Diff with the previous run')),
+    header, runLinks(d.run.id),
     changes, form, wf);
   await wf.start().catch(e => showError(main, e));
   let wasRunning = !d.run.ended_us;
@@ -615,11 +624,77 @@ async function resourceView(run, address) {
   setView({ live: () => wf.live(null) }, address);
 }
 
-function comingView(what, cmd) {
-  setView(null, what);
-  main.replaceChildren(el('h1', {}, what),
-    el('p', {}, 'This page is not built yet: run ', el('code', {}, cmd), ' in a terminal for now. The run pages show each call and change.'),
-    el('p', {}, el('a', { href: '/' }, 'All runs')));
+/* A decoded value as one line of text (objects and arrays as JSON). */
+function valueText(v) {
+  if (v === null || v === undefined) return '-';
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+/* tftap check: which provider answer broke which rule of the contract. */
+async function checkView(run) {
+  setView(null, 'Findings of run ' + run);
+  main.replaceChildren(el('h1', {}, 'Findings of run #' + run), el('p', {}, el('a', { href: runLink(run) }, '← run #' + run)));
+  let d;
+  try { d = await api('/runs/' + run + '/check'); } catch (e) { showError(main, e); return; }
+  const parts = [d.violations + ' violation' + (d.violations === 1 ? '' : 's') + ' (' + d.rejected + ' core rejects, ' + d.tolerated + ' it tolerates)'];
+  if (!d.violations) parts[0] = 'no rule broken';
+  if (d.drift) parts.push(d.drift + ' drift');
+  if (d.unchecked) parts.push(d.unchecked + ' call' + (d.unchecked === 1 ? '' : 's') + ' not checked (no schema recorded)');
+  main.append(el('p', { class: 'summary ' + (d.violations ? 'status-err' : 'status-ok'), id: 'check-summary' }, parts.join('; ')));
+  if (d.truncated) main.append(el('p', { class: 'muted' }, d.truncated + ' more findings are not listed here: run ', el('code', {}, 'tftap check ' + d.run)));
+  if (!d.findings.length) return;
+  const tbody = el('tbody');
+  for (const f of d.findings)
+    tbody.append(el('tr', {},
+      el('td', {}, f.address ? el('a', { href: resourceLink(d.run, f.address) }, f.address) : (f.type_name || '-')),
+      el('td', {}, el('a', { href: callLink(d.run, f.call_id) }, f.method || '?'), f.compared_call_id ? el('div', { class: 'muted' }, 'against ', el('a', { href: callLink(d.run, f.compared_call_id) }, 'call ' + f.compared_call_id)) : ''),
+      el('td', {}, f.rule), el('td', { class: 'mono' }, f.path || '(the object)'),
+      el('td', { class: f.verdict === 'rejects' ? 'status-err' : f.verdict === 'drift' ? 'muted' : 'status-inflight' }, f.verdict),
+      el('td', { class: 'mono' }, valueText(f.expected)), el('td', { class: 'mono' }, valueText(f.actual)),
+      el('td', {}, f.message)));
+  main.append(el('table', { class: 'findings' }, el('thead', {}, el('tr', {}, ['Address', 'Call', 'Rule', 'Path', 'Verdict', 'Expected', 'Actual', 'Message'].map(h => el('th', {}, h)))), tbody));
+}
+
+/* One side of a diff finding: a value with where it came from, or text. */
+function sideText(v) {
+  if (v && typeof v === 'object' && 'source' in v && 'value' in v) return valueText(v.value) + ' (' + v.source + ')';
+  return valueText(v);
+}
+
+function diffTable(run, other, changes) {
+  const tbody = el('tbody');
+  let last = null;
+  for (const c of changes) {
+    const addr = c.address || c.type || c.provider || '-';
+    if (addr !== last) tbody.append(el('tr', { class: 'group' }, el('th', { colspan: 5 }, addr)));
+    last = addr;
+    tbody.append(el('tr', {},
+      el('td', {}, c.kind + (c.change ? ' ' + c.change : '')),
+      el('td', {}, c.method || '-', ' ', c.call_a ? el('a', { href: callLink(run, c.call_a) }, '#' + c.call_a) : '', ' ', c.call_b ? el('a', { href: callLink(other, c.call_b) }, '#' + c.call_b) : ''),
+      el('td', { class: 'mono' }, (c.path || '') + (c.value ? ' ' + c.value : '')),
+      el('td', { class: 'mono' }, c.change === 'added' ? '-' : sideText(c.a)),
+      el('td', { class: 'mono' }, c.change === 'removed' ? '-' : sideText(c.b))));
+  }
+  return el('table', { class: 'diff' }, el('thead', {}, el('tr', {}, ['What', 'Calls', 'Path', 'Run #' + run, 'Run #' + other].map(h => el('th', {}, h)))), tbody);
+}
+
+/* tftap diff: what the provider did differently between two runs. */
+async function diffView(a, b, params) {
+  setView(null, 'Diff of runs ' + a + ' and ' + b);
+  const ignore = params.get('ignore') || '';
+  const field = el('input', { name: 'ignore', value: ignore, placeholder: '.id, .tags*', 'aria-label': 'ignore paths' });
+  const form = el('form', { class: 'filters' }, el('label', {}, 'Ignore paths', field), el('button', { type: 'submit' }, 'Apply'));
+  form.addEventListener('submit', ev => { ev.preventDefault(); navigate('/diff/' + a + '/' + b + qs({ ignore: field.value.trim() })); });
+  main.replaceChildren(el('h1', {}, 'Diff of runs #' + a + ' and #' + b),
+    el('p', {}, el('a', { href: runLink(a) }, 'run #' + a), ' → ', el('a', { href: runLink(b) }, 'run #' + b)), form);
+  let d;
+  try { d = await api('/diff/' + a + '/' + b + qs({ ignore })); } catch (e) { showError(main, e); return; }
+  let sum = d.same ? 'same behaviour' : d.differences + ' difference' + (d.differences === 1 ? '' : 's');
+  if (d.input_differences) sum += '; ' + d.input_differences + ' input difference' + (d.input_differences === 1 ? '' : 's') + ' (config or prior state, not behaviour)';
+  main.append(el('p', { class: 'summary ' + (d.same ? 'status-ok' : 'status-err'), id: 'diff-summary' }, sum));
+  const beh = d.changes.filter(c => c.behaviour), inputs = d.changes.filter(c => !c.behaviour);
+  if (beh.length) main.append(el('h2', {}, 'Behaviour'), diffTable(a, b, beh));
+  if (inputs.length) main.append(el('h2', {}, 'Inputs'), el('p', { class: 'muted' }, 'What tofu sent differently: these explain differences, they are not the provider\'s.'), diffTable(a, b, inputs));
 }
 
 async function schemasView(sha, params) {
@@ -673,8 +748,8 @@ async function route() {
     else if ((m = /^\/runs\/(\d+|last)\/?$/.exec(path))) await runView(m[1], params);
     else if ((m = /^\/runs\/(\d+|last)\/calls\/(\d+)$/.exec(path))) await callView(m[1], Number(m[2]));
     else if ((m = /^\/runs\/(\d+|last)\/resources\/(.+)$/.exec(path))) await resourceView(m[1], decodeURIComponent(m[2]));
-    else if ((m = /^\/diff\/(\d+)\/(\d+)$/.exec(path))) comingView('Diff of runs #' + m[1] + ' and #' + m[2], 'tftap diff ' + m[1] + ' ' + m[2]);
-    else if ((m = /^\/check\/(\d+)$/.exec(path))) comingView('Findings of run #' + m[1], 'tftap check ' + m[1]);
+    else if ((m = /^\/diff\/(\d+|last)\/(\d+|last)$/.exec(path))) await diffView(m[1], m[2], params);
+    else if ((m = /^\/check\/(\d+|last)$/.exec(path))) await checkView(m[1]);
     else if (path === '/schemas') await schemasView(null, params);
     else if ((m = /^\/schemas\/([0-9a-f]{64})$/.exec(path))) await schemasView(m[1], params);
     else { setView(null, 'Not found'); main.replaceChildren(el('h1', {}, 'Not found'), el('p', {}, el('a', { href: '/' }, 'All runs'))); }
