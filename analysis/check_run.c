@@ -473,7 +473,8 @@ static int final_plans(store *s, int64_t run_id, struct pcs *p, analysis_finding
             if (!have_runs) {
                 if ((rc = store_runs_each(s, run_row, &rs)))
                     break;
-                qsort(rs.v, rs.n, sizeof *rs.v, desc);
+                if (rs.n)
+                    qsort(rs.v, rs.n, sizeof *rs.v, desc);
                 have_runs = 1;
             }
             struct pc e;
@@ -505,7 +506,8 @@ int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_fi
         infos_done(&is);
         return is.err ? is.err : rc;
     }
-    qsort(is.v, is.n, sizeof *is.v, info_cmp);
+    if (is.n) /* qsort with NULL is undefined even for none */
+        qsort(is.v, is.n, sizeof *is.v, info_cmp);
     struct names ns = {NULL, 0, 0, 0};
     rc = store_changes_each(s, run_id, filter, name_row, &ns);
     if (ns.err)
