@@ -58,6 +58,7 @@ async function main() {
   check('runs: run A reads as the tofu apply it was', /tofu apply/.test(runA) && /tofu/.test(runA));
   const runB = await page.$$eval(`tr[data-run="${conf.b.run}"] td`, tds => tds.map(t => t.innerText));
   checkEq('runs: run B shows its exit code', runB[5], '1');
+  checkEq('runs: each run links to its check', await page.$eval(`tr[data-run="${conf.b.run}"] td:last-child a`, a => new URL(a.href).pathname).catch(() => null), '/check/' + conf.b.run);
   await shot('runs');
   await page.keyboard.press('j');
   const first = await page.evaluate(() => document.activeElement.getAttribute('href'));

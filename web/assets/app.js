@@ -319,7 +319,7 @@ async function runsView() {
       el('td', {}, String(r.processes)),
       el('td', {}, String(r.calls)),
       el('td', { class: r.dropped ? 'status-err' : '' }, String(r.dropped)),
-      el('td', { class: 'muted', title: 'tftap check' }, '-'));
+      el('td', {}, el('a', { href: '/check/' + r.id, title: 'tftap check ' + r.id }, 'check')));
     tr.dataset.text = ('#' + r.id + ' ' + cmd + ' ' + (r.cli_name || '') + ' ' + (r.cli_version || '')).toLowerCase();
     return tr;
   };
