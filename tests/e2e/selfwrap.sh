@@ -12,10 +12,15 @@ new_dir "$top_srcdir/examples/basic" "$w"
 
 # Bounded: without the guard, this sequence started shims without end.
 plan() { # DB LOG OUT [tftap run]
-    local db=$1 log=$2 out=$3
+    local db=$1 log=$2 out=$3 st
     shift 3
     (cd "$w" && TFTAP_DB=$db TFTEST_RPC_LOG=$log timeout 300 "$@" tofu plan -input=false -no-color \
         >"$out" 2>&1)
+    st=$?
+    # Under wrap nothing waits for the recorders (tftap run does): the
+    # run is ended by its last recorder, so wait for that before reading.
+    wait_for 600 test "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE ended_us IS NULL" 2>/dev/null)" = 0
+    return $st
 }
 # Unary provider calls, sorted: in the database (every run) and in the providers' own log.
 db_calls() { sqlite3 "$1" "SELECT method FROM calls WHERE stream = 0 AND method LIKE '/tfplugin%'" | sort; }
