@@ -76,7 +76,8 @@ int cli_check(int argc, char **argv)
         rejected += f.v[i].verdict == ANALYSIS_REJECTS;
     tftap_buf out = TFTAP_BUF_INIT;
     if (json) {
-        analysis_findings_json(&f, run, 0, &out);
+        if (analysis_findings_json(&f, run, 0, &out) != 0)
+            out.failed = 1; /* cli_flush reports it: no cut-off JSON */
     } else {
         for (size_t i = 0; i < f.n; i++) {
             if (i)

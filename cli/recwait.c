@@ -27,19 +27,24 @@
 
 int wrap_recorder_lock(const char *run_dir, const char *provider)
 {
-    char path[4096];
+    char path[4096], final[4096];
     /* A fresh file each time: a reused pid must not find the lock an
-     * earlier shim's recorder still holds. */
-    int n = snprintf(path, sizeof path, "%s/" LOCK_PREFIX "%ld-XXXXXX" LOCK_SUFFIX, run_dir,
-                     (long)getpid());
-    if (n < 0 || (size_t)n >= sizeof path) {
+     * earlier shim's recorder still holds. It is made under a name waiters
+     * do not look at, locked, and only then given its lock name: a waiter
+     * never finds it unlocked and counts a recorder that has not begun as
+     * done. */
+    int n =
+        snprintf(path, sizeof path, "%s/" LOCK_PREFIX "%ld-XXXXXX.new", run_dir, (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof path - strlen(LOCK_SUFFIX)) {
         errno = ENAMETOOLONG;
         return -1;
     }
-    int fd = mkostemps(path, (int)strlen(LOCK_SUFFIX), O_CLOEXEC);
+    int fd = mkostemps(path, (int)strlen(".new"), O_CLOEXEC);
     if (fd < 0)
         return -1;
-    if (flock(fd, LOCK_EX) != 0) {
+    memcpy(final, path, (size_t)n - strlen(".new"));
+    memcpy(final + n - strlen(".new"), LOCK_SUFFIX, strlen(LOCK_SUFFIX) + 1);
+    if (flock(fd, LOCK_EX) != 0 || rename(path, final) != 0) {
         close(fd);
         unlink(path);
         return -1;

@@ -554,7 +554,10 @@ static int resolve_shim(struct wrap_set *set, const char *addr, char **bin, int 
         goto done;
     }
     set->shims++;
-    if (wrap_shim_meta_path(m.binary) != NULL || wrap_is_self(m.binary)) {
+    char *inner = wrap_shim_meta_path(m.binary);
+    int again = inner != NULL || wrap_is_self(m.binary);
+    free(inner);
+    if (again) {
         tftap_buf_printf(err,
                          "%s: the tftap shim %s stands for %s, which is tftap again; unset "
                          "TF_CLI_CONFIG_FILE (%s) and wrap again",

@@ -432,6 +432,36 @@ int sj_write_sorted(const sj_node *n, tftap_buf *out)
     return err;
 }
 
+/* An integer's digits without sign and leading zeros ("" for zero), when
+ * text is a plain integer (no fraction, no exponent). */
+static int integer_digits(const sj_node *n, int *negative, const char **digits, size_t *len)
+{
+    const char *p = n->str, *end = n->str + n->len;
+    *negative = p < end && *p == '-';
+    p += *negative;
+    for (const char *q = p; q < end; q++)
+        if (*q < '0' || *q > '9')
+            return 0;
+    while (p < end && *p == '0')
+        p++;
+    *digits = p;
+    *len = (size_t)(end - p);
+    return 1;
+}
+
+/* Integers compare digit for digit: a double holds 2^53 + 1 as 2^53, and
+ * decoded values carry 64-bit ids and arbitrary-precision numbers. Others
+ * (a fraction or an exponent on either side) compare as doubles. */
+static int numbers_equal(const sj_node *a, const sj_node *b)
+{
+    int na, nb;
+    const char *da, *db;
+    size_t la, lb;
+    if (integer_digits(a, &na, &da, &la) && integer_digits(b, &nb, &db, &lb))
+        return la == lb && (la == 0 || na == nb) && memcmp(da, db, la) == 0;
+    return strtod(a->str, NULL) == strtod(b->str, NULL);
+}
+
 static int same_key(const sj_node *a, const sj_node *b)
 {
     return a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
@@ -474,7 +504,7 @@ int sj_equal(const sj_node *a, const sj_node *b)
     case SJ_NUMBER:
         if (a->len == b->len && memcmp(a->str, b->str, a->len) == 0)
             return 1;
-        return strtod(a->str, NULL) == strtod(b->str, NULL);
+        return numbers_equal(a, b);
     case SJ_STRING:
         return a->len == b->len && memcmp(a->str, b->str, a->len) == 0;
     case SJ_ARRAY: {

@@ -479,7 +479,11 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     web_server *w = cls;
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return reply_text(w, c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served\n");
-    if (*upload_data_size)
+    /* The body is not read before the first call: its headers say. */
+    const char *clen =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (*upload_data_size || (clen && strcmp(clen, "0") != 0) ||
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
         return reply_text(w, c, MHD_HTTP_BAD_REQUEST, "a GET request has no body\n");
     const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
     if (!host || !host_ok(w, host))
@@ -563,11 +567,15 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
     unsigned timeout = opts && opts->idle_timeout ? opts->idle_timeout : 30;
     unsigned char raw[TOKEN_BYTES];
     if (RAND_bytes(raw, sizeof raw) != 1) {
+        uv_mutex_destroy(&w->schema.lock);
+        free(w->db_path);
         free(w);
         return TFTAP_EIO;
     }
     tftap_hex_encode(raw, sizeof raw, w->token);
     if (uv_loop_init(&w->loop) != 0) {
+        uv_mutex_destroy(&w->schema.lock);
+        free(w->db_path);
         free(w);
         return TFTAP_ENOMEM;
     }
@@ -581,6 +589,8 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
         if (!errno)
             errno = EADDRNOTAVAIL;
         uv_loop_close(&w->loop);
+        uv_mutex_destroy(&w->schema.lock);
+        free(w->db_path);
         free(w);
         return TFTAP_EIO;
     }

@@ -146,6 +146,12 @@ static void test_equal(void)
 {
     CHECK(equal("{\"a\":1,\"b\":[1,2]}", "{\"b\":[1,2],\"a\":1.0}"));
     CHECK(!equal("{\"a\":1,\"b\":[1,2]}", "{\"b\":[2,1],\"a\":1}"));
+    /* Numbers by value, integers exactly (a double cannot tell these). */
+    CHECK(!equal("9007199254740993", "9007199254740992"));
+    CHECK(!equal("-18446744073709551615", "18446744073709551615"));
+    CHECK(equal("-0", "0"));
+    CHECK(equal("1", "1.0"));
+    CHECK(equal("1e2", "100"));
     /* A key given twice: its k-th member against the other's k-th. */
     CHECK(equal("{\"k\":1,\"x\":0,\"k\":2}", "{\"x\":0,\"k\":1,\"k\":2}"));
     CHECK(!equal("{\"k\":1,\"x\":0,\"k\":2}", "{\"x\":0,\"k\":2,\"k\":1}"));

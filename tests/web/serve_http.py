@@ -274,6 +274,9 @@ out = s.raw(b"GET\r\n\r\n")
 check("a request line without a path: 400 or closed", out == b"" or out.startswith(b"HTTP/1.1 400"))
 out = s.raw(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 5\r\n\r\nhello" % s.port)
 check("a GET with a body: no data without the token", b'"runs"' not in out)
+out = s.raw(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nCookie: %s=%s\r\nContent-Length: 5\r\n\r\nhello"
+            % (s.port, name.encode(), s.token.encode()))
+check("a GET with a body, with the token: 400", out.startswith(b"HTTP/1.1 400") and b'"runs"' not in out)
 st, _, _ = s.req("/api/runs")
 check_eq("still serving after all that", st, 200)
 
