@@ -8,19 +8,6 @@
 
 #include "decoder/decoder.h"
 
-static const char *col_text(sqlite3_stmt *st, int i)
-{
-    return (const char *)sqlite3_column_text(st, i);
-}
-
-static int finish(sqlite3_stmt *st, int rc, int cb)
-{
-    sqlite3_finalize(st);
-    if (cb)
-        return cb;
-    return rc == SQLITE_DONE ? 0 : store_err(rc);
-}
-
 int store_runs_page(store *s, int64_t before_id, int limit,
                     int (*fn)(void *ctx, const store_run_row *row), void *ctx)
 {
@@ -42,11 +29,11 @@ int store_runs_page(store *s, int64_t before_id, int limit,
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_run_row r = {
             .id = sqlite3_column_int64(st, 0),
-            .command = col_text(st, 1),
-            .args_json = col_text(st, 2),
-            .cwd = col_text(st, 3),
-            .cli_name = col_text(st, 4),
-            .cli_version = col_text(st, 5),
+            .command = store_col_text(st, 1),
+            .args_json = store_col_text(st, 2),
+            .cwd = store_col_text(st, 3),
+            .cli_name = store_col_text(st, 4),
+            .cli_version = store_col_text(st, 5),
             .started_us = sqlite3_column_int64(st, 6),
             .ended_us = sqlite3_column_int64(st, 7),
             .has_exit_code = sqlite3_column_type(st, 8) != SQLITE_NULL,
@@ -59,7 +46,7 @@ int store_runs_page(store *s, int64_t before_id, int limit,
         if (cb)
             break;
     }
-    return finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
 }
 
 /* The status filter as SQL parameters: mode 0 any, 1 ok, 2 failed, 3 in
@@ -89,61 +76,9 @@ static int status_mode(const char *status, int *mode, int *code)
     return 0;
 }
 
-/* v_calls, so that a call's status name, diagnostics counts and whether it
- * failed or is go-plugin's teardown mean what they mean everywhere. */
-#define CALL_COLUMNS                                                                               \
-    "v.call_id, v.run_id, v.process_id, v.call_seq, v.provider, v.method, v.rpc, v.stream, "       \
-    "v.started_us, v.ended_us, v.status_code, v.status_message, v.request_bytes, "                 \
-    "v.response_bytes, v.request_count, v.response_count, v.type_name, v.address, "
-#define CALL_TAIL                                                                                  \
-    ", v.status_name, v.error_count, v.warning_count, v.is_teardown, v.failed, v.in_flight, "      \
-    "v.provider_version "
-
-static int call_rows(sqlite3_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,
-                     int *found)
-{
-    int rc, cb = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        store_call_row c = {
-            .id = sqlite3_column_int64(st, 0),
-            .run_id = sqlite3_column_int64(st, 1),
-            .process_id = sqlite3_column_int64(st, 2),
-            .call_seq = sqlite3_column_int64(st, 3),
-            .provider = col_text(st, 4),
-            .method = col_text(st, 5),
-            .rpc = col_text(st, 6),
-            .stream = sqlite3_column_int(st, 7),
-            .started_us = sqlite3_column_int64(st, 8),
-            .ended_us = sqlite3_column_int64(st, 9),
-            .has_status = sqlite3_column_type(st, 10) != SQLITE_NULL,
-            .status_code = sqlite3_column_int(st, 10),
-            .status_message = col_text(st, 11),
-            .request_bytes = sqlite3_column_int64(st, 12),
-            .response_bytes = sqlite3_column_int64(st, 13),
-            .request_count = sqlite3_column_int64(st, 14),
-            .response_count = sqlite3_column_int64(st, 15),
-            .type_name = col_text(st, 16),
-            .address = col_text(st, 17),
-            .request_json = col_text(st, 18),
-            .response_json = col_text(st, 19),
-            .decode_error = col_text(st, 20),
-            .status_name = col_text(st, 21),
-            .error_count = sqlite3_column_int64(st, 22),
-            .warning_count = sqlite3_column_int64(st, 23),
-            .is_teardown = sqlite3_column_int(st, 24),
-            .failed = sqlite3_column_int(st, 25),
-            .in_flight = sqlite3_column_int(st, 26),
-            .provider_version = col_text(st, 27),
-        };
-        if (found)
-            *found = 1;
-        cb = fn(ctx, &c);
-        if (cb)
-            break;
-    }
-    return finish(st, cb ? SQLITE_DONE : rc, cb);
-}
-
+/* A page of calls, read from v_calls, so that a call's status name,
+ * diagnostics counts and whether it failed or is go-plugin's teardown mean
+ * what they mean everywhere. */
 int store_calls_page(store *s, int64_t run_id, const store_call_filter *f, int64_t after_id,
                      int limit, int with_json, int (*fn)(void *ctx, const store_call_row *row),
                      void *ctx)
@@ -165,10 +100,9 @@ int store_calls_page(store *s, int64_t run_id, const store_call_filter *f, int64
     "AND (?6 = 0 OR (?6 = 1 AND v.status_code = 0 AND NOT v.failed) OR (?6 = 2 AND v.failed) "     \
     "OR (?6 = 3 AND v.in_flight) OR (?6 = 4 AND v.status_code = ?7)) "                             \
     "ORDER BY v.call_id LIMIT ?8"
-    const char *sql_json = "SELECT " CALL_COLUMNS
-                           "v.request_json, v.response_json, v.decode_error" CALL_TAIL PAGE_WHERE;
-    const char *sql_plain =
-        "SELECT " CALL_COLUMNS "NULL, NULL, v.decode_error" CALL_TAIL PAGE_WHERE;
+    const char *sql_json =
+        "SELECT " STORE_CALL_COLUMNS "v.request_json, v.response_json" STORE_CALL_TAIL PAGE_WHERE;
+    const char *sql_plain = "SELECT " STORE_CALL_COLUMNS "NULL, NULL" STORE_CALL_TAIL PAGE_WHERE;
 #undef PAGE_WHERE
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db, with_json ? sql_json : sql_plain, -1, &st, NULL);
@@ -200,7 +134,7 @@ int store_calls_page(store *s, int64_t run_id, const store_call_filter *f, int64
     sqlite3_bind_int(st, 6, mode);
     sqlite3_bind_int(st, 7, code);
     sqlite3_bind_int(st, 8, limit);
-    return call_rows(st, fn, ctx, NULL);
+    return store_call_rows(st, fn, ctx, NULL);
 }
 
 int store_call_get(store *s, int64_t run_id, int64_t call_id,
@@ -208,8 +142,8 @@ int store_call_get(store *s, int64_t run_id, int64_t call_id,
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT " CALL_COLUMNS
-                                "v.request_json, v.response_json, v.decode_error" CALL_TAIL
+                                "SELECT " STORE_CALL_COLUMNS
+                                "v.request_json, v.response_json" STORE_CALL_TAIL
                                 "FROM v_calls v WHERE v.call_id = ?2 AND v.run_id = ?1",
                                 -1, &st, NULL);
     if (rc != SQLITE_OK)
@@ -217,7 +151,7 @@ int store_call_get(store *s, int64_t run_id, int64_t call_id,
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, call_id);
     int found = 0;
-    rc = call_rows(st, fn, ctx, &found);
+    rc = store_call_rows(st, fn, ctx, &found);
     if (!rc && !found)
         return TFTAP_ENOTFOUND;
     return rc;
@@ -240,11 +174,11 @@ int store_processes_each(store *s, int64_t run_id,
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_process_row p = {
             .id = sqlite3_column_int64(st, 0),
-            .provider = col_text(st, 1),
-            .version = col_text(st, 2),
+            .provider = store_col_text(st, 1),
+            .version = store_col_text(st, 2),
             .protocol = sqlite3_column_int(st, 3),
             .pid = sqlite3_column_int(st, 4),
-            .schema_sha256 = col_text(st, 5),
+            .schema_sha256 = store_col_text(st, 5),
             .started_us = sqlite3_column_int64(st, 6),
             .ended_us = sqlite3_column_int64(st, 7),
             .calls = sqlite3_column_int64(st, 8),
@@ -254,7 +188,7 @@ int store_processes_each(store *s, int64_t run_id,
         if (cb)
             break;
     }
-    return finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
 }
 
 int store_run_span(store *s, int64_t run_id, int64_t *first_us, int64_t *last_us)
@@ -274,7 +208,7 @@ int store_run_span(store *s, int64_t run_id, int64_t *first_us, int64_t *last_us
         *last_us = sqlite3_column_int64(st, 1);
         rc = SQLITE_DONE;
     }
-    return finish(st, rc, 0);
+    return store_finish(st, rc, 0);
 }
 
 int store_schemas_list(store *s, int (*fn)(void *ctx, const store_schema_info *row), void *ctx)
@@ -292,9 +226,9 @@ int store_schemas_list(store *s, int (*fn)(void *ctx, const store_schema_info *r
     int cb = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_schema_info r = {
-            .sha256 = col_text(st, 0),
-            .provider = col_text(st, 1),
-            .versions = col_text(st, 2),
+            .sha256 = store_col_text(st, 0),
+            .provider = store_col_text(st, 1),
+            .versions = store_col_text(st, 2),
             .protocol = sqlite3_column_int(st, 3),
             .size = sqlite3_column_int64(st, 4),
             .first_seen_us = sqlite3_column_int64(st, 5),
@@ -303,7 +237,7 @@ int store_schemas_list(store *s, int (*fn)(void *ctx, const store_schema_info *r
         if (cb)
             break;
     }
-    return finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
 }
 
 int store_schema_json(store *s, const char *sha256, tftap_buf *out)
@@ -348,5 +282,5 @@ int store_data_version(store *s, int64_t *out)
         *out = sqlite3_column_int64(st, 0);
         rc = SQLITE_DONE;
     }
-    return finish(st, rc, 0);
+    return store_finish(st, rc, 0);
 }

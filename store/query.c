@@ -8,19 +8,6 @@
 
 #include "decoder/decoder.h"
 
-static const char *col_text(sqlite3_stmt *st, int i)
-{
-    return (const char *)sqlite3_column_text(st, i);
-}
-
-static int finish(sqlite3_stmt *st, int rc, int cb_rc)
-{
-    sqlite3_finalize(st);
-    if (cb_rc)
-        return cb_rc;
-    return rc == SQLITE_DONE ? 0 : store_err(rc);
-}
-
 #define RUN_SELECT                                                                                 \
     "SELECT r.id, r.command, r.args, r.cwd, r.cli_name, r.cli_version, r.started_us, "             \
     "r.ended_us, r.exit_code, "                                                                    \
@@ -43,11 +30,11 @@ static int runs_query(store *s, const char *sql, int64_t param, int single,
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_run_row r = {
             .id = sqlite3_column_int64(st, 0),
-            .command = col_text(st, 1),
-            .args_json = col_text(st, 2),
-            .cwd = col_text(st, 3),
-            .cli_name = col_text(st, 4),
-            .cli_version = col_text(st, 5),
+            .command = store_col_text(st, 1),
+            .args_json = store_col_text(st, 2),
+            .cwd = store_col_text(st, 3),
+            .cli_name = store_col_text(st, 4),
+            .cli_version = store_col_text(st, 5),
             .started_us = sqlite3_column_int64(st, 6),
             .ended_us = sqlite3_column_int64(st, 7),
             .has_exit_code = sqlite3_column_type(st, 8) != SQLITE_NULL,
@@ -65,7 +52,7 @@ static int runs_query(store *s, const char *sql, int64_t param, int single,
         sqlite3_finalize(st);
         return TFTAP_ENOTFOUND;
     }
-    return finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
 }
 
 int store_runs_each(store *s, int (*fn)(void *ctx, const store_run_row *row), void *ctx)
@@ -90,20 +77,63 @@ int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run
     return runs_query(s, RUN_SELECT "WHERE r.id = ?1", run_id, 1, fn, ctx);
 }
 
+int store_call_rows(sqlite3_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,
+                    int *found)
+{
+    int rc, cb = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_call_row c = {
+            .id = sqlite3_column_int64(st, 0),
+            .run_id = sqlite3_column_int64(st, 1),
+            .process_id = sqlite3_column_int64(st, 2),
+            .call_seq = sqlite3_column_int64(st, 3),
+            .provider = store_col_text(st, 4),
+            .method = store_col_text(st, 5),
+            .rpc = store_col_text(st, 6),
+            .stream = sqlite3_column_int(st, 7),
+            .started_us = sqlite3_column_int64(st, 8),
+            .ended_us = sqlite3_column_int64(st, 9),
+            .has_status = sqlite3_column_type(st, 10) != SQLITE_NULL,
+            .status_code = sqlite3_column_int(st, 10),
+            .status_message = store_col_text(st, 11),
+            .request_bytes = sqlite3_column_int64(st, 12),
+            .response_bytes = sqlite3_column_int64(st, 13),
+            .request_count = sqlite3_column_int64(st, 14),
+            .response_count = sqlite3_column_int64(st, 15),
+            .type_name = store_col_text(st, 16),
+            .address = store_col_text(st, 17),
+            .request_json = store_col_text(st, 18),
+            .response_json = store_col_text(st, 19),
+            .decode_error = store_col_text(st, 20),
+            .status_name = store_col_text(st, 21),
+            .error_count = sqlite3_column_int64(st, 22),
+            .warning_count = sqlite3_column_int64(st, 23),
+            .is_teardown = sqlite3_column_int(st, 24),
+            .failed = sqlite3_column_int(st, 25),
+            .in_flight = sqlite3_column_int(st, 26),
+            .provider_version = store_col_text(st, 27),
+            .has_protocol = sqlite3_column_type(st, 28) != SQLITE_NULL,
+            .protocol = sqlite3_column_int(st, 28),
+        };
+        if (found)
+            *found = 1;
+        cb = fn(ctx, &c);
+        if (cb)
+            break;
+    }
+    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
 int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
                       int (*fn)(void *ctx, const store_call_row *row), void *ctx)
 {
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(
         s->db,
-        "SELECT call_id, run_id, process_id, provider, provider_version, protocol, call_seq, "
-        "method, rpc, stream, type_name, address, started_us, ended_us, in_flight, status_code, "
-        "status_message, request_bytes, response_bytes, request_count, response_count, "
-        "request_json, response_json, decode_error, status_name, error_count, warning_count, "
-        "is_teardown, failed FROM v_calls "
-        "WHERE run_id = ?1 AND (?2 IS NULL OR rpc = ?2 COLLATE NOCASE "
-        "OR method = ?2 COLLATE NOCASE) AND (?3 IS NULL OR type_name = ?3) AND (NOT ?4 OR failed) "
-        "ORDER BY started_us, call_id",
+        "SELECT " STORE_CALL_COLUMNS "v.request_json, v.response_json" STORE_CALL_TAIL
+        "FROM v_calls v WHERE v.run_id = ?1 AND (?2 IS NULL OR v.rpc = ?2 COLLATE NOCASE "
+        "OR v.method = ?2 COLLATE NOCASE) AND (?3 IS NULL OR v.type_name = ?3) "
+        "AND (NOT ?4 OR v.failed) ORDER BY v.started_us, v.call_id",
         -1, &st, NULL);
     if (rc != SQLITE_OK)
         return store_err(rc);
@@ -113,46 +143,7 @@ int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
     if (f && f->type)
         sqlite3_bind_text(st, 3, f->type, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 4, f && f->failed_only);
-    int cb = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        store_call_row c = {
-            .id = sqlite3_column_int64(st, 0),
-            .run_id = sqlite3_column_int64(st, 1),
-            .process_id = sqlite3_column_int64(st, 2),
-            .provider = col_text(st, 3),
-            .provider_version = col_text(st, 4),
-            .has_protocol = sqlite3_column_type(st, 5) != SQLITE_NULL,
-            .protocol = sqlite3_column_int(st, 5),
-            .call_seq = sqlite3_column_int64(st, 6),
-            .method = col_text(st, 7),
-            .rpc = col_text(st, 8),
-            .stream = sqlite3_column_int(st, 9),
-            .type_name = col_text(st, 10),
-            .address = col_text(st, 11),
-            .started_us = sqlite3_column_int64(st, 12),
-            .ended_us = sqlite3_column_int64(st, 13),
-            .in_flight = sqlite3_column_int(st, 14),
-            .has_status = sqlite3_column_type(st, 15) != SQLITE_NULL,
-            .status_code = sqlite3_column_int(st, 15),
-            .status_message = col_text(st, 16),
-            .request_bytes = sqlite3_column_int64(st, 17),
-            .response_bytes = sqlite3_column_int64(st, 18),
-            .request_count = sqlite3_column_int64(st, 19),
-            .response_count = sqlite3_column_int64(st, 20),
-            .request_json = col_text(st, 21),
-            .response_json = col_text(st, 22),
-            .decode_error = col_text(st, 23),
-            .status_name = col_text(st, 24),
-            .error_count = sqlite3_column_int64(st, 25),
-            .warning_count = sqlite3_column_int64(st, 26),
-            .is_teardown = sqlite3_column_int(st, 27),
-            .failed = sqlite3_column_int(st, 28),
-        };
-        cb = fn(ctx, &c);
-        if (cb)
-            break;
-    }
-    return finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_call_rows(st, fn, ctx, NULL);
 }
 
 int store_schemas_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_schema_row *row),
@@ -173,10 +164,10 @@ int store_schemas_each(store *s, int64_t run_id, int (*fn)(void *ctx, const stor
     int cb = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_schema_row r = {
-            .provider = col_text(st, 0),
-            .version = col_text(st, 1),
+            .provider = store_col_text(st, 0),
+            .version = store_col_text(st, 1),
             .protocol = sqlite3_column_int(st, 2),
-            .sha256 = col_text(st, 3),
+            .sha256 = store_col_text(st, 3),
             .raw = sqlite3_column_blob(st, 4),
             .size = (size_t)sqlite3_column_bytes(st, 4),
         };
@@ -184,7 +175,7 @@ int store_schemas_each(store *s, int64_t run_id, int (*fn)(void *ctx, const stor
         if (cb)
             break;
     }
-    return finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
 }
 
 int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
@@ -244,7 +235,7 @@ static void rels_free(struct rels *r)
  * two must compare equal. Unparsable text is digested as it is. */
 static void digest_or_empty(sqlite3_stmt *st, int col, char out[65])
 {
-    const char *t = col_text(st, col);
+    const char *t = store_col_text(st, col);
     out[0] = '\0';
     if (!t || strcmp(t, "null") == 0)
         return;
@@ -317,20 +308,20 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
         }
         struct rel *r = &out->v[out->n];
         memset(r, 0, sizeof *r);
-        const char *m = col_text(st, 1);
+        const char *m = store_col_text(st, 1);
         r->id = sqlite3_column_int64(st, 0);
         r->kind = !m                                      ? K_OTHER
                   : strcmp(m, "PlanResourceChange") == 0  ? K_PLAN
                   : strcmp(m, "ApplyResourceChange") == 0 ? K_APPLY
                                                           : K_OTHER;
-        const char *t = col_text(st, 2);
+        const char *t = store_col_text(st, 2);
         r->type = t ? strdup(t) : NULL;
-        const char *prior = col_text(st, 3);
+        const char *prior = store_col_text(st, 3);
         r->prior_null = !prior || strcmp(prior, "null") == 0;
         digest_or_empty(st, 4, r->planned);
         digest_or_empty(st, 5, r->config);
         r->replaces = sqlite3_column_int(st, 6) > 0 && !r->prior_null;
-        const char *a = col_text(st, 7);
+        const char *a = store_col_text(st, 7);
         r->address = a ? strdup(a) : NULL;
         r->failed = sqlite3_column_int(st, 8);
         out->n++;
@@ -630,26 +621,26 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_change_row c = {
             .call_id = sqlite3_column_int64(st, 0),
-            .rpc = col_text(st, 1),
-            .type_name = col_text(st, 2),
-            .address = col_text(st, 3),
-            .address_note = col_text(st, 4),
-            .prior = col_text(st, 5),
-            .proposed = col_text(st, 6),
-            .config = col_text(st, 7),
-            .planned = col_text(st, 8),
-            .new_state = col_text(st, 9),
-            .requires_replace = col_text(st, 10),
-            .diagnostics = col_text(st, 11),
+            .rpc = store_col_text(st, 1),
+            .type_name = store_col_text(st, 2),
+            .address = store_col_text(st, 3),
+            .address_note = store_col_text(st, 4),
+            .prior = store_col_text(st, 5),
+            .proposed = store_col_text(st, 6),
+            .config = store_col_text(st, 7),
+            .planned = store_col_text(st, 8),
+            .new_state = store_col_text(st, 9),
+            .requires_replace = store_col_text(st, 10),
+            .diagnostics = store_col_text(st, 11),
             .has_status = sqlite3_column_type(st, 12) != SQLITE_NULL,
             .status_code = sqlite3_column_int(st, 12),
             .started_us = sqlite3_column_int64(st, 13),
             .failed = sqlite3_column_int(st, 15),
-            .status_name = col_text(st, 16),
-            .status_message = col_text(st, 17),
+            .status_name = store_col_text(st, 16),
+            .status_message = store_col_text(st, 17),
             .in_flight = sqlite3_column_int(st, 18),
         };
-        c.block_schema = block_schema(s, &schemas, col_text(st, 14), c.type_name,
+        c.block_schema = block_schema(s, &schemas, store_col_text(st, 14), c.type_name,
                                       c.rpc && strcmp(c.rpc, "ReadDataSource") == 0);
         struct rel *r = rel_find(&rels, c.call_id);
         if (r) {
@@ -658,7 +649,7 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
                 sqlite3_reset(half);
                 sqlite3_bind_int64(half, 1, r->create_half);
                 if (sqlite3_step(half) == SQLITE_ROW) {
-                    c.replace_planned = col_text(half, 0);
+                    c.replace_planned = store_col_text(half, 0);
                     c.replace_call_id = r->create_half;
                 }
             }
@@ -666,14 +657,14 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
                 sqlite3_reset(gone);
                 sqlite3_bind_int64(gone, 1, r->destroyed);
                 if (sqlite3_step(gone) == SQLITE_ROW) {
-                    c.destroyed_prior = col_text(gone, 0);
+                    c.destroyed_prior = store_col_text(gone, 0);
                     c.replace_call_id = r->destroyed;
                 }
                 if (r->forced_by && !c.requires_replace) {
                     sqlite3_reset(forced);
                     sqlite3_bind_int64(forced, 1, r->forced_by);
                     if (sqlite3_step(forced) == SQLITE_ROW)
-                        c.requires_replace = col_text(forced, 0);
+                        c.requires_replace = store_col_text(forced, 0);
                 }
             }
         }
@@ -718,19 +709,19 @@ int store_diagnostics_each(store *s, int64_t run_id, const char *filter,
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_diag_row d = {
             .call_id = sqlite3_column_int64(st, 0),
-            .rpc = col_text(st, 1),
-            .type_name = col_text(st, 2),
-            .address = col_text(st, 3),
-            .severity = col_text(st, 4),
-            .summary = col_text(st, 5),
-            .detail = col_text(st, 6),
-            .attribute = col_text(st, 7),
+            .rpc = store_col_text(st, 1),
+            .type_name = store_col_text(st, 2),
+            .address = store_col_text(st, 3),
+            .severity = store_col_text(st, 4),
+            .summary = store_col_text(st, 5),
+            .detail = store_col_text(st, 6),
+            .attribute = store_col_text(st, 7),
         };
         cb = fn(ctx, &d);
         if (cb)
             break;
     }
-    return finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
 }
 
 int store_match_calls_each(store *s, int64_t run_id,
@@ -749,16 +740,16 @@ int store_match_calls_each(store *s, int64_t run_id,
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         store_match_call c = {
             .call_id = sqlite3_column_int64(st, 0),
-            .rpc = col_text(st, 1),
-            .type_name = col_text(st, 2),
+            .rpc = store_col_text(st, 1),
+            .type_name = store_col_text(st, 2),
         };
         for (int i = 0; i < 5; i++)
-            c.values[i] = col_text(st, 3 + i);
+            c.values[i] = store_col_text(st, 3 + i);
         cb = fn(ctx, &c);
         if (cb)
             break;
     }
-    return finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
 }
 
 int store_set_addresses(store *s, const store_address_set *sets, size_t n)

@@ -35,6 +35,37 @@ int store_exec(sqlite3 *db, const char *sql);
 /* Map an SQLite result code to a tftap error. */
 int store_err(int sqlite_rc);
 
+/* A text column (NULL when NULL). */
+static inline const char *store_col_text(sqlite3_stmt *st, int i)
+{
+    return (const char *)sqlite3_column_text(st, i);
+}
+
+/* Finalize a query stepped to rc: a callback's non-zero return (cb) wins,
+ * then SQLITE_DONE is 0, anything else an error. */
+static inline int store_finish(sqlite3_stmt *st, int rc, int cb)
+{
+    sqlite3_finalize(st);
+    if (cb)
+        return cb;
+    return rc == SQLITE_DONE ? 0 : store_err(rc);
+}
+
+/* The columns of v_calls (aliased v) a store_call_row is read from, in
+ * store_call_rows' order; the request and response JSON go between
+ * STORE_CALL_COLUMNS and STORE_CALL_TAIL (NULL, NULL to leave them out). */
+#define STORE_CALL_COLUMNS                                                                         \
+    "v.call_id, v.run_id, v.process_id, v.call_seq, v.provider, v.method, v.rpc, v.stream, "       \
+    "v.started_us, v.ended_us, v.status_code, v.status_message, v.request_bytes, "                 \
+    "v.response_bytes, v.request_count, v.response_count, v.type_name, v.address, "
+#define STORE_CALL_TAIL                                                                            \
+    ", v.decode_error, v.status_name, v.error_count, v.warning_count, v.is_teardown, v.failed, "   \
+    "v.in_flight, v.provider_version, v.protocol "
+/* Hand each row of st (selected as above) to fn, then finalize st; *found
+ * (may be NULL) is set when there was a row. */
+int store_call_rows(sqlite3_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,
+                    int *found);
+
 /* The short rpc name of a gRPC method path ("/a.B/C" -> "C"). */
 const char *store_rpc_name(const char *method);
 
