@@ -464,11 +464,12 @@ static void test_lost_input_is_a_gap(void)
     plan_create(r, 1, &thing_alpha);
     store_recorder_close(r);
     CHECK_INT_EQ(scalar_at(path, "SELECT sum(lost) FROM gaps"), 5);
-    char sql[200];
-    snprintf(sql, sizeof sql, "SELECT reason FROM gaps");
-    char *reason = text_at(path, sql);
-    CHECK_STR_EQ(reason ? reason : "", "queue full, malformed recorder input");
-    free(reason);
+    /* The writer may take the two counts in one flush or in two: one gap
+     * naming both reasons, or two gaps naming one each. */
+    char *reasons = text_at(path, "SELECT group_concat(reason, '; ') FROM gaps");
+    CHECK(reasons && strstr(reasons, "queue full"));
+    CHECK(reasons && strstr(reasons, "malformed recorder input"));
+    free(reasons);
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"), 1);
 }
 
