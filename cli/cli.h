@@ -31,6 +31,8 @@ int cli_diff(int argc, char **argv);
 int cli_schema(int argc, char **argv);
 /* The web UI (cli/serve.c). */
 int cli_serve(int argc, char **argv);
+/* One run to a self-contained, redacted file (cli/bundle.c). */
+int cli_bundle(int argc, char **argv);
 
 /* Print "tftap: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

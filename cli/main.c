@@ -29,6 +29,7 @@ static const struct command commands[] = {
     {"diff", cli_diff, "what providers did differently between two runs (exit 1: differs)"},
     {"schema", cli_schema, "print a provider's schema, or diff two (schema diff A B)"},
     {"serve", cli_serve, "browse the recorded runs in a web browser"},
+    {"bundle", cli_bundle, "write one run to a redacted file for a bug report"},
 };
 
 static void usage(FILE *f)
