@@ -30,16 +30,29 @@ static const char usage_text[] =
     "  --db PATH           the database (default $TFTAP_DB or .tftap/tftap.db)\n";
 
 struct summary {
-    tftap_buf providers; /* text: "addr version (protocol N)", one per line */
+    tftap_buf providers; /* text: "addr version (protocol N)", once each */
     tftap_buf pjson;
+    tftap_buf seen; /* "addr\tversion\tN\n" of the providers listed */
     int nproviders;
     int64_t changes;
     int64_t failed;
 };
 
+/* Each provider once, however many processes of it the run started. */
 static int each_process(void *ctx, const store_process_row *p)
 {
     struct summary *s = ctx;
+    tftap_buf key = TFTAP_BUF_INIT;
+    tftap_buf_printf(&key, "\n%s\t%s\t%d\n", p->provider ? p->provider : "?",
+                     p->version ? p->version : "?", p->protocol);
+    if (s->seen.len == 0)
+        tftap_buf_putc(&s->seen, '\n');
+    int dup = tftap_buf_failed(&key) || strstr(tftap_buf_cstr(&s->seen), key.data) != NULL;
+    if (!dup)
+        tftap_buf_append(&s->seen, key.data + 1, key.len - 1);
+    tftap_buf_done(&key);
+    if (dup)
+        return 0;
     tftap_buf_printf(&s->providers, "%s%s %s (protocol %d)", s->nproviders ? ", " : "",
                      p->provider ? p->provider : "?", p->version ? p->version : "?", p->protocol);
     tftap_buf_puts(&s->pjson, s->nproviders ? "," : "");
@@ -84,7 +97,7 @@ static int print_summary(const char *file, int json, const store_bundle_info *in
     store *b = NULL;
     if (cli_open_store(file, &b))
         return 1;
-    struct summary s = {TFTAP_BUF_INIT, TFTAP_BUF_INIT, 0, 0, 0};
+    struct summary s = {TFTAP_BUF_INIT, TFTAP_BUF_INIT, TFTAP_BUF_INIT, 0, 0, 0};
     store_run_row run;
     memset(&run, 0, sizeof run);
     int64_t id = 0;
@@ -157,6 +170,7 @@ done:
     free((char *)run.args_json);
     tftap_buf_done(&s.providers);
     tftap_buf_done(&s.pjson);
+    tftap_buf_done(&s.seen);
     store_close(b);
     return rc;
 }

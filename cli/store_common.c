@@ -66,21 +66,30 @@ const char *cli_db_path(const char *opt)
     return STORE_DEFAULT_PATH;
 }
 
-int cli_open_store(const char *path, store **out)
+static int open_store(const char *path, int flags, store **out)
 {
     errno = 0;
-    int rc = store_open(path, 0, out);
+    int rc = store_open(path, flags, out);
     if (rc == 0)
         return 0;
     if (rc == TFTAP_ENOTFOUND)
         cli_error("no database at %s (record one with 'tftap run', or pass --db)", path);
     else if (rc == TFTAP_EIO)
         cli_error("cannot open %s: %s", path, strerror(errno ? errno : EIO));
+    else if (rc == TFTAP_ESTORE && (flags & STORE_OPEN_READONLY))
+        cli_error("cannot read %s: not a tftap database or bundle, or one of another tftap "
+                  "version",
+                  path);
     else if (rc == TFTAP_ESTORE)
         cli_error("cannot read %s: not a tftap database, or one from a newer tftap", path);
     else
         cli_error("cannot open %s: %s", path, tftap_strerror(rc));
     return 1;
+}
+
+int cli_open_store(const char *path, store **out)
+{
+    return open_store(path, 0, out);
 }
 
 int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_id)
@@ -159,7 +168,9 @@ int cli_open_run(const char *db_path, const char *operand, store **s, const char
         }
     }
     *path = file;
-    if (cli_open_store(file, s))
+    /* A file named as an operand is read as it is, never migrated: it may
+     * be someone else's bundle, or no database at all. */
+    if (open_store(file, file == db_path ? 0 : STORE_OPEN_READONLY, s))
         goto fail;
     int rc = cli_resolve_run(*s, file, spec, run);
     if (rc == 0)
