@@ -114,6 +114,9 @@ for c in show calls check "show --json" "calls --json" "check --json"; do
     # shellcheck disable=SC2086
     same_read "--record-sensitive: $c" "$dbs" "$S" "$out/s.tftap" $c
 done
+check_eq "schema BUNDLE = schema RUN" \
+    "$(cd "$other" && "$TFTAP" schema "$out/a1.tftap" tftap/tftest6 --json | jq -S . | md5sum)" \
+    "$(cd "$other" && "$TFTAP" schema --db "$db" "$A" tftap/tftest6 --json | jq -S . | md5sum)"
 check_eq "show FILE:RUN = show FILE" "$(cd "$other" && "$TFTAP" show "$out/a1.tftap:$A")" \
     "$(cd "$other" && "$TFTAP" show "$out/a1.tftap")"
 check_eq "runs --db BUNDLE" "$(cd "$other" && "$TFTAP" runs --db "$out/a1.tftap" --json | jq -c '[.[] | [.id, .cwd, .calls]]')" \
