@@ -19,17 +19,23 @@
 
 int store_file_is_bundle(const char *path)
 {
-    unsigned char h[100];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    struct stat st;
+    if (stat(path, &st) != 0)
         return errno == ENOENT ? TFTAP_ENOTFOUND : TFTAP_EIO;
-    ssize_t n = read(fd, h, sizeof h);
-    close(fd);
-    if (n != (ssize_t)sizeof h || memcmp(h, "SQLite format 3", 16) != 0)
-        return 0;
-    /* The header's application id: four bytes, big-endian, at offset 68. */
-    uint32_t id = (uint32_t)h[68] << 24 | (uint32_t)h[69] << 16 | (uint32_t)h[70] << 8 | h[71];
-    return id == STORE_BUNDLE_APPLICATION_ID;
+    /* Through SQLite, never open()/close() of our own: closing any
+     * descriptor of a file drops every POSIX lock this process holds on it,
+     * those of a connection already open included; SQLite's own VFS shares
+     * one per file and keeps them. */
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    int is = 0;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        is = (uint32_t)sqlite3_column_int64(q, 0) == STORE_BUNDLE_APPLICATION_ID;
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return is;
 }
 
 /* One provider process of the run and the schema its values decode with. */

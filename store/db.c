@@ -551,7 +551,8 @@ int store_open(const char *path, int flags, store **out)
     struct stat st;
     /* A bundle is someone's evidence: read it as it is, never migrate or
      * switch it to WAL. */
-    if (!(flags & STORE_OPEN_CREATE) && path && *path && store_file_is_bundle(path) == 1)
+    if (!(flags & (STORE_OPEN_CREATE | STORE_OPEN_READONLY)) && path && *path &&
+        store_file_is_bundle(path) == 1)
         flags |= STORE_OPEN_READONLY;
     if (!(flags & STORE_OPEN_READONLY))
         rc = store_db_open(path, flags & STORE_OPEN_CREATE, &s->db, s->key);

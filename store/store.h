@@ -389,7 +389,8 @@ int store_data_version(store *s, int64_t *out);
 #define STORE_BUNDLE_APPLICATION_ID 0x74667462
 
 /* 1 when the file at path is a bundle, 0 when it is not (any other file,
- * SQLite or not), TFTAP_ENOTFOUND, TFTAP_EIO. Reads the header only. */
+ * SQLite or not), TFTAP_ENOTFOUND, TFTAP_EIO. Safe on a file this process
+ * has open (through SQLite, whose locks it keeps). */
 int store_file_is_bundle(const char *path);
 
 typedef struct store_bundle_info {

@@ -65,6 +65,15 @@ check_eq "summary: size" "$(sed -n 's/^  size: *\([0-9]*\) bytes/\1/p' "$WORK/ap
     "$(stat -c %s "$out/a1.tftap")"
 check_eq "plan bundle: the -var value is not kept" \
     "$(sed -n 's/^  command: *//p' "$WORK/plan.summary")" "tofu plan -input=false -no-color -var <redacted>"
+# A run whose decoded values have no schema to tell their secrets by is
+# refused, and nothing is written.
+cp "$dbs" "$WORK/noschema.db"
+sqlite3 "$WORK/noschema.db" "UPDATE processes SET schema_sha256 = NULL WHERE run_id = $S"
+(cd "$other" && "$TFTAP" bundle --db "$WORK/noschema.db" "$S" -o "$out/refused.tftap" >/dev/null 2>"$WORK/refused.err")
+check_eq "no schema: refused (exit 1)" "$?" 1
+check "no schema: one line naming the call" grep -q "^tftap: cannot bundle run $S safely: call [0-9]* (.*): a decoded value of .* has no schema to tell its secrets by$" "$WORK/refused.err"
+check_eq "no schema: one error line" "$(wc -l <"$WORK/refused.err")" 1
+check_eq "no schema: no file written" "$(ls "$out" | grep -c refused)" 0
 check "refusing to replace a file" sh -c "! '$TFTAP' bundle --db '$db' $A -o '$out/a1.tftap' 2>/dev/null"
 
 # Nothing secret or host-specific in any bundle's bytes.
