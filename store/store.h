@@ -103,7 +103,9 @@ enum store_open_flags {
     STORE_OPEN_CREATE = 1, /* create the file (0600) and its directory (0700) if missing */
     /* Read only (SQLITE_OPEN_READONLY, query_only): nothing is written, not
      * even a migration; a database of another schema version is refused
-     * (TFTAP_ESTORE). Works on a WAL database a recorder is writing. */
+     * (TFTAP_ESTORE), but for a bundle of an older one, migrated in memory
+     * (then store_is_snapshot). Works on a WAL database a recorder is
+     * writing. A bundle is always opened read only. */
     STORE_OPEN_READONLY = 2,
 };
 

@@ -126,6 +126,19 @@ done
 check_eq "schema BUNDLE = schema RUN" \
     "$(cd "$other" && "$TFTAP" schema "$out/a1.tftap" tftap/tftest6 --json | jq -S . | md5sum)" \
     "$(cd "$other" && "$TFTAP" schema --db "$db" "$A" tftap/tftest6 --json | jq -S . | md5sum)"
+# A bundle of an older database version reads (brought up to date in
+# memory), its file untouched; one of a newer version is refused.
+cp "$out/a1.tftap" "$WORK/old.tftap"
+sqlite3 "$WORK/old.tftap" "PRAGMA user_version = 4"
+sum=$(md5sum <"$WORK/old.tftap")
+check_eq "an older bundle reads as a current one" "$(cd "$other" && "$TFTAP" show "$WORK/old.tftap" 2>&1)" \
+    "$(cd "$other" && "$TFTAP" show "$out/a1.tftap" 2>&1)"
+check_eq "an older bundle: runs --db" "$(cd "$other" && "$TFTAP" runs --db "$WORK/old.tftap" --json | jq '.[0].id')" "$A"
+check_eq "an older bundle is left as it is" "$(md5sum <"$WORK/old.tftap")" "$sum"
+cp "$out/a1.tftap" "$WORK/new.tftap"
+sqlite3 "$WORK/new.tftap" "PRAGMA user_version = 99"
+check_eq "a newer bundle: one error line" "$(cd "$other" && "$TFTAP" show "$WORK/new.tftap" 2>&1)" \
+    "tftap: cannot read $WORK/new.tftap: not a tftap database or bundle, or one of another tftap version"
 check_eq "show FILE:RUN = show FILE" "$(cd "$other" && "$TFTAP" show "$out/a1.tftap:$A")" \
     "$(cd "$other" && "$TFTAP" show "$out/a1.tftap")"
 check_eq "runs --db BUNDLE" "$(cd "$other" && "$TFTAP" runs --db "$out/a1.tftap" --json | jq -c '[.[] | [.id, .cwd, .calls]]')" \
@@ -179,6 +192,8 @@ seed=12345
 for i in $(seq 1 40); do
     f=$WORK/c$i.tftap
     cp "$out/a1.tftap" "$f"
+    # Every fourth an older version: the in-memory path reads it.
+    [ $((i % 4)) = 0 ] && sqlite3 "$f" "PRAGMA user_version = 4"
     n=$((1 + i % 3))
     for _ in $(seq 1 $n); do
         seed=$(((seed * 1103515245 + 12345) % 2147483648))
