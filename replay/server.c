@@ -732,8 +732,6 @@ static void on_recv(struct rcall *c, int ok)
     } else {
         answer(c);
     }
-    if (c->kind == K_SHUTDOWN)
-        begin_shutdown(c->srv);
     if (!c->status_sent)
         send_next(c);
 }
@@ -746,6 +744,8 @@ static void on_send(struct rcall *c, int ok)
     }
     if (ok && !c->status_sent && !c->closed)
         send_next(c);
+    else if (c->kind == K_SHUTDOWN && c->status_sent)
+        begin_shutdown(c->srv); /* answered first: a shut-down server sends nothing more */
 }
 
 static void dispatch(struct server *srv, grpc_event ev)
