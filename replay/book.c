@@ -29,6 +29,12 @@ struct entry {
     int answered;
 };
 
+/* A response with its secrets filled in, kept until the book is freed. */
+struct filled {
+    struct filled *next;
+    char *text;
+};
+
 struct replay_book {
     struct entry *v;
     size_t n, cap;
@@ -36,6 +42,7 @@ struct replay_book {
     size_t nignore;
     analysis_value_diff_opts diff;
     pthread_mutex_t lock;
+    struct filled *filled;
     const char *provider; /* during load only */
     int err;              /* during load only */
 };
@@ -106,6 +113,14 @@ void replay_book_free(replay_book *b)
     for (size_t i = 0; i < b->nignore; i++)
         free(b->ignore[i]);
     free(b->ignore);
+    while (b->filled) {
+        struct filled *f = b->filled;
+        b->filled = f->next;
+        /* It held the user's secrets. */
+        memset(f->text, 0, strlen(f->text));
+        free(f->text);
+        free(f);
+    }
     pthread_mutex_destroy(&b->lock);
     free(b);
 }
@@ -154,6 +169,16 @@ fail:
     return rc;
 }
 
+static const sj_node *member(const sj_node *obj, const char *key, size_t len)
+{
+    if (!obj || obj->kind != SJ_OBJECT)
+        return NULL;
+    for (const sj_node *c = obj->child; c; c = c->next)
+        if (c->key_len == len && memcmp(c->key, key, len) == 0)
+            return c;
+    return NULL;
+}
+
 /* ---- comparing requests ---------------------------------------------------- */
 
 static int stop_at_first(void *ctx, const char *path, const sj_node *a, const sj_node *b)
@@ -176,12 +201,7 @@ static int compare(const replay_book *b, const sj_node *rec, const sj_node *now,
     for (int side = 0; side < 2 && !rc; side++) {
         const sj_node *from = side ? now : rec, *other = side ? rec : now;
         for (const sj_node *m = from->child; m && !rc; m = m->next) {
-            const sj_node *o = NULL;
-            for (const sj_node *x = other->child; x; x = x->next)
-                if (x->key_len == m->key_len && memcmp(x->key, m->key, m->key_len) == 0) {
-                    o = x;
-                    break;
-                }
+            const sj_node *o = member(other, m->key, m->key_len);
             /* Fields both have are walked once, from the recorded side. */
             if (side && o)
                 continue;
@@ -369,5 +389,150 @@ int replay_book_answer(replay_book *b, const char *rpc, const char *type_name,
     }
     pthread_mutex_unlock(&b->lock);
     sj_free(doc);
+    return rc;
+}
+
+/* ---- filling secrets in from the request ------------------------------------------- */
+
+/* What a response's value derives from, per method. */
+struct fill_rule {
+    const char *rpc;
+    const char *target;     /* the response's value */
+    const char *sources[2]; /* request fields, in order of preference */
+};
+static const struct fill_rule fill_rules[] = {
+    {"PlanResourceChange", "planned_state", {"proposed_new_state", "config"}},
+    {"ApplyResourceChange", "new_state", {"planned_state", "config"}},
+    {"ReadResource", "new_state", {"current_state", NULL}},
+    {"ReadDataSource", "state", {"config", NULL}},
+    {"UpgradeResourceState", "upgraded_state", {"raw_state", NULL}},
+};
+
+/* A value the replayed request gave: known, not null, not redacted. */
+static int usable(const sj_node *n)
+{
+    return n && n->kind != SJ_NULL && !sj_is_unknown(n) && !sj_is_sensitive(n);
+}
+
+static const sj_node *element(const sj_node *arr, size_t i)
+{
+    if (!arr || arr->kind != SJ_ARRAY)
+        return NULL;
+    const sj_node *c = arr->child;
+    while (c && i--)
+        c = c->next;
+    return c;
+}
+
+/* Write v, each secret marker in it replaced by the value at the same
+ * path of s1 (else s2) when that one is usable. */
+static int put_filled(tftap_buf *out, const sj_node *v, const sj_node *s1, const sj_node *s2,
+                      unsigned depth, size_t *nfilled)
+{
+    if (depth > TFTAP_JSON_MAX_DEPTH)
+        return TFTAP_ELIMIT;
+    if (sj_is_sensitive(v) && (usable(s1) || usable(s2))) {
+        sj_write(usable(s1) ? s1 : s2, out);
+        (*nfilled)++;
+        return 0;
+    }
+    if (v->kind == SJ_OBJECT && !sj_is_sensitive(v) && !sj_is_unknown(v)) {
+        tftap_buf_putc(out, '{');
+        for (const sj_node *c = v->child; c; c = c->next) {
+            if (c != v->child)
+                tftap_buf_putc(out, ',');
+            tftap_buf_json_string(out, c->key, c->key_len);
+            tftap_buf_putc(out, ':');
+            int rc = put_filled(out, c, member(s1, c->key, c->key_len),
+                                member(s2, c->key, c->key_len), depth + 1, nfilled);
+            if (rc)
+                return rc;
+        }
+        tftap_buf_putc(out, '}');
+        return 0;
+    }
+    if (v->kind == SJ_ARRAY) {
+        tftap_buf_putc(out, '[');
+        size_t i = 0;
+        for (const sj_node *c = v->child; c; c = c->next, i++) {
+            if (c != v->child)
+                tftap_buf_putc(out, ',');
+            int rc = put_filled(out, c, element(s1, i), element(s2, i), depth + 1, nfilled);
+            if (rc)
+                return rc;
+        }
+        tftap_buf_putc(out, ']');
+        return 0;
+    }
+    sj_write(v, out);
+    return 0;
+}
+
+static const sj_node *source_of(const sj_node *req, const char *field)
+{
+    const sj_node *n = field ? sj_get(req, field) : NULL;
+    /* UpgradeResourceState's raw state renders as {"json": ..., "flatmap": ...}. */
+    if (n && field && strcmp(field, "raw_state") == 0)
+        n = sj_get(n, "json");
+    return n;
+}
+
+int replay_book_fill_sensitive(replay_book *b, const char *rpc, const char *plain_json, size_t n,
+                               replay_answer *a)
+{
+    if (!a->found || !rpc)
+        return TFTAP_EINVAL;
+    const struct fill_rule *rule = NULL;
+    for (size_t i = 0; i < sizeof fill_rules / sizeof fill_rules[0]; i++)
+        if (strcmp(fill_rules[i].rpc, rpc) == 0)
+            rule = &fill_rules[i];
+    if (!rule || !a->response_json || !strstr(a->response_json, "\"$sensitive\""))
+        return 0;
+    sj_doc *resp = NULL, *req = NULL;
+    tftap_buf out = TFTAP_BUF_INIT;
+    size_t nfilled = 0;
+    int rc = sj_parse(a->response_json, strlen(a->response_json), 0, &resp);
+    if (!rc)
+        rc = sj_parse(plain_json, n, 0, &req);
+    if (rc)
+        goto done;
+    const sj_node *r = sj_root(resp), *q = sj_root(req);
+    if (r->kind != SJ_OBJECT || q->kind != SJ_OBJECT)
+        goto done;
+    const sj_node *s1 = source_of(q, rule->sources[0]), *s2 = source_of(q, rule->sources[1]);
+    tftap_buf_putc(&out, '{');
+    for (const sj_node *c = r->child; c && !rc; c = c->next) {
+        if (c != r->child)
+            tftap_buf_putc(&out, ',');
+        tftap_buf_json_string(&out, c->key, c->key_len);
+        tftap_buf_putc(&out, ':');
+        if (c->key_len == strlen(rule->target) && memcmp(c->key, rule->target, c->key_len) == 0)
+            rc = put_filled(&out, c, s1, s2, 1, &nfilled);
+        else
+            sj_write(c, &out);
+    }
+    tftap_buf_putc(&out, '}');
+    tftap_buf_cstr(&out);
+    if (!rc && tftap_buf_failed(&out))
+        rc = TFTAP_ENOMEM;
+    if (rc || !nfilled)
+        goto done;
+    struct filled *f = malloc(sizeof *f);
+    if (!f) {
+        rc = TFTAP_ENOMEM;
+        goto done;
+    }
+    f->text = tftap_buf_take(&out, NULL);
+    pthread_mutex_lock(&b->lock);
+    f->next = b->filled;
+    b->filled = f;
+    pthread_mutex_unlock(&b->lock);
+    a->response_json = f->text;
+done:
+    if (out.data)
+        memset(out.data, 0, out.len);
+    tftap_buf_done(&out);
+    sj_free(resp);
+    sj_free(req);
     return rc;
 }

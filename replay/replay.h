@@ -71,6 +71,25 @@ typedef struct replay_answer {
 int replay_book_answer(replay_book *b, const char *rpc, const char *type_name,
                        const char *request_json, size_t n, replay_answer *out);
 
+/* The secrets of a matched answer's response, from the request. A
+ * recorded response holds {"$sensitive": ...} where the provider answered
+ * a sensitive value; sent back as such, the CLI would find the value it
+ * gave in the configuration changed (an invalid plan). plain_json is the
+ * same request as replay_book_answer got, decoded without redaction; each
+ * marker in the response's value (PlanResourceChange planned_state,
+ * ApplyResourceChange and ReadResource new_state, ReadDataSource state,
+ * UpgradeResourceState upgraded_state) takes the known value at the same
+ * path of the value it derives from (proposed_new_state then config,
+ * planned_state then config, current_state, config, raw_state.json).
+ * Markers with nothing there stay. On success a->response_json points at
+ * the filled response (owned by the book; a call without markers keeps
+ * the recorded text). Nothing of plain_json is kept anywhere else, and a
+ * mismatch text never holds it: only the redacted request is compared.
+ * Returns 0, TFTAP_EINVAL (a not found), TFTAP_EDECODE, TFTAP_ELIMIT,
+ * TFTAP_ENOMEM. */
+int replay_book_fill_sensitive(replay_book *b, const char *rpc, const char *plain_json, size_t n,
+                               replay_answer *a);
+
 void replay_book_free(replay_book *b);
 
 #endif

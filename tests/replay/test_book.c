@@ -362,6 +362,67 @@ static void test_equal_after_decoding(store *s)
     replay_book_free(b);
 }
 
+/* text with every {"$sensitive":"..."} replaced by plain (malloc'd). */
+static char *unredact(const char *text, const char *plain, int *n)
+{
+    const char *mark = "{\"$sensitive\":\"";
+    size_t cap = strlen(text) * 2 + 64;
+    char *out = malloc(cap), *w = out;
+    *n = 0;
+    for (const char *p = text; *p;) {
+        const char *end = strncmp(p, mark, strlen(mark)) == 0 ? strstr(p, "\"}") : NULL;
+        if (end) {
+            w += sprintf(w, "\"%s\"", plain);
+            p = end + 2;
+            (*n)++;
+        } else {
+            *w++ = *p++;
+        }
+    }
+    *w = 0;
+    return out;
+}
+
+static void test_fill_sensitive(store *s)
+{
+    replay_book *b = NULL;
+    CHECK_INT_EQ(replay_book_load(s, run_id, P_A, NULL, &b), 0);
+    if (!b)
+        return;
+    int64_t id2 = 0;
+    char *q2 = request_of(s, P_A, 2, &id2);
+    int n = 0;
+    char *plain = unredact(q2, "plain-secret", &n);
+    CHECK_INT_EQ(n, 2); /* config and proposed_new_state */
+    replay_answer a;
+    CHECK_INT_EQ(answer(b, "PlanResourceChange", "test_thing", q2, &a), 0);
+    CHECK_INT_EQ(a.found, 1);
+    const char *recorded = a.response_json;
+    CHECK(contains(recorded, "\"password\":{\"$sensitive\":"));
+    CHECK_INT_EQ(replay_book_fill_sensitive(b, "PlanResourceChange", plain, strlen(plain), &a), 0);
+    CHECK(a.response_json != recorded);
+    CHECK(contains(a.response_json, "\"planned_state\":{\"id\":\"thing-1\","));
+    CHECK(contains(a.response_json, "\"password\":\"plain-secret\""));
+    CHECK(!contains(a.response_json, "$sensitive"));
+    CHECK(contains(a.response_json, "first answer"));
+    /* The request still redacted: nothing to fill from, the markers stay. */
+    CHECK_INT_EQ(answer(b, "PlanResourceChange", "test_thing", q2, &a), 0);
+    recorded = a.response_json;
+    CHECK_INT_EQ(replay_book_fill_sensitive(b, "PlanResourceChange", q2, strlen(q2), &a), 0);
+    CHECK(a.response_json == recorded);
+    /* No such method's value, and no answer at all. */
+    CHECK_INT_EQ(replay_book_fill_sensitive(b, "GetSchema", plain, strlen(plain), &a), 0);
+    CHECK(a.response_json == recorded);
+    a.found = 0;
+    CHECK_INT_EQ(replay_book_fill_sensitive(b, "PlanResourceChange", plain, strlen(plain), &a),
+                 TFTAP_EINVAL);
+    a.found = 1;
+    CHECK_INT_EQ(replay_book_fill_sensitive(b, "PlanResourceChange", "{", 1, &a), TFTAP_EDECODE);
+    free(plain);
+    free(q2);
+    replay_book_free(b);
+}
+
 static void test_mismatch_and_ignore(store *s)
 {
     replay_book *b = NULL;
@@ -460,6 +521,7 @@ int main(void)
         test_order_and_reuse(s);
         test_equal_after_decoding(s);
         test_mismatch_and_ignore(s);
+        test_fill_sensitive(s);
         store_close(s);
     }
     fx_free(&schema);
