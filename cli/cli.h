@@ -33,6 +33,8 @@ int cli_diff(int argc, char **argv);
 int cli_schema(int argc, char **argv);
 /* The web UI (cli/serve.c). */
 int cli_serve(int argc, char **argv);
+/* A recorded provider served to tofu (cli/replay_provider.c; hidden). */
+int cli_replay_provider(int argc, char **argv);
 
 /* Print "tftap: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

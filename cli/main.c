@@ -30,6 +30,8 @@ static const struct command commands[] = {
     {"diff", cli_diff, "what providers did differently between two runs (exit 1: differs)"},
     {"schema", cli_schema, "print a provider's schema, or diff two (schema diff A B)"},
     {"serve", cli_serve, "browse the recorded runs in a web browser"},
+    /* Hidden (no summary): what tofu starts as a replayed provider. */
+    {"replay-provider", cli_replay_provider, NULL},
 };
 
 static void usage(FILE *f)
@@ -38,7 +40,8 @@ static void usage(FILE *f)
                "Records and explains what OpenTofu/Terraform say to provider plugins.\n\n"
                "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        if (commands[i].summary != NULL)
+            fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
             "\n--db PATH before the command is the same as after it (the database,\n"
             "default $TFTAP_DB, else ./%s).\n"

@@ -153,4 +153,12 @@ int dec_message_to_json(const char *method, int is_response, const void *p, size
                         const dec_schema *schema, const char *type_name, const dec_opts *opts,
                         tftap_buf *out, dec_error *err);
 
+/* A message as dec_message_to_json renders it, back to protobuf bytes.
+ * method: gRPC path "/tfplugin6.Provider/PlanResourceChange"; is_response; type_name: the
+ * request's type name (responses do not carry it; picks the DynamicValue schema); schema may
+ * be NULL when the method has no DynamicValue. (decoder/encode.c) */
+int dec_message_from_json(const char *method, int is_response, const char *type_name,
+                          const char *json, size_t n, const dec_schema *schema,
+                          const dec_limits *lim, tftap_buf *out, dec_error *err);
+
 #endif

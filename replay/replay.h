@@ -92,4 +92,34 @@ int replay_book_fill_sensitive(replay_book *b, const char *rpc, const char *plai
 
 void replay_book_free(replay_book *b);
 
+/* ---- server.c: the provider process tofu starts ------------------------ */
+
+/* Bounds on one call: a request larger than this is refused with
+ * RESOURCE_EXHAUSTED before it is decoded. */
+#define REPLAY_MAX_MESSAGE ((size_t)256 << 20)
+
+typedef struct replay_server_opts {
+    store *s;             /* the source database, used from the serving thread only */
+    int64_t run_id;       /* the source run */
+    const char *provider; /* its provider address, as recorded */
+    replay_book_opts book;
+    char *const *envp; /* go-plugin's environment (NULL: environ) */
+    int out_fd;        /* where the handshake line goes (the client reads stdout) */
+    /* One line per problem worth a user's eye (a mismatch, a refused
+     * call), without a newline; NULL: said nowhere. */
+    void (*log)(void *ctx, const char *line);
+    void *log_ctx;
+} replay_server_opts;
+
+/* Serve the recording as go-plugin's provider until the client asks
+ * GRPCController/Shutdown: certificate (mutual TLS when the client sent
+ * PLUGIN_CLIENT_CERT), a unix socket, the handshake line for the recorded
+ * protocol on out_fd, then every call answered from the book. The caller
+ * checks the magic cookie first. Returns 0 after a clean shutdown, or an
+ * error with err saying why the server could not start (TFTAP_ENOTFOUND: the
+ * run has no schema for the provider; TFTAP_EPROTO: the client offers no
+ * protocol the recording speaks; TFTAP_ETLS, TFTAP_EIO, TFTAP_ENOMEM,
+ * TFTAP_ESTORE, TFTAP_EDECODE). */
+int replay_serve(const replay_server_opts *o, tftap_buf *err);
+
 #endif
