@@ -73,38 +73,38 @@ static char *sorted(const char *json)
 /* Wire forms go-cty never writes (it writes the shortest form of each): the
  * decoder accepts them, the encoder writes the canonical one instead. */
 static const char *const non_canonical[] = {
-    "mp_dynamic_type_as_str",          /* type JSON as str, go-cty writes bin */
-    "mp_dynamic_object",               /* type JSON attributes unsorted */
-    "mp_number_uint64_max",            /* uint64: go-cty writes the decimal text */
-    "mp_refined_number_bound_decimal", /* "0.5" text: go-cty writes a float64 */
-    "mp_list_array16",                 /* array16 for a short list */
-    "mp_list_array32",                 /* array32 */
-    "mp_map16",                        /* map16 for a short map */
-    "mp_map32",                        /* map32 */
-    "mp_number_float32",               /* float32 */
-    "mp_number_float32_inexact",       /* float32 */
-    "mp_number_float64_integral",      /* an integral float64: go-cty writes an int */
-    "mp_number_int16",                 /* a small value in a wide int */
-    "mp_number_int32",                 /* a small value in a wide int */
-    "mp_number_int8",                  /* a small value in a wide int */
-    "mp_number_uint16",                /* a small value in a wide int */
-    "mp_number_uint32",                /* a small value in a wide int */
-    "mp_number_uint8",                 /* a small value in a wide int */
-    "mp_number_string_decimal",        /* a decimal that is an exact float64 */
+    "mp_dynamic_type_as_str",             /* type JSON as str, go-cty writes bin */
+    "mp_dynamic_object",                  /* type JSON attributes unsorted */
+    "mp_number_uint64_max",               /* uint64: go-cty writes the decimal text */
+    "mp_refined_number_bound_decimal",    /* "0.5" text: go-cty writes a float64 */
+    "mp_list_array16",                    /* array16 for a short list */
+    "mp_list_array32",                    /* array32 */
+    "mp_map16",                           /* map16 for a short map */
+    "mp_map32",                           /* map32 */
+    "mp_number_float32",                  /* float32 */
+    "mp_number_float32_inexact",          /* float32 */
+    "mp_number_float64_integral",         /* an integral float64: go-cty writes an int */
+    "mp_number_int16",                    /* a small value in a wide int */
+    "mp_number_int32",                    /* a small value in a wide int */
+    "mp_number_int8",                     /* a small value in a wide int */
+    "mp_number_uint16",                   /* a small value in a wide int */
+    "mp_number_uint32",                   /* a small value in a wide int */
+    "mp_number_uint8",                    /* a small value in a wide int */
+    "mp_number_string_decimal",           /* a decimal that is an exact float64 */
     "mp_number_string_exponent_8_digits", /* exponent text */
-    "mp_number_string_inf",            /* "Inf" text: go-cty writes a float64 */
-    "mp_number_string_leading_dot",    /* ".5": normalised text */
-    "mp_number_string_leading_zeros",  /* "007": normalised text */
-    "mp_number_string_plus",           /* "+5": normalised text */
-    "mp_number_string_tiny",           /* exponent text */
-    "mp_number_string_trailing_dot",   /* "5.": normalised text */
-    "mp_refined_dynamic_ignored",      /* refinements the decoder does not show */
-    "mp_refined_trailing_bytes_allowed", /* bytes after the refinement map */
-    "mp_refined_unknown_key_ignored",  /* a refinement key from the future */
-    "mp_string_bin8",                  /* bin for a string */
-    "mp_string_str16",                 /* str16 for a short string */
-    "mp_string_str32",                 /* str32 */
-    "mp_unknown_code12_one_byte",      /* other unknown extensions: go-cty writes ext 0 */
+    "mp_number_string_inf",               /* "Inf" text: go-cty writes a float64 */
+    "mp_number_string_leading_dot",       /* ".5": normalised text */
+    "mp_number_string_leading_zeros",     /* "007": normalised text */
+    "mp_number_string_plus",              /* "+5": normalised text */
+    "mp_number_string_tiny",              /* exponent text */
+    "mp_number_string_trailing_dot",      /* "5.": normalised text */
+    "mp_refined_dynamic_ignored",         /* refinements the decoder does not show */
+    "mp_refined_trailing_bytes_allowed",  /* bytes after the refinement map */
+    "mp_refined_unknown_key_ignored",     /* a refinement key from the future */
+    "mp_string_bin8",                     /* bin for a string */
+    "mp_string_str16",                    /* str16 for a short string */
+    "mp_string_str32",                    /* str32 */
+    "mp_unknown_code12_one_byte",         /* other unknown extensions: go-cty writes ext 0 */
     "mp_unknown_negative_code",
     "mp_unknown_other_code_ext8",
     "mp_unknown_other_code_fixext2",
@@ -470,6 +470,23 @@ static const char *const message_non_canonical[] = {
     NULL,
 };
 
+/* With TFTAP_SEED_DIR set, every message JSON encoded here is also written
+ * as a seed for tests/fuzz/fuzz_encode (selector line, direction, JSON). */
+static void write_seed(const char *method, int is_response, const char *json)
+{
+    static int counter;
+    const char *dir = getenv("TFTAP_SEED_DIR");
+    if (!dir)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/message-%03d", dir, counter++);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return;
+    fprintf(f, "%s\n%c%s", method, is_response ? 's' : 'q', json);
+    fclose(f);
+}
+
 /* decode -> encode -> decode, with and without redaction. Returns 1 if the
  * JSON came back identical; *byte_equal when the bytes did too. */
 static int message_round_trip(const char *name, const char *method, int is_response,
@@ -488,6 +505,8 @@ static int message_round_trip(const char *name, const char *method, int is_respo
         ok = -1; /* the decoder refuses it: nothing to invert */
         goto out;
     }
+    if (!redact)
+        write_seed(method, is_response, j1);
     if (dec_message_from_json(method, is_response, tn, j1, strlen(j1), schema, NULL, &pb, &err)) {
         fprintf(stderr, "%s: encode failed at %s: %s\n  json: %s\n", name, err.path, err.reason,
                 j1);
@@ -543,14 +562,15 @@ static void test_golden_messages(void)
             refused++;
         } else {
             CHECK_INT_EQ(ok, 1);
-            CHECK_INT_EQ(message_round_trip(names[i], data, is_response, p, pn, 1, &be_redacted), 1);
+            CHECK_INT_EQ(message_round_trip(names[i], data, is_response, p, pn, 1, &be_redacted),
+                         1);
             /* Without redaction only the reduced forms (and the wire forms
              * listed) keep the bytes from coming back as they were. */
             char *j = render(data, is_response, p, pn, is_response ? response_type(data) : NULL, 0);
-            int reduced_form = j && (strstr(j, "_private\":{\"size\":") ||
-                                     strstr(j, "\"private\":{\"size\":") ||
-                                     strstr(j, "$unknown_fields") || strstr(j, "$undecoded") ||
-                                     strstr(j, "$error"));
+            int reduced_form =
+                j &&
+                (strstr(j, "_private\":{\"size\":") || strstr(j, "\"private\":{\"size\":") ||
+                 strstr(j, "$unknown_fields") || strstr(j, "$undecoded") || strstr(j, "$error"));
             int listed = 0;
             for (size_t k = 0; message_non_canonical[k]; k++)
                 listed |= strcmp(message_non_canonical[k], names[i]) == 0;
@@ -572,16 +592,15 @@ static void test_golden_messages(void)
 }
 
 /* A message JSON encoded then rendered again (no redaction), or the error. */
-static const char *msg(const char *method, int is_response, const char *type_name,
-                       const char *json)
+static const char *msg(const char *method, int is_response, const char *type_name, const char *json)
 {
     static tftap_buf res;
     tftap_buf pb = TFTAP_BUF_INIT;
     dec_error err = DEC_ERROR_INIT;
     tftap_buf_reset(&res);
     tftap_buf_puts(&pb, "<");
-    int rc = dec_message_from_json(method, is_response, type_name, json, strlen(json), schema,
-                                   NULL, &pb, &err);
+    int rc = dec_message_from_json(method, is_response, type_name, json, strlen(json), schema, NULL,
+                                   &pb, &err);
     if (rc) {
         CHECK_INT_EQ(pb.len, 1);
         tftap_buf_printf(&res, "error %d %s: %s", rc, err.path && err.path[0] ? err.path : ".",
