@@ -245,4 +245,45 @@ size_t analysis_schema_diff_count(const analysis_schema_diff *d, int breaking_on
 int analysis_schema_diff_render(const analysis_schema_diff *d, enum analysis_diff_format fmt,
                                 int flags, int breaking_only, tftap_buf *out);
 
+/* ---- attribute paths and value differences ----------------------------------- */
+
+/* Append one step to an attribute path: ".name" for an identifier, else
+ * "[\"key\"]" (the paths diff, check and replay report). */
+void analysis_path_member(tftap_buf *path, const char *key, size_t len);
+
+/* Whether path matches one of n --ignore patterns (fnmatch globs on
+ * attribute paths; a pattern without a leading '.' also matches the path
+ * without its first dot: "id" is ".id"). patterns may be NULL when n is 0. */
+int analysis_path_ignored(const char *const *patterns, size_t n, const char *path);
+
+enum analysis_value_diff_flags {
+    /* Any two {"$sensitive": ...} markers are equal, whatever their hash
+     * (values redacted with different keys). */
+    ANALYSIS_VDIFF_SENSITIVE_EQUAL = 1,
+};
+
+typedef struct analysis_value_diff_opts {
+    const char *const *ignore; /* --ignore patterns (analysis_path_ignored) */
+    size_t nignore;
+    int flags;
+    /* Object members of these names are skipped at any depth (NULL-ended
+     * list, or NULL). */
+    const char *const *skip_members;
+} analysis_value_diff_opts;
+
+/* Walk two decoded values (JSON trees) side by side and call fn once per
+ * differing leaf path, with both values (NULL: absent on that side).
+ * Objects are compared member by member, arrays element by element (the
+ * elements past the shorter one are absent on its side), everything else
+ * (and unknowns, with their refinements) with sj_equal. Paths start with
+ * prefix (may be NULL); a path is ignored when a pattern matches it or its
+ * part after prefix (with prefix ".config", the pattern ".name" ignores
+ * ".config.name", and so does ".config.*"). A non-zero return from fn stops the walk and is
+ * returned. Returns 0, fn's value, TFTAP_ELIMIT (nested deeper than
+ * TFTAP_JSON_MAX_DEPTH) or TFTAP_ENOMEM. */
+int analysis_value_diff(const sj_node *a, const sj_node *b, const char *prefix,
+                        const analysis_value_diff_opts *o,
+                        int (*fn)(void *ctx, const char *path, const sj_node *a, const sj_node *b),
+                        void *ctx);
+
 #endif

@@ -12,6 +12,8 @@ int cli_shim(int argc, char **argv);
 /* Wrapping providers (cli/run.c, cli/wrap.c). */
 int cli_run(int argc, char **argv);
 int cli_wrap(int argc, char **argv);
+/* A recorded run answering for its providers (cli/replay.c). */
+int cli_replay(int argc, char **argv);
 
 /* Reading the database (cli/runs.c, calls.c, show.c, export.c). */
 int cli_runs(int argc, char **argv);

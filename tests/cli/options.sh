@@ -111,6 +111,27 @@ for form in "--out $work/empty/s1 --cli terraform --db $work/w.db" \
     fi
 done
 
+# replay --out: both forms of every value option write the same files and
+# print the same line (the recorder test's run 5 has one provider).
+for form in "--out $work/rp --run 5 --ignore .id --cli terraform --db $work/r.db" \
+    "--out=$work/rp --run=5 --ignore=.id --cli=terraform --db=$work/r.db"; do
+    # shellcheck disable=SC2086
+    "$TFTAP" replay "$db" $form >"$work/rp.out" 2>"$work/rp.err"
+    rc=$?
+    if [ "$rc" -eq 0 ] && grep -qx "export TF_CLI_CONFIG_FILE='$work/rp/tftap.tfrc'" "$work/rp.out" &&
+        grep -q "replay-provider --db '$db' --run 5 --provider 'registry.opentofu.org/test/thing' --ignore '.id'" \
+            "$work/rp/replay/p0/terraform-provider-thing"; then
+        ok
+    else
+        fail "replay $form: exit $rc, $(cat "$work/rp.err")"
+    fi
+    rm -rf "$work/rp"
+done
+"$TFTAP" --db "$work/r.db" replay "$db:5" --out "$work/rp" >/dev/null 2>&1
+if grep -q "\"db\": \"$work/r.db\"" "$work/rp/p0/tftap-shim.json"; then ok; else
+    fail "global --db before replay names where the replay is recorded"
+fi
+
 # Usage errors: one line naming the problem and where to look, exit 2.
 while IFS='|' read -r args want; do
     [ -n "$args" ] || continue
@@ -141,6 +162,14 @@ run|tftap: no command given (tftap run -- tofu ARGS...) (see 'tftap run --help')
 wrap|tftap: --out DIR is required (see 'tftap wrap --help')
 wrap --out x --cli bash|tftap: --cli must be tofu or terraform, not 'bash' (see 'tftap wrap --help')
 decode|tftap: give --type or --schema (one of them) (see 'tftap decode --help')
+replay --bogus x.db -- true|tftap: unknown option '--bogus' (see 'tftap replay --help')
+replay --run|tftap: option '--run' needs a value (see 'tftap replay --help')
+replay -- tofu plan|tftap: no SOURCE given (a database or bundle) (see 'tftap replay --help')
+replay x.db tofu plan|tftap: unexpected argument 'tofu' (the command goes after --) (see 'tftap replay --help')
+replay x.db|tftap: no command given (tftap replay SOURCE -- tofu ARGS...) (see 'tftap replay --help')
+replay x.db --out d -- tofu plan|tftap: --out DIR writes files for later commands: give no command (see 'tftap replay --help')
+replay x.db --out d --cli bash|tftap: --cli must be tofu or terraform, not 'bash' (see 'tftap replay --help')
+replay x.db:3 --run 4 --out d|tftap: two runs given: x.db:3 and --run 4 (see 'tftap replay --help')
 --bogus runs|tftap: unknown option '--bogus' (see 'tftap --help')
 --db|tftap: option '--db' needs a value (see 'tftap --help')
 nosuch|tftap: unknown command 'nosuch' (see 'tftap --help')
@@ -154,7 +183,7 @@ if [ "$rc" -eq 2 ] && [ "$(cat "$work/u.err")" = "tftap: no command given (see '
 fi
 
 # --help: on stdout, exit 0, for every command and the program.
-for c in runs calls show export run wrap decode shim; do
+for c in runs calls show export run wrap replay decode shim; do
     "$TFTAP" "$c" --help >"$work/h.out" 2>&1
     rc=$?
     if [ "$rc" -eq 0 ] && head -1 "$work/h.out" | grep -q "^usage: tftap $c"; then ok; else
