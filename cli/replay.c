@@ -198,11 +198,13 @@ static int write_providers(struct recorded *r, const char *dir, const struct sou
             break;
         }
         FILE *f = fopen(tftap_buf_cstr(&name), "w");
-        if (f == NULL || fwrite(b.data, 1, b.len, f) != b.len || fchmod(fileno(f), 0700) != 0 ||
-            fclose(f) != 0) {
+        int bad = f == NULL;
+        if (f != NULL) {
+            bad = fwrite(b.data, 1, b.len, f) != b.len || fchmod(fileno(f), 0700) != 0;
+            bad |= fclose(f) != 0;
+        }
+        if (bad) {
             cli_error("cannot write %s: %s", name.data, strerror(errno));
-            if (f != NULL)
-                fclose(f);
             rc = TFTAP_EIO;
             break;
         }

@@ -7,6 +7,7 @@
 
 #include "analysis/analysis.h"
 #include "replay/replay.h"
+#include "replay/replay_int.h"
 
 /* How many differing paths a mismatch text lists, and how much of each
  * value it shows: a user reads it in a diagnostic. */
@@ -149,10 +150,7 @@ int replay_book_load(store *s, int64_t run_id, const char *provider, const repla
                 goto fail;
             }
     }
-    b->diff.ignore = (const char *const *)b->ignore;
-    b->diff.nignore = b->nignore;
-    b->diff.flags = ANALYSIS_VDIFF_SENSITIVE_EQUAL;
-    b->diff.skip_members = private_members;
+    replay_compare_opts(&b->diff, (const char *const *)b->ignore, b->nignore);
     b->provider = provider;
     rc = store_calls_query(s, run_id, NULL, load_row, b);
     b->provider = NULL;
@@ -181,6 +179,15 @@ static const sj_node *member(const sj_node *obj, const char *key, size_t len)
 
 /* ---- comparing requests ---------------------------------------------------- */
 
+void replay_compare_opts(analysis_value_diff_opts *o, const char *const *ignore, size_t n)
+{
+    memset(o, 0, sizeof *o);
+    o->ignore = ignore;
+    o->nignore = n;
+    o->flags = ANALYSIS_VDIFF_SENSITIVE_EQUAL;
+    o->skip_members = private_members;
+}
+
 static int stop_at_first(void *ctx, const char *path, const sj_node *a, const sj_node *b)
 {
     (void)ctx, (void)path, (void)a, (void)b;
@@ -190,20 +197,20 @@ static int stop_at_first(void *ctx, const char *path, const sj_node *a, const sj
 /* The differing paths of two requests, each top-level field walked with
  * its name as the prefix (so that --ignore ".name" reaches every field's
  * ".name"). fn as analysis_value_diff's; 1 stops. */
-static int compare(const replay_book *b, const sj_node *rec, const sj_node *now,
-                   int (*fn)(void *ctx, const char *path, const sj_node *a, const sj_node *b),
-                   void *ctx)
+int replay_compare_requests(
+    const analysis_value_diff_opts *o, const sj_node *rec, const sj_node *now,
+    int (*fn)(void *ctx, const char *path, const sj_node *a, const sj_node *b), void *ctx)
 {
     if (!rec || !now || rec->kind != SJ_OBJECT || now->kind != SJ_OBJECT)
-        return analysis_value_diff(rec, now, NULL, &b->diff, fn, ctx);
+        return analysis_value_diff(rec, now, NULL, o, fn, ctx);
     tftap_buf prefix = TFTAP_BUF_INIT;
     int rc = 0;
     for (int side = 0; side < 2 && !rc; side++) {
         const sj_node *from = side ? now : rec, *other = side ? rec : now;
         for (const sj_node *m = from->child; m && !rc; m = m->next) {
-            const sj_node *o = member(other, m->key, m->key_len);
+            const sj_node *other_m = member(other, m->key, m->key_len);
             /* Fields both have are walked once, from the recorded side. */
-            if (side && o)
+            if (side && other_m)
                 continue;
             int skip = 0;
             for (const char *const *p = private_members; *p && !skip; p++)
@@ -216,8 +223,8 @@ static int compare(const replay_book *b, const sj_node *rec, const sj_node *now,
                 rc = TFTAP_ENOMEM;
                 break;
             }
-            rc = side ? analysis_value_diff(NULL, m, tftap_buf_cstr(&prefix), &b->diff, fn, ctx)
-                      : analysis_value_diff(m, o, tftap_buf_cstr(&prefix), &b->diff, fn, ctx);
+            rc = side ? analysis_value_diff(NULL, m, tftap_buf_cstr(&prefix), o, fn, ctx)
+                      : analysis_value_diff(m, other_m, tftap_buf_cstr(&prefix), o, fn, ctx);
         }
     }
     tftap_buf_done(&prefix);
@@ -227,7 +234,7 @@ static int compare(const replay_book *b, const sj_node *rec, const sj_node *now,
 /* 1 when equal, 0 when not, or an error. */
 static int matches(const replay_book *b, const struct entry *e, const sj_node *now)
 {
-    int rc = compare(b, sj_root(e->request), now, stop_at_first, NULL);
+    int rc = replay_compare_requests(&b->diff, sj_root(e->request), now, stop_at_first, NULL);
     return rc == 1 ? 0 : rc < 0 ? rc : 1;
 }
 
@@ -307,7 +314,7 @@ static int mismatch(replay_book *b, const char *rpc, const char *type_name, cons
             continue;
         same++;
         struct counting c = {0};
-        int rc = compare(b, sj_root(e->request), now, count_path, &c);
+        int rc = replay_compare_requests(&b->diff, sj_root(e->request), now, count_path, &c);
         if (rc)
             return rc;
         /* The earliest of equally near calls. */
@@ -329,7 +336,7 @@ static int mismatch(replay_book *b, const char *rpc, const char *type_name, cons
                          "at %zu path%s:",
                          (long long)near->call_id, same, best, best == 1 ? "" : "s");
         struct listing l = {&t, 0};
-        int rc = compare(b, sj_root(near->request), now, list_path, &l);
+        int rc = replay_compare_requests(&b->diff, sj_root(near->request), now, list_path, &l);
         if (rc) {
             tftap_buf_done(&t);
             return rc;
@@ -477,21 +484,19 @@ static const sj_node *source_of(const sj_node *req, const char *field)
     return n;
 }
 
-int replay_book_fill_sensitive(replay_book *b, const char *rpc, const char *plain_json, size_t n,
-                               replay_answer *a)
+int replay_fill_json(const char *rpc, const char *response_json, const char *plain_json, size_t n,
+                     tftap_buf *out, size_t *nfilled)
 {
-    if (!a->found || !rpc)
-        return TFTAP_EINVAL;
+    *nfilled = 0;
     const struct fill_rule *rule = NULL;
-    for (size_t i = 0; i < sizeof fill_rules / sizeof fill_rules[0]; i++)
+    for (size_t i = 0; rpc && i < sizeof fill_rules / sizeof fill_rules[0]; i++)
         if (strcmp(fill_rules[i].rpc, rpc) == 0)
             rule = &fill_rules[i];
-    if (!rule || !a->response_json || !strstr(a->response_json, "\"$sensitive\""))
+    if (!rule || !response_json || !strstr(response_json, "\"$sensitive\""))
         return 0;
     sj_doc *resp = NULL, *req = NULL;
-    tftap_buf out = TFTAP_BUF_INIT;
-    size_t nfilled = 0;
-    int rc = sj_parse(a->response_json, strlen(a->response_json), 0, &resp);
+    size_t mark = out->len;
+    int rc = sj_parse(response_json, strlen(response_json), 0, &resp);
     if (!rc)
         rc = sj_parse(plain_json, n, 0, &req);
     if (rc)
@@ -500,21 +505,42 @@ int replay_book_fill_sensitive(replay_book *b, const char *rpc, const char *plai
     if (r->kind != SJ_OBJECT || q->kind != SJ_OBJECT)
         goto done;
     const sj_node *s1 = source_of(q, rule->sources[0]), *s2 = source_of(q, rule->sources[1]);
-    tftap_buf_putc(&out, '{');
+    tftap_buf_putc(out, '{');
     for (const sj_node *c = r->child; c && !rc; c = c->next) {
         if (c != r->child)
-            tftap_buf_putc(&out, ',');
-        tftap_buf_json_string(&out, c->key, c->key_len);
-        tftap_buf_putc(&out, ':');
+            tftap_buf_putc(out, ',');
+        tftap_buf_json_string(out, c->key, c->key_len);
+        tftap_buf_putc(out, ':');
         if (c->key_len == strlen(rule->target) && memcmp(c->key, rule->target, c->key_len) == 0)
-            rc = put_filled(&out, c, s1, s2, 1, &nfilled);
+            rc = put_filled(out, c, s1, s2, 1, nfilled);
         else
-            sj_write(c, &out);
+            sj_write(c, out);
     }
-    tftap_buf_putc(&out, '}');
-    tftap_buf_cstr(&out);
-    if (!rc && tftap_buf_failed(&out))
+    tftap_buf_putc(out, '}');
+    tftap_buf_cstr(out);
+    if (!rc && tftap_buf_failed(out))
         rc = TFTAP_ENOMEM;
+done:
+    if (rc || !*nfilled) {
+        /* Nothing half written stays, and no secret either. */
+        if (out->data && out->len > mark)
+            memset(out->data + mark, 0, out->len - mark);
+        out->len = mark;
+        *nfilled = 0;
+    }
+    sj_free(resp);
+    sj_free(req);
+    return rc;
+}
+
+int replay_book_fill_sensitive(replay_book *b, const char *rpc, const char *plain_json, size_t n,
+                               replay_answer *a)
+{
+    if (!a->found || !rpc)
+        return TFTAP_EINVAL;
+    tftap_buf out = TFTAP_BUF_INIT;
+    size_t nfilled = 0;
+    int rc = replay_fill_json(rpc, a->response_json, plain_json, n, &out, &nfilled);
     if (rc || !nfilled)
         goto done;
     struct filled *f = malloc(sizeof *f);
@@ -532,7 +558,5 @@ done:
     if (out.data)
         memset(out.data, 0, out.len);
     tftap_buf_done(&out);
-    sj_free(resp);
-    sj_free(req);
     return rc;
 }
