@@ -23,7 +23,9 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
+#include <grpc/support/log.h>
 #include <grpc/support/time.h>
+#include <openssl/pem.h>
 
 #include "decoder/decoder.h"
 #include "plugin/plugin.h"
@@ -795,7 +797,7 @@ static void on_send(struct rcall *c, int ok)
     }
     if (ok && !c->status_sent && !c->closed)
         send_next(c);
-    else if (c->kind == K_SHUTDOWN && c->status_sent && !c->srv->stopping) {
+    else if (c->kind == K_SHUTDOWN && (c->status_sent || !ok) && !c->srv->stopping) {
         c->srv->stopping = 1;
         c->srv->stop_started_ms = tftap_mono_ms();
     }
@@ -912,6 +914,37 @@ static int socket_path(char *const *envp, tftap_buf *path, tftap_buf *err)
     return TFTAP_EIO;
 }
 
+/* gRPC core's own errors (a client's failed TLS handshake, say) go where
+ * ours go, as one line each; it calls this from its own threads, and the
+ * log callback writes each line at once. */
+static const replay_server_opts *grpc_log_to;
+
+static void grpc_log(gpr_log_func_args *a)
+{
+    const replay_server_opts *o = grpc_log_to;
+    if (o == NULL || o->log == NULL || a->severity < GPR_LOG_SEVERITY_ERROR)
+        return;
+    char *line = NULL;
+    if (asprintf(&line, "grpc: %s", a->message) < 0)
+        return;
+    for (char *p = line; *p != '\0'; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    o->log(o->log_ctx, line);
+    free(line);
+}
+
+/* 1 when pem holds a certificate OpenSSL reads. */
+static int is_certificate(const char *pem)
+{
+    BIO *b = BIO_new_mem_buf(pem, -1);
+    X509 *x = b != NULL ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+    int ok = x != NULL;
+    X509_free(x);
+    BIO_free(b);
+    return ok;
+}
+
 /* 1 when go-plugin's PLUGIN_PROTOCOL_VERSIONS (absent: anything) offers v. */
 static int protocol_offered(char *const *envp, int v)
 {
@@ -975,6 +1008,11 @@ static int serve(struct server *srv, tftap_buf *err)
     const char *client_cert = plugin_env_get(o->envp, "PLUGIN_CLIENT_CERT");
     if (client_cert != NULL && client_cert[0] == '\0')
         client_cert = NULL;
+    if (client_cert != NULL && !is_certificate(client_cert)) {
+        tftap_buf_puts(err, "PLUGIN_CLIENT_CERT holds no PEM certificate");
+        rc = TFTAP_ETLS;
+        goto out;
+    }
     if (client_cert != NULL && plugin_cert_make(&cert) != 0) {
         tftap_buf_puts(err, "cannot make a TLS certificate");
         rc = TFTAP_ETLS;
@@ -992,6 +1030,9 @@ static int serve(struct server *srv, tftap_buf *err)
     signal(SIGTERM, on_term);
     signal(SIGHUP, on_term);
 
+    grpc_log_to = o;
+    gpr_set_log_function(grpc_log);
+    gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
     grpc_init();
     grpc_arg args[2];
     memset(args, 0, sizeof args);
@@ -1076,6 +1117,7 @@ stop:
     while (srv->live != NULL)
         rcall_free(srv->live);
     grpc_shutdown();
+    grpc_log_to = NULL;
 out:
     if (sock.len > 0) {
         signal(SIGTERM, SIG_DFL);

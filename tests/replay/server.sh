@@ -126,10 +126,30 @@ pad=$(printf '%*s' $(((4 - ${#cert} % 4) % 4)) '' | tr ' ' '=')
 printf '%s%s' "$cert" "$pad" | base64 -d >"$WORK/server.der" 2>/dev/null
 check "handshake: the certificate is for localhost" has \
     "$(openssl x509 -inform DER -in "$WORK/server.der" -noout -subject 2>&1)" 'CN *= *localhost'
+# Only the client whose certificate came in PLUGIN_CLIENT_CERT gets in.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost \
+    -days 1 -keyout "$WORK/other.key" -out "$WORK/other.pem" 2>/dev/null ||
+    not_ok "other certificate made"
+printf '\0\0\0\0\0' >"$WORK/empty"
+tls_call() { # CERTNAME: GetProviderSchema over TLS with that client certificate
+    curl -sS -k --http2 --unix-socket "$addr" --cert "$WORK/$1.pem" --key "$WORK/$1.key" \
+        -H 'content-type: application/grpc' -H 'te: trailers' --data-binary @"$WORK/empty" \
+        -D - -o /dev/null https://localhost/tfplugin6.Provider/GetProviderSchema 2>&1 | tr -d '\r'
+}
+check "mutual TLS: the client's certificate is accepted" has "$(tls_call client)" '^grpc-status: 0$'
+check "mutual TLS: another certificate is refused" test -z "$(tls_call other | grep '^grpc-status')"
+check "mutual TLS: the refusal is one line on stderr" \
+    grep -q '^tftap replay-provider: grpc: Handshake failed' "$WORK/hs.err"
 kill -TERM "$pid"
 wait "$pid"
 check_eq "SIGTERM: the server dies of it" "$?" 143
 check "SIGTERM: the socket is removed" test ! -e "$addr"
+
+serve "$WORK/bad.out" "$WORK/bad.err" PLUGIN_CLIENT_CERT=garbage
+wait "$pid"
+check_eq "PLUGIN_CLIENT_CERT unreadable: exit 1" "$?" 1
+check_eq "PLUGIN_CLIENT_CERT unreadable: one line saying so" "$(cat "$WORK/bad.err")" \
+    "tftap replay-provider: PLUGIN_CLIENT_CERT holds no PEM certificate"
 
 # Plaintext (no PLUGIN_CLIENT_CERT): the handshake carries no certificate,
 # and curl can speak gRPC to it.
@@ -143,7 +163,6 @@ grpc() {
     curl -sS --http2-prior-knowledge --unix-socket "$sock" -H 'content-type: application/grpc' \
         -H 'te: trailers' --data-binary @"$2" -D - -o "$WORK/resp" "http://localhost$1" | tr -d '\r'
 }
-printf '\0\0\0\0\0' >"$WORK/empty"
 printf '\0\0\0\0\5\377\377\377\377\377' >"$WORK/junk" # five bytes no protobuf reads
 # go-plugin's streams: open until Shutdown, like a provider's.
 grpc /plugin.GRPCStdio/StreamStdio "$WORK/empty" >"$WORK/stdio.out" &
