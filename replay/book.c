@@ -317,8 +317,9 @@ static int mismatch(replay_book *b, const char *rpc, const char *type_name, cons
         int rc = replay_compare_requests(&b->diff, sj_root(e->request), now, count_path, &c);
         if (rc)
             return rc;
-        /* The earliest of equally near calls. */
-        if (!near || c.n < best) {
+        /* Of equally near calls, one not answered yet (the call the
+         * replay most likely stands at), else the earliest. */
+        if (!near || c.n < best || (c.n == best && near->answered && !e->answered)) {
             near = e;
             best = c.n;
         }

@@ -63,7 +63,8 @@ typedef struct replay_answer {
  *
  * With no match, out->found is 0 and out->mismatch says which call found
  * nothing, the nearest recorded request of the same rpc and type (the
- * fewest differing paths; out->call_id, 0 when there is none) and each
+ * fewest differing paths; of equals one not answered yet, else the
+ * earliest; out->call_id, 0 when there is none) and each
  * differing path with the recorded and the replayed value.
  *
  * Safe to call from several threads. Returns 0 (found or not),

@@ -256,6 +256,15 @@ static void test_order_and_reuse(store *s)
     CHECK_INT_EQ(a.found, 1);
     CHECK_INT_EQ(a.call_id, id2);
     CHECK(contains(a.response_json, "first answer"));
+    /* A near miss now: the nearest of the two equally near is the one not
+     * answered yet. */
+    int n = 0;
+    char *near = replace_all(q2, "\"size\":3", "\"size\":4", &n);
+    CHECK_INT_EQ(answer(b, "PlanResourceChange", "test_thing", near, &a), 0);
+    CHECK_INT_EQ(a.found, 0);
+    CHECK_INT_EQ(a.call_id, id3);
+    free(a.mismatch);
+    free(near);
     CHECK_INT_EQ(answer(b, "PlanResourceChange", "test_thing", q2, &a), 0);
     CHECK_INT_EQ(a.call_id, id3);
     CHECK(contains(a.response_json, "second answer"));
