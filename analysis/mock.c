@@ -253,6 +253,82 @@ static int scalar(const sj_node *n)
     return n->kind != SJ_ARRAY && n->kind != SJ_OBJECT;
 }
 
+/* Object members as lines "KEY = VALUE", aligned the way `tofu fmt`
+ * aligns them: within each run of one-line members, every "=" in the
+ * column after the longest key (multi-line values end a run). */
+struct members {
+    struct member {
+        tftap_buf key, value;
+    } *v;
+    size_t n, cap;
+};
+
+static void members_done(struct members *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        tftap_buf_done(&m->v[i].key);
+        tftap_buf_done(&m->v[i].value);
+    }
+    free(m->v);
+    m->v = NULL;
+    m->n = m->cap = 0;
+}
+
+/* A new member whose key is written now; its value goes into the returned
+ * buffer. NULL: out of memory. */
+static tftap_buf *members_add(struct members *m, const char *key, size_t klen)
+{
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 8;
+        struct member *v = realloc(m->v, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        m->v = v;
+        m->cap = cap;
+    }
+    struct member *e = &m->v[m->n++];
+    e->key = (tftap_buf)TFTAP_BUF_INIT;
+    e->value = (tftap_buf)TFTAP_BUF_INIT;
+    put_key(key, klen, &e->key);
+    return &e->value;
+}
+
+/* Columns a key takes: one per character (UTF-8 continuation bytes take none). */
+static size_t columns(const tftap_buf *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->len; i++)
+        n += ((unsigned char)b->data[i] & 0xc0) != 0x80;
+    return n;
+}
+
+static int members_write(const struct members *m, int indent, tftap_buf *out)
+{
+    for (size_t i = 0; i < m->n;) {
+        size_t j = i, width = 0;
+        while (j < m->n && !memchr(m->v[j].value.data, '\n', m->v[j].value.len)) {
+            size_t w = columns(&m->v[j].key);
+            width = w > width ? w : width;
+            j++;
+        }
+        if (j == i) /* a multi-line value: a run of its own */
+            j = i + 1;
+        for (size_t k = i; k < j; k++) {
+            put_indent(indent, out);
+            tftap_buf_append(out, m->v[k].key.data, m->v[k].key.len);
+            put_indent(j - i > 1 || width ? (int)(width - columns(&m->v[k].key)) : 0, out);
+            tftap_buf_puts(out, " = ");
+            tftap_buf_append(out, m->v[k].value.data, m->v[k].value.len);
+            tftap_buf_putc(out, '\n');
+        }
+        i = j;
+    }
+    for (size_t i = 0; i < m->n; i++)
+        if (tftap_buf_failed(&m->v[i].key) || tftap_buf_failed(&m->v[i].value))
+            return TFTAP_ENOMEM;
+    return tftap_buf_failed(out) ? TFTAP_ENOMEM : 0;
+}
+
 static int hcl_value(const sj_node *v, struct hint h, int indent, unsigned depth, tftap_buf *out)
 {
     if (depth > ANALYSIS_JSON_MAX_DEPTH)
@@ -318,19 +394,21 @@ static int hcl_value(const sj_node *v, struct hint h, int indent, unsigned depth
             return 0;
         }
         const sj_node **m;
+        struct members lines = {NULL, 0, 0};
         int rc = sorted_members(v, &m);
         if (rc)
             return rc;
         tftap_buf_puts(out, "{\n");
         for (size_t i = 0; i < v->n && !rc; i++) {
-            put_indent(indent + 2, out);
-            put_key(m[i]->key, m[i]->key_len, out);
-            tftap_buf_puts(out, " = ");
-            rc = hcl_value(m[i], hint_member(&h, m[i]->key, m[i]->key_len), indent + 2, depth + 1,
-                           out);
-            tftap_buf_putc(out, '\n');
+            tftap_buf *val = members_add(&lines, m[i]->key, m[i]->key_len);
+            rc = val ? hcl_value(m[i], hint_member(&h, m[i]->key, m[i]->key_len), indent + 2,
+                                 depth + 1, val)
+                     : TFTAP_ENOMEM;
         }
         free(m);
+        if (!rc)
+            rc = members_write(&lines, indent + 2, out);
+        members_done(&lines);
         if (rc)
             return rc;
         put_indent(indent, out);
@@ -548,9 +626,11 @@ static int nested_sensitive(const sj_node *attr, unsigned depth)
     return 0;
 }
 
-static void note(struct render *r, int indent, const char *name, size_t nlen, const char *why)
+/* Notes go above `defaults`: a comment line inside the object would end
+ * the run of aligned members. */
+static void note(struct render *r, const char *name, size_t nlen, const char *why)
 {
-    put_indent(indent, r->notes);
+    put_indent(4, r->notes);
     tftap_buf_puts(r->notes, "# ");
     comment_text(r->prefix, r->notes);
     tftap_buf_append(r->notes, name, nlen);
@@ -614,6 +694,7 @@ static int render_block(struct render *r, const sj_node *schema, const sj_node *
     const sj_node **attrs = NULL, **blocks = NULL;
     size_t nattrs = 0, nblocks = 0;
     const sj_node **sub = NULL;
+    struct members lines = {NULL, 0, 0};
     tftap_buf text = TFTAP_BUF_INIT;
     int rc = depth > 64 ? TFTAP_EDECODE : 0;
     if (!rc)
@@ -633,32 +714,33 @@ static int render_block(struct render *r, const sj_node *schema, const sj_node *
             configured = cv && cv->kind != SJ_NULL;
         }
         if (configured) {
-            note(r, indent, name->str, name->len,
+            note(r, name->str, name->len,
                  "set in the configuration, which tofu test uses (a default for it is refused)");
             continue;
         }
         if (nested_sensitive(a, 0) || holds(v, sj_is_sensitive)) {
-            note(r, indent, name->str, name->len, "sensitive, never written");
+            note(r, name->str, name->len, "sensitive, never written");
             continue;
         }
         if (holds(v, sj_is_unknown)) {
-            note(r, indent, name->str, name->len, "unknown in the recorded plan");
+            note(r, name->str, name->len, "unknown in the recorded plan");
             continue;
         }
         tftap_buf_reset(&text);
         rc = hcl_value(v, hint_of_attr(a), indent, depth + 1, &text);
         if (rc == TFTAP_EINVAL || rc == TFTAP_ELIMIT) {
-            note(r, indent, name->str, name->len, "a value HCL cannot write (infinity)");
+            note(r, name->str, name->len, "a value HCL cannot write (infinity)");
             rc = 0;
             continue;
         }
         if (rc)
             break;
-        put_indent(indent, body);
-        put_key(name->str, name->len, body);
-        tftap_buf_puts(body, " = ");
-        tftap_buf_append(body, text.data, text.len);
-        tftap_buf_putc(body, '\n');
+        tftap_buf *val = members_add(&lines, name->str, name->len);
+        if (!val) {
+            rc = TFTAP_ENOMEM;
+            break;
+        }
+        tftap_buf_append(val, text.data, text.len);
     }
     for (size_t i = 0; i < nblocks && !rc; i++) {
         const sj_node *bt = blocks[i], *name = sj_get(bt, "type_name"), *nest = sj_get(bt, "nesting");
@@ -718,20 +800,26 @@ static int render_block(struct render *r, const sj_node *schema, const sj_node *
         rc = render_block(&rr, inner, first, sub, nsub, indent + 2, depth + 1, &inner_body);
         if (!rc && inner_body.len) {
             if (multi && v->n > 1)
-                note(r, indent, name->str, name->len,
+                note(r, name->str, name->len,
                      "the defaults of every block come from the first recorded one");
-            put_indent(indent, body);
-            put_key(name->str, name->len, body);
-            tftap_buf_puts(body, " = {\n");
-            tftap_buf_append(body, inner_body.data, inner_body.len);
-            put_indent(indent, body);
-            tftap_buf_puts(body, "}\n");
+            tftap_buf *val = members_add(&lines, name->str, name->len);
+            if (val) {
+                tftap_buf_puts(val, "{\n");
+                tftap_buf_append(val, inner_body.data, inner_body.len);
+                put_indent(indent, val);
+                tftap_buf_putc(val, '}');
+            } else {
+                rc = TFTAP_ENOMEM;
+            }
         }
         tftap_buf_done(&inner_body);
         tftap_buf_done(&prefix);
         free(sub);
         sub = NULL;
     }
+    if (!rc)
+        rc = members_write(&lines, indent, body);
+    members_done(&lines);
     if (!rc && (tftap_buf_failed(body) || tftap_buf_failed(r->notes) || tftap_buf_failed(&text)))
         rc = TFTAP_ENOMEM;
     tftap_buf_done(&text);
