@@ -266,11 +266,11 @@ void analysis_hcl_string(const char *s, size_t n, tftap_buf *out);
 /* One recorded value of a resource or data source instance. Strings are
  * copied by analysis_mocks_add. */
 typedef struct analysis_mock_value {
-    const char *provider;     /* provider address, or NULL when unknown */
-    int data;                 /* a data source (ReadDataSource) */
+    const char *provider; /* provider address, or NULL when unknown */
+    int data;             /* a data source (ReadDataSource) */
     const char *type_name;
-    const char *address;      /* matched instance address, or NULL */
-    const char *rpc;          /* the call the value came from */
+    const char *address; /* matched instance address, or NULL */
+    const char *rpc;     /* the call the value came from */
     int64_t call_id;
     const char *block_schema; /* the type's schema block (store_change_row) */
     const char *value;        /* applied new state, read state or planned state (JSON) */

@@ -15,7 +15,8 @@
 
 #include "analysis/analysis_int.h"
 
-/* ---- HCL literals ----------------------------------------------------------------------------- */
+/* ---- HCL literals -----------------------------------------------------------------------------
+ */
 
 /* How many bytes of valid UTF-8 start s (n > 0 bytes), or 0 when invalid. */
 static size_t utf8_len(const unsigned char *s, size_t n)
@@ -259,7 +260,7 @@ static int scalar(const sj_node *n)
 struct members {
     struct member {
         tftap_buf key, value;
-    } *v;
+    } * v;
     size_t n, cap;
 };
 
@@ -441,7 +442,8 @@ int analysis_hcl_value(const char *json, size_t len, const char *type_json, int 
     return rc;
 }
 
-/* ---- mock blocks ------------------------------------------------------------------------------ */
+/* ---- mock blocks ------------------------------------------------------------------------------
+ */
 
 struct mock_value {
     char *provider, *type_name, *address, *rpc, *block_schema, *value, *config;
@@ -743,7 +745,8 @@ static int render_block(struct render *r, const sj_node *schema, const sj_node *
         tftap_buf_append(val, text.data, text.len);
     }
     for (size_t i = 0; i < nblocks && !rc; i++) {
-        const sj_node *bt = blocks[i], *name = sj_get(bt, "type_name"), *nest = sj_get(bt, "nesting");
+        const sj_node *bt = blocks[i], *name = sj_get(bt, "type_name"),
+                      *nest = sj_get(bt, "nesting");
         const sj_node *inner = sj_get(bt, "block");
         if (!name || name->kind != SJ_STRING || !inner)
             continue;
@@ -846,8 +849,8 @@ static int render_type(const struct mock_value *v, size_t n, tftap_buf *out, siz
                 configs[nconfigs++] = sj_root(docs[2 * i]);
         }
         if (!rc && !chosen && !v[i].config_only && v[i].value && v[i].block_schema) {
-            rc = sj_parse(v[i].value, strlen(v[i].value), ANALYSIS_JSON_MAX_DEPTH,
-                          &docs[2 * i + 1]);
+            rc =
+                sj_parse(v[i].value, strlen(v[i].value), ANALYSIS_JSON_MAX_DEPTH, &docs[2 * i + 1]);
             if (!rc && sj_root(docs[2 * i + 1])->kind == SJ_OBJECT) {
                 chosen = &v[i];
                 value = sj_root(docs[2 * i + 1]);
@@ -868,8 +871,7 @@ static int render_type(const struct mock_value *v, size_t n, tftap_buf *out, siz
         tftap_buf_printf(out, "\n  %s ", chosen->data ? "mock_data" : "mock_resource");
         analysis_hcl_string(chosen->type_name, strlen(chosen->type_name), out);
         tftap_buf_puts(out, " {\n    # defaults from ");
-        comment_text(chosen->address ? chosen->address : "an instance with no known address",
-                     out);
+        comment_text(chosen->address ? chosen->address : "an instance with no known address", out);
         tftap_buf_printf(out, " (%s, call %lld)\n", chosen->rpc ? chosen->rpc : "?",
                          (long long)chosen->call_id);
         /* Other instances whose values differ get these defaults too. */

@@ -31,7 +31,7 @@ struct mock_ctx {
     struct idprov {
         int64_t id;
         char *provider;
-    } *v;
+    } * v;
     size_t n, cap;
 };
 
@@ -179,8 +179,8 @@ int cli_mock(int argc, char **argv)
         cli_error("reading %s: %s", path, store_errmsg(s));
         exit_code = 1;
     } else if (ntypes == 0) {
-        cli_error("run %lld recorded no resource or data source values%s%s to mock",
-                  (long long)run, filter ? " for " : "", filter ? filter : "");
+        cli_error("run %lld recorded no resource or data source values%s%s to mock", (long long)run,
+                  filter ? " for " : "", filter ? filter : "");
         exit_code = 1;
     } else if (output) {
         errno = 0;

@@ -61,9 +61,9 @@ static void test_strings(void)
     /* UTF-8 stays as it is; bytes that are not UTF-8 cannot be written. */
     CHECK_STR("caf\xc3\xa9 \xf0\x9f\x99\x82", "\"caf\xc3\xa9 \xf0\x9f\x99\x82\"");
     CHECK_STR("a\xff", "\"a\\ufffd\"");
-    CHECK_STR("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"");   /* a surrogate */
-    CHECK_STR("\xc0\xaf", "\"\\ufffd\\ufffd\"");             /* overlong */
-    CHECK_STR("\xe2\x82", "\"\\ufffd\\ufffd\"");             /* cut short */
+    CHECK_STR("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\""); /* a surrogate */
+    CHECK_STR("\xc0\xaf", "\"\\ufffd\\ufffd\"");            /* overlong */
+    CHECK_STR("\xe2\x82", "\"\\ufffd\\ufffd\"");            /* cut short */
     CHECK_HCL("\"${x}\\n\"", NULL, "\"$${x}\\n\"");
 }
 
@@ -165,8 +165,7 @@ static void test_refused(void)
 {
     free(hcl("{\"$unknown\":{}}", "\"string\"", TFTAP_EINVAL));
     free(hcl("[\"a\",{\"$unknown\":{\"prefix\":\"x\"}}]", "[\"list\",\"string\"]", TFTAP_EINVAL));
-    free(hcl("{\"k\":{\"$sensitive\":\"hmac-sha256:00\"}}", "[\"map\",\"string\"]",
-             TFTAP_EINVAL));
+    free(hcl("{\"k\":{\"$sensitive\":\"hmac-sha256:00\"}}", "[\"map\",\"string\"]", TFTAP_EINVAL));
     free(hcl("{\"a\":", NULL, TFTAP_EDECODE));
     free(hcl("\"x\"", "[\"list\"", TFTAP_EDECODE));
     /* Deeper than the JSON reader goes: an error, no crash. */
@@ -242,9 +241,16 @@ static void test_mock_blocks(void)
                         "\"rule_id\":null}],\"timeouts\":null}";
     /* Added out of order: the plan of b, the apply of web.b, the apply of
      * web.a twice (the later one wins), an instance without address. */
-    analysis_mock_value v = {"registry.opentofu.org/acme/cloud", 0, "cloud_thing", "cloud_thing.b",
-                             "PlanResourceChange", 10, thing_schema, thing_value("plan", "p"),
-                             cfg_b, 0};
+    analysis_mock_value v = {"registry.opentofu.org/acme/cloud",
+                             0,
+                             "cloud_thing",
+                             "cloud_thing.b",
+                             "PlanResourceChange",
+                             10,
+                             thing_schema,
+                             thing_value("plan", "p"),
+                             cfg_b,
+                             0};
     CHECK_INT_EQ(analysis_mocks_add(m, &v), 0);
     v.rpc = "ApplyResourceChange";
     v.call_id = 20;
@@ -264,13 +270,18 @@ static void test_mock_blocks(void)
     CHECK_INT_EQ(analysis_mocks_add(m, &v), 0);
     /* A data source of another provider, and a type the filter left out
      * whose configuration still counts. */
-    analysis_mock_value d = {"registry.opentofu.org/other/dns", 1, "dns_zone", "data.dns_zone.z",
-                             "ReadDataSource", 40,
+    analysis_mock_value d = {"registry.opentofu.org/other/dns",
+                             1,
+                             "dns_zone",
+                             "data.dns_zone.z",
+                             "ReadDataSource",
+                             40,
                              "{\"attributes\":[{\"name\":\"zone\",\"type\":\"string\","
                              "\"required\":true},{\"name\":\"serial\",\"type\":\"number\","
                              "\"computed\":true}]}",
                              "{\"zone\":\"z.\",\"serial\":2024010101000000000001}",
-                             "{\"zone\":\"z.\",\"serial\":null}", 0};
+                             "{\"zone\":\"z.\",\"serial\":null}",
+                             0};
     CHECK_INT_EQ(analysis_mocks_add(m, &d), 0);
     char *out = render(m, 2);
     if (getenv("MOCK_DUMP"))
@@ -325,9 +336,16 @@ static void test_mock_blocks(void)
      * still keep attributes out, and a block one configuration lacks is
      * left out. */
     CHECK_INT_EQ(analysis_mocks_new(&m), 0);
-    analysis_mock_value f = {"registry.opentofu.org/acme/cloud", 0, "cloud_thing", "cloud_thing.b",
-                             "ApplyResourceChange", 20, thing_schema, thing_value("id-b", "rb"),
-                             cfg_b, 0};
+    analysis_mock_value f = {"registry.opentofu.org/acme/cloud",
+                             0,
+                             "cloud_thing",
+                             "cloud_thing.b",
+                             "ApplyResourceChange",
+                             20,
+                             thing_schema,
+                             thing_value("id-b", "rb"),
+                             cfg_b,
+                             0};
     CHECK_INT_EQ(analysis_mocks_add(m, &f), 0);
     f.address = "cloud_thing.a";
     f.value = thing_value("id-a", "ra");
@@ -345,8 +363,8 @@ static void test_mock_blocks(void)
 
     /* Nothing to mock: a destroy's null state, an unnamed provider. */
     CHECK_INT_EQ(analysis_mocks_new(&m), 0);
-    analysis_mock_value z = {NULL, 0, "x_y", "x_y.a", "ApplyResourceChange", 1, thing_schema,
-                             "null", NULL, 0};
+    analysis_mock_value z = {NULL,         0,      "x_y", "x_y.a", "ApplyResourceChange", 1,
+                             thing_schema, "null", NULL,  0};
     CHECK_INT_EQ(analysis_mocks_add(m, &z), 0);
     out = render(m, 0);
     CHECK(!strstr(out, "mock_resource"));
