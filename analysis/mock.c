@@ -584,11 +584,21 @@ static void provider_label(const struct mock_value *v, tftap_buf *out)
     tftap_buf_append(out, t, us ? (size_t)(us - t) : strlen(t));
 }
 
-/* Text for a comment: one line, no control characters. */
+/* Text for a comment: one line, no control characters, UTF-8 (addresses
+ * and provider names come from a database someone else may have written). */
 static void comment_text(const char *s, tftap_buf *out)
 {
-    for (; s && *s; s++)
-        tftap_buf_putc(out, (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+    size_t n = s ? strlen(s) : 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_len((const unsigned char *)s + i, n - i);
+        if (len == 0 || (unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
+            tftap_buf_putc(out, '?');
+            i++;
+        } else {
+            tftap_buf_append(out, s + i, len);
+            i += len;
+        }
+    }
 }
 
 struct render {
