@@ -83,7 +83,7 @@ static const char *provider_of(const struct mock_ctx *x, int64_t id)
 static int each_change(void *ctx, const store_change_row *c)
 {
     struct mock_ctx *x = ctx;
-    if (c->failed || !c->rpc || !c->type_name)
+    if (!c->rpc || !c->type_name)
         return 0;
     int data = strcmp(c->rpc, "ReadDataSource") == 0;
     const char *value = strcmp(c->rpc, "PlanResourceChange") == 0 ? c->planned : c->new_state;
@@ -98,8 +98,9 @@ static int each_change(void *ctx, const store_change_row *c)
         .value = value,
         .config = c->config,
         /* Every configuration of a type counts (a default for an attribute
-         * one instance sets is refused for all), whatever the filter. */
-        .config_only = !filter_keeps(x->filter, c->type_name, c->address),
+         * one instance sets is refused for all), whatever the filter, also
+         * that of a failed call; a failed call's values never do. */
+        .config_only = c->failed || !filter_keeps(x->filter, c->type_name, c->address),
     };
     return analysis_mocks_add(x->m, &v);
 }
