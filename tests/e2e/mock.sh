@@ -6,9 +6,14 @@
 # values for both), optional computed defaults, a protocol-6 resource with
 # a sensitive attribute, and a data source whose result holds quotes,
 # backslashes, "${" and "%{", a tab, a newline, non-ASCII and a number no
-# float64 holds. The same test with one expected value changed must fail.
+# float64 holds; an SDKv2 resource too. The same test with one expected
+# value changed must fail.
 . "$(dirname "$0")/lib.sh"
 need_peers
+if ! [ -x "$PEERS/bin/terraform-provider-tftestsdk" ]; then
+    not_ok "peers: $PEERS/bin/terraform-provider-tftestsdk missing (run scripts/build-peers)"
+    finish
+fi
 CLI=tofu
 w=$WORK/w db=$WORK/tftap.db
 new_dir "$top_srcdir/tests/e2e/configs/mock" "$w"
@@ -28,15 +33,15 @@ mkdir -p "$w/tests"
 check_eq "tftap mock -o exits 0" "$?" 0
 m=$w/tests/real.tftest.hcl
 check "one mock_provider per provider, named by its type" \
-    test "$(grep -c '^mock_provider "tftest[56]" {$' "$m")" = 2
+    test "$(grep -c '^mock_provider "tftest\(5\|6\|sdk\)" {$' "$m")" = 3
 check "a mock_resource per resource type, a mock_data per data source" \
-    test "$(grep -cE '^  mock_(resource "tftest5_id"|resource "tftest5_pet"|resource "tftest6_thing"|data "tftest5_echo") \{$' "$m")" = 4
+    test "$(grep -cE '^  mock_(resource "tftest5_id"|resource "tftest5_pet"|resource "tftest6_thing"|resource "tftestsdk_misbehave"|data "tftest5_echo") \{$' "$m")" = 5
 check "the defaults name the address they came from (the first of two)" \
     grep -q '# defaults from tftest5_id.a (ApplyResourceChange, call [0-9]*)' "$m"
 check "the other instance's values are said to differ" \
     grep -q 'recorded with other values too: tftest5_id.b' "$m"
 check "configured attributes are not written (byte_length, prefix, string_attr)" \
-    sh -c "! grep -qE '^ *(byte_length|prefix|string_attr|input|rule) *=' '$m'"
+    sh -c "! grep -qE '^ *(byte_length|prefix|string_attr|input|rule|value) *=' '$m'"
 check "the secret never appears" sh -c "! grep -q s3cret '$m' && ! grep -q hmac '$m'"
 check "strings escaped for HCL templates" \
     grep -qF 's     = "q\"uote \\ back $${not} %%{nope} café\ttab\nnl"' "$m"
@@ -64,6 +69,10 @@ run "real_values" {
   assert {
     condition     = tftest6_thing.t.id == "$thing" && tftest6_thing.t.string_attr == "kept"
     error_message = "tftest6_thing.t.id is \${tftest6_thing.t.id}"
+  }
+  assert {
+    condition     = tftestsdk_misbehave.s.id == "sdk-1" && tftestsdk_misbehave.s.computed == "done"
+    error_message = "tftestsdk_misbehave.s is \${tftestsdk_misbehave.s.id}, \${tftestsdk_misbehave.s.computed}"
   }
   assert {
     condition     = data.tftest5_echo.e.result.s == "q\"uote \\\\ back \$\${not} %%{nope} caf\u00e9\ttab\nnl"

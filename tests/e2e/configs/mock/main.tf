@@ -2,7 +2,8 @@
 terraform {
   required_providers {
     tftest5 = { source = "tftap/tftest5" }
-    tftest6 = { source = "tftap/tftest6" }
+    tftest6   = { source = "tftap/tftest6" }
+    tftestsdk = { source = "tftap/tftestsdk" }
   }
 }
 # Two instances of one type with different computed values.
@@ -24,6 +25,10 @@ resource "tftest6_thing" "t" {
     name = "http"
     port = 80
   }
+}
+# terraform-plugin-sdk/v2 (legacy type system): id is optional and computed.
+resource "tftestsdk_misbehave" "s" {
+  rule = "none"
 }
 # The data source echoes its input as its computed result: strings HCL must
 # escape and a number no float64 holds.
