@@ -284,8 +284,6 @@ static void test_mock_blocks(void)
                              0};
     CHECK_INT_EQ(analysis_mocks_add(m, &d), 0);
     char *out = render(m, 2);
-    if (getenv("MOCK_DUMP"))
-        fputs(out, stdout);
     CHECK(contains(out, "# Mocks for tofu test from the values recorded in tftap run 7.\n"));
     CHECK(contains(out, "mock_provider \"cloud\" {\n  # registry.opentofu.org/acme/cloud\n"));
     CHECK(contains(out, "mock_provider \"dns\" {\n"));
