@@ -644,8 +644,9 @@ static void note(struct render *r, const char *name, size_t nlen, const char *wh
 {
     put_indent(4, r->notes);
     tftap_buf_puts(r->notes, "# ");
+    (void)nlen; /* a name with a NUL byte is cut there: it is only a comment */
     comment_text(r->prefix, r->notes);
-    tftap_buf_append(r->notes, name, nlen);
+    comment_text(name, r->notes);
     tftap_buf_puts(r->notes, ": ");
     tftap_buf_puts(r->notes, why);
     tftap_buf_putc(r->notes, '\n');
@@ -660,8 +661,9 @@ static int cmp_name(const void *a, const void *b)
         nx = sj_get(x, "type_name");
     if (!ny)
         ny = sj_get(y, "type_name");
-    return tftap_bytes_cmp(nx ? nx->str : NULL, nx ? nx->len : 0, ny ? ny->str : NULL,
-                           ny ? ny->len : 0);
+    int sx = nx && nx->kind == SJ_STRING, sy = ny && ny->kind == SJ_STRING;
+    return tftap_bytes_cmp(sx ? nx->str : NULL, sx ? nx->len : 0, sy ? ny->str : NULL,
+                           sy ? ny->len : 0);
 }
 
 /* The elements of an array schema list sorted by their names. */

@@ -374,6 +374,20 @@ static void test_mock_blocks(void)
     CHECK(contains(out, "mock_provider \"x\" {\n  # provider address not recorded\n"));
     CHECK(contains(out, "defaults = {\n      id = \"i\"\n    }\n"));
     free(out);
+    analysis_mocks_free(m);
+
+    /* Names from a schema someone else recorded stay inside their comment
+     * line (and quoted as keys). */
+    CHECK_INT_EQ(analysis_mocks_new(&m), 0);
+    z.block_schema = "{\"attributes\":[{\"name\":\"a\\nb\",\"type\":\"string\",\"computed\":true},"
+                     "{\"name\":\"c\\u0000d\",\"type\":\"string\",\"computed\":true},"
+                     "{\"name\":7,\"computed\":true}]}";
+    z.value = "{\"a\\nb\":{\"$unknown\":{}},\"c\\u0000d\":\"v\"}";
+    CHECK_INT_EQ(analysis_mocks_add(m, &z), 0);
+    out = render(m, 1);
+    CHECK(contains(out, "\n    # a?b: unknown in the recorded plan\n"));
+    CHECK(contains(out, "\n      \"c\\u0000d\" = \"v\"\n"));
+    free(out);
     /* A malformed value is an error, not a crash. */
     z.value = "{\"id\":";
     z.call_id = 9;
