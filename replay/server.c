@@ -255,23 +255,43 @@ static int load_recording(struct server *srv, tftap_buf *err)
         return rc;
     }
     dec_error_done(&de);
-    rc = recorded_answer(srv, "GetMetadata", &srv->metadata, &srv->has_metadata, err);
-    if (rc == 0)
-        rc = recorded_answer(srv, "GetResourceIdentitySchemas", &srv->identity, &srv->has_identity,
-                             err);
-    if (rc != 0)
-        return rc;
+    /* A recorded answer that cannot be sent back is said and replaced by
+     * the minimal one: the rest of the replay may still work. */
+    static const char *const asked[] = {"GetMetadata", "GetResourceIdentitySchemas"};
+    tftap_buf *bufs[] = {&srv->metadata, &srv->identity};
+    int *have[] = {&srv->has_metadata, &srv->has_identity};
+    for (size_t i = 0; i < 2; i++) {
+        tftap_buf why = TFTAP_BUF_INIT;
+        rc = recorded_answer(srv, asked[i], bufs[i], have[i], &why);
+        if (rc == TFTAP_ENOMEM || rc == TFTAP_ESTORE) {
+            tftap_buf_append(err, why.data, why.len);
+            tftap_buf_done(&why);
+            return rc;
+        }
+        if (rc != 0) {
+            slog(srv, "%s; answering %s with an empty message", tftap_buf_cstr(&why), asked[i]);
+            tftap_buf_reset(bufs[i]);
+            *have[i] = 0;
+        }
+        tftap_buf_done(&why);
+    }
     if (srv->has_identity) {
         /* Requests carrying identities decode with them, as recorded. */
         rc = dec_schema_add_identities(srv->schema, srv->protocol, srv->identity.data,
                                        srv->identity.len, &de);
+        if (rc == TFTAP_ENOMEM) {
+            dec_error_done(&de);
+            return rc;
+        }
         if (rc != 0) {
-            tftap_buf_puts(err, "the recorded identity schemas cannot be read: ");
-            dec_error_format(&de, err);
+            tftap_buf why = TFTAP_BUF_INIT;
+            dec_error_format(&de, &why);
+            slog(srv,
+                 "the recorded identity schemas cannot be read (%s): identities stay undecoded",
+                 tftap_buf_cstr(&why));
+            tftap_buf_done(&why);
         }
         dec_error_done(&de);
-        if (rc != 0)
-            return rc;
     }
     rc = replay_book_load(o->s, o->run_id, o->provider, &o->book, &srv->book);
     if (rc != 0) {

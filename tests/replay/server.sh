@@ -199,6 +199,37 @@ check "Shutdown: the stdio stream ends OK" grep -q '^grpc-status: 0$' "$WORK/std
 check "Shutdown: the broker stream ends OK" grep -q '^grpc-status: 0$' "$WORK/broker.out"
 check "Shutdown: the socket is removed" test ! -e "$sock"
 
+# ---- recorded GetMetadata / GetResourceIdentitySchemas ----------------------
+# tofu asked neither in the source run: a copy of it gets one recorded answer
+# of each, the second one that cannot be encoded back.
+meta=$WORK/meta.db
+sqlite3 "$db" ".backup '$meta'"
+add_call() { # RPC RESPONSE_JSON
+    sqlite3 "$meta" "INSERT INTO calls (run_id, process_id, call_seq, method, rpc, started_us,
+        ended_us, status_code, request_json, response_json)
+        SELECT run_id, id, 100000 + (SELECT count(*) FROM calls), '/tfplugin6.Provider/$1', '$1',
+            started_us, started_us, 0, '{}', '$2'
+        FROM processes WHERE run_id = $run AND provider = '$P6' ORDER BY id LIMIT 1"
+}
+add_call GetMetadata '{"server_capabilities":{"plan_destroy":true},"diagnostics":[],"resources":[{"type_name":"tftest6_recorded_meta"}]}'
+add_call GetResourceIdentitySchemas '{"identity_schemas":5}'
+env TF_PLUGIN_MAGIC_COOKIE=$COOKIE "$TFTAP" replay-provider --db "$meta" --run "$run" --provider $P6 \
+    >"$WORK/m.out" 2>"$WORK/m.err" &
+pid=$!
+check "recorded metadata: handshake printed" wait_for 100 has_line "$WORK/m.out"
+sock=$(cut -d'|' -f4 "$WORK/m.out")
+out=$(grpc /tfplugin6.Provider/GetMetadata "$WORK/empty")
+check "recorded GetMetadata: OK" has "$out" '^grpc-status: 0$'
+check "recorded GetMetadata: the recorded answer" grep -q tftest6_recorded_meta "$WORK/resp"
+out=$(grpc /tfplugin6.Provider/GetResourceIdentitySchemas "$WORK/empty")
+check "unencodable recorded answer: OK" has "$out" '^grpc-status: 0$'
+check_eq "unencodable recorded answer: an empty message" "$(od -An -tx1 "$WORK/resp" | tr -d ' \n')" 0000000000
+check "unencodable recorded answer: said in one line" grep -q \
+    "^tftap replay-provider: the recorded GetResourceIdentitySchemas answer cannot be encoded: .*; answering GetResourceIdentitySchemas with an empty message$" "$WORK/m.err"
+grpc /plugin.GRPCController/Shutdown "$WORK/empty" >/dev/null
+wait "$pid"
+check_eq "recorded metadata: Shutdown ends it with 0" "$?" 0
+
 # ---- refusals ------------------------------------------------------------
 "$TFTAP" replay-provider --db "$db" --provider $P6 >"$WORK/c.out" 2>"$WORK/c.err"
 check_eq "no cookie: exit 1 as a provider does" "$?" 1
