@@ -161,8 +161,8 @@ int dec_message_to_json(const char *method, int is_response, const void *p, size
  * "What replay sends back"). lim may be NULL. Returns 0, or TFTAP_EDECODE
  * (input does not fit t: err->path names where) / TFTAP_ELIMIT /
  * TFTAP_ENOMEM; on error out's length is restored. */
-int dec_json_value_to_msgpack(const dec_type *t, const char *json, size_t n,
-                              const dec_limits *lim, tftap_buf *out, dec_error *err);
+int dec_json_value_to_msgpack(const dec_type *t, const char *json, size_t n, const dec_limits *lim,
+                              tftap_buf *out, dec_error *err);
 
 /* A message as dec_message_to_json renders it, back to protobuf bytes
  * (appended to out). method: gRPC path "/tfplugin6.Provider/PlanResourceChange";

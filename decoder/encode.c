@@ -207,7 +207,7 @@ static void placeholder(tftap_buf *o, const dec_type *t, const sj_node *marker)
 {
     switch (t->kind) {
     case DEC_STRING:
-        if (marker && marker->kind == SJ_STRING)
+        if (marker && marker->kind == SJ_STRING && dec_utf8_valid(marker->str, marker->len))
             mp_str(o, marker->str, marker->len);
         else
             mp_str(o, "", 0);
@@ -221,7 +221,7 @@ static void placeholder(tftap_buf *o, const dec_type *t, const sj_node *marker)
     case DEC_DYNAMIC:
         mp_array(o, 2);
         mp_bin(o, "\"string\"", 8);
-        if (marker && marker->kind == SJ_STRING)
+        if (marker && marker->kind == SJ_STRING && dec_utf8_valid(marker->str, marker->len))
             mp_str(o, marker->str, marker->len);
         else
             mp_str(o, "", 0);
@@ -306,6 +306,8 @@ static int unknown_value(struct dec_walk *w, const dec_type *t, const sj_node *r
                 rc = refinement_fail(w, "string prefix for a non-string type");
             else if (v->kind != SJ_STRING)
                 rc = refinement_fail(w, "string prefix is not a string");
+            else if (!dec_utf8_valid(v->str, v->len))
+                rc = refinement_fail(w, "string prefix is not valid utf-8");
             else
                 mp_str(&body, v->str, v->len);
             break;
@@ -445,6 +447,8 @@ static int map_value(struct dec_walk *w, const dec_type *t, const sj_node *v)
         int rc = dec_walk_push(w, DEC_STEP_KEY, m->key, m->key_len, 0);
         if (rc)
             return rc;
+        if (!dec_utf8_valid(m->key, m->key_len))
+            return dec_walk_fail(w, TFTAP_EDECODE, "map key is not valid utf-8");
         mp_str(w->out, m->key, m->key_len);
         if ((rc = enc_value(w, t->elem, m, 0)))
             return rc;
@@ -499,6 +503,8 @@ static int enc_value(struct dec_walk *w, const dec_type *t, const sj_node *v, in
     case DEC_STRING:
         if (v->kind != SJ_STRING)
             return dec_walk_fail(w, TFTAP_EDECODE, "string is required");
+        if (!dec_utf8_valid(v->str, v->len))
+            return dec_walk_fail(w, TFTAP_EDECODE, "string is not valid utf-8");
         mp_str(w->out, v->str, v->len);
         return 0;
     case DEC_LIST:
@@ -645,8 +651,14 @@ static int mfail(struct menc *e, int code, const char *fmt, ...)
     return code;
 }
 
+/* Names and keys come from untrusted JSON: never copy invalid UTF-8 into
+ * an error path. */
 static void path_field(struct menc *e, const char *name)
 {
+    if (!dec_utf8_valid(name, strlen(name))) {
+        tftap_buf_puts(&e->path, "[\"<invalid utf-8>\"]");
+        return;
+    }
     tftap_buf_putc(&e->path, '.');
     tftap_buf_puts(&e->path, name);
 }
@@ -659,7 +671,10 @@ static void path_index(struct menc *e, size_t i)
 static void path_key(struct menc *e, const char *k, size_t n)
 {
     tftap_buf_putc(&e->path, '[');
-    tftap_buf_json_string(&e->path, k, n);
+    if (dec_utf8_valid(k, n))
+        tftap_buf_json_string(&e->path, k, n);
+    else
+        tftap_buf_puts(&e->path, "\"<invalid utf-8>\"");
     tftap_buf_putc(&e->path, ']');
 }
 
@@ -750,8 +765,11 @@ static int enc_dynamic(struct menc *e, const ProtobufCFieldDescriptor *f, const 
     if (!t) {
         if (v->kind == SJ_NULL)
             return 0;
+        const char *tn = e->c.type_name;
         return mfail(e, TFTAP_EDECODE, "no schema for this value (type %s)",
-                     e->c.type_name ? e->c.type_name : "not named");
+                     !tn                              ? "not named"
+                     : dec_utf8_valid(tn, strlen(tn)) ? tn
+                                                      : "<invalid utf-8>");
     }
     tftap_buf mp = TFTAP_BUF_INIT;
     dec_error verr = DEC_ERROR_INIT;
@@ -942,6 +960,8 @@ static int enc_field_value(struct menc *e, const ProtobufCMessageDescriptor *own
     case PROTOBUF_C_TYPE_STRING:
         if (v->kind != SJ_STRING)
             return mfail(e, TFTAP_EDECODE, "a string is required");
+        if (!dec_utf8_valid(v->str, v->len))
+            return mfail(e, TFTAP_EDECODE, "string is not valid utf-8"); /* proto3 requires it */
         if (force || v->len)
             pb_len(o, f->id, v->str, v->len);
         return 0;
@@ -1068,6 +1088,8 @@ static int enc_path_text(struct menc *e, const ProtobufCMessageDescriptor *d, co
         protobuf_c_message_descriptor_get_field_by_name(sd, "element_key_string");
     const ProtobufCFieldDescriptor *fi =
         protobuf_c_message_descriptor_get_field_by_name(sd, "element_key_int");
+    if (!dec_utf8_valid(s, strlen(s)))
+        return mfail(e, TFTAP_EDECODE, "path is not valid utf-8");
     tftap_buf step = TFTAP_BUF_INIT;
     int rc = 0;
     const char *p = s;

@@ -107,7 +107,8 @@ typedef struct replay_server_opts {
     char *const *envp; /* go-plugin's environment (NULL: environ) */
     int out_fd;        /* where the handshake line goes (the client reads stdout) */
     /* One line per problem worth a user's eye (a mismatch, a refused
-     * call), without a newline; NULL: said nowhere. */
+     * call), without a newline; NULL: said nowhere. Also called from gRPC
+     * core's threads (its own errors, e.g. a refused TLS handshake). */
     void (*log)(void *ctx, const char *line);
     void *log_ctx;
 } replay_server_opts;
@@ -116,7 +117,9 @@ typedef struct replay_server_opts {
  * GRPCController/Shutdown: certificate (mutual TLS when the client sent
  * PLUGIN_CLIENT_CERT), a unix socket, the handshake line for the recorded
  * protocol on out_fd, then every call answered from the book. The caller
- * checks the magic cookie first. Returns 0 after a clean shutdown, or an
+ * checks the magic cookie first. Process-wide while serving: gRPC core is
+ * initialised, its log goes to o->log, and SIGTERM/SIGHUP remove the socket
+ * before they end the process. Returns 0 after a clean shutdown, or an
  * error with err saying why the server could not start (TFTAP_ENOTFOUND: the
  * run has no schema for the provider; TFTAP_EPROTO: the client offers no
  * protocol the recording speaks; TFTAP_ETLS, TFTAP_EIO, TFTAP_ENOMEM,

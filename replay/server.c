@@ -23,7 +23,9 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
+#include <grpc/support/log.h>
 #include <grpc/support/time.h>
+#include <openssl/pem.h>
 
 #include "decoder/decoder.h"
 #include "plugin/plugin.h"
@@ -38,9 +40,15 @@ enum {
     ST_INTERNAL = 13,
 };
 
-/* How long held streams may take to end after Shutdown before they are
- * cancelled: go-plugin's client kills the process 2 s after asking. */
-#define SHUTDOWN_GRACE_MS 1000
+/* After Shutdown, go-plugin's client closes its connection, which ends the
+ * held streams; a client that does not gets them ended with OK after this
+ * long, and cancelled after twice this long (go-plugin kills the process
+ * 2 s after asking). */
+#define SHUTDOWN_GRACE_MS 600
+/* What we sent last may still sit in gRPC's transport when the calls are
+ * done: unless the client showed it read everything (it closed the
+ * connection), wait this long before shutting the server down. */
+#define FLUSH_MS 100
 
 /* What a method is to the server. */
 enum kind {
@@ -105,11 +113,15 @@ struct server {
     grpc_completion_queue *cq;
     grpc_server *gs;
     struct rcall *live; /* every rcall, the waiting one included */
-    int shutting_down;  /* Shutdown answered: no new calls */
-    int server_done;    /* shutdown_and_notify completed */
+    int stopping;       /* Shutdown answered: waiting for the client to go */
+    int64_t stop_started_ms;
+    int64_t flush_until_ms; /* see stop_step */
+    int shutting_down;      /* the gRPC server is shutting down: no new calls */
+    int server_done;        /* shutdown_and_notify completed */
+    int ended_held;         /* we ended the held streams ourselves */
     int cancelled_all;
+    int client_closed; /* a call was cancelled by the client after Shutdown */
     struct tag t_shutdown;
-    int64_t shutdown_started_ms;
 };
 
 static void slog(struct server *srv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -122,7 +134,24 @@ static void slog(struct server *srv, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vasprintf(&line, fmt, ap);
     va_end(ap);
-    srv->o->log(srv->o->log_ctx, n >= 0 ? line : "out of memory");
+    if (n < 0) {
+        srv->o->log(srv->o->log_ctx, "out of memory");
+        return;
+    }
+    /* One line each (a mismatch text has one line per differing path):
+     * a newline and the indentation after it become one space. */
+    char *d = line;
+    for (const char *p = line; *p != '\0'; p++) {
+        if (*p == '\n' || *p == '\r') {
+            while (p[1] == ' ' || p[1] == '\t' || p[1] == '\n' || p[1] == '\r')
+                p++;
+            *d++ = ' ';
+        } else {
+            *d++ = *p;
+        }
+    }
+    *d = '\0';
+    srv->o->log(srv->o->log_ctx, line);
     free(line);
 }
 
@@ -449,8 +478,11 @@ static void answer_provider(struct rcall *c)
     }
     if (!ans.found) {
         const char *detail = ans.mismatch != NULL ? ans.mismatch : "no recorded call of this kind";
-        slog(srv, "%s%s%s: no recorded call matches: %s", rpc, type_name ? " " : "",
-             type_name ? type_name : "", detail);
+        if (ans.mismatch != NULL)
+            slog(srv, "%s", ans.mismatch); /* it names the call */
+        else
+            slog(srv, "%s%s%s: no recorded call matches", rpc, type_name ? " " : "",
+                 type_name ? type_name : "");
         rc = diagnostic_answer(c, type_name, "tftap replay: no recorded call matches", detail);
         if (rc == TFTAP_ENOMEM)
             goto nomem;
@@ -660,15 +692,19 @@ static void begin_shutdown(struct server *srv)
     if (srv->shutting_down)
         return;
     srv->shutting_down = 1;
-    srv->shutdown_started_ms = tftap_mono_ms();
-    /* Held streams end with OK, as a provider's do when it exits. */
+    srv->t_shutdown = (struct tag){NULL, T_NEW};
+    grpc_server_shutdown_and_notify(srv->gs, srv->cq, &srv->t_shutdown);
+}
+
+/* Held streams end with OK, as a provider's do when it exits. */
+static void end_held(struct server *srv)
+{
+    srv->ended_held = 1;
     for (struct rcall *c = srv->live; c != NULL; c = c->next)
         if (c->started && c->kind == K_HELD && !c->status_sent && !c->closed) {
             set_status(c, ST_OK, NULL);
             send_next(c);
         }
-    srv->t_shutdown = (struct tag){NULL, T_NEW};
-    grpc_server_shutdown_and_notify(srv->gs, srv->cq, &srv->t_shutdown);
 }
 
 static void on_new(struct rcall *c, int ok)
@@ -749,8 +785,6 @@ static void on_recv(struct rcall *c, int ok)
     } else {
         answer(c);
     }
-    if (c->kind == K_SHUTDOWN)
-        begin_shutdown(c->srv);
     if (!c->status_sent)
         send_next(c);
 }
@@ -763,6 +797,10 @@ static void on_send(struct rcall *c, int ok)
     }
     if (ok && !c->status_sent && !c->closed)
         send_next(c);
+    else if (c->kind == K_SHUTDOWN && (c->status_sent || !ok) && !c->srv->stopping) {
+        c->srv->stopping = 1;
+        c->srv->stop_started_ms = tftap_mono_ms();
+    }
 }
 
 static void dispatch(struct server *srv, grpc_event ev)
@@ -786,10 +824,40 @@ static void dispatch(struct server *srv, grpc_event ev)
         break;
     case T_CLOSE:
         c->closed = 1;
+        if (c->cancelled && srv->stopping)
+            srv->client_closed = 1;
         break;
     }
     if (c->pending == 0 && (c->closed || !c->started))
         rcall_free(c);
+}
+
+/* After Shutdown: the gRPC server shuts down once the client has gone (its
+ * held streams ended), or the grace time has passed. When we ended the last
+ * calls ourselves, their last frames may still wait in the transport, and
+ * shutting down queues a GOAWAY ahead of them (some clients then drop the
+ * streams unfinished): the server gives them FLUSH_MS first. */
+static void stop_step(struct server *srv)
+{
+    int open = 0;
+    for (struct rcall *c = srv->live; c != NULL; c = c->next)
+        open += c->started;
+    int64_t now = tftap_mono_ms();
+    int64_t waited = now - srv->stop_started_ms;
+    if (open == 0 && srv->client_closed) {
+        begin_shutdown(srv);
+    } else if (open == 0) {
+        if (srv->flush_until_ms == 0)
+            srv->flush_until_ms = now + FLUSH_MS;
+        else if (now >= srv->flush_until_ms)
+            begin_shutdown(srv);
+    } else if (waited >= 2 * SHUTDOWN_GRACE_MS && !srv->cancelled_all) {
+        begin_shutdown(srv);
+        grpc_server_cancel_all_calls(srv->gs);
+        srv->cancelled_all = 1;
+    } else if (waited >= SHUTDOWN_GRACE_MS && !srv->ended_held) {
+        end_held(srv);
+    }
 }
 
 /* ---- start-up: certificate, socket, handshake ---------------------------------- */
@@ -844,6 +912,37 @@ static int socket_path(char *const *envp, tftap_buf *path, tftap_buf *err)
     }
     tftap_buf_printf(err, "cannot pick a free socket name in %s", dir);
     return TFTAP_EIO;
+}
+
+/* gRPC core's own errors (a client's failed TLS handshake, say) go where
+ * ours go, as one line each; it calls this from its own threads, and the
+ * log callback writes each line at once. */
+static const replay_server_opts *grpc_log_to;
+
+static void grpc_log(gpr_log_func_args *a)
+{
+    const replay_server_opts *o = grpc_log_to;
+    if (o == NULL || o->log == NULL || a->severity < GPR_LOG_SEVERITY_ERROR)
+        return;
+    char *line = NULL;
+    if (asprintf(&line, "grpc: %s", a->message) < 0)
+        return;
+    for (char *p = line; *p != '\0'; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    o->log(o->log_ctx, line);
+    free(line);
+}
+
+/* 1 when pem holds a certificate OpenSSL reads. */
+static int is_certificate(const char *pem)
+{
+    BIO *b = BIO_new_mem_buf(pem, -1);
+    X509 *x = b != NULL ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+    int ok = x != NULL;
+    X509_free(x);
+    BIO_free(b);
+    return ok;
 }
 
 /* 1 when go-plugin's PLUGIN_PROTOCOL_VERSIONS (absent: anything) offers v. */
@@ -909,6 +1008,11 @@ static int serve(struct server *srv, tftap_buf *err)
     const char *client_cert = plugin_env_get(o->envp, "PLUGIN_CLIENT_CERT");
     if (client_cert != NULL && client_cert[0] == '\0')
         client_cert = NULL;
+    if (client_cert != NULL && !is_certificate(client_cert)) {
+        tftap_buf_puts(err, "PLUGIN_CLIENT_CERT holds no PEM certificate");
+        rc = TFTAP_ETLS;
+        goto out;
+    }
     if (client_cert != NULL && plugin_cert_make(&cert) != 0) {
         tftap_buf_puts(err, "cannot make a TLS certificate");
         rc = TFTAP_ETLS;
@@ -926,6 +1030,9 @@ static int serve(struct server *srv, tftap_buf *err)
     signal(SIGTERM, on_term);
     signal(SIGHUP, on_term);
 
+    grpc_log_to = o;
+    gpr_set_log_function(grpc_log);
+    gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
     grpc_init();
     grpc_arg args[2];
     memset(args, 0, sizeof args);
@@ -976,19 +1083,16 @@ static int serve(struct server *srv, tftap_buf *err)
 
     while (!(srv->server_done && srv->live == NULL)) {
         gpr_timespec deadline = gpr_inf_future(GPR_CLOCK_REALTIME);
-        if (srv->shutting_down && !srv->cancelled_all)
+        if (srv->stopping && !srv->shutting_down)
             deadline = gpr_time_add(gpr_now(GPR_CLOCK_REALTIME),
-                                    gpr_time_from_millis(SHUTDOWN_GRACE_MS / 4, GPR_TIMESPAN));
+                                    gpr_time_from_millis(FLUSH_MS / 4, GPR_TIMESPAN));
         grpc_event ev = grpc_completion_queue_next(srv->cq, deadline, NULL);
         if (ev.type == GRPC_OP_COMPLETE)
             dispatch(srv, ev);
         else if (ev.type == GRPC_QUEUE_SHUTDOWN)
             break;
-        if (srv->shutting_down && !srv->cancelled_all &&
-            tftap_mono_ms() - srv->shutdown_started_ms >= SHUTDOWN_GRACE_MS) {
-            grpc_server_cancel_all_calls(srv->gs);
-            srv->cancelled_all = 1;
-        }
+        if (srv->stopping)
+            stop_step(srv);
     }
 
 stop:
@@ -1013,6 +1117,7 @@ stop:
     while (srv->live != NULL)
         rcall_free(srv->live);
     grpc_shutdown();
+    grpc_log_to = NULL;
 out:
     if (sock.len > 0) {
         signal(SIGTERM, SIG_DFL);

@@ -178,6 +178,10 @@ replay x.db|tftap: no command given (tftap replay SOURCE -- tofu ARGS...) (see '
 replay x.db --out d -- tofu plan|tftap: --out DIR writes files for later commands: give no command (see 'tftap replay --help')
 replay x.db --out d --cli bash|tftap: --cli must be tofu or terraform, not 'bash' (see 'tftap replay --help')
 replay x.db:3 --run 4 --out d|tftap: two runs given: x.db:3 and --run 4 (see 'tftap replay --help')
+replay-provider --bogus|tftap: unknown option '--bogus' (see 'tftap replay-provider --help')
+replay-provider|tftap: --provider ADDR is required (see 'tftap replay-provider --help')
+replay-provider --provider|tftap: option '--provider' needs a value (see 'tftap replay-provider --help')
+replay-provider --provider p x|tftap: unexpected argument 'x' (see 'tftap replay-provider --help')
 --bogus runs|tftap: unknown option '--bogus' (see 'tftap --help')
 --db|tftap: option '--db' needs a value (see 'tftap --help')
 nosuch|tftap: unknown command 'nosuch' (see 'tftap --help')
@@ -207,7 +211,7 @@ for form in "-o" "--output" "--output="; do
 done
 
 # --help: on stdout, exit 0, for every command and the program.
-for c in runs calls show export run wrap replay decode shim mock; do
+for c in runs calls show export run wrap replay replay-provider decode shim mock; do
     "$TFTAP" "$c" --help >"$work/h.out" 2>&1
     rc=$?
     if [ "$rc" -eq 0 ] && head -1 "$work/h.out" | grep -q "^usage: tftap $c"; then ok; else
@@ -217,6 +221,27 @@ done
 for h in --help help; do
     if "$TFTAP" $h | grep -q '^usage: tftap \[--db PATH\] COMMAND'; then ok; else fail "tftap $h"; fi
 done
+
+# replay-provider is hidden: what tofu starts, never listed.
+if "$TFTAP" --help | grep -q 'replay-provider'; then fail "tftap --help lists replay-provider"; else ok; fi
+# replay-provider's value options in both forms, global --db too (it runs
+# only under go-plugin's cookie; the provider is not in the run).
+cookie=TF_PLUGIN_MAGIC_COOKIE=d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2
+for form in "--db $db --run 5 --provider x/y" "--db=$db --run=5 --provider=x/y" \
+    "--provider x/y --run 5 --ignore .id --ignore=.x --db $db"; do
+    # shellcheck disable=SC2086
+    env "$cookie" "$TFTAP" replay-provider $form >"$work/rp.out" 2>"$work/rp.err"
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ "$(cat "$work/rp.err")" = "tftap replay-provider: run 5 recorded no schema for provider x/y" ]; then
+        ok
+    else
+        fail "replay-provider $form: exit $rc, $(cat "$work/rp.err")"
+    fi
+done
+env "$cookie" "$TFTAP" --db "$db" replay-provider --run 5 --provider x/y >/dev/null 2>"$work/rp.err"
+if grep -q "recorded no schema for provider x/y" "$work/rp.err"; then ok; else
+    fail "global --db before replay-provider: $(cat "$work/rp.err")"
+fi
 
 echo "options.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

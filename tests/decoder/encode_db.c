@@ -141,13 +141,13 @@ static size_t stored_json(sqlite3 *db, size_t *failed)
             total++;
             tftap_buf pb = TFTAP_BUF_INIT;
             dec_error err = DEC_ERROR_INIT;
-            int rc = dec_message_from_json(method, dir, type_name, json, strlen(json), s, NULL,
-                                           &pb, &err);
+            int rc = dec_message_from_json(method, dir, type_name, json, strlen(json), s, NULL, &pb,
+                                           &err);
             /* A run that kept sensitive values stored them as they were. */
             int redacted = strstr(json, "{\"$sensitive\":") != NULL;
             char *j2 = rc ? NULL
-                          : render_opts(method, dir, pb.data ? pb.data : "", pb.len, s,
-                                        type_name, redacted);
+                          : render_opts(method, dir, pb.data ? pb.data : "", pb.len, s, type_name,
+                                        redacted);
             int reduced = 0;
             char *r1 = reduce(json, &reduced), *r2 = j2 ? reduce(j2, &reduced) : NULL;
             if (rc) {
@@ -216,10 +216,10 @@ int main(int argc, char **argv)
         }
         total++;
         tftap_buf pb = TFTAP_BUF_INIT;
-        int rc = dec_message_from_json(method, is_response, type_name, j1, strlen(j1), s, NULL,
-                                       &pb, &err);
-        char *j2 = rc ? NULL : render(method, is_response, pb.data ? pb.data : "", pb.len, s,
-                                      type_name);
+        int rc = dec_message_from_json(method, is_response, type_name, j1, strlen(j1), s, NULL, &pb,
+                                       &err);
+        char *j2 =
+            rc ? NULL : render(method, is_response, pb.data ? pb.data : "", pb.len, s, type_name);
         int reduced = 0, reduced2 = 0;
         char *r1 = reduce(j1, &reduced), *r2 = j2 ? reduce(j2, &reduced2) : NULL;
         int same_bytes = !rc && pb.len == n && (n == 0 || memcmp(pb.data, raw, n) == 0);

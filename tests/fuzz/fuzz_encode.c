@@ -12,7 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decoder/decoder.h"
+#include "decoder/decoder_int.h"
+
+static int dec_utf8_valid_text(const char *s)
+{
+    return dec_utf8_valid(s, strlen(s));
+}
 
 static const char *const types[] = {
     "\"string\"",
@@ -54,6 +59,9 @@ static dec_schema *schema;
 static void check_failure(int rc, const dec_error *err, const tftap_buf *out)
 {
     if (rc && (!err->reason || !err->path || out->len != 1))
+        abort();
+    /* Errors are shown to users: never invalid UTF-8 from the input. */
+    if (rc && (!dec_utf8_valid_text(err->path) || !dec_utf8_valid_text(err->reason)))
         abort();
     if (!rc && err->code)
         abort();
