@@ -28,6 +28,8 @@ struct entry {
     int has_status, status_code;
     char *status_message;
     int answered;
+    int has_digest;
+    char digest[65]; /* of the request's canonical text (canon) */
 };
 
 /* A response with its secrets filled in, kept until the book is freed. */
@@ -63,6 +65,87 @@ static char *dup_or_null(const char *s, int *err)
     return d;
 }
 
+static int is_private(const sj_node *member)
+{
+    for (const char *const *p = private_members; *p; p++)
+        if (member->key_len == strlen(*p) && memcmp(member->key, *p, member->key_len) == 0)
+            return 1;
+    return 0;
+}
+
+static int member_cmp(const void *x, const void *y)
+{
+    const sj_node *a = *(const sj_node *const *)x, *b = *(const sj_node *const *)y;
+    return tftap_bytes_cmp(a->key, a->key_len, b->key, b->key_len);
+}
+
+/* A text that is one text for requests the comparison (without --ignore
+ * patterns) finds equal: members in key order, every secret marker one
+ * token, provider-private fields left out. Its digest lets a call pass
+ * over the recorded requests that cannot match it without comparing
+ * them: with thousands of calls of one type, comparing each with every
+ * earlier one took seconds. */
+static int canon(tftap_buf *out, const sj_node *n, unsigned depth)
+{
+    if (depth > TFTAP_JSON_MAX_DEPTH)
+        return TFTAP_ELIMIT;
+    if (sj_is_sensitive(n)) {
+        tftap_buf_puts(out, "{\"$sensitive\":0}");
+        return 0;
+    }
+    if (n->kind == SJ_ARRAY) {
+        tftap_buf_putc(out, '[');
+        for (const sj_node *c = n->child; c; c = c->next) {
+            if (c != n->child)
+                tftap_buf_putc(out, ',');
+            int rc = canon(out, c, depth + 1);
+            if (rc)
+                return rc;
+        }
+        tftap_buf_putc(out, ']');
+        return 0;
+    }
+    if (n->kind != SJ_OBJECT) {
+        sj_write(n, out);
+        return 0;
+    }
+    const sj_node **m = malloc((n->n + 1) * sizeof *m);
+    if (!m)
+        return TFTAP_ENOMEM;
+    size_t k = 0;
+    for (const sj_node *c = n->child; c && k < n->n; c = c->next)
+        if (!is_private(c))
+            m[k++] = c;
+    if (k > 1)
+        qsort(m, k, sizeof *m, member_cmp);
+    tftap_buf_putc(out, '{');
+    int rc = 0;
+    for (size_t i = 0; i < k && !rc; i++) {
+        if (i)
+            tftap_buf_putc(out, ',');
+        tftap_buf_json_string(out, m[i]->key, m[i]->key_len);
+        tftap_buf_putc(out, ':');
+        rc = canon(out, m[i], depth + 1);
+    }
+    tftap_buf_putc(out, '}');
+    free(m);
+    return rc;
+}
+
+/* 1 with hex set, 0 when there is none (an error other than ENOMEM),
+ * or TFTAP_ENOMEM. */
+static int digest_of(const sj_node *n, char hex[65])
+{
+    tftap_buf t = TFTAP_BUF_INIT;
+    int rc = canon(&t, n, 0);
+    if (!rc && tftap_buf_failed(&t))
+        rc = TFTAP_ENOMEM;
+    if (!rc)
+        tftap_sha256_hex(t.data ? t.data : "", t.len, hex);
+    tftap_buf_done(&t);
+    return rc == TFTAP_ENOMEM ? rc : rc == 0;
+}
+
 static int load_row(void *ctx, const store_call_row *row)
 {
     replay_book *b = ctx;
@@ -95,6 +178,12 @@ static int load_row(void *ctx, const store_call_row *row)
     e->has_status = row->has_status;
     e->status_code = row->status_code;
     b->n++; /* counted even on failure, so that free releases it */
+    if (!err && !b->nignore) {
+        rc = digest_of(sj_root(e->request), e->digest);
+        if (rc < 0)
+            return rc;
+        e->has_digest = rc;
+    }
     return err;
 }
 
@@ -366,23 +455,34 @@ int replay_book_answer(replay_book *b, const char *rpc, const char *type_name,
     if (rc)
         return rc;
     const sj_node *now = sj_root(doc);
+    char digest[65];
+    int hashed = 0;
+    if (!b->nignore && (hashed = digest_of(now, digest)) < 0) {
+        sj_free(doc);
+        return hashed;
+    }
     pthread_mutex_lock(&b->lock);
     const struct entry *hit = NULL, *last = NULL;
-    for (size_t i = 0; i < b->n && !hit; i++) {
-        struct entry *e = &b->v[i];
-        if (!same_key(e, rpc, type_name))
-            continue;
-        rc = matches(b, e, now);
-        if (rc < 0)
-            break;
-        if (rc == 1 && !e->answered) {
-            e->answered = 1;
-            hit = e;
-        } else if (rc == 1) {
-            last = e;
+    /* First only the requests with the same canonical text; all of them
+     * when none of those matches (the mismatch needs them anyway). */
+    for (int pass = hashed ? 0 : 1; pass < 2 && !rc && !hit && !last; pass++)
+        for (size_t i = 0; i < b->n && !hit; i++) {
+            struct entry *e = &b->v[i];
+            if (!same_key(e, rpc, type_name))
+                continue;
+            if (pass == 0 && (!e->has_digest || memcmp(e->digest, digest, 64) != 0))
+                continue;
+            rc = matches(b, e, now);
+            if (rc < 0)
+                break;
+            if (rc == 1 && !e->answered) {
+                e->answered = 1;
+                hit = e;
+            } else if (rc == 1) {
+                last = e;
+            }
+            rc = 0;
         }
-        rc = 0;
-    }
     if (!rc && !hit)
         hit = last;
     if (!rc && hit) {
