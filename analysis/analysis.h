@@ -245,4 +245,61 @@ size_t analysis_schema_diff_count(const analysis_schema_diff *d, int breaking_on
 int analysis_schema_diff_render(const analysis_schema_diff *d, enum analysis_diff_format fmt,
                                 int flags, int breaking_only, tftap_buf *out);
 
+/* ---- mocks for `tofu test` (docs/replay.md) -------------------------------- */
+
+/* Append a decoded value (decoded-value JSON, len bytes) as an HCL literal
+ * expression that OpenTofu reads back as the same value: strings quoted
+ * with \\, \", \n, \r, \t, \uNNNN escapes and "${" / "%{" written "$${" /
+ * "%%{"; numbers digit for digit; objects and maps with their keys in byte
+ * order (keys that are no identifier quoted); lists, sets and tuples in
+ * their order; null as null. type_json (the value's cty type JSON, or NULL:
+ * none) lets a dynamic value ({"type": T, "value": V}) read as its value.
+ * indent: the spaces the enclosing line starts with. Returns 0,
+ * TFTAP_EDECODE (json is malformed), TFTAP_EINVAL (the value holds an
+ * unknown, a redacted sensitive value or an infinite number, none of which
+ * HCL can write), TFTAP_ENOMEM; on error out may hold a part. */
+int analysis_hcl_value(const char *json, size_t len, const char *type_json, int indent,
+                       tftap_buf *out);
+/* Append s (n bytes) as a quoted HCL string, escaped as above. */
+void analysis_hcl_string(const char *s, size_t n, tftap_buf *out);
+
+/* One recorded value of a resource or data source instance. Strings are
+ * copied by analysis_mocks_add. */
+typedef struct analysis_mock_value {
+    const char *provider; /* provider address, or NULL when unknown */
+    int data;             /* a data source (ReadDataSource) */
+    const char *type_name;
+    const char *address; /* matched instance address, or NULL */
+    const char *rpc;     /* the call the value came from */
+    int64_t call_id;
+    const char *block_schema; /* the type's schema block (store_change_row) */
+    const char *value;        /* applied new state, read state or planned state (JSON) */
+    const char *config;       /* the call's configuration (JSON), or NULL */
+    /* 0: the defaults may come from this value (the ADDRESS|TYPE filter
+     * keeps it); 1: only its configuration counts (see below). */
+    int config_only;
+} analysis_mock_value;
+
+typedef struct analysis_mocks analysis_mocks;
+int analysis_mocks_new(analysis_mocks **out); /* 0 or TFTAP_ENOMEM */
+void analysis_mocks_free(analysis_mocks *m);
+/* Add one recorded value. A value that is not an object (a destroy's null
+ * state) counts only for its configuration. 0 or TFTAP_ENOMEM. */
+int analysis_mocks_add(analysis_mocks *m, const analysis_mock_value *v);
+
+/* Append one `mock_provider "NAME"` block per provider (NAME: the last part
+ * of its address) with a `mock_resource "TYPE"` or `mock_data "TYPE"` block
+ * per type whose `defaults` are the recorded values `tofu test` accepts
+ * there: computed attributes that no recorded configuration of the type
+ * sets (OpenTofu refuses defaults for the others), nested blocks as an
+ * object applied to each of their blocks, only where every configuration
+ * has that block; never a sensitive value, an unknown or write-only one
+ * (comments say what was left out and why). The value of each type comes
+ * from an applied state before a read state before a planned one, then
+ * from the address first in byte order (no address last), then the latest
+ * call; a comment names it. run (0: none) is named in the header comment.
+ * *ntypes (may be NULL) counts the mock blocks written. Returns 0,
+ * TFTAP_EDECODE (a value or schema is malformed JSON), TFTAP_ENOMEM. */
+int analysis_mocks_render(analysis_mocks *m, int64_t run, tftap_buf *out, size_t *ntypes);
+
 #endif

@@ -29,6 +29,8 @@ void cli_check_summary(const char *db, int64_t run_id);
 /* Comparing (cli/diff.c, cli/schema.c): exit 0 same, 1 differs, 2 error. */
 int cli_diff(int argc, char **argv);
 int cli_schema(int argc, char **argv);
+/* Mocks for tofu test from recorded values (cli/mock.c). */
+int cli_mock(int argc, char **argv);
 /* The web UI (cli/serve.c). */
 int cli_serve(int argc, char **argv);
 

@@ -28,6 +28,7 @@ static const struct command commands[] = {
     {"check", cli_check, "check a run's provider answers against the plugin contract"},
     {"diff", cli_diff, "what providers did differently between two runs (exit 1: differs)"},
     {"schema", cli_schema, "print a provider's schema, or diff two (schema diff A B)"},
+    {"mock", cli_mock, "write mock_provider blocks for tofu test from a run's real values"},
     {"serve", cli_serve, "browse the recorded runs in a web browser"},
 };
 

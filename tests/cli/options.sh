@@ -53,6 +53,9 @@ runs global --db|--db $db runs|runs --db $db
 runs global --db=|--db=$db runs --json|runs --json --db $db
 runs --limit|runs --db $db --limit 2|runs --db=$db --limit=2
 calls --db|calls 5 --db $db|calls --db=$db 5
+mock --db|mock 5 --db $db|mock --db=$db 5
+mock global --db|--db $db mock 5 test_thing|mock 5 test_thing --db $db
+mock ADDRESS|mock 5 test_thing.web --db $db|mock --db $db 5 test_thing.web[0]
 calls global --db|--db $db calls 5|calls 5 --db=$db
 calls --method|calls 5 --db $db --method PlanResourceChange|calls --method=PlanResourceChange 5 --db $db
 calls --method any case|calls 5 --db $db --method PlanResourceChange|calls 5 --db $db --method planresourcechange
@@ -136,6 +139,11 @@ runs --json=yes|tftap: option '--json' takes no value (see 'tftap runs --help')
 runs --limit 0|tftap: --limit must be a positive number, not '0' (see 'tftap runs --help')
 calls|tftap: calls needs RUN (a run id or 'last') (see 'tftap calls --help')
 show 5 a b|tftap: unexpected argument 'b' (see 'tftap show --help')
+mock 5 a b|tftap: unexpected argument 'b' (see 'tftap mock --help')
+mock|tftap: mock needs RUN (see 'tftap mock --help')
+mock 5 --x=1|tftap: unknown option '--x' (see 'tftap mock --help')
+mock 5 -o|tftap: option '-o' needs a value (see 'tftap mock --help')
+mock 5 --output|tftap: option '--output' needs a value (see 'tftap mock --help')
 export 5 --format csv|tftap: unknown export format 'csv' (only jsonl) (see 'tftap export --help')
 run|tftap: no command given (tftap run -- tofu ARGS...) (see 'tftap run --help')
 wrap|tftap: --out DIR is required (see 'tftap wrap --help')
@@ -153,8 +161,24 @@ if [ "$rc" -eq 2 ] && [ "$(cat "$work/u.err")" = "tftap: no command given (see '
     fail "'tftap' alone: exit $rc, $(cat "$work/u.err")"
 fi
 
+# mock -o FILE, --output FILE and --output=FILE write what stdout gets.
+"$TFTAP" mock 5 --db "$db" >"$work/m.out"
+n=0
+for form in "-o" "--output" "--output="; do
+    n=$((n + 1))
+    f=$work/m$n.hcl
+    case $form in
+    *=) set -- "$form$f" ;;
+    *) set -- "$form" "$f" ;;
+    esac
+    if "$TFTAP" mock 5 --db "$db" "$@" >"$work/m.stdout" && [ ! -s "$work/m.stdout" ] &&
+        [ -s "$work/m.out" ] && cmp -s "$work/m.out" "$f"; then ok; else
+        fail "mock $form FILE"
+    fi
+done
+
 # --help: on stdout, exit 0, for every command and the program.
-for c in runs calls show export run wrap decode shim; do
+for c in runs calls show export run wrap decode shim mock; do
     "$TFTAP" "$c" --help >"$work/h.out" 2>&1
     rc=$?
     if [ "$rc" -eq 0 ] && head -1 "$work/h.out" | grep -q "^usage: tftap $c"; then ok; else
