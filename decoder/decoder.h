@@ -177,19 +177,4 @@ int dec_message_from_json(const char *method, int is_response, const char *type_
                           const char *json, size_t n, const dec_schema *schema,
                           const dec_limits *lim, tftap_buf *out, dec_error *err);
 
-/* What a redacted value was, when the caller knows: marker/len is the text
- * of a {"$sensitive": ...} marker ("hmac-sha256:<hex>"); return 1 with
- * json and json_len set to the value's decoded JSON (owned by the callee, valid
- * until the encoding call returns), or 0 to send the stand-in. A replay
- * server learns these by wrapping its dec_redact_fn while it decodes the live
- * request, so secrets the CLI itself sent go back as they were. */
-typedef int (*dec_unredact_fn)(void *ctx, const char *marker, size_t len, const char **json,
-                               size_t *json_len);
-/* dec_message_from_json, with redacted values resolved by unredact (NULL:
- * as dec_message_from_json). */
-int dec_message_from_json_unredact(const char *method, int is_response, const char *type_name,
-                                   const char *json, size_t n, const dec_schema *schema,
-                                   const dec_limits *lim, dec_unredact_fn unredact,
-                                   void *unredact_ctx, tftap_buf *out, dec_error *err);
-
 #endif

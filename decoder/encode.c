@@ -236,14 +236,6 @@ static int number_value(struct dec_walk *w, const sj_node *v)
 
 static int enc_value(struct dec_walk *w, const dec_type *t, const sj_node *v, int sensitive);
 
-/* Every walk in this file is one of these, so enc_value can reach the
- * caller's resolver of redacted values through its dec_walk. */
-struct enc_walk {
-    struct dec_walk w; /* first: a struct dec_walk * is a struct enc_walk * */
-    dec_unredact_fn unredact;
-    void *unredact_ctx;
-};
-
 /* What stands in for a redacted value: docs/replay.md. */
 static void placeholder(tftap_buf *o, const dec_type *t, const sj_node *marker)
 {
@@ -517,27 +509,6 @@ static int array_value(struct dec_walk *w, const dec_type *t, const sj_node *v)
     return 0;
 }
 
-/* A redacted value the caller knows: its JSON, encoded in its place. */
-static int resolved_value(struct dec_walk *w, const dec_type *t, const char *json, size_t len)
-{
-    sj_doc *doc = NULL;
-    int rc = sj_parse(json, len, w->max_depth - w->depth + 64, &doc);
-    if (rc == TFTAP_ENOMEM)
-        rc = dec_walk_fail(w, rc, "out of memory");
-    else if (rc)
-        rc = dec_walk_fail(w, rc, "the value given for a redacted one is not JSON");
-    else {
-        /* Markers inside it are the value's own text: not resolved again. */
-        struct enc_walk *ew = (struct enc_walk *)w;
-        dec_unredact_fn saved = ew->unredact;
-        ew->unredact = NULL;
-        rc = enc_value(w, t, sj_root(doc), 0);
-        ew->unredact = saved;
-    }
-    sj_free(doc);
-    return rc;
-}
-
 /* sensitive: the schema marks this value sensitive or write-only, so a
  * {"$sensitive": ...} here is the redaction marker even for a map type
  * (where it could otherwise be a map with that one key). */
@@ -546,12 +517,6 @@ static int enc_value(struct dec_walk *w, const dec_type *t, const sj_node *v, in
     if (sj_is_unknown(v))
         return unknown_value(w, t, v->child);
     if (sj_is_sensitive(v) && (sensitive || t->kind != DEC_MAP)) {
-        const struct enc_walk *ew = (const struct enc_walk *)w;
-        const char *json;
-        size_t len;
-        if (ew->unredact && v->child->kind == SJ_STRING &&
-            ew->unredact(ew->unredact_ctx, v->child->str, v->child->len, &json, &len) == 1)
-            return resolved_value(w, t, json, len);
         placeholder(w->out, t, v->child);
         return 0;
     }
@@ -609,25 +574,24 @@ static unsigned json_depth(const dec_limits *lim)
 }
 
 /* Encode one parsed value; err's path is relative to the value. */
-static int encode_node(const dec_type *t, const sj_node *v, const dec_limits *lim,
-                       dec_unredact_fn unredact, void *unredact_ctx, tftap_buf *out, dec_error *err)
+static int encode_node(const dec_type *t, const sj_node *v, const dec_limits *lim, tftap_buf *out,
+                       dec_error *err)
 {
     dec_opts opts = {.limits = {depth_of(lim), 0}};
-    struct enc_walk ew = {.unredact = unredact, .unredact_ctx = unredact_ctx};
-    struct dec_walk *w = &ew.w;
-    int rc = dec_walk_init(w, &opts, out, err);
+    struct dec_walk w;
+    int rc = dec_walk_init(&w, &opts, out, err);
     if (rc)
         return rc;
     size_t start = out->len;
-    rc = enc_value(w, t, v, 0);
+    rc = enc_value(&w, t, v, 0);
     if (!rc && tftap_buf_failed(out))
-        rc = dec_walk_fail(w, TFTAP_ENOMEM, "out of memory");
+        rc = dec_walk_fail(&w, TFTAP_ENOMEM, "out of memory");
     if (rc && !tftap_buf_failed(out)) {
         out->len = start;
         if (out->data)
             out->data[start] = '\0';
     }
-    dec_walk_done(w);
+    dec_walk_done(&w);
     return rc;
 }
 
@@ -656,7 +620,7 @@ int dec_json_value_to_msgpack(const dec_type *t, const char *json, size_t n, con
     sj_doc *doc = NULL;
     int rc = parse_json(json, n, lim, &doc, err);
     if (!rc)
-        rc = encode_node(t, sj_root(doc), lim, NULL, NULL, out, err);
+        rc = encode_node(t, sj_root(doc), lim, out, err);
     sj_free(doc);
     return rc;
 }
@@ -698,8 +662,6 @@ static void pb_le(tftap_buf *o, uint64_t v, int n)
 
 struct menc {
     struct dec_value_ctx c;
-    dec_unredact_fn unredact;
-    void *unredact_ctx;
     const dec_limits *lim;
     unsigned max_depth;
     unsigned depth;
@@ -845,7 +807,7 @@ static int enc_dynamic(struct menc *e, const ProtobufCFieldDescriptor *f, const 
     }
     tftap_buf mp = TFTAP_BUF_INIT;
     dec_error verr = DEC_ERROR_INIT;
-    int rc = encode_node(t, v, e->lim, e->unredact, e->unredact_ctx, &mp, &verr);
+    int rc = encode_node(t, v, e->lim, &mp, &verr);
     if (rc) {
         if (e->err && !e->err->code) {
             /* The value's own path continues the message's. */
@@ -1296,15 +1258,6 @@ int dec_message_from_json(const char *method, int is_response, const char *type_
                           const char *json, size_t n, const dec_schema *schema,
                           const dec_limits *lim, tftap_buf *out, dec_error *err)
 {
-    return dec_message_from_json_unredact(method, is_response, type_name, json, n, schema, lim,
-                                          NULL, NULL, out, err);
-}
-
-int dec_message_from_json_unredact(const char *method, int is_response, const char *type_name,
-                                   const char *json, size_t n, const dec_schema *schema,
-                                   const dec_limits *lim, dec_unredact_fn unredact,
-                                   void *unredact_ctx, tftap_buf *out, dec_error *err)
-{
     struct dec_method m;
     if (!dec_method_find(method, &m)) {
         dec_error_set(err, TFTAP_ENOTFOUND, "", "unknown method %s",
@@ -1318,8 +1271,6 @@ int dec_message_from_json_unredact(const char *method, int is_response, const ch
     const sj_node *root = sj_root(doc);
     struct menc e = {
         .c = {.schema = schema, .rule = dec_method_rule(&m), .type_name = type_name},
-        .unredact = unredact,
-        .unredact_ctx = unredact_ctx,
         .lim = lim,
         .max_depth = depth_of(lim),
         .err = err,

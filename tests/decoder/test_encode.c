@@ -660,57 +660,6 @@ static void test_message_errors(void)
     CHECK_STR_EQ(msg(plan, 1, "test_thing", "[]"), "error -3 .: an object is required");
 }
 
-/* A replay server's resolver: the secrets the live request carried. */
-static int unredact(void *ctx, const char *marker, size_t len, const char **json, size_t *json_len)
-{
-    (void)ctx;
-    if (len == 14 && memcmp(marker, "hmac-sha256:aa", 14) == 0) {
-        *json = "\"s3cret\"";
-        *json_len = 8;
-        return 1;
-    }
-    if (len == 14 && memcmp(marker, "hmac-sha256:bb", 14) == 0) {
-        *json = "7"; /* not a string: the type decides */
-        *json_len = 1;
-        return 1;
-    }
-    return 0;
-}
-
-static const char *msg_unredact(const char *json)
-{
-    static tftap_buf res;
-    tftap_buf pb = TFTAP_BUF_INIT;
-    dec_error err = DEC_ERROR_INIT;
-    tftap_buf_reset(&res);
-    const char *method = "/tfplugin6.Provider/PlanResourceChange";
-    int rc = dec_message_from_json_unredact(method, 1, "test_thing", json, strlen(json), schema,
-                                            NULL, unredact, NULL, &pb, &err);
-    if (rc) {
-        tftap_buf_printf(&res, "error %s: %s", err.path, err.reason);
-    } else {
-        char *j = render(method, 1, pb.data, pb.len, "test_thing", 0);
-        tftap_buf_puts(&res, j ? j : "(does not decode)");
-        free(j);
-    }
-    dec_error_done(&err);
-    tftap_buf_done(&pb);
-    return tftap_buf_cstr(&res);
-}
-
-static void test_unredact(void)
-{
-    const char *known = "{\"planned_state\":{\"id\":\"x\",\"password\":{\"$sensitive\":"
-                        "\"hmac-sha256:aa\"},\"rule\":[],\"tags\":null}}";
-    CHECK(strstr(msg_unredact(known), "\"password\":\"s3cret\"") != NULL);
-    const char *unknown = "{\"planned_state\":{\"id\":\"x\",\"password\":{\"$sensitive\":"
-                          "\"hmac-sha256:cc\"},\"rule\":[],\"tags\":null}}";
-    CHECK(strstr(msg_unredact(unknown), "\"password\":\"hmac-sha256:cc\"") != NULL);
-    const char *misfit = "{\"planned_state\":{\"id\":\"x\",\"password\":{\"$sensitive\":"
-                         "\"hmac-sha256:bb\"},\"rule\":[],\"tags\":null}}";
-    CHECK_STR_EQ(msg_unredact(misfit), "error .planned_state.password: string is required");
-}
-
 int main(void)
 {
     dec_error err = DEC_ERROR_INIT;
@@ -723,7 +672,6 @@ int main(void)
     test_golden_messages();
     test_messages();
     test_message_errors();
-    test_unredact();
     dec_schema_free(schema);
     return check_report("test_encode");
 }
