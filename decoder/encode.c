@@ -145,6 +145,48 @@ static void mp_ext(tftap_buf *o, int8_t code, const char *body, size_t n)
 
 /* ---- numbers ------------------------------------------------------------- */
 
+/* 1 (and *v) if s/n is exactly what dec_number_float prints for a float64,
+ * 0 if not, TFTAP_ENOMEM. */
+static int float_text(const char *s, size_t n, double *v)
+{
+    if (n >= 64)
+        return 0; /* longer than any shortest float64 form */
+    char copy[64];
+    memcpy(copy, s, n);
+    copy[n] = '\0';
+    /* Significant digits of the mantissa, trailing zeros included. */
+    size_t digits = 0, first = 0;
+    for (size_t i = 0; i < n && s[i] != 'e' && s[i] != 'E'; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            continue;
+        if (s[i] != '0')
+            first = 1;
+        digits += first;
+    }
+    if (digits == 0 || digits > 17)
+        return 0;
+    *v = strtod(copy, NULL);
+    if (!isfinite(*v))
+        return 0;
+    if (digits <= 15) {
+        /* The common case, without dec_number_float's search: two decimals
+         * of at most 15 digits never read as one float64, so a text that
+         * reads back from %.<digits>g is the shortest form. dec_number_float
+         * prints smaller integral values as plain digits. */
+        if (*v == trunc(*v) && fabs(*v) < 9007199254740992.0)
+            return 0;
+        char buf[64];
+        int len = snprintf(buf, sizeof buf, "%.*g", (int)digits, *v);
+        return len > 0 && (size_t)len == n && memcmp(buf, s, n) == 0;
+    }
+    tftap_buf shortest = TFTAP_BUF_INIT;
+    int same = dec_number_float(*v, &shortest) == 0 && shortest.len == n &&
+               memcmp(shortest.data, s, n) == 0;
+    int failed = tftap_buf_failed(&shortest);
+    tftap_buf_done(&shortest);
+    return failed ? TFTAP_ENOMEM : same;
+}
+
 /* A number as go-cty writes it: an int64 as the smallest int, a float64 as
  * float64, anything else as its decimal text. The decoded text says which:
  * integers are plain digits, a float64 is shown in the shortest form that
@@ -166,21 +208,13 @@ static int put_number(struct dec_walk *w, const char *s, size_t n)
             return 0;
         }
     }
-    if (n < 64) {
-        char copy[64];
-        memcpy(copy, s, n);
-        copy[n] = '\0';
-        double v = strtod(copy, NULL);
-        tftap_buf shortest = TFTAP_BUF_INIT;
-        int same = isfinite(v) && dec_number_float(v, &shortest) == 0 && shortest.len == n &&
-                   memcmp(shortest.data, s, n) == 0;
-        if (tftap_buf_failed(&shortest))
-            w->out->failed = 1;
-        tftap_buf_done(&shortest);
-        if (same) {
-            mp_float64(w->out, v);
-            return 0;
-        }
+    double v;
+    int rc = float_text(s, n, &v);
+    if (rc < 0)
+        return dec_walk_fail(w, rc, "out of memory");
+    if (rc) {
+        mp_float64(w->out, v);
+        return 0;
     }
     mp_str(w->out, s, n);
     return 0;
