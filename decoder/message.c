@@ -575,6 +575,8 @@ static void put_double(tftap_buf *out, double v)
         tftap_buf_printf(out, "%.17g", v);
 }
 
+static int render_raw_state_redacted(struct render *r, const uint8_t *p, size_t n);
+
 /* One value of field f stored at p (an element, for repeated fields). */
 static int render_value(struct render *r, const ProtobufCMessage *owner,
                         const ProtobufCFieldDescriptor *f, const void *p, size_t index)
@@ -657,6 +659,9 @@ static int render_value(struct render *r, const ProtobufCMessage *owner,
              * value it is, or as text when it does not parse. */
             if (n == 0)
                 tftap_buf_puts(out, "null");
+            else if (r->opts->redact && dec_pb_is_raw_state(owner->descriptor) &&
+                     render_raw_state_redacted(r, b.data, n) == 0)
+                ; /* stored state holds the secrets in clear: redacted */
             else if (put_json_copy(out, b.data, n, r->max_depth))
                 put_string(out, (const char *)b.data, n);
         } else {
@@ -985,6 +990,27 @@ static void redact_value(struct redact_walk *w, const dec_type *t, const sj_node
         }
     }
     tftap_buf_putc(out, n->kind == SJ_OBJECT ? '}' : ']');
+}
+
+/* Stored state (RawState.json) rendered with its sensitive values redacted
+ * by the resource type's schema, whole when the type is not known: -1
+ * (nothing written) when it is not JSON, to be shown as text. */
+static int render_raw_state_redacted(struct render *r, const uint8_t *p, size_t n)
+{
+    sj_doc *doc = NULL;
+    if (!dec_utf8_valid((const char *)p, n) || sj_parse((const char *)p, n, r->max_depth, &doc))
+        return -1;
+    struct redact_walk w = {.r = *r};
+    const sj_node *root = sj_root(doc);
+    const dec_type *t = dec_schema_lookup(r->c.schema, DEC_SCHEMA_RESOURCE, r->c.type_name);
+    if (root->kind == SJ_NULL)
+        redact_generic(&w, root);
+    else if (t)
+        redact_value(&w, t, root);
+    else
+        redact_node(&w, root);
+    sj_free(doc);
+    return 0;
 }
 
 static int is_digest_form(const sj_node *n)

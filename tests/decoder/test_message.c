@@ -839,6 +839,28 @@ static void test_redact_json(void)
                               schema, NULL, &rc),
                  tftap_buf_cstr(&w2));
     tftap_buf_done(&w2);
+    /* The recorder redacts stored state as it renders it, the same way. */
+    Tfplugin6__RawState raw = TFPLUGIN6__RAW_STATE__INIT;
+    const char *state = "{\"id\":\"x\",\"password\":\"hunter2\",\"tags\":null}";
+    raw.json = (ProtobufCBinaryData){strlen(state), (uint8_t *)state};
+    Tfplugin6__UpgradeResourceState__Request ur = TFPLUGIN6__UPGRADE_RESOURCE_STATE__REQUEST__INIT;
+    ur.type_name = "test_thing";
+    ur.version = 1;
+    ur.raw_state = &raw;
+    uint8_t *urp = pack(&ur.base, &len);
+    tftap_buf w3 = TFTAP_BUF_INIT;
+    tftap_buf_printf(
+        &w3,
+        "{\"type_name\":\"test_thing\",\"version\":1,\"raw_state\":{\"json\":"
+        "{\"id\":\"x\",\"password\":{\"$sensitive\":\"hmac-sha256:%s\"},\"tags\":null},"
+        "\"flatmap\":{}}}",
+        pw);
+    CHECK_STR_EQ(render(up, 0, urp, len, NULL, &opts, &rc), tftap_buf_cstr(&w3));
+    /* Not redacting: as it was sent. */
+    CHECK_STR_EQ(render(up, 0, urp, len, NULL, NULL, &rc),
+                 "{\"type_name\":\"test_thing\",\"version\":1,\"raw_state\":{\"json\":"
+                 "{\"id\":\"x\",\"password\":\"hunter2\",\"tags\":null},\"flatmap\":{}}}");
+    tftap_buf_done(&w3);
     /* Not JSON: an error, nothing written. */
     CHECK_STR_EQ(redact_again(m, 0, "{\"config\":", schema, NULL, &rc), "error -3: invalid JSON");
     free(clear);

@@ -27,19 +27,26 @@ record() { # DIR DB [tftap run options] -- ARGS...
 }
 record "$w" "$db" -- tofu init -input=false -no-color >/dev/null
 A=$(record "$w" "$db" -- tofu apply -auto-approve -input=false -no-color)
+cp "$w/terraform.tfstate" "$WORK/applied.tfstate"
 P=$(record "$w" "$db" -- tofu plan -input=false -no-color -var suffix=2)
+cp "$WORK/run.out" "$WORK/plan.out"
 record "$ws" "$dbs" -- tofu init -input=false -no-color >/dev/null
 S=$(record "$ws" "$dbs" --record-sensitive -- tofu apply -auto-approve -input=false -no-color)
+SP=$(record "$ws" "$dbs" --record-sensitive -- tofu plan -input=false -no-color -var suffix=2)
 
-# The secrets are there to be redacted: in the --record-sensitive run, and
-# in the stored state the plan's UpgradeResourceState calls carry even in
-# a redacted run.
+# The secrets are there to be redacted: in the --record-sensitive runs,
+# stored state (UpgradeResourceState's raw_state) included; a redacted run
+# has the stored state redacted too.
 for s in $SECRETS; do
     check "--record-sensitive run holds $s in clear" test "$(grep -a -c -F "$s" "$dbs")" -gt 0
 done
-check_eq "refresh sends stored state with the secret (raw_state)" \
-    "$(sqlite3 "$db" "SELECT count(*) > 0 FROM calls WHERE run_id = $P AND rpc = 'UpgradeResourceState'
-       AND request_json LIKE '%Q7ZBUNDLESECRET%'")" 1
+check_eq "--record-sensitive refresh: stored state with the secret in clear" \
+    "$(sqlite3 "$dbs" "SELECT count(*) > 0 FROM calls WHERE run_id = $SP AND rpc = 'UpgradeResourceState'
+       AND request_json LIKE '%raw_state%Q7ZBUNDLESECRET%'")" 1
+check_eq "redacted refresh: stored state redacted in the record" \
+    "$(sqlite3 "$db" "SELECT sum(request_json LIKE '%Q7ZBUNDLE%') || ' ' || sum(request_json ->> '\$.raw_state.json.secret.\$sensitive' LIKE 'hmac-sha256:%')
+       FROM calls WHERE run_id = $P AND rpc = 'UpgradeResourceState' AND type_name = 'tftest6_thing'")" "0 2"
+check_eq "the database holds no secret at all" "$(grep -a -c -F Q7ZBUNDLE "$db")" 0
 
 bundle() { # NAME DB RUN FILE
     (cd "$other" && "$TFTAP" bundle --db "$2" "$3" -o "$4" >"$WORK/$1.summary" 2>"$WORK/$1.err")
@@ -50,6 +57,7 @@ bundle apply "$db" "$A" "$out/a1.tftap"
 bundle apply-again "$db" "$A" "$out/a2.tftap"
 bundle plan "$db" "$P" "$out/p.tftap"
 bundle sensitive "$dbs" "$S" "$out/s.tftap"
+bundle sensitive-plan "$dbs" "$SP" "$out/sp.tftap"
 
 check "summary names run, command, providers, calls, changes, size" \
     grep -q "^Bundle $out/a1.tftap: run $A" "$WORK/apply.summary"
@@ -77,7 +85,7 @@ check_eq "no schema: no file written" "$(ls "$out" | grep -c refused)" 0
 check "refusing to replace a file" sh -c "! '$TFTAP' bundle --db '$db' $A -o '$out/a1.tftap' 2>/dev/null"
 
 # Nothing secret or host-specific in any bundle's bytes.
-for f in a1 a2 p s; do
+for f in a1 a2 p s sp; do
     for s in $SECRETS "$WORK" "$PEERS" "terraform-provider-tftest"; do
         check_eq "$f.tftap holds no '$s'" "$(grep -a -c -F "$s" "$out/$f.tftap")" 0
     done
@@ -122,6 +130,8 @@ for c in show calls check "show --json" "calls --json" "check --json"; do
     same_read "plan: $c" "$db" "$P" "$out/p.tftap" $c
     # shellcheck disable=SC2086
     same_read "--record-sensitive: $c" "$dbs" "$S" "$out/s.tftap" $c
+    # shellcheck disable=SC2086
+    same_read "--record-sensitive plan: $c" "$dbs" "$SP" "$out/sp.tftap" $c
 done
 check_eq "schema BUNDLE = schema RUN" \
     "$(cd "$other" && "$TFTAP" schema "$out/a1.tftap" tftap/tftest6 --json | jq -S . | md5sum)" \
@@ -146,7 +156,7 @@ check_eq "runs --db BUNDLE" "$(cd "$other" && "$TFTAP" runs --db "$out/a1.tftap"
 check_eq "export: no cwd, no binary path" \
     "$(cd "$other" && "$TFTAP" export "$out/a1.tftap" | jq -r 'select(.kind == "run" or .kind == "process") | [.cwd, .binary_path] | map(tostring) | join(",")' | sort -u)" \
     "null,null"
-check_eq "the bundle file is unchanged by reading it" "$(ls "$out" | tr '\n' ' ')" "a1.tftap a2.tftap p.tftap s.tftap "
+check_eq "the bundle file is unchanged by reading it" "$(ls "$out" | tr '\n' ' ')" "a1.tftap a2.tftap p.tftap s.tftap sp.tftap "
 
 # diff: the original against its bundle behaves the same; two bundles
 # compare as their originals do.
@@ -179,6 +189,28 @@ check_eq "--record-sensitive bundle: one hash for the two equal secrets" \
     "$(echo "$hs" | grep -c '^hmac-sha256:[0-9a-f]\{64\}$')" 1
 check "bundle hash differs from the database's" test "$h1" != "$h0"
 check "each bundle has its own key" test "$h1" != "$h2"
+
+# A bundle replays elsewhere: the plan in a fresh directory with the
+# applied state, a CLI config that installs no provider: the same plan.
+mkdir -p "$WORK/nothing" "$WORK/replay"
+printf 'provider_installation {\n  filesystem_mirror {\n    path = "%s"\n  }\n}\n' \
+    "$WORK/nothing" >"$WORK/none.tfrc"
+cp "$w/main.tf" "$WORK/replay/"
+cp "$WORK/applied.tfstate" "$WORK/replay/terraform.tfstate"
+(cd "$WORK/replay" && TF_CLI_CONFIG_FILE=$WORK/none.tfrc "$TFTAP" replay "$out/p.tftap" \
+    --db "$WORK/replay.db" -- tofu plan -input=false -no-color -var suffix=2 \
+    >"$WORK/plan.replay" 2>"$WORK/plan.replay.err")
+check_eq "replay BUNDLE: exit code" "$?" 0
+# (Refreshes run in parallel: lines in any order.)
+if grep -v '^ - tftap/tftest[56] in /' "$WORK/plan.replay" | sort >"$WORK/b" &&
+    grep -v '^ - tftap/tftest[56] in /' "$WORK/plan.out" | sort >"$WORK/a" && cmp -s "$WORK/a" "$WORK/b" &&
+    grep -q 'tftest6_thing.a will be updated in-place' "$WORK/b"; then
+    ok "replay BUNDLE: the same plan text"
+else
+    not_ok "replay BUNDLE: plan text (< original, > replay)"
+    diff "$WORK/a" "$WORK/b" | head -20
+    head -20 "$WORK/plan.replay.err"
+fi
 
 # Corrupted bundles: one error line (exit 1, or 2 for the judging
 # commands), or a normal answer, never a crash. Deterministic offsets.
