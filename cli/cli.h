@@ -41,6 +41,20 @@ int cli_bundle(int argc, char **argv);
 int cli_replay_provider(int argc, char **argv);
 
 /* Print "tftap: <message>" on stderr. */
+/* OTLP spans (cli/shim.c). 1 when url is an http:// or https:// URL. */
+int cli_otlp_url_ok(const char *url);
+/* tftap run: put --otlp URL (when not NULL) in the environment as
+ * TFTAP_OTLP for the shims, and, when spans are exported and the CLI gave
+ * no TRACEPARENT, one TFTAP_OTLP_TRACE_ID for all of this run's spans. */
+void cli_otlp_run_env(const char *url);
+/* The span export a shim does: from meta_url (tftap wrap --otlp), else
+ * TFTAP_OTLP, else the OTEL_EXPORTER_OTLP_* variables; parented under
+ * TRACEPARENT. 1 and *oc filled (its strings borrowed from the
+ * environment, but the endpoint, which *owned holds: free()), or 0 when no
+ * spans are wanted. */
+struct otlp_config;
+int cli_otlp_config(const char *meta_url, struct otlp_config *oc, char **owned);
+
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A usage error as one line with where to look: "tftap: <message> (see

@@ -493,7 +493,12 @@ static int reattach_start(const struct wrap_set *set, const struct wrap_opts *o,
             cfg.stop_fd = stop[0];
             cfg.warn = reattach_warn;
             cfg.recorder_hold_fd = wrap_recorder_lock(run_dir, p->addr);
+            otlp_config oc;
+            char *otlp_url = NULL;
+            if (cli_otlp_config(NULL, &oc, &otlp_url) == 1)
+                cfg.otlp = &oc;
             int code = proxy_run(&cfg, &e);
+            free(otlp_url);
             if (e.len)
                 cli_error("%s: %s", p->addr, tftap_buf_cstr(&e));
             fflush(stderr);
@@ -630,7 +635,7 @@ static void run_usage(FILE *f)
 {
     fprintf(f,
             "usage: tftap run [--db PATH] [--reattach] [--record-sensitive] [--keep-raw]\n"
-            "                 [--no-match] -- tofu|terraform ARGS...\n\n"
+            "                 [--no-match] [--otlp URL] -- tofu|terraform ARGS...\n\n"
             "Run one OpenTofu/Terraform command with every provider it uses wrapped by\n"
             "tftap, recording all their calls as one run. The command keeps your terminal;\n"
             "tftap exits with its exit code. Providers are found through the lock file\n"
@@ -641,6 +646,9 @@ static void run_usage(FILE *f)
             "  --db PATH            database (default: $TFTAP_DB, else ./%s)\n"
             "  --record-sensitive   store sensitive values instead of redacting them\n"
             "  --keep-raw           store raw message bytes too\n"
+            "  --otlp URL           export each call as a span to this OTLP/HTTP traces\n"
+            "                       endpoint (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,\n"
+            "                       else $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else none)\n"
             "  --no-match           do not run 'show -json' after plan/apply to tie calls\n"
             "                       to resource addresses\n"
             "  --reattach           start each provider once, behind tftap, and let the CLI\n"
@@ -652,13 +660,14 @@ static void run_usage(FILE *f)
 int cli_run(int argc, char **argv)
 {
     struct run_opts ro = {0};
-    enum { OPT_DB = 256, OPT_SENSITIVE, OPT_RAW, OPT_NO_MATCH, OPT_REATTACH };
+    enum { OPT_DB = 256, OPT_SENSITIVE, OPT_RAW, OPT_NO_MATCH, OPT_REATTACH, OPT_OTLP };
     static const struct option longopts[] = {
         {"db", required_argument, NULL, OPT_DB},
         {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
         {"keep-raw", no_argument, NULL, OPT_RAW},
         {"no-match", no_argument, NULL, OPT_NO_MATCH},
         {"reattach", no_argument, NULL, OPT_REATTACH},
+        {"otlp", required_argument, NULL, OPT_OTLP},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -684,6 +693,13 @@ int cli_run(int argc, char **argv)
             break;
         case OPT_DB:
             ro.db = optarg;
+            break;
+        case OPT_OTLP:
+            if (!cli_otlp_url_ok(optarg)) {
+                cli_usage_error("run", "--otlp needs an http:// or https:// URL, not '%s'", optarg);
+                return 2;
+            }
+            ro.otlp = optarg;
             break;
         default:
             return 2;
@@ -718,6 +734,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     memset(&set, 0, sizeof set);
     o.record_sensitive = ro->record_sensitive;
     o.keep_raw = ro->keep_raw;
+    cli_otlp_run_env(ro->otlp);
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     const char *cli = strstr(base, "terraform") ? "terraform" : "tofu";
     if (!strstr(base, "tofu") && !strstr(base, "terraform")) {

@@ -1074,9 +1074,14 @@ int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_op
         tftap_buf_json_string(&b, p->binary, strlen(p->binary));
         tftap_buf_puts(&b, ", \"db\": ");
         tftap_buf_json_string(&b, opts->db, strlen(opts->db));
-        tftap_buf_printf(&b, ", \"record_sensitive\": %s, \"keep_raw\": %s}\n",
+        tftap_buf_printf(&b, ", \"record_sensitive\": %s, \"keep_raw\": %s",
                          opts->record_sensitive ? "true" : "false",
                          opts->keep_raw ? "true" : "false");
+        if (opts->otlp != NULL) {
+            tftap_buf_puts(&b, ", \"otlp\": ");
+            tftap_buf_json_string(&b, opts->otlp, strlen(opts->otlp));
+        }
+        tftap_buf_puts(&b, "}\n");
         free(path);
         if ((path = joinpath(sd, "tftap-shim.json")) == NULL)
             goto nomem;
@@ -1152,7 +1157,7 @@ static void wrap_usage(FILE *f)
     fprintf(
         f,
         "usage: tftap wrap [--db PATH] [--record-sensitive] [--keep-raw] [--cli tofu|terraform]\n"
-        "                  --out DIR\n\n"
+        "                  [--otlp URL] --out DIR\n\n"
         "Write into DIR a shim for every provider the configuration in the current\n"
         "directory uses (run 'tofu init' first) and a CLI config, DIR/tftap.tfrc, that\n"
         "keeps your own CLI config and sends the CLI to the shims. Then\n\n"
@@ -1164,6 +1169,9 @@ static void wrap_usage(FILE *f)
         "  --db PATH            database (default: $TFTAP_DB, else ./%s)\n"
         "  --record-sensitive   store sensitive values instead of redacting them\n"
         "  --keep-raw           store raw message bytes too\n"
+        "  --otlp URL           export each call as a span to this OTLP/HTTP traces\n"
+        "                       endpoint (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,\n"
+        "                       else $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else none)\n"
         "  --cli NAME           whose CLI config and registry host to assume (tofu)\n",
         STORE_DEFAULT_PATH);
 }
@@ -1178,13 +1186,14 @@ int cli_wrap(int argc, char **argv)
     int code = 1;
 
     memset(&set, 0, sizeof set);
-    enum { OPT_DB = 256, OPT_OUT, OPT_CLI, OPT_SENSITIVE, OPT_RAW };
+    enum { OPT_DB = 256, OPT_OUT, OPT_CLI, OPT_SENSITIVE, OPT_RAW, OPT_OTLP };
     static const struct option longopts[] = {
         {"db", required_argument, NULL, OPT_DB},
         {"out", required_argument, NULL, OPT_OUT},
         {"cli", required_argument, NULL, OPT_CLI},
         {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
         {"keep-raw", no_argument, NULL, OPT_RAW},
+        {"otlp", required_argument, NULL, OPT_OTLP},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -1209,6 +1218,14 @@ int cli_wrap(int argc, char **argv)
             break;
         case OPT_CLI:
             cli = optarg;
+            break;
+        case OPT_OTLP:
+            if (!cli_otlp_url_ok(optarg)) {
+                cli_usage_error("wrap", "--otlp needs an http:// or https:// URL, not '%s'",
+                                optarg);
+                return 2;
+            }
+            o.otlp = optarg;
             break;
         default:
             return 2;

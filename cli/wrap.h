@@ -51,6 +51,7 @@ struct wrap_opts {
     const char *db;        /* absolute database path */
     int record_sensitive;
     int keep_raw;
+    const char *otlp; /* NULL, or the OTLP traces endpoint the shims export spans to */
 };
 
 /* Write into the existing directory dir one subdirectory per provider (a
@@ -82,6 +83,7 @@ char *wrap_shim_meta_path(const char *path);
 struct run_opts {
     const char *db; /* NULL: $TFTAP_DB, else the default */
     int record_sensitive, keep_raw, no_match, reattach;
+    const char *otlp; /* --otlp URL, or NULL */
     /* tftap replay: these providers (borrowed) are wrapped in place of
      * those the directory uses, whatever the command (init too). */
     const struct wrap_provider *providers;

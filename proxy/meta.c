@@ -73,7 +73,8 @@ int proxy_meta_load(const char *path, proxy_meta *meta, tftap_buf *err)
         (rc = take_string(root, "binary", 1, &meta->binary, err)) != 0 ||
         (rc = take_string(root, "db", 0, &meta->db, err)) != 0 ||
         (rc = take_bool(root, "record_sensitive", &meta->record_sensitive, err)) != 0 ||
-        (rc = take_bool(root, "keep_raw", &meta->keep_raw, err)) != 0)
+        (rc = take_bool(root, "keep_raw", &meta->keep_raw, err)) != 0 ||
+        (rc = take_string(root, "otlp", 0, &meta->otlp, err)) != 0)
         goto cleanup;
     if (meta->version != NULL && meta->version[0] == '\0') {
         free(meta->version);
@@ -96,5 +97,6 @@ void proxy_meta_done(proxy_meta *meta)
     free(meta->version);
     free(meta->binary);
     free(meta->db);
+    free(meta->otlp);
     memset(meta, 0, sizeof *meta);
 }

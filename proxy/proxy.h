@@ -2,7 +2,8 @@
  * speaks go-plugin's handshake to both sides (its own throw-away mutual-TLS
  * certificate on each leg), relays every gRPC call by path without
  * re-encoding a byte, and hands a copy of each message to the store's
- * recorder. Layer: may use common, plugin and store.
+ * recorder, which also exports each call as an OTLP span when asked. Layer:
+ * may use common, plugin, store and otlp (and decoder for a request's type).
  *
  * Ownership: proxy_meta_load() fills caller storage released with
  * proxy_meta_done(); proxy_run() borrows everything in its config. */
@@ -13,6 +14,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
+#include "otlp/otlp.h"
 #include "plugin/plugin.h"
 
 /* The recorder processes' log, in the database's directory (0600): their
@@ -28,6 +30,7 @@ typedef struct proxy_meta {
     char *db;             /* database path */
     int record_sensitive; /* 1: do not redact sensitive values */
     int keep_raw;         /* 1: store raw message bytes too */
+    char *otlp;           /* OTLP traces endpoint (tftap wrap --otlp), or NULL */
 } proxy_meta;
 
 /* Read and check a shim metadata file (at most 1 MiB). On failure *meta is
@@ -61,8 +64,12 @@ typedef struct proxy_config {
                            * process holds open until everything is
                            * written: whoever waits for the record takes
                            * the lock (see docs/running.md) */
-    int leave_run;        /* 1: run_id came from store_run_join(); the
-                           * recorder's process leaves it when done */
+    /* NULL: no spans. Otherwise the recorder's process exports each call
+     * it records as a span with this configuration (log is ignored: the
+     * exporter's lines go to the recorder's log). */
+    const otlp_config *otlp;
+    int leave_run; /* 1: run_id came from store_run_join(); the
+                    * recorder's process leaves it when done */
     /* Called (from the calling thread) with one lowercase line about a
      * problem that does not stop the relay, e.g. recording trouble. */
     void (*warn)(void *ctx, const char *message);

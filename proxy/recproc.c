@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decoder/decoder.h"
 #include "proxy/proxy_int.h"
 
 /* The recorder's niceness. Its work can always wait (the record is
@@ -34,6 +35,10 @@
  * the budget is full before it drops instead: the relay's process must be
  * able to write out its tee and exit within go-plugin's two seconds. */
 #define RECPROC_BLOCK_MS 1000
+
+/* How long the recorder process, its record written, keeps trying to send
+ * the last spans to an OTLP receiver before it drops them (counted). */
+#define RECPROC_OTLP_FLUSH_MS 5000
 
 /* ---- the recorder process's log --------------------------------------------
  * Its stderr is a stream whose lines go, prefixed with the time, the pid and
@@ -139,41 +144,151 @@ void proxy_recproc_leave_run(const char *db, int64_t run_id)
     store_close(s);
 }
 
-/* The recorder process's whole life: events until EOF, then flush. */
 /* The sink of the pipe's reader: the store's recorder, which in blocking
  * mode makes the reader wait while its share of the budget is full, so the
- * pipe fills and the tee (the one place that drops) holds the rest. */
+ * pipe fills and the tee (the one place that drops) holds the rest; and,
+ * when spans are asked for, the OTLP exporter, which never waits. */
+
+/* A call seen begin to end, for its span. */
+struct spancall {
+    struct spancall *next;
+    uint64_t id;
+    int64_t start_us;
+    uint64_t req_bytes, resp_bytes;
+    int saw_request;
+    char *type;
+    char method[];
+};
+
+/* Calls in flight, for spans: a stream that never ends must not grow the
+ * list for ever. */
+#define RECPROC_SPAN_CALLS_MAX 4096
+
+struct recsink {
+    store_recorder *rec;
+    otlp_exporter *ox;
+    const char *provider, *version;
+    struct spancall *calls;
+    size_t ncalls;
+};
+
+static struct spancall **span_find(struct recsink *k, uint64_t id)
+{
+    struct spancall **p = &k->calls;
+    while (*p && (*p)->id != id)
+        p = &(*p)->next;
+    return p;
+}
+
+static void span_free(struct spancall *c)
+{
+    if (c) {
+        free(c->type);
+        free(c);
+    }
+}
+
 static void on_process(void *ctx, const char *provider, const char *version, const char *binary,
                        int protocol, int pid)
 {
-    store_recorder_process(ctx, provider, version, binary, protocol, pid);
+    struct recsink *k = ctx;
+    store_recorder_process(k->rec, provider, version, binary, protocol, pid);
 }
 
 static void on_begin(void *ctx, uint64_t call_id, const char *method, int64_t t_us)
 {
-    store_recorder_call_begin(ctx, call_id, method, t_us);
+    struct recsink *k = ctx;
+    store_recorder_call_begin(k->rec, call_id, method, t_us);
+    if (k->ox == NULL || method == NULL)
+        return;
+    if (k->ncalls >= RECPROC_SPAN_CALLS_MAX) {
+        /* The oldest is at the end of the list: begins are pushed in front. */
+        struct spancall **p = &k->calls;
+        while (*p && (*p)->next)
+            p = &(*p)->next;
+        span_free(*p);
+        *p = NULL;
+        k->ncalls--;
+    }
+    size_t n = strlen(method) + 1;
+    struct spancall *c = calloc(1, sizeof *c + n);
+    if (c == NULL)
+        return; /* costs only this call's span */
+    memcpy(c->method, method, n);
+    c->id = call_id;
+    c->start_us = t_us;
+    c->next = k->calls;
+    k->calls = c;
+    k->ncalls++;
 }
 
 static void on_message(void *ctx, uint64_t call_id, enum store_direction dir, int64_t t_us,
                        uint8_t *bytes, size_t len)
 {
-    store_recorder_message_take(ctx, call_id, dir, t_us, bytes, len);
+    struct recsink *k = ctx;
+    struct spancall *c = k->ox ? *span_find(k, call_id) : NULL;
+    if (c != NULL) {
+        if (dir == STORE_REQUEST) {
+            c->req_bytes += len;
+            /* The first request names the resource type, if its method has one. */
+            if (!c->saw_request && bytes != NULL)
+                (void)dec_request_type_name(c->method, bytes, len, &c->type);
+            c->saw_request = 1;
+        } else {
+            c->resp_bytes += len;
+        }
+    }
+    store_recorder_message_take(k->rec, call_id, dir, t_us, bytes, len);
 }
 
 static void on_end(void *ctx, uint64_t call_id, int64_t t_us, int status, const char *message)
 {
-    store_recorder_call_end(ctx, call_id, t_us, status, message);
+    struct recsink *k = ctx;
+    store_recorder_call_end(k->rec, call_id, t_us, status, message);
+    if (k->ox == NULL)
+        return;
+    struct spancall **p = span_find(k, call_id), *c = *p;
+    if (c == NULL)
+        return;
+    *p = c->next;
+    k->ncalls--;
+    store_recorder_stats st;
+    store_recorder_get_stats(k->rec, &st);
+    otlp_span sp = {
+        .method = c->method,
+        .provider = k->provider,
+        .version = k->version,
+        .type = c->type,
+        .status_message = message,
+        .start_us = c->start_us,
+        .end_us = t_us,
+        .grpc_status = status,
+        .request_bytes = c->req_bytes,
+        .response_bytes = c->resp_bytes,
+        .call_id = call_id,
+        .run_id = st.run_id,
+    };
+    otlp_exporter_add(k->ox, &sp);
+    span_free(c);
 }
 
 static void on_lost(void *ctx, uint64_t n, enum store_lost why)
 {
-    store_recorder_lost(ctx, n, why);
+    struct recsink *k = ctx;
+    store_recorder_lost(k->rec, n, why);
+}
+
+/* The exporter's lines go where the recorder's do: the log beside the database. */
+static void otlp_log(void *ctx, const char *line)
+{
+    fprintf(stderr, "tftap: %s (%s)\n", line, ctx ? (const char *)ctx : "recorder");
 }
 
 /* The recorder process's whole life: events until EOF, then flush. A
  * recorder that cannot start still drains the pipe, so the tee never
- * blocks on it. */
-static void recorder_main(int fd, const char *db, const store_recorder_opts *opts)
+ * blocks on it. Returns the span exporter, still sending, or NULL. */
+static otlp_exporter *recorder_main(int fd, const char *db, const store_recorder_opts *opts,
+                                    const proxy_recproc *rp)
 {
     store_recorder *rec = NULL;
     store_recorder_opts o = *opts;
@@ -181,9 +296,25 @@ static void recorder_main(int fd, const char *db, const store_recorder_opts *opt
     o.block_ms = RECPROC_BLOCK_MS;
     if (store_recorder_open(db, &o, &rec) != 0)
         rec = NULL;
-    proxy_recpipe_sink sink = {rec, on_process, on_begin, on_message, on_end, on_lost};
+    struct recsink k = {.rec = rec, .provider = rp->provider, .version = rp->version};
+    if (rp->otlp != NULL) {
+        otlp_config oc = *rp->otlp;
+        oc.log = otlp_log;
+        oc.log_ctx = (void *)rp->provider;
+        int rc = otlp_exporter_open(&oc, &k.ox);
+        if (rc != 0)
+            fprintf(stderr, "tftap: otlp: cannot export spans to %s: %s\n",
+                    oc.endpoint ? oc.endpoint : "(none)", tftap_strerror(rc));
+    }
+    proxy_recpipe_sink sink = {&k, on_process, on_begin, on_message, on_end, on_lost};
     (void)proxy_recpipe_read(fd, PROXY_REC_MESSAGE_MAX, &sink);
     store_recorder_close(rec);
+    while (k.calls) {
+        struct spancall *c = k.calls;
+        k.calls = c->next;
+        span_free(c);
+    }
+    return k.ox;
 }
 
 int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_recproc *rp,
@@ -251,9 +382,16 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
         if (hold >= 0 && dup2(hold, 4) < 0)
             _exit(1);
         close_range(hold >= 0 ? 5 : 4, ~0U, 0);
-        recorder_main(fd, db, opts);
+        otlp_exporter *ox = recorder_main(fd, db, opts, rp);
         if (rp->leave_run && opts->run_id > 0)
             proxy_recproc_leave_run(db, opts->run_id);
+        if (ox != NULL) {
+            /* The record is complete: whoever waits for it (tftap run) goes
+             * on now, and the last spans are sent without holding it up. */
+            if (hold >= 0)
+                close(4);
+            otlp_exporter_close(ox, RECPROC_OTLP_FLUSH_MS);
+        }
         fflush(stderr);
         _exit(0);
     }

@@ -1,0 +1,697 @@
+/* otlp: spans queued by the recorder, POSTed in batches by a thread of its
+ * own, so a receiver that is slow or gone costs the record nothing. */
+#include "config.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "otlp/otlp.h"
+#include "otlp_trace.pb-c.h"
+
+#define OTLP_DEFAULT_MAX_SPANS 4096
+#define OTLP_DEFAULT_BATCH_MS 1000
+#define OTLP_DEFAULT_TIMEOUT_MS 10000
+/* One POST carries at most this many spans (the OTLP exporters' usual batch). */
+#define OTLP_BATCH_MAX 512
+/* A receiver answers with a small message; more than this is not read. */
+#define OTLP_RESPONSE_MAX (64 * 1024)
+/* Retries of a batch the receiver says to try again (429, 502, 503, 504). */
+#define OTLP_RETRIES 2
+
+/* ---- trace context --------------------------------------------------------- */
+
+static int hex_bytes(const char *s, size_t n, uint8_t *out)
+{
+    int nonzero = 0;
+    for (size_t i = 0; i < n; i++) {
+        int hi = tftap_hex_digit((unsigned char)s[2 * i]);
+        int lo = tftap_hex_digit((unsigned char)s[2 * i + 1]);
+        /* The specification's hex is lowercase only. */
+        if (hi < 0 || lo < 0 || (s[2 * i] >= 'A' && s[2 * i] <= 'F') ||
+            (s[2 * i + 1] >= 'A' && s[2 * i + 1] <= 'F'))
+            return TFTAP_EDECODE;
+        out[i] = (uint8_t)(hi << 4 | lo);
+        nonzero |= out[i];
+    }
+    return nonzero ? 0 : TFTAP_EDECODE;
+}
+
+int otlp_traceparent_parse(const char *s, uint8_t trace_id[16], uint8_t parent_id[8],
+                           uint8_t *flags)
+{
+    uint8_t ver, fl;
+    if (s == NULL || strnlen(s, 56) < 55 || s[2] != '-' || s[35] != '-' || s[52] != '-')
+        return TFTAP_EDECODE;
+    int vh = tftap_hex_digit((unsigned char)s[0]), vl = tftap_hex_digit((unsigned char)s[1]);
+    int fh = tftap_hex_digit((unsigned char)s[53]), flo = tftap_hex_digit((unsigned char)s[54]);
+    if (vh < 0 || vl < 0 || fh < 0 || flo < 0)
+        return TFTAP_EDECODE;
+    ver = (uint8_t)(vh << 4 | vl);
+    fl = (uint8_t)(fh << 4 | flo);
+    /* Version 00 is exactly 55 characters; a later one may append fields
+     * after a dash. ff is invalid. */
+    if (ver == 0xff || (ver == 0 && s[55] != '\0') || (s[55] != '\0' && s[55] != '-'))
+        return TFTAP_EDECODE;
+    if (hex_bytes(s + 3, 16, trace_id) != 0 || hex_bytes(s + 36, 8, parent_id) != 0)
+        return TFTAP_EDECODE;
+    if (flags)
+        *flags = fl;
+    return 0;
+}
+
+static const char *env_get(char *const *envp, const char *name)
+{
+    if (envp == NULL)
+        return getenv(name);
+    size_t n = strlen(name);
+    for (; *envp; envp++)
+        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+            return *envp + n + 1;
+    return NULL;
+}
+
+char *otlp_endpoint_from_env(char *const *envp)
+{
+    const char *t = env_get(envp, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+    if (t != NULL && t[0] != '\0')
+        return strdup(t);
+    const char *b = env_get(envp, "OTEL_EXPORTER_OTLP_ENDPOINT");
+    if (b == NULL || b[0] == '\0')
+        return NULL;
+    size_t n = strlen(b);
+    while (n > 0 && b[n - 1] == '/')
+        n--;
+    char *url = malloc(n + sizeof "/v1/traces");
+    if (url == NULL)
+        return NULL;
+    memcpy(url, b, n);
+    memcpy(url + n, "/v1/traces", sizeof "/v1/traces");
+    return url;
+}
+
+/* ---- encoding -------------------------------------------------------------- */
+
+/* The attributes of one span; strings borrowed from the span. */
+#define SPAN_ATTRS_MAX 16
+struct attrs {
+    size_t n;
+    Tftap__Otlp__KeyValue kv[SPAN_ATTRS_MAX];
+    Tftap__Otlp__AnyValue v[SPAN_ATTRS_MAX];
+    Tftap__Otlp__KeyValue *p[SPAN_ATTRS_MAX];
+};
+
+static void attr_str(struct attrs *a, const char *key, const char *val)
+{
+    if (val == NULL || a->n == SPAN_ATTRS_MAX)
+        return;
+    size_t i = a->n++;
+    tftap__otlp__key_value__init(&a->kv[i]);
+    tftap__otlp__any_value__init(&a->v[i]);
+    a->kv[i].key = (char *)key;
+    a->v[i].value_case = TFTAP__OTLP__ANY_VALUE__VALUE_STRING_VALUE;
+    a->v[i].string_value = (char *)val;
+    a->kv[i].value = &a->v[i];
+    a->p[i] = &a->kv[i];
+}
+
+static void attr_int(struct attrs *a, const char *key, int64_t val)
+{
+    if (a->n == SPAN_ATTRS_MAX)
+        return;
+    size_t i = a->n++;
+    tftap__otlp__key_value__init(&a->kv[i]);
+    tftap__otlp__any_value__init(&a->v[i]);
+    a->kv[i].key = (char *)key;
+    a->v[i].value_case = TFTAP__OTLP__ANY_VALUE__VALUE_INT_VALUE;
+    a->v[i].int_value = val;
+    a->kv[i].value = &a->v[i];
+    a->p[i] = &a->kv[i];
+}
+
+struct ctx_ids {
+    uint8_t trace[16];
+    uint8_t parent[8];
+    int has_trace, has_parent;
+    uint8_t flags;
+};
+
+static int ctx_ids_from(const otlp_config *cfg, struct ctx_ids *ids)
+{
+    memset(ids, 0, sizeof *ids);
+    if (cfg->traceparent != NULL && cfg->traceparent[0] != '\0') {
+        if (otlp_traceparent_parse(cfg->traceparent, ids->trace, ids->parent, &ids->flags) != 0)
+            return TFTAP_EINVAL;
+        ids->has_trace = ids->has_parent = 1;
+    } else if (cfg->trace_id != NULL && cfg->trace_id[0] != '\0') {
+        if (strlen(cfg->trace_id) != 32 || hex_bytes(cfg->trace_id, 16, ids->trace) != 0)
+            return TFTAP_EINVAL;
+        ids->has_trace = 1;
+        ids->flags = 1;
+    }
+    return 0;
+}
+
+/* "/tfplugin6.Provider/PlanResourceChange" -> service and method, borrowed
+ * into caller storage (the service without its leading slash). */
+static void split_method(const char *path, char *service, size_t cap, const char **method)
+{
+    const char *p = path ? path : "";
+    if (*p == '/')
+        p++;
+    const char *slash = strrchr(p, '/');
+    if (slash == NULL) {
+        snprintf(service, cap, "%s", "");
+        *method = p;
+        return;
+    }
+    snprintf(service, cap, "%.*s", (int)(slash - p), p);
+    *method = slash + 1;
+}
+
+static int encode_ids(const otlp_config *cfg, const struct ctx_ids *ids, const otlp_span *spans,
+                      size_t n, tftap_buf *out)
+{
+    Tftap__Otlp__Span *sp = calloc(n ? n : 1, sizeof *sp);
+    Tftap__Otlp__Span **spp = calloc(n ? n : 1, sizeof *spp);
+    Tftap__Otlp__Status *st = calloc(n ? n : 1, sizeof *st);
+    struct attrs *at = calloc(n ? n : 1, sizeof *at);
+    char(*svc)[128] = calloc(n ? n : 1, sizeof *svc);
+    uint8_t(*trace)[16] = calloc(n ? n : 1, sizeof *trace);
+    int rc = 0;
+    if (!sp || !spp || !st || !at || !svc || !trace) {
+        rc = TFTAP_ENOMEM;
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const otlp_span *s = &spans[i];
+        Tftap__Otlp__Span *o = &sp[i];
+        tftap__otlp__span__init(o);
+        if (ids->has_trace)
+            memcpy(trace[i], ids->trace, 16);
+        else /* no context at all: the span's own id, repeated, keeps it a trace of its own */
+            for (int k = 0; k < 16; k++)
+                trace[i][k] = s->span_id[k % 8] ^ (uint8_t)(k < 8 ? 0 : 0x5a);
+        o->trace_id = (ProtobufCBinaryData){16, trace[i]};
+        o->span_id = (ProtobufCBinaryData){8, (uint8_t *)s->span_id};
+        if (ids->has_parent)
+            o->parent_span_id = (ProtobufCBinaryData){8, (uint8_t *)ids->parent};
+        const char *method;
+        split_method(s->method, svc[i], sizeof svc[i], &method);
+        o->name = (char *)(method[0] ? method : "unknown");
+        o->kind = TFTAP__OTLP__SPAN__SPAN_KIND__SPAN_KIND_CLIENT;
+        o->start_time_unix_nano = (uint64_t)(s->start_us > 0 ? s->start_us : 0) * 1000u;
+        o->end_time_unix_nano =
+            (uint64_t)(s->end_us > s->start_us ? s->end_us : s->start_us > 0 ? s->start_us : 0) *
+            1000u;
+        o->flags = 0x100u | (ids->flags & 0xffu); /* bit 8: the parent's remoteness is known */
+        if (ids->has_parent)
+            o->flags |= 0x200u; /* and it is remote */
+        struct attrs *a = &at[i];
+        attr_str(a, "rpc.system", "grpc");
+        attr_str(a, "rpc.service", svc[i][0] ? svc[i] : NULL);
+        attr_str(a, "rpc.method", method);
+        attr_int(a, "rpc.grpc.status_code", s->grpc_status);
+        attr_str(a, "tftap.provider", s->provider);
+        attr_str(a, "tftap.provider.version", s->version);
+        attr_str(a, "tftap.type", s->type);
+        attr_str(a, "tftap.address", s->address);
+        attr_int(a, "tftap.request.bytes", (int64_t)s->request_bytes);
+        attr_int(a, "tftap.response.bytes", (int64_t)s->response_bytes);
+        attr_int(a, "tftap.call_id", (int64_t)s->call_id);
+        if (s->run_id > 0)
+            attr_int(a, "tftap.run_id", s->run_id);
+        o->n_attributes = a->n;
+        o->attributes = a->p;
+        tftap__otlp__status__init(&st[i]);
+        if (s->grpc_status != 0) {
+            st[i].code = TFTAP__OTLP__STATUS__STATUS_CODE__STATUS_CODE_ERROR;
+            if (s->status_message)
+                st[i].message = (char *)s->status_message;
+        }
+        o->status = &st[i];
+        spp[i] = o;
+    }
+
+    Tftap__Otlp__InstrumentationScope scope = TFTAP__OTLP__INSTRUMENTATION_SCOPE__INIT;
+    scope.name = "tftap";
+    scope.version = PACKAGE_VERSION;
+    Tftap__Otlp__ScopeSpans ss = TFTAP__OTLP__SCOPE_SPANS__INIT;
+    ss.scope = &scope;
+    ss.n_spans = n;
+    ss.spans = spp;
+    Tftap__Otlp__ScopeSpans *ssp = &ss;
+    struct attrs ra = {0};
+    attr_str(&ra, "service.name", cfg->service ? cfg->service : "tftap");
+    attr_str(&ra, "service.version", PACKAGE_VERSION);
+    Tftap__Otlp__Resource res = TFTAP__OTLP__RESOURCE__INIT;
+    res.n_attributes = ra.n;
+    res.attributes = ra.p;
+    Tftap__Otlp__ResourceSpans rs = TFTAP__OTLP__RESOURCE_SPANS__INIT;
+    rs.resource = &res;
+    rs.n_scope_spans = 1;
+    rs.scope_spans = &ssp;
+    Tftap__Otlp__ResourceSpans *rsp = &rs;
+    Tftap__Otlp__ExportTraceServiceRequest req = TFTAP__OTLP__EXPORT_TRACE_SERVICE_REQUEST__INIT;
+    req.n_resource_spans = 1;
+    req.resource_spans = &rsp;
+
+    size_t len = tftap__otlp__export_trace_service_request__get_packed_size(&req);
+    if (tftap_buf_reserve(out, len) != 0) {
+        rc = TFTAP_ENOMEM;
+        goto done;
+    }
+    tftap__otlp__export_trace_service_request__pack(&req, (uint8_t *)out->data + out->len);
+    out->len += len;
+done:
+    free(sp);
+    free(spp);
+    free(st);
+    free(at);
+    free(svc);
+    free(trace);
+    return rc;
+}
+
+int otlp_encode(const otlp_config *cfg, const otlp_span *spans, size_t n, tftap_buf *out)
+{
+    struct ctx_ids ids;
+    if (ctx_ids_from(cfg, &ids) != 0)
+        return TFTAP_EINVAL;
+    return encode_ids(cfg, &ids, spans, n, out);
+}
+
+/* ---- the exporter ------------------------------------------------------------ */
+
+/* A queued span: the struct plus its strings, in one allocation. */
+struct node {
+    struct node *next;
+    otlp_span s;
+    char text[];
+};
+
+struct otlp_exporter {
+    otlp_config cfg; /* strings below are owned copies */
+    char *endpoint, *traceparent, *trace_id, *service, *headers;
+    struct ctx_ids ids;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct node *head, **tail;
+    size_t queued;
+    int stopping;
+    int64_t flush_deadline_us; /* while stopping: give up after this */
+    otlp_stats st;
+    int logged_full, logged_post;
+    CURL *curl;
+    struct curl_slist *hdrs;
+};
+
+static void xlog(otlp_exporter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void xlog(otlp_exporter *e, const char *fmt, ...)
+{
+    if (e->cfg.log == NULL)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    e->cfg.log(e->cfg.log_ctx, line);
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static size_t sink_body(char *p, size_t size, size_t n, void *ud)
+{
+    tftap_buf *b = ud;
+    size_t len = size * n;
+    if (b->len + len > OTLP_RESPONSE_MAX)
+        return len; /* the rest is not needed */
+    tftap_buf_append(b, p, len);
+    return len;
+}
+
+/* Rejected spans a 200 answer reports (partial success), or 0. */
+static int64_t rejected_in(const tftap_buf *body, tftap_buf *why)
+{
+    if (body->len == 0)
+        return 0;
+    Tftap__Otlp__ExportTraceServiceResponse *r =
+        tftap__otlp__export_trace_service_response__unpack(NULL, body->len,
+                                                             (const uint8_t *)body->data);
+    if (r == NULL)
+        return 0; /* not ours to judge: the receiver said 200 */
+    int64_t n = 0;
+    if (r->partial_success) {
+        n = r->partial_success->rejected_spans;
+        if (r->partial_success->error_message)
+            tftap_buf_printf(why, "%.200s", r->partial_success->error_message);
+    }
+    tftap__otlp__export_trace_service_response__free_unpacked(r, NULL);
+    return n < 0 ? 0 : n;
+}
+
+/* POST one batch; returns how many of its n spans the receiver took. */
+static size_t post_batch(otlp_exporter *e, const otlp_span *spans, size_t n)
+{
+    tftap_buf req = TFTAP_BUF_INIT, body = TFTAP_BUF_INIT, why = TFTAP_BUF_INIT;
+    size_t took = 0;
+    if (encode_ids(&e->cfg, &e->ids, spans, n, &req) != 0) {
+        xlog(e, "otlp: out of memory encoding %zu spans; dropped", n);
+        goto done;
+    }
+    for (int attempt = 0; attempt <= OTLP_RETRIES; attempt++) {
+        tftap_buf_reset(&body);
+        /* While closing, no POST outlives the flush deadline. */
+        long tmo = (long)e->cfg.timeout_ms;
+        pthread_mutex_lock(&e->mu);
+        if (e->stopping) {
+            int64_t left = (e->flush_deadline_us - tftap_now_us()) / 1000;
+            if (left < tmo)
+                tmo = left > 1 ? (long)left : 1;
+        }
+        pthread_mutex_unlock(&e->mu);
+        curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, tmo);
+        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, req.data);
+        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req.len);
+        curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &body);
+        CURLcode cc = curl_easy_perform(e->curl);
+        long code = 0;
+        if (cc == CURLE_OK)
+            curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
+        if (cc == CURLE_OK && code >= 200 && code < 300) {
+            int64_t rej = rejected_in(&body, &why);
+            if (rej > 0) {
+                xlog(e, "otlp: %s rejected %lld of %zu spans: %s", e->endpoint, (long long)rej, n,
+                     tftap_buf_cstr(&why));
+                took = (size_t)rej >= n ? 0 : n - (size_t)rej;
+            } else {
+                took = n;
+            }
+            break;
+        }
+        int retry = cc == CURLE_OK && (code == 429 || code == 502 || code == 503 || code == 504);
+        int stopping;
+        pthread_mutex_lock(&e->mu);
+        stopping = e->stopping && tftap_now_us() >= e->flush_deadline_us;
+        pthread_mutex_unlock(&e->mu);
+        if (!retry || attempt == OTLP_RETRIES || stopping) {
+            e->st.posts_failed++;
+            if (!e->logged_post) {
+                e->logged_post = 1;
+                if (cc != CURLE_OK)
+                    xlog(e, "otlp: cannot export to %s: %s; spans are dropped (counted)",
+                         e->endpoint, curl_easy_strerror(cc));
+                else
+                    xlog(e, "otlp: %s answered HTTP %ld; spans are dropped (counted)",
+                         e->endpoint, code);
+            }
+            break;
+        }
+        /* Back off before the retry, a little longer each time. */
+        struct timespec ts = {0, 200000000L * (attempt + 1)};
+        nanosleep(&ts, NULL);
+    }
+done:
+    tftap_buf_done(&req);
+    tftap_buf_done(&body);
+    tftap_buf_done(&why);
+    return took;
+}
+
+static void *exporter_main(void *arg)
+{
+    otlp_exporter *e = arg;
+    otlp_span *batch = malloc(OTLP_BATCH_MAX * sizeof *batch);
+    struct node **nodes = malloc(OTLP_BATCH_MAX * sizeof *nodes);
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        if (e->queued < OTLP_BATCH_MAX && !e->stopping) {
+            /* Wait for a full batch or the batch interval, whichever first. */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += e->cfg.batch_ms / 1000;
+            until.tv_nsec += (long)(e->cfg.batch_ms % 1000) * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            while (e->queued < OTLP_BATCH_MAX && !e->stopping)
+                if (pthread_cond_timedwait(&e->cv, &e->mu, &until) == ETIMEDOUT)
+                    break;
+        }
+        if (e->queued == 0) {
+            if (e->stopping)
+                break;
+            continue;
+        }
+        size_t n = 0;
+        while (n < OTLP_BATCH_MAX && e->head) {
+            struct node *nd = e->head;
+            e->head = nd->next;
+            nodes[n++] = nd;
+        }
+        if (e->head == NULL)
+            e->tail = &e->head;
+        e->queued -= n;
+        int give_up = e->stopping && tftap_now_us() >= e->flush_deadline_us;
+        pthread_mutex_unlock(&e->mu);
+        size_t took = 0;
+        if (batch == NULL || nodes == NULL || give_up || e->curl == NULL) {
+            took = 0;
+        } else {
+            for (size_t i = 0; i < n; i++)
+                batch[i] = nodes[i]->s;
+            took = post_batch(e, batch, n);
+        }
+        for (size_t i = 0; i < n; i++)
+            free(nodes[i]);
+        pthread_mutex_lock(&e->mu);
+        e->st.sent += took;
+        e->st.dropped += n - took;
+    }
+    pthread_mutex_unlock(&e->mu);
+    free(batch);
+    free(nodes);
+    return NULL;
+}
+
+int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
+{
+    *out = NULL;
+    if (cfg == NULL || cfg->endpoint == NULL || cfg->endpoint[0] == '\0')
+        return TFTAP_EINVAL;
+    otlp_exporter *e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return TFTAP_ENOMEM;
+    e->cfg = *cfg;
+    e->endpoint = dup_or_null(cfg->endpoint);
+    e->traceparent = dup_or_null(cfg->traceparent);
+    e->trace_id = dup_or_null(cfg->trace_id);
+    e->service = dup_or_null(cfg->service);
+    e->headers = dup_or_null(cfg->headers);
+    e->cfg.endpoint = e->endpoint;
+    e->cfg.traceparent = e->traceparent;
+    e->cfg.trace_id = e->trace_id;
+    e->cfg.service = e->service;
+    e->cfg.headers = e->headers;
+    if (e->cfg.max_spans == 0)
+        e->cfg.max_spans = OTLP_DEFAULT_MAX_SPANS;
+    if (e->cfg.batch_ms == 0)
+        e->cfg.batch_ms = OTLP_DEFAULT_BATCH_MS;
+    if (e->cfg.timeout_ms == 0)
+        e->cfg.timeout_ms = OTLP_DEFAULT_TIMEOUT_MS;
+    e->tail = &e->head;
+    int rc = ctx_ids_from(&e->cfg, &e->ids);
+    if (rc == 0 && (!e->endpoint || (cfg->traceparent && !e->traceparent) ||
+                    (cfg->trace_id && !e->trace_id) || (cfg->service && !e->service) ||
+                    (cfg->headers && !e->headers)))
+        rc = TFTAP_ENOMEM;
+    if (rc == 0) {
+        /* Once per process; the recorder process calls this before any other
+         * thread of its own exists. */
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(e->curl = curl_easy_init()))
+            rc = TFTAP_ENOMEM;
+    }
+    if (rc == 0) {
+        struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/x-protobuf");
+        /* OTEL_EXPORTER_OTLP_HEADERS: k=v pairs, comma separated. */
+        if (h && e->headers) {
+            char *copy = strdup(e->headers), *save = NULL;
+            for (char *kv = copy ? strtok_r(copy, ",", &save) : NULL; kv && h;
+                 kv = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(kv, '=');
+                if (eq == NULL || eq == kv)
+                    continue;
+                tftap_buf line = TFTAP_BUF_INIT;
+                tftap_buf_printf(&line, "%.*s: %s", (int)(eq - kv), kv, eq + 1);
+                struct curl_slist *nh = curl_slist_append(h, tftap_buf_cstr(&line));
+                tftap_buf_done(&line);
+                if (nh == NULL) {
+                    curl_slist_free_all(h);
+                    h = NULL;
+                } else {
+                    h = nh;
+                }
+            }
+            free(copy);
+        }
+        e->hdrs = h;
+        if (h == NULL)
+            rc = TFTAP_ENOMEM;
+    }
+    if (rc == 0) {
+        curl_easy_setopt(e->curl, CURLOPT_URL, e->endpoint);
+        curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->hdrs);
+        curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->cfg.timeout_ms);
+        curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS,
+                         (long)(e->cfg.timeout_ms < 3000 ? e->cfg.timeout_ms : 3000));
+        curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, sink_body);
+        curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(e->curl, CURLOPT_USERAGENT, "tftap/" PACKAGE_VERSION);
+        pthread_mutex_init(&e->mu, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_cond_init(&e->cv, &ca);
+        pthread_condattr_destroy(&ca);
+        if (pthread_create(&e->thread, NULL, exporter_main, e) != 0) {
+            pthread_mutex_destroy(&e->mu);
+            pthread_cond_destroy(&e->cv);
+            rc = TFTAP_EIO;
+        }
+    }
+    if (rc != 0) {
+        curl_slist_free_all(e->hdrs);
+        if (e->curl)
+            curl_easy_cleanup(e->curl);
+        free(e->endpoint);
+        free(e->traceparent);
+        free(e->trace_id);
+        free(e->service);
+        free(e->headers);
+        free(e);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
+static size_t slen(const char *s)
+{
+    return s ? strlen(s) + 1 : 0;
+}
+
+static const char *put(char **at, const char *s)
+{
+    if (s == NULL)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = *at;
+    memcpy(d, s, n);
+    *at += n;
+    return d;
+}
+
+void otlp_exporter_add(otlp_exporter *e, const otlp_span *s)
+{
+    if (e == NULL || s == NULL)
+        return;
+    pthread_mutex_lock(&e->mu);
+    int full = e->queued >= e->cfg.max_spans || e->stopping;
+    if (full) {
+        e->st.dropped++;
+        int first = !e->logged_full;
+        e->logged_full = 1;
+        pthread_mutex_unlock(&e->mu);
+        if (first)
+            xlog(e, "otlp: span queue full (%zu); spans are dropped (counted)", e->cfg.max_spans);
+        return;
+    }
+    pthread_mutex_unlock(&e->mu);
+    size_t text = slen(s->method) + slen(s->provider) + slen(s->version) + slen(s->type) +
+                  slen(s->address) + slen(s->status_message);
+    struct node *nd = malloc(sizeof *nd + text);
+    if (nd == NULL) {
+        pthread_mutex_lock(&e->mu);
+        e->st.dropped++;
+        pthread_mutex_unlock(&e->mu);
+        return;
+    }
+    nd->next = NULL;
+    nd->s = *s;
+    char *at = nd->text;
+    nd->s.method = put(&at, s->method);
+    nd->s.provider = put(&at, s->provider);
+    nd->s.version = put(&at, s->version);
+    nd->s.type = put(&at, s->type);
+    nd->s.address = put(&at, s->address);
+    nd->s.status_message = put(&at, s->status_message);
+    static const uint8_t zero[8];
+    if (memcmp(nd->s.span_id, zero, 8) == 0) {
+        /* getrandom never fails for 8 bytes once the pool is ready; a
+         * clock-derived id keeps a span that meets an old kernel. */
+        if (getrandom(nd->s.span_id, 8, 0) != 8) {
+            uint64_t t = (uint64_t)tftap_now_us() ^ (s->call_id << 40);
+            memcpy(nd->s.span_id, &t, 8);
+        }
+        if (memcmp(nd->s.span_id, zero, 8) == 0)
+            nd->s.span_id[7] = 1;
+    }
+    pthread_mutex_lock(&e->mu);
+    *e->tail = nd;
+    e->tail = &nd->next;
+    e->queued++;
+    e->st.added++;
+    if (e->queued >= OTLP_BATCH_MAX)
+        pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+void otlp_exporter_get_stats(otlp_exporter *e, otlp_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (e == NULL)
+        return;
+    pthread_mutex_lock(&e->mu);
+    *out = e->st;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void otlp_exporter_close(otlp_exporter *e, unsigned flush_ms)
+{
+    if (e == NULL)
+        return;
+    pthread_mutex_lock(&e->mu);
+    e->stopping = 1;
+    e->flush_deadline_us = tftap_now_us() + (int64_t)flush_ms * 1000;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    /* A POST under way may still take up to its own timeout; bounded. */
+    pthread_join(e->thread, NULL);
+    if (e->st.dropped > 0)
+        xlog(e, "otlp: %llu of %llu spans were not exported to %s",
+             (unsigned long long)e->st.dropped, (unsigned long long)(e->st.added),
+             e->endpoint);
+    curl_slist_free_all(e->hdrs);
+    curl_easy_cleanup(e->curl);
+    curl_global_cleanup();
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e->endpoint);
+    free(e->traceparent);
+    free(e->trace_id);
+    free(e->service);
+    free(e->headers);
+    free(e);
+}

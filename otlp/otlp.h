@@ -1,0 +1,84 @@
+/* otlp: each recorded provider call as an OpenTelemetry span, exported with
+ * OTLP over HTTP/protobuf (protobuf-c for the bytes, libcurl for the POST)
+ * from a thread of its own. Adding a span never blocks and never fails the
+ * caller: the queue is bounded and what does not fit, or what the receiver
+ * does not take, is dropped and counted. Layer: may use common only.
+ *
+ * Ownership: otlp_exporter_open() returns a handle released with
+ * otlp_exporter_close(); span fields are copied by otlp_exporter_add(). */
+#ifndef TFTAP_OTLP_H
+#define TFTAP_OTLP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+
+/* W3C trace context: "00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>".
+ * Returns 0, or TFTAP_EDECODE for anything else (including all-zero ids and
+ * version ff, which the specification forbids). */
+int otlp_traceparent_parse(const char *s, uint8_t trace_id[16], uint8_t parent_id[8],
+                           uint8_t *flags);
+
+/* The traces endpoint the OTEL_* variables name (environ when envp is NULL):
+ * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else OTEL_EXPORTER_OTLP_ENDPOINT
+ * plus "/v1/traces". Returns a malloc'd URL or NULL when neither is set. */
+char *otlp_endpoint_from_env(char *const *envp);
+
+typedef struct otlp_config {
+    const char *endpoint;    /* full URL of the traces endpoint (required) */
+    const char *traceparent; /* NULL or a W3C traceparent: spans become its children */
+    const char *trace_id;    /* NULL or 32 hex: the trace of spans without a traceparent */
+    const char *service;     /* resource service.name; NULL = "tftap" */
+    const char *headers;     /* NULL or OTEL_EXPORTER_OTLP_HEADERS ("k=v,k2=v2") */
+    size_t max_spans;        /* queue bound; 0 = 4096 */
+    unsigned batch_ms;       /* export at least this often while spans wait; 0 = 1000 */
+    unsigned timeout_ms;     /* one POST's bound; 0 = 10000 */
+    /* Called from the exporter's thread with one lowercase line when
+     * something is dropped or refused (at most once per kind of trouble,
+     * plus the totals at close). */
+    void (*log)(void *ctx, const char *line);
+    void *log_ctx;
+} otlp_config;
+
+typedef struct otlp_span {
+    const char *method;   /* gRPC path "/tfplugin6.Provider/PlanResourceChange" */
+    const char *provider; /* provider address; may be NULL */
+    const char *version;  /* may be NULL */
+    const char *type;     /* resource/data source type; may be NULL */
+    const char *address;  /* resource address when known; may be NULL */
+    const char *status_message; /* may be NULL */
+    int64_t start_us, end_us; /* microseconds since the Unix epoch */
+    int grpc_status;
+    uint64_t request_bytes, response_bytes;
+    uint64_t call_id;
+    int64_t run_id; /* 0 = unknown */
+    uint8_t span_id[8]; /* all zero: otlp_exporter_add() picks a random one */
+} otlp_span;
+
+typedef struct otlp_exporter otlp_exporter;
+
+/* Start the exporter's thread. TFTAP_EINVAL for a missing endpoint or a
+ * malformed traceparent/trace_id, TFTAP_ENOMEM, TFTAP_EIO (no thread). */
+int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out);
+
+/* Queue one span; never blocks on the network (a full queue drops it). */
+void otlp_exporter_add(otlp_exporter *e, const otlp_span *s);
+
+typedef struct otlp_stats {
+    uint64_t added;   /* accepted into the queue */
+    uint64_t sent;    /* acknowledged by the receiver */
+    uint64_t dropped; /* queue full, or the receiver refused or could not be reached */
+    uint64_t posts_failed;
+} otlp_stats;
+void otlp_exporter_get_stats(otlp_exporter *e, otlp_stats *out);
+
+/* Send what is queued, waiting at most flush_ms for it, then stop. What is
+ * still unsent is dropped and counted (and logged). NULL accepted. */
+void otlp_exporter_close(otlp_exporter *e, unsigned flush_ms);
+
+/* The ExportTraceServiceRequest for n spans (exposed for tests and the fuzz
+ * of the response reader). Appends to out; 0 or TFTAP_ENOMEM. */
+int otlp_encode(const otlp_config *cfg, const otlp_span *spans, size_t n, tftap_buf *out);
+
+#endif
