@@ -224,7 +224,7 @@ static int encode_ids(const otlp_config *cfg, const struct ctx_ids *ids, const o
         attr_str(a, "tftap.address", s->address);
         attr_int(a, "tftap.request.bytes", (int64_t)s->request_bytes);
         attr_int(a, "tftap.response.bytes", (int64_t)s->response_bytes);
-        attr_int(a, "tftap.call_id", (int64_t)s->call_id);
+        attr_int(a, "tftap.call_seq", (int64_t)s->call_id);
         if (s->run_id > 0)
             attr_int(a, "tftap.run_id", s->run_id);
         o->n_attributes = a->n;

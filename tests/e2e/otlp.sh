@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# OTLP spans (issue 13): `tftap run --otlp URL` of a real plan exports one
+# span per recorded call to a real OTLP/HTTP receiver (an OpenTelemetry
+# Collector core built by scripts/build-peers, printing what it receives
+# with its debug exporter), each in the TRACEPARENT's trace under its span,
+# named and attributed like the record; OTEL_EXPORTER_OTLP_ENDPOINT alone
+# does the same, all of a run's spans in one trace; a receiver that is not
+# there leaves the run successful and its record whole, the drop logged.
+. "$(dirname "$0")/lib.sh"
+need_peers
+RECV=$PEERS/bin/otlprecv
+if ! [ -x "$RECV" ]; then
+    if [ "${TFTAP_REQUIRE_PEERS:-0}" = 1 ]; then
+        echo "$e2e_name: peers missing: $RECV (run scripts/build-peers)"
+        echo "$e2e_name: 0 passed, 1 failed"
+        exit 1
+    fi
+    echo "$e2e_name: skipped, peers missing: $RECV (run scripts/build-peers)"
+    exit 77
+fi
+w=$WORK/w db=$WORK/db/tftap.db log=$WORK/db/tftap.log
+mkdir -p "$WORK/db"
+new_dir "$top_srcdir/examples/basic" "$w"
+(cd "$w" && tofu init -input=false -no-color >/dev/null) || not_ok "init"
+
+# A loopback port free now (the kernel's pick), for the receiver or for nobody.
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+port=$(free_port)
+cat >"$WORK/recv.yaml" <<EOF
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:$port
+exporters:
+  debug:
+    verbosity: detailed
+service:
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [debug]
+  telemetry:
+    metrics:
+      level: none
+EOF
+"$RECV" --config "$WORK/recv.yaml" >"$WORK/recv.out" 2>"$WORK/recv.err" &
+recv_pid=$!
+stop_recv() { kill "$recv_pid" 2>/dev/null && wait "$recv_pid" 2>/dev/null; }
+trap 'stop_recv; cleanup_work' EXIT
+wait_for 600 grep -q 'Everything is ready' "$WORK/recv.err" || not_ok "the receiver did not start (see recv.err)"
+
+# The spans the receiver printed, one line each: trace id, parent id, name,
+# then the attributes that matter here, tab separated. Only tftap's scope.
+spans() {
+    awk '
+      /^InstrumentationScope / { scope = $2 }
+      /^Span #/ { flush(); inspan = (scope == "tftap"); tid = pid = name = ""; delete a; next }
+      inspan && /^ *Trace ID *:/ { tid = $NF }
+      inspan && /^ *Parent ID *:/ { pid = ($3 == ":" && NF == 4) ? $4 : "" }
+      inspan && /^ *Name *:/ { name = $NF }
+      inspan && /^ *-> / {
+        k = $2; sub(/:$/, "", k); v = $0; sub(/^[^:]*: /, "", v)
+        sub(/^[A-Za-z]+\(/, "", v); sub(/\)$/, "", v); a[k] = v
+      }
+      /ResourceSpans #|^ScopeSpans #/ { flush(); inspan = 0 }
+      function flush() {
+        if (inspan && name != "")
+          printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", tid, pid, name, a["tftap.provider"],
+            a["tftap.call_seq"], a["rpc.grpc.status_code"], a["tftap.request.bytes"],
+            a["tftap.response.bytes"], a["tftap.type"], a["rpc.system"]
+        name = ""
+      }
+      END { flush() }
+    ' "$WORK/recv.err"
+}
+# The same from the record, for run $1: parent id left out (the caller adds it).
+record_rows() { # RUN TRACE PARENT
+    sqlite3 -separator $'\t' "$db" "
+      SELECT '$2', '$3', c.rpc, p.provider, c.call_seq, c.status_code, c.request_bytes,
+             c.response_bytes, coalesce(c.type_name, ''), 'grpc'
+        FROM calls c JOIN processes p ON p.id = c.process_id
+       WHERE c.run_id = $1" | sort
+}
+# span_count TRACE: how many spans of that trace arrived.
+span_count() { spans | awk -F '\t' -v t="$1" '$1 == t' | wc -l; }
+span_count_is() { [ "$(span_count "$1")" -ge "$2" ]; }
+
+# ---- --otlp URL, TRACEPARENT from the environment (as tofu sets it) ----------
+trace=4bf92f3577b34da6a3ce929d0e0e4736 parent=00f067aa0ba902b7
+(cd "$w" && TRACEPARENT=00-$trace-$parent-01 "$TFTAP" run --db "$db" \
+    --otlp "http://127.0.0.1:$port/v1/traces" -- tofu plan -input=false -no-color \
+    >"$WORK/plan.out" 2>"$WORK/plan.err")
+check_eq "--otlp: plan exits 0" "$?" 0
+run=$(last_run "$db")
+ncalls=$("$TFTAP" calls --db "$db" --json "$run" | jq length)
+check "--otlp: the run recorded calls" test "$ncalls" -gt 5
+# The recorder sends its last spans after the record is complete: wait.
+wait_for 300 span_count_is "$trace" "$ncalls"
+check_eq "--otlp: one span per recorded call (tftap calls)" "$(span_count "$trace")" "$ncalls"
+check_eq "--otlp: every span is the TRACEPARENT span's child, named and attributed as recorded" \
+    "$(spans | awk -F '\t' -v t="$trace" '$1 == t' | sort)" "$(record_rows "$run" "$trace" "$parent")"
+check "--otlp: a resource call names its type" \
+    grep -q '^ *-> tftap.type: Str(tftest5_pet)' "$WORK/recv.err"
+check "--otlp: spans are CLIENT spans" grep -q '^ *Kind *: Client' "$WORK/recv.err"
+check "--otlp: the resource names the service" grep -q '^ *-> service.name: Str(tftap)' "$WORK/recv.err"
+check "--otlp: nothing dropped, nothing logged" sh -c "! grep -q otlp '$log' 2>/dev/null"
+before=$(spans | wc -l)
+
+# ---- OTEL_EXPORTER_OTLP_ENDPOINT alone, no TRACEPARENT: one trace per run -----
+(cd "$w" && OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$port "$TFTAP" run --db "$db" \
+    -- tofu plan -input=false -no-color >"$WORK/plan2.out" 2>"$WORK/plan2.err")
+check_eq "env: plan exits 0" "$?" 0
+run2=$(last_run "$db")
+n2=$("$TFTAP" calls --db "$db" --json "$run2" | jq length)
+new_spans() { spans | tail -n +$((before + 1)); }
+new_count_is() { [ "$(new_spans | wc -l)" -ge "$1" ]; }
+wait_for 300 new_count_is "$n2"
+check_eq "env: one span per recorded call" "$(new_spans | wc -l)" "$n2"
+check_eq "env: all in one trace" "$(new_spans | cut -f1 | sort -u | wc -l)" 1
+trace2=$(new_spans | head -n 1 | cut -f1)
+check "env: not the earlier trace" test "$trace2" != "$trace"
+check_eq "env: roots (no parent), named and attributed as recorded" \
+    "$(new_spans | sort)" "$(record_rows "$run2" "$trace2" "")"
+
+# ---- a receiver that is not there: the run is not the worse for it -----------
+stop_recv
+dead=$(free_port)
+(cd "$w" && "$TFTAP" run --db "$db" --otlp "http://127.0.0.1:$dead/v1/traces" \
+    -- tofu plan -input=false -no-color >"$WORK/plan3.out" 2>"$WORK/plan3.err")
+check_eq "dead receiver: plan exits 0" "$?" 0
+check "dead receiver: the plan's output is whole" grep -q '^Plan: ' "$WORK/plan3.out"
+run3=$(last_run "$db")
+check_eq "dead receiver: the record is whole (as many calls as the first plan)" \
+    "$("$TFTAP" calls --db "$db" --json "$run3" | jq length)" "$ncalls"
+dropped_logged() { grep -q "otlp: [0-9]* of [0-9]* spans were not exported to http://127.0.0.1:$dead/v1/traces" "$log"; }
+wait_for 300 dropped_logged
+check "dead receiver: the drop is logged beside the database" dropped_logged
+check "dead receiver: why, once per recorder" \
+    grep -q "otlp: cannot export to http://127.0.0.1:$dead/v1/traces: Couldn't connect to server" "$log"
+check "dead receiver: not a word on the terminal" sh -c "! grep -q otlp '$WORK/plan3.out'"
+
+# ---- usage -------------------------------------------------------------------
+"$TFTAP" run --otlp=ftp://x -- true 2>"$WORK/usage.err"
+check_eq "--otlp=ftp://x: usage error" "$?" 2
+check "--otlp: one line" test "$(wc -l <"$WORK/usage.err")" = 1
+finish
