@@ -207,9 +207,10 @@ static int encode_ids(const otlp_config *cfg, const struct ctx_ids *ids, const o
         o->name = (char *)(method[0] ? method : "unknown");
         o->kind = TFTAP__OTLP__SPAN__SPAN_KIND__SPAN_KIND_CLIENT;
         o->start_time_unix_nano = (uint64_t)(s->start_us > 0 ? s->start_us : 0) * 1000u;
-        o->end_time_unix_nano =
-            (uint64_t)(s->end_us > s->start_us ? s->end_us : s->start_us > 0 ? s->start_us : 0) *
-            1000u;
+        o->end_time_unix_nano = (uint64_t)(s->end_us > s->start_us ? s->end_us
+                                           : s->start_us > 0       ? s->start_us
+                                                                   : 0) *
+                                1000u;
         o->flags = 0x100u | (ids->flags & 0xffu); /* bit 8: the parent's remoteness is known */
         if (ids->has_parent)
             o->flags |= 0x200u; /* and it is remote */
@@ -341,20 +342,18 @@ static size_t sink_body(char *p, size_t size, size_t n, void *ud)
     return len;
 }
 
-/* Rejected spans a 200 answer reports (partial success), or 0. */
-static int64_t rejected_in(const tftap_buf *body, tftap_buf *why)
+int64_t otlp_response_rejected(const void *body, size_t len, tftap_buf *why)
 {
-    if (body->len == 0)
+    if (body == NULL || len == 0 || len > OTLP_RESPONSE_MAX)
         return 0;
     Tftap__Otlp__ExportTraceServiceResponse *r =
-        tftap__otlp__export_trace_service_response__unpack(NULL, body->len,
-                                                             (const uint8_t *)body->data);
+        tftap__otlp__export_trace_service_response__unpack(NULL, len, (const uint8_t *)body);
     if (r == NULL)
         return 0; /* not ours to judge: the receiver said 200 */
     int64_t n = 0;
     if (r->partial_success) {
         n = r->partial_success->rejected_spans;
-        if (r->partial_success->error_message)
+        if (r->partial_success->error_message && why != NULL)
             tftap_buf_printf(why, "%.200s", r->partial_success->error_message);
     }
     tftap__otlp__export_trace_service_response__free_unpacked(r, NULL);
@@ -390,7 +389,7 @@ static size_t post_batch(otlp_exporter *e, const otlp_span *spans, size_t n)
         if (cc == CURLE_OK)
             curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
         if (cc == CURLE_OK && code >= 200 && code < 300) {
-            int64_t rej = rejected_in(&body, &why);
+            int64_t rej = otlp_response_rejected(body.data, body.len, &why);
             if (rej > 0) {
                 xlog(e, "otlp: %s rejected %lld of %zu spans: %s", e->endpoint, (long long)rej, n,
                      tftap_buf_cstr(&why));
@@ -413,8 +412,8 @@ static size_t post_batch(otlp_exporter *e, const otlp_span *spans, size_t n)
                     xlog(e, "otlp: cannot export to %s: %s; spans are dropped (counted)",
                          e->endpoint, curl_easy_strerror(cc));
                 else
-                    xlog(e, "otlp: %s answered HTTP %ld; spans are dropped (counted)",
-                         e->endpoint, code);
+                    xlog(e, "otlp: %s answered HTTP %ld; spans are dropped (counted)", e->endpoint,
+                         code);
             }
             break;
         }
@@ -513,9 +512,9 @@ int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
         e->cfg.timeout_ms = OTLP_DEFAULT_TIMEOUT_MS;
     e->tail = &e->head;
     int rc = ctx_ids_from(&e->cfg, &e->ids);
-    if (rc == 0 && (!e->endpoint || (cfg->traceparent && !e->traceparent) ||
-                    (cfg->trace_id && !e->trace_id) || (cfg->service && !e->service) ||
-                    (cfg->headers && !e->headers)))
+    if (rc == 0 &&
+        (!e->endpoint || (cfg->traceparent && !e->traceparent) || (cfg->trace_id && !e->trace_id) ||
+         (cfg->service && !e->service) || (cfg->headers && !e->headers)))
         rc = TFTAP_ENOMEM;
     if (rc == 0) {
         /* Once per process; the recorder process calls this before any other
@@ -681,8 +680,7 @@ void otlp_exporter_close(otlp_exporter *e, unsigned flush_ms)
     pthread_join(e->thread, NULL);
     if (e->st.dropped > 0)
         xlog(e, "otlp: %llu of %llu spans were not exported to %s",
-             (unsigned long long)e->st.dropped, (unsigned long long)(e->st.added),
-             e->endpoint);
+             (unsigned long long)e->st.dropped, (unsigned long long)(e->st.added), e->endpoint);
     curl_slist_free_all(e->hdrs);
     curl_easy_cleanup(e->curl);
     curl_global_cleanup();

@@ -42,17 +42,17 @@ typedef struct otlp_config {
 } otlp_config;
 
 typedef struct otlp_span {
-    const char *method;   /* gRPC path "/tfplugin6.Provider/PlanResourceChange" */
-    const char *provider; /* provider address; may be NULL */
-    const char *version;  /* may be NULL */
-    const char *type;     /* resource/data source type; may be NULL */
-    const char *address;  /* resource address when known; may be NULL */
+    const char *method;         /* gRPC path "/tfplugin6.Provider/PlanResourceChange" */
+    const char *provider;       /* provider address; may be NULL */
+    const char *version;        /* may be NULL */
+    const char *type;           /* resource/data source type; may be NULL */
+    const char *address;        /* resource address when known; may be NULL */
     const char *status_message; /* may be NULL */
-    int64_t start_us, end_us; /* microseconds since the Unix epoch */
+    int64_t start_us, end_us;   /* microseconds since the Unix epoch */
     int grpc_status;
     uint64_t request_bytes, response_bytes;
     uint64_t call_id;
-    int64_t run_id; /* 0 = unknown */
+    int64_t run_id;     /* 0 = unknown */
     uint8_t span_id[8]; /* all zero: otlp_exporter_add() picks a random one */
 } otlp_span;
 
@@ -76,6 +76,11 @@ void otlp_exporter_get_stats(otlp_exporter *e, otlp_stats *out);
 /* Send what is queued, waiting at most flush_ms for it, then stop. What is
  * still unsent is dropped and counted (and logged). NULL accepted. */
 void otlp_exporter_close(otlp_exporter *e, unsigned flush_ms);
+
+/* The spans a receiver's 200 answer (an ExportTraceServiceResponse, up to
+ * 64 KiB; untrusted) says it rejected, its message appended to why (NULL
+ * accepted); 0 for anything else, malformed answers included. */
+int64_t otlp_response_rejected(const void *body, size_t len, tftap_buf *why);
 
 /* The ExportTraceServiceRequest for n spans (exposed for tests and the fuzz
  * of the response reader). Appends to out; 0 or TFTAP_ENOMEM. */

@@ -18,9 +18,9 @@
 static void test_traceparent(void)
 {
     uint8_t t[16], p[8], f = 0;
-    CHECK_INT_EQ(otlp_traceparent_parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-                                        t, p, &f),
-                 0);
+    CHECK_INT_EQ(
+        otlp_traceparent_parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", t, p, &f),
+        0);
     CHECK_INT_EQ(t[0], 0x4b);
     CHECK_INT_EQ(t[15], 0x36);
     CHECK_INT_EQ(p[0], 0x00);
@@ -41,10 +41,9 @@ static void test_traceparent(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_INT_EQ(otlp_traceparent_parse(bad[i], t, p, &f), TFTAP_EDECODE);
     /* A later version may carry more after a dash. */
-    CHECK_INT_EQ(
-        otlp_traceparent_parse("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-xyz", t, p,
-                               &f),
-        0);
+    CHECK_INT_EQ(otlp_traceparent_parse(
+                     "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-xyz", t, p, &f),
+                 0);
 }
 
 static void test_endpoint_env(void)
@@ -187,11 +186,8 @@ static void test_dead_receiver(void)
     snprintf(url, sizeof url, "http://127.0.0.1:%d/v1/traces", port);
     /* A long batch interval: the spans wait in the queue until close, so
      * which of them fit is certain. */
-    otlp_config cfg = {.endpoint = url,
-                       .max_spans = 3,
-                       .batch_ms = 600000,
-                       .timeout_ms = 2000,
-                       .log = on_log};
+    otlp_config cfg = {
+        .endpoint = url, .max_spans = 3, .batch_ms = 600000, .timeout_ms = 2000, .log = on_log};
     otlp_exporter *e = NULL;
     CHECK_INT_EQ(otlp_exporter_open(&cfg, &e), 0);
     otlp_span sp = {.method = "/tfplugin6.Provider/GetProviderSchema", .start_us = 1, .end_us = 2};
@@ -213,8 +209,20 @@ static void test_dead_receiver(void)
     otlp_exporter_close(NULL, 0);
 }
 
+static void test_response(void)
+{
+    tftap_buf why = TFTAP_BUF_INIT;
+    static const uint8_t partial[] = {0x0a, 0x07, 0x08, 0x03, 0x12, 0x03, 'b', 'a', 'd'};
+    CHECK_INT_EQ(otlp_response_rejected(partial, sizeof partial, &why), 3);
+    CHECK_STR_EQ(tftap_buf_cstr(&why), "bad");
+    CHECK_INT_EQ(otlp_response_rejected("", 0, NULL), 0);
+    CHECK_INT_EQ(otlp_response_rejected("\xff\xff\xff", 3, NULL), 0); /* malformed */
+    tftap_buf_done(&why);
+}
+
 int main(void)
 {
+    test_response();
     test_traceparent();
     test_endpoint_env();
     test_encode();
