@@ -744,7 +744,10 @@ static void hand_over(store_recorder *r)
     r->inflight_bytes += bytes;
     if (r->inflight_bytes > r->peak_bytes)
         r->peak_bytes = r->inflight_bytes;
-    pthread_cond_signal(&r->scv);
+    /* A gathering SQL thread wakes at its deadline anyway; only a bound
+     * filling up cuts its wait short. */
+    if (!r->sql_gathering || r->inflight_bytes >= r->opts.max_queue_bytes / 4)
+        pthread_cond_signal(&r->scv);
     pthread_mutex_unlock(&r->mu);
     r->out = NULL;
     r->out_tail = &r->out;
