@@ -273,6 +273,10 @@ typedef struct store_change_row {
      * NULL otherwise. Rendering uses it to tell nested blocks and maps
      * apart from object attributes. */
     const char *block_schema;
+    /* The provider process that answered, and the whole response as the
+     * calls table holds it (JSON text, NULL when absent). */
+    int64_t process_id;
+    const char *response_json;
 } store_change_row;
 /* Changes of a run in call order, optionally only those whose address or
  * type_name equals filter (an address also matches its instances, "a.b"
