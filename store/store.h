@@ -129,6 +129,9 @@ int store_run_begin(store *s, const char *command, int argc, const char *const *
                     int64_t *run_id);
 /* Record the run's end time (now) and exit code. */
 int store_run_end(store *s, int64_t run_id, int exit_code);
+/* Record the CLI's version (NULL: unknown) once it is known, which may be
+ * after the run began. */
+int store_run_set_cli_version(store *s, int64_t run_id, const char *cli_version);
 
 /* The run of one CLI command whose providers are started through `tftap
  * wrap`'s shims: key names the command's process (it must differ for every
