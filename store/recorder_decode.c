@@ -733,9 +733,12 @@ static void hand_over(store_recorder *r)
     /* The last op carries the count: written once all of them commit. */
     struct op *last = r->out;
     size_t bytes = 0;
+    int urgent = 0;
     for (struct op *o = r->out; o; o = o->next) {
         bytes += o->size;
         last = o;
+        /* Other recorders of the run may be waiting to borrow a schema. */
+        urgent |= o->kind == OP_SCHEMA || o->kind == OP_PROCESS;
     }
     last->events += r->out_events;
     r->out_events = 0;
@@ -748,7 +751,8 @@ static void hand_over(store_recorder *r)
         r->peak_bytes = r->inflight_bytes;
     /* A gathering SQL thread wakes at its deadline anyway; only a bound
      * filling up cuts its wait short. */
-    if (!r->sql_gathering || r->inflight_bytes >= r->opts.max_queue_bytes / 4)
+    r->ops_urgent |= urgent;
+    if (!r->sql_gathering || urgent || r->inflight_bytes >= r->opts.max_queue_bytes / 4)
         pthread_cond_signal(&r->scv);
     pthread_mutex_unlock(&r->mu);
     r->out = NULL;
@@ -1198,7 +1202,9 @@ static void *decoder_main(void *arg)
          * and response fall into two batches is written twice. Let them
          * gather for a while after the last batch; a close or a filling
          * queue ends the wait. */
-        if (r->head && !r->stop && r->queued_bytes < GATHER_LIMIT(r)) {
+        /* Not before a schema is known: the GetSchema answer is written at
+         * once, for the other recorders of the run to borrow. */
+        if (r->head && !r->stop && r->schema && r->queued_bytes < GATHER_LIMIT(r)) {
             unsigned gather =
                 r->commit_ms / 4 < DECODE_GATHER_MS ? r->commit_ms / 4 : DECODE_GATHER_MS;
             int64_t until = last_batch_ms + gather;

@@ -159,6 +159,7 @@ struct store_recorder {
     int sql_ok;            /* the SQL thread has a working connection */
     int sql_gathering;     /* it lets ops gather until a deadline (recorder_sql.c) */
     int decoder_gathering; /* the decoder lets events gather likewise */
+    int ops_urgent;        /* ops carry a schema or process details: no gathering */
     int sql_tried;         /* it has tried to open the database once */
     int key_ready;
     unsigned char shared_key[STORE_KEY_LEN];

@@ -517,7 +517,7 @@ static void deadline_in(struct timespec *ts, unsigned ms)
  * schema question, and the bound far from full. Under mu. */
 static int may_gather(const store_recorder *r)
 {
-    return r->db && !r->sql_stop && !(r->borrow_asked && !r->borrow_ready) &&
+    return r->db && !r->sql_stop && !r->ops_urgent && !(r->borrow_asked && !r->borrow_ready) &&
            r->inflight_bytes < r->opts.max_queue_bytes / 4;
 }
 
@@ -550,6 +550,7 @@ void *store_rec_sql_main(void *arg)
             r->sql_gathering = 0;
         }
         if (r->ops) {
+            r->ops_urgent = 0; /* taken: committed without gathering */
             *r->pending_tail = r->ops;
             r->pending_tail = r->ops_tail;
             r->ops = NULL;
