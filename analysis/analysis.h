@@ -245,4 +245,102 @@ size_t analysis_schema_diff_count(const analysis_schema_diff *d, int breaking_on
 int analysis_schema_diff_render(const analysis_schema_diff *d, enum analysis_diff_format fmt,
                                 int flags, int breaking_only, tftap_buf *out);
 
+/* ---- attribute paths and value differences ----------------------------------- */
+
+/* Append one step to an attribute path: ".name" for an identifier, else
+ * "[\"key\"]" (the paths diff, check and replay report). */
+void analysis_path_member(tftap_buf *path, const char *key, size_t len);
+
+/* Whether path matches one of n --ignore patterns (fnmatch globs on
+ * attribute paths; a pattern without a leading '.' also matches the path
+ * without its first dot: "id" is ".id"). patterns may be NULL when n is 0. */
+int analysis_path_ignored(const char *const *patterns, size_t n, const char *path);
+
+enum analysis_value_diff_flags {
+    /* Any two {"$sensitive": ...} markers are equal, whatever their hash
+     * (values redacted with different keys). */
+    ANALYSIS_VDIFF_SENSITIVE_EQUAL = 1,
+};
+
+typedef struct analysis_value_diff_opts {
+    const char *const *ignore; /* --ignore patterns (analysis_path_ignored) */
+    size_t nignore;
+    int flags;
+    /* Object members of these names are skipped at any depth (NULL-ended
+     * list, or NULL). */
+    const char *const *skip_members;
+} analysis_value_diff_opts;
+
+/* Walk two decoded values (JSON trees) side by side and call fn once per
+ * differing leaf path, with both values (NULL: absent on that side).
+ * Objects are compared member by member, arrays element by element (the
+ * elements past the shorter one are absent on its side), everything else
+ * (and unknowns, with their refinements) with sj_equal. Paths start with
+ * prefix (may be NULL); a path is ignored when a pattern matches it or its
+ * part after prefix (with prefix ".config", the pattern ".name" ignores
+ * ".config.name", and so does ".config.*"). A non-zero return from fn stops the walk and is
+ * returned. Returns 0, fn's value, TFTAP_ELIMIT (nested deeper than
+ * TFTAP_JSON_MAX_DEPTH) or TFTAP_ENOMEM. */
+int analysis_value_diff(const sj_node *a, const sj_node *b, const char *prefix,
+                        const analysis_value_diff_opts *o,
+                        int (*fn)(void *ctx, const char *path, const sj_node *a, const sj_node *b),
+                        void *ctx);
+
+/* ---- mocks for `tofu test` (docs/replay.md) -------------------------------- */
+
+/* Append a decoded value (decoded-value JSON, len bytes) as an HCL literal
+ * expression that OpenTofu reads back as the same value: strings quoted
+ * with \\, \", \n, \r, \t, \uNNNN escapes and "${" / "%{" written "$${" /
+ * "%%{"; numbers digit for digit; objects and maps with their keys in byte
+ * order (keys that are no identifier quoted); lists, sets and tuples in
+ * their order; null as null. type_json (the value's cty type JSON, or NULL:
+ * none) lets a dynamic value ({"type": T, "value": V}) read as its value.
+ * indent: the spaces the enclosing line starts with. Returns 0,
+ * TFTAP_EDECODE (json is malformed), TFTAP_EINVAL (the value holds an
+ * unknown, a redacted sensitive value or an infinite number, none of which
+ * HCL can write), TFTAP_ENOMEM; on error out may hold a part. */
+int analysis_hcl_value(const char *json, size_t len, const char *type_json, int indent,
+                       tftap_buf *out);
+/* Append s (n bytes) as a quoted HCL string, escaped as above. */
+void analysis_hcl_string(const char *s, size_t n, tftap_buf *out);
+
+/* One recorded value of a resource or data source instance. Strings are
+ * copied by analysis_mocks_add. */
+typedef struct analysis_mock_value {
+    const char *provider; /* provider address, or NULL when unknown */
+    int data;             /* a data source (ReadDataSource) */
+    const char *type_name;
+    const char *address; /* matched instance address, or NULL */
+    const char *rpc;     /* the call the value came from */
+    int64_t call_id;
+    const char *block_schema; /* the type's schema block (store_change_row) */
+    const char *value;        /* applied new state, read state or planned state (JSON) */
+    const char *config;       /* the call's configuration (JSON), or NULL */
+    /* 0: the defaults may come from this value (the ADDRESS|TYPE filter
+     * keeps it); 1: only its configuration counts (see below). */
+    int config_only;
+} analysis_mock_value;
+
+typedef struct analysis_mocks analysis_mocks;
+int analysis_mocks_new(analysis_mocks **out); /* 0 or TFTAP_ENOMEM */
+void analysis_mocks_free(analysis_mocks *m);
+/* Add one recorded value. A value that is not an object (a destroy's null
+ * state) counts only for its configuration. 0 or TFTAP_ENOMEM. */
+int analysis_mocks_add(analysis_mocks *m, const analysis_mock_value *v);
+
+/* Append one `mock_provider "NAME"` block per provider (NAME: the last part
+ * of its address) with a `mock_resource "TYPE"` or `mock_data "TYPE"` block
+ * per type whose `defaults` are the recorded values `tofu test` accepts
+ * there: computed attributes that no recorded configuration of the type
+ * sets (OpenTofu refuses defaults for the others), nested blocks as an
+ * object applied to each of their blocks, only where every configuration
+ * has that block; never a sensitive value, an unknown or write-only one
+ * (comments say what was left out and why). The value of each type comes
+ * from an applied state before a read state before a planned one, then
+ * from the address first in byte order (no address last), then the latest
+ * call; a comment names it. run (0: none) is named in the header comment.
+ * *ntypes (may be NULL) counts the mock blocks written. Returns 0,
+ * TFTAP_EDECODE (a value or schema is malformed JSON), TFTAP_ENOMEM. */
+int analysis_mocks_render(analysis_mocks *m, int64_t run, tftap_buf *out, size_t *ntypes);
+
 #endif

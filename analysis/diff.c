@@ -4,7 +4,6 @@
  * their value came from (config, prior state, the plan, left unknown,
  * chosen by the provider), so values the provider merely carried over (a
  * random id in the prior state) never count as behaviour. */
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,19 +74,6 @@ const sj_node *analysis_member(const sj_node *obj, const char *key, size_t len)
     return NULL;
 }
 
-static int is_ident(const char *s, size_t n)
-{
-    if (n == 0 || (s[0] >= '0' && s[0] <= '9'))
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
-
 static int is_marker(const sj_node *v)
 {
     return sj_is_unknown(v) || sj_is_sensitive(v);
@@ -135,14 +121,7 @@ static void walk(struct leaves *l, tftap_buf *path, const sj_node *v, const sj_n
     size_t mark = path->len;
     if (follow && v->kind == SJ_OBJECT) {
         for (const sj_node *c = v->child; c; c = c->next) {
-            if (is_ident(c->key, c->key_len)) {
-                tftap_buf_putc(path, '.');
-                tftap_buf_append(path, c->key, c->key_len);
-            } else {
-                tftap_buf_putc(path, '[');
-                tftap_buf_json_string(path, c->key, c->key_len);
-                tftap_buf_putc(path, ']');
-            }
+            analysis_path_member(path, c->key, c->key_len);
             if (tftap_buf_failed(path)) {
                 l->err = TFTAP_ENOMEM;
                 return;
@@ -261,17 +240,7 @@ static char *json_text(const sj_node *n)
 
 static int ignored(const analysis_diff *d, const char *path)
 {
-    if (!path || !d->opts)
-        return 0;
-    for (size_t i = 0; i < d->opts->nignore; i++) {
-        const char *p = d->opts->ignore[i];
-        if (fnmatch(p, path, 0) == 0)
-            return 1;
-        /* "id" means ".id" too. */
-        if (p[0] != '.' && path[0] == '.' && fnmatch(p, path + 1, 0) == 0)
-            return 1;
-    }
-    return 0;
+    return d->opts && analysis_path_ignored(d->opts->ignore, d->opts->nignore, path);
 }
 
 static struct finding *add(analysis_diff *d, size_t pair, enum kind k, const char *path)

@@ -44,8 +44,11 @@ static char *dup_or_null(const char *s, int *err)
 static int each_call(void *ctx, const store_call_row *r)
 {
     struct side *s = ctx;
-    if (r->stream)
-        return 0; /* go-plugin's streams: not provider behaviour */
+    /* go-plugin's streams, and its Shutdown as the process ends (whether
+     * its answer arrives before the process is gone is a race, and a
+     * replay answers it): how a process ends, not provider behaviour. */
+    if (r->stream || r->is_teardown)
+        return 0;
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 256;
         analysis_diff_call *nv = realloc(s->v, cap * sizeof *nv);

@@ -14,6 +14,8 @@ int cli_shim(int argc, char **argv);
 /* Wrapping providers (cli/run.c, cli/wrap.c). */
 int cli_run(int argc, char **argv);
 int cli_wrap(int argc, char **argv);
+/* A recorded run answering for its providers (cli/replay.c). */
+int cli_replay(int argc, char **argv);
 
 /* Reading the database (cli/runs.c, calls.c, show.c, export.c). */
 int cli_runs(int argc, char **argv);
@@ -31,8 +33,12 @@ void cli_check_summary(store *s, int64_t run_id);
 /* Comparing (cli/diff.c, cli/schema.c): exit 0 same, 1 differs, 2 error. */
 int cli_diff(int argc, char **argv);
 int cli_schema(int argc, char **argv);
+/* Mocks for tofu test from recorded values (cli/mock.c). */
+int cli_mock(int argc, char **argv);
 /* The web UI (cli/serve.c). */
 int cli_serve(int argc, char **argv);
+/* A recorded provider served to tofu (cli/replay_provider.c; hidden). */
+int cli_replay_provider(int argc, char **argv);
 
 /* Print "tftap: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

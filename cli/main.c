@@ -20,6 +20,7 @@ static const struct command commands[] = {
     {"decode", cli_decode, "decode one DynamicValue payload to JSON"},
     {"run", cli_run, "run a tofu/terraform command with every provider recorded"},
     {"wrap", cli_wrap, "write provider shims and a CLI config for manual or CI use"},
+    {"replay", cli_replay, "run a command with the providers answered from a recorded run"},
     {"shim", cli_shim, "run as a provider plugin: relay and record (used by shims)"},
     {"runs", cli_runs, "list recorded runs"},
     {"calls", cli_calls, "list the provider calls of a run"},
@@ -28,7 +29,10 @@ static const struct command commands[] = {
     {"check", cli_check, "check a run's provider answers against the plugin contract"},
     {"diff", cli_diff, "what providers did differently between two runs (exit 1: differs)"},
     {"schema", cli_schema, "print a provider's schema, or diff two (schema diff A B)"},
+    {"mock", cli_mock, "write mock_provider blocks for tofu test from a run's real values"},
     {"serve", cli_serve, "browse the recorded runs in a web browser"},
+    /* Hidden (no summary): what tofu starts as a replayed provider. */
+    {"replay-provider", cli_replay_provider, NULL},
 };
 
 static void usage(FILE *f)
@@ -37,7 +41,8 @@ static void usage(FILE *f)
                "Records and explains what OpenTofu/Terraform say to provider plugins.\n\n"
                "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        if (commands[i].summary != NULL)
+            fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
             "\n--db PATH before the command is the same as after it (the database,\n"
             "default $TFTAP_DB, else ./%s).\n"

@@ -50,9 +50,10 @@ struct captured {
     int fd;
 };
 
-/* Start argv in dir (NULL: ours) with stdout into a pipe, stdin and stderr
- * on /dev/null. 0, or -1 when it could not be started. */
-static int capture_start(char *const *argv, const char *dir, struct captured *c)
+/* Start argv in dir (NULL: ours) with env (NULL: ours), stdout into a
+ * pipe, stdin and stderr on /dev/null. 0, or -1 when it could not be
+ * started. */
+static int capture_start(char *const *argv, char *const *env, const char *dir, struct captured *c)
 {
     int fds[2];
     c->pid = 0;
@@ -74,7 +75,10 @@ static int capture_start(char *const *argv, const char *dir, struct captured *c)
         dup2(fds[1], 1);
         if (dir != NULL && chdir(dir) != 0)
             _exit(127);
-        execvp(argv[0], argv);
+        if (env != NULL)
+            execvpe(argv[0], argv, env);
+        else
+            execvp(argv[0], argv);
         _exit(127);
     }
     close(fds[1]);
@@ -111,12 +115,12 @@ static int capture_finish(struct captured *c, size_t max, tftap_buf *out)
 }
 
 /* Run argv with stdout captured into out (at most max bytes kept) and
- * stderr discarded. Returns the exit status as run_command does, or -1
- * when it could not be started. */
-static int capture(char *const *argv, const char *dir, size_t max, tftap_buf *out)
+ * stderr discarded, with env (NULL = ours). Returns the exit status as
+ * run_command does, or -1 when it could not be started. */
+static int capture(char *const *argv, char *const *env, const char *dir, size_t max, tftap_buf *out)
 {
     struct captured c;
-    if (capture_start(argv, dir, &c) != 0)
+    if (capture_start(argv, env, dir, &c) != 0)
         return -1;
     return capture_finish(&c, max, out);
 }
@@ -126,7 +130,7 @@ static int capture(char *const *argv, const char *dir, size_t max, tftap_buf *ou
 static void cli_version_start(const char *cli_path, struct captured *c)
 {
     char *argv[] = {(char *)cli_path, "version", "-json", NULL};
-    if (capture_start(argv, NULL, c) != 0)
+    if (capture_start(argv, NULL, NULL, c) != 0)
         c->pid = 0;
 }
 
@@ -352,8 +356,8 @@ done:
  * Read from the file when it is local by default (a `CLI state pull` costs
  * a whole CLI start, and reads the same file), else `CLI state pull`, which
  * starts no provider. 0 if read ("" when there is no state yet). */
-static int state_before(const char *cli_path, const char *workdir, char *const *args,
-                        tftap_buf *out)
+static int state_before(const char *cli_path, char *const *env, const char *workdir,
+                        char *const *args, tftap_buf *out)
 {
     char *path = NULL;
     if (local_state_path(workdir, args, &path)) {
@@ -373,7 +377,7 @@ static int state_before(const char *cli_path, const char *workdir, char *const *
         tftap_buf_reset(out);
     }
     char *argv[] = {(char *)cli_path, "state", "pull", NULL};
-    int rc = capture(argv, workdir, CAPTURE_MAX, out);
+    int rc = capture(argv, env, workdir, CAPTURE_MAX, out);
     if (rc != 0 || tftap_buf_failed(out)) {
         tftap_buf_reset(out);
         return -1;
@@ -383,10 +387,12 @@ static int state_before(const char *cli_path, const char *workdir, char *const *
 
 /* After the command: let the store tie calls to resource addresses by what
  * the state before it and `CLI show -json [PLANFILE]` after it say. Runs
- * unwrapped: nothing of it is recorded. Problems only warn. */
-static void match_addresses(store *s, int64_t run_id, const char *cli_path, const char *workdir,
-                            const char *planfile, int have_before, const tftap_buf *before,
-                            int read_after)
+ * unwrapped (env: NULL for ours, or tftap replay's, whose CLI config sends
+ * the CLI straight to the replayed providers): nothing of it is recorded.
+ * Problems only warn. */
+static void match_addresses(store *s, int64_t run_id, const char *cli_path, char *const *env,
+                            const char *workdir, const char *planfile, int have_before,
+                            const tftap_buf *before, int read_after)
 {
     char *argv[] = {(char *)cli_path, "show", "-json", (char *)planfile, NULL};
     tftap_buf out = TFTAP_BUF_INIT;
@@ -398,7 +404,7 @@ static void match_addresses(store *s, int64_t run_id, const char *cli_path, cons
                                              before->len ? before->len : 2, 0};
     }
     if (read_after) {
-        int rc = capture(argv, workdir, CAPTURE_MAX, &out);
+        int rc = capture(argv, env, workdir, CAPTURE_MAX, &out);
         if (rc == 0 && out.len > 0 && !tftap_buf_failed(&out))
             docs[ndocs++] = (analysis_match_doc){out.data, out.len, 1};
         else
@@ -680,26 +686,7 @@ static void run_usage(FILE *f)
 
 int cli_run(int argc, char **argv)
 {
-    const char *db_opt = NULL;
-    struct wrap_opts o = {0};
-    struct wrap_set set;
-    struct cmdline cl;
-    tftap_buf err = TFTAP_BUF_INIT;
-    char *exe = NULL, *db = NULL, *workdir = NULL, *cwd = NULL, *version = NULL;
-    char *tmp = NULL, *config = NULL, **env = NULL, *planfile = NULL, *log_path = NULL;
-    off_t log_size = 0;
-    char env_cfg[4200], env_db[4200], env_run[64], env_dir[4200];
-    int no_match = 0, code = 1, wrapped = 0, reattach = 0;
-    struct reattached *procs = NULL;
-    size_t nprocs = 0;
-    tftap_buf reattach_json = TFTAP_BUF_INIT, before = TFTAP_BUF_INIT;
-    char *env_reattach = NULL;
-    int64_t run_id = 0;
-    store *s = NULL;
-    struct captured ver = {0, -1};
-    int i = 1;
-
-    memset(&set, 0, sizeof set);
+    struct run_opts ro = {0};
     enum { OPT_DB = 256, OPT_SENSITIVE, OPT_RAW, OPT_NO_MATCH, OPT_REATTACH };
     static const struct option longopts[] = {
         {"db", required_argument, NULL, OPT_DB},
@@ -719,31 +706,54 @@ int cli_run(int argc, char **argv)
             run_usage(stdout);
             return 0;
         case OPT_SENSITIVE:
-            o.record_sensitive = 1;
+            ro.record_sensitive = 1;
             break;
         case OPT_RAW:
-            o.keep_raw = 1;
+            ro.keep_raw = 1;
             break;
         case OPT_NO_MATCH:
-            no_match = 1;
+            ro.no_match = 1;
             break;
         case OPT_REATTACH:
-            reattach = 1;
+            ro.reattach = 1;
             break;
         case OPT_DB:
-            db_opt = optarg;
+            ro.db = optarg;
             break;
         default:
             return 2;
         }
     }
-    i = optind;
-    if (i >= argc) {
+    if (optind >= argc) {
         cli_usage_error("run", "no command given (tftap run -- tofu ARGS...)");
         return 2;
     }
-    char **cmd = argv + i;
-    int ncmd = argc - i;
+    return run_command(argv + optind, argc - optind, &ro);
+}
+
+int run_command(char **cmd, int ncmd, const struct run_opts *ro)
+{
+    struct wrap_opts o = {0};
+    struct wrap_set set;
+    struct cmdline cl;
+    tftap_buf err = TFTAP_BUF_INIT;
+    char *exe = NULL, *db = NULL, *workdir = NULL, *cwd = NULL, *version = NULL;
+    char *tmp = NULL, *config = NULL, **env = NULL, *planfile = NULL, *log_path = NULL;
+    char **aux_env = NULL;
+    off_t log_size = 0;
+    char env_cfg[4200], env_db[4200], env_run[64], env_dir[4200];
+    int no_match = ro->no_match, code = 1, wrapped = 0, reattach = ro->reattach;
+    struct reattached *procs = NULL;
+    size_t nprocs = 0;
+    tftap_buf reattach_json = TFTAP_BUF_INIT, before = TFTAP_BUF_INIT;
+    char *env_reattach = NULL;
+    int64_t run_id = 0;
+    store *s = NULL;
+    struct captured ver = {0, -1};
+
+    memset(&set, 0, sizeof set);
+    o.record_sensitive = ro->record_sensitive;
+    o.keep_raw = ro->keep_raw;
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     const char *cli = strstr(base, "terraform") ? "terraform" : "tofu";
     if (!strstr(base, "tofu") && !strstr(base, "terraform")) {
@@ -755,13 +765,17 @@ int cli_run(int argc, char **argv)
     }
     parse_cmdline(ncmd, cmd, &cl);
 
-    const char *db_path = db_opt ? db_opt : getenv("TFTAP_DB");
+    const char *db_path = ro->db ? ro->db : getenv("TFTAP_DB");
     if (db_path == NULL || db_path[0] == '\0')
         db_path = STORE_DEFAULT_PATH;
     if ((exe = wrap_self_exe()) == NULL || (db = wrap_abspath(db_path)) == NULL ||
         (cwd = getcwd(NULL, 0)) == NULL) {
         cli_error("cannot find this program's or the current directory's path: %s",
                   strerror(errno));
+        goto cleanup;
+    }
+    if (ro->naux_env && (aux_env = env_with(ro->aux_env, ro->naux_env)) == NULL) {
+        cli_error("out of memory");
         goto cleanup;
     }
     if ((log_path = log_path_for(db)) != NULL)
@@ -785,7 +799,13 @@ int cli_run(int argc, char **argv)
         cli_error("%s", tftap_buf_cstr(&err));
         goto cleanup;
     }
-    wrapped = set.n > 0 && !installs_providers(&cl);
+    /* tftap replay: its providers stand in for every one the directory
+     * uses, whatever the command (with them, init installs nothing). */
+    if (ro->providers != NULL && wrap_set_replace(&set, ro->providers, ro->nproviders) != 0) {
+        cli_error("out of memory");
+        goto cleanup;
+    }
+    wrapped = set.n > 0 && (ro->providers != NULL || !installs_providers(&cl));
     if (set.shims && wrapped)
         /* A config exported by `tftap wrap`: its shims stand aside for
          * ours, or every call would be recorded twice. */
@@ -893,7 +913,7 @@ int cli_run(int argc, char **argv)
     }
 
     int match = wrapped && !no_match && run_id > 0 && matches_addresses(&cl);
-    int have_before = match && state_before(cmd[0], workdir, cmd + 1, &before) == 0;
+    int have_before = match && state_before(cmd[0], aux_env, workdir, cmd + 1, &before) == 0;
     code = run_attached(cmd, env);
     if (code < 0) {
         cli_error("cannot run %s: %s", cmd[0], strerror(errno));
@@ -931,8 +951,8 @@ int cli_run(int argc, char **argv)
              * command may have changed the state, even when it failed. */
             int plans = strcmp(cl.sub, "plan") == 0;
             int after = plans ? planfile != NULL && (code == 0 || code == 2) : 1;
-            match_addresses(s, run_id, cmd[0], workdir, plans ? planfile : NULL, have_before,
-                            &before, after);
+            match_addresses(s, run_id, cmd[0], aux_env, workdir, plans ? planfile : NULL,
+                            have_before, &before, after);
         }
         if (opened)
             cli_check_summary(s, run_id);
@@ -972,6 +992,7 @@ cleanup:
     free(tmp);
     free(config);
     free(env);
+    free(aux_env);
     free(planfile);
     free(log_path);
     return code;

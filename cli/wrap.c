@@ -770,6 +770,26 @@ cleanup:
     return rc;
 }
 
+int wrap_set_replace(struct wrap_set *set, const struct wrap_provider *v, size_t n)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        free(set->v[i].addr);
+        free(set->v[i].type);
+        free(set->v[i].version);
+        free(set->v[i].binary);
+    }
+    set->n = 0;
+    set->missing = 0;
+    free(set->missing_first);
+    set->missing_first = NULL;
+    for (size_t i = 0; i < n; i++) {
+        char *bin = strdup(v[i].binary);
+        if (bin == NULL || set_add(set, v[i].addr, v[i].version, bin) != 0)
+            return TFTAP_ENOMEM;
+    }
+    return 0;
+}
+
 void wrap_set_done(struct wrap_set *set)
 {
     if (set == NULL)
@@ -1004,6 +1024,25 @@ static const char *cli_of(const struct wrap_set *set)
     return "tofu";
 }
 
+int wrap_write_config(const struct wrap_set *set, const char *dir, char **config_path,
+                      tftap_buf *err)
+{
+    tftap_buf b = TFTAP_BUF_INIT;
+    char *path = NULL;
+    int rc = build_config(set, dir, cli_of(set), &b);
+    *config_path = NULL;
+    if (rc != 0 || (path = joinpath(dir, "tftap.tfrc")) == NULL) {
+        rc = TFTAP_ENOMEM;
+        tftap_buf_puts(err, "out of memory");
+    } else if ((rc = write_file(path, &b, 0600, err)) == 0) {
+        *config_path = path;
+        path = NULL;
+    }
+    free(path);
+    tftap_buf_done(&b);
+    return rc;
+}
+
 int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_opts *opts,
                char **config_path, tftap_buf *err)
 {
@@ -1069,16 +1108,7 @@ int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_op
             goto cleanup;
     }
 
-    tftap_buf_reset(&b);
-    if ((rc = build_config(set, dir, cli_of(set), &b)) != 0)
-        goto nomem;
-    free(path);
-    if ((path = joinpath(dir, "tftap.tfrc")) == NULL)
-        goto nomem;
-    if ((rc = write_file(path, &b, 0600, err)) != 0)
-        goto cleanup;
-    *config_path = path;
-    path = NULL;
+    rc = wrap_write_config(set, dir, config_path, err);
     goto cleanup;
 
 nomem:

@@ -41,6 +41,11 @@ struct wrap_set {
 int wrap_discover(const char *workdir, const char *cli, struct wrap_set *set, tftap_buf *err);
 void wrap_set_done(struct wrap_set *set);
 
+/* Put copies of n providers in place of set's (tftap replay: the recorded
+ * providers stand in for whatever the directory uses); the user's config
+ * stays. 0 or TFTAP_ENOMEM. */
+int wrap_set_replace(struct wrap_set *set, const struct wrap_provider *v, size_t n);
+
 struct wrap_opts {
     const char *tftap_exe; /* absolute path of this program */
     const char *db;        /* absolute database path */
@@ -56,6 +61,12 @@ struct wrap_opts {
 int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_opts *opts,
                char **config_path, tftap_buf *err);
 
+/* Only the CLI config of wrap_write(): dir/tftap.tfrc, the user's CLI
+ * config with dev_overrides pointing every provider of set at dir/p<i>
+ * (where the caller put executables of its own). Returns as wrap_write. */
+int wrap_write_config(const struct wrap_set *set, const char *dir, char **config_path,
+                      tftap_buf *err);
+
 /* Remove what wrap_write() wrote in dir (not dir itself). */
 void wrap_clean(const struct wrap_set *set, const char *dir);
 
@@ -66,6 +77,25 @@ int wrap_is_self(const char *path);
 /* When path is a tftap shim (a "#!" script that runs `tftap shim`, with
  * tftap-shim.json beside it), that json's path (free()); else NULL. */
 char *wrap_shim_meta_path(const char *path);
+
+/* ---- one command with its providers wrapped (cli/run.c) ---- */
+struct run_opts {
+    const char *db; /* NULL: $TFTAP_DB, else the default */
+    int record_sensitive, keep_raw, no_match, reattach;
+    /* tftap replay: these providers (borrowed) are wrapped in place of
+     * those the directory uses, whatever the command (init too). */
+    const struct wrap_provider *providers;
+    size_t nproviders;
+    /* "NAME=value" strings added to the environment of the CLI commands
+     * tftap itself runs around the command (state pull, show -json). */
+    char *const *aux_env;
+    size_t naux_env;
+};
+
+/* What `tftap run` does once its options are read: run cmd (ncmd words)
+ * with every provider wrapped, as one recorded run. Returns the exit code
+ * to exit with (the command's, or 1 after one error line). */
+int run_command(char **cmd, int ncmd, const struct run_opts *ro);
 
 /* ---- knowing when a run's record is complete (cli/recwait.c) ----
  * `tftap run` names a directory in TFTAP_RUN_DIR; each proxy of the run

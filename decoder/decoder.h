@@ -153,4 +153,28 @@ int dec_message_to_json(const char *method, int is_response, const void *p, size
                         const dec_schema *schema, const char *type_name, const dec_opts *opts,
                         tftap_buf *out, dec_error *err);
 
+/* ---- the inverse, for replay ------------------------------------------ */
+
+/* A decoded value (the JSON contract, docs/decoded-values.md) back to cty
+ * msgpack for type t, appended to out. Redacted values ({"$sensitive": ...})
+ * cannot be undone and become a value of the right type (docs/replay.md,
+ * "What replay sends back"). lim may be NULL. Returns 0, or TFTAP_EDECODE
+ * (input does not fit t: err->path names where) / TFTAP_ELIMIT /
+ * TFTAP_ENOMEM; on error out's length is restored. */
+int dec_json_value_to_msgpack(const dec_type *t, const char *json, size_t n, const dec_limits *lim,
+                              tftap_buf *out, dec_error *err);
+
+/* A message as dec_message_to_json renders it, back to protobuf bytes
+ * (appended to out). method: gRPC path "/tfplugin6.Provider/PlanResourceChange";
+ * type_name: the request's type name (responses do not carry it; it picks the
+ * DynamicValue schema as dec_message_to_json does); schema may be NULL when
+ * the method has no DynamicValue. Reduced forms (private bytes as size and
+ * hash, undecoded DynamicValues) become empty bytes. Returns 0, or
+ * TFTAP_ENOTFOUND for a method it does not know, TFTAP_EDECODE (err->path
+ * names the JSON path), TFTAP_ELIMIT, TFTAP_ENOMEM; on error out's length is
+ * restored. */
+int dec_message_from_json(const char *method, int is_response, const char *type_name,
+                          const char *json, size_t n, const dec_schema *schema,
+                          const dec_limits *lim, tftap_buf *out, dec_error *err);
+
 #endif

@@ -5,6 +5,7 @@
  * decoded through the schema, AttributePath as a path string, RawState's
  * JSON embedded, provider-private bytes as size and hash). */
 #include "decoder/decoder_int.h"
+#include "decoder/message_int.h"
 #include "decoder/pb_int.h"
 #include "decoder/schema_int.h"
 
@@ -26,14 +27,12 @@ static const ProtobufCServiceDescriptor *const services[] = {
 
 /* How a provider method's DynamicValues pick their schema: the kind of
  * schema named by the request's type name, or a function signature. */
-enum { RULE_NONE = -1, RULE_FUNCTION = -2 };
-
 static const struct method_rule {
     const char *method;
     int rule;
 } method_rules[] = {
     {"ApplyResourceChange", DEC_SCHEMA_RESOURCE},
-    {"CallFunction", RULE_FUNCTION},
+    {"CallFunction", DEC_RULE_FUNCTION},
     {"CloseEphemeralResource", DEC_SCHEMA_EPHEMERAL},
     {"Configure", DEC_SCHEMA_PROVIDER},
     {"ConfigureProvider", DEC_SCHEMA_PROVIDER},
@@ -49,7 +48,7 @@ static const struct method_rule {
     {"ReadDataSource", DEC_SCHEMA_DATA_SOURCE},
     {"ReadResource", DEC_SCHEMA_RESOURCE},
     {"RenewEphemeralResource", DEC_SCHEMA_EPHEMERAL},
-    {"UpgradeResourceIdentity", RULE_NONE}, /* identity data only */
+    {"UpgradeResourceIdentity", DEC_RULE_NONE}, /* identity data only */
     {"UpgradeResourceState", DEC_SCHEMA_RESOURCE},
     {"ValidateActionConfig", DEC_SCHEMA_ACTION},
     {"ValidateDataResourceConfig", DEC_SCHEMA_DATA_SOURCE},
@@ -61,14 +60,7 @@ static const struct method_rule {
     {"ValidateResourceTypeConfig", DEC_SCHEMA_RESOURCE},
 };
 
-struct method {
-    const ProtobufCServiceDescriptor *service;
-    const ProtobufCMethodDescriptor *m;
-    int provider; /* a tfplugin Provider service method */
-};
-
-/* Resolve a gRPC path "/package.Service/Method". */
-static int find_method(const char *path, struct method *out)
+int dec_method_find(const char *path, struct dec_method *out)
 {
     if (!path || path[0] != '/')
         return 0;
@@ -93,10 +85,10 @@ static int find_method(const char *path, struct method *out)
     return 0;
 }
 
-static int method_rule(const struct method *m)
+int dec_method_rule(const struct dec_method *m)
 {
     if (!m->provider)
-        return RULE_NONE;
+        return DEC_RULE_NONE;
     size_t lo = 0, hi = sizeof method_rules / sizeof method_rules[0];
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -108,12 +100,10 @@ static int method_rule(const struct method *m)
         else
             lo = mid + 1;
     }
-    return RULE_NONE;
+    return DEC_RULE_NONE;
 }
 
-/* The request field naming the schema: the function for CallFunction, the
- * destination type for MoveResourceState, else type_name or action_type. */
-static const ProtobufCFieldDescriptor *type_name_field(const struct method *m)
+const ProtobufCFieldDescriptor *dec_method_type_name_field(const struct dec_method *m)
 {
     const ProtobufCMessageDescriptor *d = m->m->input;
     if (!m->provider)
@@ -143,10 +133,10 @@ int dec_method_protocol(const char *method)
 int dec_request_type_name(const char *method, const void *p, size_t n, char **type_name)
 {
     *type_name = NULL;
-    struct method m;
-    if (!find_method(method, &m))
+    struct dec_method m;
+    if (!dec_method_find(method, &m))
         return TFTAP_ENOTFOUND;
-    const ProtobufCFieldDescriptor *f = type_name_field(&m);
+    const ProtobufCFieldDescriptor *f = dec_method_type_name_field(&m);
     if (!f)
         return 0;
     const void *v;
@@ -391,35 +381,36 @@ static int put_json_copy(tftap_buf *out, const uint8_t *p, size_t n, unsigned ma
 
 struct render {
     tftap_buf *out;
-    const dec_schema *schema;
     const dec_opts *opts;
     unsigned max_depth;
-    int rule;
-    const char *type_name;         /* selects the schema; may be NULL */
-    const struct dec_function *fn; /* CallFunction */
-    dec_type *t_bool, *t_number;   /* ValidateListResourceConfig's extras */
+    struct dec_value_ctx c;
 };
 
-static int is_dynamic_value(const ProtobufCMessageDescriptor *d)
+int dec_pb_is_dynamic_value(const ProtobufCMessageDescriptor *d)
 {
     return d == &tfplugin5__dynamic_value__descriptor || d == &tfplugin6__dynamic_value__descriptor;
 }
 
-static int is_attribute_path(const ProtobufCMessageDescriptor *d)
+int dec_pb_is_attribute_path(const ProtobufCMessageDescriptor *d)
 {
     return d == &tfplugin5__attribute_path__descriptor ||
            d == &tfplugin6__attribute_path__descriptor;
 }
 
-static int is_raw_state(const ProtobufCMessageDescriptor *d)
+int dec_pb_is_raw_state(const ProtobufCMessageDescriptor *d)
 {
     return d == &tfplugin5__raw_state__descriptor || d == &tfplugin6__raw_state__descriptor;
 }
 
-static int is_private_field(const char *name)
+int dec_pb_is_private_field(const char *name)
 {
     size_t n = strlen(name);
     return strcmp(name, "private") == 0 || (n > 8 && strcmp(name + n - 8, "_private") == 0);
+}
+
+int dec_pb_is_json_bytes(const ProtobufCMessageDescriptor *owner, const char *field)
+{
+    return (dec_pb_is_raw_state(owner) && strcmp(field, "json") == 0) || strcmp(field, "type") == 0;
 }
 
 static const dec_type *lazy_type(dec_type **slot, enum dec_kind kind)
@@ -429,18 +420,16 @@ static const dec_type *lazy_type(dec_type **slot, enum dec_kind kind)
     return *slot;
 }
 
-/* The type a DynamicValue in field `field` (element `index` if repeated)
- * was encoded with, or NULL when we cannot know it. */
-static const dec_type *value_type(struct render *r, const char *field, size_t index)
+const dec_type *dec_value_ctx_type(struct dec_value_ctx *r, const char *field, size_t index)
 {
     if (strcmp(field, "provider_meta") == 0)
         return dec_schema_lookup(r->schema, DEC_SCHEMA_PROVIDER_META, NULL);
     if (strcmp(field, "identity_data") == 0)
         return dec_schema_lookup(r->schema, DEC_SCHEMA_IDENTITY, r->type_name);
     switch (r->rule) {
-    case RULE_NONE:
+    case DEC_RULE_NONE:
         return NULL;
-    case RULE_FUNCTION:
+    case DEC_RULE_FUNCTION:
         if (strcmp(field, "arguments") == 0)
             return dec_function_arg_type(r->fn, index);
         if (strcmp(field, "result") == 0)
@@ -459,6 +448,13 @@ static const dec_type *value_type(struct render *r, const char *field, size_t in
     }
 }
 
+void dec_value_ctx_done(struct dec_value_ctx *c)
+{
+    dec_type_free(c->t_bool);
+    dec_type_free(c->t_number);
+    c->t_bool = c->t_number = NULL;
+}
+
 static int render_dynamic(struct render *r, const ProtobufCMessage *dv, const char *field,
                           size_t index)
 {
@@ -471,7 +467,7 @@ static int render_dynamic(struct render *r, const ProtobufCMessage *dv, const ch
         tftap_buf_puts(r->out, "null");
         return 0;
     }
-    const dec_type *t = value_type(r, field, index);
+    const dec_type *t = dec_value_ctx_type(&r->c, field, index);
     if (!t) {
         tftap_buf_puts(r->out, "{\"$undecoded\":");
         put_digest(r->out, payload, size);
@@ -654,10 +650,9 @@ static int render_value(struct render *r, const ProtobufCMessage *owner,
         ProtobufCBinaryData b;
         memcpy(&b, p, sizeof b);
         size_t n = b.data ? b.len : 0;
-        if (is_private_field(f->name)) {
+        if (dec_pb_is_private_field(f->name)) {
             put_digest(out, b.data, n);
-        } else if ((is_raw_state(owner->descriptor) && strcmp(f->name, "json") == 0) ||
-                   strcmp(f->name, "type") == 0) {
+        } else if (dec_pb_is_json_bytes(owner->descriptor, f->name)) {
             /* Embedded JSON (stored state, cty type JSON): shown as the
              * value it is, or as text when it does not parse. */
             if (n == 0)
@@ -676,7 +671,7 @@ static int render_value(struct render *r, const ProtobufCMessage *owner,
             tftap_buf_puts(out, "null");
             return 0;
         }
-        if (is_dynamic_value(sub->descriptor))
+        if (dec_pb_is_dynamic_value(sub->descriptor))
             return render_dynamic(r, sub, f->name, index);
         return render_message(r, sub, f->name, index);
     }
@@ -761,13 +756,13 @@ static int render_message(struct render *r, const ProtobufCMessage *m, const cha
     (void)index;
     /* A nested message naming its own resource type (an imported resource)
      * decodes its values with that type's schema. */
-    const char *saved_type = r->type_name;
+    const char *saved_type = r->c.type_name;
     const char *own = dec_pb_string(m, "type_name");
     if (own[0])
-        r->type_name = own;
+        r->c.type_name = own;
     int rc = 0, first = 1;
     tftap_buf_putc(out, '{');
-    if (is_attribute_path(d)) {
+    if (dec_pb_is_attribute_path(d)) {
         tftap_buf_puts(out, "\"path\":");
         put_attribute_path(out, m);
         first = 0;
@@ -796,7 +791,7 @@ static int render_message(struct render *r, const ProtobufCMessage *m, const cha
         tftap_buf_putc(out, ']');
     }
     tftap_buf_putc(out, '}');
-    r->type_name = saved_type;
+    r->c.type_name = saved_type;
     return rc;
 }
 
@@ -804,8 +799,8 @@ int dec_message_to_json(const char *method, int is_response, const void *p, size
                         const dec_schema *schema, const char *type_name, const dec_opts *opts,
                         tftap_buf *out, dec_error *err)
 {
-    struct method m;
-    if (!find_method(method, &m)) {
+    struct dec_method m;
+    if (!dec_method_find(method, &m)) {
         dec_error_set(err, TFTAP_ENOTFOUND, "", "unknown method %s",
                       method && dec_utf8_valid(method, strlen(method)) ? method : "?");
         return TFTAP_ENOTFOUND;
@@ -820,21 +815,19 @@ int dec_message_to_json(const char *method, int is_response, const void *p, size
         return rc;
     struct render r = {
         .out = out,
-        .schema = schema,
         .opts = opts,
         .max_depth = opts->limits.max_depth ? opts->limits.max_depth : DEC_DEFAULT_MAX_DEPTH,
-        .rule = method_rule(&m),
-        .type_name = type_name,
+        .c = {.schema = schema, .rule = dec_method_rule(&m), .type_name = type_name},
     };
     /* A request names its own type; the caller's name serves responses. */
-    const ProtobufCFieldDescriptor *tf = is_response ? NULL : type_name_field(&m);
+    const ProtobufCFieldDescriptor *tf = is_response ? NULL : dec_method_type_name_field(&m);
     if (tf) {
         const char *own = dec_pb_string(msg, tf->name);
         if (own[0])
-            r.type_name = own;
+            r.c.type_name = own;
     }
-    if (r.rule == RULE_FUNCTION)
-        r.fn = dec_schema_function(schema, r.type_name);
+    if (r.c.rule == DEC_RULE_FUNCTION)
+        r.c.fn = dec_schema_function(schema, r.c.type_name);
     size_t start = out->len;
     rc = render_message(&r, msg, "", 0);
     if (!rc && tftap_buf_failed(out))
@@ -847,8 +840,7 @@ int dec_message_to_json(const char *method, int is_response, const void *p, size
                 out->data[start] = '\0';
         }
     }
-    dec_type_free(r.t_bool);
-    dec_type_free(r.t_number);
+    dec_value_ctx_done(&r.c);
     dec_pb_free(msg);
     return rc;
 }

@@ -518,6 +518,10 @@ cleanup:
         warn(cfg, "%s: some messages were not recorded (recorder queue full)",
              cfg->provider != NULL ? cfg->provider : cfg->binary);
     proxy_tee_free(tee);
+    /* A recorder that never started never leaves the run it joined: we do,
+     * or `tftap runs` would call it running for ever. */
+    if (rec.fd < 0 && cfg->db != NULL && cfg->leave_run && cfg->run_id > 0)
+        proxy_recproc_leave_run(cfg->db, cfg->run_id);
     proxy_recproc_detach(&rec);
     if (socket_made)
         unlink(tftap_buf_cstr(&sock));

@@ -105,6 +105,9 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
                         tftap_buf *err);
 /* Close our end; the recorder process finishes on its own. */
 void proxy_recproc_detach(proxy_recproc *rp);
+/* This process's part of a shared run is over (store_run_leave); the last
+ * one to leave ends the run. Failing is one line on stderr. */
+void proxy_recproc_leave_run(const char *db, int64_t run_id);
 
 /* ---- tee.c: copies of messages to the recorder, off the relay's thread -- */
 

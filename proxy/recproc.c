@@ -128,7 +128,7 @@ static void reclog_start(const char *db, const char *provider)
 
 /* A run shared by the provider processes of one CLI command: this
  * recorder's part is written; the last one to leave ends the run. */
-static void leave_run(const char *db, int64_t run_id)
+void proxy_recproc_leave_run(const char *db, int64_t run_id)
 {
     store *s = NULL;
     int rc = store_open(db, 0, &s);
@@ -255,7 +255,7 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
         close_range(hold >= 0 ? 5 : 4, ~0U, 0);
         recorder_main(fd, db, opts);
         if (rp->leave_run && opts->run_id > 0)
-            leave_run(db, opts->run_id);
+            proxy_recproc_leave_run(db, opts->run_id);
         fflush(stderr);
         _exit(0);
     }

@@ -178,6 +178,74 @@ int store_schemas_each(store *s, int64_t run_id, int (*fn)(void *ctx, const stor
     return store_finish(st, cb ? SQLITE_DONE : rc, cb);
 }
 
+int store_run_providers_each(store *s, int64_t run_id,
+                             int (*fn)(void *ctx, const store_run_provider_row *row), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    /* The first process of each provider names its version, protocol and
+     * binary (processes.id is their start order). */
+    int rc = sqlite3_prepare_v2(
+        s->db,
+        "SELECT p.provider, f.version, f.protocol, f.binary_path, count(*), "
+        "(SELECT count(*) FROM calls c JOIN processes q ON q.id = c.process_id "
+        "WHERE q.run_id = ?1 AND q.provider = p.provider) "
+        "FROM processes p JOIN processes f ON f.id = (SELECT min(id) FROM processes "
+        "WHERE run_id = ?1 AND provider = p.provider) "
+        "WHERE p.run_id = ?1 AND p.provider IS NOT NULL GROUP BY p.provider ORDER BY min(p.id)",
+        -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    sqlite3_bind_int64(st, 1, run_id);
+    int cb = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        store_run_provider_row r = {
+            .provider = store_col_text(st, 0),
+            .version = store_col_text(st, 1),
+            .protocol = sqlite3_column_int(st, 2),
+            .binary_path = store_col_text(st, 3),
+            .processes = sqlite3_column_int64(st, 4),
+            .calls = sqlite3_column_int64(st, 5),
+        };
+        cb = fn(ctx, &r);
+        if (cb)
+            break;
+    }
+    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
+}
+
+int store_run_provider_schema(store *s, int64_t run_id, const char *provider, int *protocol,
+                              tftap_buf *raw, tftap_buf *identity)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(
+        s->db,
+        "SELECT sc.protocol, sc.raw, (SELECT i.raw FROM schemas i WHERE i.sha256 = "
+        "p.identity_sha256) FROM processes p JOIN schemas sc ON sc.sha256 = p.schema_sha256 "
+        "AND sc.kind = 'provider' WHERE p.run_id = ?1 AND p.provider = ?2 ORDER BY p.id LIMIT 1",
+        -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return store_err(rc);
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_text(st, 2, provider, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    int err = 0;
+    if (rc == SQLITE_ROW) {
+        *protocol = sqlite3_column_int(st, 0);
+        /* (A blob of no bytes reads as NULL: nothing to append.) */
+        if (sqlite3_column_bytes(st, 1) > 0)
+            tftap_buf_append(raw, sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1));
+        if (identity && sqlite3_column_bytes(st, 2) > 0)
+            tftap_buf_append(identity, sqlite3_column_blob(st, 2),
+                             (size_t)sqlite3_column_bytes(st, 2));
+        if (tftap_buf_failed(raw) || (identity && tftap_buf_failed(identity)))
+            err = TFTAP_ENOMEM;
+        rc = SQLITE_DONE;
+    } else if (rc == SQLITE_DONE) {
+        err = TFTAP_ENOTFOUND;
+    }
+    return store_finish(st, rc, err);
+}
+
 int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
                      int (*fn)(void *ctx, const store_call_row *row), void *ctx)
 {

@@ -233,6 +233,31 @@ typedef struct store_schema_row {
 int store_schemas_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_schema_row *row),
                        void *ctx);
 
+/* The providers of a run: one row per provider address among its
+ * processes (those that have one), in the order the first process of each
+ * started, with that process's version (NULL when unknown), protocol (0
+ * when unknown) and binary path (NULL when unknown), and the provider's
+ * process and call counts over the run. */
+typedef struct store_run_provider_row {
+    const char *provider;
+    const char *version;
+    int protocol;
+    const char *binary_path;
+    int64_t processes;
+    int64_t calls;
+} store_run_provider_row;
+int store_run_providers_each(store *s, int64_t run_id,
+                             int (*fn)(void *ctx, const store_run_provider_row *row), void *ctx);
+
+/* The schema a run's first process of provider that had one decoded with:
+ * its protocol, the raw serialized GetProviderSchema response (protocol 5's
+ * GetSchema or 6's) appended to raw, and the raw GetResourceIdentitySchemas
+ * response (none recorded: nothing) to identity (may be NULL). Returns 0,
+ * TFTAP_ENOTFOUND (no process of provider in the run has a schema),
+ * TFTAP_ESTORE, TFTAP_ENOMEM. */
+int store_run_provider_schema(store *s, int64_t run_id, const char *provider, int *protocol,
+                              tftap_buf *raw, tftap_buf *identity);
+
 /* One resource instance change (see v_resource_changes in docs/database.md). */
 typedef struct store_change_row {
     int64_t call_id;

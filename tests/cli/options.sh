@@ -53,6 +53,9 @@ runs global --db|--db $db runs|runs --db $db
 runs global --db=|--db=$db runs --json|runs --json --db $db
 runs --limit|runs --db $db --limit 2|runs --db=$db --limit=2
 calls --db|calls 5 --db $db|calls --db=$db 5
+mock --db|mock 5 --db $db|mock --db=$db 5
+mock global --db|--db $db mock 5 test_thing|mock 5 test_thing --db $db
+mock ADDRESS|mock 5 test_thing.web --db $db|mock --db $db 5 test_thing.web[0]
 calls global --db|--db $db calls 5|calls 5 --db=$db
 calls --method|calls 5 --db $db --method PlanResourceChange|calls --method=PlanResourceChange 5 --db $db
 calls --method any case|calls 5 --db $db --method PlanResourceChange|calls 5 --db $db --method planresourcechange
@@ -111,6 +114,27 @@ for form in "--out $work/empty/s1 --cli terraform --db $work/w.db" \
     fi
 done
 
+# replay --out: both forms of every value option write the same files and
+# print the same line (the recorder test's run 5 has one provider).
+for form in "--out $work/rp --run 5 --ignore .id --cli terraform --db $work/r.db" \
+    "--out=$work/rp --run=5 --ignore=.id --cli=terraform --db=$work/r.db"; do
+    # shellcheck disable=SC2086
+    "$TFTAP" replay "$db" $form >"$work/rp.out" 2>"$work/rp.err"
+    rc=$?
+    if [ "$rc" -eq 0 ] && grep -qx "export TF_CLI_CONFIG_FILE='$work/rp/tftap.tfrc'" "$work/rp.out" &&
+        grep -q "replay-provider --db '$db' --run 5 --provider 'registry.opentofu.org/test/thing' --ignore '.id'" \
+            "$work/rp/replay/p0/terraform-provider-thing"; then
+        ok
+    else
+        fail "replay $form: exit $rc, $(cat "$work/rp.err")"
+    fi
+    rm -rf "$work/rp"
+done
+"$TFTAP" --db "$work/r.db" replay "$db:5" --out "$work/rp" >/dev/null 2>&1
+if grep -q "\"db\": \"$work/r.db\"" "$work/rp/p0/tftap-shim.json"; then ok; else
+    fail "global --db before replay names where the replay is recorded"
+fi
+
 # Usage errors: one line naming the problem and where to look, exit 2.
 while IFS='|' read -r args want; do
     [ -n "$args" ] || continue
@@ -136,11 +160,28 @@ runs --json=yes|tftap: option '--json' takes no value (see 'tftap runs --help')
 runs --limit 0|tftap: --limit must be a positive number, not '0' (see 'tftap runs --help')
 calls|tftap: calls needs RUN (a run id or 'last') (see 'tftap calls --help')
 show 5 a b|tftap: unexpected argument 'b' (see 'tftap show --help')
+mock 5 a b|tftap: unexpected argument 'b' (see 'tftap mock --help')
+mock|tftap: mock needs RUN (see 'tftap mock --help')
+mock 5 --x=1|tftap: unknown option '--x' (see 'tftap mock --help')
+mock 5 -o|tftap: option '-o' needs a value (see 'tftap mock --help')
+mock 5 --output|tftap: option '--output' needs a value (see 'tftap mock --help')
 export 5 --format csv|tftap: unknown export format 'csv' (only jsonl) (see 'tftap export --help')
 run|tftap: no command given (tftap run -- tofu ARGS...) (see 'tftap run --help')
 wrap|tftap: --out DIR is required (see 'tftap wrap --help')
 wrap --out x --cli bash|tftap: --cli must be tofu or terraform, not 'bash' (see 'tftap wrap --help')
 decode|tftap: give --type or --schema (one of them) (see 'tftap decode --help')
+replay --bogus x.db -- true|tftap: unknown option '--bogus' (see 'tftap replay --help')
+replay --run|tftap: option '--run' needs a value (see 'tftap replay --help')
+replay -- tofu plan|tftap: no SOURCE given (a database or bundle) (see 'tftap replay --help')
+replay x.db tofu plan|tftap: unexpected argument 'tofu' (the command goes after --) (see 'tftap replay --help')
+replay x.db|tftap: no command given (tftap replay SOURCE -- tofu ARGS...) (see 'tftap replay --help')
+replay x.db --out d -- tofu plan|tftap: --out DIR writes files for later commands: give no command (see 'tftap replay --help')
+replay x.db --out d --cli bash|tftap: --cli must be tofu or terraform, not 'bash' (see 'tftap replay --help')
+replay x.db:3 --run 4 --out d|tftap: two runs given: x.db:3 and --run 4 (see 'tftap replay --help')
+replay-provider --bogus|tftap: unknown option '--bogus' (see 'tftap replay-provider --help')
+replay-provider|tftap: --provider ADDR is required (see 'tftap replay-provider --help')
+replay-provider --provider|tftap: option '--provider' needs a value (see 'tftap replay-provider --help')
+replay-provider --provider p x|tftap: unexpected argument 'x' (see 'tftap replay-provider --help')
 --bogus runs|tftap: unknown option '--bogus' (see 'tftap --help')
 --db|tftap: option '--db' needs a value (see 'tftap --help')
 nosuch|tftap: unknown command 'nosuch' (see 'tftap --help')
@@ -153,8 +194,24 @@ if [ "$rc" -eq 2 ] && [ "$(cat "$work/u.err")" = "tftap: no command given (see '
     fail "'tftap' alone: exit $rc, $(cat "$work/u.err")"
 fi
 
+# mock -o FILE, --output FILE and --output=FILE write what stdout gets.
+"$TFTAP" mock 5 --db "$db" >"$work/m.out"
+n=0
+for form in "-o" "--output" "--output="; do
+    n=$((n + 1))
+    f=$work/m$n.hcl
+    case $form in
+    *=) set -- "$form$f" ;;
+    *) set -- "$form" "$f" ;;
+    esac
+    if "$TFTAP" mock 5 --db "$db" "$@" >"$work/m.stdout" && [ ! -s "$work/m.stdout" ] &&
+        [ -s "$work/m.out" ] && cmp -s "$work/m.out" "$f"; then ok; else
+        fail "mock $form FILE"
+    fi
+done
+
 # --help: on stdout, exit 0, for every command and the program.
-for c in runs calls show export run wrap decode shim; do
+for c in runs calls show export run wrap replay replay-provider decode shim mock; do
     "$TFTAP" "$c" --help >"$work/h.out" 2>&1
     rc=$?
     if [ "$rc" -eq 0 ] && head -1 "$work/h.out" | grep -q "^usage: tftap $c"; then ok; else
@@ -164,6 +221,27 @@ done
 for h in --help help; do
     if "$TFTAP" $h | grep -q '^usage: tftap \[--db PATH\] COMMAND'; then ok; else fail "tftap $h"; fi
 done
+
+# replay-provider is hidden: what tofu starts, never listed.
+if "$TFTAP" --help | grep -q 'replay-provider'; then fail "tftap --help lists replay-provider"; else ok; fi
+# replay-provider's value options in both forms, global --db too (it runs
+# only under go-plugin's cookie; the provider is not in the run).
+cookie=TF_PLUGIN_MAGIC_COOKIE=d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2
+for form in "--db $db --run 5 --provider x/y" "--db=$db --run=5 --provider=x/y" \
+    "--provider x/y --run 5 --ignore .id --ignore=.x --db $db"; do
+    # shellcheck disable=SC2086
+    env "$cookie" "$TFTAP" replay-provider $form >"$work/rp.out" 2>"$work/rp.err"
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ "$(cat "$work/rp.err")" = "tftap replay-provider: run 5 recorded no schema for provider x/y" ]; then
+        ok
+    else
+        fail "replay-provider $form: exit $rc, $(cat "$work/rp.err")"
+    fi
+done
+env "$cookie" "$TFTAP" --db "$db" replay-provider --run 5 --provider x/y >/dev/null 2>"$work/rp.err"
+if grep -q "recorded no schema for provider x/y" "$work/rp.err"; then ok; else
+    fail "global --db before replay-provider: $(cat "$work/rp.err")"
+fi
 
 echo "options.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,148 @@
+/* analysis: attribute paths, --ignore patterns and differences between two
+ * decoded values, shared by the run diff and replay's request matching. */
+#include <fnmatch.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "analysis/analysis_int.h"
+
+static int is_ident(const char *s, size_t n)
+{
+    if (n == 0 || (s[0] >= '0' && s[0] <= '9'))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+void analysis_path_member(tftap_buf *path, const char *key, size_t len)
+{
+    if (is_ident(key, len)) {
+        tftap_buf_putc(path, '.');
+        tftap_buf_append(path, key, len);
+    } else {
+        tftap_buf_putc(path, '[');
+        tftap_buf_json_string(path, key, len);
+        tftap_buf_putc(path, ']');
+    }
+}
+
+int analysis_path_ignored(const char *const *patterns, size_t n, const char *path)
+{
+    if (!path)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *p = patterns[i];
+        if (fnmatch(p, path, 0) == 0)
+            return 1;
+        /* "id" means ".id" too. */
+        if (p[0] != '.' && path[0] == '.' && fnmatch(p, path + 1, 0) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+struct vd {
+    const analysis_value_diff_opts *o;
+    size_t prefix_len;
+    tftap_buf path;
+    int (*fn)(void *ctx, const char *path, const sj_node *a, const sj_node *b);
+    void *ctx;
+};
+
+static int vd_ignored(struct vd *v)
+{
+    if (!v->o || !v->o->nignore)
+        return 0;
+    const char *p = tftap_buf_cstr(&v->path);
+    if (analysis_path_ignored(v->o->ignore, v->o->nignore, p))
+        return 1;
+    return v->prefix_len && v->path.len > v->prefix_len &&
+           analysis_path_ignored(v->o->ignore, v->o->nignore, p + v->prefix_len);
+}
+
+static int vd_skipped(const struct vd *v, const sj_node *member)
+{
+    if (!v->o || !v->o->skip_members)
+        return 0;
+    for (const char *const *s = v->o->skip_members; *s; s++)
+        if (member->key_len == strlen(*s) && memcmp(member->key, *s, member->key_len) == 0)
+            return 1;
+    return 0;
+}
+
+static int vd_walk(struct vd *v, const sj_node *a, const sj_node *b, unsigned depth);
+
+/* Descend into one step (already appended at mark) and come back. */
+static int vd_step(struct vd *v, size_t mark, const sj_node *a, const sj_node *b, unsigned depth)
+{
+    int rc = tftap_buf_failed(&v->path) ? TFTAP_ENOMEM : vd_walk(v, a, b, depth + 1);
+    v->path.len = mark;
+    if (v->path.data)
+        v->path.data[mark] = 0;
+    return rc;
+}
+
+static int vd_walk(struct vd *v, const sj_node *a, const sj_node *b, unsigned depth)
+{
+    if (depth > TFTAP_JSON_MAX_DEPTH)
+        return TFTAP_ELIMIT;
+    if (vd_ignored(v))
+        return 0;
+    if (a && b && (v->o && (v->o->flags & ANALYSIS_VDIFF_SENSITIVE_EQUAL)) && sj_is_sensitive(a) &&
+        sj_is_sensitive(b))
+        return 0;
+    size_t mark = v->path.len;
+    if (a && b && a->kind == SJ_OBJECT && b->kind == SJ_OBJECT && !sj_is_unknown(a) &&
+        !sj_is_unknown(b) && !sj_is_sensitive(a) && !sj_is_sensitive(b)) {
+        for (const sj_node *x = a->child; x; x = x->next) {
+            if (vd_skipped(v, x))
+                continue;
+            analysis_path_member(&v->path, x->key, x->key_len);
+            int rc = vd_step(v, mark, x, analysis_member(b, x->key, x->key_len), depth);
+            if (rc)
+                return rc;
+        }
+        for (const sj_node *y = b->child; y; y = y->next) {
+            if (vd_skipped(v, y) || analysis_member(a, y->key, y->key_len))
+                continue;
+            analysis_path_member(&v->path, y->key, y->key_len);
+            int rc = vd_step(v, mark, NULL, y, depth);
+            if (rc)
+                return rc;
+        }
+        return 0;
+    }
+    if (a && b && a->kind == SJ_ARRAY && b->kind == SJ_ARRAY) {
+        const sj_node *x = a->child, *y = b->child;
+        for (size_t i = 0; x || y; i++) {
+            tftap_buf_printf(&v->path, "[%zu]", i);
+            int rc = vd_step(v, mark, x, y, depth);
+            if (rc)
+                return rc;
+            x = x ? x->next : NULL;
+            y = y ? y->next : NULL;
+        }
+        return 0;
+    }
+    if (a && b && sj_equal(a, b))
+        return 0;
+    return v->fn(v->ctx, tftap_buf_cstr(&v->path), a, b);
+}
+
+int analysis_value_diff(const sj_node *a, const sj_node *b, const char *prefix,
+                        const analysis_value_diff_opts *o,
+                        int (*fn)(void *ctx, const char *path, const sj_node *a, const sj_node *b),
+                        void *ctx)
+{
+    struct vd v = {o, prefix ? strlen(prefix) : 0, TFTAP_BUF_INIT, fn, ctx};
+    if (prefix)
+        tftap_buf_puts(&v.path, prefix);
+    int rc = tftap_buf_failed(&v.path) ? TFTAP_ENOMEM : vd_walk(&v, a, b, 0);
+    tftap_buf_done(&v.path);
+    return rc;
+}

@@ -1,0 +1,204 @@
+/* tftap mock RUN [ADDRESS|TYPE]: the values a run's providers really
+ * returned, as mock_provider blocks for `tofu test` (docs/replay.md). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "cli/cli.h"
+#include "cli/cli_store.h"
+
+static const char usage_text[] =
+    "usage: tftap mock RUN [ADDRESS|TYPE] [-o FILE] [--db PATH]\n\n"
+    "Write mock_provider blocks for tofu test (and terraform test) from the values\n"
+    "RUN (an id or 'last') recorded: one per provider, named by its type, with a\n"
+    "mock_resource or mock_data block per resource type and data source whose\n"
+    "defaults are the real values: the new state of an apply, else a refresh, else\n"
+    "the plan (data sources: the state read). Only what tofu test accepts is written:\n"
+    "computed attributes the recorded configuration does not set, nested blocks as\n"
+    "one object where every configuration has them; sensitive, unknown and\n"
+    "write-only values never (comments say what was left out). With several\n"
+    "instances of one type the first address in byte order gives the defaults and a\n"
+    "comment names it. ADDRESS (test_thing.a, also matching its instances) or TYPE\n"
+    "keeps only those. -o FILE (--output) writes FILE instead of stdout.\n";
+
+struct mock_ctx {
+    analysis_mocks *m;
+    const char *filter;
+    /* call id -> provider address, for the calls of the run that carry values */
+    struct idprov {
+        int64_t id;
+        char *provider;
+    } * v;
+    size_t n, cap;
+};
+
+static int filter_keeps(const char *filter, const char *type, const char *address)
+{
+    if (!filter)
+        return 1;
+    if (type && strcmp(type, filter) == 0)
+        return 1;
+    if (!address)
+        return 0;
+    size_t n = strlen(filter);
+    return strcmp(address, filter) == 0 || (strncmp(address, filter, n) == 0 && address[n] == '[');
+}
+
+static int each_call(void *ctx, const store_call_row *r)
+{
+    struct mock_ctx *x = ctx;
+    if (!r->provider)
+        return 0;
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? x->cap * 2 : 64;
+        struct idprov *v = realloc(x->v, cap * sizeof *v);
+        if (!v)
+            return TFTAP_ENOMEM;
+        x->v = v;
+        x->cap = cap;
+    }
+    x->v[x->n].provider = strdup(r->provider);
+    if (!x->v[x->n].provider)
+        return TFTAP_ENOMEM;
+    x->v[x->n++].id = r->id;
+    return 0;
+}
+
+static int cmp_idprov(const void *a, const void *b)
+{
+    const struct idprov *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static const char *provider_of(const struct mock_ctx *x, int64_t id)
+{
+    struct idprov key = {id, NULL};
+    const struct idprov *p = x->n ? bsearch(&key, x->v, x->n, sizeof *x->v, cmp_idprov) : NULL;
+    return p ? p->provider : NULL;
+}
+
+static int each_change(void *ctx, const store_change_row *c)
+{
+    struct mock_ctx *x = ctx;
+    if (!c->rpc || !c->type_name)
+        return 0;
+    int data = strcmp(c->rpc, "ReadDataSource") == 0;
+    const char *value = strcmp(c->rpc, "PlanResourceChange") == 0 ? c->planned : c->new_state;
+    analysis_mock_value v = {
+        .provider = provider_of(x, c->call_id),
+        .data = data,
+        .type_name = c->type_name,
+        .address = c->address,
+        .rpc = c->rpc,
+        .call_id = c->call_id,
+        .block_schema = c->block_schema,
+        .value = value,
+        .config = c->config,
+        /* Every configuration of a type counts (a default for an attribute
+         * one instance sets is refused for all), whatever the filter, also
+         * that of a failed call; a failed call's values never do. */
+        .config_only = c->failed || !filter_keeps(x->filter, c->type_name, c->address),
+    };
+    return analysis_mocks_add(x->m, &v);
+}
+
+int cli_mock(int argc, char **argv)
+{
+    static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
+                                             {"output", required_argument, NULL, 'o'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    const char *db = NULL, *output = NULL;
+    int c;
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, "ho:", longopts)) != -1) {
+        switch (c) {
+        case 'd':
+            db = optarg;
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    if (argc - optind < 1) {
+        cli_usage_error(argv[0], "mock needs RUN");
+        return 2;
+    }
+    if (argc - optind > 2) {
+        cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind + 2]);
+        return 2;
+    }
+    if (output && !*output) {
+        cli_usage_error(argv[0], "-o needs a file name");
+        return 2;
+    }
+    const char *path = cli_db_path(db);
+    const char *filter = argc - optind > 1 ? argv[optind + 1] : NULL;
+    store *s = NULL;
+    int64_t run = 0;
+    int exit_code = cli_open_store(path, &s);
+    if (exit_code)
+        return exit_code;
+    exit_code = cli_resolve_run(s, path, argv[optind], &run);
+    if (exit_code) {
+        store_close(s);
+        return exit_code;
+    }
+    struct mock_ctx x = {.filter = filter};
+    tftap_buf out = TFTAP_BUF_INIT;
+    size_t ntypes = 0;
+    int rc = analysis_mocks_new(&x.m);
+    static const char *const methods[] = {"PlanResourceChange", "ApplyResourceChange",
+                                          "ReadResource", "ReadDataSource"};
+    for (size_t i = 0; !rc && i < sizeof methods / sizeof methods[0]; i++) {
+        store_calls_filter f = {methods[i], NULL, 0};
+        rc = store_calls_query(s, run, &f, each_call, &x);
+    }
+    if (!rc) {
+        if (x.n)
+            qsort(x.v, x.n, sizeof *x.v, cmp_idprov);
+        rc = store_changes_each(s, run, NULL, each_change, &x);
+    }
+    if (!rc)
+        rc = analysis_mocks_render(x.m, run, &out, &ntypes);
+    if (rc == TFTAP_ENOMEM) {
+        cli_error("out of memory");
+        exit_code = 1;
+    } else if (rc == TFTAP_EDECODE) {
+        cli_error("run %lld holds a value or schema whose JSON is malformed", (long long)run);
+        exit_code = 1;
+    } else if (rc) {
+        cli_error("reading %s: %s", path, store_errmsg(s));
+        exit_code = 1;
+    } else if (ntypes == 0) {
+        cli_error("run %lld recorded no resource or data source values%s%s to mock", (long long)run,
+                  filter ? " for " : "", filter ? filter : "");
+        exit_code = 1;
+    } else if (output) {
+        errno = 0;
+        FILE *f = fopen(output, "w");
+        int bad = !f || fwrite(out.data, 1, out.len, f) != out.len;
+        if ((f && fclose(f) != 0) || bad) {
+            cli_error("cannot write %s: %s", output, strerror(errno ? errno : EIO));
+            exit_code = 1;
+        }
+    } else {
+        exit_code = cli_flush(&out);
+    }
+    for (size_t i = 0; i < x.n; i++)
+        free(x.v[i].provider);
+    free(x.v);
+    analysis_mocks_free(x.m);
+    tftap_buf_done(&out);
+    store_close(s);
+    return exit_code;
+}

@@ -1,0 +1,52 @@
+/* decoder internals: what the message renderer (message.c) and its inverse
+ * (encode.c) share, so both pick methods and DynamicValue schemas by one
+ * rule table. Not for other modules. */
+#ifndef TFTAP_DECODER_MESSAGE_INT_H
+#define TFTAP_DECODER_MESSAGE_INT_H
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "decoder/decoder.h"
+#include "decoder/schema_int.h"
+
+struct dec_method {
+    const ProtobufCServiceDescriptor *service;
+    const ProtobufCMethodDescriptor *m;
+    int provider; /* a tfplugin Provider service method */
+};
+
+/* Resolve a gRPC path "/package.Service/Method": 1 found, 0 not. */
+int dec_method_find(const char *path, struct dec_method *out);
+
+/* A method's rule: a dec_schema_kind, or one of these. */
+enum { DEC_RULE_NONE = -1, DEC_RULE_FUNCTION = -2 };
+int dec_method_rule(const struct dec_method *m);
+
+/* The request field naming the schema: the function for CallFunction, the
+ * destination type for MoveResourceState, else type_name or action_type;
+ * NULL when the method has none. */
+const ProtobufCFieldDescriptor *dec_method_type_name_field(const struct dec_method *m);
+
+/* What picks the type of a DynamicValue within one message. */
+struct dec_value_ctx {
+    const dec_schema *schema;
+    int rule;
+    const char *type_name;         /* selects the schema; may be NULL */
+    const struct dec_function *fn; /* CallFunction */
+    dec_type *t_bool, *t_number;   /* ValidateListResourceConfig's extras, made lazily */
+};
+/* The type a DynamicValue in field `field` (element `index` if repeated)
+ * was encoded with, or NULL when we cannot know it. */
+const dec_type *dec_value_ctx_type(struct dec_value_ctx *c, const char *field, size_t index);
+void dec_value_ctx_done(struct dec_value_ctx *c);
+
+/* Message types and fields with a readable form. */
+int dec_pb_is_dynamic_value(const ProtobufCMessageDescriptor *d);
+int dec_pb_is_attribute_path(const ProtobufCMessageDescriptor *d);
+int dec_pb_is_raw_state(const ProtobufCMessageDescriptor *d);
+/* "private" or "*_private": bytes shown as size and hash. */
+int dec_pb_is_private_field(const char *name);
+/* Bytes shown as the JSON they hold (RawState.json, cty type JSON). */
+int dec_pb_is_json_bytes(const ProtobufCMessageDescriptor *owner, const char *field);
+
+#endif
