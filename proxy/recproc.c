@@ -282,7 +282,8 @@ static void on_lost(void *ctx, uint64_t n, enum store_lost why)
 /* The exporter's lines go where the recorder's do: the log beside the database. */
 static void otlp_log(void *ctx, const char *line)
 {
-    fprintf(stderr, "tftap: %s (%s)\n", line, ctx ? (const char *)ctx : "recorder");
+    (void)ctx; /* the log's lines already name the provider */
+    fprintf(stderr, "tftap: %s\n", line);
 }
 
 /* The recorder process's whole life: events until EOF, then flush. A
