@@ -121,6 +121,31 @@ static void attr_str(struct attrs *a, const char *key, const char *val)
     a->p[i] = &a->kv[i];
 }
 
+static void attr_bool(struct attrs *a, const char *key, int val)
+{
+    if (a->n == SPAN_ATTRS_MAX)
+        return;
+    size_t i = a->n++;
+    tftap__otlp__key_value__init(&a->kv[i]);
+    tftap__otlp__any_value__init(&a->v[i]);
+    a->kv[i].key = (char *)key;
+    a->v[i].value_case = TFTAP__OTLP__ANY_VALUE__VALUE_BOOL_VALUE;
+    a->v[i].bool_value = val != 0;
+    a->kv[i].value = &a->v[i];
+    a->p[i] = &a->kv[i];
+}
+
+/* go-plugin's housekeeping ending as the provider exits: an expected close,
+ * not an error (the same rule as v_calls.is_teardown). */
+static int is_teardown(const char *method, int status)
+{
+    return method != NULL &&
+           (strcmp(method, "/plugin.GRPCBroker/StartStream") == 0 ||
+            strcmp(method, "/plugin.GRPCStdio/StreamStdio") == 0 ||
+            strcmp(method, "/plugin.GRPCController/Shutdown") == 0) &&
+           (status == 0 || status == 1 || status == 14);
+}
+
 static void attr_int(struct attrs *a, const char *key, int64_t val)
 {
     if (a->n == SPAN_ATTRS_MAX)
@@ -228,10 +253,13 @@ static int encode_ids(const otlp_config *cfg, const struct ctx_ids *ids, const o
         attr_int(a, "tftap.call_seq", (int64_t)s->call_id);
         if (s->run_id > 0)
             attr_int(a, "tftap.run_id", s->run_id);
+        int teardown = is_teardown(s->method, s->grpc_status);
+        if (teardown)
+            attr_bool(a, "tftap.teardown", 1);
         o->n_attributes = a->n;
         o->attributes = a->p;
         tftap__otlp__status__init(&st[i]);
-        if (s->grpc_status != 0) {
+        if (s->grpc_status != 0 && !teardown) {
             st[i].code = TFTAP__OTLP__STATUS__STATUS_CODE__STATUS_CODE_ERROR;
             if (s->status_message)
                 st[i].message = (char *)s->status_message;

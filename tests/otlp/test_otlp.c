@@ -136,7 +136,22 @@ static void test_encode(void)
     CHECK_STR_EQ(s->status->message, "boom");
     CHECK_INT_EQ(attr(s, "rpc.grpc.status_code")->int_value, 2);
     CHECK(attr(s, "tftap.provider") == NULL);
+    CHECK(attr(s, "tftap.teardown") == NULL);
     tftap__otlp__export_trace_service_request__free_unpacked(r, NULL);
+
+    /* go-plugin's Shutdown ending UNAVAILABLE as the provider exits: expected. */
+    otlp_span td = {.method = "/plugin.GRPCController/Shutdown", .grpc_status = 14};
+    tftap_buf_reset(&b);
+    CHECK_INT_EQ(otlp_encode(&cfg, &td, 1, &b), 0);
+    r = tftap__otlp__export_trace_service_request__unpack(NULL, b.len, (uint8_t *)b.data);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        s = r->resource_spans[0]->scope_spans[0]->spans[0];
+        CHECK_INT_EQ(s->status->code, TFTAP__OTLP__STATUS__STATUS_CODE__STATUS_CODE_UNSET);
+        CHECK(attr(s, "tftap.teardown") != NULL && attr(s, "tftap.teardown")->bool_value);
+        CHECK_INT_EQ(attr(s, "rpc.grpc.status_code")->int_value, 14);
+        tftap__otlp__export_trace_service_request__free_unpacked(r, NULL);
+    }
 
     /* Without a traceparent: the given trace, no parent. */
     otlp_config c2 = {.endpoint = "http://x/", .trace_id = "0123456789abcdef0123456789abcdef"};
