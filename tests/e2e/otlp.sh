@@ -130,6 +130,33 @@ check "env: not the earlier trace" test "$trace2" != "$trace"
 check_eq "env: roots (no parent), named and attributed as recorded" \
     "$(new_spans | sort)" "$(record_rows "$run2" "$trace2" "")"
 
+# ---- --reattach: the providers tftap starts itself take the same settings ----
+trace3=0af7651916cd43dd8448eb211c80319c parent3=b7ad6b7169203331
+(cd "$w" && TRACEPARENT=00-$trace3-$parent3-01 "$TFTAP" run --reattach --db "$db" \
+    --otlp "http://127.0.0.1:$port/v1/traces" -- tofu plan -input=false -no-color \
+    >"$WORK/plan4.out" 2>"$WORK/plan4.err")
+check_eq "--reattach: plan exits 0" "$?" 0
+run4=$(last_run "$db")
+n4=$("$TFTAP" calls --db "$db" --json "$run4" | jq length)
+wait_for 300 span_count_is "$trace3" "$n4"
+check_eq "--reattach: one span per recorded call, under the TRACEPARENT span" \
+    "$(spans | awk -F '\t' -v t="$trace3" '$1 == t' | sort)" "$(record_rows "$run4" "$trace3" "$parent3")"
+
+# ---- tftap wrap --otlp: the URL lives in the shims' metadata -----------------
+trace5=5f0c2a8e9b1d4c3e8a7f6b5d4c3b2a19 parent5=1a2b3c4d5e6f7081
+eval "$(cd "$w" && "$TFTAP" wrap --db "$db" --otlp "http://127.0.0.1:$port/v1/traces" --out "$WORK/shims" 2>"$WORK/wrap.err")"
+check "wrap --otlp: the shims' metadata holds the URL" \
+    grep -q "\"otlp\": \"http://127.0.0.1:$port/v1/traces\"" "$WORK/shims/p0/tftap-shim.json"
+(cd "$w" && TRACEPARENT=00-$trace5-$parent5-01 tofu plan -input=false -no-color >"$WORK/plan5.out" 2>&1)
+check_eq "wrap --otlp: plan exits 0" "$?" 0
+wait_for 300 recorders_done "$WORK/shims"
+run5=$(last_run "$db")
+n5=$("$TFTAP" calls --db "$db" --json "$run5" | jq length)
+wait_for 300 span_count_is "$trace5" "$n5"
+check_eq "wrap --otlp: one span per recorded call, under the TRACEPARENT span" \
+    "$(spans | awk -F '\t' -v t="$trace5" '$1 == t' | sort)" "$(record_rows "$run5" "$trace5" "$parent5")"
+export TF_CLI_CONFIG_FILE=$PEERS/tofurc
+
 # ---- a receiver that is not there: the run is not the worse for it -----------
 stop_recv
 dead=$(free_port)
