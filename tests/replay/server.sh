@@ -16,6 +16,13 @@ if ! command -v curl >/dev/null || ! command -v openssl >/dev/null; then
     echo "$e2e_name: 0 passed, 1 failed"
     exit 1
 fi
+# gRPC core is the replay server's alone: tftap (every shim of a live run)
+# must start without loading it.
+if command -v ldd >/dev/null; then
+    check_eq "tftap itself links no gRPC core" "$(ldd "$TFTAP" | grep -c 'libgrpc')" 0
+    check_eq "tftap-replay-provider links gRPC core" \
+        "$(ldd "$(dirname "$TFTAP")/tftap-replay-provider" | grep -q libgrpc && echo yes)" yes
+fi
 db=$WORK/src.db
 # has TEXT REGEX: a line of TEXT matches.
 has() { printf '%s\n' "$1" | grep -q "$2"; }
