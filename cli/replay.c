@@ -106,6 +106,29 @@ static int type_ok(const char *t)
     return 1;
 }
 
+/* The whole address goes into the scripts' comment lines, the shims and the
+ * CLI config: from a bundle someone else made, a newline in it would turn
+ * the rest into shell commands. Only what a provider source address can
+ * hold (a hostname, IDN bytes and a port included) passes. */
+static int addr_ok(const char *a)
+{
+    size_t seg = 0;
+    for (const unsigned char *c = (const unsigned char *)a;; c++) {
+        if (*c == '/' || *c == '\0') {
+            if (seg == 0)
+                return 0;
+            if (*c == '\0')
+                return 1;
+            seg = 0;
+            continue;
+        }
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '-' || *c == '_' || *c == '.' || *c == ':' || *c >= 0x80))
+            return 0;
+        seg++;
+    }
+}
+
 /* SOURCE[:RUN]: a path that exists is a path, colons and all. */
 static int split_source(const char *arg, char **path, const char **run)
 {
@@ -263,9 +286,11 @@ static int read_source(const char *path, const char *run_spec, int64_t *run, str
     for (size_t i = 0; i < r->n; i++) {
         tftap_buf raw = TFTAP_BUF_INIT;
         int proto = 0;
-        if (!type_ok(r->v[i].type)) {
-            cli_error("run %lld of %s: provider address '%s' is not one a CLI accepts",
-                      (long long)*run, path, r->v[i].addr);
+        if (!type_ok(r->v[i].type) || !addr_ok(r->v[i].addr)) {
+            /* Quoted: the error stays one line whatever the address holds. */
+            tftap_buf_json_string(&raw, r->v[i].addr, strlen(r->v[i].addr));
+            cli_error("run %lld of %s: provider address %s is not one a CLI accepts",
+                      (long long)*run, path, tftap_buf_cstr(&raw));
             rc = 1;
         } else if (store_run_provider_schema(s, *run, r->v[i].addr, &proto, &raw, NULL) != 0) {
             cli_error("run %lld of %s recorded no schema of %s: it cannot be replayed",

@@ -184,4 +184,15 @@ fi
 check_eq "--out: the command was recorded as a run" "$(($(last_run "$db") > before))" 1
 check "no real provider was started" test ! -e "$WORK/rpc.log"
 
+# ---- a SOURCE from someone else -----------------------------------------------------------
+# The address goes into the scripts' comment lines: a newline in it must not
+# become a shell command.
+cp "$db" "$WORK/evil.db"
+sqlite3 "$WORK/evil.db" "UPDATE processes SET provider = 'registry.opentofu.org/tftap' ||
+    char(10) || 'touch $WORK/pwned' || char(10) || '#/tftest6' WHERE provider LIKE '%/tftest6'"
+"$TFTAP" replay "$WORK/evil.db:$run_plan" --db "$db" --out "$WORK/evil" >/dev/null 2>"$WORK/evil.err"
+check_eq "an address with a newline in it: exit 1" "$?" 1
+check_eq "... with one line naming it" "$(wc -l <"$WORK/evil.err")" 1
+check "... and no script written" test ! -e "$WORK/evil/replay"
+
 finish
