@@ -357,7 +357,12 @@ static void put_value(tftap_buf *out, const sj_node *v)
     if (sj_write_sorted(v, &t) != 0) {
         out->failed = 1;
     } else if (t.len > BOOK_MAX_VALUE) {
-        tftap_buf_append(out, t.data, BOOK_MAX_VALUE);
+        /* Cut between characters: the text becomes a diagnostic's detail,
+         * a protobuf string, which the encoder refuses unless UTF-8. */
+        size_t cut = BOOK_MAX_VALUE;
+        while (cut > 0 && ((unsigned char)t.data[cut] & 0xC0) == 0x80)
+            cut--;
+        tftap_buf_append(out, t.data, cut);
         tftap_buf_printf(out, "... (%zu bytes)", t.len);
     } else {
         tftap_buf_append(out, t.data, t.len);

@@ -178,6 +178,26 @@ static int contains(const char *hay, const char *needle)
     return hay && strstr(hay, needle) != NULL;
 }
 
+/* 1 when s is well-formed UTF-8 (a diagnostic's detail must be: proto3). */
+static int utf8_ok(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = *p < 0x80             ? 1
+                   : (*p & 0xE0) == 0xC0 ? 2
+                   : (*p & 0xF0) == 0xE0 ? 3
+                   : (*p & 0xF8) == 0xF0 ? 4
+                                         : 0;
+        if (n == 0)
+            return 0;
+        for (size_t i = 1; i < n; i++)
+            if ((p[i] & 0xC0) != 0x80)
+                return 0;
+        p += n;
+    }
+    return 1;
+}
+
 static int answer(replay_book *b, const char *rpc, const char *type, const char *json,
                   replay_answer *a)
 {
@@ -471,6 +491,23 @@ static void test_mismatch_and_ignore(store *s)
     CHECK_INT_EQ(a.found, 0);
     CHECK(contains(a.mismatch, "differs at 1 path:\n  .proposed_new_state.size: recorded 3"));
     free(a.mismatch);
+    replay_book_free(b);
+
+    /* A long value is cut for the text, never inside a character: the
+     * text becomes a diagnostic's detail, which must be UTF-8. */
+    char long_name[301];
+    for (int i = 0; i < 150; i++)
+        memcpy(long_name + 2 * i, "\xc3\xa9", 2);
+    long_name[300] = '\0';
+    char *wide = replace_all(q2, "alpha", long_name, &n);
+    CHECK_INT_EQ(n, 2);
+    CHECK_INT_EQ(replay_book_load(s, run_id, P_A, NULL, &b), 0);
+    CHECK_INT_EQ(answer(b, "PlanResourceChange", "test_thing", wide, &a), 0);
+    CHECK_INT_EQ(a.found, 0);
+    CHECK(contains(a.mismatch, "... (302 bytes)"));
+    CHECK(a.mismatch && utf8_ok(a.mismatch));
+    free(a.mismatch);
+    free(wide);
     replay_book_free(b);
 
     /* A member only one side has. */
