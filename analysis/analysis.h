@@ -266,9 +266,6 @@ typedef struct analysis_value_diff_opts {
     const char *const *ignore; /* --ignore patterns (analysis_path_ignored) */
     size_t nignore;
     int flags;
-    /* Object members of these names are skipped at any depth (NULL-ended
-     * list, or NULL). */
-    const char *const *skip_members;
 } analysis_value_diff_opts;
 
 /* Walk two decoded values (JSON trees) side by side and call fn once per

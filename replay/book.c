@@ -15,7 +15,9 @@
 #define BOOK_MAX_VALUE 200
 
 /* Provider-private bytes: recorded as a size and a hash, sent back by the
- * replay as other bytes, so never a reason not to match. */
+ * replay as other bytes, so never a reason not to match. They are fields
+ * of the request itself: inside a value the same names are attributes
+ * (a repository's "private" flag) and compare like any other. */
 static const char *const private_members[] = {"private",        "prior_private",  "planned_private",
                                               "source_private", "target_private", NULL};
 
@@ -81,7 +83,7 @@ static int member_cmp(const void *x, const void *y)
 
 /* A text that is one text for requests the comparison (without --ignore
  * patterns) finds equal: members in key order, every secret marker one
- * token, provider-private fields left out. Its digest lets a call pass
+ * token, the request's provider-private fields left out. Its digest lets a call pass
  * over the recorded requests that cannot match it without comparing
  * them: with thousands of calls of one type, comparing each with every
  * earlier one took seconds. */
@@ -114,7 +116,7 @@ static int canon(tftap_buf *out, const sj_node *n, unsigned depth)
         return TFTAP_ENOMEM;
     size_t k = 0;
     for (const sj_node *c = n->child; c && k < n->n; c = c->next)
-        if (!is_private(c))
+        if (depth > 0 || !is_private(c))
             m[k++] = c;
     if (k > 1)
         qsort(m, k, sizeof *m, member_cmp);
@@ -274,7 +276,6 @@ void replay_compare_opts(analysis_value_diff_opts *o, const char *const *ignore,
     o->ignore = ignore;
     o->nignore = n;
     o->flags = ANALYSIS_VDIFF_SENSITIVE_EQUAL;
-    o->skip_members = private_members;
 }
 
 static int stop_at_first(void *ctx, const char *path, const sj_node *a, const sj_node *b)
@@ -301,10 +302,7 @@ int replay_compare_requests(
             /* Fields both have are walked once, from the recorded side. */
             if (side && other_m)
                 continue;
-            int skip = 0;
-            for (const char *const *p = private_members; *p && !skip; p++)
-                skip = m->key_len == strlen(*p) && memcmp(m->key, *p, m->key_len) == 0;
-            if (skip)
+            if (is_private(m))
                 continue;
             tftap_buf_reset(&prefix);
             analysis_path_member(&prefix, m->key, m->key_len);

@@ -55,7 +55,8 @@ typedef struct replay_answer {
  * request values are equal: unknowns by their refinements, any two
  * {"$sensitive": ...} markers equal (a bundle rehashes with another key),
  * provider-private fields (private, prior_private, planned_private,
- * source_private, target_private) ignored at any depth (replay sent other
+ * source_private, target_private: the request's own fields, not
+ * attributes of those names inside its values) ignored (replay sent other
  * bytes back), and paths matching an --ignore pattern ignored (a pattern
  * matches the full path, ".config.name", or the path inside the field,
  * ".name"). Of several matches the first not answered before (in recorded

@@ -510,6 +510,18 @@ static void test_mismatch_and_ignore(store *s)
     free(wide);
     replay_book_free(b);
 
+    /* Provider-private bytes are request fields: an attribute of that
+     * name inside a value is compared like any other. */
+    char *nested = replace_all(q2, "\"name\":\"alpha\"", "\"name\":\"alpha\",\"private\":true", &n);
+    CHECK_INT_EQ(n, 2);
+    CHECK_INT_EQ(replay_book_load(s, run_id, P_A, NULL, &b), 0);
+    CHECK_INT_EQ(answer(b, "PlanResourceChange", "test_thing", nested, &a), 0);
+    CHECK_INT_EQ(a.found, 0);
+    CHECK(contains(a.mismatch, "\n  .config.private: recorded (absent), replayed true"));
+    free(a.mismatch);
+    free(nested);
+    replay_book_free(b);
+
     /* A member only one side has. */
     char *extra = replace_all(q2, "\"type_name\":", "\"zzz\":1,\"type_name\":", &n);
     CHECK_INT_EQ(n, 1);
