@@ -144,18 +144,6 @@ static int split_source(const char *arg, char **path, const char **run)
     return *path ? 0 : TFTAP_ENOMEM;
 }
 
-static void put_sh_quoted(tftap_buf *b, const char *s)
-{
-    tftap_buf_putc(b, '\'');
-    for (; *s; s++) {
-        if (*s == '\'')
-            tftap_buf_puts(b, "'\\''");
-        else
-            tftap_buf_putc(b, *s);
-    }
-    tftap_buf_putc(b, '\'');
-}
-
 static char *join(const char *a, const char *b)
 {
     tftap_buf t = TFTAP_BUF_INIT;
@@ -206,14 +194,14 @@ static int write_providers(struct recorded *r, const char *dir, const struct sou
         tftap_buf_printf(&b, " (run %lld of ", (long long)src->run);
         tftap_buf_puts(&b, src->path);
         tftap_buf_puts(&b, ")\nexec ");
-        put_sh_quoted(&b, src->exe);
+        wrap_sh_quote(&b, src->exe);
         tftap_buf_puts(&b, " replay-provider --db ");
-        put_sh_quoted(&b, src->path);
+        wrap_sh_quote(&b, src->path);
         tftap_buf_printf(&b, " --run %lld --provider ", (long long)src->run);
-        put_sh_quoted(&b, p->addr);
+        wrap_sh_quote(&b, p->addr);
         for (size_t k = 0; k < src->nignore; k++) {
             tftap_buf_puts(&b, " --ignore ");
-            put_sh_quoted(&b, src->ignore[k]);
+            wrap_sh_quote(&b, src->ignore[k]);
         }
         tftap_buf_puts(&b, " \"$@\"\n");
         if (tftap_buf_failed(&b) || tftap_buf_failed(&name)) {
@@ -348,7 +336,7 @@ static int write_out(struct recorded *r, const char *out, const char *cli, const
         goto cleanup;
     }
     tftap_buf q = TFTAP_BUF_INIT;
-    put_sh_quoted(&q, config);
+    wrap_sh_quote(&q, config);
     printf("export TF_CLI_CONFIG_FILE=%s\n", tftap_buf_cstr(&q));
     tftap_buf_done(&q);
     for (size_t i = 0; i < r->n; i++)

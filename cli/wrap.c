@@ -820,7 +820,7 @@ static void put_hcl_string(tftap_buf *b, const char *s)
     tftap_buf_putc(b, '"');
 }
 
-static void put_sh_quoted(tftap_buf *b, const char *s)
+void wrap_sh_quote(tftap_buf *b, const char *s)
 {
     tftap_buf_putc(b, '\'');
     for (; *s; s++) {
@@ -1090,9 +1090,9 @@ int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_op
         tftap_buf_puts(&b, "#!/bin/sh\n# tftap shim for ");
         tftap_buf_puts(&b, p->addr);
         tftap_buf_puts(&b, "\nexec ");
-        put_sh_quoted(&b, opts->tftap_exe);
+        wrap_sh_quote(&b, opts->tftap_exe);
         tftap_buf_puts(&b, " shim ");
-        put_sh_quoted(&b, meta);
+        wrap_sh_quote(&b, meta);
         tftap_buf_puts(&b, " \"$@\"\n");
         free(meta);
         tftap_buf_cstr(&b);
@@ -1266,7 +1266,7 @@ int cli_wrap(int argc, char **argv)
         goto cleanup;
     }
     tftap_buf q = TFTAP_BUF_INIT;
-    put_sh_quoted(&q, config);
+    wrap_sh_quote(&q, config);
     printf("export TF_CLI_CONFIG_FILE=%s\n", tftap_buf_cstr(&q));
     tftap_buf_done(&q);
     for (size_t i = 0; i < set.n; i++)

@@ -121,4 +121,7 @@ char *wrap_self_exe(void);
 /* path made absolute against the current directory (free()), or NULL. */
 char *wrap_abspath(const char *path);
 
+/* Append s as one single-quoted word of sh. */
+void wrap_sh_quote(tftap_buf *b, const char *s);
+
 #endif
