@@ -383,16 +383,28 @@ static void fail(struct rcall *c, int code, const char *msg)
     set_status(c, code, msg);
 }
 
-/* The method's normal response carrying one ERROR diagnostic. */
+/* The method's normal response carrying one ERROR diagnostic; CallFunction
+ * has no diagnostics, only a function error, which gets the same text. */
 static int diagnostic_answer(struct rcall *c, const char *type_name, const char *summary,
                              const char *detail)
 {
     tftap_buf j = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT;
-    tftap_buf_puts(&j, "{\"diagnostics\":[{\"severity\":\"ERROR\",\"summary\":");
-    tftap_buf_json_string(&j, summary, strlen(summary));
-    tftap_buf_puts(&j, ",\"detail\":");
-    tftap_buf_json_string(&j, detail, strlen(detail));
-    tftap_buf_puts(&j, "}]}");
+    if (strcmp(rpc_of(c->method), "CallFunction") == 0) {
+        tftap_buf text = TFTAP_BUF_INIT;
+        tftap_buf_printf(&text, "%s: %s", summary, detail);
+        tftap_buf_puts(&j, "{\"error\":{\"text\":");
+        tftap_buf_json_string(&j, text.data != NULL ? text.data : "", text.len);
+        tftap_buf_puts(&j, "}}");
+        if (tftap_buf_failed(&text))
+            j.failed = 1;
+        tftap_buf_done(&text);
+    } else {
+        tftap_buf_puts(&j, "{\"diagnostics\":[{\"severity\":\"ERROR\",\"summary\":");
+        tftap_buf_json_string(&j, summary, strlen(summary));
+        tftap_buf_puts(&j, ",\"detail\":");
+        tftap_buf_json_string(&j, detail, strlen(detail));
+        tftap_buf_puts(&j, "}]}");
+    }
     if (tftap_buf_failed(&j)) {
         tftap_buf_done(&j);
         return TFTAP_ENOMEM;

@@ -158,6 +158,17 @@ check "changed config: it names the call" grep -q 'no recorded call matches [A-Z
 check "changed config: it names the differing path and the replayed value" \
     grep -q '\.config\.string_attr: recorded [^,]*, replayed "changed"' "$WORK/c.flat"
 
+# A function has no diagnostics: the mismatch comes back as its error.
+mkdir -p "$WORK/rf"
+config hello >"$WORK/rf/main.tf"
+echo 'output "rev" { value = provider::tftest6::reverse("never recorded") }' >>"$WORK/rf/main.tf"
+(cd "$WORK/rf" && "$TFTAP" replay "$db:$run_plan" --db "$db" -- tofu plan -input=false -no-color \
+    >"$WORK/f.out" 2>"$WORK/f.err")
+check_eq "a function call nothing matches: the plan fails" "$?" 1
+tr '\n' ' ' <"$WORK/f.err" | tr -s ' ' >"$WORK/f.flat"
+check "... with the mismatch as the function's error" \
+    grep -q 'tftap replay: no recorded call matches: no recorded call matches CallFunction' "$WORK/f.flat"
+
 # ---- SOURCE errors ------------------------------------------------------------------
 (cd "$WORK/rc" && "$TFTAP" replay "$db:999" -- tofu plan >/dev/null 2>"$WORK/e.err")
 check_eq "a run that does not exist: exit 1" "$?" 1
