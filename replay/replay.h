@@ -119,8 +119,8 @@ typedef struct replay_server_opts {
  * PLUGIN_CLIENT_CERT), a unix socket, the handshake line for the recorded
  * protocol on out_fd, then every call answered from the book. The caller
  * checks the magic cookie first. Process-wide while serving: gRPC core is
- * initialised, its log goes to o->log, and SIGTERM/SIGHUP remove the socket
- * before they end the process. Returns 0 after a clean shutdown, or an
+ * initialised, its log goes to o->log, SIGTERM/SIGHUP remove the socket
+ * before they end the process, and SIGPIPE is ignored. Returns 0 after a clean shutdown, or an
  * error with err saying why the server could not start (TFTAP_ENOTFOUND: the
  * run has no schema for the provider; TFTAP_EPROTO: the client offers no
  * protocol the recording speaks; TFTAP_ETLS, TFTAP_EIO, TFTAP_ENOMEM,

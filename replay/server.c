@@ -1061,6 +1061,9 @@ static int serve(struct server *srv, tftap_buf *err)
     memcpy(term_sock_path, sock.data, sock.len + 1); /* socket_path checked its length */
     signal(SIGTERM, on_term);
     signal(SIGHUP, on_term);
+    /* A client gone before it read the handshake line: the write fails and
+     * the socket is removed, instead of SIGPIPE leaving it behind. */
+    signal(SIGPIPE, SIG_IGN);
 
     grpc_log_to = o;
     gpr_set_log_function(grpc_log);
@@ -1154,6 +1157,7 @@ out:
     if (sock.len > 0) {
         signal(SIGTERM, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
         unlink(tftap_buf_cstr(&sock));
         term_sock_path[0] = '\0';
     }

@@ -199,6 +199,23 @@ check "Shutdown: the stdio stream ends OK" grep -q '^grpc-status: 0$' "$WORK/std
 check "Shutdown: the broker stream ends OK" grep -q '^grpc-status: 0$' "$WORK/broker.out"
 check "Shutdown: the socket is removed" test ! -e "$sock"
 
+# A client gone before it read the handshake line: the server says so and
+# leaves no socket behind (a pipe without a reader, as go-plugin's would be).
+hs_rc=$(python3 - "$TFTAP" "$db" "$run" "$P6" "$COOKIE" 2>"$WORK/gone.err" <<'EOF'
+import os, subprocess, sys
+tftap, db, run, prov, cookie = sys.argv[1:]
+r, w = os.pipe()
+os.close(r)
+env = dict(os.environ, TF_PLUGIN_MAGIC_COOKIE=cookie, PLUGIN_PROTOCOL_VERSIONS="6")
+p = subprocess.run([tftap, "replay-provider", "--db", db, "--run", run, "--provider", prov],
+                   stdout=w, env=env, timeout=120)
+print(p.returncode)
+EOF
+)
+check_eq "handshake line unread: exit 1" "$hs_rc" 1
+check "... saying why" grep -q '^tftap replay-provider: cannot write the handshake line' "$WORK/gone.err"
+check "... and no socket left behind" no_sockets
+
 # ---- recorded GetMetadata / GetResourceIdentitySchemas ----------------------
 # tofu asked neither in the source run: a copy of it gets one recorded answer
 # of each, the second one that cannot be encoded back.
