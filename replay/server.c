@@ -949,7 +949,7 @@ static int socket_path(char *const *envp, tftap_buf *path, tftap_buf *err)
 /* gRPC core's own errors (a client's failed TLS handshake, say) go where
  * ours go, as one line each; it calls this from its own threads, and the
  * log callback writes each line at once. */
-static const replay_server_opts *grpc_log_to;
+static const replay_server_opts *_Atomic grpc_log_to; /* its threads read it as we clear it */
 
 static void grpc_log(gpr_log_func_args *a)
 {
