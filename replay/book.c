@@ -394,6 +394,23 @@ static void put_call(tftap_buf *out, const char *rpc, const char *type_name)
         tftap_buf_printf(out, " of %s", type_name);
 }
 
+/* A database from someone else may quote bytes that are not UTF-8 (the
+ * recorder never writes them); the text becomes a diagnostic's detail, a
+ * protobuf string the encoder refuses unless UTF-8: each such byte becomes
+ * '?'. */
+static void valid_text(tftap_buf *t)
+{
+    unsigned char *p = (unsigned char *)t->data;
+    for (size_t i = 0; i < t->len;) {
+        size_t len = analysis_utf8_len(p + i, t->len - i);
+        if (len == 0) {
+            p[i] = '?';
+            len = 1;
+        }
+        i += len;
+    }
+}
+
 /* The mismatch text (and the nearest call's id). */
 static int mismatch(replay_book *b, const char *rpc, const char *type_name, const sj_node *now,
                     replay_answer *out)
@@ -443,6 +460,7 @@ static int mismatch(replay_book *b, const char *rpc, const char *type_name, cons
         tftap_buf_done(&t);
         return TFTAP_ENOMEM;
     }
+    valid_text(&t);
     out->mismatch = tftap_buf_take(&t, NULL);
     return 0;
 }

@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "replay/replay.h"
 #include "store/store.h"
 #include "tests/check.h"
@@ -555,6 +557,42 @@ static void test_mismatch_and_ignore(store *s)
     CHECK(b == NULL);
 }
 
+/* A database from someone else may hold text that is not UTF-8 (the
+ * recorder never writes it): a mismatch text quoting it stays UTF-8, as a
+ * diagnostic's detail must. */
+static void test_mismatch_foreign_bytes(store *s)
+{
+    char copy[500], cmd[1100];
+    snprintf(copy, sizeof copy, "%s/foreign.db", tmpdir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", db_path, copy);
+    CHECK_INT_EQ(system(cmd), 0);
+    sqlite3 *db = NULL;
+    CHECK_INT_EQ(sqlite3_open(copy, &db), SQLITE_OK);
+    CHECK_INT_EQ(sqlite3_exec(db,
+                              "UPDATE calls SET request_json = replace(request_json, '\"alpha\"', "
+                              "CAST(X'22616CE9686122' AS TEXT))",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    store *f = NULL;
+    CHECK_INT_EQ(store_open(copy, STORE_OPEN_READONLY, &f), 0);
+    replay_book *b = NULL;
+    if (f)
+        CHECK_INT_EQ(replay_book_load(f, run_id, P_A, NULL, &b), 0);
+    char *q2 = request_of(s, P_A, 2, NULL);
+    replay_answer a;
+    if (b && q2) {
+        CHECK_INT_EQ(answer(b, "PlanResourceChange", "test_thing", q2, &a), 0);
+        CHECK_INT_EQ(a.found, 0);
+        CHECK(contains(a.mismatch, ".config.name: recorded \"al?ha\", replayed \"alpha\""));
+        CHECK(a.mismatch && utf8_ok(a.mismatch));
+        free(a.mismatch);
+    }
+    free(q2);
+    replay_book_free(b);
+    store_close(f);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/tftap-test-book-XXXXXX");
@@ -580,6 +618,7 @@ int main(void)
         test_equal_after_decoding(s);
         test_mismatch_and_ignore(s);
         test_fill_sensitive(s);
+        test_mismatch_foreign_bytes(s);
         store_close(s);
     }
     fx_free(&schema);
