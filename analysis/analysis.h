@@ -182,10 +182,11 @@ typedef struct analysis_diff_opts {
 int analysis_diff_calls(const analysis_diff_call *a, size_t na, const analysis_diff_call *b,
                         size_t nb, const analysis_diff_opts *opts, analysis_diff **out);
 
-/* analysis_diff_calls over two recorded runs. Returns as above, or
+/* analysis_diff_calls over two recorded runs, run_a of sa and run_b of sb
+ * (the same store, or two: a database and a bundle). Returns as above, or
  * TFTAP_ESTORE. */
-int analysis_diff_runs(store *s, int64_t run_a, int64_t run_b, const analysis_diff_opts *opts,
-                       analysis_diff **out);
+int analysis_diff_runs(store *sa, int64_t run_a, store *sb, int64_t run_b,
+                       const analysis_diff_opts *opts, analysis_diff **out);
 
 /* How many behaviour differences were found (0: the provider behaved the
  * same) and how many input differences. */

@@ -232,8 +232,8 @@ static int each_run(void *ctx, const store_run_row *r)
     return 0;
 }
 
-int analysis_diff_runs(store *s, int64_t run_a, int64_t run_b, const analysis_diff_opts *opts,
-                       analysis_diff **out)
+int analysis_diff_runs(store *sa, int64_t run_a, store *sb, int64_t run_b,
+                       const analysis_diff_opts *opts, analysis_diff **out)
 {
     *out = NULL;
     struct side a, b;
@@ -241,13 +241,13 @@ int analysis_diff_runs(store *s, int64_t run_a, int64_t run_b, const analysis_di
     memset(&b, 0, sizeof b);
     tftap_buf pa = TFTAP_BUF_INIT, pb = TFTAP_BUF_INIT;
     struct cmd_ctx ca = {0}, cb = {0};
-    int rc = load(s, run_a, &a, &pa);
+    int rc = load(sa, run_a, &a, &pa);
     if (!rc)
-        rc = load(s, run_b, &b, &pb);
+        rc = load(sb, run_b, &b, &pb);
     if (!rc)
-        rc = store_run_get(s, run_a, each_run, &ca);
+        rc = store_run_get(sa, run_a, each_run, &ca);
     if (!rc)
-        rc = store_run_get(s, run_b, each_run, &cb);
+        rc = store_run_get(sb, run_b, each_run, &cb);
     if (!rc && (tftap_buf_failed(&pa) || tftap_buf_failed(&pb)))
         rc = TFTAP_ENOMEM;
     analysis_diff *d = NULL;

@@ -1,6 +1,7 @@
 /* tftap check RUN [ADDRESS|TYPE]: which provider answer broke which rule of
  * the plugin contract, at which attribute path (docs/check.md). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/analysis.h"
@@ -9,7 +10,8 @@
 
 static const char usage_text[] =
     "usage: tftap check RUN [ADDRESS|TYPE] [--db PATH] [--json]\n\n"
-    "Check every recorded provider answer of RUN (an id or 'last') against the rules\n"
+    "Check every recorded provider answer of RUN (an id, 'last', or a bundle or database\n"
+    "file, FILE:RUN for one of its runs) against the rules\n"
     "OpenTofu applies to it: plans valid against config and prior state, apply results\n"
     "compatible with the plan and wholly known, requires_replace paths that exist, destroy\n"
     "plans and results null, data source reads known, the plan made during apply\n"
@@ -51,15 +53,12 @@ int cli_check(int argc, char **argv)
             fputs(usage_text, stdout);
         return rc ? 2 : 0;
     }
-    const char *path = cli_db_path(db);
+    const char *path = NULL;
+    char *owned = NULL;
     store *s = NULL;
-    if (cli_open_store(path, &s))
-        return 2;
     int64_t run = 0;
-    if (cli_resolve_run(s, path, pos[0], &run)) {
-        store_close(s);
+    if (cli_open_run(cli_db_path(db), pos[0], &s, &path, &run, &owned))
         return 2;
-    }
     analysis_findings f = ANALYSIS_FINDINGS_INIT;
     rc = analysis_check_run(s, run, pos[1], &f);
     if (rc) {
@@ -69,6 +68,7 @@ int cli_check(int argc, char **argv)
             cli_error("checking run %lld: %s", (long long)run, tftap_strerror(rc));
         analysis_findings_done(&f);
         store_close(s);
+        free(owned);
         return 2;
     }
     size_t violations = analysis_findings_violations(&f), rejected = 0;
@@ -105,6 +105,7 @@ int cli_check(int argc, char **argv)
     tftap_buf_done(&out);
     analysis_findings_done(&f);
     store_close(s);
+    free(owned);
     if (err)
         return 2;
     return violations ? 1 : 0;

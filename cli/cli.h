@@ -35,6 +35,8 @@ int cli_schema(int argc, char **argv);
 int cli_mock(int argc, char **argv);
 /* The web UI (cli/serve.c). */
 int cli_serve(int argc, char **argv);
+/* One run to a self-contained, redacted file (cli/bundle.c). */
+int cli_bundle(int argc, char **argv);
 /* A recorded provider served to tofu (cli/replay_provider.c; hidden). */
 int cli_replay_provider(int argc, char **argv);
 

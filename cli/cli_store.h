@@ -34,6 +34,16 @@ int cli_open_store(const char *path, store **out);
 /* Resolve RUN ("last" or an id); on failure print one error, return 1 or 2. */
 int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_id);
 
+/* A RUN operand, wherever a command takes one: "last" and decimal ids name
+ * a run of the database at db_path; any other operand that names an
+ * existing file is a SOURCE, a bundle or database whose last run it means;
+ * FILE:RUN names a run of that file. Opens the store (*s, closed by the
+ * caller), sets *path to the file read and *run; *owned (free()d by the
+ * caller) holds the path when it had to be cut from FILE:RUN. Returns 0,
+ * or 1 or 2 after printing one error. */
+int cli_open_run(const char *db_path, const char *operand, store **s, const char **path,
+                 int64_t *run, char **owned);
+
 /* The preamble of every command that reads the database: options, the
  * store opened, RUN resolved. */
 struct cli_read {
@@ -44,6 +54,7 @@ struct cli_read {
     const char *pos[4]; /* operands; pos[0] is RUN when the command takes one */
     int npos;
     int takes_run;
+    char *owned_path; /* path when cut from FILE:RUN */
 };
 #define CLI_READ_GO (-1)
 /* Parse argv (see cli_store_args; max_pos operands, the first RUN when

@@ -12,8 +12,9 @@
 static const char usage_text[] =
     "usage: tftap diff RUN_A RUN_B [ADDRESS|TYPE] [--db PATH] [--json | --format FORMAT]\n"
     "                  [--ignore PATTERN]... [--no-inputs] [--max-bytes N]\n\n"
-    "Compare what the providers did in two recorded runs (ids or 'last') of the same\n"
-    "configuration, typically one command before and after a provider or core upgrade.\n"
+    "Compare what the providers did in two recorded runs of the same configuration\n"
+    "(each an id, 'last', or a bundle or database file, FILE:RUN for one of its runs),\n"
+    "typically one command before and after a provider or core upgrade.\n"
     "Calls are paired by provider, method, resource type and address (then order);\n"
     "for each planned, new, read or upgraded value every attribute is labelled by where\n"
     "its value came from (config, prior state, left unknown, chosen by the provider),\n"
@@ -100,29 +101,26 @@ int cli_diff(int argc, char **argv)
                   "--help')");
         goto out;
     }
-    const char *path = cli_db_path(db);
-    store *s = NULL;
-    if (cli_open_store(path, &s))
-        goto out;
+    const char *db_path = cli_db_path(db), *path[2] = {NULL, NULL};
+    char *owned[2] = {NULL, NULL};
+    store *s[2] = {NULL, NULL};
     int64_t ra = 0, rb = 0;
-    if (cli_resolve_run(s, path, argv[optind], &ra) ||
-        cli_resolve_run(s, path, argv[optind + 1], &rb)) {
-        store_close(s);
-        goto out;
-    }
+    analysis_diff *d = NULL;
+    if (cli_open_run(db_path, argv[optind], &s[0], &path[0], &ra, &owned[0]) ||
+        cli_open_run(db_path, argv[optind + 1], &s[1], &path[1], &rb, &owned[1]))
+        goto close;
     analysis_diff_opts o = {
         .filter = npos == 3 ? argv[optind + 2] : NULL, .ignore = ignore, .nignore = nignore};
-    analysis_diff *d = NULL;
-    int err = analysis_diff_runs(s, ra, rb, &o, &d);
+    int err = analysis_diff_runs(s[0], ra, s[1], rb, &o, &d);
     if (err) {
-        if (err == TFTAP_ESTORE)
-            cli_error("reading %s: %s", path, store_errmsg(s));
-        else if (err == TFTAP_EDECODE)
+        if (err == TFTAP_ESTORE) {
+            int i = strcmp(store_errmsg(s[0]), "not an error") != 0 ? 0 : 1;
+            cli_error("reading %s: %s", path[i], store_errmsg(s[i]));
+        } else if (err == TFTAP_EDECODE)
             cli_error("a recorded call's JSON is malformed");
         else
             cli_error("diff: %s", tftap_strerror(err));
-        store_close(s);
-        goto out;
+        goto close;
     }
     tftap_buf b = TFTAP_BUF_INIT;
     int flags = (fmt == ANALYSIS_DIFF_TEXT && cli_use_color() ? ANALYSIS_DIFF_COLOR : 0) |
@@ -134,8 +132,12 @@ int cli_diff(int argc, char **argv)
         rc = analysis_diff_count(d) ? 1 : 0;
     }
     tftap_buf_done(&b);
+close:
     analysis_diff_free(d);
-    store_close(s);
+    for (int i = 0; i < 2; i++) {
+        store_close(s[i]);
+        free(owned[i]);
+    }
 out:
     free(ignore);
     return rc;

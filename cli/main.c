@@ -31,6 +31,7 @@ static const struct command commands[] = {
     {"schema", cli_schema, "print a provider's schema, or diff two (schema diff A B)"},
     {"mock", cli_mock, "write mock_provider blocks for tofu test from a run's real values"},
     {"serve", cli_serve, "browse the recorded runs in a web browser"},
+    {"bundle", cli_bundle, "write one run to a redacted file for a bug report"},
     /* Hidden (no summary): what tofu starts as a replayed provider. */
     {"replay-provider", cli_replay_provider, NULL},
 };

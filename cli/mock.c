@@ -13,7 +13,8 @@
 static const char usage_text[] =
     "usage: tftap mock RUN [ADDRESS|TYPE] [-o FILE] [--db PATH]\n\n"
     "Write mock_provider blocks for tofu test (and terraform test) from the values\n"
-    "RUN (an id or 'last') recorded: one per provider, named by its type, with a\n"
+    "RUN (an id, 'last', or a bundle or database file, FILE:RUN) recorded: one per\n"
+    "provider, named by its type, with a\n"
     "mock_resource or mock_data block per resource type and data source whose\n"
     "defaults are the real values: the new state of an apply, else a refresh, else\n"
     "the plan (data sources: the state read). Only what tofu test accepts is written:\n"
@@ -141,18 +142,14 @@ int cli_mock(int argc, char **argv)
         cli_usage_error(argv[0], "-o needs a file name");
         return 2;
     }
-    const char *path = cli_db_path(db);
+    const char *path = NULL;
     const char *filter = argc - optind > 1 ? argv[optind + 1] : NULL;
+    char *owned = NULL;
     store *s = NULL;
     int64_t run = 0;
-    int exit_code = cli_open_store(path, &s);
+    int exit_code = cli_open_run(cli_db_path(db), argv[optind], &s, &path, &run, &owned);
     if (exit_code)
         return exit_code;
-    exit_code = cli_resolve_run(s, path, argv[optind], &run);
-    if (exit_code) {
-        store_close(s);
-        return exit_code;
-    }
     struct mock_ctx x = {.filter = filter};
     tftap_buf out = TFTAP_BUF_INIT;
     size_t ntypes = 0;
@@ -200,5 +197,6 @@ int cli_mock(int argc, char **argv)
     analysis_mocks_free(x.m);
     tftap_buf_done(&out);
     store_close(s);
+    free(owned);
     return exit_code;
 }

@@ -20,8 +20,9 @@ static const char usage_text[] =
     "                             [--json | --format text|json|markdown]\n\n"
     "Print a provider's schema; with --json in the format of `tofu providers schema\n"
     "-json`, so tools that read that read this. SOURCE is one of:\n"
-    "  a recorded run (an id or 'last'): the schema its provider sent (PROVIDER, an\n"
-    "      address or its last parts like tftap/tftest6, picks one of several);\n"
+    "  a recorded run (an id, 'last', a bundle file, FILE:RUN): the schema its provider\n"
+    "      sent (PROVIDER, an address or its last parts like tftap/tftest6, picks one of\n"
+    "      several);\n"
     "  a provider binary: started with go-plugin's handshake, asked GetProviderSchema\n"
     "      and stopped (PROVIDER names the address printed, default\n"
     "      registry.opentofu.org/hashicorp/NAME from terraform-provider-NAME);\n"
@@ -77,6 +78,9 @@ static int load_source(const char *src, const char *provider, const char *db, tf
 {
     struct stat st;
     int is_file = strcmp(src, "-") == 0 || (stat(src, &st) == 0 && S_ISREG(st.st_mode));
+    /* A bundle is a recorded run like any other (FILE:RUN comes below). */
+    if (is_file && strcmp(src, "-") != 0 && store_file_is_bundle(src) == 1)
+        is_file = 0;
     if (is_file) {
         tftap_buf text = TFTAP_BUF_INIT;
         int rc = tftap_read_file(src, SCHEMA_FILE_MAX, &text);
@@ -143,15 +147,12 @@ static int load_source(const char *src, const char *provider, const char *db, tf
         tftap_buf_cstr(address);
         return 0;
     }
-    const char *path = cli_db_path(db);
+    const char *path = NULL;
+    char *owned = NULL;
     store *s = NULL;
-    if (cli_open_store(path, &s))
-        return 2;
     int64_t run = 0;
-    if (cli_resolve_run(s, path, src, &run)) {
-        store_close(s);
+    if (cli_open_run(cli_db_path(db), src, &s, &path, &run, &owned))
         return 2;
-    }
     struct run_pick p = {.want = provider};
     int rc = store_schemas_each(s, run, each_schema, &p);
     int ret = 2;
@@ -176,6 +177,7 @@ static int load_source(const char *src, const char *provider, const char *db, tf
     tftap_buf_done(&p.address);
     tftap_buf_done(&p.why);
     store_close(s);
+    free(owned);
     return ret;
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "cli/cli.h"
@@ -15,11 +16,12 @@
 extern char **environ;
 
 static const char usage_text[] =
-    "usage: tftap serve [--db PATH] [--listen ADDR:PORT] [--open]\n\n"
+    "usage: tftap serve [SOURCE] [--db PATH] [--listen ADDR:PORT] [--open]\n\n"
     "Serve the recorded runs as web pages (runs, call waterfalls, decoded calls, plans,\n"
     "schemas) and a JSON API (docs/web.md), until interrupted. The first line printed is\n"
     "the URL to open; it carries a random token, without which every request is refused.\n"
-    "The database is opened read only; a run still being recorded shows up live.\n\n"
+    "The database is opened read only; a run still being recorded shows up live.\n"
+    "SOURCE, a bundle (tftap bundle) or database file, is the same as --db SOURCE.\n\n"
     "  --db PATH           the database (default: $TFTAP_DB, else .tftap/tftap.db)\n"
     "  --listen ADDR:PORT  where to listen (default 127.0.0.1:0: a free loopback port);\n"
     "                      any other than a loopback address exposes the recorded values\n"
@@ -68,6 +70,15 @@ int cli_serve(int argc, char **argv)
             cli_error("unknown option '%s' (see 'tftap serve --help')", argv[optind - 1]);
             return 2;
         }
+    }
+    if (optind < argc && !db) {
+        /* A SOURCE: a bundle or database file, the same as --db FILE. */
+        struct stat st;
+        if (stat(argv[optind], &st) != 0 || S_ISDIR(st.st_mode)) {
+            cli_error("no file %s (see 'tftap serve --help')", argv[optind]);
+            return 2;
+        }
+        db = argv[optind++];
     }
     if (optind < argc) {
         cli_error("unexpected argument '%s' (see 'tftap serve --help')", argv[optind]);

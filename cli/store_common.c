@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,21 +66,30 @@ const char *cli_db_path(const char *opt)
     return STORE_DEFAULT_PATH;
 }
 
-int cli_open_store(const char *path, store **out)
+static int open_store(const char *path, int flags, store **out)
 {
     errno = 0;
-    int rc = store_open(path, 0, out);
+    int rc = store_open(path, flags, out);
     if (rc == 0)
         return 0;
     if (rc == TFTAP_ENOTFOUND)
         cli_error("no database at %s (record one with 'tftap run', or pass --db)", path);
     else if (rc == TFTAP_EIO)
         cli_error("cannot open %s: %s", path, strerror(errno ? errno : EIO));
+    else if (rc == TFTAP_ESTORE && (flags & STORE_OPEN_READONLY))
+        cli_error("cannot read %s: not a tftap database or bundle, or one of another tftap "
+                  "version",
+                  path);
     else if (rc == TFTAP_ESTORE)
         cli_error("cannot read %s: not a tftap database, or one from a newer tftap", path);
     else
         cli_error("cannot open %s: %s", path, tftap_strerror(rc));
     return 1;
+}
+
+int cli_open_store(const char *path, store **out)
+{
+    return open_store(path, 0, out);
 }
 
 int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_id)
@@ -88,7 +98,9 @@ int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_i
     if (rc == 0)
         return 0;
     if (rc == TFTAP_EINVAL) {
-        cli_error("RUN must be a run id or 'last', not '%s'", spec);
+        cli_error("RUN must be a run id, 'last', or a bundle or database file (FILE or "
+                  "FILE:RUN), not '%s'",
+                  spec);
         return 2;
     }
     if (rc == TFTAP_ENOTFOUND) {
@@ -99,6 +111,78 @@ int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_i
         return 1;
     }
     cli_error("reading %s: %s", path, store_errmsg(s));
+    return 1;
+}
+
+/* "last" or a decimal id: a RUN, never a file. */
+static int is_run_spec(const char *s)
+{
+    if (strcmp(s, "last") == 0)
+        return 1;
+    if (!*s)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    return 1;
+}
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+int cli_open_run(const char *db_path, const char *operand, store **s, const char **path,
+                 int64_t *run, char **owned)
+{
+    const char *file = db_path, *spec = operand;
+    *s = NULL;
+    *owned = NULL;
+    if (!is_run_spec(operand)) {
+        const char *colon = strrchr(operand, ':');
+        if (is_file(operand)) {
+            file = operand;
+            spec = "last";
+        } else if (colon && colon != operand && is_run_spec(colon + 1)) {
+            *owned = strndup(operand, (size_t)(colon - operand));
+            if (!*owned) {
+                cli_error("out of memory");
+                return 1;
+            }
+            if (!is_file(*owned)) {
+                cli_error("no file %s (RUN is a run id, 'last', or a bundle or database file, "
+                          "optionally FILE:RUN)",
+                          *owned);
+                free(*owned);
+                *owned = NULL;
+                return 2;
+            }
+            file = *owned;
+            spec = colon + 1;
+        } else {
+            cli_error("RUN must be a run id, 'last', or a bundle or database file (FILE or "
+                      "FILE:RUN), not '%s'",
+                      operand);
+            return 2;
+        }
+    }
+    *path = file;
+    /* A file named as an operand is read as it is, never migrated: it may
+     * be someone else's bundle, or no database at all. */
+    if (open_store(file, file == db_path ? 0 : STORE_OPEN_READONLY, s))
+        goto fail;
+    int rc = cli_resolve_run(*s, file, spec, run);
+    if (rc == 0)
+        return 0;
+    store_close(*s);
+    *s = NULL;
+    free(*owned);
+    *owned = NULL;
+    return rc;
+fail:
+    free(*owned);
+    *owned = NULL;
     return 1;
 }
 
@@ -128,15 +212,12 @@ int cli_read_parse(int argc, char **argv, const struct cli_opt *opts, const char
 
 int cli_read_open(struct cli_read *r)
 {
+    if (r->takes_run) {
+        int rc = cli_open_run(r->path, r->pos[0], &r->s, &r->path, &r->run, &r->owned_path);
+        return rc ? rc : CLI_READ_GO;
+    }
     if (cli_open_store(r->path, &r->s))
         return 1;
-    if (r->takes_run) {
-        int rc = cli_resolve_run(r->s, r->path, r->pos[0], &r->run);
-        if (rc) {
-            cli_read_done(r);
-            return rc;
-        }
-    }
     return CLI_READ_GO;
 }
 
@@ -151,6 +232,8 @@ void cli_read_done(struct cli_read *r)
 {
     store_close(r->s);
     r->s = NULL;
+    free(r->owned_path);
+    r->owned_path = NULL;
 }
 
 int cli_use_color(void)

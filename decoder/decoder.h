@@ -153,6 +153,22 @@ int dec_message_to_json(const char *method, int is_response, const void *p, size
                         const dec_schema *schema, const char *type_name, const dec_opts *opts,
                         tftap_buf *out, dec_error *err);
 
+/* Redact again a message rendered by dec_message_to_json (json/n; a JSON
+ * array is a stream's messages), for copying a record elsewhere: every
+ * {"$sensitive": ...} object is handed to opts->redact as its JSON text,
+ * and so is every known, non-null value the schema marks sensitive or
+ * write-only that was stored in clear (a run recorded with sensitive values
+ * kept), and stored state embedded as JSON (RawState) the same way by its
+ * resource type's schema, legacy flatmap values each. The result replaces
+ * each by {"$sensitive":"hmac-sha256:<hex from opts->redact>"}; the rest is
+ * copied. opts->redact is required. Returns 0, TFTAP_EDECODE (json is not
+ * JSON), TFTAP_ELIMIT, TFTAP_ENOMEM, or TFTAP_ENOTFOUND when a decoded value
+ * has no type in schema (nothing tells which of its parts are secret: the
+ * caller must not copy it); on error out is restored. */
+int dec_message_json_redact(const char *method, int is_response, const char *json, size_t n,
+                            const dec_schema *schema, const char *type_name, const dec_opts *opts,
+                            tftap_buf *out, dec_error *err);
+
 /* ---- the inverse, for replay ------------------------------------------ */
 
 /* A decoded value (the JSON contract, docs/decoded-values.md) back to cty

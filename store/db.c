@@ -426,6 +426,63 @@ static int set_wal(sqlite3 *db)
     return SQLITE_BUSY;
 }
 
+/* The largest older bundle brought up to date in memory. */
+#define STORE_BUNDLE_MAX_BYTES ((int64_t)1 << 30)
+
+static int application_id(sqlite3 *db, int64_t *id)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *id = (uint32_t)sqlite3_column_int64(st, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* A bundle an older tftap wrote: read whole into memory and migrated
+ * there, so that it reads as a current one while its file is left as it
+ * is (it is someone's evidence). */
+static int open_old_bundle(const char *path, sqlite3 **out)
+{
+    tftap_buf file = TFTAP_BUF_INIT;
+    sqlite3 *db = NULL;
+    int rc = tftap_read_file(path, (size_t)STORE_BUNDLE_MAX_BYTES, &file);
+    if (rc)
+        return rc == TFTAP_ENOMEM ? SQLITE_NOMEM : SQLITE_ERROR;
+    unsigned char *mem = sqlite3_malloc64(file.len ? file.len : 1);
+    if (!mem) {
+        tftap_buf_done(&file);
+        return SQLITE_NOMEM;
+    }
+    memcpy(mem, file.data, file.len);
+    sqlite3_int64 n = (sqlite3_int64)file.len;
+    tftap_buf_done(&file);
+    rc = sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        sqlite3_free(mem);
+        sqlite3_close(db);
+        return rc;
+    }
+    sqlite3_extended_result_codes(db, 1);
+    rc = sqlite3_deserialize(db, "main", mem, n, n,
+                             SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE);
+    if (rc == SQLITE_OK)
+        rc = migrate(db);
+    if (rc == SQLITE_OK)
+        rc = store_exec(db, "PRAGMA query_only=1");
+    if (rc != SQLITE_OK) {
+        sqlite3_close(db);
+        return rc;
+    }
+    *out = db;
+    return SQLITE_OK;
+}
+
 /* A reader that must never write: no WAL switch, no migration, no key.
  * The schema must already be this version's; query_only guards against
  * a statement that would write anyway. */
@@ -475,6 +532,18 @@ static int open_readonly(const char *path, sqlite3 **out, int *snapshot)
     }
     if (rc != SQLITE_OK)
         goto fail;
+    int64_t app = 0;
+    if (v > 0 && v < (int)N_MIGRATIONS && application_id(db, &app) == SQLITE_OK &&
+        app == STORE_BUNDLE_APPLICATION_ID) {
+        sqlite3_close(db);
+        db = NULL;
+        rc = open_old_bundle(path, &db);
+        if (rc != SQLITE_OK)
+            goto fail;
+        *snapshot = 1;
+        *out = db;
+        return 0;
+    }
     if (v != (int)N_MIGRATIONS) {
         rc = SQLITE_ERROR; /* not migrated yet, or from a newer tftap */
         goto fail;
@@ -549,6 +618,11 @@ int store_open(const char *path, int flags, store **out)
         return TFTAP_ENOMEM;
     int rc;
     struct stat st;
+    /* A bundle is someone's evidence: read it as it is, never migrate or
+     * switch it to WAL. */
+    if (!(flags & (STORE_OPEN_CREATE | STORE_OPEN_READONLY)) && path && *path &&
+        store_file_is_bundle(path) == 1)
+        flags |= STORE_OPEN_READONLY;
     if (!(flags & STORE_OPEN_READONLY))
         rc = store_db_open(path, flags & STORE_OPEN_CREATE, &s->db, s->key);
     else if (!path || !*path)

@@ -103,7 +103,9 @@ enum store_open_flags {
     STORE_OPEN_CREATE = 1, /* create the file (0600) and its directory (0700) if missing */
     /* Read only (SQLITE_OPEN_READONLY, query_only): nothing is written, not
      * even a migration; a database of another schema version is refused
-     * (TFTAP_ESTORE). Works on a WAL database a recorder is writing. */
+     * (TFTAP_ESTORE), but for a bundle of an older one, migrated in memory
+     * (then store_is_snapshot). Works on a WAL database a recorder is
+     * writing. A bundle is always opened read only. */
     STORE_OPEN_READONLY = 2,
 };
 
@@ -406,5 +408,38 @@ int store_schema_json(store *s, const char *sha256, tftap_buf *out);
 
 /* SQLite's PRAGMA data_version: changes when another connection commits. */
 int store_data_version(store *s, int64_t *out);
+
+/* ---- bundles: one run in a file of its own (docs/replay.md) --------------- */
+
+/* The SQLite application_id of a bundle ("tftb"): the same schema as any
+ * database, marked so that readers open it read only. */
+#define STORE_BUNDLE_APPLICATION_ID 0x74667462
+
+/* 1 when the file at path is a bundle, 0 when it is not (any other file,
+ * SQLite or not), TFTAP_ENOTFOUND, TFTAP_EIO. Safe on a file this process
+ * has open (through SQLite, whose locks it keeps). */
+int store_file_is_bundle(const char *path);
+
+typedef struct store_bundle_info {
+    int64_t processes, calls, gaps, schemas;
+    int64_t redacted;      /* sensitive values keyed afresh */
+    int64_t rekeyed_clear; /* of those, values the run recorded in clear */
+    int64_t raw_messages;  /* raw message rows (--keep-raw) left out */
+    int64_t dropped_json;  /* request/response JSON that did not parse, left out */
+    char why[256];         /* what could not be copied, on TFTAP_EDECODE */
+} store_bundle_info;
+
+/* Write run_id of s to a new bundle at path (replaced if it exists): the
+ * run, its processes, calls, gaps and the schemas they name, in the same
+ * schema and migrations as any database, with call ids kept. Redacted on
+ * the way: every sensitive value (redacted or, for a run recorded with
+ * sensitive values kept, found by the schema's sensitive and write-only
+ * marks, stored state included) becomes HMAC-SHA256 under a fresh random
+ * key that is not kept; raw messages are left out; the working directory,
+ * provider paths, pids and every argument but plain command words are
+ * dropped. Returns 0, TFTAP_ENOTFOUND (no such run), TFTAP_EDECODE (a
+ * call's values cannot be redacted safely: info->why says which; nothing
+ * is written), TFTAP_EIO (errno), TFTAP_ESTORE, TFTAP_ENOMEM. */
+int store_bundle_write(store *s, int64_t run_id, const char *path, store_bundle_info *info);
 
 #endif

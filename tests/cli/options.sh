@@ -68,6 +68,10 @@ show --all|show 5 --db $db --all|show --all 5 --db=$db
 show --json|show 5 --db $db --json|show --json --db $db 5
 export --format|export 5 --db $db --format jsonl|export 5 --db=$db --format=jsonl
 export global --db|--db $db export 5|export 5 --db $db
+bundle --output|bundle 5 --db $db --output $work/b1.tftap --force|bundle 5 --db=$db --output=$work/b1.tftap --force
+bundle -o|bundle 5 --db $db -o $work/b1.tftap --force --json|bundle --force --json -o $work/b1.tftap --db $db 5
+calls SOURCE|calls $work/b1.tftap|calls $work/b1.tftap:5
+show SOURCE global --db|--db $db show $work/b1.tftap|show $work/b1.tftap:last
 decode --type|decode --type "string" --input json $work/value.json|decode --type="string" --input=json $work/value.json
 decode --json|decode --type "string" --json $work/value.json|decode --json --type="string" $work/value.json
 EOF
@@ -169,6 +173,10 @@ export 5 --format csv|tftap: unknown export format 'csv' (only jsonl) (see 'tfta
 run|tftap: no command given (tftap run -- tofu ARGS...) (see 'tftap run --help')
 wrap|tftap: --out DIR is required (see 'tftap wrap --help')
 wrap --out x --cli bash|tftap: --cli must be tofu or terraform, not 'bash' (see 'tftap wrap --help')
+bundle 5 --db $db|tftap: bundle needs -o FILE (see 'tftap bundle --help')
+bundle|tftap: bundle needs RUN (see 'tftap bundle --help')
+bundle 5 --bogus|tftap: unknown option '--bogus' (see 'tftap bundle --help')
+calls nosuch|tftap: RUN must be a run id, 'last', or a bundle or database file (FILE or FILE:RUN), not 'nosuch'
 decode|tftap: give --type or --schema (one of them) (see 'tftap decode --help')
 replay --bogus x.db -- true|tftap: unknown option '--bogus' (see 'tftap replay --help')
 replay --run|tftap: option '--run' needs a value (see 'tftap replay --help')
@@ -211,7 +219,7 @@ for form in "-o" "--output" "--output="; do
 done
 
 # --help: on stdout, exit 0, for every command and the program.
-for c in runs calls show export run wrap replay replay-provider decode shim mock; do
+for c in runs calls show export run wrap replay replay-provider decode shim mock bundle check diff serve; do
     "$TFTAP" "$c" --help >"$work/h.out" 2>&1
     rc=$?
     if [ "$rc" -eq 0 ] && head -1 "$work/h.out" | grep -q "^usage: tftap $c"; then ok; else

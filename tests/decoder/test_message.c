@@ -739,6 +739,134 @@ static void test_dynamic_blocks(void)
     keep_free();
 }
 
+/* ---- re-redacting rendered JSON (bundles) ------------------------------------ */
+
+static char *redact_again(const char *method, int is_response, const char *json,
+                          const dec_schema *sch, const char *type_name, int *rc)
+{
+    static tftap_buf out;
+    dec_error err = DEC_ERROR_INIT;
+    dec_opts opts = {{0, 0}, fake_redact, NULL};
+    tftap_buf_reset(&out);
+    tftap_buf_puts(&out, "<");
+    *rc = dec_message_json_redact(method, is_response, json, strlen(json), sch, type_name, &opts,
+                                  &out, &err);
+    if (*rc) {
+        CHECK_STR_EQ(tftap_buf_cstr(&out), "<"); /* restored on failure */
+        tftap_buf_reset(&out);
+        tftap_buf_printf(&out, "error %d: %s", *rc, err.reason ? err.reason : "?");
+    }
+    dec_error_done(&err);
+    const char *r = tftap_buf_cstr(&out);
+    return (char *)(*rc ? r : r + 1);
+}
+
+static void test_redact_json(void)
+{
+    size_t len;
+    int rc;
+    const char *m = "/tfplugin6.Provider/PlanResourceChange";
+    uint8_t *req = plan_request(&len);
+    /* A message recorded in clear, redacted afterwards by the schema's
+     * marks, reads exactly as one redacted while recording. */
+    char *clear = strdup(render(m, 0, req, len, NULL, NULL, &rc));
+    dec_opts opts = {{0, 0}, fake_redact, NULL};
+    char *redacted = strdup(render(m, 0, req, len, NULL, &opts, &rc));
+    CHECK_STR_EQ(redact_again(m, 0, clear, schema, NULL, &rc), redacted);
+    CHECK_INT_EQ(rc, 0);
+    /* An already redacted value is handed over whole, to be keyed again. */
+    char hex[65], want[128];
+    const char *marker = "{\"$sensitive\":\"hmac-sha256:"
+                         "4ddbb67bf993867e13253c146a339ed3b33ea5b895543569278e99d5b3c2b7d5\"}";
+    tftap_sha256_hex(marker, strlen(marker), hex);
+    snprintf(want, sizeof want, "{\"$sensitive\":\"hmac-sha256:%s\"}", hex);
+    tftap_buf exp = TFTAP_BUF_INIT;
+    tftap_buf_puts(&exp, PLAN_REQUEST_JSON("@"));
+    for (char *at; (at = strchr(tftap_buf_cstr(&exp), '@'));) {
+        size_t off = (size_t)(at - exp.data);
+        tftap_buf rest = TFTAP_BUF_INIT;
+        tftap_buf_puts(&rest, at + 1);
+        exp.len = off;
+        tftap_buf_puts(&exp, want);
+        tftap_buf_append(&exp, rest.data, rest.len);
+        tftap_buf_done(&rest);
+    }
+    CHECK_STR_EQ(redact_again(m, 0, redacted, schema, NULL, &rc), tftap_buf_cstr(&exp));
+    tftap_buf_done(&exp);
+    /* Decoded values with no schema to tell their secrets by: refused. */
+    CHECK_STR_EQ(redact_again(m, 0, clear, NULL, NULL, &rc),
+                 "error -6: a decoded value of test_thing has no schema to tell its secrets by");
+    CHECK_INT_EQ(rc, TFTAP_ENOTFOUND);
+    /* A stream's messages, each redacted; {"$sensitive"} anywhere too
+     * (sha256 of "p" and of {"$sensitive":"q"}). */
+    CHECK_STR_EQ(
+        redact_again("/tfplugin6.Provider/ReadResource", 1,
+                     "[{\"new_state\":{\"password\":\"p\",\"id\":null}},"
+                     "{\"x\":{\"$sensitive\":\"q\"}}]",
+                     schema, "test_thing", &rc),
+        "[{\"new_state\":{\"password\":{\"$sensitive\":\"hmac-sha256:"
+        "1fb680aa1ed965bc09f024abd808fad41e7fa0bb2e1ec39e8f237d653d56b456\"},\"id\":null}},"
+        "{\"x\":{\"$sensitive\":\"hmac-sha256:"
+        "82d30dde899ab6a09e3d48790de390594af7cb52a45f85bed1a8bc452f156ada\"}}]");
+    /* Stored state (RawState) by the resource type's schema; legacy
+     * flatmap values each; state of no known type whole. */
+    const char *up = "/tfplugin6.Provider/UpgradeResourceState";
+    char pw[65], tagv[65], whole[65];
+    tftap_sha256_hex("\"hunter2\"", 9, pw);
+    tftap_sha256_hex("\"0\"", 3, tagv);
+    tftap_sha256_hex("{\"password\":\"hunter2\"}", 22, whole);
+    tftap_buf w2 = TFTAP_BUF_INIT;
+    tftap_buf_printf(
+        &w2,
+        "{\"type_name\":\"test_thing\",\"version\":1,\"raw_state\":{\"json\":"
+        "{\"id\":\"x\",\"password\":{\"$sensitive\":\"hmac-sha256:%s\"},\"tags\":null},"
+        "\"flatmap\":{\"tags.%%\":{\"$sensitive\":\"hmac-sha256:%s\"}}}}",
+        pw, tagv);
+    CHECK_STR_EQ(redact_again(up, 0,
+                              "{\"type_name\":\"test_thing\",\"version\":1,\"raw_state\":{\"json\":"
+                              "{\"id\":\"x\",\"password\":\"hunter2\",\"tags\":null},"
+                              "\"flatmap\":{\"tags.%\":\"0\"}}}",
+                              schema, NULL, &rc),
+                 tftap_buf_cstr(&w2));
+    tftap_buf_reset(&w2);
+    tftap_buf_printf(&w2,
+                     "{\"type_name\":\"test_nosuch\",\"raw_state\":{\"json\":"
+                     "{\"$sensitive\":\"hmac-sha256:%s\"}}}",
+                     whole);
+    CHECK_STR_EQ(redact_again(up, 0,
+                              "{\"type_name\":\"test_nosuch\",\"raw_state\":{\"json\":"
+                              "{\"password\":\"hunter2\"}}}",
+                              schema, NULL, &rc),
+                 tftap_buf_cstr(&w2));
+    tftap_buf_done(&w2);
+    /* The recorder redacts stored state as it renders it, the same way. */
+    Tfplugin6__RawState raw = TFPLUGIN6__RAW_STATE__INIT;
+    const char *state = "{\"id\":\"x\",\"password\":\"hunter2\",\"tags\":null}";
+    raw.json = (ProtobufCBinaryData){strlen(state), (uint8_t *)state};
+    Tfplugin6__UpgradeResourceState__Request ur = TFPLUGIN6__UPGRADE_RESOURCE_STATE__REQUEST__INIT;
+    ur.type_name = "test_thing";
+    ur.version = 1;
+    ur.raw_state = &raw;
+    uint8_t *urp = pack(&ur.base, &len);
+    tftap_buf w3 = TFTAP_BUF_INIT;
+    tftap_buf_printf(
+        &w3,
+        "{\"type_name\":\"test_thing\",\"version\":1,\"raw_state\":{\"json\":"
+        "{\"id\":\"x\",\"password\":{\"$sensitive\":\"hmac-sha256:%s\"},\"tags\":null},"
+        "\"flatmap\":{}}}",
+        pw);
+    CHECK_STR_EQ(render(up, 0, urp, len, NULL, &opts, &rc), tftap_buf_cstr(&w3));
+    /* Not redacting: as it was sent. */
+    CHECK_STR_EQ(render(up, 0, urp, len, NULL, NULL, &rc),
+                 "{\"type_name\":\"test_thing\",\"version\":1,\"raw_state\":{\"json\":"
+                 "{\"id\":\"x\",\"password\":\"hunter2\",\"tags\":null},\"flatmap\":{}}}");
+    tftap_buf_done(&w3);
+    /* Not JSON: an error, nothing written. */
+    CHECK_STR_EQ(redact_again(m, 0, "{\"config\":", schema, NULL, &rc), "error -3: invalid JSON");
+    free(clear);
+    free(redacted);
+}
+
 int main(void)
 {
     dec_error err = DEC_ERROR_INIT;
@@ -758,6 +886,7 @@ int main(void)
     test_v5_configure();
     test_schema_response();
     test_dynamic_blocks();
+    test_redact_json();
     dec_schema_free(schema);
     return check_report("test_message");
 }

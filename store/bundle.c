@@ -1,0 +1,520 @@
+/* store: bundles, one run copied into a file of its own to hand to someone
+ * else (tftap bundle): the same schema as any database, so every reader
+ * works on it, with secrets keyed afresh and nothing of the recording host. */
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+
+#include "decoder/decoder.h"
+
+int store_file_is_bundle(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return errno == ENOENT ? TFTAP_ENOTFOUND : TFTAP_EIO;
+    /* Through SQLite, never open()/close() of our own: closing any
+     * descriptor of a file drops every POSIX lock this process holds on it,
+     * those of a connection already open included; SQLite's own VFS shares
+     * one per file and keeps them. */
+    sqlite3 *db = NULL;
+    sqlite3_stmt *q = NULL;
+    int is = 0;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        is = (uint32_t)sqlite3_column_int64(q, 0) == STORE_BUNDLE_APPLICATION_ID;
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return is;
+}
+
+/* One provider process of the run and the schema its values decode with. */
+struct bproc {
+    int64_t id;
+    dec_schema *schema;
+};
+
+struct bundle {
+    store *src;
+    sqlite3 *dst;
+    int64_t run_id;
+    store_bundle_info *info;
+    unsigned char fresh[32]; /* the bundle's key: made here, never stored */
+    struct bproc *procs;
+    size_t nprocs;
+};
+
+/* A sensitive value seen while copying: an already redacted one is
+ * {"$sensitive":"hmac-sha256:X"} (X keyed by the source database), one
+ * recorded in clear is keyed as the recorder would have keyed it; either
+ * way the bundle holds HMAC(fresh, X), so equal secrets stay equal inside
+ * the bundle and cannot be matched with anything outside it. */
+static void rekey(void *ctx, const char *json, size_t len, char out[65])
+{
+    struct bundle *b = ctx;
+    static const char pre[] = "{\"$sensitive\":\"hmac-sha256:";
+    const size_t pl = sizeof pre - 1;
+    char inner[65];
+    int redacted =
+        len == pl + 64 + 2 && memcmp(json, pre, pl) == 0 && memcmp(json + pl + 64, "\"}", 2) == 0;
+    for (size_t i = 0; redacted && i < 64; i++)
+        redacted = tftap_hex_digit((unsigned char)json[pl + i]) >= 0;
+    if (redacted) {
+        memcpy(inner, json + pl, 64);
+        inner[64] = '\0';
+    } else {
+        tftap_hmac_sha256_hex(b->src->key, sizeof b->src->key, json, len, inner);
+        b->info->rekeyed_clear++;
+    }
+    tftap_hmac_sha256_hex(b->fresh, sizeof b->fresh, inner, 64, out);
+    b->info->redacted++;
+}
+
+static void info_why(store_bundle_info *info, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void info_why(store_bundle_info *info, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(info->why, sizeof info->why, fmt, ap);
+    va_end(ap);
+}
+
+/* A path shows where and whose a machine is: a bundle keeps the command
+ * words ("apply", "-auto-approve", "-input=false", "tfplan") and replaces
+ * any other argument (paths, -var values, anything unusual) by "<redacted>". */
+static int plain_word(const char *s, size_t n)
+{
+    if (n == 0 || n > 64)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.'))
+            return 0;
+    }
+    return !(n >= 2 && s[0] == '.' && s[1] == '.');
+}
+
+static void strip_args(const char *args_json, tftap_buf *out)
+{
+    sj_doc *doc = NULL;
+    tftap_buf_putc(out, '[');
+    if (args_json && sj_parse(args_json, strlen(args_json), 8, &doc) == 0 &&
+        sj_root(doc)->kind == SJ_ARRAY) {
+        int first = 1;
+        for (const sj_node *a = sj_root(doc)->child; a; a = a->next) {
+            if (!first)
+                tftap_buf_putc(out, ',');
+            first = 0;
+            const char *s = a->kind == SJ_STRING ? a->str : "";
+            size_t n = a->kind == SJ_STRING ? a->len : 0;
+            const char *eq = memchr(s, '=', n);
+            if (plain_word(s, n)) {
+                tftap_buf_json_string(out, s, n);
+            } else if (n > 1 && s[0] == '-' && eq && plain_word(s, (size_t)(eq - s)) &&
+                       plain_word(eq + 1, n - (size_t)(eq + 1 - s))) {
+                tftap_buf_json_string(out, s, n); /* -input=false, -parallelism=4 */
+            } else if (n > 1 && s[0] == '-' && eq && plain_word(s, (size_t)(eq - s))) {
+                tftap_buf w = TFTAP_BUF_INIT;
+                tftap_buf_printf(&w, "%.*s<redacted>", (int)(eq + 1 - s), s);
+                if (tftap_buf_failed(&w))
+                    out->failed = 1;
+                else
+                    tftap_buf_json_string(out, w.data, w.len);
+                tftap_buf_done(&w);
+            } else {
+                tftap_buf_puts(out, "\"<redacted>\"");
+            }
+        }
+    }
+    tftap_buf_putc(out, ']');
+    sj_free(doc);
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = p ? strrchr(p, '/') : NULL;
+    return s ? s + 1 : (p ? p : "");
+}
+
+static int copy_run(struct bundle *b)
+{
+    sqlite3_stmt *q = NULL, *ins = NULL;
+    tftap_buf args = TFTAP_BUF_INIT;
+    int rc = sqlite3_prepare_v2(b->src->db,
+                                "SELECT id, command, args, cli_name, cli_version, started_us, "
+                                "ended_us, exit_code FROM runs WHERE id = ?",
+                                -1, &q, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(b->dst,
+                                "INSERT INTO runs (id, command, args, cwd, cli_name, cli_version, "
+                                "started_us, ended_us, exit_code) VALUES (?, ?, ?, NULL, ?, ?, ?, "
+                                "?, ?)",
+                                -1, &ins, NULL);
+    if (rc != SQLITE_OK)
+        goto done;
+    sqlite3_bind_int64(q, 1, b->run_id);
+    rc = sqlite3_step(q);
+    if (rc != SQLITE_ROW) {
+        rc = rc == SQLITE_DONE ? SQLITE_NOTFOUND : rc;
+        goto done;
+    }
+    strip_args(store_col_text(q, 2), &args);
+    if (tftap_buf_failed(&args)) {
+        rc = SQLITE_NOMEM;
+        goto done;
+    }
+    sqlite3_bind_int64(ins, 1, sqlite3_column_int64(q, 0));
+    sqlite3_bind_text(ins, 2, base_name(store_col_text(q, 1)), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(ins, 3, args.data, (int)args.len, SQLITE_STATIC);
+    for (int i = 3; i < 8; i++)
+        sqlite3_bind_value(ins, i + 1, sqlite3_column_value(q, i));
+    rc = sqlite3_step(ins);
+    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+done:
+    sqlite3_finalize(q);
+    sqlite3_finalize(ins);
+    tftap_buf_done(&args);
+    return rc;
+}
+
+static int copy_schema(struct bundle *b, const char *sha)
+{
+    sqlite3_stmt *ins = NULL;
+    int rc = sqlite3_prepare_v2(b->dst,
+                                "INSERT OR IGNORE INTO schemas (sha256, kind, provider, protocol, "
+                                "encoding, size, raw, first_seen_us) SELECT ?, ?, ?, ?, ?, ?, ?, ?",
+                                -1, &ins, NULL);
+    sqlite3_stmt *q = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(b->src->db,
+                                "SELECT sha256, kind, provider, protocol, encoding, size, raw, "
+                                "first_seen_us FROM schemas WHERE sha256 = ?",
+                                -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        goto done;
+    sqlite3_bind_text(q, 1, sha, -1, SQLITE_STATIC);
+    rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) {
+        for (int i = 0; i < 8; i++)
+            sqlite3_bind_value(ins, i + 1, sqlite3_column_value(q, i));
+        rc = sqlite3_step(ins);
+        if (rc == SQLITE_DONE && sqlite3_changes(b->dst))
+            b->info->schemas++;
+    }
+    rc = rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+done:
+    sqlite3_finalize(q);
+    sqlite3_finalize(ins);
+    return rc;
+}
+
+/* The schema a process decoded with, for finding its sensitive values;
+ * NULL when none was recorded (then only already redacted values can be
+ * copied safely). */
+static dec_schema *load_schema(struct bundle *b, const char *sha, const char *identity_sha,
+                               int protocol)
+{
+    dec_schema *s = NULL;
+    sqlite3_stmt *q = NULL;
+    if (!sha || sqlite3_prepare_v2(b->src->db, "SELECT raw FROM schemas WHERE sha256 = ?", -1, &q,
+                                   NULL) != SQLITE_OK)
+        return NULL;
+    sqlite3_bind_text(q, 1, sha, -1, SQLITE_STATIC);
+    if (sqlite3_step(q) == SQLITE_ROW) {
+        dec_error e = DEC_ERROR_INIT;
+        if (dec_schema_from_provider_schema(protocol, sqlite3_column_blob(q, 0),
+                                            (size_t)sqlite3_column_bytes(q, 0), NULL, &s, &e))
+            s = NULL;
+        dec_error_done(&e);
+    }
+    if (s && identity_sha) {
+        sqlite3_reset(q);
+        sqlite3_bind_text(q, 1, identity_sha, -1, SQLITE_STATIC);
+        if (sqlite3_step(q) == SQLITE_ROW) {
+            dec_error e = DEC_ERROR_INIT;
+            dec_schema_add_identities(s, protocol, sqlite3_column_blob(q, 0),
+                                      (size_t)sqlite3_column_bytes(q, 0), &e);
+            dec_error_done(&e);
+        }
+    }
+    sqlite3_finalize(q);
+    return s;
+}
+
+static int copy_processes(struct bundle *b)
+{
+    sqlite3_stmt *q = NULL, *ins = NULL;
+    int rc = sqlite3_prepare_v2(b->src->db,
+                                "SELECT id, provider, version, protocol, binary_sha256, "
+                                "schema_sha256, schema_source, identity_sha256, started_us, "
+                                "ended_us, dropped FROM processes WHERE run_id = ? ORDER BY id",
+                                -1, &q, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(b->dst,
+                                "INSERT INTO processes (id, run_id, provider, version, protocol, "
+                                "binary_sha256, schema_sha256, schema_source, identity_sha256, "
+                                "started_us, ended_us, dropped) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                                "?, ?, ?)",
+                                -1, &ins, NULL);
+    if (rc != SQLITE_OK)
+        goto done;
+    sqlite3_bind_int64(q, 1, b->run_id);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *sha = store_col_text(q, 5), *idsha = store_col_text(q, 7);
+        if ((sha && (rc = copy_schema(b, sha)) != SQLITE_OK) ||
+            (idsha && (rc = copy_schema(b, idsha)) != SQLITE_OK))
+            goto done;
+        struct bproc *np = realloc(b->procs, (b->nprocs + 1) * sizeof *np);
+        if (!np) {
+            rc = SQLITE_NOMEM;
+            goto done;
+        }
+        b->procs = np;
+        b->procs[b->nprocs].id = sqlite3_column_int64(q, 0);
+        b->procs[b->nprocs].schema = load_schema(b, sha, idsha, sqlite3_column_int(q, 3));
+        b->nprocs++;
+        sqlite3_reset(ins);
+        sqlite3_bind_int64(ins, 1, sqlite3_column_int64(q, 0));
+        sqlite3_bind_int64(ins, 2, b->run_id);
+        for (int i = 1; i < 11; i++)
+            sqlite3_bind_value(ins, i + 2, sqlite3_column_value(q, i));
+        rc = sqlite3_step(ins);
+        if (rc != SQLITE_DONE)
+            goto done;
+        b->info->processes++;
+    }
+    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+done:
+    sqlite3_finalize(q);
+    sqlite3_finalize(ins);
+    return rc;
+}
+
+static const dec_schema *proc_schema(struct bundle *b, int64_t process_id)
+{
+    for (size_t i = 0; i < b->nprocs; i++)
+        if (b->procs[i].id == process_id)
+            return b->procs[i].schema;
+    return NULL;
+}
+
+/* One call's request or response JSON as the bundle stores it. */
+static int redact_json(struct bundle *b, sqlite3_stmt *ins, int col, int64_t call_id,
+                       const char *method, int is_response, const char *json,
+                       const dec_schema *schema, const char *type_name)
+{
+    if (!json) {
+        sqlite3_bind_null(ins, col);
+        return SQLITE_OK;
+    }
+    dec_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.redact = rekey;
+    opts.redact_ctx = b;
+    tftap_buf out = TFTAP_BUF_INIT;
+    dec_error e = DEC_ERROR_INIT;
+    int rc = dec_message_json_redact(method, is_response, json, strlen(json), schema, type_name,
+                                     &opts, &out, &e);
+    int src = SQLITE_OK;
+    if (rc == 0) {
+        sqlite3_bind_text(ins, col, out.data ? out.data : "", (int)out.len, SQLITE_TRANSIENT);
+    } else if (rc == TFTAP_EDECODE || rc == TFTAP_ELIMIT) {
+        /* Not JSON we can read: nothing tells what is secret in it. */
+        sqlite3_bind_null(ins, col);
+        b->info->dropped_json++;
+    } else if (rc == TFTAP_ENOMEM) {
+        src = SQLITE_NOMEM;
+    } else {
+        info_why(b->info, "call %lld (%s %s): %s", (long long)call_id, store_rpc_name(method),
+                 is_response ? "response" : "request", e.reason ? e.reason : "cannot redact");
+        src = SQLITE_CONSTRAINT;
+    }
+    dec_error_done(&e);
+    tftap_buf_done(&out);
+    return src;
+}
+
+static int copy_calls(struct bundle *b)
+{
+    sqlite3_stmt *q = NULL, *ins = NULL;
+    int rc = sqlite3_prepare_v2(
+        b->src->db,
+        "SELECT id, process_id, call_seq, method, rpc, stream, started_us, ended_us, status_code, "
+        "status_message, request_bytes, response_bytes, request_count, response_count, type_name, "
+        "decode_error, schema_sha256, address, address_note, request_json, response_json, "
+        "(SELECT count(*) FROM messages m WHERE m.call_id = calls.id) "
+        "FROM calls WHERE run_id = ? ORDER BY id",
+        -1, &q, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(
+            b->dst,
+            "INSERT INTO calls (id, process_id, call_seq, method, rpc, stream, started_us, "
+            "ended_us, status_code, status_message, request_bytes, response_bytes, request_count, "
+            "response_count, type_name, decode_error, schema_sha256, address, address_note, "
+            "request_json, response_json, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            -1, &ins, NULL);
+    if (rc != SQLITE_OK)
+        goto done;
+    sqlite3_bind_int64(q, 1, b->run_id);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        sqlite3_reset(ins);
+        for (int i = 0; i < 19; i++)
+            sqlite3_bind_value(ins, i + 1, sqlite3_column_value(q, i));
+        int64_t id = sqlite3_column_int64(q, 0);
+        const char *method = store_col_text(q, 3), *type_name = store_col_text(q, 14);
+        const dec_schema *schema = proc_schema(b, sqlite3_column_int64(q, 1));
+        rc = redact_json(b, ins, 20, id, method, 0, store_col_text(q, 19), schema, type_name);
+        if (rc == SQLITE_OK)
+            rc = redact_json(b, ins, 21, id, method, 1, store_col_text(q, 20), schema, type_name);
+        if (rc != SQLITE_OK)
+            goto done;
+        sqlite3_bind_int64(ins, 22, b->run_id);
+        b->info->raw_messages += sqlite3_column_int64(q, 21);
+        rc = sqlite3_step(ins);
+        if (rc != SQLITE_DONE)
+            goto done;
+        b->info->calls++;
+    }
+    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+done:
+    sqlite3_finalize(q);
+    sqlite3_finalize(ins);
+    return rc;
+}
+
+static int copy_gaps(struct bundle *b)
+{
+    sqlite3_stmt *q = NULL, *ins = NULL;
+    int rc = sqlite3_prepare_v2(b->src->db,
+                                "SELECT id, run_id, process_id, lost, recorded_us, reason FROM "
+                                "gaps WHERE run_id = ?1 OR process_id IN (SELECT id FROM "
+                                "processes WHERE run_id = ?1) ORDER BY id",
+                                -1, &q, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(b->dst,
+                                "INSERT INTO gaps (id, run_id, process_id, lost, recorded_us, "
+                                "reason) VALUES (?, ?, ?, ?, ?, ?)",
+                                -1, &ins, NULL);
+    if (rc != SQLITE_OK)
+        goto done;
+    sqlite3_bind_int64(q, 1, b->run_id);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        sqlite3_reset(ins);
+        for (int i = 0; i < 6; i++)
+            sqlite3_bind_value(ins, i + 1, sqlite3_column_value(q, i));
+        rc = sqlite3_step(ins);
+        if (rc != SQLITE_DONE)
+            goto done;
+        b->info->gaps++;
+    }
+    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+done:
+    sqlite3_finalize(q);
+    sqlite3_finalize(ins);
+    return rc;
+}
+
+int store_bundle_write(store *s, int64_t run_id, const char *path, store_bundle_info *info)
+{
+    memset(info, 0, sizeof *info);
+    if (!s || !path || !*path)
+        return TFTAP_EINVAL;
+    struct bundle b = {.src = s, .run_id = run_id, .info = info};
+    if (RAND_bytes(b.fresh, sizeof b.fresh) != 1)
+        return TFTAP_EIO;
+    /* Written beside its name and renamed at the end: a bundle that exists
+     * is complete. */
+    size_t pl = strlen(path);
+    char *tmp = malloc(pl + 16);
+    if (!tmp)
+        return TFTAP_ENOMEM;
+    snprintf(tmp, pl + 16, "%s.tmp-XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        free(tmp);
+        return TFTAP_EIO;
+    }
+    fchmod(fd, 0600);
+    close(fd);
+    unsigned char key[STORE_KEY_LEN];
+    int err = store_db_open(tmp, 0, &b.dst, key);
+    OPENSSL_cleanse(key, sizeof key);
+    int rc = SQLITE_OK;
+    if (err)
+        goto out;
+    /* Nothing deleted may linger in free pages. */
+    store_exec(b.dst, "PRAGMA secure_delete=ON");
+    rc = store_begin(b.dst, 0);
+    if (rc == SQLITE_OK)
+        rc = store_exec(b.dst, "DELETE FROM secret_key");
+    if (rc == SQLITE_OK)
+        rc = copy_run(&b);
+    if (rc == SQLITE_OK)
+        rc = copy_processes(&b);
+    if (rc == SQLITE_OK)
+        rc = copy_calls(&b);
+    if (rc == SQLITE_OK)
+        rc = copy_gaps(&b);
+    if (rc == SQLITE_OK) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA application_id = %ld", (long)STORE_BUNDLE_APPLICATION_ID);
+        rc = store_exec(b.dst, sql);
+    }
+    if (rc == SQLITE_OK)
+        rc = store_commit(b.dst, 0);
+    else
+        store_rollback(b.dst);
+    /* One file, no -wal beside it, its pages rewritten. */
+    if (rc == SQLITE_OK)
+        rc = store_exec(b.dst, "PRAGMA journal_mode=DELETE");
+    if (rc == SQLITE_OK)
+        rc = store_exec(b.dst, "VACUUM");
+    if (rc == SQLITE_NOTFOUND)
+        err = TFTAP_ENOTFOUND;
+    else if (rc == SQLITE_CONSTRAINT && info->why[0])
+        err = TFTAP_EDECODE;
+    else if (rc != SQLITE_OK) {
+        if (!info->why[0])
+            info_why(info, "%s", sqlite3_errmsg(b.dst));
+        err = store_err(rc);
+        if (!err)
+            err = TFTAP_ESTORE;
+    }
+out:
+    sqlite3_close(b.dst);
+    for (size_t i = 0; i < b.nprocs; i++)
+        dec_schema_free(b.procs[i].schema);
+    free(b.procs);
+    OPENSSL_cleanse(b.fresh, sizeof b.fresh);
+    if (!err && rename(tmp, path) != 0)
+        err = TFTAP_EIO;
+    if (err) {
+        int saved = errno;
+        unlink(tmp);
+        size_t tl = strlen(tmp);
+        char *side = malloc(tl + 8);
+        if (side) {
+            snprintf(side, tl + 8, "%s-wal", tmp);
+            unlink(side);
+            snprintf(side, tl + 8, "%s-shm", tmp);
+            unlink(side);
+            free(side);
+        }
+        errno = saved;
+    }
+    free(tmp);
+    return err;
+}
