@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -908,44 +907,6 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-/* A fresh socket path where the client asked for plugin sockets to live
- * (go-plugin's PLUGIN_UNIX_SOCKET_DIR), else TMPDIR, else /tmp. */
-static int socket_path(char *const *envp, tftap_buf *path, tftap_buf *err)
-{
-    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    const char *dir = plugin_env_get(envp, "PLUGIN_UNIX_SOCKET_DIR");
-    if (dir == NULL || dir[0] == '\0')
-        dir = plugin_env_get(envp, "TMPDIR");
-    if (dir == NULL || dir[0] == '\0')
-        dir = "/tmp";
-    for (int attempt = 0; attempt < 16; attempt++) {
-        unsigned char rnd[12];
-        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
-            tftap_buf_printf(err, "getrandom: %s", strerror(errno));
-            return TFTAP_EIO;
-        }
-        tftap_buf_reset(path);
-        tftap_buf_puts(path, dir);
-        if (path->len > 0 && path->data[path->len - 1] != '/')
-            tftap_buf_putc(path, '/');
-        tftap_buf_puts(path, "tftap-replay");
-        for (size_t i = 0; i < sizeof rnd; i++)
-            tftap_buf_putc(path, alphabet[rnd[i] % (sizeof alphabet - 1)]);
-        if (tftap_buf_failed(path))
-            return TFTAP_ENOMEM;
-        if (path->len >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-            tftap_buf_printf(err, "socket path %s is too long for a unix socket",
-                             tftap_buf_cstr(path));
-            return TFTAP_ELIMIT;
-        }
-        struct stat st;
-        if (lstat(tftap_buf_cstr(path), &st) != 0 && errno == ENOENT)
-            return 0;
-    }
-    tftap_buf_printf(err, "cannot pick a free socket name in %s", dir);
-    return TFTAP_EIO;
-}
-
 /* gRPC core's own errors (a client's failed TLS handshake, say) go where
  * ours go, as one line each; it calls this from its own threads, and the
  * log callback writes each line at once. */
@@ -1050,7 +1011,7 @@ static int serve(struct server *srv, tftap_buf *err)
         rc = TFTAP_ETLS;
         goto out;
     }
-    rc = socket_path(o->envp, &sock, err);
+    rc = plugin_socket_path(o->envp, "tftap-replay", &sock, err);
     if (rc != 0)
         goto out;
     tftap_buf_printf(&addr, "unix:%s", tftap_buf_cstr(&sock));
@@ -1058,7 +1019,7 @@ static int serve(struct server *srv, tftap_buf *err)
         rc = TFTAP_ENOMEM;
         goto out;
     }
-    memcpy(term_sock_path, sock.data, sock.len + 1); /* socket_path checked its length */
+    memcpy(term_sock_path, sock.data, sock.len + 1); /* plugin_socket_path checked its length */
     signal(SIGTERM, on_term);
     signal(SIGHUP, on_term);
     /* A client gone before it read the handshake line: the write fails and
