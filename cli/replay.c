@@ -144,18 +144,6 @@ static int split_source(const char *arg, char **path, const char **run)
     return *path ? 0 : TFTAP_ENOMEM;
 }
 
-static char *join(const char *a, const char *b)
-{
-    tftap_buf t = TFTAP_BUF_INIT;
-    tftap_buf_printf(&t, "%s/%s", a, b);
-    tftap_buf_cstr(&t);
-    if (tftap_buf_failed(&t)) {
-        tftap_buf_done(&t);
-        return NULL;
-    }
-    return tftap_buf_take(&t, NULL);
-}
-
 struct source {
     const char *exe;
     const char *path; /* absolute */
@@ -315,7 +303,7 @@ static int write_out(struct recorded *r, const char *out, const char *cli, const
         cli_error("cannot resolve %s: %s", out, strerror(errno));
         goto cleanup;
     }
-    if ((rdir = join(dir, "replay")) == NULL) {
+    if ((rdir = wrap_joinpath(dir, "replay")) == NULL) {
         cli_error("out of memory");
         goto cleanup;
     }
@@ -377,7 +365,7 @@ static int replay_command(struct recorded *r, char **cmd, int ncmd, const struct
         tmp = NULL;
         goto cleanup;
     }
-    if ((rdir = join(tmp, "replay")) == NULL) {
+    if ((rdir = wrap_joinpath(tmp, "replay")) == NULL) {
         cli_error("out of memory");
         goto cleanup;
     }
