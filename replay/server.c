@@ -35,6 +35,7 @@ enum {
     ST_OK = 0,
     ST_INVALID_ARGUMENT = 3,
     ST_RESOURCE_EXHAUSTED = 8,
+    ST_UNAVAILABLE = 14,
     ST_UNIMPLEMENTED = 12,
     ST_INTERNAL = 13,
 };
@@ -519,6 +520,14 @@ static void answer_provider(struct rcall *c)
             goto nomem;
         if (rc != 0)
             fail(c, ST_INTERNAL, "no recorded call matches, and the diagnostic cannot be encoded");
+        goto done;
+    }
+    if (ans.response_json == NULL && !ans.has_status) {
+        /* Sent as it is, no message and status OK, the client would read
+         * an empty answer as a valid one. */
+        tftap_buf_printf(&why, "recorded call %lld never got an answer (the recording ends first)",
+                         (long long)ans.call_id);
+        fail(c, ST_UNAVAILABLE, tftap_buf_cstr(&why));
         goto done;
     }
     if (ans.response_json != NULL && strstr(ans.response_json, "\"$sensitive\"") != NULL) {

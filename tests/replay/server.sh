@@ -230,6 +230,11 @@ add_call() { # RPC RESPONSE_JSON
 }
 add_call GetMetadata '{"server_capabilities":{"plan_destroy":true},"diagnostics":[],"resources":[{"type_name":"tftest6_recorded_meta"}]}'
 add_call GetResourceIdentitySchemas '{"identity_schemas":5}'
+# A call the recording ends before it was answered: no response, no status.
+sqlite3 "$meta" "DELETE FROM calls WHERE rpc = 'GetFunctions';
+    INSERT INTO calls (run_id, process_id, call_seq, method, rpc, started_us, request_json)
+    SELECT run_id, id, 200000, '/tfplugin6.Provider/GetFunctions', 'GetFunctions', started_us, '{}'
+    FROM processes WHERE run_id = $run AND provider = '$P6' ORDER BY id LIMIT 1"
 env TF_PLUGIN_MAGIC_COOKIE=$COOKIE "$TFTAP" replay-provider --db "$meta" --run "$run" --provider $P6 \
     >"$WORK/m.out" 2>"$WORK/m.err" &
 pid=$!
@@ -243,6 +248,9 @@ check "unencodable recorded answer: OK" has "$out" '^grpc-status: 0$'
 check_eq "unencodable recorded answer: an empty message" "$(od -An -tx1 "$WORK/resp" | tr -d ' \n')" 0000000000
 check "unencodable recorded answer: said in one line" grep -q \
     "^tftap replay-provider: the recorded GetResourceIdentitySchemas answer cannot be encoded: .*; answering GetResourceIdentitySchemas with an empty message$" "$WORK/m.err"
+out=$(grpc /tfplugin6.Provider/GetFunctions "$WORK/empty")
+check "a recorded call never answered: UNAVAILABLE" has "$out" '^grpc-status: 14$'
+check "... naming it" has "$out" '^grpc-message: recorded call [0-9]* never got an answer'
 grpc /plugin.GRPCController/Shutdown "$WORK/empty" >/dev/null
 wait "$pid"
 check_eq "recorded metadata: Shutdown ends it with 0" "$?" 0
