@@ -833,6 +833,22 @@ int store_run_end(store *s, int64_t run_id, int exit_code)
     return store_err(store_commit(s->db, 0));
 }
 
+int store_run_set_cli_version(store *s, int64_t run_id, const char *cli_version)
+{
+    sqlite3_stmt *st = NULL;
+    int rc =
+        sqlite3_prepare_v2(s->db, "UPDATE runs SET cli_version = ? WHERE id = ?", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, cli_version, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, run_id);
+        rc = step_done(st);
+    }
+    if (rc == SQLITE_OK && sqlite3_changes(s->db) == 0)
+        rc = SQLITE_NOTFOUND;
+    sqlite3_finalize(st);
+    return rc == SQLITE_NOTFOUND ? TFTAP_ENOTFOUND : store_err(rc);
+}
+
 int store_resolve_run(store *s, const char *spec, int64_t *run_id)
 {
     sqlite3_stmt *st = NULL;
