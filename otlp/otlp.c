@@ -2,7 +2,12 @@
  * own, so a receiver that is slow or gone costs the record nothing. */
 #include "config.h"
 
+/* libcurl is opened when an exporter starts, not linked: every tftap
+ * process (each shim) would otherwise load it and the two dozen libraries
+ * it pulls in, spans or not. */
+#define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <pthread.h>
@@ -24,6 +29,54 @@
 #define OTLP_RESPONSE_MAX (64 * 1024)
 /* Retries of a batch the receiver says to try again (429, 502, 503, 504). */
 #define OTLP_RETRIES 2
+
+/* ---- libcurl, loaded on first use ------------------------------------------ */
+
+static struct {
+    int tried, ok;
+    CURLcode (*global_init)(long);
+    void (*global_cleanup)(void);
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+    CURLcode (*easy_perform)(CURL *);
+    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+    const char *(*easy_strerror)(CURLcode);
+    void (*easy_cleanup)(CURL *);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
+} cu;
+static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* 1 when libcurl (the soname of libcurl4-openssl-dev's library) is usable. */
+static int curl_load(void)
+{
+    pthread_mutex_lock(&cu_mu);
+    if (!cu.tried) {
+        cu.tried = 1;
+        void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+        if (h != NULL) {
+#define CU_SYM(field, name) *(void **)&cu.field = dlsym(h, name)
+            CU_SYM(global_init, "curl_global_init");
+            CU_SYM(global_cleanup, "curl_global_cleanup");
+            CU_SYM(easy_init, "curl_easy_init");
+            CU_SYM(easy_setopt, "curl_easy_setopt");
+            CU_SYM(easy_perform, "curl_easy_perform");
+            CU_SYM(easy_getinfo, "curl_easy_getinfo");
+            CU_SYM(easy_strerror, "curl_easy_strerror");
+            CU_SYM(easy_cleanup, "curl_easy_cleanup");
+            CU_SYM(slist_append, "curl_slist_append");
+            CU_SYM(slist_free_all, "curl_slist_free_all");
+#undef CU_SYM
+            cu.ok = cu.global_init && cu.global_cleanup && cu.easy_init && cu.easy_setopt &&
+                    cu.easy_perform && cu.easy_getinfo && cu.easy_strerror && cu.easy_cleanup &&
+                    cu.slist_append && cu.slist_free_all;
+            /* Never dlclose()d: its global state lives as long as the process. */
+        }
+    }
+    int ok = cu.ok;
+    pthread_mutex_unlock(&cu_mu);
+    return ok;
+}
 
 /* ---- trace context --------------------------------------------------------- */
 
@@ -408,14 +461,14 @@ static size_t post_batch(otlp_exporter *e, const otlp_span *spans, size_t n)
                 tmo = left > 1 ? (long)left : 1;
         }
         pthread_mutex_unlock(&e->mu);
-        curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, tmo);
-        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, req.data);
-        curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req.len);
-        curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &body);
-        CURLcode cc = curl_easy_perform(e->curl);
+        cu.easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, tmo);
+        cu.easy_setopt(e->curl, CURLOPT_POSTFIELDS, req.data);
+        cu.easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req.len);
+        cu.easy_setopt(e->curl, CURLOPT_WRITEDATA, &body);
+        CURLcode cc = cu.easy_perform(e->curl);
         long code = 0;
         if (cc == CURLE_OK)
-            curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
+            cu.easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
         if (cc == CURLE_OK && code >= 200 && code < 300) {
             int64_t rej = otlp_response_rejected(body.data, body.len, &why);
             if (rej > 0) {
@@ -438,7 +491,7 @@ static size_t post_batch(otlp_exporter *e, const otlp_span *spans, size_t n)
                 e->logged_post = 1;
                 if (cc != CURLE_OK)
                     xlog(e, "otlp: cannot export to %s: %s; spans are dropped (counted)",
-                         e->endpoint, curl_easy_strerror(cc));
+                         e->endpoint, cu.easy_strerror(cc));
                 else
                     xlog(e, "otlp: %s answered HTTP %ld; spans are dropped (counted)", e->endpoint,
                          code);
@@ -544,14 +597,21 @@ int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
         (!e->endpoint || (cfg->traceparent && !e->traceparent) || (cfg->trace_id && !e->trace_id) ||
          (cfg->service && !e->service) || (cfg->headers && !e->headers)))
         rc = TFTAP_ENOMEM;
+    if (rc == 0 && !curl_load()) {
+        if (cfg->log) {
+            cfg->log(cfg->log_ctx,
+                     "otlp: cannot load libcurl.so.4 (Debian: libcurl4); no spans are exported");
+        }
+        rc = TFTAP_EIO;
+    }
     if (rc == 0) {
         /* Once per process; the recorder process calls this before any other
          * thread of its own exists. */
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(e->curl = curl_easy_init()))
+        if (cu.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || !(e->curl = cu.easy_init()))
             rc = TFTAP_ENOMEM;
     }
     if (rc == 0) {
-        struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/x-protobuf");
+        struct curl_slist *h = cu.slist_append(NULL, "Content-Type: application/x-protobuf");
         /* OTEL_EXPORTER_OTLP_HEADERS: k=v pairs, comma separated. */
         if (h && e->headers) {
             char *copy = strdup(e->headers), *save = NULL;
@@ -562,10 +622,10 @@ int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
                     continue;
                 tftap_buf line = TFTAP_BUF_INIT;
                 tftap_buf_printf(&line, "%.*s: %s", (int)(eq - kv), kv, eq + 1);
-                struct curl_slist *nh = curl_slist_append(h, tftap_buf_cstr(&line));
+                struct curl_slist *nh = cu.slist_append(h, tftap_buf_cstr(&line));
                 tftap_buf_done(&line);
                 if (nh == NULL) {
-                    curl_slist_free_all(h);
+                    cu.slist_free_all(h);
                     h = NULL;
                 } else {
                     h = nh;
@@ -578,15 +638,15 @@ int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
             rc = TFTAP_ENOMEM;
     }
     if (rc == 0) {
-        curl_easy_setopt(e->curl, CURLOPT_URL, e->endpoint);
-        curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->hdrs);
-        curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->cfg.timeout_ms);
-        curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS,
-                         (long)(e->cfg.timeout_ms < 3000 ? e->cfg.timeout_ms : 3000));
-        curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, sink_body);
-        curl_easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(e->curl, CURLOPT_USERAGENT, "tftap/" PACKAGE_VERSION);
+        cu.easy_setopt(e->curl, CURLOPT_URL, e->endpoint);
+        cu.easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->hdrs);
+        cu.easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->cfg.timeout_ms);
+        cu.easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS,
+                       (long)(e->cfg.timeout_ms < 3000 ? e->cfg.timeout_ms : 3000));
+        cu.easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+        cu.easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, sink_body);
+        cu.easy_setopt(e->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+        cu.easy_setopt(e->curl, CURLOPT_USERAGENT, "tftap/" PACKAGE_VERSION);
         pthread_mutex_init(&e->mu, NULL);
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
@@ -599,9 +659,10 @@ int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
         }
     }
     if (rc != 0) {
-        curl_slist_free_all(e->hdrs);
+        if (e->hdrs)
+            cu.slist_free_all(e->hdrs);
         if (e->curl)
-            curl_easy_cleanup(e->curl);
+            cu.easy_cleanup(e->curl);
         free(e->endpoint);
         free(e->traceparent);
         free(e->trace_id);
@@ -709,9 +770,9 @@ void otlp_exporter_close(otlp_exporter *e, unsigned flush_ms)
     if (e->st.dropped > 0)
         xlog(e, "otlp: %llu of %llu spans were not exported to %s",
              (unsigned long long)e->st.dropped, (unsigned long long)(e->st.added), e->endpoint);
-    curl_slist_free_all(e->hdrs);
-    curl_easy_cleanup(e->curl);
-    curl_global_cleanup();
+    cu.slist_free_all(e->hdrs);
+    cu.easy_cleanup(e->curl);
+    cu.global_cleanup();
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     free(e->endpoint);
