@@ -363,7 +363,10 @@ static int add_msg(struct rcall *c, const void *p, size_t n)
 
 static void set_status(struct rcall *c, int code, const char *details)
 {
-    c->status = code;
+    /* A recording from someone else may hold any integer: gRPC defines
+     * 0..16 and says a code it does not know is UNKNOWN. */
+    c->status =
+        code >= GRPC_STATUS_OK && code <= GRPC_STATUS_UNAUTHENTICATED ? code : GRPC_STATUS_UNKNOWN;
     if (c->has_details)
         grpc_slice_unref(c->status_details);
     c->has_details = 0;
