@@ -875,19 +875,18 @@ static void apply_event(store_recorder *r, struct event *ev)
  * and the file is hashed. */
 static int known_digest(const char *db_path, const char *stat_key, char sha[65])
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
+    sdb *db = NULL;
+    sdb_stmt *st = NULL;
     int found = 0;
-    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) ==
-            SQLITE_OK &&
-        sqlite3_prepare_v2(db,
-                           "SELECT binary_sha256 FROM processes WHERE binary_stat = ? AND "
-                           "length(binary_sha256) = 64 LIMIT 1",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, stat_key, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW) {
+    if (sdb_open(db_path, SDB_OPEN_READONLY, &db) == SDB_OK &&
+        sdb_prepare(db,
+                    "SELECT binary_sha256 FROM processes WHERE binary_stat = ? AND "
+                    "length(binary_sha256) = 64 LIMIT 1",
+                    &st) == SDB_OK) {
+        sdb_bind_text(st, 1, stat_key, -1, SDB_STATIC);
+        if (sdb_step(st) == SDB_ROW) {
             /* A database is a file anyone may have written: hex or nothing. */
-            const unsigned char *t = sqlite3_column_text(st, 0);
+            const unsigned char *t = sdb_column_text(st, 0);
             size_t hex = 0;
             while (t && hex < 64 &&
                    ((t[hex] >= '0' && t[hex] <= '9') || (t[hex] >= 'a' && t[hex] <= 'f')))
@@ -899,8 +898,8 @@ static int known_digest(const char *db_path, const char *stat_key, char sha[65])
             }
         }
     }
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    sdb_finalize(st);
+    sdb_close(db);
     return found;
 }
 
@@ -1329,7 +1328,7 @@ void store_recorder_close(store_recorder *r)
         pthread_join(r->sql_thread, NULL);
     store_rec_sql_finalize(r);
     if (r->db)
-        sqlite3_close(r->db);
+        sdb_close(r->db);
     while (r->calls) {
         struct call *n = r->calls->lnext;
         call_free(r, r->calls);
