@@ -577,10 +577,10 @@ static unsigned recorder_wait_ms(void)
 /* The recorder processes' log beside the database (see proxy.h). */
 static char *log_path_for(const char *db)
 {
-    const char *slash = strrchr(db, '/');
+    size_t dirlen = 0;
+    const char *dir = store_side_dir(db, &dirlen);
     tftap_buf b = TFTAP_BUF_INIT;
-    tftap_buf_printf(&b, "%.*s/%s", slash ? (int)(slash - db) : 1, slash ? db : ".",
-                     PROXY_LOG_NAME);
+    tftap_buf_printf(&b, "%.*s/%s", dir ? (int)dirlen : 1, dir ? dir : ".", PROXY_LOG_NAME);
     tftap_buf_cstr(&b);
     if (tftap_buf_failed(&b)) {
         tftap_buf_done(&b);

@@ -898,6 +898,24 @@ fail:;
     return err ? err : TFTAP_ESTORE;
 }
 
+int store_path_is_url(const char *path)
+{
+    return sdb_target_is_pg(path);
+}
+
+const char *store_side_dir(const char *path, size_t *len)
+{
+    if (sdb_target_is_pg(path)) {
+        const char *t = getenv("TMPDIR");
+        t = t && *t ? t : "/tmp";
+        *len = strlen(t);
+        return t;
+    }
+    const char *slash = strrchr(path, '/');
+    *len = slash ? (size_t)(slash - path) : 0;
+    return slash ? path : NULL;
+}
+
 int store_open(const char *path, int flags, store **out)
 {
     *out = NULL;
@@ -1035,8 +1053,8 @@ int store_run_join(store *s, const char *key, const char *command, int argc,
     if (rc != SDB_OK)
         goto done;
     rc = sdb_prepare(s->db,
-                     "INSERT OR IGNORE INTO runs (command, args, cwd, cli_name, "
-                     "started_us, cli_key) VALUES (?, ?, ?, ?, ?, ?)",
+                     "INSERT INTO runs (command, args, cwd, cli_name, started_us, cli_key) "
+                     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (cli_key) DO NOTHING",
                      &ins);
     if (rc == SDB_OK)
         rc = sdb_prepare(s->db,
@@ -1083,11 +1101,12 @@ int store_run_leave(store *s, int64_t run_id)
     int rc = store_begin(s->db, 0);
     if (rc != SDB_OK)
         return store_err(rc);
-    rc = sdb_prepare(s->db,
-                     "UPDATE runs SET recorders = max(recorders - 1, 0),"
-                     " ended_us = CASE WHEN recorders <= 1 THEN ? ELSE NULL END"
-                     " WHERE id = ? AND cli_key IS NOT NULL",
-                     &st);
+    rc = sdb_prepare(
+        s->db,
+        "UPDATE runs SET recorders = CASE WHEN recorders > 1 THEN recorders - 1 ELSE 0 END,"
+        " ended_us = CASE WHEN recorders <= 1 THEN ? ELSE NULL END"
+        " WHERE id = ? AND cli_key IS NOT NULL",
+        &st);
     if (rc == SDB_OK) {
         sdb_bind_int64(st, 1, tftap_now_us());
         sdb_bind_int64(st, 2, run_id);

@@ -92,17 +92,24 @@ int store_calls_page(store *s, int64_t run_id, const store_call_filter *f, int64
         /* "+v.run_id": walk the rowid from the cursor instead of the (run_id,
          * rpc) index, whose rows are not in id order and would be sorted on
          * every page of a large run. */
-#define PAGE_WHERE                                                                                 \
+#define PAGE_WHERE(instr)                                                                          \
     "FROM v_calls v WHERE v.call_id > ?2 AND +v.run_id = ?1 "                                      \
-    "AND (?3 IS NULL OR instr(lower(v.rpc), lower(?3)) > 0) "                                      \
-    "AND (?4 IS NULL OR v.type_name = ?4) "                                                        \
-    "AND (?5 IS NULL OR v.address = ?5 OR substr(v.address, 1, length(?5) + 1) = ?5 || '[') "      \
+    "AND (CAST(?3 AS TEXT) IS NULL OR " instr "(lower(v.rpc), lower(CAST(?3 AS TEXT))) > 0) "      \
+    "AND (CAST(?4 AS TEXT) IS NULL OR v.type_name = ?4) "                                          \
+    "AND (CAST(?5 AS TEXT) IS NULL OR v.address = ?5 OR "                                          \
+    "substr(v.address, 1, length(CAST(?5 AS TEXT)) + 1) = ?5 || '[') "                             \
     "AND (?6 = 0 OR (?6 = 1 AND v.status_code = 0 AND NOT v.failed) OR (?6 = 2 AND v.failed) "     \
     "OR (?6 = 3 AND v.in_flight) OR (?6 = 4 AND v.status_code = ?7)) "                             \
     "ORDER BY v.call_id LIMIT ?8"
     const char *sql_json =
-        "SELECT " STORE_CALL_COLUMNS "v.request_json, v.response_json" STORE_CALL_TAIL PAGE_WHERE;
-    const char *sql_plain = "SELECT " STORE_CALL_COLUMNS "NULL, NULL" STORE_CALL_TAIL PAGE_WHERE;
+        SDB_SQL(s->db,
+                "SELECT " STORE_CALL_COLUMNS
+                "v.request_json, v.response_json" STORE_CALL_TAIL PAGE_WHERE("instr"),
+                "SELECT " STORE_CALL_COLUMNS
+                "v.request_json, v.response_json" STORE_CALL_TAIL PAGE_WHERE("strpos"));
+    const char *sql_plain = SDB_SQL(
+        s->db, "SELECT " STORE_CALL_COLUMNS "NULL, NULL" STORE_CALL_TAIL PAGE_WHERE("instr"),
+        "SELECT " STORE_CALL_COLUMNS "NULL, NULL" STORE_CALL_TAIL PAGE_WHERE("strpos"));
 #undef PAGE_WHERE
     sdb_stmt *st = NULL;
     int rc = sdb_prepare(s->db, with_json ? sql_json : sql_plain, &st);
@@ -215,10 +222,15 @@ int store_schemas_list(store *s, int (*fn)(void *ctx, const store_schema_info *r
     sdb_stmt *st = NULL;
     int rc = sdb_prepare(
         s->db,
-        "SELECT s.sha256, s.provider, (SELECT group_concat(v, ', ') FROM (SELECT DISTINCT "
-        "p.version AS v FROM processes p WHERE p.schema_sha256 = s.sha256 AND p.version IS "
-        "NOT NULL ORDER BY p.version)), s.protocol, s.size, s.first_seen_us "
-        "FROM schemas s WHERE s.kind = 'provider' ORDER BY s.first_seen_us DESC, s.sha256",
+        SDB_SQL(s->db,
+                "SELECT s.sha256, s.provider, (SELECT group_concat(v, ', ') FROM (SELECT "
+                "DISTINCT p.version AS v FROM processes p WHERE p.schema_sha256 = s.sha256 AND "
+                "p.version IS NOT NULL ORDER BY p.version)), s.protocol, s.size, s.first_seen_us "
+                "FROM schemas s WHERE s.kind = 'provider' ORDER BY s.first_seen_us DESC, s.sha256",
+                "SELECT s.sha256, s.provider, (SELECT string_agg(DISTINCT p.version, ', ' ORDER "
+                "BY p.version) FROM processes p WHERE p.schema_sha256 = s.sha256), s.protocol, "
+                "s.size, s.first_seen_us FROM schemas s WHERE s.kind = 'provider' "
+                "ORDER BY s.first_seen_us DESC, s.sha256"),
         &st);
     if (rc != SDB_OK)
         return store_err(rc);

@@ -131,9 +131,10 @@ int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
     int rc = sdb_prepare(
         s->db,
         "SELECT " STORE_CALL_COLUMNS "v.request_json, v.response_json" STORE_CALL_TAIL
-        "FROM v_calls v WHERE v.run_id = ?1 AND (?2 IS NULL OR v.rpc = ?2 COLLATE NOCASE "
-        "OR v.method = ?2 COLLATE NOCASE) AND (?3 IS NULL OR v.type_name = ?3) "
-        "AND (NOT ?4 OR v.failed) ORDER BY v.started_us, v.call_id",
+        "FROM v_calls v WHERE v.run_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR "
+        "lower(v.rpc) = lower(CAST(?2 AS TEXT)) OR lower(v.method) = lower(CAST(?2 AS TEXT))) "
+        "AND (CAST(?3 AS TEXT) IS NULL OR v.type_name = ?3) "
+        "AND (CAST(?4 AS INTEGER) = 0 OR v.failed) ORDER BY v.started_us, v.call_id",
         &st);
     if (rc != SDB_OK)
         return store_err(rc);
@@ -184,15 +185,16 @@ int store_run_providers_each(store *s, int64_t run_id,
     sdb_stmt *st = NULL;
     /* The first process of each provider names its version, protocol and
      * binary (processes.id is their start order). */
-    int rc = sdb_prepare(
-        s->db,
-        "SELECT p.provider, f.version, f.protocol, f.binary_path, count(*), "
-        "(SELECT count(*) FROM calls c JOIN processes q ON q.id = c.process_id "
-        "WHERE q.run_id = ?1 AND q.provider = p.provider) "
-        "FROM processes p JOIN processes f ON f.id = (SELECT min(id) FROM processes "
-        "WHERE run_id = ?1 AND provider = p.provider) "
-        "WHERE p.run_id = ?1 AND p.provider IS NOT NULL GROUP BY p.provider ORDER BY min(p.id)",
-        &st);
+    int rc =
+        sdb_prepare(s->db,
+                    "SELECT p.provider, f.version, f.protocol, f.binary_path, count(*), "
+                    "(SELECT count(*) FROM calls c JOIN processes q ON q.id = c.process_id "
+                    "WHERE q.run_id = ?1 AND q.provider = p.provider) "
+                    "FROM processes p JOIN processes f ON f.id = (SELECT min(id) FROM processes "
+                    "WHERE run_id = ?1 AND provider = p.provider) "
+                    "WHERE p.run_id = ?1 AND p.provider IS NOT NULL GROUP BY p.provider, f.id "
+                    "ORDER BY min(p.id)",
+                    &st);
     if (rc != SDB_OK)
         return store_err(rc);
     sdb_bind_int64(st, 1, run_id);
@@ -255,8 +257,8 @@ int store_calls_each(store *s, int64_t run_id, const char *method, const char *t
 /* An address filter matches the address itself and its instances
  * ("a.b" matches "a.b[0]" and "a.b[\"k\"]"); anything else is a type. */
 #define FILTER_SQL                                                                                 \
-    "(?2 IS NULL OR type_name = ?2 OR address = ?2 OR "                                            \
-    "substr(address, 1, length(?2) + 1) = ?2 || '[')"
+    "(CAST(?2 AS TEXT) IS NULL OR type_name = ?2 OR address = ?2 OR "                              \
+    "substr(address, 1, length(CAST(?2 AS TEXT)) + 1) = ?2 || '[')"
 
 /* ---- how the changes of a run relate ----------------------------------------
  *
@@ -351,13 +353,17 @@ static int cmp_half(const void *x, const void *y)
 static int load_rels(store *s, int64_t run_id, struct rels *out)
 {
     sdb_stmt *st = NULL;
+#define RELS_SQL(len)                                                                              \
+    "SELECT call_id, method, type_name, prior, planned, config, coalesce(" len ", 0), address, "   \
+    "(SELECT failed FROM v_calls v WHERE v.call_id = v_resource_changes.call_id) "                 \
+    "FROM v_resource_changes WHERE run_id = ? ORDER BY call_id"
+    /* SQLite's json_array_length says 0 for a non-array, PostgreSQL's raises. */
     int rc = sdb_prepare(s->db,
-                         "SELECT call_id, method, type_name, prior, planned, config, "
-                         "coalesce(json_array_length(requires_replace), 0), address, "
-                         "(SELECT failed FROM v_calls v WHERE v.call_id = "
-                         "v_resource_changes.call_id) "
-                         "FROM v_resource_changes WHERE run_id = ? ORDER BY call_id",
+                         SDB_SQL(s->db, RELS_SQL("json_array_length(requires_replace)"),
+                                 RELS_SQL("CASE WHEN json_typeof(requires_replace) = 'array' "
+                                          "THEN json_array_length(requires_replace) END")),
                          &st);
+#undef RELS_SQL
     if (rc != SDB_OK)
         return store_err(rc);
     sdb_bind_int64(st, 1, run_id);
@@ -663,9 +669,9 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
                          "(SELECT schema_sha256 FROM calls c WHERE c.id = r.call_id), "
                          "v.failed, v.status_name, v.status_message, v.in_flight, "
                          "r.run_id FROM v_resource_changes r "
-                         "JOIN v_calls v ON v.call_id = r.call_id) "
+                         "JOIN v_calls v ON v.call_id = r.call_id) AS x "
                          "WHERE run_id = ?1 AND " FILTER_SQL
-                         " AND (NOT ?3 OR failed) ORDER BY started_us, call_id",
+                         " AND (CAST(?3 AS INTEGER) = 0 OR failed) ORDER BY started_us, call_id",
                          &st);
     if (rc == SDB_OK)
         rc = sdb_prepare(s->db, "SELECT planned FROM v_resource_changes WHERE call_id = ?", &half);
@@ -872,6 +878,24 @@ static const char *const export_sql[] = {
     "ORDER BY id",
 };
 
+/* The same lines from PostgreSQL: row_to_json prints members compact and in
+ * column order, as json_object does; json columns are embedded as they are. */
+static const char *const export_sql_pg[] = {
+    "SELECT row_to_json(x) FROM (SELECT 'run'::text AS kind, id, command, tftap_json(args) AS "
+    "args, cwd, cli_name, cli_version, started_us, ended_us, exit_code FROM runs "
+    "WHERE id = ?1) AS x",
+    "SELECT row_to_json(x) FROM (SELECT 'process'::text AS kind, id, run_id, provider, version, "
+    "protocol, pid, binary_path, binary_sha256, schema_sha256, schema_source, started_us, "
+    "ended_us, dropped FROM processes WHERE run_id = ?1 ORDER BY id) AS x",
+    "SELECT row_to_json(x) FROM (SELECT 'call'::text AS kind, id, run_id, process_id, call_seq, "
+    "method, rpc, stream, started_us, ended_us, status_code, status_message, request_bytes, "
+    "response_bytes, request_count, response_count, type_name, address, "
+    "tftap_json(request_json) AS request, tftap_json(response_json) AS response, decode_error "
+    "FROM calls WHERE run_id = ?1 ORDER BY started_us, id) AS x",
+    "SELECT row_to_json(x) FROM (SELECT 'gap'::text AS kind, id, run_id, process_id, lost, "
+    "recorded_us, reason FROM gaps WHERE run_id = ?1 ORDER BY id) AS x",
+};
+
 int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char *p, size_t n),
                        void *ctx)
 {
@@ -879,7 +903,7 @@ int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char
     int err = 0;
     for (size_t q = 0; q < sizeof export_sql / sizeof export_sql[0] && !err; q++) {
         sdb_stmt *st = NULL;
-        int rc = sdb_prepare(s->db, export_sql[q], &st);
+        int rc = sdb_prepare(s->db, SDB_SQL(s->db, export_sql[q], export_sql_pg[q]), &st);
         if (rc != SDB_OK) {
             err = store_err(rc);
             break;

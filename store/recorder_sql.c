@@ -262,8 +262,9 @@ static int apply_schema(store_recorder *r, const struct op *o)
     if (o->bytes) {
         sdb_stmt *st = NULL;
         rc = run_sql(r->db,
-                     "INSERT OR IGNORE INTO schemas (sha256, kind, provider, protocol, size, raw, "
-                     "first_seen_us) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     "INSERT INTO schemas (sha256, kind, provider, protocol, size, raw, "
+                     "first_seen_us) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                     "ON CONFLICT (sha256) DO NOTHING",
                      &st);
         if (rc)
             return rc;
@@ -363,8 +364,10 @@ static int apply_raw(store_recorder *r, const struct op *o)
     int rc;
     if (!r->st_msg) {
         rc = run_sql(r->db,
-                     "INSERT OR REPLACE INTO messages (call_id, seq, direction, t_us, raw) "
-                     "SELECT id, ?, ?, ?, ? FROM calls WHERE process_id = ? AND call_seq = ?",
+                     "INSERT INTO messages (call_id, seq, direction, t_us, raw) "
+                     "SELECT id, ?, ?, ?, ? FROM calls WHERE process_id = ? AND call_seq = ? "
+                     "ON CONFLICT (call_id, seq) DO UPDATE SET direction = excluded.direction, "
+                     "t_us = excluded.t_us, raw = excluded.raw",
                      &r->st_msg);
         if (rc)
             return rc;

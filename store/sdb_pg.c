@@ -100,16 +100,11 @@ int sdb_pg_open(const char *uri, int flags, sdb *db)
         return SDB_NOMEM;
     db->pg = pg;
     /* Defaults first: the URI (dbname, expanded) overrides any of them. */
-    const char *const keys[] = {"connect_timeout",
-                                "keepalives",
-                                "keepalives_idle",
-                                "keepalives_interval",
-                                "keepalives_count",
-                                "tcp_user_timeout",
-                                "application_name",
-                                "options",
-                                "dbname",
-                                NULL};
+    const char *const keys[] = {"connect_timeout",  "keepalives",
+                                "keepalives_idle",  "keepalives_interval",
+                                "keepalives_count", "tcp_user_timeout",
+                                "application_name", "options",
+                                "dbname",           NULL};
     const char *const vals[] = {"5",
                                 "1",
                                 "10",
@@ -129,12 +124,12 @@ int sdb_pg_open(const char *uri, int flags, sdb *db)
         return SDB_CANTOPEN;
     }
     /* Quiet: notices (e.g. "relation already exists, skipping") are not ours to print. */
-    PGresult *r = PQexec(pg->conn, (flags & SDB_OPEN_READONLY)
-                                       ? "SET client_min_messages = warning;"
-                                         "SET default_transaction_read_only = on;"
-                                         "LISTEN tftap_changes"
-                                       : "SET client_min_messages = warning;"
-                                         "LISTEN tftap_changes");
+    PGresult *r =
+        PQexec(pg->conn, (flags & SDB_OPEN_READONLY) ? "SET client_min_messages = warning;"
+                                                       "SET default_transaction_read_only = on;"
+                                                       "LISTEN tftap_changes"
+                                                     : "SET client_min_messages = warning;"
+                                                       "LISTEN tftap_changes");
     int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? SDB_OK : result_rc(pg, r);
     PQclear(r);
     return rc;

@@ -14,8 +14,8 @@ static int lite_rc(int rc)
 
 int sdb_target_is_pg(const char *target)
 {
-    return target && (strncmp(target, "postgresql://", 13) == 0 ||
-                      strncmp(target, "postgres://", 11) == 0);
+    return target &&
+           (strncmp(target, "postgresql://", 13) == 0 || strncmp(target, "postgres://", 11) == 0);
 }
 
 int sdb_open(const char *target, int flags, sdb **out)
@@ -48,17 +48,16 @@ int sdb_open_sqlite_image(const void *data, size_t len, sdb **out)
     if (!mem)
         return SDB_NOMEM;
     memcpy(mem, data, len);
-    int rc = sqlite3_open_v2(":memory:", &db->lite, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                             NULL);
+    int rc =
+        sqlite3_open_v2(":memory:", &db->lite, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         sqlite3_free(mem);
         return lite_rc(rc);
     }
     sqlite3_extended_result_codes(db->lite, 1);
-    return lite_rc(sqlite3_deserialize(db->lite, "main", mem, (sqlite3_int64)len,
-                                       (sqlite3_int64)len,
-                                       SQLITE_DESERIALIZE_FREEONCLOSE |
-                                           SQLITE_DESERIALIZE_RESIZEABLE));
+    return lite_rc(
+        sqlite3_deserialize(db->lite, "main", mem, (sqlite3_int64)len, (sqlite3_int64)len,
+                            SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE));
 }
 
 void sdb_close(sdb *db)
@@ -248,7 +247,7 @@ int64_t sdb_column_int64(sdb_stmt *st, int i)
     if (is_null || is_blob || !v)
         return 0;
     if (v[0] == 't' && len == 1)
-        return 1; /* boolean */
+        return 1;                /* boolean */
     return strtoll(v, NULL, 10); /* also numeric (sum()), "f" and junk as 0 */
 }
 

@@ -114,6 +114,15 @@ enum store_open_flags {
  * (errno set: directory or file could not be made), TFTAP_ESTORE (SQLite
  * failure or a database written by a newer tftap), TFTAP_ENOMEM. */
 int store_open(const char *path, int flags, store **out);
+
+/* 1 when path is not a file but a PostgreSQL server's libpq URI
+ * (postgresql://... or postgres://...): store_open connects to it. */
+int store_path_is_url(const char *path);
+/* The directory files that would go beside the database go into: path's
+ * own for a file (NULL when it has none: the current one), ${TMPDIR:-/tmp}
+ * for a URL. Not allocated; for a file, *len is the length of path's prefix
+ * to use. */
+const char *store_side_dir(const char *path, size_t *len);
 void store_close(store *s);
 /* 1 when a STORE_OPEN_READONLY database is read as an immutable snapshot:
  * a WAL database without its -shm file in a directory this process cannot

@@ -32,6 +32,9 @@ int store_commit(sdb *db, unsigned deadline_ms);
 void store_rollback(sdb *db);
 int store_exec(sdb *db, const char *sql);
 
+/* One statement in both dialects, where no portable spelling exists. */
+#define SDB_SQL(db, sqlite, pg) (sdb_is_pg(db) ? (pg) : (sqlite))
+
 /* Map an SQLite result code to a tftap error. */
 int store_err(int sqlite_rc);
 
