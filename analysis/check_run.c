@@ -10,20 +10,13 @@
  * carries out. */
 #define CHECK_EARLIER_RUNS 20
 
-/* What the calls table knows and the change rows do not. */
+/* What a call's response says besides its states: its legacy_type_system
+ * flag and its new identity. */
 struct info {
-    int64_t id, process;
     int legacy;
     char *identity; /* new_identity.identity_data as JSON text, or NULL */
 };
 
-struct infos {
-    struct info *v;
-    size_t n, cap;
-    int err;
-};
-
-/* From a response: its legacy_type_system flag and its new identity. */
 static int read_response(const char *json, struct info *in)
 {
     sj_doc *d = NULL;
@@ -45,45 +38,6 @@ static int read_response(const char *json, struct info *in)
     }
     sj_free(d);
     return 0;
-}
-
-static int info_row(void *ctx, const store_call_row *row)
-{
-    struct infos *is = ctx;
-    if (is->n == is->cap) {
-        size_t cap = is->cap ? is->cap * 2 : 64;
-        struct info *v = realloc(is->v, cap * sizeof *v);
-        if (!v) {
-            is->err = TFTAP_ENOMEM;
-            return TFTAP_ENOMEM;
-        }
-        is->v = v;
-        is->cap = cap;
-    }
-    struct info *in = &is->v[is->n++];
-    *in = (struct info){row->id, row->process_id, 0, NULL};
-    if (read_response(row->response_json, in))
-        return is->err = TFTAP_ENOMEM;
-    return 0;
-}
-
-static void infos_done(struct infos *is)
-{
-    for (size_t i = 0; i < is->n; i++)
-        free(is->v[i].identity);
-    free(is->v);
-}
-
-static int info_cmp(const void *a, const void *b)
-{
-    const struct info *x = a, *y = b;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
-static const struct info *info_find(const struct infos *is, int64_t id)
-{
-    struct info key = {id, 0, 0, NULL};
-    return is->n ? bsearch(&key, is->v, is->n, sizeof key, info_cmp) : NULL;
 }
 
 /* A plan or apply kept for the final-plan comparison. */
@@ -271,24 +225,149 @@ static const char *name_of(const struct names *ns, const store_change_row *r)
     return found;
 }
 
+/* A change to judge, kept from the one pass over the run's changes: the
+ * calls it cannot name yet are named from every plan of the run, which
+ * only the whole pass knows. */
+struct kept {
+    int64_t call_id, process_id, started_us;
+    char *rpc, *type_name, *address, *prior, *config, *planned, *new_state, *requires_replace;
+    const char *block_schema; /* interned in struct pass */
+    int has_error;
+    struct info info;
+};
+
+/* The rows a pass yields are valid only until the next: a run's changes
+ * use a few block schemas, each kept once. */
+struct schema_text {
+    const char *row; /* the pointer the rows carried */
+    char *copy;
+};
+
+struct pass {
+    struct names *names;
+    struct kept *v;
+    size_t n, cap;
+    struct schema_text *schemas;
+    size_t nschemas, schemas_cap;
+    int err;
+};
+
+static void pass_done(struct pass *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        struct kept *k = &p->v[i];
+        free(k->rpc);
+        free(k->type_name);
+        free(k->address);
+        free(k->prior);
+        free(k->config);
+        free(k->planned);
+        free(k->new_state);
+        free(k->requires_replace);
+        free(k->info.identity);
+    }
+    free(p->v);
+    for (size_t i = 0; i < p->nschemas; i++)
+        free(p->schemas[i].copy);
+    free(p->schemas);
+}
+
+static int dup_or_null(const char *s, char **out)
+{
+    *out = s ? strdup(s) : NULL;
+    return s && !*out ? TFTAP_ENOMEM : 0;
+}
+
+static int intern_schema(struct pass *p, const char *text, const char **out)
+{
+    *out = NULL;
+    if (!text)
+        return 0;
+    for (size_t i = 0; i < p->nschemas; i++)
+        if (p->schemas[i].row == text || strcmp(p->schemas[i].copy, text) == 0) {
+            p->schemas[i].row = text;
+            *out = p->schemas[i].copy;
+            return 0;
+        }
+    if (p->nschemas == p->schemas_cap) {
+        size_t cap = p->schemas_cap ? p->schemas_cap * 2 : 8;
+        struct schema_text *v = realloc(p->schemas, cap * sizeof *v);
+        if (!v)
+            return TFTAP_ENOMEM;
+        p->schemas = v;
+        p->schemas_cap = cap;
+    }
+    char *copy = strdup(text);
+    if (!copy)
+        return TFTAP_ENOMEM;
+    p->schemas[p->nschemas++] = (struct schema_text){text, copy};
+    *out = copy;
+    return 0;
+}
+
+static int pass_row(void *ctx, const store_change_row *r)
+{
+    struct pass *p = ctx;
+    int e = name_row(p->names, r);
+    if (e)
+        return p->err = e;
+    if (!r->has_status || r->status_code != 0)
+        return 0; /* no answer to judge */
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 64;
+        struct kept *v = realloc(p->v, cap * sizeof *v);
+        if (!v)
+            return p->err = TFTAP_ENOMEM;
+        p->v = v;
+        p->cap = cap;
+    }
+    struct kept *k = &p->v[p->n++];
+    memset(k, 0, sizeof *k);
+    k->call_id = r->call_id;
+    k->process_id = r->process_id;
+    k->started_us = r->started_us;
+    k->has_error = has_error_diag(r->diagnostics);
+    if ((e = dup_or_null(r->rpc, &k->rpc)) || (e = dup_or_null(r->type_name, &k->type_name)) ||
+        (e = dup_or_null(r->address, &k->address)) || (e = dup_or_null(r->prior, &k->prior)) ||
+        (e = dup_or_null(r->config, &k->config)) || (e = dup_or_null(r->planned, &k->planned)) ||
+        (e = dup_or_null(r->new_state, &k->new_state)) ||
+        (e = dup_or_null(r->requires_replace, &k->requires_replace)) ||
+        (e = intern_schema(p, r->block_schema, &k->block_schema)))
+        return p->err = e;
+    /* What the calls of these methods answer besides their states. */
+    if (r->rpc && (is_plan_or_apply(r->rpc) || strcmp(r->rpc, "ReadResource") == 0) &&
+        (e = read_response(r->response_json, &k->info)))
+        return p->err = e;
+    return 0;
+}
+
 struct run_ctx {
-    const struct infos *infos;
     const struct names *names;
     analysis_findings *out;
     struct pcs pcs;
     int err;
 };
 
-static int change_row(void *ctx, const store_change_row *r)
+static int change_row(struct run_ctx *rc, const struct kept *k)
 {
-    struct run_ctx *rc = ctx;
-    if (!r->has_status || r->status_code != 0)
-        return 0; /* no answer to judge */
-    const struct info *in = info_find(rc->infos, r->call_id);
-    store_change_row named = *r;
-    if (!r->address)
-        named.address = name_of(rc->names, r);
-    r = &named;
+    store_change_row named = {
+        .call_id = k->call_id,
+        .rpc = k->rpc,
+        .type_name = k->type_name,
+        .address = k->address,
+        .prior = k->prior,
+        .config = k->config,
+        .planned = k->planned,
+        .new_state = k->new_state,
+        .requires_replace = k->requires_replace,
+        .has_status = 1,
+        .started_us = k->started_us,
+        .block_schema = k->block_schema,
+        .process_id = k->process_id,
+    };
+    if (!named.address)
+        named.address = name_of(rc->names, &named);
+    const store_change_row *r = &named;
     analysis_call c = {
         .call_id = r->call_id,
         .rpc = r->rpc,
@@ -300,16 +379,16 @@ static int change_row(void *ctx, const store_change_row *r)
         .planned = r->planned,
         .new_state = r->new_state,
         .requires_replace = r->requires_replace,
-        .identity = in ? in->identity : NULL,
-        .legacy = in ? in->legacy : 0,
-        .has_error = has_error_diag(r->diagnostics),
+        .identity = k->info.identity,
+        .legacy = k->info.legacy,
+        .has_error = k->has_error,
     };
     int e = analysis_check_call(&c, rc->out);
     if (e == TFTAP_ENOMEM)
         return rc->err = e;
     if (r->address && !c.has_error &&
         (strcmp(r->rpc, "PlanResourceChange") == 0 || strcmp(r->rpc, "ApplyResourceChange") == 0)) {
-        if ((e = pcs_add(&rc->pcs, r, in ? in->process : 0)))
+        if ((e = pcs_add(&rc->pcs, r, r->process_id)))
             return rc->err = e;
     }
     return 0;
@@ -518,33 +597,27 @@ static int final_plans(store *s, int64_t run_id, struct pcs *p, analysis_finding
 
 int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_findings *out)
 {
-    struct infos is = {NULL, 0, 0, 0};
-    const char *rpcs[] = {"PlanResourceChange", "ApplyResourceChange", "ReadResource"};
-    int rc = 0;
-    for (size_t i = 0; i < 3 && !rc; i++)
-        rc = store_calls_each(s, run_id, rpcs[i], NULL, info_row, &is);
-    if (rc) {
-        infos_done(&is);
-        return is.err ? is.err : rc;
-    }
-    if (is.n) /* qsort with NULL is undefined even for none */
-        qsort(is.v, is.n, sizeof *is.v, info_cmp);
+    /* One pass over the changes: each query of them costs as much as all
+     * the judging (the views extract every state from the calls' JSON). */
     struct names ns = {NULL, 0, 0, 0};
-    rc = store_changes_each(s, run_id, filter, name_row, &ns);
+    struct pass p = {&ns, NULL, 0, 0, NULL, 0, 0, 0};
+    int rc = store_changes_each(s, run_id, filter, pass_row, &p);
+    if (p.err)
+        rc = p.err;
     if (ns.err)
         rc = ns.err;
     if (ns.n)
         qsort(ns.v, ns.n, sizeof *ns.v, named_cmp);
-    struct run_ctx ctx = {&is, &ns, out, {NULL, 0, 0}, 0};
-    if (!rc)
-        rc = store_changes_each(s, run_id, filter, change_row, &ctx);
+    struct run_ctx ctx = {&ns, out, {NULL, 0, 0}, 0};
+    for (size_t i = 0; !rc && i < p.n; i++)
+        rc = change_row(&ctx, &p.v[i]);
     if (ctx.err)
         rc = ctx.err;
     if (!rc)
         rc = final_plans(s, run_id, &ctx.pcs, out);
     pcs_done(&ctx.pcs);
+    pass_done(&p);
     names_done(&ns);
-    infos_done(&is);
     return rc;
 }
 

@@ -119,12 +119,11 @@ static int newest_run(void *ctx, const store_run_row *row)
     return 0;
 }
 
-void cli_check_summary(const char *db, int64_t run_id)
+void cli_check_summary(store *s, int64_t run_id)
 {
-    store *s = NULL;
     analysis_findings f = ANALYSIS_FINDINGS_INIT;
     int64_t newest = 0;
-    if (store_open(db, 0, &s) == 0 && analysis_check_run(s, run_id, NULL, &f) == 0) {
+    if (analysis_check_run(s, run_id, NULL, &f) == 0) {
         size_t n = analysis_findings_violations(&f);
         if (n && store_runs_each(s, newest_run, &newest) == 0 && newest == run_id)
             cli_error("%zu provider contract violation%s; see tftap check last", n,
@@ -134,5 +133,4 @@ void cli_check_summary(const char *db, int64_t run_id)
                       n == 1 ? "" : "s", (long long)run_id);
     }
     analysis_findings_done(&f);
-    store_close(s);
 }

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <getopt.h>
 
+#include "store/store.h"
+
 int cli_decode(int argc, char **argv);
 int cli_shim(int argc, char **argv);
 
@@ -27,7 +29,7 @@ int cli_check(int argc, char **argv);
  * check last" line on stderr when the run broke any rule, else nothing (a
  * database that cannot be read says nothing either: it never changes the
  * command's output or exit status). */
-void cli_check_summary(const char *db, int64_t run_id);
+void cli_check_summary(store *s, int64_t run_id);
 /* Comparing (cli/diff.c, cli/schema.c): exit 0 same, 1 differs, 2 error. */
 int cli_diff(int argc, char **argv);
 int cli_schema(int argc, char **argv);

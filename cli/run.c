@@ -43,12 +43,21 @@ static void forward_signal(int sig, siginfo_t *info, void *uctx)
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 #define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
 
-/* Run argv with stdout captured into out (at most max bytes kept) and
- * stderr discarded, with env (NULL = ours). Returns the exit status as
- * run_command does, or -1 when it could not be started. */
-static int capture(char *const *argv, char *const *env, const char *dir, size_t max, tftap_buf *out)
+/* A command started with its stdout into a pipe (capture_start), read and
+ * reaped later (capture_finish). */
+struct captured {
+    pid_t pid; /* 0: not started */
+    int fd;
+};
+
+/* Start argv in dir (NULL: ours) with env (NULL: ours), stdout into a
+ * pipe, stdin and stderr on /dev/null. 0, or -1 when it could not be
+ * started. */
+static int capture_start(char *const *argv, char *const *env, const char *dir, struct captured *c)
 {
     int fds[2];
+    c->pid = 0;
+    c->fd = -1;
     if (pipe2(fds, O_CLOEXEC) != 0)
         return -1;
     pid_t pid = fork();
@@ -73,9 +82,20 @@ static int capture(char *const *argv, char *const *env, const char *dir, size_t 
         _exit(127);
     }
     close(fds[1]);
+    c->pid = pid;
+    c->fd = fds[0];
+    return 0;
+}
+
+/* Its stdout into out (at most max bytes kept), then its exit status as
+ * run_command gives it, or -1 when it was not started. */
+static int capture_finish(struct captured *c, size_t max, tftap_buf *out)
+{
+    if (c->pid <= 0)
+        return -1;
     char chunk[65536];
     for (;;) {
-        ssize_t n = read(fds[0], chunk, sizeof chunk);
+        ssize_t n = read(c->fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -83,21 +103,43 @@ static int capture(char *const *argv, char *const *env, const char *dir, size_t 
         if (out->len + (size_t)n <= max)
             tftap_buf_append(out, chunk, (size_t)n);
     }
-    close(fds[0]);
+    close(c->fd);
+    c->fd = -1;
     int st;
+    pid_t pid = c->pid;
+    c->pid = 0;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
             return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* The CLI's version from `CLI version -json`, or NULL. */
-static char *cli_version(const char *cli_path)
+/* Run argv with stdout captured into out (at most max bytes kept) and
+ * stderr discarded, with env (NULL = ours). Returns the exit status as
+ * run_command does, or -1 when it could not be started. */
+static int capture(char *const *argv, char *const *env, const char *dir, size_t max, tftap_buf *out)
+{
+    struct captured c;
+    if (capture_start(argv, env, dir, &c) != 0)
+        return -1;
+    return capture_finish(&c, max, out);
+}
+
+/* `CLI version -json`, started (the CLI's start-up is most of its cost:
+ * it runs beside tftap's own work after the command) and read later. */
+static void cli_version_start(const char *cli_path, struct captured *c)
 {
     char *argv[] = {(char *)cli_path, "version", "-json", NULL};
+    if (capture_start(argv, NULL, NULL, c) != 0)
+        c->pid = 0;
+}
+
+/* The CLI's version it printed, or NULL. */
+static char *cli_version_finish(struct captured *c)
+{
     tftap_buf out = TFTAP_BUF_INIT;
     char *v = NULL;
-    if (capture(argv, NULL, NULL, VERSION_MAX, &out) == 0 && !tftap_buf_failed(&out)) {
+    if (capture_finish(c, VERSION_MAX, &out) == 0 && !tftap_buf_failed(&out)) {
         sj_doc *doc = NULL;
         if (sj_parse(out.data, out.len, 0, &doc) == 0) {
             const sj_node *tv = sj_get(sj_root(doc), "terraform_version");
@@ -348,7 +390,7 @@ static int state_before(const char *cli_path, char *const *env, const char *work
  * unwrapped (env: NULL for ours, or tftap replay's, whose CLI config sends
  * the CLI straight to the replayed providers): nothing of it is recorded.
  * Problems only warn. */
-static void match_addresses(const char *db, int64_t run_id, const char *cli_path, char *const *env,
+static void match_addresses(store *s, int64_t run_id, const char *cli_path, char *const *env,
                             const char *workdir, const char *planfile, int have_before,
                             const tftap_buf *before, int read_after)
 {
@@ -356,7 +398,6 @@ static void match_addresses(const char *db, int64_t run_id, const char *cli_path
     tftap_buf out = TFTAP_BUF_INIT;
     analysis_match_doc docs[2];
     size_t ndocs = 0;
-    store *s = NULL;
     if (have_before) {
         /* No state yet reads as a state without resources. */
         docs[ndocs++] = (analysis_match_doc){before->len ? before->data : "{}",
@@ -369,17 +410,11 @@ static void match_addresses(const char *db, int64_t run_id, const char *cli_path
         else
             cli_error("could not read '%s show -json' to match calls to addresses", cli_path);
     }
-    if (store_open(db, 0, &s) != 0) {
-        cli_error("cannot open %s to match addresses", db);
-        goto cleanup;
-    }
     if (analysis_match_addresses(s, run_id, docs, ndocs,
                                  "neither the state before the run nor a plan or state after it "
                                  "could be read",
                                  NULL, NULL) != 0)
         cli_error("matching calls to addresses failed: %s", store_errmsg(s));
-cleanup:
-    store_close(s);
     tftap_buf_done(&out);
 }
 
@@ -714,6 +749,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     char *env_reattach = NULL;
     int64_t run_id = 0;
     store *s = NULL;
+    struct captured ver = {0, -1};
 
     memset(&set, 0, sizeof set);
     o.record_sensitive = ro->record_sensitive;
@@ -758,7 +794,6 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         planfile = tftap_buf_failed(&p) ? NULL : tftap_buf_take(&p, NULL);
         tftap_buf_done(&p);
     }
-    version = cli_version(cmd[0]);
 
     if (wrap_discover(workdir, cli, &set, &err) != 0) {
         cli_error("%s", tftap_buf_cstr(&err));
@@ -884,6 +919,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         cli_error("cannot run %s: %s", cmd[0], strerror(errno));
         code = 127;
     }
+    if (run_id > 0)
+        cli_version_start(cmd[0], &ver);
     /* The providers outlive the CLI in reattach mode: end them (and flush
      * their records) before the run is closed. */
     reattach_stop(procs, nprocs);
@@ -898,7 +935,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
 
     if (run_id > 0) {
         int64_t lost = 0;
-        if (store_open(db, 0, &s) != 0 || store_run_end(s, run_id, code) != 0)
+        int opened = store_open(db, 0, &s) == 0;
+        if (!opened || store_run_end(s, run_id, code) != 0)
             cli_error("cannot record the exit code into %s", db);
         else if (store_run_get(s, run_id, run_lost, &lost) == 0 && lost > 0)
             /* The recorders' own warnings go to their log, not to the
@@ -906,20 +944,31 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
             cli_error("the record of run %lld has gaps: %lld events lost while %s could not be "
                       "written (tftap runs)",
                       (long long)run_id, (long long)lost, db);
-        store_close(s);
-        s = NULL;
-        if (match) {
+        if (match && !opened) {
+            cli_error("cannot open %s to match addresses", db);
+        } else if (match) {
             /* A saved plan exists only when planning succeeded; any other
              * command may have changed the state, even when it failed. */
             int plans = strcmp(cl.sub, "plan") == 0;
             int after = plans ? planfile != NULL && (code == 0 || code == 2) : 1;
-            match_addresses(db, run_id, cmd[0], aux_env, workdir, plans ? planfile : NULL,
+            match_addresses(s, run_id, cmd[0], aux_env, workdir, plans ? planfile : NULL,
                             have_before, &before, after);
         }
-        cli_check_summary(db, run_id);
+        if (opened)
+            cli_check_summary(s, run_id);
+        version = cli_version_finish(&ver);
+        if (opened && version != NULL)
+            (void)store_run_set_cli_version(s, run_id, version); /* for display only */
+        store_close(s);
+        s = NULL;
     }
 
 cleanup:
+    if (ver.pid > 0) {
+        tftap_buf discard = TFTAP_BUF_INIT;
+        capture_finish(&ver, 0, &discard);
+        tftap_buf_done(&discard);
+    }
     if (procs != NULL) {
         reattach_stop(procs, nprocs);
         free(procs);

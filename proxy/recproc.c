@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -218,6 +219,7 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
          * our stdout and stderr before it believes we exited. The terminal's
          * ^C is for tofu and the provider; the record must still be
          * written. */
+        prctl(PR_SET_NAME, "tftap-rec"); /* for top and perf */
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);
         signal(SIGPIPE, SIG_IGN);

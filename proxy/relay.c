@@ -842,6 +842,7 @@ static void *relay_main(void *arg)
 {
     proxy_relay *r = arg;
     struct epoll_event evs[64];
+    pthread_setname_np(pthread_self(), "tftap-relay"); /* for top and perf */
     while (!atomic_load(&r->stopping)) {
         int n = epoll_wait(r->epfd, evs, 64, timers(r));
         if (n < 0 && errno != EINTR)

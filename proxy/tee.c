@@ -172,6 +172,7 @@ static void deadline_in_ms(struct timespec *ts, int ms)
 static void *tee_main(void *arg)
 {
     proxy_tee *t = arg;
+    pthread_setname_np(pthread_self(), "tftap-tee"); /* for top and perf */
     pthread_mutex_lock(&t->mu);
     for (;;) {
         /* (A broken pipe tells nobody of drops: t->broken is this

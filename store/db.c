@@ -1145,6 +1145,21 @@ int store_run_end(store *s, int64_t run_id, int exit_code)
     return store_err(store_commit(s->db, 0));
 }
 
+int store_run_set_cli_version(store *s, int64_t run_id, const char *cli_version)
+{
+    sdb_stmt *st = NULL;
+    int rc = sdb_prepare(s->db, "UPDATE runs SET cli_version = ? WHERE id = ?", &st);
+    if (rc == SDB_OK) {
+        sdb_bind_text(st, 1, cli_version, -1, SDB_STATIC);
+        sdb_bind_int64(st, 2, run_id);
+        rc = step_done(st);
+    }
+    if (rc == SDB_OK && sdb_changes(s->db) == 0)
+        rc = SDB_NOTFOUND;
+    sdb_finalize(st);
+    return rc == SDB_NOTFOUND ? TFTAP_ENOTFOUND : store_err(rc);
+}
+
 int store_resolve_run(store *s, const char *spec, int64_t *run_id)
 {
     sdb_stmt *st = NULL;

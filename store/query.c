@@ -668,7 +668,7 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
                          "r.status_code, r.started_us, "
                          "(SELECT schema_sha256 FROM calls c WHERE c.id = r.call_id), "
                          "v.failed, v.status_name, v.status_message, v.in_flight, "
-                         "r.run_id FROM v_resource_changes r "
+                         "r.run_id, v.process_id, v.response_json FROM v_resource_changes r "
                          "JOIN v_calls v ON v.call_id = r.call_id) AS x "
                          "WHERE run_id = ?1 AND " FILTER_SQL
                          " AND (CAST(?3 AS INTEGER) = 0 OR failed) ORDER BY started_us, call_id",
@@ -709,6 +709,8 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
             .status_name = store_col_text(st, 16),
             .status_message = store_col_text(st, 17),
             .in_flight = sdb_column_int(st, 18),
+            .process_id = sdb_column_int64(st, 20),
+            .response_json = store_col_text(st, 21),
         };
         c.block_schema = block_schema(s, &schemas, store_col_text(st, 14), c.type_name,
                                       c.rpc && strcmp(c.rpc, "ReadDataSource") == 0);

@@ -96,7 +96,9 @@ static void enqueue(store_recorder *r, struct event *ev)
         if (r->inflight_bytes > r->peak_bytes)
             r->peak_bytes = r->inflight_bytes;
         r->stats.events++;
-        pthread_cond_signal(&r->cv);
+        /* A gathering decoder wakes at its deadline anyway. */
+        if (!r->decoder_gathering || r->queued_bytes >= GATHER_LIMIT(r))
+            pthread_cond_signal(&r->cv);
     }
     pthread_mutex_unlock(&r->mu);
     if (drop)
@@ -731,9 +733,12 @@ static void hand_over(store_recorder *r)
     /* The last op carries the count: written once all of them commit. */
     struct op *last = r->out;
     size_t bytes = 0;
+    int urgent = 0;
     for (struct op *o = r->out; o; o = o->next) {
         bytes += o->size;
         last = o;
+        /* Other recorders of the run may be waiting to borrow a schema. */
+        urgent |= o->kind == OP_SCHEMA || o->kind == OP_PROCESS;
     }
     last->events += r->out_events;
     r->out_events = 0;
@@ -744,7 +749,11 @@ static void hand_over(store_recorder *r)
     r->inflight_bytes += bytes;
     if (r->inflight_bytes > r->peak_bytes)
         r->peak_bytes = r->inflight_bytes;
-    pthread_cond_signal(&r->scv);
+    /* A gathering SQL thread wakes at its deadline anyway; only a bound
+     * filling up cuts its wait short. */
+    r->ops_urgent |= urgent;
+    if (!r->sql_gathering || urgent || r->inflight_bytes >= r->opts.max_queue_bytes / 4)
+        pthread_cond_signal(&r->scv);
     pthread_mutex_unlock(&r->mu);
     r->out = NULL;
     r->out_tail = &r->out;
@@ -1163,24 +1172,48 @@ free_list:;
     pthread_mutex_unlock(&r->mu);
 }
 
+static void deadline_in(struct timespec *ts, unsigned ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
 static void *decoder_main(void *arg)
 {
     store_recorder *r = arg;
+    int64_t last_batch_ms = 0;
     pthread_setname_np(pthread_self(), "tftap-decode"); /* for top and perf */
     for (;;) {
         wait_for_room(r);
         pthread_mutex_lock(&r->mu);
         if (!r->head && !r->stop) {
             struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            unsigned wait = r->commit_ms;
-            ts.tv_sec += wait / 1000;
-            ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+            deadline_in(&ts, r->commit_ms);
             pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+        }
+        /* Events trickling in (a CLI asking one resource at a time) would
+         * each be decoded in a batch of their own, and a call whose request
+         * and response fall into two batches is written twice. Let them
+         * gather for a while after the last batch; a close or a filling
+         * queue ends the wait. */
+        /* Not before a schema is known: the GetSchema answer is written at
+         * once, for the other recorders of the run to borrow. */
+        if (r->head && !r->stop && r->schema && r->queued_bytes < GATHER_LIMIT(r)) {
+            unsigned gather =
+                r->commit_ms / 4 < DECODE_GATHER_MS ? r->commit_ms / 4 : DECODE_GATHER_MS;
+            int64_t until = last_batch_ms + gather;
+            r->decoder_gathering = 1;
+            while (!r->stop && r->queued_bytes < GATHER_LIMIT(r) && tftap_mono_ms() < until) {
+                struct timespec ts;
+                deadline_in(&ts, (unsigned)(until - tftap_mono_ms()));
+                pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+            }
+            r->decoder_gathering = 0;
         }
         /* What the decoder takes stays counted until it is freed. */
         struct event *list = r->head;
@@ -1203,6 +1236,7 @@ static void *decoder_main(void *arg)
         sync_procinfo(r);
         if (list) {
             decode_batch(r, list);
+            last_batch_ms = tftap_mono_ms();
         } else if (sql_ready(r)) {
             /* Nothing queued, but process details, a gap or re-decoded
              * calls may be owed. */

@@ -16,6 +16,13 @@
 #define DEFAULT_QUEUE_BYTES ((size_t)256 << 20)
 #define DEFAULT_RETRY_MS 1000u
 #define DEFAULT_COMMIT_MS 100u
+/* How long the SQL thread lets ops gather after a commit before the next
+ * (at most half of commit_ms). */
+#define GATHER_MS 50u
+/* How long the decoder lets events gather after a batch (at most a
+ * quarter of commit_ms), while less than GATHER_LIMIT bytes wait. */
+#define DECODE_GATHER_MS 25u
+#define GATHER_LIMIT(r) ((r)->opts.max_queue_bytes / 8)
 /* Raw bytes kept in memory to re-decode calls that arrived before any
  * schema was known. Past this they stay undecoded. */
 #define RETAIN_MAX_BYTES ((size_t)64 << 20)
@@ -149,8 +156,11 @@ struct store_recorder {
     /* ---- shared between the two threads, under mu ---- */
     struct op *ops, **ops_tail; /* decoder -> SQL thread */
     size_t ops_bytes;
-    int sql_ok;    /* the SQL thread has a working connection */
-    int sql_tried; /* it has tried to open the database once */
+    int sql_ok;            /* the SQL thread has a working connection */
+    int sql_gathering;     /* it lets ops gather until a deadline (recorder_sql.c) */
+    int decoder_gathering; /* the decoder lets events gather likewise */
+    int ops_urgent;        /* ops carry a schema or process details: no gathering */
+    int sql_tried;         /* it has tried to open the database once */
     int key_ready;
     unsigned char shared_key[STORE_KEY_LEN];
     int64_t shared_process_row;

@@ -525,25 +525,55 @@ static void apply_pending(store_recorder *r, int closing)
     }
 }
 
+static void deadline_in(struct timespec *ts, unsigned ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Nothing makes the SQL thread commit what it has at once: no close, no
+ * schema question, and the bound far from full. Under mu. */
+static int may_gather(const store_recorder *r)
+{
+    return r->db && !r->sql_stop && !r->ops_urgent && !(r->borrow_asked && !r->borrow_ready) &&
+           r->inflight_bytes < r->opts.max_queue_bytes / 4;
+}
+
 void *store_rec_sql_main(void *arg)
 {
     store_recorder *r = arg;
+    int64_t last_commit_ms = 0;
     pthread_setname_np(pthread_self(), "tftap-sql"); /* for top and perf */
     for (;;) {
         pthread_mutex_lock(&r->mu);
         if (r->sql_tried && !r->ops && !r->sql_stop && !(r->borrow_asked && !r->borrow_ready)) {
             struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            unsigned wait = r->db ? r->commit_ms : r->retry_ms;
-            ts.tv_sec += wait / 1000;
-            ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+            deadline_in(&ts, r->db ? r->commit_ms : r->retry_ms);
             pthread_cond_timedwait(&r->scv, &r->mu, &ts);
         }
+        /* Calls trickling in (a CLI asking a provider one resource at a
+         * time) would each make a transaction of their own, and a commit
+         * costs far more than the rows in it (the WAL's pages written out
+         * again each time). Let them gather for GATHER_MS after the last
+         * commit; a close, a question or a filling bound ends the wait. */
+        if (r->ops && may_gather(r)) {
+            unsigned gather = r->commit_ms / 2 < GATHER_MS ? r->commit_ms / 2 : GATHER_MS;
+            int64_t until = last_commit_ms + gather;
+            r->sql_gathering = 1;
+            while (r->ops && may_gather(r) && tftap_mono_ms() < until) {
+                struct timespec ts;
+                deadline_in(&ts, (unsigned)(until - tftap_mono_ms()));
+                pthread_cond_timedwait(&r->scv, &r->mu, &ts);
+            }
+            r->sql_gathering = 0;
+        }
         if (r->ops) {
+            r->ops_urgent = 0; /* taken: committed without gathering */
             *r->pending_tail = r->ops;
             r->pending_tail = r->ops_tail;
             r->ops = NULL;
@@ -555,8 +585,10 @@ void *store_rec_sql_main(void *arg)
         if (stopping)
             r->next_retry_ms = 0; /* last chance: do not wait for the retry timer */
         if (db_up(r)) {
-            if (r->pending || r->process_row == 0)
+            if (r->pending || r->process_row == 0) {
                 apply_pending(r, stopping);
+                last_commit_ms = tftap_mono_ms();
+            }
             answer_borrow(r);
         }
         if (stopping) {

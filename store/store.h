@@ -140,6 +140,9 @@ int store_run_begin(store *s, const char *command, int argc, const char *const *
                     int64_t *run_id);
 /* Record the run's end time (now) and exit code. */
 int store_run_end(store *s, int64_t run_id, int exit_code);
+/* Record the CLI's version (NULL: unknown) once it is known, which may be
+ * after the run began. */
+int store_run_set_cli_version(store *s, int64_t run_id, const char *cli_version);
 
 /* The run of one CLI command whose providers are started through `tftap
  * wrap`'s shims: key names the command's process (it must differ for every
@@ -309,6 +312,10 @@ typedef struct store_change_row {
      * NULL otherwise. Rendering uses it to tell nested blocks and maps
      * apart from object attributes. */
     const char *block_schema;
+    /* The provider process that answered, and the whole response as the
+     * calls table holds it (JSON text, NULL when absent). */
+    int64_t process_id;
+    const char *response_json;
 } store_change_row;
 /* Changes of a run in call order, optionally only those whose address or
  * type_name equals filter (an address also matches its instances, "a.b"

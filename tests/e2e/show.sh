@@ -100,6 +100,11 @@ compare plan "$WORK/plan.txt" "$WORK/show.txt" "tftest6_thing.created=tftest6_th
 check "plan: the new object's change says why it has no address" \
     grep -q "not matched to an address: a new tftest6_thing object: only a saved plan" "$WORK/show.txt"
 check "plan: no secret in the output" sh -c "! grep -q -e '\"s2\"' -e new-secret -e '\"hidden\"' '$WORK/show.txt'"
+# The CLI's version is asked for after the command: it is in the record
+# once `tftap run` returns.
+check_eq "plan: the run records the CLI's version" \
+    "$("$TFTAP" runs --db "$db" --json | jq -r '.[-1].cli_version')" \
+    "$(tofu version -json | jq -r .terraform_version)"
 
 # The same plan saved to a file: every change named.
 (cd "$w" && "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color -out=tfplan \
