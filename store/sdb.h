@@ -30,7 +30,7 @@ enum {
     SDB_GONE = 250, /* PostgreSQL: connection lost or refused */
 };
 
-/* Column types (sdb_column_type). PostgreSQL's columns are SDB_NULL or SDB_TEXT. */
+/* Column types (sdb_column_type); PostgreSQL's booleans are SDB_INTEGER. */
 enum { SDB_INTEGER = 1, SDB_FLOAT = 2, SDB_TEXT = 3, SDB_BLOB = 4, SDB_NULL = 5 };
 
 /* Open flags. */

@@ -36,6 +36,8 @@ void sdb_pg_finalize(sdb_stmt *st);
 /* Parameter i (1-based), copied: kind 'i' an integer in decimal, 't' text,
  * 'b' bytea; data NULL is NULL. */
 int sdb_pg_bind(sdb_stmt *st, int i, const void *data, size_t len, char kind);
+/* SDB_NULL, SDB_INTEGER (integers, booleans), SDB_FLOAT, SDB_BLOB or SDB_TEXT. */
+int sdb_pg_column_type(sdb_stmt *st, int i);
 const char *sdb_pg_column(sdb_stmt *st, int i, int *len, int *is_null, int *is_blob);
 
 #endif

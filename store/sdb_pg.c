@@ -11,8 +11,14 @@
 
 #include <libpq-fe.h>
 
+/* Type OIDs (pg_type.oid, fixed for built-in types). */
+#define PG_BOOL_OID 16
 #define PG_BYTEA_OID 17
 #define PG_INT8_OID 20
+#define PG_INT2_OID 21
+#define PG_INT4_OID 23
+#define PG_FLOAT4_OID 700
+#define PG_FLOAT8_OID 701
 
 /* A statement prepared on the server: SQL text plus parameter types. */
 struct pg_prepared {
@@ -446,6 +452,28 @@ int sdb_pg_bind(sdb_stmt *st, int i, const void *data, size_t len, char kind)
      * for a parameter; text is left for the server to infer. */
     p->types[i] = kind;
     return SDB_OK;
+}
+
+int sdb_pg_column_type(sdb_stmt *st, int i)
+{
+    struct sdb_pg_stmt *p = st->pg;
+    if (!p || !p->res || p->row < 0 || p->row >= p->nrows || i < 0 || i >= p->ncols ||
+        PQgetisnull(p->res, p->row, i))
+        return SDB_NULL;
+    switch (PQftype(p->res, i)) {
+    case PG_BOOL_OID:
+    case PG_INT2_OID:
+    case PG_INT4_OID:
+    case PG_INT8_OID:
+        return SDB_INTEGER;
+    case PG_FLOAT4_OID:
+    case PG_FLOAT8_OID:
+        return SDB_FLOAT;
+    case PG_BYTEA_OID:
+        return SDB_BLOB;
+    default:
+        return SDB_TEXT;
+    }
 }
 
 const char *sdb_pg_column(sdb_stmt *st, int i, int *len, int *is_null, int *is_blob)

@@ -210,19 +210,16 @@ int sdb_bind_column(sdb_stmt *dst, int i, sdb_stmt *src, int j)
     if (src->pg) {
         int len = 0, is_null = 0, is_blob = 0;
         const char *v = sdb_pg_column(src, j, &len, &is_null, &is_blob);
-        if (is_null)
+        switch (sdb_pg_column_type(src, j)) {
+        case SDB_NULL:
             return sdb_bind_null(dst, i);
-        if (is_blob)
+        case SDB_INTEGER:
+            return sdb_bind_int64(dst, i, sdb_column_int64(src, j));
+        case SDB_BLOB:
             return sdb_bind_blob(dst, i, v, (size_t)len, SDB_TRANSIENT);
-        /* Text from PostgreSQL: integers go into SQLite as integers, so that
-         * a copy reads as the original would. */
-        if (!dst->pg && len > 0 && len < 21) {
-            char *end = NULL;
-            long long n = strtoll(v, &end, 10);
-            if (end == v + len && (v[0] == '-' || (v[0] >= '0' && v[0] <= '9')))
-                return sdb_bind_int64(dst, i, n);
+        default:
+            return sdb_bind_text(dst, i, v, len, SDB_TRANSIENT);
         }
-        return sdb_bind_text(dst, i, v, len, SDB_TRANSIENT);
     }
     switch (sqlite3_column_type(src->lite, j)) {
     case SQLITE_NULL:
@@ -287,7 +284,5 @@ int sdb_column_type(sdb_stmt *st, int i)
 {
     if (!st->pg)
         return sqlite3_column_type(st->lite, i);
-    int len = 0, is_null = 0, is_blob = 0;
-    sdb_pg_column(st, i, &len, &is_null, &is_blob);
-    return is_null ? SDB_NULL : is_blob ? SDB_BLOB : SDB_TEXT;
+    return sdb_pg_column_type(st, i);
 }

@@ -133,6 +133,24 @@ fi
 run_line() { "$TFTAP" export 1 --db "$1" | head -1 | sed -E 's/"(id|started_us|ended_us)":[0-9]+/"\1":N/g'; }
 check_eq "export 1: the run line is byte for byte SQLite's" "$(run_line "$URI")" "$(run_line "$db")"
 
+# bundle: a run of the PostgreSQL record copied into an SQLite file reads
+# as the run itself (column types carried over: integers stay integers).
+if "$TFTAP" bundle 3 -o "$WORK/b.tftap" --db "$URI" >/dev/null 2>"$WORK/bundle.err"; then
+    "$TFTAP" show "$WORK/b.tftap" | sed -E 's/call [0-9]+/call N/g' | pets | paragraphs \
+        >"$WORK/show3.bundle"
+    if [ -s "$WORK/show3.bundle" ] && cmp -s "$WORK/show3.pg" "$WORK/show3.bundle"; then
+        ok "bundle of a PostgreSQL run: show reads it as the run"
+    else
+        not_ok "bundle of a PostgreSQL run: show differs (< PostgreSQL, > bundle)"
+        diff "$WORK/show3.pg" "$WORK/show3.bundle" | head -20
+    fi
+    check_eq "bundle: integer columns are integers" \
+        "$(sqlite3 "$WORK/b.tftap" "SELECT DISTINCT typeof(started_us) || typeof(status_code) FROM calls WHERE status_code IS NOT NULL")" \
+        "integerinteger"
+else
+    not_ok "bundle 3 --db PostgreSQL: $(cat "$WORK/bundle.err")"
+fi
+
 # The tables themselves: every call the providers saw during the apply.
 pg_begins() {
     pg_psql "SELECT p.pid || ' ' || c.method || ' ' || c.request_bytes FROM calls c
