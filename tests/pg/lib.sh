@@ -15,7 +15,7 @@
 
 pg_bin=${TFTAP_PG_BIN:-}
 pg_dir=
-pg_as=()
+pg_runas=()
 
 pg_need() {
     local d
@@ -35,10 +35,14 @@ pg_need() {
     fi
 }
 
+# The server's tools run from / (as root they run as another user, who may
+# not be able to enter the current directory).
+pg_as() { (cd / && "${pg_runas[@]}" "$@"); }
+
 pg_cleanup() {
     if [ -n "$pg_dir" ] && [ -d "$pg_dir" ]; then
         [ -f "$pg_dir/data/postmaster.pid" ] &&
-            "${pg_as[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -w -s -m immediate stop >/dev/null 2>&1
+            pg_as "$pg_bin/pg_ctl" -D "$pg_dir/data" -w -s -m immediate stop >/dev/null 2>&1
         rm -rf "$pg_dir"
     fi
 }
@@ -50,9 +54,9 @@ pg_start() {
         pg_dir=$(mktemp -d /tmp/tftap-pg.XXXXXX)
         if [ "$(id -u)" = 0 ]; then
             chown postgres:postgres "$pg_dir"
-            pg_as=(runuser -u postgres --)
+            pg_runas=(runuser -u postgres --)
         fi
-        if ! "${pg_as[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -A trust -U tftap -E UTF8 \
+        if ! pg_as "$pg_bin/initdb" -D "$pg_dir/data" -A trust -U tftap -E UTF8 \
             --locale=C.UTF-8 --no-sync >"$pg_dir/initdb.log" 2>&1; then
             echo "pg_start: initdb failed:"
             cat "$pg_dir/initdb.log"
@@ -60,7 +64,7 @@ pg_start() {
         fi
         pg_fresh=1
     fi
-    if ! "${pg_as[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -w -s -l "$pg_dir/log" \
+    if ! pg_as "$pg_bin/pg_ctl" -D "$pg_dir/data" -w -s -l "$pg_dir/log" \
         -o "-k $pg_dir -c listen_addresses= -c fsync=off -c max_connections=200" start; then
         echo "pg_start: the server did not start:"
         tail -20 "$pg_dir/log"
@@ -73,7 +77,7 @@ pg_start() {
 }
 
 pg_stop() {
-    "${pg_as[@]}" "$pg_bin/pg_ctl" -D "$pg_dir/data" -w -s -m fast stop
+    pg_as "$pg_bin/pg_ctl" -D "$pg_dir/data" -w -s -m fast stop
 }
 
 pg_uri() { echo "postgresql:///${1:-tftap}?host=$pg_dir&user=tftap"; }
