@@ -848,7 +848,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
          * unwritable directory): run the command exactly as without tftap,
          * so that this line is all the user sees of us, not one more per
          * provider process. */
-        cli_error("cannot record into %s (%s); running the command unrecorded", db,
+        cli_error("cannot record into %s (%s); running the command unrecorded", STORE_SHOWN(db),
                   s ? store_errmsg(s) : tftap_strerror(rc));
         run_id = 0;
         wrapped = 0;
@@ -937,15 +937,15 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         int64_t lost = 0;
         int opened = store_open(db, 0, &s) == 0;
         if (!opened || store_run_end(s, run_id, code) != 0)
-            cli_error("cannot record the exit code into %s", db);
+            cli_error("cannot record the exit code into %s", STORE_SHOWN(db));
         else if (store_run_get(s, run_id, run_lost, &lost) == 0 && lost > 0)
             /* The recorders' own warnings go to their log, not to the
              * terminal: say it here, once. */
             cli_error("the record of run %lld has gaps: %lld events lost while %s could not be "
                       "written (tftap runs)",
-                      (long long)run_id, (long long)lost, db);
+                      (long long)run_id, (long long)lost, STORE_SHOWN(db));
         if (match && !opened) {
-            cli_error("cannot open %s to match addresses", db);
+            cli_error("cannot open %s to match addresses", STORE_SHOWN(db));
         } else if (match) {
             /* A saved plan exists only when planning succeeded; any other
              * command may have changed the state, even when it failed. */

@@ -903,6 +903,40 @@ int store_path_is_url(const char *path)
     return sdb_target_is_pg(path);
 }
 
+const char *store_display_name(const char *path, char *buf, size_t size)
+{
+    if (!path || !sdb_target_is_pg(path))
+        return path;
+    const char *auth = strstr(path, "://") + 3;
+    size_t alen = strcspn(auth, "/?#");
+    const char *at = memchr(auth, '@', alen);
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    const char *pw = strstr(path, "password=");
+    if (!colon && !pw)
+        return path;
+    size_t o = 0;
+    for (const char *p = path; *p; p++) {
+        const char *skip_to = NULL;
+        if (colon && p == colon + 1)
+            skip_to = at;
+        else if (pw && p == pw + 9)
+            skip_to = p + strcspn(p, "&#");
+        if (skip_to) {
+            if (o + 3 >= size)
+                return "(a PostgreSQL URI)";
+            memcpy(buf + o, "***", 3);
+            o += 3;
+            p = skip_to - 1;
+            continue;
+        }
+        if (o + 1 >= size)
+            return "(a PostgreSQL URI)";
+        buf[o++] = *p;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 const char *store_side_dir(const char *path, size_t *len)
 {
     if (sdb_target_is_pg(path)) {

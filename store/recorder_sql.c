@@ -43,7 +43,7 @@ static void db_down(store_recorder *r)
         fprintf(stderr,
                 "tftap: cannot write the recording database %s: %s (dropping records, will "
                 "retry)\n",
-                r->path, r->db ? sdb_errmsg(r->db) : strerror(errno ? errno : EIO));
+                STORE_SHOWN(r->path), r->db ? sdb_errmsg(r->db) : strerror(errno ? errno : EIO));
     }
     store_rec_sql_finalize(r);
     if (r->db) {
@@ -72,7 +72,8 @@ static int db_up(store_recorder *r)
             fprintf(stderr,
                     "tftap: cannot open the recording database %s: %s%s%s (dropping records, "
                     "will retry)\n",
-                    r->path, tftap_strerror(rc), errno ? ": " : "", errno ? strerror(errno) : "");
+                    STORE_SHOWN(r->path), tftap_strerror(rc), errno ? ": " : "",
+                    errno ? strerror(errno) : "");
         }
         r->next_retry_ms = tftap_mono_ms() + tuning(r, 0);
         pthread_mutex_lock(&r->mu);

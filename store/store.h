@@ -118,6 +118,13 @@ int store_open(const char *path, int flags, store **out);
 /* 1 when path is not a file but a PostgreSQL server's libpq URI
  * (postgresql://... or postgres://...): store_open connects to it. */
 int store_path_is_url(const char *path);
+/* path as it may be shown: a URI's password (user:PASSWORD@ or
+ * password=...) replaced by ***. Returns path itself when there is none,
+ * else buf (or a fixed text when size is too small). */
+const char *store_display_name(const char *path, char *buf, size_t size);
+/* store_display_name for a message argument (the buffer lives until the end
+ * of the enclosing full expression's block). */
+#define STORE_SHOWN(path) store_display_name((path), (char[1024]){0}, 1024)
 /* The directory files that would go beside the database go into: path's
  * own for a file (NULL when it has none: the current one), ${TMPDIR:-/tmp}
  * for a URL. Not allocated; for a file, *len is the length of path's prefix

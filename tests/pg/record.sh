@@ -164,6 +164,11 @@ else
     not_ok "apply: PostgreSQL's calls differ from the providers' log (< db, > provider)"
     diff "$WORK/pg_begins" "$WORK/log_begins_pg" | head -20
 fi
+# A password in the URI is never printed.
+"$TFTAP" runs --db "postgresql://tftap:hunter2@/nosuchdb?host=$pg_dir" >/dev/null 2>"$WORK/pw.err"
+check "a connection error names the database" grep -q 'nosuchdb' "$WORK/pw.err"
+check "a connection error hides the password" \
+    sh -c "! grep -q hunter2 '$WORK/pw.err' && grep -q 'tftap:\*\*\*@' '$WORK/pw.err'"
 check_eq "one schema version row" "$(pg_psql "SELECT value FROM tftap_meta WHERE key = 'schema_version'")" \
     "$(sqlite3 "$db" 'PRAGMA user_version')"
 finish
