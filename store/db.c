@@ -1107,8 +1107,16 @@ int store_run_join(store *s, const char *key, const char *command, int argc,
     sdb_bind_text(ins, 6, key, -1, SDB_STATIC);
     sdb_bind_text(upd, 1, key, -1, SDB_STATIC);
     sdb_bind_text(sel, 1, key, -1, SDB_STATIC);
-    if ((rc = step_done(ins)) != SDB_OK || (rc = step_done(upd)) != SDB_OK)
+    /* Join first, insert only when there is nothing to join: on PostgreSQL
+     * an INSERT that conflicts still uses up an id, and every shim of the
+     * command would leave a hole in the run ids. */
+    if ((rc = step_done(upd)) != SDB_OK)
         goto rollback;
+    if (sdb_changes(s->db) == 0) {
+        sdb_reset(upd);
+        if ((rc = step_done(ins)) != SDB_OK || (rc = step_done(upd)) != SDB_OK)
+            goto rollback;
+    }
     rc = sdb_step(sel);
     if (rc != SDB_ROW) {
         rc = rc == SDB_DONE ? SDB_ERROR : rc;
