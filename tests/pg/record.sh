@@ -164,6 +164,29 @@ else
     not_ok "apply: PostgreSQL's calls differ from the providers' log (< db, > provider)"
     diff "$WORK/pg_begins" "$WORK/log_begins_pg" | head -20
 fi
+# tftap wrap's shims record each later command as one run of the shared
+# record, joined by every provider process of the command.
+(
+    cd "$WORK/w2" && eval "$("$TFTAP" wrap --db "$URI" --out "$WORK/shims" 2>/dev/null)" &&
+        TFTEST_RPC_LOG=$WORK/rpc_wrap.log tofu plan -input=false -no-color >"$WORK/wrap.out" 2>&1
+) || not_ok "tofu plan through tftap wrap's shims"
+for i in $(seq 300); do # the last shim ends the run once its provider exited
+    [ "$(pg_psql "SELECT count(*) FROM runs WHERE id = 4 AND ended_us IS NOT NULL")" = 1 ] && break
+    sleep 0.1
+done
+check_eq "wrap: one more run, numbered next (no id used up by the shims' joins)" \
+    "$(pg_psql "SELECT string_agg(id::text, ' ' ORDER BY id) FROM runs")" "1 2 3 4"
+pg_psql "SELECT p.pid || ' ' || c.method || ' ' || c.request_bytes FROM calls c
+         JOIN processes p ON p.id = c.process_id WHERE c.run_id = 4 AND c.stream = 0" |
+    sort >"$WORK/wrap_begins"
+log_begins "$WORK/rpc_wrap.log" >"$WORK/log_begins_wrap"
+if [ -s "$WORK/log_begins_wrap" ] && cmp -s "$WORK/wrap_begins" "$WORK/log_begins_wrap"; then
+    ok "wrap: PostgreSQL holds every call the providers saw ($(wc -l <"$WORK/wrap_begins"))"
+else
+    not_ok "wrap: PostgreSQL's calls differ from the providers' log (< db, > provider)"
+    diff "$WORK/wrap_begins" "$WORK/log_begins_wrap" | head -20
+fi
+
 # A password in the URI is never printed.
 "$TFTAP" runs --db "postgresql://tftap:hunter2@/nosuchdb?host=$pg_dir" >/dev/null 2>"$WORK/pw.err"
 check "a connection error names the database" grep -q 'nosuchdb' "$WORK/pw.err"
