@@ -18,8 +18,7 @@
 /* ---- HCL literals -----------------------------------------------------------------------------
  */
 
-/* How many bytes of valid UTF-8 start s (n > 0 bytes), or 0 when invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+size_t analysis_utf8_len(const unsigned char *s, size_t n)
 {
     unsigned c = s[0];
     size_t len;
@@ -96,7 +95,7 @@ void analysis_hcl_string(const char *s, size_t n, tftap_buf *out)
             i++;
             continue;
         }
-        size_t len = utf8_len(p + i, n - i);
+        size_t len = analysis_utf8_len(p + i, n - i);
         if (len == 0) {
             /* The decoder writes valid UTF-8 only; a database from elsewhere
              * may not, and HCL refuses a file that is not. */
@@ -590,7 +589,7 @@ static void comment_text(const char *s, tftap_buf *out)
 {
     size_t n = s ? strlen(s) : 0;
     for (size_t i = 0; i < n;) {
-        size_t len = utf8_len((const unsigned char *)s + i, n - i);
+        size_t len = analysis_utf8_len((const unsigned char *)s + i, n - i);
         if (len == 0 || (unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
             tftap_buf_putc(out, '?');
             i++;

@@ -65,16 +65,6 @@ static int vd_ignored(struct vd *v)
            analysis_path_ignored(v->o->ignore, v->o->nignore, p + v->prefix_len);
 }
 
-static int vd_skipped(const struct vd *v, const sj_node *member)
-{
-    if (!v->o || !v->o->skip_members)
-        return 0;
-    for (const char *const *s = v->o->skip_members; *s; s++)
-        if (member->key_len == strlen(*s) && memcmp(member->key, *s, member->key_len) == 0)
-            return 1;
-    return 0;
-}
-
 static int vd_walk(struct vd *v, const sj_node *a, const sj_node *b, unsigned depth);
 
 /* Descend into one step (already appended at mark) and come back. */
@@ -100,15 +90,13 @@ static int vd_walk(struct vd *v, const sj_node *a, const sj_node *b, unsigned de
     if (a && b && a->kind == SJ_OBJECT && b->kind == SJ_OBJECT && !sj_is_unknown(a) &&
         !sj_is_unknown(b) && !sj_is_sensitive(a) && !sj_is_sensitive(b)) {
         for (const sj_node *x = a->child; x; x = x->next) {
-            if (vd_skipped(v, x))
-                continue;
             analysis_path_member(&v->path, x->key, x->key_len);
             int rc = vd_step(v, mark, x, analysis_member(b, x->key, x->key_len), depth);
             if (rc)
                 return rc;
         }
         for (const sj_node *y = b->child; y; y = y->next) {
-            if (vd_skipped(v, y) || analysis_member(a, y->key, y->key_len))
+            if (analysis_member(a, y->key, y->key_len))
                 continue;
             analysis_path_member(&v->path, y->key, y->key_len);
             int rc = vd_step(v, mark, NULL, y, depth);

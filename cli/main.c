@@ -57,16 +57,6 @@ static int takes_db(const char *name)
     return strcmp(name, "decode") != 0 && strcmp(name, "shim") != 0;
 }
 
-void cli_error(const char *fmt, ...)
-{
-    va_list ap;
-    fputs("tftap: ", stderr);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
 int main(int argc, char **argv)
 {
     enum { OPT_DB = 256, OPT_VERSION };

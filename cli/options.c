@@ -8,6 +8,16 @@
 
 #include "cli/cli.h"
 
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("tftap: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
 void cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;

@@ -106,6 +106,29 @@ static int type_ok(const char *t)
     return 1;
 }
 
+/* The whole address goes into the scripts' comment lines, the shims and the
+ * CLI config: from a bundle someone else made, a newline in it would turn
+ * the rest into shell commands. Only what a provider source address can
+ * hold (a hostname, IDN bytes and a port included) passes. */
+static int addr_ok(const char *a)
+{
+    size_t seg = 0;
+    for (const unsigned char *c = (const unsigned char *)a;; c++) {
+        if (*c == '/' || *c == '\0') {
+            if (seg == 0)
+                return 0;
+            if (*c == '\0')
+                return 1;
+            seg = 0;
+            continue;
+        }
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+              *c == '-' || *c == '_' || *c == '.' || *c == ':' || *c >= 0x80))
+            return 0;
+        seg++;
+    }
+}
+
 /* SOURCE[:RUN]: a path that exists is a path, colons and all. */
 static int split_source(const char *arg, char **path, const char **run)
 {
@@ -119,30 +142,6 @@ static int split_source(const char *arg, char **path, const char **run)
         *path = strdup(arg);
     }
     return *path ? 0 : TFTAP_ENOMEM;
-}
-
-static void put_sh_quoted(tftap_buf *b, const char *s)
-{
-    tftap_buf_putc(b, '\'');
-    for (; *s; s++) {
-        if (*s == '\'')
-            tftap_buf_puts(b, "'\\''");
-        else
-            tftap_buf_putc(b, *s);
-    }
-    tftap_buf_putc(b, '\'');
-}
-
-static char *join(const char *a, const char *b)
-{
-    tftap_buf t = TFTAP_BUF_INIT;
-    tftap_buf_printf(&t, "%s/%s", a, b);
-    tftap_buf_cstr(&t);
-    if (tftap_buf_failed(&t)) {
-        tftap_buf_done(&t);
-        return NULL;
-    }
-    return tftap_buf_take(&t, NULL);
 }
 
 struct source {
@@ -183,14 +182,14 @@ static int write_providers(struct recorded *r, const char *dir, const struct sou
         tftap_buf_printf(&b, " (run %lld of ", (long long)src->run);
         tftap_buf_puts(&b, src->path);
         tftap_buf_puts(&b, ")\nexec ");
-        put_sh_quoted(&b, src->exe);
+        wrap_sh_quote(&b, src->exe);
         tftap_buf_puts(&b, " replay-provider --db ");
-        put_sh_quoted(&b, src->path);
+        wrap_sh_quote(&b, src->path);
         tftap_buf_printf(&b, " --run %lld --provider ", (long long)src->run);
-        put_sh_quoted(&b, p->addr);
+        wrap_sh_quote(&b, p->addr);
         for (size_t k = 0; k < src->nignore; k++) {
             tftap_buf_puts(&b, " --ignore ");
-            put_sh_quoted(&b, src->ignore[k]);
+            wrap_sh_quote(&b, src->ignore[k]);
         }
         tftap_buf_puts(&b, " \"$@\"\n");
         if (tftap_buf_failed(&b) || tftap_buf_failed(&name)) {
@@ -263,9 +262,11 @@ static int read_source(const char *path, const char *run_spec, int64_t *run, str
     for (size_t i = 0; i < r->n; i++) {
         tftap_buf raw = TFTAP_BUF_INIT;
         int proto = 0;
-        if (!type_ok(r->v[i].type)) {
-            cli_error("run %lld of %s: provider address '%s' is not one a CLI accepts",
-                      (long long)*run, path, r->v[i].addr);
+        if (!type_ok(r->v[i].type) || !addr_ok(r->v[i].addr)) {
+            /* Quoted: the error stays one line whatever the address holds. */
+            tftap_buf_json_string(&raw, r->v[i].addr, strlen(r->v[i].addr));
+            cli_error("run %lld of %s: provider address %s is not one a CLI accepts",
+                      (long long)*run, path, tftap_buf_cstr(&raw));
             rc = 1;
         } else if (store_run_provider_schema(s, *run, r->v[i].addr, &proto, &raw, NULL) != 0) {
             cli_error("run %lld of %s recorded no schema of %s: it cannot be replayed",
@@ -302,7 +303,7 @@ static int write_out(struct recorded *r, const char *out, const char *cli, const
         cli_error("cannot resolve %s: %s", out, strerror(errno));
         goto cleanup;
     }
-    if ((rdir = join(dir, "replay")) == NULL) {
+    if ((rdir = wrap_joinpath(dir, "replay")) == NULL) {
         cli_error("out of memory");
         goto cleanup;
     }
@@ -323,7 +324,7 @@ static int write_out(struct recorded *r, const char *out, const char *cli, const
         goto cleanup;
     }
     tftap_buf q = TFTAP_BUF_INIT;
-    put_sh_quoted(&q, config);
+    wrap_sh_quote(&q, config);
     printf("export TF_CLI_CONFIG_FILE=%s\n", tftap_buf_cstr(&q));
     tftap_buf_done(&q);
     for (size_t i = 0; i < r->n; i++)
@@ -364,7 +365,7 @@ static int replay_command(struct recorded *r, char **cmd, int ncmd, const struct
         tmp = NULL;
         goto cleanup;
     }
-    if ((rdir = join(tmp, "replay")) == NULL) {
+    if ((rdir = wrap_joinpath(tmp, "replay")) == NULL) {
         cli_error("out of memory");
         goto cleanup;
     }

@@ -1,7 +1,9 @@
-/* tftap replay-provider (hidden): the process tofu starts as a provider when
- * a recording stands in for it; `tftap replay` writes the scripts that exec
- * it. Everything it says goes to stderr as "tftap replay-provider: ..."
- * lines: the client shows a provider's stderr in its log. */
+/* tftap-replay-provider, the program behind the hidden `tftap
+ * replay-provider` (cli/replay_provider_exec.c hands over to it): the
+ * process tofu starts as a provider when a recording stands in for it;
+ * `tftap replay` writes the scripts that exec it. It is a program of its own
+ * because it alone links gRPC core. Everything it says goes to stderr as "tftap replay-provider:
+ * ..." lines: the client shows a provider's stderr in its log. */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,7 +53,7 @@ static void log_line(void *ctx, const char *line)
     say("%s", line);
 }
 
-int cli_replay_provider(int argc, char **argv)
+int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"db", required_argument, NULL, 'd'},       {"run", required_argument, NULL, 'r'},

@@ -257,7 +257,7 @@ char *wrap_self_exe(void)
     return strdup(buf);
 }
 
-static char *joinpath(const char *a, const char *b)
+char *wrap_joinpath(const char *a, const char *b)
 {
     tftap_buf buf = TFTAP_BUF_INIT;
     tftap_buf_printf(&buf, "%s/%s", a, b);
@@ -295,7 +295,7 @@ static char *find_binary(const char *dir, const char *type)
         if (strncmp(e->d_name, prefix, (size_t)plen) != 0 ||
             (e->d_name[plen] != '\0' && e->d_name[plen] != '_'))
             continue;
-        char *p = joinpath(dir, e->d_name);
+        char *p = wrap_joinpath(dir, e->d_name);
         struct stat st;
         if (p != NULL && stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0)
             found = realpath(p, NULL);
@@ -364,7 +364,7 @@ static char *full_address(const char *addr, const char *cli)
         return strdup(addr);
     if (slashes != 1)
         return NULL;
-    return joinpath(
+    return wrap_joinpath(
         strcmp(cli, "terraform") == 0 ? "registry.terraform.io" : "registry.opentofu.org", addr);
 }
 
@@ -588,12 +588,12 @@ static char *user_config_path(const char *cli)
     if (home == NULL)
         return NULL;
     if (strcmp(cli, "terraform") != 0) {
-        char *p = joinpath(home, ".tofurc");
+        char *p = wrap_joinpath(home, ".tofurc");
         if (p != NULL && access(p, F_OK) == 0)
             return p;
         free(p);
     }
-    return joinpath(home, ".terraformrc");
+    return wrap_joinpath(home, ".terraformrc");
 }
 
 static char *locate(const struct scan *s, const char *workdir, const char *cli, const char *addr,
@@ -633,7 +633,7 @@ static char *locate(const struct scan *s, const char *workdir, const char *cli, 
     const char *implied[6] = {NULL};
     char *owned[3] = {NULL};
     if (home) {
-        owned[0] = joinpath(home, ".terraform.d/plugins");
+        owned[0] = wrap_joinpath(home, ".terraform.d/plugins");
         implied[0] = owned[0];
     }
     tftap_buf x = TFTAP_BUF_INIT;
@@ -648,7 +648,7 @@ static char *locate(const struct scan *s, const char *workdir, const char *cli, 
                                                 : "/usr/local/share/opentofu/plugins";
     implied[3] = strcmp(prog, "terraform") == 0 ? "/usr/share/terraform/plugins"
                                                 : "/usr/share/opentofu/plugins";
-    owned[2] = joinpath(workdir, "terraform.d/plugins");
+    owned[2] = wrap_joinpath(workdir, "terraform.d/plugins");
     implied[4] = owned[2];
     for (size_t i = 0; i < 5 && found == NULL; i++)
         if (implied[i])
@@ -686,7 +686,7 @@ int wrap_discover(const char *workdir, const char *cli, struct wrap_set *set, tf
     }
 
     /* The lock file: which providers at which versions. */
-    if ((lock_path = joinpath(workdir, ".terraform.lock.hcl")) == NULL) {
+    if ((lock_path = wrap_joinpath(workdir, ".terraform.lock.hcl")) == NULL) {
         rc = TFTAP_ENOMEM;
         goto cleanup;
     }
@@ -820,7 +820,7 @@ static void put_hcl_string(tftap_buf *b, const char *s)
     tftap_buf_putc(b, '"');
 }
 
-static void put_sh_quoted(tftap_buf *b, const char *s)
+void wrap_sh_quote(tftap_buf *b, const char *s)
 {
     tftap_buf_putc(b, '\'');
     for (; *s; s++) {
@@ -924,7 +924,7 @@ static int is_shim_dir(const struct tok *value)
 {
     if (value->kind != TOK_STRING || value->text == NULL)
         return 0;
-    char *p = joinpath(value->text, "tftap-shim.json");
+    char *p = wrap_joinpath(value->text, "tftap-shim.json");
     int yes = p != NULL && access(p, F_OK) == 0;
     free(p);
     return yes;
@@ -1031,7 +1031,7 @@ int wrap_write_config(const struct wrap_set *set, const char *dir, char **config
     char *path = NULL;
     int rc = build_config(set, dir, cli_of(set), &b);
     *config_path = NULL;
-    if (rc != 0 || (path = joinpath(dir, "tftap.tfrc")) == NULL) {
+    if (rc != 0 || (path = wrap_joinpath(dir, "tftap.tfrc")) == NULL) {
         rc = TFTAP_ENOMEM;
         tftap_buf_puts(err, "out of memory");
     } else if ((rc = write_file(path, &b, 0600, err)) == 0) {
@@ -1078,7 +1078,7 @@ int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_op
                          opts->record_sensitive ? "true" : "false",
                          opts->keep_raw ? "true" : "false");
         free(path);
-        if ((path = joinpath(sd, "tftap-shim.json")) == NULL)
+        if ((path = wrap_joinpath(sd, "tftap-shim.json")) == NULL)
             goto nomem;
         if ((rc = write_file(path, &b, 0600, err)) != 0)
             goto cleanup;
@@ -1090,9 +1090,9 @@ int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_op
         tftap_buf_puts(&b, "#!/bin/sh\n# tftap shim for ");
         tftap_buf_puts(&b, p->addr);
         tftap_buf_puts(&b, "\nexec ");
-        put_sh_quoted(&b, opts->tftap_exe);
+        wrap_sh_quote(&b, opts->tftap_exe);
         tftap_buf_puts(&b, " shim ");
-        put_sh_quoted(&b, meta);
+        wrap_sh_quote(&b, meta);
         tftap_buf_puts(&b, " \"$@\"\n");
         free(meta);
         tftap_buf_cstr(&b);
@@ -1102,7 +1102,7 @@ int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_op
             rc = TFTAP_ELIMIT;
             goto cleanup;
         }
-        if ((path = joinpath(sd, name)) == NULL)
+        if ((path = wrap_joinpath(sd, name)) == NULL)
             goto nomem;
         if ((rc = write_file(path, &b, 0700, err)) != 0)
             goto cleanup;
@@ -1128,8 +1128,8 @@ void wrap_clean(const struct wrap_set *set, const char *dir)
         if (sd == NULL)
             continue;
         char name[300];
-        char *a = joinpath(sd, "tftap-shim.json");
-        char *b = shim_name(&set->v[i], name, sizeof name) == 0 ? joinpath(sd, name) : NULL;
+        char *a = wrap_joinpath(sd, "tftap-shim.json");
+        char *b = shim_name(&set->v[i], name, sizeof name) == 0 ? wrap_joinpath(sd, name) : NULL;
         if (a)
             unlink(a);
         if (b)
@@ -1139,7 +1139,7 @@ void wrap_clean(const struct wrap_set *set, const char *dir)
         free(b);
         free(sd);
     }
-    char *c = joinpath(dir, "tftap.tfrc");
+    char *c = wrap_joinpath(dir, "tftap.tfrc");
     if (c)
         unlink(c);
     free(c);
@@ -1266,7 +1266,7 @@ int cli_wrap(int argc, char **argv)
         goto cleanup;
     }
     tftap_buf q = TFTAP_BUF_INIT;
-    put_sh_quoted(&q, config);
+    wrap_sh_quote(&q, config);
     printf("export TF_CLI_CONFIG_FILE=%s\n", tftap_buf_cstr(&q));
     tftap_buf_done(&q);
     for (size_t i = 0; i < set.n; i++)

@@ -121,4 +121,10 @@ char *wrap_self_exe(void);
 /* path made absolute against the current directory (free()), or NULL. */
 char *wrap_abspath(const char *path);
 
+/* "a/b" (free()), or NULL on ENOMEM. */
+char *wrap_joinpath(const char *a, const char *b);
+
+/* Append s as one single-quoted word of sh. */
+void wrap_sh_quote(tftap_buf *b, const char *s);
+
 #endif

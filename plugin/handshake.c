@@ -5,6 +5,10 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include "plugin/plugin.h"
 
@@ -185,4 +189,43 @@ void plugin_handshake_done(plugin_handshake *hs)
     free(hs->cert_b64);
     free(hs->extra);
     memset(hs, 0, sizeof *hs);
+}
+
+int plugin_socket_path(char *const *envp, const char *prefix, tftap_buf *path, tftap_buf *err)
+{
+    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+    const char *dir = plugin_env_get(envp, "PLUGIN_UNIX_SOCKET_DIR");
+    if (dir == NULL || dir[0] == '\0')
+        dir = plugin_env_get(envp, "TMPDIR");
+    if (dir == NULL || dir[0] == '\0')
+        dir = "/tmp";
+    for (int attempt = 0; attempt < 16; attempt++) {
+        unsigned char rnd[12];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+            if (err)
+                tftap_buf_printf(err, "getrandom: %s", strerror(errno));
+            return TFTAP_EIO;
+        }
+        tftap_buf_reset(path);
+        tftap_buf_puts(path, dir);
+        if (path->len > 0 && path->data[path->len - 1] != '/')
+            tftap_buf_putc(path, '/');
+        tftap_buf_puts(path, prefix);
+        for (size_t i = 0; i < sizeof rnd; i++)
+            tftap_buf_putc(path, alphabet[rnd[i] % (sizeof alphabet - 1)]);
+        if (tftap_buf_failed(path))
+            return TFTAP_ENOMEM;
+        if (path->len >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+            if (err)
+                tftap_buf_printf(err, "socket path %s is too long for a unix socket",
+                                 tftap_buf_cstr(path));
+            return TFTAP_ELIMIT;
+        }
+        struct stat st;
+        if (lstat(tftap_buf_cstr(path), &st) != 0 && errno == ENOENT)
+            return 0;
+    }
+    if (err)
+        tftap_buf_printf(err, "cannot pick a free socket name in %s", dir);
+    return TFTAP_EIO;
 }

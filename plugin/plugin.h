@@ -73,6 +73,12 @@ void plugin_handshake_done(plugin_handshake *hs);
 /* Look a variable up in an environment vector. NULL when absent. */
 const char *plugin_env_get(char *const *envp, const char *name);
 
+/* A fresh unix socket path, dir/<prefix><random>, where the client asked
+ * for plugin sockets to live (go-plugin's PLUGIN_UNIX_SOCKET_DIR), else
+ * TMPDIR, else /tmp; nothing exists there yet. 0, TFTAP_ELIMIT (too long
+ * for a socket), TFTAP_EIO, TFTAP_ENOMEM; err (may be NULL) says why. */
+int plugin_socket_path(char *const *envp, const char *prefix, tftap_buf *path, tftap_buf *err);
+
 /* A copy of envp without PLUGIN_CLIENT_CERT, plus PLUGIN_CLIENT_CERT=cert_pem
  * when cert_pem is not NULL. The vector and its strings are one allocation
  * freed with free(). NULL on ENOMEM. */

@@ -14,10 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,47 +70,6 @@ static int write_all(int fd, const char *p, size_t n)
         n -= (size_t)w;
     }
     return 0;
-}
-
-/* A fresh socket path where the client asked for plugin sockets to live
- * (go-plugin's PLUGIN_UNIX_SOCKET_DIR), else TMPDIR, else /tmp. */
-static int make_socket_path(char *const *envp, tftap_buf *path, tftap_buf *err)
-{
-    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    const char *dir = plugin_env_get(envp, "PLUGIN_UNIX_SOCKET_DIR");
-    if (dir == NULL || dir[0] == '\0')
-        dir = plugin_env_get(envp, "TMPDIR");
-    if (dir == NULL || dir[0] == '\0')
-        dir = "/tmp";
-    for (int attempt = 0; attempt < 16; attempt++) {
-        unsigned char rnd[12];
-        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
-            if (err)
-                tftap_buf_printf(err, "getrandom: %s", strerror(errno));
-            return TFTAP_EIO;
-        }
-        tftap_buf_reset(path);
-        tftap_buf_puts(path, dir);
-        if (path->len > 0 && path->data[path->len - 1] != '/')
-            tftap_buf_putc(path, '/');
-        tftap_buf_puts(path, "tftap-plugin");
-        for (size_t i = 0; i < sizeof rnd; i++)
-            tftap_buf_putc(path, alphabet[rnd[i] % (sizeof alphabet - 1)]);
-        if (tftap_buf_failed(path))
-            return TFTAP_ENOMEM;
-        if (path->len >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-            if (err)
-                tftap_buf_printf(err, "socket path %s is too long for a unix socket",
-                                 tftap_buf_cstr(path));
-            return TFTAP_ELIMIT;
-        }
-        struct stat st;
-        if (lstat(tftap_buf_cstr(path), &st) != 0 && errno == ENOENT)
-            return 0;
-    }
-    if (err)
-        tftap_buf_printf(err, "cannot pick a free socket name in %s", dir);
-    return TFTAP_EIO;
 }
 
 /* go-plugin lets the client name a group that may use the socket. */
@@ -460,7 +417,7 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     proxy_tee_process(tee, cfg->provider != NULL ? cfg->provider : "", cfg->version, cfg->binary,
                       hs.proto_version, (int)run.child.pid);
 
-    if (make_socket_path(run.envp, &sock, err) != 0)
+    if (plugin_socket_path(run.envp, "tftap-plugin", &sock, err) != 0)
         goto cleanup;
     if (client_cert != NULL && plugin_tls_server_ctx(&cert, client_cert, &server_tls, err) != 0)
         goto cleanup;

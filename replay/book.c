@@ -15,7 +15,9 @@
 #define BOOK_MAX_VALUE 200
 
 /* Provider-private bytes: recorded as a size and a hash, sent back by the
- * replay as other bytes, so never a reason not to match. */
+ * replay as other bytes, so never a reason not to match. They are fields
+ * of the request itself: inside a value the same names are attributes
+ * (a repository's "private" flag) and compare like any other. */
 static const char *const private_members[] = {"private",        "prior_private",  "planned_private",
                                               "source_private", "target_private", NULL};
 
@@ -81,7 +83,7 @@ static int member_cmp(const void *x, const void *y)
 
 /* A text that is one text for requests the comparison (without --ignore
  * patterns) finds equal: members in key order, every secret marker one
- * token, provider-private fields left out. Its digest lets a call pass
+ * token, the request's provider-private fields left out. Its digest lets a call pass
  * over the recorded requests that cannot match it without comparing
  * them: with thousands of calls of one type, comparing each with every
  * earlier one took seconds. */
@@ -114,7 +116,7 @@ static int canon(tftap_buf *out, const sj_node *n, unsigned depth)
         return TFTAP_ENOMEM;
     size_t k = 0;
     for (const sj_node *c = n->child; c && k < n->n; c = c->next)
-        if (!is_private(c))
+        if (depth > 0 || !is_private(c))
             m[k++] = c;
     if (k > 1)
         qsort(m, k, sizeof *m, member_cmp);
@@ -274,7 +276,6 @@ void replay_compare_opts(analysis_value_diff_opts *o, const char *const *ignore,
     o->ignore = ignore;
     o->nignore = n;
     o->flags = ANALYSIS_VDIFF_SENSITIVE_EQUAL;
-    o->skip_members = private_members;
 }
 
 static int stop_at_first(void *ctx, const char *path, const sj_node *a, const sj_node *b)
@@ -301,10 +302,7 @@ int replay_compare_requests(
             /* Fields both have are walked once, from the recorded side. */
             if (side && other_m)
                 continue;
-            int skip = 0;
-            for (const char *const *p = private_members; *p && !skip; p++)
-                skip = m->key_len == strlen(*p) && memcmp(m->key, *p, m->key_len) == 0;
-            if (skip)
+            if (is_private(m))
                 continue;
             tftap_buf_reset(&prefix);
             analysis_path_member(&prefix, m->key, m->key_len);
@@ -357,7 +355,12 @@ static void put_value(tftap_buf *out, const sj_node *v)
     if (sj_write_sorted(v, &t) != 0) {
         out->failed = 1;
     } else if (t.len > BOOK_MAX_VALUE) {
-        tftap_buf_append(out, t.data, BOOK_MAX_VALUE);
+        /* Cut between characters: the text becomes a diagnostic's detail,
+         * a protobuf string, which the encoder refuses unless UTF-8. */
+        size_t cut = BOOK_MAX_VALUE;
+        while (cut > 0 && ((unsigned char)t.data[cut] & 0xC0) == 0x80)
+            cut--;
+        tftap_buf_append(out, t.data, cut);
         tftap_buf_printf(out, "... (%zu bytes)", t.len);
     } else {
         tftap_buf_append(out, t.data, t.len);
@@ -389,6 +392,23 @@ static void put_call(tftap_buf *out, const char *rpc, const char *type_name)
     tftap_buf_puts(out, rpc);
     if (type_name && type_name[0])
         tftap_buf_printf(out, " of %s", type_name);
+}
+
+/* A database from someone else may quote bytes that are not UTF-8 (the
+ * recorder never writes them); the text becomes a diagnostic's detail, a
+ * protobuf string the encoder refuses unless UTF-8: each such byte becomes
+ * '?'. */
+static void valid_text(tftap_buf *t)
+{
+    unsigned char *p = (unsigned char *)t->data;
+    for (size_t i = 0; i < t->len;) {
+        size_t len = analysis_utf8_len(p + i, t->len - i);
+        if (len == 0) {
+            p[i] = '?';
+            len = 1;
+        }
+        i += len;
+    }
 }
 
 /* The mismatch text (and the nearest call's id). */
@@ -440,6 +460,7 @@ static int mismatch(replay_book *b, const char *rpc, const char *type_name, cons
         tftap_buf_done(&t);
         return TFTAP_ENOMEM;
     }
+    valid_text(&t);
     out->mismatch = tftap_buf_take(&t, NULL);
     return 0;
 }

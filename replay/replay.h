@@ -55,7 +55,8 @@ typedef struct replay_answer {
  * request values are equal: unknowns by their refinements, any two
  * {"$sensitive": ...} markers equal (a bundle rehashes with another key),
  * provider-private fields (private, prior_private, planned_private,
- * source_private, target_private) ignored at any depth (replay sent other
+ * source_private, target_private: the request's own fields, not
+ * attributes of those names inside its values) ignored (replay sent other
  * bytes back), and paths matching an --ignore pattern ignored (a pattern
  * matches the full path, ".config.name", or the path inside the field,
  * ".name"). Of several matches the first not answered before (in recorded
@@ -118,8 +119,8 @@ typedef struct replay_server_opts {
  * PLUGIN_CLIENT_CERT), a unix socket, the handshake line for the recorded
  * protocol on out_fd, then every call answered from the book. The caller
  * checks the magic cookie first. Process-wide while serving: gRPC core is
- * initialised, its log goes to o->log, and SIGTERM/SIGHUP remove the socket
- * before they end the process. Returns 0 after a clean shutdown, or an
+ * initialised, its log goes to o->log, SIGTERM/SIGHUP remove the socket
+ * before they end the process, and SIGPIPE is ignored. Returns 0 after a clean shutdown, or an
  * error with err saying why the server could not start (TFTAP_ENOTFOUND: the
  * run has no schema for the provider; TFTAP_EPROTO: the client offers no
  * protocol the recording speaks; TFTAP_ETLS, TFTAP_EIO, TFTAP_ENOMEM,

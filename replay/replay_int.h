@@ -8,12 +8,13 @@
 #include "analysis/analysis.h"
 #include "common/common.h"
 
-/* The value comparison of requests: any two secret markers equal,
- * provider-private fields skipped, n --ignore patterns (borrowed). */
+/* The value comparison of requests: any two secret markers equal, n
+ * --ignore patterns (borrowed). */
 void replay_compare_opts(analysis_value_diff_opts *o, const char *const *ignore, size_t n);
 
 /* Walk a recorded request and a replayed one (parsed) with o, each
- * top-level field with its name as the path prefix, calling fn once per
+ * top-level field with its name as the path prefix (provider-private
+ * fields left out), calling fn once per
  * differing path as analysis_value_diff does. Returns as it does. */
 int replay_compare_requests(
     const analysis_value_diff_opts *o, const sj_node *rec, const sj_node *now,

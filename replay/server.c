@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -36,6 +35,7 @@ enum {
     ST_OK = 0,
     ST_INVALID_ARGUMENT = 3,
     ST_RESOURCE_EXHAUSTED = 8,
+    ST_UNAVAILABLE = 14,
     ST_UNIMPLEMENTED = 12,
     ST_INTERNAL = 13,
 };
@@ -363,7 +363,10 @@ static int add_msg(struct rcall *c, const void *p, size_t n)
 
 static void set_status(struct rcall *c, int code, const char *details)
 {
-    c->status = code;
+    /* A recording from someone else may hold any integer: gRPC defines
+     * 0..16 and says a code it does not know is UNKNOWN. */
+    c->status =
+        code >= GRPC_STATUS_OK && code <= GRPC_STATUS_UNAUTHENTICATED ? code : GRPC_STATUS_UNKNOWN;
     if (c->has_details)
         grpc_slice_unref(c->status_details);
     c->has_details = 0;
@@ -383,16 +386,28 @@ static void fail(struct rcall *c, int code, const char *msg)
     set_status(c, code, msg);
 }
 
-/* The method's normal response carrying one ERROR diagnostic. */
+/* The method's normal response carrying one ERROR diagnostic; CallFunction
+ * has no diagnostics, only a function error, which gets the same text. */
 static int diagnostic_answer(struct rcall *c, const char *type_name, const char *summary,
                              const char *detail)
 {
     tftap_buf j = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT;
-    tftap_buf_puts(&j, "{\"diagnostics\":[{\"severity\":\"ERROR\",\"summary\":");
-    tftap_buf_json_string(&j, summary, strlen(summary));
-    tftap_buf_puts(&j, ",\"detail\":");
-    tftap_buf_json_string(&j, detail, strlen(detail));
-    tftap_buf_puts(&j, "}]}");
+    if (strcmp(rpc_of(c->method), "CallFunction") == 0) {
+        tftap_buf text = TFTAP_BUF_INIT;
+        tftap_buf_printf(&text, "%s: %s", summary, detail);
+        tftap_buf_puts(&j, "{\"error\":{\"text\":");
+        tftap_buf_json_string(&j, text.data != NULL ? text.data : "", text.len);
+        tftap_buf_puts(&j, "}}");
+        if (tftap_buf_failed(&text))
+            j.failed = 1;
+        tftap_buf_done(&text);
+    } else {
+        tftap_buf_puts(&j, "{\"diagnostics\":[{\"severity\":\"ERROR\",\"summary\":");
+        tftap_buf_json_string(&j, summary, strlen(summary));
+        tftap_buf_puts(&j, ",\"detail\":");
+        tftap_buf_json_string(&j, detail, strlen(detail));
+        tftap_buf_puts(&j, "}]}");
+    }
     if (tftap_buf_failed(&j)) {
         tftap_buf_done(&j);
         return TFTAP_ENOMEM;
@@ -508,6 +523,14 @@ static void answer_provider(struct rcall *c)
             goto nomem;
         if (rc != 0)
             fail(c, ST_INTERNAL, "no recorded call matches, and the diagnostic cannot be encoded");
+        goto done;
+    }
+    if (ans.response_json == NULL && !ans.has_status) {
+        /* Sent as it is, no message and status OK, the client would read
+         * an empty answer as a valid one. */
+        tftap_buf_printf(&why, "recorded call %lld never got an answer (the recording ends first)",
+                         (long long)ans.call_id);
+        fail(c, ST_UNAVAILABLE, tftap_buf_cstr(&why));
         goto done;
     }
     if (ans.response_json != NULL && strstr(ans.response_json, "\"$sensitive\"") != NULL) {
@@ -896,48 +919,10 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-/* A fresh socket path where the client asked for plugin sockets to live
- * (go-plugin's PLUGIN_UNIX_SOCKET_DIR), else TMPDIR, else /tmp. */
-static int socket_path(char *const *envp, tftap_buf *path, tftap_buf *err)
-{
-    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    const char *dir = plugin_env_get(envp, "PLUGIN_UNIX_SOCKET_DIR");
-    if (dir == NULL || dir[0] == '\0')
-        dir = plugin_env_get(envp, "TMPDIR");
-    if (dir == NULL || dir[0] == '\0')
-        dir = "/tmp";
-    for (int attempt = 0; attempt < 16; attempt++) {
-        unsigned char rnd[12];
-        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
-            tftap_buf_printf(err, "getrandom: %s", strerror(errno));
-            return TFTAP_EIO;
-        }
-        tftap_buf_reset(path);
-        tftap_buf_puts(path, dir);
-        if (path->len > 0 && path->data[path->len - 1] != '/')
-            tftap_buf_putc(path, '/');
-        tftap_buf_puts(path, "tftap-replay");
-        for (size_t i = 0; i < sizeof rnd; i++)
-            tftap_buf_putc(path, alphabet[rnd[i] % (sizeof alphabet - 1)]);
-        if (tftap_buf_failed(path))
-            return TFTAP_ENOMEM;
-        if (path->len >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-            tftap_buf_printf(err, "socket path %s is too long for a unix socket",
-                             tftap_buf_cstr(path));
-            return TFTAP_ELIMIT;
-        }
-        struct stat st;
-        if (lstat(tftap_buf_cstr(path), &st) != 0 && errno == ENOENT)
-            return 0;
-    }
-    tftap_buf_printf(err, "cannot pick a free socket name in %s", dir);
-    return TFTAP_EIO;
-}
-
 /* gRPC core's own errors (a client's failed TLS handshake, say) go where
  * ours go, as one line each; it calls this from its own threads, and the
  * log callback writes each line at once. */
-static const replay_server_opts *grpc_log_to;
+static const replay_server_opts *_Atomic grpc_log_to; /* its threads read it as we clear it */
 
 static void grpc_log(gpr_log_func_args *a)
 {
@@ -1038,7 +1023,7 @@ static int serve(struct server *srv, tftap_buf *err)
         rc = TFTAP_ETLS;
         goto out;
     }
-    rc = socket_path(o->envp, &sock, err);
+    rc = plugin_socket_path(o->envp, "tftap-replay", &sock, err);
     if (rc != 0)
         goto out;
     tftap_buf_printf(&addr, "unix:%s", tftap_buf_cstr(&sock));
@@ -1046,9 +1031,12 @@ static int serve(struct server *srv, tftap_buf *err)
         rc = TFTAP_ENOMEM;
         goto out;
     }
-    memcpy(term_sock_path, sock.data, sock.len + 1); /* socket_path checked its length */
+    memcpy(term_sock_path, sock.data, sock.len + 1); /* plugin_socket_path checked its length */
     signal(SIGTERM, on_term);
     signal(SIGHUP, on_term);
+    /* A client gone before it read the handshake line: the write fails and
+     * the socket is removed, instead of SIGPIPE leaving it behind. */
+    signal(SIGPIPE, SIG_IGN);
 
     grpc_log_to = o;
     gpr_set_log_function(grpc_log);
@@ -1142,6 +1130,7 @@ out:
     if (sock.len > 0) {
         signal(SIGTERM, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
         unlink(tftap_buf_cstr(&sock));
         term_sock_path[0] = '\0';
     }

@@ -51,8 +51,12 @@ EOF
 }
 
 # The plan text without the override warning's temporary directories (the
-# shims' paths differ from run to run, and so does the order of the list).
-normalized() { grep -v '^ - tftap/tftest[56] in /' "$1"; }
+# shims' paths differ from run to run, and so does the order of the list),
+# nor the times an apply took (a slower machine or build says 1s for 0s).
+normalized() {
+    grep -v '^ - tftap/tftest[56] in /' "$1" |
+        sed -E 's/ complete after [0-9hms]+ / complete after Ns /; /: Still [a-z]+\.\.\. \[/d'
+}
 
 # ---- the recording ------------------------------------------------------------
 mkdir -p "$WORK/orig"
@@ -158,6 +162,17 @@ check "changed config: it names the call" grep -q 'no recorded call matches [A-Z
 check "changed config: it names the differing path and the replayed value" \
     grep -q '\.config\.string_attr: recorded [^,]*, replayed "changed"' "$WORK/c.flat"
 
+# A function has no diagnostics: the mismatch comes back as its error.
+mkdir -p "$WORK/rf"
+config hello >"$WORK/rf/main.tf"
+echo 'output "rev" { value = provider::tftest6::reverse("never recorded") }' >>"$WORK/rf/main.tf"
+(cd "$WORK/rf" && "$TFTAP" replay "$db:$run_plan" --db "$db" -- tofu plan -input=false -no-color \
+    >"$WORK/f.out" 2>"$WORK/f.err")
+check_eq "a function call nothing matches: the plan fails" "$?" 1
+tr '\n' ' ' <"$WORK/f.err" | tr -s ' ' >"$WORK/f.flat"
+check "... with the mismatch as the function's error" \
+    grep -q 'tftap replay: no recorded call matches: no recorded call matches CallFunction' "$WORK/f.flat"
+
 # ---- SOURCE errors ------------------------------------------------------------------
 (cd "$WORK/rc" && "$TFTAP" replay "$db:999" -- tofu plan >/dev/null 2>"$WORK/e.err")
 check_eq "a run that does not exist: exit 1" "$?" 1
@@ -183,5 +198,16 @@ else
 fi
 check_eq "--out: the command was recorded as a run" "$(($(last_run "$db") > before))" 1
 check "no real provider was started" test ! -e "$WORK/rpc.log"
+
+# ---- a SOURCE from someone else -----------------------------------------------------------
+# The address goes into the scripts' comment lines: a newline in it must not
+# become a shell command.
+cp "$db" "$WORK/evil.db"
+sqlite3 "$WORK/evil.db" "UPDATE processes SET provider = 'registry.opentofu.org/tftap' ||
+    char(10) || 'touch $WORK/pwned' || char(10) || '#/tftest6' WHERE provider LIKE '%/tftest6'"
+"$TFTAP" replay "$WORK/evil.db:$run_plan" --db "$db" --out "$WORK/evil" >/dev/null 2>"$WORK/evil.err"
+check_eq "an address with a newline in it: exit 1" "$?" 1
+check_eq "... with one line naming it" "$(wc -l <"$WORK/evil.err")" 1
+check "... and no script written" test ! -e "$WORK/evil/replay"
 
 finish

@@ -16,6 +16,13 @@ if ! command -v curl >/dev/null || ! command -v openssl >/dev/null; then
     echo "$e2e_name: 0 passed, 1 failed"
     exit 1
 fi
+# gRPC core is the replay server's alone: tftap (every shim of a live run)
+# must start without loading it.
+if command -v ldd >/dev/null; then
+    check_eq "tftap itself links no gRPC core" "$(ldd "$TFTAP" | grep -c 'libgrpc')" 0
+    check_eq "tftap-replay-provider links gRPC core" \
+        "$(ldd "$(dirname "$TFTAP")/tftap-replay-provider" | grep -q libgrpc && echo yes)" yes
+fi
 db=$WORK/src.db
 # has TEXT REGEX: a line of TEXT matches.
 has() { printf '%s\n' "$1" | grep -q "$2"; }
@@ -199,6 +206,23 @@ check "Shutdown: the stdio stream ends OK" grep -q '^grpc-status: 0$' "$WORK/std
 check "Shutdown: the broker stream ends OK" grep -q '^grpc-status: 0$' "$WORK/broker.out"
 check "Shutdown: the socket is removed" test ! -e "$sock"
 
+# A client gone before it read the handshake line: the server says so and
+# leaves no socket behind (a pipe without a reader, as go-plugin's would be).
+hs_rc=$(python3 - "$TFTAP" "$db" "$run" "$P6" "$COOKIE" 2>"$WORK/gone.err" <<'EOF'
+import os, subprocess, sys
+tftap, db, run, prov, cookie = sys.argv[1:]
+r, w = os.pipe()
+os.close(r)
+env = dict(os.environ, TF_PLUGIN_MAGIC_COOKIE=cookie, PLUGIN_PROTOCOL_VERSIONS="6")
+p = subprocess.run([tftap, "replay-provider", "--db", db, "--run", run, "--provider", prov],
+                   stdout=w, env=env, timeout=120)
+print(p.returncode)
+EOF
+)
+check_eq "handshake line unread: exit 1" "$hs_rc" 1
+check "... saying why" grep -q '^tftap replay-provider: cannot write the handshake line' "$WORK/gone.err"
+check "... and no socket left behind" no_sockets
+
 # ---- recorded GetMetadata / GetResourceIdentitySchemas ----------------------
 # tofu asked neither in the source run: a copy of it gets one recorded answer
 # of each, the second one that cannot be encoded back.
@@ -213,6 +237,11 @@ add_call() { # RPC RESPONSE_JSON
 }
 add_call GetMetadata '{"server_capabilities":{"plan_destroy":true},"diagnostics":[],"resources":[{"type_name":"tftest6_recorded_meta"}]}'
 add_call GetResourceIdentitySchemas '{"identity_schemas":5}'
+# A call the recording ends before it was answered: no response, no status.
+sqlite3 "$meta" "DELETE FROM calls WHERE rpc = 'GetFunctions';
+    INSERT INTO calls (run_id, process_id, call_seq, method, rpc, started_us, request_json)
+    SELECT run_id, id, 200000, '/tfplugin6.Provider/GetFunctions', 'GetFunctions', started_us, '{}'
+    FROM processes WHERE run_id = $run AND provider = '$P6' ORDER BY id LIMIT 1"
 env TF_PLUGIN_MAGIC_COOKIE=$COOKIE "$TFTAP" replay-provider --db "$meta" --run "$run" --provider $P6 \
     >"$WORK/m.out" 2>"$WORK/m.err" &
 pid=$!
@@ -226,6 +255,9 @@ check "unencodable recorded answer: OK" has "$out" '^grpc-status: 0$'
 check_eq "unencodable recorded answer: an empty message" "$(od -An -tx1 "$WORK/resp" | tr -d ' \n')" 0000000000
 check "unencodable recorded answer: said in one line" grep -q \
     "^tftap replay-provider: the recorded GetResourceIdentitySchemas answer cannot be encoded: .*; answering GetResourceIdentitySchemas with an empty message$" "$WORK/m.err"
+out=$(grpc /tfplugin6.Provider/GetFunctions "$WORK/empty")
+check "a recorded call never answered: UNAVAILABLE" has "$out" '^grpc-status: 14$'
+check "... naming it" has "$out" '^grpc-message: recorded call [0-9]* never got an answer'
 grpc /plugin.GRPCController/Shutdown "$WORK/empty" >/dev/null
 wait "$pid"
 check_eq "recorded metadata: Shutdown ends it with 0" "$?" 0

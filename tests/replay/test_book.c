@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "replay/replay.h"
 #include "store/store.h"
 #include "tests/check.h"
@@ -176,6 +178,26 @@ static char *replace_all(const char *text, const char *from, const char *to, int
 static int contains(const char *hay, const char *needle)
 {
     return hay && strstr(hay, needle) != NULL;
+}
+
+/* 1 when s is well-formed UTF-8 (a diagnostic's detail must be: proto3). */
+static int utf8_ok(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = *p < 0x80             ? 1
+                   : (*p & 0xE0) == 0xC0 ? 2
+                   : (*p & 0xF0) == 0xE0 ? 3
+                   : (*p & 0xF8) == 0xF0 ? 4
+                                         : 0;
+        if (n == 0)
+            return 0;
+        for (size_t i = 1; i < n; i++)
+            if ((p[i] & 0xC0) != 0x80)
+                return 0;
+        p += n;
+    }
+    return 1;
 }
 
 static int answer(replay_book *b, const char *rpc, const char *type, const char *json,
@@ -473,6 +495,35 @@ static void test_mismatch_and_ignore(store *s)
     free(a.mismatch);
     replay_book_free(b);
 
+    /* A long value is cut for the text, never inside a character: the
+     * text becomes a diagnostic's detail, which must be UTF-8. */
+    char long_name[301];
+    for (int i = 0; i < 150; i++)
+        memcpy(long_name + 2 * i, "\xc3\xa9", 2);
+    long_name[300] = '\0';
+    char *wide = replace_all(q2, "alpha", long_name, &n);
+    CHECK_INT_EQ(n, 2);
+    CHECK_INT_EQ(replay_book_load(s, run_id, P_A, NULL, &b), 0);
+    CHECK_INT_EQ(answer(b, "PlanResourceChange", "test_thing", wide, &a), 0);
+    CHECK_INT_EQ(a.found, 0);
+    CHECK(contains(a.mismatch, "... (302 bytes)"));
+    CHECK(a.mismatch && utf8_ok(a.mismatch));
+    free(a.mismatch);
+    free(wide);
+    replay_book_free(b);
+
+    /* Provider-private bytes are request fields: an attribute of that
+     * name inside a value is compared like any other. */
+    char *nested = replace_all(q2, "\"name\":\"alpha\"", "\"name\":\"alpha\",\"private\":true", &n);
+    CHECK_INT_EQ(n, 2);
+    CHECK_INT_EQ(replay_book_load(s, run_id, P_A, NULL, &b), 0);
+    CHECK_INT_EQ(answer(b, "PlanResourceChange", "test_thing", nested, &a), 0);
+    CHECK_INT_EQ(a.found, 0);
+    CHECK(contains(a.mismatch, "\n  .config.private: recorded (absent), replayed true"));
+    free(a.mismatch);
+    free(nested);
+    replay_book_free(b);
+
     /* A member only one side has. */
     char *extra = replace_all(q2, "\"type_name\":", "\"zzz\":1,\"type_name\":", &n);
     CHECK_INT_EQ(n, 1);
@@ -506,6 +557,42 @@ static void test_mismatch_and_ignore(store *s)
     CHECK(b == NULL);
 }
 
+/* A database from someone else may hold text that is not UTF-8 (the
+ * recorder never writes it): a mismatch text quoting it stays UTF-8, as a
+ * diagnostic's detail must. */
+static void test_mismatch_foreign_bytes(store *s)
+{
+    char copy[500], cmd[1100];
+    snprintf(copy, sizeof copy, "%s/foreign.db", tmpdir);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", db_path, copy);
+    CHECK_INT_EQ(system(cmd), 0);
+    sqlite3 *db = NULL;
+    CHECK_INT_EQ(sqlite3_open(copy, &db), SQLITE_OK);
+    CHECK_INT_EQ(sqlite3_exec(db,
+                              "UPDATE calls SET request_json = replace(request_json, '\"alpha\"', "
+                              "CAST(X'22616CE9686122' AS TEXT))",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    store *f = NULL;
+    CHECK_INT_EQ(store_open(copy, STORE_OPEN_READONLY, &f), 0);
+    replay_book *b = NULL;
+    if (f)
+        CHECK_INT_EQ(replay_book_load(f, run_id, P_A, NULL, &b), 0);
+    char *q2 = request_of(s, P_A, 2, NULL);
+    replay_answer a;
+    if (b && q2) {
+        CHECK_INT_EQ(answer(b, "PlanResourceChange", "test_thing", q2, &a), 0);
+        CHECK_INT_EQ(a.found, 0);
+        CHECK(contains(a.mismatch, ".config.name: recorded \"al?ha\", replayed \"alpha\""));
+        CHECK(a.mismatch && utf8_ok(a.mismatch));
+        free(a.mismatch);
+    }
+    free(q2);
+    replay_book_free(b);
+    store_close(f);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/tftap-test-book-XXXXXX");
@@ -531,6 +618,7 @@ int main(void)
         test_equal_after_decoding(s);
         test_mismatch_and_ignore(s);
         test_fill_sensitive(s);
+        test_mismatch_foreign_bytes(s);
         store_close(s);
     }
     fx_free(&schema);
