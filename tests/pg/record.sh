@@ -4,7 +4,9 @@
 # (tests/pg/lib.sh) and into an SQLite file: `tftap runs`, `calls`, `show`
 # and `diff` must read the PostgreSQL record exactly as they read the file
 # (ids, times and pids aside), and the PostgreSQL tables must hold every
-# call the providers saw.
+# call the providers saw. Also: a bundle of a PostgreSQL run, tftap wrap's
+# shims, a password kept out of messages, and the server stopping mid-run
+# (the user's run goes on).
 . "$(dirname "$0")/../e2e/lib.sh"
 . "$(dirname "$0")/lib.sh"
 need_peers
@@ -186,6 +188,27 @@ else
     not_ok "wrap: PostgreSQL's calls differ from the providers' log (< db, > provider)"
     diff "$WORK/wrap_begins" "$WORK/log_begins_wrap" | head -20
 fi
+
+# The server stops while an apply is running (a provider hangs in it until
+# its marker goes): the user's run goes on and exits with tofu's status,
+# and the record reads again once the server is back.
+h=$WORK/hang
+mkdir -p "$h"
+cp "$top_srcdir/tests/e2e/configs/hang/main.tf" "$h/main.tf"
+(cd "$h" && tofu init -input=false -no-color >/dev/null) || not_ok "hang: init"
+(cd "$h" && TFTEST_HANG_MARKER=$WORK/hang.marker "$TFTAP" run --db "$URI" -- tofu apply \
+    -auto-approve -input=false -no-color >"$WORK/hang.out" 2>&1) &
+hang_pid=$!
+for i in $(seq 1200); do [ -e "$WORK/hang.marker" ] && break; sleep 0.1; done
+check "hang: the apply reached the hanging resource" test -e "$WORK/hang.marker"
+pg_stop || not_ok "server stopped"
+rm -f "$WORK/hang.marker"
+wait $hang_pid
+check_eq "server gone mid-run: tftap run exits with tofu's status" "$?" 0
+check "server gone mid-run: tofu's apply completed" grep -q 'Apply complete!' "$WORK/hang.out"
+pg_start || not_ok "server started again"
+check_eq "server back: the record reads again (five runs)" \
+    "$("$TFTAP" runs --db "$URI" | awk 'NR > 1' | wc -l)" 5
 
 # A password in the URI is never printed.
 "$TFTAP" runs --db "postgresql://tftap:hunter2@/nosuchdb?host=$pg_dir" >/dev/null 2>"$WORK/pw.err"
