@@ -128,7 +128,7 @@ int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
                       int (*fn)(void *ctx, const store_call_row *row), void *ctx)
 {
     sdb_stmt *st = NULL;
-    int rc = sdb_prepare(
+    int rc = sdb_prepare_large(
         s->db,
         "SELECT " STORE_CALL_COLUMNS "v.request_json, v.response_json" STORE_CALL_TAIL
         "FROM v_calls v WHERE v.run_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR "
@@ -661,18 +661,19 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
     int err = load_rels(s, run_id, &rels);
     if (err)
         goto done;
-    int rc = sdb_prepare(s->db,
-                         "SELECT * FROM (SELECT r.call_id, r.method, r.type_name, "
-                         "r.address, r.address_note, r.prior, r.proposed, r.config, "
-                         "r.planned, r.new, r.requires_replace, r.diagnostics, "
-                         "r.status_code, r.started_us, "
-                         "(SELECT schema_sha256 FROM calls c WHERE c.id = r.call_id), "
-                         "v.failed, v.status_name, v.status_message, v.in_flight, "
-                         "r.run_id, v.process_id, v.response_json FROM v_resource_changes r "
-                         "JOIN v_calls v ON v.call_id = r.call_id) AS x "
-                         "WHERE run_id = ?1 AND " FILTER_SQL
-                         " AND (CAST(?3 AS INTEGER) = 0 OR failed) ORDER BY started_us, call_id",
-                         &st);
+    int rc =
+        sdb_prepare_large(s->db,
+                          "SELECT * FROM (SELECT r.call_id, r.method, r.type_name, "
+                          "r.address, r.address_note, r.prior, r.proposed, r.config, "
+                          "r.planned, r.new, r.requires_replace, r.diagnostics, "
+                          "r.status_code, r.started_us, "
+                          "(SELECT schema_sha256 FROM calls c WHERE c.id = r.call_id), "
+                          "v.failed, v.status_name, v.status_message, v.in_flight, "
+                          "r.run_id, v.process_id, v.response_json FROM v_resource_changes r "
+                          "JOIN v_calls v ON v.call_id = r.call_id) AS x "
+                          "WHERE run_id = ?1 AND " FILTER_SQL
+                          " AND (CAST(?3 AS INTEGER) = 0 OR failed) ORDER BY started_us, call_id",
+                          &st);
     if (rc == SDB_OK)
         rc = sdb_prepare(s->db, "SELECT planned FROM v_resource_changes WHERE call_id = ?", &half);
     if (rc == SDB_OK)
@@ -799,11 +800,11 @@ int store_match_calls_each(store *s, int64_t run_id,
                            int (*fn)(void *ctx, const store_match_call *call), void *ctx)
 {
     sdb_stmt *st = NULL;
-    int rc = sdb_prepare(s->db,
-                         "SELECT call_id, method, type_name, prior, proposed, config, "
-                         "planned, new FROM v_resource_changes WHERE run_id = ? "
-                         "ORDER BY call_id",
-                         &st);
+    int rc = sdb_prepare_large(s->db,
+                               "SELECT call_id, method, type_name, prior, proposed, config, "
+                               "planned, new FROM v_resource_changes WHERE run_id = ? "
+                               "ORDER BY call_id",
+                               &st);
     if (rc != SDB_OK)
         return store_err(rc);
     sdb_bind_int64(st, 1, run_id);
@@ -905,7 +906,7 @@ int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char
     int err = 0;
     for (size_t q = 0; q < sizeof export_sql / sizeof export_sql[0] && !err; q++) {
         sdb_stmt *st = NULL;
-        int rc = sdb_prepare(s->db, SDB_SQL(s->db, export_sql[q], export_sql_pg[q]), &st);
+        int rc = sdb_prepare_large(s->db, SDB_SQL(s->db, export_sql[q], export_sql_pg[q]), &st);
         if (rc != SDB_OK) {
             err = store_err(rc);
             break;

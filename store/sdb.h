@@ -64,6 +64,10 @@ void sdb_busy_timeout(sdb *db, int ms);
 int sdb_data_version(sdb *db, int64_t *v);
 
 int sdb_prepare(sdb *db, const char *sql, sdb_stmt **out);
+/* A query whose rows may be many (a run's calls): PostgreSQL reads them
+ * through a cursor a batch at a time instead of whole (SQLite always steps
+ * row by row). Other statements may run between its steps. */
+int sdb_prepare_large(sdb *db, const char *sql, sdb_stmt **out);
 int sdb_step(sdb_stmt *st);
 int sdb_reset(sdb_stmt *st);
 int sdb_clear_bindings(sdb_stmt *st);

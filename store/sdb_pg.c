@@ -32,7 +32,7 @@ struct sdb_pg {
     char *err;
     int changes;
     int64_t notified; /* notifications seen (data version) */
-    unsigned next_name;
+    unsigned next_name, next_cursor;
     struct pg_prepared *prepared;
 };
 
@@ -48,7 +48,13 @@ struct sdb_pg_stmt {
     unsigned char **blobs; /* current row's unescaped bytea columns */
     size_t *blob_lens;
     int ncols;
+    int large;          /* read through a cursor */
+    char cursor[32];    /* its name while open */
+    int cursor_drained; /* the last FETCH returned fewer rows than asked */
 };
+
+/* Rows per FETCH of a large query. */
+#define PG_FETCH_ROWS 256
 
 static void set_err(struct sdb_pg *pg, const char *msg)
 {
@@ -245,13 +251,14 @@ static char *rewrite_params(const char *sql, int *nparams)
     return out;
 }
 
-int sdb_pg_prepare(sdb *db, const char *sql, sdb_stmt *st)
+int sdb_pg_prepare(sdb *db, const char *sql, int large, sdb_stmt *st)
 {
     (void)db;
     struct sdb_pg_stmt *p = calloc(1, sizeof *p);
     if (!p)
         return SDB_NOMEM;
     st->pg = p;
+    p->large = large;
     p->sql = rewrite_params(sql, &p->nparams);
     if (!p->sql)
         return SDB_NOMEM;
@@ -290,6 +297,84 @@ static void clear_result(struct sdb_pg_stmt *p)
     p->row = p->nrows = 0;
 }
 
+static Oid param_oid(char type)
+{
+    return type == 'i' ? PG_INT8_OID : type == 'b' ? PG_BYTEA_OID : 0;
+}
+
+static void close_cursor(struct sdb_pg *pg, struct sdb_pg_stmt *p)
+{
+    if (!p->cursor[0])
+        return;
+    char sql[48];
+    snprintf(sql, sizeof sql, "CLOSE %s", p->cursor);
+    PQclear(PQexec(pg->conn, sql));
+    p->cursor[0] = '\0';
+}
+
+/* A large query: declared as a cursor that outlives the transaction (WITH
+ * HOLD), so that it may be read across the caller's other statements. */
+static int declare_cursor(struct sdb_pg *pg, struct sdb_pg_stmt *p)
+{
+    size_t n = strlen(p->sql) + 96;
+    char *decl = malloc(n);
+    Oid *oids = p->nparams ? calloc((size_t)p->nparams, sizeof *oids) : NULL;
+    int *formats = p->nparams ? calloc((size_t)p->nparams, sizeof *formats) : NULL;
+    if (!decl || (p->nparams && (!oids || !formats))) {
+        free(decl);
+        free(oids);
+        free(formats);
+        return SDB_NOMEM;
+    }
+    for (int i = 0; i < p->nparams; i++) {
+        oids[i] = param_oid(p->types[i]);
+        formats[i] = p->types[i] == 'b';
+    }
+    snprintf(p->cursor, sizeof p->cursor, "tftap_c%u", pg->next_cursor++);
+    snprintf(decl, n, "DECLARE %s NO SCROLL CURSOR WITH HOLD FOR %s", p->cursor, p->sql);
+    PGresult *r = PQexecParams(pg->conn, decl, p->nparams, oids, (const char *const *)p->values,
+                               p->lengths, formats, 0);
+    free(decl);
+    free(oids);
+    free(formats);
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? SDB_OK : result_rc(pg, r);
+    PQclear(r);
+    if (rc != SDB_OK)
+        p->cursor[0] = '\0';
+    p->executed = 1;
+    p->cursor_drained = 0;
+    p->nrows = 0;
+    p->row = -1;
+    return rc;
+}
+
+/* The next batch of a cursor's rows into p->res. */
+static int fetch_cursor(struct sdb_pg *pg, struct sdb_pg_stmt *p)
+{
+    char sql[64];
+    snprintf(sql, sizeof sql, "FETCH %d FROM %s", PG_FETCH_ROWS, p->cursor);
+    clear_row(p);
+    PQclear(p->res);
+    p->res = PQexec(pg->conn, sql);
+    if (PQresultStatus(p->res) != PGRES_TUPLES_OK) {
+        int rc = result_rc(pg, p->res);
+        PQclear(p->res);
+        p->res = NULL;
+        return rc;
+    }
+    p->nrows = PQntuples(p->res);
+    p->row = -1;
+    p->cursor_drained = p->nrows < PG_FETCH_ROWS;
+    if (!p->blobs && PQnfields(p->res)) {
+        p->ncols = PQnfields(p->res);
+        p->blobs = calloc((size_t)p->ncols, sizeof *p->blobs);
+        p->blob_lens = calloc((size_t)p->ncols, sizeof *p->blob_lens);
+        if (!p->blobs || !p->blob_lens)
+            return SDB_NOMEM;
+    }
+    return SDB_OK;
+}
+
 /* The server-side name of this statement with these parameter types,
  * preparing it the first time. */
 static int prepared_name(struct sdb_pg *pg, struct sdb_pg_stmt *p, const char **name)
@@ -316,7 +401,7 @@ static int prepared_name(struct sdb_pg *pg, struct sdb_pg_stmt *p, const char **
         return SDB_NOMEM;
     }
     for (int i = 0; i < p->nparams; i++)
-        oids[i] = p->types[i] == 'i' ? PG_INT8_OID : p->types[i] == 'b' ? PG_BYTEA_OID : 0;
+        oids[i] = param_oid(p->types[i]);
     snprintf(e->name, sizeof e->name, "tftap_%u", pg->next_name++);
     PGresult *r = PQprepare(pg->conn, e->name, p->sql, p->nparams, oids);
     free(oids);
@@ -339,6 +424,21 @@ int sdb_pg_step(sdb_stmt *st)
 {
     struct sdb_pg *pg = st->db->pg;
     struct sdb_pg_stmt *p = st->pg;
+    if (p->large) {
+        int rc = p->executed ? SDB_OK : declare_cursor(pg, p);
+        if (rc == SDB_OK && p->cursor[0] && p->row + 1 >= p->nrows && !p->cursor_drained)
+            rc = fetch_cursor(pg, p);
+        if (rc != SDB_OK)
+            return rc;
+        clear_row(p);
+        if (!p->res || p->row + 1 >= p->nrows) {
+            p->row = p->nrows;
+            close_cursor(pg, p);
+            return SDB_DONE;
+        }
+        p->row++;
+        return SDB_ROW;
+    }
     if (!p->executed) {
         const char *name = NULL;
         int rc = prepared_name(pg, p, &name);
@@ -392,6 +492,7 @@ int sdb_pg_step(sdb_stmt *st)
 
 int sdb_pg_reset(sdb_stmt *st)
 {
+    close_cursor(st->db->pg, st->pg);
     clear_result(st->pg);
     return SDB_OK;
 }
@@ -413,6 +514,8 @@ void sdb_pg_finalize(sdb_stmt *st)
     struct sdb_pg_stmt *p = st->pg;
     if (!p)
         return;
+    if (st->db && st->db->pg)
+        close_cursor(st->db->pg, p);
     clear_result(p);
     if (p->values)
         sdb_pg_clear_bindings(st);
@@ -429,8 +532,10 @@ int sdb_pg_bind(sdb_stmt *st, int i, const void *data, size_t len, char kind)
     struct sdb_pg_stmt *p = st->pg;
     if (i < 1 || i > p->nparams)
         return SDB_ERROR;
-    if (p->executed)
+    if (p->executed) {
+        close_cursor(st->db->pg, p);
         clear_result(p);
+    }
     i--;
     free(p->values[i]);
     p->values[i] = NULL;

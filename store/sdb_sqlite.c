@@ -121,14 +121,14 @@ int sdb_data_version(sdb *db, int64_t *v)
     return lite_rc(rc);
 }
 
-int sdb_prepare(sdb *db, const char *sql, sdb_stmt **out)
+static int prepare(sdb *db, const char *sql, int large, sdb_stmt **out)
 {
     *out = NULL;
     sdb_stmt *st = calloc(1, sizeof *st);
     if (!st)
         return SDB_NOMEM;
     st->db = db;
-    int rc = db->pg ? sdb_pg_prepare(db, sql, st)
+    int rc = db->pg ? sdb_pg_prepare(db, sql, large, st)
                     : lite_rc(sqlite3_prepare_v2(db->lite, sql, -1, &st->lite, NULL));
     if (rc != SDB_OK) {
         sdb_finalize(st);
@@ -136,6 +136,16 @@ int sdb_prepare(sdb *db, const char *sql, sdb_stmt **out)
     }
     *out = st;
     return SDB_OK;
+}
+
+int sdb_prepare(sdb *db, const char *sql, sdb_stmt **out)
+{
+    return prepare(db, sql, 0, out);
+}
+
+int sdb_prepare_large(sdb *db, const char *sql, sdb_stmt **out)
+{
+    return prepare(db, sql, 1, out);
 }
 
 int sdb_step(sdb_stmt *st)
