@@ -459,8 +459,10 @@ int sdb_pg_step(sdb_stmt *st)
             p->nrows = PQntuples(p->res);
             p->ncols = PQnfields(p->res);
             p->row = -1;
-            const char *t = PQcmdTuples(p->res);
-            pg->changes = *t ? atoi(t) : pg->changes;
+            /* RETURNING rows: changes as SQLite counts them (a SELECT does not). */
+            const char *cmd = PQcmdStatus(p->res);
+            if (strncmp(cmd, "SELECT", 6) != 0 && *PQcmdTuples(p->res))
+                pg->changes = atoi(PQcmdTuples(p->res));
             if (p->ncols) {
                 p->blobs = calloc((size_t)p->ncols, sizeof *p->blobs);
                 p->blob_lens = calloc((size_t)p->ncols, sizeof *p->blob_lens);
