@@ -849,7 +849,9 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
          * so that this line is all the user sees of us, not one more per
          * provider process. */
         cli_error("cannot record into %s (%s); running the command unrecorded", STORE_SHOWN(db),
-                  s ? store_errmsg(s) : tftap_strerror(rc));
+                  s                                              ? store_errmsg(s)
+                  : store_path_is_url(db) && *store_open_error() ? store_open_error()
+                                                                 : tftap_strerror(rc));
         run_id = 0;
         wrapped = 0;
     }

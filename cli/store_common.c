@@ -75,6 +75,8 @@ static int open_store(const char *path, int flags, store **out)
     if (rc == TFTAP_ENOTFOUND)
         cli_error("no database at %s (record one with 'tftap run', or pass --db)",
                   STORE_SHOWN(path));
+    else if (rc == TFTAP_EIO && store_path_is_url(path) && *store_open_error())
+        cli_error("cannot open %s: %s", STORE_SHOWN(path), store_open_error());
     else if (rc == TFTAP_EIO)
         cli_error("cannot open %s: %s", STORE_SHOWN(path), strerror(errno ? errno : EIO));
     else if (rc == TFTAP_ESTORE && (flags & STORE_OPEN_READONLY))

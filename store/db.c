@@ -903,6 +903,11 @@ int store_path_is_url(const char *path)
     return sdb_target_is_pg(path);
 }
 
+const char *store_open_error(void)
+{
+    return sdb_open_error();
+}
+
 const char *store_display_name(const char *path, char *buf, size_t size)
 {
     if (!path || !sdb_target_is_pg(path))

@@ -46,6 +46,9 @@ int sdb_target_is_pg(const char *target);
  * URI names (SDB_OPEN_READONLY makes the session read only). Like SQLite, *out
  * is set whenever memory allowed, also on failure (for sdb_errmsg): close it. */
 int sdb_open(const char *target, int flags, sdb **out);
+/* Why this thread's last sdb_open of a PostgreSQL URI failed (libpq's
+ * words, one line), or "". */
+const char *sdb_open_error(void);
 /* An SQLite database image (a file's bytes) opened in memory, writable. */
 int sdb_open_sqlite_image(const void *data, size_t len, sdb **out);
 void sdb_close(sdb *db);

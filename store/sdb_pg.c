@@ -133,8 +133,10 @@ int sdb_pg_open(const char *uri, int flags, sdb *db)
         return SDB_NOMEM;
     if (PQstatus(pg->conn) != CONNECTION_OK) {
         set_err(pg, PQerrorMessage(pg->conn));
+        sdb_set_open_error(pg->err);
         return SDB_CANTOPEN;
     }
+    sdb_set_open_error(NULL);
     /* Quiet: notices (e.g. "relation already exists, skipping") are not ours to print. */
     PGresult *r =
         PQexec(pg->conn, (flags & SDB_OPEN_READONLY) ? "SET client_min_messages = warning;"

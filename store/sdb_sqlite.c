@@ -18,6 +18,22 @@ int sdb_target_is_pg(const char *target)
            (strncmp(target, "postgresql://", 13) == 0 || strncmp(target, "postgres://", 11) == 0);
 }
 
+static _Thread_local char open_error[256];
+
+const char *sdb_open_error(void)
+{
+    return open_error;
+}
+
+void sdb_set_open_error(const char *msg)
+{
+    size_t n = msg ? strcspn(msg, "\n") : 0;
+    if (n >= sizeof open_error)
+        n = sizeof open_error - 1;
+    memcpy(open_error, msg ? msg : "", n);
+    open_error[n] = '\0';
+}
+
 int sdb_open(const char *target, int flags, sdb **out)
 {
     *out = NULL;

@@ -118,6 +118,9 @@ int store_open(const char *path, int flags, store **out);
 /* 1 when path is not a file but a PostgreSQL server's libpq URI
  * (postgresql://... or postgres://...): store_open connects to it. */
 int store_path_is_url(const char *path);
+/* Why this thread's last store_open of a PostgreSQL URI could not connect
+ * (the server's or libpq's words, one line), or "". */
+const char *store_open_error(void);
 /* path as it may be shown: a URI's password (user:PASSWORD@ or
  * password=...) replaced by ***. Returns path itself when there is none,
  * else buf (or a fixed text when size is too small). */
