@@ -578,6 +578,10 @@ int store_db_open(const char *path, int create, sqlite3 **out, unsigned char key
         if (fd < 0)
             return TFTAP_EIO;
         close(fd);
+    } else if (store_file_is_bundle(path) == 1) {
+        /* A bundle is someone's evidence (and holds no key): never
+         * recorded into, migrated or switched to WAL. */
+        return TFTAP_ESTORE;
     }
     sqlite3 *db = NULL;
     int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);

@@ -154,6 +154,19 @@ if command -v sqlite3 >/dev/null; then
                   || ' ' || count(*) FROM calls WHERE rpc = 'PlanResourceChange'")" = "1 2" ]
         check "bundle $how: no secret in clear" [ "$(grep -a -c -F "$clear" "$work/mixed.tftap")" = 0 ]
     done
+    # A bundle is never recorded into: tftap run --db BUNDLE runs the
+    # command unrecorded, leaving the file as it was (no run, no key, no WAL).
+    mkdir -p "$work/bin" "$work/empty"
+    printf '#!/bin/sh\nexit 0\n' >"$work/bin/tofu"
+    chmod +x "$work/bin/tofu"
+    cp "$work/mixed.tftap" "$work/evidence.tftap"
+    (cd "$work/empty" && PATH="$work/bin:$PATH" "$TFTAP" run --db "$work/evidence.tftap" -- tofu version \
+        >/dev/null 2>"$work/evidence.err")
+    check "run --db BUNDLE: the command's exit code" [ $? -eq 0 ]
+    check "run --db BUNDLE: one line, unrecorded" \
+        [ "$(grep -c 'cannot record into .*evidence.tftap .*running the command unrecorded' "$work/evidence.err")" = 1 ]
+    check "run --db BUNDLE: the bundle is unchanged" cmp -s "$work/mixed.tftap" "$work/evidence.tftap"
+    check "run --db BUNDLE: no -wal beside it" [ ! -e "$work/evidence.tftap-wal" ]
 else
     fail "sqlite3 is needed (scripts/install-deps)"
 fi
