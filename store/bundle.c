@@ -48,7 +48,8 @@ struct bundle {
     sdb *dst;
     int64_t run_id;
     store_bundle_info *info;
-    unsigned char fresh[32]; /* the bundle's key: made here, never stored */
+    unsigned char fresh[32];              /* the bundle's key: made here, never stored */
+    unsigned char src_key[STORE_KEY_LEN]; /* the source's: keys values it holds in clear */
     struct bproc *procs;
     size_t nprocs;
 };
@@ -72,7 +73,7 @@ static void rekey(void *ctx, const char *json, size_t len, char out[65])
         memcpy(inner, json + pl, 64);
         inner[64] = '\0';
     } else {
-        tftap_hmac_sha256_hex(b->src->key, sizeof b->src->key, json, len, inner);
+        tftap_hmac_sha256_hex(b->src_key, sizeof b->src_key, json, len, inner);
         b->info->rekeyed_clear++;
     }
     tftap_hmac_sha256_hex(b->fresh, sizeof b->fresh, inner, 64, out);
@@ -425,6 +426,30 @@ done:
     return rc;
 }
 
+/* The source database's own key, for keying a value it holds in clear as
+ * its recorder keyed the redacted ones: a store opened read only (a FILE
+ * operand) was given no key, and a zero key would make a secret recorded
+ * in clear (stored state in an older database) and the same secret
+ * redacted hash differently in the bundle. None (a bundle as the source,
+ * which holds nothing in clear): zeros. */
+static int source_key(store *s, unsigned char key[STORE_KEY_LEN])
+{
+    static const unsigned char zero[STORE_KEY_LEN];
+    memcpy(key, s->key, STORE_KEY_LEN);
+    if (memcmp(key, zero, sizeof zero) != 0)
+        return SQLITE_OK;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT key FROM secret_key WHERE id = 1", -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(q);
+        if (rc == SQLITE_ROW && sqlite3_column_bytes(q, 0) == STORE_KEY_LEN)
+            memcpy(key, sqlite3_column_blob(q, 0), STORE_KEY_LEN);
+        rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
 int store_bundle_write(store *s, int64_t run_id, const char *path, store_bundle_info *info)
 {
     memset(info, 0, sizeof *info);
@@ -433,6 +458,11 @@ int store_bundle_write(store *s, int64_t run_id, const char *path, store_bundle_
     struct bundle b = {.src = s, .run_id = run_id, .info = info};
     if (RAND_bytes(b.fresh, sizeof b.fresh) != 1)
         return TFTAP_EIO;
+    if (source_key(s, b.src_key) != SQLITE_OK) {
+        info_why(info, "%s", sqlite3_errmsg(s->db));
+        OPENSSL_cleanse(b.fresh, sizeof b.fresh);
+        return TFTAP_ESTORE;
+    }
     /* Written beside its name and renamed at the end: a bundle that exists
      * is complete. */
     size_t pl = strlen(path);
@@ -497,6 +527,7 @@ out:
         dec_schema_free(b.procs[i].schema);
     free(b.procs);
     OPENSSL_cleanse(b.fresh, sizeof b.fresh);
+    OPENSSL_cleanse(b.src_key, sizeof b.src_key);
     if (!err && rename(tmp, path) != 0)
         err = TFTAP_EIO;
     if (err) {

@@ -867,6 +867,10 @@ int store_db_open(const char *path, int create, sdb **out, unsigned char key[STO
         if (fd < 0)
             return TFTAP_EIO;
         close(fd);
+    } else if (store_file_is_bundle(path) == 1) {
+        /* A bundle is someone's evidence (and holds no key): never
+         * recorded into, migrated or switched to WAL. */
+        return TFTAP_ESTORE;
     }
     sdb *db = NULL;
     int rc = sdb_open(path, SDB_OPEN_READWRITE, &db);

@@ -1183,6 +1183,16 @@ static void deadline_in(struct timespec *ts, unsigned ms)
     }
 }
 
+/* The absolute deadline `until` (tftap_mono_ms, CLOCK_MONOTONIC, like the
+ * condition variables). Not deadline_in(until - now): a second reading of
+ * the clock may already be past until, and the negative wait, made
+ * unsigned, is 49 days without a wakeup. */
+static void deadline_at(struct timespec *ts, int64_t until_ms)
+{
+    ts->tv_sec = (time_t)(until_ms / 1000);
+    ts->tv_nsec = (long)(until_ms % 1000) * 1000000L;
+}
+
 static void *decoder_main(void *arg)
 {
     store_recorder *r = arg;
@@ -1210,7 +1220,7 @@ static void *decoder_main(void *arg)
             r->decoder_gathering = 1;
             while (!r->stop && r->queued_bytes < GATHER_LIMIT(r) && tftap_mono_ms() < until) {
                 struct timespec ts;
-                deadline_in(&ts, (unsigned)(until - tftap_mono_ms()));
+                deadline_at(&ts, until);
                 pthread_cond_timedwait(&r->cv, &r->mu, &ts);
             }
             r->decoder_gathering = 0;

@@ -537,6 +537,16 @@ static void deadline_in(struct timespec *ts, unsigned ms)
     }
 }
 
+/* The absolute deadline `until` (tftap_mono_ms, CLOCK_MONOTONIC, like the
+ * condition variables). Not deadline_in(until - now): a second reading of
+ * the clock may already be past until, and the negative wait, made
+ * unsigned, is 49 days without a wakeup. */
+static void deadline_at(struct timespec *ts, int64_t until_ms)
+{
+    ts->tv_sec = (time_t)(until_ms / 1000);
+    ts->tv_nsec = (long)(until_ms % 1000) * 1000000L;
+}
+
 /* Nothing makes the SQL thread commit what it has at once: no close, no
  * schema question, and the bound far from full. Under mu. */
 static int may_gather(const store_recorder *r)
@@ -568,7 +578,7 @@ void *store_rec_sql_main(void *arg)
             r->sql_gathering = 1;
             while (r->ops && may_gather(r) && tftap_mono_ms() < until) {
                 struct timespec ts;
-                deadline_in(&ts, (unsigned)(until - tftap_mono_ms()));
+                deadline_at(&ts, until);
                 pthread_cond_timedwait(&r->scv, &r->mu, &ts);
             }
             r->sql_gathering = 0;
