@@ -437,16 +437,16 @@ static int source_key(store *s, unsigned char key[STORE_KEY_LEN])
     static const unsigned char zero[STORE_KEY_LEN];
     memcpy(key, s->key, STORE_KEY_LEN);
     if (memcmp(key, zero, sizeof zero) != 0)
-        return SQLITE_OK;
-    sqlite3_stmt *q = NULL;
-    int rc = sqlite3_prepare_v2(s->db, "SELECT key FROM secret_key WHERE id = 1", -1, &q, NULL);
-    if (rc == SQLITE_OK) {
-        rc = sqlite3_step(q);
-        if (rc == SQLITE_ROW && sqlite3_column_bytes(q, 0) == STORE_KEY_LEN)
-            memcpy(key, sqlite3_column_blob(q, 0), STORE_KEY_LEN);
-        rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+        return SDB_OK;
+    sdb_stmt *q = NULL;
+    int rc = sdb_prepare(s->db, "SELECT key FROM secret_key WHERE id = 1", &q);
+    if (rc == SDB_OK) {
+        rc = sdb_step(q);
+        if (rc == SDB_ROW && sdb_column_bytes(q, 0) == STORE_KEY_LEN)
+            memcpy(key, sdb_column_blob(q, 0), STORE_KEY_LEN);
+        rc = rc == SDB_ROW || rc == SDB_DONE ? SDB_OK : rc;
     }
-    sqlite3_finalize(q);
+    sdb_finalize(q);
     return rc;
 }
 
@@ -458,8 +458,8 @@ int store_bundle_write(store *s, int64_t run_id, const char *path, store_bundle_
     struct bundle b = {.src = s, .run_id = run_id, .info = info};
     if (RAND_bytes(b.fresh, sizeof b.fresh) != 1)
         return TFTAP_EIO;
-    if (source_key(s, b.src_key) != SQLITE_OK) {
-        info_why(info, "%s", sqlite3_errmsg(s->db));
+    if (source_key(s, b.src_key) != SDB_OK) {
+        info_why(info, "%s", sdb_errmsg(s->db));
         OPENSSL_cleanse(b.fresh, sizeof b.fresh);
         return TFTAP_ESTORE;
     }
