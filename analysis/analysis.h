@@ -269,9 +269,17 @@ typedef struct analysis_value_diff_opts {
     int flags;
 } analysis_value_diff_opts;
 
+/* The member of object obj paired with x, a member of another object whose
+ * first member is x_first: the same key, and the same occurrence of it (the
+ * second "a" of one pairs with the second "a" of the other: a document from
+ * someone else may repeat a key, and must still equal itself). NULL when
+ * obj is no object or has fewer. */
+const sj_node *analysis_member_pair(const sj_node *obj, const sj_node *x_first, const sj_node *x);
+
 /* Walk two decoded values (JSON trees) side by side and call fn once per
  * differing leaf path, with both values (NULL: absent on that side).
- * Objects are compared member by member, arrays element by element (the
+ * Objects are compared member by member (analysis_member_pair), arrays
+ * element by element (the
  * elements past the shorter one are absent on its side), everything else
  * (and unknowns, with their refinements) with sj_equal. Paths start with
  * prefix (may be NULL); a path is ignored when a pattern matches it or its

@@ -46,6 +46,24 @@ int analysis_path_ignored(const char *const *patterns, size_t n, const char *pat
     return 0;
 }
 
+static int same_key(const sj_node *x, const sj_node *y)
+{
+    return x->key_len == y->key_len && memcmp(x->key, y->key, x->key_len) == 0;
+}
+
+const sj_node *analysis_member_pair(const sj_node *obj, const sj_node *x_first, const sj_node *x)
+{
+    if (!obj || obj->kind != SJ_OBJECT)
+        return NULL;
+    size_t k = 0;
+    for (const sj_node *c = x_first; c && c != x; c = c->next)
+        k += same_key(c, x);
+    for (const sj_node *c = obj->child; c; c = c->next)
+        if (same_key(c, x) && k-- == 0)
+            return c;
+    return NULL;
+}
+
 struct vd {
     const analysis_value_diff_opts *o;
     size_t prefix_len;
@@ -91,12 +109,12 @@ static int vd_walk(struct vd *v, const sj_node *a, const sj_node *b, unsigned de
         !sj_is_unknown(b) && !sj_is_sensitive(a) && !sj_is_sensitive(b)) {
         for (const sj_node *x = a->child; x; x = x->next) {
             analysis_path_member(&v->path, x->key, x->key_len);
-            int rc = vd_step(v, mark, x, analysis_member(b, x->key, x->key_len), depth);
+            int rc = vd_step(v, mark, x, analysis_member_pair(b, a->child, x), depth);
             if (rc)
                 return rc;
         }
         for (const sj_node *y = b->child; y; y = y->next) {
-            if (analysis_member(a, y->key, y->key_len))
+            if (analysis_member_pair(a, b->child, y))
                 continue;
             analysis_path_member(&v->path, y->key, y->key_len);
             int rc = vd_step(v, mark, NULL, y, depth);

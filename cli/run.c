@@ -617,10 +617,10 @@ static unsigned recorder_wait_ms(void)
 /* The recorder processes' log beside the database (see proxy.h). */
 static char *log_path_for(const char *db)
 {
-    const char *slash = strrchr(db, '/');
+    size_t dirlen = 0;
+    const char *dir = store_side_dir(db, &dirlen);
     tftap_buf b = TFTAP_BUF_INIT;
-    tftap_buf_printf(&b, "%.*s/%s", slash ? (int)(slash - db) : 1, slash ? db : ".",
-                     PROXY_LOG_NAME);
+    tftap_buf_printf(&b, "%.*s/%s", dir ? (int)dirlen : 1, dir ? dir : ".", PROXY_LOG_NAME);
     tftap_buf_cstr(&b);
     if (tftap_buf_failed(&b)) {
         tftap_buf_done(&b);
@@ -865,8 +865,10 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
          * unwritable directory): run the command exactly as without tftap,
          * so that this line is all the user sees of us, not one more per
          * provider process. */
-        cli_error("cannot record into %s (%s); running the command unrecorded", db,
-                  s ? store_errmsg(s) : tftap_strerror(rc));
+        cli_error("cannot record into %s (%s); running the command unrecorded", STORE_SHOWN(db),
+                  s                                              ? store_errmsg(s)
+                  : store_path_is_url(db) && *store_open_error() ? store_open_error()
+                                                                 : tftap_strerror(rc));
         run_id = 0;
         wrapped = 0;
     }
@@ -954,15 +956,15 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         int64_t lost = 0;
         int opened = store_open(db, 0, &s) == 0;
         if (!opened || store_run_end(s, run_id, code) != 0)
-            cli_error("cannot record the exit code into %s", db);
+            cli_error("cannot record the exit code into %s", STORE_SHOWN(db));
         else if (store_run_get(s, run_id, run_lost, &lost) == 0 && lost > 0)
             /* The recorders' own warnings go to their log, not to the
              * terminal: say it here, once. */
             cli_error("the record of run %lld has gaps: %lld events lost while %s could not be "
                       "written (tftap runs)",
-                      (long long)run_id, (long long)lost, db);
+                      (long long)run_id, (long long)lost, STORE_SHOWN(db));
         if (match && !opened) {
-            cli_error("cannot open %s to match addresses", db);
+            cli_error("cannot open %s to match addresses", STORE_SHOWN(db));
         } else if (match) {
             /* A saved plan exists only when planning succeeded; any other
              * command may have changed the state, even when it failed. */

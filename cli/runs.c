@@ -134,7 +134,7 @@ int cli_runs(int argc, char **argv)
         tftap_buf_puts(&c.out, c.n ? "\n]\n" : "[]\n");
         exit_code = cli_flush(&c.out);
     } else if (c.n == 0) {
-        fprintf(stderr, "no runs recorded in %s\n", r.path);
+        fprintf(stderr, "no runs recorded in %s\n", STORE_SHOWN(r.path));
     }
     tftap_buf_done(&c.out);
     cli_read_done(&r);

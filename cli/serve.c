@@ -95,13 +95,14 @@ int cli_serve(int argc, char **argv)
     int rc = store_open(path, STORE_OPEN_READONLY, &s);
     if (rc) {
         if (rc == TFTAP_ENOTFOUND)
-            cli_error("no database at %s (record one with 'tftap run', or pass --db)", path);
+            cli_error("no database at %s (record one with 'tftap run', or pass --db)",
+                      STORE_SHOWN(path));
         else if (rc == TFTAP_EIO)
             cli_error("cannot open %s: %s", path, strerror(errno ? errno : EIO));
         else if (rc == TFTAP_ESTORE)
             cli_error("cannot read %s: not a tftap database, or one of another tftap version "
                       "(an older one is brought up to date by 'tftap runs')",
-                      path);
+                      STORE_SHOWN(path));
         else
             cli_error("cannot open %s: %s", path, tftap_strerror(rc));
         return 1;
@@ -130,14 +131,14 @@ int cli_serve(int argc, char **argv)
                 "tftap: WARNING: listening on %s, not a loopback address: anyone on the network "
                 "who gets the URL above can read every recorded run in %s (resource values, "
                 "provider responses; secrets only as redacted hashes). Ctrl-C to stop.\n",
-                listen, path);
+                listen, STORE_SHOWN(path));
     else
-        fprintf(stderr, "tftap: serving %s read only; Ctrl-C to stop\n", path);
+        fprintf(stderr, "tftap: serving %s read only; Ctrl-C to stop\n", STORE_SHOWN(path));
     if (store_is_snapshot(s))
         fprintf(stderr,
                 "tftap: %s is read as a snapshot (its directory is not writable and no "
                 "recorder has it open): runs recorded from now on are not shown\n",
-                path);
+                STORE_SHOWN(path));
     if (open_it)
         open_browser(web_server_url(w));
     rc = web_server_run(w);

@@ -73,17 +73,21 @@ static int open_store(const char *path, int flags, store **out)
     if (rc == 0)
         return 0;
     if (rc == TFTAP_ENOTFOUND)
-        cli_error("no database at %s (record one with 'tftap run', or pass --db)", path);
+        cli_error("no database at %s (record one with 'tftap run', or pass --db)",
+                  STORE_SHOWN(path));
+    else if (rc == TFTAP_EIO && store_path_is_url(path) && *store_open_error())
+        cli_error("cannot open %s: %s", STORE_SHOWN(path), store_open_error());
     else if (rc == TFTAP_EIO)
-        cli_error("cannot open %s: %s", path, strerror(errno ? errno : EIO));
+        cli_error("cannot open %s: %s", STORE_SHOWN(path), strerror(errno ? errno : EIO));
     else if (rc == TFTAP_ESTORE && (flags & STORE_OPEN_READONLY))
         cli_error("cannot read %s: not a tftap database or bundle, or one of another tftap "
                   "version",
-                  path);
+                  STORE_SHOWN(path));
     else if (rc == TFTAP_ESTORE)
-        cli_error("cannot read %s: not a tftap database, or one from a newer tftap", path);
+        cli_error("cannot read %s: not a tftap database, or one from a newer tftap",
+                  STORE_SHOWN(path));
     else
-        cli_error("cannot open %s: %s", path, tftap_strerror(rc));
+        cli_error("cannot open %s: %s", STORE_SHOWN(path), tftap_strerror(rc));
     return 1;
 }
 
@@ -105,9 +109,9 @@ int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_i
     }
     if (rc == TFTAP_ENOTFOUND) {
         if (strcmp(spec, "last") == 0)
-            cli_error("no runs recorded in %s", path);
+            cli_error("no runs recorded in %s", STORE_SHOWN(path));
         else
-            cli_error("no run %s in %s (see 'tftap runs')", spec, path);
+            cli_error("no run %s in %s (see 'tftap runs')", spec, STORE_SHOWN(path));
         return 1;
     }
     cli_error("reading %s: %s", path, store_errmsg(s));

@@ -231,7 +231,7 @@ static void walk(const struct toks *t, const struct walk_cb *cb)
 
 char *wrap_abspath(const char *path)
 {
-    if (path[0] == '/')
+    if (path[0] == '/' || store_path_is_url(path))
         return strdup(path);
     char *cwd = getcwd(NULL, 0);
     if (cwd == NULL)

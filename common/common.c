@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -375,4 +376,19 @@ int tftap_bytes_cmp(const void *a, size_t an, const void *b, size_t bn)
     size_t n = an < bn ? an : bn;
     int c = n ? memcmp(a, b, n) : 0;
     return c ? c : (an > bn) - (an < bn);
+}
+
+int tftap_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
 }

@@ -98,6 +98,9 @@ void tftap_hmac_sha256_hex(const void *key, size_t key_len, const void *data, si
 /* Read a whole file ("-" = stdin) into *buf, at most max bytes.
  * Returns 0, TFTAP_EIO (errno set) or TFTAP_ELIMIT or TFTAP_ENOMEM. */
 int tftap_read_file(const char *path, size_t max, tftap_buf *buf);
+/* Write all n bytes to fd, retrying short writes and EINTR; 0, or -1 with
+ * errno (EPIPE: the reader is gone). */
+int tftap_write_all(int fd, const void *p, size_t n);
 
 /* Clocks: wall time in microseconds since the Unix epoch (what the record
  * stores) and a monotonic clock for deadlines and durations. */

@@ -57,21 +57,6 @@ static void warn(const proxy_config *cfg, const char *fmt, ...)
     cfg->warn(cfg->warn_ctx, line);
 }
 
-/* Write all of it; 0, or -1 with errno (EPIPE: the reader is gone). */
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* go-plugin lets the client name a group that may use the socket. */
 static void apply_socket_group(const proxy_config *cfg, char *const *envp, const char *path)
 {
@@ -192,7 +177,7 @@ static void pump_child_stdout(struct run *run)
             client_gone(run);
         return;
     }
-    if (write_all(run->cfg->out_fd, chunk, (size_t)n) != 0 && errno == EPIPE &&
+    if (tftap_write_all(run->cfg->out_fd, chunk, (size_t)n) != 0 && errno == EPIPE &&
         run->cfg->watch_out_fd)
         client_gone(run);
 }
@@ -457,7 +442,7 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
             tftap_buf_puts(err, "out of memory");
         goto cleanup;
     }
-    if (write_all(cfg->out_fd, out.data, out.len) != 0) {
+    if (tftap_write_all(cfg->out_fd, out.data, out.len) != 0) {
         /* The client went away before hearing from us. */
         client_gone(&run);
     }

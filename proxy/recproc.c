@@ -112,15 +112,15 @@ static ssize_t reclog_write(void *cookie, const char *buf, size_t size)
 static void reclog_start(const char *db, const char *provider)
 {
     static struct reclog log; /* this process's only one */
-    const char *slash = strrchr(db, '/');
-    size_t dirlen = slash ? (size_t)(slash - db) : 0;
+    size_t dirlen = 0;
+    const char *dir = store_side_dir(db, &dirlen);
     log.fd = -1;
     log.provider = provider;
-    log.path = malloc(dirlen + sizeof "/" PROXY_LOG_NAME);
+    log.path = malloc(dirlen + sizeof "/" PROXY_LOG_NAME + 1);
     if (log.path == NULL)
         return;
-    if (slash)
-        memcpy(log.path, db, dirlen);
+    if (dir)
+        memcpy(log.path, dir, dirlen);
     else
         log.path[dirlen++] = '.';
     memcpy(log.path + dirlen, "/" PROXY_LOG_NAME, sizeof "/" PROXY_LOG_NAME);

@@ -298,7 +298,7 @@ int replay_compare_requests(
     for (int side = 0; side < 2 && !rc; side++) {
         const sj_node *from = side ? now : rec, *other = side ? rec : now;
         for (const sj_node *m = from->child; m && !rc; m = m->next) {
-            const sj_node *other_m = member(other, m->key, m->key_len);
+            const sj_node *other_m = analysis_member_pair(other, from->child, m);
             /* Fields both have are walked once, from the recorded side. */
             if (side && other_m)
                 continue;

@@ -905,20 +905,6 @@ static void stop_step(struct server *srv)
 
 /* ---- start-up: certificate, socket, handshake ---------------------------------- */
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* gRPC core's own errors (a client's failed TLS handshake, say) go where
  * ours go, as one line each; it calls this from its own threads, and the
  * log callback writes each line at once. */
@@ -1083,7 +1069,7 @@ static int serve(struct server *srv, tftap_buf *err)
     }
     tftap_buf_printf(&line, "1|%d|unix|%s|grpc|%s\n", srv->protocol, tftap_buf_cstr(&sock),
                      client_cert != NULL ? cert.der_b64 : "");
-    if (tftap_buf_failed(&line) || write_all(o->out_fd, line.data, line.len) != 0) {
+    if (tftap_buf_failed(&line) || tftap_write_all(o->out_fd, line.data, line.len) != 0) {
         tftap_buf_printf(err, "cannot write the handshake line: %s", strerror(errno));
         rc = TFTAP_EIO;
         goto stop;

@@ -26,15 +26,14 @@ int store_file_is_bundle(const char *path)
      * descriptor of a file drops every POSIX lock this process holds on it,
      * those of a connection already open included; SQLite's own VFS shares
      * one per file and keeps them. */
-    sqlite3 *db = NULL;
-    sqlite3_stmt *q = NULL;
+    sdb *db = NULL;
+    sdb_stmt *q = NULL;
     int is = 0;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW)
-        is = (uint32_t)sqlite3_column_int64(q, 0) == STORE_BUNDLE_APPLICATION_ID;
-    sqlite3_finalize(q);
-    sqlite3_close(db);
+    if (sdb_open(path, SDB_OPEN_READONLY, &db) == SDB_OK &&
+        sdb_prepare(db, "PRAGMA application_id", &q) == SDB_OK && sdb_step(q) == SDB_ROW)
+        is = (uint32_t)sdb_column_int64(q, 0) == STORE_BUNDLE_APPLICATION_ID;
+    sdb_finalize(q);
+    sdb_close(db);
     return is;
 }
 
@@ -46,10 +45,11 @@ struct bproc {
 
 struct bundle {
     store *src;
-    sqlite3 *dst;
+    sdb *dst;
     int64_t run_id;
     store_bundle_info *info;
-    unsigned char fresh[32]; /* the bundle's key: made here, never stored */
+    unsigned char fresh[32];              /* the bundle's key: made here, never stored */
+    unsigned char src_key[STORE_KEY_LEN]; /* the source's: keys values it holds in clear */
     struct bproc *procs;
     size_t nprocs;
 };
@@ -73,7 +73,7 @@ static void rekey(void *ctx, const char *json, size_t len, char out[65])
         memcpy(inner, json + pl, 64);
         inner[64] = '\0';
     } else {
-        tftap_hmac_sha256_hex(b->src->key, sizeof b->src->key, json, len, inner);
+        tftap_hmac_sha256_hex(b->src_key, sizeof b->src_key, json, len, inner);
         b->info->rekeyed_clear++;
     }
     tftap_hmac_sha256_hex(b->fresh, sizeof b->fresh, inner, 64, out);
@@ -150,73 +150,73 @@ static const char *base_name(const char *p)
 
 static int copy_run(struct bundle *b)
 {
-    sqlite3_stmt *q = NULL, *ins = NULL;
+    sdb_stmt *q = NULL, *ins = NULL;
     tftap_buf args = TFTAP_BUF_INIT;
-    int rc = sqlite3_prepare_v2(b->src->db,
-                                "SELECT id, command, args, cli_name, cli_version, started_us, "
-                                "ended_us, exit_code FROM runs WHERE id = ?",
-                                -1, &q, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(b->dst,
-                                "INSERT INTO runs (id, command, args, cwd, cli_name, cli_version, "
-                                "started_us, ended_us, exit_code) VALUES (?, ?, ?, NULL, ?, ?, ?, "
-                                "?, ?)",
-                                -1, &ins, NULL);
-    if (rc != SQLITE_OK)
+    int rc = sdb_prepare(b->src->db,
+                         "SELECT id, command, args, cli_name, cli_version, started_us, "
+                         "ended_us, exit_code FROM runs WHERE id = ?",
+                         &q);
+    if (rc == SDB_OK)
+        rc = sdb_prepare(b->dst,
+                         "INSERT INTO runs (id, command, args, cwd, cli_name, cli_version, "
+                         "started_us, ended_us, exit_code) VALUES (?, ?, ?, NULL, ?, ?, ?, "
+                         "?, ?)",
+                         &ins);
+    if (rc != SDB_OK)
         goto done;
-    sqlite3_bind_int64(q, 1, b->run_id);
-    rc = sqlite3_step(q);
-    if (rc != SQLITE_ROW) {
-        rc = rc == SQLITE_DONE ? SQLITE_NOTFOUND : rc;
+    sdb_bind_int64(q, 1, b->run_id);
+    rc = sdb_step(q);
+    if (rc != SDB_ROW) {
+        rc = rc == SDB_DONE ? SDB_NOTFOUND : rc;
         goto done;
     }
     strip_args(store_col_text(q, 2), &args);
     if (tftap_buf_failed(&args)) {
-        rc = SQLITE_NOMEM;
+        rc = SDB_NOMEM;
         goto done;
     }
-    sqlite3_bind_int64(ins, 1, sqlite3_column_int64(q, 0));
-    sqlite3_bind_text(ins, 2, base_name(store_col_text(q, 1)), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(ins, 3, args.data, (int)args.len, SQLITE_STATIC);
+    sdb_bind_int64(ins, 1, sdb_column_int64(q, 0));
+    sdb_bind_text(ins, 2, base_name(store_col_text(q, 1)), -1, SDB_TRANSIENT);
+    sdb_bind_text(ins, 3, args.data, (int)args.len, SDB_STATIC);
     for (int i = 3; i < 8; i++)
-        sqlite3_bind_value(ins, i + 1, sqlite3_column_value(q, i));
-    rc = sqlite3_step(ins);
-    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+        sdb_bind_column(ins, i + 1, q, i);
+    rc = sdb_step(ins);
+    rc = rc == SDB_DONE ? SDB_OK : rc;
 done:
-    sqlite3_finalize(q);
-    sqlite3_finalize(ins);
+    sdb_finalize(q);
+    sdb_finalize(ins);
     tftap_buf_done(&args);
     return rc;
 }
 
 static int copy_schema(struct bundle *b, const char *sha)
 {
-    sqlite3_stmt *ins = NULL;
-    int rc = sqlite3_prepare_v2(b->dst,
-                                "INSERT OR IGNORE INTO schemas (sha256, kind, provider, protocol, "
-                                "encoding, size, raw, first_seen_us) SELECT ?, ?, ?, ?, ?, ?, ?, ?",
-                                -1, &ins, NULL);
-    sqlite3_stmt *q = NULL;
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(b->src->db,
-                                "SELECT sha256, kind, provider, protocol, encoding, size, raw, "
-                                "first_seen_us FROM schemas WHERE sha256 = ?",
-                                -1, &q, NULL);
-    if (rc != SQLITE_OK)
+    sdb_stmt *ins = NULL;
+    int rc = sdb_prepare(b->dst,
+                         "INSERT OR IGNORE INTO schemas (sha256, kind, provider, protocol, "
+                         "encoding, size, raw, first_seen_us) SELECT ?, ?, ?, ?, ?, ?, ?, ?",
+                         &ins);
+    sdb_stmt *q = NULL;
+    if (rc == SDB_OK)
+        rc = sdb_prepare(b->src->db,
+                         "SELECT sha256, kind, provider, protocol, encoding, size, raw, "
+                         "first_seen_us FROM schemas WHERE sha256 = ?",
+                         &q);
+    if (rc != SDB_OK)
         goto done;
-    sqlite3_bind_text(q, 1, sha, -1, SQLITE_STATIC);
-    rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW) {
+    sdb_bind_text(q, 1, sha, -1, SDB_STATIC);
+    rc = sdb_step(q);
+    if (rc == SDB_ROW) {
         for (int i = 0; i < 8; i++)
-            sqlite3_bind_value(ins, i + 1, sqlite3_column_value(q, i));
-        rc = sqlite3_step(ins);
-        if (rc == SQLITE_DONE && sqlite3_changes(b->dst))
+            sdb_bind_column(ins, i + 1, q, i);
+        rc = sdb_step(ins);
+        if (rc == SDB_DONE && sdb_changes(b->dst))
             b->info->schemas++;
     }
-    rc = rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+    rc = rc == SDB_DONE || rc == SDB_ROW ? SDB_OK : rc;
 done:
-    sqlite3_finalize(q);
-    sqlite3_finalize(ins);
+    sdb_finalize(q);
+    sdb_finalize(ins);
     return rc;
 }
 
@@ -227,78 +227,77 @@ static dec_schema *load_schema(struct bundle *b, const char *sha, const char *id
                                int protocol)
 {
     dec_schema *s = NULL;
-    sqlite3_stmt *q = NULL;
-    if (!sha || sqlite3_prepare_v2(b->src->db, "SELECT raw FROM schemas WHERE sha256 = ?", -1, &q,
-                                   NULL) != SQLITE_OK)
+    sdb_stmt *q = NULL;
+    if (!sha || sdb_prepare(b->src->db, "SELECT raw FROM schemas WHERE sha256 = ?", &q) != SDB_OK)
         return NULL;
-    sqlite3_bind_text(q, 1, sha, -1, SQLITE_STATIC);
-    if (sqlite3_step(q) == SQLITE_ROW) {
+    sdb_bind_text(q, 1, sha, -1, SDB_STATIC);
+    if (sdb_step(q) == SDB_ROW) {
         dec_error e = DEC_ERROR_INIT;
-        if (dec_schema_from_provider_schema(protocol, sqlite3_column_blob(q, 0),
-                                            (size_t)sqlite3_column_bytes(q, 0), NULL, &s, &e))
+        if (dec_schema_from_provider_schema(protocol, sdb_column_blob(q, 0),
+                                            (size_t)sdb_column_bytes(q, 0), NULL, &s, &e))
             s = NULL;
         dec_error_done(&e);
     }
     if (s && identity_sha) {
-        sqlite3_reset(q);
-        sqlite3_bind_text(q, 1, identity_sha, -1, SQLITE_STATIC);
-        if (sqlite3_step(q) == SQLITE_ROW) {
+        sdb_reset(q);
+        sdb_bind_text(q, 1, identity_sha, -1, SDB_STATIC);
+        if (sdb_step(q) == SDB_ROW) {
             dec_error e = DEC_ERROR_INIT;
-            dec_schema_add_identities(s, protocol, sqlite3_column_blob(q, 0),
-                                      (size_t)sqlite3_column_bytes(q, 0), &e);
+            dec_schema_add_identities(s, protocol, sdb_column_blob(q, 0),
+                                      (size_t)sdb_column_bytes(q, 0), &e);
             dec_error_done(&e);
         }
     }
-    sqlite3_finalize(q);
+    sdb_finalize(q);
     return s;
 }
 
 static int copy_processes(struct bundle *b)
 {
-    sqlite3_stmt *q = NULL, *ins = NULL;
-    int rc = sqlite3_prepare_v2(b->src->db,
-                                "SELECT id, provider, version, protocol, binary_sha256, "
-                                "schema_sha256, schema_source, identity_sha256, started_us, "
-                                "ended_us, dropped FROM processes WHERE run_id = ? ORDER BY id",
-                                -1, &q, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(b->dst,
-                                "INSERT INTO processes (id, run_id, provider, version, protocol, "
-                                "binary_sha256, schema_sha256, schema_source, identity_sha256, "
-                                "started_us, ended_us, dropped) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                                "?, ?, ?)",
-                                -1, &ins, NULL);
-    if (rc != SQLITE_OK)
+    sdb_stmt *q = NULL, *ins = NULL;
+    int rc = sdb_prepare(b->src->db,
+                         "SELECT id, provider, version, protocol, binary_sha256, "
+                         "schema_sha256, schema_source, identity_sha256, started_us, "
+                         "ended_us, dropped FROM processes WHERE run_id = ? ORDER BY id",
+                         &q);
+    if (rc == SDB_OK)
+        rc = sdb_prepare(b->dst,
+                         "INSERT INTO processes (id, run_id, provider, version, protocol, "
+                         "binary_sha256, schema_sha256, schema_source, identity_sha256, "
+                         "started_us, ended_us, dropped) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                         "?, ?, ?)",
+                         &ins);
+    if (rc != SDB_OK)
         goto done;
-    sqlite3_bind_int64(q, 1, b->run_id);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+    sdb_bind_int64(q, 1, b->run_id);
+    while ((rc = sdb_step(q)) == SDB_ROW) {
         const char *sha = store_col_text(q, 5), *idsha = store_col_text(q, 7);
-        if ((sha && (rc = copy_schema(b, sha)) != SQLITE_OK) ||
-            (idsha && (rc = copy_schema(b, idsha)) != SQLITE_OK))
+        if ((sha && (rc = copy_schema(b, sha)) != SDB_OK) ||
+            (idsha && (rc = copy_schema(b, idsha)) != SDB_OK))
             goto done;
         struct bproc *np = realloc(b->procs, (b->nprocs + 1) * sizeof *np);
         if (!np) {
-            rc = SQLITE_NOMEM;
+            rc = SDB_NOMEM;
             goto done;
         }
         b->procs = np;
-        b->procs[b->nprocs].id = sqlite3_column_int64(q, 0);
-        b->procs[b->nprocs].schema = load_schema(b, sha, idsha, sqlite3_column_int(q, 3));
+        b->procs[b->nprocs].id = sdb_column_int64(q, 0);
+        b->procs[b->nprocs].schema = load_schema(b, sha, idsha, sdb_column_int(q, 3));
         b->nprocs++;
-        sqlite3_reset(ins);
-        sqlite3_bind_int64(ins, 1, sqlite3_column_int64(q, 0));
-        sqlite3_bind_int64(ins, 2, b->run_id);
+        sdb_reset(ins);
+        sdb_bind_int64(ins, 1, sdb_column_int64(q, 0));
+        sdb_bind_int64(ins, 2, b->run_id);
         for (int i = 1; i < 11; i++)
-            sqlite3_bind_value(ins, i + 2, sqlite3_column_value(q, i));
-        rc = sqlite3_step(ins);
-        if (rc != SQLITE_DONE)
+            sdb_bind_column(ins, i + 2, q, i);
+        rc = sdb_step(ins);
+        if (rc != SDB_DONE)
             goto done;
         b->info->processes++;
     }
-    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    rc = rc == SDB_DONE ? SDB_OK : rc;
 done:
-    sqlite3_finalize(q);
-    sqlite3_finalize(ins);
+    sdb_finalize(q);
+    sdb_finalize(ins);
     return rc;
 }
 
@@ -311,13 +310,13 @@ static const dec_schema *proc_schema(struct bundle *b, int64_t process_id)
 }
 
 /* One call's request or response JSON as the bundle stores it. */
-static int redact_json(struct bundle *b, sqlite3_stmt *ins, int col, int64_t call_id,
+static int redact_json(struct bundle *b, sdb_stmt *ins, int col, int64_t call_id,
                        const char *method, int is_response, const char *json,
                        const dec_schema *schema, const char *type_name)
 {
     if (!json) {
-        sqlite3_bind_null(ins, col);
-        return SQLITE_OK;
+        sdb_bind_null(ins, col);
+        return SDB_OK;
     }
     dec_opts opts;
     memset(&opts, 0, sizeof opts);
@@ -327,19 +326,19 @@ static int redact_json(struct bundle *b, sqlite3_stmt *ins, int col, int64_t cal
     dec_error e = DEC_ERROR_INIT;
     int rc = dec_message_json_redact(method, is_response, json, strlen(json), schema, type_name,
                                      &opts, &out, &e);
-    int src = SQLITE_OK;
+    int src = SDB_OK;
     if (rc == 0) {
-        sqlite3_bind_text(ins, col, out.data ? out.data : "", (int)out.len, SQLITE_TRANSIENT);
+        sdb_bind_text(ins, col, out.data ? out.data : "", (int)out.len, SDB_TRANSIENT);
     } else if (rc == TFTAP_EDECODE || rc == TFTAP_ELIMIT) {
         /* Not JSON we can read: nothing tells what is secret in it. */
-        sqlite3_bind_null(ins, col);
+        sdb_bind_null(ins, col);
         b->info->dropped_json++;
     } else if (rc == TFTAP_ENOMEM) {
-        src = SQLITE_NOMEM;
+        src = SDB_NOMEM;
     } else {
         info_why(b->info, "call %lld (%s %s): %s", (long long)call_id, store_rpc_name(method),
                  is_response ? "response" : "request", e.reason ? e.reason : "cannot redact");
-        src = SQLITE_CONSTRAINT;
+        src = SDB_CONSTRAINT;
     }
     dec_error_done(&e);
     tftap_buf_done(&out);
@@ -348,82 +347,106 @@ static int redact_json(struct bundle *b, sqlite3_stmt *ins, int col, int64_t cal
 
 static int copy_calls(struct bundle *b)
 {
-    sqlite3_stmt *q = NULL, *ins = NULL;
-    int rc = sqlite3_prepare_v2(
+    sdb_stmt *q = NULL, *ins = NULL;
+    int rc = sdb_prepare(
         b->src->db,
         "SELECT id, process_id, call_seq, method, rpc, stream, started_us, ended_us, status_code, "
         "status_message, request_bytes, response_bytes, request_count, response_count, type_name, "
         "decode_error, schema_sha256, address, address_note, request_json, response_json, "
         "(SELECT count(*) FROM messages m WHERE m.call_id = calls.id) "
         "FROM calls WHERE run_id = ? ORDER BY id",
-        -1, &q, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(
+        &q);
+    if (rc == SDB_OK)
+        rc = sdb_prepare(
             b->dst,
             "INSERT INTO calls (id, process_id, call_seq, method, rpc, stream, started_us, "
             "ended_us, status_code, status_message, request_bytes, response_bytes, request_count, "
             "response_count, type_name, decode_error, schema_sha256, address, address_note, "
             "request_json, response_json, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
             "?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            -1, &ins, NULL);
-    if (rc != SQLITE_OK)
+            &ins);
+    if (rc != SDB_OK)
         goto done;
-    sqlite3_bind_int64(q, 1, b->run_id);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        sqlite3_reset(ins);
+    sdb_bind_int64(q, 1, b->run_id);
+    while ((rc = sdb_step(q)) == SDB_ROW) {
+        sdb_reset(ins);
         for (int i = 0; i < 19; i++)
-            sqlite3_bind_value(ins, i + 1, sqlite3_column_value(q, i));
-        int64_t id = sqlite3_column_int64(q, 0);
+            sdb_bind_column(ins, i + 1, q, i);
+        int64_t id = sdb_column_int64(q, 0);
         const char *method = store_col_text(q, 3), *type_name = store_col_text(q, 14);
-        const dec_schema *schema = proc_schema(b, sqlite3_column_int64(q, 1));
+        const dec_schema *schema = proc_schema(b, sdb_column_int64(q, 1));
         rc = redact_json(b, ins, 20, id, method, 0, store_col_text(q, 19), schema, type_name);
-        if (rc == SQLITE_OK)
+        if (rc == SDB_OK)
             rc = redact_json(b, ins, 21, id, method, 1, store_col_text(q, 20), schema, type_name);
-        if (rc != SQLITE_OK)
+        if (rc != SDB_OK)
             goto done;
-        sqlite3_bind_int64(ins, 22, b->run_id);
-        b->info->raw_messages += sqlite3_column_int64(q, 21);
-        rc = sqlite3_step(ins);
-        if (rc != SQLITE_DONE)
+        sdb_bind_int64(ins, 22, b->run_id);
+        b->info->raw_messages += sdb_column_int64(q, 21);
+        rc = sdb_step(ins);
+        if (rc != SDB_DONE)
             goto done;
         b->info->calls++;
     }
-    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    rc = rc == SDB_DONE ? SDB_OK : rc;
 done:
-    sqlite3_finalize(q);
-    sqlite3_finalize(ins);
+    sdb_finalize(q);
+    sdb_finalize(ins);
     return rc;
 }
 
 static int copy_gaps(struct bundle *b)
 {
-    sqlite3_stmt *q = NULL, *ins = NULL;
-    int rc = sqlite3_prepare_v2(b->src->db,
-                                "SELECT id, run_id, process_id, lost, recorded_us, reason FROM "
-                                "gaps WHERE run_id = ?1 OR process_id IN (SELECT id FROM "
-                                "processes WHERE run_id = ?1) ORDER BY id",
-                                -1, &q, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(b->dst,
-                                "INSERT INTO gaps (id, run_id, process_id, lost, recorded_us, "
-                                "reason) VALUES (?, ?, ?, ?, ?, ?)",
-                                -1, &ins, NULL);
-    if (rc != SQLITE_OK)
+    sdb_stmt *q = NULL, *ins = NULL;
+    int rc = sdb_prepare(b->src->db,
+                         "SELECT id, run_id, process_id, lost, recorded_us, reason FROM "
+                         "gaps WHERE run_id = ?1 OR process_id IN (SELECT id FROM "
+                         "processes WHERE run_id = ?1) ORDER BY id",
+                         &q);
+    if (rc == SDB_OK)
+        rc = sdb_prepare(b->dst,
+                         "INSERT INTO gaps (id, run_id, process_id, lost, recorded_us, "
+                         "reason) VALUES (?, ?, ?, ?, ?, ?)",
+                         &ins);
+    if (rc != SDB_OK)
         goto done;
-    sqlite3_bind_int64(q, 1, b->run_id);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        sqlite3_reset(ins);
+    sdb_bind_int64(q, 1, b->run_id);
+    while ((rc = sdb_step(q)) == SDB_ROW) {
+        sdb_reset(ins);
         for (int i = 0; i < 6; i++)
-            sqlite3_bind_value(ins, i + 1, sqlite3_column_value(q, i));
-        rc = sqlite3_step(ins);
-        if (rc != SQLITE_DONE)
+            sdb_bind_column(ins, i + 1, q, i);
+        rc = sdb_step(ins);
+        if (rc != SDB_DONE)
             goto done;
         b->info->gaps++;
     }
-    rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+    rc = rc == SDB_DONE ? SDB_OK : rc;
 done:
-    sqlite3_finalize(q);
-    sqlite3_finalize(ins);
+    sdb_finalize(q);
+    sdb_finalize(ins);
+    return rc;
+}
+
+/* The source database's own key, for keying a value it holds in clear as
+ * its recorder keyed the redacted ones: a store opened read only (a FILE
+ * operand) was given no key, and a zero key would make a secret recorded
+ * in clear (stored state in an older database) and the same secret
+ * redacted hash differently in the bundle. None (a bundle as the source,
+ * which holds nothing in clear): zeros. */
+static int source_key(store *s, unsigned char key[STORE_KEY_LEN])
+{
+    static const unsigned char zero[STORE_KEY_LEN];
+    memcpy(key, s->key, STORE_KEY_LEN);
+    if (memcmp(key, zero, sizeof zero) != 0)
+        return SDB_OK;
+    sdb_stmt *q = NULL;
+    int rc = sdb_prepare(s->db, "SELECT key FROM secret_key WHERE id = 1", &q);
+    if (rc == SDB_OK) {
+        rc = sdb_step(q);
+        if (rc == SDB_ROW && sdb_column_bytes(q, 0) == STORE_KEY_LEN)
+            memcpy(key, sdb_column_blob(q, 0), STORE_KEY_LEN);
+        rc = rc == SDB_ROW || rc == SDB_DONE ? SDB_OK : rc;
+    }
+    sdb_finalize(q);
     return rc;
 }
 
@@ -435,6 +458,11 @@ int store_bundle_write(store *s, int64_t run_id, const char *path, store_bundle_
     struct bundle b = {.src = s, .run_id = run_id, .info = info};
     if (RAND_bytes(b.fresh, sizeof b.fresh) != 1)
         return TFTAP_EIO;
+    if (source_key(s, b.src_key) != SDB_OK) {
+        info_why(info, "%s", sdb_errmsg(s->db));
+        OPENSSL_cleanse(b.fresh, sizeof b.fresh);
+        return TFTAP_ESTORE;
+    }
     /* Written beside its name and renamed at the end: a bundle that exists
      * is complete. */
     size_t pl = strlen(path);
@@ -452,53 +480,54 @@ int store_bundle_write(store *s, int64_t run_id, const char *path, store_bundle_
     unsigned char key[STORE_KEY_LEN];
     int err = store_db_open(tmp, 0, &b.dst, key);
     OPENSSL_cleanse(key, sizeof key);
-    int rc = SQLITE_OK;
+    int rc = SDB_OK;
     if (err)
         goto out;
     /* Nothing deleted may linger in free pages. */
     store_exec(b.dst, "PRAGMA secure_delete=ON");
     rc = store_begin(b.dst, 0);
-    if (rc == SQLITE_OK)
+    if (rc == SDB_OK)
         rc = store_exec(b.dst, "DELETE FROM secret_key");
-    if (rc == SQLITE_OK)
+    if (rc == SDB_OK)
         rc = copy_run(&b);
-    if (rc == SQLITE_OK)
+    if (rc == SDB_OK)
         rc = copy_processes(&b);
-    if (rc == SQLITE_OK)
+    if (rc == SDB_OK)
         rc = copy_calls(&b);
-    if (rc == SQLITE_OK)
+    if (rc == SDB_OK)
         rc = copy_gaps(&b);
-    if (rc == SQLITE_OK) {
+    if (rc == SDB_OK) {
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA application_id = %ld", (long)STORE_BUNDLE_APPLICATION_ID);
         rc = store_exec(b.dst, sql);
     }
-    if (rc == SQLITE_OK)
+    if (rc == SDB_OK)
         rc = store_commit(b.dst, 0);
     else
         store_rollback(b.dst);
     /* One file, no -wal beside it, its pages rewritten. */
-    if (rc == SQLITE_OK)
+    if (rc == SDB_OK)
         rc = store_exec(b.dst, "PRAGMA journal_mode=DELETE");
-    if (rc == SQLITE_OK)
+    if (rc == SDB_OK)
         rc = store_exec(b.dst, "VACUUM");
-    if (rc == SQLITE_NOTFOUND)
+    if (rc == SDB_NOTFOUND)
         err = TFTAP_ENOTFOUND;
-    else if (rc == SQLITE_CONSTRAINT && info->why[0])
+    else if (rc == SDB_CONSTRAINT && info->why[0])
         err = TFTAP_EDECODE;
-    else if (rc != SQLITE_OK) {
+    else if (rc != SDB_OK) {
         if (!info->why[0])
-            info_why(info, "%s", sqlite3_errmsg(b.dst));
+            info_why(info, "%s", sdb_errmsg(b.dst));
         err = store_err(rc);
         if (!err)
             err = TFTAP_ESTORE;
     }
 out:
-    sqlite3_close(b.dst);
+    sdb_close(b.dst);
     for (size_t i = 0; i < b.nprocs; i++)
         dec_schema_free(b.procs[i].schema);
     free(b.procs);
     OPENSSL_cleanse(b.fresh, sizeof b.fresh);
+    OPENSSL_cleanse(b.src_key, sizeof b.src_key);
     if (!err && rename(tmp, path) != 0)
         err = TFTAP_EIO;
     if (err) {

@@ -20,39 +20,39 @@
 static int runs_query(store *s, const char *sql, int64_t param, int single,
                       int (*fn)(void *ctx, const store_run_row *row), void *ctx)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
-    if (rc != SQLITE_OK)
+    sdb_stmt *st = NULL;
+    int rc = sdb_prepare(s->db, sql, &st);
+    if (rc != SDB_OK)
         return store_err(rc);
     if (param)
-        sqlite3_bind_int64(st, 1, param);
+        sdb_bind_int64(st, 1, param);
     int cb = 0, found = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = sdb_step(st)) == SDB_ROW) {
         store_run_row r = {
-            .id = sqlite3_column_int64(st, 0),
+            .id = sdb_column_int64(st, 0),
             .command = store_col_text(st, 1),
             .args_json = store_col_text(st, 2),
             .cwd = store_col_text(st, 3),
             .cli_name = store_col_text(st, 4),
             .cli_version = store_col_text(st, 5),
-            .started_us = sqlite3_column_int64(st, 6),
-            .ended_us = sqlite3_column_int64(st, 7),
-            .has_exit_code = sqlite3_column_type(st, 8) != SQLITE_NULL,
-            .exit_code = sqlite3_column_int(st, 8),
-            .processes = sqlite3_column_int64(st, 9),
-            .calls = sqlite3_column_int64(st, 10),
-            .dropped = sqlite3_column_int64(st, 11),
+            .started_us = sdb_column_int64(st, 6),
+            .ended_us = sdb_column_int64(st, 7),
+            .has_exit_code = sdb_column_type(st, 8) != SDB_NULL,
+            .exit_code = sdb_column_int(st, 8),
+            .processes = sdb_column_int64(st, 9),
+            .calls = sdb_column_int64(st, 10),
+            .dropped = sdb_column_int64(st, 11),
         };
         found = 1;
         cb = fn(ctx, &r);
         if (cb)
             break;
     }
-    if (single && !found && rc == SQLITE_DONE) {
-        sqlite3_finalize(st);
+    if (single && !found && rc == SDB_DONE) {
+        sdb_finalize(st);
         return TFTAP_ENOTFOUND;
     }
-    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_finish(st, cb ? SDB_DONE : rc, cb);
 }
 
 int store_runs_each(store *s, int (*fn)(void *ctx, const store_run_row *row), void *ctx)
@@ -77,43 +77,43 @@ int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run
     return runs_query(s, RUN_SELECT "WHERE r.id = ?1", run_id, 1, fn, ctx);
 }
 
-int store_call_rows(sqlite3_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,
+int store_call_rows(sdb_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,
                     int *found)
 {
     int rc, cb = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = sdb_step(st)) == SDB_ROW) {
         store_call_row c = {
-            .id = sqlite3_column_int64(st, 0),
-            .run_id = sqlite3_column_int64(st, 1),
-            .process_id = sqlite3_column_int64(st, 2),
-            .call_seq = sqlite3_column_int64(st, 3),
+            .id = sdb_column_int64(st, 0),
+            .run_id = sdb_column_int64(st, 1),
+            .process_id = sdb_column_int64(st, 2),
+            .call_seq = sdb_column_int64(st, 3),
             .provider = store_col_text(st, 4),
             .method = store_col_text(st, 5),
             .rpc = store_col_text(st, 6),
-            .stream = sqlite3_column_int(st, 7),
-            .started_us = sqlite3_column_int64(st, 8),
-            .ended_us = sqlite3_column_int64(st, 9),
-            .has_status = sqlite3_column_type(st, 10) != SQLITE_NULL,
-            .status_code = sqlite3_column_int(st, 10),
+            .stream = sdb_column_int(st, 7),
+            .started_us = sdb_column_int64(st, 8),
+            .ended_us = sdb_column_int64(st, 9),
+            .has_status = sdb_column_type(st, 10) != SDB_NULL,
+            .status_code = sdb_column_int(st, 10),
             .status_message = store_col_text(st, 11),
-            .request_bytes = sqlite3_column_int64(st, 12),
-            .response_bytes = sqlite3_column_int64(st, 13),
-            .request_count = sqlite3_column_int64(st, 14),
-            .response_count = sqlite3_column_int64(st, 15),
+            .request_bytes = sdb_column_int64(st, 12),
+            .response_bytes = sdb_column_int64(st, 13),
+            .request_count = sdb_column_int64(st, 14),
+            .response_count = sdb_column_int64(st, 15),
             .type_name = store_col_text(st, 16),
             .address = store_col_text(st, 17),
             .request_json = store_col_text(st, 18),
             .response_json = store_col_text(st, 19),
             .decode_error = store_col_text(st, 20),
             .status_name = store_col_text(st, 21),
-            .error_count = sqlite3_column_int64(st, 22),
-            .warning_count = sqlite3_column_int64(st, 23),
-            .is_teardown = sqlite3_column_int(st, 24),
-            .failed = sqlite3_column_int(st, 25),
-            .in_flight = sqlite3_column_int(st, 26),
+            .error_count = sdb_column_int64(st, 22),
+            .warning_count = sdb_column_int64(st, 23),
+            .is_teardown = sdb_column_int(st, 24),
+            .failed = sdb_column_int(st, 25),
+            .in_flight = sdb_column_int(st, 26),
             .provider_version = store_col_text(st, 27),
-            .has_protocol = sqlite3_column_type(st, 28) != SQLITE_NULL,
-            .protocol = sqlite3_column_int(st, 28),
+            .has_protocol = sdb_column_type(st, 28) != SDB_NULL,
+            .protocol = sdb_column_int(st, 28),
         };
         if (found)
             *found = 1;
@@ -121,126 +121,127 @@ int store_call_rows(sqlite3_stmt *st, int (*fn)(void *ctx, const store_call_row 
         if (cb)
             break;
     }
-    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_finish(st, cb ? SDB_DONE : rc, cb);
 }
 
 int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
                       int (*fn)(void *ctx, const store_call_row *row), void *ctx)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(
+    sdb_stmt *st = NULL;
+    int rc = sdb_prepare_large(
         s->db,
         "SELECT " STORE_CALL_COLUMNS "v.request_json, v.response_json" STORE_CALL_TAIL
-        "FROM v_calls v WHERE v.run_id = ?1 AND (?2 IS NULL OR v.rpc = ?2 COLLATE NOCASE "
-        "OR v.method = ?2 COLLATE NOCASE) AND (?3 IS NULL OR v.type_name = ?3) "
-        "AND (NOT ?4 OR v.failed) ORDER BY v.started_us, v.call_id",
-        -1, &st, NULL);
-    if (rc != SQLITE_OK)
+        "FROM v_calls v WHERE v.run_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR "
+        "lower(v.rpc) = lower(CAST(?2 AS TEXT)) OR lower(v.method) = lower(CAST(?2 AS TEXT))) "
+        "AND (CAST(?3 AS TEXT) IS NULL OR v.type_name = ?3) "
+        "AND (CAST(?4 AS INTEGER) = 0 OR v.failed) ORDER BY v.started_us, v.call_id",
+        &st);
+    if (rc != SDB_OK)
         return store_err(rc);
-    sqlite3_bind_int64(st, 1, run_id);
+    sdb_bind_int64(st, 1, run_id);
     if (f && f->method)
-        sqlite3_bind_text(st, 2, f->method, -1, SQLITE_STATIC);
+        sdb_bind_text(st, 2, f->method, -1, SDB_STATIC);
     if (f && f->type)
-        sqlite3_bind_text(st, 3, f->type, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 4, f && f->failed_only);
+        sdb_bind_text(st, 3, f->type, -1, SDB_STATIC);
+    sdb_bind_int(st, 4, f && f->failed_only);
     return store_call_rows(st, fn, ctx, NULL);
 }
 
 int store_schemas_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_schema_row *row),
                        void *ctx)
 {
-    sqlite3_stmt *st = NULL;
+    sdb_stmt *st = NULL;
     /* One row per distinct (provider, version, schema) among the run's
      * processes, the first process's order. */
-    int rc = sqlite3_prepare_v2(
+    int rc = sdb_prepare(
         s->db,
         "SELECT p.provider, p.version, sc.protocol, sc.sha256, sc.raw FROM processes p "
         "JOIN schemas sc ON sc.sha256 = p.schema_sha256 AND sc.kind = 'provider' "
         "WHERE p.run_id = ?1 GROUP BY p.provider, p.version, sc.sha256 ORDER BY min(p.id)",
-        -1, &st, NULL);
-    if (rc != SQLITE_OK)
+        &st);
+    if (rc != SDB_OK)
         return store_err(rc);
-    sqlite3_bind_int64(st, 1, run_id);
+    sdb_bind_int64(st, 1, run_id);
     int cb = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = sdb_step(st)) == SDB_ROW) {
         store_schema_row r = {
             .provider = store_col_text(st, 0),
             .version = store_col_text(st, 1),
-            .protocol = sqlite3_column_int(st, 2),
+            .protocol = sdb_column_int(st, 2),
             .sha256 = store_col_text(st, 3),
-            .raw = sqlite3_column_blob(st, 4),
-            .size = (size_t)sqlite3_column_bytes(st, 4),
+            .raw = sdb_column_blob(st, 4),
+            .size = (size_t)sdb_column_bytes(st, 4),
         };
         cb = fn(ctx, &r);
         if (cb)
             break;
     }
-    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_finish(st, cb ? SDB_DONE : rc, cb);
 }
 
 int store_run_providers_each(store *s, int64_t run_id,
                              int (*fn)(void *ctx, const store_run_provider_row *row), void *ctx)
 {
-    sqlite3_stmt *st = NULL;
+    sdb_stmt *st = NULL;
     /* The first process of each provider names its version, protocol and
      * binary (processes.id is their start order). */
-    int rc = sqlite3_prepare_v2(
-        s->db,
-        "SELECT p.provider, f.version, f.protocol, f.binary_path, count(*), "
-        "(SELECT count(*) FROM calls c JOIN processes q ON q.id = c.process_id "
-        "WHERE q.run_id = ?1 AND q.provider = p.provider) "
-        "FROM processes p JOIN processes f ON f.id = (SELECT min(id) FROM processes "
-        "WHERE run_id = ?1 AND provider = p.provider) "
-        "WHERE p.run_id = ?1 AND p.provider IS NOT NULL GROUP BY p.provider ORDER BY min(p.id)",
-        -1, &st, NULL);
-    if (rc != SQLITE_OK)
+    int rc =
+        sdb_prepare(s->db,
+                    "SELECT p.provider, f.version, f.protocol, f.binary_path, count(*), "
+                    "(SELECT count(*) FROM calls c JOIN processes q ON q.id = c.process_id "
+                    "WHERE q.run_id = ?1 AND q.provider = p.provider) "
+                    "FROM processes p JOIN processes f ON f.id = (SELECT min(id) FROM processes "
+                    "WHERE run_id = ?1 AND provider = p.provider) "
+                    "WHERE p.run_id = ?1 AND p.provider IS NOT NULL GROUP BY p.provider, f.id "
+                    "ORDER BY min(p.id)",
+                    &st);
+    if (rc != SDB_OK)
         return store_err(rc);
-    sqlite3_bind_int64(st, 1, run_id);
+    sdb_bind_int64(st, 1, run_id);
     int cb = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = sdb_step(st)) == SDB_ROW) {
         store_run_provider_row r = {
             .provider = store_col_text(st, 0),
             .version = store_col_text(st, 1),
-            .protocol = sqlite3_column_int(st, 2),
+            .protocol = sdb_column_int(st, 2),
             .binary_path = store_col_text(st, 3),
-            .processes = sqlite3_column_int64(st, 4),
-            .calls = sqlite3_column_int64(st, 5),
+            .processes = sdb_column_int64(st, 4),
+            .calls = sdb_column_int64(st, 5),
         };
         cb = fn(ctx, &r);
         if (cb)
             break;
     }
-    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_finish(st, cb ? SDB_DONE : rc, cb);
 }
 
 int store_run_provider_schema(store *s, int64_t run_id, const char *provider, int *protocol,
                               tftap_buf *raw, tftap_buf *identity)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(
+    sdb_stmt *st = NULL;
+    int rc = sdb_prepare(
         s->db,
         "SELECT sc.protocol, sc.raw, (SELECT i.raw FROM schemas i WHERE i.sha256 = "
         "p.identity_sha256) FROM processes p JOIN schemas sc ON sc.sha256 = p.schema_sha256 "
         "AND sc.kind = 'provider' WHERE p.run_id = ?1 AND p.provider = ?2 ORDER BY p.id LIMIT 1",
-        -1, &st, NULL);
-    if (rc != SQLITE_OK)
+        &st);
+    if (rc != SDB_OK)
         return store_err(rc);
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_text(st, 2, provider, -1, SQLITE_STATIC);
-    rc = sqlite3_step(st);
+    sdb_bind_int64(st, 1, run_id);
+    sdb_bind_text(st, 2, provider, -1, SDB_STATIC);
+    rc = sdb_step(st);
     int err = 0;
-    if (rc == SQLITE_ROW) {
-        *protocol = sqlite3_column_int(st, 0);
+    if (rc == SDB_ROW) {
+        *protocol = sdb_column_int(st, 0);
         /* (A blob of no bytes reads as NULL: nothing to append.) */
-        if (sqlite3_column_bytes(st, 1) > 0)
-            tftap_buf_append(raw, sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1));
-        if (identity && sqlite3_column_bytes(st, 2) > 0)
-            tftap_buf_append(identity, sqlite3_column_blob(st, 2),
-                             (size_t)sqlite3_column_bytes(st, 2));
+        if (sdb_column_bytes(st, 1) > 0)
+            tftap_buf_append(raw, sdb_column_blob(st, 1), (size_t)sdb_column_bytes(st, 1));
+        if (identity && sdb_column_bytes(st, 2) > 0)
+            tftap_buf_append(identity, sdb_column_blob(st, 2), (size_t)sdb_column_bytes(st, 2));
         if (tftap_buf_failed(raw) || (identity && tftap_buf_failed(identity)))
             err = TFTAP_ENOMEM;
-        rc = SQLITE_DONE;
-    } else if (rc == SQLITE_DONE) {
+        rc = SDB_DONE;
+    } else if (rc == SDB_DONE) {
         err = TFTAP_ENOTFOUND;
     }
     return store_finish(st, rc, err);
@@ -256,8 +257,8 @@ int store_calls_each(store *s, int64_t run_id, const char *method, const char *t
 /* An address filter matches the address itself and its instances
  * ("a.b" matches "a.b[0]" and "a.b[\"k\"]"); anything else is a type. */
 #define FILTER_SQL                                                                                 \
-    "(?2 IS NULL OR type_name = ?2 OR address = ?2 OR "                                            \
-    "substr(address, 1, length(?2) + 1) = ?2 || '[')"
+    "(CAST(?2 AS TEXT) IS NULL OR type_name = ?2 OR address = ?2 OR "                              \
+    "substr(address, 1, length(CAST(?2 AS TEXT)) + 1) = ?2 || '[')"
 
 /* ---- how the changes of a run relate ----------------------------------------
  *
@@ -301,13 +302,13 @@ static void rels_free(struct rels *r)
 /* The digest of a value's canonical text (members sorted), or "" for none:
  * the CLI sends a planned map's keys sorted, a provider may not, and the
  * two must compare equal. Unparsable text is digested as it is. */
-static void digest_or_empty(sqlite3_stmt *st, int col, char out[65])
+static void digest_or_empty(sdb_stmt *st, int col, char out[65])
 {
     const char *t = store_col_text(st, col);
     out[0] = '\0';
     if (!t || strcmp(t, "null") == 0)
         return;
-    size_t n = (size_t)sqlite3_column_bytes(st, col);
+    size_t n = (size_t)sdb_column_bytes(st, col);
     sj_doc *d = NULL;
     tftap_buf canon = TFTAP_BUF_INIT;
     if (sj_parse(t, n, TFTAP_JSON_MAX_DEPTH, &d) == 0 && sj_write_sorted(sj_root(d), &canon) == 0 &&
@@ -351,20 +352,24 @@ static int cmp_half(const void *x, const void *y)
 
 static int load_rels(store *s, int64_t run_id, struct rels *out)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT call_id, method, type_name, prior, planned, config, "
-                                "coalesce(json_array_length(requires_replace), 0), address, "
-                                "(SELECT failed FROM v_calls v WHERE v.call_id = "
-                                "v_resource_changes.call_id) "
-                                "FROM v_resource_changes WHERE run_id = ? ORDER BY call_id",
-                                -1, &st, NULL);
-    if (rc != SQLITE_OK)
+    sdb_stmt *st = NULL;
+#define RELS_SQL(len)                                                                              \
+    "SELECT call_id, method, type_name, prior, planned, config, coalesce(" len ", 0), address, "   \
+    "(SELECT failed FROM v_calls v WHERE v.call_id = v_resource_changes.call_id) "                 \
+    "FROM v_resource_changes WHERE run_id = ? ORDER BY call_id"
+    /* SQLite's json_array_length says 0 for a non-array, PostgreSQL's raises. */
+    int rc = sdb_prepare(s->db,
+                         SDB_SQL(s->db, RELS_SQL("json_array_length(requires_replace)"),
+                                 RELS_SQL("CASE WHEN json_typeof(requires_replace) = 'array' "
+                                          "THEN json_array_length(requires_replace) END")),
+                         &st);
+#undef RELS_SQL
+    if (rc != SDB_OK)
         return store_err(rc);
-    sqlite3_bind_int64(st, 1, run_id);
+    sdb_bind_int64(st, 1, run_id);
     size_t cap = 0;
     int err = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = sdb_step(st)) == SDB_ROW) {
         if (out->n == cap) {
             cap = cap ? cap * 2 : 64;
             struct rel *v = realloc(out->v, cap * sizeof *v);
@@ -377,7 +382,7 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
         struct rel *r = &out->v[out->n];
         memset(r, 0, sizeof *r);
         const char *m = store_col_text(st, 1);
-        r->id = sqlite3_column_int64(st, 0);
+        r->id = sdb_column_int64(st, 0);
         r->kind = !m                                      ? K_OTHER
                   : strcmp(m, "PlanResourceChange") == 0  ? K_PLAN
                   : strcmp(m, "ApplyResourceChange") == 0 ? K_APPLY
@@ -388,15 +393,15 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
         r->prior_null = !prior || strcmp(prior, "null") == 0;
         digest_or_empty(st, 4, r->planned);
         digest_or_empty(st, 5, r->config);
-        r->replaces = sqlite3_column_int(st, 6) > 0 && !r->prior_null;
+        r->replaces = sdb_column_int(st, 6) > 0 && !r->prior_null;
         const char *a = store_col_text(st, 7);
         r->address = a ? strdup(a) : NULL;
-        r->failed = sqlite3_column_int(st, 8);
+        r->failed = sdb_column_int(st, 8);
         out->n++;
     }
-    if (!err && rc != SQLITE_DONE)
+    if (!err && rc != SDB_DONE)
         err = store_err(rc);
-    sqlite3_finalize(st);
+    sdb_finalize(st);
     if (err)
         return err;
 
@@ -565,28 +570,28 @@ static sj_doc *schema_doc(store *s, struct schema_cache *c, const char *sha)
         if (strcmp(c->v[i].sha, sha) == 0)
             return c->v[i].doc;
     sj_doc *doc = NULL;
-    sqlite3_stmt *st = NULL;
+    sdb_stmt *st = NULL;
     tftap_buf out = TFTAP_BUF_INIT;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT protocol, raw FROM schemas WHERE sha256 = ? AND kind = "
-                           "'provider'",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, sha, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW) {
+    if (sdb_prepare(s->db,
+                    "SELECT protocol, raw FROM schemas WHERE sha256 = ? AND kind = "
+                    "'provider'",
+                    &st) == SDB_OK) {
+        sdb_bind_text(st, 1, sha, -1, SDB_STATIC);
+        if (sdb_step(st) == SDB_ROW) {
             /* Protocol 5 names the call GetSchema. */
-            const char *method = sqlite3_column_int(st, 0) == 6
+            const char *method = sdb_column_int(st, 0) == 6
                                      ? "/tfplugin6.Provider/GetProviderSchema"
                                      : "/tfplugin5.Provider/GetSchema";
             dec_error err = DEC_ERROR_INIT;
-            if (dec_message_to_json(method, 1, sqlite3_column_blob(st, 1),
-                                    (size_t)sqlite3_column_bytes(st, 1), NULL, NULL, NULL, &out,
+            if (dec_message_to_json(method, 1, sdb_column_blob(st, 1),
+                                    (size_t)sdb_column_bytes(st, 1), NULL, NULL, NULL, &out,
                                     &err) == 0 &&
                 !tftap_buf_failed(&out))
                 sj_parse(out.data, out.len, TFTAP_JSON_MAX_DEPTH, &doc);
             dec_error_done(&err);
         }
     }
-    sqlite3_finalize(st);
+    sdb_finalize(st);
     tftap_buf_done(&out);
     if (c->n < sizeof c->v / sizeof c->v[0]) {
         snprintf(c->v[c->n].sha, sizeof c->v[c->n].sha, "%s", sha);
@@ -652,43 +657,41 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
     struct rels rels = {NULL, 0};
     struct schema_cache schemas;
     memset(&schemas, 0, sizeof schemas);
-    sqlite3_stmt *st = NULL, *half = NULL, *gone = NULL, *forced = NULL;
+    sdb_stmt *st = NULL, *half = NULL, *gone = NULL, *forced = NULL;
     int err = load_rels(s, run_id, &rels);
     if (err)
         goto done;
-    int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT * FROM (SELECT r.call_id, r.method, r.type_name, "
-                                "r.address, r.address_note, r.prior, r.proposed, r.config, "
-                                "r.planned, r.new, r.requires_replace, r.diagnostics, "
-                                "r.status_code, r.started_us, "
-                                "(SELECT schema_sha256 FROM calls c WHERE c.id = r.call_id), "
-                                "v.failed, v.status_name, v.status_message, v.in_flight, "
-                                "r.run_id, v.process_id, v.response_json FROM v_resource_changes r "
-                                "JOIN v_calls v ON v.call_id = r.call_id) "
-                                "WHERE run_id = ?1 AND " FILTER_SQL
-                                " AND (NOT ?3 OR failed) ORDER BY started_us, call_id",
-                                -1, &st, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(s->db, "SELECT planned FROM v_resource_changes WHERE call_id = ?",
-                                -1, &half, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(s->db,
-                                "SELECT requires_replace FROM v_resource_changes WHERE call_id = ?",
-                                -1, &forced, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(s->db, "SELECT prior FROM v_resource_changes WHERE call_id = ?", -1,
-                                &gone, NULL);
-    if (rc != SQLITE_OK) {
+    int rc =
+        sdb_prepare_large(s->db,
+                          "SELECT * FROM (SELECT r.call_id, r.method, r.type_name, "
+                          "r.address, r.address_note, r.prior, r.proposed, r.config, "
+                          "r.planned, r.new, r.requires_replace, r.diagnostics, "
+                          "r.status_code, r.started_us, "
+                          "(SELECT schema_sha256 FROM calls c WHERE c.id = r.call_id), "
+                          "v.failed, v.status_name, v.status_message, v.in_flight, "
+                          "r.run_id, v.process_id, v.response_json FROM v_resource_changes r "
+                          "JOIN v_calls v ON v.call_id = r.call_id) AS x "
+                          "WHERE run_id = ?1 AND " FILTER_SQL
+                          " AND (CAST(?3 AS INTEGER) = 0 OR failed) ORDER BY started_us, call_id",
+                          &st);
+    if (rc == SDB_OK)
+        rc = sdb_prepare(s->db, "SELECT planned FROM v_resource_changes WHERE call_id = ?", &half);
+    if (rc == SDB_OK)
+        rc = sdb_prepare(s->db, "SELECT requires_replace FROM v_resource_changes WHERE call_id = ?",
+                         &forced);
+    if (rc == SDB_OK)
+        rc = sdb_prepare(s->db, "SELECT prior FROM v_resource_changes WHERE call_id = ?", &gone);
+    if (rc != SDB_OK) {
         err = store_err(rc);
         goto done;
     }
-    sqlite3_bind_int64(st, 1, run_id);
+    sdb_bind_int64(st, 1, run_id);
     if (filter)
-        sqlite3_bind_text(st, 2, filter, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 3, failed_only);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sdb_bind_text(st, 2, filter, -1, SDB_STATIC);
+    sdb_bind_int(st, 3, failed_only);
+    while ((rc = sdb_step(st)) == SDB_ROW) {
         store_change_row c = {
-            .call_id = sqlite3_column_int64(st, 0),
+            .call_id = sdb_column_int64(st, 0),
             .rpc = store_col_text(st, 1),
             .type_name = store_col_text(st, 2),
             .address = store_col_text(st, 3),
@@ -700,14 +703,14 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
             .new_state = store_col_text(st, 9),
             .requires_replace = store_col_text(st, 10),
             .diagnostics = store_col_text(st, 11),
-            .has_status = sqlite3_column_type(st, 12) != SQLITE_NULL,
-            .status_code = sqlite3_column_int(st, 12),
-            .started_us = sqlite3_column_int64(st, 13),
-            .failed = sqlite3_column_int(st, 15),
+            .has_status = sdb_column_type(st, 12) != SDB_NULL,
+            .status_code = sdb_column_int(st, 12),
+            .started_us = sdb_column_int64(st, 13),
+            .failed = sdb_column_int(st, 15),
             .status_name = store_col_text(st, 16),
             .status_message = store_col_text(st, 17),
-            .in_flight = sqlite3_column_int(st, 18),
-            .process_id = sqlite3_column_int64(st, 20),
+            .in_flight = sdb_column_int(st, 18),
+            .process_id = sdb_column_int64(st, 20),
             .response_json = store_col_text(st, 21),
         };
         c.block_schema = block_schema(s, &schemas, store_col_text(st, 14), c.type_name,
@@ -716,24 +719,24 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
         if (r) {
             c.superseded = r->superseded;
             if (r->create_half) {
-                sqlite3_reset(half);
-                sqlite3_bind_int64(half, 1, r->create_half);
-                if (sqlite3_step(half) == SQLITE_ROW) {
+                sdb_reset(half);
+                sdb_bind_int64(half, 1, r->create_half);
+                if (sdb_step(half) == SDB_ROW) {
                     c.replace_planned = store_col_text(half, 0);
                     c.replace_call_id = r->create_half;
                 }
             }
             if (r->destroyed) {
-                sqlite3_reset(gone);
-                sqlite3_bind_int64(gone, 1, r->destroyed);
-                if (sqlite3_step(gone) == SQLITE_ROW) {
+                sdb_reset(gone);
+                sdb_bind_int64(gone, 1, r->destroyed);
+                if (sdb_step(gone) == SDB_ROW) {
                     c.destroyed_prior = store_col_text(gone, 0);
                     c.replace_call_id = r->destroyed;
                 }
                 if (r->forced_by && !c.requires_replace) {
-                    sqlite3_reset(forced);
-                    sqlite3_bind_int64(forced, 1, r->forced_by);
-                    if (sqlite3_step(forced) == SQLITE_ROW)
+                    sdb_reset(forced);
+                    sdb_bind_int64(forced, 1, r->forced_by);
+                    if (sdb_step(forced) == SDB_ROW)
                         c.requires_replace = store_col_text(forced, 0);
                 }
             }
@@ -742,13 +745,13 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
         if (err)
             break;
     }
-    if (!err && rc != SQLITE_DONE)
+    if (!err && rc != SDB_DONE)
         err = store_err(rc);
 done:
-    sqlite3_finalize(st);
-    sqlite3_finalize(half);
-    sqlite3_finalize(gone);
-    sqlite3_finalize(forced);
+    sdb_finalize(st);
+    sdb_finalize(half);
+    sdb_finalize(gone);
+    sdb_finalize(forced);
     rels_free(&rels);
     schema_cache_done(&schemas);
     return err;
@@ -763,22 +766,21 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
 int store_diagnostics_each(store *s, int64_t run_id, const char *filter,
                            int (*fn)(void *ctx, const store_diag_row *row), void *ctx)
 {
-    sqlite3_stmt *st = NULL;
-    int rc =
-        sqlite3_prepare_v2(s->db,
-                           "SELECT call_id, method, type_name, address, severity, summary, "
-                           "detail, attribute FROM v_diagnostics WHERE run_id = ?1 AND " FILTER_SQL
-                           " ORDER BY call_id",
-                           -1, &st, NULL);
-    if (rc != SQLITE_OK)
+    sdb_stmt *st = NULL;
+    int rc = sdb_prepare(s->db,
+                         "SELECT call_id, method, type_name, address, severity, summary, "
+                         "detail, attribute FROM v_diagnostics WHERE run_id = ?1 AND " FILTER_SQL
+                         " ORDER BY call_id",
+                         &st);
+    if (rc != SDB_OK)
         return store_err(rc);
-    sqlite3_bind_int64(st, 1, run_id);
+    sdb_bind_int64(st, 1, run_id);
     if (filter)
-        sqlite3_bind_text(st, 2, filter, -1, SQLITE_STATIC);
+        sdb_bind_text(st, 2, filter, -1, SDB_STATIC);
     int cb = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = sdb_step(st)) == SDB_ROW) {
         store_diag_row d = {
-            .call_id = sqlite3_column_int64(st, 0),
+            .call_id = sdb_column_int64(st, 0),
             .rpc = store_col_text(st, 1),
             .type_name = store_col_text(st, 2),
             .address = store_col_text(st, 3),
@@ -791,25 +793,25 @@ int store_diagnostics_each(store *s, int64_t run_id, const char *filter,
         if (cb)
             break;
     }
-    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_finish(st, cb ? SDB_DONE : rc, cb);
 }
 
 int store_match_calls_each(store *s, int64_t run_id,
                            int (*fn)(void *ctx, const store_match_call *call), void *ctx)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(s->db,
-                                "SELECT call_id, method, type_name, prior, proposed, config, "
-                                "planned, new FROM v_resource_changes WHERE run_id = ? "
-                                "ORDER BY call_id",
-                                -1, &st, NULL);
-    if (rc != SQLITE_OK)
+    sdb_stmt *st = NULL;
+    int rc = sdb_prepare_large(s->db,
+                               "SELECT call_id, method, type_name, prior, proposed, config, "
+                               "planned, new FROM v_resource_changes WHERE run_id = ? "
+                               "ORDER BY call_id",
+                               &st);
+    if (rc != SDB_OK)
         return store_err(rc);
-    sqlite3_bind_int64(st, 1, run_id);
+    sdb_bind_int64(st, 1, run_id);
     int cb = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = sdb_step(st)) == SDB_ROW) {
         store_match_call c = {
-            .call_id = sqlite3_column_int64(st, 0),
+            .call_id = sdb_column_int64(st, 0),
             .rpc = store_col_text(st, 1),
             .type_name = store_col_text(st, 2),
         };
@@ -819,36 +821,35 @@ int store_match_calls_each(store *s, int64_t run_id,
         if (cb)
             break;
     }
-    return store_finish(st, cb ? SQLITE_DONE : rc, cb);
+    return store_finish(st, cb ? SDB_DONE : rc, cb);
 }
 
 int store_set_addresses(store *s, const store_address_set *sets, size_t n)
 {
-    sqlite3_stmt *up = NULL;
+    sdb_stmt *up = NULL;
     int rc = store_begin(s->db, 0);
-    if (rc != SQLITE_OK)
+    if (rc != SDB_OK)
         return store_err(rc);
-    rc = sqlite3_prepare_v2(s->db, "UPDATE calls SET address = ?, address_note = ? WHERE id = ?",
-                            -1, &up, NULL);
-    for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
+    rc = sdb_prepare(s->db, "UPDATE calls SET address = ?, address_note = ? WHERE id = ?", &up);
+    for (size_t i = 0; rc == SDB_OK && i < n; i++) {
         if (sets[i].address)
-            sqlite3_bind_text(up, 1, sets[i].address, -1, SQLITE_STATIC);
+            sdb_bind_text(up, 1, sets[i].address, -1, SDB_STATIC);
         else
-            sqlite3_bind_null(up, 1);
+            sdb_bind_null(up, 1);
         if (sets[i].note)
-            sqlite3_bind_text(up, 2, sets[i].note, -1, SQLITE_STATIC);
+            sdb_bind_text(up, 2, sets[i].note, -1, SDB_STATIC);
         else
-            sqlite3_bind_null(up, 2);
-        sqlite3_bind_int64(up, 3, sets[i].call_id);
-        rc = sqlite3_step(up);
-        sqlite3_reset(up);
-        if (rc == SQLITE_DONE)
-            rc = SQLITE_OK;
+            sdb_bind_null(up, 2);
+        sdb_bind_int64(up, 3, sets[i].call_id);
+        rc = sdb_step(up);
+        sdb_reset(up);
+        if (rc == SDB_DONE)
+            rc = SDB_OK;
     }
-    sqlite3_finalize(up);
-    if (rc == SQLITE_OK)
+    sdb_finalize(up);
+    if (rc == SDB_OK)
         rc = store_commit(s->db, 0);
-    if (rc != SQLITE_OK) {
+    if (rc != SDB_OK) {
         store_rollback(s->db);
         int err = store_err(rc);
         return err ? err : TFTAP_ESTORE;
@@ -880,21 +881,39 @@ static const char *const export_sql[] = {
     "ORDER BY id",
 };
 
+/* The same lines from PostgreSQL: row_to_json prints members compact and in
+ * column order, as json_object does; json columns are embedded as they are. */
+static const char *const export_sql_pg[] = {
+    "SELECT row_to_json(x) FROM (SELECT 'run'::text AS kind, id, command, tftap_json(args) AS "
+    "args, cwd, cli_name, cli_version, started_us, ended_us, exit_code FROM runs "
+    "WHERE id = ?1) AS x",
+    "SELECT row_to_json(x) FROM (SELECT 'process'::text AS kind, id, run_id, provider, version, "
+    "protocol, pid, binary_path, binary_sha256, schema_sha256, schema_source, started_us, "
+    "ended_us, dropped FROM processes WHERE run_id = ?1 ORDER BY id) AS x",
+    "SELECT row_to_json(x) FROM (SELECT 'call'::text AS kind, id, run_id, process_id, call_seq, "
+    "method, rpc, stream, started_us, ended_us, status_code, status_message, request_bytes, "
+    "response_bytes, request_count, response_count, type_name, address, "
+    "tftap_json(request_json) AS request, tftap_json(response_json) AS response, decode_error "
+    "FROM calls WHERE run_id = ?1 ORDER BY started_us, id) AS x",
+    "SELECT row_to_json(x) FROM (SELECT 'gap'::text AS kind, id, run_id, process_id, lost, "
+    "recorded_us, reason FROM gaps WHERE run_id = ?1 ORDER BY id) AS x",
+};
+
 int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char *p, size_t n),
                        void *ctx)
 {
     tftap_buf out = TFTAP_BUF_INIT;
     int err = 0;
     for (size_t q = 0; q < sizeof export_sql / sizeof export_sql[0] && !err; q++) {
-        sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(s->db, export_sql[q], -1, &st, NULL);
-        if (rc != SQLITE_OK) {
+        sdb_stmt *st = NULL;
+        int rc = sdb_prepare_large(s->db, SDB_SQL(s->db, export_sql[q], export_sql_pg[q]), &st);
+        if (rc != SDB_OK) {
             err = store_err(rc);
             break;
         }
-        sqlite3_bind_int64(st, 1, run_id);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            tftap_buf_append(&out, sqlite3_column_text(st, 0), (size_t)sqlite3_column_bytes(st, 0));
+        sdb_bind_int64(st, 1, run_id);
+        while ((rc = sdb_step(st)) == SDB_ROW) {
+            tftap_buf_append(&out, sdb_column_text(st, 0), (size_t)sdb_column_bytes(st, 0));
             tftap_buf_putc(&out, '\n');
             if (tftap_buf_failed(&out)) {
                 err = TFTAP_ENOMEM;
@@ -907,9 +926,9 @@ int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char
                     break;
             }
         }
-        if (!err && rc != SQLITE_DONE)
+        if (!err && rc != SDB_DONE)
             err = store_err(rc);
-        sqlite3_finalize(st);
+        sdb_finalize(st);
     }
     if (!err && out.len)
         err = fn(ctx, out.data, out.len);

@@ -884,19 +884,18 @@ static void apply_event(store_recorder *r, struct event *ev)
  * and the file is hashed. */
 static int known_digest(const char *db_path, const char *stat_key, char sha[65])
 {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
+    sdb *db = NULL;
+    sdb_stmt *st = NULL;
     int found = 0;
-    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) ==
-            SQLITE_OK &&
-        sqlite3_prepare_v2(db,
-                           "SELECT binary_sha256 FROM processes WHERE binary_stat = ? AND "
-                           "length(binary_sha256) = 64 LIMIT 1",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, stat_key, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW) {
+    if (sdb_open(db_path, SDB_OPEN_READONLY, &db) == SDB_OK &&
+        sdb_prepare(db,
+                    "SELECT binary_sha256 FROM processes WHERE binary_stat = ? AND "
+                    "length(binary_sha256) = 64 LIMIT 1",
+                    &st) == SDB_OK) {
+        sdb_bind_text(st, 1, stat_key, -1, SDB_STATIC);
+        if (sdb_step(st) == SDB_ROW) {
             /* A database is a file anyone may have written: hex or nothing. */
-            const unsigned char *t = sqlite3_column_text(st, 0);
+            const unsigned char *t = sdb_column_text(st, 0);
             size_t hex = 0;
             while (t && hex < 64 &&
                    ((t[hex] >= '0' && t[hex] <= '9') || (t[hex] >= 'a' && t[hex] <= 'f')))
@@ -908,8 +907,8 @@ static int known_digest(const char *db_path, const char *stat_key, char sha[65])
             }
         }
     }
-    sqlite3_finalize(st);
-    sqlite3_close(db);
+    sdb_finalize(st);
+    sdb_close(db);
     return found;
 }
 
@@ -1184,6 +1183,16 @@ static void deadline_in(struct timespec *ts, unsigned ms)
     }
 }
 
+/* The absolute deadline `until` (tftap_mono_ms, CLOCK_MONOTONIC, like the
+ * condition variables). Not deadline_in(until - now): a second reading of
+ * the clock may already be past until, and the negative wait, made
+ * unsigned, is 49 days without a wakeup. */
+static void deadline_at(struct timespec *ts, int64_t until_ms)
+{
+    ts->tv_sec = (time_t)(until_ms / 1000);
+    ts->tv_nsec = (long)(until_ms % 1000) * 1000000L;
+}
+
 static void *decoder_main(void *arg)
 {
     store_recorder *r = arg;
@@ -1211,7 +1220,7 @@ static void *decoder_main(void *arg)
             r->decoder_gathering = 1;
             while (!r->stop && r->queued_bytes < GATHER_LIMIT(r) && tftap_mono_ms() < until) {
                 struct timespec ts;
-                deadline_in(&ts, (unsigned)(until - tftap_mono_ms()));
+                deadline_at(&ts, until);
                 pthread_cond_timedwait(&r->cv, &r->mu, &ts);
             }
             r->decoder_gathering = 0;
@@ -1363,7 +1372,7 @@ void store_recorder_close(store_recorder *r)
         pthread_join(r->sql_thread, NULL);
     store_rec_sql_finalize(r);
     if (r->db)
-        sqlite3_close(r->db);
+        sdb_close(r->db);
     while (r->calls) {
         struct call *n = r->calls->lnext;
         call_free(r, r->calls);

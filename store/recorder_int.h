@@ -201,7 +201,7 @@ struct store_recorder {
     size_t dirty_calls;         /* calls marked dirty since then */
 
     /* ---- SQL thread only ---- */
-    sqlite3 *db;
+    sdb *db;
     int64_t next_retry_ms;
     int logged_down;
     int txn_gen;
@@ -211,7 +211,7 @@ struct store_recorder {
     char sbinary_sha[65];
     char sbinary_stat[BINARY_STAT_LEN];
     struct op *pending, **pending_tail; /* taken from ops, not yet committed */
-    sqlite3_stmt *st_upsert, *st_msg;
+    sdb_stmt *st_upsert, *st_msg;
 };
 
 /* ---- time ---------------------------------------------------------------- */

@@ -23,8 +23,8 @@ static unsigned tuning(store_recorder *r, int which)
 
 void store_rec_sql_finalize(store_recorder *r)
 {
-    sqlite3_finalize(r->st_upsert);
-    sqlite3_finalize(r->st_msg);
+    sdb_finalize(r->st_upsert);
+    sdb_finalize(r->st_msg);
     r->st_upsert = r->st_msg = NULL;
 }
 
@@ -43,12 +43,12 @@ static void db_down(store_recorder *r)
         fprintf(stderr,
                 "tftap: cannot write the recording database %s: %s (dropping records, will "
                 "retry)\n",
-                r->path, r->db ? sqlite3_errmsg(r->db) : strerror(errno ? errno : EIO));
+                STORE_SHOWN(r->path), r->db ? sdb_errmsg(r->db) : strerror(errno ? errno : EIO));
     }
     store_rec_sql_finalize(r);
     if (r->db) {
         store_rollback(r->db);
-        sqlite3_close(r->db);
+        sdb_close(r->db);
         r->db = NULL;
     }
     r->txn_gen++;
@@ -72,7 +72,8 @@ static int db_up(store_recorder *r)
             fprintf(stderr,
                     "tftap: cannot open the recording database %s: %s%s%s (dropping records, "
                     "will retry)\n",
-                    r->path, tftap_strerror(rc), errno ? ": " : "", errno ? strerror(errno) : "");
+                    STORE_SHOWN(r->path), tftap_strerror(rc), errno ? ": " : "",
+                    errno ? strerror(errno) : "");
         }
         r->next_retry_ms = tftap_mono_ms() + tuning(r, 0);
         pthread_mutex_lock(&r->mu);
@@ -97,44 +98,65 @@ static int db_up(store_recorder *r)
     return 1;
 }
 
-static int step_ok(sqlite3_stmt *st)
+static int step_ok(sdb_stmt *st)
 {
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE || rc == SQLITE_ROW ? SQLITE_OK : rc;
+    int rc = sdb_step(st);
+    sdb_reset(st);
+    return rc == SDB_DONE || rc == SDB_ROW ? SDB_OK : rc;
 }
 
-static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+static void bind_text_or_null(sdb_stmt *st, int i, const char *s)
 {
     if (s)
-        sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+        sdb_bind_text(st, i, s, -1, SDB_STATIC);
     else
-        sqlite3_bind_null(st, i);
+        sdb_bind_null(st, i);
 }
 
-static int run_sql(sqlite3 *db, const char *sql, sqlite3_stmt **out)
+static int run_sql(sdb *db, const char *sql, sdb_stmt **out)
 {
-    return sqlite3_prepare_v2(db, sql, -1, out, NULL);
+    return sdb_prepare(db, sql, out);
 }
 
-/* One statement with up to four bound values: int64 (i), text (t). */
-static int exec_bound(sqlite3 *db, const char *sql, const char *types, ...)
+/* One statement with bound values: int64 (i), text (t); *id (may be NULL)
+ * gets the first column of its row (INSERT ... RETURNING id). */
+static int exec_bound_v(sdb *db, int64_t *id, const char *sql, const char *types, va_list ap)
 {
-    sqlite3_stmt *st = NULL;
+    sdb_stmt *st = NULL;
     int rc = run_sql(db, sql, &st);
     if (rc)
         return rc;
-    va_list ap;
-    va_start(ap, types);
     for (int i = 0; types[i]; i++) {
         if (types[i] == 'i')
-            sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+            sdb_bind_int64(st, i + 1, va_arg(ap, int64_t));
         else
             bind_text_or_null(st, i + 1, va_arg(ap, const char *));
     }
+    rc = sdb_step(st);
+    if (id && rc == SDB_ROW)
+        *id = sdb_column_int64(st, 0);
+    else if (id && rc == SDB_DONE)
+        rc = SDB_ERROR; /* RETURNING gave no row */
+    rc = rc == SDB_DONE || rc == SDB_ROW ? SDB_OK : rc;
+    sdb_finalize(st);
+    return rc;
+}
+
+static int exec_bound(sdb *db, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    int rc = exec_bound_v(db, NULL, sql, types, ap);
     va_end(ap);
-    rc = step_ok(st);
-    sqlite3_finalize(st);
+    return rc;
+}
+
+static int exec_bound_id(sdb *db, int64_t *id, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    int rc = exec_bound_v(db, id, sql, types, ap);
+    va_end(ap);
     return rc;
 }
 
@@ -145,20 +167,21 @@ static int ensure_run_and_process(store_recorder *r)
         if (r->opts.run_id) {
             r->run_id = r->opts.run_id;
         } else {
-            rc = exec_bound(r->db, "INSERT INTO runs (command, started_us) VALUES (?, ?)", "ti",
-                            r->sproc.binary_path ? r->sproc.binary_path : "", tftap_now_us());
+            rc = exec_bound_id(r->db, &r->run_id,
+                               "INSERT INTO runs (command, started_us) VALUES (?, ?) RETURNING id",
+                               "ti", r->sproc.binary_path ? r->sproc.binary_path : "",
+                               tftap_now_us());
             if (rc)
                 return rc;
-            r->run_id = sqlite3_last_insert_rowid(r->db);
             r->run_row_gen = r->txn_gen;
         }
     }
     if (r->process_row == 0) {
-        rc = exec_bound(r->db, "INSERT INTO processes (run_id, started_us) VALUES (?, ?)", "ii",
-                        r->run_id, tftap_now_us());
+        rc = exec_bound_id(r->db, &r->process_row,
+                           "INSERT INTO processes (run_id, started_us) VALUES (?, ?) RETURNING id",
+                           "ii", r->run_id, tftap_now_us());
         if (rc)
             return rc;
-        r->process_row = sqlite3_last_insert_rowid(r->db);
         r->process_row_gen = r->txn_gen;
         pthread_mutex_lock(&r->mu);
         r->shared_process_row = r->process_row;
@@ -167,7 +190,7 @@ static int ensure_run_and_process(store_recorder *r)
         pthread_mutex_unlock(&r->mu);
         /* A new row gets the details known so far. */
         if (r->sproc.provider || r->sproc.binary_path) {
-            sqlite3_stmt *st = NULL;
+            sdb_stmt *st = NULL;
             rc = run_sql(r->db,
                          "UPDATE processes SET provider = ?, version = ?, protocol = ?, pid = ?, "
                          "binary_path = ?, binary_sha256 = ?, binary_stat = ? WHERE id = ?",
@@ -177,20 +200,20 @@ static int ensure_run_and_process(store_recorder *r)
             bind_text_or_null(st, 1, r->sproc.provider);
             bind_text_or_null(st, 2, r->sproc.version);
             if (r->sproc.protocol)
-                sqlite3_bind_int(st, 3, r->sproc.protocol);
+                sdb_bind_int(st, 3, r->sproc.protocol);
             if (r->sproc.pid)
-                sqlite3_bind_int(st, 4, r->sproc.pid);
+                sdb_bind_int(st, 4, r->sproc.pid);
             bind_text_or_null(st, 5, r->sproc.binary_path);
             bind_text_or_null(st, 6, r->sbinary_sha[0] ? r->sbinary_sha : NULL);
             bind_text_or_null(st, 7, r->sbinary_stat[0] ? r->sbinary_stat : NULL);
-            sqlite3_bind_int64(st, 8, r->process_row);
+            sdb_bind_int64(st, 8, r->process_row);
             rc = step_ok(st);
-            sqlite3_finalize(st);
+            sdb_finalize(st);
             if (rc)
                 return rc;
         }
     }
-    return SQLITE_OK;
+    return SDB_OK;
 }
 
 static int apply_process(store_recorder *r, const struct op *o)
@@ -208,7 +231,7 @@ static int apply_process(store_recorder *r, const struct op *o)
     r->sproc.pid = o->pid;
     memcpy(r->sbinary_sha, o->binary_sha, sizeof r->sbinary_sha);
     memcpy(r->sbinary_stat, o->binary_stat, sizeof r->sbinary_stat);
-    sqlite3_stmt *st = NULL;
+    sdb_stmt *st = NULL;
     int rc = run_sql(r->db,
                      "UPDATE processes SET provider = ?, version = ?, protocol = ?, pid = ?, "
                      "binary_path = ?, binary_sha256 = ?, binary_stat = ? WHERE id = ?",
@@ -218,16 +241,16 @@ static int apply_process(store_recorder *r, const struct op *o)
     bind_text_or_null(st, 1, o->provider);
     bind_text_or_null(st, 2, o->version);
     if (o->protocol)
-        sqlite3_bind_int(st, 3, o->protocol);
+        sdb_bind_int(st, 3, o->protocol);
     if (o->pid)
-        sqlite3_bind_int(st, 4, o->pid);
+        sdb_bind_int(st, 4, o->pid);
     bind_text_or_null(st, 5, o->binary_path);
     bind_text_or_null(st, 6, o->binary_sha[0] ? o->binary_sha : NULL);
     bind_text_or_null(st, 7, o->binary_stat[0] ? o->binary_stat : NULL);
-    sqlite3_bind_int64(st, 8, r->process_row);
+    sdb_bind_int64(st, 8, r->process_row);
     rc = step_ok(st);
-    sqlite3_finalize(st);
-    if (rc == SQLITE_OK && r->opts.run_id == 0 && o->binary_path)
+    sdb_finalize(st);
+    if (rc == SDB_OK && r->opts.run_id == 0 && o->binary_path)
         /* Our own run was made before we knew what we run. */
         rc = exec_bound(r->db, "UPDATE runs SET command = ? WHERE id = ? AND command = ''", "ti",
                         o->binary_path, r->run_id);
@@ -238,22 +261,23 @@ static int apply_schema(store_recorder *r, const struct op *o)
 {
     int rc;
     if (o->bytes) {
-        sqlite3_stmt *st = NULL;
+        sdb_stmt *st = NULL;
         rc = run_sql(r->db,
-                     "INSERT OR IGNORE INTO schemas (sha256, kind, provider, protocol, size, raw, "
-                     "first_seen_us) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     "INSERT INTO schemas (sha256, kind, provider, protocol, size, raw, "
+                     "first_seen_us) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                     "ON CONFLICT (sha256) DO NOTHING",
                      &st);
         if (rc)
             return rc;
-        sqlite3_bind_text(st, 1, o->schema_sha, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, o->schema_kind, -1, SQLITE_STATIC);
+        sdb_bind_text(st, 1, o->schema_sha, -1, SDB_STATIC);
+        sdb_bind_text(st, 2, o->schema_kind, -1, SDB_STATIC);
         bind_text_or_null(st, 3, r->sproc.provider);
-        sqlite3_bind_int(st, 4, o->protocol ? o->protocol : 5);
-        sqlite3_bind_int64(st, 5, (int64_t)o->len);
-        sqlite3_bind_blob64(st, 6, o->bytes, o->len, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 7, tftap_now_us());
+        sdb_bind_int(st, 4, o->protocol ? o->protocol : 5);
+        sdb_bind_int64(st, 5, (int64_t)o->len);
+        sdb_bind_blob(st, 6, o->bytes, o->len, SDB_STATIC);
+        sdb_bind_int64(st, 7, tftap_now_us());
         rc = step_ok(st);
-        sqlite3_finalize(st);
+        sdb_finalize(st);
         if (rc)
             return rc;
     }
@@ -278,7 +302,7 @@ static int apply_gap(store_recorder *r, const struct op *o)
                    "INSERT INTO gaps (run_id, process_id, lost, recorded_us, reason) "
                    "VALUES (?, ?, ?, ?, ?)",
                    "iiiit", r->run_id, r->process_row, (int64_t)o->lost, tftap_now_us(), reason);
-    if (rc == SQLITE_OK)
+    if (rc == SDB_OK)
         rc = exec_bound(r->db, "UPDATE processes SET dropped = dropped + ? WHERE id = ?", "ii",
                         (int64_t)o->lost, r->process_row);
     return rc;
@@ -304,35 +328,35 @@ static int apply_call(store_recorder *r, const struct op *o)
         if (rc)
             return rc;
     }
-    sqlite3_stmt *st = r->st_upsert;
+    sdb_stmt *st = r->st_upsert;
     const char *method = o->method ? o->method : "";
-    sqlite3_bind_int64(st, 1, r->run_id);
-    sqlite3_bind_int64(st, 2, r->process_row);
-    sqlite3_bind_int64(st, 3, o->call_seq);
-    sqlite3_bind_text(st, 4, method, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, store_rpc_name(method), -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 6, o->stream);
-    sqlite3_bind_int64(st, 7, o->started_us);
+    sdb_bind_int64(st, 1, r->run_id);
+    sdb_bind_int64(st, 2, r->process_row);
+    sdb_bind_int64(st, 3, o->call_seq);
+    sdb_bind_text(st, 4, method, -1, SDB_STATIC);
+    sdb_bind_text(st, 5, store_rpc_name(method), -1, SDB_STATIC);
+    sdb_bind_int(st, 6, o->stream);
+    sdb_bind_int64(st, 7, o->started_us);
     if (o->ended) {
-        sqlite3_bind_int64(st, 8, o->ended_us);
-        sqlite3_bind_int(st, 9, o->status);
+        sdb_bind_int64(st, 8, o->ended_us);
+        sdb_bind_int(st, 9, o->status);
         bind_text_or_null(st, 10, o->status_message);
     } else {
-        sqlite3_bind_null(st, 8);
-        sqlite3_bind_null(st, 9);
-        sqlite3_bind_null(st, 10);
+        sdb_bind_null(st, 8);
+        sdb_bind_null(st, 9);
+        sdb_bind_null(st, 10);
     }
-    sqlite3_bind_int64(st, 11, o->req_bytes);
-    sqlite3_bind_int64(st, 12, o->resp_bytes);
-    sqlite3_bind_int64(st, 13, o->req_count);
-    sqlite3_bind_int64(st, 14, o->resp_count);
+    sdb_bind_int64(st, 11, o->req_bytes);
+    sdb_bind_int64(st, 12, o->resp_bytes);
+    sdb_bind_int64(st, 13, o->req_count);
+    sdb_bind_int64(st, 14, o->resp_count);
     bind_text_or_null(st, 15, o->type_name);
     bind_text_or_null(st, 16, o->req_json);
     bind_text_or_null(st, 17, o->resp_json);
     bind_text_or_null(st, 18, o->decode_error);
     bind_text_or_null(st, 19, o->schema_sha[0] ? o->schema_sha : NULL);
     rc = step_ok(st);
-    sqlite3_clear_bindings(st);
+    sdb_clear_bindings(st);
     return rc;
 }
 
@@ -341,20 +365,20 @@ static int apply_raw(store_recorder *r, const struct op *o)
     int rc;
     if (!r->st_msg) {
         rc = run_sql(r->db,
-                     "INSERT OR REPLACE INTO messages (call_id, seq, direction, t_us, raw) "
-                     "SELECT id, ?, ?, ?, ? FROM calls WHERE process_id = ? AND call_seq = ?",
+                     "INSERT INTO messages (call_id, seq, direction, t_us, raw) "
+                     "SELECT id, ?, ?, ?, ? FROM calls WHERE process_id = ? AND call_seq = ? "
+                     "ON CONFLICT (call_id, seq) DO UPDATE SET direction = excluded.direction, "
+                     "t_us = excluded.t_us, raw = excluded.raw",
                      &r->st_msg);
         if (rc)
             return rc;
     }
-    sqlite3_bind_int64(r->st_msg, 1, o->msg_seq);
-    sqlite3_bind_text(r->st_msg, 2, o->dir == STORE_REQUEST ? "request" : "response", -1,
-                      SQLITE_STATIC);
-    sqlite3_bind_int64(r->st_msg, 3, o->t_us);
-    sqlite3_bind_blob64(r->st_msg, 4, o->bytes ? (const void *)o->bytes : "", o->len,
-                        SQLITE_STATIC);
-    sqlite3_bind_int64(r->st_msg, 5, r->process_row);
-    sqlite3_bind_int64(r->st_msg, 6, o->call_seq);
+    sdb_bind_int64(r->st_msg, 1, o->msg_seq);
+    sdb_bind_text(r->st_msg, 2, o->dir == STORE_REQUEST ? "request" : "response", -1, SDB_STATIC);
+    sdb_bind_int64(r->st_msg, 3, o->t_us);
+    sdb_bind_blob(r->st_msg, 4, o->bytes ? (const void *)o->bytes : "", o->len, SDB_STATIC);
+    sdb_bind_int64(r->st_msg, 5, r->process_row);
+    sdb_bind_int64(r->st_msg, 6, o->call_seq);
     return step_ok(r->st_msg);
 }
 
@@ -362,7 +386,7 @@ static int apply_end(store_recorder *r)
 {
     int rc = exec_bound(r->db, "UPDATE processes SET ended_us = ? WHERE id = ?", "ii",
                         tftap_now_us(), r->process_row);
-    if (rc == SQLITE_OK && r->opts.run_id == 0)
+    if (rc == SDB_OK && r->opts.run_id == 0)
         /* A run of our own (no `tftap run` around us) ends with us. */
         rc = exec_bound(r->db, "UPDATE runs SET ended_us = ? WHERE id = ?", "ii", tftap_now_us(),
                         r->run_id);
@@ -385,7 +409,7 @@ static int apply_op(store_recorder *r, const struct op *o)
     case OP_END:
         return apply_end(r);
     }
-    return SQLITE_OK;
+    return SDB_OK;
 }
 
 /* A transaction failed and was rolled back: rows it made are made again. */
@@ -407,7 +431,7 @@ static void answer_borrow(store_recorder *r)
     pthread_mutex_unlock(&r->mu);
     if (!asked || !r->db)
         return;
-    sqlite3_stmt *st = NULL;
+    sdb_stmt *st = NULL;
     unsigned char *raw = NULL;
     size_t len = 0;
     int proto = 0;
@@ -416,21 +440,21 @@ static void answer_borrow(store_recorder *r)
                 "SELECT s.sha256, s.protocol, s.raw FROM processes p "
                 "JOIN schemas s ON s.sha256 = p.schema_sha256 "
                 "WHERE p.binary_sha256 = ? AND p.id != ? ORDER BY p.id DESC LIMIT 1",
-                &st) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, want, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, r->process_row);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            const char *s = (const char *)sqlite3_column_text(st, 0);
+                &st) == SDB_OK) {
+        sdb_bind_text(st, 1, want, -1, SDB_STATIC);
+        sdb_bind_int64(st, 2, r->process_row);
+        if (sdb_step(st) == SDB_ROW) {
+            const char *s = (const char *)sdb_column_text(st, 0);
             snprintf(sha, sizeof sha, "%s", s ? s : "");
-            proto = sqlite3_column_int(st, 1);
-            len = (size_t)sqlite3_column_bytes(st, 2);
-            const void *b = sqlite3_column_blob(st, 2);
+            proto = sdb_column_int(st, 1);
+            len = (size_t)sdb_column_bytes(st, 2);
+            const void *b = sdb_column_blob(st, 2);
             raw = b ? malloc(len ? len : 1) : NULL;
             if (raw)
                 memcpy(raw, b, len);
         }
     }
-    sqlite3_finalize(st);
+    sdb_finalize(st);
     pthread_mutex_lock(&r->mu);
     r->borrow_asked = 0;
     if (raw) {
@@ -450,7 +474,7 @@ static void apply_pending(store_recorder *r, int closing)
 {
     while (r->db) {
         unsigned deadline = closing ? CLOSE_BUSY_DEADLINE_MS : 0;
-        if (store_begin(r->db, deadline) != SQLITE_OK) {
+        if (store_begin(r->db, deadline) != SDB_OK) {
             db_down(r);
             return;
         }
@@ -461,7 +485,7 @@ static void apply_pending(store_recorder *r, int closing)
         struct op *o = r->pending;
         uint64_t events = 0;
         size_t n = 0;
-        while (rc == SQLITE_OK && o) {
+        while (rc == SDB_OK && o) {
             rc = apply_op(r, o);
             if (rc)
                 break;
@@ -470,9 +494,9 @@ static void apply_pending(store_recorder *r, int closing)
             if ((++n & 127) == 0 && tftap_mono_ms() - t0 >= (int64_t)commit_ms)
                 break;
         }
-        if (rc == SQLITE_OK)
+        if (rc == SDB_OK)
             rc = store_commit(r->db, deadline);
-        if (rc != SQLITE_OK) {
+        if (rc != SDB_OK) {
             forget_generation(r, gen);
             db_down(r);
             return;
@@ -513,6 +537,16 @@ static void deadline_in(struct timespec *ts, unsigned ms)
     }
 }
 
+/* The absolute deadline `until` (tftap_mono_ms, CLOCK_MONOTONIC, like the
+ * condition variables). Not deadline_in(until - now): a second reading of
+ * the clock may already be past until, and the negative wait, made
+ * unsigned, is 49 days without a wakeup. */
+static void deadline_at(struct timespec *ts, int64_t until_ms)
+{
+    ts->tv_sec = (time_t)(until_ms / 1000);
+    ts->tv_nsec = (long)(until_ms % 1000) * 1000000L;
+}
+
 /* Nothing makes the SQL thread commit what it has at once: no close, no
  * schema question, and the bound far from full. Under mu. */
 static int may_gather(const store_recorder *r)
@@ -544,7 +578,7 @@ void *store_rec_sql_main(void *arg)
             r->sql_gathering = 1;
             while (r->ops && may_gather(r) && tftap_mono_ms() < until) {
                 struct timespec ts;
-                deadline_in(&ts, (unsigned)(until - tftap_mono_ms()));
+                deadline_at(&ts, until);
                 pthread_cond_timedwait(&r->scv, &r->mu, &ts);
             }
             r->sql_gathering = 0;

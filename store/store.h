@@ -114,6 +114,25 @@ enum store_open_flags {
  * (errno set: directory or file could not be made), TFTAP_ESTORE (SQLite
  * failure or a database written by a newer tftap), TFTAP_ENOMEM. */
 int store_open(const char *path, int flags, store **out);
+
+/* 1 when path is not a file but a PostgreSQL server's libpq URI
+ * (postgresql://... or postgres://...): store_open connects to it. */
+int store_path_is_url(const char *path);
+/* Why this thread's last store_open of a PostgreSQL URI could not connect
+ * (the server's or libpq's words, one line), or "". */
+const char *store_open_error(void);
+/* path as it may be shown: a URI's password (user:PASSWORD@ or
+ * password=...) replaced by ***. Returns path itself when there is none,
+ * else buf (or a fixed text when size is too small). */
+const char *store_display_name(const char *path, char *buf, size_t size);
+/* store_display_name for a message argument (the buffer lives until the end
+ * of the enclosing full expression's block). */
+#define STORE_SHOWN(path) store_display_name((path), (char[1024]){0}, 1024)
+/* The directory files that would go beside the database go into: path's
+ * own for a file (NULL when it has none: the current one), ${TMPDIR:-/tmp}
+ * for a URL. Not allocated; for a file, *len is the length of path's prefix
+ * to use. */
+const char *store_side_dir(const char *path, size_t *len);
 void store_close(store *s);
 /* 1 when a STORE_OPEN_READONLY database is read as an immutable snapshot:
  * a WAL database without its -shm file in a directory this process cannot

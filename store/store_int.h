@@ -2,53 +2,56 @@
 #ifndef TFTAP_STORE_INT_H
 #define TFTAP_STORE_INT_H
 
-#include <sqlite3.h>
+#include "store/sdb.h"
 
 #include "store/store.h"
 
 #define STORE_KEY_LEN 32
-/* How long one statement waits for another writer's lock before SQLITE_BUSY
+/* How long one statement waits for another writer's lock before SDB_BUSY
  * comes back to us (we then retry: a lock never loses data). */
 #define STORE_BUSY_TIMEOUT_MS 5000
 
 struct store {
-    sqlite3 *db;
+    sdb *db;
     unsigned char key[STORE_KEY_LEN]; /* HMAC key for redacted values */
     int snapshot;                     /* read only and immutable (see store_is_snapshot) */
 };
 
 /* Open and migrate; the helper behind store_open and the recorder's own
  * connection (store_open itself opens STORE_OPEN_READONLY databases). */
-int store_db_open(const char *path, int create, sqlite3 **out, unsigned char key[STORE_KEY_LEN]);
+int store_db_open(const char *path, int create, sdb **out, unsigned char key[STORE_KEY_LEN]);
 
 /* Create path's missing parent directories (0700). 0 or TFTAP_EIO (errno). */
 int store_make_parent_dirs(const char *path);
 
-/* BEGIN IMMEDIATE, retrying SQLITE_BUSY until deadline_ms of total waiting
+/* BEGIN IMMEDIATE, retrying SDB_BUSY until deadline_ms of total waiting
  * (0 = forever). Returns an SQLite result code. */
-int store_begin(sqlite3 *db, unsigned deadline_ms);
+int store_begin(sdb *db, unsigned deadline_ms);
 /* COMMIT with the same retry rule. */
-int store_commit(sqlite3 *db, unsigned deadline_ms);
-void store_rollback(sqlite3 *db);
-int store_exec(sqlite3 *db, const char *sql);
+int store_commit(sdb *db, unsigned deadline_ms);
+void store_rollback(sdb *db);
+int store_exec(sdb *db, const char *sql);
+
+/* One statement in both dialects, where no portable spelling exists. */
+#define SDB_SQL(db, sqlite, pg) (sdb_is_pg(db) ? (pg) : (sqlite))
 
 /* Map an SQLite result code to a tftap error. */
 int store_err(int sqlite_rc);
 
 /* A text column (NULL when NULL). */
-static inline const char *store_col_text(sqlite3_stmt *st, int i)
+static inline const char *store_col_text(sdb_stmt *st, int i)
 {
-    return (const char *)sqlite3_column_text(st, i);
+    return (const char *)sdb_column_text(st, i);
 }
 
 /* Finalize a query stepped to rc: a callback's non-zero return (cb) wins,
- * then SQLITE_DONE is 0, anything else an error. */
-static inline int store_finish(sqlite3_stmt *st, int rc, int cb)
+ * then SDB_DONE is 0, anything else an error. */
+static inline int store_finish(sdb_stmt *st, int rc, int cb)
 {
-    sqlite3_finalize(st);
+    sdb_finalize(st);
     if (cb)
         return cb;
-    return rc == SQLITE_DONE ? 0 : store_err(rc);
+    return rc == SDB_DONE ? 0 : store_err(rc);
 }
 
 /* The columns of v_calls (aliased v) a store_call_row is read from, in
@@ -63,7 +66,7 @@ static inline int store_finish(sqlite3_stmt *st, int rc, int cb)
     "v.in_flight, v.provider_version, v.protocol "
 /* Hand each row of st (selected as above) to fn, then finalize st; *found
  * (may be NULL) is set when there was a row. */
-int store_call_rows(sqlite3_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,
+int store_call_rows(sdb_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,
                     int *found);
 
 /* The short rpc name of a gRPC method path ("/a.B/C" -> "C"). */

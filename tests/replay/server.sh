@@ -141,7 +141,8 @@ printf '\0\0\0\0\0' >"$WORK/empty"
 tls_call() { # CERTNAME: GetProviderSchema over TLS with that client certificate
     curl -sS -k --http2 --unix-socket "$addr" --cert "$WORK/$1.pem" --key "$WORK/$1.key" \
         -H 'content-type: application/grpc' -H 'te: trailers' --data-binary @"$WORK/empty" \
-        -D - -o /dev/null https://localhost/tfplugin6.Provider/GetProviderSchema 2>&1 | tr -d '\r'
+        --proto-default https -D - -o /dev/null localhost/tfplugin6.Provider/GetProviderSchema 2>&1 |
+        tr -d '\r'
 }
 check "mutual TLS: the client's certificate is accepted" has "$(tls_call client)" '^grpc-status: 0$'
 check "mutual TLS: another certificate is refused" test -z "$(tls_call other | grep '^grpc-status')"
@@ -166,9 +167,11 @@ check "plaintext: no certificate in the handshake" grep -q '|grpc|$' "$WORK/hs2.
 sock=$(cut -d'|' -f4 "$WORK/hs2.out")
 # grpc METHOD FILE: one gRPC call with FILE's bytes as its message; prints
 # the response headers and trailers, the message bytes go to $WORK/resp.
+# (Over the unix socket the host is only the :authority; curl's default
+# scheme for a host without one is plain HTTP.)
 grpc() {
     curl -sS --http2-prior-knowledge --unix-socket "$sock" -H 'content-type: application/grpc' \
-        -H 'te: trailers' --data-binary @"$2" -D - -o "$WORK/resp" "http://localhost$1" | tr -d '\r'
+        -H 'te: trailers' --data-binary @"$2" -D - -o "$WORK/resp" "localhost$1" | tr -d '\r'
 }
 printf '\0\0\0\0\5\377\377\377\377\377' >"$WORK/junk" # five bytes no protobuf reads
 # go-plugin's streams: open until Shutdown, like a provider's.

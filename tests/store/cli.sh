@@ -129,6 +129,44 @@ if command -v sqlite3 >/dev/null; then
     "$TFTAP" calls 100 --db "$work/f.db" >"$work/f.calls"
     check "calls shows Shutdown as an expected close" \
         grep -q '^1004 .*Shutdown .* closed .*(expected close: UNAVAILABLE)$' "$work/f.calls"
+    # A bundle keys a secret recorded in clear as the source database's
+    # recorder keyed its redacted copies, also when the database is named
+    # as a FILE:RUN operand (opened read only): the same secret, once in
+    # clear (--record-sensitive) and once redacted, hashes equal inside the
+    # bundle either way.
+    raw=$(ls "$work"/tftap-test-rec-*/raw/tftap.db)
+    cp "$raw" "$work/mixed.db"
+    key=$(sqlite3 "$work/mixed.db" "SELECT hex(key) FROM secret_key")
+    clear=$(sqlite3 "$work/mixed.db" "SELECT request_json ->> '\$.config.password' FROM calls WHERE rpc = 'PlanResourceChange'")
+    mac=$(printf '"%s"' "$clear" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$key" | awk '{ print $NF }')
+    sqlite3 "$work/mixed.db" "INSERT INTO calls (run_id, process_id, call_seq, method, rpc, started_us,
+        ended_us, status_code, type_name, request_json, response_json)
+      SELECT run_id, process_id, 3, method, rpc, started_us + 1, ended_us + 1, status_code, type_name,
+        json_set(request_json, '\$.config.password', json_object('\$sensitive', 'hmac-sha256:$mac')),
+        response_json FROM calls WHERE rpc = 'PlanResourceChange'"
+    for how in "--db $work/mixed.db 1" "$work/mixed.db:1"; do
+        rm -f "$work/mixed.tftap"
+        # shellcheck disable=SC2086 # two words or one
+        "$TFTAP" bundle $how -o "$work/mixed.tftap" >/dev/null 2>"$work/mixed.err"
+        check "bundle $how: exits 0" [ $? -eq 0 ]
+        check "bundle $how: the clear and the redacted copy of a secret hash equal" \
+            [ "$(sqlite3 "$work/mixed.tftap" "SELECT count(DISTINCT request_json ->> '\$.config.password.\$sensitive')
+                  || ' ' || count(*) FROM calls WHERE rpc = 'PlanResourceChange'")" = "1 2" ]
+        check "bundle $how: no secret in clear" [ "$(grep -a -c -F "$clear" "$work/mixed.tftap")" = 0 ]
+    done
+    # A bundle is never recorded into: tftap run --db BUNDLE runs the
+    # command unrecorded, leaving the file as it was (no run, no key, no WAL).
+    mkdir -p "$work/bin" "$work/empty"
+    printf '#!/bin/sh\nexit 0\n' >"$work/bin/tofu"
+    chmod +x "$work/bin/tofu"
+    cp "$work/mixed.tftap" "$work/evidence.tftap"
+    (cd "$work/empty" && PATH="$work/bin:$PATH" "$TFTAP" run --db "$work/evidence.tftap" -- tofu version \
+        >/dev/null 2>"$work/evidence.err")
+    check "run --db BUNDLE: the command's exit code" [ $? -eq 0 ]
+    check "run --db BUNDLE: one line, unrecorded" \
+        [ "$(grep -c 'cannot record into .*evidence.tftap .*running the command unrecorded' "$work/evidence.err")" = 1 ]
+    check "run --db BUNDLE: the bundle is unchanged" cmp -s "$work/mixed.tftap" "$work/evidence.tftap"
+    check "run --db BUNDLE: no -wal beside it" [ ! -e "$work/evidence.tftap-wal" ]
 else
     fail "sqlite3 is needed (scripts/install-deps)"
 fi

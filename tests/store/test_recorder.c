@@ -628,6 +628,38 @@ static void test_kill_9_mid_run(void)
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM processes WHERE ended_us IS NULL"), 1);
 }
 
+/* Calls trickling in one at a time (a CLI asking one resource at a time)
+ * land while the recorder stays open, each soon after the last: the
+ * decoder and the SQL thread let work gather for a while after their last
+ * batch, and that wait must end at its deadline however late the thread
+ * gets to compute it (a wait computed as "deadline minus a second reading
+ * of the clock" went negative, made unsigned, and slept for 49 days). */
+static void test_trickle_committed_while_open(void)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/trickle/tftap.db", tmpdir);
+    store_recorder_opts o = {0};
+    store_recorder *r = NULL;
+    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
+    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4242);
+    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    for (uint64_t i = 2; i <= 40; i++) {
+        plan_create(r, i, &thing_alpha);
+        int64_t committed = 0;
+        /* A generous bound: the record is due within 100 ms. */
+        for (int k = 0; k < 3000 && committed < (int64_t)i; k++) {
+            sleep_ms(10);
+            if (access(path, F_OK) == 0)
+                committed =
+                    scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL");
+        }
+        CHECK_INT_EQ(committed, (int64_t)i);
+        if (committed != (int64_t)i)
+            break;
+    }
+    store_recorder_close(r);
+}
+
 /* ---- the read side -------------------------------------------------------- */
 
 struct collect {
@@ -979,6 +1011,7 @@ int main(void)
     test_keep_raw_and_record_sensitive();
     test_concurrent_writers();
     test_kill_9_mid_run();
+    test_trickle_committed_while_open();
     /* Last: tests/store/cli.sh reads the runs above by number. */
     test_identical_instances_paired();
 

@@ -1,0 +1,615 @@
+/* sdb: the PostgreSQL backend (libpq). One connection per sdb; statements
+ * are prepared on the server once per SQL text and parameter types, and each
+ * step of a query reads its whole result (one libpq connection cannot run a
+ * statement while another's rows are still being read, which SQLite allows
+ * and the store does). Values travel as text, bytea as binary. */
+#include "store/sdb_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+/* Type OIDs (pg_type.oid, fixed for built-in types). */
+#define PG_BOOL_OID 16
+#define PG_BYTEA_OID 17
+#define PG_INT8_OID 20
+#define PG_INT2_OID 21
+#define PG_INT4_OID 23
+#define PG_FLOAT4_OID 700
+#define PG_FLOAT8_OID 701
+
+/* A statement prepared on the server: SQL text plus parameter types. */
+struct pg_prepared {
+    struct pg_prepared *next;
+    char *key; /* types, '\n', SQL ($N form) */
+    char name[24];
+};
+
+struct sdb_pg {
+    PGconn *conn;
+    char *err;
+    int changes;
+    int64_t notified; /* notifications seen (data version) */
+    unsigned next_name, next_cursor;
+    struct pg_prepared *prepared;
+};
+
+struct sdb_pg_stmt {
+    char *sql; /* with $N placeholders */
+    int nparams;
+    char **values;
+    int *lengths;
+    char *types; /* per parameter: 'i' int8, 't' text/unknown, 'b' bytea, 'n' NULL */
+    PGresult *res;
+    int executed;
+    int row, nrows;
+    unsigned char **blobs; /* current row's unescaped bytea columns */
+    size_t *blob_lens;
+    int ncols;
+    int large;          /* read through a cursor */
+    char cursor[32];    /* its name while open */
+    int cursor_drained; /* the last FETCH returned fewer rows than asked */
+};
+
+/* Rows per FETCH of a large query. */
+#define PG_FETCH_ROWS 256
+
+static void set_err(struct sdb_pg *pg, const char *msg)
+{
+    free(pg->err);
+    pg->err = strdup(msg && *msg ? msg : "unknown PostgreSQL error");
+    if (pg->err) {
+        size_t n = strlen(pg->err);
+        while (n && (pg->err[n - 1] == '\n' || pg->err[n - 1] == ' '))
+            pg->err[--n] = '\0';
+    }
+}
+
+/* An error result (or none) to a result code; records the message. */
+static int result_rc(struct sdb_pg *pg, PGresult *res)
+{
+    if (PQstatus(pg->conn) != CONNECTION_OK) {
+        set_err(pg, PQerrorMessage(pg->conn));
+        return SDB_GONE;
+    }
+    if (!res) {
+        set_err(pg, PQerrorMessage(pg->conn));
+        return SDB_NOMEM;
+    }
+    set_err(pg, PQresultErrorMessage(res));
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    if (!state)
+        return SDB_ERROR;
+    if (!strcmp(state, "40001") || !strcmp(state, "40P01") || !strcmp(state, "55P03"))
+        return SDB_BUSY;
+    if (!strncmp(state, "23", 2))
+        return SDB_CONSTRAINT;
+    if (!strcmp(state, "25006"))
+        return SDB_READONLY;
+    if (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3))
+        return SDB_GONE;
+    if (!strcmp(state, "53200"))
+        return SDB_NOMEM;
+    return SDB_ERROR;
+}
+
+static int64_t count_notifies(struct sdb_pg *pg)
+{
+    PGnotify *n;
+    while ((n = PQnotifies(pg->conn)) != NULL) {
+        pg->notified++;
+        PQfreemem(n);
+    }
+    return pg->notified;
+}
+
+int sdb_pg_open(const char *uri, int flags, sdb *db)
+{
+    struct sdb_pg *pg = calloc(1, sizeof *pg);
+    if (!pg)
+        return SDB_NOMEM;
+    db->pg = pg;
+    /* Defaults first: the URI (dbname, expanded) overrides any of them. */
+    const char *const keys[] = {"connect_timeout",  "keepalives",
+                                "keepalives_idle",  "keepalives_interval",
+                                "keepalives_count", "tcp_user_timeout",
+                                "application_name", "options",
+                                "dbname",           NULL};
+    const char *const vals[] = {"5",
+                                "1",
+                                "10",
+                                "5",
+                                "3",
+                                "15000",
+                                "tftap",
+                                "-c statement_timeout=60000 -c lock_timeout=10000 "
+                                "-c idle_in_transaction_session_timeout=120000",
+                                uri,
+                                NULL};
+    pg->conn = PQconnectdbParams(keys, vals, 1);
+    if (!pg->conn)
+        return SDB_NOMEM;
+    if (PQstatus(pg->conn) != CONNECTION_OK) {
+        set_err(pg, PQerrorMessage(pg->conn));
+        sdb_set_open_error(pg->err);
+        return SDB_CANTOPEN;
+    }
+    sdb_set_open_error(NULL);
+    /* Quiet: notices (e.g. "relation already exists, skipping") are not ours to print. */
+    PGresult *r =
+        PQexec(pg->conn, (flags & SDB_OPEN_READONLY) ? "SET client_min_messages = warning;"
+                                                       "SET default_transaction_read_only = on;"
+                                                       "LISTEN tftap_changes"
+                                                     : "SET client_min_messages = warning;"
+                                                       "LISTEN tftap_changes");
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? SDB_OK : result_rc(pg, r);
+    PQclear(r);
+    return rc;
+}
+
+void sdb_pg_close(sdb *db)
+{
+    struct sdb_pg *pg = db->pg;
+    if (pg->conn)
+        PQfinish(pg->conn);
+    while (pg->prepared) {
+        struct pg_prepared *p = pg->prepared;
+        pg->prepared = p->next;
+        free(p->key);
+        free(p);
+    }
+    free(pg->err);
+    free(pg);
+    db->pg = NULL;
+}
+
+const char *sdb_pg_errmsg(sdb *db)
+{
+    return db->pg->err ? db->pg->err : "not an error";
+}
+
+int sdb_pg_changes(sdb *db)
+{
+    return db->pg->changes;
+}
+
+int sdb_pg_exec(sdb *db, const char *sql)
+{
+    struct sdb_pg *pg = db->pg;
+    /* SQLite's transaction flavours: PostgreSQL's writers never need them. */
+    if (!strcmp(sql, "BEGIN IMMEDIATE") || !strcmp(sql, "BEGIN EXCLUSIVE"))
+        sql = "BEGIN";
+    PGresult *r = PQexec(pg->conn, sql);
+    ExecStatusType s = PQresultStatus(r);
+    int rc = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK || s == PGRES_EMPTY_QUERY
+                 ? SDB_OK
+                 : result_rc(pg, r);
+    /* COMMIT of a transaction that had failed reports success with ROLLBACK. */
+    if (rc == SDB_OK && !strcmp(sql, "COMMIT") && !strcmp(PQcmdStatus(r), "ROLLBACK")) {
+        set_err(pg, "transaction rolled back");
+        rc = SDB_ERROR;
+    }
+    PQclear(r);
+    count_notifies(pg);
+    return rc;
+}
+
+int sdb_pg_get_autocommit(sdb *db)
+{
+    return PQtransactionStatus(db->pg->conn) == PQTRANS_IDLE;
+}
+
+int sdb_pg_data_version(sdb *db, int64_t *v)
+{
+    struct sdb_pg *pg = db->pg;
+    if (!PQconsumeInput(pg->conn)) {
+        set_err(pg, PQerrorMessage(pg->conn));
+        return SDB_GONE;
+    }
+    *v = count_notifies(pg);
+    return SDB_OK;
+}
+
+/* SQLite's ? and ?N as $N, outside quotes and comments. */
+static char *rewrite_params(const char *sql, int *nparams)
+{
+    size_t n = strlen(sql);
+    char *out = malloc(n * 4 + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    int max = 0;
+    for (size_t i = 0; i < n;) {
+        char c = sql[i];
+        if (c == '\'' || c == '"') {
+            out[o++] = sql[i++];
+            while (i < n && sql[i] != c)
+                out[o++] = sql[i++];
+            if (i < n)
+                out[o++] = sql[i++];
+        } else if (c == '-' && sql[i + 1] == '-') {
+            while (i < n && sql[i] != '\n')
+                out[o++] = sql[i++];
+        } else if (c == '?') {
+            i++;
+            int num = 0;
+            if (sql[i] >= '0' && sql[i] <= '9') {
+                while (sql[i] >= '0' && sql[i] <= '9' && num < 10000)
+                    num = num * 10 + (sql[i++] - '0');
+            } else {
+                num = max + 1;
+            }
+            if (num > max)
+                max = num;
+            o += (size_t)sprintf(out + o, "$%d", num);
+        } else {
+            out[o++] = sql[i++];
+        }
+    }
+    out[o] = '\0';
+    *nparams = max;
+    return out;
+}
+
+int sdb_pg_prepare(sdb *db, const char *sql, int large, sdb_stmt *st)
+{
+    (void)db;
+    struct sdb_pg_stmt *p = calloc(1, sizeof *p);
+    if (!p)
+        return SDB_NOMEM;
+    st->pg = p;
+    p->large = large;
+    p->sql = rewrite_params(sql, &p->nparams);
+    if (!p->sql)
+        return SDB_NOMEM;
+    if (p->nparams) {
+        p->values = calloc((size_t)p->nparams, sizeof *p->values);
+        p->lengths = calloc((size_t)p->nparams, sizeof *p->lengths);
+        p->types = malloc((size_t)p->nparams + 1);
+        if (!p->values || !p->lengths || !p->types)
+            return SDB_NOMEM;
+        memset(p->types, 'n', (size_t)p->nparams);
+        p->types[p->nparams] = '\0';
+    }
+    return SDB_OK;
+}
+
+static void clear_row(struct sdb_pg_stmt *p)
+{
+    for (int i = 0; p->blobs && i < p->ncols; i++) {
+        if (p->blobs[i])
+            PQfreemem(p->blobs[i]);
+        p->blobs[i] = NULL;
+    }
+}
+
+static void clear_result(struct sdb_pg_stmt *p)
+{
+    clear_row(p);
+    free(p->blobs);
+    free(p->blob_lens);
+    p->blobs = NULL;
+    p->blob_lens = NULL;
+    p->ncols = 0;
+    PQclear(p->res);
+    p->res = NULL;
+    p->executed = 0;
+    p->row = p->nrows = 0;
+}
+
+static Oid param_oid(char type)
+{
+    return type == 'i' ? PG_INT8_OID : type == 'b' ? PG_BYTEA_OID : 0;
+}
+
+static void close_cursor(struct sdb_pg *pg, struct sdb_pg_stmt *p)
+{
+    if (!p->cursor[0])
+        return;
+    char sql[48];
+    snprintf(sql, sizeof sql, "CLOSE %s", p->cursor);
+    PQclear(PQexec(pg->conn, sql));
+    p->cursor[0] = '\0';
+}
+
+/* A large query: declared as a cursor that outlives the transaction (WITH
+ * HOLD), so that it may be read across the caller's other statements. */
+static int declare_cursor(struct sdb_pg *pg, struct sdb_pg_stmt *p)
+{
+    size_t n = strlen(p->sql) + 96;
+    char *decl = malloc(n);
+    Oid *oids = p->nparams ? calloc((size_t)p->nparams, sizeof *oids) : NULL;
+    int *formats = p->nparams ? calloc((size_t)p->nparams, sizeof *formats) : NULL;
+    if (!decl || (p->nparams && (!oids || !formats))) {
+        free(decl);
+        free(oids);
+        free(formats);
+        return SDB_NOMEM;
+    }
+    for (int i = 0; i < p->nparams; i++) {
+        oids[i] = param_oid(p->types[i]);
+        formats[i] = p->types[i] == 'b';
+    }
+    snprintf(p->cursor, sizeof p->cursor, "tftap_c%u", pg->next_cursor++);
+    snprintf(decl, n, "DECLARE %s NO SCROLL CURSOR WITH HOLD FOR %s", p->cursor, p->sql);
+    PGresult *r = PQexecParams(pg->conn, decl, p->nparams, oids, (const char *const *)p->values,
+                               p->lengths, formats, 0);
+    free(decl);
+    free(oids);
+    free(formats);
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? SDB_OK : result_rc(pg, r);
+    PQclear(r);
+    if (rc != SDB_OK)
+        p->cursor[0] = '\0';
+    p->executed = 1;
+    p->cursor_drained = 0;
+    p->nrows = 0;
+    p->row = -1;
+    return rc;
+}
+
+/* The next batch of a cursor's rows into p->res. */
+static int fetch_cursor(struct sdb_pg *pg, struct sdb_pg_stmt *p)
+{
+    char sql[64];
+    snprintf(sql, sizeof sql, "FETCH %d FROM %s", PG_FETCH_ROWS, p->cursor);
+    clear_row(p);
+    PQclear(p->res);
+    p->res = PQexec(pg->conn, sql);
+    if (PQresultStatus(p->res) != PGRES_TUPLES_OK) {
+        int rc = result_rc(pg, p->res);
+        PQclear(p->res);
+        p->res = NULL;
+        return rc;
+    }
+    p->nrows = PQntuples(p->res);
+    p->row = -1;
+    p->cursor_drained = p->nrows < PG_FETCH_ROWS;
+    if (!p->blobs && PQnfields(p->res)) {
+        p->ncols = PQnfields(p->res);
+        p->blobs = calloc((size_t)p->ncols, sizeof *p->blobs);
+        p->blob_lens = calloc((size_t)p->ncols, sizeof *p->blob_lens);
+        if (!p->blobs || !p->blob_lens)
+            return SDB_NOMEM;
+    }
+    return SDB_OK;
+}
+
+/* The server-side name of this statement with these parameter types,
+ * preparing it the first time. */
+static int prepared_name(struct sdb_pg *pg, struct sdb_pg_stmt *p, const char **name)
+{
+    size_t tl = (size_t)p->nparams, sl = strlen(p->sql);
+    char *key = malloc(tl + 1 + sl + 1);
+    if (!key)
+        return SDB_NOMEM;
+    memcpy(key, p->types ? p->types : "", tl);
+    key[tl] = '\n';
+    memcpy(key + tl + 1, p->sql, sl + 1);
+    for (struct pg_prepared *e = pg->prepared; e; e = e->next)
+        if (!strcmp(e->key, key)) {
+            free(key);
+            *name = e->name;
+            return SDB_OK;
+        }
+    struct pg_prepared *e = calloc(1, sizeof *e);
+    Oid *oids = p->nparams ? calloc((size_t)p->nparams, sizeof *oids) : NULL;
+    if (!e || (p->nparams && !oids)) {
+        free(e);
+        free(oids);
+        free(key);
+        return SDB_NOMEM;
+    }
+    for (int i = 0; i < p->nparams; i++)
+        oids[i] = param_oid(p->types[i]);
+    snprintf(e->name, sizeof e->name, "tftap_%u", pg->next_name++);
+    PGresult *r = PQprepare(pg->conn, e->name, p->sql, p->nparams, oids);
+    free(oids);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        int rc = result_rc(pg, r);
+        PQclear(r);
+        free(e);
+        free(key);
+        return rc;
+    }
+    PQclear(r);
+    e->key = key;
+    e->next = pg->prepared;
+    pg->prepared = e;
+    *name = e->name;
+    return SDB_OK;
+}
+
+int sdb_pg_step(sdb_stmt *st)
+{
+    struct sdb_pg *pg = st->db->pg;
+    struct sdb_pg_stmt *p = st->pg;
+    if (p->large) {
+        int rc = p->executed ? SDB_OK : declare_cursor(pg, p);
+        if (rc == SDB_OK && p->cursor[0] && p->row + 1 >= p->nrows && !p->cursor_drained)
+            rc = fetch_cursor(pg, p);
+        if (rc != SDB_OK)
+            return rc;
+        clear_row(p);
+        if (!p->res || p->row + 1 >= p->nrows) {
+            p->row = p->nrows;
+            close_cursor(pg, p);
+            return SDB_DONE;
+        }
+        p->row++;
+        return SDB_ROW;
+    }
+    if (!p->executed) {
+        const char *name = NULL;
+        int rc = prepared_name(pg, p, &name);
+        if (rc != SDB_OK)
+            return rc;
+        int *formats = p->nparams ? calloc((size_t)p->nparams, sizeof *formats) : NULL;
+        if (p->nparams && !formats)
+            return SDB_NOMEM;
+        for (int i = 0; i < p->nparams; i++)
+            formats[i] = p->types[i] == 'b';
+        p->res = PQexecPrepared(pg->conn, name, p->nparams, (const char *const *)p->values,
+                                p->lengths, formats, 0);
+        free(formats);
+        count_notifies(pg);
+        p->executed = 1;
+        ExecStatusType s = PQresultStatus(p->res);
+        if (s == PGRES_TUPLES_OK) {
+            p->nrows = PQntuples(p->res);
+            p->ncols = PQnfields(p->res);
+            p->row = -1;
+            /* RETURNING rows: changes as SQLite counts them (a SELECT does not). */
+            const char *cmd = PQcmdStatus(p->res);
+            if (strncmp(cmd, "SELECT", 6) != 0 && *PQcmdTuples(p->res))
+                pg->changes = atoi(PQcmdTuples(p->res));
+            if (p->ncols) {
+                p->blobs = calloc((size_t)p->ncols, sizeof *p->blobs);
+                p->blob_lens = calloc((size_t)p->ncols, sizeof *p->blob_lens);
+                if (!p->blobs || !p->blob_lens)
+                    return SDB_NOMEM;
+            }
+        } else if (s == PGRES_COMMAND_OK) {
+            const char *t = PQcmdTuples(p->res);
+            pg->changes = *t ? atoi(t) : 0;
+            p->nrows = 0;
+            p->row = -1;
+        } else {
+            rc = result_rc(pg, p->res);
+            PQclear(p->res);
+            p->res = NULL;
+            return rc;
+        }
+    }
+    if (!p->res)
+        return SDB_ERROR;
+    clear_row(p);
+    if (p->row + 1 >= p->nrows) {
+        p->row = p->nrows;
+        return SDB_DONE;
+    }
+    p->row++;
+    return SDB_ROW;
+}
+
+int sdb_pg_reset(sdb_stmt *st)
+{
+    close_cursor(st->db->pg, st->pg);
+    clear_result(st->pg);
+    return SDB_OK;
+}
+
+int sdb_pg_clear_bindings(sdb_stmt *st)
+{
+    struct sdb_pg_stmt *p = st->pg;
+    for (int i = 0; i < p->nparams; i++) {
+        free(p->values[i]);
+        p->values[i] = NULL;
+        p->lengths[i] = 0;
+        p->types[i] = 'n';
+    }
+    return SDB_OK;
+}
+
+void sdb_pg_finalize(sdb_stmt *st)
+{
+    struct sdb_pg_stmt *p = st->pg;
+    if (!p)
+        return;
+    if (st->db && st->db->pg)
+        close_cursor(st->db->pg, p);
+    clear_result(p);
+    if (p->values)
+        sdb_pg_clear_bindings(st);
+    free(p->values);
+    free(p->lengths);
+    free(p->types);
+    free(p->sql);
+    free(p);
+    st->pg = NULL;
+}
+
+int sdb_pg_bind(sdb_stmt *st, int i, const void *data, size_t len, char kind)
+{
+    struct sdb_pg_stmt *p = st->pg;
+    if (i < 1 || i > p->nparams)
+        return SDB_ERROR;
+    if (p->executed) {
+        close_cursor(st->db->pg, p);
+        clear_result(p);
+    }
+    i--;
+    free(p->values[i]);
+    p->values[i] = NULL;
+    p->lengths[i] = 0;
+    if (!data) {
+        p->types[i] = 'n';
+        return SDB_OK;
+    }
+    if (len > (size_t)0x7fffffff)
+        return SDB_ERROR;
+    char *v = malloc(len + 1);
+    if (!v)
+        return SDB_NOMEM;
+    memcpy(v, data, len);
+    v[len] = '\0';
+    p->values[i] = v;
+    p->lengths[i] = (int)len;
+    /* Integers typed int8, so that the server never infers a narrower type
+     * for a parameter; text is left for the server to infer. */
+    p->types[i] = kind;
+    return SDB_OK;
+}
+
+int sdb_pg_column_type(sdb_stmt *st, int i)
+{
+    struct sdb_pg_stmt *p = st->pg;
+    if (!p || !p->res || p->row < 0 || p->row >= p->nrows || i < 0 || i >= p->ncols ||
+        PQgetisnull(p->res, p->row, i))
+        return SDB_NULL;
+    switch (PQftype(p->res, i)) {
+    case PG_BOOL_OID:
+    case PG_INT2_OID:
+    case PG_INT4_OID:
+    case PG_INT8_OID:
+        return SDB_INTEGER;
+    case PG_FLOAT4_OID:
+    case PG_FLOAT8_OID:
+        return SDB_FLOAT;
+    case PG_BYTEA_OID:
+        return SDB_BLOB;
+    default:
+        return SDB_TEXT;
+    }
+}
+
+const char *sdb_pg_column(sdb_stmt *st, int i, int *len, int *is_null, int *is_blob)
+{
+    struct sdb_pg_stmt *p = st->pg;
+    *len = 0;
+    *is_blob = 0;
+    *is_null = 1;
+    if (!p || !p->res || p->row < 0 || p->row >= p->nrows || i < 0 || i >= p->ncols)
+        return NULL;
+    if (PQgetisnull(p->res, p->row, i))
+        return NULL;
+    *is_null = 0;
+    if (PQftype(p->res, i) == PG_BYTEA_OID) {
+        *is_blob = 1;
+        if (!p->blobs[i]) {
+            size_t n = 0;
+            p->blobs[i] = PQunescapeBytea((const unsigned char *)PQgetvalue(p->res, p->row, i), &n);
+            if (!p->blobs[i]) {
+                *is_null = 1;
+                return NULL;
+            }
+            p->blob_lens[i] = n;
+        }
+        *len = (int)p->blob_lens[i];
+        return (const char *)p->blobs[i];
+    }
+    *len = PQgetlength(p->res, p->row, i);
+    return PQgetvalue(p->res, p->row, i);
+}
