@@ -166,3 +166,49 @@ void wrap_recorder_locks_clean(const char *run_dir)
             unlinkat(dirfd(d), e->d_name, 0);
     closedir(d);
 }
+
+size_t wrap_recorder_locks_open(const char *run_dir, int **fds)
+{
+    struct held *v = calloc(MAX_LOCKS, sizeof *v);
+    *fds = NULL;
+    if (v == NULL)
+        return 0;
+    size_t n = open_locks(run_dir, v, MAX_LOCKS);
+    int *out = n ? malloc(n * sizeof *out) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (out != NULL)
+            out[i] = v[i].fd;
+        else
+            close(v[i].fd);
+    }
+    free(v);
+    *fds = out;
+    return out != NULL ? n : 0;
+}
+
+size_t wrap_recorder_locks_wait_exclusive(int *fds, size_t n, unsigned timeout_ms)
+{
+    int64_t start = tftap_mono_ms();
+    size_t left;
+    for (;;) {
+        left = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (fds[i] < 0)
+                continue;
+            if (flock(fds[i], LOCK_EX | LOCK_NB) == 0) {
+                close(fds[i]);
+                fds[i] = -1;
+            } else {
+                left++;
+            }
+        }
+        if (left == 0 || tftap_mono_ms() - start >= timeout_ms)
+            break;
+        struct timespec ts = {0, 200L * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    return left;
+}

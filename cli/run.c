@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -385,18 +386,16 @@ static int state_before(const char *cli_path, char *const *env, const char *work
     return 0;
 }
 
-/* After the command: let the store tie calls to resource addresses by what
- * the state before it and `CLI show -json [PLANFILE]` after it say. Runs
- * unwrapped (env: NULL for ours, or tftap replay's, whose CLI config sends
- * the CLI straight to the replayed providers): nothing of it is recorded.
- * Problems only warn. */
-static void match_addresses(store *s, int64_t run_id, const char *cli_path, char *const *env,
-                            const char *workdir, const char *planfile, int have_before,
-                            const tftap_buf *before, int read_after)
+/* After the command: what the store ties calls to resource addresses by,
+ * the state before it and `CLI show -json [PLANFILE]` after it (into
+ * *out). Runs unwrapped (env: NULL for ours, or tftap replay's, whose CLI
+ * config sends the CLI straight to the replayed providers): nothing of it
+ * is recorded. Problems only warn. Returns how many docs it filled. */
+static size_t match_docs(const char *cli_path, char *const *env, const char *workdir,
+                         const char *planfile, int have_before, const tftap_buf *before,
+                         int read_after, tftap_buf *out, analysis_match_doc docs[2])
 {
     char *argv[] = {(char *)cli_path, "show", "-json", (char *)planfile, NULL};
-    tftap_buf out = TFTAP_BUF_INIT;
-    analysis_match_doc docs[2];
     size_t ndocs = 0;
     if (have_before) {
         /* No state yet reads as a state without resources. */
@@ -404,18 +403,79 @@ static void match_addresses(store *s, int64_t run_id, const char *cli_path, char
                                              before->len ? before->len : 2, 0};
     }
     if (read_after) {
-        int rc = capture(argv, env, workdir, CAPTURE_MAX, &out);
-        if (rc == 0 && out.len > 0 && !tftap_buf_failed(&out))
-            docs[ndocs++] = (analysis_match_doc){out.data, out.len, 1};
+        int rc = capture(argv, env, workdir, CAPTURE_MAX, out);
+        if (rc == 0 && out->len > 0 && !tftap_buf_failed(out))
+            docs[ndocs++] = (analysis_match_doc){out->data, out->len, 1};
         else
             cli_error("could not read '%s show -json' to match calls to addresses", cli_path);
     }
-    if (analysis_match_addresses(s, run_id, docs, ndocs,
-                                 "neither the state before the run nor a plan or state after it "
-                                 "could be read",
-                                 NULL, NULL) != 0)
-        cli_error("matching calls to addresses failed: %s", store_errmsg(s));
-    tftap_buf_done(&out);
+    return ndocs;
+}
+
+static int match_apply(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs)
+{
+    return analysis_match_addresses(s, run_id, docs, ndocs,
+                                    "neither the state before the run nor a plan or state after "
+                                    "it could be read",
+                                    NULL, NULL);
+}
+
+/* How long tftap run's background finisher keeps trying to record the end
+ * of a run: as long as the recorders keep their part (it waits for them
+ * first), and a minute more. */
+#define RUN_FINISH_MS (PROXY_RECORDER_LINGER_MS + 60000u)
+
+/* The database was unavailable when the run ended (a PostgreSQL server
+ * restarting): the user's command is over and tftap run exits with its
+ * code now. A process of its own (init's child, like the recorders) waits
+ * until every recorder still holding its part (lock_fds, shared locks:
+ * proxy/recproc.c) has written it, then records the exit code, the CLI's
+ * version and the addresses, trying every second for RUN_FINISH_MS. Takes
+ * the fds. Returns 0 when the finisher started. */
+static int finish_later(const char *db, int64_t run_id, int code, const char *version,
+                        const analysis_match_doc *docs, size_t ndocs, int *lock_fds, size_t nlocks)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0 && fork() != 0)
+        _exit(0);
+    if (pid == 0) {
+        setsid();
+        signal(SIGINT, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
+        signal(SIGPIPE, SIG_IGN);
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull >= 0) {
+            dup2(devnull, STDIN_FILENO);
+            dup2(devnull, STDOUT_FILENO);
+            dup2(devnull, STDERR_FILENO);
+        }
+        int64_t deadline = tftap_mono_ms() + RUN_FINISH_MS;
+        (void)wrap_recorder_locks_wait_exclusive(lock_fds, nlocks, PROXY_RECORDER_LINGER_MS);
+        for (;;) {
+            store *s = NULL;
+            if (store_open(db, 0, &s) == 0 && store_run_end(s, run_id, code) == 0) {
+                if (version != NULL)
+                    (void)store_run_set_cli_version(s, run_id, version);
+                if (ndocs > 0)
+                    (void)match_apply(s, run_id, docs, ndocs);
+                store_close(s);
+                _exit(0);
+            }
+            store_close(s);
+            if (tftap_mono_ms() >= deadline)
+                _exit(1);
+            struct timespec ts = {1, 0};
+            nanosleep(&ts, NULL);
+        }
+    }
+    for (size_t i = 0; i < nlocks; i++)
+        close(lock_fds[i]);
+    if (pid < 0)
+        return -1;
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    return 0;
 }
 
 /* ---- --reattach: tftap starts each provider itself ------------------------
@@ -954,29 +1014,52 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
 
     if (run_id > 0) {
         int64_t lost = 0;
+        /* A saved plan exists only when planning succeeded; any other
+         * command may have changed the state, even when it failed. */
+        int plans = match && strcmp(cl.sub, "plan") == 0;
+        int after = plans ? planfile != NULL && (code == 0 || code == 2) : 1;
         int opened = store_open(db, 0, &s) == 0;
-        if (!opened || store_run_end(s, run_id, code) != 0)
-            cli_error("cannot record the exit code into %s", STORE_SHOWN(db));
-        else if (store_run_get(s, run_id, run_lost, &lost) == 0 && lost > 0)
+        if (!opened || store_run_end(s, run_id, code) != 0) {
+            /* Unavailable (a server restarting): never the user's problem
+             * beyond this line; the rest is written when it is back. */
+            tftap_buf out = TFTAP_BUF_INIT;
+            analysis_match_doc docs[2];
+            size_t ndocs = match ? match_docs(cmd[0], aux_env, workdir, plans ? planfile : NULL,
+                                              have_before, &before, after, &out, docs)
+                                 : 0;
+            store_close(s);
+            s = NULL;
+            version = cli_version_finish(&ver);
+            int *fds = NULL;
+            size_t nfds = wrapped ? wrap_recorder_locks_open(tmp, &fds) : 0;
+            if (finish_later(db, run_id, code, version, docs, ndocs, fds, nfds) == 0)
+                cli_error("cannot record the end of run %lld into %s now: it is recorded when "
+                          "the database is back (tftap keeps trying for %u min in the background)",
+                          (long long)run_id, STORE_SHOWN(db), RUN_FINISH_MS / 60000);
+            else
+                cli_error("cannot record the exit code into %s", STORE_SHOWN(db));
+            free(fds);
+            tftap_buf_done(&out);
+            goto cleanup;
+        }
+        if (store_run_get(s, run_id, run_lost, &lost) == 0 && lost > 0)
             /* The recorders' own warnings go to their log, not to the
              * terminal: say it here, once. */
             cli_error("the record of run %lld has gaps: %lld events lost while %s could not be "
                       "written (tftap runs)",
                       (long long)run_id, (long long)lost, STORE_SHOWN(db));
-        if (match && !opened) {
-            cli_error("cannot open %s to match addresses", STORE_SHOWN(db));
-        } else if (match) {
-            /* A saved plan exists only when planning succeeded; any other
-             * command may have changed the state, even when it failed. */
-            int plans = strcmp(cl.sub, "plan") == 0;
-            int after = plans ? planfile != NULL && (code == 0 || code == 2) : 1;
-            match_addresses(s, run_id, cmd[0], aux_env, workdir, plans ? planfile : NULL,
-                            have_before, &before, after);
+        if (match) {
+            tftap_buf out = TFTAP_BUF_INIT;
+            analysis_match_doc docs[2];
+            size_t ndocs = match_docs(cmd[0], aux_env, workdir, plans ? planfile : NULL,
+                                      have_before, &before, after, &out, docs);
+            if (match_apply(s, run_id, docs, ndocs) != 0)
+                cli_error("matching calls to addresses failed: %s", store_errmsg(s));
+            tftap_buf_done(&out);
         }
-        if (opened)
-            cli_check_summary(s, run_id);
+        cli_check_summary(s, run_id);
         version = cli_version_finish(&ver);
-        if (opened && version != NULL)
+        if (version != NULL)
             (void)store_run_set_cli_version(s, run_id, version); /* for display only */
         store_close(s);
         s = NULL;

@@ -116,6 +116,14 @@ size_t wrap_recorders_wait(const char *run_dir, unsigned timeout_ms, unsigned pr
 
 /* Remove the lock files from run_dir. */
 void wrap_recorder_locks_clean(const char *run_dir);
+/* For a waiter that outlives run_dir: its lock files, opened (heap array
+ * in *fds; returns how many). */
+size_t wrap_recorder_locks_open(const char *run_dir, int **fds);
+/* Wait until each lock can be taken exclusively: a recorder that found the
+ * database unavailable holds its lock shared (wrap_recorders_wait is done
+ * with it) until it has written the rest or given up. Closes the fds;
+ * returns how many were still held after timeout_ms. */
+size_t wrap_recorder_locks_wait_exclusive(int *fds, size_t n, unsigned timeout_ms);
 
 /* The absolute path of the running tftap executable (free()), or NULL. */
 char *wrap_self_exe(void);

@@ -21,6 +21,13 @@
  * problems go there, not to the provider's stderr the CLI keeps. */
 #define PROXY_LOG_NAME "tftap.log"
 
+/* How long a recorder process keeps what the database did not take when
+ * its provider is done while the database is unavailable (a PostgreSQL
+ * server restarting, a full disk), trying again every second; it writes
+ * the rows, and the gap row counting what was lost meanwhile, when the
+ * database comes back. Nobody waits for it: `tftap run` goes on. */
+#define PROXY_RECORDER_LINGER_MS (10u * 60u * 1000u)
+
 /* The contents of a shim directory's tftap-shim.json. Strings are owned
  * (heap) and freed by proxy_meta_done(); version may be NULL. */
 typedef struct proxy_meta {

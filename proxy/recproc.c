@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -141,7 +142,7 @@ void proxy_recproc_leave_run(const char *db, int64_t run_id)
         rc = store_run_leave(s, run_id);
     if (rc != 0)
         fprintf(stderr, "tftap: cannot record the end of run %lld in %s: %s\n", (long long)run_id,
-                db, tftap_strerror(rc));
+                STORE_SHOWN(db), tftap_strerror(rc));
     store_close(s);
 }
 
@@ -289,13 +290,14 @@ static void otlp_log(void *ctx, const char *line)
 /* The recorder process's whole life: events until EOF, then flush. A
  * recorder that cannot start still drains the pipe, so the tee never
  * blocks on it. Returns the span exporter, still sending, or NULL. */
-static otlp_exporter *recorder_main(int fd, const char *db, const store_recorder_opts *opts,
-                                    const proxy_recproc *rp)
+static otlp_exporter *recorder_main(int fd, int hold, const char *db,
+                                    const store_recorder_opts *opts, const proxy_recproc *rp)
 {
     store_recorder *rec = NULL;
     store_recorder_opts o = *opts;
     o.max_queue_bytes = PROXY_RECORDER_MAX_BYTES;
     o.block_ms = RECPROC_BLOCK_MS;
+    o.linger_ms = PROXY_RECORDER_LINGER_MS;
     if (store_recorder_open(db, &o, &rec) != 0)
         rec = NULL;
     struct recsink k = {.rec = rec, .provider = rp->provider, .version = rp->version};
@@ -310,6 +312,18 @@ static otlp_exporter *recorder_main(int fd, const char *db, const store_recorder
     }
     proxy_recpipe_sink sink = {&k, on_process, on_begin, on_message, on_end, on_lost};
     (void)proxy_recpipe_read(fd, PROXY_REC_MESSAGE_MAX, &sink);
+    if (store_recorder_drain(rec) != 0 && hold >= 0) {
+        /* The database is unavailable: whoever waits for the record (tftap
+         * run, its bounded wait) must not wait for it to come back. The
+         * lock becomes shared, which that wait takes; an exclusive one
+         * (tftap run's background finisher, cli/recwait.c) still waits
+         * until the rest is written or given up. */
+        fprintf(stderr,
+                "tftap: %s is unavailable: the record of this provider process is "
+                "written when it comes back (trying for %u s)\n",
+                STORE_SHOWN(db), PROXY_RECORDER_LINGER_MS / 1000);
+        (void)flock(hold, LOCK_SH);
+    }
     store_recorder_close(rec);
     while (k.calls) {
         struct spancall *c = k.calls;
@@ -385,7 +399,7 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
         if (hold >= 0 && dup2(hold, 4) < 0)
             _exit(1);
         close_range(hold >= 0 ? 5 : 4, ~0U, 0);
-        otlp_exporter *ox = recorder_main(fd, db, opts, rp);
+        otlp_exporter *ox = recorder_main(fd, hold >= 0 ? 4 : -1, db, opts, rp);
         if (rp->leave_run && opts->run_id > 0)
             proxy_recproc_leave_run(db, opts->run_id);
         if (ox != NULL) {

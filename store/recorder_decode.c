@@ -1357,17 +1357,32 @@ static void procinfo_done(struct procinfo *p)
     free(p->binary_path);
 }
 
-void store_recorder_close(store_recorder *r)
+int store_recorder_drain(store_recorder *r)
 {
     if (!r)
-        return;
+        return 0;
     pthread_mutex_lock(&r->mu);
     r->stop = 1;
     pthread_cond_signal(&r->cv);
     pthread_cond_broadcast(&r->room);
     pthread_mutex_unlock(&r->mu);
-    if (r->thread_started)
+    if (r->thread_started) {
         pthread_join(r->thread, NULL);
+        r->thread_started = 0;
+    }
+    pthread_mutex_lock(&r->mu);
+    while (r->sql_started && !r->sql_done && !r->sql_stuck)
+        pthread_cond_wait(&r->cv, &r->mu);
+    int rc = r->sql_stuck ? TFTAP_ESTORE : 0;
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+void store_recorder_close(store_recorder *r)
+{
+    if (!r)
+        return;
+    (void)store_recorder_drain(r);
     if (r->sql_started)
         pthread_join(r->sql_thread, NULL);
     store_rec_sql_finalize(r);

@@ -161,6 +161,8 @@ struct store_recorder {
     int decoder_gathering; /* the decoder lets events gather likewise */
     int ops_urgent;        /* ops carry a schema or process details: no gathering */
     int sql_tried;         /* it has tried to open the database once */
+    int sql_stuck;         /* stopping, the last attempt failed: what is left lingers */
+    int sql_done;          /* the SQL thread has nothing left to write (or gave up) */
     int key_ready;
     unsigned char shared_key[STORE_KEY_LEN];
     int64_t shared_process_row;
@@ -211,6 +213,7 @@ struct store_recorder {
     char sbinary_sha[65];
     char sbinary_stat[BINARY_STAT_LEN];
     struct op *pending, **pending_tail; /* taken from ops, not yet committed */
+    int64_t linger_until_ms;            /* stopping: give up on the rest after this */
     sdb_stmt *st_upsert, *st_msg;
 };
 

@@ -593,8 +593,10 @@ void *store_rec_sql_main(void *arg)
         int stopping = r->sql_stop;
         pthread_mutex_unlock(&r->mu);
 
-        if (stopping)
+        if (stopping && r->linger_until_ms == 0) {
             r->next_retry_ms = 0; /* last chance: do not wait for the retry timer */
+            r->linger_until_ms = tftap_mono_ms() + r->opts.linger_ms + 1;
+        }
         if (db_up(r)) {
             if (r->pending || r->process_row == 0) {
                 apply_pending(r, stopping);
@@ -606,8 +608,35 @@ void *store_rec_sql_main(void *arg)
             pthread_mutex_lock(&r->mu);
             int more = r->ops != NULL;
             pthread_mutex_unlock(&r->mu);
-            if (!more)
+            if (more)
+                continue;
+            if (!r->pending)
                 break;
+            if (r->db)
+                continue; /* a commit that stopped at commit_ms: go on */
+            /* The database is unavailable and what it did not take is
+             * ours alone now (the decoder is done): tell store_recorder_drain,
+             * whose caller goes on without us, and keep trying until
+             * linger_until. The gap op counting what was lost meanwhile is
+             * among the pending ops, written with them. */
+            int64_t now = tftap_mono_ms();
+            pthread_mutex_lock(&r->mu);
+            if (!r->sql_stuck) {
+                r->sql_stuck = 1;
+                pthread_cond_broadcast(&r->cv);
+            }
+            if (now >= r->linger_until_ms) {
+                pthread_mutex_unlock(&r->mu);
+                break;
+            }
+            int64_t until =
+                r->next_retry_ms < r->linger_until_ms ? r->next_retry_ms : r->linger_until_ms;
+            if (until > now) {
+                struct timespec ts;
+                deadline_at(&ts, until);
+                pthread_cond_timedwait(&r->scv, &r->mu, &ts);
+            }
+            pthread_mutex_unlock(&r->mu);
         }
     }
     /* What never committed is lost: count it. */
@@ -618,6 +647,10 @@ void *store_rec_sql_main(void *arg)
     r->pending = NULL;
     pthread_mutex_lock(&r->mu);
     r->stats.dropped += lost;
+    if (lost)
+        r->sql_stuck = 1;
+    r->sql_done = 1;
+    pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
     return NULL;
 }

@@ -34,6 +34,14 @@ typedef struct store_recorder_opts {
      * counted, until it is half empty. An event bigger than the bound is
      * always dropped. */
     unsigned block_ms;
+    /* What to do with records the database did not take when the recorder
+     * is closed (a server that went away, a locked or full file): 0 = one
+     * last attempt, then they are counted as dropped; > 0 = the SQL thread
+     * keeps them and tries again every retry_ms for up to linger_ms, so
+     * the rows, and the gap row counting what was lost meanwhile, are
+     * written when the database comes back. store_recorder_drain() tells a
+     * caller when the rest of the close is only this waiting. */
+    unsigned linger_ms;
 } store_recorder_opts;
 
 enum store_direction { STORE_REQUEST = 0, STORE_RESPONSE = 1 };
@@ -70,7 +78,16 @@ void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, 
 enum store_lost { STORE_LOST_QUEUE_FULL = 0, STORE_LOST_MALFORMED = 1 };
 void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why);
 
-/* Flush everything queued, stop the threads, close the database. */
+/* Stop taking events and write everything taken. Returns 0 once all of it
+ * is committed, or TFTAP_ESTORE as soon as a last attempt finds the
+ * database unavailable: what was not written stays with the recorder
+ * (store_recorder_close keeps trying for opts.linger_ms). Waits only for
+ * the decoder, for commits (a locked SQLite file: up to 30 s) and for one
+ * attempt to open the database. Calling it twice is harmless. */
+int store_recorder_drain(store_recorder *r);
+
+/* Drain, then (with opts.linger_ms) keep trying to write what the database
+ * did not take, stop the threads, close the database. */
 void store_recorder_close(store_recorder *r);
 
 /* Tuning knobs most callers leave at 0 (= default); tests shorten them. */
