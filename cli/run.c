@@ -454,11 +454,13 @@ static int finish_later(const char *db, int64_t run_id, int code, const char *ve
         (void)wrap_recorder_locks_wait_exclusive(lock_fds, nlocks, PROXY_RECORDER_LINGER_MS);
         for (;;) {
             store *s = NULL;
-            if (store_open(db, 0, &s) == 0 && store_run_end(s, run_id, code) == 0) {
-                if (version != NULL)
-                    (void)store_run_set_cli_version(s, run_id, version);
-                if (ndocs > 0)
-                    (void)match_apply(s, run_id, docs, ndocs);
+            /* The exit code last: a reader who sees it sees the rest. */
+            /* Matching may fail on the documents (not JSON): only a store
+             * error is worth another try. */
+            if (store_open(db, 0, &s) == 0 &&
+                (ndocs == 0 || match_apply(s, run_id, docs, ndocs) != TFTAP_ESTORE) &&
+                (version == NULL || store_run_set_cli_version(s, run_id, version) == 0) &&
+                store_run_end(s, run_id, code) == 0) {
                 store_close(s);
                 _exit(0);
             }

@@ -38,13 +38,11 @@ static void set_sql_ok(store_recorder *r, int ok)
 
 static void db_down(store_recorder *r)
 {
-    if (!r->logged_down) {
-        r->logged_down = 1;
-        fprintf(stderr,
-                "tftap: cannot write the recording database %s: %s (dropping records, will "
-                "retry)\n",
-                STORE_SHOWN(r->path), r->db ? sdb_errmsg(r->db) : strerror(errno ? errno : EIO));
-    }
+    /* Said once the decoder knows (it drops from then on), so that the
+     * line is never seen before what it announces. */
+    char why[512] = "";
+    if (!r->logged_down)
+        snprintf(why, sizeof why, "%s", r->db ? sdb_errmsg(r->db) : strerror(errno ? errno : EIO));
     store_rec_sql_finalize(r);
     if (r->db) {
         store_rollback(r->db);
@@ -54,6 +52,13 @@ static void db_down(store_recorder *r)
     r->txn_gen++;
     r->next_retry_ms = tftap_mono_ms() + tuning(r, 0);
     set_sql_ok(r, 0);
+    if (!r->logged_down) {
+        r->logged_down = 1;
+        fprintf(stderr,
+                "tftap: cannot write the recording database %s: %s (dropping records, will "
+                "retry)\n",
+                STORE_SHOWN(r->path), why);
+    }
 }
 
 static int db_up(store_recorder *r)
