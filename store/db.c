@@ -203,6 +203,18 @@ static const char *const migrations[] = {
      "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"
      "    IS NOT NULL) AS ended_elsewhere"
      "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id);"),
+    /* 6: reserved for runs.uuid (helper "push", issue 13 item 2); this
+     * placeholder is replaced by that step when the branches meet. */
+    "DROP VIEW IF EXISTS tftap_reserved_6;",
+    /* 7: a connection lost after COMMIT was sent leaves the recorder in
+     * doubt whether it committed; it writes again what it wrote, so every
+     * row it makes has a key of its own making: processes.uuid (made by the
+     * recorder), gaps.seq (its count of gap rows). processes.dropped is then
+     * recomputed from the gaps rather than incremented. */
+    ("ALTER TABLE processes ADD COLUMN uuid TEXT;"
+     "CREATE UNIQUE INDEX processes_uuid ON processes(uuid);"
+     "ALTER TABLE gaps ADD COLUMN seq INTEGER;"
+     "CREATE UNIQUE INDEX gaps_seq ON gaps(process_id, seq);"),
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -405,7 +417,15 @@ static const char pg_baseline[] =
                                                       "c.response_json") " d;";
 
 /* Steps after the baseline: pg_migrations[i] brings PG_BASELINE + i to + i + 1. */
-static const char *const pg_migrations[] = {NULL};
+static const char *const pg_migrations[] = {
+    /* 6: see migrations[6] (placeholder for runs.uuid). */
+    "DROP VIEW IF EXISTS tftap_reserved_6;",
+    /* 7: see migrations[7]. */
+    ("ALTER TABLE processes ADD COLUMN uuid " PGT ";"
+     "CREATE UNIQUE INDEX processes_uuid ON processes(uuid);"
+     "ALTER TABLE gaps ADD COLUMN seq bigint;"
+     "CREATE UNIQUE INDEX gaps_seq ON gaps(process_id, seq);"),
+    NULL};
 #define N_PG_MIGRATIONS (sizeof pg_migrations / sizeof pg_migrations[0] - 1)
 _Static_assert(PG_BASELINE + N_PG_MIGRATIONS == N_MIGRATIONS,
                "every SQLite migration has its PostgreSQL twin");

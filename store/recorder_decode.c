@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include <openssl/core_names.h>
+#include <openssl/rand.h>
 
 char *store_rec_dupstr(const char *s)
 {
@@ -1105,6 +1106,7 @@ static void decode_batch(store_recorder *r, struct event *list)
     if (r->lost) {
         struct op *o = op_new(r, OP_GAP);
         if (o) {
+            o->gap_seq = ++r->gap_seq;
             o->lost = r->lost;
             o->lost_queue = r->lost_queue;
             o->lost_db = r->lost_db;
@@ -1275,6 +1277,7 @@ static void *decoder_main(void *arg)
     if (r->lost) {
         struct op *o = op_new(r, OP_GAP);
         if (o) {
+            o->gap_seq = ++r->gap_seq;
             o->lost = r->lost;
             o->lost_queue = r->lost_queue;
             o->lost_db = r->lost_db;
@@ -1318,6 +1321,13 @@ int store_recorder_open(const char *db_path, const store_recorder_opts *opts, st
         free(r);
         return TFTAP_ENOMEM;
     }
+    unsigned char id[16];
+    if (RAND_bytes(id, sizeof id) != 1) {
+        free(r->path);
+        free(r);
+        return TFTAP_EIO;
+    }
+    tftap_hex_encode(id, sizeof id, r->process_uuid);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

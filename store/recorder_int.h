@@ -123,6 +123,7 @@ struct op {
     const char *schema_kind;   /* "provider" or "identity" */
     const char *schema_source; /* "response" or "earlier" */
     /* OP_GAP */
+    int64_t gap_seq; /* gaps.seq: the row is written once however often the op is */
     uint64_t lost;
     int lost_queue, lost_db, lost_input;
 };
@@ -178,6 +179,7 @@ struct store_recorder {
     int have_key;
     EVP_MAC_CTX *mac;                    /* HMAC-SHA256 keyed with key, copied per value */
     uint64_t lost;                       /* events lost, not yet in a gap op */
+    int64_t gap_seq;                     /* gap ops made so far */
     int lost_queue, lost_db, lost_input; /* reasons */
     struct procinfo proc;                /* decoder's copy */
     char binary_sha256[65];
@@ -209,6 +211,7 @@ struct store_recorder {
     int txn_gen;
     int64_t run_id, run_row_gen;
     int64_t process_row, process_row_gen;
+    char process_uuid[33]; /* processes.uuid: the row found again after an in-doubt commit */
     struct procinfo sproc; /* the process details last written */
     char sbinary_sha[65];
     char sbinary_stat[BINARY_STAT_LEN];

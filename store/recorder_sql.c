@@ -182,9 +182,12 @@ static int ensure_run_and_process(store_recorder *r)
         }
     }
     if (r->process_row == 0) {
+        /* The same row again if an earlier commit of it was in doubt (the
+         * connection lost after COMMIT was sent) and in fact happened. */
         rc = exec_bound_id(r->db, &r->process_row,
-                           "INSERT INTO processes (run_id, started_us) VALUES (?, ?) RETURNING id",
-                           "ii", r->run_id, tftap_now_us());
+                           "INSERT INTO processes (run_id, started_us, uuid) VALUES (?, ?, ?) "
+                           "ON CONFLICT (uuid) DO UPDATE SET uuid = excluded.uuid RETURNING id",
+                           "iit", r->run_id, tftap_now_us(), r->process_uuid);
         if (rc)
             return rc;
         r->process_row_gen = r->txn_gen;
@@ -302,14 +305,18 @@ static int apply_gap(store_recorder *r, const struct op *o)
              o->lost_queue && (o->lost_db || o->lost_input) ? ", " : "",
              o->lost_db ? "database unavailable" : "", o->lost_db && o->lost_input ? ", " : "",
              o->lost_input ? "malformed recorder input" : "");
-    int rc =
-        exec_bound(r->db,
-                   "INSERT INTO gaps (run_id, process_id, lost, recorded_us, reason) "
-                   "VALUES (?, ?, ?, ?, ?)",
-                   "iiiit", r->run_id, r->process_row, (int64_t)o->lost, tftap_now_us(), reason);
+    /* Written again after an in-doubt commit: seq keeps it one row, and
+     * dropped is the sum of the rows, not an increment. */
+    int rc = exec_bound(r->db,
+                        "INSERT INTO gaps (run_id, process_id, lost, recorded_us, reason, seq) "
+                        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (process_id, seq) DO NOTHING",
+                        "iiiiti", r->run_id, r->process_row, (int64_t)o->lost, tftap_now_us(),
+                        reason, o->gap_seq);
     if (rc == SDB_OK)
-        rc = exec_bound(r->db, "UPDATE processes SET dropped = dropped + ? WHERE id = ?", "ii",
-                        (int64_t)o->lost, r->process_row);
+        rc = exec_bound(r->db,
+                        "UPDATE processes SET dropped = (SELECT coalesce(sum(lost), 0) FROM gaps "
+                        "WHERE process_id = ?1) WHERE id = ?1",
+                        "i", r->process_row);
     return rc;
 }
 

@@ -71,7 +71,7 @@ static void test_migrate_from_empty(void)
     CHECK_INT_EQ(store_resolve_run(s, "x1", &r2), TFTAP_EINVAL);
     store_close(s);
 
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 5);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 7);
     CHECK_INT_EQ(scalar(path, "SELECT exit_code FROM runs"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT json_array_length(args) FROM runs"), 2);
     CHECK_INT_EQ(scalar(path, "SELECT args = '[\"plan\",\"-out=x \\\"q\\\"\"]' FROM runs"), 1);
@@ -111,6 +111,10 @@ static void test_migrate_from_1(void)
             db,
             "DROP VIEW v_resource_changes;"
             "DROP INDEX runs_cli_key;"
+            "DROP INDEX processes_uuid;"
+            "ALTER TABLE processes DROP COLUMN uuid;"
+            "DROP INDEX gaps_seq;"
+            "ALTER TABLE gaps DROP COLUMN seq;"
             "ALTER TABLE runs DROP COLUMN cli_key;"
             "ALTER TABLE runs DROP COLUMN recorders;"
             "DROP INDEX processes_binary_stat;"
@@ -131,7 +135,7 @@ static void test_migrate_from_1(void)
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_resource_changes"), 0);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 5);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 7);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM processes WHERE binary_stat IS NULL"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT call_id FROM v_resource_changes WHERE method = "
@@ -153,6 +157,10 @@ static void test_migrate_from_3(void)
     sqlite3_open(path, &db);
     CHECK_INT_EQ(sqlite3_exec(db,
                               "DROP INDEX runs_cli_key;"
+                              "DROP INDEX processes_uuid;"
+                              "ALTER TABLE processes DROP COLUMN uuid;"
+                              "DROP INDEX gaps_seq;"
+                              "ALTER TABLE gaps DROP COLUMN seq;"
                               "ALTER TABLE runs DROP COLUMN cli_key;"
                               "ALTER TABLE runs DROP COLUMN recorders;"
                               "INSERT INTO runs (id, command, started_us, ended_us, exit_code) "
@@ -163,7 +171,7 @@ static void test_migrate_from_3(void)
     sqlite3_close(db);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 5);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 7);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs WHERE id = 1 AND cli_key IS NULL AND "
                               "recorders = 0 AND ended_us = 2 AND exit_code = 0"),
                  1);
@@ -186,6 +194,10 @@ static void test_migrate_from_3_calls(void)
         sqlite3_exec(
             db,
             "DROP INDEX runs_cli_key;"
+            "DROP INDEX processes_uuid;"
+            "ALTER TABLE processes DROP COLUMN uuid;"
+            "DROP INDEX gaps_seq;"
+            "ALTER TABLE gaps DROP COLUMN seq;"
             "ALTER TABLE runs DROP COLUMN cli_key;"
             "ALTER TABLE runs DROP COLUMN recorders;"
             "DROP VIEW v_calls;"
@@ -239,7 +251,7 @@ static void test_migrate_from_3_calls(void)
     sqlite3_close(db);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 5);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 7);
     CHECK_INT_EQ(scalar(path, "SELECT group_concat(name, ',') = 'call_id,run_id,process_id,"
                               "provider,provider_version,protocol,call_seq,method,rpc,stream,"
                               "type_name,address,started_us,ended_us,duration_us,in_flight,"
