@@ -38,11 +38,18 @@ static void set_sql_ok(store_recorder *r, int ok)
 
 static void db_down(store_recorder *r)
 {
-    /* Said once the decoder knows (it drops from then on), so that the
-     * line is never seen before what it announces. */
-    char why[512] = "";
-    if (!r->logged_down)
-        snprintf(why, sizeof why, "%s", r->db ? sdb_errmsg(r->db) : strerror(errno ? errno : EIO));
+    /* The decoder is told first (it drops from then on), so that the line
+     * is never seen before what it announces; and the line goes out before
+     * the connection closes (closing an SQLite file may free the disk
+     * space the line then takes, where before it did not fit). */
+    set_sql_ok(r, 0);
+    if (!r->logged_down) {
+        r->logged_down = 1;
+        fprintf(stderr,
+                "tftap: cannot write the recording database %s: %s (dropping records, will "
+                "retry)\n",
+                STORE_SHOWN(r->path), r->db ? sdb_errmsg(r->db) : strerror(errno ? errno : EIO));
+    }
     store_rec_sql_finalize(r);
     if (r->db) {
         store_rollback(r->db);
@@ -51,14 +58,6 @@ static void db_down(store_recorder *r)
     }
     r->txn_gen++;
     r->next_retry_ms = tftap_mono_ms() + tuning(r, 0);
-    set_sql_ok(r, 0);
-    if (!r->logged_down) {
-        r->logged_down = 1;
-        fprintf(stderr,
-                "tftap: cannot write the recording database %s: %s (dropping records, will "
-                "retry)\n",
-                STORE_SHOWN(r->path), why);
-    }
 }
 
 static int db_up(store_recorder *r)
