@@ -387,6 +387,48 @@ static void test_unwritable_then_recovers(void)
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"), 1);
 }
 
+/* Closed while the database is unavailable (a server restarting): with
+ * linger_ms the recorder keeps what it could not write, drain says so at
+ * once, and close writes it, with the gap, once the database is back. */
+static void test_closed_while_unavailable_lingers(void)
+{
+    char blocker[400], path[500];
+    snprintf(blocker, sizeof blocker, "%s/blocked-linger", tmpdir);
+    snprintf(path, sizeof path, "%s/db/tftap.db", blocker);
+    FILE *f = fopen(blocker, "w"); /* a file where the directory should be */
+    CHECK(f != NULL);
+    if (f)
+        fclose(f);
+    store_recorder_opts o = {.linger_ms = 60000};
+    store_recorder *r = NULL;
+    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
+    store_recorder_tuning tune = {50, 0};
+    store_recorder_tune(r, &tune);
+    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 1);
+    for (uint64_t i = 1; i <= 100; i++)
+        plan_create(r, i, &thing_alpha);
+    /* Returns after one last attempt, not after linger_ms. */
+    int64_t t0 = tftap_mono_ms();
+    CHECK_INT_EQ(store_recorder_drain(r), TFTAP_ESTORE);
+    CHECK(tftap_mono_ms() - t0 < 30000);
+    store_recorder_stats st;
+    store_recorder_get_stats(r, &st);
+    CHECK_INT_EQ(st.dropped, 400);
+    CHECK_INT_EQ(st.written, 0);
+    /* The database becomes usable; close waits for the lingering writes. */
+    CHECK_INT_EQ(unlink(blocker), 0);
+    CHECK_INT_EQ(mkdir(blocker, 0700), 0);
+    store_recorder_close(r);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM gaps"), 1);
+    CHECK_INT_EQ(scalar_at(path, "SELECT lost FROM gaps WHERE reason = 'database unavailable' "
+                                 "AND seq = 1"),
+                 400);
+    CHECK_INT_EQ(scalar_at(path, "SELECT dropped FROM processes"), 400);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM processes WHERE ended_us IS NOT NULL "
+                                 "AND length(uuid) = 32"),
+                 1);
+}
+
 static void test_queue_full_drops_and_counts(void)
 {
     char path[400];
@@ -1004,6 +1046,7 @@ int main(void)
     test_apply_supersedes_plan();
     test_replacement_pairs_with_create_half();
     test_unwritable_then_recovers();
+    test_closed_while_unavailable_lingers();
     test_queue_full_drops_and_counts();
     test_block_mode_holds_the_bound();
     test_lost_input_is_a_gap();
