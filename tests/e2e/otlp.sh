@@ -192,9 +192,12 @@ check_eq "--reattach: one span per recorded call, under the TRACEPARENT span" \
 
 # ---- tftap wrap --otlp: the URL lives in the shims' metadata -----------------
 trace5=5f0c2a8e9b1d4c3e8a7f6b5d4c3b2a19 parent5=1a2b3c4d5e6f7081
-eval "$(cd "$w" && "$TFTAP" wrap --db "$db" --otlp "http://127.0.0.1:$port/v1/traces" --out "$WORK/shims" 2>"$WORK/wrap.err")"
+eval "$(cd "$w" && "$TFTAP" wrap --db "$db" --otlp "http://127.0.0.1:$port/v1/traces" --otlp-values \
+    --out "$WORK/shims" 2>"$WORK/wrap.err")"
 check "wrap --otlp: the shims' metadata holds the URL" \
     grep -q "\"otlp\": \"http://127.0.0.1:$port/v1/traces\"" "$WORK/shims/p0/tftap-shim.json"
+check "wrap --otlp-values: and the values' opt-in" \
+    grep -q '"otlp_values": true' "$WORK/shims/p0/tftap-shim.json"
 (cd "$w" && TRACEPARENT=00-$trace5-$parent5-01 tofu plan -input=false -no-color >"$WORK/plan5.out" 2>&1)
 check_eq "wrap --otlp: plan exits 0" "$?" 0
 wait_for 300 recorders_done "$WORK/shims"
@@ -203,6 +206,10 @@ n5=$("$TFTAP" calls --db "$db" --json "$run5" | jq length)
 wait_for 300 span_count_is "$trace5" "$n5"
 check_eq "wrap --otlp: one span per recorded call, under the TRACEPARENT span" \
     "$(spans | awk -F '\t' -v t="$trace5" '$1 == t' | sort)" "$(record_rows "$run5" "$trace5" "$parent5")"
+check_eq "wrap --otlp-values: every span with a request carries it" \
+    "$(span_attr "$trace5" tftap.request.json | wc -l)" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id = $run5 AND request_json IS NOT NULL")"
+check_eq "wrap --otlp-values: the token never reaches the receiver" "$(grep -c -- not-a-real-secret "$WORK/recv.err")" 0
 export TF_CLI_CONFIG_FILE=$PEERS/tofurc
 
 # ---- error diagnostics in an OK answer: the span is an error -----------------
