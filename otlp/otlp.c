@@ -161,7 +161,7 @@ size_t otlp_value_cut(const char *s, size_t max)
     n = max;
     /* Back to the start of the character the cut falls in (at most 3
      * continuation bytes: more is not UTF-8, and is cut where it is). */
-    for (int k = 0; k < 4 && n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80; k++)
+    for (int k = 0; k < 3 && n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80; k++)
         n--;
     return n;
 }
