@@ -425,6 +425,10 @@ static int match_apply(store *s, int64_t run_id, const analysis_match_doc *docs,
  * first), and a minute more. */
 #define RUN_FINISH_MS (PROXY_RECORDER_LINGER_MS + 60000u)
 
+/* How long tftap run, the database open again at the end, lets recorders
+ * that found it away write what they kept (they retry every second). */
+#define RUN_CATCHUP_MS 3000u
+
 /* The database was unavailable when the run ended (a PostgreSQL server
  * restarting): the user's command is over and tftap run exits with its
  * code now. A process of its own (init's child, like the recorders) waits
@@ -1059,6 +1063,16 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
             free(fds);
             tftap_buf_done(&out);
             goto cleanup;
+        }
+        if (wrapped) {
+            /* A recorder that found the database away when its provider
+             * ended keeps its part under a shared lock; the database is
+             * back now, so it writes it within a retry (a second): wait a
+             * little, so that its calls and gaps are counted and matched. */
+            int *fds = NULL;
+            size_t nfds = wrap_recorder_locks_open(tmp, &fds);
+            (void)wrap_recorder_locks_wait_exclusive(fds, nfds, RUN_CATCHUP_MS);
+            free(fds);
         }
         if (store_run_get(s, run_id, run_lost, &lost) == 0 && lost > 0)
             /* The recorders' own warnings go to their log, not to the
