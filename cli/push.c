@@ -125,17 +125,17 @@ static void report(struct totals *t, int text, const char *from, int64_t run, in
         t->already++;
         if (text)
             printf("run %lld of %s: already there as run %lld (%s)\n", (long long)run, from,
-               (long long)info->dst_run_id, info->uuid);
+                   (long long)info->dst_run_id, info->uuid);
     } else if (!err) {
         t->pushed++;
         t->calls += info->calls;
         t->foreign += info->foreign_key;
         if (text)
             printf("run %lld of %s: pushed as run %lld (%s): %lld calls, %lld processes, "
-               "%lld gaps, %lld raw messages\n",
-               (long long)run, from, (long long)info->dst_run_id, info->uuid,
-               (long long)info->calls, (long long)info->processes, (long long)info->gaps,
-               (long long)info->messages);
+                   "%lld gaps, %lld raw messages\n",
+                   (long long)run, from, (long long)info->dst_run_id, info->uuid,
+                   (long long)info->calls, (long long)info->processes, (long long)info->gaps,
+                   (long long)info->messages);
     } else {
         t->failed++;
         cli_error("cannot push run %lld of %s into %s: %s%s%s", (long long)run, from, to,
@@ -146,7 +146,9 @@ static void report(struct totals *t, int text, const char *from, int64_t run, in
     tftap_buf_puts(j, "{\"source\":");
     cli_json_str(j, from);
     tftap_buf_printf(j, ",\"run\":%lld,\"status\":\"%s\"", (long long)run,
-                     err ? "failed" : info->already ? "already" : "pushed");
+                     err             ? "failed"
+                     : info->already ? "already"
+                                     : "pushed");
     if (!err) {
         tftap_buf_puts(j, ",\"uuid\":");
         cli_json_str(j, info->uuid);
@@ -223,10 +225,11 @@ static int open_target(const char *to, store **out)
 
 int cli_push(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, 'd'}, {"to", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'j'},     {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
+                                             {"to", required_argument, NULL, 't'},
+                                             {"json", no_argument, NULL, 'j'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     const char *db = NULL, *to = NULL;
     int json = 0, c;
     optind = 0;
@@ -315,6 +318,11 @@ summary:
             t.failed++;
         tftap_buf_done(&out);
     } else {
+        if (t.foreign)
+            printf("%lld pushed run%s keep%s the redaction key %s recorded with "
+                   "(runs.key_id): $sensitive hashes compare only with runs of that key\n",
+                   (long long)t.foreign, t.foreign == 1 ? "" : "s", t.foreign == 1 ? "s" : "",
+                   t.foreign == 1 ? "it was" : "they were");
         printf("pushed %lld run%s (%lld calls), %lld already there", (long long)t.pushed,
                t.pushed == 1 ? "" : "s", (long long)t.calls, (long long)t.already);
         if (t.skipped)
@@ -322,11 +330,6 @@ summary:
         if (t.failed)
             printf(", %lld failed", (long long)t.failed);
         printf("\n");
-        if (t.foreign)
-            printf("%lld of them keep%s the redaction key of where %s recorded (runs.key_id): "
-                   "their $sensitive hashes compare equal only with runs of that key\n",
-                   (long long)t.foreign, t.foreign == 1 ? "s" : "",
-                   t.foreign == 1 ? "it was" : "they were");
         if (fflush(stdout) != 0) {
             cli_error("writing the summary: %s", strerror(errno));
             t.failed++;

@@ -457,8 +457,8 @@ static void push_progress(void *ctx, int64_t done, int64_t total)
     p->progress(p->ctx, done, total);
 }
 
-int store_push_run(store *src, int64_t run_id, store *dst, store_push_progress progress,
-                   void *ctx, store_push_info *info)
+int store_push_run(store *src, int64_t run_id, store *dst, store_push_progress progress, void *ctx,
+                   store_push_info *info)
 {
     memset(info, 0, sizeof *info);
     if (!src || !dst)
@@ -499,6 +499,10 @@ int store_push_run(store *src, int64_t run_id, store *dst, store_push_progress p
     } else {
         snprintf(info->why, sizeof info->why, "%s", sdb_errmsg(c.dst));
     }
+    /* One line: PostgreSQL adds CONTEXT and DETAIL lines. */
+    info->why[strcspn(info->why, "\n")] = '\0';
+    if (strncmp(info->why, "ERROR:  ", 8) == 0)
+        memmove(info->why, info->why + 8, strlen(info->why + 8) + 1);
     info->dst_run_id = c.dst_run_id;
     memcpy(info->uuid, c.uuid, sizeof info->uuid);
     info->processes = c.processes;
