@@ -32,8 +32,7 @@ typedef struct store_copy {
     /* Binds a call's request (is_response 0) or response JSON as column col
      * of the insert; NULL: copied as they are. */
     int (*call_json)(void *ctx, sdb_stmt *ins, int col, int64_t call_id, int64_t src_process,
-                     const char *method, int is_response, const char *json,
-                     const char *type_name);
+                     const char *method, int is_response, const char *json, const char *type_name);
     void (*progress)(void *ctx, int64_t calls_done, int64_t calls_total);
     /* out */
     int64_t dst_run_id;
