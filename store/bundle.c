@@ -212,39 +212,37 @@ static const dec_schema *proc_schema(struct bundle *b, int64_t process_id)
 }
 
 /* One call's request or response JSON as the bundle stores it. */
-static int redact_json(void *ctx, sdb_stmt *ins, int col, int64_t call_id, int64_t process_id,
-                       const char *method, int is_response, const char *json, const char *type_name)
+static int redact_json(void *ctx, int64_t call_id, int64_t process_id, const char *method,
+                       int is_response, const char *json, const char *type_name, tftap_buf *out,
+                       int *is_null)
 {
     struct bundle *b = ctx;
     const dec_schema *schema = proc_schema(b, process_id);
+    *is_null = 0;
     if (!json) {
-        sdb_bind_null(ins, col);
+        *is_null = 1;
         return SDB_OK;
     }
     dec_opts opts;
     memset(&opts, 0, sizeof opts);
     opts.redact = rekey;
     opts.redact_ctx = b;
-    tftap_buf out = TFTAP_BUF_INIT;
     dec_error e = DEC_ERROR_INIT;
     int rc = dec_message_json_redact(method, is_response, json, strlen(json), schema, type_name,
-                                     &opts, &out, &e);
+                                     &opts, out, &e);
     int src = SDB_OK;
-    if (rc == 0) {
-        sdb_bind_text(ins, col, out.data ? out.data : "", (int)out.len, SDB_TRANSIENT);
-    } else if (rc == TFTAP_EDECODE || rc == TFTAP_ELIMIT) {
+    if (rc == TFTAP_EDECODE || rc == TFTAP_ELIMIT) {
         /* Not JSON we can read: nothing tells what is secret in it. */
-        sdb_bind_null(ins, col);
+        *is_null = 1;
         b->info->dropped_json++;
     } else if (rc == TFTAP_ENOMEM) {
         src = SDB_NOMEM;
-    } else {
+    } else if (rc != 0) {
         info_why(b->info, "call %lld (%s %s): %s", (long long)call_id, store_rpc_name(method),
                  is_response ? "response" : "request", e.reason ? e.reason : "cannot redact");
         src = SDB_CONSTRAINT;
     }
     dec_error_done(&e);
-    tftap_buf_done(&out);
     return src;
 }
 

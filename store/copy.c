@@ -238,11 +238,149 @@ static int copy_messages(store_copy *c, sdb_stmt *mq, sdb_stmt *mins, int64_t sr
     return rc == SDB_DONE ? SDB_OK : rc;
 }
 
+/* Calls are inserted many rows per statement: on a server each statement
+ * is a round trip, and a run has thousands of calls. A call with raw
+ * messages goes alone, for the id its messages need. */
+#define COPY_BATCH 64
+
+/* One column value of a buffered call row; bytes live in the batch's arena
+ * (by offset: it grows). */
+struct cval {
+    int type;
+    int64_t i;
+    size_t off, len;
+};
+
+struct batch {
+    struct cval *v; /* COPY_BATCH rows of ncols */
+    int ncols, rows;
+    tftap_buf bytes;
+};
+
+static struct cval *slot(struct batch *b, int col)
+{
+    return &b->v[b->rows * b->ncols + col];
+}
+
+static void put_int(struct batch *b, int col, int64_t v)
+{
+    *slot(b, col) = (struct cval){SDB_INTEGER, v, 0, 0};
+}
+
+static void put_bytes(struct batch *b, int col, int type, const void *p, size_t n)
+{
+    *slot(b, col) = (struct cval){type, 0, b->bytes.len, n};
+    tftap_buf_append(&b->bytes, p, n);
+}
+
+static void put_column(struct batch *b, int col, sdb_stmt *q, int j)
+{
+    switch (sdb_column_type(q, j)) {
+    case SDB_NULL:
+        *slot(b, col) = (struct cval){SDB_NULL, 0, 0, 0};
+        break;
+    case SDB_INTEGER:
+        put_int(b, col, sdb_column_int64(q, j));
+        break;
+    case SDB_BLOB:
+        put_bytes(b, col, SDB_BLOB, sdb_column_blob(q, j), (size_t)sdb_column_bytes(q, j));
+        break;
+    default: {
+        const unsigned char *t = sdb_column_text(q, j);
+        put_bytes(b, col, SDB_TEXT, t ? (const char *)t : "", (size_t)sdb_column_bytes(q, j));
+        break;
+    }
+    }
+}
+
+/* Bind rows [0, n) of the batch to st, whose rows have b->ncols values.
+ * PostgreSQL gets integers as untyped text, as it gets NULLs, so that the
+ * server prepares one statement however the rows' NULLs fall (the INSERT
+ * gives each value its column's type). */
+static void bind_rows(struct batch *b, sdb_stmt *st, int n, int untyped)
+{
+    int p = 1;
+    for (int r = 0; r < n; r++)
+        for (int k = 0; k < b->ncols; k++, p++) {
+            const struct cval *v = &b->v[r * b->ncols + k];
+            const char *bytes = b->bytes.data ? b->bytes.data + v->off : "";
+            if (v->type == SDB_NULL)
+                sdb_bind_null(st, p);
+            else if (v->type == SDB_INTEGER && untyped) {
+                char num[24];
+                int len = snprintf(num, sizeof num, "%lld", (long long)v->i);
+                sdb_bind_text(st, p, num, len, SDB_TRANSIENT);
+            } else if (v->type == SDB_INTEGER)
+                sdb_bind_int64(st, p, v->i);
+            else if (v->type == SDB_BLOB)
+                sdb_bind_blob(st, p, bytes, v->len, SDB_STATIC);
+            else
+                sdb_bind_text(st, p, bytes, (int)v->len, SDB_STATIC);
+        }
+}
+
+static const char CALL_COLUMNS[] =
+    "process_id, call_seq, method, rpc, stream, started_us, ended_us, status_code, "
+    "status_message, request_bytes, response_bytes, request_count, response_count, type_name, "
+    "decode_error, schema_sha256, address, address_note, request_json, response_json, run_id";
+
+static int insert_sql(const store_copy *c, int rows, int returning, tftap_buf *sql)
+{
+    int ncols = c->keep_ids ? 22 : 21;
+    tftap_buf_reset(sql);
+    tftap_buf_printf(sql, "INSERT INTO calls (%s%s) VALUES ", c->keep_ids ? "id, " : "",
+                     CALL_COLUMNS);
+    for (int r = 0; r < rows; r++) {
+        tftap_buf_puts(sql, r ? ", (" : "(");
+        for (int k = 0; k < ncols; k++)
+            tftap_buf_puts(sql, k ? ", ?" : "?");
+        tftap_buf_putc(sql, ')');
+    }
+    if (returning)
+        tftap_buf_puts(sql, " RETURNING id");
+    return tftap_buf_failed(sql) ? SDB_NOMEM : SDB_OK;
+}
+
+/* Insert the batch's rows: a full batch through the statement kept for
+ * it, fewer through one made for them. */
+static int flush_batch(store_copy *c, struct batch *b, sdb_stmt **full, tftap_buf *sql)
+{
+    if (b->rows == 0)
+        return SDB_OK;
+    if (tftap_buf_failed(&b->bytes))
+        return SDB_NOMEM;
+    sdb_stmt *st = NULL;
+    int rc = SDB_OK;
+    if (b->rows == COPY_BATCH && *full) {
+        st = *full;
+        sdb_reset(st);
+    } else if ((rc = insert_sql(c, b->rows, 0, sql)) == SDB_OK) {
+        rc = sdb_prepare(c->dst, sql->data, &st);
+    }
+    if (rc == SDB_OK) {
+        bind_rows(b, st, b->rows, sdb_is_pg(c->dst));
+        rc = sdb_step(st);
+        rc = rc == SDB_DONE ? SDB_OK : rc;
+    }
+    if (b->rows == COPY_BATCH && !*full)
+        *full = st; /* kept for the next full batch */
+    else if (st != *full)
+        sdb_finalize(st);
+    b->rows = 0;
+    tftap_buf_reset(&b->bytes);
+    return rc;
+}
+
 static int copy_calls(store_copy *c, const struct copy_proc *procs, size_t nprocs)
 {
-    sdb_stmt *q = NULL, *ins = NULL, *mq = NULL, *mins = NULL, *n = NULL;
+    sdb_stmt *q = NULL, *one = NULL, *full = NULL, *mq = NULL, *mins = NULL, *n = NULL;
     int64_t total = 0, done_calls = 0;
+    struct batch b = {NULL, c->keep_ids ? 22 : 21, 0, TFTAP_BUF_INIT};
+    tftap_buf sql = TFTAP_BUF_INIT, json = TFTAP_BUF_INIT;
     int rc = SDB_OK;
+    b.v = calloc((size_t)COPY_BATCH * (size_t)b.ncols, sizeof *b.v);
+    if (!b.v)
+        return SDB_NOMEM;
     if (c->progress) {
         rc = sdb_prepare(c->src->db, "SELECT count(*) FROM calls WHERE run_id = ?", &n);
         if (rc == SDB_OK) {
@@ -264,20 +402,9 @@ static int copy_calls(store_copy *c, const struct copy_proc *procs, size_t nproc
         "FROM calls WHERE run_id = ? ORDER BY id",
         &q);
     if (rc == SDB_OK)
-        rc = sdb_prepare(
-            c->dst,
-            c->keep_ids
-                ? "INSERT INTO calls (id, process_id, call_seq, method, rpc, stream, started_us, "
-                  "ended_us, status_code, status_message, request_bytes, response_bytes, "
-                  "request_count, response_count, type_name, decode_error, schema_sha256, "
-                  "address, address_note, request_json, response_json, run_id) VALUES (?, ?, ?, "
-                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
-                : "INSERT INTO calls (process_id, call_seq, method, rpc, stream, started_us, "
-                  "ended_us, status_code, status_message, request_bytes, response_bytes, "
-                  "request_count, response_count, type_name, decode_error, schema_sha256, "
-                  "address, address_note, request_json, response_json, run_id) VALUES (?, ?, ?, "
-                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            &ins);
+        rc = insert_sql(c, 1, 1, &sql);
+    if (rc == SDB_OK)
+        rc = sdb_prepare(c->dst, sql.data, &one);
     if (rc == SDB_OK && !c->skip_messages)
         rc = sdb_prepare(c->src->db,
                          "SELECT seq, direction, t_us, raw FROM messages WHERE call_id = ? "
@@ -292,54 +419,80 @@ static int copy_calls(store_copy *c, const struct copy_proc *procs, size_t nproc
         goto done;
     sdb_bind_int64(q, 1, c->run_id);
     while ((rc = sdb_step(q)) == SDB_ROW) {
-        sdb_reset(ins);
         int64_t id = sdb_column_int64(q, 0), src_proc = sdb_column_int64(q, 1);
-        int found = 0, i = 1;
+        int64_t nmsg = sdb_column_int64(q, 21);
+        int found = 0, k = 0;
         int64_t dst_proc = map_process(procs, nprocs, src_proc, &found);
         if (!found) {
             c->why = "a call of a process that is not the run's";
             rc = SDB_CONSTRAINT;
             goto done;
         }
+        int alone = nmsg > 0 && !c->skip_messages;
+        if (alone && (rc = flush_batch(c, &b, &full, &sql)) != SDB_OK)
+            goto done;
         if (c->keep_ids)
-            sdb_bind_int64(ins, i++, id);
-        sdb_bind_int64(ins, i++, dst_proc);
+            put_int(&b, k++, id);
+        put_int(&b, k++, dst_proc);
         for (int j = 2; j < 19; j++)
-            sdb_bind_column(ins, i++, q, j);
-        if (c->call_json) {
-            const char *method = store_col_text(q, 3), *type_name = store_col_text(q, 14);
-            rc = c->call_json(c->ctx, ins, i, id, src_proc, method, 0, store_col_text(q, 19),
-                              type_name);
+            put_column(&b, k++, q, j);
+        for (int j = 19; j < 21; j++, k++) {
+            if (!c->call_json) {
+                put_column(&b, k, q, j);
+                continue;
+            }
+            int is_null = 0;
+            tftap_buf_reset(&json);
+            rc = c->call_json(c->ctx, id, src_proc, store_col_text(q, 3), j == 20,
+                              store_col_text(q, j), store_col_text(q, 14), &json, &is_null);
+            if (rc == SDB_OK && tftap_buf_failed(&json))
+                rc = SDB_NOMEM;
+            if (rc != SDB_OK)
+                goto done;
+            if (is_null)
+                *slot(&b, k) = (struct cval){SDB_NULL, 0, 0, 0};
+            else
+                put_bytes(&b, k, SDB_TEXT, json.data ? json.data : "", json.len);
+        }
+        put_int(&b, k, c->dst_run_id);
+        if (alone) {
+            int64_t dst_id = 0;
+            if (tftap_buf_failed(&b.bytes)) {
+                rc = SDB_NOMEM;
+                goto done;
+            }
+            sdb_reset(one);
+            bind_rows(&b, one, 1, sdb_is_pg(c->dst));
+            rc = step_row_id(one, &dst_id);
+            b.rows = 0;
+            tftap_buf_reset(&b.bytes);
             if (rc == SDB_OK)
-                rc = c->call_json(c->ctx, ins, i + 1, id, src_proc, method, 1,
-                                  store_col_text(q, 20), type_name);
+                rc = copy_messages(c, mq, mins, id, dst_id);
             if (rc != SDB_OK)
                 goto done;
         } else {
-            sdb_bind_column(ins, i, q, 19);
-            sdb_bind_column(ins, i + 1, q, 20);
-        }
-        i += 2;
-        sdb_bind_int64(ins, i, c->dst_run_id);
-        int64_t nmsg = sdb_column_int64(q, 21), dst_id = 0;
-        rc = step_row_id(ins, &dst_id);
-        if (rc != SDB_OK)
-            goto done;
-        if (c->skip_messages)
             c->skipped_messages += nmsg;
-        else if (nmsg > 0 && (rc = copy_messages(c, mq, mins, id, dst_id)) != SDB_OK)
-            goto done;
+            if (++b.rows == COPY_BATCH && (rc = flush_batch(c, &b, &full, &sql)) != SDB_OK)
+                goto done;
+        }
         c->calls++;
-        if (c->progress)
-            c->progress(c->ctx, ++done_calls, total);
+        if (c->progress && b.rows == 0)
+            c->progress(c->ctx, (done_calls = c->calls), total);
     }
-    rc = rc == SDB_DONE ? SDB_OK : rc;
+    rc = rc == SDB_DONE ? flush_batch(c, &b, &full, &sql) : rc;
+    if (rc == SDB_OK && c->progress && done_calls != c->calls)
+        c->progress(c->ctx, c->calls, total);
 done:
     sdb_finalize(n);
     sdb_finalize(q);
-    sdb_finalize(ins);
+    sdb_finalize(one);
+    sdb_finalize(full);
     sdb_finalize(mq);
     sdb_finalize(mins);
+    free(b.v);
+    tftap_buf_done(&b.bytes);
+    tftap_buf_done(&sql);
+    tftap_buf_done(&json);
     return rc;
 }
 

@@ -29,17 +29,20 @@ typedef struct store_copy {
     /* Told each process before its calls are copied. */
     int (*on_process)(void *ctx, int64_t src_id, const char *schema_sha, const char *identity_sha,
                       int protocol);
-    /* Binds a call's request (is_response 0) or response JSON as column col
-     * of the insert; NULL: copied as they are. */
-    int (*call_json)(void *ctx, sdb_stmt *ins, int col, int64_t call_id, int64_t src_process,
-                     const char *method, int is_response, const char *json, const char *type_name);
+    /* A call's request (is_response 0) or response JSON as the copy
+     * stores it, appended to out (*is_null: NULL instead); NULL: copied as
+     * they are. */
+    int (*call_json)(void *ctx, int64_t call_id, int64_t src_process, const char *method,
+                     int is_response, const char *json, const char *type_name, tftap_buf *out,
+                     int *is_null);
     void (*progress)(void *ctx, int64_t calls_done, int64_t calls_total);
     /* out */
     int64_t dst_run_id;
     char uuid[STORE_UUID_LEN + 1];
-    int64_t processes, calls, messages, gaps, schemas, skipped_messages;
-    int foreign_key; /* the copy's values are hashed with a key not the destination's */
-    const char *why; /* what went wrong, when it was not the database's own error */
+    int64_t processes, calls, messages, gaps, schemas;
+    int64_t skipped_messages; /* raw messages left out (skip_messages) */
+    int foreign_key;          /* the copy's values are hashed with a key not the destination's */
+    const char *why;          /* what went wrong, when it was not the database's own error */
 } store_copy;
 
 /* Copy c->run_id with its processes, calls, messages, gaps and schemas

@@ -246,6 +246,37 @@ else
     not_ok "script(1) is needed for the terminal check (bsdutils)"
 fi
 
+# Many calls: inserted many to a statement (and the calls with raw
+# messages one by one in between), with NULLs in every nullable column
+# here and there; read back as the original.
+db3=$WORK/many.db
+"$TFTAP" run --db "$db3" -- true >/dev/null 2>&1 || not_ok "a run of true recorded"
+sqlite3 "$db3" "INSERT INTO processes (run_id, provider, version, protocol, started_us) VALUES (1, 'x/y', '1.0', 6, 1);
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+INSERT INTO calls (run_id, process_id, call_seq, method, rpc, stream, started_us, ended_us, status_code,
+    status_message, request_bytes, type_name, request_json, response_json, decode_error, address, address_note)
+SELECT 1, 1, i, '/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', i % 2, 1000 + i,
+    CASE WHEN i % 7 = 0 THEN NULL ELSE 2000 + i END, CASE WHEN i % 5 = 0 THEN NULL ELSE i % 3 END,
+    CASE WHEN i % 3 = 0 THEN 'm' || i END, i, CASE WHEN i % 11 <> 0 THEN 't_' || i END,
+    CASE WHEN i % 13 <> 0 THEN '{\"config\":{\"n\":' || i || '}}' END,
+    CASE WHEN i % 17 <> 0 THEN '{\"planned_state\":{\"n\":' || i || '}}' END,
+    CASE WHEN i % 19 = 0 THEN 'bad ' || i END, CASE WHEN i % 4 = 0 THEN 't_' || i || '.x' END,
+    CASE WHEN i % 4 = 1 THEN 'note ' || i END FROM n;
+INSERT INTO messages (call_id, seq, direction, t_us, raw)
+SELECT id, 1, 'request', started_us, randomblob(1 + call_seq) FROM calls WHERE call_seq % 50 = 0;"
+"$TFTAP" push 1 --db "$db3" --to "$URI" --json >"$WORK/many.json" 2>&1 || not_ok "push of 300 calls"
+m=$(jq '.runs[0].to_run' "$WORK/many.json")
+check_eq "300 calls: pushed, 6 with raw messages" "$(jq -c '.runs[0] | [.calls, .messages]' "$WORK/many.json")" "[300,6]"
+check_eq "300 calls: read back as the original" "$(calls_norm "$URI" "$m" | md5sum)" "$(calls_norm "$db3" 1 | md5sum)"
+check_eq "300 calls: the raw messages' bytes" \
+    "$(pg_psql "SELECT string_agg(c.call_seq || ':' || encode(m.raw, 'hex'), ' ' ORDER BY c.call_seq)
+                FROM messages m JOIN calls c ON c.id = m.call_id WHERE c.run_id = $m")" \
+    "$(sqlite3 "$db3" "SELECT group_concat(s, ' ') FROM (SELECT c.call_seq || ':' || lower(hex(m.raw)) AS s
+                       FROM messages m JOIN calls c ON c.id = m.call_id ORDER BY c.call_seq)")"
+check_eq "300 calls: in the same order" \
+    "$(pg_psql "SELECT string_agg(call_seq::text, ' ' ORDER BY id) FROM calls WHERE run_id = $m" | md5sum)" \
+    "$(sqlite3 "$db3" "SELECT group_concat(call_seq, ' ') FROM (SELECT call_seq FROM calls ORDER BY id)" | md5sum)"
+
 # Errors: one line, exit 2.
 "$TFTAP" push 1 --db "$db" --to "postgresql:///tftap?host=$WORK/nothere" >"$WORK/gone.out" 2>"$WORK/gone.err"
 check_eq "no server: exit 2" "$?" 2
