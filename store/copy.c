@@ -36,6 +36,18 @@ static int step_row_id(sdb_stmt *ins, int64_t *id)
     return rc == SDB_DONE ? SDB_DONE : rc;
 }
 
+/* 8-4-4-4-12 hex digits: what identifies a run in every record. */
+static int uuid_ok(const char *u)
+{
+    if (!u || strlen(u) != STORE_UUID_LEN)
+        return 0;
+    for (int i = 0; i < STORE_UUID_LEN; i++)
+        if ((i == 8 || i == 13 || i == 18 || i == 23) ? u[i] != '-'
+                                                      : tftap_hex_digit((unsigned char)u[i]) < 0)
+            return 0;
+    return 1;
+}
+
 /* The run row. SDB_DONE: the destination has a run of that uuid already
  * (c->dst_run_id is then that run). */
 static int copy_run_row(store_copy *c)
@@ -66,9 +78,9 @@ static int copy_run_row(store_copy *c)
         goto done;
     }
     const char *uuid = store_col_text(q, 1);
-    if (!uuid || strlen(uuid) > STORE_UUID_LEN) {
+    if (!uuid_ok(uuid)) {
         rc = SDB_CONSTRAINT;
-        c->why = "the run has no uuid";
+        c->why = uuid ? "the run's uuid is not a UUID" : "the run has no uuid";
         goto done;
     }
     strcpy(c->uuid, uuid);

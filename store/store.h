@@ -187,7 +187,8 @@ typedef struct store_run_row {
     int exit_code;
     int64_t processes;
     int64_t calls;
-    int64_t dropped; /* recorder events lost in this run */
+    int64_t dropped;  /* recorder events lost in this run */
+    const char *uuid; /* runs.uuid (NULL from store_runs_page) */
 } store_run_row;
 int store_runs_each(store *s, int (*fn)(void *ctx, const store_run_row *row), void *ctx);
 /* The newest limit runs, oldest first (limit <= 0: all of them). */

@@ -246,6 +246,14 @@ else
     not_ok "script(1) is needed for the terminal check (bsdutils)"
 fi
 
+# A uuid that is not one (a file edited by hand): refused.
+sqlite3 "$db2" "UPDATE runs SET uuid = 'x'"
+"$TFTAP" push 1 --db "$db2" --to "$URI" >/dev/null 2>"$WORK/baduuid.err"
+check_eq "a run whose uuid is not a UUID: exit 1, one line" "$? $(cat "$WORK/baduuid.err")" \
+    "1 tftap: cannot push run 1 of $db2 into $URI: database error: the run's uuid is not a UUID"
+check "runs --json: each run's uuid" \
+    test "$("$TFTAP" runs --db "$db" --json | jq -r '.[0].uuid')" = "$(pg_psql "SELECT uuid FROM runs WHERE id = 2")"
+
 # Many calls: inserted many to a statement (and the calls with raw
 # messages one by one in between), with NULLs in every nullable column
 # here and there; read back as the original.
