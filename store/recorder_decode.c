@@ -24,7 +24,6 @@
 #include <time.h>
 
 #include <openssl/core_names.h>
-#include <openssl/rand.h>
 
 char *store_rec_dupstr(const char *s)
 {
@@ -1385,13 +1384,11 @@ int store_recorder_open(const char *db_path, const store_recorder_opts *opts, st
         free(r);
         return TFTAP_ENOMEM;
     }
-    unsigned char id[16];
-    if (RAND_bytes(id, sizeof id) != 1) {
+    if (store_new_uuid(r->run_uuid) != 0 || store_new_uuid(r->process_uuid) != 0) {
         free(r->path);
         free(r);
         return TFTAP_EIO;
     }
-    tftap_hex_encode(id, sizeof id, r->process_uuid);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

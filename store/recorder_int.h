@@ -213,7 +213,9 @@ struct store_recorder {
     int txn_gen;
     int64_t run_id, run_row_gen;
     int64_t process_row, process_row_gen;
-    char process_uuid[33]; /* processes.uuid: the row found again after an in-doubt commit */
+    /* runs.uuid (a run of its own) and processes.uuid: the rows found
+     * again, not made twice, after a commit in doubt. */
+    char run_uuid[STORE_UUID_LEN + 1], process_uuid[STORE_UUID_LEN + 1];
     struct procinfo sproc; /* the process details last written */
     char sbinary_sha[65];
     char sbinary_stat[BINARY_STAT_LEN];

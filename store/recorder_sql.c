@@ -171,10 +171,13 @@ static int ensure_run_and_process(store_recorder *r)
         if (r->opts.run_id) {
             r->run_id = r->opts.run_id;
         } else {
+            /* One uuid for the recorder's life: after a commit in doubt the
+             * row is found again instead of made twice. */
             rc = exec_bound_id(r->db, &r->run_id,
-                               "INSERT INTO runs (command, started_us) VALUES (?, ?) RETURNING id",
-                               "ti", r->sproc.binary_path ? r->sproc.binary_path : "",
-                               tftap_now_us());
+                               "INSERT INTO runs (command, started_us, uuid) VALUES (?, ?, ?) "
+                               "ON CONFLICT (uuid) DO UPDATE SET uuid = excluded.uuid RETURNING id",
+                               "tit", r->sproc.binary_path ? r->sproc.binary_path : "",
+                               tftap_now_us(), r->run_uuid);
             if (rc)
                 return rc;
             r->run_row_gen = r->txn_gen;

@@ -138,9 +138,12 @@ check_eq "schema BUNDLE = schema RUN" \
     "$(cd "$other" && "$TFTAP" schema --db "$db" "$A" tftap/tftest6 --json | jq -S . | md5sum)"
 # A bundle of an older database version reads (brought up to date in
 # memory), its file untouched; one of a newer version is refused.
-# Back to version 4: version 7's processes.uuid and gaps.seq undone.
+# Back to version 4: version 7's processes.uuid and gaps.seq, version 6's
+# runs.uuid and runs.key_id undone.
 OLDER="DROP INDEX processes_uuid; ALTER TABLE processes DROP COLUMN uuid;
-       DROP INDEX gaps_seq; ALTER TABLE gaps DROP COLUMN seq; PRAGMA user_version = 4"
+       DROP INDEX gaps_seq; ALTER TABLE gaps DROP COLUMN seq;
+       DROP TRIGGER runs_uuid; DROP INDEX runs_uuid; ALTER TABLE runs DROP COLUMN uuid;
+       ALTER TABLE runs DROP COLUMN key_id; PRAGMA user_version = 4"
 cp "$out/a1.tftap" "$WORK/old.tftap"
 sqlite3 "$WORK/old.tftap" "$OLDER"
 sum=$(md5sum <"$WORK/old.tftap")
@@ -148,6 +151,17 @@ check_eq "an older bundle reads as a current one" "$(cd "$other" && "$TFTAP" sho
     "$(cd "$other" && "$TFTAP" show "$out/a1.tftap" 2>&1)"
 check_eq "an older bundle: runs --db" "$(cd "$other" && "$TFTAP" runs --db "$WORK/old.tftap" --json | jq '.[0].id')" "$A"
 check_eq "an older bundle is left as it is" "$(md5sum <"$WORK/old.tftap")" "$sum"
+# Its run gets the same uuid each time it is opened (from the file's
+# bytes): pushed twice, it is there once.
+"$TFTAP" push "$WORK/old.tftap" --to "$WORK/merged.db" >"$WORK/old-push1.out" 2>&1
+"$TFTAP" push "$WORK/old.tftap" --to "$WORK/merged.db" >"$WORK/old-push2.out" 2>&1
+check_eq "an older bundle pushed twice: once there" \
+    "$(tail -1 "$WORK/old-push1.out") / $(tail -1 "$WORK/old-push2.out") / $(sqlite3 "$WORK/merged.db" "SELECT count(*) || ' ' || (SELECT key_id FROM runs) FROM runs")" \
+    "pushed 1 run ($(sqlite3 "$out/a1.tftap" "SELECT count(*) FROM calls") calls), 0 already there / pushed 0 runs (0 calls), 1 already there / 1 unknown"
+check_eq "an older bundle pushed: its values as they are" \
+    "$(sqlite3 "$WORK/merged.db" "SELECT md5sum FROM (SELECT group_concat(request_json || response_json, '') AS md5sum FROM (SELECT * FROM calls ORDER BY id))")" \
+    "$(sqlite3 "$out/a1.tftap" "SELECT md5sum FROM (SELECT group_concat(request_json || response_json, '') AS md5sum FROM (SELECT * FROM calls ORDER BY id))")"
+check_eq "an older bundle is still left as it is" "$(md5sum <"$WORK/old.tftap")" "$sum"
 cp "$out/a1.tftap" "$WORK/new.tftap"
 sqlite3 "$WORK/new.tftap" "PRAGMA user_version = 99"
 check_eq "a newer bundle: one error line" "$(cd "$other" && "$TFTAP" show "$WORK/new.tftap" 2>&1)" \
