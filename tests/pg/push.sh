@@ -291,16 +291,18 @@ pg_psql "CREATE DATABASE v5" >/dev/null
 U5=$(pg_uri v5)
 psql5() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$U5" -c "$1"; }
 "$TFTAP" push 1 --db "$db" --to "$U5" >/dev/null 2>&1 || not_ok "push into a new database"
-psql5 "DROP INDEX runs_uuid; ALTER TABLE runs DROP COLUMN uuid, DROP COLUMN key_id;
+psql5 "DROP INDEX processes_uuid; ALTER TABLE processes DROP COLUMN uuid;
+       DROP INDEX gaps_seq; ALTER TABLE gaps DROP COLUMN seq;
+       DROP INDEX runs_uuid; ALTER TABLE runs DROP COLUMN uuid, DROP COLUMN key_id;
        UPDATE tftap_meta SET value = '5' WHERE key = 'schema_version';
        INSERT INTO runs (command, started_us) VALUES ('a', 1), ('b', 2)" >/dev/null
 "$TFTAP" push 1 2 --db "$db" --to "$U5" >"$WORK/v5.out" 2>&1
 check_eq "version 5 record: migrated by push, which adds its runs" "$? $(tail -1 "$WORK/v5.out")" \
     "0 pushed 2 runs ($(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id <= 2") calls), 0 already there"
-check_eq "version 5 record: now version 6, every run a distinct uuid" \
+check_eq "version 5 record: now the current version (7), every run a distinct uuid" \
     "$(psql5 "SELECT (SELECT value FROM tftap_meta WHERE key = 'schema_version') || ' ' || count(DISTINCT uuid)
               || ' ' || count(*) FILTER (WHERE uuid ~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$')
-              FROM runs")" "6 5 5"
+              FROM runs")" "7 5 5"
 
 # Errors: one line, exit 2.
 "$TFTAP" push 1 --db "$db" --to "postgresql:///tftap?host=$WORK/nothere" >"$WORK/gone.out" 2>"$WORK/gone.err"
