@@ -94,7 +94,9 @@ int cli_serve(int argc, char **argv)
     errno = 0;
     int rc = store_open(path, STORE_OPEN_READONLY, &s);
     if (rc) {
-        if (rc == TFTAP_ENOTFOUND)
+        if (store_path_is_url(path))
+            cli_store_open_failed(path, STORE_OPEN_READONLY, rc);
+        else if (rc == TFTAP_ENOTFOUND)
             cli_error("no database at %s (record one with 'tftap run', or pass --db)",
                       STORE_SHOWN(path));
         else if (rc == TFTAP_EIO)

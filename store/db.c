@@ -818,6 +818,10 @@ static int pg_open(const char *uri, sdb **out, unsigned char key[STORE_KEY_LEN])
     if (rc == SDB_OK)
         rc = load_key(db, key);
     if (rc != SDB_OK) {
+        /* Connected, then refused (permissions, a failed migration): the
+         * server's reason is what the user needs. */
+        if (db && rc != SDB_GONE)
+            sdb_set_open_error(sdb_errmsg(db));
         sdb_close(db);
         return rc == SDB_GONE || rc == SDB_CANTOPEN ? TFTAP_EIO : store_err(rc);
     }
@@ -833,9 +837,12 @@ static int pg_open_readonly(const char *uri, sdb **out)
     int rc = sdb_open(uri, SDB_OPEN_READONLY, &db);
     if (rc == SDB_OK)
         rc = pg_version(db, &v, 0);
-    if (rc == SDB_OK && v != (int)N_MIGRATIONS)
+    int mismatch = rc == SDB_OK && v != (int)N_MIGRATIONS;
+    if (mismatch)
         rc = SDB_ERROR; /* not migrated yet, or from a newer tftap */
     if (rc != SDB_OK) {
+        if (db && rc != SDB_GONE)
+            sdb_set_open_error(mismatch || rc == SDB_NOTFOUND ? NULL : sdb_errmsg(db));
         sdb_close(db);
         return rc == SDB_NOTFOUND                     ? TFTAP_ENOTFOUND
                : rc == SDB_GONE || rc == SDB_CANTOPEN ? TFTAP_EIO

@@ -49,6 +49,9 @@ int sdb_open(const char *target, int flags, sdb **out);
 /* Why this thread's last sdb_open of a PostgreSQL URI failed (libpq's
  * words, one line), or "". */
 const char *sdb_open_error(void);
+/* Records msg (its first line) as sdb_open_error's answer (NULL clears it):
+ * also the store's, when a connection is refused after it was made. */
+void sdb_set_open_error(const char *msg);
 /* An SQLite database image (a file's bytes) opened in memory, writable. */
 int sdb_open_sqlite_image(const void *data, size_t len, sdb **out);
 void sdb_close(sdb *db);

@@ -21,8 +21,6 @@ struct sdb_stmt {
     struct sdb_pg_stmt *pg;
 };
 
-/* Records msg as sdb_open_error's answer (NULL clears it). */
-void sdb_set_open_error(const char *msg);
 int sdb_pg_open(const char *uri, int flags, sdb *db);
 void sdb_pg_close(sdb *db);
 const char *sdb_pg_errmsg(sdb *db);
