@@ -303,7 +303,8 @@ static int read_source(const char *path, const char *run_spec, int64_t *run, str
     }
     store_close(s);
     if (rc == 0 && r->n == 0) {
-        cli_error("run %lld of %s has no provider calls: nothing to replay", (long long)*run, shown);
+        cli_error("run %lld of %s has no provider calls: nothing to replay", (long long)*run,
+                  shown);
         rc = 1;
     }
     return rc;
@@ -545,7 +546,8 @@ int cli_replay(int argc, char **argv)
         goto cleanup;
     }
     if (run_opt != NULL && run_spec != NULL && strcmp(run_opt, run_spec) != 0) {
-        cli_usage_error("replay", "two runs given: %s and --run %s", STORE_SHOWN(source_arg), run_opt);
+        cli_usage_error("replay", "two runs given: %s and --run %s", STORE_SHOWN(source_arg),
+                        run_opt);
         code = 2;
         goto cleanup;
     }

@@ -68,6 +68,10 @@ void sdb_busy_timeout(sdb *db, int ms);
 /* A counter that changes when another connection commits (SQLite's PRAGMA
  * data_version; PostgreSQL: notifications from triggers). */
 int sdb_data_version(sdb *db, int64_t *v);
+/* 1 once a PostgreSQL connection is known broken (a call returned SDB_GONE,
+ * or sdb_data_version found it closed): only a new sdb_open helps. Never for
+ * SQLite. */
+int sdb_gone(sdb *db);
 
 int sdb_prepare(sdb *db, const char *sql, sdb_stmt **out);
 /* A query whose rows may be many (a run's calls): PostgreSQL reads them

@@ -28,6 +28,7 @@ int sdb_pg_changes(sdb *db);
 int sdb_pg_exec(sdb *db, const char *sql);
 int sdb_pg_get_autocommit(sdb *db);
 int sdb_pg_data_version(sdb *db, int64_t *v);
+int sdb_pg_gone(sdb *db);
 int sdb_pg_prepare(sdb *db, const char *sql, int large, sdb_stmt *st);
 int sdb_pg_step(sdb_stmt *st);
 int sdb_pg_reset(sdb_stmt *st);

@@ -109,9 +109,9 @@ check_json "$db" >"$WORK/checkj.sqlite"
 check_json "$URI" >"$WORK/checkj.pg"
 same "check 2 --json findings" "$WORK/checkj.sqlite" "$WORK/checkj.pg"
 "$TFTAP" check 2 tftest5_misbehave --db "$URI" --json >"$WORK/checkj5.pg"
-check "check 2 TYPE --json: only that type's findings" \
-    jq -e '(.findings | length) > 0 and all(.findings[]; .address | startswith("tftest5_misbehave"))' \
-    "$WORK/checkj5.pg"
+check_eq "check 2 TYPE --json: only that type's findings" \
+    "$(jq '(.findings | length) > 0 and all(.findings[]; .address | startswith("tftest5_misbehave"))' \
+        "$WORK/checkj5.pg")" true
 
 # ---- schema, schema diff --------------------------------------------------------
 for p in tftap/tftest6 tftap/tftest5; do
@@ -217,7 +217,8 @@ check "serve --db URI: the URL line" grep -qE '^http://127\.0\.0\.1:[0-9]+/\?tok
 api_norm() { # NAME PATH
     api "$1" "$2" | jq -S 'walk(if type == "object" then del(.started_us, .ended_us, .duration_us,
         .id, .call_id, .process_id, .pid, .call_seq, .recorded_us, .next, .last, .first_seen_us,
-        .sha256, .schema_sha256) else . end)' | sed 's|\.pg",$|",|' |
+        .sha256, .schema_sha256, .first_us, .last_us) else . end)
+        | if has("schemas") then .schemas | map({provider, versions, protocol}) | unique else . end' | sed 's|\.pg",$|",|' |
         norm_ids | sort
 }
 for path in /api/runs "/api/runs/1/calls" "/api/runs/2/check" "/api/diff/3/4" "/api/runs/2" \
@@ -313,6 +314,38 @@ check_eq "serve: /api/runs lists the new run first" "$(api live /api/runs | jq '
 check_eq "serve: the new run's calls are served" \
     "$(api live "/api/runs/$new_run/calls" | jq '.calls | length')" \
     "$(pg_psql "SELECT count(*) FROM calls WHERE run_id = $new_run")"
+
+# API requests share a few sessions kept open: the server logs each
+# connection it accepts, and 30 requests may not make 30 of them.
+pg_psql "ALTER SYSTEM SET log_connections = on" && pg_psql "SELECT pg_reload_conf()" >/dev/null
+connections() { grep -c 'connection authorized: user=tftap database=tftap' "$pg_dir/log"; }
+before=$(connections)
+good=0
+for i in $(seq 30); do
+    [ "$(api live "/api/runs/$new_run/calls" | jq '.calls | length')" -gt 0 ] && good=$((good + 1))
+done
+check_eq "serve: 30 API requests answered" "$good" 30
+check "serve: 30 API requests opened at most 4 sessions ($(($(connections) - before)))" \
+    test $(($(connections) - before)) -le 4
+
+# The server restarts: requests are answered on new sessions, and the live
+# updates go on (a change event once reconnected, another for a new run).
+pg_stop || not_ok "server stopped under serve"
+pg_start || not_ok "server started again under serve"
+check_eq "serve: after a server restart the API answers" \
+    "$(api live "/api/runs/$new_run/calls" | jq '.calls | length')" \
+    "$(pg_psql "SELECT count(*) FROM calls WHERE run_id = $new_run")"
+changes() { grep -c 'event: change' "$WORK/events"; }
+more_changes() { [ "$(changes)" -gt "$1" ]; }
+n=$(changes)
+check "serve: a change event once the live updates reconnected" wait_for 150 more_changes "$n"
+n=$(changes)
+(cd "$WORK/r2" && "$TFTAP" run --db "$URI" -- tofu plan -input=false -no-color >/dev/null 2>&1) ||
+    not_ok "a plan recorded after the restart while serve runs"
+check "serve: a change event for a run recorded after the restart" \
+    wait_for 150 more_changes "$n"
+check_eq "serve: /api/runs lists that run first" "$(api live /api/runs | jq '.runs[0].id')" \
+    "$(pg_psql "SELECT max(id) FROM runs")"
 stop_serves
 
 # ---- a password in a URI is never printed -----------------------------------------
