@@ -809,6 +809,9 @@ void wrap_set_done(struct wrap_set *set)
 
 /* ---- writing shims and the CLI config ------------------------------------- */
 
+/* A quoted string for the CLI configuration. Not analysis_hcl_string: the
+ * CLI configuration is read by HCL 1, which has no templates, so "${"
+ * stays literal there and escaping it as "$${" would change the path. */
 static void put_hcl_string(tftap_buf *b, const char *s)
 {
     tftap_buf_putc(b, '"');
