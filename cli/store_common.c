@@ -66,13 +66,29 @@ const char *cli_db_path(const char *opt)
     return STORE_DEFAULT_PATH;
 }
 
+/* The server's message without its severity word ("ERROR:  permission
+ * denied ..."): the line says what failed already. */
+static const char *server_reason(void)
+{
+    const char *why = store_open_error();
+    static const char *const levels[] = {"ERROR:", "FATAL:", "PANIC:"};
+    for (size_t i = 0; i < sizeof levels / sizeof *levels; i++)
+        if (strncmp(why, levels[i], strlen(levels[i])) == 0) {
+            why += strlen(levels[i]);
+            while (*why == ' ')
+                why++;
+            break;
+        }
+    return why;
+}
+
 void cli_store_open_failed(const char *path, int flags, int rc)
 {
     const char *shown = STORE_SHOWN(path);
     if (store_path_is_url(path)) {
         /* A server, not a file: libpq's or the server's reason when there
          * is one, and no advice about files. */
-        const char *why = store_open_error();
+        const char *why = server_reason();
         if (rc == TFTAP_ENOTFOUND)
             cli_error("no tftap record in %s (record one with 'tftap run --db URI')", shown);
         else if (rc == TFTAP_EIO)

@@ -377,4 +377,13 @@ check_eq "... saying so for a URI" "$(cat "$WORK/empty.err")" \
 "$TFTAP" runs --db "postgresql:///nosuch?host=$pg_dir&user=tftap" >/dev/null 2>"$WORK/nodb.err"
 check_eq "a database that does not exist: exit 1" "$?" 1
 check "... libpq's reason" grep -q 'database "nosuch" does not exist' "$WORK/nodb.err"
+# A role that may not create tables: the record cannot be made, and the
+# server says why.
+psql -q -X "$(pg_uri postgres)" -c 'CREATE ROLE reader LOGIN' -c 'CREATE DATABASE fresh' >/dev/null &&
+    psql -q -X "$(pg_uri fresh)" -c 'REVOKE CREATE ON SCHEMA public FROM PUBLIC' >/dev/null ||
+    not_ok "CREATE ROLE reader, DATABASE fresh"
+"$TFTAP" runs --db "postgresql:///fresh?host=$pg_dir&user=reader" >/dev/null 2>"$WORK/perm.err"
+check_eq "a database the role cannot write: exit 1" "$?" 1
+check_eq "... the server's reason" "$(cat "$WORK/perm.err")" \
+    "tftap: cannot open postgresql:///fresh?host=$pg_dir&user=reader: permission denied for schema public"
 finish
