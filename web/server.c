@@ -328,6 +328,19 @@ static void pool_give(web_server *w, store *s)
     store_close(s);
 }
 
+/* Every session LISTENs to the record's change notifications, and the
+ * server pushes them to idle sessions too: read them off the kept sessions
+ * (no round trip, libpq never blocks here), or a full socket would stall
+ * their backends and with them the server's notification queue. */
+static void pool_drain(web_server *w)
+{
+    int64_t v = 0;
+    pthread_mutex_lock(&w->pool_lock);
+    for (int i = 0; i < w->npool; i++)
+        store_data_version(w->pool[i], &v);
+    pthread_mutex_unlock(&w->pool_lock);
+}
+
 static void job_work(uv_work_t *req)
 {
     struct job *j = container_of(req, struct job, req);
@@ -571,6 +584,8 @@ static void on_live(uv_timer_t *t)
                  (unsigned long long)w->seq);
         broadcast(w, ev);
     }
+    if (w->pooled)
+        pool_drain(w);
     int64_t now = tftap_mono_ms();
     if (now - w->last_ping_ms >= PING_MS) {
         /* A comment line: finds listeners that went away while parked. */
