@@ -330,14 +330,14 @@ check "serve: 30 API requests opened at most 4 sessions ($(($(connections) - bef
 
 # The server restarts: requests are answered on new sessions, and the live
 # updates go on (a change event once reconnected, another for a new run).
+changes() { grep -c 'event: change' "$WORK/events"; }
+more_changes() { [ "$(changes)" -gt "$1" ]; }
+n=$(changes)
 pg_stop || not_ok "server stopped under serve"
 pg_start || not_ok "server started again under serve"
 check_eq "serve: after a server restart the API answers" \
     "$(api live "/api/runs/$new_run/calls" | jq '.calls | length')" \
     "$(pg_psql "SELECT count(*) FROM calls WHERE run_id = $new_run")"
-changes() { grep -c 'event: change' "$WORK/events"; }
-more_changes() { [ "$(changes)" -gt "$1" ]; }
-n=$(changes)
 check "serve: a change event once the live updates reconnected" wait_for 150 more_changes "$n"
 n=$(changes)
 (cd "$WORK/r2" && "$TFTAP" run --db "$URI" -- tofu plan -input=false -no-color >/dev/null 2>&1) ||
