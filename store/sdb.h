@@ -25,6 +25,7 @@ enum {
     SDB_NOTFOUND = 12,
     SDB_CANTOPEN = 14,
     SDB_CONSTRAINT = 19,
+    SDB_NOTADB = 26, /* a record tftap must not touch (one of a newer tftap) */
     SDB_ROW = 100,
     SDB_DONE = 101,
     SDB_GONE = 250, /* PostgreSQL: connection lost or refused */

@@ -377,6 +377,20 @@ check_eq "... saying so for a URI" "$(cat "$WORK/empty.err")" \
 "$TFTAP" runs --db "postgresql:///nosuch?host=$pg_dir&user=tftap" >/dev/null 2>"$WORK/nodb.err"
 check_eq "a database that does not exist: exit 1" "$?" 1
 check "... libpq's reason" grep -q 'database "nosuch" does not exist' "$WORK/nodb.err"
+# A record of a newer tftap is left alone, and said to be one.
+psql -q -X "$(pg_uri postgres)" -c 'CREATE DATABASE newer' >/dev/null || not_ok "CREATE DATABASE newer"
+"$TFTAP" runs --db "$(pg_uri newer)" >/dev/null 2>&1 || not_ok "runs on an empty database makes the record"
+psql -q -X "$(pg_uri newer)" -c "UPDATE tftap_meta SET value = '999' WHERE key = 'schema_version'" ||
+    not_ok "version 999"
+"$TFTAP" runs --db "$(pg_uri newer)" >/dev/null 2>"$WORK/newer.err"
+check_eq "a record of a newer tftap: exit 1" "$?" 1
+check_eq "... saying so" "$(cat "$WORK/newer.err")" \
+    "tftap: cannot read $(pg_uri newer): its tftap record is from a newer tftap"
+check_eq "... and left as it was" \
+    "$(psql -X -A -t "$(pg_uri newer)" -c "SELECT value FROM tftap_meta WHERE key = 'schema_version'")" 999
+"$TFTAP" serve --db "$(pg_uri newer)" >/dev/null 2>"$WORK/newer.err" </dev/null
+check_eq "serve of a record of another version: says so" "$(cat "$WORK/newer.err")" \
+    "tftap: cannot read $(pg_uri newer): its tftap record is of another tftap version (an older one is brought up to date by 'tftap runs --db URI')"
 # A role that may not create tables: the record cannot be made, and the
 # server says why.
 psql -q -X "$(pg_uri postgres)" -c 'CREATE ROLE reader LOGIN' -c 'CREATE DATABASE fresh' >/dev/null &&
