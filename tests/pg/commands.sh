@@ -200,9 +200,13 @@ TFTAP_DB=$URI "$TFTAP" check 2 >/dev/null 2>&1
 check_eq "TFTAP_DB: check 2 exits 1 (violations)" "$?" 1
 
 # ---- serve ------------------------------------------------------------------------
-# start_serve DB NAME: the URL it printed in $WORK/NAME.url
+# start_serve DB NAME [--source]: the URL it printed in $WORK/NAME.url
+# (--source: DB as serve's operand instead of --db's value)
 start_serve() {
-    "$TFTAP" serve --db "$1" >"$WORK/$2.url" 2>"$WORK/$2.err" &
+    local how=--db
+    [ "${3:-}" = --source ] && how=
+    # shellcheck disable=SC2086 # an option or none
+    "$TFTAP" serve $how "$1" >"$WORK/$2.url" 2>"$WORK/$2.err" &
     serve_pids+=($!)
     wait_for 150 test -s "$WORK/$2.url"
 }
@@ -299,7 +303,7 @@ check "wrap: the run ended" wait_for 150 test \
     "$(pg_psql "SELECT count(*) FROM runs WHERE id = $wrap_run AND ended_us IS NOT NULL")" = 1
 
 # ---- serve: live updates -----------------------------------------------------------
-start_serve "$URI" live || not_ok "serve --db URI printed its URL again"
+start_serve "$URI" live --source || not_ok "serve URI (SOURCE) printed its URL"
 # Live updates: a run recorded while serve runs is announced and listed.
 url=$(head -1 "$WORK/live.url")
 curl -s -N "${url%%/\?*}/api/events?token=${url##*token=}" \
