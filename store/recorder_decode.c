@@ -1325,8 +1325,16 @@ static void *decoder_main(void *arg)
         }
     }
     /* Last words: whatever state is still owed, then the process's end. */
-    if (!r->schema && r->retained_bytes && sql_ready(r))
+    unsigned schema_wait =
+        r->opts.close_schema_wait_ms ? r->opts.close_schema_wait_ms : CLOSE_SCHEMA_WAIT_MS;
+    int64_t schema_until = tftap_mono_ms() + schema_wait;
+    while (!r->schema && r->retained_bytes && r->have_binary_sha && sql_ready(r)) {
         borrow_sync(r, 2000);
+        if (r->schema || tftap_mono_ms() >= schema_until)
+            break;
+        struct timespec pause = {0, SCHEMA_POLL_MS / 5 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
     if (r->proc_dirty)
         emit_process(r);
     if (r->lost) {

@@ -29,6 +29,7 @@
 /* How long the final flush keeps retrying a locked database. */
 #define CLOSE_BUSY_DEADLINE_MS 30000u
 #define SCHEMA_POLL_MS 500
+#define CLOSE_SCHEMA_WAIT_MS 5000u /* store_recorder_opts.close_schema_wait_ms's default */
 #define CALL_BUCKETS 1024
 #define BINARY_STAT_LEN 128 /* "dev:ino:size:mtime:ctime" of a provider binary */
 

@@ -56,6 +56,11 @@ typedef struct store_recorder_opts {
      * default record stores them even when record_sensitive keeps them in
      * clear (re-redacted with the database's key and the schema). */
     int on_call_values;
+    /* How long closing waits for a schema when calls still wait for one:
+     * the process that asked the provider for it (the client asks once per
+     * command) may not have committed it yet on a loaded machine.
+     * 0 = default (5 s); ends as soon as one is found. */
+    unsigned close_schema_wait_ms;
 } store_recorder_opts;
 
 /* What on_call is told; everything is borrowed for the callback's time. */

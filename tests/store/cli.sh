@@ -21,11 +21,12 @@ db=$(ls "$work"/tftap-test-rec-*/rec/tftap.db)
 export TFTAP_DB="$db"
 
 "$TFTAP" runs >"$work/runs.txt"; check "runs exits 0" [ $? -eq 0 ]
-check "runs lists 8 runs" [ "$(grep -c '^[0-9]' "$work/runs.txt")" -eq 8 ]
+check "runs lists 10 runs" [ "$(grep -c '^[0-9]' "$work/runs.txt")" -eq 10 ]
 "$TFTAP" runs --json >"$work/runs.json"
-check "runs --json is a JSON array of 8" [ "$(jq length "$work/runs.json")" = 8 ]
+check "runs --json is a JSON array of 10" [ "$(jq length "$work/runs.json")" = 10 ]
 # Run 5 is test_show_plan's (a replacement and a create), run 6 an apply,
-# run 7 a replacement planned in two calls, run 8 three plans of identical
+# run 7 a replacement planned in two calls, runs 8 and 9 a process closing
+# while another commits the schema, run 10 three plans of identical
 # instances (count = 3).
 "$TFTAP" show 6 >"$work/apply.txt"
 check "show of an apply run" grep -q 'has been created  \[ApplyResourceChange\]' "$work/apply.txt"

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,6 +292,53 @@ static void test_schema_arrives_later(void)
     char *j = text("SELECT c.request_json FROM calls c JOIN processes p ON p.id = c.process_id "
                    "WHERE p.binary_path LIKE '%bin-b' AND c.rpc = 'PlanResourceChange'");
     CHECK(contains(j, "\"zone\":\"eu-1\""));
+    CHECK(!contains(j, "$undecoded"));
+    free(j);
+}
+
+static void *close_recorder(void *r)
+{
+    store_recorder_close(r);
+    return NULL;
+}
+
+static void test_schema_committed_while_closing(void)
+{
+    /* A short-lived process of a command that never asked for the schema
+     * (the client asked another process of the same command), closing
+     * before that process's recorder committed it: closing waits for it. */
+    char bin_c[440];
+    snprintf(bin_c, sizeof bin_c, "%s/bin-c", tmpdir);
+    FILE *f = fopen(bin_c, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs("provider binary C", f);
+    fclose(f);
+    store_recorder_opts o = {0};
+    o.close_schema_wait_ms = 600000; /* the wait ends when the schema is there */
+    store_recorder *late = NULL;
+    CHECK_INT_EQ(store_recorder_open(db_path, &o, &late), 0);
+    store_recorder_process(late, "registry.opentofu.org/test/thing", "1.0.0", bin_c, 5, 4243);
+    struct fx_thing t = {"thing-9", "closing", NULL, 5, 1, "eu-2", "zone"};
+    plan_create(late, 1, &t);
+    int64_t undecoded = 0;
+    for (int i = 0; i < 600 && undecoded < 1; i++) {
+        sleep_ms(50);
+        undecoded = scalar("SELECT count(*) FROM calls c JOIN processes p ON p.id = c.process_id "
+                           "WHERE p.binary_path LIKE '%bin-c' AND c.rpc = 'PlanResourceChange' "
+                           "AND c.ended_us IS NOT NULL AND c.schema_sha256 IS NULL");
+    }
+    CHECK_INT_EQ(undecoded, 1);
+    pthread_t closing;
+    CHECK_INT_EQ(pthread_create(&closing, NULL, close_recorder, late), 0);
+    store_recorder *asked = open_rec(0, bin_c);
+    call(asked, 1, M_SCHEMA, NULL, &schema_b);
+    store_recorder_close(asked);
+    pthread_join(closing, NULL);
+    char *j = text("SELECT c.request_json FROM calls c JOIN processes p ON p.id = c.process_id "
+                   "WHERE p.binary_path LIKE '%bin-c' AND c.rpc = 'PlanResourceChange'");
+    CHECK(contains(j, "\"zone\":\"eu-2\""));
     CHECK(!contains(j, "$undecoded"));
     free(j);
 }
@@ -1060,6 +1108,7 @@ int main(void)
     test_concurrent_writers();
     test_kill_9_mid_run();
     test_trickle_committed_while_open();
+    test_schema_committed_while_closing();
     /* Last: tests/store/cli.sh reads the runs above by number. */
     test_identical_instances_paired();
 
