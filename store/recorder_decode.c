@@ -23,8 +23,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <openssl/core_names.h>
-
 char *store_rec_dupstr(const char *s)
 {
     if (!s)
@@ -368,40 +366,20 @@ static struct call *call_get(store_recorder *r, uint64_t id, const char *method,
 
 /* ---- writer: decoding ----------------------------------------------------- */
 
-/* A keyed context made once: fetching the algorithm for every value (as the
- * one-shot HMAC() does) costs more than the digest itself. */
+/* A keyed context made once: fetching the algorithm and hashing the key
+ * for every value (as the one-shot HMAC() does) costs more than the digest
+ * itself. */
 static void mac_setup(store_recorder *r)
 {
-    EVP_MAC_CTX_free(r->mac);
-    r->mac = NULL;
-    EVP_MAC *m = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    if (!m)
-        return;
-    EVP_MAC_CTX *c = EVP_MAC_CTX_new(m);
-    EVP_MAC_free(m);
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
-        OSSL_PARAM_construct_end(),
-    };
-    if (c && EVP_MAC_init(c, r->key, sizeof r->key, params) == 1)
-        r->mac = c;
-    else
-        EVP_MAC_CTX_free(c);
+    tftap_hmac_free(r->mac);
+    r->mac = tftap_hmac_new(r->key, sizeof r->key);
 }
 
 static void redact_hmac(void *ctx, const char *json, size_t len, char out[65])
 {
     store_recorder *r = ctx;
-    EVP_MAC_CTX *c = r->mac ? EVP_MAC_CTX_dup(r->mac) : NULL;
-    unsigned char md[32];
-    size_t mdlen = 0;
-    if (c && EVP_MAC_update(c, (const unsigned char *)json, len) == 1 &&
-        EVP_MAC_final(c, md, &mdlen, sizeof md) == 1 && mdlen == 32) {
-        tftap_hex_encode(md, 32, out);
-    } else {
+    if (!r->mac || tftap_hmac_hex(r->mac, json, len, out) != 0)
         tftap_hmac_sha256_hex(r->key, sizeof r->key, json, len, out);
-    }
-    EVP_MAC_CTX_free(c);
 }
 
 static int is_provider_schema_method(const char *m)
@@ -1388,7 +1366,7 @@ void store_recorder_close(store_recorder *r)
     store_rec_op_list_free(r->pending);
     free(r->borrow_raw);
     dec_schema_free(r->schema);
-    EVP_MAC_CTX_free(r->mac);
+    tftap_hmac_free(r->mac);
     free(r->identity_raw);
     procinfo_done(&r->proc);
     procinfo_done(&r->pinfo);

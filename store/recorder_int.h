@@ -174,7 +174,7 @@ struct store_recorder {
     /* ---- decoder thread only ---- */
     unsigned char key[STORE_KEY_LEN];
     int have_key;
-    EVP_MAC_CTX *mac;                    /* HMAC-SHA256 keyed with key, copied per value */
+    tftap_hmac *mac;                     /* HMAC-SHA256 keyed with key */
     uint64_t lost;                       /* events lost, not yet in a gap op */
     int lost_queue, lost_db, lost_input; /* reasons */
     struct procinfo proc;                /* decoder's copy */
