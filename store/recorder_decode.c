@@ -311,6 +311,7 @@ static void call_free(store_recorder *r, struct call *c)
     free(c->decode_error);
     tftap_buf_done(&c->req.json);
     tftap_buf_done(&c->resp.json);
+    dec_memo_free(c->memo);
     free(c);
 }
 
@@ -418,6 +419,9 @@ static void render_message(store_recorder *r, struct call *c, enum store_directi
         opts.redact = redact_hmac;
         opts.redact_ctx = r;
     }
+    if (!c->memo)
+        c->memo = dec_memo_new();
+    opts.memo = c->memo;
     dec_error err = DEC_ERROR_INIT;
     size_t mark = out->len;
     int rc = dec_message_to_json(c->method, dir == STORE_RESPONSE, p, n, r->schema, c->type_name,
@@ -522,6 +526,9 @@ static int schema_adopt(store_recorder *r, int protocol, const unsigned char *p,
         return rc;
     dec_schema_free(r->schema);
     r->schema = s;
+    /* What the calls remember was rendered with the old schema's types. */
+    for (struct call *c = r->calls; c; c = c->lnext)
+        dec_memo_clear(c->memo);
     memcpy(r->schema_sha, sha, 65);
     r->schema_source = source;
     r->identity_applied = 0;

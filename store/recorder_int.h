@@ -85,8 +85,9 @@ struct call {
     int64_t msg_seq;
     struct rawmsg *raws, **raws_tail; /* kept for re-decoding */
     size_t raw_bytes;
-    int retain;  /* 1 while raws are being kept */
-    int emitted; /* a row image has been handed to the SQL thread */
+    int retain;     /* 1 while raws are being kept */
+    int emitted;    /* a row image has been handed to the SQL thread */
+    dec_memo *memo; /* its DynamicValues rendered so far (a plan repeats them) */
 };
 
 struct procinfo {

@@ -155,8 +155,20 @@ static int kv_cmp(const void *a, const void *b)
     return strcmp(((const struct kv *)a)->k, ((const struct kv *)b)->k);
 }
 
-/* One instance's state; unknown_id: planned state of a new instance. */
-static struct bytes state(int i, int unknown_id, int variant)
+/* Attributes the provider computes: null in configuration. */
+static int computed(const char *name)
+{
+    static const char *const c[] = {"arn",        "host_id",    "id",       "private_dns",
+                                    "private_ip", "public_dns", "public_ip"};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (strcmp(name, c[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* One instance's state; unknown_id: planned state of a new instance;
+ * config: the configuration (computed attributes null). */
+static struct bytes state(int i, int unknown_id, int variant, int config)
 {
     struct kv kvs[32];
     size_t n = 0;
@@ -180,7 +192,10 @@ static struct bytes state(int i, int unknown_id, int variant)
         pstr(&pk, kvs[j].k);
         switch (kvs[j].kind) {
         case 0:
-            if (unknown_id && (strcmp(kvs[j].k, "id") == 0 || strcmp(kvs[j].k, "arn") == 0)) {
+            if (config && computed(kvs[j].k)) {
+                msgpack_pack_nil(&pk);
+            } else if (unknown_id &&
+                       (strcmp(kvs[j].k, "id") == 0 || strcmp(kvs[j].k, "arn") == 0)) {
                 msgpack_pack_ext(&pk, 1, 0);
                 msgpack_pack_ext_body(&pk, "", 1);
             } else {
@@ -293,15 +308,19 @@ static void dv(Tfplugin5__DynamicValue *d, const struct bytes *b)
     d->msgpack.len = b->n;
 }
 
-/* An in-place update: prior -> config/proposed/planned. */
+/* An in-place update as tofu and a provider send it: prior -> proposed
+ * (the configuration with the prior's computed values) and planned (the
+ * proposed state: nothing computed changes); the configuration has its
+ * computed attributes null. */
 static void plan_messages(int i, struct bytes *req, struct bytes *resp)
 {
-    struct bytes prior = small_profile ? small_state(i, 0) : state(i, 0, 0);
-    struct bytes next = small_profile ? small_state(i, 1) : state(i, 0, 1);
+    struct bytes prior = small_profile ? small_state(i, 0) : state(i, 0, 0, 0);
+    struct bytes next = small_profile ? small_state(i, 1) : state(i, 0, 1, 0);
+    struct bytes config = small_profile ? small_state(i, 1) : state(i, 0, 1, 1);
     Tfplugin5__DynamicValue d1, d2, d3, d4;
     dv(&d1, &prior);
     dv(&d2, &next);
-    dv(&d3, &next);
+    dv(&d3, &config);
     dv(&d4, &next);
     Tfplugin5__PlanResourceChange__Request q = TFPLUGIN5__PLAN_RESOURCE_CHANGE__REQUEST__INIT;
     q.type_name = "bench_instance";
@@ -314,6 +333,7 @@ static void plan_messages(int i, struct bytes *req, struct bytes *resp)
     *resp = pack(&r.base);
     free(prior.p);
     free(next.p);
+    free(config.p);
 }
 
 /* CPU seconds of each thread but the caller's (the recorder's decoder and
