@@ -453,6 +453,10 @@ static void side_add(store_recorder *r, struct call *c, struct side *s, enum sto
                      const unsigned char *p, size_t n)
 {
     size_t before = s->json.len;
+    /* Room for what the JSON usually takes (a little more than the
+     * message), so that it is not grown and copied a dozen times. */
+    if (n < ((size_t)64 << 20))
+        tftap_buf_reserve(&s->json, n + n / 2 + 256);
     if (s->count > 0)
         tftap_buf_putc(&s->json, ',');
     render_message(r, c, dir, p, n, &s->json);
