@@ -491,12 +491,13 @@ static int run_one(const char *target, int calls, const struct bytes *schema,
             tl = sizeof res->threads - 1;
     }
     res->dropped = st.dropped;
+    store_recorder_close(r);
     if (!is_pg(target)) {
+        /* After close: the WAL (up to a checkpoint's worth) is folded in. */
         char wal[600];
         snprintf(wal, sizeof wal, "%s-wal", target);
         res->bytes = file_size(target) + file_size(wal);
     }
-    store_recorder_close(r);
     struct rusage ru1;
     struct timespec m1;
     getrusage(RUSAGE_SELF, &ru1);
