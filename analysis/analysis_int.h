@@ -10,9 +10,6 @@
 /* How deep analysis reads the JSON the store wrote. */
 #define ANALYSIS_JSON_MAX_DEPTH TFTAP_JSON_MAX_DEPTH
 
-/* The member of obj named key (len bytes), or NULL. */
-const sj_node *analysis_member(const sj_node *obj, const char *key, size_t len);
-
 /* What the report says about the two runs themselves (set by
  * analysis_diff_runs; empty for analysis_diff_calls). */
 struct analysis_diff_meta {

@@ -234,16 +234,6 @@ static int v_undecoded(const sj_node *v)
     return v && v->kind == SJ_OBJECT && (sj_get(v, "$undecoded") || sj_get(v, "$error"));
 }
 
-static const sj_node *member(const sj_node *obj, const char *key, size_t n)
-{
-    if (!obj || obj->kind != SJ_OBJECT)
-        return NULL;
-    for (const sj_node *c = obj->child; c; c = c->next)
-        if (c->key_len == n && memcmp(c->key, key, n) == 0)
-            return c;
-    return NULL;
-}
-
 static const sj_node *nth(const sj_node *arr, size_t i)
 {
     if (!arr || arr->kind != SJ_ARRAY)
@@ -415,7 +405,7 @@ static struct ty ty_member(struct ty t, const char *name, size_t n)
         if (a)
             m = ty_of_attr(a);
     } else if (ty_kind(t) == TK_OBJECT && t.type->n >= 2) {
-        m.type = member(t.type->child->next, name, n);
+        m.type = sj_get_n(t.type->child->next, name, n);
     }
     return m;
 }
@@ -435,7 +425,7 @@ static int geq(const sj_node *a, const sj_node *b);
 static int geq_members(const sj_node *a, const sj_node *b)
 {
     for (const sj_node *x = a->child; x; x = x->next) {
-        const sj_node *y = member(b, x->key, x->key_len);
+        const sj_node *y = sj_get_n(b, x->key, x->key_len);
         if (!y || !geq(x, y))
             return 0;
     }
@@ -530,7 +520,7 @@ static int veq(struct ty t, const sj_node *a, const sj_node *b, int unrefined)
         if (a->kind != SJ_OBJECT || b->kind != SJ_OBJECT || a->n != b->n)
             return 0;
         for (const sj_node *x = a->child; x; x = x->next) {
-            const sj_node *y = member(b, x->key, x->key_len);
+            const sj_node *y = sj_get_n(b, x->key, x->key_len);
             if (!y)
                 return 0;
             struct ty m = k == TK_MAP ? ty_elem(t) : ty_member(t, x->key, x->key_len);
@@ -555,7 +545,7 @@ static int veq(struct ty t, const sj_node *a, const sj_node *b, int unrefined)
                 if (a->n != b->n)
                     return 0;
                 for (const sj_node *x = a->child; x; x = x->next) {
-                    const sj_node *y = member(b, x->key, x->key_len);
+                    const sj_node *y = sj_get_n(b, x->key, x->key_len);
                     if (!y || !veq(t, x, y, 1))
                         return 0;
                 }
@@ -594,7 +584,7 @@ static int flag(const sj_node *a, const char *name)
 
 static const sj_node *get_attr(const sj_node *obj, const sj_node *name)
 {
-    return v_null(obj) || v_unknown(obj) ? NULL : member(obj, name->str, name->len);
+    return v_null(obj) || v_unknown(obj) ? NULL : sj_get_n(obj, name->str, name->len);
 }
 
 /* ---- AssertPlanValid ------------------------------------------------------ */
@@ -652,17 +642,17 @@ static void plan_object(struct ck *k, struct ty t, const sj_node *prior, const s
             return;
         }
         for (const sj_node *p = planned->child; p; p = p->next) {
-            const sj_node *c = member(config, p->key, p->key_len);
+            const sj_node *c = sj_get_n(config, p->key, p->key_len);
             if (!c) {
                 key_finding(k, NULL, p, p, "is planned, the configuration does not have it");
                 continue;
             }
             size_t mark = push_key(k, p->key, p->key_len);
-            plan_attrs(k, t.attrs, member(prior, p->key, p->key_len), c, p, depth - 1);
+            plan_attrs(k, t.attrs, sj_get_n(prior, p->key, p->key_len), c, p, depth - 1);
             pop(k, mark);
         }
         for (const sj_node *c = config->child; c; c = c->next)
-            if (!member(planned, c->key, c->key_len))
+            if (!sj_get_n(planned, c->key, c->key_len))
                 key_finding(k, c, NULL, c, "is configured, the plan does not have it");
         break;
     case 'T':
@@ -791,7 +781,7 @@ static void plan_nested_block(struct ck *k, const sj_node *bt, const sj_node *pr
             return;
         }
         for (const sj_node *p = planned->child; p; p = p->next) {
-            const sj_node *c = member(config, p->key, p->key_len);
+            const sj_node *c = sj_get_n(config, p->key, p->key_len);
             if (!c) {
                 key_finding(k, NULL, p, p,
                             "is a planned block key the configuration does not have");
@@ -803,12 +793,12 @@ static void plan_nested_block(struct ck *k, const sj_node *bt, const sj_node *pr
                     "planned a nested block as unknown: plan its attributes unknown "
                     "instead");
             else
-                plan_block(k, sub, member(prior, p->key, p->key_len), c, p, depth - 1);
+                plan_block(k, sub, sj_get_n(prior, p->key, p->key_len), c, p, depth - 1);
             pop(k, mark);
         }
         for (const sj_node *c = config && config->kind == SJ_OBJECT ? config->child : NULL; c;
              c = c->next)
-            if (!member(planned, c->key, c->key_len))
+            if (!sj_get_n(planned, c->key, c->key_len))
                 key_finding(k, c, NULL, c, "is a configured block key the plan does not have");
         break;
     case 'T':
@@ -1016,7 +1006,7 @@ static void compat_value(struct ck *k, struct ty t, const sj_node *planned, cons
         if (planned->kind != SJ_OBJECT || actual->kind != SJ_OBJECT)
             break;
         for (const sj_node *p = planned->child; p; p = p->next) {
-            const sj_node *a = member(actual, p->key, p->key_len);
+            const sj_node *a = sj_get_n(actual, p->key, p->key_len);
             if (!a) {
                 key_finding(k, p, NULL, p, "vanished from the result");
                 continue;
@@ -1028,7 +1018,7 @@ static void compat_value(struct ck *k, struct ty t, const sj_node *planned, cons
             pop(k, mark);
         }
         for (const sj_node *a = actual->child; a; a = a->next)
-            if (!member(planned, a->key, a->key_len))
+            if (!sj_get_n(planned, a->key, a->key_len))
                 key_finding(k, NULL, a, a, "appeared in the result, the plan did not have it");
         return;
     case TK_SET: {
@@ -1093,7 +1083,7 @@ static void compat_nested_block(struct ck *k, const sj_node *bt, const sj_node *
             }
         } else {
             for (const sj_node *p = planned->child; p; p = p->next) {
-                const sj_node *a = member(actual, p->key, p->key_len);
+                const sj_node *a = sj_get_n(actual, p->key, p->key_len);
                 if (!a)
                     continue;
                 size_t mark = push_key(k, p->key, p->key_len);
@@ -1228,9 +1218,9 @@ static int path_exists(const sj_node *v, const sj_node *steps)
         if (((x = sj_get(st, "attribute_name")) && x->kind == SJ_STRING) ||
             ((x = sj_get(st, "element_key_string")) && x->kind == SJ_STRING)) {
             /* A member of the value itself, else of a dynamic value's. */
-            const sj_node *m = v->kind == SJ_OBJECT ? member(v, x->str, x->len) : NULL;
+            const sj_node *m = v->kind == SJ_OBJECT ? sj_get_n(v, x->str, x->len) : NULL;
             if (!m && dyn_unwrap(v, &ty, &inner) && inner->kind == SJ_OBJECT)
-                m = member(inner, x->str, x->len);
+                m = sj_get_n(inner, x->str, x->len);
             if (!(v = m))
                 return 0;
         } else if ((x = sj_get(st, "element_key_int")) && x->kind == SJ_NUMBER) {

@@ -64,16 +64,6 @@ static void leaf_add(struct leaves *l, const tftap_buf *path, enum src s, const 
     l->v[l->n++] = (struct leaf){p, s, v};
 }
 
-const sj_node *analysis_member(const sj_node *obj, const char *key, size_t len)
-{
-    if (!obj || obj->kind != SJ_OBJECT)
-        return NULL;
-    for (const sj_node *c = obj->child; c; c = c->next)
-        if (c->key_len == len && memcmp(c->key, key, len) == 0)
-            return c;
-    return NULL;
-}
-
 static int is_marker(const sj_node *v)
 {
     return sj_is_unknown(v) || sj_is_sensitive(v);
@@ -126,8 +116,8 @@ static void walk(struct leaves *l, tftap_buf *path, const sj_node *v, const sj_n
                 l->err = TFTAP_ENOMEM;
                 return;
             }
-            walk(l, path, c, analysis_member(ref1, c->key, c->key_len), src1,
-                 analysis_member(ref2, c->key, c->key_len), depth + 1);
+            walk(l, path, c, sj_get_n(ref1, c->key, c->key_len), src1,
+                 sj_get_n(ref2, c->key, c->key_len), depth + 1);
             path->len = mark;
             if (path->data)
                 path->data[mark] = 0;

@@ -220,7 +220,7 @@ static struct hint hint_member(const struct hint *h, const char *key, size_t kle
     } else if (type_is(h->ty, "object") && h->ty->kind == SJ_ARRAY && h->ty->n >= 2) {
         const sj_node *attrs = h->ty->child->next;
         if (attrs->kind == SJ_OBJECT)
-            m.ty = analysis_member(attrs, key, klen);
+            m.ty = sj_get_n(attrs, key, klen);
     }
     return m;
 }
@@ -689,7 +689,7 @@ static const sj_node *member_named(const sj_node *obj, const sj_node *name)
 {
     if (!obj || obj->kind != SJ_OBJECT || !name || name->kind != SJ_STRING)
         return NULL;
-    return analysis_member(obj, name->str, name->len);
+    return sj_get_n(obj, name->str, name->len);
 }
 
 static int is_empty(const sj_node *n)

@@ -485,7 +485,7 @@ static void diff_attrs(analysis_schema_diff *d, const char *sec, const char *nam
 {
     tftap_buf p = TFTAP_BUF_INIT;
     for (const sj_node *x = aa ? aa->child : NULL; x; x = x->next) {
-        const sj_node *y = analysis_member(ba, x->key, x->key_len);
+        const sj_node *y = sj_get_n(ba, x->key, x->key_len);
         path_join(&p, base, x->key, x->key_len);
         if (!y) {
             sset_str(d, sadd(d, sec, name, p.data, "attribute removed", 1), mode_of(x), NULL);
@@ -522,7 +522,7 @@ static void diff_attrs(analysis_schema_diff *d, const char *sec, const char *nam
         }
     }
     for (const sj_node *y = ba ? ba->child : NULL; y; y = y->next) {
-        if (analysis_member(aa, y->key, y->key_len))
+        if (sj_get_n(aa, y->key, y->key_len))
             continue;
         path_join(&p, base, y->key, y->key_len);
         sset_str(d, sadd(d, sec, name, p.data, "attribute added", b_of(y, "required")), NULL,
@@ -557,7 +557,7 @@ static void diff_block(analysis_schema_diff *d, const char *sec, const char *nam
     tftap_buf p = TFTAP_BUF_INIT;
     char num[2][24];
     for (const sj_node *x = ab ? ab->child : NULL; x; x = x->next) {
-        const sj_node *y = analysis_member(bb, x->key, x->key_len);
+        const sj_node *y = sj_get_n(bb, x->key, x->key_len);
         path_join(&p, base, x->key, x->key_len);
         if (!y) {
             sset_str(d, sadd(d, sec, name, p.data, "block removed", 1), s_of(x, "nesting_mode"),
@@ -585,7 +585,7 @@ static void diff_block(analysis_schema_diff *d, const char *sec, const char *nam
         diff_block(d, sec, name, p.data, sj_get(x, "block"), sj_get(y, "block"), depth + 1);
     }
     for (const sj_node *y = bb ? bb->child : NULL; y; y = y->next) {
-        if (analysis_member(ab, y->key, y->key_len))
+        if (sj_get_n(ab, y->key, y->key_len))
             continue;
         path_join(&p, base, y->key, y->key_len);
         sset_str(d, sadd(d, sec, name, p.data, "block added", items(y, "min_items") > 0), NULL,
@@ -604,7 +604,7 @@ static void diff_section(analysis_schema_diff *d, const char *sec, const sj_node
         tftap_buf_reset(&nm);
         tftap_buf_append(&nm, x->key, x->key_len);
         tftap_buf_cstr(&nm);
-        const sj_node *y = analysis_member(b, x->key, x->key_len);
+        const sj_node *y = sj_get_n(b, x->key, x->key_len);
         if (!y) {
             sadd(d, sec, nm.data, "", "removed", 1);
             continue;
@@ -634,7 +634,7 @@ static void diff_section(analysis_schema_diff *d, const char *sec, const sj_node
         diff_block(d, sec, nm.data, "", sj_get(x, "block"), sj_get(y, "block"), 0);
     }
     for (const sj_node *y = b ? b->child : NULL; y; y = y->next) {
-        if (analysis_member(a, y->key, y->key_len))
+        if (sj_get_n(a, y->key, y->key_len))
             continue;
         tftap_buf_reset(&nm);
         tftap_buf_append(&nm, y->key, y->key_len);

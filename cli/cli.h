@@ -46,16 +46,21 @@ int cli_replay_provider(int argc, char **argv);
 /* OTLP spans (cli/shim.c). 1 when url is an http:// or https:// URL. */
 int cli_otlp_url_ok(const char *url);
 /* tftap run: put --otlp URL (when not NULL) in the environment as
- * TFTAP_OTLP for the shims, and, when spans are exported and the CLI gave
- * no TRACEPARENT, one TFTAP_OTLP_TRACE_ID for all of this run's spans. */
-void cli_otlp_run_env(const char *url);
+ * TFTAP_OTLP for the shims (and --otlp-values as TFTAP_OTLP_VALUES=1), and,
+ * when spans are exported and the CLI gave no TRACEPARENT, one
+ * TFTAP_OTLP_TRACE_ID for all of this run's spans. */
+void cli_otlp_run_env(const char *url, int values);
 /* The span export a shim does: from meta_url (tftap wrap --otlp), else
  * TFTAP_OTLP, else the OTEL_EXPORTER_OTLP_* variables; parented under
- * TRACEPARENT. 1 and *oc filled (its strings borrowed from the
+ * TRACEPARENT; values when meta_values (tftap wrap --otlp-values) or
+ * TFTAP_OTLP_VALUES=1; the resource from OTEL_SERVICE_NAME and
+ * OTEL_RESOURCE_ATTRIBUTES. 1 and *oc filled (its strings borrowed from the
  * environment, but the endpoint, which *owned holds: free()), or 0 when no
  * spans are wanted. */
 struct otlp_config;
-int cli_otlp_config(const char *meta_url, struct otlp_config *oc, char **owned);
+int cli_otlp_config(const char *meta_url, int meta_values, struct otlp_config *oc, char **owned);
+/* 1 when TFTAP_OTLP_VALUES asks for values ("1" or "true"). */
+int cli_otlp_values_env(void);
 
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

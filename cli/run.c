@@ -530,7 +530,7 @@ static int reattach_start(const struct wrap_set *set, const struct wrap_opts *o,
             cfg.recorder_hold_fd = wrap_recorder_lock(run_dir, p->addr);
             otlp_config oc;
             char *otlp_url = NULL;
-            if (cli_otlp_config(NULL, &oc, &otlp_url) == 1)
+            if (cli_otlp_config(NULL, 0, &oc, &otlp_url) == 1)
                 cfg.otlp = &oc;
             int code = proxy_run(&cfg, &e);
             free(otlp_url);
@@ -668,34 +668,46 @@ static int run_lost(void *ctx, const store_run_row *row)
 
 static void run_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: tftap run [--db PATH] [--reattach] [--record-sensitive] [--keep-raw]\n"
-            "                 [--no-match] [--otlp URL] -- tofu|terraform ARGS...\n\n"
-            "Run one OpenTofu/Terraform command with every provider it uses wrapped by\n"
-            "tftap, recording all their calls as one run. The command keeps your terminal;\n"
-            "tftap exits with its exit code. Providers are found through the lock file\n"
-            "and where init installed them (or the plugin cache and filesystem mirrors of\n"
-            "your CLI config); your CLI config is kept, with dev_overrides added for the\n"
-            "shims. Commands that install providers ('init', 'get', 'providers lock',\n"
-            "'providers mirror') run unwrapped, still recorded as runs.\n\n"
-            "  --db PATH            database (default: $TFTAP_DB, else ./%s)\n"
-            "  --record-sensitive   store sensitive values instead of redacting them\n"
-            "  --keep-raw           store raw message bytes too\n"
-            "  --otlp URL           export each call as a span to this OTLP/HTTP traces\n"
-            "                       endpoint (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,\n"
-            "                       else $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else none)\n"
-            "  --no-match           do not run 'show -json' after plan/apply to tie calls\n"
-            "                       to resource addresses\n"
-            "  --reattach           start each provider once, behind tftap, and let the CLI\n"
-            "                       attach to it (TF_REATTACH_PROVIDERS) instead of using\n"
-            "                       shims; every alias of a provider then shares one process\n",
-            STORE_DEFAULT_PATH);
+    fprintf(
+        f,
+        "usage: tftap run [--db PATH] [--reattach] [--record-sensitive] [--keep-raw]\n"
+        "                 [--no-match] [--otlp URL] [--otlp-values] -- tofu|terraform ARGS...\n\n"
+        "Run one OpenTofu/Terraform command with every provider it uses wrapped by\n"
+        "tftap, recording all their calls as one run. The command keeps your terminal;\n"
+        "tftap exits with its exit code. Providers are found through the lock file\n"
+        "and where init installed them (or the plugin cache and filesystem mirrors of\n"
+        "your CLI config); your CLI config is kept, with dev_overrides added for the\n"
+        "shims. Commands that install providers ('init', 'get', 'providers lock',\n"
+        "'providers mirror') run unwrapped, still recorded as runs.\n\n"
+        "  --db PATH            database (default: $TFTAP_DB, else ./%s)\n"
+        "  --record-sensitive   store sensitive values instead of redacting them\n"
+        "  --keep-raw           store raw message bytes too\n"
+        "  --otlp URL           export each call as a span to this OTLP/HTTP traces\n"
+        "                       endpoint (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,\n"
+        "                       else $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else none)\n"
+        "  --otlp-values        spans also carry each call's request and response as\n"
+        "                       stored, redacted (never a secret in clear, even with\n"
+        "                       --record-sensitive), at most 16 KiB each\n"
+        "  --no-match           do not run 'show -json' after plan/apply to tie calls\n"
+        "                       to resource addresses\n"
+        "  --reattach           start each provider once, behind tftap, and let the CLI\n"
+        "                       attach to it (TF_REATTACH_PROVIDERS) instead of using\n"
+        "                       shims; every alias of a provider then shares one process\n",
+        STORE_DEFAULT_PATH);
 }
 
 int cli_run(int argc, char **argv)
 {
     struct run_opts ro = {0};
-    enum { OPT_DB = 256, OPT_SENSITIVE, OPT_RAW, OPT_NO_MATCH, OPT_REATTACH, OPT_OTLP };
+    enum {
+        OPT_DB = 256,
+        OPT_SENSITIVE,
+        OPT_RAW,
+        OPT_NO_MATCH,
+        OPT_REATTACH,
+        OPT_OTLP,
+        OPT_OTLP_VALUES
+    };
     static const struct option longopts[] = {
         {"db", required_argument, NULL, OPT_DB},
         {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
@@ -703,6 +715,7 @@ int cli_run(int argc, char **argv)
         {"no-match", no_argument, NULL, OPT_NO_MATCH},
         {"reattach", no_argument, NULL, OPT_REATTACH},
         {"otlp", required_argument, NULL, OPT_OTLP},
+        {"otlp-values", no_argument, NULL, OPT_OTLP_VALUES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -735,6 +748,9 @@ int cli_run(int argc, char **argv)
                 return 2;
             }
             ro.otlp = optarg;
+            break;
+        case OPT_OTLP_VALUES:
+            ro.otlp_values = 1;
             break;
         default:
             return 2;
@@ -770,7 +786,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     memset(&set, 0, sizeof set);
     o.record_sensitive = ro->record_sensitive;
     o.keep_raw = ro->keep_raw;
-    cli_otlp_run_env(ro->otlp);
+    cli_otlp_run_env(ro->otlp, ro->otlp_values);
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     const char *cli = strstr(base, "terraform") ? "terraform" : "tofu";
     if (!strstr(base, "tofu") && !strstr(base, "terraform")) {

@@ -34,10 +34,12 @@ int cli_otlp_url_ok(const char *url)
            strlen(url) > 8;
 }
 
-void cli_otlp_run_env(const char *url)
+void cli_otlp_run_env(const char *url, int values)
 {
     if (url != NULL && setenv("TFTAP_OTLP", url, 1) != 0)
         cli_error("cannot set TFTAP_OTLP: %s; no spans", strerror(errno));
+    if (values && setenv("TFTAP_OTLP_VALUES", "1", 1) != 0)
+        cli_error("cannot set TFTAP_OTLP_VALUES: %s; spans without values", strerror(errno));
     const char *tp = getenv("TRACEPARENT");
     uint8_t t[16], p[8];
     if (tp != NULL && otlp_traceparent_parse(tp, t, p, NULL) == 0)
@@ -64,7 +66,13 @@ static const char *env_nonempty(const char *name)
     return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
-int cli_otlp_config(const char *meta_url, struct otlp_config *oc, char **owned)
+int cli_otlp_values_env(void)
+{
+    const char *v = env_nonempty("TFTAP_OTLP_VALUES");
+    return v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
+}
+
+int cli_otlp_config(const char *meta_url, int meta_values, struct otlp_config *oc, char **owned)
 {
     *owned = NULL;
     memset(oc, 0, sizeof *oc);
@@ -98,6 +106,9 @@ int cli_otlp_config(const char *meta_url, struct otlp_config *oc, char **owned)
     oc->headers = env_nonempty("OTEL_EXPORTER_OTLP_TRACES_HEADERS");
     if (oc->headers == NULL)
         oc->headers = env_nonempty("OTEL_EXPORTER_OTLP_HEADERS");
+    oc->service = env_nonempty("OTEL_SERVICE_NAME");
+    oc->resource_attrs = env_nonempty("OTEL_RESOURCE_ATTRIBUTES");
+    oc->values = meta_values || cli_otlp_values_env();
     return 1;
 }
 
@@ -313,7 +324,7 @@ int cli_shim(int argc, char **argv)
     cfg.warn = shim_warn;
     otlp_config oc;
     char *otlp_url = NULL;
-    if (cli_otlp_config(meta.otlp, &oc, &otlp_url) == 1)
+    if (cli_otlp_config(meta.otlp, meta.otlp_values, &oc, &otlp_url) == 1)
         cfg.otlp = &oc;
 
     code = proxy_run(&cfg, &err);

@@ -809,6 +809,9 @@ void wrap_set_done(struct wrap_set *set)
 
 /* ---- writing shims and the CLI config ------------------------------------- */
 
+/* A quoted string for the CLI configuration. Not analysis_hcl_string: the
+ * CLI configuration is read by HCL 1, which has no templates, so "${"
+ * stays literal there and escaping it as "$${" would change the path. */
 static void put_hcl_string(tftap_buf *b, const char *s)
 {
     tftap_buf_putc(b, '"');
@@ -1081,6 +1084,8 @@ int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_op
             tftap_buf_puts(&b, ", \"otlp\": ");
             tftap_buf_json_string(&b, opts->otlp, strlen(opts->otlp));
         }
+        if (opts->otlp_values)
+            tftap_buf_puts(&b, ", \"otlp_values\": true");
         tftap_buf_puts(&b, "}\n");
         free(path);
         if ((path = wrap_joinpath(sd, "tftap-shim.json")) == NULL)
@@ -1157,7 +1162,7 @@ static void wrap_usage(FILE *f)
     fprintf(
         f,
         "usage: tftap wrap [--db PATH] [--record-sensitive] [--keep-raw] [--cli tofu|terraform]\n"
-        "                  [--otlp URL] --out DIR\n\n"
+        "                  [--otlp URL] [--otlp-values] --out DIR\n\n"
         "Write into DIR a shim for every provider the configuration in the current\n"
         "directory uses (run 'tofu init' first) and a CLI config, DIR/tftap.tfrc, that\n"
         "keeps your own CLI config and sends the CLI to the shims. Then\n\n"
@@ -1172,6 +1177,9 @@ static void wrap_usage(FILE *f)
         "  --otlp URL           export each call as a span to this OTLP/HTTP traces\n"
         "                       endpoint (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,\n"
         "                       else $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else none)\n"
+        "  --otlp-values        spans also carry each call's request and response as\n"
+        "                       stored, redacted (never a secret in clear, even with\n"
+        "                       --record-sensitive), at most 16 KiB each\n"
         "  --cli NAME           whose CLI config and registry host to assume (tofu)\n",
         STORE_DEFAULT_PATH);
 }
@@ -1186,7 +1194,7 @@ int cli_wrap(int argc, char **argv)
     int code = 1;
 
     memset(&set, 0, sizeof set);
-    enum { OPT_DB = 256, OPT_OUT, OPT_CLI, OPT_SENSITIVE, OPT_RAW, OPT_OTLP };
+    enum { OPT_DB = 256, OPT_OUT, OPT_CLI, OPT_SENSITIVE, OPT_RAW, OPT_OTLP, OPT_OTLP_VALUES };
     static const struct option longopts[] = {
         {"db", required_argument, NULL, OPT_DB},
         {"out", required_argument, NULL, OPT_OUT},
@@ -1194,6 +1202,7 @@ int cli_wrap(int argc, char **argv)
         {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
         {"keep-raw", no_argument, NULL, OPT_RAW},
         {"otlp", required_argument, NULL, OPT_OTLP},
+        {"otlp-values", no_argument, NULL, OPT_OTLP_VALUES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -1226,6 +1235,9 @@ int cli_wrap(int argc, char **argv)
                 return 2;
             }
             o.otlp = optarg;
+            break;
+        case OPT_OTLP_VALUES:
+            o.otlp_values = 1;
             break;
         default:
             return 2;

@@ -52,6 +52,7 @@ struct wrap_opts {
     int record_sensitive;
     int keep_raw;
     const char *otlp; /* NULL, or the OTLP traces endpoint the shims export spans to */
+    int otlp_values;  /* 1: their spans carry the calls' values (redacted) */
 };
 
 /* Write into the existing directory dir one subdirectory per provider (a
@@ -84,6 +85,7 @@ struct run_opts {
     const char *db; /* NULL: $TFTAP_DB, else the default */
     int record_sensitive, keep_raw, no_match, reattach;
     const char *otlp; /* --otlp URL, or NULL */
+    int otlp_values;  /* --otlp-values */
     /* tftap replay: these providers (borrowed) are wrapped in place of
      * those the directory uses, whatever the command (init too). */
     const struct wrap_provider *providers;

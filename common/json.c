@@ -343,15 +343,19 @@ sj_node *sj_root(sj_doc *d)
     return d ? d->root : NULL;
 }
 
-sj_node *sj_get(const sj_node *obj, const char *key)
+sj_node *sj_get_n(const sj_node *obj, const char *key, size_t key_len)
 {
     if (!obj || obj->kind != SJ_OBJECT)
         return NULL;
-    size_t kl = strlen(key);
     for (sj_node *c = obj->child; c; c = c->next)
-        if (c->key_len == kl && memcmp(c->key, key, kl) == 0)
+        if (c->key_len == key_len && memcmp(c->key, key, key_len) == 0)
             return c;
     return NULL;
+}
+
+sj_node *sj_get(const sj_node *obj, const char *key)
+{
+    return sj_get_n(obj, key, strlen(key));
 }
 
 void sj_write(const sj_node *n, tftap_buf *out)

@@ -21,6 +21,8 @@
 #include "otlp_trace.pb-c.h"
 
 #define OTLP_DEFAULT_MAX_SPANS 4096
+/* Spans with values are up to 2 * OTLP_VALUE_MAX bytes each. */
+#define OTLP_DEFAULT_MAX_BYTES ((size_t)32 << 20)
 #define OTLP_DEFAULT_BATCH_MS 1000
 #define OTLP_DEFAULT_TIMEOUT_MS 10000
 /* One POST carries at most this many spans (the OTLP exporters' usual batch). */
@@ -149,10 +151,123 @@ char *otlp_endpoint_from_env(char *const *envp)
     return url;
 }
 
+/* ---- what a span is made of ----------------------------------------------- */
+
+size_t otlp_value_cut(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max + 1);
+    if (n <= max)
+        return n;
+    n = max;
+    /* Back to the start of the character the cut falls in (at most 3
+     * continuation bytes: more is not UTF-8, and is cut where it is). */
+    for (int k = 0; k < 3 && n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80; k++)
+        n--;
+    return n;
+}
+
+int otlp_error_diagnostics(const char *json, size_t len, tftap_buf *first)
+{
+    /* Most responses name no severity: no parse for them (as v_calls). */
+    static const char needle[] = "\"severity\"";
+    if (json == NULL || len < sizeof needle - 1 ||
+        memmem(json, len, needle, sizeof needle - 1) == NULL)
+        return 0;
+    sj_doc *doc = NULL;
+    if (sj_parse(json, len, 0, &doc) != 0)
+        return 0;
+    int n = 0;
+    const sj_node *root = sj_root(doc);
+    const sj_node *d = root && root->kind == SJ_OBJECT ? sj_get(root, "diagnostics") : NULL;
+    for (const sj_node *e = d && d->kind == SJ_ARRAY ? d->child : NULL; e; e = e->next) {
+        const sj_node *sev = sj_get(e, "severity");
+        if (sev == NULL || sev->kind != SJ_STRING || strcmp(sev->str, "ERROR") != 0 ||
+            sev->len != 5)
+            continue;
+        if (n++ == 0 && first != NULL) {
+            const sj_node *sum = sj_get(e, "summary");
+            if (sum != NULL && sum->kind == SJ_STRING)
+                tftap_buf_append(first, sum->str, otlp_value_cut(sum->str, 1024));
+        }
+    }
+    sj_free(doc);
+    return n;
+}
+
+#define OTLP_RESOURCE_MAX_PAIRS 64
+#define OTLP_RESOURCE_MAX_BYTES 4096
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+int otlp_resource_parse(const char *s, tftap_buf *out)
+{
+    if (s == NULL)
+        return 0;
+    size_t total = strlen(s);
+    if (total > OTLP_RESOURCE_MAX_BYTES)
+        return TFTAP_ELIMIT;
+    size_t mark = out->len;
+    int n = 0;
+    const char *p = s, *end = s + total;
+    while (p < end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *q = comma ? comma : end;
+        const char *a = p, *b = q;
+        while (a < b && is_space(*a))
+            a++;
+        while (b > a && is_space(b[-1]))
+            b--;
+        p = comma ? comma + 1 : end;
+        if (a == b)
+            continue; /* "a=1,,b=2": nothing between */
+        const char *eq = memchr(a, '=', (size_t)(b - a));
+        const char *ke = eq;
+        while (eq && ke > a && is_space(ke[-1]))
+            ke--;
+        if (eq == NULL || ke == a || n == OTLP_RESOURCE_MAX_PAIRS)
+            goto bad;
+        for (const char *k = a; k < ke; k++)
+            if ((unsigned char)*k < 0x21 || *k == 0x7f)
+                goto bad;
+        tftap_buf_append(out, a, (size_t)(ke - a));
+        tftap_buf_putc(out, '\0');
+        const char *v = eq + 1;
+        while (v < b && is_space(*v))
+            v++;
+        for (; v < b; v++) {
+            unsigned char c = (unsigned char)*v;
+            if (c == '%') {
+                int hi = b - v >= 3 ? tftap_hex_digit((unsigned char)v[1]) : -1;
+                int lo = b - v >= 3 ? tftap_hex_digit((unsigned char)v[2]) : -1;
+                if (hi < 0 || lo < 0 || (hi | lo) == 0)
+                    goto bad; /* a NUL would end the value early */
+                c = (unsigned char)(hi << 4 | lo);
+                v += 2;
+            } else if (c < 0x20 || c == 0x7f) {
+                goto bad;
+            }
+            tftap_buf_putc(out, (char)c);
+        }
+        tftap_buf_putc(out, '\0');
+        n++;
+    }
+    if (tftap_buf_failed(out))
+        return TFTAP_ENOMEM;
+    return n;
+bad:
+    out->len = mark;
+    if (out->data)
+        out->data[mark] = '\0';
+    return n == OTLP_RESOURCE_MAX_PAIRS ? TFTAP_ELIMIT : TFTAP_EDECODE;
+}
+
 /* ---- encoding -------------------------------------------------------------- */
 
 /* The attributes of one span; strings borrowed from the span. */
-#define SPAN_ATTRS_MAX 16
+#define SPAN_ATTRS_MAX 24
 struct attrs {
     size_t n;
     Tftap__Otlp__KeyValue kv[SPAN_ATTRS_MAX];
@@ -300,7 +415,6 @@ static int encode_ids(const otlp_config *cfg, const struct ctx_ids *ids, const o
         attr_str(a, "tftap.provider", s->provider);
         attr_str(a, "tftap.provider.version", s->version);
         attr_str(a, "tftap.type", s->type);
-        attr_str(a, "tftap.address", s->address);
         attr_int(a, "tftap.request.bytes", (int64_t)s->request_bytes);
         attr_int(a, "tftap.response.bytes", (int64_t)s->response_bytes);
         attr_int(a, "tftap.call_seq", (int64_t)s->call_id);
@@ -309,13 +423,31 @@ static int encode_ids(const otlp_config *cfg, const struct ctx_ids *ids, const o
         int teardown = is_teardown(s->method, s->grpc_status);
         if (teardown)
             attr_bool(a, "tftap.teardown", 1);
+        if (s->error_count > 0)
+            attr_int(a, "tftap.diagnostics.errors", s->error_count);
+        attr_str(a, "tftap.request.json", s->request_json);
+        if (s->request_json && s->request_truncated)
+            attr_bool(a, "tftap.request.truncated", 1);
+        if (s->request_withheld)
+            attr_bool(a, "tftap.request.withheld", 1);
+        attr_str(a, "tftap.response.json", s->response_json);
+        if (s->response_json && s->response_truncated)
+            attr_bool(a, "tftap.response.truncated", 1);
+        if (s->response_withheld)
+            attr_bool(a, "tftap.response.withheld", 1);
         o->n_attributes = a->n;
         o->attributes = a->p;
         tftap__otlp__status__init(&st[i]);
+        /* Failed as v_calls.failed says: a gRPC error, or error diagnostics
+         * in an OK answer; go-plugin's teardown is neither. */
         if (s->grpc_status != 0 && !teardown) {
             st[i].code = TFTAP__OTLP__STATUS__STATUS_CODE__STATUS_CODE_ERROR;
             if (s->status_message)
                 st[i].message = (char *)s->status_message;
+        } else if (s->error_count > 0 && !teardown) {
+            st[i].code = TFTAP__OTLP__STATUS__STATUS_CODE__STATUS_CODE_ERROR;
+            if (s->error_summary)
+                st[i].message = (char *)s->error_summary;
         }
         o->status = &st[i];
         spp[i] = o;
@@ -329,12 +461,55 @@ static int encode_ids(const otlp_config *cfg, const struct ctx_ids *ids, const o
     ss.n_spans = n;
     ss.spans = spp;
     Tftap__Otlp__ScopeSpans *ssp = &ss;
-    struct attrs ra = {0};
-    attr_str(&ra, "service.name", cfg->service ? cfg->service : "tftap");
-    attr_str(&ra, "service.version", PACKAGE_VERSION);
+    /* The resource: OTEL_RESOURCE_ATTRIBUTES, with service.name from
+     * OTEL_SERVICE_NAME over it, and ours where it says nothing. */
+    tftap_buf rattr = TFTAP_BUF_INIT;
+    int nr = otlp_resource_parse(cfg->resource_attrs, &rattr);
+    if (nr < 0)
+        nr = 0; /* malformed: ignored whole (the exporter logged it) */
+    const char *service = cfg->service, *version = NULL;
+    size_t nkv = (size_t)nr + 2, nra = 0;
+    Tftap__Otlp__KeyValue *rkv = calloc(nkv, sizeof *rkv);
+    Tftap__Otlp__AnyValue *rv = calloc(nkv, sizeof *rv);
+    Tftap__Otlp__KeyValue **rp = calloc(nkv, sizeof *rp);
+    if (!rkv || !rv || !rp) {
+        rc = TFTAP_ENOMEM;
+        goto res_done;
+    }
+    for (const char *k = rattr.data; k != NULL && nr-- > 0;) {
+        const char *v = k + strlen(k) + 1;
+        const char *next = v + strlen(v) + 1;
+        if (strcmp(k, "service.name") == 0 && service == NULL)
+            service = v;
+        else if (strcmp(k, "service.version") == 0)
+            version = v;
+        else if (strcmp(k, "service.name") != 0) {
+            tftap__otlp__key_value__init(&rkv[nra]);
+            tftap__otlp__any_value__init(&rv[nra]);
+            rkv[nra].key = (char *)k;
+            rv[nra].value_case = TFTAP__OTLP__ANY_VALUE__VALUE_STRING_VALUE;
+            rv[nra].string_value = (char *)v;
+            rkv[nra].value = &rv[nra];
+            rp[nra] = &rkv[nra];
+            nra++;
+        }
+        k = next;
+    }
+    const char *fixed[2][2] = {{"service.name", service ? service : "tftap"},
+                               {"service.version", version ? version : PACKAGE_VERSION}};
+    for (int f = 0; f < 2; f++) {
+        tftap__otlp__key_value__init(&rkv[nra]);
+        tftap__otlp__any_value__init(&rv[nra]);
+        rkv[nra].key = (char *)fixed[f][0];
+        rv[nra].value_case = TFTAP__OTLP__ANY_VALUE__VALUE_STRING_VALUE;
+        rv[nra].string_value = (char *)fixed[f][1];
+        rkv[nra].value = &rv[nra];
+        rp[nra] = &rkv[nra];
+        nra++;
+    }
     Tftap__Otlp__Resource res = TFTAP__OTLP__RESOURCE__INIT;
-    res.n_attributes = ra.n;
-    res.attributes = ra.p;
+    res.n_attributes = nra;
+    res.attributes = rp;
     Tftap__Otlp__ResourceSpans rs = TFTAP__OTLP__RESOURCE_SPANS__INIT;
     rs.resource = &res;
     rs.n_scope_spans = 1;
@@ -347,10 +522,15 @@ static int encode_ids(const otlp_config *cfg, const struct ctx_ids *ids, const o
     size_t len = tftap__otlp__export_trace_service_request__get_packed_size(&req);
     if (tftap_buf_reserve(out, len) != 0) {
         rc = TFTAP_ENOMEM;
-        goto done;
+        goto res_done;
     }
     tftap__otlp__export_trace_service_request__pack(&req, (uint8_t *)out->data + out->len);
     out->len += len;
+res_done:
+    free(rkv);
+    free(rv);
+    free(rp);
+    tftap_buf_done(&rattr);
 done:
     free(sp);
     free(spp);
@@ -374,19 +554,20 @@ int otlp_encode(const otlp_config *cfg, const otlp_span *spans, size_t n, tftap_
 /* A queued span: the struct plus its strings, in one allocation. */
 struct node {
     struct node *next;
+    size_t size; /* counted against cfg.max_bytes */
     otlp_span s;
     char text[];
 };
 
 struct otlp_exporter {
     otlp_config cfg; /* strings below are owned copies */
-    char *endpoint, *traceparent, *trace_id, *service, *headers;
+    char *endpoint, *traceparent, *trace_id, *service, *headers, *resource_attrs;
     struct ctx_ids ids;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct node *head, **tail;
-    size_t queued;
+    size_t queued, queued_bytes;
     int stopping;
     int64_t flush_deadline_us; /* while stopping: give up after this */
     otlp_stats st;
@@ -540,6 +721,7 @@ static void *exporter_main(void *arg)
             struct node *nd = e->head;
             e->head = nd->next;
             nodes[n++] = nd;
+            e->queued_bytes -= nd->size;
         }
         if (e->head == NULL)
             e->tail = &e->head;
@@ -580,6 +762,8 @@ int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
     e->trace_id = dup_or_null(cfg->trace_id);
     e->service = dup_or_null(cfg->service);
     e->headers = dup_or_null(cfg->headers);
+    e->resource_attrs = dup_or_null(cfg->resource_attrs);
+    e->cfg.resource_attrs = e->resource_attrs;
     e->cfg.endpoint = e->endpoint;
     e->cfg.traceparent = e->traceparent;
     e->cfg.trace_id = e->trace_id;
@@ -587,16 +771,30 @@ int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
     e->cfg.headers = e->headers;
     if (e->cfg.max_spans == 0)
         e->cfg.max_spans = OTLP_DEFAULT_MAX_SPANS;
+    if (e->cfg.max_bytes == 0)
+        e->cfg.max_bytes = OTLP_DEFAULT_MAX_BYTES;
     if (e->cfg.batch_ms == 0)
         e->cfg.batch_ms = OTLP_DEFAULT_BATCH_MS;
     if (e->cfg.timeout_ms == 0)
         e->cfg.timeout_ms = OTLP_DEFAULT_TIMEOUT_MS;
     e->tail = &e->head;
     int rc = ctx_ids_from(&e->cfg, &e->ids);
-    if (rc == 0 &&
-        (!e->endpoint || (cfg->traceparent && !e->traceparent) || (cfg->trace_id && !e->trace_id) ||
-         (cfg->service && !e->service) || (cfg->headers && !e->headers)))
+    if (rc == 0 && (!e->endpoint || (cfg->traceparent && !e->traceparent) ||
+                    (cfg->trace_id && !e->trace_id) || (cfg->service && !e->service) ||
+                    (cfg->headers && !e->headers) || (cfg->resource_attrs && !e->resource_attrs)))
         rc = TFTAP_ENOMEM;
+    if (rc == 0 && e->resource_attrs != NULL) {
+        tftap_buf tmp = TFTAP_BUF_INIT;
+        if (otlp_resource_parse(e->resource_attrs, &tmp) < 0) {
+            if (cfg->log)
+                cfg->log(cfg->log_ctx, "otlp: OTEL_RESOURCE_ATTRIBUTES is malformed (key=value "
+                                       "pairs, comma separated, values %-encoded); ignored");
+            free(e->resource_attrs);
+            e->resource_attrs = NULL;
+            e->cfg.resource_attrs = NULL;
+        }
+        tftap_buf_done(&tmp);
+    }
     if (rc == 0 && !curl_load()) {
         if (cfg->log) {
             cfg->log(cfg->log_ctx,
@@ -668,6 +866,7 @@ int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
         free(e->trace_id);
         free(e->service);
         free(e->headers);
+        free(e->resource_attrs);
         free(e);
         return rc;
     }
@@ -691,40 +890,70 @@ static const char *put(char **at, const char *s)
     return d;
 }
 
+/* A value's copy, cut to OTLP_VALUE_MAX bytes (marked). */
+static const char *put_value(char **at, const char *s, int *truncated)
+{
+    if (s == NULL)
+        return NULL;
+    size_t n = otlp_value_cut(s, OTLP_VALUE_MAX);
+    *truncated = s[n] != '\0';
+    char *d = *at;
+    memcpy(d, s, n);
+    d[n] = '\0';
+    *at += n + 1;
+    return d;
+}
+
+static void count_drop(otlp_exporter *e, const char *why, size_t bound)
+{
+    pthread_mutex_lock(&e->mu);
+    e->st.dropped++;
+    int first = !e->logged_full;
+    e->logged_full = 1;
+    pthread_mutex_unlock(&e->mu);
+    if (first && why != NULL)
+        xlog(e, "otlp: span queue full (%zu %s); spans are dropped (counted)", bound, why);
+}
+
 void otlp_exporter_add(otlp_exporter *e, const otlp_span *s)
 {
     if (e == NULL || s == NULL)
         return;
     pthread_mutex_lock(&e->mu);
     int full = e->queued >= e->cfg.max_spans || e->stopping;
+    pthread_mutex_unlock(&e->mu);
     if (full) {
-        e->st.dropped++;
-        int first = !e->logged_full;
-        e->logged_full = 1;
-        pthread_mutex_unlock(&e->mu);
-        if (first)
-            xlog(e, "otlp: span queue full (%zu); spans are dropped (counted)", e->cfg.max_spans);
+        count_drop(e, "spans", e->cfg.max_spans);
         return;
     }
-    pthread_mutex_unlock(&e->mu);
+    /* Values only when asked for: a span never carries more than the
+     * configuration allows, whoever filled it in. */
+    const char *req = e->cfg.values ? s->request_json : NULL;
+    const char *resp = e->cfg.values ? s->response_json : NULL;
     size_t text = slen(s->method) + slen(s->provider) + slen(s->version) + slen(s->type) +
-                  slen(s->address) + slen(s->status_message);
+                  slen(s->status_message) + slen(s->error_summary) +
+                  (req ? otlp_value_cut(req, OTLP_VALUE_MAX) + 1 : 0) +
+                  (resp ? otlp_value_cut(resp, OTLP_VALUE_MAX) + 1 : 0);
     struct node *nd = malloc(sizeof *nd + text);
     if (nd == NULL) {
-        pthread_mutex_lock(&e->mu);
-        e->st.dropped++;
-        pthread_mutex_unlock(&e->mu);
+        count_drop(e, NULL, 0);
         return;
     }
     nd->next = NULL;
+    nd->size = sizeof *nd + text;
     nd->s = *s;
     char *at = nd->text;
     nd->s.method = put(&at, s->method);
     nd->s.provider = put(&at, s->provider);
     nd->s.version = put(&at, s->version);
     nd->s.type = put(&at, s->type);
-    nd->s.address = put(&at, s->address);
     nd->s.status_message = put(&at, s->status_message);
+    nd->s.error_summary = put(&at, s->error_summary);
+    nd->s.request_truncated = nd->s.response_truncated = 0;
+    nd->s.request_json = put_value(&at, req, &nd->s.request_truncated);
+    nd->s.response_json = put_value(&at, resp, &nd->s.response_truncated);
+    if (!e->cfg.values)
+        nd->s.request_withheld = nd->s.response_withheld = 0;
     static const uint8_t zero[8];
     if (memcmp(nd->s.span_id, zero, 8) == 0) {
         /* getrandom never fails for 8 bytes once the pool is ready; a
@@ -737,9 +966,16 @@ void otlp_exporter_add(otlp_exporter *e, const otlp_span *s)
             nd->s.span_id[7] = 1;
     }
     pthread_mutex_lock(&e->mu);
+    if (e->queued_bytes + nd->size > e->cfg.max_bytes || e->stopping) {
+        pthread_mutex_unlock(&e->mu);
+        free(nd);
+        count_drop(e, "bytes", e->cfg.max_bytes);
+        return;
+    }
     *e->tail = nd;
     e->tail = &nd->next;
     e->queued++;
+    e->queued_bytes += nd->size;
     e->st.added++;
     if (e->queued >= OTLP_BATCH_MAX)
         pthread_cond_signal(&e->cv);
@@ -780,5 +1016,6 @@ void otlp_exporter_close(otlp_exporter *e, unsigned flush_ms)
     free(e->trace_id);
     free(e->service);
     free(e->headers);
+    free(e->resource_attrs);
     free(e);
 }

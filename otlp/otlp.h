@@ -29,11 +29,17 @@ typedef struct otlp_config {
     const char *endpoint;    /* full URL of the traces endpoint (required) */
     const char *traceparent; /* NULL or a W3C traceparent: spans become its children */
     const char *trace_id;    /* NULL or 32 hex: the trace of spans without a traceparent */
-    const char *service;     /* resource service.name; NULL = "tftap" */
-    const char *headers;     /* NULL or OTEL_EXPORTER_OTLP_HEADERS ("k=v,k2=v2") */
-    size_t max_spans;        /* queue bound; 0 = 4096 */
-    unsigned batch_ms;       /* export at least this often while spans wait; 0 = 1000 */
-    unsigned timeout_ms;     /* one POST's bound; 0 = 10000 */
+    const char *service;     /* resource service.name (OTEL_SERVICE_NAME); NULL = the one
+                                resource_attrs names, else "tftap" */
+    /* NULL or OTEL_RESOURCE_ATTRIBUTES ("k=v,k2=v2", values percent-encoded):
+     * more resource attributes; a malformed one is ignored whole (logged). */
+    const char *resource_attrs;
+    const char *headers; /* NULL or OTEL_EXPORTER_OTLP_HEADERS ("k=v,k2=v2") */
+    int values;          /* 1: spans carry request/response values (--otlp-values) */
+    size_t max_spans;    /* queue bound; 0 = 4096 */
+    size_t max_bytes;    /* and of the bytes queued spans hold; 0 = 32 MiB */
+    unsigned batch_ms;   /* export at least this often while spans wait; 0 = 1000 */
+    unsigned timeout_ms; /* one POST's bound; 0 = 10000 */
     /* Called from the exporter's thread with one lowercase line when
      * something is dropped or refused (at most once per kind of trouble,
      * plus the totals at close). */
@@ -46,15 +52,45 @@ typedef struct otlp_span {
     const char *provider;       /* provider address; may be NULL */
     const char *version;        /* may be NULL */
     const char *type;           /* resource/data source type; may be NULL */
-    const char *address;        /* resource address when known; may be NULL */
     const char *status_message; /* may be NULL */
-    int64_t start_us, end_us;   /* microseconds since the Unix epoch */
+    /* Error diagnostics a response with gRPC status OK carried (the call
+     * failed as v_calls.failed says), and the first one's summary. */
+    int error_count;
+    const char *error_summary; /* may be NULL */
+    /* The call's request and response as the record stores them, redacted
+     * (only with cfg.values; NULL = none). otlp_exporter_add() keeps at
+     * most OTLP_VALUE_MAX bytes of each and marks the cut. */
+    const char *request_json, *response_json;
+    int request_withheld, response_withheld;   /* 1: left out, could not be redacted */
+    int request_truncated, response_truncated; /* set by otlp_exporter_add() */
+    int64_t start_us, end_us;                  /* microseconds since the Unix epoch */
     int grpc_status;
     uint64_t request_bytes, response_bytes;
     uint64_t call_id;
     int64_t run_id;     /* 0 = unknown */
     uint8_t span_id[8]; /* all zero: otlp_exporter_add() picks a random one */
 } otlp_span;
+
+/* The most bytes of a value attribute (tftap.request.json, ...): backends
+ * refuse or cut longer attributes anyway. */
+#define OTLP_VALUE_MAX 16384
+
+/* How many bytes of s (NUL-terminated) fit in max without cutting a UTF-8
+ * character; strlen(s) when all of it does. */
+size_t otlp_value_cut(const char *s, size_t max);
+
+/* The error diagnostics in a call's response JSON (as the record stores
+ * it: an object with "diagnostics": [{"severity": "ERROR", "summary": ...}]),
+ * the first one's summary appended to first (NULL accepted). 0 for anything
+ * else (a stream's array, malformed JSON). Counted as v_calls.error_count. */
+int otlp_error_diagnostics(const char *json, size_t len, tftap_buf *first);
+
+/* OTEL_RESOURCE_ATTRIBUTES: "key=value" pairs separated by commas, spaces
+ * around each trimmed, values percent-decoded. Appends each pair to out as
+ * "key\0value\0" and returns how many; TFTAP_EDECODE for a malformed list
+ * (a pair without '=', an empty key, a bad %-escape, a NUL) and TFTAP_ELIMIT
+ * past 64 pairs or 4096 bytes: the specification says to ignore it all. */
+int otlp_resource_parse(const char *s, tftap_buf *out);
 
 typedef struct otlp_exporter otlp_exporter;
 

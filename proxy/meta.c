@@ -74,7 +74,8 @@ int proxy_meta_load(const char *path, proxy_meta *meta, tftap_buf *err)
         (rc = take_string(root, "db", 0, &meta->db, err)) != 0 ||
         (rc = take_bool(root, "record_sensitive", &meta->record_sensitive, err)) != 0 ||
         (rc = take_bool(root, "keep_raw", &meta->keep_raw, err)) != 0 ||
-        (rc = take_string(root, "otlp", 0, &meta->otlp, err)) != 0)
+        (rc = take_string(root, "otlp", 0, &meta->otlp, err)) != 0 ||
+        (rc = take_bool(root, "otlp_values", &meta->otlp_values, err)) != 0)
         goto cleanup;
     if (meta->version != NULL && meta->version[0] == '\0') {
         free(meta->version);

@@ -3,7 +3,7 @@
  * certificate on each leg), relays every gRPC call by path without
  * re-encoding a byte, and hands a copy of each message to the store's
  * recorder, which also exports each call as an OTLP span when asked. Layer:
- * may use common, plugin, store and otlp (and decoder for a request's type).
+ * may use common, plugin, store and otlp.
  *
  * Ownership: proxy_meta_load() fills caller storage released with
  * proxy_meta_done(); proxy_run() borrows everything in its config. */
@@ -31,6 +31,7 @@ typedef struct proxy_meta {
     int record_sensitive; /* 1: do not redact sensitive values */
     int keep_raw;         /* 1: store raw message bytes too */
     char *otlp;           /* OTLP traces endpoint (tftap wrap --otlp), or NULL */
+    int otlp_values;      /* 1: spans carry the calls' values (tftap wrap --otlp-values) */
 } proxy_meta;
 
 /* Read and check a shim metadata file (at most 1 MiB). On failure *meta is

@@ -23,7 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "decoder/decoder.h"
 #include "proxy/proxy_int.h"
 
 /* The recorder's niceness. Its work can always wait (the record is
@@ -147,47 +146,15 @@ void proxy_recproc_leave_run(const char *db, int64_t run_id)
 
 /* The sink of the pipe's reader: the store's recorder, which in blocking
  * mode makes the reader wait while its share of the budget is full, so the
- * pipe fills and the tee (the one place that drops) holds the rest; and,
- * when spans are asked for, the OTLP exporter, which never waits. */
-
-/* A call seen begin to end, for its span. */
-struct spancall {
-    struct spancall *next;
-    uint64_t id;
-    int64_t start_us;
-    uint64_t req_bytes, resp_bytes;
-    int saw_request;
-    char *type;
-    char method[];
-};
-
-/* Calls in flight, for spans: a stream that never ends must not grow the
- * list for ever. */
-#define RECPROC_SPAN_CALLS_MAX 4096
-
+ * pipe fills and the tee (the one place that drops) holds the rest. Spans
+ * are made by the recorder's decoder thread (on_call below), from each
+ * call's final decoded image: the same call, sizes, type and status the
+ * record holds, and its values redacted as stored. */
 struct recsink {
     store_recorder *rec;
     otlp_exporter *ox;
     const char *provider, *version;
-    struct spancall *calls;
-    size_t ncalls;
 };
-
-static struct spancall **span_find(struct recsink *k, uint64_t id)
-{
-    struct spancall **p = &k->calls;
-    while (*p && (*p)->id != id)
-        p = &(*p)->next;
-    return p;
-}
-
-static void span_free(struct spancall *c)
-{
-    if (c) {
-        free(c->type);
-        free(c);
-    }
-}
 
 static void on_process(void *ctx, const char *provider, const char *version, const char *binary,
                        int protocol, int pid)
@@ -200,45 +167,12 @@ static void on_begin(void *ctx, uint64_t call_id, const char *method, int64_t t_
 {
     struct recsink *k = ctx;
     store_recorder_call_begin(k->rec, call_id, method, t_us);
-    if (k->ox == NULL || method == NULL)
-        return;
-    if (k->ncalls >= RECPROC_SPAN_CALLS_MAX) {
-        /* The oldest is at the end of the list: begins are pushed in front. */
-        struct spancall **p = &k->calls;
-        while (*p && (*p)->next)
-            p = &(*p)->next;
-        span_free(*p);
-        *p = NULL;
-        k->ncalls--;
-    }
-    size_t n = strlen(method) + 1;
-    struct spancall *c = calloc(1, sizeof *c + n);
-    if (c == NULL)
-        return; /* costs only this call's span */
-    memcpy(c->method, method, n);
-    c->id = call_id;
-    c->start_us = t_us;
-    c->next = k->calls;
-    k->calls = c;
-    k->ncalls++;
 }
 
 static void on_message(void *ctx, uint64_t call_id, enum store_direction dir, int64_t t_us,
                        uint8_t *bytes, size_t len)
 {
     struct recsink *k = ctx;
-    struct spancall *c = k->ox ? *span_find(k, call_id) : NULL;
-    if (c != NULL) {
-        if (dir == STORE_REQUEST) {
-            c->req_bytes += len;
-            /* The first request names the resource type, if its method has one. */
-            if (!c->saw_request && bytes != NULL)
-                (void)dec_request_type_name(c->method, bytes, len, &c->type);
-            c->saw_request = 1;
-        } else {
-            c->resp_bytes += len;
-        }
-    }
     store_recorder_message_take(k->rec, call_id, dir, t_us, bytes, len);
 }
 
@@ -246,37 +180,49 @@ static void on_end(void *ctx, uint64_t call_id, int64_t t_us, int status, const 
 {
     struct recsink *k = ctx;
     store_recorder_call_end(k->rec, call_id, t_us, status, message);
-    if (k->ox == NULL)
-        return;
-    struct spancall **p = span_find(k, call_id), *c = *p;
-    if (c == NULL)
-        return;
-    *p = c->next;
-    k->ncalls--;
-    store_recorder_stats st;
-    store_recorder_get_stats(k->rec, &st);
-    otlp_span sp = {
-        .method = c->method,
-        .provider = k->provider,
-        .version = k->version,
-        .type = c->type,
-        .status_message = message,
-        .start_us = c->start_us,
-        .end_us = t_us,
-        .grpc_status = status,
-        .request_bytes = c->req_bytes,
-        .response_bytes = c->resp_bytes,
-        .call_id = call_id,
-        .run_id = st.run_id,
-    };
-    otlp_exporter_add(k->ox, &sp);
-    span_free(c);
 }
 
 static void on_lost(void *ctx, uint64_t n, enum store_lost why)
 {
     struct recsink *k = ctx;
     store_recorder_lost(k->rec, n, why);
+}
+
+/* A call recorded: its span (the recorder's decoder thread; the exporter
+ * only queues, bounded, never waits). */
+static void on_call(void *ctx, const store_call_summary *c)
+{
+    struct recsink *k = ctx;
+    if (k->ox == NULL || c->method == NULL || c->method[0] == '\0')
+        return;
+    tftap_buf first = TFTAP_BUF_INIT;
+    int errors = 0;
+    if (c->status == 0 && c->response_json != NULL)
+        errors = otlp_error_diagnostics(c->response_json, strlen(c->response_json), &first);
+    store_recorder_stats st;
+    store_recorder_get_stats(k->rec, &st);
+    otlp_span sp = {
+        .method = c->method,
+        .provider = k->provider,
+        .version = k->version,
+        .type = c->type_name,
+        .status_message = c->status_message,
+        .error_count = errors,
+        .error_summary = first.len ? tftap_buf_cstr(&first) : NULL,
+        .request_json = c->request_value,
+        .response_json = c->response_value,
+        .request_withheld = c->request_withheld,
+        .response_withheld = c->response_withheld,
+        .start_us = c->started_us,
+        .end_us = c->ended_us,
+        .grpc_status = c->status,
+        .request_bytes = (uint64_t)c->request_bytes,
+        .response_bytes = (uint64_t)c->response_bytes,
+        .call_id = (uint64_t)c->call_seq,
+        .run_id = st.run_id,
+    };
+    otlp_exporter_add(k->ox, &sp);
+    tftap_buf_done(&first);
 }
 
 /* The exporter's lines go where the recorder's do: the log beside the database. */
@@ -292,13 +238,12 @@ static void otlp_log(void *ctx, const char *line)
 static otlp_exporter *recorder_main(int fd, const char *db, const store_recorder_opts *opts,
                                     const proxy_recproc *rp)
 {
-    store_recorder *rec = NULL;
     store_recorder_opts o = *opts;
     o.max_queue_bytes = PROXY_RECORDER_MAX_BYTES;
     o.block_ms = RECPROC_BLOCK_MS;
-    if (store_recorder_open(db, &o, &rec) != 0)
-        rec = NULL;
-    struct recsink k = {.rec = rec, .provider = rp->provider, .version = rp->version};
+    struct recsink k = {.provider = rp->provider, .version = rp->version};
+    /* The exporter first: the recorder's decoder thread makes spans as soon
+     * as it runs. */
     if (rp->otlp != NULL) {
         otlp_config oc = *rp->otlp;
         oc.log = otlp_log;
@@ -307,15 +252,17 @@ static otlp_exporter *recorder_main(int fd, const char *db, const store_recorder
         if (rc != 0)
             fprintf(stderr, "tftap: otlp: cannot export spans to %s: %s\n",
                     oc.endpoint ? oc.endpoint : "(none)", tftap_strerror(rc));
+        if (k.ox != NULL) {
+            o.on_call = on_call;
+            o.on_call_ctx = &k;
+            o.on_call_values = oc.values;
+        }
     }
+    if (store_recorder_open(db, &o, &k.rec) != 0)
+        k.rec = NULL;
     proxy_recpipe_sink sink = {&k, on_process, on_begin, on_message, on_end, on_lost};
     (void)proxy_recpipe_read(fd, PROXY_REC_MESSAGE_MAX, &sink);
-    store_recorder_close(rec);
-    while (k.calls) {
-        struct spancall *c = k.calls;
-        k.calls = c->next;
-        span_free(c);
-    }
+    store_recorder_close(k.rec); /* its decoder thread's last spans are queued by now */
     return k.ox;
 }
 

@@ -258,16 +258,6 @@ fail:
     return rc;
 }
 
-static const sj_node *member(const sj_node *obj, const char *key, size_t len)
-{
-    if (!obj || obj->kind != SJ_OBJECT)
-        return NULL;
-    for (const sj_node *c = obj->child; c; c = c->next)
-        if (c->key_len == len && memcmp(c->key, key, len) == 0)
-            return c;
-    return NULL;
-}
-
 /* ---- comparing requests ---------------------------------------------------- */
 
 void replay_compare_opts(analysis_value_diff_opts *o, const char *const *ignore, size_t n)
@@ -572,8 +562,8 @@ static int put_filled(tftap_buf *out, const sj_node *v, const sj_node *s1, const
                 tftap_buf_putc(out, ',');
             tftap_buf_json_string(out, c->key, c->key_len);
             tftap_buf_putc(out, ':');
-            int rc = put_filled(out, c, member(s1, c->key, c->key_len),
-                                member(s2, c->key, c->key_len), depth + 1, nfilled);
+            int rc = put_filled(out, c, sj_get_n(s1, c->key, c->key_len),
+                                sj_get_n(s2, c->key, c->key_len), depth + 1, nfilled);
             if (rc)
                 return rc;
         }

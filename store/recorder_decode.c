@@ -646,6 +646,60 @@ static char *take_side(struct op *o, struct call *c, struct side *s)
     return text;
 }
 
+/* One side's value for opts.on_call: the stored text when it is redacted
+ * already, else redacted again as a default record would store it. */
+static const char *report_value(store_recorder *r, struct call *c, int is_response,
+                                const char *json, tftap_buf *tmp, int *withheld)
+{
+    *withheld = 0;
+    if (json == NULL || !r->opts.record_sensitive)
+        return json;
+    dec_opts opts;
+    memset(&opts, 0, sizeof opts);
+    opts.redact = redact_hmac;
+    opts.redact_ctx = r;
+    dec_error err = DEC_ERROR_INIT;
+    int rc = r->have_key ? dec_message_json_redact(c->method, is_response, json, strlen(json),
+                                                   r->schema, c->type_name, &opts, tmp, &err)
+                         : TFTAP_EINVAL;
+    dec_error_done(&err);
+    if (rc != 0 || tftap_buf_failed(tmp)) {
+        *withheld = 1; /* nothing tells which of its parts are secret */
+        return NULL;
+    }
+    return tftap_buf_cstr(tmp);
+}
+
+/* Tell opts.on_call of a call's final image (req/resp: its columns). */
+static void report_call(store_recorder *r, struct call *c, const char *req, const char *resp)
+{
+    if (r->opts.on_call == NULL || c->reported || !c->ended)
+        return;
+    c->reported = 1;
+    tftap_buf rq = TFTAP_BUF_INIT, rs = TFTAP_BUF_INIT;
+    store_call_summary s = {
+        .call_seq = (int64_t)c->call_id,
+        .method = c->method,
+        .type_name = c->type_name,
+        .status_message = c->status_message,
+        .started_us = c->started_us,
+        .ended_us = c->ended_us,
+        .status = c->status,
+        .request_bytes = c->req.bytes,
+        .response_bytes = c->resp.bytes,
+        .request_count = c->req.count,
+        .response_count = c->resp.count,
+        .response_json = resp,
+    };
+    if (r->opts.on_call_values) {
+        s.request_value = report_value(r, c, 0, req, &rq, &s.request_withheld);
+        s.response_value = report_value(r, c, 1, resp, &rs, &s.response_withheld);
+    }
+    r->opts.on_call(r->opts.on_call_ctx, &s);
+    tftap_buf_done(&rq);
+    tftap_buf_done(&rs);
+}
+
 /* The call's whole state as a row image. */
 static int emit_call(store_recorder *r, struct call *c)
 {
@@ -679,6 +733,8 @@ static int emit_call(store_recorder *r, struct call *c)
     if (c->decoded_with_schema && r->schema)
         memcpy(o->schema_sha, r->schema_sha, 65);
     tftap_buf_done(&t);
+    if (c->ended && (!c->retain || r->closing))
+        report_call(r, c, o->req_json, o->resp_json);
     c->dirty = 0;
     c->emitted = 1;
     return 0;
@@ -1271,7 +1327,15 @@ static void *decoder_main(void *arg)
             r->lost = 0;
         }
     }
+    r->closing = 1;
     emit_dirty_calls(r);
+    /* Calls still waiting for a schema to be re-decoded with: as they are. */
+    tftap_buf rq = TFTAP_BUF_INIT, rs = TFTAP_BUF_INIT;
+    for (struct call *c = r->calls; c && r->opts.on_call; c = c->lnext)
+        if (c->ended && !c->reported)
+            report_call(r, c, side_text(c, &c->req, &rq), side_text(c, &c->resp, &rs));
+    tftap_buf_done(&rq);
+    tftap_buf_done(&rs);
     op_new(r, OP_END);
     hand_over(r);
     pthread_mutex_lock(&r->mu);

@@ -87,6 +87,7 @@ struct call {
     size_t raw_bytes;
     int retain;     /* 1 while raws are being kept */
     int emitted;    /* a row image has been handed to the SQL thread */
+    int reported;   /* opts.on_call has been told of its final image */
     dec_memo *memo; /* its DynamicValues rendered so far (a plan repeats them) */
 };
 
@@ -200,6 +201,7 @@ struct store_recorder {
     uint64_t out_events;        /* events applied since the last hand-over */
     size_t rendered_bytes;      /* JSON rendered since calls were last emitted */
     size_t dirty_calls;         /* calls marked dirty since then */
+    int closing;                /* last words: a retained call's image is its final one */
 
     /* ---- SQL thread only ---- */
     sdb *db;

@@ -20,6 +20,8 @@
 
 typedef struct store_recorder store_recorder;
 
+struct store_call_summary;
+
 typedef struct store_recorder_opts {
     int64_t run_id;       /* run this process belongs to; 0 = create a run row of its own */
     int record_sensitive; /* 1: do not redact sensitive/write-only values */
@@ -34,7 +36,37 @@ typedef struct store_recorder_opts {
      * counted, until it is half empty. An event bigger than the bound is
      * always dropped. */
     unsigned block_ms;
+    /* NULL, or called from the recorder's decoder thread once per ended
+     * call, with its final decoded image (the row as stored), as soon as
+     * that image is handed to the SQL thread (a call waiting for a schema
+     * to be re-decoded: once it has been, or at close). Must not block: it
+     * runs on the record's pipeline. A call the recorder lost (a gap) is
+     * never reported. */
+    void (*on_call)(void *ctx, const struct store_call_summary *call);
+    void *on_call_ctx;
+    /* 1: on_call also gets the request and response values, redacted as a
+     * default record stores them even when record_sensitive keeps them in
+     * clear (re-redacted with the database's key and the schema). */
+    int on_call_values;
 } store_recorder_opts;
+
+/* What on_call is told; everything is borrowed for the callback's time. */
+typedef struct store_call_summary {
+    int64_t call_seq; /* calls.call_seq (the call id the caller gave) */
+    const char *method, *type_name, *status_message; /* type_name, status_message may be NULL */
+    int64_t started_us, ended_us;
+    int status; /* gRPC status code */
+    int64_t request_bytes, response_bytes;
+    int64_t request_count, response_count;
+    /* calls.response_json as stored (secrets in clear under
+     * record_sensitive): to judge the call (its diagnostics), not to copy. */
+    const char *response_json;
+    /* With on_call_values: request_json / response_json as stored, never a
+     * secret in clear; NULL when the call has no such message or when it
+     * could not be redacted (a value no schema types), which *_withheld says. */
+    const char *request_value, *response_value;
+    int request_withheld, response_withheld;
+} store_call_summary;
 
 enum store_direction { STORE_REQUEST = 0, STORE_RESPONSE = 1 };
 

@@ -112,6 +112,54 @@ check_eq "--otlp: no span is an error" "$(grep -c '^ *Status code *: Error' "$WO
 check "--otlp: teardown is marked" grep -q '^ *-> tftap.teardown: Bool(true)' "$WORK/recv.err"
 check "--otlp: the resource names the service" grep -q '^ *-> service.name: Str(tftap)' "$WORK/recv.err"
 check "--otlp: nothing dropped, nothing logged" sh -c "! grep -q otlp '$log' 2>/dev/null"
+check_eq "--otlp: no values without --otlp-values" \
+    "$(grep -c -e '-> tftap.request.json:' -e '-> tftap.response.json:' "$WORK/recv.err")" 0
+
+# ---- --otlp-values, with --record-sensitive: values, never a secret ----------
+# The record keeps the provider's sensitive token and the thing's secret in
+# clear (--record-sensitive); the spans carry every call's values as a
+# default record would store them: redacted.
+trace6=6e0a1b2c3d4e5f60718293a4b5c6d7e8 parent6=2b3c4d5e6f708192
+(cd "$w" && TRACEPARENT=00-$trace6-$parent6-01 OTEL_SERVICE_NAME=ci-plans \
+    OTEL_RESOURCE_ATTRIBUTES='deployment.environment=staging,team=infra%20ops' \
+    "$TFTAP" run --db "$db" --record-sensitive --otlp-values \
+    --otlp "http://127.0.0.1:$port/v1/traces" -- tofu plan -input=false -no-color \
+    >"$WORK/plan6.out" 2>"$WORK/plan6.err")
+check_eq "--otlp-values: plan exits 0" "$?" 0
+run6=$(last_run "$db")
+n6=$("$TFTAP" calls --db "$db" --json "$run6" | jq length)
+wait_for 300 span_count_is "$trace6" "$n6"
+check_eq "--otlp-values: one span per recorded call, as recorded" \
+    "$(spans | awk -F '\t' -v t="$trace6" '$1 == t' | sort)" "$(record_rows "$run6" "$trace6" "$parent6")"
+for secret in not-a-real-secret hunter2; do
+    check "--otlp-values: the record holds '$secret' in clear (--record-sensitive)" \
+        test "$(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id = $run6 AND request_json LIKE '%$secret%'")" -gt 0
+    check_eq "--otlp-values: '$secret' never reaches the receiver" "$(grep -c -- "$secret" "$WORK/recv.err")" 0
+done
+# The spans of this trace, their values attribute by attribute.
+span_attr() { # TRACE ATTRIBUTE: "name<TAB>value" for every span of TRACE having it
+    awk -v t="$1" -v k="$2" '
+      /^Span #/ { inspan = 1; tid = name = "" ; next }
+      inspan && /^ *Trace ID *:/ { tid = $NF }
+      inspan && /^ *Name *:/ { name = $NF }
+      inspan && tid == t && index($0, "-> " k ": ") {
+        v = substr($0, index($0, "-> " k ": ") + length(k) + 5)
+        sub(/^[A-Za-z]+\(/, "", v); sub(/\)$/, "", v); print name "\t" v
+      }' "$WORK/recv.err"
+}
+check_eq "--otlp-values: every span with a request carries it" \
+    "$(span_attr "$trace6" tftap.request.json | wc -l)" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id = $run6 AND request_json IS NOT NULL")"
+span_attr "$trace6" tftap.request.json >"$WORK/req6"
+span_attr "$trace6" tftap.response.json >"$WORK/resp6"
+check "--otlp-values: ConfigureProvider's token is redacted as stored" \
+    grep -qE '^ConfigureProvider.*"token":\{"\$sensitive":"hmac-sha256:[0-9a-f]{64}"\}' "$WORK/req6"
+check "--otlp-values: a PlanResourceChange response is there" \
+    grep -q '^PlanResourceChange.{"planned_state":' "$WORK/resp6"
+check "--otlp-values: OTEL_SERVICE_NAME names the service" \
+    grep -q '^ *-> service.name: Str(ci-plans)' "$WORK/recv.err"
+check "--otlp-values: OTEL_RESOURCE_ATTRIBUTES are on the resource, decoded" \
+    grep -q '^ *-> team: Str(infra ops)' "$WORK/recv.err"
 before=$(spans | wc -l)
 
 # ---- OTEL_EXPORTER_OTLP_ENDPOINT alone, no TRACEPARENT: one trace per run -----
@@ -144,9 +192,12 @@ check_eq "--reattach: one span per recorded call, under the TRACEPARENT span" \
 
 # ---- tftap wrap --otlp: the URL lives in the shims' metadata -----------------
 trace5=5f0c2a8e9b1d4c3e8a7f6b5d4c3b2a19 parent5=1a2b3c4d5e6f7081
-eval "$(cd "$w" && "$TFTAP" wrap --db "$db" --otlp "http://127.0.0.1:$port/v1/traces" --out "$WORK/shims" 2>"$WORK/wrap.err")"
+eval "$(cd "$w" && "$TFTAP" wrap --db "$db" --otlp "http://127.0.0.1:$port/v1/traces" --otlp-values \
+    --out "$WORK/shims" 2>"$WORK/wrap.err")"
 check "wrap --otlp: the shims' metadata holds the URL" \
     grep -q "\"otlp\": \"http://127.0.0.1:$port/v1/traces\"" "$WORK/shims/p0/tftap-shim.json"
+check "wrap --otlp-values: and the values' opt-in" \
+    grep -q '"otlp_values": true' "$WORK/shims/p0/tftap-shim.json"
 (cd "$w" && TRACEPARENT=00-$trace5-$parent5-01 tofu plan -input=false -no-color >"$WORK/plan5.out" 2>&1)
 check_eq "wrap --otlp: plan exits 0" "$?" 0
 wait_for 300 recorders_done "$WORK/shims"
@@ -155,7 +206,42 @@ n5=$("$TFTAP" calls --db "$db" --json "$run5" | jq length)
 wait_for 300 span_count_is "$trace5" "$n5"
 check_eq "wrap --otlp: one span per recorded call, under the TRACEPARENT span" \
     "$(spans | awk -F '\t' -v t="$trace5" '$1 == t' | sort)" "$(record_rows "$run5" "$trace5" "$parent5")"
+check_eq "wrap --otlp-values: every span with a request carries it" \
+    "$(span_attr "$trace5" tftap.request.json | wc -l)" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id = $run5 AND request_json IS NOT NULL")"
+check_eq "wrap --otlp-values: the token never reaches the receiver" "$(grep -c -- not-a-real-secret "$WORK/recv.err")" 0
 export TF_CLI_CONFIG_FILE=$PEERS/tofurc
+
+# ---- error diagnostics in an OK answer: the span is an error -----------------
+# tftest6_thing with fail = "plan-error" answers PlanResourceChange with gRPC
+# OK and an error diagnostic (v_calls.failed); tofu plan fails.
+trace7=7a8b9c0d1e2f30415263748596a7b8c9 parent7=3c4d5e6f70819203
+new_dir "$top_srcdir/tests/e2e/configs/crash" "$WORK/fail"
+(cd "$WORK/fail" && tofu init -input=false -no-color >/dev/null) || not_ok "init (fail)"
+(cd "$WORK/fail" && TRACEPARENT=00-$trace7-$parent7-01 "$TFTAP" run --db "$db" \
+    --otlp "http://127.0.0.1:$port/v1/traces" -- tofu plan -input=false -no-color \
+    -var fail=plan-error >"$WORK/plan7.out" 2>"$WORK/plan7.err")
+check_eq "plan-error: plan exits 1" "$?" 1
+run7=$(last_run "$db")
+n7=$("$TFTAP" calls --db "$db" --json "$run7" | jq length)
+wait_for 300 span_count_is "$trace7" "$n7"
+check_eq "plan-error: the record has the failed call, status OK" "$(sqlite3 "$db" \
+    "SELECT count(*) FROM v_calls WHERE run_id = $run7 AND failed AND status_code = 0")" 1
+# Name, status and message of each span of the trace that is an error.
+error_spans() {
+    awk -v t="$1" '
+      /^Span #/ { inspan = 1; tid = name = ""; err = 0; next }
+      inspan && /^ *Trace ID *:/ { tid = $NF }
+      inspan && /^ *Name *:/ { name = $NF }
+      inspan && tid == t && /^ *Status code *: Error/ { err = 1 }
+      inspan && tid == t && err && /^ *Status message *:/ {
+        m = $0; sub(/^ *Status message *: */, "", m); print name "\t" m; err = 0
+      }' "$WORK/recv.err"
+}
+check_eq "plan-error: its span alone is an error, with the diagnostic's summary" \
+    "$(error_spans "$trace7")" "$(printf 'PlanResourceChange\ttftest: planned failure')"
+check "plan-error: the span counts the error diagnostics" \
+    grep -q '^ *-> tftap.diagnostics.errors: Int(1)' "$WORK/recv.err"
 
 # ---- a receiver that is not there: the run is not the worse for it -----------
 stop_recv
