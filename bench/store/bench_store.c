@@ -556,6 +556,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     int calls = 50000, rounds = 1, ntargets = 0;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each round as it ends */
     const char *targets[MAX_TARGETS];
     static const struct option longopts[] = {
         {"calls", required_argument, NULL, 'n'},  {"profile", required_argument, NULL, 'p'},
