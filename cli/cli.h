@@ -39,6 +39,8 @@ int cli_mock(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 /* One run to a self-contained, redacted file (cli/bundle.c). */
 int cli_bundle(int argc, char **argv);
+/* tftap push RUN|all --to URL (cli/push.c). */
+int cli_push(int argc, char **argv);
 /* A recorded provider served to tofu (cli/replay_provider.c; hidden). */
 int cli_replay_provider(int argc, char **argv);
 

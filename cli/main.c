@@ -32,6 +32,7 @@ static const struct command commands[] = {
     {"mock", cli_mock, "write mock_provider blocks for tofu test from a run's real values"},
     {"serve", cli_serve, "browse the recorded runs in a web browser"},
     {"bundle", cli_bundle, "write one run to a redacted file for a bug report"},
+    {"push", cli_push, "copy runs into a shared record (PostgreSQL), idempotently"},
     /* Hidden (no summary): what tofu starts as a replayed provider. */
     {"replay-provider", cli_replay_provider, NULL},
 };

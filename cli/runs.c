@@ -11,7 +11,8 @@ static const char usage_text[] =
     "usage: tftap runs [--limit N] [--db PATH] [--json]\n\n"
     "List the recorded runs: id, start time, duration, exit code, provider processes,\n"
     "calls and the command. RUN arguments of other commands take these ids or 'last'.\n"
-    "--limit N lists only the newest N runs (still oldest first).\n";
+    "--limit N lists only the newest N runs (still oldest first). --json also gives each\n"
+    "run's uuid, which names it in every record it is pushed to (tftap push).\n";
 
 struct runs_ctx {
     tftap_buf out;
@@ -77,8 +78,10 @@ static int each_run(void *ctx, const store_run_row *r)
             tftap_buf_printf(b, ",\"exit_code\":%d", r->exit_code);
         else
             tftap_buf_puts(b, ",\"exit_code\":null");
-        tftap_buf_printf(b, ",\"processes\":%lld,\"calls\":%lld,\"dropped\":%lld}",
+        tftap_buf_printf(b, ",\"processes\":%lld,\"calls\":%lld,\"dropped\":%lld,\"uuid\":",
                          (long long)r->processes, (long long)r->calls, (long long)r->dropped);
+        cli_json_str(b, r->uuid);
+        tftap_buf_putc(b, '}');
     } else {
         char when[32], dur[32], exit_code[16];
         cli_format_time(r->started_us, when);

@@ -1,7 +1,7 @@
 /* store: bundles, one run copied into a file of its own to hand to someone
  * else (tftap bundle): the same schema as any database, so every reader
  * works on it, with secrets keyed afresh and nothing of the recording host. */
-#include "store/store_int.h"
+#include "store/copy.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -45,9 +45,8 @@ struct bproc {
 
 struct bundle {
     store *src;
-    sdb *dst;
-    int64_t run_id;
     store_bundle_info *info;
+    tftap_buf args;                       /* the run's args as the bundle stores them */
     unsigned char fresh[32];              /* the bundle's key: made here, never stored */
     unsigned char src_key[STORE_KEY_LEN]; /* the source's: keys values it holds in clear */
     struct bproc *procs;
@@ -148,76 +147,15 @@ static const char *base_name(const char *p)
     return s ? s + 1 : (p ? p : "");
 }
 
-static int copy_run(struct bundle *b)
+/* The command's name without its path, plain argument words only. */
+static const char *run_args(void *ctx, const char *value, int which)
 {
-    sdb_stmt *q = NULL, *ins = NULL;
-    tftap_buf args = TFTAP_BUF_INIT;
-    int rc = sdb_prepare(b->src->db,
-                         "SELECT id, command, args, cli_name, cli_version, started_us, "
-                         "ended_us, exit_code FROM runs WHERE id = ?",
-                         &q);
-    if (rc == SDB_OK)
-        rc = sdb_prepare(b->dst,
-                         "INSERT INTO runs (id, command, args, cwd, cli_name, cli_version, "
-                         "started_us, ended_us, exit_code) VALUES (?, ?, ?, NULL, ?, ?, ?, "
-                         "?, ?)",
-                         &ins);
-    if (rc != SDB_OK)
-        goto done;
-    sdb_bind_int64(q, 1, b->run_id);
-    rc = sdb_step(q);
-    if (rc != SDB_ROW) {
-        rc = rc == SDB_DONE ? SDB_NOTFOUND : rc;
-        goto done;
-    }
-    strip_args(store_col_text(q, 2), &args);
-    if (tftap_buf_failed(&args)) {
-        rc = SDB_NOMEM;
-        goto done;
-    }
-    sdb_bind_int64(ins, 1, sdb_column_int64(q, 0));
-    sdb_bind_text(ins, 2, base_name(store_col_text(q, 1)), -1, SDB_TRANSIENT);
-    sdb_bind_text(ins, 3, args.data, (int)args.len, SDB_STATIC);
-    for (int i = 3; i < 8; i++)
-        sdb_bind_column(ins, i + 1, q, i);
-    rc = sdb_step(ins);
-    rc = rc == SDB_DONE ? SDB_OK : rc;
-done:
-    sdb_finalize(q);
-    sdb_finalize(ins);
-    tftap_buf_done(&args);
-    return rc;
-}
-
-static int copy_schema(struct bundle *b, const char *sha)
-{
-    sdb_stmt *ins = NULL;
-    int rc = sdb_prepare(b->dst,
-                         "INSERT OR IGNORE INTO schemas (sha256, kind, provider, protocol, "
-                         "encoding, size, raw, first_seen_us) SELECT ?, ?, ?, ?, ?, ?, ?, ?",
-                         &ins);
-    sdb_stmt *q = NULL;
-    if (rc == SDB_OK)
-        rc = sdb_prepare(b->src->db,
-                         "SELECT sha256, kind, provider, protocol, encoding, size, raw, "
-                         "first_seen_us FROM schemas WHERE sha256 = ?",
-                         &q);
-    if (rc != SDB_OK)
-        goto done;
-    sdb_bind_text(q, 1, sha, -1, SDB_STATIC);
-    rc = sdb_step(q);
-    if (rc == SDB_ROW) {
-        for (int i = 0; i < 8; i++)
-            sdb_bind_column(ins, i + 1, q, i);
-        rc = sdb_step(ins);
-        if (rc == SDB_DONE && sdb_changes(b->dst))
-            b->info->schemas++;
-    }
-    rc = rc == SDB_DONE || rc == SDB_ROW ? SDB_OK : rc;
-done:
-    sdb_finalize(q);
-    sdb_finalize(ins);
-    return rc;
+    struct bundle *b = ctx;
+    if (which == 0)
+        return base_name(value);
+    tftap_buf_reset(&b->args);
+    strip_args(value, &b->args);
+    return tftap_buf_failed(&b->args) ? "[]" : tftap_buf_cstr(&b->args);
 }
 
 /* The schema a process decoded with, for finding its sensitive values;
@@ -252,53 +190,17 @@ static dec_schema *load_schema(struct bundle *b, const char *sha, const char *id
     return s;
 }
 
-static int copy_processes(struct bundle *b)
+static int on_process(void *ctx, int64_t src_id, const char *sha, const char *idsha, int protocol)
 {
-    sdb_stmt *q = NULL, *ins = NULL;
-    int rc = sdb_prepare(b->src->db,
-                         "SELECT id, provider, version, protocol, binary_sha256, "
-                         "schema_sha256, schema_source, identity_sha256, started_us, "
-                         "ended_us, dropped FROM processes WHERE run_id = ? ORDER BY id",
-                         &q);
-    if (rc == SDB_OK)
-        rc = sdb_prepare(b->dst,
-                         "INSERT INTO processes (id, run_id, provider, version, protocol, "
-                         "binary_sha256, schema_sha256, schema_source, identity_sha256, "
-                         "started_us, ended_us, dropped) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                         "?, ?, ?)",
-                         &ins);
-    if (rc != SDB_OK)
-        goto done;
-    sdb_bind_int64(q, 1, b->run_id);
-    while ((rc = sdb_step(q)) == SDB_ROW) {
-        const char *sha = store_col_text(q, 5), *idsha = store_col_text(q, 7);
-        if ((sha && (rc = copy_schema(b, sha)) != SDB_OK) ||
-            (idsha && (rc = copy_schema(b, idsha)) != SDB_OK))
-            goto done;
-        struct bproc *np = realloc(b->procs, (b->nprocs + 1) * sizeof *np);
-        if (!np) {
-            rc = SDB_NOMEM;
-            goto done;
-        }
-        b->procs = np;
-        b->procs[b->nprocs].id = sdb_column_int64(q, 0);
-        b->procs[b->nprocs].schema = load_schema(b, sha, idsha, sdb_column_int(q, 3));
-        b->nprocs++;
-        sdb_reset(ins);
-        sdb_bind_int64(ins, 1, sdb_column_int64(q, 0));
-        sdb_bind_int64(ins, 2, b->run_id);
-        for (int i = 1; i < 11; i++)
-            sdb_bind_column(ins, i + 2, q, i);
-        rc = sdb_step(ins);
-        if (rc != SDB_DONE)
-            goto done;
-        b->info->processes++;
-    }
-    rc = rc == SDB_DONE ? SDB_OK : rc;
-done:
-    sdb_finalize(q);
-    sdb_finalize(ins);
-    return rc;
+    struct bundle *b = ctx;
+    struct bproc *np = realloc(b->procs, (b->nprocs + 1) * sizeof *np);
+    if (!np)
+        return SDB_NOMEM;
+    b->procs = np;
+    b->procs[b->nprocs].id = src_id;
+    b->procs[b->nprocs].schema = load_schema(b, sha, idsha, protocol);
+    b->nprocs++;
+    return SDB_OK;
 }
 
 static const dec_schema *proc_schema(struct bundle *b, int64_t process_id)
@@ -310,144 +212,38 @@ static const dec_schema *proc_schema(struct bundle *b, int64_t process_id)
 }
 
 /* One call's request or response JSON as the bundle stores it. */
-static int redact_json(struct bundle *b, sdb_stmt *ins, int col, int64_t call_id,
-                       const char *method, int is_response, const char *json,
-                       const dec_schema *schema, const char *type_name)
+static int redact_json(void *ctx, int64_t call_id, int64_t process_id, const char *method,
+                       int is_response, const char *json, const char *type_name, tftap_buf *out,
+                       int *is_null)
 {
+    struct bundle *b = ctx;
+    const dec_schema *schema = proc_schema(b, process_id);
+    *is_null = 0;
     if (!json) {
-        sdb_bind_null(ins, col);
+        *is_null = 1;
         return SDB_OK;
     }
     dec_opts opts;
     memset(&opts, 0, sizeof opts);
     opts.redact = rekey;
     opts.redact_ctx = b;
-    tftap_buf out = TFTAP_BUF_INIT;
     dec_error e = DEC_ERROR_INIT;
     int rc = dec_message_json_redact(method, is_response, json, strlen(json), schema, type_name,
-                                     &opts, &out, &e);
+                                     &opts, out, &e);
     int src = SDB_OK;
-    if (rc == 0) {
-        sdb_bind_text(ins, col, out.data ? out.data : "", (int)out.len, SDB_TRANSIENT);
-    } else if (rc == TFTAP_EDECODE || rc == TFTAP_ELIMIT) {
+    if (rc == TFTAP_EDECODE || rc == TFTAP_ELIMIT) {
         /* Not JSON we can read: nothing tells what is secret in it. */
-        sdb_bind_null(ins, col);
+        *is_null = 1;
         b->info->dropped_json++;
     } else if (rc == TFTAP_ENOMEM) {
         src = SDB_NOMEM;
-    } else {
+    } else if (rc != 0) {
         info_why(b->info, "call %lld (%s %s): %s", (long long)call_id, store_rpc_name(method),
                  is_response ? "response" : "request", e.reason ? e.reason : "cannot redact");
         src = SDB_CONSTRAINT;
     }
     dec_error_done(&e);
-    tftap_buf_done(&out);
     return src;
-}
-
-static int copy_calls(struct bundle *b)
-{
-    sdb_stmt *q = NULL, *ins = NULL;
-    int rc = sdb_prepare(
-        b->src->db,
-        "SELECT id, process_id, call_seq, method, rpc, stream, started_us, ended_us, status_code, "
-        "status_message, request_bytes, response_bytes, request_count, response_count, type_name, "
-        "decode_error, schema_sha256, address, address_note, request_json, response_json, "
-        "(SELECT count(*) FROM messages m WHERE m.call_id = calls.id) "
-        "FROM calls WHERE run_id = ? ORDER BY id",
-        &q);
-    if (rc == SDB_OK)
-        rc = sdb_prepare(
-            b->dst,
-            "INSERT INTO calls (id, process_id, call_seq, method, rpc, stream, started_us, "
-            "ended_us, status_code, status_message, request_bytes, response_bytes, request_count, "
-            "response_count, type_name, decode_error, schema_sha256, address, address_note, "
-            "request_json, response_json, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            &ins);
-    if (rc != SDB_OK)
-        goto done;
-    sdb_bind_int64(q, 1, b->run_id);
-    while ((rc = sdb_step(q)) == SDB_ROW) {
-        sdb_reset(ins);
-        for (int i = 0; i < 19; i++)
-            sdb_bind_column(ins, i + 1, q, i);
-        int64_t id = sdb_column_int64(q, 0);
-        const char *method = store_col_text(q, 3), *type_name = store_col_text(q, 14);
-        const dec_schema *schema = proc_schema(b, sdb_column_int64(q, 1));
-        rc = redact_json(b, ins, 20, id, method, 0, store_col_text(q, 19), schema, type_name);
-        if (rc == SDB_OK)
-            rc = redact_json(b, ins, 21, id, method, 1, store_col_text(q, 20), schema, type_name);
-        if (rc != SDB_OK)
-            goto done;
-        sdb_bind_int64(ins, 22, b->run_id);
-        b->info->raw_messages += sdb_column_int64(q, 21);
-        rc = sdb_step(ins);
-        if (rc != SDB_DONE)
-            goto done;
-        b->info->calls++;
-    }
-    rc = rc == SDB_DONE ? SDB_OK : rc;
-done:
-    sdb_finalize(q);
-    sdb_finalize(ins);
-    return rc;
-}
-
-static int copy_gaps(struct bundle *b)
-{
-    sdb_stmt *q = NULL, *ins = NULL;
-    int rc = sdb_prepare(b->src->db,
-                         "SELECT id, run_id, process_id, lost, recorded_us, reason FROM "
-                         "gaps WHERE run_id = ?1 OR process_id IN (SELECT id FROM "
-                         "processes WHERE run_id = ?1) ORDER BY id",
-                         &q);
-    if (rc == SDB_OK)
-        rc = sdb_prepare(b->dst,
-                         "INSERT INTO gaps (id, run_id, process_id, lost, recorded_us, "
-                         "reason) VALUES (?, ?, ?, ?, ?, ?)",
-                         &ins);
-    if (rc != SDB_OK)
-        goto done;
-    sdb_bind_int64(q, 1, b->run_id);
-    while ((rc = sdb_step(q)) == SDB_ROW) {
-        sdb_reset(ins);
-        for (int i = 0; i < 6; i++)
-            sdb_bind_column(ins, i + 1, q, i);
-        rc = sdb_step(ins);
-        if (rc != SDB_DONE)
-            goto done;
-        b->info->gaps++;
-    }
-    rc = rc == SDB_DONE ? SDB_OK : rc;
-done:
-    sdb_finalize(q);
-    sdb_finalize(ins);
-    return rc;
-}
-
-/* The source database's own key, for keying a value it holds in clear as
- * its recorder keyed the redacted ones: a store opened read only (a FILE
- * operand) was given no key, and a zero key would make a secret recorded
- * in clear (stored state in an older database) and the same secret
- * redacted hash differently in the bundle. None (a bundle as the source,
- * which holds nothing in clear): zeros. */
-static int source_key(store *s, unsigned char key[STORE_KEY_LEN])
-{
-    static const unsigned char zero[STORE_KEY_LEN];
-    memcpy(key, s->key, STORE_KEY_LEN);
-    if (memcmp(key, zero, sizeof zero) != 0)
-        return SDB_OK;
-    sdb_stmt *q = NULL;
-    int rc = sdb_prepare(s->db, "SELECT key FROM secret_key WHERE id = 1", &q);
-    if (rc == SDB_OK) {
-        rc = sdb_step(q);
-        if (rc == SDB_ROW && sdb_column_bytes(q, 0) == STORE_KEY_LEN)
-            memcpy(key, sdb_column_blob(q, 0), STORE_KEY_LEN);
-        rc = rc == SDB_ROW || rc == SDB_DONE ? SDB_OK : rc;
-    }
-    sdb_finalize(q);
-    return rc;
 }
 
 int store_bundle_write(store *s, int64_t run_id, const char *path, store_bundle_info *info)
@@ -455,14 +251,30 @@ int store_bundle_write(store *s, int64_t run_id, const char *path, store_bundle_
     memset(info, 0, sizeof *info);
     if (!s || !path || !*path)
         return TFTAP_EINVAL;
-    struct bundle b = {.src = s, .run_id = run_id, .info = info};
+    struct bundle b = {.src = s, .info = info, .args = TFTAP_BUF_INIT};
     if (RAND_bytes(b.fresh, sizeof b.fresh) != 1)
         return TFTAP_EIO;
-    if (source_key(s, b.src_key) != SDB_OK) {
+    /* Without a key of its own (a bundle as the source, which holds
+     * nothing in clear): zeros. */
+    if (store_source_key(s, b.src_key) < 0) {
         info_why(info, "%s", sdb_errmsg(s->db));
         OPENSSL_cleanse(b.fresh, sizeof b.fresh);
         return TFTAP_ESTORE;
     }
+    /* The bundle's values are hashed with the fresh key: its id says so
+     * (the key itself is never kept). */
+    char key_id[STORE_KEY_ID_LEN + 1];
+    store_key_id(b.fresh, key_id);
+    store_copy c = {.src = s,
+                    .run_id = run_id,
+                    .keep_ids = 1,
+                    .strip_host = 1,
+                    .skip_messages = 1,
+                    .key_id = key_id,
+                    .ctx = &b,
+                    .run_args = run_args,
+                    .on_process = on_process,
+                    .call_json = redact_json};
     /* Written beside its name and renamed at the end: a bundle that exists
      * is complete. */
     size_t pl = strlen(path);
@@ -478,51 +290,55 @@ int store_bundle_write(store *s, int64_t run_id, const char *path, store_bundle_
     fchmod(fd, 0600);
     close(fd);
     unsigned char key[STORE_KEY_LEN];
-    int err = store_db_open(tmp, 0, &b.dst, key);
+    int err = store_db_open(tmp, 0, &c.dst, key);
     OPENSSL_cleanse(key, sizeof key);
     int rc = SDB_OK;
     if (err)
         goto out;
     /* Nothing deleted may linger in free pages. */
-    store_exec(b.dst, "PRAGMA secure_delete=ON");
-    rc = store_begin(b.dst, 0);
+    store_exec(c.dst, "PRAGMA secure_delete=ON");
+    rc = store_begin(c.dst, 0);
     if (rc == SDB_OK)
-        rc = store_exec(b.dst, "DELETE FROM secret_key");
+        rc = store_exec(c.dst, "DELETE FROM secret_key");
     if (rc == SDB_OK)
-        rc = copy_run(&b);
-    if (rc == SDB_OK)
-        rc = copy_processes(&b);
-    if (rc == SDB_OK)
-        rc = copy_calls(&b);
-    if (rc == SDB_OK)
-        rc = copy_gaps(&b);
+        rc = store_copy_run(&c);
+    info->processes = c.processes;
+    info->calls = c.calls;
+    info->gaps = c.gaps;
+    info->schemas = c.schemas;
+    info->raw_messages = c.skipped_messages;
+    if (rc == SDB_DONE)
+        rc = SDB_ERROR; /* a fresh file holds no run */
     if (rc == SDB_OK) {
         char sql[64];
         snprintf(sql, sizeof sql, "PRAGMA application_id = %ld", (long)STORE_BUNDLE_APPLICATION_ID);
-        rc = store_exec(b.dst, sql);
+        rc = store_exec(c.dst, sql);
     }
+    if (rc != SDB_OK && !info->why[0] && c.why)
+        info_why(info, "%s", c.why);
     if (rc == SDB_OK)
-        rc = store_commit(b.dst, 0);
+        rc = store_commit(c.dst, 0);
     else
-        store_rollback(b.dst);
+        store_rollback(c.dst);
     /* One file, no -wal beside it, its pages rewritten. */
     if (rc == SDB_OK)
-        rc = store_exec(b.dst, "PRAGMA journal_mode=DELETE");
+        rc = store_exec(c.dst, "PRAGMA journal_mode=DELETE");
     if (rc == SDB_OK)
-        rc = store_exec(b.dst, "VACUUM");
+        rc = store_exec(c.dst, "VACUUM");
     if (rc == SDB_NOTFOUND)
         err = TFTAP_ENOTFOUND;
     else if (rc == SDB_CONSTRAINT && info->why[0])
         err = TFTAP_EDECODE;
     else if (rc != SDB_OK) {
         if (!info->why[0])
-            info_why(info, "%s", sdb_errmsg(b.dst));
+            info_why(info, "%s", sdb_errmsg(c.dst));
         err = store_err(rc);
         if (!err)
             err = TFTAP_ESTORE;
     }
 out:
-    sdb_close(b.dst);
+    sdb_close(c.dst);
+    tftap_buf_done(&b.args);
     for (size_t i = 0; i < b.nprocs; i++)
         dec_schema_free(b.procs[i].schema);
     free(b.procs);

@@ -13,6 +13,12 @@
 
 /* Each step brings user_version from its index to index + 1. Never edit a
  * released step: append a new one (docs/database.md describes the result). */
+/* A random (version 4) UUID in SQL, per row. */
+#define SQLITE_UUID                                                                                \
+    "(lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' ||"                    \
+    " substr(lower(hex(randomblob(2))), 2) || '-' || substr('89ab', 1 + (random() & 3), 1) ||"     \
+    " substr(lower(hex(randomblob(2))), 2) || '-' || lower(hex(randomblob(6))))"
+
 static const char *const migrations[] = {
     /* 0 -> 1: the initial schema. */
     "CREATE TABLE secret_key ("
@@ -203,6 +209,17 @@ static const char *const migrations[] = {
      "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"
      "    IS NOT NULL) AS ended_elsewhere"
      "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id);"),
+    /* 6: a run's identity beyond this file (tftap push): a random UUID
+     * made by whoever creates the row (store_new_uuid), the trigger
+     * filling it for a row inserted without one (an older bundle's rows,
+     * your own SQL); and which key hashed the run's $sensitive values
+     * when it is not this database's own (a pushed or bundled run). */
+    ("ALTER TABLE runs ADD COLUMN uuid TEXT;"
+     "ALTER TABLE runs ADD COLUMN key_id TEXT;"
+     "UPDATE runs SET uuid = " SQLITE_UUID ";"
+     "CREATE UNIQUE INDEX runs_uuid ON runs(uuid);"
+     "CREATE TRIGGER runs_uuid AFTER INSERT ON runs WHEN NEW.uuid IS NULL BEGIN"
+     "  UPDATE runs SET uuid = " SQLITE_UUID " WHERE id = NEW.id; END;"),
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -405,7 +422,13 @@ static const char pg_baseline[] =
                                                       "c.response_json") " d;";
 
 /* Steps after the baseline: pg_migrations[i] brings PG_BASELINE + i to + i + 1. */
-static const char *const pg_migrations[] = {NULL};
+static const char *const pg_migrations[] = {
+    /* 6 (see SQLite's): a volatile default fills every existing row with
+     * its own value and covers rows inserted without one. */
+    ("ALTER TABLE runs ADD COLUMN uuid " PGT " DEFAULT gen_random_uuid()::text;"
+     "ALTER TABLE runs ADD COLUMN key_id " PGT ";"
+     "CREATE UNIQUE INDEX runs_uuid ON runs(uuid);"),
+    NULL};
 #define N_PG_MIGRATIONS (sizeof pg_migrations / sizeof pg_migrations[0] - 1)
 _Static_assert(PG_BASELINE + N_PG_MIGRATIONS == N_MIGRATIONS,
                "every SQLite migration has its PostgreSQL twin");
@@ -414,6 +437,41 @@ const char *store_rpc_name(const char *method)
 {
     const char *slash = method ? strrchr(method, '/') : NULL;
     return slash ? slash + 1 : (method ? method : "");
+}
+
+static void uuid_format(unsigned char b[16], char out[STORE_UUID_LEN + 1])
+{
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            out[o++] = '-';
+        out[o++] = hex[b[i] >> 4];
+        out[o++] = hex[b[i] & 15];
+    }
+    out[o] = '\0';
+}
+
+int store_new_uuid(char out[STORE_UUID_LEN + 1])
+{
+    unsigned char b[16];
+    if (RAND_bytes(b, sizeof b) != 1)
+        return TFTAP_EIO;
+    uuid_format(b, out);
+    return 0;
+}
+
+void store_uuid_of(const void *data, size_t len, char out[STORE_UUID_LEN + 1])
+{
+    char hex[65];
+    unsigned char b[16];
+    tftap_sha256_hex(data, len, hex);
+    for (int i = 0; i < 16; i++)
+        b[i] = (unsigned char)(tftap_hex_digit((unsigned char)hex[2 * i]) << 4 |
+                               tftap_hex_digit((unsigned char)hex[2 * i + 1]));
+    uuid_format(b, out);
 }
 
 int store_err(int rc)
@@ -713,6 +771,33 @@ static int application_id(sdb *db, int64_t *id)
     return rc;
 }
 
+/* The runs of a bundle from before version 6 get their uuid from the
+ * file's bytes instead of at random: opened again (it is migrated in memory
+ * on every open), it is still the same run, and pushing it twice adds it
+ * once. */
+static int stable_uuids(sdb *db, const char *digest)
+{
+    sdb_stmt *q = NULL, *upd = NULL;
+    int rc = sdb_prepare(db, "SELECT id FROM runs ORDER BY id", &q);
+    if (rc == SDB_OK)
+        rc = sdb_prepare(db, "UPDATE runs SET uuid = ? WHERE id = ?", &upd);
+    while (rc == SDB_OK && (rc = sdb_step(q)) == SDB_ROW) {
+        char seed[96], uuid[STORE_UUID_LEN + 1];
+        int64_t id = sdb_column_int64(q, 0);
+        int n = snprintf(seed, sizeof seed, "%s:%lld", digest, (long long)id);
+        store_uuid_of(seed, (size_t)n, uuid);
+        sdb_reset(upd);
+        sdb_bind_text(upd, 1, uuid, -1, SDB_TRANSIENT);
+        sdb_bind_int64(upd, 2, id);
+        rc = sdb_step(upd);
+        rc = rc == SDB_DONE ? SDB_OK : rc;
+    }
+    rc = rc == SDB_DONE ? SDB_OK : rc;
+    sdb_finalize(q);
+    sdb_finalize(upd);
+    return rc;
+}
+
 /* A bundle an older tftap wrote: read whole into memory and migrated
  * there, so that it reads as a current one while its file is left as it
  * is (it is someone's evidence). */
@@ -720,13 +805,20 @@ static int open_old_bundle(const char *path, sdb **out)
 {
     tftap_buf file = TFTAP_BUF_INIT;
     sdb *db = NULL;
+    int v = 0;
+    char digest[65];
     int rc = tftap_read_file(path, (size_t)STORE_BUNDLE_MAX_BYTES, &file);
     if (rc)
         return rc == TFTAP_ENOMEM ? SDB_NOMEM : SDB_ERROR;
+    tftap_sha256_hex(file.data, file.len, digest);
     rc = sdb_open_sqlite_image(file.data, file.len, &db);
     tftap_buf_done(&file);
     if (rc == SDB_OK)
+        rc = get_user_version(db, &v);
+    if (rc == SDB_OK)
         rc = migrate(db);
+    if (rc == SDB_OK && v < 6)
+        rc = stable_uuids(db, digest);
     if (rc == SDB_OK)
         rc = store_exec(db, "PRAGMA query_only=1");
     if (rc != SDB_OK) {
@@ -1040,12 +1132,17 @@ int store_run_begin(store *s, const char *command, int argc, const char *const *
         rc = SDB_NOMEM;
         goto done;
     }
+    char uuid[STORE_UUID_LEN + 1];
+    if (store_new_uuid(uuid)) {
+        rc = SDB_ERROR;
+        goto done;
+    }
     rc = store_begin(s->db, 0);
     if (rc != SDB_OK)
         goto done;
     rc = sdb_prepare(s->db,
                      "INSERT INTO runs (command, args, cwd, cli_name, cli_version, "
-                     "started_us) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                     "started_us, uuid) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
                      &st);
     if (rc != SDB_OK)
         goto rollback;
@@ -1055,6 +1152,7 @@ int store_run_begin(store *s, const char *command, int argc, const char *const *
     sdb_bind_text(st, 4, cli_name, -1, SDB_STATIC);
     sdb_bind_text(st, 5, cli_version, -1, SDB_STATIC);
     sdb_bind_int64(st, 6, tftap_now_us());
+    sdb_bind_text(st, 7, uuid, -1, SDB_STATIC);
     rc = sdb_step(st);
     if (rc != SDB_ROW) {
         rc = rc == SDB_DONE ? SDB_ERROR : rc;
@@ -1092,12 +1190,17 @@ int store_run_join(store *s, const char *key, const char *command, int argc,
      * INSERT the only one, and the count cannot interleave with a leave.
      * Bounded: a shim waits for this before its provider's handshake,
      * which the CLI does not wait for forever. */
+    char uuid[STORE_UUID_LEN + 1];
+    if (store_new_uuid(uuid)) {
+        rc = SDB_ERROR;
+        goto done;
+    }
     rc = store_begin(s->db, STORE_JOIN_DEADLINE_MS);
     if (rc != SDB_OK)
         goto done;
     rc = sdb_prepare(s->db,
-                     "INSERT INTO runs (command, args, cwd, cli_name, started_us, cli_key) "
-                     "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (cli_key) DO NOTHING",
+                     "INSERT INTO runs (command, args, cwd, cli_name, started_us, cli_key, uuid) "
+                     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (cli_key) DO NOTHING",
                      &ins);
     if (rc == SDB_OK)
         rc = sdb_prepare(s->db,
@@ -1114,6 +1217,7 @@ int store_run_join(store *s, const char *key, const char *command, int argc,
     sdb_bind_text(ins, 4, cli_name, -1, SDB_STATIC);
     sdb_bind_int64(ins, 5, tftap_now_us());
     sdb_bind_text(ins, 6, key, -1, SDB_STATIC);
+    sdb_bind_text(ins, 7, uuid, -1, SDB_STATIC);
     sdb_bind_text(upd, 1, key, -1, SDB_STATIC);
     sdb_bind_text(sel, 1, key, -1, SDB_STATIC);
     /* Join first, insert only when there is nothing to join: on PostgreSQL

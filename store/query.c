@@ -13,7 +13,8 @@
     "r.ended_us, r.exit_code, "                                                                    \
     "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), "                                   \
     "(SELECT count(*) FROM calls c WHERE c.run_id = r.id), "                                       \
-    "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id) FROM runs r "
+    "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id), r.uuid "         \
+    "FROM runs r "
 
 /* param is bound as ?1 when non-zero; single: it is a run id, and no row
  * is TFTAP_ENOTFOUND. */
@@ -42,6 +43,7 @@ static int runs_query(store *s, const char *sql, int64_t param, int single,
             .processes = sdb_column_int64(st, 9),
             .calls = sdb_column_int64(st, 10),
             .dropped = sdb_column_int64(st, 11),
+            .uuid = store_col_text(st, 12),
         };
         found = 1;
         cb = fn(ctx, &r);

@@ -169,10 +169,14 @@ static int ensure_run_and_process(store_recorder *r)
         if (r->opts.run_id) {
             r->run_id = r->opts.run_id;
         } else {
+            char uuid[STORE_UUID_LEN + 1];
+            if (store_new_uuid(uuid))
+                return SDB_ERROR;
             rc = exec_bound_id(r->db, &r->run_id,
-                               "INSERT INTO runs (command, started_us) VALUES (?, ?) RETURNING id",
-                               "ti", r->sproc.binary_path ? r->sproc.binary_path : "",
-                               tftap_now_us());
+                               "INSERT INTO runs (command, started_us, uuid) VALUES (?, ?, ?) "
+                               "RETURNING id",
+                               "tit", r->sproc.binary_path ? r->sproc.binary_path : "",
+                               tftap_now_us(), uuid);
             if (rc)
                 return rc;
             r->run_row_gen = r->txn_gen;

@@ -560,6 +560,9 @@ static int prepared_name(struct sdb_pg *pg, struct sdb_pg_stmt *p, const char **
     if (!key)
         return SDB_NOMEM;
     memcpy(key, p->types ? p->types : "", tl);
+    /* A NULL and a text are both sent untyped: one server statement. */
+    for (size_t i = 0; i < tl; i++)
+        key[i] = key[i] == 'n' ? 't' : key[i];
     key[tl] = '\n';
     memcpy(key + tl + 1, p->sql, sl + 1);
     for (struct pg_prepared *e = pg->prepared; e; e = e->next)

@@ -219,7 +219,8 @@ typedef struct store_run_row {
     int exit_code;
     int64_t processes;
     int64_t calls;
-    int64_t dropped; /* recorder events lost in this run */
+    int64_t dropped;  /* recorder events lost in this run */
+    const char *uuid; /* runs.uuid (NULL from store_runs_page) */
 } store_run_row;
 int store_runs_each(store *s, int (*fn)(void *ctx, const store_run_row *row), void *ctx);
 /* The newest limit runs, oldest first (limit <= 0: all of them). */
@@ -466,6 +467,32 @@ int store_schema_json(store *s, const char *sha256, tftap_buf *out);
 
 /* SQLite's PRAGMA data_version: changes when another connection commits. */
 int store_data_version(store *s, int64_t *out);
+
+/* ---- push: runs copied into a shared record (docs/database.md) ---------- */
+
+typedef struct store_push_info {
+    int64_t dst_run_id; /* the run's id in the destination */
+    char uuid[37];      /* runs.uuid, the run's identity in both */
+    int already;        /* 1: the destination had it (by uuid); nothing was copied */
+    int64_t processes, calls, messages, gaps, schemas; /* rows added */
+    int foreign_key; /* its $sensitive hashes are not keyed with the destination's key */
+    char why[256];   /* what failed, when it did */
+} store_push_info;
+
+/* Told how many of the run's calls are copied, from 0 of total on. */
+typedef void (*store_push_progress)(void *ctx, int64_t calls_done, int64_t calls_total);
+
+/* Copy run_id of src (a database or a bundle) with its processes, calls,
+ * raw messages, gaps and the schemas they name into dst (opened to write;
+ * PostgreSQL or SQLite), in one transaction of dst: all of it or nothing.
+ * Ids are the destination's; the run's uuid identifies it, so a run the
+ * destination has already is left alone (info->already). Values are copied
+ * as stored: $sensitive hashes keep the key they were made with, which
+ * runs.key_id names when it is not the destination's (info->foreign_key).
+ * 0, TFTAP_ENOTFOUND, TFTAP_EIO (connection lost), TFTAP_ESTORE (info->why),
+ * TFTAP_ENOMEM. */
+int store_push_run(store *src, int64_t run_id, store *dst, store_push_progress progress, void *ctx,
+                   store_push_info *info);
 
 /* ---- bundles: one run in a file of its own (docs/replay.md) --------------- */
 

@@ -69,6 +69,14 @@ static inline int store_finish(sdb_stmt *st, int rc, int cb)
 int store_call_rows(sdb_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,
                     int *found);
 
+/* A run's stable identity (runs.uuid): 36 characters, 8-4-4-4-12 hex. */
+#define STORE_UUID_LEN 36
+/* A random version 4 UUID; TFTAP_EIO when the OS gives no randomness. */
+int store_new_uuid(char out[STORE_UUID_LEN + 1]);
+/* A UUID made from bytes (SHA-256 of them, shaped as version 4): the same
+ * bytes give the same one. */
+void store_uuid_of(const void *data, size_t len, char out[STORE_UUID_LEN + 1]);
+
 /* The short rpc name of a gRPC method path ("/a.B/C" -> "C"). */
 const char *store_rpc_name(const char *method);
 

@@ -71,6 +71,8 @@ export global --db|--db $db export 5|export 5 --db $db
 bundle --output|bundle 5 --db $db --output $work/b1.tftap --force|bundle 5 --db=$db --output=$work/b1.tftap --force
 bundle -o|bundle 5 --db $db -o $work/b1.tftap --force --json|bundle --force --json -o $work/b1.tftap --db $db 5
 calls SOURCE|calls $work/b1.tftap|calls $work/b1.tftap:5
+push --to|push 5 --db $db --to $work/p1.db|push 5 --db=$db --to=$work/p2.db
+push global --db|--db $db push 5 --to $work/p3.db|push --to $work/p4.db 5 --db $db
 show SOURCE global --db|--db $db show $work/b1.tftap|show $work/b1.tftap:last
 decode --type|decode --type "string" --input json $work/value.json|decode --type="string" --input=json $work/value.json
 decode --json|decode --type "string" --json $work/value.json|decode --json --type="string" $work/value.json
@@ -176,6 +178,10 @@ wrap --out x --cli bash|tftap: --cli must be tofu or terraform, not 'bash' (see 
 bundle 5 --db $db|tftap: bundle needs -o FILE (see 'tftap bundle --help')
 bundle|tftap: bundle needs RUN (see 'tftap bundle --help')
 bundle 5 --bogus|tftap: unknown option '--bogus' (see 'tftap bundle --help')
+push|tftap: push needs RUN (a run id, 'last', a FILE, FILE:RUN) or 'all' (see 'tftap push --help')
+push 5 --db $db|tftap: push needs --to URL (the record to push into) (see 'tftap push --help')
+push 5 --to|tftap: option '--to' needs a value (see 'tftap push --help')
+push all 5 --to x.db|tftap: 'all' is every run: name no other RUN with it (see 'tftap push --help')
 calls nosuch|tftap: RUN must be a run id, 'last', or a bundle or database file (FILE or FILE:RUN), not 'nosuch'
 decode|tftap: give --type or --schema (one of them) (see 'tftap decode --help')
 replay --bogus x.db -- true|tftap: unknown option '--bogus' (see 'tftap replay --help')
@@ -219,7 +225,7 @@ for form in "-o" "--output" "--output="; do
 done
 
 # --help: on stdout, exit 0, for every command and the program.
-for c in runs calls show export run wrap replay replay-provider decode shim mock bundle check diff serve; do
+for c in runs calls show export run wrap replay replay-provider decode shim mock bundle push check diff serve; do
     "$TFTAP" "$c" --help >"$work/h.out" 2>&1
     rc=$?
     if [ "$rc" -eq 0 ] && head -1 "$work/h.out" | grep -q "^usage: tftap $c"; then ok; else

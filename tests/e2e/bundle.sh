@@ -138,13 +138,27 @@ check_eq "schema BUNDLE = schema RUN" \
     "$(cd "$other" && "$TFTAP" schema --db "$db" "$A" tftap/tftest6 --json | jq -S . | md5sum)"
 # A bundle of an older database version reads (brought up to date in
 # memory), its file untouched; one of a newer version is refused.
+# Back to version 4: version 6's runs.uuid, runs.key_id undone.
+OLDER="DROP TRIGGER runs_uuid; DROP INDEX runs_uuid; ALTER TABLE runs DROP COLUMN uuid;
+       ALTER TABLE runs DROP COLUMN key_id; PRAGMA user_version = 4"
 cp "$out/a1.tftap" "$WORK/old.tftap"
-sqlite3 "$WORK/old.tftap" "PRAGMA user_version = 4"
+sqlite3 "$WORK/old.tftap" "$OLDER"
 sum=$(md5sum <"$WORK/old.tftap")
 check_eq "an older bundle reads as a current one" "$(cd "$other" && "$TFTAP" show "$WORK/old.tftap" 2>&1)" \
     "$(cd "$other" && "$TFTAP" show "$out/a1.tftap" 2>&1)"
 check_eq "an older bundle: runs --db" "$(cd "$other" && "$TFTAP" runs --db "$WORK/old.tftap" --json | jq '.[0].id')" "$A"
 check_eq "an older bundle is left as it is" "$(md5sum <"$WORK/old.tftap")" "$sum"
+# Its run gets the same uuid each time it is opened (from the file's
+# bytes): pushed twice, it is there once.
+"$TFTAP" push "$WORK/old.tftap" --to "$WORK/merged.db" >"$WORK/old-push1.out" 2>&1
+"$TFTAP" push "$WORK/old.tftap" --to "$WORK/merged.db" >"$WORK/old-push2.out" 2>&1
+check_eq "an older bundle pushed twice: once there" \
+    "$(tail -1 "$WORK/old-push1.out") / $(tail -1 "$WORK/old-push2.out") / $(sqlite3 "$WORK/merged.db" "SELECT count(*) || ' ' || (SELECT key_id FROM runs) FROM runs")" \
+    "pushed 1 run ($(sqlite3 "$out/a1.tftap" "SELECT count(*) FROM calls") calls), 0 already there / pushed 0 runs (0 calls), 1 already there / 1 unknown"
+check_eq "an older bundle pushed: its values as they are" \
+    "$(sqlite3 "$WORK/merged.db" "SELECT md5sum FROM (SELECT group_concat(request_json || response_json, '') AS md5sum FROM (SELECT * FROM calls ORDER BY id))")" \
+    "$(sqlite3 "$out/a1.tftap" "SELECT md5sum FROM (SELECT group_concat(request_json || response_json, '') AS md5sum FROM (SELECT * FROM calls ORDER BY id))")"
+check_eq "an older bundle is still left as it is" "$(md5sum <"$WORK/old.tftap")" "$sum"
 cp "$out/a1.tftap" "$WORK/new.tftap"
 sqlite3 "$WORK/new.tftap" "PRAGMA user_version = 99"
 check_eq "a newer bundle: one error line" "$(cd "$other" && "$TFTAP" show "$WORK/new.tftap" 2>&1)" \
@@ -225,7 +239,7 @@ for i in $(seq 1 40); do
     f=$WORK/c$i.tftap
     cp "$out/a1.tftap" "$f"
     # Every fourth an older version: the in-memory path reads it.
-    [ $((i % 4)) = 0 ] && sqlite3 "$f" "PRAGMA user_version = 4"
+    [ $((i % 4)) = 0 ] && sqlite3 "$f" "$OLDER"
     n=$((1 + i % 3))
     for _ in $(seq 1 $n); do
         seed=$(((seed * 1103515245 + 12345) % 2147483648))

@@ -11,6 +11,11 @@
 
 static char tmpdir[256];
 
+/* Back from version 6 (runs.uuid, runs.key_id) to 5. */
+#define UNDO_6                                                                                     \
+    "DROP TRIGGER runs_uuid; DROP INDEX runs_uuid; ALTER TABLE runs DROP COLUMN uuid;"             \
+    "ALTER TABLE runs DROP COLUMN key_id;"
+
 static void path_in(char *out, size_t n, const char *name)
 {
     snprintf(out, n, "%s/%s", tmpdir, name);
@@ -71,7 +76,7 @@ static void test_migrate_from_empty(void)
     CHECK_INT_EQ(store_resolve_run(s, "x1", &r2), TFTAP_EINVAL);
     store_close(s);
 
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 5);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 6);
     CHECK_INT_EQ(scalar(path, "SELECT exit_code FROM runs"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT json_array_length(args) FROM runs"), 2);
     CHECK_INT_EQ(scalar(path, "SELECT args = '[\"plan\",\"-out=x \\\"q\\\"\"]' FROM runs"), 1);
@@ -109,8 +114,7 @@ static void test_migrate_from_1(void)
     CHECK_INT_EQ(
         sqlite3_exec(
             db,
-            "DROP VIEW v_resource_changes;"
-            "DROP INDEX runs_cli_key;"
+            "DROP VIEW v_resource_changes;" UNDO_6 "DROP INDEX runs_cli_key;"
             "ALTER TABLE runs DROP COLUMN cli_key;"
             "ALTER TABLE runs DROP COLUMN recorders;"
             "DROP INDEX processes_binary_stat;"
@@ -131,7 +135,7 @@ static void test_migrate_from_1(void)
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_resource_changes"), 0);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 5);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 6);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM processes WHERE binary_stat IS NULL"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT call_id FROM v_resource_changes WHERE method = "
@@ -152,6 +156,7 @@ static void test_migrate_from_3(void)
     sqlite3 *db = NULL;
     sqlite3_open(path, &db);
     CHECK_INT_EQ(sqlite3_exec(db,
+                              UNDO_6
                               "DROP INDEX runs_cli_key;"
                               "ALTER TABLE runs DROP COLUMN cli_key;"
                               "ALTER TABLE runs DROP COLUMN recorders;"
@@ -163,7 +168,7 @@ static void test_migrate_from_3(void)
     sqlite3_close(db);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 5);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 6);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs WHERE id = 1 AND cli_key IS NULL AND "
                               "recorders = 0 AND ended_us = 2 AND exit_code = 0"),
                  1);
@@ -185,6 +190,7 @@ static void test_migrate_from_3_calls(void)
     CHECK_INT_EQ(
         sqlite3_exec(
             db,
+            UNDO_6
             "DROP INDEX runs_cli_key;"
             "ALTER TABLE runs DROP COLUMN cli_key;"
             "ALTER TABLE runs DROP COLUMN recorders;"
@@ -239,7 +245,7 @@ static void test_migrate_from_3_calls(void)
     sqlite3_close(db);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 5);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 6);
     CHECK_INT_EQ(scalar(path, "SELECT group_concat(name, ',') = 'call_id,run_id,process_id,"
                               "provider,provider_version,protocol,call_seq,method,rpc,stream,"
                               "type_name,address,started_us,ended_us,duration_us,in_flight,"
@@ -319,6 +325,62 @@ static void test_run_join(void)
     store_close(b);
 }
 
+static int uuid_ok(const char *path, const char *where)
+{
+    char q[400];
+    snprintf(q, sizeof q,
+             "SELECT count(*) FROM runs WHERE %s AND length(uuid) = 36 AND uuid GLOB "
+             "'[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]-*-4*-*-*' AND "
+             "substr(uuid, 20, 1) IN ('8', '9', 'a', 'b') AND lower(uuid) = uuid",
+             where);
+    return (int)scalar(path, q);
+}
+
+/* Version 5 -> 6: every run gets a uuid of its own, new runs one made by
+ * whoever creates them, rows inserted without one get one anyway. */
+static void test_migrate_from_5(void)
+{
+    char path[400];
+    path_in(path, sizeof path, "v5.db");
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
+    store_close(s);
+    sqlite3 *db = NULL;
+    sqlite3_open(path, &db);
+    CHECK_INT_EQ(sqlite3_exec(db,
+                              UNDO_6 "INSERT INTO runs (id, command, started_us) VALUES "
+                                     "(1, 'tofu', 1), (2, 'tofu', 2), (3, 'tofu', 3);"
+                                     "PRAGMA user_version = 5;",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_INT_EQ(store_open(path, 0, &s), 0);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 6);
+    CHECK_INT_EQ(uuid_ok(path, "id <= 3"), 3);
+    CHECK_INT_EQ(scalar(path, "SELECT count(DISTINCT uuid) FROM runs"), 3);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs WHERE key_id IS NOT NULL"), 0);
+    const char *args[] = {"plan"};
+    int64_t r = 0, j = 0;
+    CHECK_INT_EQ(store_run_begin(s, "tofu", 1, args, "/w", "tofu", NULL, &r), 0);
+    CHECK_INT_EQ(store_run_join(s, "boot/1/2", "tofu", 1, args, "/w", "tofu", &j), 0);
+    store_close(s);
+    char q[100];
+    snprintf(q, sizeof q, "id IN (%lld, %lld)", (long long)r, (long long)j);
+    CHECK_INT_EQ(uuid_ok(path, q), 2);
+    sqlite3_open(path, &db);
+    CHECK_INT_EQ(
+        sqlite3_exec(db, "INSERT INTO runs (id, started_us) VALUES (9, 9)", NULL, NULL, NULL),
+        SQLITE_OK);
+    /* A uuid is unique. */
+    CHECK(sqlite3_exec(db,
+                       "UPDATE runs SET uuid = (SELECT uuid FROM runs WHERE id = 1) "
+                       "WHERE id = 2",
+                       NULL, NULL, NULL) != SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_INT_EQ(uuid_ok(path, "id = 9"), 1);
+    CHECK_INT_EQ(scalar(path, "SELECT count(DISTINCT uuid) FROM runs"), 6);
+}
+
 static void test_newer_database_refused(void)
 {
     char path[400];
@@ -357,6 +419,7 @@ int main(void)
     test_migrate_from_1();
     test_migrate_from_3();
     test_migrate_from_3_calls();
+    test_migrate_from_5();
     test_run_join();
     test_newer_database_refused();
     test_parent_not_a_directory();

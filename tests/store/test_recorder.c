@@ -179,6 +179,11 @@ static void test_record_decode_redact(void)
     store_recorder_close(r);
 
     CHECK_INT_EQ(scalar("SELECT count(*) FROM runs"), 1);
+    /* The run the recorder made has its identity (runs.uuid, version 4). */
+    CHECK_INT_EQ(scalar("SELECT count(*) FROM runs WHERE length(uuid) = 36 AND "
+                        "substr(uuid, 15, 1) = '4' AND substr(uuid, 20, 1) IN ('8', '9', 'a', "
+                        "'b') AND key_id IS NULL"),
+                 1);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM calls"), 3);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM calls WHERE ended_us IS NULL"), 0);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM processes WHERE schema_source = 'response' AND "
