@@ -246,7 +246,7 @@ int cli_bundle(int argc, char **argv)
     else if (err == TFTAP_EIO)
         cli_error("cannot write %s: %s", output, strerror(errno ? errno : EIO));
     else if (err == TFTAP_ENOTFOUND)
-        cli_error("no run %lld in %s", (long long)run, path);
+        cli_error("no run %lld in %s", (long long)run, STORE_SHOWN(path));
     else if (err)
         cli_error("writing %s: %s%s%s", output, tftap_strerror(err), info.why[0] ? ": " : "",
                   info.why);

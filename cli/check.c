@@ -63,7 +63,7 @@ int cli_check(int argc, char **argv)
     rc = analysis_check_run(s, run, pos[1], &f);
     if (rc) {
         if (rc == TFTAP_ESTORE)
-            cli_error("reading %s: %s", path, store_errmsg(s));
+            cli_error("reading %s: %s", STORE_SHOWN(path), store_errmsg(s));
         else
             cli_error("checking run %lld: %s", (long long)run, tftap_strerror(rc));
         analysis_findings_done(&f);

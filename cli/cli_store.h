@@ -28,6 +28,10 @@ int cli_store_args(int argc, char **argv, const struct cli_opt *opts, const char
  * else the default path. */
 const char *cli_db_path(const char *opt);
 
+/* The one error line for store_open(path, flags) failing with rc (errno
+ * and store_open_error() as it left them): a file's or a server's words. */
+void cli_store_open_failed(const char *path, int flags, int rc);
+
 /* Open an existing database; on failure print one error and return 1. */
 int cli_open_store(const char *path, store **out);
 

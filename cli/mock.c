@@ -174,7 +174,7 @@ int cli_mock(int argc, char **argv)
         cli_error("run %lld holds a value or schema whose JSON is malformed", (long long)run);
         exit_code = 1;
     } else if (rc) {
-        cli_error("reading %s: %s", path, store_errmsg(s));
+        cli_error("reading %s: %s", STORE_SHOWN(path), store_errmsg(s));
         exit_code = 1;
     } else if (ntypes == 0) {
         cli_error("run %lld recorded no resource or data source values%s%s to mock", (long long)run,

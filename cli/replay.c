@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/cli_store.h"
 #include "cli/wrap.h"
 #include "store/store.h"
 
@@ -129,12 +130,30 @@ static int addr_ok(const char *a)
     }
 }
 
+/* A URI's ":RUN" suffix: a run id or "last" after the last colon, which
+ * comes after the URI's authority (a colon there is a port's). */
+static int uri_run_suffix(const char *arg, const char *colon)
+{
+    const char *auth = strstr(arg, "://");
+    const char *path = auth ? strchr(auth + 3, '/') : NULL;
+    if (path == NULL || colon < path)
+        return 0;
+    if (strcmp(colon + 1, "last") == 0)
+        return 1;
+    for (const char *p = colon + 1; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    return colon[1] != '\0';
+}
+
 /* SOURCE[:RUN]: a path that exists is a path, colons and all. */
 static int split_source(const char *arg, char **path, const char **run)
 {
     struct stat st;
     const char *colon = strrchr(arg, ':');
     *run = NULL;
+    if (colon != NULL && store_path_is_url(arg) && !uri_run_suffix(arg, colon))
+        colon = NULL;
     if (colon != NULL && stat(arg, &st) != 0 && colon[1] != '\0') {
         *path = strndup(arg, (size_t)(colon - arg));
         *run = colon + 1;
@@ -237,6 +256,10 @@ static int read_source(const char *path, const char *run_spec, int64_t *run, str
 {
     store *s = NULL;
     int rc = store_open(path, STORE_OPEN_READONLY, &s);
+    if (rc != 0 && store_path_is_url(path)) {
+        cli_store_open_failed(path, STORE_OPEN_READONLY, rc);
+        return 1;
+    }
     if (rc != 0) {
         cli_error("cannot open %s: %s", path,
                   rc == TFTAP_ENOTFOUND ? "no such file"
@@ -245,16 +268,17 @@ static int read_source(const char *path, const char *run_spec, int64_t *run, str
         store_close(s);
         return 1;
     }
+    const char *shown = STORE_SHOWN(path);
     rc = store_resolve_run(s, run_spec, run);
     if (rc != 0) {
-        cli_error("%s: no run '%s'%s", path, run_spec,
+        cli_error("%s: no run '%s'%s", shown, run_spec,
                   rc == TFTAP_EINVAL ? " (a run id or 'last')" : "");
         store_close(s);
         return 1;
     }
     rc = store_run_providers_each(s, *run, add_recorded, r);
     if (rc != 0) {
-        cli_error("cannot read the providers of run %lld of %s: %s", (long long)*run, path,
+        cli_error("cannot read the providers of run %lld of %s: %s", (long long)*run, shown,
                   rc == TFTAP_ENOMEM ? "out of memory" : store_errmsg(s));
         store_close(s);
         return 1;
@@ -266,11 +290,11 @@ static int read_source(const char *path, const char *run_spec, int64_t *run, str
             /* Quoted: the error stays one line whatever the address holds. */
             tftap_buf_json_string(&raw, r->v[i].addr, strlen(r->v[i].addr));
             cli_error("run %lld of %s: provider address %s is not one a CLI accepts",
-                      (long long)*run, path, tftap_buf_cstr(&raw));
+                      (long long)*run, shown, tftap_buf_cstr(&raw));
             rc = 1;
         } else if (store_run_provider_schema(s, *run, r->v[i].addr, &proto, &raw, NULL) != 0) {
             cli_error("run %lld of %s recorded no schema of %s: it cannot be replayed",
-                      (long long)*run, path, r->v[i].addr);
+                      (long long)*run, shown, r->v[i].addr);
             rc = 1;
         }
         tftap_buf_done(&raw);
@@ -279,7 +303,8 @@ static int read_source(const char *path, const char *run_spec, int64_t *run, str
     }
     store_close(s);
     if (rc == 0 && r->n == 0) {
-        cli_error("run %lld of %s has no provider calls: nothing to replay", (long long)*run, path);
+        cli_error("run %lld of %s has no provider calls: nothing to replay", (long long)*run,
+                  shown);
         rc = 1;
     }
     return rc;
@@ -521,7 +546,8 @@ int cli_replay(int argc, char **argv)
         goto cleanup;
     }
     if (run_opt != NULL && run_spec != NULL && strcmp(run_opt, run_spec) != 0) {
-        cli_usage_error("replay", "two runs given: %s and --run %s", source_arg, run_opt);
+        cli_usage_error("replay", "two runs given: %s and --run %s", STORE_SHOWN(source_arg),
+                        run_opt);
         code = 2;
         goto cleanup;
     }

@@ -115,13 +115,15 @@ int main(int argc, char **argv)
     const char *path = cli_db_path(db);
     int rc = store_open(path, STORE_OPEN_READONLY, &s);
     if (rc != 0) {
-        say("cannot open %s: %s", path, tftap_strerror(rc));
+        say("cannot open %s: %s", STORE_SHOWN(path),
+            store_path_is_url(path) && *store_open_error() ? store_open_error()
+                                                           : tftap_strerror(rc));
         goto out;
     }
     int64_t run_id = 0;
     rc = store_resolve_run(s, run, &run_id);
     if (rc != 0) {
-        say("%s has no run '%s'", path, run);
+        say("%s has no run '%s'", STORE_SHOWN(path), run);
         goto out;
     }
     replay_server_opts o;

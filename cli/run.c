@@ -919,7 +919,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         add[nadd++] = env_reattach;
     }
     if (snprintf(env_db, sizeof env_db, "TFTAP_DB=%s", db) >= (int)sizeof env_db) {
-        cli_error("database path too long: %s", db);
+        cli_error("database path too long: %s", STORE_SHOWN(db));
         goto cleanup;
     }
     add[nadd++] = env_db;

@@ -157,7 +157,7 @@ static int load_source(const char *src, const char *provider, const char *db, tf
     int rc = store_schemas_each(s, run, each_schema, &p);
     int ret = 2;
     if (rc)
-        cli_error("reading %s: %s", path, store_errmsg(s));
+        cli_error("reading %s: %s", STORE_SHOWN(path), store_errmsg(s));
     else if (!p.found)
         cli_error("run %lld recorded no provider schema%s%s", (long long)run,
                   provider ? " of " : "", provider ? provider : "");

@@ -21,7 +21,8 @@ static const char usage_text[] =
     "schemas) and a JSON API (docs/web.md), until interrupted. The first line printed is\n"
     "the URL to open; it carries a random token, without which every request is refused.\n"
     "The database is opened read only; a run still being recorded shows up live.\n"
-    "SOURCE, a bundle (tftap bundle) or database file, is the same as --db SOURCE.\n\n"
+    "SOURCE, a bundle (tftap bundle), a database file or a PostgreSQL URI, is the same\n"
+    "as --db SOURCE.\n\n"
     "  --db PATH           the database (default: $TFTAP_DB, else .tftap/tftap.db)\n"
     "  --listen ADDR:PORT  where to listen (default 127.0.0.1:0: a free loopback port);\n"
     "                      any other than a loopback address exposes the recorded values\n"
@@ -72,9 +73,11 @@ int cli_serve(int argc, char **argv)
         }
     }
     if (optind < argc && !db) {
-        /* A SOURCE: a bundle or database file, the same as --db FILE. */
+        /* A SOURCE: a bundle or database file (or a PostgreSQL URI), the
+         * same as --db SOURCE. */
         struct stat st;
-        if (stat(argv[optind], &st) != 0 || S_ISDIR(st.st_mode)) {
+        if (!store_path_is_url(argv[optind]) &&
+            (stat(argv[optind], &st) != 0 || S_ISDIR(st.st_mode))) {
             cli_error("no file %s (see 'tftap serve --help')", argv[optind]);
             return 2;
         }
@@ -94,7 +97,9 @@ int cli_serve(int argc, char **argv)
     errno = 0;
     int rc = store_open(path, STORE_OPEN_READONLY, &s);
     if (rc) {
-        if (rc == TFTAP_ENOTFOUND)
+        if (store_path_is_url(path))
+            cli_store_open_failed(path, STORE_OPEN_READONLY, rc);
+        else if (rc == TFTAP_ENOTFOUND)
             cli_error("no database at %s (record one with 'tftap run', or pass --db)",
                       STORE_SHOWN(path));
         else if (rc == TFTAP_EIO)

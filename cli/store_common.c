@@ -66,28 +66,66 @@ const char *cli_db_path(const char *opt)
     return STORE_DEFAULT_PATH;
 }
 
+/* The server's message without its severity word ("ERROR:  permission
+ * denied ..."): the line says what failed already. */
+static const char *server_reason(void)
+{
+    const char *why = store_open_error();
+    static const char *const levels[] = {"ERROR:", "FATAL:", "PANIC:"};
+    for (size_t i = 0; i < sizeof levels / sizeof *levels; i++)
+        if (strncmp(why, levels[i], strlen(levels[i])) == 0) {
+            why += strlen(levels[i]);
+            while (*why == ' ')
+                why++;
+            break;
+        }
+    return why;
+}
+
+void cli_store_open_failed(const char *path, int flags, int rc)
+{
+    const char *shown = STORE_SHOWN(path);
+    if (store_path_is_url(path)) {
+        /* A server, not a file: libpq's or the server's reason when there
+         * is one, and no advice about files. */
+        const char *why = server_reason();
+        if (rc == TFTAP_ENOTFOUND)
+            cli_error("no tftap record in %s (record one with 'tftap run --db URI')", shown);
+        else if (rc == TFTAP_EIO)
+            cli_error("cannot connect to %s: %s", shown, *why ? why : tftap_strerror(rc));
+        else if (*why)
+            cli_error("cannot open %s: %s", shown, why);
+        else if (rc == TFTAP_ESTORE && (flags & STORE_OPEN_READONLY))
+            cli_error("cannot read %s: its tftap record is of another tftap version (an older "
+                      "one is brought up to date by 'tftap runs --db URI')",
+                      shown);
+        else if (rc == TFTAP_ESTORE)
+            cli_error("cannot read %s: its tftap record is from a newer tftap", shown);
+        else
+            cli_error("cannot open %s: %s", shown, tftap_strerror(rc));
+        return;
+    }
+    if (rc == TFTAP_ENOTFOUND)
+        cli_error("no database at %s (record one with 'tftap run', or pass --db)", shown);
+    else if (rc == TFTAP_EIO)
+        cli_error("cannot open %s: %s", shown, strerror(errno ? errno : EIO));
+    else if (rc == TFTAP_ESTORE && (flags & STORE_OPEN_READONLY))
+        cli_error("cannot read %s: not a tftap database or bundle, or one of another tftap "
+                  "version",
+                  shown);
+    else if (rc == TFTAP_ESTORE)
+        cli_error("cannot read %s: not a tftap database, or one from a newer tftap", shown);
+    else
+        cli_error("cannot open %s: %s", shown, tftap_strerror(rc));
+}
+
 static int open_store(const char *path, int flags, store **out)
 {
     errno = 0;
     int rc = store_open(path, flags, out);
     if (rc == 0)
         return 0;
-    if (rc == TFTAP_ENOTFOUND)
-        cli_error("no database at %s (record one with 'tftap run', or pass --db)",
-                  STORE_SHOWN(path));
-    else if (rc == TFTAP_EIO && store_path_is_url(path) && *store_open_error())
-        cli_error("cannot open %s: %s", STORE_SHOWN(path), store_open_error());
-    else if (rc == TFTAP_EIO)
-        cli_error("cannot open %s: %s", STORE_SHOWN(path), strerror(errno ? errno : EIO));
-    else if (rc == TFTAP_ESTORE && (flags & STORE_OPEN_READONLY))
-        cli_error("cannot read %s: not a tftap database or bundle, or one of another tftap "
-                  "version",
-                  STORE_SHOWN(path));
-    else if (rc == TFTAP_ESTORE)
-        cli_error("cannot read %s: not a tftap database, or one from a newer tftap",
-                  STORE_SHOWN(path));
-    else
-        cli_error("cannot open %s: %s", STORE_SHOWN(path), tftap_strerror(rc));
+    cli_store_open_failed(path, flags, rc);
     return 1;
 }
 
@@ -114,7 +152,7 @@ int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_i
             cli_error("no run %s in %s (see 'tftap runs')", spec, STORE_SHOWN(path));
         return 1;
     }
-    cli_error("reading %s: %s", path, store_errmsg(s));
+    cli_error("reading %s: %s", STORE_SHOWN(path), store_errmsg(s));
     return 1;
 }
 

@@ -620,8 +620,8 @@ static int pg_version(sdb *db, int *v, int missing_ok)
 static int migrate_pg(sdb *db)
 {
     int v = 0;
-    if (pg_version(db, &v, 1) == SDB_OK && v == (int)N_MIGRATIONS)
-        return SDB_OK;
+    if (pg_version(db, &v, 1) == SDB_OK && v >= (int)N_MIGRATIONS)
+        return v == (int)N_MIGRATIONS ? SDB_OK : SDB_NOTADB; /* newer: do not touch */
     int rc = store_begin(db, 60000);
     if (rc != SDB_OK)
         return rc;
@@ -631,7 +631,7 @@ static int migrate_pg(sdb *db)
     if (rc == SDB_OK)
         rc = pg_version(db, &v, 1);
     if (rc == SDB_OK && v > (int)N_MIGRATIONS)
-        rc = SDB_ERROR; /* written by a newer tftap: do not touch */
+        rc = SDB_NOTADB; /* written by a newer tftap: do not touch */
     if (rc == SDB_OK && v < PG_BASELINE) {
         rc = store_exec(db, pg_baseline);
         v = PG_BASELINE;
@@ -910,6 +910,10 @@ static int pg_open(const char *uri, sdb **out, unsigned char key[STORE_KEY_LEN])
     if (rc == SDB_OK)
         rc = load_key(db, key);
     if (rc != SDB_OK) {
+        /* Connected, then refused (permissions, a failed migration): the
+         * server's reason is what the user needs. */
+        if (db && rc != SDB_GONE)
+            sdb_set_open_error(rc == SDB_NOTADB ? NULL : sdb_errmsg(db));
         sdb_close(db);
         return rc == SDB_GONE || rc == SDB_CANTOPEN ? TFTAP_EIO : store_err(rc);
     }
@@ -925,9 +929,12 @@ static int pg_open_readonly(const char *uri, sdb **out)
     int rc = sdb_open(uri, SDB_OPEN_READONLY, &db);
     if (rc == SDB_OK)
         rc = pg_version(db, &v, 0);
-    if (rc == SDB_OK && v != (int)N_MIGRATIONS)
+    int mismatch = rc == SDB_OK && v != (int)N_MIGRATIONS;
+    if (mismatch)
         rc = SDB_ERROR; /* not migrated yet, or from a newer tftap */
     if (rc != SDB_OK) {
+        if (db && rc != SDB_GONE)
+            sdb_set_open_error(mismatch || rc == SDB_NOTFOUND ? NULL : sdb_errmsg(db));
         sdb_close(db);
         return rc == SDB_NOTFOUND                     ? TFTAP_ENOTFOUND
                : rc == SDB_GONE || rc == SDB_CANTOPEN ? TFTAP_EIO

@@ -284,3 +284,8 @@ int store_data_version(store *s, int64_t *out)
 {
     return store_err(sdb_data_version(s->db, out));
 }
+
+int store_connection_lost(store *s)
+{
+    return s && sdb_gone(s->db);
+}

@@ -25,6 +25,7 @@ enum {
     SDB_NOTFOUND = 12,
     SDB_CANTOPEN = 14,
     SDB_CONSTRAINT = 19,
+    SDB_NOTADB = 26, /* a record tftap must not touch (one of a newer tftap) */
     SDB_ROW = 100,
     SDB_DONE = 101,
     SDB_GONE = 250, /* PostgreSQL: connection lost or refused */
@@ -49,6 +50,9 @@ int sdb_open(const char *target, int flags, sdb **out);
 /* Why this thread's last sdb_open of a PostgreSQL URI failed (libpq's
  * words, one line), or "". */
 const char *sdb_open_error(void);
+/* Records msg (its first line) as sdb_open_error's answer (NULL clears it):
+ * also the store's, when a connection is refused after it was made. */
+void sdb_set_open_error(const char *msg);
 /* An SQLite database image (a file's bytes) opened in memory, writable. */
 int sdb_open_sqlite_image(const void *data, size_t len, sdb **out);
 void sdb_close(sdb *db);
@@ -74,6 +78,10 @@ void sdb_busy_timeout(sdb *db, int ms);
 /* A counter that changes when another connection commits (SQLite's PRAGMA
  * data_version; PostgreSQL: notifications from triggers). */
 int sdb_data_version(sdb *db, int64_t *v);
+/* 1 once a PostgreSQL connection is known broken (a call returned SDB_GONE,
+ * or sdb_data_version found it closed): only a new sdb_open helps. Never for
+ * SQLite. */
+int sdb_gone(sdb *db);
 
 int sdb_prepare(sdb *db, const char *sql, sdb_stmt **out);
 /* A query whose rows may be many (a run's calls): PostgreSQL reads them

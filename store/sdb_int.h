@@ -21,8 +21,6 @@ struct sdb_stmt {
     struct sdb_pg_stmt *pg;
 };
 
-/* Records msg as sdb_open_error's answer (NULL clears it). */
-void sdb_set_open_error(const char *msg);
 int sdb_pg_open(const char *uri, int flags, sdb *db);
 void sdb_pg_close(sdb *db);
 const char *sdb_pg_errmsg(sdb *db);
@@ -31,6 +29,7 @@ int sdb_pg_exec(sdb *db, const char *sql);
 int sdb_pg_get_autocommit(sdb *db);
 void sdb_pg_pipeline(sdb *db, int on);
 int sdb_pg_data_version(sdb *db, int64_t *v);
+int sdb_pg_gone(sdb *db);
 int sdb_pg_prepare(sdb *db, const char *sql, int large, sdb_stmt *st);
 int sdb_pg_step(sdb_stmt *st);
 int sdb_pg_reset(sdb_stmt *st);

@@ -40,6 +40,7 @@ struct sdb_pg {
     char *err;
     int changes;
     int64_t notified; /* notifications seen (data version) */
+    int gone;         /* a call found the session ended: only a reconnect helps */
     unsigned next_name, next_cursor;
     struct pg_prepared *prepared;
     int pipeline;    /* sdb_pipeline: transactions run in pipeline mode */
@@ -84,6 +85,7 @@ static int result_rc(struct sdb_pg *pg, PGresult *res)
 {
     if (PQstatus(pg->conn) != CONNECTION_OK) {
         set_err(pg, PQerrorMessage(pg->conn));
+        pg->gone = 1;
         return SDB_GONE;
     }
     if (!res) {
@@ -100,8 +102,10 @@ static int result_rc(struct sdb_pg *pg, PGresult *res)
         return SDB_CONSTRAINT;
     if (!strcmp(state, "25006"))
         return SDB_READONLY;
-    if (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3))
+    if (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3)) {
+        pg->gone = 1;
         return SDB_GONE;
+    }
     if (!strcmp(state, "53200"))
         return SDB_NOMEM;
     return SDB_ERROR;
@@ -347,6 +351,11 @@ int sdb_pg_get_autocommit(sdb *db)
     return PQtransactionStatus(db->pg->conn) == PQTRANS_IDLE;
 }
 
+int sdb_pg_gone(sdb *db)
+{
+    return db->pg->gone || PQstatus(db->pg->conn) != CONNECTION_OK;
+}
+
 int sdb_pg_data_version(sdb *db, int64_t *v)
 {
     struct sdb_pg *pg = db->pg;
@@ -356,6 +365,7 @@ int sdb_pg_data_version(sdb *db, int64_t *v)
     }
     if (!PQconsumeInput(pg->conn)) {
         set_err(pg, PQerrorMessage(pg->conn));
+        pg->gone = 1;
         return SDB_GONE;
     }
     *v = count_notifies(pg);

@@ -126,6 +126,11 @@ void sdb_busy_timeout(sdb *db, int ms)
         sqlite3_busy_timeout(db->lite, ms);
 }
 
+int sdb_gone(sdb *db)
+{
+    return db && db->pg ? sdb_pg_gone(db) : 0;
+}
+
 int sdb_data_version(sdb *db, int64_t *v)
 {
     if (db->pg)

@@ -465,8 +465,14 @@ int store_schemas_list(store *s, int (*fn)(void *ctx, const store_schema_info *r
  * TFTAP_ENOTFOUND, TFTAP_EDECODE, TFTAP_ENOMEM, TFTAP_ESTORE. */
 int store_schema_json(store *s, const char *sha256, tftap_buf *out);
 
-/* SQLite's PRAGMA data_version: changes when another connection commits. */
+/* SQLite's PRAGMA data_version: changes when another connection commits
+ * (PostgreSQL: a count of the record's change notifications, per
+ * connection). Also notices a PostgreSQL connection the server closed. */
 int store_data_version(store *s, int64_t *out);
+/* 1 when s is a PostgreSQL connection known to be lost (the server went
+ * away or ended the session): close it and open a new one. Never for a
+ * file. */
+int store_connection_lost(store *s);
 
 /* ---- push: runs copied into a shared record (docs/database.md) ---------- */
 

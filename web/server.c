@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -33,6 +34,12 @@
 #define CONNECTION_MEMORY (64 * 1024)
 #define LISTENER_BACKLOG 4096
 #define PING_MS 15000
+/* Open PostgreSQL sessions kept between API requests (libuv's pool runs 4
+ * threads unless UV_THREADPOOL_SIZE says otherwise; a request finding none
+ * free opens one and closes it after). */
+#define POOL_MAX 4
+/* How often the live-update check tries to reconnect a lost session. */
+#define RECONNECT_MS 1000
 
 static const char csp[] = "default-src 'self'; script-src 'self'; style-src 'self'; "
                           "img-src 'self'; connect-src 'self'; object-src 'none'; "
@@ -69,7 +76,18 @@ struct web_server {
     int nlisteners;
     struct web_schema_cache schema;
     char *db_path;
-    int jobs; /* API requests being answered on the thread pool */
+    int jobs; /* API requests (and reconnects) running on the thread pool */
+    /* A PostgreSQL record: sessions kept open between requests (a session
+     * is a backend process and a login on the server; an SQLite file is
+     * opened per request, as cheap as an open(2)). */
+    int pooled;
+    pthread_mutex_t pool_lock;
+    store *pool[POOL_MAX];
+    int npool;
+    /* The live-update check's own session once w->s's was lost. */
+    store *live;
+    int reconnecting;
+    int64_t next_reconnect_ms;
 };
 
 /* ---- the listening address --------------------------------------------- */
@@ -280,21 +298,72 @@ static void job_free(struct job *j)
     free(j);
 }
 
+/* A pooled session, checked without a round trip (a session the server
+ * ended is found closed), or NULL. */
+static store *pool_take(web_server *w)
+{
+    store *s = NULL;
+    pthread_mutex_lock(&w->pool_lock);
+    if (w->npool > 0)
+        s = w->pool[--w->npool];
+    pthread_mutex_unlock(&w->pool_lock);
+    int64_t v = 0;
+    if (s && (store_data_version(s, &v) != 0 || store_connection_lost(s))) {
+        store_close(s);
+        s = NULL;
+    }
+    return s;
+}
+
+static void pool_give(web_server *w, store *s)
+{
+    if (s && w->pooled && !store_connection_lost(s)) {
+        pthread_mutex_lock(&w->pool_lock);
+        if (w->npool < POOL_MAX) {
+            w->pool[w->npool++] = s;
+            s = NULL;
+        }
+        pthread_mutex_unlock(&w->pool_lock);
+    }
+    store_close(s);
+}
+
+/* Every session LISTENs to the record's change notifications, and the
+ * server pushes them to idle sessions too: read them off the kept sessions
+ * (no round trip, libpq never blocks here), or a full socket would stall
+ * their backends and with them the server's notification queue. */
+static void pool_drain(web_server *w)
+{
+    int64_t v = 0;
+    pthread_mutex_lock(&w->pool_lock);
+    for (int i = 0; i < w->npool; i++)
+        store_data_version(w->pool[i], &v);
+    pthread_mutex_unlock(&w->pool_lock);
+}
+
 static void job_work(uv_work_t *req)
 {
     struct job *j = container_of(req, struct job, req);
     web_server *w = j->w;
-    store *s = NULL;
-    int rc = store_open(w->db_path, STORE_OPEN_READONLY, &s);
-    if (rc) {
-        tftap_buf_printf(&j->body, "{\"error\":\"cannot open the database: %s\"}\n",
-                         tftap_strerror(rc));
-        j->status = 500;
-        return;
+    /* A pooled session the server ended while it waited fails the request
+     * the moment it is used: once more on a new session. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        store *s = w->pooled ? pool_take(w) : NULL;
+        int rc = s ? 0 : store_open(w->db_path, STORE_OPEN_READONLY, &s);
+        tftap_buf_reset(&j->body);
+        if (rc) {
+            tftap_buf_printf(&j->body, "{\"error\":\"cannot open the database: %s\"}\n",
+                             tftap_strerror(rc));
+            j->status = 500;
+            return;
+        }
+        struct web_request r = {j->path, job_arg, j};
+        j->status = web_api(s, &w->schema, &r, &j->body);
+        int lost = store_connection_lost(s);
+        pool_give(w, s);
+        if (!lost)
+            return;
     }
-    struct web_request r = {j->path, job_arg, j};
-    j->status = web_api(s, &w->schema, &r, &j->body);
-    store_close(s);
 }
 
 static void finish_stop(web_server *w);
@@ -439,11 +508,75 @@ static enum MHD_Result reply_events(web_server *w, struct MHD_Connection *c, int
     return queue(w, c, MHD_HTTP_OK, r, "text/event-stream", set_cookie);
 }
 
+/* The live-update check's session was lost (the server restarted, or ended
+ * it): a new one is opened on the thread pool, never on the loop (a server
+ * that does not answer holds a connect for seconds). */
+struct reconnect {
+    uv_work_t req;
+    web_server *w;
+    store *s;
+};
+
+static void reconnect_work(uv_work_t *req)
+{
+    struct reconnect *r = container_of(req, struct reconnect, req);
+    if (store_open(r->w->db_path, STORE_OPEN_READONLY, &r->s) != 0)
+        r->s = NULL;
+}
+
+static void reconnect_done(uv_work_t *req, int status)
+{
+    struct reconnect *r = container_of(req, struct reconnect, req);
+    web_server *w = r->w;
+    w->jobs--;
+    w->reconnecting = 0;
+    if (r->s && w->running) {
+        store_close(w->live);
+        w->live = r->s;
+        /* The new session counts from zero, and commits made while none
+         * was open went unannounced: say that something changed. */
+        w->data_version = 0;
+        store_data_version(w->live, &w->data_version);
+        w->seq++;
+        char ev[96];
+        snprintf(ev, sizeof ev, "event: change\ndata: {\"seq\":%llu}\n\n",
+                 (unsigned long long)w->seq);
+        broadcast(w, ev);
+    } else {
+        store_close(r->s);
+        w->next_reconnect_ms = tftap_mono_ms() + RECONNECT_MS;
+    }
+    free(r);
+    if (!w->running && w->jobs == 0)
+        finish_stop(w);
+}
+
+static void reconnect(web_server *w)
+{
+    if (w->reconnecting || tftap_mono_ms() < w->next_reconnect_ms)
+        return;
+    struct reconnect *r = calloc(1, sizeof *r);
+    if (!r)
+        return;
+    r->w = w;
+    w->jobs++;
+    w->reconnecting = 1;
+    if (uv_queue_work(&w->loop, &r->req, reconnect_work, reconnect_done) != 0) {
+        w->jobs--;
+        w->reconnecting = 0;
+        free(r);
+    }
+}
+
 static void on_live(uv_timer_t *t)
 {
     web_server *w = container_of(t, web_server, live_timer);
     int64_t v = 0;
-    if (store_data_version(w->s, &v) == 0 && v != w->data_version) {
+    store *s = w->live ? w->live : w->s;
+    int rc = store_data_version(s, &v);
+    if (rc != 0 && store_connection_lost(s))
+        reconnect(w);
+    else if (rc == 0 && v != w->data_version) {
         w->data_version = v;
         w->seq++;
         char ev[96];
@@ -451,6 +584,8 @@ static void on_live(uv_timer_t *t)
                  (unsigned long long)w->seq);
         broadcast(w, ev);
     }
+    if (w->pooled)
+        pool_drain(w);
     int64_t now = tftap_mono_ms();
     if (now - w->last_ping_ms >= PING_MS) {
         /* A comment line: finds listeners that went away while parked. */
@@ -556,6 +691,7 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
     if (!w)
         return TFTAP_ENOMEM;
     w->s = s;
+    w->pool_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     w->db_path = strdup(opts && opts->db_path ? opts->db_path : "");
     if (!w->db_path || !*w->db_path || uv_mutex_init(&w->schema.lock) != 0) {
         int err = w->db_path && !*w->db_path ? TFTAP_EINVAL : TFTAP_ENOMEM;
@@ -614,6 +750,7 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
     snprintf(w->cookie, sizeof w->cookie, "tftap_token_%u", port);
     snprintf(w->url, sizeof w->url, "http://%s/?token=%s", w->host, w->token);
     store_data_version(s, &w->data_version);
+    w->pooled = store_path_is_url(w->db_path);
     *out = w;
     return 0;
 }
@@ -687,6 +824,9 @@ void web_server_free(web_server *w)
         MHD_stop_daemon(w->mhd);
     uv_run(&w->loop, UV_RUN_DEFAULT); /* let the closed handles' callbacks run */
     uv_loop_close(&w->loop);
+    for (int i = 0; i < w->npool; i++)
+        store_close(w->pool[i]);
+    store_close(w->live);
     free(w->schema.json);
     uv_mutex_destroy(&w->schema.lock);
     free(w->db_path);

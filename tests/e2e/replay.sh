@@ -55,7 +55,7 @@ EOF
 # nor the times an apply took (a slower machine or build says 1s for 0s).
 normalized() {
     grep -v '^ - tftap/tftest[56] in /' "$1" |
-        sed -E 's/ complete after [0-9hms]+ / complete after Ns /; /: Still [a-z]+\.\.\. \[/d'
+        sed -E 's/ complete after [0-9hms]+( |$)/ complete after Ns\1/; /: Still [a-z]+\.\.\. \[/d'
 }
 
 # ---- the recording ------------------------------------------------------------
