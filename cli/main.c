@@ -46,8 +46,8 @@ static void usage(FILE *f)
         if (commands[i].summary != NULL)
             fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
-            "\n--db PATH before the command is the same as after it (the database,\n"
-            "default $TFTAP_DB, else ./%s).\n"
+            "\n--db PATH before the command is the same as after it (the database: a\n"
+            "file, or a postgresql:// URI; default $TFTAP_DB, else ./%s).\n"
             "Run 'tftap COMMAND --help' for a command's options.\n",
             STORE_DEFAULT_PATH);
 }

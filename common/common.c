@@ -2,6 +2,7 @@
 #include "common.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,11 +243,96 @@ int64_t tftap_mono_ms(void)
     return tftap_mono_us() / 1000;
 }
 
+/* SHA-256 fetched from OpenSSL's provider once: SHA256() and HMAC() fetch
+ * it for every call, which costs more than hashing a short value. */
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void)
+{
+    sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+static const EVP_MD *sha256(void)
+{
+    pthread_once(&sha256_once, sha256_fetch);
+    return sha256_md ? sha256_md : EVP_sha256();
+}
+
 void tftap_sha256_hex(const void *data, size_t len, char out[65])
 {
     unsigned char md[SHA256_DIGEST_LENGTH];
-    SHA256(data, len, md);
+    if (EVP_Digest(data, len, md, NULL, sha256(), NULL) != 1)
+        SHA256(data, len, md);
     tftap_hex_encode(md, sizeof md, out);
+}
+
+struct tftap_hmac {
+    EVP_MD_CTX *inner, *outer; /* after the key's ipad / opad block */
+    EVP_MD_CTX *work;
+};
+
+void tftap_hmac_free(tftap_hmac *h)
+{
+    if (!h)
+        return;
+    EVP_MD_CTX_free(h->inner);
+    EVP_MD_CTX_free(h->outer);
+    EVP_MD_CTX_free(h->work);
+    free(h);
+}
+
+/* RFC 2104: H((K ^ opad) || H((K ^ ipad) || m)), K hashed first when longer
+ * than a block and padded with zeros to one. */
+tftap_hmac *tftap_hmac_new(const void *key, size_t key_len)
+{
+    tftap_hmac *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    unsigned char k[64] = {0}, pad[64];
+    if (key_len > sizeof k) {
+        if (EVP_Digest(key, key_len, k, NULL, sha256(), NULL) != 1)
+            goto fail;
+    } else if (key_len) {
+        memcpy(k, key, key_len);
+    }
+    h->inner = EVP_MD_CTX_new();
+    h->outer = EVP_MD_CTX_new();
+    h->work = EVP_MD_CTX_new();
+    if (!h->inner || !h->outer || !h->work)
+        goto fail;
+    for (size_t i = 0; i < sizeof pad; i++)
+        pad[i] = k[i] ^ 0x36;
+    if (EVP_DigestInit_ex(h->inner, sha256(), NULL) != 1 ||
+        EVP_DigestUpdate(h->inner, pad, sizeof pad) != 1)
+        goto fail;
+    for (size_t i = 0; i < sizeof pad; i++)
+        pad[i] = k[i] ^ 0x5c;
+    if (EVP_DigestInit_ex(h->outer, sha256(), NULL) != 1 ||
+        EVP_DigestUpdate(h->outer, pad, sizeof pad) != 1)
+        goto fail;
+    OPENSSL_cleanse(k, sizeof k);
+    OPENSSL_cleanse(pad, sizeof pad);
+    return h;
+fail:
+    OPENSSL_cleanse(k, sizeof k);
+    OPENSSL_cleanse(pad, sizeof pad);
+    tftap_hmac_free(h);
+    return NULL;
+}
+
+int tftap_hmac_hex(tftap_hmac *h, const void *data, size_t len, char out[65])
+{
+    unsigned char ih[SHA256_DIGEST_LENGTH], md[SHA256_DIGEST_LENGTH];
+    if (EVP_MD_CTX_copy_ex(h->work, h->inner) != 1 || EVP_DigestUpdate(h->work, data, len) != 1 ||
+        EVP_DigestFinal_ex(h->work, ih, NULL) != 1 || EVP_MD_CTX_copy_ex(h->work, h->outer) != 1 ||
+        EVP_DigestUpdate(h->work, ih, sizeof ih) != 1 ||
+        EVP_DigestFinal_ex(h->work, md, NULL) != 1) {
+        out[0] = '\0';
+        return -1;
+    }
+    tftap_hex_encode(md, sizeof md, out);
+    return 0;
 }
 
 void tftap_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len,

@@ -94,6 +94,15 @@ const char *tftap_grpc_status_name(int code);
 void tftap_sha256_hex(const void *data, size_t len, char out[65]);
 void tftap_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len,
                            char out[65]);
+/* HMAC-SHA256 of many values under one key (the recorder's redaction): the
+ * key's two padded blocks are hashed once, and a value costs two digests
+ * with no allocation. One object serves one thread at a time.
+ * tftap_hmac_new returns NULL when out of memory. */
+typedef struct tftap_hmac tftap_hmac;
+tftap_hmac *tftap_hmac_new(const void *key, size_t key_len);
+/* Same digits as tftap_hmac_sha256_hex; -1 when OpenSSL failed (out is ""). */
+int tftap_hmac_hex(tftap_hmac *h, const void *data, size_t len, char out[65]);
+void tftap_hmac_free(tftap_hmac *h);
 
 /* Read a whole file ("-" = stdin) into *buf, at most max bytes.
  * Returns 0, TFTAP_EIO (errno set) or TFTAP_ELIMIT or TFTAP_ENOMEM. */

@@ -78,10 +78,23 @@ void dec_type_to_json(const dec_type *t, tftap_buf *out);
  * digits and a NUL to out (an HMAC-SHA256 with a per-database key). */
 typedef void (*dec_redact_fn)(void *ctx, const char *json, size_t len, char out[65]);
 
+/* DynamicValues already rendered, for rendering the same bytes again (a
+ * plan's proposed state is often its prior state byte for byte, and its
+ * planned state the proposed one): dec_message_to_json copies the JSON of a
+ * value whose type and bytes it has seen instead of decoding it again. One
+ * memo serves one dec_opts and one schema (types are told apart by address):
+ * clear it when either changes. Bounded (DEC_MEMO_MAX_BYTES). */
+typedef struct dec_memo dec_memo;
+#define DEC_MEMO_MAX_BYTES ((size_t)1 << 20)
+dec_memo *dec_memo_new(void); /* NULL when out of memory */
+void dec_memo_clear(dec_memo *m);
+void dec_memo_free(dec_memo *m); /* accepts NULL */
+
 typedef struct dec_opts {
     dec_limits limits;
     dec_redact_fn redact; /* NULL: sensitive values are shown as decoded */
     void *redact_ctx;
+    dec_memo *memo; /* NULL: every value is decoded */
 } dec_opts;
 
 /* Decode one msgpack-encoded value of type t (exactly one value: trailing

@@ -232,9 +232,23 @@ static void put_base64(tftap_buf *out, const uint8_t *p, size_t n)
 /* {"size": N, "sha256": "<hex>"} for bytes we describe rather than show. */
 static void put_digest(tftap_buf *out, const uint8_t *p, size_t n)
 {
-    char hex[65];
-    tftap_sha256_hex(p ? (const void *)p : "", n, hex);
-    tftap_buf_printf(out, "{\"size\":%zu,\"sha256\":\"%s\"}", n, hex);
+    /* Private fields are often empty: their digest is a constant. By hand
+     * otherwise: printf costs as much as the digest of a short field. */
+    char hex[65] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    if (n)
+        tftap_sha256_hex(p, n, hex);
+    char num[21];
+    size_t i = sizeof num;
+    size_t v = n;
+    do {
+        num[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    tftap_buf_puts(out, "{\"size\":");
+    tftap_buf_append(out, num + i, sizeof num - i);
+    tftap_buf_puts(out, ",\"sha256\":\"");
+    tftap_buf_append(out, hex, 64);
+    tftap_buf_puts(out, "\"}");
 }
 
 /* Copy one JSON text compactly (whitespace dropped, tokens verbatim so
@@ -455,6 +469,78 @@ void dec_value_ctx_done(struct dec_value_ctx *c)
     c->t_bool = c->t_number = NULL;
 }
 
+/* ---- the memo of rendered DynamicValues ------------------------------------ */
+
+struct memo_entry {
+    struct memo_entry *next;
+    const dec_type *t;
+    int is_json; /* the value came as JSON, not msgpack */
+    size_t n, json_len;
+    unsigned char *bytes; /* n value bytes, then json_len bytes of JSON */
+};
+
+struct dec_memo {
+    struct memo_entry *head;
+    size_t bytes;
+};
+
+dec_memo *dec_memo_new(void)
+{
+    return calloc(1, sizeof(dec_memo));
+}
+
+void dec_memo_clear(dec_memo *m)
+{
+    if (!m)
+        return;
+    while (m->head) {
+        struct memo_entry *e = m->head;
+        m->head = e->next;
+        free(e->bytes);
+        free(e);
+    }
+    m->bytes = 0;
+}
+
+void dec_memo_free(dec_memo *m)
+{
+    dec_memo_clear(m);
+    free(m);
+}
+
+static const struct memo_entry *memo_find(const dec_memo *m, const dec_type *t, int is_json,
+                                          const uint8_t *p, size_t n)
+{
+    for (const struct memo_entry *e = m->head; e; e = e->next)
+        if (e->t == t && e->is_json == is_json && e->n == n && memcmp(e->bytes, p, n) == 0)
+            return e;
+    return NULL;
+}
+
+/* Remember json/json_len as the rendering of p/n (within the bound; the
+ * newest first, since a call's values repeat the ones just before). */
+static void memo_add(dec_memo *m, const dec_type *t, int is_json, const uint8_t *p, size_t n,
+                     const char *json, size_t json_len)
+{
+    size_t need = n + json_len;
+    if (need > DEC_MEMO_MAX_BYTES || need < n)
+        return;
+    if (m->bytes + need > DEC_MEMO_MAX_BYTES)
+        dec_memo_clear(m);
+    struct memo_entry *e = malloc(sizeof *e);
+    unsigned char *b = malloc(need ? need : 1);
+    if (!e || !b) {
+        free(e);
+        free(b);
+        return;
+    }
+    memcpy(b, p, n);
+    memcpy(b + n, json, json_len);
+    *e = (struct memo_entry){m->head, t, is_json, n, json_len, b};
+    m->head = e;
+    m->bytes += need;
+}
+
 static int render_dynamic(struct render *r, const ProtobufCMessage *dv, const char *field,
                           size_t index)
 {
@@ -474,8 +560,21 @@ static int render_dynamic(struct render *r, const ProtobufCMessage *dv, const ch
         tftap_buf_putc(r->out, '}');
         return 0;
     }
+    /* Types made for this render (primitives) may share an address with
+     * another render's: only the schema's are remembered. */
+    dec_memo *memo = t != r->c.t_bool && t != r->c.t_number ? r->opts->memo : NULL;
+    if (memo) {
+        const struct memo_entry *m = memo_find(memo, t, mn == 0, payload, size);
+        if (m) {
+            tftap_buf_append(r->out, (const char *)m->bytes + m->n, m->json_len);
+            return 0;
+        }
+    }
+    size_t mark = r->out->len;
     dec_error e = DEC_ERROR_INIT;
     int rc = dec_dynamic_value_to_json(t, mp, mn, jp, jn, r->opts, r->out, &e);
+    if (rc == 0 && memo && !tftap_buf_failed(r->out))
+        memo_add(memo, t, mn == 0, payload, size, r->out->data + mark, r->out->len - mark);
     if (rc == TFTAP_ENOMEM) {
         dec_error_done(&e);
         return rc;

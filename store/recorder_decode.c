@@ -23,8 +23,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <openssl/core_names.h>
-
 char *store_rec_dupstr(const char *s)
 {
     if (!s)
@@ -313,6 +311,7 @@ static void call_free(store_recorder *r, struct call *c)
     free(c->decode_error);
     tftap_buf_done(&c->req.json);
     tftap_buf_done(&c->resp.json);
+    dec_memo_free(c->memo);
     free(c);
 }
 
@@ -368,40 +367,20 @@ static struct call *call_get(store_recorder *r, uint64_t id, const char *method,
 
 /* ---- writer: decoding ----------------------------------------------------- */
 
-/* A keyed context made once: fetching the algorithm for every value (as the
- * one-shot HMAC() does) costs more than the digest itself. */
+/* A keyed context made once: fetching the algorithm and hashing the key
+ * for every value (as the one-shot HMAC() does) costs more than the digest
+ * itself. */
 static void mac_setup(store_recorder *r)
 {
-    EVP_MAC_CTX_free(r->mac);
-    r->mac = NULL;
-    EVP_MAC *m = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    if (!m)
-        return;
-    EVP_MAC_CTX *c = EVP_MAC_CTX_new(m);
-    EVP_MAC_free(m);
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
-        OSSL_PARAM_construct_end(),
-    };
-    if (c && EVP_MAC_init(c, r->key, sizeof r->key, params) == 1)
-        r->mac = c;
-    else
-        EVP_MAC_CTX_free(c);
+    tftap_hmac_free(r->mac);
+    r->mac = tftap_hmac_new(r->key, sizeof r->key);
 }
 
 static void redact_hmac(void *ctx, const char *json, size_t len, char out[65])
 {
     store_recorder *r = ctx;
-    EVP_MAC_CTX *c = r->mac ? EVP_MAC_CTX_dup(r->mac) : NULL;
-    unsigned char md[32];
-    size_t mdlen = 0;
-    if (c && EVP_MAC_update(c, (const unsigned char *)json, len) == 1 &&
-        EVP_MAC_final(c, md, &mdlen, sizeof md) == 1 && mdlen == 32) {
-        tftap_hex_encode(md, 32, out);
-    } else {
+    if (!r->mac || tftap_hmac_hex(r->mac, json, len, out) != 0)
         tftap_hmac_sha256_hex(r->key, sizeof r->key, json, len, out);
-    }
-    EVP_MAC_CTX_free(c);
 }
 
 static int is_provider_schema_method(const char *m)
@@ -440,6 +419,9 @@ static void render_message(store_recorder *r, struct call *c, enum store_directi
         opts.redact = redact_hmac;
         opts.redact_ctx = r;
     }
+    if (!c->memo)
+        c->memo = dec_memo_new();
+    opts.memo = c->memo;
     dec_error err = DEC_ERROR_INIT;
     size_t mark = out->len;
     int rc = dec_message_to_json(c->method, dir == STORE_RESPONSE, p, n, r->schema, c->type_name,
@@ -471,6 +453,10 @@ static void side_add(store_recorder *r, struct call *c, struct side *s, enum sto
                      const unsigned char *p, size_t n)
 {
     size_t before = s->json.len;
+    /* Room for what the JSON usually takes (a little more than the
+     * message), so that it is not grown and copied a dozen times. */
+    if (n < ((size_t)64 << 20))
+        tftap_buf_reserve(&s->json, n + n / 2 + 256);
     if (s->count > 0)
         tftap_buf_putc(&s->json, ',');
     render_message(r, c, dir, p, n, &s->json);
@@ -544,6 +530,9 @@ static int schema_adopt(store_recorder *r, int protocol, const unsigned char *p,
         return rc;
     dec_schema_free(r->schema);
     r->schema = s;
+    /* What the calls remember was rendered with the old schema's types. */
+    for (struct call *c = r->calls; c; c = c->lnext)
+        dec_memo_clear(c->memo);
     memcpy(r->schema_sha, sha, 65);
     r->schema_source = source;
     r->identity_applied = 0;
@@ -1482,7 +1471,7 @@ void store_recorder_close(store_recorder *r)
     store_rec_op_list_free(r->pending);
     free(r->borrow_raw);
     dec_schema_free(r->schema);
-    EVP_MAC_CTX_free(r->mac);
+    tftap_hmac_free(r->mac);
     free(r->identity_raw);
     procinfo_done(&r->proc);
     procinfo_done(&r->pinfo);

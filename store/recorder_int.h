@@ -86,9 +86,10 @@ struct call {
     int64_t msg_seq;
     struct rawmsg *raws, **raws_tail; /* kept for re-decoding */
     size_t raw_bytes;
-    int retain;   /* 1 while raws are being kept */
-    int emitted;  /* a row image has been handed to the SQL thread */
-    int reported; /* opts.on_call has been told of its final image */
+    int retain;     /* 1 while raws are being kept */
+    int emitted;    /* a row image has been handed to the SQL thread */
+    int reported;   /* opts.on_call has been told of its final image */
+    dec_memo *memo; /* its DynamicValues rendered so far (a plan repeats them) */
 };
 
 struct procinfo {
@@ -179,7 +180,7 @@ struct store_recorder {
     /* ---- decoder thread only ---- */
     unsigned char key[STORE_KEY_LEN];
     int have_key;
-    EVP_MAC_CTX *mac;                    /* HMAC-SHA256 keyed with key, copied per value */
+    tftap_hmac *mac;                     /* HMAC-SHA256 keyed with key */
     uint64_t lost;                       /* events lost, not yet in a gap op */
     int64_t gap_seq;                     /* gap ops made so far */
     int lost_queue, lost_db, lost_input; /* reasons */

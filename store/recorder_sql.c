@@ -86,6 +86,8 @@ static int db_up(store_recorder *r)
         pthread_mutex_unlock(&r->mu);
         return 0;
     }
+    /* PostgreSQL: one round trip per transaction, not one per row. */
+    sdb_pipeline(r->db, 1);
     /* Recovery is not announced: the gap row records what was lost, and
      * the one line already printed is all a user's terminal should get.
      * Opening is not recovery (a full disk opens fine and fails the next

@@ -64,6 +64,15 @@ int sdb_changes(sdb *db);
 int sdb_exec(sdb *db, const char *sql);
 /* 1 outside an explicit transaction. */
 int sdb_get_autocommit(sdb *db);
+/* PostgreSQL only (a no-op for SQLite): with on, each transaction begun
+ * with sdb_exec("BEGIN") runs in libpq's pipeline mode: a statement that
+ * returns no rows (INSERT, UPDATE or DELETE without RETURNING) is sent
+ * without waiting for its answer, and its sdb_step returns SDB_DONE at once
+ * (sdb_changes is then 0). Its error, if any, is returned by the next step
+ * that reads rows or by COMMIT, which sends everything queued and reads all
+ * the answers: one round trip per transaction instead of one per
+ * statement. */
+void sdb_pipeline(sdb *db, int on);
 /* SQLite only (a no-op elsewhere): how long a statement waits for a lock. */
 void sdb_busy_timeout(sdb *db, int ms);
 /* A counter that changes when another connection commits (SQLite's PRAGMA

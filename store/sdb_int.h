@@ -27,6 +27,7 @@ const char *sdb_pg_errmsg(sdb *db);
 int sdb_pg_changes(sdb *db);
 int sdb_pg_exec(sdb *db, const char *sql);
 int sdb_pg_get_autocommit(sdb *db);
+void sdb_pg_pipeline(sdb *db, int on);
 int sdb_pg_data_version(sdb *db, int64_t *v);
 int sdb_pg_gone(sdb *db);
 int sdb_pg_prepare(sdb *db, const char *sql, int large, sdb_stmt *st);

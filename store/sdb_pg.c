@@ -2,12 +2,19 @@
  * are prepared on the server once per SQL text and parameter types, and each
  * step of a query reads its whole result (one libpq connection cannot run a
  * statement while another's rows are still being read, which SQLite allows
- * and the store does). Values travel as text, bytea as binary. */
+ * and the store does). Values travel as text, bytea as binary.
+ *
+ * With sdb_pipeline on (the recorder's connection), a transaction runs in
+ * libpq's pipeline mode: statements without rows are queued, and the
+ * answers are read when rows are wanted or at COMMIT. On a remote server a
+ * round trip costs more than the statement, and the recorder writes
+ * thousands of rows per transaction. */
 #include "store/sdb_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <libpq-fe.h>
 
@@ -25,6 +32,7 @@ struct pg_prepared {
     struct pg_prepared *next;
     char *key; /* types, '\n', SQL ($N form) */
     char name[24];
+    int unconfirmed; /* its Parse is queued in a pipeline, not yet answered */
 };
 
 struct sdb_pg {
@@ -35,6 +43,8 @@ struct sdb_pg {
     int gone;         /* a call found the session ended: only a reconnect helps */
     unsigned next_name, next_cursor;
     struct pg_prepared *prepared;
+    int pipeline;    /* sdb_pipeline: transactions run in pipeline mode */
+    int in_pipeline; /* in pipeline mode now (a transaction is open) */
 };
 
 struct sdb_pg_stmt {
@@ -50,6 +60,8 @@ struct sdb_pg_stmt {
     size_t *blob_lens;
     int ncols;
     int large;          /* read through a cursor */
+    int rowless;        /* INSERT/UPDATE/DELETE without RETURNING: may be queued */
+    int queued;         /* executed in a pipeline, its answer not read here */
     char cursor[32];    /* its name while open */
     int cursor_drained; /* the last FETCH returned fewer rows than asked */
 };
@@ -107,6 +119,112 @@ static int64_t count_notifies(struct sdb_pg *pg)
         PQfreemem(n);
     }
     return pg->notified;
+}
+
+/* Forget statements whose Parse went unanswered (a pipeline failed before
+ * reaching it), or mark them prepared (ok). */
+static void settle_prepared(struct sdb_pg *pg, int ok)
+{
+    struct pg_prepared **pp = &pg->prepared;
+    while (*pp) {
+        struct pg_prepared *e = *pp;
+        if (e->unconfirmed && !ok) {
+            *pp = e->next;
+            free(e->key);
+            free(e);
+            continue;
+        }
+        e->unconfirmed = 0;
+        pp = &e->next;
+    }
+}
+
+/* Send a Sync and read every answer queued before it. The first error is
+ * returned (and its message kept); *last (may be NULL) gets the result of
+ * the last statement sent, which the caller owns. */
+static int pipeline_sync(struct sdb_pg *pg, PGresult **last)
+{
+    if (last)
+        *last = NULL;
+    if (!PQpipelineSync(pg->conn)) {
+        set_err(pg, PQerrorMessage(pg->conn));
+        settle_prepared(pg, 0);
+        return PQstatus(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
+    }
+    int rc = SDB_OK, nulls = 0;
+    for (;;) {
+        PGresult *res = PQgetResult(pg->conn);
+        if (!res) {
+            /* Between statements' answers; a lost connection never gets
+             * to the Sync. */
+            if (PQstatus(pg->conn) != CONNECTION_OK || ++nulls > 2) {
+                if (rc == SDB_OK) {
+                    set_err(pg, PQerrorMessage(pg->conn));
+                    rc = SDB_GONE;
+                }
+                break;
+            }
+            continue;
+        }
+        nulls = 0;
+        ExecStatusType st = PQresultStatus(res);
+        if (st == PGRES_PIPELINE_SYNC) {
+            PQclear(res);
+            break;
+        }
+        if (st == PGRES_FATAL_ERROR || st == PGRES_NONFATAL_ERROR || st == PGRES_BAD_RESPONSE) {
+            if (rc == SDB_OK)
+                rc = result_rc(pg, res);
+        } else if (st == PGRES_PIPELINE_ABORTED) {
+            if (rc == SDB_OK) {
+                set_err(pg, "statement skipped after an earlier error in the pipeline");
+                rc = SDB_ERROR;
+            }
+        } else if (last) {
+            PQclear(*last);
+            *last = res;
+            continue;
+        }
+        PQclear(res);
+    }
+    settle_prepared(pg, rc == SDB_OK);
+    count_notifies(pg);
+    if (rc != SDB_OK && last) {
+        PQclear(*last);
+        *last = NULL;
+    }
+    return rc;
+}
+
+/* Leave pipeline mode (the transaction stays open): everything queued is
+ * answered first. */
+static int pipeline_leave(struct sdb_pg *pg)
+{
+    if (!pg->in_pipeline)
+        return SDB_OK;
+    int rc = pipeline_sync(pg, NULL);
+    pg->in_pipeline = 0;
+    if (!PQexitPipelineMode(pg->conn) && rc == SDB_OK) {
+        set_err(pg, PQerrorMessage(pg->conn));
+        rc = PQstatus(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
+    }
+    return rc;
+}
+
+/* Queue one statement without parameters in the pipeline. */
+static int pipeline_send(struct sdb_pg *pg, const char *sql)
+{
+    if (PQsendQueryParams(pg->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
+        return SDB_OK;
+    set_err(pg, PQerrorMessage(pg->conn));
+    return PQstatus(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
+}
+
+void sdb_pg_pipeline(sdb *db, int on)
+{
+    db->pg->pipeline = on;
+    if (!on)
+        pipeline_leave(db->pg);
 }
 
 int sdb_pg_open(const char *uri, int flags, sdb *db)
@@ -185,11 +303,39 @@ int sdb_pg_exec(sdb *db, const char *sql)
     /* SQLite's transaction flavours: PostgreSQL's writers never need them. */
     if (!strcmp(sql, "BEGIN IMMEDIATE") || !strcmp(sql, "BEGIN EXCLUSIVE"))
         sql = "BEGIN";
+    int end = !strcmp(sql, "COMMIT") || !strcmp(sql, "ROLLBACK");
+    if (pg->in_pipeline && end) {
+        /* Everything queued, then the end: the transaction's one round trip. */
+        int rc = pipeline_send(pg, sql);
+        PGresult *r = NULL;
+        int rc2 = pipeline_sync(pg, rc == SDB_OK ? &r : NULL);
+        pg->in_pipeline = 0;
+        PQexitPipelineMode(pg->conn);
+        if (rc == SDB_OK)
+            rc = rc2;
+        /* COMMIT of a transaction that had failed reports success with ROLLBACK. */
+        if (rc == SDB_OK && !strcmp(sql, "COMMIT") && r && !strcmp(PQcmdStatus(r), "ROLLBACK")) {
+            set_err(pg, "transaction rolled back");
+            rc = SDB_ERROR;
+        }
+        PQclear(r);
+        return rc;
+    }
+    int rc = pipeline_leave(pg);
+    if (rc != SDB_OK)
+        return rc;
+    if (pg->pipeline && !strcmp(sql, "BEGIN") && PQtransactionStatus(pg->conn) == PQTRANS_IDLE) {
+        if (!PQenterPipelineMode(pg->conn)) {
+            set_err(pg, PQerrorMessage(pg->conn));
+            return PQstatus(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
+        }
+        pg->in_pipeline = 1;
+        return pipeline_send(pg, sql);
+    }
     PGresult *r = PQexec(pg->conn, sql);
     ExecStatusType s = PQresultStatus(r);
-    int rc = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK || s == PGRES_EMPTY_QUERY
-                 ? SDB_OK
-                 : result_rc(pg, r);
+    rc = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK || s == PGRES_EMPTY_QUERY ? SDB_OK
+                                                                                 : result_rc(pg, r);
     /* COMMIT of a transaction that had failed reports success with ROLLBACK. */
     if (rc == SDB_OK && !strcmp(sql, "COMMIT") && !strcmp(PQcmdStatus(r), "ROLLBACK")) {
         set_err(pg, "transaction rolled back");
@@ -213,6 +359,10 @@ int sdb_pg_gone(sdb *db)
 int sdb_pg_data_version(sdb *db, int64_t *v)
 {
     struct sdb_pg *pg = db->pg;
+    if (pg->in_pipeline) {
+        *v = pg->notified;
+        return SDB_OK;
+    }
     if (!PQconsumeInput(pg->conn)) {
         set_err(pg, PQerrorMessage(pg->conn));
         pg->gone = 1;
@@ -263,6 +413,27 @@ static char *rewrite_params(const char *sql, int *nparams)
     return out;
 }
 
+/* Case-insensitive: does s contain word w? */
+static int has_word(const char *s, const char *w)
+{
+    size_t n = strlen(w);
+    for (; *s; s++)
+        if (strncasecmp(s, w, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* A statement that never returns rows: INSERT, UPDATE or DELETE without
+ * RETURNING (anywhere in the text, to be safe). */
+static int is_rowless(const char *sql)
+{
+    while (*sql == ' ' || *sql == '\n' || *sql == '\t')
+        sql++;
+    return (strncasecmp(sql, "INSERT", 6) == 0 || strncasecmp(sql, "UPDATE", 6) == 0 ||
+            strncasecmp(sql, "DELETE", 6) == 0) &&
+           !has_word(sql, "RETURNING");
+}
+
 int sdb_pg_prepare(sdb *db, const char *sql, int large, sdb_stmt *st)
 {
     (void)db;
@@ -274,6 +445,7 @@ int sdb_pg_prepare(sdb *db, const char *sql, int large, sdb_stmt *st)
     p->sql = rewrite_params(sql, &p->nparams);
     if (!p->sql)
         return SDB_NOMEM;
+    p->rowless = is_rowless(sql);
     if (p->nparams) {
         p->values = calloc((size_t)p->nparams, sizeof *p->values);
         p->lengths = calloc((size_t)p->nparams, sizeof *p->lengths);
@@ -306,6 +478,7 @@ static void clear_result(struct sdb_pg_stmt *p)
     PQclear(p->res);
     p->res = NULL;
     p->executed = 0;
+    p->queued = 0;
     p->row = p->nrows = 0;
 }
 
@@ -318,6 +491,7 @@ static void close_cursor(struct sdb_pg *pg, struct sdb_pg_stmt *p)
 {
     if (!p->cursor[0])
         return;
+    pipeline_leave(pg);
     char sql[48];
     snprintf(sql, sizeof sql, "CLOSE %s", p->cursor);
     PQclear(PQexec(pg->conn, sql));
@@ -418,6 +592,23 @@ static int prepared_name(struct sdb_pg *pg, struct sdb_pg_stmt *p, const char **
     for (int i = 0; i < p->nparams; i++)
         oids[i] = param_oid(p->types[i]);
     snprintf(e->name, sizeof e->name, "tftap_%u", pg->next_name++);
+    if (pg->in_pipeline) {
+        /* Queued too: its answer comes with the others'. */
+        int ok = PQsendPrepare(pg->conn, e->name, p->sql, p->nparams, oids);
+        free(oids);
+        if (!ok) {
+            set_err(pg, PQerrorMessage(pg->conn));
+            free(e);
+            free(key);
+            return PQstatus(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
+        }
+        e->unconfirmed = 1;
+        e->key = key;
+        e->next = pg->prepared;
+        pg->prepared = e;
+        *name = e->name;
+        return SDB_OK;
+    }
     PGresult *r = PQprepare(pg->conn, e->name, p->sql, p->nparams, oids);
     free(oids);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
@@ -440,7 +631,9 @@ int sdb_pg_step(sdb_stmt *st)
     struct sdb_pg *pg = st->db->pg;
     struct sdb_pg_stmt *p = st->pg;
     if (p->large) {
-        int rc = p->executed ? SDB_OK : declare_cursor(pg, p);
+        int rc = p->executed ? SDB_OK : pipeline_leave(pg);
+        if (rc == SDB_OK && !p->executed)
+            rc = declare_cursor(pg, p);
         if (rc == SDB_OK && p->cursor[0] && p->row + 1 >= p->nrows && !p->cursor_drained)
             rc = fetch_cursor(pg, p);
         if (rc != SDB_OK)
@@ -454,6 +647,8 @@ int sdb_pg_step(sdb_stmt *st)
         p->row++;
         return SDB_ROW;
     }
+    if (p->queued)
+        return SDB_DONE;
     if (!p->executed) {
         const char *name = NULL;
         int rc = prepared_name(pg, p, &name);
@@ -464,10 +659,30 @@ int sdb_pg_step(sdb_stmt *st)
             return SDB_NOMEM;
         for (int i = 0; i < p->nparams; i++)
             formats[i] = p->types[i] == 'b';
-        p->res = PQexecPrepared(pg->conn, name, p->nparams, (const char *const *)p->values,
-                                p->lengths, formats, 0);
-        free(formats);
-        count_notifies(pg);
+        if (pg->in_pipeline) {
+            int ok = PQsendQueryPrepared(pg->conn, name, p->nparams, (const char *const *)p->values,
+                                         p->lengths, formats, 0);
+            free(formats);
+            if (!ok) {
+                set_err(pg, PQerrorMessage(pg->conn));
+                return PQstatus(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
+            }
+            p->executed = 1;
+            if (p->rowless) {
+                /* Its answer is read at the next sync. */
+                p->queued = 1;
+                pg->changes = 0;
+                return SDB_DONE;
+            }
+            rc = pipeline_sync(pg, &p->res);
+            if (rc != SDB_OK)
+                return rc;
+        } else {
+            p->res = PQexecPrepared(pg->conn, name, p->nparams, (const char *const *)p->values,
+                                    p->lengths, formats, 0);
+            free(formats);
+            count_notifies(pg);
+        }
         p->executed = 1;
         ExecStatusType s = PQresultStatus(p->res);
         if (s == PGRES_TUPLES_OK) {

@@ -114,6 +114,12 @@ int sdb_get_autocommit(sdb *db)
     return db->pg ? sdb_pg_get_autocommit(db) : sqlite3_get_autocommit(db->lite);
 }
 
+void sdb_pipeline(sdb *db, int on)
+{
+    if (db->pg)
+        sdb_pg_pipeline(db, on);
+}
+
 void sdb_busy_timeout(sdb *db, int ms)
 {
     if (!db->pg)

@@ -1,6 +1,6 @@
 /* bench/store: sustained recorded calls per second through the recorder
- * (queue -> writer thread -> decode -> SQLite), and database bytes per
- * recorded resource change.
+ * (queue -> decoder thread -> SQL thread -> SQLite or PostgreSQL), and
+ * database bytes per recorded resource change.
  *
  * Each call is a PlanResourceChange of a realistic resource (24 attributes,
  * a tags map, two nested block lists, a sensitive attribute) with prior,
@@ -11,8 +11,15 @@
  * Besides wall time it reports the writer thread's CPU time, which a busy
  * shared machine distorts far less.
  *
- * usage: bench_store [CALLS] [large|small] [DIR]   (defaults: 50000, large, a temp dir) */
+ * usage: bench_store [--calls N] [--profile large|small] [--rounds R]
+ *                    [--db PATH|URI]... [CALLS] [PROFILE]
+ * Each --db is a target (an SQLite file, made fresh for each round, or a
+ * PostgreSQL URI); the same prepared messages go to each, the targets taking
+ * turns round after round, so that a loaded machine's drift hits all alike.
+ * Without --db: one SQLite file in a temporary directory. */
 #include <dirent.h>
+#include <getopt.h>
+#include <libpq-fe.h>
 #include <msgpack.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,8 +155,20 @@ static int kv_cmp(const void *a, const void *b)
     return strcmp(((const struct kv *)a)->k, ((const struct kv *)b)->k);
 }
 
-/* One instance's state; unknown_id: planned state of a new instance. */
-static struct bytes state(int i, int unknown_id, int variant)
+/* Attributes the provider computes: null in configuration. */
+static int computed(const char *name)
+{
+    static const char *const c[] = {"arn",        "host_id",    "id",       "private_dns",
+                                    "private_ip", "public_dns", "public_ip"};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (strcmp(name, c[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* One instance's state; unknown_id: planned state of a new instance;
+ * config: the configuration (computed attributes null). */
+static struct bytes state(int i, int unknown_id, int variant, int config)
 {
     struct kv kvs[32];
     size_t n = 0;
@@ -173,7 +192,10 @@ static struct bytes state(int i, int unknown_id, int variant)
         pstr(&pk, kvs[j].k);
         switch (kvs[j].kind) {
         case 0:
-            if (unknown_id && (strcmp(kvs[j].k, "id") == 0 || strcmp(kvs[j].k, "arn") == 0)) {
+            if (config && computed(kvs[j].k)) {
+                msgpack_pack_nil(&pk);
+            } else if (unknown_id &&
+                       (strcmp(kvs[j].k, "id") == 0 || strcmp(kvs[j].k, "arn") == 0)) {
                 msgpack_pack_ext(&pk, 1, 0);
                 msgpack_pack_ext_body(&pk, "", 1);
             } else {
@@ -286,15 +308,19 @@ static void dv(Tfplugin5__DynamicValue *d, const struct bytes *b)
     d->msgpack.len = b->n;
 }
 
-/* An in-place update: prior -> config/proposed/planned. */
+/* An in-place update as tofu and a provider send it: prior -> proposed
+ * (the configuration with the prior's computed values) and planned (the
+ * proposed state: nothing computed changes); the configuration has its
+ * computed attributes null. */
 static void plan_messages(int i, struct bytes *req, struct bytes *resp)
 {
-    struct bytes prior = small_profile ? small_state(i, 0) : state(i, 0, 0);
-    struct bytes next = small_profile ? small_state(i, 1) : state(i, 0, 1);
+    struct bytes prior = small_profile ? small_state(i, 0) : state(i, 0, 0, 0);
+    struct bytes next = small_profile ? small_state(i, 1) : state(i, 0, 1, 0);
+    struct bytes config = small_profile ? small_state(i, 1) : state(i, 0, 1, 1);
     Tfplugin5__DynamicValue d1, d2, d3, d4;
     dv(&d1, &prior);
     dv(&d2, &next);
-    dv(&d3, &next);
+    dv(&d3, &config);
     dv(&d4, &next);
     Tfplugin5__PlanResourceChange__Request q = TFPLUGIN5__PLAN_RESOURCE_CHANGE__REQUEST__INIT;
     q.type_name = "bench_instance";
@@ -307,6 +333,7 @@ static void plan_messages(int i, struct bytes *req, struct bytes *resp)
     *resp = pack(&r.base);
     free(prior.p);
     free(next.p);
+    free(config.p);
 }
 
 /* CPU seconds of each thread but the caller's (the recorder's decoder and
@@ -350,42 +377,70 @@ static long long file_size(const char *p)
     return stat(p, &st) == 0 ? (long long)st.st_size : 0;
 }
 
-int main(int argc, char **argv)
+static int is_pg(const char *target)
 {
-    int calls = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 50000;
-    small_profile = argc > 2 && strcmp(argv[2], "small") == 0;
-    char dir[512];
-    if (argc > 3)
-        snprintf(dir, sizeof dir, "%s", argv[3]);
-    else {
-        snprintf(dir, sizeof dir, "%s/tftap-bench-store-XXXXXX",
-                 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-        if (!mkdtemp(dir)) {
-            perror("mkdtemp");
-            return 1;
-        }
-    }
-    if (calls <= 0)
-        calls = 1;
-    char path[600];
-    snprintf(path, sizeof path, "%s/tftap.db", dir);
+    return strncmp(target, "postgresql://", 13) == 0 || strncmp(target, "postgres://", 11) == 0;
+}
 
-    /* Messages are prepared before timing: the relay already has them. */
-    struct bytes schema = small_profile ? small_schema_response() : schema_response();
+/* Bytes the PostgreSQL database takes (tables, indexes, TOAST), or -1. */
+static long long pg_db_bytes(const char *uri)
+{
+    PGconn *c = PQconnectdb(uri);
+    long long n = -1;
+    if (PQstatus(c) == CONNECTION_OK) {
+        PGresult *r = PQexec(c, "SELECT pg_database_size(current_database())");
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+            n = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        PQclear(r);
+    }
+    PQfinish(c);
+    return n;
+}
+
+static double loadavg(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+struct result {
+    double wall_s, enq_s, enqueue_max_s, cpu_s, busiest_s, load;
+    long long bytes;
+    uint64_t dropped;
+    char threads[160];
+};
+
+/* One timed run into target (an SQLite file path or a PostgreSQL URI). The
+ * messages are copied first: the recorder takes (and frees) what it gets. */
+static int run_one(const char *target, int calls, const struct bytes *schema,
+                   const struct bytes *req0, const struct bytes *resp0, struct result *res)
+{
     struct bytes *req = calloc((size_t)calls, sizeof *req),
                  *resp = calloc((size_t)calls, sizeof *resp);
-    size_t payload = 0;
+    if (!req || !resp)
+        return -1;
     for (int i = 0; i < calls; i++) {
-        plan_messages(i, &req[i], &resp[i]);
-        payload += req[i].n + resp[i].n;
+        req[i].n = req0[i].n;
+        req[i].p = malloc(req[i].n ? req[i].n : 1);
+        memcpy(req[i].p, req0[i].p, req[i].n);
+        resp[i].n = resp0[i].n;
+        resp[i].p = malloc(resp[i].n ? resp[i].n : 1);
+        memcpy(resp[i].p, resp0[i].p, resp[i].n);
     }
-
+    long long bytes0 = is_pg(target) ? pg_db_bytes(target) : 0;
+    memset(res, 0, sizeof *res);
     store_recorder_opts o = {0};
     o.max_queue_bytes = (size_t)2 << 30;
     store_recorder *r = NULL;
-    if (store_recorder_open(path, &o, &r)) {
-        fprintf(stderr, "bench_store: cannot open recorder\n");
-        return 1;
+    if (store_recorder_open(target, &o, &r)) {
+        fprintf(stderr, "bench_store: cannot open a recorder on %s\n", target);
+        return -1;
     }
     store_recorder_process(r, "registry.opentofu.org/bench/bench", "1.0.0", NULL, 5, getpid());
     struct rusage ru0;
@@ -395,9 +450,8 @@ int main(int argc, char **argv)
     double t0 = now_s();
     store_recorder_call_begin(r, 1, M_SCHEMA, now_us());
     store_recorder_message(r, 1, STORE_REQUEST, now_us(), "", 0);
-    store_recorder_message(r, 1, STORE_RESPONSE, now_us(), schema.p, schema.n);
+    store_recorder_message(r, 1, STORE_RESPONSE, now_us(), schema->p, schema->n);
     store_recorder_call_end(r, 1, now_us(), 0, NULL);
-    double enqueue_max = 0;
     for (int i = 0; i < calls; i++) {
         double e0 = now_s();
         uint64_t id = (uint64_t)i + 2;
@@ -409,10 +463,10 @@ int main(int argc, char **argv)
         req[i].p = resp[i].p = NULL;
         store_recorder_call_end(r, id, now_us(), 0, NULL);
         double e = now_s() - e0;
-        if (e > enqueue_max)
-            enqueue_max = e;
+        if (e > res->enqueue_max_s)
+            res->enqueue_max_s = e;
     }
-    double t_enq = now_s() - t0;
+    res->enq_s = now_s() - t0;
     /* Wait until everything is committed, then look at the threads' CPU
      * before close ends them. */
     store_recorder_stats st;
@@ -423,16 +477,27 @@ int main(int argc, char **argv)
             break;
         usleep(1000);
     }
-    double t_all = now_s() - t0;
+    res->wall_s = now_s() - t0;
     double tcpu[8];
     char tname[8][16];
     int nt = thread_cpu(tcpu, tname, 8);
-    double busiest = 0;
-    for (int i = 0; i < nt; i++)
-        if (tcpu[i] > busiest)
-            busiest = tcpu[i];
-    uint64_t dropped = st.dropped;
+    size_t tl = 0;
+    for (int i = 0; i < nt; i++) {
+        if (tcpu[i] > res->busiest_s)
+            res->busiest_s = tcpu[i];
+        tl += (size_t)snprintf(res->threads + tl, sizeof res->threads - tl, " %s %.2f s", tname[i],
+                               tcpu[i]);
+        if (tl >= sizeof res->threads)
+            tl = sizeof res->threads - 1;
+    }
+    res->dropped = st.dropped;
     store_recorder_close(r);
+    if (!is_pg(target)) {
+        /* After close: the WAL (up to a checkpoint's worth) is folded in. */
+        char wal[600];
+        snprintf(wal, sizeof wal, "%s-wal", target);
+        res->bytes = file_size(target) + file_size(wal);
+    }
     struct rusage ru1;
     struct timespec m1;
     getrusage(RUSAGE_SELF, &ru1);
@@ -442,29 +507,167 @@ int main(int argc, char **argv)
                       (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
                       (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
     double main_cpu = (double)(m1.tv_sec - m0.tv_sec) + (double)(m1.tv_nsec - m0.tv_nsec) / 1e9;
-    double writer_cpu = proc_cpu - main_cpu;
+    res->cpu_s = proc_cpu - main_cpu;
+    if (is_pg(target)) {
+        long long b1 = pg_db_bytes(target);
+        res->bytes = bytes0 >= 0 && b1 >= 0 ? b1 - bytes0 : -1;
+    }
+    res->load = loadavg();
+    for (int i = 0; i < calls; i++) {
+        free(req[i].p);
+        free(resp[i].p);
+    }
+    free(req);
+    free(resp);
+    return 0;
+}
 
-    char wal[620];
-    snprintf(wal, sizeof wal, "%s-wal", path);
-    long long bytes = file_size(path) + file_size(wal);
+static void remove_sqlite(const char *path)
+{
+    char p[600];
+    unlink(path);
+    snprintf(p, sizeof p, "%s-wal", path);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", path);
+    unlink(p);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define MAX_TARGETS 4
+#define MAX_ROUNDS 16
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: bench_store [--calls N] [--profile large|small] [--rounds R] "
+               "[--db PATH|URI]... [CALLS] [PROFILE]\n");
+}
+
+int main(int argc, char **argv)
+{
+    int calls = 50000, rounds = 1, ntargets = 0;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each round as it ends */
+    const char *targets[MAX_TARGETS];
+    static const struct option longopts[] = {
+        {"calls", required_argument, NULL, 'n'},  {"profile", required_argument, NULL, 'p'},
+        {"rounds", required_argument, NULL, 'r'}, {"db", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'n':
+            calls = (int)strtol(optarg, NULL, 10);
+            break;
+        case 'p':
+            small_profile = strcmp(optarg, "small") == 0;
+            break;
+        case 'r':
+            rounds = (int)strtol(optarg, NULL, 10);
+            break;
+        case 'd':
+            if (ntargets == MAX_TARGETS) {
+                fprintf(stderr, "bench_store: at most %d --db\n", MAX_TARGETS);
+                return 2;
+            }
+            targets[ntargets++] = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc)
+        calls = (int)strtol(argv[optind++], NULL, 10);
+    if (optind < argc)
+        small_profile = strcmp(argv[optind++], "small") == 0;
+    if (calls <= 0)
+        calls = 1;
+    if (rounds < 1)
+        rounds = 1;
+    if (rounds > MAX_ROUNDS)
+        rounds = MAX_ROUNDS;
+    /* SQLite targets are files made fresh each round; without any target,
+     * one in a temporary directory. */
+    char dir[512] = "";
+    if (ntargets == 0) {
+        snprintf(dir, sizeof dir, "%s/tftap-bench-store-XXXXXX",
+                 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+        if (!mkdtemp(dir)) {
+            perror("mkdtemp");
+            return 1;
+        }
+        static char path[600];
+        snprintf(path, sizeof path, "%s/tftap.db", dir);
+        targets[ntargets++] = path;
+    }
+
+    /* Messages are prepared before timing: the relay already has them. */
+    struct bytes schema = small_profile ? small_schema_response() : schema_response();
+    struct bytes *req = calloc((size_t)calls, sizeof *req),
+                 *resp = calloc((size_t)calls, sizeof *resp);
+    size_t payload = 0;
+    for (int i = 0; i < calls; i++) {
+        plan_messages(i, &req[i], &resp[i]);
+        payload += req[i].n + resp[i].n;
+    }
     printf("bench_store: %d PlanResourceChange calls (%s resource), %.0f bytes of messages "
-           "each\n",
-           calls, small_profile ? "small" : "large", (double)payload / calls);
-    printf("  enqueue (relay side):   %.3f s total, %.1f us per call, worst call %.1f us\n", t_enq,
-           t_enq * 1e6 / calls, enqueue_max * 1e6);
-    printf("  recorded and committed: %.3f s -> %.0f calls/s\n", t_all, calls / t_all);
-    printf("  recorder CPU:           %.3f s -> %.1f us per call (decoder + SQL threads)\n",
-           writer_cpu, writer_cpu * 1e6 / calls);
-    printf("  busiest thread:         %.2f s of CPU -> %.0f calls/s with a free core per "
-           "thread\n",
-           busiest, busiest > 0 ? calls / busiest : 0.0);
-    printf("  threads' CPU:          ");
-    for (int i = 0; i < nt; i++)
-        printf(" %s %.2f s", tname[i], tcpu[i]);
-    printf("\n");
-    printf("  dropped events:         %llu\n", (unsigned long long)dropped);
-    printf("  database:               %lld bytes -> %.0f bytes per resource change\n", bytes,
-           (double)bytes / calls);
+           "each, %d round(s), load %.1f\n",
+           calls, small_profile ? "small" : "large", (double)payload / calls, rounds, loadavg());
+
+    static struct result res[MAX_TARGETS][MAX_ROUNDS];
+    int failed = 0;
+    for (int k = 0; k < rounds; k++)
+        for (int t = 0; t < ntargets; t++) {
+            if (!is_pg(targets[t]))
+                remove_sqlite(targets[t]);
+            struct result *x = &res[t][k];
+            if (run_one(targets[t], calls, &schema, req, resp, x)) {
+                failed = 1;
+                continue;
+            }
+            printf("  round %d %-10s %8.0f calls/s, %5.1f us recorder CPU per call, busiest "
+                   "thread %6.0f calls/s, enqueue %.1f us per call (worst %.0f us), "
+                   "%lld bytes per change, dropped %llu, load %.1f;%s\n",
+                   k + 1, is_pg(targets[t]) ? "postgresql" : "sqlite", calls / x->wall_s,
+                   x->cpu_s * 1e6 / calls, x->busiest_s > 0 ? calls / x->busiest_s : 0.0,
+                   x->enq_s * 1e6 / calls, x->enqueue_max_s * 1e6,
+                   x->bytes >= 0 ? x->bytes / calls : -1, (unsigned long long)x->dropped, x->load,
+                   x->threads);
+            failed |= x->dropped != 0;
+        }
+    /* Medians, and each target against the first. */
+    printf("\n  %-10s %12s %10s %14s %16s %10s\n", "target", "calls/s", "ratio", "CPU us/call",
+           "busiest calls/s", "B/change");
+    double base = 0;
+    for (int t = 0; t < ntargets; t++) {
+        double w[MAX_ROUNDS], c[MAX_ROUNDS], b[MAX_ROUNDS], z[MAX_ROUNDS];
+        for (int k = 0; k < rounds; k++) {
+            w[k] = calls / res[t][k].wall_s;
+            c[k] = res[t][k].cpu_s * 1e6 / calls;
+            b[k] = res[t][k].busiest_s > 0 ? calls / res[t][k].busiest_s : 0;
+            z[k] = (double)res[t][k].bytes / calls;
+        }
+        double mw = median(w, rounds);
+        if (t == 0)
+            base = mw;
+        printf("  %-10s %12.0f %9.2fx %14.1f %16.0f %10.0f\n",
+               is_pg(targets[t]) ? "postgresql" : "sqlite", mw, base > 0 ? mw / base : 0,
+               median(c, rounds), median(b, rounds), median(z, rounds));
+    }
     for (int i = 0; i < calls; i++) {
         free(req[i].p);
         free(resp[i].p);
@@ -472,13 +675,9 @@ int main(int argc, char **argv)
     free(req);
     free(resp);
     free(schema.p);
-    if (argc <= 3) {
-        unlink(path);
-        unlink(wal);
-        char shm[620];
-        snprintf(shm, sizeof shm, "%s-shm", path);
-        unlink(shm);
+    if (dir[0]) {
+        remove_sqlite(targets[0]);
         rmdir(dir);
     }
-    return dropped ? 1 : 0;
+    return failed ? 1 : 0;
 }

@@ -163,6 +163,14 @@ static void fake_redact(void *ctx, const char *json, size_t len, char out[65])
 
 /* ---- PlanResourceChange ------------------------------------------------------ */
 
+static int redactions;
+
+static void counting_redact(void *ctx, const char *json, size_t len, char out[65])
+{
+    redactions++;
+    fake_redact(ctx, json, len, out);
+}
+
 static uint8_t *plan_request(size_t *len)
 {
     Tfplugin6__PlanResourceChange__Request *r = keep(calloc(1, sizeof *r));
@@ -226,7 +234,7 @@ static void test_plan(void)
     CHECK_STR_EQ(render(m, 0, req, len, NULL, NULL, &rc), PLAN_REQUEST_JSON("\"hunter2\""));
     /* With redaction, the sensitive attribute is replaced by its keyed hash:
      * equal secrets hash equal, in state and config alike. */
-    dec_opts opts = {{0, 0}, fake_redact, NULL};
+    dec_opts opts = {{0, 0}, fake_redact, NULL, NULL};
     CHECK_STR_EQ(
         render(m, 0, req, len, NULL, &opts, &rc),
         PLAN_REQUEST_JSON("{\"$sensitive\":\"hmac-sha256:"
@@ -377,7 +385,7 @@ static void test_unknown_fields(void)
         "{\"type_name\":\"\",\"config\":null,\"provider_meta\":null,"
         "\"client_capabilities\":null}");
     /* Size limit. */
-    dec_opts small = {{0, 8}, NULL, NULL};
+    dec_opts small = {{0, 8}, NULL, NULL, NULL};
     CHECK_STR_EQ(render("/tfplugin6.Provider/ReadDataSource", 0, p, len, NULL, &small, &rc),
                  "error -4: message of 27 bytes exceeds the limit of 8");
     keep_free();
@@ -601,7 +609,7 @@ static void test_ephemeral_and_stdio(void)
     r._private_case = TFPLUGIN6__OPEN_EPHEMERAL_RESOURCE__RESPONSE___PRIVATE_PRIVATE;
     r.private_ = (ProtobufCBinaryData){3, (uint8_t *)"xyz"};
     uint8_t *p = pack(&r.base, &len);
-    dec_opts opts = {{0, 0}, fake_redact, NULL};
+    dec_opts opts = {{0, 0}, fake_redact, NULL, NULL};
     CHECK_STR_EQ(
         render("/tfplugin6.Provider/OpenEphemeralResource", 1, p, len, "test_eph", &opts, &rc),
         "{\"diagnostics\":[],\"renew_at\":{\"seconds\":1700000000,\"nanos\":5},"
@@ -746,7 +754,7 @@ static char *redact_again(const char *method, int is_response, const char *json,
 {
     static tftap_buf out;
     dec_error err = DEC_ERROR_INIT;
-    dec_opts opts = {{0, 0}, fake_redact, NULL};
+    dec_opts opts = {{0, 0}, fake_redact, NULL, NULL};
     tftap_buf_reset(&out);
     tftap_buf_puts(&out, "<");
     *rc = dec_message_json_redact(method, is_response, json, strlen(json), sch, type_name, &opts,
@@ -770,7 +778,7 @@ static void test_redact_json(void)
     /* A message recorded in clear, redacted afterwards by the schema's
      * marks, reads exactly as one redacted while recording. */
     char *clear = strdup(render(m, 0, req, len, NULL, NULL, &rc));
-    dec_opts opts = {{0, 0}, fake_redact, NULL};
+    dec_opts opts = {{0, 0}, fake_redact, NULL, NULL};
     char *redacted = strdup(render(m, 0, req, len, NULL, &opts, &rc));
     CHECK_STR_EQ(redact_again(m, 0, clear, schema, NULL, &rc), redacted);
     CHECK_INT_EQ(rc, 0);
@@ -867,6 +875,58 @@ static void test_redact_json(void)
     free(redacted);
 }
 
+/* A memo: a value with the bytes of one rendered before is copied, not
+ * decoded again (its secret not hashed again), and the JSON is the same. */
+static void test_memo(void)
+{
+    const char *m = "/tfplugin6.Provider/PlanResourceChange";
+    Tfplugin6__PlanResourceChange__Request *q = keep(calloc(1, sizeof *q));
+    tfplugin6__plan_resource_change__request__init(q);
+    q->type_name = "test_thing";
+    mp_begin();
+    msgpack_pack_map(&pk, 4);
+    mp_str("id");
+    mp_str("i-1");
+    mp_str("password");
+    mp_str("hunter2");
+    mp_str("rule");
+    msgpack_pack_nil(&pk);
+    mp_str("tags");
+    msgpack_pack_nil(&pk);
+    ProtobufCBinaryData state = mp_end();
+    q->prior_state = dv6(state);
+    q->proposed_new_state = dv6(state);
+    q->config = dv6_json("{\"id\":\"i-1\",\"password\":\"hunter2\",\"rule\":null,\"tags\":null}");
+    size_t qn, pn;
+    uint8_t *qb = pack(&q->base, &qn);
+    Tfplugin6__PlanResourceChange__Response *p = keep(calloc(1, sizeof *p));
+    tfplugin6__plan_resource_change__response__init(p);
+    p->planned_state = dv6(state);
+    uint8_t *pb = pack(&p->base, &pn);
+
+    int rc;
+    dec_opts plain = {{0, 0}, counting_redact, NULL, NULL};
+    redactions = 0;
+    char *want_q = strdup(render(m, 0, qb, qn, NULL, &plain, &rc));
+    char *want_p = strdup(render(m, 1, pb, pn, "test_thing", &plain, &rc));
+    CHECK_INT_EQ(redactions, 4);
+    CHECK(strstr(want_p, "{\"planned_state\":{\"id\":\"i-1\",\"password\":{\"$sensitive\"") ==
+          want_p);
+    dec_memo *memo = dec_memo_new();
+    dec_opts opts = {{0, 0}, counting_redact, NULL, memo};
+    redactions = 0;
+    CHECK_STR_EQ(render(m, 0, qb, qn, NULL, &opts, &rc), want_q);
+    CHECK_INT_EQ(redactions, 2); /* prior; the proposed state is its copy; config is JSON */
+    CHECK_STR_EQ(render(m, 1, pb, pn, "test_thing", &opts, &rc), want_p);
+    CHECK_INT_EQ(redactions, 2); /* the planned state too */
+    dec_memo_clear(memo);
+    CHECK_STR_EQ(render(m, 1, pb, pn, "test_thing", &opts, &rc), want_p);
+    CHECK_INT_EQ(redactions, 3);
+    dec_memo_free(memo);
+    free(want_q);
+    free(want_p);
+}
+
 int main(void)
 {
     dec_error err = DEC_ERROR_INIT;
@@ -887,6 +947,7 @@ int main(void)
     test_schema_response();
     test_dynamic_blocks();
     test_redact_json();
+    test_memo();
     dec_schema_free(schema);
     return check_report("test_message");
 }
