@@ -100,17 +100,24 @@ for r in 1 3; do
     fi
 done
 
-# diff of the two plans: same verdict, same text (sorted: the providers of a
-# run are listed in the order they started, which is a race).
-"$TFTAP" diff 1 2 --db "$db" >"$WORK/diff.sqlite" 2>&1
+# diff of the two plans read from PostgreSQL equals the same diff read from
+# an SQLite copy of those two runs (tftap push keeps values and hashes as
+# they are; call ids are renumbered, so they are left out). Not the plans
+# recorded into SQLite: tofu sometimes starts a provider twice in one plan,
+# and that difference is tofu's, not the stores'. Sorted: the providers of a
+# run are listed in the order they started, which is a race.
+"$TFTAP" push 1 2 --db "$URI" --to "$WORK/copy.db" >"$WORK/push-copy.out" 2>&1 ||
+    { not_ok "push runs 1 and 2 from PostgreSQL into an SQLite file"; cat "$WORK/push-copy.out"; }
+"$TFTAP" diff 1 2 --db "$WORK/copy.db" >"$WORK/diff.sqlite" 2>&1
 st_sqlite=$?
 "$TFTAP" diff 1 2 --db "$URI" >"$WORK/diff.pg" 2>&1
 st_pg=$?
-check_eq "diff 1 2: PostgreSQL's exit status equals SQLite's" "$st_pg" "$st_sqlite"
-if [ -s "$WORK/diff.pg" ] && cmp -s <(sort "$WORK/diff.sqlite") <(sort "$WORK/diff.pg"); then
-    ok "diff 1 2: PostgreSQL's output equals SQLite's"
+check_eq "diff 1 2: PostgreSQL's exit status equals its SQLite copy's" "$st_pg" "$st_sqlite"
+no_ids() { sed -E 's/ \(calls? [0-9]+(, [0-9]+)?\)//' "$1" | sort; }
+if [ -s "$WORK/diff.pg" ] && cmp -s <(no_ids "$WORK/diff.sqlite") <(no_ids "$WORK/diff.pg"); then
+    ok "diff 1 2: PostgreSQL's output equals its SQLite copy's"
 else
-    not_ok "diff 1 2 output differs (< SQLite, > PostgreSQL)"
+    not_ok "diff 1 2 output differs (< SQLite copy, > PostgreSQL)"
     diff "$WORK/diff.sqlite" "$WORK/diff.pg" | head -20
 fi
 
