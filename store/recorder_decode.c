@@ -332,8 +332,11 @@ static int method_is_stream(const char *m)
  * emitting the images will add to the bound (an op each) before it does. */
 static void mark_dirty(store_recorder *r, struct call *c)
 {
-    if (!c->dirty)
+    if (!c->dirty) {
         r->dirty_calls++;
+        /* Its image copies what was rendered before too. */
+        r->dirty_bytes += c->req.json.len + c->resp.json.len;
+    }
     c->dirty = 1;
 }
 
@@ -744,6 +747,7 @@ static void emit_dirty_calls(store_recorder *r)
 {
     r->rendered_bytes = 0;
     r->dirty_calls = 0;
+    r->dirty_bytes = 0;
     for (struct call *c = r->calls; c; c = c->lnext)
         if (c->dirty)
             emit_call(r, c);
@@ -773,8 +777,17 @@ static void prune_calls(store_recorder *r)
 /* Give the SQL thread everything built so far. */
 static void hand_over(store_recorder *r)
 {
-    if (!r->out)
+    /* Counted while rendered (decode_batch); from here on as ops. */
+    size_t counted = r->out_counted;
+    r->out_counted = 0;
+    if (!r->out) {
+        if (counted) {
+            pthread_mutex_lock(&r->mu);
+            store_rec_release(r, counted);
+            pthread_mutex_unlock(&r->mu);
+        }
         return;
+    }
     /* The last op carries the count: written once all of them commit. */
     struct op *last = r->out;
     size_t bytes = 0;
@@ -791,6 +804,7 @@ static void hand_over(store_recorder *r)
     *r->ops_tail = r->out;
     r->ops_tail = r->out_tail;
     r->ops_bytes += bytes;
+    store_rec_release(r, counted);
     r->inflight_bytes += bytes;
     if (r->inflight_bytes > r->peak_bytes)
         r->peak_bytes = r->inflight_bytes;
@@ -1182,13 +1196,24 @@ static void decode_batch(store_recorder *r, struct event *list)
             continue;
         /* Every few events: give back what is freed, and keep what this
          * batch renders within the one bound too. */
-        size_t out = r->rendered_bytes + r->dirty_calls * (sizeof(struct op) + 128);
+        size_t out =
+            r->rendered_bytes + r->dirty_bytes + r->dirty_calls * (sizeof(struct op) + 128);
         for (struct op *o = r->out; o; o = o->next)
             out += o->size;
         pthread_mutex_lock(&r->mu);
         store_rec_release(r, freed);
         freed = 0;
-        int full = r->inflight_bytes + out > r->opts.max_queue_bytes;
+        /* What the batch rendered counts now, not at hand_over: else a
+         * blocked caller refills the queue to the bound around it, and
+         * the hand-over passes the bound by up to the bound again. */
+        if (out >= r->out_counted)
+            r->inflight_bytes += out - r->out_counted;
+        else
+            store_rec_release(r, r->out_counted - out);
+        r->out_counted = out;
+        if (r->inflight_bytes > r->peak_bytes)
+            r->peak_bytes = r->inflight_bytes;
+        int full = r->inflight_bytes > r->opts.max_queue_bytes;
         pthread_mutex_unlock(&r->mu);
         if (full || ((n & 255) == 0 && tftap_mono_ms() - t0 >= (int64_t)commit_ms)) {
             emit_dirty_calls(r);

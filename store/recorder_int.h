@@ -206,6 +206,8 @@ struct store_recorder {
     uint64_t out_events;        /* events applied since the last hand-over */
     size_t rendered_bytes;      /* JSON rendered since calls were last emitted */
     size_t dirty_calls;         /* calls marked dirty since then */
+    size_t dirty_bytes;         /* their JSON rendered before they were */
+    size_t out_counted;         /* of that and r->out, what inflight_bytes already holds */
     int closing;                /* last words: a retained call's image is its final one */
 
     /* ---- SQL thread only ---- */
