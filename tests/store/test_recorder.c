@@ -452,7 +452,9 @@ static void test_closed_while_unavailable_lingers(void)
     CHECK(f != NULL);
     if (f)
         fclose(f);
-    store_recorder_opts o = {.linger_ms = 60000};
+    /* Longer than any machine needs for one attempt: drain returning well
+     * inside it shows it did not wait for it (no assertion on speed). */
+    store_recorder_opts o = {.linger_ms = 600000};
     store_recorder *r = NULL;
     CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
     store_recorder_tuning tune = {50, 0};
@@ -463,7 +465,7 @@ static void test_closed_while_unavailable_lingers(void)
     /* Returns after one last attempt, not after linger_ms. */
     int64_t t0 = tftap_mono_ms();
     CHECK_INT_EQ(store_recorder_drain(r), TFTAP_ESTORE);
-    CHECK(tftap_mono_ms() - t0 < 30000);
+    CHECK(tftap_mono_ms() - t0 < 300000);
     store_recorder_stats st;
     store_recorder_get_stats(r, &st);
     CHECK_INT_EQ(st.dropped, 400);
