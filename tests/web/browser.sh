@@ -98,7 +98,7 @@ LIVE
 # The 50,000-call run (the recorder's own benchmark writes it).
 mkdir -p "$WORK/big"
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-    "$top_builddir/bench/store/bench_store" 50000 small "$WORK/big" >/dev/null || not_ok "bench run written"
+    "$top_builddir/bench/store/bench_store" 50000 small --db "$WORK/big/tftap.db" >/dev/null || not_ok "bench run written"
 
 "$TFTAP" serve --db "$db" >"$WORK/url" 2>"$WORK/url.err" &
 srv=$!

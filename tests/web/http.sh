@@ -9,5 +9,5 @@ trap 'rm -rf "$work"' EXIT
 calls=1234
 # (the benchmark does not free its small schema: leaks there are not ours to report)
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-    "$top_builddir/bench/store/bench_store" $calls small "$work" >/dev/null
+    "$top_builddir/bench/store/bench_store" $calls small --db "$work/tftap.db" >/dev/null
 exec python3 "$top_srcdir/tests/web/serve_http.py" "$top_builddir/tftap" "$work/tftap.db" $calls
