@@ -594,6 +594,11 @@ int main(int argc, char **argv)
         calls = (int)strtol(argv[optind++], NULL, 10);
     if (optind < argc)
         small_profile = strcmp(argv[optind++], "small") == 0;
+    if (optind < argc) {
+        fprintf(stderr, "bench_store: unexpected operand '%s' (where the database goes: --db)\n",
+                argv[optind]);
+        return 2;
+    }
     if (calls <= 0)
         calls = 1;
     if (rounds < 1)
