@@ -946,11 +946,15 @@ static int known_digest(const char *db_path, const char *stat_key, char sha[65])
     sdb *db = NULL;
     sdb_stmt *st = NULL;
     int found = 0;
-    if (sdb_open(db_path, SDB_OPEN_READONLY, &db) == SDB_OK &&
-        sdb_prepare(db,
-                    "SELECT binary_sha256 FROM processes WHERE binary_stat = ? AND "
-                    "length(binary_sha256) = 64 LIMIT 1",
-                    &st) == SDB_OK) {
+    int rc = sdb_open(db_path, SDB_OPEN_READONLY, &db);
+    /* Another recorder may be committing or checkpointing right now: a
+     * busy database would mean hashing the whole binary again. */
+    if (rc == SDB_OK)
+        sdb_busy_timeout(db, 2000);
+    if (rc == SDB_OK && sdb_prepare(db,
+                                    "SELECT binary_sha256 FROM processes WHERE binary_stat = ? AND "
+                                    "length(binary_sha256) = 64 LIMIT 1",
+                                    &st) == SDB_OK) {
         sdb_bind_text(st, 1, stat_key, -1, SDB_STATIC);
         if (sdb_step(st) == SDB_ROW) {
             /* A database is a file anyone may have written: hex or nothing. */
