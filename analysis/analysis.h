@@ -309,8 +309,6 @@ int analysis_hcl_value(const char *json, size_t len, const char *type_json, int 
                        tftap_buf *out);
 /* Append s (n bytes) as a quoted HCL string, escaped as above. */
 void analysis_hcl_string(const char *s, size_t n, tftap_buf *out);
-/* How many bytes of valid UTF-8 start s (n > 0 bytes), or 0 when invalid. */
-size_t analysis_utf8_len(const unsigned char *s, size_t n);
 
 /* One recorded value of a resource or data source instance. Strings are
  * copied by analysis_mocks_add. */

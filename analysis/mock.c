@@ -18,33 +18,6 @@
 /* ---- HCL literals -----------------------------------------------------------------------------
  */
 
-size_t analysis_utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    uint32_t cp, min;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2, cp = c & 0x1f, min = 0x80;
-    else if (c >= 0xe0 && c <= 0xef)
-        len = 3, cp = c & 0x0f, min = 0x800;
-    else if (c >= 0xf0 && c <= 0xf4)
-        len = 4, cp = c & 0x07, min = 0x10000;
-    else
-        return 0;
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 void analysis_hcl_string(const char *s, size_t n, tftap_buf *out)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -95,7 +68,7 @@ void analysis_hcl_string(const char *s, size_t n, tftap_buf *out)
             i++;
             continue;
         }
-        size_t len = analysis_utf8_len(p + i, n - i);
+        size_t len = tftap_utf8_len(p + i, n - i);
         if (len == 0) {
             /* The decoder writes valid UTF-8 only; a database from elsewhere
              * may not, and HCL refuses a file that is not. */
@@ -589,7 +562,7 @@ static void comment_text(const char *s, tftap_buf *out)
 {
     size_t n = s ? strlen(s) : 0;
     for (size_t i = 0; i < n;) {
-        size_t len = analysis_utf8_len((const unsigned char *)s + i, n - i);
+        size_t len = tftap_utf8_len((const unsigned char *)s + i, n - i);
         if (len == 0 || (unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
             tftap_buf_putc(out, '?');
             i++;

@@ -441,8 +441,11 @@ static int finish_later(const char *db, int64_t run_id, int code, const char *ve
 {
     fflush(NULL);
     pid_t pid = fork();
-    if (pid == 0 && fork() != 0)
-        _exit(0);
+    if (pid == 0) {
+        pid_t finisher = fork();
+        if (finisher != 0)
+            _exit(finisher < 0 ? 1 : 0); /* the parent learns whether there is one */
+    }
     if (pid == 0) {
         setsid();
         signal(SIGINT, SIG_IGN);
@@ -479,9 +482,10 @@ static int finish_later(const char *db, int64_t run_id, int code, const char *ve
         close(lock_fds[i]);
     if (pid < 0)
         return -1;
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+    int wst = 0;
+    while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
         ;
-    return 0;
+    return WIFEXITED(wst) && WEXITSTATUS(wst) == 0 ? 0 : -1;
 }
 
 /* ---- --reattach: tftap starts each provider itself ------------------------

@@ -109,6 +109,8 @@ void tftap_hmac_free(tftap_hmac *h);
 int tftap_read_file(const char *path, size_t max, tftap_buf *buf);
 /* Write all n bytes to fd, retrying short writes and EINTR; 0, or -1 with
  * errno (EPIPE: the reader is gone). */
+/* How many bytes of valid UTF-8 start s (n > 0 bytes), or 0 when invalid. */
+size_t tftap_utf8_len(const unsigned char *s, size_t n);
 int tftap_write_all(int fd, const void *p, size_t n);
 
 /* Clocks: wall time in microseconds since the Unix epoch (what the record

@@ -392,7 +392,7 @@ static void valid_text(tftap_buf *t)
 {
     unsigned char *p = (unsigned char *)t->data;
     for (size_t i = 0; i < t->len;) {
-        size_t len = analysis_utf8_len(p + i, t->len - i);
+        size_t len = tftap_utf8_len(p + i, t->len - i);
         if (len == 0) {
             p[i] = '?';
             len = 1;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -618,8 +619,16 @@ static int pg_version(sdb *db, int *v, int missing_ok)
         st = NULL;
         rc = sdb_prepare(db, "SELECT value FROM tftap_meta WHERE key = 'schema_version'", &st);
         if (rc == SDB_OK && (rc = sdb_step(st)) == SDB_ROW) {
-            *v = atoi((const char *)sdb_column_text(st, 0));
-            rc = SDB_OK;
+            /* Someone else's table may hold anything there. */
+            const char *t = (const char *)sdb_column_text(st, 0);
+            char *end = NULL;
+            long n = t ? strtol(t, &end, 10) : -1;
+            if (t && end != t && *end == '\0' && n >= 0 && n <= INT_MAX) {
+                *v = (int)n;
+                rc = SDB_OK;
+            } else {
+                rc = SDB_NOTADB;
+            }
         } else if (rc == SDB_DONE) {
             rc = missing_ok ? SDB_OK : SDB_NOTFOUND;
         }

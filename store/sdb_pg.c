@@ -9,8 +9,10 @@
  * answers are read when rows are wanted or at COMMIT. On a remote server a
  * round trip costs more than the statement, and the recorder writes
  * thousands of rows per transaction. */
+#include "common/common.h"
 #include "store/sdb_int.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,7 +378,8 @@ int sdb_pg_data_version(sdb *db, int64_t *v)
 static char *rewrite_params(const char *sql, int *nparams)
 {
     size_t n = strlen(sql);
-    char *out = malloc(n * 4 + 1);
+    /* "?" becomes at most "$10000" (numbers stop there). */
+    char *out = malloc(n * 6 + 1);
     if (!out)
         return NULL;
     size_t o = 0;
@@ -403,7 +406,7 @@ static char *rewrite_params(const char *sql, int *nparams)
             }
             if (num > max)
                 max = num;
-            o += (size_t)sprintf(out + o, "$%d", num);
+            o += (size_t)snprintf(out + o, 7, "$%d", num);
         } else {
             out[o++] = sql[i++];
         }
@@ -461,8 +464,7 @@ int sdb_pg_prepare(sdb *db, const char *sql, int large, sdb_stmt *st)
 static void clear_row(struct sdb_pg_stmt *p)
 {
     for (int i = 0; p->blobs && i < p->ncols; i++) {
-        if (p->blobs[i])
-            PQfreemem(p->blobs[i]);
+        free(p->blobs[i]);
         p->blobs[i] = NULL;
     }
 }
@@ -759,6 +761,39 @@ void sdb_pg_finalize(sdb_stmt *st)
     st->pg = NULL;
 }
 
+/* Text as PostgreSQL takes it: valid UTF-8 without NUL. SQLite stores any
+ * bytes, and what reaches a column is a peer's (a provider's error message,
+ * a path): each invalid byte or NUL becomes U+FFFD, so that one such value
+ * is not a write the server refuses again on every retry. *len is updated. */
+static char *utf8_text(const unsigned char *s, size_t *len)
+{
+    size_t n = *len, bad = 0;
+    for (size_t i = 0; i < n;) {
+        size_t l = s[i] ? tftap_utf8_len(s + i, n - i) : 0;
+        bad += l == 0;
+        i += l ? l : 1;
+    }
+    char *v = malloc(n + bad * 2 + 1);
+    if (!v)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t l = s[i] ? tftap_utf8_len(s + i, n - i) : 0;
+        if (l) {
+            memcpy(v + o, s + i, l);
+            o += l;
+            i += l;
+        } else {
+            memcpy(v + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        }
+    }
+    v[o] = '\0';
+    *len = o;
+    return v;
+}
+
 int sdb_pg_bind(sdb_stmt *st, int i, const void *data, size_t len, char kind)
 {
     struct sdb_pg_stmt *p = st->pg;
@@ -778,11 +813,13 @@ int sdb_pg_bind(sdb_stmt *st, int i, const void *data, size_t len, char kind)
     }
     if (len > (size_t)0x7fffffff)
         return SDB_ERROR;
-    char *v = malloc(len + 1);
+    char *v = kind == 't' ? utf8_text(data, &len) : malloc(len + 1);
     if (!v)
         return SDB_NOMEM;
-    memcpy(v, data, len);
-    v[len] = '\0';
+    if (kind != 't') {
+        memcpy(v, data, len);
+        v[len] = '\0';
+    }
     p->values[i] = v;
     p->lengths[i] = (int)len;
     /* Integers typed int8, so that the server never infers a narrower type
@@ -828,7 +865,16 @@ const char *sdb_pg_column(sdb_stmt *st, int i, int *len, int *is_null, int *is_b
         *is_blob = 1;
         if (!p->blobs[i]) {
             size_t n = 0;
-            p->blobs[i] = PQunescapeBytea((const unsigned char *)PQgetvalue(p->res, p->row, i), &n);
+            unsigned char *raw =
+                PQunescapeBytea((const unsigned char *)PQgetvalue(p->res, p->row, i), &n);
+            /* Copied with a NUL after it (libpq's has none): a bytea column
+             * read as text (a record someone altered) stays a C string. */
+            p->blobs[i] = raw && n < (size_t)INT_MAX ? malloc(n + 1) : NULL;
+            if (p->blobs[i]) {
+                memcpy(p->blobs[i], raw, n);
+                p->blobs[i][n] = '\0';
+            }
+            PQfreemem(raw);
             if (!p->blobs[i]) {
                 *is_null = 1;
                 return NULL;

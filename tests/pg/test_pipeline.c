@@ -99,6 +99,26 @@ int main(int argc, char **argv)
     CHECK_INT_EQ(sdb_exec(db, "BEGIN"), SDB_OK);
     CHECK_INT_EQ(step_sql(db, "INSERT INTO t (id, v) VALUES (?, 'a')", 1), SDB_CONSTRAINT);
     sdb_exec(db, "ROLLBACK");
+
+    /* Text a peer wrote need not be UTF-8 (a provider's error message, a
+     * path): the server would refuse it on every retry; it is stored with
+     * U+FFFD for each invalid byte and NUL instead. */
+    sdb_pipeline(db, 1);
+    CHECK_INT_EQ(sdb_exec(db, "BEGIN"), SDB_OK);
+    st = NULL;
+    CHECK_INT_EQ(sdb_prepare(db, "INSERT INTO t (id, v) VALUES (40, ?)", &st), SDB_OK);
+    static const char bad[] = "a\xff\xc3(\0b\xe2\x82\xac";
+    sdb_bind_text(st, 1, bad, (int)sizeof bad - 1, SDB_STATIC);
+    CHECK_INT_EQ(sdb_step(st), SDB_DONE);
+    sdb_finalize(st);
+    CHECK_INT_EQ(sdb_exec(db, "COMMIT"), SDB_OK);
+    st = NULL;
+    CHECK_INT_EQ(sdb_prepare(db, "SELECT v FROM t WHERE id = 40", &st), SDB_OK);
+    CHECK_INT_EQ(sdb_step(st), SDB_ROW);
+    const char *got = (const char *)sdb_column_text(st, 0);
+    CHECK(got && strcmp(got, "a\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd"
+                             "b\xe2\x82\xac") == 0);
+    sdb_finalize(st);
     sdb_close(db);
     return check_report("test_pipeline");
 }
