@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ctype.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1034,6 +1035,28 @@ const char *store_open_error(void)
     return sdb_open_error();
 }
 
+/* Whether a URI query key (n bytes, percent-encoded, as libpq decodes it)
+ * names a password: password, sslpassword. */
+static int key_is_secret(const char *k, size_t n)
+{
+    char d[32];
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)k[i];
+        if (c == '%' && i + 2 < n && isxdigit((unsigned char)k[i + 1]) &&
+            isxdigit((unsigned char)k[i + 2])) {
+            char hex[3] = {k[i + 1], k[i + 2], 0};
+            c = (int)strtol(hex, NULL, 16);
+            i += 2;
+        }
+        if (o == sizeof d - 1)
+            return 0; /* longer than any keyword libpq knows */
+        d[o++] = (char)tolower(c);
+    }
+    d[o] = '\0';
+    return strstr(d, "password") != NULL;
+}
+
 const char *store_display_name(const char *path, char *buf, size_t size)
 {
     if (!path || !sdb_target_is_pg(path))
@@ -1042,28 +1065,44 @@ const char *store_display_name(const char *path, char *buf, size_t size)
     size_t alen = strcspn(auth, "/?#");
     const char *at = memchr(auth, '@', alen);
     const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-    const char *pw = strstr(path, "password=");
-    if (!colon && !pw)
-        return path;
+    const char *query = strchr(path, '?');
     size_t o = 0;
-    for (const char *p = path; *p; p++) {
-        const char *skip_to = NULL;
-        if (colon && p == colon + 1)
-            skip_to = at;
-        else if (pw && p == pw + 9)
-            skip_to = p + strcspn(p, "&#");
-        if (skip_to) {
-            if (o + 3 >= size)
-                return "(a PostgreSQL URI)";
-            memcpy(buf + o, "***", 3);
-            o += 3;
-            p = skip_to - 1;
+#define PUT(ch)                                                                                    \
+    do {                                                                                           \
+        if (o + 1 >= size)                                                                         \
+            return "(a PostgreSQL URI)";                                                           \
+        buf[o++] = (ch);                                                                           \
+    } while (0)
+#define PUT_STARS()                                                                                \
+    PUT('*');                                                                                      \
+    PUT('*');                                                                                      \
+    PUT('*')
+    for (const char *p = path; *p;) {
+        if (colon && p == colon + 1) {
+            /* user:***@ */
+            PUT_STARS();
+            p = at;
             continue;
         }
-        if (o + 1 >= size)
-            return "(a PostgreSQL URI)";
-        buf[o++] = *p;
+        if (query && p > query && (p[-1] == '?' || p[-1] == '&')) {
+            /* One parameter: key=value, the value hidden when the key
+             * names a password (every one of them: libpq takes the last). */
+            size_t kl = strcspn(p, "=&#");
+            int secret = p[kl] == '=' && key_is_secret(p, kl);
+            for (size_t i = 0; i < kl + (p[kl] == '='); i++)
+                PUT(p[i]);
+            p += kl + (p[kl] == '=');
+            if (secret) {
+                PUT_STARS();
+                p += strcspn(p, "&#");
+            }
+            continue;
+        }
+        PUT(*p);
+        p++;
     }
+#undef PUT_STARS
+#undef PUT
     buf[o] = '\0';
     return buf;
 }

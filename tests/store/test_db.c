@@ -411,6 +411,28 @@ static void test_parent_not_a_directory(void)
     CHECK(s == NULL);
 }
 
+/* A URI's passwords never reach a message: userinfo, and every query
+ * parameter libpq reads as a password (sslpassword too, percent-encoded
+ * keys, repeated ones). */
+static void test_display_name_hides_passwords(void)
+{
+    char b[256];
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"postgresql://u:secret@h/db?sslpassword=k&password=secret2&x=1",
+         "postgresql://u:***@h/db?sslpassword=***&password=***&x=1"},
+        {"postgres://h/db?pass%77ord=s3#frag", "postgres://h/db?pass%77ord=***#frag"},
+        {"postgresql://h/db?password=a&password=b", "postgresql://h/db?password=***&password=***"},
+        {"postgresql:///tftap?host=/tmp/x&user=tftap",
+         "postgresql:///tftap?host=/tmp/x&user=tftap"},
+        {"/a/file.db?password=x", "/a/file.db?password=x"}, /* a path is shown as it is */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        CHECK_STR_EQ(store_display_name(cases[i].in, b, sizeof b), cases[i].out);
+    CHECK_STR_EQ(store_display_name("postgresql://u:p@h/db", b, 8), "(a PostgreSQL URI)");
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "%s/tftap-test-db-XXXXXX",
@@ -427,6 +449,7 @@ int main(void)
     test_run_join();
     test_newer_database_refused();
     test_parent_not_a_directory();
+    test_display_name_hides_passwords();
     if (!check_failures) {
         char cmd[400];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
