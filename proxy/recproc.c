@@ -59,7 +59,7 @@ static void reclog_emit(struct reclog *l)
     if (l->n == 0)
         return;
     if (l->fd < 0 && l->path != NULL) {
-        l->fd = open(l->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        l->fd = open(l->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (l->fd < 0) {
             free(l->path); /* nowhere to write: dropped, as before there was a log */
             l->path = NULL;

@@ -1110,10 +1110,22 @@ const char *store_display_name(const char *path, char *buf, size_t size)
 const char *store_side_dir(const char *path, size_t *len)
 {
     if (sdb_target_is_pg(path)) {
+        /* A directory of this user's own, not a fixed name in a shared
+         * one: someone else could have made that file first and read
+         * every provider's stderr. Made here, checked each time. */
+        static _Thread_local char dir[4096];
         const char *t = getenv("TMPDIR");
         t = t && *t ? t : "/tmp";
-        *len = strlen(t);
-        return t;
+        int n = snprintf(dir, sizeof dir, "%s/tftap-%ju", t, (uintmax_t)getuid());
+        struct stat st;
+        if (n <= 0 || (size_t)n >= sizeof dir || (mkdir(dir, 0700) != 0 && errno != EEXIST) ||
+            lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+            (st.st_mode & 077) != 0) {
+            *len = 0;
+            return NULL; /* the current directory, as for a file without one */
+        }
+        *len = (size_t)n;
+        return dir;
     }
     const char *slash = strrchr(path, '/');
     *len = slash ? (size_t)(slash - path) : 0;

@@ -183,9 +183,10 @@ const char *store_display_name(const char *path, char *buf, size_t size);
  * of the enclosing full expression's block). */
 #define STORE_SHOWN(path) store_display_name((path), (char[1024]){0}, 1024)
 /* The directory files that would go beside the database go into: path's
- * own for a file (NULL when it has none: the current one), ${TMPDIR:-/tmp}
- * for a URL. Not allocated; for a file, *len is the length of path's prefix
- * to use. */
+ * own for a file (NULL when it has none: the current one); for a URL
+ * ${TMPDIR:-/tmp}/tftap-UID, made 0700 if missing (NULL when it is not this
+ * user's own, private directory). Not allocated (for a URL, this thread's
+ * until the next call); *len is the length of the result to use. */
 const char *store_side_dir(const char *path, size_t *len);
 void store_close(store *s);
 /* 1 when a STORE_OPEN_READONLY database is read as an immutable snapshot:

@@ -92,7 +92,7 @@ noticed() { # RUNNERS...
     local i
     for i in "$@"; do
         grep -q 'tftap/tftest6: cannot write the recording database' \
-            "$WORK/r$i/tmp/tftap.log" 2>/dev/null || return 1
+            "$WORK/r$i/tmp/tftap-$(id -u)/tftap.log" 2>/dev/null || return 1
     done
 }
 run_of() { pg_psql "SELECT id FROM runs WHERE cwd = '$WORK/r$1'"; }
