@@ -34,6 +34,10 @@ async function main() {
   const errors = [];
   page.on('console', m => { if (m.type() === 'error') errors.push(m.text() + ' @ ' + page.url()); });
   page.on('pageerror', e => errors.push('page error: ' + e.message));
+  /* Documents the page loads (a full navigation, not the app's own): the
+   * live section names them when it finds it was reloaded. */
+  const documents = [];
+  page.on('request', r => { if (r.isNavigationRequest() && r.frame() === page.mainFrame()) documents.push(r.url().replace(/token=[^&]*/, 'token=…')); });
   const shot = async name => page.screenshot({ path: path.join(conf.shots, name + '.png'), fullPage: true });
   const text = sel => page.$eval(sel, e => e.innerText);
   const count = sel => page.$$eval(sel, es => es.length);
@@ -205,6 +209,7 @@ async function main() {
   await page.waitForSelector('table.runs tbody tr', { timeout: T });
   await page.waitForSelector('#live.on', { timeout: T }); /* listening before the run starts */
   await page.evaluate(() => { window.tftapNoReload = 1; });
+  const documentsBefore = documents.length;
   const before = await count('table.runs tbody tr');
   execFileSync('bash', [conf.live, 'start'], { stdio: 'inherit' });
   const live = JSON.parse(fs.readFileSync(conf.live_state, 'utf8'));
@@ -222,7 +227,10 @@ async function main() {
   check('live: the calls after the page opened came in (' + rowsBefore + ' -> ' + rowsAfter + ')', rowsAfter > rowsBefore);
   await page.waitForFunction(() => !/recording/.test(document.querySelector('main h1').innerText), { timeout: T }).catch(() => {});
   check('live: and it says when the run ended', !/recording/.test(await text('main h1')));
-  check('live: without a reload', await page.evaluate(() => window.tftapNoReload === 1));
+  const kept = await page.evaluate(() => window.tftapNoReload === 1);
+  if (!kept)
+    console.log('live: documents loaded meanwhile: ' + JSON.stringify(documents.slice(documentsBefore)));
+  check('live: without a reload', kept);
   await shot('live');
 
   /* ---- scale: a run of 50,000 calls ---- */
