@@ -718,8 +718,11 @@ static void report_log(const char *path, off_t from)
         ssize_t n;
         while (lines < 1000000 && (n = read(fd, chunk, sizeof chunk)) > 0) {
             for (ssize_t i = 0; i < n; i++) {
+                /* Shown on the terminal: no control characters from a
+                 * file others' messages (a collector's, say) went into. */
                 if (lines == 0 && chunk[i] != '\n' && flen + 1 < sizeof first)
-                    first[flen++] = chunk[i];
+                    first[flen++] =
+                        (unsigned char)chunk[i] < 0x20 || chunk[i] == 0x7f ? '?' : chunk[i];
                 lines += chunk[i] == '\n';
             }
         }

@@ -562,6 +562,7 @@ struct node {
 struct otlp_exporter {
     otlp_config cfg; /* strings below are owned copies */
     char *endpoint, *traceparent, *trace_id, *service, *headers, *resource_attrs;
+    char *endpoint_shown; /* for the log: without user:password@ */
     struct ctx_ids ids;
     pthread_t thread;
     pthread_mutex_t mu;
@@ -653,8 +654,8 @@ static size_t post_batch(otlp_exporter *e, const otlp_span *spans, size_t n)
         if (cc == CURLE_OK && code >= 200 && code < 300) {
             int64_t rej = otlp_response_rejected(body.data, body.len, &why);
             if (rej > 0) {
-                xlog(e, "otlp: %s rejected %lld of %zu spans: %s", e->endpoint, (long long)rej, n,
-                     tftap_buf_cstr(&why));
+                xlog(e, "otlp: %s rejected %lld of %zu spans: %s", e->endpoint_shown,
+                     (long long)rej, n, tftap_buf_cstr(&why));
                 took = (size_t)rej >= n ? 0 : n - (size_t)rej;
             } else {
                 took = n;
@@ -672,10 +673,10 @@ static size_t post_batch(otlp_exporter *e, const otlp_span *spans, size_t n)
                 e->logged_post = 1;
                 if (cc != CURLE_OK)
                     xlog(e, "otlp: cannot export to %s: %s; spans are dropped (counted)",
-                         e->endpoint, cu.easy_strerror(cc));
+                         e->endpoint_shown, cu.easy_strerror(cc));
                 else
-                    xlog(e, "otlp: %s answered HTTP %ld; spans are dropped (counted)", e->endpoint,
-                         code);
+                    xlog(e, "otlp: %s answered HTTP %ld; spans are dropped (counted)",
+                         e->endpoint_shown, code);
             }
             break;
         }
@@ -748,6 +749,31 @@ static void *exporter_main(void *arg)
     return NULL;
 }
 
+/* url without the user:password@ a URL may carry, for the log. */
+static char *shown_url(const char *url)
+{
+    if (!url)
+        return NULL;
+    const char *auth = strstr(url, "://");
+    auth = auth ? auth + 3 : url;
+    size_t alen = strcspn(auth, "/?#");
+    const char *at = memchr(auth, '@', alen);
+    tftap_buf b = TFTAP_BUF_INIT;
+    if (at) {
+        tftap_buf_append(&b, url, (size_t)(auth - url));
+        tftap_buf_puts(&b, "***@");
+        tftap_buf_puts(&b, at + 1);
+    } else {
+        tftap_buf_puts(&b, url);
+    }
+    tftap_buf_cstr(&b);
+    if (tftap_buf_failed(&b)) {
+        tftap_buf_done(&b);
+        return NULL;
+    }
+    return tftap_buf_take(&b, NULL);
+}
+
 int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
 {
     *out = NULL;
@@ -758,6 +784,7 @@ int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
         return TFTAP_ENOMEM;
     e->cfg = *cfg;
     e->endpoint = dup_or_null(cfg->endpoint);
+    e->endpoint_shown = shown_url(cfg->endpoint);
     e->traceparent = dup_or_null(cfg->traceparent);
     e->trace_id = dup_or_null(cfg->trace_id);
     e->service = dup_or_null(cfg->service);
@@ -779,7 +806,7 @@ int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
         e->cfg.timeout_ms = OTLP_DEFAULT_TIMEOUT_MS;
     e->tail = &e->head;
     int rc = ctx_ids_from(&e->cfg, &e->ids);
-    if (rc == 0 && (!e->endpoint || (cfg->traceparent && !e->traceparent) ||
+    if (rc == 0 && (!e->endpoint || !e->endpoint_shown || (cfg->traceparent && !e->traceparent) ||
                     (cfg->trace_id && !e->trace_id) || (cfg->service && !e->service) ||
                     (cfg->headers && !e->headers) || (cfg->resource_attrs && !e->resource_attrs)))
         rc = TFTAP_ENOMEM;
@@ -862,6 +889,7 @@ int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
         if (e->curl)
             cu.easy_cleanup(e->curl);
         free(e->endpoint);
+        free(e->endpoint_shown);
         free(e->traceparent);
         free(e->trace_id);
         free(e->service);
@@ -1005,13 +1033,15 @@ void otlp_exporter_close(otlp_exporter *e, unsigned flush_ms)
     pthread_join(e->thread, NULL);
     if (e->st.dropped > 0)
         xlog(e, "otlp: %llu of %llu spans were not exported to %s",
-             (unsigned long long)e->st.dropped, (unsigned long long)(e->st.added), e->endpoint);
+             (unsigned long long)e->st.dropped, (unsigned long long)(e->st.added),
+             e->endpoint_shown);
     cu.slist_free_all(e->hdrs);
     cu.easy_cleanup(e->curl);
     cu.global_cleanup();
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     free(e->endpoint);
+    free(e->endpoint_shown);
     free(e->traceparent);
     free(e->trace_id);
     free(e->service);
