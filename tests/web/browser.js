@@ -215,8 +215,12 @@ async function main() {
   const live = JSON.parse(fs.readFileSync(conf.live_state, 'utf8'));
   checkEq('live: the new run appears', await waitCount('table.runs tbody tr', before + 1), before + 1);
   check('live: marked as running', await page.$eval(`tr[data-run="${live.run}"]`, r => r.classList.contains('running')).catch(() => false));
-  /* One step in the page: the row may be redrawn by a live update meanwhile. */
-  await page.$eval(`tr[data-run="${live.run}"] a`, a => a.click());
+  /* One step in the page: a live update may redraw the row at any moment.
+   * ($eval is two: it finds the link, then clicks it in a second call; a
+   * link redrawn between them is clicked detached from the document, where
+   * the app does not see the click and Chromium follows the link: the page
+   * reloaded.) */
+  await page.evaluate(run => document.querySelector(`tr[data-run="${run}"] a`).click(), live.run);
   await page.waitForSelector('a.row', { timeout: T });
   check('live: its page says it is recording', /recording/.test(await text('main h1')));
   const rowsBefore = await count('a.row');
