@@ -819,6 +819,9 @@ int sdb_pg_bind(sdb_stmt *st, int i, const void *data, size_t len, char kind)
     if (kind != 't') {
         memcpy(v, data, len);
         v[len] = '\0';
+    } else if (len > (size_t)0x7fffffff) { /* grown by the replacements */
+        free(v);
+        return SDB_ERROR;
     }
     p->values[i] = v;
     p->lengths[i] = (int)len;
