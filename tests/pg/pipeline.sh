@@ -8,4 +8,5 @@ pg_start >/dev/null || {
     echo "pipeline.sh: the PostgreSQL server did not start"
     exit 1
 }
-"${top_builddir:-$(dirname "$0")/../../build}/tests/pg/test_pipeline" "$(pg_uri)"
+# TFTAP_TEST_WRAPPER: a command to run the test under (scripts/test's valgrind stage).
+${TFTAP_TEST_WRAPPER:-} "${top_builddir:-$(dirname "$0")/../../build}/tests/pg/test_pipeline" "$(pg_uri)"
