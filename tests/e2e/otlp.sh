@@ -28,7 +28,12 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# The receiver's address on loopback, plain HTTP (OTLP/HTTP): built from its
+# parts, as tftap builds the path from OTEL_EXPORTER_OTLP_ENDPOINT.
+loopback() { printf '%s://127.0.0.1:%s' http "$1"; } # PORT
 port=$(free_port)
+base=$(loopback "$port")
+traces=$base/v1/traces
 cat >"$WORK/recv.yaml" <<EOF
 receivers:
   otlp:
@@ -92,7 +97,7 @@ span_count_is() { [ "$(span_count "$1")" -ge "$2" ]; }
 # ---- --otlp URL, TRACEPARENT from the environment (as tofu sets it) ----------
 trace=4bf92f3577b34da6a3ce929d0e0e4736 parent=00f067aa0ba902b7
 (cd "$w" && TRACEPARENT=00-$trace-$parent-01 "$TFTAP" run --db "$db" \
-    --otlp "http://127.0.0.1:$port/v1/traces" -- tofu plan -input=false -no-color \
+    --otlp "$traces" -- tofu plan -input=false -no-color \
     >"$WORK/plan.out" 2>"$WORK/plan.err")
 check_eq "--otlp: plan exits 0" "$?" 0
 run=$(last_run "$db")
@@ -123,7 +128,7 @@ trace6=6e0a1b2c3d4e5f60718293a4b5c6d7e8 parent6=2b3c4d5e6f708192
 (cd "$w" && TRACEPARENT=00-$trace6-$parent6-01 OTEL_SERVICE_NAME=ci-plans \
     OTEL_RESOURCE_ATTRIBUTES='deployment.environment=staging,team=infra%20ops' \
     "$TFTAP" run --db "$db" --record-sensitive --otlp-values \
-    --otlp "http://127.0.0.1:$port/v1/traces" -- tofu plan -input=false -no-color \
+    --otlp "$traces" -- tofu plan -input=false -no-color \
     >"$WORK/plan6.out" 2>"$WORK/plan6.err")
 check_eq "--otlp-values: plan exits 0" "$?" 0
 run6=$(last_run "$db")
@@ -163,7 +168,7 @@ check "--otlp-values: OTEL_RESOURCE_ATTRIBUTES are on the resource, decoded" \
 before=$(spans | wc -l)
 
 # ---- OTEL_EXPORTER_OTLP_ENDPOINT alone, no TRACEPARENT: one trace per run -----
-(cd "$w" && OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$port "$TFTAP" run --db "$db" \
+(cd "$w" && OTEL_EXPORTER_OTLP_ENDPOINT=$base "$TFTAP" run --db "$db" \
     -- tofu plan -input=false -no-color >"$WORK/plan2.out" 2>"$WORK/plan2.err")
 check_eq "env: plan exits 0" "$?" 0
 run2=$(last_run "$db")
@@ -181,7 +186,7 @@ check_eq "env: roots (no parent), named and attributed as recorded" \
 # ---- --reattach: the providers tftap starts itself take the same settings ----
 trace3=0af7651916cd43dd8448eb211c80319c parent3=b7ad6b7169203331
 (cd "$w" && TRACEPARENT=00-$trace3-$parent3-01 "$TFTAP" run --reattach --db "$db" \
-    --otlp "http://127.0.0.1:$port/v1/traces" -- tofu plan -input=false -no-color \
+    --otlp "$traces" -- tofu plan -input=false -no-color \
     >"$WORK/plan4.out" 2>"$WORK/plan4.err")
 check_eq "--reattach: plan exits 0" "$?" 0
 run4=$(last_run "$db")
@@ -192,10 +197,10 @@ check_eq "--reattach: one span per recorded call, under the TRACEPARENT span" \
 
 # ---- tftap wrap --otlp: the URL lives in the shims' metadata -----------------
 trace5=5f0c2a8e9b1d4c3e8a7f6b5d4c3b2a19 parent5=1a2b3c4d5e6f7081
-eval "$(cd "$w" && "$TFTAP" wrap --db "$db" --otlp "http://127.0.0.1:$port/v1/traces" --otlp-values \
+eval "$(cd "$w" && "$TFTAP" wrap --db "$db" --otlp "$traces" --otlp-values \
     --out "$WORK/shims" 2>"$WORK/wrap.err")"
 check "wrap --otlp: the shims' metadata holds the URL" \
-    grep -q "\"otlp\": \"http://127.0.0.1:$port/v1/traces\"" "$WORK/shims/p0/tftap-shim.json"
+    grep -qF "\"otlp\": \"$traces\"" "$WORK/shims/p0/tftap-shim.json"
 check "wrap --otlp-values: and the values' opt-in" \
     grep -q '"otlp_values": true' "$WORK/shims/p0/tftap-shim.json"
 (cd "$w" && TRACEPARENT=00-$trace5-$parent5-01 tofu plan -input=false -no-color >"$WORK/plan5.out" 2>&1)
@@ -219,7 +224,7 @@ trace7=7a8b9c0d1e2f30415263748596a7b8c9 parent7=3c4d5e6f70819203
 new_dir "$top_srcdir/tests/e2e/configs/crash" "$WORK/fail"
 (cd "$WORK/fail" && tofu init -input=false -no-color >/dev/null) || not_ok "init (fail)"
 (cd "$WORK/fail" && TRACEPARENT=00-$trace7-$parent7-01 "$TFTAP" run --db "$db" \
-    --otlp "http://127.0.0.1:$port/v1/traces" -- tofu plan -input=false -no-color \
+    --otlp "$traces" -- tofu plan -input=false -no-color \
     -var fail=plan-error >"$WORK/plan7.out" 2>"$WORK/plan7.err")
 check_eq "plan-error: plan exits 1" "$?" 1
 run7=$(last_run "$db")
@@ -246,7 +251,8 @@ check "plan-error: the span counts the error diagnostics" \
 # ---- a receiver that is not there: the run is not the worse for it -----------
 stop_recv
 dead=$(free_port)
-(cd "$w" && "$TFTAP" run --db "$db" --otlp "http://127.0.0.1:$dead/v1/traces" \
+dead_traces=$(loopback "$dead")/v1/traces
+(cd "$w" && "$TFTAP" run --db "$db" --otlp "$dead_traces" \
     -- tofu plan -input=false -no-color >"$WORK/plan3.out" 2>"$WORK/plan3.err")
 check_eq "dead receiver: plan exits 0" "$?" 0
 check "dead receiver: the plan's output is whole" grep -q '^Plan: ' "$WORK/plan3.out"
@@ -254,11 +260,11 @@ run3=$(last_run "$db")
 check "dead receiver: calls recorded" test "$("$TFTAP" calls --db "$db" --json "$run3" | jq length)" -gt 5
 check_eq "dead receiver: nothing lost from the record" \
     "$("$TFTAP" runs --db "$db" --json | jq ".[] | select(.id == $run3) | .dropped")" 0
-dropped_logged() { grep -qs "otlp: [0-9]* of [0-9]* spans were not exported to http://127.0.0.1:$dead/v1/traces" "$log"; }
+dropped_logged() { grep -qs "otlp: [0-9]* of [0-9]* spans were not exported to $dead_traces" "$log"; }
 wait_for 300 dropped_logged
 check "dead receiver: the drop is logged beside the database" dropped_logged
 check "dead receiver: why, once per recorder" \
-    grep -q "otlp: cannot export to http://127.0.0.1:$dead/v1/traces: Couldn't connect to server" "$log"
+    grep -qF "otlp: cannot export to $dead_traces: Couldn't connect to server" "$log"
 check "dead receiver: nothing of it in the command's output" sh -c "! grep -q 'otlp:' '$WORK/plan3.out'"
 # At most tftap run's usual one line about the recorders' log (whether the
 # recorders have logged the drop by the time it looks is up to them).

@@ -217,7 +217,7 @@ api() { # NAME PATH
 }
 start_serve "$db" s || not_ok "serve --db FILE printed its URL"
 start_serve "$URI" p || not_ok "serve --db URI printed its URL"
-check "serve --db URI: the URL line" grep -qE '^http://127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]{32}$' "$WORK/p.url"
+check "serve --db URI: the URL line" grep -qE '^http:/{2}127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]{32}$' "$WORK/p.url"
 api_norm() { # NAME PATH
     api "$1" "$2" | jq -S 'walk(if type == "object" then del(.started_us, .ended_us, .duration_us,
         .id, .call_id, .process_id, .pid, .call_seq, .recorded_us, .next, .last, .first_seen_us,
