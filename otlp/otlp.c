@@ -275,32 +275,36 @@ struct attrs {
     Tftap__Otlp__KeyValue *p[SPAN_ATTRS_MAX];
 };
 
-static void attr_str(struct attrs *a, const char *key, const char *val)
+/* The next attribute named key, its value still to set; NULL when full. */
+static Tftap__Otlp__AnyValue *attr_add(struct attrs *a, const char *key)
 {
-    if (val == NULL || a->n == SPAN_ATTRS_MAX)
-        return;
+    if (a->n == SPAN_ATTRS_MAX)
+        return NULL;
     size_t i = a->n++;
     tftap__otlp__key_value__init(&a->kv[i]);
     tftap__otlp__any_value__init(&a->v[i]);
     a->kv[i].key = (char *)key;
-    a->v[i].value_case = TFTAP__OTLP__ANY_VALUE__VALUE_STRING_VALUE;
-    a->v[i].string_value = (char *)val;
     a->kv[i].value = &a->v[i];
     a->p[i] = &a->kv[i];
+    return &a->v[i];
+}
+
+static void attr_str(struct attrs *a, const char *key, const char *val)
+{
+    Tftap__Otlp__AnyValue *v = val ? attr_add(a, key) : NULL;
+    if (v) {
+        v->value_case = TFTAP__OTLP__ANY_VALUE__VALUE_STRING_VALUE;
+        v->string_value = (char *)val;
+    }
 }
 
 static void attr_bool(struct attrs *a, const char *key, int val)
 {
-    if (a->n == SPAN_ATTRS_MAX)
-        return;
-    size_t i = a->n++;
-    tftap__otlp__key_value__init(&a->kv[i]);
-    tftap__otlp__any_value__init(&a->v[i]);
-    a->kv[i].key = (char *)key;
-    a->v[i].value_case = TFTAP__OTLP__ANY_VALUE__VALUE_BOOL_VALUE;
-    a->v[i].bool_value = val != 0;
-    a->kv[i].value = &a->v[i];
-    a->p[i] = &a->kv[i];
+    Tftap__Otlp__AnyValue *v = attr_add(a, key);
+    if (v) {
+        v->value_case = TFTAP__OTLP__ANY_VALUE__VALUE_BOOL_VALUE;
+        v->bool_value = val != 0;
+    }
 }
 
 /* go-plugin's housekeeping ending as the provider exits: an expected close,
@@ -316,16 +320,11 @@ static int is_teardown(const char *method, int status)
 
 static void attr_int(struct attrs *a, const char *key, int64_t val)
 {
-    if (a->n == SPAN_ATTRS_MAX)
-        return;
-    size_t i = a->n++;
-    tftap__otlp__key_value__init(&a->kv[i]);
-    tftap__otlp__any_value__init(&a->v[i]);
-    a->kv[i].key = (char *)key;
-    a->v[i].value_case = TFTAP__OTLP__ANY_VALUE__VALUE_INT_VALUE;
-    a->v[i].int_value = val;
-    a->kv[i].value = &a->v[i];
-    a->p[i] = &a->kv[i];
+    Tftap__Otlp__AnyValue *v = attr_add(a, key);
+    if (v) {
+        v->value_case = TFTAP__OTLP__ANY_VALUE__VALUE_INT_VALUE;
+        v->int_value = val;
+    }
 }
 
 struct ctx_ids {
