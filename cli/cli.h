@@ -78,4 +78,17 @@ void cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((forma
  * (unknown, ambiguous, missing or unexpected value). */
 int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
 
+/* The recording options run and wrap share, for their --help (its %s is
+ * the default database). */
+#define CLI_RECORDING_OPTIONS_HELP                                                                 \
+    "  --db PATH            database (default: $TFTAP_DB, else ./%s)\n"                            \
+    "  --record-sensitive   store sensitive values instead of redacting them\n"                    \
+    "  --keep-raw           store raw message bytes too\n"                                         \
+    "  --otlp URL           export each call as a span to this OTLP/HTTP traces\n"                 \
+    "                       endpoint (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,\n"             \
+    "                       else $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else none)\n"             \
+    "  --otlp-values        spans also carry each call's request and response as\n"                \
+    "                       stored, redacted (never a secret in clear, even with\n"                \
+    "                       --record-sensitive), at most 16 KiB each\n"
+
 #endif

@@ -1170,16 +1170,8 @@ static void wrap_usage(FILE *f)
         "makes every later tofu/terraform command record into the database, each\n"
         "command as one run. Prints the export line on stdout. Run it again after\n"
         "'init' (with the export in force it reads its own config, and its shims\n"
-        "still stand for the real providers: a shim never starts a shim).\n\n"
-        "  --db PATH            database (default: $TFTAP_DB, else ./%s)\n"
-        "  --record-sensitive   store sensitive values instead of redacting them\n"
-        "  --keep-raw           store raw message bytes too\n"
-        "  --otlp URL           export each call as a span to this OTLP/HTTP traces\n"
-        "                       endpoint (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,\n"
-        "                       else $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else none)\n"
-        "  --otlp-values        spans also carry each call's request and response as\n"
-        "                       stored, redacted (never a secret in clear, even with\n"
-        "                       --record-sensitive), at most 16 KiB each\n"
+        "still stand for the real providers: a shim never starts a "
+        "shim).\n\n" CLI_RECORDING_OPTIONS_HELP
         "  --cli NAME           whose CLI config and registry host to assume (tofu)\n",
         STORE_DEFAULT_PATH);
 }
