@@ -18,12 +18,7 @@ stop_serves() {
     serve_pids=()
 }
 trap 'stop_serves; pg_cleanup; cleanup_work' EXIT
-pg_start || {
-    not_ok "PostgreSQL server started"
-    finish
-}
-ok "PostgreSQL server started"
-URI=$(pg_uri)
+pg_e2e_start
 PWURI="postgresql://tftap:hunter2@/tftap?host=$pg_dir"
 CLI=tofu
 db=$WORK/tftap.db

@@ -8,6 +8,7 @@
 #   pg_start       initdb (once) and start; creates database "tftap"
 #   pg_stop        stop (fast: sessions are terminated at once)
 #   pg_uri [DB]    the libpq URI of DB (default tftap)
+#   pg_e2e_start   pg_start for a test on tests/e2e/lib.sh: ok/not_ok, sets URI
 #   pg_psql SQL    run SQL in database tftap, unaligned, tuples only
 #
 # initdb refuses to run as root: as root the cluster belongs to the
@@ -78,6 +79,17 @@ pg_start() {
 
 pg_stop() {
     pg_as "$pg_bin/pg_ctl" -D "$pg_dir/data" -w -s -m fast stop
+}
+
+# pg_e2e_start: for a test on tests/e2e/lib.sh: start the server (a test
+# without one fails there and ends), and set URI.
+pg_e2e_start() {
+    pg_start || {
+        not_ok "PostgreSQL server started"
+        finish
+    }
+    ok "PostgreSQL server started"
+    URI=$(pg_uri)
 }
 
 pg_uri() { echo "postgresql:///${1:-tftap}?host=$pg_dir&user=tftap"; }

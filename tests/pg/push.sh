@@ -12,12 +12,7 @@
 need_peers
 pg_need
 trap 'pg_cleanup; cleanup_work' EXIT
-pg_start || {
-    not_ok "PostgreSQL server started"
-    finish
-}
-ok "PostgreSQL server started"
-URI=$(pg_uri)
+pg_e2e_start
 CLI=tofu
 db=$WORK/local.db db2=$WORK/other.db
 w=$WORK/w s=$WORK/s s2=$WORK/s2 o=$WORK/o

@@ -12,12 +12,7 @@
 need_peers
 pg_need
 trap 'pg_cleanup; cleanup_work' EXIT
-pg_start || {
-    not_ok "PostgreSQL server started"
-    finish
-}
-ok "PostgreSQL server started"
-URI=$(pg_uri)
+pg_e2e_start
 CLI=tofu
 db=$WORK/tftap.db
 w=$WORK/w
