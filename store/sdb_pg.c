@@ -776,6 +776,11 @@ static char *utf8_text(const unsigned char *s, size_t *len)
     char *v = malloc(n + bad * 2 + 1);
     if (!v)
         return NULL;
+    if (bad == 0) { /* the usual case: checked once, copied whole */
+        memcpy(v, s, n);
+        v[n] = '\0';
+        return v;
+    }
     size_t o = 0;
     for (size_t i = 0; i < n;) {
         size_t l = s[i] ? tftap_utf8_len(s + i, n - i) : 0;
