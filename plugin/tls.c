@@ -40,8 +40,13 @@ static X509 *x509_of_pem(const char *pem)
 static int ctx_setup(SSL_CTX *ctx, const plugin_cert *own, const char *trusted_pem, tftap_buf *err)
 {
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-                              SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* Read-ahead: one read() takes every record the socket holds, instead
+     * of two per record (header, then body). A reader must then ask
+     * SSL_has_pending() before it waits for the socket (the relay does).
+     * The buffers stay allocated: releasing them when empty cost a malloc
+     * and a free per record, for 34 KiB per connection saved. */
+    SSL_CTX_set_read_ahead(ctx, 1);
     X509 *cert = x509_of_pem(own->cert_pem);
     BIO *kb = BIO_new_mem_buf(own->key_pem, -1);
     EVP_PKEY *key = kb != NULL ? PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL) : NULL;
