@@ -452,7 +452,7 @@ static int earlier_plan(store *s, const struct runs *rs, const char *address, st
     *found = 0;
     for (size_t i = 0; i < rs->n && i < CHECK_EARLIER_RUNS; i++) {
         struct earlier e = {address, {NULL, 0, 0}, 0, 0};
-        int rc = store_changes_each(s, rs->v[i], address, earlier_row, &e);
+        int rc = store_changes_each_judged(s, rs->v[i], address, earlier_row, &e);
         if (rc == 0)
             rc = e.err;
         if (rc) {
@@ -601,7 +601,7 @@ int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_fi
      * the judging (the views extract every state from the calls' JSON). */
     struct names ns = {NULL, 0, 0, 0};
     struct pass p = {&ns, NULL, 0, 0, NULL, 0, 0, 0};
-    int rc = store_changes_each(s, run_id, filter, pass_row, &p);
+    int rc = store_changes_each_judged(s, run_id, filter, pass_row, &p);
     if (p.err)
         rc = p.err;
     if (ns.err)

@@ -355,9 +355,12 @@ static int cmp_half(const void *x, const void *y)
 static int load_rels(store *s, int64_t run_id, struct rels *out)
 {
     sdb_stmt *st = NULL;
+    /* Only an apply's failure is read (a replacement carried out): other
+     * rows skip the view's failed, which parses their diagnostics again. */
 #define RELS_SQL(len)                                                                              \
     "SELECT call_id, method, type_name, prior, planned, config, coalesce(" len ", 0), address, "   \
-    "(SELECT failed FROM v_calls v WHERE v.call_id = v_resource_changes.call_id) "                 \
+    "CASE method WHEN 'ApplyResourceChange' THEN "                                                 \
+    "(SELECT failed FROM v_calls v WHERE v.call_id = v_resource_changes.call_id) END "             \
     "FROM v_resource_changes WHERE run_id = ? ORDER BY call_id"
     /* SQLite's json_array_length says 0 for a non-array, PostgreSQL's raises. */
     int rc = sdb_prepare(s->db,
@@ -653,29 +656,60 @@ done:
     return found;
 }
 
-int store_changes_query(store *s, int64_t run_id, const char *filter, int failed_only,
-                        int (*fn)(void *ctx, const store_change_row *row), void *ctx)
+/* Does the run hold an apply? Only then can a replacement have been
+ * carried out (struct rel's destroyed, forced_by). */
+static int has_apply(store *s, int64_t run_id, int *yes)
+{
+    sdb_stmt *st = NULL;
+    *yes = 0;
+    int rc = sdb_prepare(s->db,
+                         "SELECT 1 FROM calls WHERE run_id = ? AND rpc = 'ApplyResourceChange' "
+                         "LIMIT 1",
+                         &st);
+    if (rc == SDB_OK) {
+        sdb_bind_int64(st, 1, run_id);
+        rc = sdb_step(st);
+        *yes = rc == SDB_ROW;
+    }
+    return store_finish(st, rc == SDB_ROW ? SDB_DONE : rc, 0);
+}
+
+/* The columns both queries yield, in the order the rows are read; lean
+ * leaves out what only listing needs (the view of the call's failure
+ * parses its diagnostics once more). */
+#define CHANGES_SQL(cols, from)                                                                    \
+    "SELECT * FROM (SELECT r.call_id, r.method, r.type_name, "                                     \
+    "r.address, r.address_note, r.prior, r.proposed, r.config, "                                   \
+    "r.planned, r.new, r.requires_replace, r.diagnostics, "                                        \
+    "r.status_code, r.started_us, " cols " FROM v_resource_changes r " from ") AS x "              \
+    "WHERE run_id = ?1 AND " FILTER_SQL                                                            \
+    " AND (CAST(?3 AS INTEGER) = 0 OR failed) ORDER BY started_us, call_id"
+
+static const char changes_sql[] =
+    CHANGES_SQL("(SELECT schema_sha256 FROM calls c WHERE c.id = r.call_id), "
+                "v.failed, v.status_name, v.status_message, v.in_flight, "
+                "r.run_id, v.process_id, v.response_json",
+                "JOIN v_calls v ON v.call_id = r.call_id");
+
+static const char changes_lean_sql[] =
+    CHANGES_SQL("c.schema_sha256, CAST(NULL AS BOOLEAN) AS failed, NULL AS status_name, "
+                "NULL AS status_message, CAST(NULL AS BOOLEAN) AS in_flight, r.run_id, "
+                "c.process_id, c.response_json",
+                "JOIN calls c ON c.id = r.call_id");
+
+static int changes_query(store *s, int64_t run_id, const char *filter, int failed_only, int lean,
+                         int (*fn)(void *ctx, const store_change_row *row), void *ctx)
 {
     struct rels rels = {NULL, 0};
     struct schema_cache schemas;
     memset(&schemas, 0, sizeof schemas);
     sdb_stmt *st = NULL, *half = NULL, *gone = NULL, *forced = NULL;
-    int err = load_rels(s, run_id, &rels);
+    int pairs = 1, err = lean ? has_apply(s, run_id, &pairs) : 0;
+    if (!err && pairs)
+        err = load_rels(s, run_id, &rels);
     if (err)
         goto done;
-    int rc =
-        sdb_prepare_large(s->db,
-                          "SELECT * FROM (SELECT r.call_id, r.method, r.type_name, "
-                          "r.address, r.address_note, r.prior, r.proposed, r.config, "
-                          "r.planned, r.new, r.requires_replace, r.diagnostics, "
-                          "r.status_code, r.started_us, "
-                          "(SELECT schema_sha256 FROM calls c WHERE c.id = r.call_id), "
-                          "v.failed, v.status_name, v.status_message, v.in_flight, "
-                          "r.run_id, v.process_id, v.response_json FROM v_resource_changes r "
-                          "JOIN v_calls v ON v.call_id = r.call_id) AS x "
-                          "WHERE run_id = ?1 AND " FILTER_SQL
-                          " AND (CAST(?3 AS INTEGER) = 0 OR failed) ORDER BY started_us, call_id",
-                          &st);
+    int rc = sdb_prepare_large(s->db, lean ? changes_lean_sql : changes_sql, &st);
     if (rc == SDB_OK)
         rc = sdb_prepare(s->db, "SELECT planned FROM v_resource_changes WHERE call_id = ?", &half);
     if (rc == SDB_OK)
@@ -759,10 +793,22 @@ done:
     return err;
 }
 
+int store_changes_query(store *s, int64_t run_id, const char *filter, int failed_only,
+                        int (*fn)(void *ctx, const store_change_row *row), void *ctx)
+{
+    return changes_query(s, run_id, filter, failed_only, 0, fn, ctx);
+}
+
 int store_changes_each(store *s, int64_t run_id, const char *filter,
                        int (*fn)(void *ctx, const store_change_row *row), void *ctx)
 {
-    return store_changes_query(s, run_id, filter, 0, fn, ctx);
+    return changes_query(s, run_id, filter, 0, 0, fn, ctx);
+}
+
+int store_changes_each_judged(store *s, int64_t run_id, const char *filter,
+                              int (*fn)(void *ctx, const store_change_row *row), void *ctx)
+{
+    return changes_query(s, run_id, filter, 0, 1, fn, ctx);
 }
 
 int store_diagnostics_each(store *s, int64_t run_id, const char *filter,

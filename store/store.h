@@ -391,6 +391,13 @@ int store_changes_each(store *s, int64_t run_id, const char *filter,
 /* The same, only the failed changes when failed_only. */
 int store_changes_query(store *s, int64_t run_id, const char *filter, int failed_only,
                         int (*fn)(void *ctx, const store_change_row *row), void *ctx);
+/* As store_changes_each, for judging the calls, at less cost: failed,
+ * status_name, status_message and in_flight are not read (0 and NULL),
+ * and the replacement pairing (superseded, replace_*, destroyed_prior) is
+ * worked out only when the run applied something; requires_replace is
+ * completed from the plan that forced a replacement as it is there. */
+int store_changes_each_judged(store *s, int64_t run_id, const char *filter,
+                              int (*fn)(void *ctx, const store_change_row *row), void *ctx);
 
 typedef struct store_diag_row {
     int64_t call_id;
