@@ -139,6 +139,19 @@ int analysis_check_final_plan(const analysis_call *first, const analysis_call *f
  * Returns 0, TFTAP_ESTORE or TFTAP_ENOMEM. */
 int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_findings *out);
 
+/* analysis_check_run(s, run_id, NULL, out) in two steps, for a caller that
+ * matches the run's addresses meanwhile (tftap run): analysis_check_read
+ * reads the run's changes but their addresses, on a connection of its own
+ * (another thread may write the addresses through another); then
+ * analysis_check_judge reads the addresses through s and judges, with the
+ * findings analysis_check_run would give then. A run with an apply is read
+ * again whole (the store pairs its replacements by address). Both return
+ * 0, TFTAP_ESTORE or TFTAP_ENOMEM. */
+typedef struct analysis_check_pass analysis_check_pass;
+int analysis_check_read(store *s, int64_t run_id, analysis_check_pass **out);
+int analysis_check_judge(store *s, analysis_check_pass *c, analysis_findings *out);
+void analysis_check_pass_free(analysis_check_pass *c);
+
 /* Append the findings of run as one JSON object (`tftap check --json`,
  * docs/check.md): {"run":..,"findings":[..],"violations":..,"rejected":..,
  * "tolerated":..,"drift":..,"unchecked":..}. max_bytes (0: no cap) stops

@@ -107,6 +107,12 @@ static int has_error_diag(const char *diags)
     return err;
 }
 
+static int dup_or_null(const char *s, char **out)
+{
+    *out = s ? strdup(s) : NULL;
+    return s && !*out ? TFTAP_ENOMEM : 0;
+}
+
 static int planned_null(const char *planned)
 {
     return !planned || strcmp(planned, "null") == 0;
@@ -118,6 +124,7 @@ static int planned_null(const char *planned)
  * changed it) takes the address of a call of the same run and type that
  * planned the same state, when only one address did. */
 struct named {
+    int64_t call_id;
     char *type_name, *planned, *address;
 };
 
@@ -160,10 +167,10 @@ static int is_plan_or_apply(const char *rpc)
            (strcmp(rpc, "PlanResourceChange") == 0 || strcmp(rpc, "ApplyResourceChange") == 0);
 }
 
-static int name_row(void *ctx, const store_change_row *r)
+/* stale: the row's address may change before judging (struct pass). */
+static int name_row(struct names *ns, const store_change_row *r, int stale)
 {
-    struct names *ns = ctx;
-    if (!r->address || !r->type_name || !is_plan_or_apply(r->rpc))
+    if ((!r->address && !stale) || !r->type_name || !is_plan_or_apply(r->rpc))
         return 0;
     char *planned = canonical(r->planned);
     if (!planned)
@@ -179,10 +186,11 @@ static int name_row(void *ctx, const store_change_row *r)
         ns->cap = cap;
     }
     struct named *x = &ns->v[ns->n++];
+    x->call_id = r->call_id;
     x->planned = planned;
     x->type_name = strdup(r->type_name);
-    x->address = strdup(r->address);
-    if (!x->type_name || !x->address)
+    x->address = NULL;
+    if (!x->type_name || dup_or_null(stale ? NULL : r->address, &x->address))
         return ns->err = TFTAP_ENOMEM;
     return 0;
 }
@@ -204,7 +212,7 @@ static const char *name_of(const struct names *ns, const store_change_row *r)
     if (!planned)
         return NULL;
     /* The first entry not ordered before the key, then its equals. */
-    struct named key = {(char *)r->type_name, planned, NULL};
+    struct named key = {0, (char *)r->type_name, planned, NULL};
     size_t lo = 0, hi = ns->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -243,13 +251,17 @@ struct schema_text {
     char *copy;
 };
 
+/* stale: read while the run's addresses were being matched (another
+ * connection); they are read again before judging, and the rows' own are
+ * not kept. applied: the run has an apply, whose replacements the store
+ * pairs by address (requires_replace): read again whole. */
 struct pass {
     struct names *names;
     struct kept *v;
     size_t n, cap;
     struct schema_text *schemas;
     size_t nschemas, schemas_cap;
-    int err;
+    int err, stale, applied;
 };
 
 static void pass_done(struct pass *p)
@@ -270,12 +282,6 @@ static void pass_done(struct pass *p)
     for (size_t i = 0; i < p->nschemas; i++)
         free(p->schemas[i].copy);
     free(p->schemas);
-}
-
-static int dup_or_null(const char *s, char **out)
-{
-    *out = s ? strdup(s) : NULL;
-    return s && !*out ? TFTAP_ENOMEM : 0;
 }
 
 static int intern_schema(struct pass *p, const char *text, const char **out)
@@ -308,7 +314,9 @@ static int intern_schema(struct pass *p, const char *text, const char **out)
 static int pass_row(void *ctx, const store_change_row *r)
 {
     struct pass *p = ctx;
-    int e = name_row(p->names, r);
+    if (r->rpc && strcmp(r->rpc, "ApplyResourceChange") == 0)
+        p->applied = 1;
+    int e = name_row(p->names, r, p->stale);
     if (e)
         return p->err = e;
     if (!r->has_status || r->status_code != 0)
@@ -328,8 +336,9 @@ static int pass_row(void *ctx, const store_change_row *r)
     k->started_us = r->started_us;
     k->has_error = has_error_diag(r->diagnostics);
     if ((e = dup_or_null(r->rpc, &k->rpc)) || (e = dup_or_null(r->type_name, &k->type_name)) ||
-        (e = dup_or_null(r->address, &k->address)) || (e = dup_or_null(r->prior, &k->prior)) ||
-        (e = dup_or_null(r->config, &k->config)) || (e = dup_or_null(r->planned, &k->planned)) ||
+        (e = dup_or_null(p->stale ? NULL : r->address, &k->address)) ||
+        (e = dup_or_null(r->prior, &k->prior)) || (e = dup_or_null(r->config, &k->config)) ||
+        (e = dup_or_null(r->planned, &k->planned)) ||
         (e = dup_or_null(r->new_state, &k->new_state)) ||
         (e = dup_or_null(r->requires_replace, &k->requires_replace)) ||
         (e = intern_schema(p, r->block_schema, &k->block_schema)))
@@ -595,29 +604,164 @@ static int final_plans(store *s, int64_t run_id, struct pcs *p, analysis_finding
     return rc;
 }
 
-int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_findings *out)
+struct analysis_check_pass {
+    int64_t run_id;
+    struct names names;
+    struct pass pass;
+};
+
+void analysis_check_pass_free(analysis_check_pass *c)
 {
-    /* One pass over the changes: each query of them costs as much as all
-     * the judging (the views extract every state from the calls' JSON). */
-    struct names ns = {NULL, 0, 0, 0};
-    struct pass p = {&ns, NULL, 0, 0, NULL, 0, 0, 0};
-    int rc = store_changes_each_judged(s, run_id, filter, pass_row, &p);
-    if (p.err)
-        rc = p.err;
-    if (ns.err)
-        rc = ns.err;
-    if (ns.n)
-        qsort(ns.v, ns.n, sizeof *ns.v, named_cmp);
-    struct run_ctx ctx = {&ns, out, {NULL, 0, 0}, 0};
-    for (size_t i = 0; !rc && i < p.n; i++)
-        rc = change_row(&ctx, &p.v[i]);
+    if (!c)
+        return;
+    pass_done(&c->pass);
+    names_done(&c->names);
+    free(c);
+}
+
+/* One pass over the changes: each query of them costs as much as all the
+ * judging (the views extract every state from the calls' JSON). */
+static int check_read(store *s, int64_t run_id, const char *filter, int stale,
+                      analysis_check_pass **out)
+{
+    *out = NULL;
+    analysis_check_pass *c = calloc(1, sizeof *c);
+    if (!c)
+        return TFTAP_ENOMEM;
+    c->run_id = run_id;
+    c->pass.names = &c->names;
+    c->pass.stale = stale;
+    int rc = store_changes_each_judged(s, run_id, filter, pass_row, &c->pass);
+    if (c->pass.err)
+        rc = c->pass.err;
+    if (c->names.err)
+        rc = c->names.err;
+    if (rc) {
+        analysis_check_pass_free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+int analysis_check_read(store *s, int64_t run_id, analysis_check_pass **out)
+{
+    return check_read(s, run_id, NULL, 1, out);
+}
+
+/* Call ids and their addresses now, in id order. */
+struct addrs {
+    int64_t *id;
+    char **address;
+    size_t n, cap;
+    int err;
+};
+
+static int addr_row(void *ctx, int64_t call_id, const char *address)
+{
+    struct addrs *a = ctx;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 256;
+        int64_t *id = realloc(a->id, cap * sizeof *id);
+        if (id)
+            a->id = id;
+        char **ad = id ? realloc(a->address, cap * sizeof *ad) : NULL;
+        if (!ad)
+            return a->err = TFTAP_ENOMEM;
+        a->address = ad;
+        a->cap = cap;
+    }
+    a->id[a->n] = call_id;
+    if (dup_or_null(address, &a->address[a->n]))
+        return a->err = TFTAP_ENOMEM;
+    a->n++;
+    return 0;
+}
+
+static void addrs_done(struct addrs *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        free(a->address[i]);
+    free(a->id);
+    free(a->address);
+}
+
+static int addr_of(const struct addrs *a, int64_t call_id, char **out)
+{
+    size_t lo = 0, hi = a->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->id[mid] < call_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    free(*out);
+    return dup_or_null(lo < a->n && a->id[lo] == call_id ? a->address[lo] : NULL, out);
+}
+
+/* The addresses of a stale pass, as a pass now would have read them. */
+static int refresh(store *s, analysis_check_pass *c)
+{
+    struct addrs a = {NULL, NULL, 0, 0, 0};
+    int rc = store_call_addresses_each(s, c->run_id, addr_row, &a);
+    if (!rc)
+        rc = a.err;
+    for (size_t i = 0; !rc && i < c->pass.n; i++)
+        rc = addr_of(&a, c->pass.v[i].call_id, &c->pass.v[i].address);
+    size_t kept = 0;
+    for (size_t i = 0; i < c->names.n; i++) {
+        struct named *x = &c->names.v[i];
+        if (!rc)
+            rc = addr_of(&a, x->call_id, &x->address);
+        if (rc || !x->address) {
+            free(x->type_name);
+            free(x->planned);
+            free(x->address);
+            continue;
+        }
+        c->names.v[kept++] = *x;
+    }
+    c->names.n = kept;
+    addrs_done(&a);
+    return rc;
+}
+
+int analysis_check_judge(store *s, analysis_check_pass *c, analysis_findings *out)
+{
+    int rc = 0;
+    analysis_check_pass *fresh = NULL;
+    if (c->pass.stale && c->pass.applied) {
+        if ((rc = check_read(s, c->run_id, NULL, 0, &fresh)))
+            return rc;
+        c = fresh;
+    } else if (c->pass.stale) {
+        if ((rc = refresh(s, c)))
+            return rc;
+        c->pass.stale = 0;
+    }
+    struct names *ns = &c->names;
+    if (ns->n)
+        qsort(ns->v, ns->n, sizeof *ns->v, named_cmp);
+    struct run_ctx ctx = {ns, out, {NULL, 0, 0}, 0};
+    for (size_t i = 0; !rc && i < c->pass.n; i++)
+        rc = change_row(&ctx, &c->pass.v[i]);
     if (ctx.err)
         rc = ctx.err;
     if (!rc)
-        rc = final_plans(s, run_id, &ctx.pcs, out);
+        rc = final_plans(s, c->run_id, &ctx.pcs, out);
     pcs_done(&ctx.pcs);
-    pass_done(&p);
-    names_done(&ns);
+    analysis_check_pass_free(fresh);
+    return rc;
+}
+
+int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_findings *out)
+{
+    analysis_check_pass *c = NULL;
+    int rc = check_read(s, run_id, filter, 0, &c);
+    if (!rc)
+        rc = analysis_check_judge(s, c, out);
+    analysis_check_pass_free(c);
     return rc;
 }
 

@@ -119,11 +119,12 @@ static int newest_run(void *ctx, const store_run_row *row)
     return 0;
 }
 
-void cli_check_summary(store *s, int64_t run_id)
+void cli_check_summary(store *s, int64_t run_id, analysis_check_pass *read)
 {
     analysis_findings f = ANALYSIS_FINDINGS_INIT;
     int64_t newest = 0;
-    if (analysis_check_run(s, run_id, NULL, &f) == 0) {
+    int rc = read ? analysis_check_judge(s, read, &f) : analysis_check_run(s, run_id, NULL, &f);
+    if (rc == 0) {
         size_t n = analysis_findings_violations(&f);
         if (n && store_runs_each(s, newest_run, &newest) == 0 && newest == run_id)
             cli_error("%zu provider contract violation%s; see tftap check last", n,

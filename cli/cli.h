@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <getopt.h>
 
+#include "analysis/analysis.h"
 #include "store/store.h"
 
 int cli_decode(int argc, char **argv);
@@ -28,8 +29,10 @@ int cli_check(int argc, char **argv);
 /* After `tftap run`: one "tftap: N provider contract violations; see tftap
  * check last" line on stderr when the run broke any rule, else nothing (a
  * database that cannot be read says nothing either: it never changes the
- * command's output or exit status). */
-void cli_check_summary(store *s, int64_t run_id);
+ * command's output or exit status). read: the run's changes as
+ * analysis_check_read read them while the addresses were matched, or NULL
+ * (read here). */
+void cli_check_summary(store *s, int64_t run_id, analysis_check_pass *read);
 /* Comparing (cli/diff.c, cli/schema.c): exit 0 same, 1 differs, 2 error. */
 int cli_diff(int argc, char **argv);
 int cli_schema(int argc, char **argv);

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -418,6 +419,43 @@ static int match_apply(store *s, int64_t run_id, const analysis_match_doc *docs,
                                     "neither the state before the run nor a plan or state after "
                                     "it could be read",
                                     NULL, NULL);
+}
+
+/* The check's reading of the run's changes, on a connection of its own
+ * beside the address matching: most of the check's cost, and none of it
+ * depends on the addresses the matching writes meanwhile
+ * (analysis_check_read). */
+struct check_reader {
+    const char *db;
+    int64_t run_id;
+    analysis_check_pass *pass; /* NULL: not read, the check reads it all */
+    pthread_t thread;
+    int started;
+};
+
+static void *check_reader_main(void *arg)
+{
+    struct check_reader *r = arg;
+    store *s = NULL;
+    if (store_open(r->db, STORE_OPEN_READONLY, &s) == 0 &&
+        analysis_check_read(s, r->run_id, &r->pass) != 0)
+        r->pass = NULL;
+    store_close(s);
+    return NULL;
+}
+
+static void check_reader_start(struct check_reader *r, const char *db, int64_t run_id)
+{
+    *r = (struct check_reader){.db = db, .run_id = run_id};
+    r->started = pthread_create(&r->thread, NULL, check_reader_main, r) == 0;
+}
+
+static analysis_check_pass *check_reader_join(struct check_reader *r)
+{
+    if (r->started)
+        pthread_join(r->thread, NULL);
+    r->started = 0;
+    return r->pass;
 }
 
 /* How long tftap run's background finisher keeps trying to record the end
@@ -1078,7 +1116,9 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
             cli_error("the record of run %lld has gaps: %lld events lost while %s could not be "
                       "written (tftap runs)",
                       (long long)run_id, (long long)lost, STORE_SHOWN(db));
+        struct check_reader reader = {0};
         if (match) {
+            check_reader_start(&reader, db, run_id);
             tftap_buf out = TFTAP_BUF_INIT;
             analysis_match_doc docs[2];
             size_t ndocs = match_docs(cmd[0], aux_env, workdir, plans ? planfile : NULL,
@@ -1087,7 +1127,9 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
                 cli_error("matching calls to addresses failed: %s", store_errmsg(s));
             tftap_buf_done(&out);
         }
-        cli_check_summary(s, run_id);
+        analysis_check_pass *read = check_reader_join(&reader);
+        cli_check_summary(s, run_id, read);
+        analysis_check_pass_free(read);
         version = cli_version_finish(&ver);
         if (version != NULL)
             (void)store_run_set_cli_version(s, run_id, version); /* for display only */

@@ -872,6 +872,24 @@ int store_match_calls_each(store *s, int64_t run_id,
     return store_finish(st, cb ? SDB_DONE : rc, cb);
 }
 
+int store_call_addresses_each(store *s, int64_t run_id,
+                              int (*fn)(void *ctx, int64_t call_id, const char *address), void *ctx)
+{
+    sdb_stmt *st = NULL;
+    int rc = sdb_prepare(s->db,
+                         "SELECT id, address FROM calls WHERE run_id = ? AND rpc IN "
+                         "('PlanResourceChange', 'ApplyResourceChange', 'ReadResource', "
+                         "'ReadDataSource') ORDER BY id",
+                         &st);
+    if (rc != SDB_OK)
+        return store_err(rc);
+    sdb_bind_int64(st, 1, run_id);
+    int cb = 0;
+    while (!cb && (rc = sdb_step(st)) == SDB_ROW)
+        cb = fn(ctx, sdb_column_int64(st, 0), store_col_text(st, 1));
+    return store_finish(st, cb ? SDB_DONE : rc, cb);
+}
+
 int store_set_addresses(store *s, const store_address_set *sets, size_t n)
 {
     sdb_stmt *up = NULL;

@@ -398,6 +398,12 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
  * completed from the plan that forced a replacement as it is there. */
 int store_changes_each_judged(store *s, int64_t run_id, const char *filter,
                               int (*fn)(void *ctx, const store_change_row *row), void *ctx);
+/* The address (NULL: none) of each resource change of a run (a call
+ * v_resource_changes would list, and others of the same methods), in call
+ * id order. */
+int store_call_addresses_each(store *s, int64_t run_id,
+                              int (*fn)(void *ctx, int64_t call_id, const char *address),
+                              void *ctx);
 
 typedef struct store_diag_row {
     int64_t call_id;
