@@ -1,7 +1,7 @@
-/* Contract checks: what check.c (findings, paths, entry points),
- * check_value.c (values, types, schema blocks, equality) and check_rules.c
- * (the rules) share; not for the rest of analysis. All values are decoded
- * JSON as the store wrote it (sj_node, borrowed: nothing here owns one). */
+/* Contract checks: what check.c (the entry points), check_findings.c
+ * (findings and paths), check_value.c (values, types, schema blocks,
+ * equality) and check_rules.c (the rules) share; not for the rest of analysis. All values are
+ * decoded JSON as the store wrote it (sj_node, borrowed: nothing here owns one). */
 #ifndef TFTAP_ANALYSIS_CHECK_INT_H
 #define TFTAP_ANALYSIS_CHECK_INT_H
 
@@ -15,7 +15,7 @@
  * linear time. */
 #define CHECK_MAX_SET_PAIRS (1u << 20)
 
-/* ---- findings and paths (check.c) ---------------------------------------- */
+/* ---- findings and paths (check_findings.c) ------------------------------- */
 
 /* One check in progress: the call, the rule being checked, the path. */
 struct ck {
@@ -41,8 +41,8 @@ size_t ck_push_index(struct ck *k, size_t i);
 void ck_pop(struct ck *k, size_t mark);
 /* A map element or object attribute (m, a member) present on one side
  * only, reported at the collection's path with its key quoted. */
-void ck_key_finding(struct ck *k, const sj_node *expected, const sj_node *actual,
-                    const sj_node *m, const char *what);
+void ck_key_finding(struct ck *k, const sj_node *expected, const sj_node *actual, const sj_node *m,
+                    const char *what);
 
 /* ---- values, types, schema blocks, equality (check_value.c) -------------- */
 
@@ -118,8 +118,8 @@ const sj_node *ck_get_attr(const sj_node *obj, const sj_node *name);
 void ck_plan_block(struct ck *k, struct block b, const sj_node *prior, const sj_node *config,
                    const sj_node *planned, int depth);
 /* AssertObjectCompatible: the actual value against the planned one. */
-void ck_compat_block(struct ck *k, struct block b, const sj_node *planned,
-                     const sj_node *actual, int depth);
+void ck_compat_block(struct ck *k, struct block b, const sj_node *planned, const sj_node *actual,
+                     int depth);
 /* Every value known. */
 void ck_find_unknowns(struct ck *k, const sj_node *v, int depth);
 /* A write-only attribute is never kept: planned and stored null. */
