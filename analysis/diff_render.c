@@ -1,0 +1,1359 @@
+/* analysis: the run diff. Two recorded runs of the same configuration are
+ * compared by what the provider did with what it was given: each planned,
+ * new, read or upgraded value is split into attributes labelled by where
+ * their value came from (config, prior state, the plan, left unknown,
+ * chosen by the provider), so values the provider merely carried over (a
+ * random id in the prior state) never count as behaviour. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "analysis/analysis_int.h"
+
+/* ---- attribute provenance ------------------------------------------------- */
+
+enum src {
+    SRC_CONFIG,   /* equal to the configuration (ref1 of a plan or read) */
+    SRC_PLANNED,  /* equal to the planned value (ref1 of an apply) */
+    SRC_PRIOR,    /* kept from the prior (or current, or raw) state */
+    SRC_UNKNOWN,  /* left unknown, with its refinements */
+    SRC_PROVIDER, /* chosen by the provider */
+};
+static const char *const src_names[] = {"config", "planned", "prior", "unknown", "provider"};
+
+struct leaf {
+    char *path;
+    enum src src;
+    const sj_node *v;
+};
+
+struct leaves {
+    struct leaf *v;
+    size_t n, cap;
+    int err;
+};
+
+static void leaves_done(struct leaves *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].path);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+static void leaf_add(struct leaves *l, const tftap_buf *path, enum src s, const sj_node *v)
+{
+    if (l->err)
+        return;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        struct leaf *nv = realloc(l->v, cap * sizeof *nv);
+        if (!nv) {
+            l->err = TFTAP_ENOMEM;
+            return;
+        }
+        l->v = nv;
+        l->cap = cap;
+    }
+    char *p = strdup(path->len ? path->data : "");
+    if (!p) {
+        l->err = TFTAP_ENOMEM;
+        return;
+    }
+    l->v[l->n++] = (struct leaf){p, s, v};
+}
+
+static int is_marker(const sj_node *v)
+{
+    return sj_is_unknown(v) || sj_is_sensitive(v);
+}
+
+/* Split v into attributes labelled by their source. ref1 (config, or the
+ * planned value of an apply) wins over ref2 (the prior state) when both
+ * agree; objects and equal-length arrays are followed into while either
+ * reference has the same shape, so one changed attribute is one leaf. */
+static void walk(struct leaves *l, tftap_buf *path, const sj_node *v, const sj_node *ref1,
+                 enum src src1, const sj_node *ref2, unsigned depth)
+{
+    if (l->err)
+        return;
+    if (depth > ANALYSIS_JSON_MAX_DEPTH) {
+        l->err = TFTAP_ELIMIT;
+        return;
+    }
+    if (sj_is_unknown(v)) {
+        leaf_add(l, path, SRC_UNKNOWN, v);
+        return;
+    }
+    /* Objects are followed into whenever a reference is an object too, so
+     * that every run splits a value at the same attributes. */
+    int follow = (v->kind == SJ_OBJECT && !is_marker(v) &&
+                  ((ref1 && ref1->kind == SJ_OBJECT) || (ref2 && ref2->kind == SJ_OBJECT))) ||
+                 (v->kind == SJ_ARRAY && ((ref1 && ref1->kind == SJ_ARRAY && ref1->n == v->n) ||
+                                          (ref2 && ref2->kind == SJ_ARRAY && ref2->n == v->n)));
+    if (!follow && ref1 && ref1->kind != SJ_NULL && sj_equal(v, ref1)) {
+        leaf_add(l, path, src1, v);
+        return;
+    }
+    if (!follow && ref2 && ref2->kind != SJ_NULL && sj_equal(v, ref2)) {
+        leaf_add(l, path, SRC_PRIOR, v);
+        return;
+    }
+    if (v->kind == SJ_NULL) {
+        leaf_add(l, path,
+                 ref1 && ref1->kind == SJ_NULL   ? src1
+                 : ref2 && ref2->kind == SJ_NULL ? SRC_PRIOR
+                                                 : SRC_PROVIDER,
+                 v);
+        return;
+    }
+    size_t mark = path->len;
+    if (follow && v->kind == SJ_OBJECT) {
+        for (const sj_node *c = v->child; c; c = c->next) {
+            analysis_path_member(path, c->key, c->key_len);
+            if (tftap_buf_failed(path)) {
+                l->err = TFTAP_ENOMEM;
+                return;
+            }
+            walk(l, path, c, sj_get_n(ref1, c->key, c->key_len), src1,
+                 sj_get_n(ref2, c->key, c->key_len), depth + 1);
+            path->len = mark;
+            if (path->data)
+                path->data[mark] = 0;
+        }
+        return;
+    }
+    if (follow && v->kind == SJ_ARRAY) {
+        const sj_node *r1 = ref1 && ref1->kind == SJ_ARRAY && ref1->n == v->n ? ref1->child : NULL;
+        const sj_node *r2 = ref2 && ref2->kind == SJ_ARRAY && ref2->n == v->n ? ref2->child : NULL;
+        size_t i = 0;
+        for (const sj_node *c = v->child; c; c = c->next, i++) {
+            tftap_buf_printf(path, "[%zu]", i);
+            if (tftap_buf_failed(path)) {
+                l->err = TFTAP_ENOMEM;
+                return;
+            }
+            walk(l, path, c, r1, src1, r2, depth + 1);
+            path->len = mark;
+            if (path->data)
+                path->data[mark] = 0;
+            r1 = r1 ? r1->next : NULL;
+            r2 = r2 ? r2->next : NULL;
+        }
+        return;
+    }
+    leaf_add(l, path, SRC_PROVIDER, v);
+}
+
+static int leaf_cmp(const void *x, const void *y)
+{
+    const struct leaf *a = x, *b = y;
+    return strcmp(a->path, b->path);
+}
+
+/* ---- findings --------------------------------------------------------------- */
+
+enum kind {
+    K_ONLY_A,    /* a call only run A made */
+    K_ONLY_B,    /* a call only run B made */
+    K_STATUS,    /* gRPC status */
+    K_ACTION,    /* planned/applied action */
+    K_VALUE,     /* an attribute's source or chosen value */
+    K_INPUT,     /* an attribute's config/prior input (not behaviour) */
+    K_REPLACE,   /* a requires_replace path added (b) or removed (a) */
+    K_DIAG,      /* a diagnostic added (b), removed (a) or changed (both) */
+    K_PRIVATE,   /* private data hash */
+    K_DEFERRED,  /* deferral */
+    K_SCHEMAVER, /* the type's schema version */
+    K_SCHEMA,    /* the provider's schema */
+};
+static const char *const kind_names[] = {"only_in_a", "only_in_b", "status",           "action",
+                                         "attribute", "input",     "requires_replace", "diagnostic",
+                                         "private",   "deferred",  "schema_version",   "schema"};
+
+struct finding {
+    enum kind kind;
+    size_t pair; /* index into d->pairs */
+    char *path;  /* attribute path, or NULL */
+    char *what;  /* which value: "planned", "new", "state", "upgraded", "result" */
+    int has_a, has_b;
+    enum src src_a, src_b;
+    char *a, *b; /* JSON texts (NULL: absent on that side) */
+};
+
+struct pair {
+    const analysis_diff_call *a, *b;
+    size_t ia, ib; /* index in its run (for ordering) */
+    const char *group;
+    size_t first, nfind;
+};
+
+/* A call being diffed. Its JSON is parsed while it is compared and freed
+ * right after (trees of every call at once would be most of the memory);
+ * what pairing needs is kept: the key, the action, a null prior state. */
+struct dcall {
+    const analysis_diff_call *c;
+    size_t idx;
+    sj_doc *req, *resp;
+    char *key;
+    const char *action; /* static string, or NULL */
+    int prior_null;
+    int create_half;
+};
+
+struct analysis_diff {
+    struct dcall *ca, *cb;
+    size_t na, nb;
+    struct pair *pairs;
+    size_t npairs;
+    struct finding *f;
+    size_t nf, capf;
+    size_t behaviour, inputs;
+    const analysis_diff_opts *opts;
+    struct analysis_diff_meta meta;
+    int err;
+};
+
+static char *json_text(const sj_node *n)
+{
+    if (!n)
+        return NULL;
+    tftap_buf b = TFTAP_BUF_INIT;
+    if (sj_write_sorted(n, &b) != 0 || tftap_buf_failed(&b)) {
+        tftap_buf_done(&b);
+        return NULL;
+    }
+    tftap_buf_cstr(&b);
+    return tftap_buf_take(&b, NULL);
+}
+
+static int ignored(const analysis_diff *d, const char *path)
+{
+    return d->opts && analysis_path_ignored(d->opts->ignore, d->opts->nignore, path);
+}
+
+static struct finding *add(analysis_diff *d, size_t pair, enum kind k, const char *path)
+{
+    if (d->err || ignored(d, path))
+        return NULL;
+    if (d->nf == d->capf) {
+        size_t cap = d->capf ? d->capf * 2 : 64;
+        struct finding *nf = realloc(d->f, cap * sizeof *nf);
+        if (!nf) {
+            d->err = TFTAP_ENOMEM;
+            return NULL;
+        }
+        d->f = nf;
+        d->capf = cap;
+    }
+    struct finding *f = &d->f[d->nf++];
+    memset(f, 0, sizeof *f);
+    f->kind = k;
+    f->pair = pair;
+    if (path && !(f->path = strdup(path)))
+        d->err = TFTAP_ENOMEM;
+    if (k == K_INPUT)
+        d->inputs++;
+    else
+        d->behaviour++;
+    return f;
+}
+
+static void set_sides(analysis_diff *d, struct finding *f, const sj_node *a, const sj_node *b)
+{
+    if (!f)
+        return;
+    f->has_a = a != NULL;
+    f->has_b = b != NULL;
+    f->a = json_text(a);
+    f->b = json_text(b);
+    if ((a && !f->a) || (b && !f->b))
+        d->err = TFTAP_ENOMEM;
+}
+
+static void set_strs(analysis_diff *d, struct finding *f, const char *a, const char *b)
+{
+    if (!f)
+        return;
+    f->has_a = a != NULL;
+    f->has_b = b != NULL;
+    f->a = a ? strdup(a) : NULL;
+    f->b = b ? strdup(b) : NULL;
+    if ((a && !f->a) || (b && !f->b))
+        d->err = TFTAP_ENOMEM;
+}
+
+/* ---- reading a call ----------------------------------------------------------- */
+
+static const sj_node *field(sj_doc *doc, const char *name)
+{
+    return doc ? sj_get(sj_root(doc), name) : NULL;
+}
+
+static int rpc_is(const analysis_diff_call *c, const char *rpc)
+{
+    return c->rpc && strcmp(c->rpc, rpc) == 0;
+}
+
+/* The values a call's behaviour is judged on: out (what the provider
+ * answered), ref1 (config or planned, labelled src1), ref2 (prior). */
+struct judged {
+    const char *what;
+    const sj_node *out, *ref1, *ref2;
+    enum src src1;
+};
+
+static int judged_of(const struct dcall *c, struct judged *j)
+{
+    memset(j, 0, sizeof *j);
+    j->src1 = SRC_CONFIG;
+    if (rpc_is(c->c, "PlanResourceChange")) {
+        j->what = "planned";
+        j->out = field(c->resp, "planned_state");
+        j->ref1 = field(c->req, "config");
+        j->ref2 = field(c->req, "prior_state");
+    } else if (rpc_is(c->c, "ApplyResourceChange")) {
+        j->what = "new";
+        j->out = field(c->resp, "new_state");
+        j->ref1 = field(c->req, "planned_state");
+        j->src1 = SRC_PLANNED;
+        j->ref2 = field(c->req, "prior_state");
+    } else if (rpc_is(c->c, "ReadResource")) {
+        j->what = "new";
+        j->out = field(c->resp, "new_state");
+        j->ref2 = field(c->req, "current_state");
+    } else if (rpc_is(c->c, "ReadDataSource")) {
+        j->what = "state";
+        j->out = field(c->resp, "state");
+        j->ref1 = field(c->req, "config");
+    } else if (rpc_is(c->c, "UpgradeResourceState")) {
+        j->what = "upgraded";
+        j->out = field(c->resp, "upgraded_state");
+        const sj_node *raw = field(c->req, "raw_state");
+        j->ref2 = raw ? sj_get(raw, "json") : NULL;
+    } else if (rpc_is(c->c, "CallFunction")) {
+        j->what = "result";
+        j->out = field(c->resp, "result");
+    } else {
+        return 0;
+    }
+    return j->out != NULL || c->resp != NULL;
+}
+
+/* A null value is "no object": prior null = create, planned null = delete. */
+static int is_nullish(const sj_node *n)
+{
+    return !n || n->kind == SJ_NULL;
+}
+
+static const char *action_of(const struct dcall *c)
+{
+    if (rpc_is(c->c, "PlanResourceChange") || rpc_is(c->c, "ApplyResourceChange")) {
+        const sj_node *prior = field(c->req, "prior_state");
+        const sj_node *after = rpc_is(c->c, "PlanResourceChange") ? field(c->resp, "planned_state")
+                                                                  : field(c->resp, "new_state");
+        const sj_node *rr = field(c->resp, "requires_replace");
+        if (!c->resp)
+            return NULL;
+        if (is_nullish(prior) && is_nullish(after))
+            return "no-op";
+        if (is_nullish(prior))
+            return "create";
+        if (is_nullish(after))
+            return "delete";
+        if (rr && rr->kind == SJ_ARRAY && rr->n > 0)
+            return "replace";
+        return sj_equal(prior, after) ? "no-op" : "update";
+    }
+    return NULL;
+}
+
+static const char *path_of(const sj_node *attr)
+{
+    const sj_node *p = attr && attr->kind == SJ_OBJECT ? sj_get(attr, "path") : NULL;
+    return p && p->kind == SJ_STRING ? p->str : NULL;
+}
+
+static const char *str_of(const sj_node *obj, const char *key)
+{
+    const sj_node *n = obj ? sj_get(obj, key) : NULL;
+    return n && n->kind == SJ_STRING ? n->str : "";
+}
+
+/* ---- comparing one pair ----------------------------------------------------------- */
+
+static void compare_values(analysis_diff *d, size_t pi, const struct dcall *a,
+                           const struct dcall *b)
+{
+    struct judged ja, jb;
+    int ha = judged_of(a, &ja), hb = judged_of(b, &jb);
+    if (!ha && !hb)
+        return;
+    struct leaves la = {0}, lb = {0};
+    tftap_buf path = TFTAP_BUF_INIT;
+    if (ja.out)
+        walk(&la, &path, ja.out, ja.ref1, ja.src1, ja.ref2, 0);
+    tftap_buf_reset(&path);
+    if (jb.out)
+        walk(&lb, &path, jb.out, jb.ref1, jb.src1, jb.ref2, 0);
+    tftap_buf_done(&path);
+    if (la.err || lb.err) {
+        d->err = la.err ? la.err : lb.err;
+        goto out;
+    }
+    /* (qsort's pointer must not be NULL, even for no elements.) */
+    if (la.n)
+        qsort(la.v, la.n, sizeof *la.v, leaf_cmp);
+    if (lb.n)
+        qsort(lb.v, lb.n, sizeof *lb.v, leaf_cmp);
+    const char *what = ja.what ? ja.what : jb.what;
+    size_t i = 0, k = 0;
+    while (i < la.n || k < lb.n) {
+        int c = i == la.n ? 1 : k == lb.n ? -1 : strcmp(la.v[i].path, lb.v[k].path);
+        const struct leaf *x = c <= 0 ? &la.v[i] : NULL, *y = c >= 0 ? &lb.v[k] : NULL;
+        if (c <= 0)
+            i++;
+        if (c >= 0)
+            k++;
+        enum kind kind = K_VALUE;
+        /* An attribute only one run has, passed through from that run's
+         * config or prior state: its input had it (typically a schema
+         * change, reported with the schema). */
+        const struct leaf *only = x && !y ? x : y && !x ? y : NULL;
+        if (only && only->src != SRC_PROVIDER && only->src != SRC_UNKNOWN)
+            kind = K_INPUT;
+        if (x && y) {
+            if (x->src == y->src && sj_equal(x->v, y->v))
+                continue;
+            /* Same source, different value: the input differs, unless
+             * the provider chose (or left unknown) both values. */
+            if (x->src == y->src && x->src != SRC_PROVIDER && x->src != SRC_UNKNOWN)
+                kind = K_INPUT;
+        }
+        struct finding *f = add(d, pi, kind, x ? x->path : y->path);
+        if (!f)
+            continue;
+        if (!(f->what = strdup(what)))
+            d->err = TFTAP_ENOMEM;
+        set_sides(d, f, x ? x->v : NULL, y ? y->v : NULL);
+        f->src_a = x ? x->src : SRC_PROVIDER;
+        f->src_b = y ? y->src : SRC_PROVIDER;
+    }
+out:
+    leaves_done(&la);
+    leaves_done(&lb);
+}
+
+static void compare_replace(analysis_diff *d, size_t pi, const struct dcall *a,
+                            const struct dcall *b)
+{
+    const sj_node *ra = field(a->resp, "requires_replace"),
+                  *rb = field(b->resp, "requires_replace");
+    for (int side = 0; side < 2; side++) {
+        const sj_node *from = side ? rb : ra, *other = side ? ra : rb;
+        if (!from || from->kind != SJ_ARRAY)
+            continue;
+        for (const sj_node *p = from->child; p; p = p->next) {
+            const char *ps = path_of(p);
+            int found = 0;
+            if (other && other->kind == SJ_ARRAY)
+                for (const sj_node *q = other->child; q && !found; q = q->next)
+                    found = ps && path_of(q) && strcmp(ps, path_of(q)) == 0;
+            if (found)
+                continue;
+            struct finding *f = add(d, pi, K_REPLACE, ps ? ps : "");
+            if (f) {
+                f->has_a = !side;
+                f->has_b = side;
+            }
+        }
+    }
+}
+
+static void diag_key(const sj_node *g, tftap_buf *out)
+{
+    tftap_buf_reset(out);
+    tftap_buf_puts(out, str_of(g, "severity"));
+    tftap_buf_putc(out, '\n');
+    tftap_buf_puts(out, str_of(g, "summary"));
+    tftap_buf_putc(out, '\n');
+    const char *p = path_of(sj_get(g, "attribute"));
+    tftap_buf_puts(out, p ? p : "");
+    tftap_buf_cstr(out);
+}
+
+static void diag_json(const sj_node *g, tftap_buf *out)
+{
+    tftap_buf_reset(out);
+    tftap_buf_puts(out, "{\"severity\":");
+    tftap_buf_json_string(out, str_of(g, "severity"), strlen(str_of(g, "severity")));
+    tftap_buf_puts(out, ",\"summary\":");
+    tftap_buf_json_string(out, str_of(g, "summary"), strlen(str_of(g, "summary")));
+    tftap_buf_puts(out, ",\"detail\":");
+    tftap_buf_json_string(out, str_of(g, "detail"), strlen(str_of(g, "detail")));
+    tftap_buf_puts(out, ",\"attribute\":");
+    const char *p = path_of(sj_get(g, "attribute"));
+    if (p)
+        tftap_buf_json_string(out, p, strlen(p));
+    else
+        tftap_buf_puts(out, "null");
+    tftap_buf_putc(out, '}');
+    tftap_buf_cstr(out);
+}
+
+/* Diagnostics are matched by severity, summary and attribute path (as a
+ * multiset); a matched pair whose detail differs is "changed". */
+static void compare_diags(analysis_diff *d, size_t pi, const struct dcall *a, const struct dcall *b)
+{
+    const sj_node *da = field(a->resp, "diagnostics"), *db = field(b->resp, "diagnostics");
+    size_t na = da && da->kind == SJ_ARRAY ? da->n : 0, nb = db && db->kind == SJ_ARRAY ? db->n : 0;
+    if (na == 0 && nb == 0)
+        return;
+    char *used = calloc(nb + 1, 1);
+    tftap_buf ka = TFTAP_BUF_INIT, kb = TFTAP_BUF_INIT, ja = TFTAP_BUF_INIT, jb = TFTAP_BUF_INIT;
+    if (!used) {
+        d->err = TFTAP_ENOMEM;
+        return;
+    }
+    for (const sj_node *x = na ? da->child : NULL; x; x = x->next) {
+        diag_key(x, &ka);
+        const sj_node *match = NULL;
+        size_t mi = 0, i = 0;
+        for (const sj_node *y = nb ? db->child : NULL; y; y = y->next, i++) {
+            if (used[i])
+                continue;
+            diag_key(y, &kb);
+            if (strcmp(tftap_buf_cstr(&ka), tftap_buf_cstr(&kb)) == 0) {
+                match = y;
+                mi = i;
+                break;
+            }
+        }
+        if (match) {
+            used[mi] = 1;
+            if (strcmp(str_of(x, "detail"), str_of(match, "detail")) == 0)
+                continue;
+        }
+        diag_json(x, &ja);
+        if (match)
+            diag_json(match, &jb);
+        struct finding *f = add(d, pi, K_DIAG, NULL);
+        set_strs(d, f, tftap_buf_cstr(&ja), match ? tftap_buf_cstr(&jb) : NULL);
+    }
+    size_t i = 0;
+    for (const sj_node *y = nb ? db->child : NULL; y; y = y->next, i++) {
+        if (used[i])
+            continue;
+        diag_json(y, &jb);
+        struct finding *f = add(d, pi, K_DIAG, NULL);
+        set_strs(d, f, NULL, tftap_buf_cstr(&jb));
+    }
+    if (tftap_buf_failed(&ka) || tftap_buf_failed(&kb) || tftap_buf_failed(&ja) ||
+        tftap_buf_failed(&jb))
+        d->err = TFTAP_ENOMEM;
+    tftap_buf_done(&ka);
+    tftap_buf_done(&kb);
+    tftap_buf_done(&ja);
+    tftap_buf_done(&jb);
+    free(used);
+}
+
+static const char *private_hash(const struct dcall *c)
+{
+    const sj_node *p = NULL;
+    if (rpc_is(c->c, "PlanResourceChange"))
+        p = field(c->resp, "planned_private");
+    else if (rpc_is(c->c, "ApplyResourceChange") || rpc_is(c->c, "ReadResource"))
+        p = field(c->resp, "private");
+    const sj_node *h = p && p->kind == SJ_OBJECT ? sj_get(p, "sha256") : NULL;
+    const sj_node *sz = p && p->kind == SJ_OBJECT ? sj_get(p, "size") : NULL;
+    /* No private bytes at all hash as nothing. */
+    if (sz && sz->kind == SJ_NUMBER && strcmp(sz->str, "0") == 0)
+        return NULL;
+    return h && h->kind == SJ_STRING ? h->str : NULL;
+}
+
+/* Compare a pair of calls already looked up. */
+static void compare_parsed(analysis_diff *d, size_t pi, const struct dcall *a,
+                           const struct dcall *b)
+{
+    if (!a || !b) {
+        struct finding *f = add(d, pi, a ? K_ONLY_A : K_ONLY_B, NULL);
+        if (f) {
+            const char *act = (a ? a : b)->action;
+            if (act)
+                set_strs(d, f, a ? act : NULL, b ? act : NULL);
+        }
+        return;
+    }
+    int sa = a->c->has_status ? a->c->status_code : -1;
+    int sb = b->c->has_status ? b->c->status_code : -1;
+    if (sa != sb) {
+        char xa[16], xb[16];
+        snprintf(xa, sizeof xa, "%d", sa);
+        snprintf(xb, sizeof xb, "%d", sb);
+        set_strs(d, add(d, pi, K_STATUS, NULL), sa < 0 ? NULL : xa, sb < 0 ? NULL : xb);
+    }
+    if (a->c->schema_version != b->c->schema_version && a->c->schema_version >= 0 &&
+        b->c->schema_version >= 0) {
+        char xa[24], xb[24];
+        snprintf(xa, sizeof xa, "%lld", (long long)a->c->schema_version);
+        snprintf(xb, sizeof xb, "%lld", (long long)b->c->schema_version);
+        set_strs(d, add(d, pi, K_SCHEMAVER, NULL), xa, xb);
+    }
+    if (rpc_is(a->c, "GetProviderSchema") || rpc_is(a->c, "GetSchema")) {
+        const sj_node *ha = field(a->resp, "$schema"), *hb = field(b->resp, "$schema");
+        if (ha && hb && !sj_equal(ha, hb))
+            set_sides(d, add(d, pi, K_SCHEMA, NULL), ha, hb);
+    }
+    const char *aa = a->action, *ab = b->action;
+    if (aa && ab && strcmp(aa, ab) != 0)
+        set_strs(d, add(d, pi, K_ACTION, NULL), aa, ab);
+    compare_values(d, pi, a, b);
+    compare_replace(d, pi, a, b);
+    compare_diags(d, pi, a, b);
+    const char *pa = private_hash(a), *pb = private_hash(b);
+    if ((pa || pb) && !(pa && pb && strcmp(pa, pb) == 0))
+        set_strs(d, add(d, pi, K_PRIVATE, NULL), pa, pb);
+    const sj_node *fa = field(a->resp, "deferred"), *fb = field(b->resp, "deferred");
+    if (is_nullish(fa))
+        fa = NULL;
+    if (is_nullish(fb))
+        fb = NULL;
+    if ((fa || fb) && !(fa && fb && sj_equal(fa, fb)))
+        set_sides(d, add(d, pi, K_DEFERRED, NULL), fa, fb);
+}
+
+static int dcall_parse(struct dcall *x)
+{
+    const analysis_diff_call *c = x->c;
+    int rc = 0;
+    if (c->request_json && !x->req)
+        rc = sj_parse(c->request_json, strlen(c->request_json), ANALYSIS_JSON_MAX_DEPTH, &x->req);
+    if (!rc && c->response_json && !x->resp)
+        rc =
+            sj_parse(c->response_json, strlen(c->response_json), ANALYSIS_JSON_MAX_DEPTH, &x->resp);
+    return rc;
+}
+
+static void dcall_unparse(struct dcall *x)
+{
+    if (!x)
+        return;
+    sj_free(x->req);
+    sj_free(x->resp);
+    x->req = x->resp = NULL;
+}
+
+static void compare_calls(analysis_diff *d, size_t pi, struct dcall *a, struct dcall *b)
+{
+    int rc = 0;
+    if (a && b) {
+        rc = dcall_parse(a);
+        if (!rc)
+            rc = dcall_parse(b);
+    }
+    if (rc)
+        d->err = rc;
+    else
+        compare_parsed(d, pi, a, b);
+    dcall_unparse(a);
+    dcall_unparse(b);
+}
+
+/* ---- pairing -------------------------------------------------------------------- */
+
+static int filter_keeps(const analysis_diff_opts *o, const analysis_diff_call *c)
+{
+    if (!o || !o->filter)
+        return 1;
+    const char *f = o->filter;
+    size_t n = strlen(f);
+    if (c->type_name && strcmp(c->type_name, f) == 0)
+        return 1;
+    if (c->address &&
+        (strcmp(c->address, f) == 0 || (strncmp(c->address, f, n) == 0 && c->address[n] == '[')))
+        return 1;
+    return 0;
+}
+
+static void key_part(tftap_buf *b, const char *s)
+{
+    tftap_buf_puts(b, s ? s : "");
+    tftap_buf_putc(b, '\x1f');
+}
+
+/* A provider address without the public registries' host names, so that
+ * a run of Terraform pairs with one of OpenTofu (hashicorp/aws is
+ * registry.terraform.io/hashicorp/aws to one, registry.opentofu.org/... to
+ * the other). */
+static const char *provider_key(const char *p)
+{
+    static const char *const hosts[] = {"registry.terraform.io/", "registry.opentofu.org/"};
+    for (size_t i = 0; p && i < sizeof hosts / sizeof hosts[0]; i++)
+        if (strncmp(p, hosts[i], strlen(hosts[i])) == 0)
+            return p + strlen(hosts[i]);
+    return p;
+}
+
+static int plan_cmp(const void *x, const void *y)
+{
+    const struct dcall *const *a = x, *const *b = y;
+    int c = strcmp((*a)->c->address, (*b)->c->address);
+    if (c)
+        return c;
+    return (*a)->idx < (*b)->idx ? -1 : (*a)->idx > (*b)->idx;
+}
+
+static int load_side(analysis_diff *d, const analysis_diff_call *calls, size_t n,
+                     struct dcall **out, size_t *nout)
+{
+    struct dcall *v = calloc(n ? n : 1, sizeof *v);
+    if (!v)
+        return TFTAP_ENOMEM;
+    *out = v;
+    size_t k = 0;
+    tftap_buf key = TFTAP_BUF_INIT;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        const analysis_diff_call *c = &calls[i];
+        if (!filter_keeps(d->opts, c))
+            continue;
+        struct dcall *x = &v[k++];
+        x->c = c;
+        x->idx = i;
+        /* Every call is parsed once here, so malformed JSON fails the
+         * diff before anything is compared. */
+        if ((rc = dcall_parse(x)) != 0)
+            break;
+        x->action = action_of(x);
+        x->prior_null = is_nullish(field(x->req, "prior_state"));
+        dcall_unparse(x);
+    }
+    *nout = k;
+    /* The create half of a replacement (a plan with no prior state after a
+     * replacing plan of the same address) pairs only with its like: that a
+     * run has one follows from the action, reported with the first half.
+     * Plans sorted by address, then call order, put each one right after
+     * the earlier plans of its address. */
+    struct dcall **plans = malloc((k + 1) * sizeof *plans);
+    size_t np = 0;
+    if (!plans && !rc)
+        rc = TFTAP_ENOMEM;
+    for (size_t i = 0; i < k && !rc; i++)
+        if (rpc_is(v[i].c, "PlanResourceChange") && v[i].c->address)
+            plans[np++] = &v[i];
+    if (!rc) {
+        qsort(plans, np, sizeof *plans, plan_cmp);
+        const struct dcall *last = NULL; /* the address's latest replacing-or-not plan */
+        for (size_t i = 0; i < np; i++) {
+            struct dcall *x = plans[i];
+            if (last && strcmp(last->c->address, x->c->address) != 0)
+                last = NULL;
+            if (last && x->prior_null) {
+                const char *act = last->action;
+                if (act && strcmp(act, "replace") == 0) {
+                    x->create_half = 1;
+                    continue;
+                }
+            }
+            last = x;
+        }
+    }
+    free(plans);
+    for (size_t i = 0; i < k && !rc; i++) {
+        tftap_buf_reset(&key);
+        key_part(&key, provider_key(v[i].c->provider));
+        key_part(&key, v[i].c->rpc);
+        key_part(&key, v[i].create_half ? "create-half" : "");
+        key_part(&key, v[i].c->type_name);
+        key_part(&key, v[i].c->address);
+        tftap_buf_cstr(&key);
+        if (tftap_buf_failed(&key) || !(v[i].key = strdup(key.data)))
+            rc = TFTAP_ENOMEM;
+    }
+    tftap_buf_done(&key);
+    return rc;
+}
+
+static int dcall_cmp(const void *x, const void *y)
+{
+    const struct dcall *const *a = x, *const *b = y;
+    int c = strcmp((*a)->key, (*b)->key);
+    if (c)
+        return c;
+    return (*a)->idx < (*b)->idx ? -1 : (*a)->idx > (*b)->idx;
+}
+
+static int pair_cmp(const void *x, const void *y)
+{
+    const struct pair *a = x, *b = y;
+    int c = strcmp(a->group ? a->group : "", b->group ? b->group : "");
+    if (c)
+        return c;
+    /* Within a group: run A's order, calls only B made after their
+     * neighbours in B's order. */
+    size_t ka = a->a ? a->ia : a->ib, kb = b->a ? b->ia : b->ib;
+    if (!!a->a != !!b->a)
+        return a->a ? -1 : 1;
+    return ka < kb ? -1 : ka > kb;
+}
+
+/* What a call is reported under: its address, else its type, else its
+ * provider (label() says the same). */
+static const char *group_of(const analysis_diff_call *c)
+{
+    if (c->address)
+        return c->address;
+    if (c->type_name)
+        return c->type_name;
+    return c->provider ? c->provider : "";
+}
+
+void analysis_diff_free(analysis_diff *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->na; i++) {
+        sj_free(d->ca[i].req);
+        sj_free(d->ca[i].resp);
+        free(d->ca[i].key);
+    }
+    for (size_t i = 0; i < d->nb; i++) {
+        sj_free(d->cb[i].req);
+        sj_free(d->cb[i].resp);
+        free(d->cb[i].key);
+    }
+    free(d->ca);
+    free(d->cb);
+    free(d->pairs);
+    for (size_t i = 0; i < d->nf; i++) {
+        free(d->f[i].path);
+        free(d->f[i].what);
+        free(d->f[i].a);
+        free(d->f[i].b);
+    }
+    free(d->f);
+    analysis_diff_meta_done(&d->meta);
+    free(d);
+}
+
+int analysis_diff_calls(const analysis_diff_call *a, size_t na, const analysis_diff_call *b,
+                        size_t nb, const analysis_diff_opts *opts, analysis_diff **out)
+{
+    *out = NULL;
+    analysis_diff *d = calloc(1, sizeof *d);
+    if (!d)
+        return TFTAP_ENOMEM;
+    d->opts = opts;
+    struct dcall **sa = NULL, **sb = NULL;
+    int rc = load_side(d, a, na, &d->ca, &d->na);
+    if (!rc)
+        rc = load_side(d, b, nb, &d->cb, &d->nb);
+    if (rc)
+        goto fail;
+    sa = malloc((d->na + 1) * sizeof *sa);
+    sb = malloc((d->nb + 1) * sizeof *sb);
+    d->pairs = malloc((d->na + d->nb + 1) * sizeof *d->pairs);
+    if (!sa || !sb || !d->pairs) {
+        rc = TFTAP_ENOMEM;
+        goto fail;
+    }
+    for (size_t i = 0; i < d->na; i++)
+        sa[i] = &d->ca[i];
+    for (size_t i = 0; i < d->nb; i++)
+        sb[i] = &d->cb[i];
+    qsort(sa, d->na, sizeof *sa, dcall_cmp);
+    qsort(sb, d->nb, sizeof *sb, dcall_cmp);
+    /* Merge the two sorted lists: equal keys pair in order. Pairs keep the
+     * dcalls through parallel arrays so comparing needs no lookups. */
+    struct dcall **pa = malloc((d->na + d->nb + 1) * sizeof *pa);
+    struct dcall **pb = malloc((d->na + d->nb + 1) * sizeof *pb);
+    if (!pa || !pb) {
+        free(pa);
+        free(pb);
+        rc = TFTAP_ENOMEM;
+        goto fail;
+    }
+    size_t i = 0, k = 0, n = 0;
+    while (i < d->na || k < d->nb) {
+        int c = i == d->na ? 1 : k == d->nb ? -1 : strcmp(sa[i]->key, sb[k]->key);
+        struct dcall *x = c <= 0 ? sa[i++] : NULL, *y = c >= 0 ? sb[k++] : NULL;
+        /* A create half nobody else has follows from the action change. */
+        if ((!x || !y) && (x ? x : y)->create_half)
+            continue;
+        d->pairs[n] = (struct pair){x ? x->c : NULL,
+                                    y ? y->c : NULL,
+                                    x ? x->idx : 0,
+                                    y ? y->idx : 0,
+                                    group_of(x ? x->c : y->c),
+                                    0,
+                                    0};
+        pa[n] = x;
+        pb[n] = y;
+        n++;
+    }
+    d->npairs = n;
+    /* Compare in pairing order, then order pairs (with their findings) by
+     * group for the report. */
+    for (size_t p = 0; p < n && !d->err; p++) {
+        size_t first = d->nf;
+        compare_calls(d, p, pa[p], pb[p]);
+        d->pairs[p].first = first;
+        d->pairs[p].nfind = d->nf - first;
+    }
+    free(pa);
+    free(pb);
+    if (d->err) {
+        rc = d->err;
+        goto fail;
+    }
+    /* Findings refer to pairs by index: sort an index, then renumber. */
+    struct pair *sorted = malloc((n + 1) * sizeof *sorted);
+    struct finding *nf = malloc((d->nf + 1) * sizeof *nf);
+    if (!sorted || !nf) {
+        free(sorted);
+        free(nf);
+        rc = TFTAP_ENOMEM;
+        goto fail;
+    }
+    memcpy(sorted, d->pairs, n * sizeof *sorted);
+    for (size_t p = 0; p < n; p++)
+        sorted[p].nfind = p; /* remember the old index through the sort */
+    qsort(sorted, n, sizeof *sorted, pair_cmp);
+    size_t w = 0;
+    for (size_t p = 0; p < n; p++) {
+        const struct pair *old = &d->pairs[sorted[p].nfind];
+        sorted[p].first = w;
+        sorted[p].nfind = old->nfind;
+        for (size_t q = 0; q < old->nfind; q++) {
+            nf[w] = d->f[old->first + q];
+            nf[w].pair = p;
+            w++;
+        }
+    }
+    free(d->pairs);
+    free(d->f);
+    d->pairs = sorted;
+    d->f = nf;
+    d->capf = d->nf + 1;
+    free(sa);
+    free(sb);
+    *out = d;
+    return 0;
+fail:
+    free(sa);
+    free(sb);
+    analysis_diff_free(d);
+    return rc;
+}
+
+size_t analysis_diff_count(const analysis_diff *d)
+{
+    return d ? d->behaviour : 0;
+}
+
+size_t analysis_diff_input_count(const analysis_diff *d)
+{
+    return d ? d->inputs : 0;
+}
+
+/* ---- rendering ------------------------------------------------------------------ */
+
+static const char *label(const struct pair *p)
+{
+    const analysis_diff_call *c = p->a ? p->a : p->b;
+    return c->address ? c->address : c->type_name ? c->type_name : c->provider ? c->provider : "";
+}
+
+static void put_value(tftap_buf *b, const char *json, int has, enum src s)
+{
+    if (!has) {
+        tftap_buf_puts(b, "(absent)");
+        return;
+    }
+    if (s == SRC_UNKNOWN) {
+        tftap_buf_puts(b, "(known after apply)");
+        if (json && strcmp(json, "{\"$unknown\":{}}") != 0) {
+            tftap_buf_putc(b, ' ');
+            tftap_buf_puts(b, json);
+        }
+        return;
+    }
+    tftap_buf_puts(b, json ? json : "null");
+    tftap_buf_printf(b, " (%s)",
+                     s == SRC_CONFIG    ? "from config"
+                     : s == SRC_PLANNED ? "as planned"
+                     : s == SRC_PRIOR   ? "from prior state"
+                                        : "chosen by provider");
+}
+
+/* A diagnostic's JSON as "Warning: summary (at .path)". */
+static void put_diag(tftap_buf *b, const char *json)
+{
+    sj_doc *doc = NULL;
+    if (!json || sj_parse(json, strlen(json), 8, &doc) != 0) {
+        tftap_buf_puts(b, json ? json : "");
+        return;
+    }
+    const sj_node *r = sj_root(doc);
+    const char *sev = str_of(r, "severity");
+    tftap_buf_puts(b, strcmp(sev, "WARNING") == 0 ? "Warning: "
+                      : strcmp(sev, "ERROR") == 0 ? "Error: "
+                                                  : sev);
+    tftap_buf_puts(b, str_of(r, "summary"));
+    const sj_node *at = sj_get(r, "attribute");
+    if (at && at->kind == SJ_STRING)
+        tftap_buf_printf(b, " (at %s)", at->str);
+    sj_free(doc);
+}
+
+struct colors {
+    const char *add, *del, *chg, *dim, *reset;
+};
+
+static void text_finding(tftap_buf *b, const struct finding *f, const struct pair *p,
+                         const struct colors *k)
+{
+    const analysis_diff_call *c = p->a ? p->a : p->b;
+    switch (f->kind) {
+    case K_ONLY_A:
+    case K_ONLY_B:
+        tftap_buf_printf(b, "    %s%s %s only in run %s%s", f->kind == K_ONLY_A ? k->del : k->add,
+                         f->kind == K_ONLY_A ? "-" : "+", c->rpc ? c->rpc : "call",
+                         f->kind == K_ONLY_A ? "A" : "B", k->reset);
+        if (f->a || f->b)
+            tftap_buf_printf(b, " (%s)", f->a ? f->a : f->b);
+        tftap_buf_putc(b, '\n');
+        break;
+    case K_STATUS:
+        tftap_buf_printf(b, "    %s~%s status: %s -> %s\n", k->chg, k->reset, f->a ? f->a : "none",
+                         f->b ? f->b : "none");
+        break;
+    case K_ACTION:
+        tftap_buf_printf(b, "    %s~%s action: %s -> %s\n", k->chg, k->reset, f->a, f->b);
+        break;
+    case K_VALUE:
+    case K_INPUT: {
+        const char *m = !f->has_a ? "+" : !f->has_b ? "-" : "~";
+        const char *col = !f->has_a ? k->add : !f->has_b ? k->del : k->chg;
+        tftap_buf_printf(b, "    %s%s%s %s%s: ", col, m, k->reset, f->what ? f->what : "",
+                         f->path ? f->path : "");
+        put_value(b, f->a, f->has_a, f->src_a);
+        tftap_buf_puts(b, " -> ");
+        put_value(b, f->b, f->has_b, f->src_b);
+        tftap_buf_putc(b, '\n');
+        break;
+    }
+    case K_REPLACE:
+        tftap_buf_printf(b, "    %s%s%s requires_replace %s\n", f->has_b ? k->add : k->del,
+                         f->has_b ? "+" : "-", k->reset, f->path ? f->path : "");
+        break;
+    case K_DIAG:
+        if (f->has_a && f->has_b) {
+            tftap_buf_printf(b, "    %s~%s diagnostic detail changed: ", k->chg, k->reset);
+            put_diag(b, f->b);
+        } else {
+            tftap_buf_printf(b, "    %s%s%s ", f->has_b ? k->add : k->del, f->has_b ? "+" : "-",
+                             k->reset);
+            put_diag(b, f->has_b ? f->b : f->a);
+        }
+        tftap_buf_putc(b, '\n');
+        break;
+    case K_PRIVATE:
+        tftap_buf_printf(b, "    %s~%s private data: %.12s -> %.12s\n", k->chg, k->reset,
+                         f->a ? f->a : "none", f->b ? f->b : "none");
+        break;
+    case K_DEFERRED:
+        tftap_buf_printf(b, "    %s~%s deferred: %s -> %s\n", k->chg, k->reset, f->a ? f->a : "no",
+                         f->b ? f->b : "no");
+        break;
+    case K_SCHEMAVER:
+        tftap_buf_printf(b, "    %s~%s schema version: %s -> %s\n", k->chg, k->reset, f->a, f->b);
+        break;
+    case K_SCHEMA:
+        /* The hashes are JSON strings: show their first 12 digits. */
+        tftap_buf_printf(b,
+                         "    %s~%s provider schema changed: %.12s -> %.12s (see tftap schema "
+                         "diff)\n",
+                         k->chg, k->reset, f->a && f->a[0] == '"' ? f->a + 1 : "?",
+                         f->b && f->b[0] == '"' ? f->b + 1 : "?");
+        break;
+    }
+}
+
+static void render_text(const analysis_diff *d, int color, tftap_buf *b, int inputs)
+{
+    struct colors k = {"", "", "", "", ""};
+    if (color)
+        k = (struct colors){"\033[32m", "\033[31m", "\033[33m", "\033[2m", "\033[0m"};
+    const char *group = NULL;
+    for (size_t p = 0; p < d->npairs; p++) {
+        const struct pair *pr = &d->pairs[p];
+        int any = 0;
+        for (size_t q = 0; q < pr->nfind; q++)
+            any |= (d->f[pr->first + q].kind == K_INPUT) == inputs;
+        if (!any)
+            continue;
+        const char *g = label(pr);
+        if (!group || strcmp(group, g) != 0)
+            tftap_buf_printf(b, "\n%s# %s%s\n", color ? "\033[1m" : "", g, k.reset);
+        group = g;
+        const analysis_diff_call *c = pr->a ? pr->a : pr->b;
+        tftap_buf_printf(b, "  %s%s", k.dim, c->rpc ? c->rpc : "?");
+        if (pr->a && pr->b)
+            tftap_buf_printf(b, " (calls %lld, %lld)", (long long)pr->a->call_id,
+                             (long long)pr->b->call_id);
+        else
+            tftap_buf_printf(b, " (call %lld)", (long long)c->call_id);
+        tftap_buf_printf(b, "%s\n", k.reset);
+        for (size_t q = 0; q < pr->nfind; q++) {
+            const struct finding *f = &d->f[pr->first + q];
+            if ((f->kind == K_INPUT) == inputs)
+                text_finding(b, f, pr, &k);
+        }
+    }
+}
+
+static void json_src(tftap_buf *b, const char *key, const char *json, int has, enum src s,
+                     int with_src)
+{
+    tftap_buf_printf(b, ",\"%s\":", key);
+    if (!has) {
+        tftap_buf_puts(b, "null");
+        return;
+    }
+    if (with_src)
+        tftap_buf_printf(b, "{\"source\":\"%s\",\"value\":%s}", src_names[s], json ? json : "null");
+    else
+        tftap_buf_puts(b, json ? json : "null");
+}
+
+static void json_str_or_null(tftap_buf *b, const char *s)
+{
+    if (s)
+        tftap_buf_json_string(b, s, strlen(s));
+    else
+        tftap_buf_puts(b, "null");
+}
+
+static void render_json(const analysis_diff *d, int no_inputs, tftap_buf *b)
+{
+    tftap_buf_printf(b, "{\"same\":%s,\"differences\":%zu,\"input_differences\":%zu,",
+                     d->behaviour ? "false" : "true", d->behaviour, d->inputs);
+    analysis_diff_meta_json(&d->meta, b);
+    tftap_buf_puts(b, "\"changes\":[");
+    int n = 0;
+    for (size_t p = 0; p < d->npairs; p++) {
+        const struct pair *pr = &d->pairs[p];
+        for (size_t q = 0; q < pr->nfind; q++) {
+            const struct finding *f = &d->f[pr->first + q];
+            const analysis_diff_call *c = pr->a ? pr->a : pr->b;
+            if (no_inputs && f->kind == K_INPUT)
+                continue;
+            tftap_buf_puts(b, n++ ? ",\n  " : "\n  ");
+            tftap_buf_printf(b,
+                             "{\"kind\":\"%s\",\"behaviour\":%s,\"address\":", kind_names[f->kind],
+                             f->kind == K_INPUT ? "false" : "true");
+            json_str_or_null(b, c->address);
+            tftap_buf_puts(b, ",\"type\":");
+            json_str_or_null(b, c->type_name);
+            tftap_buf_puts(b, ",\"provider\":");
+            json_str_or_null(b, c->provider);
+            tftap_buf_puts(b, ",\"method\":");
+            json_str_or_null(b, c->rpc);
+            tftap_buf_puts(b, ",\"call_a\":");
+            if (pr->a)
+                tftap_buf_printf(b, "%lld", (long long)pr->a->call_id);
+            else
+                tftap_buf_puts(b, "null");
+            tftap_buf_puts(b, ",\"call_b\":");
+            if (pr->b)
+                tftap_buf_printf(b, "%lld", (long long)pr->b->call_id);
+            else
+                tftap_buf_puts(b, "null");
+            tftap_buf_puts(b, ",\"path\":");
+            json_str_or_null(b, f->path);
+            if (f->what) {
+                tftap_buf_puts(b, ",\"value\":");
+                json_str_or_null(b, f->what);
+            }
+            int vals = f->kind == K_VALUE || f->kind == K_INPUT;
+            int raw = vals || f->kind == K_DIAG || f->kind == K_DEFERRED || f->kind == K_SCHEMA;
+            if (f->kind == K_REPLACE) {
+                tftap_buf_printf(b, ",\"change\":\"%s\"", f->has_b ? "added" : "removed");
+            } else if (f->kind == K_DIAG) {
+                tftap_buf_printf(b, ",\"change\":\"%s\"",
+                                 f->has_a && f->has_b ? "changed"
+                                 : f->has_b           ? "added"
+                                                      : "removed");
+            }
+            if (raw) {
+                json_src(b, "a", f->a, f->has_a, f->src_a, vals);
+                json_src(b, "b", f->b, f->has_b, f->src_b, vals);
+            } else if (f->kind != K_REPLACE) {
+                tftap_buf_puts(b, ",\"a\":");
+                json_str_or_null(b, f->a);
+                tftap_buf_puts(b, ",\"b\":");
+                json_str_or_null(b, f->b);
+            }
+            tftap_buf_putc(b, '}');
+        }
+    }
+    tftap_buf_puts(b, n ? "\n]}\n" : "]}\n");
+}
+
+static void md_escape(tftap_buf *b, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '<')
+            tftap_buf_puts(b, "&lt;");
+        else if (*s == '>')
+            tftap_buf_puts(b, "&gt;");
+        else if (*s == '&')
+            tftap_buf_puts(b, "&amp;");
+        else
+            tftap_buf_putc(b, *s);
+    }
+}
+
+/* The pairs [p, *end) reported under one label; their behaviour and input
+ * findings counted. */
+static void group_span(const analysis_diff *d, size_t p, size_t *end, size_t *beh, size_t *in)
+{
+    const char *g = label(&d->pairs[p]);
+    size_t q = p;
+    *beh = *in = 0;
+    while (q < d->npairs && strcmp(label(&d->pairs[q]), g) == 0) {
+        for (size_t r = 0; r < d->pairs[q].nfind; r++) {
+            if (d->f[d->pairs[q].first + r].kind == K_INPUT)
+                (*in)++;
+            else
+                (*beh)++;
+        }
+        q++;
+    }
+    *end = q;
+}
+
+static void render_markdown(const analysis_diff *d, size_t max_bytes, int no_inputs, tftap_buf *b)
+{
+    size_t groups = 0, shown = 0;
+    for (size_t p = 0, q, beh, in; p < d->npairs; p = q) {
+        group_span(d, p, &q, &beh, &in);
+        groups += beh || (in && !no_inputs);
+    }
+    tftap_buf_puts(b, "### tftap diff\n\n");
+    analysis_diff_meta_markdown(&d->meta, b);
+    if (!d->behaviour)
+        tftap_buf_puts(b, "**The provider behaved the same.**");
+    else
+        tftap_buf_printf(b, "**%zu behaviour difference%s**", d->behaviour,
+                         d->behaviour == 1 ? "" : "s");
+    if (d->inputs)
+        tftap_buf_printf(b, " (%zu input difference%s: config or prior state, not behaviour)",
+                         d->inputs, d->inputs == 1 ? "" : "s");
+    tftap_buf_puts(b, "\n\n");
+    tftap_buf one = TFTAP_BUF_INIT, body = TFTAP_BUF_INIT;
+    size_t p = 0;
+    const size_t tail_room = 200;
+    while (p < d->npairs) {
+        const char *g = label(&d->pairs[p]);
+        size_t q, beh, in;
+        group_span(d, p, &q, &beh, &in);
+        if (!beh && (!in || no_inputs)) {
+            p = q;
+            continue;
+        }
+        size_t nf = beh + (no_inputs ? 0 : in);
+        tftap_buf_reset(&one);
+        tftap_buf_reset(&body);
+        tftap_buf_puts(&one, "<details><summary><code>");
+        md_escape(&one, g);
+        tftap_buf_printf(&one, "</code>: %zu difference%s", beh, beh == 1 ? "" : "s");
+        if (nf > beh)
+            tftap_buf_printf(&one, ", %zu input%s", nf - beh, nf - beh == 1 ? "" : "s");
+        tftap_buf_puts(&one, "</summary>\n\n```diff\n");
+        struct colors k = {"", "", "", "", ""};
+        for (size_t r = p; r < q; r++) {
+            const struct pair *pr = &d->pairs[r];
+            const analysis_diff_call *c = pr->a ? pr->a : pr->b;
+            size_t shown_here = 0;
+            for (size_t s = 0; s < pr->nfind; s++)
+                shown_here += !(no_inputs && d->f[pr->first + s].kind == K_INPUT);
+            if (!shown_here)
+                continue;
+            tftap_buf_printf(&body, "  %s\n", c->rpc ? c->rpc : "?");
+            for (size_t s = 0; s < pr->nfind; s++)
+                if (!(no_inputs && d->f[pr->first + s].kind == K_INPUT))
+                    text_finding(&body, &d->f[pr->first + s], pr, &k);
+        }
+        /* In a ```diff block a line's first character colours it. */
+        for (const char *s = tftap_buf_cstr(&body); *s;) {
+            const char *e = strchr(s, '\n');
+            size_t n = e ? (size_t)(e - s) + 1 : strlen(s);
+            const char *t = s;
+            while (t < s + n && *t == ' ')
+                t++;
+            if (t < s + n && (*t == '+' || *t == '-' || *t == '~')) {
+                tftap_buf_putc(&one, *t == '~' ? '!' : *t);
+                tftap_buf_append(&one, s + 1, n - 1);
+            } else {
+                tftap_buf_append(&one, s, n);
+            }
+            s += n;
+        }
+        tftap_buf_puts(&one, "```\n</details>\n");
+        if (max_bytes && b->len + one.len + tail_room > max_bytes)
+            break;
+        tftap_buf_append(b, one.data, one.len);
+        shown++;
+        p = q;
+    }
+    if (shown < groups)
+        tftap_buf_printf(b,
+                         "\n_%zu more address%s with differences not shown (length cap); run "
+                         "`tftap diff` for all._\n",
+                         groups - shown, groups - shown == 1 ? "" : "es");
+    if (tftap_buf_failed(&one) || tftap_buf_failed(&body))
+        b->failed = 1;
+    tftap_buf_done(&one);
+    tftap_buf_done(&body);
+}
+
+int analysis_diff_render(const analysis_diff *d, enum analysis_diff_format fmt, int flags,
+                         size_t max_bytes, tftap_buf *out)
+{
+    switch (fmt) {
+    case ANALYSIS_DIFF_JSON:
+        render_json(d, flags & ANALYSIS_DIFF_NO_INPUTS, out);
+        break;
+    case ANALYSIS_DIFF_MARKDOWN:
+        render_markdown(d, max_bytes, flags & ANALYSIS_DIFF_NO_INPUTS, out);
+        break;
+    case ANALYSIS_DIFF_TEXT: {
+        int color = flags & ANALYSIS_DIFF_COLOR;
+        analysis_diff_meta_text(&d->meta, out);
+        if (d->behaviour) {
+            tftap_buf_puts(out, "\nBehaviour differences (A -> B):\n");
+            render_text(d, color, out, 0);
+        }
+        if (d->inputs && !(flags & ANALYSIS_DIFF_NO_INPUTS)) {
+            tftap_buf_puts(out, "\nInput differences (config, prior state: not behaviour):\n");
+            render_text(d, color, out, 1);
+        }
+        tftap_buf_printf(out, "\n%s: %zu behaviour difference%s, %zu input difference%s.\n",
+                         d->behaviour ? "Provider behaviour differs" : "Provider behaved the same",
+                         d->behaviour, d->behaviour == 1 ? "" : "s", d->inputs,
+                         d->inputs == 1 ? "" : "s");
+        break;
+    }
+    }
+    return tftap_buf_failed(out) ? TFTAP_ENOMEM : 0;
+}
+
+struct analysis_diff_meta *analysis_diff_meta_of(analysis_diff *d)
+{
+    return &d->meta;
+}
