@@ -68,7 +68,6 @@ struct analysis_diff {
     int err;
 };
 
-
 /* obj's member key when it is a string, else "" (never NULL). */
 const char *analysis_diff_str_of(const sj_node *obj, const char *key);
 
