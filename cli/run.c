@@ -127,10 +127,8 @@ static int capture(char *const *argv, char *const *env, const char *dir, size_t 
     return capture_finish(&c, max, out);
 }
 
-/* `CLI version -json`, started beside the command and read after it: its
- * start-up (most of its cost, tens of ms of CPU) falls in the command's
- * idle moments, not among tftap's own work after the command, which the
- * user waits for. */
+/* `CLI version -json`, started (the CLI's start-up is most of its cost:
+ * it runs beside tftap's own work after the command) and read later. */
 static void cli_version_start(const char *cli_path, struct captured *c)
 {
     char *argv[] = {(char *)cli_path, "version", "-json", NULL};
@@ -1068,13 +1066,13 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
 
     int match = wrapped && !no_match && run_id > 0 && matches_addresses(&cl);
     int have_before = match && state_before(cmd[0], aux_env, workdir, cmd + 1, &before) == 0;
-    if (run_id > 0)
-        cli_version_start(cmd[0], &ver);
     code = run_attached(cmd, env);
     if (code < 0) {
         cli_error("cannot run %s: %s", cmd[0], strerror(errno));
         code = 127;
     }
+    if (run_id > 0)
+        cli_version_start(cmd[0], &ver);
     /* The providers outlive the CLI in reattach mode: end them (and flush
      * their records) before the run is closed. */
     reattach_stop(procs, nprocs);
