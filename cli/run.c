@@ -135,8 +135,9 @@ static void cli_version_start(const char *cli_path, struct captured *c)
         c->pid = 0;
 }
 
-/* The CLI's version it printed, or NULL. */
-static char *cli_version_finish(struct captured *c)
+/* The CLI's version it printed, or NULL; remembered for the next run
+ * (cli_version.c). A CLI not started (c->pid 0) is read as nothing. */
+static char *cli_version_finish(const char *cli_path, struct captured *c)
 {
     tftap_buf out = TFTAP_BUF_INIT;
     char *v = NULL;
@@ -150,6 +151,8 @@ static char *cli_version_finish(struct captured *c)
         sj_free(doc);
     }
     tftap_buf_done(&out);
+    if (v != NULL)
+        cli_version_remember(cli_path, v);
     return v;
 }
 
@@ -853,7 +856,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     cli_otlp_run_env(ro->otlp, ro->otlp_values);
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     const char *cli = strstr(base, "terraform") ? "terraform" : "tofu";
-    if (!strstr(base, "tofu") && !strstr(base, "terraform")) {
+    int is_cli = strstr(base, "tofu") || strstr(base, "terraform");
+    if (!is_cli) {
         /* A script or make: never ask it for "state pull" or "show -json". */
         cli_error("note: '%s' is neither tofu nor terraform: the providers it starts through "
                   "tofu or terraform are recorded, resource addresses are not looked up",
@@ -935,6 +939,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         }
     }
 
+    if (is_cli)
+        version = cli_version_remembered(cmd[0]);
     /* The run row; a database we cannot use never stops the user's command. */
     int rc = store_open(db, STORE_OPEN_CREATE, &s);
     if (rc == 0)
@@ -1021,7 +1027,9 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         cli_error("cannot run %s: %s", cmd[0], strerror(errno));
         code = 127;
     }
-    if (run_id > 0)
+    /* Only tofu or terraform is asked (a script or make does not know
+     * `version -json`), and a binary an earlier run asked not again. */
+    if (run_id > 0 && is_cli && version == NULL)
         cli_version_start(cmd[0], &ver);
     /* The providers outlive the CLI in reattach mode: end them (and flush
      * their records) before the run is closed. */
@@ -1061,7 +1069,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
                                  : 0;
             store_close(s);
             s = NULL;
-            version = cli_version_finish(&ver);
+            if (version == NULL)
+                version = cli_version_finish(cmd[0], &ver);
             int *fds = NULL;
             size_t nfds = wrapped ? wrap_recorder_locks_open(tmp, &fds) : 0;
             if (finish_later(db, run_id, code, version, docs, ndocs, fds, nfds) == 0)
@@ -1100,7 +1109,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
             tftap_buf_done(&out);
         }
         cli_check_summary(s, run_id);
-        version = cli_version_finish(&ver);
+        if (version == NULL)
+            version = cli_version_finish(cmd[0], &ver);
         if (version != NULL)
             (void)store_run_set_cli_version(s, run_id, version); /* for display only */
         store_close(s);
