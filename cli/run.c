@@ -982,7 +982,15 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         }
         add[nadd++] = env_reattach;
     }
-    if (snprintf(env_db, sizeof env_db, "TFTAP_DB=%s", db) >= (int)sizeof env_db) {
+    /* Without its password: the CLI and every provider would have it in
+     * their environment (/proc/PID/environ, a crash report, a provider
+     * that logs its environment). The shims read the whole URI from their
+     * metadata file (0600, in tmp) instead. */
+    char *db_bare = store_without_password(db);
+    int db_long = db_bare == NULL ||
+                  snprintf(env_db, sizeof env_db, "TFTAP_DB=%s", db_bare) >= (int)sizeof env_db;
+    free(db_bare);
+    if (db_long) {
         cli_error("database path too long: %s", STORE_SHOWN(db));
         goto cleanup;
     }

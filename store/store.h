@@ -182,6 +182,10 @@ const char *store_display_name(const char *path, char *buf, size_t size);
 /* store_display_name for a message argument (the buffer lives until the end
  * of the enclosing full expression's block). */
 #define STORE_SHOWN(path) store_display_name((path), (char[1024]){0}, 1024)
+/* path without its password: a URI's user:PASSWORD@ becomes user@ and its
+ * password=... (sslpassword=...) parameters are left out. Allocated (NULL
+ * on ENOMEM); a copy of path when it has none. */
+char *store_without_password(const char *path);
 /* The directory files that would go beside the database go into: path's
  * own for a file (NULL when it has none: the current one); for a URL
  * ${TMPDIR:-/tmp}/tftap-UID, made 0700 if missing (NULL when it is not this
