@@ -255,6 +255,12 @@ int store_runs_last(store *s, int64_t limit, int (*fn)(void *ctx, const store_ru
                     void *ctx);
 int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_row *row),
                   void *ctx);
+/* Which key hashed run_id's $sensitive values: its runs.key_id when it was
+ * recorded elsewhere (pushed, a bundle's), else the id of this database's
+ * own key. Hashes of two runs compare only when these are equal.
+ * TFTAP_ENOTFOUND without such a run. */
+#define STORE_RUN_KEY_ID_SIZE 32
+int store_run_key_id(store *s, int64_t run_id, char out[STORE_RUN_KEY_ID_SIZE]);
 
 /* One row of v_calls (docs/database.md names the columns). */
 typedef struct store_call_row {
