@@ -589,11 +589,13 @@ static int apply_singly(store_recorder *r, struct op *end, int closing)
     uint64_t lost = 0;
     char why[200] = "";
     int rc = store_begin(r->db, deadline);
-    int gen = ++r->txn_gen;
+    int gen = ++r->txn_gen; /* of the transaction open, 0 once it committed */
     if (rc == SDB_OK)
         rc = ensure_run_and_process(r);
     if (rc == SDB_OK)
         rc = store_commit(r->db, deadline);
+    if (rc == SDB_OK)
+        gen = 0;
     while (rc == SDB_OK && r->pending != end) {
         struct op *x = r->pending;
         rc = store_begin(r->db, deadline);
@@ -604,6 +606,7 @@ static int apply_singly(store_recorder *r, struct op *end, int closing)
         if (rc == SDB_OK)
             rc = store_commit(r->db, deadline);
         if (rc == SDB_OK) {
+            gen = 0;
             release_head(r, 1);
             continue;
         }
@@ -617,6 +620,7 @@ static int apply_singly(store_recorder *r, struct op *end, int closing)
         store_rollback(r->db);
         store_rec_sql_finalize(r); /* a failed pipeline forgets what it prepared */
         forget_generation(r, gen);
+        gen = 0;
         rc = SDB_OK;
         if (r->refused_lines < 20) {
             r->refused_lines++;
@@ -640,7 +644,8 @@ static int apply_singly(store_recorder *r, struct op *end, int closing)
     if (lost)
         refused_gap(r, lost, why);
     if (rc != SDB_OK) {
-        forget_generation(r, gen);
+        if (gen)
+            forget_generation(r, gen);
         db_down(r);
         return -1;
     }
