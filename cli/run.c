@@ -951,9 +951,12 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
                                                                  : tftap_strerror(rc));
         run_id = 0;
         wrapped = 0;
+        store_close(s);
+        s = NULL;
     }
-    store_close(s);
-    s = NULL;
+    /* Otherwise kept open through the command: the last connection to
+     * close checkpoints the WAL (two fsyncs) before the command could
+     * start, and the end of the run would open it again. */
 
     char *add[5];
     size_t nadd = 0;
@@ -1038,8 +1041,17 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
          * command may have changed the state, even when it failed. */
         int plans = match && strcmp(cl.sub, "plan") == 0;
         int after = plans ? planfile != NULL && (code == 0 || code == 2) : 1;
-        int opened = store_open(db, 0, &s) == 0;
-        if (!opened || store_run_end(s, run_id, code) != 0) {
+        int opened = s != NULL || store_open(db, 0, &s) == 0;
+        int ended = opened && store_run_end(s, run_id, code) == 0;
+        if (opened && !ended) {
+            /* A connection kept through a long command may have gone (a
+             * server restarted meanwhile): once more on a fresh one. */
+            store_close(s);
+            s = NULL;
+            opened = store_open(db, 0, &s) == 0;
+            ended = opened && store_run_end(s, run_id, code) == 0;
+        }
+        if (!ended) {
             /* Unavailable (a server restarting): never the user's problem
              * beyond this line; the rest is written when it is back. */
             tftap_buf out = TFTAP_BUF_INIT;
@@ -1096,6 +1108,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     }
 
 cleanup:
+    store_close(s);
     if (ver.pid > 0) {
         tftap_buf discard = TFTAP_BUF_INIT;
         capture_finish(&ver, 0, &discard);

@@ -68,7 +68,7 @@ int plugin_cert_make(plugin_cert *cert)
     unsigned char *der = NULL;
 
     memset(cert, 0, sizeof *cert);
-    key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-521");
+    key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
     x = X509_new();
     serial = BN_new();
     if (key == NULL || x == NULL || serial == NULL)
@@ -99,7 +99,7 @@ int plugin_cert_make(plugin_cert *cert)
         add_ext(x, NID_subject_alt_name, "DNS:localhost") != 0 ||
         add_ext(x, NID_subject_key_identifier, "hash") != 0)
         goto cleanup;
-    if (X509_sign(x, key, EVP_sha512()) == 0)
+    if (X509_sign(x, key, EVP_sha256()) == 0)
         goto cleanup;
 
     rc = TFTAP_ENOMEM;
@@ -114,6 +114,10 @@ int plugin_cert_make(plugin_cert *cert)
     int der_len = i2d_X509(x, &der);
     if (der_len <= 0 || (cert->der_b64 = b64_unpadded(der, der_len)) == NULL)
         goto cleanup;
+    cert->x509 = x;
+    cert->key = key;
+    x = NULL;
+    key = NULL;
     rc = 0;
 
 cleanup:
@@ -136,6 +140,8 @@ void plugin_cert_done(plugin_cert *cert)
     free(cert->cert_pem);
     free(cert->key_pem);
     free(cert->der_b64);
+    X509_free(cert->x509);
+    EVP_PKEY_free(cert->key);
     memset(cert, 0, sizeof *cert);
 }
 

@@ -41,10 +41,15 @@ typedef struct plugin_cert {
     char *cert_pem; /* "-----BEGIN CERTIFICATE-----..." */
     char *key_pem;  /* PKCS#8 private key */
     char *der_b64;  /* leaf DER, standard base64 without padding */
+    X509 *x509;     /* the same certificate and key, parsed: TLS contexts */
+    EVP_PKEY *key;  /* take them without decoding the PEM again */
 } plugin_cert;
 
-/* ECDSA P-521, CN and SAN DNS localhost, CA, keyCertSign+digitalSignature,
- * EKU server+client auth, valid ~30 years. 0, TFTAP_ETLS or TFTAP_ENOMEM. */
+/* ECDSA P-256, CN and SAN DNS localhost, CA, keyCertSign+digitalSignature,
+ * EKU server+client auth, valid ~30 years. go-plugin makes P-521 keys; its
+ * peers take any curve, and P-256's signatures cost a tenth (two TLS
+ * handshakes and a certificate per provider process, each on the path of
+ * the CLI starting a provider). 0, TFTAP_ETLS or TFTAP_ENOMEM. */
 int plugin_cert_make(plugin_cert *cert);
 void plugin_cert_done(plugin_cert *cert);
 

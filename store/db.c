@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -472,9 +473,19 @@ static void uuid_format(unsigned char b[16], char out[STORE_UUID_LEN + 1])
 
 int store_new_uuid(char out[STORE_UUID_LEN + 1])
 {
+    /* From the kernel, not OpenSSL's generator: a name needs no DRBG, and
+     * `tftap run` would load OpenSSL's configuration for it (3 ms) before
+     * it starts the command. */
     unsigned char b[16];
-    if (RAND_bytes(b, sizeof b) != 1)
-        return TFTAP_EIO;
+    size_t got = 0;
+    while (got < sizeof b) {
+        ssize_t n = getrandom(b + got, sizeof b - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return TFTAP_EIO;
+        got += (size_t)n;
+    }
     uuid_format(b, out);
     return 0;
 }

@@ -119,7 +119,8 @@ static void test_cert(void)
     CHECK(x != NULL);
     if (x != NULL) {
         /* What go-plugin's peers rely on: a self-signed CA for localhost,
-         * usable as server and client, on P-521, for about 30 years. */
+         * usable as server and client, for about 30 years; P-256, whose
+         * signatures cost a tenth of go-plugin's P-521. */
         CHECK_INT_EQ(X509_check_host(x, "localhost", 0, 0, NULL), 1);
         char cn[64] = "";
         X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, cn, sizeof cn);
@@ -135,7 +136,7 @@ static void test_cert(void)
         size_t glen = 0;
         CHECK(pub != NULL &&
               EVP_PKEY_get_utf8_string_param(pub, "group", group, sizeof group, &glen) == 1);
-        CHECK_STR_EQ(group, "secp521r1");
+        CHECK_STR_EQ(group, "prime256v1");
         CHECK_INT_EQ(X509_verify(x, pub), 1); /* self-signed */
         int days = 0, secs = 0;
         CHECK(ASN1_TIME_diff(&days, &secs, X509_get0_notBefore(x), X509_get0_notAfter(x)) == 1);
