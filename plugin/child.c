@@ -15,6 +15,46 @@
 
 #include "plugin/plugin.h"
 
+/* vfork: the child borrows our memory until it execs. fork() would
+ * write-protect every page of ours, and each one we then wrote (the relay,
+ * the recorder's queues) would fault once: milliseconds, on the path of the
+ * CLI starting its provider. A function of its own, which the child never
+ * returns from, so that nothing of the caller's lives across vfork(). */
+static pid_t spawn(const char *binary, char *const *argv, char *const *envp, int out_w,
+                   int status_w)
+{
+    pid_t parent = getpid();
+    pid_t pid = vfork();
+    if (pid != 0)
+        return pid;
+    /* The child: only system calls from here to exec (it shares our memory;
+     * signal dispositions and the mask are its own). It must not outlive us
+     * (the client only knows our pid), so it dies with this thread; the
+     * getppid() check closes the race with our exit. */
+    /* A handler of ours must never run here, on our memory, before the
+     * exec resets it: default them all first, as posix_spawn does. */
+    for (int sig = 1; sig < NSIG; sig++) {
+        struct sigaction old;
+        if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &old) != 0)
+            continue;
+        if (sig == SIGPIPE || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) {
+            struct sigaction dfl = {.sa_handler = SIG_DFL};
+            sigaction(sig, &dfl, NULL);
+        }
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
+    if (dup2(out_w, STDOUT_FILENO) >= 0)
+        execve(binary, argv, envp);
+    int e = errno;
+    ssize_t w = write(status_w, &e, sizeof e);
+    (void)w;
+    _exit(127);
+}
+
 int plugin_child_spawn(plugin_child *child, const char *binary, char *const *args, char **envp,
                        tftap_buf *err)
 {
@@ -40,31 +80,11 @@ int plugin_child_spawn(plugin_child *child, const char *binary, char *const *arg
             tftap_buf_printf(err, "pipe: %s", strerror(errno));
         goto cleanup;
     }
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = spawn(binary, argv, envp, out[1], status[1]);
     if (pid < 0) {
         if (err)
             tftap_buf_printf(err, "fork: %s", strerror(errno));
         goto cleanup;
-    }
-    if (pid == 0) {
-        /* The child: only async-signal-safe calls from here to exec. It must
-         * not outlive us (the client only knows our pid), so it dies with
-         * this thread; the getppid() check closes the race with our exit. */
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-            _exit(127);
-        if (dup2(out[1], STDOUT_FILENO) < 0)
-            goto child_fail;
-        execve(binary, argv, envp);
-    child_fail:;
-        int e = errno;
-        ssize_t w = write(status[1], &e, sizeof e);
-        (void)w;
-        _exit(127);
     }
 
     close(out[1]);

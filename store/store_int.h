@@ -21,6 +21,23 @@ struct store {
  * connection (store_open itself opens STORE_OPEN_READONLY databases). */
 int store_db_open(const char *path, int create, sdb **out, unsigned char key[STORE_KEY_LEN]);
 
+/* The schema (migrate.c). */
+/* The schema version this tftap writes and reads: one more than the last
+ * migration step's index. */
+extern const int store_schema_version;
+/* Bring db's schema to store_schema_version, in one transaction that
+ * several processes opening a fresh database at once serialize on; a
+ * database of a newer version is left untouched (SDB_ERROR for SQLite,
+ * SDB_NOTADB for PostgreSQL). Returns an SQLite result code. */
+int store_migrate(sdb *db);
+/* An SQLite database's schema version (PRAGMA user_version). Returns an
+ * SQLite result code. */
+int store_user_version(sdb *db, int *v);
+/* A PostgreSQL database's schema version (the tftap_meta table); one
+ * without that record is version 0 when missing_ok, else SDB_NOTFOUND. A
+ * record that is not a number is SDB_NOTADB. Returns an SQLite result code. */
+int store_pg_version(sdb *db, int *v, int missing_ok);
+
 /* Create path's missing parent directories (0700). 0 or TFTAP_EIO (errno). */
 int store_make_parent_dirs(const char *path);
 
