@@ -201,6 +201,9 @@ enum analysis_diff_format {
 enum analysis_diff_flags {
     ANALYSIS_DIFF_COLOR = 1,     /* ANSI colours (text only) */
     ANALYSIS_DIFF_NO_INPUTS = 2, /* list no input difference (they are still counted) */
+    /* The runs' secret values were hashed with different keys (store_run_key_id):
+     * JSON says "secrets_comparable": false. */
+    ANALYSIS_DIFF_SECRETS_APART = 4,
 };
 
 /* Append the report. max_bytes caps the markdown (0: no cap); what does not

@@ -188,10 +188,13 @@ static void json_str_or_null(tftap_buf *b, const char *s)
         tftap_buf_puts(b, "null");
 }
 
-static void render_json(const analysis_diff *d, int no_inputs, tftap_buf *b)
+static void render_json(const analysis_diff *d, int flags, tftap_buf *b)
 {
+    int no_inputs = flags & ANALYSIS_DIFF_NO_INPUTS;
     tftap_buf_printf(b, "{\"same\":%s,\"differences\":%zu,\"input_differences\":%zu,",
                      d->behaviour ? "false" : "true", d->behaviour, d->inputs);
+    if (flags & ANALYSIS_DIFF_SECRETS_APART)
+        tftap_buf_puts(b, "\"secrets_comparable\":false,");
     analysis_diff_meta_json(&d->meta, b);
     tftap_buf_puts(b, "\"changes\":[");
     int n = 0;
@@ -377,7 +380,7 @@ int analysis_diff_render(const analysis_diff *d, enum analysis_diff_format fmt, 
 {
     switch (fmt) {
     case ANALYSIS_DIFF_JSON:
-        render_json(d, flags & ANALYSIS_DIFF_NO_INPUTS, out);
+        render_json(d, flags, out);
         break;
     case ANALYSIS_DIFF_MARKDOWN:
         render_markdown(d, max_bytes, flags & ANALYSIS_DIFF_NO_INPUTS, out);

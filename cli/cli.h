@@ -64,6 +64,13 @@ int cli_otlp_config(const char *meta_url, int meta_values, struct otlp_config *o
 /* 1 when TFTAP_OTLP_VALUES asks for values ("1" or "true"). */
 int cli_otlp_values_env(void);
 
+/* cli_version.c: a CLI binary's version as a run recorded it before,
+ * remembered by the binary's identity (NULL: not known; heap), and
+ * remembering one. Best effort: nothing is said when the cache cannot be
+ * read or written. */
+char *cli_version_remembered(const char *cli_path);
+void cli_version_remember(const char *cli_path, const char *version);
+
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A usage error as one line with where to look: "tftap: <message> (see

@@ -125,6 +125,17 @@ int cli_diff(int argc, char **argv)
     tftap_buf b = TFTAP_BUF_INIT;
     int flags = (fmt == ANALYSIS_DIFF_TEXT && cli_use_color() ? ANALYSIS_DIFF_COLOR : 0) |
                 (no_inputs ? ANALYSIS_DIFF_NO_INPUTS : 0);
+    /* Secret values are recorded as keyed hashes: equal values hashed with
+     * different keys (a run pushed from another record, a bundle's) never
+     * compare equal, and different ones never look alike. */
+    char key[2][STORE_RUN_KEY_ID_SIZE];
+    if (store_run_key_id(s[0], ra, key[0]) == 0 && store_run_key_id(s[1], rb, key[1]) == 0 &&
+        strcmp(key[0], key[1]) != 0) {
+        cli_error("warning: runs %s and %s hashed their secret values with different keys "
+                  "(runs.key_id): secret values are not comparable between these runs",
+                  argv[optind], argv[optind + 1]);
+        flags |= ANALYSIS_DIFF_SECRETS_APART;
+    }
     err = analysis_diff_render(d, fmt, flags, fmt == ANALYSIS_DIFF_MARKDOWN ? max_bytes : 0, &b);
     if (err) {
         cli_error("diff: %s", tftap_strerror(err));

@@ -135,8 +135,9 @@ static void cli_version_start(const char *cli_path, struct captured *c)
         c->pid = 0;
 }
 
-/* The CLI's version it printed, or NULL. */
-static char *cli_version_finish(struct captured *c)
+/* The CLI's version it printed, or NULL; remembered for the next run
+ * (cli_version.c). A CLI not started (c->pid 0) is read as nothing. */
+static char *cli_version_finish(const char *cli_path, struct captured *c)
 {
     tftap_buf out = TFTAP_BUF_INIT;
     char *v = NULL;
@@ -150,6 +151,8 @@ static char *cli_version_finish(struct captured *c)
         sj_free(doc);
     }
     tftap_buf_done(&out);
+    if (v != NULL)
+        cli_version_remember(cli_path, v);
     return v;
 }
 
@@ -436,8 +439,58 @@ static int match_apply(store *s, int64_t run_id, const analysis_match_doc *docs,
  * proxy/recproc.c) has written it, then records the exit code, the CLI's
  * version and the addresses, trying every second for RUN_FINISH_MS. Takes
  * the fds. Returns 0 when the finisher started. */
+/* How long the finisher keeps trying: TFTAP_FINISH_WAIT seconds, else
+ * RUN_FINISH_MS. */
+static unsigned finish_wait_ms(void)
+{
+    const char *e = getenv("TFTAP_FINISH_WAIT");
+    if (e != NULL && e[0] != '\0') {
+        char *end = NULL;
+        errno = 0;
+        unsigned long v = strtoul(e, &end, 10);
+        if (errno == 0 && end != e && *end == '\0' && v <= 86400)
+            return (unsigned)v * 1000;
+        cli_error("TFTAP_FINISH_WAIT is not a number of seconds (0 to 86400); trying for %u min",
+                  RUN_FINISH_MS / 60000);
+    }
+    return RUN_FINISH_MS;
+}
+
+static char *log_path_for(const char *db);
+
+/* The finisher gave up: one line in the recorders' log (its stderr is
+ * nowhere, and the user's terminal was left long ago), in their format. */
+static void finish_log(const char *db, int64_t run_id, int code, const char *why)
+{
+    char *path = log_path_for(db);
+    int fd = path ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+    free(path);
+    if (fd < 0)
+        return;
+    struct timespec ts;
+    struct tm tm;
+    char when[32] = "";
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (gmtime_r(&ts.tv_sec, &tm) != NULL)
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    char line[2048];
+    int k = snprintf(line, sizeof line,
+                     "%s.%03ldZ pid %ld tftap run: gave up recording the end of run %lld (exit "
+                     "code %d) into %s: %s\n",
+                     when, ts.tv_nsec / 1000000, (long)getpid(), (long long)run_id, code,
+                     STORE_SHOWN(db), why);
+    if (k > 0) {
+        size_t w = (size_t)k < sizeof line ? (size_t)k : sizeof line - 1;
+        line[w - 1] = '\n';
+        ssize_t r = write(fd, line, w); /* one write: O_APPEND keeps it whole */
+        (void)r;
+    }
+    close(fd);
+}
+
 static int finish_later(const char *db, int64_t run_id, int code, const char *version,
-                        const analysis_match_doc *docs, size_t ndocs, int *lock_fds, size_t nlocks)
+                        const analysis_match_doc *docs, size_t ndocs, int *lock_fds, size_t nlocks,
+                        unsigned wait_ms)
 {
     fflush(NULL);
     pid_t pid = fork();
@@ -457,23 +510,37 @@ static int finish_later(const char *db, int64_t run_id, int code, const char *ve
             dup2(devnull, STDOUT_FILENO);
             dup2(devnull, STDERR_FILENO);
         }
-        int64_t deadline = tftap_mono_ms() + RUN_FINISH_MS;
-        (void)wrap_recorder_locks_wait_exclusive(lock_fds, nlocks, PROXY_RECORDER_LINGER_MS);
+        int64_t deadline = tftap_mono_ms() + wait_ms;
+        (void)wrap_recorder_locks_wait_exclusive(
+            lock_fds, nlocks,
+            wait_ms < PROXY_RECORDER_LINGER_MS ? wait_ms : PROXY_RECORDER_LINGER_MS);
         for (;;) {
             store *s = NULL;
+            char why[600];
             /* The exit code last: a reader who sees it sees the rest. */
             /* Matching may fail on the documents (not JSON): only a store
              * error is worth another try. */
-            if (store_open(db, 0, &s) == 0 &&
-                (ndocs == 0 || match_apply(s, run_id, docs, ndocs) != TFTAP_ESTORE) &&
-                (version == NULL || store_run_set_cli_version(s, run_id, version) == 0) &&
-                store_run_end(s, run_id, code) == 0) {
+            int rc = store_open(db, 0, &s);
+            if (rc != 0)
+                snprintf(why, sizeof why, "cannot open it: %s",
+                         store_path_is_url(db) && *store_open_error() ? store_open_error()
+                                                                      : tftap_strerror(rc));
+            else if ((ndocs == 0 || match_apply(s, run_id, docs, ndocs) != TFTAP_ESTORE) &&
+                     (version == NULL || store_run_set_cli_version(s, run_id, version) == 0) &&
+                     (rc = store_run_end(s, run_id, code)) == 0) {
                 store_close(s);
                 _exit(0);
-            }
+            } else
+                snprintf(why, sizeof why, "cannot write it: %s",
+                         tftap_strerror(rc ? rc : TFTAP_ESTORE));
             store_close(s);
-            if (tftap_mono_ms() >= deadline)
+            if (tftap_mono_ms() >= deadline) {
+                char left[700];
+                snprintf(left, sizeof left, "%s (tried every second for %u s)", why,
+                         wait_ms / 1000);
+                finish_log(db, run_id, code, left);
                 _exit(1);
+            }
             struct timespec ts = {1, 0};
             nanosleep(&ts, NULL);
         }
@@ -853,7 +920,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     cli_otlp_run_env(ro->otlp, ro->otlp_values);
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     const char *cli = strstr(base, "terraform") ? "terraform" : "tofu";
-    if (!strstr(base, "tofu") && !strstr(base, "terraform")) {
+    int is_cli = strstr(base, "tofu") || strstr(base, "terraform");
+    if (!is_cli) {
         /* A script or make: never ask it for "state pull" or "show -json". */
         cli_error("note: '%s' is neither tofu nor terraform: the providers it starts through "
                   "tofu or terraform are recorded, resource addresses are not looked up",
@@ -935,6 +1003,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         }
     }
 
+    if (is_cli)
+        version = cli_version_remembered(cmd[0]);
     /* The run row; a database we cannot use never stops the user's command. */
     int rc = store_open(db, STORE_OPEN_CREATE, &s);
     if (rc == 0)
@@ -985,7 +1055,15 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         }
         add[nadd++] = env_reattach;
     }
-    if (snprintf(env_db, sizeof env_db, "TFTAP_DB=%s", db) >= (int)sizeof env_db) {
+    /* Without its password: the CLI and every provider would have it in
+     * their environment (/proc/PID/environ, a crash report, a provider
+     * that logs its environment). The shims read the whole URI from their
+     * metadata file (0600, in tmp) instead. */
+    char *db_bare = store_without_password(db);
+    int db_long = db_bare == NULL ||
+                  snprintf(env_db, sizeof env_db, "TFTAP_DB=%s", db_bare) >= (int)sizeof env_db;
+    free(db_bare);
+    if (db_long) {
         cli_error("database path too long: %s", STORE_SHOWN(db));
         goto cleanup;
     }
@@ -1021,7 +1099,9 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         cli_error("cannot run %s: %s", cmd[0], strerror(errno));
         code = 127;
     }
-    if (run_id > 0)
+    /* Only tofu or terraform is asked (a script or make does not know
+     * `version -json`), and a binary an earlier run asked not again. */
+    if (run_id > 0 && is_cli && version == NULL)
         cli_version_start(cmd[0], &ver);
     /* The providers outlive the CLI in reattach mode: end them (and flush
      * their records) before the run is closed. */
@@ -1061,13 +1141,17 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
                                  : 0;
             store_close(s);
             s = NULL;
-            version = cli_version_finish(&ver);
+            if (version == NULL)
+                version = cli_version_finish(cmd[0], &ver);
             int *fds = NULL;
             size_t nfds = wrapped ? wrap_recorder_locks_open(tmp, &fds) : 0;
-            if (finish_later(db, run_id, code, version, docs, ndocs, fds, nfds) == 0)
+            unsigned wait_ms = finish_wait_ms();
+            if (finish_later(db, run_id, code, version, docs, ndocs, fds, nfds, wait_ms) == 0)
                 cli_error("cannot record the end of run %lld into %s now: it is recorded when "
-                          "the database is back (tftap keeps trying for %u min in the background)",
-                          (long long)run_id, STORE_SHOWN(db), RUN_FINISH_MS / 60000);
+                          "the database is back (tftap keeps trying for %u %s in the background)",
+                          (long long)run_id, STORE_SHOWN(db),
+                          wait_ms >= 60000 ? wait_ms / 60000 : wait_ms / 1000,
+                          wait_ms >= 60000 ? "min" : "s");
             else
                 cli_error("cannot record the exit code into %s", STORE_SHOWN(db));
             free(fds);
@@ -1100,7 +1184,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
             tftap_buf_done(&out);
         }
         cli_check_summary(s, run_id);
-        version = cli_version_finish(&ver);
+        if (version == NULL)
+            version = cli_version_finish(cmd[0], &ver);
         if (version != NULL)
             (void)store_run_set_cli_version(s, run_id, version); /* for display only */
         store_close(s);

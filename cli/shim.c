@@ -304,9 +304,15 @@ int cli_shim(int argc, char **argv)
 
     proxy_config_from_meta(&cfg, &meta);
     cfg.args = argv + 2;
+    /* TFTAP_DB names another database than the metadata's; tftap run
+     * exports its own without the password, which the metadata keeps. */
     const char *db_env = getenv("TFTAP_DB");
-    if (db_env != NULL && db_env[0] != '\0')
-        cfg.db = db_env;
+    if (db_env != NULL && db_env[0] != '\0') {
+        char *bare = cfg.db ? store_without_password(cfg.db) : NULL;
+        if (bare == NULL || strcmp(bare, db_env) != 0)
+            cfg.db = db_env;
+        free(bare);
+    }
     if (run_id_from_env(&cfg.run_id) != 0) {
         cli_error("TFTAP_RUN_ID is not a positive integer; recording under a new run");
         cfg.run_id = 0;

@@ -28,11 +28,9 @@ static pid_t spawn(const char *binary, char *const *argv, char *const *envp, int
     if (pid != 0)
         return pid;
     /* The child: only system calls from here to exec (it shares our memory;
-     * signal dispositions and the mask are its own). It must not outlive us
-     * (the client only knows our pid), so it dies with this thread; the
-     * getppid() check closes the race with our exit. */
-    /* A handler of ours must never run here, on our memory, before the
-     * exec resets it: default them all first, as posix_spawn does. */
+     * signal dispositions and the mask are its own). A handler of ours must
+     * never run here, on our memory, before the exec resets it: default
+     * them all first, as posix_spawn does. */
     for (int sig = 1; sig < NSIG; sig++) {
         struct sigaction old;
         if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &old) != 0)
@@ -45,6 +43,8 @@ static pid_t spawn(const char *binary, char *const *argv, char *const *envp, int
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
+    /* It must not outlive us (the client only knows our pid), so it dies
+     * with this thread; the getppid() check closes the race with our exit. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
         _exit(127);
     if (dup2(out_w, STDOUT_FILENO) >= 0)

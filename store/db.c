@@ -556,6 +556,59 @@ const char *store_display_name(const char *path, char *buf, size_t size)
     return buf;
 }
 
+char *store_without_password(const char *path)
+{
+    if (!path)
+        return NULL;
+    size_t n = strlen(path);
+    char *out = malloc(n + 1);
+    if (!out || !sdb_target_is_pg(path)) {
+        if (out)
+            memcpy(out, path, n + 1);
+        return out;
+    }
+    const char *auth = strstr(path, "://") + 3;
+    size_t alen = strcspn(auth, "/?#");
+    const char *at = memchr(auth, '@', alen);
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    const char *query = strchr(path, '?');
+    size_t o = 0;
+    int first = 1; /* no parameter written yet: the next one follows '?' */
+    for (const char *p = path; *p;) {
+        if (colon && p == colon) {
+            p = at; /* user@ */
+            continue;
+        }
+        if (query && p == query) {
+            out[o++] = '?';
+            p++;
+            continue;
+        }
+        if (query && p > query && *p != '#' && (p[-1] == '?' || p[-1] == '&')) {
+            size_t kl = strcspn(p, "=&#");
+            size_t pl = strcspn(p, "&#");
+            if (!(p[kl] == '=' && key_is_secret(p, kl))) {
+                if (!first)
+                    out[o++] = '&';
+                memcpy(out + o, p, pl);
+                o += pl;
+                first = 0;
+            }
+            p += pl;
+            if (*p == '&')
+                p++;
+            continue;
+        }
+        if (*p == '#' && o && out[o - 1] == '?')
+            o--; /* every parameter was a password */
+        out[o++] = *p++;
+    }
+    if (o && out[o - 1] == '?')
+        o--; /* every parameter was a password */
+    out[o] = '\0';
+    return out;
+}
+
 const char *store_side_dir(const char *path, size_t *len)
 {
     if (sdb_target_is_pg(path)) {

@@ -1,6 +1,7 @@
 /* store: the read side used by the CLI, analysis and the web UI, and the
  * address updates analysis writes back. */
 #include "store/store_int.h"
+#include "store/copy.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,30 @@ int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run
                   void *ctx)
 {
     return runs_query(s, RUN_SELECT "WHERE r.id = ?1", run_id, 1, fn, ctx);
+}
+
+int store_run_key_id(store *s, int64_t run_id, char out[STORE_RUN_KEY_ID_SIZE])
+{
+    sdb_stmt *st = NULL;
+    out[0] = '\0';
+    int rc = sdb_prepare(s->db, "SELECT key_id FROM runs WHERE id = ?", &st);
+    if (rc != SDB_OK)
+        return store_err(rc);
+    sdb_bind_int64(st, 1, run_id);
+    rc = sdb_step(st);
+    if (rc == SDB_ROW) {
+        const char *k = store_col_text(st, 0);
+        if (k)
+            snprintf(out, STORE_RUN_KEY_ID_SIZE, "%s", k);
+        else
+            store_key_id(s->key, out);
+        rc = SDB_OK;
+    } else if (rc == SDB_DONE) {
+        sdb_finalize(st);
+        return TFTAP_ENOTFOUND;
+    }
+    sdb_finalize(st);
+    return rc == SDB_OK ? 0 : store_err(rc);
 }
 
 int store_call_rows(sdb_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,

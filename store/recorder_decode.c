@@ -562,6 +562,7 @@ void store_rec_op_free(struct op *o)
     free(o->provider);
     free(o->version);
     free(o->binary_path);
+    free(o->reason);
     free(o);
 }
 

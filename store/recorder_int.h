@@ -129,6 +129,7 @@ struct op {
     int64_t gap_seq; /* gaps.seq: the row is written once however often the op is */
     uint64_t lost;
     int lost_queue, lost_db, lost_input;
+    char *reason; /* OP_GAP of refused writes (recorder_sql.c): its reason, owned */
 };
 
 struct store_recorder {
@@ -226,6 +227,8 @@ struct store_recorder {
     struct op *pending, **pending_tail; /* taken from ops, not yet committed */
     int64_t linger_until_ms;            /* stopping: give up on the rest after this */
     sdb_stmt *st_upsert, *st_msg;
+    int64_t refused_seq;    /* gaps.seq of refused writes' gaps: -1, -2, ... */
+    unsigned refused_lines; /* refused writes told in the log so far */
 };
 
 /* ---- time ---------------------------------------------------------------- */

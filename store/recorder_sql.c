@@ -3,7 +3,10 @@
  * hands over, in batched IMMEDIATE transactions of at most commit_ms. An op
  * leaves the pending list only once its transaction committed; a failed
  * transaction closes the connection, which is re-opened every retry_ms,
- * and the same ops are applied again (they are idempotent). */
+ * and the same ops are applied again (they are idempotent). A transaction
+ * the database refused (a value or row it will never take, not a lost
+ * connection) is applied again one op per transaction: what is taken is
+ * kept, what is refused is logged and counted in a gap (apply_singly). */
 #include "store/recorder_int.h"
 
 #include <errno.h>
@@ -303,19 +306,23 @@ static int apply_schema(store_recorder *r, const struct op *o)
 
 static int apply_gap(store_recorder *r, const struct op *o)
 {
-    /* The reasons, joined: "queue full, database unavailable". */
+    /* The reasons, joined: "queue full, database unavailable"; or the
+     * refusal's (apply_singly). */
     char reason[96];
+    if (o->reason)
+        goto write;
     snprintf(reason, sizeof reason, "%s%s%s%s%s", o->lost_queue ? "queue full" : "",
              o->lost_queue && (o->lost_db || o->lost_input) ? ", " : "",
              o->lost_db ? "database unavailable" : "", o->lost_db && o->lost_input ? ", " : "",
              o->lost_input ? "malformed recorder input" : "");
+write:
     /* Written again after an in-doubt commit: seq keeps it one row, and
      * dropped is the sum of the rows, not an increment. */
     int rc = exec_bound(r->db,
                         "INSERT INTO gaps (run_id, process_id, lost, recorded_us, reason, seq) "
                         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (process_id, seq) DO NOTHING",
                         "iiiiti", r->run_id, r->process_row, (int64_t)o->lost, tftap_now_us(),
-                        reason, o->gap_seq);
+                        o->reason ? o->reason : reason, o->gap_seq);
     if (rc == SDB_OK)
         rc = exec_bound(r->db,
                         "UPDATE processes SET dropped = (SELECT coalesce(sum(lost), 0) FROM gaps "
@@ -484,8 +491,171 @@ static void answer_borrow(store_recorder *r)
     pthread_mutex_unlock(&r->mu);
 }
 
+/* A write the database refused (a value it cannot store, a constraint, a
+ * trigger's exception), not one it could not take (the connection, a lock,
+ * no room): the same write again can never succeed. */
+static int refused(store_recorder *r, int rc)
+{
+    rc &= 0xff; /* SQLite's extended codes */
+    return r->db && !sdb_gone(r->db) &&
+           (rc == SDB_ERROR || rc == SDB_CONSTRAINT || rc == 18 /* too big */ ||
+            rc == 20 /* type mismatch */);
+}
+
+static const char *op_table(const struct op *o)
+{
+    switch (o->kind) {
+    case OP_CALL:
+        return "calls";
+    case OP_RAW:
+        return "messages";
+    case OP_SCHEMA:
+        return "schemas";
+    case OP_GAP:
+        return "gaps";
+    case OP_PROCESS:
+    case OP_END:
+        break;
+    }
+    return "processes";
+}
+
+/* Recorder events (call starts, messages, ends) an op refused loses; an op
+ * that is none (process details, a schema) counts one. */
+static uint64_t op_lost(const struct op *o)
+{
+    if (o->kind == OP_CALL)
+        return 1 + (uint64_t)(o->req_count > 0 ? o->req_count : 0) +
+               (uint64_t)(o->resp_count > 0 ? o->resp_count : 0) + (o->ended ? 1 : 0);
+    if (o->kind == OP_GAP)
+        return o->lost;
+    return 1;
+}
+
+/* The committed (or refused) op at the head of pending leaves it. */
+static void release_head(store_recorder *r, int committed)
+{
+    struct op *x = r->pending;
+    r->pending = x->next;
+    if (!r->pending)
+        r->pending_tail = &r->pending;
+    uint64_t events = x->events;
+    int gap = committed && x->kind == OP_GAP;
+    size_t bytes = x->size;
+    store_rec_op_free(x);
+    pthread_mutex_lock(&r->mu);
+    r->stats.written += events;
+    r->stats.gaps += (uint64_t)gap;
+    r->ops_bytes -= bytes;
+    store_rec_release(r, bytes);
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* What the refused ops lost, as a gap op at the head of pending: written
+ * with the next transaction, kept like any op while the database is away. */
+static void refused_gap(store_recorder *r, uint64_t lost, const char *why)
+{
+    struct op *g = calloc(1, sizeof *g);
+    char *reason = malloc(strlen(why) + 32);
+    if (!g || !reason) {
+        free(g);
+        free(reason);
+        return; /* the log has it */
+    }
+    sprintf(reason, "refused by the database: %s", why);
+    g->kind = OP_GAP;
+    g->lost = lost;
+    g->reason = reason;
+    g->gap_seq = --r->refused_seq; /* the decoder's are positive */
+    g->next = r->pending;
+    if (!r->pending)
+        r->pending_tail = &g->next;
+    r->pending = g;
+    pthread_mutex_lock(&r->mu);
+    r->stats.dropped += lost;
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* The transaction of the ops from pending up to end was refused: apply
+ * them again one transaction each. The run and process rows first, in a
+ * transaction of their own: refused, nothing can be written and the whole
+ * batch is kept and retried like when the database is away. Returns 0 once
+ * every op up to end was written or refused, -1 when the database went
+ * away meanwhile (db_down done; the rest stays pending). */
+static int apply_singly(store_recorder *r, struct op *end, int closing)
+{
+    unsigned deadline = closing ? CLOSE_BUSY_DEADLINE_MS : 0;
+    uint64_t lost = 0;
+    char why[200] = "";
+    int rc = store_begin(r->db, deadline);
+    int gen = ++r->txn_gen; /* of the transaction open, 0 once it committed */
+    if (rc == SDB_OK)
+        rc = ensure_run_and_process(r);
+    if (rc == SDB_OK)
+        rc = store_commit(r->db, deadline);
+    if (rc == SDB_OK)
+        gen = 0;
+    while (rc == SDB_OK && r->pending != end) {
+        struct op *x = r->pending;
+        rc = store_begin(r->db, deadline);
+        if (rc != SDB_OK)
+            break;
+        gen = ++r->txn_gen;
+        rc = apply_op(r, x);
+        if (rc == SDB_OK)
+            rc = store_commit(r->db, deadline);
+        if (rc == SDB_OK) {
+            gen = 0;
+            release_head(r, 1);
+            continue;
+        }
+        if (!refused(r, rc))
+            break;
+        /* The server's words, their first line, before the rollback's. */
+        char msg[160];
+        const char *e = sdb_errmsg(r->db);
+        size_t n = strcspn(e, "\n");
+        snprintf(msg, sizeof msg, "%.*s", (int)(n < sizeof msg ? n : sizeof msg - 1), e);
+        store_rollback(r->db);
+        store_rec_sql_finalize(r); /* a failed pipeline forgets what it prepared */
+        forget_generation(r, gen);
+        gen = 0;
+        rc = SDB_OK;
+        if (r->refused_lines < 20) {
+            r->refused_lines++;
+            fprintf(stderr,
+                    "tftap: the recording database %s refused a write to table %s: %s (not "
+                    "recorded, counted in a gap)%s\n",
+                    STORE_SHOWN(r->path), op_table(x), msg,
+                    r->refused_lines == 20 ? "; further refusals are not logged" : "");
+        }
+        if (x->kind == OP_GAP && x->reason) {
+            /* A refusal's own gap refused: written again, it would make
+             * another. The log above is all that is left of it. */
+            release_head(r, 0);
+            continue;
+        }
+        if (!why[0])
+            snprintf(why, sizeof why, "%s: %s", op_table(x), msg);
+        lost += op_lost(x);
+        release_head(r, 0);
+    }
+    if (lost)
+        refused_gap(r, lost, why);
+    if (rc != SDB_OK) {
+        if (gen)
+            forget_generation(r, gen);
+        db_down(r);
+        return -1;
+    }
+    r->logged_down = 0;
+    return 0;
+}
+
 /* Apply everything pending in transactions of at most commit_ms; an op is
- * dropped from pending only once its transaction committed. */
+ * dropped from pending only once its transaction committed, or once the
+ * database refused it alone (apply_singly). */
 static void apply_pending(store_recorder *r, int closing)
 {
     while (r->db) {
@@ -501,21 +671,34 @@ static void apply_pending(store_recorder *r, int closing)
         struct op *o = r->pending;
         uint64_t events = 0;
         size_t n = 0;
+        struct op *end = o; /* past the last op tried */
         while (rc == SDB_OK && o) {
             rc = apply_op(r, o);
-            if (rc)
+            if (rc) {
+                end = o->next;
                 break;
+            }
             events += o->events;
             o = o->next;
             if ((++n & 127) == 0 && tftap_mono_ms() - t0 >= (int64_t)commit_ms)
                 break;
         }
-        if (rc == SDB_OK)
+        if (rc == SDB_OK) {
+            end = o;
             rc = store_commit(r->db, deadline);
+        }
         if (rc != SDB_OK) {
             forget_generation(r, gen);
-            db_down(r);
-            return;
+            if (!refused(r, rc)) {
+                db_down(r);
+                return;
+            }
+            /* With a pipeline, the statement that failed is not known. */
+            store_rollback(r->db);
+            store_rec_sql_finalize(r);
+            if (apply_singly(r, end, closing) || !r->pending)
+                return;
+            continue;
         }
         r->logged_down = 0;
         /* Committed: release the ops up to o. */

@@ -23,6 +23,7 @@ enum {
     SDB_NOMEM = 7,
     SDB_READONLY = 8,
     SDB_NOTFOUND = 12,
+    SDB_FULL = 13, /* no room (disk, server resources, an I/O error): retry later */
     SDB_CANTOPEN = 14,
     SDB_CONSTRAINT = 19,
     SDB_NOTADB = 26, /* a record tftap must not touch (one of a newer tftap) */

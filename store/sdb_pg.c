@@ -157,6 +157,10 @@ static int result_rc(struct sdb_pg *pg, PGresult *res)
     }
     if (!strcmp(state, "53200"))
         return SDB_NOMEM;
+    /* The server out of room or failing (disk full, too many connections,
+     * an I/O error): not a refusal of what was written, worth a retry. */
+    if (!strncmp(state, "53", 2) || !strncmp(state, "58", 2))
+        return SDB_FULL;
     return SDB_ERROR;
 }
 

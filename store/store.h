@@ -185,6 +185,10 @@ const char *store_display_name(const char *path, char *buf, size_t size);
 /* store_display_name for a message argument (the buffer lives until the end
  * of the enclosing full expression's block). */
 #define STORE_SHOWN(path) store_display_name((path), (char[1024]){0}, 1024)
+/* path without its password: a URI's user:PASSWORD@ becomes user@ and its
+ * password=... (sslpassword=...) parameters are left out. Allocated (NULL
+ * on ENOMEM); a copy of path when it has none. */
+char *store_without_password(const char *path);
 /* The directory files that would go beside the database go into: path's
  * own for a file (NULL when it has none: the current one); for a URL
  * ${TMPDIR:-/tmp}/tftap-UID, made 0700 if missing (NULL when it is not this
@@ -254,6 +258,12 @@ int store_runs_last(store *s, int64_t limit, int (*fn)(void *ctx, const store_ru
                     void *ctx);
 int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_row *row),
                   void *ctx);
+/* Which key hashed run_id's $sensitive values: its runs.key_id when it was
+ * recorded elsewhere (pushed, a bundle's), else the id of this database's
+ * own key. Hashes of two runs compare only when these are equal.
+ * TFTAP_ENOTFOUND without such a run. */
+#define STORE_RUN_KEY_ID_SIZE 32
+int store_run_key_id(store *s, int64_t run_id, char out[STORE_RUN_KEY_ID_SIZE]);
 
 /* One row of v_calls (docs/database.md names the columns). */
 typedef struct store_call_row {

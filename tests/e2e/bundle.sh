@@ -268,7 +268,11 @@ for f in $files; do
         esac
         rc=$? lines=$(wc -l <"$WORK/c.err")
         case $c:$rc in
-        check:0 | check:1 | diff:0 | diff:1 | [a-z]*:0) [ "$lines" = 0 ] || rc=crash ;;
+        # Two bundles' secrets are hashed with keys of their own: diff
+        # says so in one warning line.
+        diff:0 | diff:1) [ "$(grep -cv 'secret values are not comparable' "$WORK/c.err")" = 0 ] ||
+            rc=crash ;;
+        check:0 | check:1 | [a-z]*:0) [ "$lines" = 0 ] || rc=crash ;;
         check:2 | diff:2 | show:1 | calls:1 | export:1 | runs:1)
             errors=$((errors + 1))
             [ "$lines" = 1 ] && grep -q '^tftap: ' "$WORK/c.err" || rc=crash

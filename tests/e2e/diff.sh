@@ -139,6 +139,30 @@ check_eq "  ... the random ids are input differences, nothing else" \
     "$(jq -r '[.changes[] | "\(.kind) \(.path)"] | unique | join(",")' "$WORK/same.json")" "input .id"
 check "  ... in every call that carried them" test "$(jq '.input_differences' "$WORK/same.json")" -ge 6
 
+# ---- tftap diff: secrets hashed with different keys --------------------------------
+# A run recorded into another database (its own redaction key) and pushed
+# into this one: its secret values can never compare with this one's.
+other=$WORK/other.db
+(cd "$WORK/b" && "$TFTAP" run --db "$other" -- tofu plan -input=false -no-color -out=pf >/dev/null) ||
+    not_ok "b: tftap run -- tofu plan into another database"
+"$TFTAP" push last --db "$other" --to "$db" >/dev/null || not_ok "push into the first database"
+run_far=$(last_run "$db")
+check "  ... the pushed run keeps its key's id" \
+    test -n "$(sqlite3 "$db" "SELECT key_id FROM runs WHERE id = $run_far")"
+"$TFTAP" diff --db "$db" "$run_v1" "$run_far" --json >"$WORK/far.json" 2>"$WORK/far.err"
+check_eq "different keys: the diff itself as for the same keys (exit 0)" "$?" 0
+check_eq "  ... one warning line on stderr" "$(cat "$WORK/far.err")" \
+    "tftap: warning: runs $run_v1 and $run_far hashed their secret values with different keys (runs.key_id): secret values are not comparable between these runs"
+check_eq "  ... --json: secrets_comparable is false" "$(jq '.secrets_comparable' "$WORK/far.json")" false
+"$TFTAP" diff --db "$db" "$run_v1" "$run_far" >/dev/null 2>"$WORK/far.err"
+check_eq "  ... text: the same warning" "$(grep -c 'secret values are not comparable' "$WORK/far.err")" 1
+"$TFTAP" diff --db "$db" "$run_v1" "$run_v1b" --json >"$WORK/near.json" 2>"$WORK/near.err"
+check_eq "same keys: no warning" "$(cat "$WORK/near.err")" ""
+check_eq "  ... and no secrets_comparable" "$(jq 'has("secrets_comparable")' "$WORK/near.json")" false
+"$TFTAP" diff --db "$db" "$run_v1" "$other:1" >/dev/null 2>"$WORK/file.err"
+check_eq "a run of another database file (FILE:RUN): the warning too" \
+    "$(grep -c 'secret values are not comparable' "$WORK/file.err")" 1
+
 # ---- tftap diff: two applies of one version ----------------------------------------
 # Values chosen at apply time (random ids) are the provider's behaviour; a
 # user who knows them to be random ignores them.

@@ -97,6 +97,9 @@ export TF_CLI_CONFIG_FILE=$PEERS/tofurc
 export TF_IN_AUTOMATION=1 CHECKPOINT_DISABLE=1
 unset TF_PLUGIN_CACHE_DIR TF_DATA_DIR TF_LOG TF_LOG_PATH TFTAP_DB TFTAP_RUN_ID TF_REATTACH_PROVIDERS
 export PATH=$PEERS/bin:$PATH
+# tftap run remembers CLI versions in the user's cache directory: each test
+# its own (tests/e2e/cliversion.sh tests that memory).
+export XDG_CACHE_HOME=$WORK/xdg-cache
 # Every temporary file, socket and shim directory lands here, so the tests
 # can tell whether anything was left behind.
 mkdir -p "$WORK/tmp"

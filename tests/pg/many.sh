@@ -247,10 +247,14 @@ else
     not_ok "show --db URI differs from its local copy (< URI, > local)"
     diff "$WORK/show.pg" "$WORK/show.local" | head -10
 fi
-"$TFTAP" diff "$a" "$b" --db "$URI" >"$WORK/diff.pg" 2>&1
+"$TFTAP" diff "$a" "$b" --db "$URI" >"$WORK/diff.pg" 2>"$WORK/diff.pg.err"
 st_pg=$?
-"$TFTAP" diff "$WORK/b$a.tftap" "$WORK/b$b.tftap" >"$WORK/diff.local" 2>&1
+"$TFTAP" diff "$WORK/b$a.tftap" "$WORK/b$b.tftap" >"$WORK/diff.local" 2>"$WORK/diff.local.err"
 st_local=$?
+check_eq "diff --db URI: nothing on stderr (one record, one key)" "$(cat "$WORK/diff.pg.err")" ""
+# Each bundle hashes its secrets with a key of its own.
+check_eq "diff of the two bundles: one warning, secrets not comparable" \
+    "$(grep -c 'hashed their secret values with different keys' "$WORK/diff.local.err")/$(wc -l <"$WORK/diff.local.err")" 1/1
 check "diff --db URI: not an error ($st_pg)" test "$st_pg" -le 1
 if [ "$st_pg" = "$st_local" ] && cmp -s "$WORK/diff.pg" "$WORK/diff.local"; then
     ok "diff --db URI reads runs $a and $b as their local copies do"

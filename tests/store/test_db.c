@@ -433,6 +433,30 @@ static void test_display_name_hides_passwords(void)
     CHECK_STR_EQ(store_display_name("postgresql://u:p@h/db", b, 8), "(a PostgreSQL URI)");
 }
 
+/* The URI tftap run exports (TFTAP_DB) to the CLI and its providers: no
+ * password at all, everything else as it was. */
+static void test_without_password(void)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"postgresql://u:secret@h/db?sslpassword=k&password=secret2&x=1",
+         "postgresql://u@h/db?x=1"},
+        {"postgres://h/db?pass%77ord=s3#frag", "postgres://h/db#frag"},
+        {"postgresql://h/db?password=a&password=b", "postgresql://h/db"},
+        {"postgresql://h/db?a=1&password=b&c=2", "postgresql://h/db?a=1&c=2"},
+        {"postgresql:///tftap?host=/tmp/x&user=tftap",
+         "postgresql:///tftap?host=/tmp/x&user=tftap"},
+        {"postgresql://u:@h:5432/db", "postgresql://u@h:5432/db"},
+        {"/a/file.db?password=x", "/a/file.db?password=x"}, /* a path is a path */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = store_without_password(cases[i].in);
+        CHECK_STR_EQ(got, cases[i].out);
+        free(got);
+    }
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "%s/tftap-test-db-XXXXXX",
@@ -450,6 +474,7 @@ int main(void)
     test_newer_database_refused();
     test_parent_not_a_directory();
     test_display_name_hides_passwords();
+    test_without_password();
     if (!check_failures) {
         char cmd[400];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
