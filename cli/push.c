@@ -210,7 +210,9 @@ static int open_target(const char *to, store **out)
     int rc = store_open(to, STORE_OPEN_CREATE, out);
     if (rc == 0)
         return 0;
-    if (rc == TFTAP_EIO && store_path_is_url(to) && *store_open_error())
+    if (rc == TFTAP_ENOLIB)
+        cli_error("%s", store_open_error());
+    else if (rc == TFTAP_EIO && store_path_is_url(to) && *store_open_error())
         cli_error("cannot open %s: %s", STORE_SHOWN(to), store_open_error());
     else if (rc == TFTAP_EIO)
         cli_error("cannot open %s: %s", STORE_SHOWN(to), strerror(errno ? errno : EIO));

@@ -1076,7 +1076,14 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     }
     /* Otherwise kept open through the command: the last connection to
      * close checkpoints the WAL (two fsyncs) before the command could
-     * start, and the end of the run would open it again. */
+     * start, and the end of the run would open it again. Not with
+     * --reattach: its proxies are forks of this process, which must not
+     * inherit an open SQLite connection (their recorders open the same
+     * file, and SQLite's locks are per process). */
+    if (reattach) {
+        store_close(s);
+        s = NULL;
+    }
 
     char *add[5];
     size_t nadd = 0;

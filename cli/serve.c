@@ -120,6 +120,9 @@ int cli_serve(int argc, char **argv)
             cli_error("--listen wants ADDR:PORT with a numeric address (127.0.0.1:8080, "
                       "[::1]:0), not '%s'",
                       listen);
+        else if (rc == TFTAP_ENOLIB)
+            cli_error("serve needs libmicrohttpd.so.12 (Debian: libmicrohttpd12): %s",
+                      web_server_load_error());
         else if (rc == TFTAP_EIO)
             cli_error("cannot listen on %s: %s", listen ? listen : "127.0.0.1:0",
                       strerror(errno ? errno : EIO));

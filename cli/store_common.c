@@ -89,7 +89,9 @@ void cli_store_open_failed(const char *path, int flags, int rc)
         /* A server, not a file: libpq's or the server's reason when there
          * is one, and no advice about files. */
         const char *why = server_reason();
-        if (rc == TFTAP_ENOTFOUND)
+        if (rc == TFTAP_ENOLIB) /* no server was asked: the URI is not the trouble */
+            cli_error("%s", why);
+        else if (rc == TFTAP_ENOTFOUND)
             cli_error("no tftap record in %s (record one with 'tftap run --db URI')", shown);
         else if (rc == TFTAP_EIO)
             cli_error("cannot connect to %s: %s", shown, *why ? why : tftap_strerror(rc));

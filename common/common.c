@@ -39,6 +39,8 @@ const char *tftap_strerror(int err)
         return "tls error";
     case TFTAP_ECHILD:
         return "child process error";
+    case TFTAP_ENOLIB:
+        return "a shared library could not be loaded";
     }
     return "unknown error";
 }

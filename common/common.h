@@ -22,10 +22,31 @@ enum tftap_err {
     TFTAP_EPROTO = -8,    /* plugin protocol violation */
     TFTAP_ETLS = -9,      /* certificate or TLS setup failure */
     TFTAP_ECHILD = -10,   /* child process failure */
+    TFTAP_ENOLIB = -11,   /* a shared library could not be loaded */
 };
 
 /* A static, lowercase description of an error code. */
 const char *tftap_strerror(int err);
+
+/* A shared library opened when first needed instead of linked, so that a
+ * process that never needs it (every shim) never maps it, nor the dozens
+ * of libraries it pulls in. A caller keeps one static tftap_lib per
+ * library and a struct of function pointers its syms point into. */
+struct tftap_dlsym {
+    const char *name; /* the symbol */
+    void **fn;        /* where its address goes (a function pointer's storage) */
+};
+typedef struct tftap_lib {
+    const char *soname; /* "libpq.so.5": the runtime package's name, never a -dev link */
+    const struct tftap_dlsym *syms;
+    size_t nsyms;
+    int state;     /* tftap_lib_load's: 0 untried, 1 loaded, -1 failed */
+    char why[256]; /* when it failed: the loader's reason (names the file), one line */
+} tftap_lib;
+/* Loads lib once per process (thread-safe; later calls return the first
+ * answer): dlopen(RTLD_NOW | RTLD_LOCAL), never closed, and every symbol
+ * resolved. 0, or TFTAP_ENOLIB with lib->why set and no symbol filled. */
+int tftap_lib_load(tftap_lib *lib);
 
 /* A growable byte buffer, always NUL-terminated when len > 0 or after
  * tftap_buf_cstr(). Zero-initialise (TFTAP_BUF_INIT) before use. Once an

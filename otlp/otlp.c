@@ -7,7 +7,6 @@
  * it pulls in, spans or not. */
 #define CURL_DISABLE_TYPECHECK 1
 #include <curl/curl.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <pthread.h>
@@ -34,51 +33,27 @@
 
 /* ---- libcurl, loaded on first use ------------------------------------------ */
 
+#define CURL_FUNCTIONS(X)                                                                          \
+    X(global_init)                                                                                 \
+    X(global_cleanup)                                                                              \
+    X(easy_init)                                                                                   \
+    X(easy_setopt)                                                                                 \
+    X(easy_perform)                                                                                \
+    X(easy_getinfo)                                                                                \
+    X(easy_strerror)                                                                               \
+    X(easy_cleanup)                                                                                \
+    X(slist_append)                                                                                \
+    X(slist_free_all)
+/* Each pointer has its function's type as the header declares it. */
+#define CURL_FIELD(f) __typeof__(curl_##f) *f;
 static struct {
-    int tried, ok;
-    CURLcode (*global_init)(long);
-    void (*global_cleanup)(void);
-    CURL *(*easy_init)(void);
-    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-    CURLcode (*easy_perform)(CURL *);
-    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-    const char *(*easy_strerror)(CURLcode);
-    void (*easy_cleanup)(CURL *);
-    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-    void (*slist_free_all)(struct curl_slist *);
+    CURL_FUNCTIONS(CURL_FIELD)
 } cu;
-static pthread_mutex_t cu_mu = PTHREAD_MUTEX_INITIALIZER;
-
-/* 1 when libcurl (the soname of libcurl4-openssl-dev's library) is usable. */
-static int curl_load(void)
-{
-    pthread_mutex_lock(&cu_mu);
-    if (!cu.tried) {
-        cu.tried = 1;
-        void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-        if (h != NULL) {
-#define CU_SYM(field, name) *(void **)&cu.field = dlsym(h, name)
-            CU_SYM(global_init, "curl_global_init");
-            CU_SYM(global_cleanup, "curl_global_cleanup");
-            CU_SYM(easy_init, "curl_easy_init");
-            CU_SYM(easy_setopt, "curl_easy_setopt");
-            CU_SYM(easy_perform, "curl_easy_perform");
-            CU_SYM(easy_getinfo, "curl_easy_getinfo");
-            CU_SYM(easy_strerror, "curl_easy_strerror");
-            CU_SYM(easy_cleanup, "curl_easy_cleanup");
-            CU_SYM(slist_append, "curl_slist_append");
-            CU_SYM(slist_free_all, "curl_slist_free_all");
-#undef CU_SYM
-            cu.ok = cu.global_init && cu.global_cleanup && cu.easy_init && cu.easy_setopt &&
-                    cu.easy_perform && cu.easy_getinfo && cu.easy_strerror && cu.easy_cleanup &&
-                    cu.slist_append && cu.slist_free_all;
-            /* Never dlclose()d: its global state lives as long as the process. */
-        }
-    }
-    int ok = cu.ok;
-    pthread_mutex_unlock(&cu_mu);
-    return ok;
-}
+#define CURL_SYM(f) {"curl_" #f, (void **)&cu.f},
+static const struct tftap_dlsym cu_syms[] = {CURL_FUNCTIONS(CURL_SYM)};
+/* The soname of libcurl4-openssl-dev's library. */
+static tftap_lib cu_lib = {
+    .soname = "libcurl.so.4", .syms = cu_syms, .nsyms = sizeof cu_syms / sizeof *cu_syms};
 
 /* ---- trace context --------------------------------------------------------- */
 
@@ -821,7 +796,7 @@ int otlp_exporter_open(const otlp_config *cfg, otlp_exporter **out)
         }
         tftap_buf_done(&tmp);
     }
-    if (rc == 0 && !curl_load()) {
+    if (rc == 0 && tftap_lib_load(&cu_lib) != 0) {
         if (cfg->log) {
             cfg->log(cfg->log_ctx,
                      "otlp: cannot load libcurl.so.4 (Debian: libcurl4); no spans are exported");

@@ -75,6 +75,8 @@ int store_err(int rc)
         return TFTAP_ENOMEM;
     case SDB_CANTOPEN:
         return TFTAP_EIO;
+    case SDB_NOLIB:
+        return TFTAP_ENOLIB;
     default:
         return TFTAP_ESTORE;
     }

@@ -29,7 +29,8 @@ enum {
     SDB_NOTADB = 26, /* a record tftap must not touch (one of a newer tftap) */
     SDB_ROW = 100,
     SDB_DONE = 101,
-    SDB_GONE = 250, /* PostgreSQL: connection lost or refused */
+    SDB_GONE = 250,  /* PostgreSQL: connection lost or refused */
+    SDB_NOLIB = 251, /* PostgreSQL: libpq could not be loaded (sdb_open_error says why) */
 };
 
 /* Column types (sdb_column_type); PostgreSQL's booleans are SDB_INTEGER. */
@@ -49,7 +50,7 @@ int sdb_target_is_pg(const char *target);
  * is set whenever memory allowed, also on failure (for sdb_errmsg): close it. */
 int sdb_open(const char *target, int flags, sdb **out);
 /* Why this thread's last sdb_open of a PostgreSQL URI failed (libpq's
- * words, one line), or "". */
+ * words, or why libpq itself could not be loaded; one line), or "". */
 const char *sdb_open_error(void);
 /* Records msg (its first line) as sdb_open_error's answer (NULL clears it):
  * also the store's, when a connection is refused after it was made. */

@@ -20,6 +20,53 @@
 
 #include <libpq-fe.h>
 
+/* libpq is opened by the first PostgreSQL open, not linked: every tftap
+ * process (each shim OpenTofu starts) would otherwise map it and the two
+ * dozen libraries it pulls in (Kerberos, LDAP, SASL, GnuTLS). */
+#define PQ_FUNCTIONS(X)                                                                            \
+    X(clear)                                                                                       \
+    X(cmdStatus)                                                                                   \
+    X(cmdTuples)                                                                                   \
+    X(connectdbParams)                                                                             \
+    X(consumeInput)                                                                                \
+    X(enterPipelineMode)                                                                           \
+    X(errorMessage)                                                                                \
+    X(exec)                                                                                        \
+    X(execParams)                                                                                  \
+    X(execPrepared)                                                                                \
+    X(exitPipelineMode)                                                                            \
+    X(finish)                                                                                      \
+    X(freemem)                                                                                     \
+    X(ftype)                                                                                       \
+    X(getResult)                                                                                   \
+    X(getisnull)                                                                                   \
+    X(getlength)                                                                                   \
+    X(getvalue)                                                                                    \
+    X(nfields)                                                                                     \
+    X(notifies)                                                                                    \
+    X(ntuples)                                                                                     \
+    X(pipelineSync)                                                                                \
+    X(prepare)                                                                                     \
+    X(resultErrorField)                                                                            \
+    X(resultErrorMessage)                                                                          \
+    X(resultStatus)                                                                                \
+    X(sendPrepare)                                                                                 \
+    X(sendQueryParams)                                                                             \
+    X(sendQueryPrepared)                                                                           \
+    X(status)                                                                                      \
+    X(transactionStatus)                                                                           \
+    X(unescapeBytea)
+/* Each pointer has its function's type as libpq-fe.h declares it. */
+#define PQ_FIELD(f) __typeof__(PQ##f) *f;
+static struct {
+    PQ_FUNCTIONS(PQ_FIELD)
+} pq;
+#define PQ_SYM(f) {"PQ" #f, (void **)&pq.f},
+static const struct tftap_dlsym pq_syms[] = {PQ_FUNCTIONS(PQ_SYM)};
+/* libpq5's soname (what libpq-dev's libpq.so points to). */
+static tftap_lib pq_lib = {
+    .soname = "libpq.so.5", .syms = pq_syms, .nsyms = sizeof pq_syms / sizeof *pq_syms};
+
 /* Type OIDs (pg_type.oid, fixed for built-in types). */
 #define PG_BOOL_OID 16
 #define PG_BYTEA_OID 17
@@ -85,17 +132,17 @@ static void set_err(struct sdb_pg *pg, const char *msg)
 /* An error result (or none) to a result code; records the message. */
 static int result_rc(struct sdb_pg *pg, PGresult *res)
 {
-    if (PQstatus(pg->conn) != CONNECTION_OK) {
-        set_err(pg, PQerrorMessage(pg->conn));
+    if (pq.status(pg->conn) != CONNECTION_OK) {
+        set_err(pg, pq.errorMessage(pg->conn));
         pg->gone = 1;
         return SDB_GONE;
     }
     if (!res) {
-        set_err(pg, PQerrorMessage(pg->conn));
+        set_err(pg, pq.errorMessage(pg->conn));
         return SDB_NOMEM;
     }
-    set_err(pg, PQresultErrorMessage(res));
-    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    set_err(pg, pq.resultErrorMessage(res));
+    const char *state = pq.resultErrorField(res, PG_DIAG_SQLSTATE);
     if (!state)
         return SDB_ERROR;
     if (!strcmp(state, "40001") || !strcmp(state, "40P01") || !strcmp(state, "55P03"))
@@ -120,9 +167,9 @@ static int result_rc(struct sdb_pg *pg, PGresult *res)
 static int64_t count_notifies(struct sdb_pg *pg)
 {
     PGnotify *n;
-    while ((n = PQnotifies(pg->conn)) != NULL) {
+    while ((n = pq.notifies(pg->conn)) != NULL) {
         pg->notified++;
-        PQfreemem(n);
+        pq.freemem(n);
     }
     return pg->notified;
 }
@@ -152,20 +199,20 @@ static int pipeline_sync(struct sdb_pg *pg, PGresult **last)
 {
     if (last)
         *last = NULL;
-    if (!PQpipelineSync(pg->conn)) {
-        set_err(pg, PQerrorMessage(pg->conn));
+    if (!pq.pipelineSync(pg->conn)) {
+        set_err(pg, pq.errorMessage(pg->conn));
         settle_prepared(pg, 0);
-        return PQstatus(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
+        return pq.status(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
     }
     int rc = SDB_OK, nulls = 0;
     for (;;) {
-        PGresult *res = PQgetResult(pg->conn);
+        PGresult *res = pq.getResult(pg->conn);
         if (!res) {
             /* Between statements' answers; a lost connection never gets
              * to the Sync. */
-            if (PQstatus(pg->conn) != CONNECTION_OK || ++nulls > 2) {
+            if (pq.status(pg->conn) != CONNECTION_OK || ++nulls > 2) {
                 if (rc == SDB_OK) {
-                    set_err(pg, PQerrorMessage(pg->conn));
+                    set_err(pg, pq.errorMessage(pg->conn));
                     rc = SDB_GONE;
                 }
                 break;
@@ -173,9 +220,9 @@ static int pipeline_sync(struct sdb_pg *pg, PGresult **last)
             continue;
         }
         nulls = 0;
-        ExecStatusType st = PQresultStatus(res);
+        ExecStatusType st = pq.resultStatus(res);
         if (st == PGRES_PIPELINE_SYNC) {
-            PQclear(res);
+            pq.clear(res);
             break;
         }
         if (st == PGRES_FATAL_ERROR || st == PGRES_NONFATAL_ERROR || st == PGRES_BAD_RESPONSE) {
@@ -187,16 +234,16 @@ static int pipeline_sync(struct sdb_pg *pg, PGresult **last)
                 rc = SDB_ERROR;
             }
         } else if (last) {
-            PQclear(*last);
+            pq.clear(*last);
             *last = res;
             continue;
         }
-        PQclear(res);
+        pq.clear(res);
     }
     settle_prepared(pg, rc == SDB_OK);
     count_notifies(pg);
     if (rc != SDB_OK && last) {
-        PQclear(*last);
+        pq.clear(*last);
         *last = NULL;
     }
     return rc;
@@ -210,9 +257,9 @@ static int pipeline_leave(struct sdb_pg *pg)
         return SDB_OK;
     int rc = pipeline_sync(pg, NULL);
     pg->in_pipeline = 0;
-    if (!PQexitPipelineMode(pg->conn) && rc == SDB_OK) {
-        set_err(pg, PQerrorMessage(pg->conn));
-        rc = PQstatus(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
+    if (!pq.exitPipelineMode(pg->conn) && rc == SDB_OK) {
+        set_err(pg, pq.errorMessage(pg->conn));
+        rc = pq.status(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
     }
     return rc;
 }
@@ -220,10 +267,10 @@ static int pipeline_leave(struct sdb_pg *pg)
 /* Queue one statement without parameters in the pipeline. */
 static int pipeline_send(struct sdb_pg *pg, const char *sql)
 {
-    if (PQsendQueryParams(pg->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
+    if (pq.sendQueryParams(pg->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
         return SDB_OK;
-    set_err(pg, PQerrorMessage(pg->conn));
-    return PQstatus(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
+    set_err(pg, pq.errorMessage(pg->conn));
+    return pq.status(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
 }
 
 void sdb_pg_pipeline(sdb *db, int on)
@@ -239,6 +286,13 @@ int sdb_pg_open(const char *uri, int flags, sdb *db)
     if (!pg)
         return SDB_NOMEM;
     db->pg = pg;
+    if (tftap_lib_load(&pq_lib) != 0) {
+        char why[sizeof pq_lib.why + 64];
+        snprintf(why, sizeof why, "PostgreSQL needs libpq.so.5 (Debian: libpq5): %s", pq_lib.why);
+        set_err(pg, why);
+        sdb_set_open_error(pg->err);
+        return SDB_NOLIB;
+    }
     /* Defaults first: the URI (dbname, expanded) overrides any of them. */
     const char *const keys[] = {"connect_timeout",  "keepalives",
                                 "keepalives_idle",  "keepalives_interval",
@@ -256,24 +310,24 @@ int sdb_pg_open(const char *uri, int flags, sdb *db)
                                 "-c idle_in_transaction_session_timeout=120000",
                                 uri,
                                 NULL};
-    pg->conn = PQconnectdbParams(keys, vals, 1);
+    pg->conn = pq.connectdbParams(keys, vals, 1);
     if (!pg->conn)
         return SDB_NOMEM;
-    if (PQstatus(pg->conn) != CONNECTION_OK) {
-        set_err(pg, PQerrorMessage(pg->conn));
+    if (pq.status(pg->conn) != CONNECTION_OK) {
+        set_err(pg, pq.errorMessage(pg->conn));
         sdb_set_open_error(pg->err);
         return SDB_CANTOPEN;
     }
     sdb_set_open_error(NULL);
     /* Quiet: notices (e.g. "relation already exists, skipping") are not ours to print. */
     PGresult *r =
-        PQexec(pg->conn, (flags & SDB_OPEN_READONLY) ? "SET client_min_messages = warning;"
-                                                       "SET default_transaction_read_only = on;"
-                                                       "LISTEN tftap_changes"
-                                                     : "SET client_min_messages = warning;"
-                                                       "LISTEN tftap_changes");
-    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? SDB_OK : result_rc(pg, r);
-    PQclear(r);
+        pq.exec(pg->conn, (flags & SDB_OPEN_READONLY) ? "SET client_min_messages = warning;"
+                                                        "SET default_transaction_read_only = on;"
+                                                        "LISTEN tftap_changes"
+                                                      : "SET client_min_messages = warning;"
+                                                        "LISTEN tftap_changes");
+    int rc = pq.resultStatus(r) == PGRES_COMMAND_OK ? SDB_OK : result_rc(pg, r);
+    pq.clear(r);
     return rc;
 }
 
@@ -281,7 +335,7 @@ void sdb_pg_close(sdb *db)
 {
     struct sdb_pg *pg = db->pg;
     if (pg->conn)
-        PQfinish(pg->conn);
+        pq.finish(pg->conn);
     while (pg->prepared) {
         struct pg_prepared *p = pg->prepared;
         pg->prepared = p->next;
@@ -316,50 +370,50 @@ int sdb_pg_exec(sdb *db, const char *sql)
         PGresult *r = NULL;
         int rc2 = pipeline_sync(pg, rc == SDB_OK ? &r : NULL);
         pg->in_pipeline = 0;
-        PQexitPipelineMode(pg->conn);
+        pq.exitPipelineMode(pg->conn);
         if (rc == SDB_OK)
             rc = rc2;
         /* COMMIT of a transaction that had failed reports success with ROLLBACK. */
-        if (rc == SDB_OK && !strcmp(sql, "COMMIT") && r && !strcmp(PQcmdStatus(r), "ROLLBACK")) {
+        if (rc == SDB_OK && !strcmp(sql, "COMMIT") && r && !strcmp(pq.cmdStatus(r), "ROLLBACK")) {
             set_err(pg, "transaction rolled back");
             rc = SDB_ERROR;
         }
-        PQclear(r);
+        pq.clear(r);
         return rc;
     }
     int rc = pipeline_leave(pg);
     if (rc != SDB_OK)
         return rc;
-    if (pg->pipeline && !strcmp(sql, "BEGIN") && PQtransactionStatus(pg->conn) == PQTRANS_IDLE) {
-        if (!PQenterPipelineMode(pg->conn)) {
-            set_err(pg, PQerrorMessage(pg->conn));
-            return PQstatus(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
+    if (pg->pipeline && !strcmp(sql, "BEGIN") && pq.transactionStatus(pg->conn) == PQTRANS_IDLE) {
+        if (!pq.enterPipelineMode(pg->conn)) {
+            set_err(pg, pq.errorMessage(pg->conn));
+            return pq.status(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
         }
         pg->in_pipeline = 1;
         return pipeline_send(pg, sql);
     }
-    PGresult *r = PQexec(pg->conn, sql);
-    ExecStatusType s = PQresultStatus(r);
+    PGresult *r = pq.exec(pg->conn, sql);
+    ExecStatusType s = pq.resultStatus(r);
     rc = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK || s == PGRES_EMPTY_QUERY ? SDB_OK
                                                                                  : result_rc(pg, r);
     /* COMMIT of a transaction that had failed reports success with ROLLBACK. */
-    if (rc == SDB_OK && !strcmp(sql, "COMMIT") && !strcmp(PQcmdStatus(r), "ROLLBACK")) {
+    if (rc == SDB_OK && !strcmp(sql, "COMMIT") && !strcmp(pq.cmdStatus(r), "ROLLBACK")) {
         set_err(pg, "transaction rolled back");
         rc = SDB_ERROR;
     }
-    PQclear(r);
+    pq.clear(r);
     count_notifies(pg);
     return rc;
 }
 
 int sdb_pg_get_autocommit(sdb *db)
 {
-    return PQtransactionStatus(db->pg->conn) == PQTRANS_IDLE;
+    return pq.transactionStatus(db->pg->conn) == PQTRANS_IDLE;
 }
 
 int sdb_pg_gone(sdb *db)
 {
-    return db->pg->gone || PQstatus(db->pg->conn) != CONNECTION_OK;
+    return db->pg->gone || pq.status(db->pg->conn) != CONNECTION_OK;
 }
 
 int sdb_pg_data_version(sdb *db, int64_t *v)
@@ -369,8 +423,8 @@ int sdb_pg_data_version(sdb *db, int64_t *v)
         *v = pg->notified;
         return SDB_OK;
     }
-    if (!PQconsumeInput(pg->conn)) {
-        set_err(pg, PQerrorMessage(pg->conn));
+    if (!pq.consumeInput(pg->conn)) {
+        set_err(pg, pq.errorMessage(pg->conn));
         pg->gone = 1;
         return SDB_GONE;
     }
@@ -481,7 +535,7 @@ static void clear_result(struct sdb_pg_stmt *p)
     p->blobs = NULL;
     p->blob_lens = NULL;
     p->ncols = 0;
-    PQclear(p->res);
+    pq.clear(p->res);
     p->res = NULL;
     p->executed = 0;
     p->queued = 0;
@@ -500,7 +554,7 @@ static void close_cursor(struct sdb_pg *pg, struct sdb_pg_stmt *p)
     pipeline_leave(pg);
     char sql[48];
     snprintf(sql, sizeof sql, "CLOSE %s", p->cursor);
-    PQclear(PQexec(pg->conn, sql));
+    pq.clear(pq.exec(pg->conn, sql));
     p->cursor[0] = '\0';
 }
 
@@ -524,13 +578,13 @@ static int declare_cursor(struct sdb_pg *pg, struct sdb_pg_stmt *p)
     }
     snprintf(p->cursor, sizeof p->cursor, "tftap_c%u", pg->next_cursor++);
     snprintf(decl, n, "DECLARE %s NO SCROLL CURSOR WITH HOLD FOR %s", p->cursor, p->sql);
-    PGresult *r = PQexecParams(pg->conn, decl, p->nparams, oids, (const char *const *)p->values,
-                               p->lengths, formats, 0);
+    PGresult *r = pq.execParams(pg->conn, decl, p->nparams, oids, (const char *const *)p->values,
+                                p->lengths, formats, 0);
     free(decl);
     free(oids);
     free(formats);
-    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? SDB_OK : result_rc(pg, r);
-    PQclear(r);
+    int rc = pq.resultStatus(r) == PGRES_COMMAND_OK ? SDB_OK : result_rc(pg, r);
+    pq.clear(r);
     if (rc != SDB_OK)
         p->cursor[0] = '\0';
     p->executed = 1;
@@ -546,19 +600,19 @@ static int fetch_cursor(struct sdb_pg *pg, struct sdb_pg_stmt *p)
     char sql[64];
     snprintf(sql, sizeof sql, "FETCH %d FROM %s", PG_FETCH_ROWS, p->cursor);
     clear_row(p);
-    PQclear(p->res);
-    p->res = PQexec(pg->conn, sql);
-    if (PQresultStatus(p->res) != PGRES_TUPLES_OK) {
+    pq.clear(p->res);
+    p->res = pq.exec(pg->conn, sql);
+    if (pq.resultStatus(p->res) != PGRES_TUPLES_OK) {
         int rc = result_rc(pg, p->res);
-        PQclear(p->res);
+        pq.clear(p->res);
         p->res = NULL;
         return rc;
     }
-    p->nrows = PQntuples(p->res);
+    p->nrows = pq.ntuples(p->res);
     p->row = -1;
     p->cursor_drained = p->nrows < PG_FETCH_ROWS;
-    if (!p->blobs && PQnfields(p->res)) {
-        p->ncols = PQnfields(p->res);
+    if (!p->blobs && pq.nfields(p->res)) {
+        p->ncols = pq.nfields(p->res);
         p->blobs = calloc((size_t)p->ncols, sizeof *p->blobs);
         p->blob_lens = calloc((size_t)p->ncols, sizeof *p->blob_lens);
         if (!p->blobs || !p->blob_lens)
@@ -600,13 +654,13 @@ static int prepared_name(struct sdb_pg *pg, struct sdb_pg_stmt *p, const char **
     snprintf(e->name, sizeof e->name, "tftap_%u", pg->next_name++);
     if (pg->in_pipeline) {
         /* Queued too: its answer comes with the others'. */
-        int ok = PQsendPrepare(pg->conn, e->name, p->sql, p->nparams, oids);
+        int ok = pq.sendPrepare(pg->conn, e->name, p->sql, p->nparams, oids);
         free(oids);
         if (!ok) {
-            set_err(pg, PQerrorMessage(pg->conn));
+            set_err(pg, pq.errorMessage(pg->conn));
             free(e);
             free(key);
-            return PQstatus(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
+            return pq.status(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
         }
         e->unconfirmed = 1;
         e->key = key;
@@ -615,16 +669,16 @@ static int prepared_name(struct sdb_pg *pg, struct sdb_pg_stmt *p, const char **
         *name = e->name;
         return SDB_OK;
     }
-    PGresult *r = PQprepare(pg->conn, e->name, p->sql, p->nparams, oids);
+    PGresult *r = pq.prepare(pg->conn, e->name, p->sql, p->nparams, oids);
     free(oids);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+    if (pq.resultStatus(r) != PGRES_COMMAND_OK) {
         int rc = result_rc(pg, r);
-        PQclear(r);
+        pq.clear(r);
         free(e);
         free(key);
         return rc;
     }
-    PQclear(r);
+    pq.clear(r);
     e->key = key;
     e->next = pg->prepared;
     pg->prepared = e;
@@ -666,12 +720,12 @@ int sdb_pg_step(sdb_stmt *st)
         for (int i = 0; i < p->nparams; i++)
             formats[i] = p->types[i] == 'b';
         if (pg->in_pipeline) {
-            int ok = PQsendQueryPrepared(pg->conn, name, p->nparams, (const char *const *)p->values,
-                                         p->lengths, formats, 0);
+            int ok = pq.sendQueryPrepared(pg->conn, name, p->nparams,
+                                          (const char *const *)p->values, p->lengths, formats, 0);
             free(formats);
             if (!ok) {
-                set_err(pg, PQerrorMessage(pg->conn));
-                return PQstatus(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
+                set_err(pg, pq.errorMessage(pg->conn));
+                return pq.status(pg->conn) == CONNECTION_OK ? SDB_ERROR : SDB_GONE;
             }
             p->executed = 1;
             if (p->rowless) {
@@ -684,21 +738,21 @@ int sdb_pg_step(sdb_stmt *st)
             if (rc != SDB_OK)
                 return rc;
         } else {
-            p->res = PQexecPrepared(pg->conn, name, p->nparams, (const char *const *)p->values,
-                                    p->lengths, formats, 0);
+            p->res = pq.execPrepared(pg->conn, name, p->nparams, (const char *const *)p->values,
+                                     p->lengths, formats, 0);
             free(formats);
             count_notifies(pg);
         }
         p->executed = 1;
-        ExecStatusType s = PQresultStatus(p->res);
+        ExecStatusType s = pq.resultStatus(p->res);
         if (s == PGRES_TUPLES_OK) {
-            p->nrows = PQntuples(p->res);
-            p->ncols = PQnfields(p->res);
+            p->nrows = pq.ntuples(p->res);
+            p->ncols = pq.nfields(p->res);
             p->row = -1;
             /* RETURNING rows: changes as SQLite counts them (a SELECT does not). */
-            const char *cmd = PQcmdStatus(p->res);
-            if (strncmp(cmd, "SELECT", 6) != 0 && *PQcmdTuples(p->res))
-                pg->changes = atoi(PQcmdTuples(p->res));
+            const char *cmd = pq.cmdStatus(p->res);
+            if (strncmp(cmd, "SELECT", 6) != 0 && *pq.cmdTuples(p->res))
+                pg->changes = atoi(pq.cmdTuples(p->res));
             if (p->ncols) {
                 p->blobs = calloc((size_t)p->ncols, sizeof *p->blobs);
                 p->blob_lens = calloc((size_t)p->ncols, sizeof *p->blob_lens);
@@ -706,13 +760,13 @@ int sdb_pg_step(sdb_stmt *st)
                     return SDB_NOMEM;
             }
         } else if (s == PGRES_COMMAND_OK) {
-            const char *t = PQcmdTuples(p->res);
+            const char *t = pq.cmdTuples(p->res);
             pg->changes = *t ? atoi(t) : 0;
             p->nrows = 0;
             p->row = -1;
         } else {
             rc = result_rc(pg, p->res);
-            PQclear(p->res);
+            pq.clear(p->res);
             p->res = NULL;
             return rc;
         }
@@ -844,9 +898,9 @@ int sdb_pg_column_type(sdb_stmt *st, int i)
 {
     struct sdb_pg_stmt *p = st->pg;
     if (!p || !p->res || p->row < 0 || p->row >= p->nrows || i < 0 || i >= p->ncols ||
-        PQgetisnull(p->res, p->row, i))
+        pq.getisnull(p->res, p->row, i))
         return SDB_NULL;
-    switch (PQftype(p->res, i)) {
+    switch (pq.ftype(p->res, i)) {
     case PG_BOOL_OID:
     case PG_INT2_OID:
     case PG_INT4_OID:
@@ -870,15 +924,15 @@ const char *sdb_pg_column(sdb_stmt *st, int i, int *len, int *is_null, int *is_b
     *is_null = 1;
     if (!p || !p->res || p->row < 0 || p->row >= p->nrows || i < 0 || i >= p->ncols)
         return NULL;
-    if (PQgetisnull(p->res, p->row, i))
+    if (pq.getisnull(p->res, p->row, i))
         return NULL;
     *is_null = 0;
-    if (PQftype(p->res, i) == PG_BYTEA_OID) {
+    if (pq.ftype(p->res, i) == PG_BYTEA_OID) {
         *is_blob = 1;
         if (!p->blobs[i]) {
             size_t n = 0;
             unsigned char *raw =
-                PQunescapeBytea((const unsigned char *)PQgetvalue(p->res, p->row, i), &n);
+                pq.unescapeBytea((const unsigned char *)pq.getvalue(p->res, p->row, i), &n);
             /* Copied with a NUL after it (libpq's has none): a bytea column
              * read as text (a record someone altered) stays a C string. */
             p->blobs[i] = raw && n < (size_t)INT_MAX ? malloc(n + 1) : NULL;
@@ -886,7 +940,7 @@ const char *sdb_pg_column(sdb_stmt *st, int i, int *len, int *is_null, int *is_b
                 memcpy(p->blobs[i], raw, n);
                 p->blobs[i][n] = '\0';
             }
-            PQfreemem(raw);
+            pq.freemem(raw);
             if (!p->blobs[i]) {
                 *is_null = 1;
                 return NULL;
@@ -896,6 +950,6 @@ const char *sdb_pg_column(sdb_stmt *st, int i, int *len, int *is_null, int *is_b
         *len = (int)p->blob_lens[i];
         return (const char *)p->blobs[i];
     }
-    *len = PQgetlength(p->res, p->row, i);
-    return PQgetvalue(p->res, p->row, i);
+    *len = pq.getlength(p->res, p->row, i);
+    return pq.getvalue(p->res, p->row, i);
 }

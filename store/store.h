@@ -166,14 +166,17 @@ enum store_open_flags {
 /* Open the database at path and bring its schema up to date (migrations).
  * Returns 0, TFTAP_ENOTFOUND (no file and no STORE_OPEN_CREATE), TFTAP_EIO
  * (errno set: directory or file could not be made), TFTAP_ESTORE (SQLite
- * failure or a database written by a newer tftap), TFTAP_ENOMEM. */
+ * failure or a database written by a newer tftap), TFTAP_ENOMEM,
+ * TFTAP_ENOLIB (a PostgreSQL URI, and libpq.so.5 could not be loaded:
+ * store_open_error says why). */
 int store_open(const char *path, int flags, store **out);
 
 /* 1 when path is not a file but a PostgreSQL server's libpq URI
  * (postgresql://... or postgres://...): store_open connects to it. */
 int store_path_is_url(const char *path);
 /* Why this thread's last store_open of a PostgreSQL URI could not connect
- * (the server's or libpq's words, one line), or "". */
+ * (the server's or libpq's words, or why libpq could not be loaded; one
+ * line), or "". */
 const char *store_open_error(void);
 /* path as it may be shown: a URI's password (user:PASSWORD@ or
  * password=...) replaced by ***. Returns path itself when there is none,

@@ -23,6 +23,36 @@
 #include <openssl/rand.h>
 #include <uv.h>
 
+/* libmicrohttpd is opened by web_server_new, not linked: every tftap
+ * process (each shim OpenTofu starts) would otherwise map it and the
+ * libraries it pulls in (GnuTLS, whose constructor runs in each). */
+#define MHD_FUNCTIONS(X)                                                                           \
+    X(add_response_header)                                                                         \
+    X(create_response_from_buffer)                                                                 \
+    X(create_response_from_buffer_with_free_callback)                                              \
+    X(create_response_from_callback)                                                               \
+    X(destroy_response)                                                                            \
+    X(get_connection_values)                                                                       \
+    X(get_daemon_info)                                                                             \
+    X(get_timeout)                                                                                 \
+    X(lookup_connection_value)                                                                     \
+    X(queue_response)                                                                              \
+    X(resume_connection)                                                                           \
+    X(run)                                                                                         \
+    X(start_daemon)                                                                                \
+    X(stop_daemon)                                                                                 \
+    X(suspend_connection)
+/* Each pointer has its function's type as microhttpd.h declares it. */
+#define MHD_FIELD(f) __typeof__(MHD_##f) *f;
+static struct {
+    MHD_FUNCTIONS(MHD_FIELD)
+} mhd;
+#define MHD_SYM(f) {"MHD_" #f, (void **)&mhd.f},
+static const struct tftap_dlsym mhd_syms[] = {MHD_FUNCTIONS(MHD_SYM)};
+/* libmicrohttpd12's soname (what libmicrohttpd-dev's .so points to). */
+static tftap_lib mhd_lib = {
+    .soname = "libmicrohttpd.so.12", .syms = mhd_syms, .nsyms = sizeof mhd_syms / sizeof *mhd_syms};
+
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 #define TOKEN_BYTES 16
@@ -192,23 +222,23 @@ static enum MHD_Result queue(web_server *w, struct MHD_Connection *c, unsigned s
 {
     if (!r)
         return MHD_NO;
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    MHD_add_response_header(r, "Content-Security-Policy", csp);
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(r, "X-Frame-Options", "DENY");
-    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
-    MHD_add_response_header(r, "Cross-Origin-Resource-Policy", "same-origin");
-    MHD_add_response_header(r, "Cache-Control", "no-store");
+    mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    mhd.add_response_header(r, "Content-Security-Policy", csp);
+    mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
+    mhd.add_response_header(r, "X-Frame-Options", "DENY");
+    mhd.add_response_header(r, "Referrer-Policy", "no-referrer");
+    mhd.add_response_header(r, "Cross-Origin-Resource-Policy", "same-origin");
+    mhd.add_response_header(r, "Cache-Control", "no-store");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header(r, "Allow", "GET, HEAD");
+        mhd.add_response_header(r, "Allow", "GET, HEAD");
     if (set_cookie) {
         char cookie[160];
         snprintf(cookie, sizeof cookie, "%s=%s; Path=/; HttpOnly; SameSite=Strict", w->cookie,
                  w->token);
-        MHD_add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, cookie);
+        mhd.add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, cookie);
     }
-    enum MHD_Result ret = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
+    enum MHD_Result ret = mhd.queue_response(c, status, r);
+    mhd.destroy_response(r);
     return ret;
 }
 
@@ -216,7 +246,7 @@ static enum MHD_Result reply_text(web_server *w, struct MHD_Connection *c, unsig
                                   const char *text)
 {
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+        mhd.create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
     return queue(w, c, status, r, "text/plain; charset=utf-8", 0);
 }
 
@@ -235,7 +265,7 @@ static enum MHD_Result reply_asset(web_server *w, struct MHD_Connection *c, cons
     if (!a)
         return reply_text(w, c, MHD_HTTP_NOT_FOUND, "not found\n");
     struct MHD_Response *r =
-        MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+        mhd.create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
     return queue(w, c, MHD_HTTP_OK, r, a->type, set_cookie);
 }
 
@@ -379,7 +409,7 @@ static void job_done(uv_work_t *req, int status)
         const char *type = "application/json; charset=utf-8";
         if (tftap_buf_failed(&j->body)) {
             static const char oom[] = "out of memory\n";
-            r = MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom,
+            r = mhd.create_response_from_buffer(sizeof oom - 1, (void *)oom,
                                                 MHD_RESPMEM_PERSISTENT);
             code = MHD_HTTP_INTERNAL_SERVER_ERROR;
             type = "text/plain; charset=utf-8";
@@ -387,14 +417,14 @@ static void job_done(uv_work_t *req, int status)
             size_t len = 0;
             tftap_buf_cstr(&j->body);
             char *data = tftap_buf_take(&j->body, &len);
-            r = MHD_create_response_from_buffer_with_free_callback(len, data, free);
+            r = mhd.create_response_from_buffer_with_free_callback(len, data, free);
             if (!r)
                 free(data);
         }
         /* Queued while parked: sent once resumed. */
         queue(w, j->conn, code, r, type, j->set_cookie);
     }
-    MHD_resume_connection(j->conn);
+    mhd.resume_connection(j->conn);
     job_free(j);
     if (w->running)
         schedule(w, 0);
@@ -413,12 +443,12 @@ static enum MHD_Result reply_api(web_server *w, struct MHD_Connection *c, const 
     j->w = w;
     j->conn = c;
     j->set_cookie = set_cookie;
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, j);
-    MHD_suspend_connection(c);
+    mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, j);
+    mhd.suspend_connection(c);
     w->jobs++;
     if (uv_queue_work(&w->loop, &j->req, job_work, job_done) != 0) {
         w->jobs--;
-        MHD_resume_connection(c);
+        mhd.resume_connection(c);
         job_free(j);
         return reply_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot queue the request\n");
     }
@@ -440,7 +470,7 @@ static ssize_t listener_read(void *cls, uint64_t pos, char *buf, size_t max)
     if (!l->w->running)
         return MHD_CONTENT_READER_END_OF_STREAM;
     /* Nothing to send: park the connection until there is (no busy loop). */
-    MHD_suspend_connection(l->conn);
+    mhd.suspend_connection(l->conn);
     l->suspended = 1;
     return 0;
 }
@@ -464,7 +494,7 @@ static void listener_wake(struct listener *l)
 {
     if (l->suspended) {
         l->suspended = 0;
-        MHD_resume_connection(l->conn);
+        mhd.resume_connection(l->conn);
     }
 }
 
@@ -494,7 +524,7 @@ static enum MHD_Result reply_events(web_server *w, struct MHD_Connection *c, int
     tftap_buf_printf(&l->pending, "retry: 2000\nevent: hello\ndata: {\"seq\":%llu}\n\n",
                      (unsigned long long)w->seq);
     struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, listener_read, l, listener_free);
+        mhd.create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, listener_read, l, listener_free);
     if (!r) {
         tftap_buf_done(&l->pending);
         free(l);
@@ -616,18 +646,18 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
         return reply_text(w, c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served\n");
     /* The body is not read before the first call: its headers say. */
     const char *clen =
-        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        mhd.lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (*upload_data_size || (clen && strcmp(clen, "0") != 0) ||
-        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+        mhd.lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
         return reply_text(w, c, MHD_HTTP_BAD_REQUEST, "a GET request has no body\n");
-    const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    const char *host = mhd.lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
     if (!host || !host_ok(w, host))
         return reply_text(w, c, MHD_HTTP_FORBIDDEN,
                           "forbidden: this server answers only to its own address\n");
     int set_cookie = 0;
-    if (token_ok(w, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token")))
+    if (token_ok(w, mhd.lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token")))
         set_cookie = 1;
-    else if (!token_ok(w, MHD_lookup_connection_value(c, MHD_COOKIE_KIND, w->cookie)))
+    else if (!token_ok(w, mhd.lookup_connection_value(c, MHD_COOKIE_KIND, w->cookie)))
         return reply_text(w, c, MHD_HTTP_UNAUTHORIZED,
                           "unauthorized: open the URL `tftap serve` printed (it carries the "
                           "token)\n");
@@ -648,11 +678,11 @@ static void run_mhd(web_server *w)
 {
     if (!w->mhd)
         return;
-    MHD_run(w->mhd);
+    mhd.run(w->mhd);
     MHD_UNSIGNED_LONG_LONG t = 0;
     /* No timeout pending: still look again now and then, so a connection
      * timeout is never missed by more than a second. */
-    if (MHD_get_timeout(w->mhd, &t) != MHD_YES || t > 1000)
+    if (mhd.get_timeout(w->mhd, &t) != MHD_YES || t > 1000)
         t = 1000;
     schedule(w, t);
 }
@@ -687,6 +717,8 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
     int v6 = 0;
     if (parse_listen(listen, &ss, &sl, &v6))
         return TFTAP_EINVAL;
+    if (tftap_lib_load(&mhd_lib) != 0)
+        return TFTAP_ENOLIB;
     web_server *w = calloc(1, sizeof *w);
     if (!w)
         return TFTAP_ENOMEM;
@@ -716,7 +748,7 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
         return TFTAP_ENOMEM;
     }
     errno = 0;
-    w->mhd = MHD_start_daemon(
+    w->mhd = mhd.start_daemon(
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, answer,
         w, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
@@ -730,7 +762,7 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
         free(w);
         return TFTAP_EIO;
     }
-    const union MHD_DaemonInfo *pi = MHD_get_daemon_info(w->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    const union MHD_DaemonInfo *pi = mhd.get_daemon_info(w->mhd, MHD_DAEMON_INFO_BIND_PORT);
     unsigned port = pi ? pi->port : 0;
     char addr[INET6_ADDRSTRLEN];
     if (v6) {
@@ -755,6 +787,11 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
     return 0;
 }
 
+const char *web_server_load_error(void)
+{
+    return mhd_lib.why;
+}
+
 const char *web_server_url(const web_server *w)
 {
     return w->url;
@@ -767,7 +804,7 @@ int web_server_is_loopback(const web_server *w)
 
 int web_server_run(web_server *w)
 {
-    const union MHD_DaemonInfo *ei = MHD_get_daemon_info(w->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+    const union MHD_DaemonInfo *ei = mhd.get_daemon_info(w->mhd, MHD_DAEMON_INFO_EPOLL_FD);
     if (!ei)
         return TFTAP_EIO;
     if (uv_poll_init(&w->loop, &w->poll, ei->epoll_fd) != 0)
@@ -796,7 +833,7 @@ static void finish_stop(web_server *w)
         return;
     for (struct listener *l = w->listeners; l; l = l->next)
         listener_wake(l);
-    MHD_stop_daemon(w->mhd);
+    mhd.stop_daemon(w->mhd);
     w->mhd = NULL;
 }
 
@@ -821,7 +858,7 @@ void web_server_free(web_server *w)
         return;
     web_server_stop(w);
     if (w->mhd)
-        MHD_stop_daemon(w->mhd);
+        mhd.stop_daemon(w->mhd);
     uv_run(&w->loop, UV_RUN_DEFAULT); /* let the closed handles' callbacks run */
     uv_loop_close(&w->loop);
     for (int i = 0; i < w->npool; i++)

@@ -24,8 +24,11 @@ typedef struct web_opts {
 /* Bind and prepare the server (nothing is served until web_server_run).
  * s (opened read only) watches for changes; opts->db_path is required.
  * Returns 0, TFTAP_EINVAL (listen is not a numeric address and port, or no db_path),
- * TFTAP_EIO (could not bind: errno set), TFTAP_ENOMEM. */
+ * TFTAP_EIO (could not bind: errno set), TFTAP_ENOMEM, TFTAP_ENOLIB
+ * (libmicrohttpd.so.12 could not be loaded: web_server_load_error says why). */
 int web_server_new(store *s, const web_opts *opts, web_server **out);
+/* Why libmicrohttpd could not be loaded (one line, names the file), or "". */
+const char *web_server_load_error(void);
 
 /* The URL to open, token included: "http://127.0.0.1:PORT/?token=HEX". */
 const char *web_server_url(const web_server *w);
