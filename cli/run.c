@@ -1236,7 +1236,10 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         int checkpointing = !store_path_is_url(db) &&
                             pthread_create(&checkpointer, NULL, checkpointer_main, db) == 0;
         if (match) {
-            check_reader_start(&reader, db, run_id);
+            /* An apply's changes are read again after the matching (their
+             * replacements are paired by address): no reading beside. */
+            if (strcmp(cl.sub, "apply") != 0 && strcmp(cl.sub, "destroy") != 0)
+                check_reader_start(&reader, db, run_id);
             tftap_buf out = TFTAP_BUF_INIT;
             analysis_match_doc docs[2];
             size_t ndocs = match_docs(cmd[0], aux_env, workdir, plans ? planfile : NULL,
