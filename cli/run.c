@@ -461,18 +461,6 @@ static analysis_check_pass *check_reader_join(struct check_reader *r)
     return r->pass;
 }
 
-/* The run's records are in SQLite's write-ahead log until a checkpoint
- * copies them into the database file, which the last connection's close
- * does: a thread does most of it beside the matching and the check. */
-static void *checkpointer_main(void *arg)
-{
-    store *s = NULL;
-    if (store_open(arg, 0, &s) == 0)
-        (void)store_checkpoint(s);
-    store_close(s);
-    return NULL;
-}
-
 /* How long tftap run's background finisher keeps trying to record the end
  * of a run: as long as the recorders keep their part (it waits for them
  * first), and a minute more. */
@@ -1232,9 +1220,6 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
                       "written (tftap runs)",
                       (long long)run_id, (long long)lost, STORE_SHOWN(db));
         struct check_reader reader = {0};
-        pthread_t checkpointer;
-        int checkpointing = !store_path_is_url(db) &&
-                            pthread_create(&checkpointer, NULL, checkpointer_main, db) == 0;
         if (match) {
             /* An apply's changes are read again after the matching (their
              * replacements are paired by address): no reading beside. */
@@ -1255,8 +1240,6 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
             version = cli_version_finish(cmd[0], &ver);
         if (version != NULL)
             (void)store_run_set_cli_version(s, run_id, version); /* for display only */
-        if (checkpointing)
-            pthread_join(checkpointer, NULL);
         store_close(s);
         s = NULL;
     }

@@ -674,13 +674,6 @@ void store_close(store *s)
     free(s);
 }
 
-int store_checkpoint(store *s)
-{
-    if (sdb_is_pg(s->db))
-        return 0;
-    return store_exec(s->db, "PRAGMA wal_checkpoint(PASSIVE)") == SDB_OK ? 0 : TFTAP_ESTORE;
-}
-
 int store_is_snapshot(const store *s)
 {
     return s && s->snapshot;

@@ -196,11 +196,6 @@ char *store_without_password(const char *path);
  * until the next call); *len is the length of the result to use. */
 const char *store_side_dir(const char *path, size_t *len);
 void store_close(store *s);
-/* Copy what the write-ahead log holds into the database file now, as the
- * last connection's close would, without waiting for or blocking any
- * reader or writer (what a reader still needs stays for later): so that
- * a close does less. Nothing for PostgreSQL. 0 or TFTAP_ESTORE. */
-int store_checkpoint(store *s);
 /* 1 when a STORE_OPEN_READONLY database is read as an immutable snapshot:
  * a WAL database without its -shm file in a directory this process cannot
  * write (SQLite cannot set up the shared memory readers need); later
