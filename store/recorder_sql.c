@@ -498,8 +498,7 @@ static int refused(store_recorder *r, int rc)
 {
     rc &= 0xff; /* SQLite's extended codes */
     return r->db && !sdb_gone(r->db) &&
-           (rc == SDB_ERROR || rc == SDB_CONSTRAINT || rc == 18 /* too big */ ||
-            rc == 20 /* type mismatch */);
+           (rc == SDB_ERROR || rc == SDB_CONSTRAINT || rc == SDB_TOOBIG || rc == SDB_MISMATCH);
 }
 
 static const char *op_table(const struct op *o)

@@ -25,8 +25,10 @@ enum {
     SDB_NOTFOUND = 12,
     SDB_FULL = 13, /* no room (disk, server resources, an I/O error): retry later */
     SDB_CANTOPEN = 14,
+    SDB_TOOBIG = 18, /* a value larger than the database takes */
     SDB_CONSTRAINT = 19,
-    SDB_NOTADB = 26, /* a record tftap must not touch (one of a newer tftap) */
+    SDB_MISMATCH = 20, /* a value of the wrong type */
+    SDB_NOTADB = 26,   /* a record tftap must not touch (one of a newer tftap) */
     SDB_ROW = 100,
     SDB_DONE = 101,
     SDB_GONE = 250,  /* PostgreSQL: connection lost or refused */
