@@ -470,28 +470,28 @@ static analysis_check_pass *check_reader_join(struct check_reader *r)
  * that found it away write what they kept (they retry every second). */
 #define RUN_CATCHUP_MS 3000u
 
-/* The database was unavailable when the run ended (a PostgreSQL server
- * restarting): the user's command is over and tftap run exits with its
- * code now. A process of its own (init's child, like the recorders) waits
- * until every recorder still holding its part (lock_fds, shared locks:
- * proxy/recproc.c) has written it, then records the exit code, the CLI's
- * version and the addresses, trying every second for RUN_FINISH_MS. Takes
- * the fds. Returns 0 when the finisher started. */
-/* How long the finisher keeps trying: TFTAP_FINISH_WAIT seconds, else
- * RUN_FINISH_MS. */
-static unsigned finish_wait_ms(void)
+/* A bound in seconds from the environment variable `name` (0 to a day),
+ * in ms; unset: default_ms; anything else says so and is default_ms. */
+static unsigned env_seconds_ms(const char *name, unsigned default_ms)
 {
-    const char *e = getenv("TFTAP_FINISH_WAIT");
+    const char *e = getenv(name);
     if (e != NULL && e[0] != '\0') {
         char *end = NULL;
         errno = 0;
         unsigned long v = strtoul(e, &end, 10);
         if (errno == 0 && end != e && *end == '\0' && v <= 86400)
             return (unsigned)v * 1000;
-        cli_error("TFTAP_FINISH_WAIT is not a number of seconds (0 to 86400); trying for %u min",
-                  RUN_FINISH_MS / 60000);
+        cli_error("%s is not a number of seconds (0 to 86400); using %u s", name,
+                  default_ms / 1000);
     }
-    return RUN_FINISH_MS;
+    return default_ms;
+}
+
+/* How long the finisher keeps trying: TFTAP_FINISH_WAIT seconds, else
+ * RUN_FINISH_MS. */
+static unsigned finish_wait_ms(void)
+{
+    return env_seconds_ms("TFTAP_FINISH_WAIT", RUN_FINISH_MS);
 }
 
 static char *log_path_for(const char *db);
@@ -505,27 +505,23 @@ static void finish_log(const char *db, int64_t run_id, int code, const char *why
     free(path);
     if (fd < 0)
         return;
-    struct timespec ts;
-    struct tm tm;
-    char when[32] = "";
-    clock_gettime(CLOCK_REALTIME, &ts);
-    if (gmtime_r(&ts.tv_sec, &tm) != NULL)
-        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-    char line[2048];
-    int k = snprintf(line, sizeof line,
-                     "%s.%03ldZ pid %ld tftap run: gave up recording the end of run %lld (exit "
-                     "code %d) into %s: %s\n",
-                     when, ts.tv_nsec / 1000000, (long)getpid(), (long long)run_id, code,
-                     STORE_SHOWN(db), why);
-    if (k > 0) {
-        size_t w = (size_t)k < sizeof line ? (size_t)k : sizeof line - 1;
-        line[w - 1] = '\n';
-        ssize_t r = write(fd, line, w); /* one write: O_APPEND keeps it whole */
-        (void)r;
-    }
+    char text[2048];
+    int k = snprintf(text, sizeof text,
+                     "gave up recording the end of run %lld (exit code %d) into %s: %s",
+                     (long long)run_id, code, STORE_SHOWN(db), why);
+    if (k > 0)
+        tftap_log_line(fd, "tftap run", text,
+                       (size_t)k < sizeof text ? (size_t)k : sizeof text - 1);
     close(fd);
 }
 
+/* The database was unavailable when the run ended (a PostgreSQL server
+ * restarting): the user's command is over and tftap run exits with its
+ * code now. A process of its own (init's child, like the recorders) waits
+ * until every recorder still holding its part (lock_fds, shared locks:
+ * proxy/recproc.c) has written it, then records the exit code, the CLI's
+ * version and the addresses, trying every second for wait_ms. Takes
+ * the fds. Returns 0 when the finisher started. */
 static int finish_later(const char *db, int64_t run_id, int code, const char *version,
                         const analysis_match_doc *docs, size_t ndocs, int *lock_fds, size_t nlocks,
                         unsigned wait_ms)
@@ -777,16 +773,7 @@ fail:
  * default. */
 static unsigned recorder_wait_ms(void)
 {
-    const char *e = getenv("TFTAP_RECORDER_WAIT");
-    if (e != NULL && e[0] != '\0') {
-        char *end = NULL;
-        errno = 0;
-        unsigned long v = strtoul(e, &end, 10);
-        if (errno == 0 && end != e && *end == '\0' && v <= 86400)
-            return (unsigned)v * 1000;
-        cli_error("TFTAP_RECORDER_WAIT is not a number of seconds (0 to 86400); waiting 60 s");
-    }
-    return 60000;
+    return env_seconds_ms("TFTAP_RECORDER_WAIT", 60000);
 }
 
 /* The recorder processes' log beside the database (see proxy.h). */

@@ -507,3 +507,22 @@ size_t tftap_utf8_len(const unsigned char *s, size_t n)
         return 0;
     return len;
 }
+
+void tftap_log_line(int fd, const char *who, const char *text, size_t len)
+{
+    struct timespec ts;
+    struct tm tm;
+    char when[32] = "";
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (gmtime_r(&ts.tv_sec, &tm) != NULL)
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    char out[4096 + 512];
+    int k = snprintf(out, sizeof out, "%s.%03ldZ pid %ld %s: %.*s\n", when, ts.tv_nsec / 1000000,
+                     (long)getpid(), who, (int)(len > INT32_MAX ? INT32_MAX : len), text);
+    if (k > 0) {
+        size_t w = (size_t)k < sizeof out ? (size_t)k : sizeof out - 1;
+        out[w - 1] = '\n';
+        ssize_t r = write(fd, out, w);
+        (void)r;
+    }
+}

@@ -128,11 +128,16 @@ void tftap_hmac_free(tftap_hmac *h);
 /* Read a whole file ("-" = stdin) into *buf, at most max bytes.
  * Returns 0, TFTAP_EIO (errno set) or TFTAP_ELIMIT or TFTAP_ENOMEM. */
 int tftap_read_file(const char *path, size_t max, tftap_buf *buf);
-/* Write all n bytes to fd, retrying short writes and EINTR; 0, or -1 with
- * errno (EPIPE: the reader is gone). */
 /* How many bytes of valid UTF-8 start s (n > 0 bytes), or 0 when invalid. */
 size_t tftap_utf8_len(const unsigned char *s, size_t n);
+/* Write all n bytes to fd, retrying short writes and EINTR; 0, or -1 with
+ * errno (EPIPE: the reader is gone). */
 int tftap_write_all(int fd, const void *p, size_t n);
+/* One line of the recorders' log (tftap.log beside the database), in its
+ * format: "2026-11-24T15:04:05.123Z pid PID WHO: TEXT\n" (4 KiB of text
+ * fit whole), written with one write() so that O_APPEND keeps the lines of
+ * concurrent writers whole. Best effort: nothing is reported. */
+void tftap_log_line(int fd, const char *who, const char *text, size_t len);
 
 /* Clocks: wall time in microseconds since the Unix epoch (what the record
  * stores) and a monotonic clock for deadlines and durations. */

@@ -72,23 +72,7 @@ static void reclog_emit(struct reclog *l)
             text += 7;
             len -= 7;
         }
-        struct timespec ts;
-        struct tm tm;
-        char when[32] = "";
-        clock_gettime(CLOCK_REALTIME, &ts);
-        if (gmtime_r(&ts.tv_sec, &tm) != NULL)
-            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
-        char out[sizeof l->line + 512];
-        int k =
-            snprintf(out, sizeof out, "%s.%03ldZ pid %ld %s: %.*s\n", when, ts.tv_nsec / 1000000,
-                     (long)getpid(), l->provider ? l->provider : "recorder", (int)len, text);
-        if (k > 0) {
-            size_t w = (size_t)k < sizeof out ? (size_t)k : sizeof out - 1;
-            out[w - 1] = '\n';
-            /* One write per line: O_APPEND keeps concurrent recorders' lines whole. */
-            ssize_t r = write(l->fd, out, w);
-            (void)r;
-        }
+        tftap_log_line(l->fd, l->provider ? l->provider : "recorder", text, len);
     }
     l->n = 0;
 }
