@@ -125,30 +125,10 @@ void ck_drop_since(struct ck *k, size_t mark)
 
 /* ---- paths --------------------------------------------------------------- */
 
-static int is_ident(const char *s, size_t n)
-{
-    if (n == 0 || (s[0] >= '0' && s[0] <= '9'))
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-'))
-            return 0;
-    }
-    return 1;
-}
-
 size_t ck_push_attr(struct ck *k, const char *name, size_t n)
 {
     size_t mark = k->path.len;
-    if (is_ident(name, n)) {
-        tftap_buf_putc(&k->path, '.');
-        tftap_buf_append(&k->path, name, n);
-    } else {
-        tftap_buf_putc(&k->path, '[');
-        tftap_buf_json_string(&k->path, name, n);
-        tftap_buf_putc(&k->path, ']');
-    }
+    analysis_path_member(&k->path, name, n); /* the diff's path syntax */
     return mark;
 }
 
