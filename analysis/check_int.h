@@ -54,7 +54,6 @@ int ck_v_sensitive(const sj_node *v);
 int ck_v_undecoded(const sj_node *v);
 /* Element i of an array (NULL past its end or for anything else), and how
  * many elements or members an array or object has (0 for anything else). */
-const sj_node *ck_nth(const sj_node *arr, size_t i);
 size_t ck_count(const sj_node *v);
 /* A `dynamic` value travels as {"type": T, "value": V}: 1 and both set
  * when v is one, else 0 with *ty NULL and *val v. */

@@ -45,8 +45,7 @@ static void plan_object(struct ck *k, struct ty t, const sj_node *prior, const s
         }
         for (size_t i = 0; i < ck_count(planned); i++) {
             size_t mark = ck_push_index(k, i);
-            plan_attrs(k, t.attrs, ck_nth(prior, i), ck_nth(config, i), ck_nth(planned, i),
-                       depth - 1);
+            plan_attrs(k, t.attrs, sj_at(prior, i), sj_at(config, i), sj_at(planned, i), depth - 1);
             ck_pop(k, mark);
         }
         break;
@@ -177,14 +176,14 @@ static void plan_nested_block(struct ck *k, const sj_node *bt, const sj_node *pr
             return;
         }
         for (size_t i = 0; i < ck_count(planned); i++) {
-            const sj_node *pe = ck_nth(planned, i);
+            const sj_node *pe = sj_at(planned, i);
             size_t mark = ck_push_index(k, i);
             if (ck_v_unknown(pe))
                 ck_add(k, NULL, pe,
                        "planned a nested block as unknown: plan its attributes unknown "
                        "instead");
             else
-                ck_plan_block(k, sub, ck_nth(prior, i), ck_nth(config, i), pe, depth - 1);
+                ck_plan_block(k, sub, sj_at(prior, i), sj_at(config, i), pe, depth - 1);
             ck_pop(k, mark);
         }
         break;
@@ -285,7 +284,7 @@ static int refinement_ok(const sj_node *unknown, const sj_node *v)
         const char *bounds[2] = {"lower", "upper"};
         for (int i = 0; i < 2; i++) {
             const sj_node *bnd = sj_get(r, bounds[i]);
-            const sj_node *num = ck_nth(bnd, 0), *inc = ck_nth(bnd, 1);
+            const sj_node *num = sj_at(bnd, 0), *inc = sj_at(bnd, 1);
             if (!num || num->kind != SJ_NUMBER)
                 continue;
             int c = num_cmp(v, num), inclusive = inc && inc->kind == SJ_BOOL && inc->boolean;
@@ -409,17 +408,17 @@ static void compat_value(struct ck *k, struct ty t, const sj_node *planned, cons
          * collection's path. */
         for (size_t i = 0; i < planned->n; i++) {
             if (i >= actual->n) {
-                ck_add(k, ck_nth(planned, i), NULL, "planned element %zu vanished from the result",
+                ck_add(k, sj_at(planned, i), NULL, "planned element %zu vanished from the result",
                        i);
                 continue;
             }
             size_t mark = ck_push_index(k, i);
-            compat_value(k, kind == TK_LIST ? ck_ty_elem(t) : ck_ty_tuple(t, i), ck_nth(planned, i),
-                         ck_nth(actual, i), depth - 1);
+            compat_value(k, kind == TK_LIST ? ck_ty_elem(t) : ck_ty_tuple(t, i), sj_at(planned, i),
+                         sj_at(actual, i), depth - 1);
             ck_pop(k, mark);
         }
         for (size_t i = planned->n; i < actual->n; i++)
-            ck_add(k, NULL, ck_nth(actual, i),
+            ck_add(k, NULL, sj_at(actual, i),
                    "element %zu appeared in the result, the plan did not have it", i);
         return;
     case TK_MAP:
@@ -649,7 +648,7 @@ int ck_path_exists(const sj_node *v, const sj_node *steps)
             ck_dyn_unwrap(v, &ty, &v);
             char *end;
             long long i = strtoll(x->str, &end, 10);
-            if (*end || i < 0 || v->kind != SJ_ARRAY || !(v = ck_nth(v, (size_t)i)))
+            if (*end || i < 0 || v->kind != SJ_ARRAY || !(v = sj_at(v, (size_t)i)))
                 return 0;
         } else {
             return 1; /* a step of a kind newer than us: do not judge */

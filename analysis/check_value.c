@@ -27,16 +27,6 @@ int ck_v_undecoded(const sj_node *v)
     return v && v->kind == SJ_OBJECT && (sj_get(v, "$undecoded") || sj_get(v, "$error"));
 }
 
-const sj_node *ck_nth(const sj_node *arr, size_t i)
-{
-    if (!arr || arr->kind != SJ_ARRAY)
-        return NULL;
-    const sj_node *c = arr->child;
-    while (c && i--)
-        c = c->next;
-    return c;
-}
-
 size_t ck_count(const sj_node *v)
 {
     return v && (v->kind == SJ_ARRAY || v->kind == SJ_OBJECT) ? v->n : 0;
@@ -188,7 +178,7 @@ struct ty ck_ty_tuple(struct ty t, size_t i)
 {
     struct ty e = {NULL, NULL, 0};
     if (ck_ty_kind(t) == TK_TUPLE && t.type->n >= 2)
-        e.type = ck_nth(t.type->child->next, i);
+        e.type = sj_at(t.type->child->next, i);
     return e;
 }
 

@@ -177,6 +177,7 @@ int sj_parse(const char *text, size_t len, unsigned max_depth, sj_doc **out);
 void sj_free(sj_doc *d);
 sj_node *sj_root(sj_doc *d);
 sj_node *sj_get(const sj_node *obj, const char *key); /* NULL if absent or not an object */
+sj_node *sj_at(const sj_node *arr, size_t i); /* element i; NULL if absent or not an array */
 sj_node *sj_get_n(const sj_node *obj, const char *key,
                   size_t key_len); /* key need not end in NUL */
 /* Append the node as compact JSON. */

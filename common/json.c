@@ -358,6 +358,16 @@ sj_node *sj_get(const sj_node *obj, const char *key)
     return sj_get_n(obj, key, strlen(key));
 }
 
+sj_node *sj_at(const sj_node *arr, size_t i)
+{
+    if (!arr || arr->kind != SJ_ARRAY)
+        return NULL;
+    sj_node *c = arr->child;
+    while (c && i--)
+        c = c->next;
+    return c;
+}
+
 void sj_write(const sj_node *n, tftap_buf *out)
 {
     switch (n->kind) {

@@ -533,16 +533,6 @@ static int usable(const sj_node *n)
     return n && n->kind != SJ_NULL && !sj_is_unknown(n) && !sj_is_sensitive(n);
 }
 
-static const sj_node *element(const sj_node *arr, size_t i)
-{
-    if (!arr || arr->kind != SJ_ARRAY)
-        return NULL;
-    const sj_node *c = arr->child;
-    while (c && i--)
-        c = c->next;
-    return c;
-}
-
 /* Write v, each secret marker in it replaced by the value at the same
  * path of s1 (else s2) when that one is usable. */
 static int put_filled(tftap_buf *out, const sj_node *v, const sj_node *s1, const sj_node *s2,
@@ -576,7 +566,7 @@ static int put_filled(tftap_buf *out, const sj_node *v, const sj_node *s1, const
         for (const sj_node *c = v->child; c; c = c->next, i++) {
             if (c != v->child)
                 tftap_buf_putc(out, ',');
-            int rc = put_filled(out, c, element(s1, i), element(s2, i), depth + 1, nfilled);
+            int rc = put_filled(out, c, sj_at(s1, i), sj_at(s2, i), depth + 1, nfilled);
             if (rc)
                 return rc;
         }

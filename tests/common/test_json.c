@@ -142,6 +142,22 @@ static int equal(const char *x, const char *y)
     return eq;
 }
 
+static void test_at(void)
+{
+    sj_doc *d = NULL;
+    const char *text = "{\"a\":[\"x\",2,[3]],\"o\":{\"k\":1}}";
+    CHECK_INT_EQ(sj_parse(text, strlen(text), 0, &d), 0);
+    const sj_node *a = sj_get(sj_root(d), "a");
+    const sj_node *e = sj_at(a, 0);
+    CHECK(e && e->kind == SJ_STRING && e->len == 1 && e->str[0] == 'x');
+    e = sj_at(a, 2);
+    CHECK(e && e->kind == SJ_ARRAY);
+    CHECK(sj_at(a, 3) == NULL);                       /* past the end */
+    CHECK(sj_at(sj_get(sj_root(d), "o"), 0) == NULL); /* not an array */
+    CHECK(sj_at(NULL, 0) == NULL);
+    sj_free(d);
+}
+
 static void test_equal(void)
 {
     CHECK(equal("{\"a\":1,\"b\":[1,2]}", "{\"b\":[1,2],\"a\":1.0}"));
@@ -184,6 +200,7 @@ int main(void)
     test_invalid();
     test_depth();
     test_values();
+    test_at();
     test_equal();
     return check_report("test_json");
 }
