@@ -334,11 +334,11 @@ static void bind_rows(struct batch *b, sdb_stmt *st, int n, int untyped)
 static const char CALL_COLUMNS[] =
     "process_id, call_seq, method, rpc, stream, started_us, ended_us, status_code, "
     "status_message, request_bytes, response_bytes, request_count, response_count, type_name, "
-    "decode_error, schema_sha256, address, address_note, request_json, response_json, run_id";
+    "decode_error, schema_sha256, request_json, response_json, run_id";
 
 static int insert_sql(const store_copy *c, int rows, int returning, tftap_buf *sql)
 {
-    int ncols = c->keep_ids ? 22 : 21;
+    int ncols = c->keep_ids ? 20 : 19;
     tftap_buf_reset(sql);
     tftap_buf_printf(sql, "INSERT INTO calls (%s%s) VALUES ", c->keep_ids ? "id, " : "",
                      CALL_COLUMNS);
@@ -353,9 +353,30 @@ static int insert_sql(const store_copy *c, int rows, int returning, tftap_buf *s
     return tftap_buf_failed(sql) ? SDB_NOMEM : SDB_OK;
 }
 
-/* Insert the batch's rows: a full batch through the statement kept for
- * it, fewer through one made for them. */
-static int flush_batch(store_copy *c, struct batch *b, sdb_stmt **full, tftap_buf *sql)
+/* Addresses of calls copied already, rows of (process_id, call_seq,
+ * address, address_note): the destination's ids of batched calls are not
+ * known here, the calls' unique (process_id, call_seq) finds them. The
+ * casts type the values PostgreSQL gets untyped (bind_rows). */
+static int address_sql(int rows, tftap_buf *sql)
+{
+    tftap_buf_reset(sql);
+    tftap_buf_puts(sql, "INSERT INTO call_addresses (call_id, address, address_note) "
+                        "SELECT c.id, v.column3, v.column4 FROM (VALUES ");
+    for (int r = 0; r < rows; r++)
+        tftap_buf_puts(sql, r ? ", (CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), "
+                                "CAST(? AS TEXT))"
+                              : "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), "
+                                "CAST(? AS TEXT))");
+    tftap_buf_puts(sql, ") AS v JOIN calls c ON c.process_id = v.column1 AND "
+                        "c.call_seq = v.column2");
+    return tftap_buf_failed(sql) ? SDB_NOMEM : SDB_OK;
+}
+
+/* Insert the batch's rows (calls, or with addresses set their
+ * call_addresses): a full batch through the statement kept for it, fewer
+ * through one made for them. */
+static int flush_batch(store_copy *c, struct batch *b, sdb_stmt **full, tftap_buf *sql,
+                       int addresses)
 {
     if (b->rows == 0)
         return SDB_OK;
@@ -366,7 +387,8 @@ static int flush_batch(store_copy *c, struct batch *b, sdb_stmt **full, tftap_bu
     if (b->rows == COPY_BATCH && *full) {
         st = *full;
         sdb_reset(st);
-    } else if ((rc = insert_sql(c, b->rows, 0, sql)) == SDB_OK) {
+    } else if ((rc = addresses ? address_sql(b->rows, sql) : insert_sql(c, b->rows, 0, sql)) ==
+               SDB_OK) {
         rc = sdb_prepare(c->dst, sql->data, &st);
     }
     if (rc == SDB_OK) {
@@ -383,16 +405,30 @@ static int flush_batch(store_copy *c, struct batch *b, sdb_stmt **full, tftap_bu
     return rc;
 }
 
+/* The calls batched so far, then the addresses of calls copied: flushed
+ * in this order, a call is there before its address. */
+static int flush_both(store_copy *c, struct batch *b, sdb_stmt **full, struct batch *ab,
+                      sdb_stmt **afull, tftap_buf *sql)
+{
+    int rc = flush_batch(c, b, full, sql, 0);
+    return rc == SDB_OK ? flush_batch(c, ab, afull, sql, 1) : rc;
+}
+
 static int copy_calls(store_copy *c, const struct copy_proc *procs, size_t nprocs)
 {
-    sdb_stmt *q = NULL, *one = NULL, *full = NULL, *mq = NULL, *mins = NULL, *n = NULL;
+    sdb_stmt *q = NULL, *one = NULL, *full = NULL, *afull = NULL, *mq = NULL, *mins = NULL,
+             *n = NULL;
     int64_t total = 0, done_calls = 0;
-    struct batch b = {NULL, c->keep_ids ? 22 : 21, 0, TFTAP_BUF_INIT};
+    struct batch b = {NULL, c->keep_ids ? 20 : 19, 0, TFTAP_BUF_INIT};
+    struct batch ab = {NULL, 4, 0, TFTAP_BUF_INIT};
     tftap_buf sql = TFTAP_BUF_INIT, json = TFTAP_BUF_INIT;
     int rc = SDB_OK;
     b.v = calloc((size_t)COPY_BATCH * (size_t)b.ncols, sizeof *b.v);
-    if (!b.v)
-        return SDB_NOMEM;
+    ab.v = calloc((size_t)COPY_BATCH * (size_t)ab.ncols, sizeof *ab.v);
+    if (!b.v || !ab.v) {
+        rc = SDB_NOMEM;
+        goto done;
+    }
     if (c->progress) {
         rc = sdb_prepare(c->src->db, "SELECT count(*) FROM calls WHERE run_id = ?", &n);
         if (rc == SDB_OK) {
@@ -407,11 +443,12 @@ static int copy_calls(store_copy *c, const struct copy_proc *procs, size_t nproc
     }
     rc = sdb_prepare_large(
         c->src->db,
-        "SELECT id, process_id, call_seq, method, rpc, stream, started_us, ended_us, status_code, "
-        "status_message, request_bytes, response_bytes, request_count, response_count, type_name, "
-        "decode_error, schema_sha256, address, address_note, request_json, response_json, "
-        "(SELECT count(*) FROM messages m WHERE m.call_id = calls.id) "
-        "FROM calls WHERE run_id = ? ORDER BY id",
+        "SELECT calls.id, process_id, call_seq, method, rpc, stream, started_us, ended_us, "
+        "status_code, status_message, request_bytes, response_bytes, request_count, "
+        "response_count, type_name, decode_error, schema_sha256, request_json, response_json, "
+        "(SELECT count(*) FROM messages m WHERE m.call_id = calls.id), a.address, "
+        "a.address_note FROM calls LEFT JOIN call_addresses a ON a.call_id = calls.id "
+        "WHERE run_id = ? ORDER BY calls.id",
         &q);
     if (rc == SDB_OK)
         rc = insert_sql(c, 1, 1, &sql);
@@ -432,7 +469,7 @@ static int copy_calls(store_copy *c, const struct copy_proc *procs, size_t nproc
     sdb_bind_int64(q, 1, c->run_id);
     while ((rc = sdb_step(q)) == SDB_ROW) {
         int64_t id = sdb_column_int64(q, 0), src_proc = sdb_column_int64(q, 1);
-        int64_t nmsg = sdb_column_int64(q, 21);
+        int64_t nmsg = sdb_column_int64(q, 19);
         int found = 0, k = 0;
         int64_t dst_proc = map_process(procs, nprocs, src_proc, &found);
         if (!found) {
@@ -441,21 +478,21 @@ static int copy_calls(store_copy *c, const struct copy_proc *procs, size_t nproc
             goto done;
         }
         int alone = nmsg > 0 && !c->skip_messages;
-        if (alone && (rc = flush_batch(c, &b, &full, &sql)) != SDB_OK)
+        if (alone && (rc = flush_batch(c, &b, &full, &sql, 0)) != SDB_OK)
             goto done;
         if (c->keep_ids)
             put_int(&b, k++, id);
         put_int(&b, k++, dst_proc);
-        for (int j = 2; j < 19; j++)
+        for (int j = 2; j < 17; j++)
             put_column(&b, k++, q, j);
-        for (int j = 19; j < 21; j++, k++) {
+        for (int j = 17; j < 19; j++, k++) {
             if (!c->call_json) {
                 put_column(&b, k, q, j);
                 continue;
             }
             int is_null = 0;
             tftap_buf_reset(&json);
-            rc = c->call_json(c->ctx, id, src_proc, store_col_text(q, 3), j == 20,
+            rc = c->call_json(c->ctx, id, src_proc, store_col_text(q, 3), j == 18,
                               store_col_text(q, j), store_col_text(q, 14), &json, &is_null);
             if (rc == SDB_OK && tftap_buf_failed(&json))
                 rc = SDB_NOMEM;
@@ -484,14 +521,24 @@ static int copy_calls(store_copy *c, const struct copy_proc *procs, size_t nproc
                 goto done;
         } else {
             c->skipped_messages += nmsg;
-            if (++b.rows == COPY_BATCH && (rc = flush_batch(c, &b, &full, &sql)) != SDB_OK)
+            b.rows++;
+        }
+        if (sdb_column_type(q, 20) != SDB_NULL || sdb_column_type(q, 21) != SDB_NULL) {
+            put_int(&ab, 0, dst_proc);
+            put_column(&ab, 1, q, 2);
+            put_column(&ab, 2, q, 20);
+            put_column(&ab, 3, q, 21);
+            if (++ab.rows == COPY_BATCH &&
+                (rc = flush_both(c, &b, &full, &ab, &afull, &sql)) != SDB_OK)
                 goto done;
         }
+        if (b.rows == COPY_BATCH && (rc = flush_batch(c, &b, &full, &sql, 0)) != SDB_OK)
+            goto done;
         c->calls++;
         if (c->progress && b.rows == 0)
             c->progress(c->ctx, (done_calls = c->calls), total);
     }
-    rc = rc == SDB_DONE ? flush_batch(c, &b, &full, &sql) : rc;
+    rc = rc == SDB_DONE ? flush_both(c, &b, &full, &ab, &afull, &sql) : rc;
     if (rc == SDB_OK && c->progress && done_calls != c->calls)
         c->progress(c->ctx, c->calls, total);
 done:
@@ -499,10 +546,13 @@ done:
     sdb_finalize(q);
     sdb_finalize(one);
     sdb_finalize(full);
+    sdb_finalize(afull);
     sdb_finalize(mq);
     sdb_finalize(mins);
     free(b.v);
+    free(ab.v);
     tftap_buf_done(&b.bytes);
+    tftap_buf_done(&ab.bytes);
     tftap_buf_done(&sql);
     tftap_buf_done(&json);
     return rc;

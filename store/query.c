@@ -1,5 +1,5 @@
 /* store: the read side used by the CLI, analysis and the web UI, and the
- * address updates analysis writes back. */
+ * addresses analysis writes back (call_addresses). */
 #include "store/store_int.h"
 #include "store/copy.h"
 
@@ -902,9 +902,10 @@ int store_call_addresses_each(store *s, int64_t run_id,
 {
     sdb_stmt *st = NULL;
     int rc = sdb_prepare(s->db,
-                         "SELECT id, address FROM calls WHERE run_id = ? AND rpc IN "
-                         "('PlanResourceChange', 'ApplyResourceChange', 'ReadResource', "
-                         "'ReadDataSource') ORDER BY id",
+                         "SELECT c.id, a.address FROM calls c "
+                         "LEFT JOIN call_addresses a ON a.call_id = c.id WHERE c.run_id = ? "
+                         "AND c.rpc IN ('PlanResourceChange', 'ApplyResourceChange', "
+                         "'ReadResource', 'ReadDataSource') ORDER BY c.id",
                          &st);
     if (rc != SDB_OK)
         return store_err(rc);
@@ -917,27 +918,41 @@ int store_call_addresses_each(store *s, int64_t run_id,
 
 int store_set_addresses(store *s, const store_address_set *sets, size_t n)
 {
-    sdb_stmt *up = NULL;
+    sdb_stmt *up = NULL, *del = NULL;
     int rc = store_begin(s->db, 0);
     if (rc != SDB_OK)
         return store_err(rc);
-    rc = sdb_prepare(s->db, "UPDATE calls SET address = ?, address_note = ? WHERE id = ?", &up);
+    /* A row of its own per call (not calls' own columns): the calls rows,
+     * kilobytes of JSON each, are not written again. Matching a run again
+     * replaces what it said; a call it has nothing to say about loses its
+     * row. */
+    rc = sdb_prepare(s->db,
+                     "INSERT INTO call_addresses (call_id, address, address_note) VALUES (?, ?, ?) "
+                     "ON CONFLICT (call_id) DO UPDATE SET address = excluded.address, "
+                     "address_note = excluded.address_note",
+                     &up);
+    if (rc == SDB_OK)
+        rc = sdb_prepare(s->db, "DELETE FROM call_addresses WHERE call_id = ?", &del);
     for (size_t i = 0; rc == SDB_OK && i < n; i++) {
-        if (sets[i].address)
-            sdb_bind_text(up, 1, sets[i].address, -1, SDB_STATIC);
-        else
-            sdb_bind_null(up, 1);
-        if (sets[i].note)
-            sdb_bind_text(up, 2, sets[i].note, -1, SDB_STATIC);
-        else
-            sdb_bind_null(up, 2);
-        sdb_bind_int64(up, 3, sets[i].call_id);
-        rc = sdb_step(up);
-        sdb_reset(up);
+        sdb_stmt *st = sets[i].address || sets[i].note ? up : del;
+        sdb_bind_int64(st, 1, sets[i].call_id);
+        if (st == up) {
+            if (sets[i].address)
+                sdb_bind_text(up, 2, sets[i].address, -1, SDB_STATIC);
+            else
+                sdb_bind_null(up, 2);
+            if (sets[i].note)
+                sdb_bind_text(up, 3, sets[i].note, -1, SDB_STATIC);
+            else
+                sdb_bind_null(up, 3);
+        }
+        rc = sdb_step(st);
+        sdb_reset(st);
         if (rc == SDB_DONE)
             rc = SDB_OK;
     }
     sdb_finalize(up);
+    sdb_finalize(del);
     if (rc == SDB_OK)
         rc = store_commit(s->db, 0);
     if (rc != SDB_OK) {
@@ -966,7 +981,8 @@ static const char *const export_sql[] = {
     "'request_count', request_count, 'response_count', response_count, 'type_name', type_name, "
     "'address', address, 'request', CASE WHEN json_valid(request_json) THEN json(request_json) "
     "END, 'response', CASE WHEN json_valid(response_json) THEN json(response_json) END, "
-    "'decode_error', decode_error) FROM calls WHERE run_id = ?1 ORDER BY started_us, id",
+    "'decode_error', decode_error) FROM calls LEFT JOIN call_addresses a ON a.call_id = calls.id "
+    "WHERE run_id = ?1 ORDER BY started_us, id",
     "SELECT json_object('kind', 'gap', 'id', id, 'run_id', run_id, 'process_id', process_id, "
     "'lost', lost, 'recorded_us', recorded_us, 'reason', reason) FROM gaps WHERE run_id = ?1 "
     "ORDER BY id",
@@ -985,7 +1001,8 @@ static const char *const export_sql_pg[] = {
     "method, rpc, stream, started_us, ended_us, status_code, status_message, request_bytes, "
     "response_bytes, request_count, response_count, type_name, address, "
     "tftap_json(request_json) AS request, tftap_json(response_json) AS response, decode_error "
-    "FROM calls WHERE run_id = ?1 ORDER BY started_us, id) AS x",
+    "FROM calls LEFT JOIN call_addresses a ON a.call_id = calls.id WHERE run_id = ?1 "
+    "ORDER BY started_us, id) AS x",
     "SELECT row_to_json(x) FROM (SELECT 'gap'::text AS kind, id, run_id, process_id, lost, "
     "recorded_us, reason FROM gaps WHERE run_id = ?1 ORDER BY id) AS x",
 };

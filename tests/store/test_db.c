@@ -12,6 +12,79 @@
 static char tmpdir[256];
 
 /* Back from version 6 (runs.uuid, runs.key_id) to 5. */
+/* Version 8 undone: addresses back into calls (whose last columns they
+ * were), call_addresses gone, the views as version 7 made them. */
+#define UNDO_8                                                                                     \
+    "DROP VIEW v_calls; DROP VIEW v_resource_changes; DROP VIEW v_diagnostics;"                    \
+    "ALTER TABLE calls ADD COLUMN address TEXT; ALTER TABLE calls ADD COLUMN address_note TEXT;"   \
+    "UPDATE calls SET address = (SELECT address FROM call_addresses a WHERE a.call_id = "          \
+    "calls.id),"                                                                                   \
+    "  address_note = (SELECT address_note FROM call_addresses a WHERE a.call_id = calls.id);"     \
+    "DROP TABLE call_addresses;"                                                                   \
+    "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"       \
+    "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"         \
+    "  duration_us, in_flight, status_code, status_message, request_bytes, response_bytes,"        \
+    "  request_count, response_count, request_json, response_json, decode_error,"                  \
+    "  status_name, error_count, warning_count, is_teardown,"                                      \
+    "  NOT is_teardown AND (error_count > 0 OR coalesce(status_code, 0) != 0"                      \
+    "    OR (in_flight AND ended_elsewhere)) AS failed"                                            \
+    "  FROM (SELECT"                                                                               \
+    "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"        \
+    "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, c.address,"                 \
+    "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"                        \
+    "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"                          \
+    "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"                      \
+    "  c.request_json, c.response_json, c.decode_error,"                                           \
+    "  CASE c.status_code WHEN 0 THEN 'OK' WHEN 1 THEN 'CANCELLED' WHEN 2 THEN 'UNKNOWN'"          \
+    "    WHEN 3 THEN 'INVALID_ARGUMENT' WHEN 4 THEN 'DEADLINE_EXCEEDED' WHEN 5 THEN 'NOT_FOUND'"   \
+    "    WHEN 6 THEN 'ALREADY_EXISTS' WHEN 7 THEN 'PERMISSION_DENIED'"                             \
+    "    WHEN 8 THEN 'RESOURCE_EXHAUSTED' WHEN 9 THEN 'FAILED_PRECONDITION' WHEN 10 THEN"          \
+    "    'ABORTED' WHEN 11 THEN 'OUT_OF_RANGE' WHEN 12 THEN 'UNIMPLEMENTED' WHEN 13 THEN"          \
+    "    'INTERNAL' WHEN 14 THEN 'UNAVAILABLE' WHEN 15 THEN 'DATA_LOSS' WHEN 16 THEN"              \
+    "    'UNAUTHENTICATED' END AS status_name,"                                                    \
+    "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"                                       \
+    "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"                     \
+    "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"                      \
+    "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'ERROR') ELSE 0 END"                  \
+    "    ELSE 0 END AS error_count,"                                                               \
+    "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"                                       \
+    "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"                     \
+    "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"                      \
+    "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'WARNING') ELSE 0 END"                \
+    "    ELSE 0 END AS warning_count,"                                                             \
+    "  c.method IN ('/plugin.GRPCBroker/StartStream', '/plugin.GRPCStdio/StreamStdio',"            \
+    "    '/plugin.GRPCController/Shutdown')"                                                       \
+    "    AND (c.status_code IS NULL OR c.status_code IN (0, 1, 14)) AS is_teardown,"               \
+    "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"           \
+    "    IS NOT NULL) AS ended_elsewhere"                                                          \
+    "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id);"                                \
+    "CREATE VIEW v_resource_changes AS SELECT"                                                     \
+    "  c.run_id, c.id AS call_id, c.rpc AS method, c.type_name, c.address, c.address_note,"        \
+    "  CASE c.rpc WHEN 'ReadResource' THEN c.request_json -> '$.current_state'"                    \
+    "    WHEN 'ReadDataSource' THEN NULL"                                                          \
+    "    ELSE c.request_json -> '$.prior_state' END AS prior,"                                     \
+    "  c.request_json -> '$.proposed_new_state' AS proposed,"                                      \
+    "  c.request_json -> '$.config' AS config,"                                                    \
+    "  CASE c.rpc WHEN 'PlanResourceChange' THEN c.response_json -> '$.planned_state'"             \
+    "    WHEN 'ApplyResourceChange' THEN c.request_json -> '$.planned_state' END AS planned,"      \
+    "  CASE c.rpc WHEN 'PlanResourceChange' THEN NULL"                                             \
+    "    WHEN 'ReadDataSource' THEN c.response_json -> '$.state'"                                  \
+    "    ELSE c.response_json -> '$.new_state' END AS new,"                                        \
+    "  c.response_json -> '$.requires_replace' AS requires_replace,"                               \
+    "  c.response_json -> '$.diagnostics' AS diagnostics,"                                         \
+    "  c.status_code, c.started_us, c.ended_us"                                                    \
+    "  FROM calls c"                                                                               \
+    "  WHERE c.rpc IN ('PlanResourceChange', 'ApplyResourceChange', 'ReadResource',"               \
+    "    'ReadDataSource')"                                                                        \
+    "    AND json_valid(coalesce(c.request_json, '{}'))"                                           \
+    "    AND json_valid(coalesce(c.response_json, '{}'));"                                         \
+    "CREATE VIEW v_diagnostics AS SELECT"                                                          \
+    "  c.run_id, c.id AS call_id, c.rpc AS method, c.type_name, c.address,"                        \
+    "  d.value ->> '$.severity' AS severity, d.value ->> '$.summary' AS summary,"                  \
+    "  d.value ->> '$.detail' AS detail, d.value ->> '$.attribute.path' AS attribute"              \
+    "  FROM calls c, json_each(CASE WHEN json_valid(c.response_json)"                              \
+    "    AND json_type(c.response_json) = 'object' THEN c.response_json END,"                      \
+    "    '$.diagnostics') d;"
 /* Version 7 undone: processes.uuid, gaps.seq. */
 #define UNDO_7                                                                                     \
     "DROP INDEX processes_uuid; ALTER TABLE processes DROP COLUMN uuid;"                           \
@@ -80,7 +153,7 @@ static void test_migrate_from_empty(void)
     CHECK_INT_EQ(store_resolve_run(s, "x1", &r2), TFTAP_EINVAL);
     store_close(s);
 
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 7);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
     CHECK_INT_EQ(scalar(path, "SELECT exit_code FROM runs"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT json_array_length(args) FROM runs"), 2);
     CHECK_INT_EQ(scalar(path, "SELECT args = '[\"plan\",\"-out=x \\\"q\\\"\"]' FROM runs"), 1);
@@ -118,7 +191,9 @@ static void test_migrate_from_1(void)
     CHECK_INT_EQ(
         sqlite3_exec(
             db,
-            "DROP VIEW v_resource_changes;" UNDO_7 UNDO_6 "DROP INDEX runs_cli_key;"
+            UNDO_8 UNDO_7 UNDO_6
+            "DROP VIEW v_resource_changes;"
+            "DROP INDEX runs_cli_key;"
             "ALTER TABLE runs DROP COLUMN cli_key;"
             "ALTER TABLE runs DROP COLUMN recorders;"
             "DROP INDEX processes_binary_stat;"
@@ -139,7 +214,7 @@ static void test_migrate_from_1(void)
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_resource_changes"), 0);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 7);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM processes WHERE binary_stat IS NULL"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT call_id FROM v_resource_changes WHERE method = "
@@ -160,7 +235,7 @@ static void test_migrate_from_3(void)
     sqlite3 *db = NULL;
     sqlite3_open(path, &db);
     CHECK_INT_EQ(sqlite3_exec(db,
-                              UNDO_7 UNDO_6
+                              UNDO_8 UNDO_7 UNDO_6
                               "DROP INDEX runs_cli_key;"
                               "ALTER TABLE runs DROP COLUMN cli_key;"
                               "ALTER TABLE runs DROP COLUMN recorders;"
@@ -172,7 +247,7 @@ static void test_migrate_from_3(void)
     sqlite3_close(db);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 7);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs WHERE id = 1 AND cli_key IS NULL AND "
                               "recorders = 0 AND ended_us = 2 AND exit_code = 0"),
                  1);
@@ -194,7 +269,7 @@ static void test_migrate_from_3_calls(void)
     CHECK_INT_EQ(
         sqlite3_exec(
             db,
-            UNDO_7 UNDO_6
+            UNDO_8 UNDO_7 UNDO_6
             "DROP INDEX runs_cli_key;"
             "ALTER TABLE runs DROP COLUMN cli_key;"
             "ALTER TABLE runs DROP COLUMN recorders;"
@@ -249,7 +324,7 @@ static void test_migrate_from_3_calls(void)
     sqlite3_close(db);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 7);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
     CHECK_INT_EQ(scalar(path, "SELECT group_concat(name, ',') = 'call_id,run_id,process_id,"
                               "provider,provider_version,protocol,call_seq,method,rpc,stream,"
                               "type_name,address,started_us,ended_us,duration_us,in_flight,"
@@ -352,14 +427,15 @@ static void test_migrate_from_5(void)
     sqlite3 *db = NULL;
     sqlite3_open(path, &db);
     CHECK_INT_EQ(sqlite3_exec(db,
-                              UNDO_7 UNDO_6 "INSERT INTO runs (id, command, started_us) VALUES "
-                                            "(1, 'tofu', 1), (2, 'tofu', 2), (3, 'tofu', 3);"
-                                            "PRAGMA user_version = 5;",
+                              UNDO_8 UNDO_7 UNDO_6
+                              "INSERT INTO runs (id, command, started_us) VALUES "
+                              "(1, 'tofu', 1), (2, 'tofu', 2), (3, 'tofu', 3);"
+                              "PRAGMA user_version = 5;",
                               NULL, NULL, NULL),
                  SQLITE_OK);
     sqlite3_close(db);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 7);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
     CHECK_INT_EQ(uuid_ok(path, "id <= 3"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT count(DISTINCT uuid) FROM runs"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs WHERE key_id IS NOT NULL"), 0);
@@ -383,6 +459,75 @@ static void test_migrate_from_5(void)
     sqlite3_close(db);
     CHECK_INT_EQ(uuid_ok(path, "id = 9"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT count(DISTINCT uuid) FROM runs"), 6);
+}
+
+/* Version 7 -> 8: addresses move from calls into call_addresses; the views
+ * show the same addresses and notes under the same column names, and
+ * calls has no address columns left (matching never rewrites its rows). */
+static void test_migrate_from_7(void)
+{
+    char path[400];
+    path_in(path, sizeof path, "v7.db");
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
+    store_close(s);
+    sqlite3 *db = NULL;
+    sqlite3_open(path, &db);
+    CHECK_INT_EQ(
+        sqlite3_exec(
+            db,
+            UNDO_8 "INSERT INTO runs (id, started_us, ended_us) VALUES (1, 1, 100);"
+                   "INSERT INTO processes (id, run_id, started_us) VALUES (1, 1, 1);"
+                   "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+                   "ended_us, status_code, type_name, request_json, response_json, address, "
+                   "address_note) VALUES "
+                   "(1, 1, 1, 1, '/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', "
+                   "1, 2, 0, 't_x', '{\"config\":{}}', '{\"diagnostics\":[{\"severity\":"
+                   "\"WARNING\",\"summary\":\"w\"}]}', 't_x.a[0]', 'identical to a[1]'),"
+                   "(2, 1, 1, 2, '/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', "
+                   "3, 4, 0, 't_x', '{}', '{}', NULL, 'values match none'),"
+                   "(3, 1, 1, 3, '/tfplugin6.Provider/ReadDataSource', 'ReadDataSource', "
+                   "5, 6, 0, 't_d', '{}', '{}', 'data.t_d.d', NULL),"
+                   "(4, 1, 1, 4, '/tfplugin6.Provider/GetProviderSchema', 'GetProviderSchema', "
+                   "7, 8, 0, NULL, NULL, NULL, NULL, NULL);"
+                   "PRAGMA user_version = 7;",
+            NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_INT_EQ(scalar(path, "SELECT count(address) FROM calls"), 2);
+    CHECK_INT_EQ(store_open(path, 0, &s), 0);
+    store_close(s);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
+    CHECK_INT_EQ(scalar(path, "SELECT group_concat(call_id || '=' || coalesce(address, '-') || '/' "
+                              "|| coalesce(address_note, '-'), ';') = '1=t_x.a[0]/identical to "
+                              "a[1];2=-/values match none;3=data.t_d.d/-' FROM (SELECT * FROM "
+                              "v_resource_changes ORDER BY call_id)"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT group_concat(call_id || '=' || coalesce(address, '-'), ';') "
+                              "= '1=t_x.a[0];2=-;3=data.t_d.d;4=-' FROM (SELECT * FROM v_calls "
+                              "ORDER BY call_id)"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_diagnostics WHERE address = 't_x.a[0]' AND "
+                              "summary = 'w'"),
+                 1);
+    /* Only calls with something to say have a row. */
+    CHECK_INT_EQ(scalar(path, "SELECT group_concat(call_id) = '1,2,3' FROM (SELECT call_id FROM "
+                              "call_addresses ORDER BY call_id)"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM pragma_table_info('calls') WHERE name IN "
+                              "('address', 'address_note')"),
+                 0);
+    /* The views' columns, names and order, are those of version 7. */
+    CHECK_INT_EQ(scalar(path, "SELECT group_concat(name, ',') = 'run_id,call_id,method,type_name,"
+                              "address,address_note,prior,proposed,config,planned,new,"
+                              "requires_replace,diagnostics,status_code,started_us,ended_us' "
+                              "FROM (SELECT name FROM pragma_table_info('v_resource_changes') "
+                              "ORDER BY cid)"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT group_concat(name, ',') = 'run_id,call_id,method,type_name,"
+                              "address,severity,summary,detail,attribute' FROM (SELECT name FROM "
+                              "pragma_table_info('v_diagnostics') ORDER BY cid)"),
+                 1);
 }
 
 static void test_newer_database_refused(void)
@@ -470,6 +615,7 @@ int main(void)
     test_migrate_from_3();
     test_migrate_from_3_calls();
     test_migrate_from_5();
+    test_migrate_from_7();
     test_run_join();
     test_newer_database_refused();
     test_parent_not_a_directory();

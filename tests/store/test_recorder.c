@@ -759,6 +759,85 @@ static void test_trickle_committed_while_open(void)
     store_recorder_close(r);
 }
 
+/* Matching a run writes its addresses, not the calls again: a call row
+ * holds kilobytes of JSON, and rewriting every one of them put nearly the
+ * whole run into the WAL once more at the end of `tftap run`. Measured as
+ * the WAL frames the matching adds, against the pages the calls fill. */
+static int64_t wal_frames(const char *path)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    /* PASSIVE says how many frames the WAL holds; TRUNCATE empties it for
+     * the next count (and says 0). */
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "PRAGMA wal_checkpoint(PASSIVE)", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 0)
+        v = sqlite3_column_int64(st, 1);
+    sqlite3_finalize(st);
+    if (sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL) != SQLITE_OK)
+        v = -1;
+    sqlite3_close(db);
+    return v;
+}
+
+static void test_matching_writes_little(void)
+{
+    char path[420];
+    snprintf(path, sizeof path, "%s/match/tftap.db", tmpdir);
+    store_recorder_opts o = {0};
+    store_recorder *r = NULL;
+    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
+    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4242);
+    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    struct fx_thing big = thing_alpha;
+    char name[3000];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    big.name = name; /* a call row of kilobytes, as real ones are */
+    for (uint64_t id = 2; id < 302; id++)
+        plan_create(r, id, &big);
+    store_recorder_close(r);
+
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(path, 0, &s), 0);
+    int64_t run = 0;
+    CHECK_INT_EQ(store_resolve_run(s, "last", &run), 0);
+    int64_t pages = scalar_at(path, "SELECT count(*) FROM dbstat WHERE name = 'calls'");
+    CHECK(pages >= 40);
+    wal_frames(path); /* the WAL starts empty */
+    int ok = 0, bad = 0;
+    CHECK_INT_EQ(analysis_match_addresses(s, run, NULL, 0, "nothing read", &ok, &bad), 0);
+    CHECK_INT_EQ(bad, 300);
+    int64_t frames = wal_frames(path);
+    printf("matching 300 calls (%lld pages): %lld WAL frames\n", (long long)pages,
+           (long long)frames);
+    CHECK(frames >= 1 && frames <= 4);
+    /* Matched again (the plan's addresses now): what it said before is
+     * replaced, and still only the narrow table is written. */
+    tftap_buf show = TFTAP_BUF_INIT;
+    tftap_buf_printf(&show,
+                     "{\"format_version\":\"1.2\",\"resource_changes\":[{\"address\":"
+                     "\"test_thing.one\",\"mode\":\"managed\",\"type\":\"test_thing\","
+                     "\"name\":\"one\",\"change\":{\"actions\":[\"create\"],\"before\":"
+                     "null,\"after\":{\"name\":\"%s\",\"size\":3}}}]}",
+                     name);
+    analysis_match_doc doc = {show.data, show.len, 1};
+    CHECK_INT_EQ(analysis_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
+    frames = wal_frames(path);
+    CHECK(frames >= 1 && frames <= 4);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM v_resource_changes WHERE address_note = "
+                                 "'nothing read'"),
+                 0);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM v_resource_changes WHERE address = "
+                                 "'test_thing.one'"),
+                 ok);
+    CHECK_INT_EQ(ok + bad, 300);
+    CHECK(ok > 0);
+    tftap_buf_done(&show);
+    store_close(s);
+}
+
 /* ---- the read side -------------------------------------------------------- */
 
 struct collect {
@@ -886,16 +965,16 @@ static void test_show_plan(void)
     CHECK_INT_EQ(bad, 1);
     char sql[300];
     snprintf(sql, sizeof sql,
-             "SELECT address FROM calls WHERE run_id = %lld AND rpc = 'PlanResourceChange' AND "
-             "request_json ->> '$.prior_state.id' = 'thing-1'",
+             "SELECT address FROM v_resource_changes WHERE run_id = %lld AND method = "
+             "'PlanResourceChange' AND prior ->> '$.id' = 'thing-1'",
              (long long)run);
     char *a = text(sql);
     CHECK_STR_EQ(a, "test_thing.web[0]");
     free(a);
     char sql_new[300];
     snprintf(sql_new, sizeof sql_new,
-             "SELECT address_note FROM calls WHERE run_id = %lld AND rpc = 'PlanResourceChange' "
-             "AND request_json ->> '$.prior_state' IS NULL",
+             "SELECT address_note FROM v_resource_changes WHERE run_id = %lld AND method = "
+             "'PlanResourceChange' AND coalesce(prior, 'null') = 'null'",
              (long long)run);
     a = text(sql_new);
     CHECK_STR_EQ(a, "a new test_thing object: only a saved plan (plan -out=FILE) or the state "
@@ -916,7 +995,10 @@ static void test_show_plan(void)
     CHECK_INT_EQ(analysis_match_addresses(s, run, NULL, 0, "nothing read", &ok, &bad), 0);
     CHECK_INT_EQ(ok, 0);
     CHECK_INT_EQ(bad, 2);
-    CHECK_INT_EQ(scalar("SELECT count(*) FROM calls WHERE address_note = 'nothing read'"), 2);
+    CHECK_INT_EQ(
+        scalar("SELECT count(*) FROM v_resource_changes WHERE address IS NULL AND address_note = "
+               "'nothing read'"),
+        2);
     /* Back to the plan's addresses, which tests/store/cli.sh reads. */
     CHECK_INT_EQ(analysis_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
     CHECK_INT_EQ(ok, 1);
@@ -1113,6 +1195,7 @@ int main(void)
     test_kill_9_mid_run();
     test_trickle_committed_while_open();
     test_schema_committed_while_closing();
+    test_matching_writes_little();
     /* Last: tests/store/cli.sh reads the runs above by number. */
     test_identical_instances_paired();
 
