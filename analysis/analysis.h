@@ -30,8 +30,8 @@ typedef struct analysis_match_doc {
  * ReadDataSource calls to resource instance addresses by resource type (and
  * mode), comparing their values with those of the documents' instances: a
  * call about an existing object by its prior state with the object before
- * the run, any call with the planned or applied values. Stores
- * calls.address, or calls.address_note saying why not; with no document,
+ * the run, any call with the planned or applied values. Stores each
+ * call's address, or a note saying why not (store_set_addresses); with no document,
  * missing (or a default) is the note. Calls that agree equally with several
  * instances whose values are equal (count or for_each over the same values)
  * are paired with them one to one, in call order and address order, per

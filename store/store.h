@@ -449,8 +449,10 @@ typedef struct store_match_call {
 int store_match_calls_each(store *s, int64_t run_id,
                            int (*fn)(void *ctx, const store_match_call *call), void *ctx);
 
-/* Set calls.address and calls.address_note (either may be NULL) of n calls
- * in one transaction. 0, TFTAP_ESTORE. */
+/* Set the address and address note (either may be NULL) of n calls of a
+ * run (call_addresses, read by the views as address and address_note) in
+ * one transaction, replacing what an earlier matching set; both NULL: the
+ * call has neither. 0, TFTAP_ESTORE. */
 typedef struct store_address_set {
     int64_t call_id;
     const char *address;

@@ -138,15 +138,27 @@ check_eq "schema BUNDLE = schema RUN" \
     "$(cd "$other" && "$TFTAP" schema --db "$db" "$A" tftap/tftest6 --json | jq -S . | md5sum)"
 # A bundle of an older database version reads (brought up to date in
 # memory), its file untouched; one of a newer version is refused.
-# Back to version 4: version 7's processes.uuid and gaps.seq, version 6's
+# Back to version 4: version 8's call_addresses back into calls (views
+# that read them there stand in for the older ones, which the migration
+# replaces), version 7's processes.uuid and gaps.seq, version 6's
 # runs.uuid and runs.key_id undone.
-OLDER="DROP INDEX processes_uuid; ALTER TABLE processes DROP COLUMN uuid;
+OLDER="DROP VIEW v_calls; DROP VIEW v_resource_changes; DROP VIEW v_diagnostics;
+       ALTER TABLE calls ADD COLUMN address TEXT; ALTER TABLE calls ADD COLUMN address_note TEXT;
+       UPDATE calls SET address = (SELECT address FROM call_addresses a WHERE a.call_id = calls.id),
+           address_note = (SELECT address_note FROM call_addresses a WHERE a.call_id = calls.id);
+       DROP TABLE call_addresses;
+       CREATE VIEW v_calls AS SELECT c.id AS call_id, c.address FROM calls c;
+       CREATE VIEW v_resource_changes AS SELECT c.id AS call_id, c.address, c.address_note FROM calls c;
+       CREATE VIEW v_diagnostics AS SELECT c.id AS call_id, c.address FROM calls c;
+       DROP INDEX processes_uuid; ALTER TABLE processes DROP COLUMN uuid;
        DROP INDEX gaps_seq; ALTER TABLE gaps DROP COLUMN seq;
        DROP TRIGGER runs_uuid; DROP INDEX runs_uuid; ALTER TABLE runs DROP COLUMN uuid;
        ALTER TABLE runs DROP COLUMN key_id; PRAGMA user_version = 4"
 cp "$out/a1.tftap" "$WORK/old.tftap"
 sqlite3 "$WORK/old.tftap" "$OLDER"
 sum=$(md5sum <"$WORK/old.tftap")
+check "an older bundle: its addresses in calls" \
+    test "$(sqlite3 "$WORK/old.tftap" "SELECT count(address) FROM calls")" -gt 0
 check_eq "an older bundle reads as a current one" "$(cd "$other" && "$TFTAP" show "$WORK/old.tftap" 2>&1)" \
     "$(cd "$other" && "$TFTAP" show "$out/a1.tftap" 2>&1)"
 check_eq "an older bundle: runs --db" "$(cd "$other" && "$TFTAP" runs --db "$WORK/old.tftap" --json | jq '.[0].id')" "$A"
@@ -161,6 +173,11 @@ check_eq "an older bundle pushed twice: once there" \
 check_eq "an older bundle pushed: its values as they are" \
     "$(sqlite3 "$WORK/merged.db" "SELECT md5sum FROM (SELECT group_concat(request_json || response_json, '') AS md5sum FROM (SELECT * FROM calls ORDER BY id))")" \
     "$(sqlite3 "$out/a1.tftap" "SELECT md5sum FROM (SELECT group_concat(request_json || response_json, '') AS md5sum FROM (SELECT * FROM calls ORDER BY id))")"
+check_eq "an older bundle pushed: its addresses" \
+    "$(sqlite3 "$WORK/merged.db" "SELECT group_concat(x, ' ') FROM (SELECT c.call_seq || '=' || coalesce(a.address, '') || '/' || coalesce(a.address_note, '') AS x
+                                  FROM call_addresses a JOIN calls c ON c.id = a.call_id ORDER BY x)")" \
+    "$(sqlite3 "$WORK/old.tftap" "SELECT group_concat(x, ' ') FROM (SELECT call_seq || '=' || coalesce(address, '') || '/' || coalesce(address_note, '') AS x
+                                  FROM calls WHERE address IS NOT NULL OR address_note IS NOT NULL ORDER BY x)")"
 check_eq "an older bundle is still left as it is" "$(md5sum <"$WORK/old.tftap")" "$sum"
 cp "$out/a1.tftap" "$WORK/new.tftap"
 sqlite3 "$WORK/new.tftap" "PRAGMA user_version = 99"

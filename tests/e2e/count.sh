@@ -51,9 +51,9 @@ check_eq "apply: each instance named once" "$(addresses last | sort -u)" "$expec
     >"$WORK/refresh.txt" 2>"$WORK/refresh.err")
 check_eq "refresh-only plan: exit code" "$?" 0
 check_eq "refresh-only plan: no call tied" \
-    "$(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id = (SELECT max(id) FROM runs)
+    "$(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = (SELECT max(id) FROM runs)
                       AND address_note LIKE 'identical to%'")" 0
 check_eq "refresh-only plan: every ReadResource named" \
-    "$(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id = (SELECT max(id) FROM runs)
+    "$(sqlite3 "$db" "SELECT count(*) FROM v_calls WHERE run_id = (SELECT max(id) FROM runs)
                       AND rpc = 'ReadResource' AND address IS NULL")" 0
 finish

@@ -53,7 +53,7 @@ lifecycle() { # CLI
     check "$CLI plan: show -json of the plans equal" cmp -s "$WORK/plan.w" "$WORK/plan.d"
     run=$(last_run "$db")
     check_eq "$CLI plan: planned calls tied to addresses" \
-        "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT DISTINCT address FROM calls
+        "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT DISTINCT address FROM v_calls
            WHERE run_id = $run AND rpc = 'PlanResourceChange' ORDER BY address)")" \
         "tftest5_id.suffix tftest5_pet.server tftest5_trigger.deploy tftest6_thing.config"
 
@@ -90,7 +90,7 @@ lifecycle() { # CLI
     # existing object, data sources included.
     run=$(last_run "$db")
     check_eq "$CLI plan (no changes): calls tied to addresses from the state before it" \
-        "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT DISTINCT address FROM calls
+        "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT DISTINCT address FROM v_calls
            WHERE run_id = $run AND rpc IN ('PlanResourceChange', 'ReadDataSource') ORDER BY address)")" \
         "data.tftest6_echo.echo tftest5_id.suffix tftest5_pet.server tftest5_trigger.deploy tftest6_thing.config"
     check_eq "$CLI plan (no changes): no call left unmatched" \
@@ -98,7 +98,7 @@ lifecycle() { # CLI
     step destroy 0 destroy -auto-approve -input=false -no-color
     run=$(last_run "$db")
     check_eq "$CLI destroy: destroyed objects tied to addresses (gone from the state after)" \
-        "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT DISTINCT address FROM calls
+        "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT DISTINCT address FROM v_calls
            WHERE run_id = $run AND rpc = 'ApplyResourceChange' ORDER BY address)")" \
         "tftest5_id.suffix tftest5_pet.server tftest5_trigger.deploy tftest6_thing.config"
     normalized_show "$w" >"$WORK/state.w"

@@ -108,7 +108,7 @@ trap 'kill $srv $big 2>/dev/null; cleanup_work' EXIT
 wait_for 150 test -s "$WORK/url" || not_ok "serve printed its URL"
 wait_for 150 test -s "$WORK/big-url" || not_ok "serve printed its URL (bench run)"
 
-updated_calls=$(q "SELECT count(*) FROM calls WHERE run_id = $run_a AND address = 'tftest6_thing.updated'")
+updated_calls=$(q "SELECT count(*) FROM v_calls WHERE run_id = $run_a AND address = 'tftest6_thing.updated'")
 jq -n --arg url "$(head -1 "$WORK/url")" --arg big_url "$(head -1 "$WORK/big-url")" \
     --arg chromium "$CHROMIUM" --arg node_dir "$NODE_DIR" --arg shots "$shots" \
     --arg profile "$WORK/chromium" --arg live "$WORK/live.sh" --arg live_state "$WORK/live.json" \
@@ -120,7 +120,7 @@ jq -n --arg url "$(head -1 "$WORK/url")" --arg big_url "$(head -1 "$WORK/big-url
         \"addresses\": $("$TFTAP" show --db "$db" "$run_a" --json | jq -c '[.changes[].address]'),
         \"thing_calls\": $(q "SELECT count(*) FROM calls WHERE run_id = $run_a AND type_name = 'tftest6_thing'"),
         \"apply_calls\": $(q "SELECT count(*) FROM calls WHERE run_id = $run_a AND instr(lower(rpc), 'apply') > 0"),
-        \"apply_call\": $(q "SELECT id FROM calls WHERE run_id = $run_a AND rpc = 'ApplyResourceChange' AND address = 'tftest6_thing.updated'"),
+        \"apply_call\": $(q "SELECT call_id FROM v_calls WHERE run_id = $run_a AND rpc = 'ApplyResourceChange' AND address = 'tftest6_thing.updated'"),
         \"unknown_call\": $(q "SELECT id FROM calls WHERE run_id = $run_a AND rpc = 'PlanResourceChange' AND response_json LIKE '%\$unknown%' LIMIT 1"),
         \"updated_calls\": $updated_calls}" \
     --argjson b "{\"run\": $run_b,
