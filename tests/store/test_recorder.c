@@ -803,14 +803,16 @@ static void test_matching_writes_little(void)
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     int64_t run = 0;
     CHECK_INT_EQ(store_resolve_run(s, "last", &run), 0);
-    int64_t pages = scalar_at(path, "SELECT count(*) FROM dbstat WHERE name = 'calls'");
-    CHECK(pages >= 40);
+    /* At least this many pages (dbstat, which counts them, is optional). */
+    int64_t pages = scalar_at(path, "SELECT sum(length(request_json) + length(response_json)) / "
+                                    "(SELECT page_size FROM pragma_page_size) FROM calls");
+    CHECK(pages >= 30);
     wal_frames(path); /* the WAL starts empty */
     int ok = 0, bad = 0;
     CHECK_INT_EQ(analysis_match_addresses(s, run, NULL, 0, "nothing read", &ok, &bad), 0);
     CHECK_INT_EQ(bad, 300);
     int64_t frames = wal_frames(path);
-    printf("matching 300 calls (%lld pages): %lld WAL frames\n", (long long)pages,
+    printf("matching 300 calls (%lld pages or more): %lld WAL frames\n", (long long)pages,
            (long long)frames);
     CHECK(frames >= 1 && frames <= 4);
     /* Matched again (the plan's addresses now): what it said before is
