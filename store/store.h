@@ -203,6 +203,10 @@ void store_close(store *s);
 int store_is_snapshot(const store *s);
 /* The last SQLite error message of this connection ("" if none). */
 const char *store_errmsg(store *s);
+/* Copy what the write-ahead log holds into the database file now, beside
+ * readers and writers (SQLite's PASSIVE checkpoint), so that the last
+ * connection's close has little left to copy. A no-op on PostgreSQL. */
+int store_checkpoint(store *s);
 
 /* Start a run row: command and args (argc strings, recorded as a JSON array),
  * working directory, the CLI's name ("tofu"/"terraform") and version (NULL
