@@ -772,24 +772,20 @@ static int on_call(void *ctx, const store_match_call *call)
     memset(out, 0, sizeof *out);
     out->call_id = call->call_id;
     out->rpc = NULL;
-    sj_doc *vd[5] = {NULL};
     struct call_vals c;
     memset(&c, 0, sizeof c);
     c.data = call->rpc && strcmp(call->rpc, "ReadDataSource") == 0;
     for (int i = 0; i < 5; i++) {
-        const char *t = call->values[i];
-        if (t && sj_parse(t, strlen(t), TFTAP_JSON_MAX_DEPTH, &vd[i]) == 0) {
-            const sj_node *v = sj_root(vd[i]);
-            if (i == 0 && v && v->kind != SJ_NULL)
-                c.prior = v;
-            c.vals[c.nvals++] = v;
-        }
+        const sj_node *v = call->values[i];
+        if (v == NULL)
+            continue;
+        if (i == 0 && v->kind != SJ_NULL)
+            c.prior = v;
+        c.vals[c.nvals++] = v;
     }
     int rc = match_call(m, call->type_name, &c, out);
     if (!rc && call->rpc && !(out->rpc = strdup(call->rpc)))
         rc = TFTAP_ENOMEM;
-    for (int i = 0; i < 5; i++)
-        sj_free(vd[i]);
     return m->err = rc;
 }
 

@@ -114,7 +114,8 @@ typedef struct analysis_call {
     const char *rpc; /* PlanResourceChange, ApplyResourceChange, ReadResource, ReadDataSource */
     const char *type_name;
     const char *address;
-    const char *block_schema; /* the type's schema block; NULL: values not checkable */
+    const char *block_schema;         /* the type's schema block; NULL: values not checkable */
+    const sj_node *block_schema_node; /* the same, parsed already (many calls share one), or NULL */
     const char *prior, *config, *planned, *new_state, *requires_replace;
     const char *identity; /* the response's new_identity.identity_data, or NULL */
     int legacy;           /* the response set legacy_type_system */

@@ -66,7 +66,9 @@ int analysis_check_call(const analysis_call *c, analysis_findings *out)
         out->unchecked++;
         return 0;
     }
-    if (parse(&ds, 0, c->block_schema, &schema) || parse(&ds, 1, c->prior, &prior) ||
+    /* The schema block as parsed once for many calls, else parsed here. */
+    schema = c->block_schema_node;
+    if ((!schema && parse(&ds, 0, c->block_schema, &schema)) || parse(&ds, 1, c->prior, &prior) ||
         parse(&ds, 2, c->config, &config) || parse(&ds, 3, c->planned, &planned) ||
         parse(&ds, 4, c->new_state, &nw) || parse(&ds, 5, c->requires_replace, &rr) ||
         parse(&ds, 6, c->identity, &identity) || !schema || schema->kind != SJ_OBJECT) {

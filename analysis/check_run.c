@@ -239,9 +239,11 @@ static const char *name_of(const struct names *ns, const store_change_row *r)
 struct kept {
     int64_t call_id, process_id, started_us;
     char *rpc, *type_name, *address, *prior, *config, *planned, *new_state, *requires_replace;
-    const char *block_schema; /* interned in struct pass */
+    const char *block_schema;         /* interned in struct pass */
+    const sj_node *block_schema_node; /* parsed there, or NULL */
     int has_error;
     struct info info;
+    size_t found_first, found_n; /* its findings in struct pass's found */
 };
 
 /* The rows a pass yields are valid only until the next: a run's changes
@@ -249,6 +251,7 @@ struct kept {
 struct schema_text {
     const char *row; /* the pointer the rows carried */
     char *copy;
+    sj_doc *doc; /* copy parsed (NULL: malformed, each call says so) */
 };
 
 /* stale: read while the run's addresses were being matched (another
@@ -262,6 +265,9 @@ struct pass {
     struct schema_text *schemas;
     size_t nschemas, schemas_cap;
     int err, stale, applied;
+    /* Each call judged on its own as it is read (without its address,
+     * which judging only carries); moved out with their addresses. */
+    analysis_findings found;
 };
 
 static void pass_done(struct pass *p)
@@ -279,20 +285,25 @@ static void pass_done(struct pass *p)
         free(k->info.identity);
     }
     free(p->v);
-    for (size_t i = 0; i < p->nschemas; i++)
+    for (size_t i = 0; i < p->nschemas; i++) {
         free(p->schemas[i].copy);
+        sj_free(p->schemas[i].doc);
+    }
     free(p->schemas);
+    analysis_findings_done(&p->found);
 }
 
-static int intern_schema(struct pass *p, const char *text, const char **out)
+static int intern_schema(struct pass *p, const char *text, const char **out, const sj_node **node)
 {
     *out = NULL;
+    *node = NULL;
     if (!text)
         return 0;
     for (size_t i = 0; i < p->nschemas; i++)
         if (p->schemas[i].row == text || strcmp(p->schemas[i].copy, text) == 0) {
             p->schemas[i].row = text;
             *out = p->schemas[i].copy;
+            *node = p->schemas[i].doc ? sj_root(p->schemas[i].doc) : NULL;
             return 0;
         }
     if (p->nschemas == p->schemas_cap) {
@@ -306,8 +317,15 @@ static int intern_schema(struct pass *p, const char *text, const char **out)
     char *copy = strdup(text);
     if (!copy)
         return TFTAP_ENOMEM;
-    p->schemas[p->nschemas++] = (struct schema_text){text, copy};
+    sj_doc *doc = NULL;
+    int rc = sj_parse(copy, strlen(copy), TFTAP_JSON_MAX_DEPTH, &doc);
+    if (rc == TFTAP_ENOMEM) {
+        free(copy);
+        return rc;
+    }
+    p->schemas[p->nschemas++] = (struct schema_text){text, copy, rc == 0 ? doc : NULL};
     *out = copy;
+    *node = rc == 0 ? sj_root(doc) : NULL;
     return 0;
 }
 
@@ -341,7 +359,7 @@ static int pass_row(void *ctx, const store_change_row *r)
         (e = dup_or_null(r->planned, &k->planned)) ||
         (e = dup_or_null(r->new_state, &k->new_state)) ||
         (e = dup_or_null(r->requires_replace, &k->requires_replace)) ||
-        (e = intern_schema(p, r->block_schema, &k->block_schema)))
+        (e = intern_schema(p, r->block_schema, &k->block_schema, &k->block_schema_node)))
         return p->err = e;
     /* What the calls of these methods answer besides their states. */
     if (r->rpc && (is_plan_or_apply(r->rpc) || strcmp(r->rpc, "ReadResource") == 0) &&
@@ -357,47 +375,94 @@ struct run_ctx {
     int err;
 };
 
-static int change_row(struct run_ctx *rc, const struct kept *k)
+/* The call of k as the rules see it (address: NULL while judging, which
+ * only carries it into findings). */
+static analysis_call call_of(const struct kept *k, const char *address)
+{
+    return (analysis_call){
+        .call_id = k->call_id,
+        .rpc = k->rpc,
+        .type_name = k->type_name,
+        .address = address,
+        .block_schema = k->block_schema,
+        .block_schema_node = k->block_schema_node,
+        .prior = k->prior,
+        .config = k->config,
+        .planned = k->planned,
+        .new_state = k->new_state,
+        .requires_replace = k->requires_replace,
+        .identity = k->info.identity,
+        .legacy = k->info.legacy,
+        .has_error = k->has_error,
+    };
+}
+
+/* Judge each kept call on its own, as soon as it is read: in tftap run that
+ * is beside the address matching, which its findings do not wait for. */
+static int judge_each(struct pass *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        struct kept *k = &p->v[i];
+        analysis_call c = call_of(k, NULL);
+        k->found_first = p->found.n;
+        if (analysis_check_call(&c, &p->found) == TFTAP_ENOMEM)
+            return TFTAP_ENOMEM;
+        k->found_n = p->found.n - k->found_first;
+    }
+    return 0;
+}
+
+/* Move n findings from from (at first) to the end of to, each with address
+ * (copied; may be NULL). */
+static int findings_move(analysis_findings *from, size_t first, size_t n, analysis_findings *to,
+                         const char *address)
+{
+    if (to->n + n > to->cap) {
+        size_t cap = to->cap ? to->cap : 16;
+        while (cap < to->n + n)
+            cap *= 2;
+        analysis_finding *v = realloc(to->v, cap * sizeof *v);
+        if (!v)
+            return TFTAP_ENOMEM;
+        to->v = v;
+        to->cap = cap;
+    }
+    for (size_t i = first; i < first + n; i++) {
+        analysis_finding *f = &from->v[i];
+        if (address && !(f->address = strdup(address)))
+            return TFTAP_ENOMEM;
+        to->v[to->n++] = *f;
+        memset(f, 0, sizeof *f); /* now to's */
+    }
+    return 0;
+}
+
+static int change_row(struct run_ctx *rc, struct pass *p, const struct kept *k)
 {
     store_change_row named = {
         .call_id = k->call_id,
         .rpc = k->rpc,
         .type_name = k->type_name,
         .address = k->address,
-        .prior = k->prior,
-        .config = k->config,
         .planned = k->planned,
-        .new_state = k->new_state,
-        .requires_replace = k->requires_replace,
-        .has_status = 1,
-        .started_us = k->started_us,
-        .block_schema = k->block_schema,
-        .process_id = k->process_id,
     };
     if (!named.address)
         named.address = name_of(rc->names, &named);
-    const store_change_row *r = &named;
-    analysis_call c = {
-        .call_id = r->call_id,
-        .rpc = r->rpc,
-        .type_name = r->type_name,
-        .address = r->address,
-        .block_schema = r->block_schema,
-        .prior = r->prior,
-        .config = r->config,
-        .planned = r->planned,
-        .new_state = r->new_state,
-        .requires_replace = r->requires_replace,
-        .identity = k->info.identity,
-        .legacy = k->info.legacy,
-        .has_error = k->has_error,
-    };
-    int e = analysis_check_call(&c, rc->out);
-    if (e == TFTAP_ENOMEM)
+    int e = findings_move(&p->found, k->found_first, k->found_n, rc->out, named.address);
+    if (e)
         return rc->err = e;
-    if (r->address && !c.has_error &&
-        (strcmp(r->rpc, "PlanResourceChange") == 0 || strcmp(r->rpc, "ApplyResourceChange") == 0)) {
-        if ((e = pcs_add(&rc->pcs, r, r->process_id)))
+    if (named.address && !k->has_error &&
+        (strcmp(k->rpc, "PlanResourceChange") == 0 || strcmp(k->rpc, "ApplyResourceChange") == 0)) {
+        store_change_row r = named;
+        r.prior = k->prior;
+        r.config = k->config;
+        r.new_state = k->new_state;
+        r.requires_replace = k->requires_replace;
+        r.has_status = 1;
+        r.started_us = k->started_us;
+        r.block_schema = k->block_schema;
+        r.process_id = k->process_id;
+        if ((e = pcs_add(&rc->pcs, &r, k->process_id)))
             return rc->err = e;
     }
     return 0;
@@ -636,6 +701,8 @@ static int check_read(store *s, int64_t run_id, const char *filter, int stale,
         rc = c->pass.err;
     if (c->names.err)
         rc = c->names.err;
+    if (!rc)
+        rc = judge_each(&c->pass);
     if (rc) {
         analysis_check_pass_free(c);
         return rc;
@@ -745,9 +812,10 @@ int analysis_check_judge(store *s, analysis_check_pass *c, analysis_findings *ou
         qsort(ns->v, ns->n, sizeof *ns->v, named_cmp);
     struct run_ctx ctx = {ns, out, {NULL, 0, 0}, 0};
     for (size_t i = 0; !rc && i < c->pass.n; i++)
-        rc = change_row(&ctx, &c->pass.v[i]);
+        rc = change_row(&ctx, &c->pass, &c->pass.v[i]);
     if (ctx.err)
         rc = ctx.err;
+    out->unchecked += c->pass.found.unchecked;
     if (!rc)
         rc = final_plans(s, c->run_id, &ctx.pcs, out);
     pcs_done(&ctx.pcs);

@@ -461,6 +461,39 @@ static analysis_check_pass *check_reader_join(struct check_reader *r)
     return r->pass;
 }
 
+/* The write-ahead log copied into the database file beside the matching:
+ * it holds everything the recorders wrote, which the close at the end
+ * would copy otherwise, after the rest (two syncs and the run's pages). */
+struct checkpointer {
+    const char *db;
+    pthread_t thread;
+    int started;
+};
+
+static void *checkpointer_main(void *arg)
+{
+    struct checkpointer *c = arg;
+    store *s = NULL;
+    if (store_open(c->db, 0, &s) == 0)
+        (void)store_checkpoint(s); /* the close does it otherwise */
+    store_close(s);
+    return NULL;
+}
+
+static void checkpointer_start(struct checkpointer *c, const char *db)
+{
+    *c = (struct checkpointer){.db = db};
+    if (!store_path_is_url(db))
+        c->started = pthread_create(&c->thread, NULL, checkpointer_main, c) == 0;
+}
+
+static void checkpointer_join(struct checkpointer *c)
+{
+    if (c->started)
+        pthread_join(c->thread, NULL);
+    c->started = 0;
+}
+
 /* How long tftap run's background finisher keeps trying to record the end
  * of a run: as long as the recorders keep their part (it waits for them
  * first), and a minute more. */
@@ -1206,6 +1239,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
             cli_error("the record of run %lld has gaps: %lld events lost while %s could not be "
                       "written (tftap runs)",
                       (long long)run_id, (long long)lost, STORE_SHOWN(db));
+        struct checkpointer ckpt = {0};
+        checkpointer_start(&ckpt, db);
         struct check_reader reader = {0};
         if (match) {
             /* An apply's changes are read again after the matching (their
@@ -1227,6 +1262,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
             version = cli_version_finish(cmd[0], &ver);
         if (version != NULL)
             (void)store_run_set_cli_version(s, run_id, version); /* for display only */
+        checkpointer_join(&ckpt);
         store_close(s);
         s = NULL;
     }

@@ -121,6 +121,32 @@ void tftap_buf_printf(tftap_buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+size_t tftap_json_plain_len(const char *s, size_t n, int del)
+{
+    /* Eight bytes at a time while none is < 0x20, '"', '\\' (or 0x7f):
+     * the classic "has a zero byte" test on x, x ^ '"', ... */
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    const uint64_t del_byte = del ? 0x7f : '"';
+    size_t j = 0;
+    while (j + 8 <= n) {
+        uint64_t x;
+        memcpy(&x, s + j, 8);
+        uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\'), d = x ^ (ones * del_byte);
+        uint64_t hit =
+            ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((bs - ones) & ~bs) | ((d - ones) & ~d);
+        if (hit & highs)
+            break;
+        j += 8;
+    }
+    while (j < n) {
+        unsigned char c = (unsigned char)s[j];
+        if (c < 0x20 || c == '"' || c == '\\' || (del && c == 0x7f))
+            break;
+        j++;
+    }
+    return j;
+}
+
 void tftap_buf_json_string(tftap_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
@@ -132,26 +158,7 @@ void tftap_buf_json_string(tftap_buf *b, const char *s, size_t n)
     /* Runs of bytes that need no escape (nearly all of them) are copied
      * whole: this is the decoder's busiest loop. */
     for (size_t i = 0; i < n;) {
-        size_t j = i;
-        /* Eight bytes at a time while none is < 0x20, '"', '\\' or 0x7f
-         * (the classic "has a zero byte" test on x, x ^ '"', ...). */
-        const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-        while (j + 8 <= n) {
-            uint64_t x;
-            memcpy(&x, s + j, 8);
-            uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\'), del = x ^ (ones * 0x7f);
-            uint64_t hit = ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((bs - ones) & ~bs) |
-                           ((del - ones) & ~del);
-            if (hit & highs)
-                break;
-            j += 8;
-        }
-        while (j < n) {
-            unsigned char c = (unsigned char)s[j];
-            if (c < 0x20 || c == '"' || c == '\\' || c == 0x7f)
-                break;
-            j++;
-        }
+        size_t j = i + tftap_json_plain_len(s + i, n - i, 1);
         memcpy(o, s + i, j - i);
         o += j - i;
         if (j == n)

@@ -139,6 +139,11 @@ int tftap_write_all(int fd, const void *p, size_t n);
  * concurrent writers whole. Best effort: nothing is reported. */
 void tftap_log_line(int fd, const char *who, const char *text, size_t len);
 
+/* How many bytes from s (at most n) need no escape in a JSON string: none
+ * below 0x20, no '"', no '\\' (and, if del, no 0x7f, which tftap escapes
+ * though JSON need not). */
+size_t tftap_json_plain_len(const char *s, size_t n, int del);
+
 /* Clocks: wall time in microseconds since the Unix epoch (what the record
  * stores) and a monotonic clock for deadlines and durations. */
 int64_t tftap_now_us(void);

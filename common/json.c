@@ -89,21 +89,32 @@ static int parse_string(struct parser *ps, const char **s, size_t *len)
 {
     ps->p++;
     const char *start = ps->p;
-    while (ps->p < ps->end && *ps->p != '"') {
-        if ((unsigned char)*ps->p < 0x20) /* JSON allows no raw control character */
+    int escaped = 0;
+    for (;;) {
+        ps->p += tftap_json_plain_len(ps->p, (size_t)(ps->end - ps->p), 0);
+        if (ps->p >= ps->end)
             return -1;
-        if (*ps->p == '\\')
-            ps->p++;
-        ps->p++;
+        if (*ps->p == '"')
+            break;
+        if (*ps->p != '\\' || ps->end - ps->p < 2)
+            return -1; /* JSON allows no raw control character */
+        escaped = 1;
+        ps->p += 2;
     }
-    if (ps->p >= ps->end)
-        return -1;
     /* Unescaping never grows the text. */
     size_t raw = (size_t)(ps->p - start);
     char *o = arena_alloc(ps->doc, raw + 1), *o0 = o;
     if (!o)
         return -1;
     const char *end = ps->p;
+    if (!escaped) {
+        memcpy(o, start, raw);
+        o[raw] = '\0';
+        ps->p = end + 1;
+        *s = o0;
+        *len = raw;
+        return 0;
+    }
     ps->p = start;
     while (ps->p < end) {
         char c = *ps->p++;

@@ -358,7 +358,7 @@ int plugin_provider_schema(const char *binary, int timeout_ms, tftap_buf *schema
             base[k++] = environ[i];
     base[k++] = PLUGIN_COOKIE_KEY "=" PLUGIN_COOKIE_VALUE;
     base[k++] = "PLUGIN_PROTOCOL_VERSIONS=5,6";
-    env = plugin_env_for_child(base, own.cert_pem);
+    env = plugin_env_for_child(base, own.cert_pem, NULL);
     free(base);
     if (!env) {
         rc = TFTAP_ENOMEM;

@@ -31,23 +31,31 @@ int plugin_cookie_ok(char *const *envp)
     return v != NULL && strcmp(v, PLUGIN_COOKIE_VALUE) == 0;
 }
 
-char **plugin_env_for_child(char *const *envp, const char *cert_pem)
+/* Whether envp entry e is the variable key (which ends in '='). */
+static int env_is(const char *e, const char *key)
 {
-    static const char key[] = "PLUGIN_CLIENT_CERT=";
+    return strncmp(e, key, strlen(key)) == 0;
+}
+
+char **plugin_env_for_child(char *const *envp, const char *cert_pem, const char *socket_dir)
+{
+    static const char cert_key[] = "PLUGIN_CLIENT_CERT=", dir_key[] = "PLUGIN_UNIX_SOCKET_DIR=";
     size_t count = 0, bytes = 0;
 
     if (envp == NULL)
         envp = environ;
     for (char *const *e = envp; *e != NULL; e++) {
-        if (strncmp(*e, key, sizeof key - 1) == 0)
+        if (env_is(*e, cert_key) || (socket_dir != NULL && env_is(*e, dir_key)))
             continue;
         count++;
         bytes += strlen(*e) + 1;
     }
-    if (cert_pem != NULL) {
-        count++;
-        bytes += sizeof key + strlen(cert_pem);
-    }
+    const char *add_key[2] = {cert_key, dir_key}, *add_val[2] = {cert_pem, socket_dir};
+    for (int a = 0; a < 2; a++)
+        if (add_val[a] != NULL) {
+            count++;
+            bytes += strlen(add_key[a]) + strlen(add_val[a]) + 1;
+        }
     /* One block: the pointer vector, then the strings it points into. */
     size_t vec = (count + 1) * sizeof(char *);
     char **out = malloc(vec + bytes);
@@ -56,18 +64,21 @@ char **plugin_env_for_child(char *const *envp, const char *cert_pem)
     char *s = (char *)out + vec;
     size_t i = 0;
     for (char *const *e = envp; *e != NULL; e++) {
-        if (strncmp(*e, key, sizeof key - 1) == 0)
+        if (env_is(*e, cert_key) || (socket_dir != NULL && env_is(*e, dir_key)))
             continue;
         size_t n = strlen(*e) + 1;
         memcpy(s, *e, n);
         out[i++] = s;
         s += n;
     }
-    if (cert_pem != NULL) {
-        size_t n = strlen(cert_pem) + 1;
-        memcpy(s, key, sizeof key - 1);
-        memcpy(s + sizeof key - 1, cert_pem, n);
+    for (int a = 0; a < 2; a++) {
+        if (add_val[a] == NULL)
+            continue;
+        size_t k = strlen(add_key[a]), n = strlen(add_val[a]) + 1;
+        memcpy(s, add_key[a], k);
+        memcpy(s + k, add_val[a], n);
         out[i++] = s;
+        s += k + n;
     }
     out[i] = NULL;
     return out;

@@ -85,9 +85,10 @@ const char *plugin_env_get(char *const *envp, const char *name);
 int plugin_socket_path(char *const *envp, const char *prefix, tftap_buf *path, tftap_buf *err);
 
 /* A copy of envp without PLUGIN_CLIENT_CERT, plus PLUGIN_CLIENT_CERT=cert_pem
- * when cert_pem is not NULL. The vector and its strings are one allocation
- * freed with free(). NULL on ENOMEM. */
-char **plugin_env_for_child(char *const *envp, const char *cert_pem);
+ * when cert_pem is not NULL, and with PLUGIN_UNIX_SOCKET_DIR=socket_dir
+ * (in place of the caller's) when socket_dir is not NULL. The vector and
+ * its strings are one allocation freed with free(). NULL on ENOMEM. */
+char **plugin_env_for_child(char *const *envp, const char *cert_pem, const char *socket_dir);
 
 /* ---- child.c: the real provider process ------------------------------- */
 

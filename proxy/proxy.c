@@ -4,6 +4,7 @@
  * their own. */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -154,6 +155,44 @@ static void remove_child_socket(const struct run *run, const plugin_handshake *h
         unlink(hs->address);
 }
 
+/* 1 when envp sets name to "1". */
+static int env_flag(char *const *envp, const char *name)
+{
+    const char *v = plugin_env_get(envp, name);
+    return v != NULL && strcmp(v, "1") == 0;
+}
+
+/* A fresh directory only this user can enter, in the client's TMPDIR (else
+ * /tmp), for the provider's socket; NULL if none could be made. */
+static char *private_dir(char *const *envp)
+{
+    const char *tmp = plugin_env_get(envp, "TMPDIR");
+    tftap_buf p = TFTAP_BUF_INIT;
+    tftap_buf_printf(&p, "%s/tftap-provider-XXXXXX", tmp != NULL && tmp[0] == '/' ? tmp : "/tmp");
+    char *dir = tftap_buf_failed(&p) ? NULL : tftap_buf_take(&p, NULL);
+    tftap_buf_done(&p);
+    if (dir != NULL && mkdtemp(dir) == NULL) {
+        free(dir);
+        dir = NULL;
+    }
+    return dir;
+}
+
+/* The provider's directory once it has ended: what go-plugin made there
+ * (its socket, left behind when the provider was killed), then itself. */
+static int remove_dir_of_sockets(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d == NULL)
+        return -1;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            (void)unlinkat(dirfd(d), e->d_name, 0);
+    closedir(d);
+    return rmdir(path);
+}
+
 /* Pass the child's later stdout on unchanged. */
 static void pump_child_stdout(struct run *run)
 {
@@ -282,7 +321,7 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     plugin_cert cert = {0};
     plugin_handshake hs = {0};
     char **child_env = NULL;
-    char *line = NULL, *child_cert_pem = NULL;
+    char *line = NULL, *child_cert_pem = NULL, *provider_dir = NULL;
     tftap_buf sock = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT;
     sigset_t mask, old_mask;
     struct sigaction ign, old_pipe;
@@ -357,7 +396,15 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
             tftap_buf_puts(err, "cannot make a TLS certificate");
         goto cleanup;
     }
-    child_env = plugin_env_for_child(run.envp, client_cert != NULL ? cert.cert_pem : NULL);
+    /* The provider's leg is plaintext, its socket in a directory only we
+     * (this user) can enter: what the client's mutual TLS guards against,
+     * another user on the machine dialing the socket, the directory's mode
+     * guards against too, without a TLS session on every relayed call
+     * (TFTAP_PROVIDER_TLS=1 keeps TLS on that leg, as before). */
+    if (client_cert != NULL && !env_flag(run.envp, "TFTAP_PROVIDER_TLS"))
+        provider_dir = private_dir(run.envp);
+    child_env = plugin_env_for_child(
+        run.envp, client_cert != NULL && provider_dir == NULL ? cert.cert_pem : NULL, provider_dir);
     if (child_env == NULL) {
         if (err)
             tftap_buf_puts(err, "out of memory");
@@ -481,6 +528,10 @@ cleanup:
         run.child_reaped = 1;
     }
     remove_child_socket(&run, &hs);
+    if (provider_dir != NULL && (!run.child_reaped || remove_dir_of_sockets(provider_dir) != 0))
+        warn(cfg, "could not remove %s: %s", provider_dir,
+             run.child_reaped ? strerror(errno) : "the provider may still run");
+    free(provider_dir);
     if (run.child.out_fd >= 0)
         close(run.child.out_fd);
     tftap_buf_done(&run.child.pending);

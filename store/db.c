@@ -860,6 +860,13 @@ int store_run_leave(store *s, int64_t run_id)
     return store_err(store_commit(s->db, 0));
 }
 
+int store_checkpoint(store *s)
+{
+    if (sdb_is_pg(s->db))
+        return 0;
+    return store_err(sdb_exec(s->db, "PRAGMA wal_checkpoint(PASSIVE)"));
+}
+
 int store_run_end(store *s, int64_t run_id, int exit_code)
 {
     sdb_stmt *st = NULL;

@@ -869,14 +869,32 @@ int store_diagnostics_each(store *s, int64_t run_id, const char *filter,
     return store_finish(st, cb ? SDB_DONE : rc, cb);
 }
 
+/* A change's values from its request and response, picked as
+ * v_resource_changes picks them (which reads the JSON once per column:
+ * most of the matching's time at the end of a run, before this). */
+static void match_values(const char *rpc, const sj_node *req, const sj_node *resp,
+                         const sj_node *v[5])
+{
+    int read = strcmp(rpc, "ReadResource") == 0, data = strcmp(rpc, "ReadDataSource") == 0;
+    int plan = strcmp(rpc, "PlanResourceChange") == 0;
+    v[0] = read ? sj_get(req, "current_state") : data ? NULL : sj_get(req, "prior_state");
+    v[1] = sj_get(req, "proposed_new_state");
+    v[2] = sj_get(req, "config");
+    v[3] = plan                                      ? sj_get(resp, "planned_state")
+           : strcmp(rpc, "ApplyResourceChange") == 0 ? sj_get(req, "planned_state")
+                                                     : NULL;
+    v[4] = plan ? NULL : sj_get(resp, data ? "state" : "new_state");
+}
+
 int store_match_calls_each(store *s, int64_t run_id,
                            int (*fn)(void *ctx, const store_match_call *call), void *ctx)
 {
     sdb_stmt *st = NULL;
     int rc = sdb_prepare_large(s->db,
-                               "SELECT call_id, method, type_name, prior, proposed, config, "
-                               "planned, new FROM v_resource_changes WHERE run_id = ? "
-                               "ORDER BY call_id",
+                               "SELECT id, rpc, type_name, request_json, response_json FROM calls "
+                               "WHERE run_id = ? AND rpc IN ('PlanResourceChange', "
+                               "'ApplyResourceChange', 'ReadResource', 'ReadDataSource') "
+                               "ORDER BY id",
                                &st);
     if (rc != SDB_OK)
         return store_err(rc);
@@ -888,9 +906,31 @@ int store_match_calls_each(store *s, int64_t run_id,
             .rpc = store_col_text(st, 1),
             .type_name = store_col_text(st, 2),
         };
-        for (int i = 0; i < 5; i++)
-            c.values[i] = store_col_text(st, 3 + i);
-        cb = fn(ctx, &c);
+        /* As the view: a call whose request or response is not JSON is no
+         * change (the nesting bound leaves room for the two levels above
+         * the values). */
+        sj_doc *doc[2] = {NULL, NULL};
+        const sj_node *root[2] = {NULL, NULL};
+        int ok = c.rpc != NULL;
+        for (int i = 0; ok && i < 2; i++) {
+            const char *t = store_col_text(st, 3 + i);
+            if (t == NULL)
+                continue;
+            int prc = sj_parse(t, strlen(t), TFTAP_JSON_MAX_DEPTH + 2, &doc[i]);
+            if (prc == TFTAP_ENOMEM) {
+                cb = prc;
+                ok = 0;
+            } else {
+                ok = prc == 0;
+                root[i] = ok ? sj_root(doc[i]) : NULL;
+            }
+        }
+        if (ok) {
+            match_values(c.rpc, root[0], root[1], c.values);
+            cb = fn(ctx, &c);
+        }
+        sj_free(doc[0]);
+        sj_free(doc[1]);
         if (cb)
             break;
     }

@@ -203,6 +203,10 @@ void store_close(store *s);
 int store_is_snapshot(const store *s);
 /* The last SQLite error message of this connection ("" if none). */
 const char *store_errmsg(store *s);
+/* Copy what the write-ahead log holds into the database file now, beside
+ * readers and writers (SQLite's PASSIVE checkpoint), so that the last
+ * connection's close has little left to copy. A no-op on PostgreSQL. */
+int store_checkpoint(store *s);
 
 /* Start a run row: command and args (argc strings, recorded as a JSON array),
  * working directory, the CLI's name ("tofu"/"terraform") and version (NULL
@@ -438,13 +442,14 @@ int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char
 
 /* Address matching's view of a run: each PlanResourceChange,
  * ApplyResourceChange, ReadResource and ReadDataSource call with its
- * decoded values (JSON texts or NULL): prior, proposed, config, planned,
- * new, in call order. */
+ * decoded values (as v_resource_changes has them; NULL where a call has no
+ * such value): prior, proposed, config, planned, new, in call order. The
+ * nodes live until fn returns. */
 typedef struct store_match_call {
     int64_t call_id;
     const char *rpc;
     const char *type_name;
-    const char *values[5];
+    const sj_node *values[5];
 } store_match_call;
 int store_match_calls_each(store *s, int64_t run_id,
                            int (*fn)(void *ctx, const store_match_call *call), void *ctx);

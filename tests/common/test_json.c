@@ -78,6 +78,11 @@ static void test_invalid(void)
         "\"\\ud800\\u0041\"",
         "\"a\tb\"",
         "\"\x01\"",
+        /* past the eight-byte scan of plain runs */
+        "\"abcdefghijklm\x1fnopq\"",
+        "\"abcdefghijklmnopqrstuvw",
+        "\"abcdefghijklmnopqrstuvw\\",
+        "\"abcdefghijklmnopqrstuvw\\\"",
         "[1,]",
         "[1 2]",
         "{\"a\"}",
@@ -124,6 +129,15 @@ static void test_values(void)
     CHECK(t && t->kind == SJ_BOOL && t->boolean);
     CHECK(sj_get(sj_root(d), "missing") == NULL);
     CHECK(sj_get(n, "x") == NULL); /* not an object */
+    sj_free(d);
+
+    /* Long strings: plain ones are copied whole, escaped ones unescaped. */
+    text = "[\"abcdefghijklmnopqrstuvwxyz\",\"abcdefghij\\\"klmnopq\\\\rstuvwxyz\\n\"]";
+    CHECK_INT_EQ(sj_parse(text, strlen(text), 0, &d), 0);
+    const sj_node *plain = sj_at(sj_root(d), 0), *esc = sj_at(sj_root(d), 1);
+    CHECK_STR_EQ(plain ? plain->str : NULL, "abcdefghijklmnopqrstuvwxyz");
+    CHECK(plain && plain->len == 26);
+    CHECK_STR_EQ(esc ? esc->str : NULL, "abcdefghij\"klmnopq\\rstuvwxyz\n");
     sj_free(d);
 
     round_trip("{ \"b\" : [1, 2.50], \"a\" : \"\\u00e9\" }", 0,

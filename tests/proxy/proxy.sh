@@ -82,13 +82,20 @@ for p in tftest5 tftest6; do
     eval shim=\$shim${p#tftest}
     if "$client" compare -shim "$shim" -direct "$bin/terraform-provider-$p" -type "$p" \
         >"$work/compare-$p.log" 2>&1; then
-        pass "$p: schema, validate, configure, plan, apply, a 17 MiB echo, a health check, unknown methods, a bidi stream and 32 concurrent callers relayed byte for byte (mTLS)"
+        pass "$p: schema, validate, configure, plan, apply, a 17 MiB echo, a health check, unknown methods, a bidi stream and 32 concurrent callers relayed byte for byte (mTLS from the client, plaintext to the provider)"
         grep '^latency' "$work/compare-$p.log"
     else
         cat "$work/compare-$p.log"
         fail "$p: compare through tftap (mTLS)"
     fi
 done
+if TFTAP_PROVIDER_TLS=1 "$client" compare -latency 0 -shim "$shim5" \
+    -direct "$bin/terraform-provider-tftest5" -type tftest5 >"$work/compare-tls.log" 2>&1; then
+    pass "tftest5: the same with TFTAP_PROVIDER_TLS=1 (mutual TLS on the provider's leg too)"
+else
+    cat "$work/compare-tls.log"
+    fail "tftest5: compare through tftap (TFTAP_PROVIDER_TLS=1)"
+fi
 if "$client" compare -plain -latency 0 -shim "$shim5" -direct "$bin/terraform-provider-tftest5" \
     -type tftest5 >"$work/compare-plain.log" 2>&1; then
     pass "tftest5: the same relayed in plaintext (no PLUGIN_CLIENT_CERT)"
@@ -115,17 +122,51 @@ else
 fi
 
 # ---- the client is killed mid-call: nothing is left behind -----------------
+# Run twice: the provider's leg in plaintext in a directory of tftap's own
+# (the default), then with TFTAP_PROVIDER_TLS=1 (mutual TLS on that leg).
 alive() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null; }
-"$client" hold -shim "$shim5" -type tftest5 -marker "$work/hang5" -info "$work/info" \
-    >"$work/hold.log" 2>&1 &
-hold_pid=$!
-i=0
-while [ ! -s "$work/info" ] && [ $i -lt 600 ] && kill -0 "$hold_pid" 2>/dev/null; do
-    sleep 0.1
-    i=$((i + 1))
-done
-if [ -s "$work/info" ]; then
+env_of() { tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep "^$2=" | cut -d= -f2-; }
+hold_check() { # tls: 0 or 1
+    rm -f "$work/info" "$work/hang5"
+    TFTAP_PROVIDER_TLS=$1 "$client" hold -shim "$shim5" -type tftest5 -marker "$work/hang5" \
+        -info "$work/info" >"$work/hold.log" 2>&1 &
+    hold_pid=$!
+    i=0
+    while [ ! -s "$work/info" ] && [ $i -lt 600 ] && kill -0 "$hold_pid" 2>/dev/null; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    if [ ! -s "$work/info" ]; then
+        cat "$work/hold.log"
+        fail "client killed mid-call: the hanging call never started"
+        return
+    fi
     read -r tftap_pid sock provider_pid <"$work/info"
+    # What the provider was started with, while it runs.
+    dir=$(env_of "$provider_pid" PLUGIN_UNIX_SOCKET_DIR)
+    cert=$(env_of "$provider_pid" PLUGIN_CLIENT_CERT)
+    if [ "$1" = 1 ]; then
+        if [ -n "$cert" ] && [ -z "$dir" ]; then
+            pass "TFTAP_PROVIDER_TLS=1: the provider gets tftap's certificate (mutual TLS on its leg)"
+        else
+            fail "TFTAP_PROVIDER_TLS=1: provider's PLUGIN_CLIENT_CERT '${cert%%
+*}' PLUGIN_UNIX_SOCKET_DIR '$dir'"
+        fi
+    else
+        case $dir in
+        "${TMPDIR:-/tmp}"/tftap-provider-*)
+            mode=$(stat -c %a "$dir" 2>/dev/null)
+            socks=$(find "$dir" -type s 2>/dev/null | wc -l)
+            if [ -z "$cert" ] && [ "$mode" = 700 ] && [ "$socks" = 1 ]; then
+                pass "the provider's leg is plaintext (no PLUGIN_CLIENT_CERT), its socket alone in a 0700 directory of tftap's"
+            else
+                fail "provider leg: certificate '${cert%%
+*}', directory $dir mode '$mode', $socks socket(s) in it"
+            fi
+            ;;
+        *) fail "provider's PLUGIN_UNIX_SOCKET_DIR '$dir' is not a directory of tftap's" ;;
+        esac
+    fi
     kill -9 "$hold_pid"
     wait "$hold_pid" 2>/dev/null
     hold_pid=
@@ -140,13 +181,14 @@ if [ -s "$work/info" ]; then
         fail "client killed mid-call: still running: tftap $tftap_pid provider $provider_pid"
     elif [ -e "$sock" ]; then
         fail "client killed mid-call: socket $sock left behind"
+    elif [ -n "$dir" ] && [ -e "$dir" ]; then
+        fail "client killed mid-call: the provider's directory $dir left behind"
     else
-        pass "client killed mid-call: tftap and the provider exit, the socket is removed"
+        pass "client killed mid-call (provider TLS $1): tftap and the provider exit, sockets and directory removed"
     fi
-else
-    cat "$work/hold.log"
-    fail "client killed mid-call: the hanging call never started"
-fi
+}
+hold_check 0
+hold_check 1
 
 # ---- signals: SIGINT passed on (providers ignore it), SIGTERM ends it -------
 # A background job of a non-interactive shell starts with SIGINT ignored,

@@ -170,7 +170,7 @@ static void test_env(void)
     CHECK(plugin_env_get(env, "PLUGIN") == NULL);
 
     /* The child gets our certificate in place of the client's... */
-    char **child = plugin_env_for_child(env, "ours");
+    char **child = plugin_env_for_child(env, "ours", NULL);
     CHECK(child != NULL);
     if (child != NULL) {
         CHECK_STR_EQ(plugin_env_get(child, "PLUGIN_CLIENT_CERT"), "ours");
@@ -183,9 +183,25 @@ static void test_env(void)
         free(child);
     }
     /* ...or none at all: a plaintext child leg. */
-    child = plugin_env_for_child(env, NULL);
+    child = plugin_env_for_child(env, NULL, NULL);
     CHECK(child != NULL && plugin_env_get(child, "PLUGIN_CLIENT_CERT") == NULL);
+    CHECK(child != NULL && plugin_env_get(child, "PLUGIN_UNIX_SOCKET_DIR") == NULL);
     free(child);
+    /* A plaintext leg in a directory of ours, in place of the client's. */
+    char *with_dir[] = {"PLUGIN_UNIX_SOCKET_DIR=/theirs", "PATH=/bin", "PLUGIN_CLIENT_CERT=theirs",
+                        NULL};
+    child = plugin_env_for_child(with_dir, NULL, "/tmp/ours");
+    CHECK(child != NULL);
+    if (child != NULL) {
+        CHECK_STR_EQ(plugin_env_get(child, "PLUGIN_UNIX_SOCKET_DIR"), "/tmp/ours");
+        CHECK(plugin_env_get(child, "PLUGIN_CLIENT_CERT") == NULL);
+        CHECK_STR_EQ(plugin_env_get(child, "PATH"), "/bin");
+        int n = 0;
+        for (char **e = child; *e != NULL; e++)
+            n++;
+        CHECK_INT_EQ(n, 2);
+        free(child);
+    }
 }
 
 static int write_file(const char *path, const char *text)
