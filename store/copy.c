@@ -1,8 +1,9 @@
 /* store: one run copied from one record into another, with its provider
- * processes, calls, raw messages, gaps and the schemas they name. Used by
- * bundles (a new file, ids kept, host details and raw messages left out,
- * values redacted on the way) and by push (a shared record, ids renumbered,
- * everything kept, the run's uuid saying whether it is there already). */
+ * processes, calls with their addresses, raw messages, gaps and the schemas
+ * they name. Used by bundles (a new file, ids kept, host details and raw
+ * messages left out, values redacted on the way) and by push (a shared
+ * record, ids renumbered, everything kept, the run's uuid saying whether it
+ * is there already). */
 #include "store/copy.h"
 
 #include <stdlib.h>

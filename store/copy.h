@@ -45,8 +45,8 @@ typedef struct store_copy {
     const char *why;          /* what went wrong, when it was not the database's own error */
 } store_copy;
 
-/* Copy c->run_id with its processes, calls, messages, gaps and schemas
- * into c->dst. SDB_OK, SDB_DONE (the destination has a run of that uuid:
+/* Copy c->run_id with its processes, calls (and their call_addresses),
+ * messages, gaps and schemas into c->dst. SDB_OK, SDB_DONE (the destination has a run of that uuid:
  * nothing copied, c->dst_run_id names it), SDB_NOTFOUND, or an error code
  * (roll back the caller's transaction). */
 int store_copy_run(store_copy *c);
