@@ -971,10 +971,14 @@ int store_set_addresses(store *s, const store_address_set *sets, size_t n)
                      "ON CONFLICT (call_id) DO UPDATE SET address = excluded.address, "
                      "address_note = excluded.address_note",
                      &up);
-    if (rc == SDB_OK)
-        rc = sdb_prepare(s->db, "DELETE FROM call_addresses WHERE call_id = ?", &del);
     for (size_t i = 0; rc == SDB_OK && i < n; i++) {
-        sdb_stmt *st = sets[i].address || sets[i].note ? up : del;
+        int keep = sets[i].address || sets[i].note;
+        /* Prepared when first needed: rarely, and a server round trip. */
+        if (!keep && !del &&
+            (rc = sdb_prepare(s->db, "DELETE FROM call_addresses WHERE call_id = ?", &del)) !=
+                SDB_OK)
+            break;
+        sdb_stmt *st = keep ? up : del;
         sdb_bind_int64(st, 1, sets[i].call_id);
         if (st == up) {
             if (sets[i].address)

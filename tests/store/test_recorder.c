@@ -836,6 +836,18 @@ static void test_matching_writes_little(void)
                  ok);
     CHECK_INT_EQ(ok + bad, 300);
     CHECK(ok > 0);
+    /* Neither address nor note: the call's row goes, the views say NULL. */
+    int64_t first = scalar_at(path, "SELECT min(call_id) FROM call_addresses");
+    store_address_set none = {first, NULL, NULL};
+    CHECK_INT_EQ(store_set_addresses(s, &none, 1), 0);
+    char q[200];
+    snprintf(q, sizeof q,
+             "SELECT (SELECT count(*) FROM call_addresses WHERE call_id = %lld) * 10 + "
+             "(address IS NULL AND address_note IS NULL) FROM v_resource_changes "
+             "WHERE call_id = %lld",
+             (long long)first, (long long)first);
+    CHECK_INT_EQ(scalar_at(path, q), 1);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM call_addresses"), 299);
     tftap_buf_done(&show);
     store_close(s);
 }
