@@ -20,9 +20,13 @@
 # 2. `tofu plan` of COUNT tftest5_trigger resources with all of them in the
 #    state (so every plan refreshes and plans each one: ReadResource and
 #    PlanResourceChange per resource), directly and through `tftap run`,
-#    alternating, REPS times each: median wall time, overhead, and the peak
-#    RSS of tftap's shim processes (relaybench rss samples VmHWM of every
-#    tftap process in /proc every 20 ms; see bench/README.md).
+#    alternating, REPS times each: median wall time, overhead, the median of
+#    the pair ratios (each tftap run against the direct run beside it), and
+#    the peak RSS of tftap's shim processes (relaybench rss samples VmHWM of
+#    every tftap process in /proc every 20 ms; see bench/README.md). The runs
+#    record into one database per size, as a user's runs go into
+#    .tftap/tftap.db, after one untimed run that records the provider binary's
+#    digest and schema there; --fresh-db gives every run a new database.
 #
 # TFTAP defaults to ./tftap (run from the build directory).
 # Options:
@@ -35,6 +39,7 @@
 #   --real-apply     apply every size with tofu (minutes at 5,000) instead of
 #                    applying the first size and growing the state with jq
 #   --big            n=3000 rounds=20 reps=5 sizes "1000 5000 10000"
+#   --fresh-db       every tftap run records into a database of its own
 # Needs: the peers (scripts/build-peers), nginx and openssl
 # (scripts/install-deps), Go. Default run: about 6-9 minutes on 2 cores.
 set -euo pipefail
@@ -49,6 +54,7 @@ do_unary=1
 do_plan=1
 nginx_tls=1
 real_apply=0
+fresh_db=0
 tftap=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -61,6 +67,7 @@ while [ $# -gt 0 ]; do
     --no-plan) do_plan=0 ;;
     --no-nginx-tls) nginx_tls=0 ;;
     --real-apply) real_apply=1 ;;
+    --fresh-db) fresh_db=1 ;;
     --big) n=3000; rounds=20; reps=5; sizes="1000 5000 10000" ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -296,12 +303,17 @@ if [ "$do_plan" = 1 ]; then
         rss_pid=$!
         pids+=("$rss_pid")
         for f in direct tftap; do : >"$work/$f-$size"; : >"$work/$f-cpu-$size"; : >"$work/$f-drain-$size"; done
+        if [ "$fresh_db" = 0 ]; then
+            db=$work/plan-$size.db
+            (cd "$work/plan" && "$tftap" run --db "$db" -- "$tofu" plan -input=false -lock=false \
+                -no-color -var "n=$size" >"$work/plan.log" 2>&1) || { tail -20 "$work/plan.log"; exit 1; }
+        fi
         for r in $(seq 1 "$reps"); do
             # Alternate which side goes first, so neither always follows the other.
             order="direct tftap"
             [ $((r % 2)) = 0 ] && order="tftap direct"
             for side in $order; do
-                db=$work/plan-$size-$r.db
+                [ "$fresh_db" = 0 ] || db=$work/plan-$size-$r.db
                 if [ $side = direct ]; then
                     (cd "$work/plan" && "$bench" cpu -- "$tofu" plan -input=false -lock=false -no-color \
                         -var "n=$size" >"$work/plan.log" 2>&1) || { tail -20 "$work/plan.log"; exit 1; }
@@ -348,6 +360,15 @@ if [ "$do_plan" = 1 ]; then
             printf '%-9s %-6s %4s %8.2f %7.2f %7.2f %8s | %8.2f %8.2f %8s | %s\n' "$size" "$side" "$reps" "$m" "$lo" "$hi" \
                 "$ov" "$dr" "$c" "$cov" "$extra"
         done
+        # Runs side by side share the machine's state of the moment: their
+        # ratio varies less than either side's times.
+        for k in "" -cpu; do
+            paste "$work/tftap$k-$size" "$work/direct$k-$size" | awk '{ printf "%.4f\n", $1 / $2 }' \
+                >"$work/ratio$k-$size"
+        done
+        say "pair ratios tftap/direct: wall median $(median <"$work/ratio-$size")x" \
+            "($(sort -g "$work/ratio-$size" | head -n 1)-$(sort -g "$work/ratio-$size" | tail -n 1)), CPU" \
+            "median $(median <"$work/ratio-cpu-$size")x; wall ratios: $(tr '\n' ' ' <"$work/ratio-$size")"
         say "wall (s): direct $(tr '\n' ' ' <"$work/direct-$size"); tftap $(tr '\n' ' ' <"$work/tftap-$size")"
         say "CPU (s): direct $(tr '\n' ' ' <"$work/direct-cpu-$size"); tftap $(tr '\n' ' ' <"$work/tftap-cpu-$size")"
     done
