@@ -9,11 +9,13 @@
 # (created, so each is validated and planned) through `tftap run` into one
 # database: two with tftest6 0.1.0 and one with 0.2.0 (the upgrade of
 # tests/peers/tftest/variant.go: a changed default and a new attribute on
-# every resource). Then, with farm-bench (A and B alternating, medians):
+# every resource). Then, A and B in turn (after one untimed run of each), R
+# times each, with GNU time (wall, CPU, peak RSS; medians, and the median of
+# the pair ratios A/B):
 #   upgrade:  tftap diff --json of the 0.1.0 and 0.2.0 runs  vs  tofu show -json
 #   same:     tftap diff --json of the two 0.1.0 runs        vs  tofu show -json
 # TFTAP defaults to ./tftap (run from the build directory).
-# Needs: the peers (scripts/build-peers), farm-bench. About 3-4 minutes on
+# Needs: the peers (scripts/build-peers), GNU time (/usr/bin/time). About 3-4 minutes on
 # 2 cores at 5,000 (recording the three plans is most of it).
 set -euo pipefail
 
@@ -32,7 +34,7 @@ while [ $# -gt 0 ]; do
 done
 tftap=$(realpath "${tftap:-./tftap}")
 [ -x "$tftap" ] || { echo "run.sh: $tftap not built (make tftap)" >&2; exit 1; }
-command -v farm-bench >/dev/null || { echo "run.sh: farm-bench is needed" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "run.sh: /usr/bin/time (GNU time) is needed" >&2; exit 1; }
 peers=${TFTAP_CACHE:-$HOME/.cache/tftap}/peers
 for f in "$peers/bin/tofu" "$peers/tofurc-upgrade"; do
     [ -e "$f" ] || { echo "run.sh: $f missing (run scripts/build-peers)" >&2; exit 1; }
@@ -79,10 +81,32 @@ echo "same diff:    $(jq -c '[.differences, .input_differences]' "$work/same.jso
 echo "tofu show -json of one plan: $(cd "$work/v1" && tofu show -json p | wc -c) bytes"
 
 echo
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# pairs NAME DIR -- A... : A and B (tofu show -json p in DIR) in turn; one
+# line of medians each, then the pair ratios.
+pairs() {
+    local name=$1 dir=$2
+    shift 3
+    (cd "$dir" && tofu show -json p >/dev/null) && "$@" >/dev/null || true # untimed
+    : >"$work/$name.a"; : >"$work/$name.b"
+    for _ in $(seq 1 "$runs"); do
+        /usr/bin/time -q -f '%e %U %S %M' -o "$work/t" "$@" >/dev/null || true
+        cat "$work/t" >>"$work/$name.a"
+        (cd "$dir" && /usr/bin/time -q -f '%e %U %S %M' -o "$work/t" tofu show -json p >/dev/null)
+        cat "$work/t" >>"$work/$name.b"
+    done
+    for side in a b; do
+        f=$work/$name.$side
+        printf '  %s: wall %ss, CPU %ss, peak %s MiB (medians of %s)\n' \
+            "$([ $side = a ] && echo "A tftap diff  " || echo "B tofu show   ")" \
+            "$(awk '{ print $1 }' "$f" | median)" "$(awk '{ print $2 + $3 }' "$f" | median)" \
+            "$(awk '{ printf "%.1f\n", $4 / 1024 }' "$f" | median)" "$runs"
+    done
+    echo "  A/B pair by pair: wall $(paste "$work/$name.a" "$work/$name.b" | awk '{ printf "%.3f\n", $1 / $5 }' | median)x (median)"
+}
+
 echo "== upgrade: tftap diff (A) vs tofu show -json (B), $count resources each"
-farm-bench -n "$runs" --timeout 900 --vs "sh -c 'cd $work/v1 && exec tofu show -json p'" -- \
-    "$tftap" diff --db "$db" 1 3 --json
+pairs upgrade "$work/v1" -- "$tftap" diff --db "$db" 1 3 --json
 echo
 echo "== same version: tftap diff (A) vs tofu show -json (B)"
-farm-bench -n "$runs" --timeout 900 --vs "sh -c 'cd $work/v1 && exec tofu show -json p'" -- \
-    "$tftap" diff --db "$db" 1 2 --json
+pairs same "$work/v1" -- "$tftap" diff --db "$db" 1 2 --json
