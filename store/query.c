@@ -299,6 +299,11 @@ enum { K_PLAN, K_APPLY, K_OTHER };
 
 struct rel {
     int64_t id;
+    /* Its place among the run's calls by when they started (then id): the
+     * ids are the order recorders wrote rows in, and each provider process
+     * has its own recorder, so a slow one's earlier call can get a later id. */
+    size_t seq;
+    int64_t started_us;
     int kind;
     int prior_null, replaces, failed;
     char *type;
@@ -352,7 +357,14 @@ static int cmp_str(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "");
 }
 
-/* Applies by (type, planned); create halves by (type, config, id). */
+static int cmp_seq(const struct rel *a, const struct rel *b)
+{
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* Applies by (type, planned), searched by that key; sorted with their
+ * order as well, so that the last of equals is the latest. Create halves
+ * by (type, config, order). */
 static int cmp_apply(const void *x, const void *y)
 {
     const struct rel *a = *(const struct rel *const *)x, *b = *(const struct rel *const *)y;
@@ -360,12 +372,18 @@ static int cmp_apply(const void *x, const void *y)
     return c ? c : strcmp(a->planned, b->planned);
 }
 
-/* Applies by (address, id). */
+static int cmp_apply_seq(const void *x, const void *y)
+{
+    int c = cmp_apply(x, y);
+    return c ? c : cmp_seq(*(const struct rel *const *)x, *(const struct rel *const *)y);
+}
+
+/* Applies by (address, order). */
 static int cmp_applied(const void *x, const void *y)
 {
     const struct rel *a = *(const struct rel *const *)x, *b = *(const struct rel *const *)y;
     int c = cmp_str(a->address, b->address);
-    return c ? c : (a->id > b->id) - (a->id < b->id);
+    return c ? c : cmp_seq(a, b);
 }
 
 static int cmp_half(const void *x, const void *y)
@@ -374,7 +392,16 @@ static int cmp_half(const void *x, const void *y)
     int c = cmp_str(a->type, b->type);
     if (!c)
         c = strcmp(a->config, b->config);
-    return c ? c : (a->id > b->id) - (a->id < b->id);
+    return c ? c : cmp_seq(a, b);
+}
+
+/* Calls by when they started, then id. */
+static int cmp_started(const void *x, const void *y)
+{
+    const struct rel *a = *(const struct rel *const *)x, *b = *(const struct rel *const *)y;
+    if (a->started_us != b->started_us)
+        return (a->started_us > b->started_us) - (a->started_us < b->started_us);
+    return (a->id > b->id) - (a->id < b->id);
 }
 
 static int load_rels(store *s, int64_t run_id, struct rels *out)
@@ -385,8 +412,8 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
 #define RELS_SQL(len)                                                                              \
     "SELECT call_id, method, type_name, prior, planned, config, coalesce(" len ", 0), address, "   \
     "CASE method WHEN 'ApplyResourceChange' THEN "                                                 \
-    "(SELECT failed FROM v_calls v WHERE v.call_id = v_resource_changes.call_id) END "             \
-    "FROM v_resource_changes WHERE run_id = ? ORDER BY call_id"
+    "(SELECT failed FROM v_calls v WHERE v.call_id = v_resource_changes.call_id) END, "            \
+    "started_us FROM v_resource_changes WHERE run_id = ? ORDER BY call_id"
     /* SQLite's json_array_length says 0 for a non-array, PostgreSQL's raises. */
     int rc = sdb_prepare(s->db,
                          SDB_SQL(s->db, RELS_SQL("json_array_length(requires_replace)"),
@@ -427,6 +454,7 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
         const char *a = store_col_text(st, 7);
         r->address = a ? strdup(a) : NULL;
         r->failed = sdb_column_int(st, 8);
+        r->started_us = sdb_column_int64(st, 9);
         out->n++;
     }
     if (!err && rc != SDB_DONE)
@@ -445,6 +473,11 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
         free(applied);
         return TFTAP_ENOMEM;
     }
+    for (size_t i = 0; i < out->n; i++)
+        applies[i] = &out->v[i];
+    qsort(applies, out->n, sizeof *applies, cmp_started);
+    for (size_t i = 0; i < out->n; i++)
+        applies[i]->seq = i;
     for (size_t i = 0; i < out->n; i++) {
         struct rel *r = &out->v[i];
         if (r->kind == K_APPLY && r->planned[0])
@@ -454,7 +487,7 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
         if (r->kind == K_PLAN && r->prior_null && r->config[0])
             halves[nh++] = r;
     }
-    qsort(applies, na, sizeof *applies, cmp_apply);
+    qsort(applies, na, sizeof *applies, cmp_apply_seq);
     qsort(halves, nh, sizeof *halves, cmp_half);
     qsort(applied, nd, sizeof *applied, cmp_applied);
     for (size_t i = 0; i < out->n; i++) {
@@ -471,7 +504,7 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
                 else
                     hi = mid;
             }
-            if (lo > 0 && cmp_apply(&applies[lo - 1], &r) == 0 && applies[lo - 1]->id > r->id)
+            if (lo > 0 && cmp_apply(&applies[lo - 1], &r) == 0 && applies[lo - 1]->seq > r->seq)
                 r->superseded = 1;
         }
         if (r->address) {
@@ -486,7 +519,7 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
                     hi = mid;
             }
             if (lo > 0 && cmp_str(applied[lo - 1]->address, r->address) == 0 &&
-                applied[lo - 1]->id > r->id)
+                applied[lo - 1]->seq > r->seq)
                 r->superseded = 1;
         }
         if (r->replaces && r->config[0]) {

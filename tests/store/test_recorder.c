@@ -1071,6 +1071,22 @@ static void test_apply_supersedes_plan(void)
     CHECK(!contains(o, "PlanResourceChange"));
     tftap_buf_done(&k.out);
     store_close(s);
+
+    /* Rows are numbered in the order recorders wrote them, and each
+     * provider process has a recorder of its own: which call came first is
+     * told by when each started. A plan that started after the apply is
+     * not the plan the apply carried out, whatever its row's number. */
+    CHECK_INT_EQ(scalar("UPDATE calls SET started_us = (SELECT max(started_us) + 1000 FROM calls) "
+                        "WHERE rpc = 'PlanResourceChange' AND run_id = (SELECT max(id) FROM runs) "
+                        "RETURNING 1"),
+                 1);
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    k = (struct seen){0, 0, ANALYSIS_ACTION_NOOP, TFTAP_BUF_INIT};
+    CHECK_INT_EQ(store_changes_each(s, run, NULL, seen_cb, &k), 0);
+    CHECK_INT_EQ(k.n, 2);
+    CHECK_INT_EQ(k.superseded, 0);
+    tftap_buf_done(&k.out);
+    store_close(s);
 }
 
 /* count = 3 over equal values: three plans that only order tells apart get
