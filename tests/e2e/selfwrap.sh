@@ -138,6 +138,9 @@ check "dev overrides wrapped again: simple's shim stands for its dev binary" \
 (cd "$d" && TF_CLI_CONFIG_FILE=$dev_cfg TFTEST_RPC_LOG=$WORK/dev.log timeout 300 tofu apply -auto-approve \
     -input=false -no-color >"$WORK/dev.out" 2>&1)
 check_eq "dev overrides wrapped again: apply exits 0" "$?" 0
+# As in plan(): under wrap nothing waits for the recorders; the last one
+# ends the run.
+wait_for 600 test "$(sqlite3 "$WORK/dev.db" "SELECT count(*) FROM runs WHERE ended_us IS NULL" 2>/dev/null)" = 0
 check_eq "dev overrides wrapped again: simple_resource applied once" "$(sqlite3 "$WORK/dev.db" \
     "SELECT count(*) FROM calls WHERE rpc = 'ApplyResourceChange' AND type_name = 'simple_resource'")" 1
 check "dev overrides wrapped again: every tftest5 call recorded once" \
