@@ -98,6 +98,21 @@ static void path_in(char *out, size_t n, const char *name)
     snprintf(out, n, "%s/%s", tmpdir, name);
 }
 
+/* A database of an older version, named name in the test's directory: made
+ * at the current version, then taken back by undo (SQL: the UNDO_ steps and
+ * the rows the test needs). */
+static void older_db(char *path, size_t n, const char *name, const char *undo)
+{
+    path_in(path, n, name);
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
+    store_close(s);
+    sqlite3 *db = NULL;
+    sqlite3_open(path, &db);
+    CHECK_INT_EQ(sqlite3_exec(db, undo, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
 static int64_t scalar(const char *db_path, const char *sql)
 {
     sqlite3 *db = NULL;
@@ -182,35 +197,25 @@ static void test_migrate_from_empty(void)
 static void test_migrate_from_1(void)
 {
     char path[400];
-    path_in(path, sizeof path, "v1.db");
+    older_db(path, sizeof path, "v1.db",
+             UNDO_8 UNDO_7 UNDO_6
+             "DROP VIEW v_resource_changes;"
+             "DROP INDEX runs_cli_key;"
+             "ALTER TABLE runs DROP COLUMN cli_key;"
+             "ALTER TABLE runs DROP COLUMN recorders;"
+             "DROP INDEX processes_binary_stat;"
+             "ALTER TABLE processes DROP COLUMN binary_stat;"
+             "CREATE VIEW v_resource_changes AS SELECT c.run_id, c.id AS call_id, c.rpc AS method "
+             "FROM calls c WHERE c.rpc IN ('PlanResourceChange', 'ApplyResourceChange', "
+             "'ReadResource');"
+             "INSERT INTO runs (id, started_us) VALUES (1, 1);"
+             "INSERT INTO processes (id, run_id, started_us) VALUES (1, 1, 1);"
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+             "type_name, request_json, response_json) VALUES (7, 1, 1, 1, "
+             "'/tfplugin6.Provider/ReadDataSource', 'ReadDataSource', 1, 'x_echo', "
+             "'{\"config\":{\"in\":1}}', '{\"state\":{\"in\":1,\"out\":2}}');"
+             "PRAGMA user_version = 1;");
     store *s = NULL;
-    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
-    store_close(s);
-    sqlite3 *db = NULL;
-    sqlite3_open(path, &db);
-    CHECK_INT_EQ(
-        sqlite3_exec(
-            db,
-            UNDO_8 UNDO_7 UNDO_6
-            "DROP VIEW v_resource_changes;"
-            "DROP INDEX runs_cli_key;"
-            "ALTER TABLE runs DROP COLUMN cli_key;"
-            "ALTER TABLE runs DROP COLUMN recorders;"
-            "DROP INDEX processes_binary_stat;"
-            "ALTER TABLE processes DROP COLUMN binary_stat;"
-            "CREATE VIEW v_resource_changes AS SELECT c.run_id, c.id AS call_id, c.rpc AS method "
-            "FROM calls c WHERE c.rpc IN ('PlanResourceChange', 'ApplyResourceChange', "
-            "'ReadResource');"
-            "INSERT INTO runs (id, started_us) VALUES (1, 1);"
-            "INSERT INTO processes (id, run_id, started_us) VALUES (1, 1, 1);"
-            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
-            "type_name, request_json, response_json) VALUES (7, 1, 1, 1, "
-            "'/tfplugin6.Provider/ReadDataSource', 'ReadDataSource', 1, 'x_echo', "
-            "'{\"config\":{\"in\":1}}', '{\"state\":{\"in\":1,\"out\":2}}');"
-            "PRAGMA user_version = 1;",
-            NULL, NULL, NULL),
-        SQLITE_OK);
-    sqlite3_close(db);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_resource_changes"), 0);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
@@ -228,23 +233,14 @@ static void test_migrate_from_1(void)
 static void test_migrate_from_3(void)
 {
     char path[400];
-    path_in(path, sizeof path, "v3.db");
+    older_db(path, sizeof path, "v3.db",
+             UNDO_8 UNDO_7 UNDO_6 "DROP INDEX runs_cli_key;"
+                                  "ALTER TABLE runs DROP COLUMN cli_key;"
+                                  "ALTER TABLE runs DROP COLUMN recorders;"
+                                  "INSERT INTO runs (id, command, started_us, ended_us, exit_code) "
+                                  "VALUES (1, 'tofu', 1, 2, 0);"
+                                  "PRAGMA user_version = 3;");
     store *s = NULL;
-    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
-    store_close(s);
-    sqlite3 *db = NULL;
-    sqlite3_open(path, &db);
-    CHECK_INT_EQ(sqlite3_exec(db,
-                              UNDO_8 UNDO_7 UNDO_6
-                              "DROP INDEX runs_cli_key;"
-                              "ALTER TABLE runs DROP COLUMN cli_key;"
-                              "ALTER TABLE runs DROP COLUMN recorders;"
-                              "INSERT INTO runs (id, command, started_us, ended_us, exit_code) "
-                              "VALUES (1, 'tofu', 1, 2, 0);"
-                              "PRAGMA user_version = 3;",
-                              NULL, NULL, NULL),
-                 SQLITE_OK);
-    sqlite3_close(db);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
     CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
@@ -260,68 +256,58 @@ static void test_migrate_from_3(void)
 static void test_migrate_from_3_calls(void)
 {
     char path[400];
-    path_in(path, sizeof path, "v3calls.db");
+    older_db(path, sizeof path, "v3calls.db",
+             UNDO_8 UNDO_7 UNDO_6
+             "DROP INDEX runs_cli_key;"
+             "ALTER TABLE runs DROP COLUMN cli_key;"
+             "ALTER TABLE runs DROP COLUMN recorders;"
+             "DROP VIEW v_calls;"
+             "CREATE VIEW v_calls AS SELECT"
+             "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
+             "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, c.address,"
+             "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"
+             "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"
+             "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"
+             "  c.request_json, c.response_json, c.decode_error"
+             "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id;"
+             "INSERT INTO runs (id, started_us, ended_us) VALUES (1, 1, 100);"
+             "INSERT INTO runs (id, started_us) VALUES (2, 1);"
+             "INSERT INTO processes (id, run_id, started_us) VALUES (1, 1, 1), (2, 2, 1);"
+             /* 1: go-plugin's stdio stream cut as the provider exits. */
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, stream, "
+             "started_us, ended_us, status_code) VALUES (1, 1, 1, 1, "
+             "'/plugin.GRPCStdio/StreamStdio', 'StreamStdio', 1, 1, 90, 14);"
+             /* 2: Shutdown never answered. */
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us) "
+             "VALUES (2, 1, 1, 2, '/plugin.GRPCController/Shutdown', 'Shutdown', 80);"
+             /* 3: an apply answered OK with an error and a warning. */
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+             "ended_us, status_code, response_json) VALUES (3, 1, 1, 3, "
+             "'/tfplugin6.Provider/ApplyResourceChange', 'ApplyResourceChange', 10, 20, 0, "
+             "'{\"diagnostics\":[{\"severity\":\"ERROR\",\"summary\":\"x\"},"
+             "{\"severity\":\"WARNING\",\"summary\":\"y\"}]}');"
+             /* 4: a warning only. */
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+             "ended_us, status_code, response_json) VALUES (4, 1, 1, 4, "
+             "'/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', 5, 6, 0, "
+             "'{\"diagnostics\":[{\"severity\":\"WARNING\",\"summary\":\"y\"}]}');"
+             /* 5: a provider call never answered in a run that ended. */
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us) "
+             "VALUES (5, 1, 1, 5, '/tfplugin6.Provider/ReadResource', 'ReadResource', 30);"
+             /* 6: INTERNAL, with text that is not JSON but names a severity. */
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+             "ended_us, status_code, response_json) VALUES (6, 1, 1, 6, "
+             "'/tfplugin6.Provider/ValidateResourceConfig', 'ValidateResourceConfig', 40, 41, 13, "
+             "'{\"severity\": oops');"
+             /* 7: in flight while its run is still going: not (yet) failed. */
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us) "
+             "VALUES (7, 2, 2, 1, '/tfplugin6.Provider/ReadResource', 'ReadResource', 30);"
+             /* 8: StartStream ending with INTERNAL is no teardown. */
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, stream, "
+             "started_us, ended_us, status_code) VALUES (8, 1, 1, 8, "
+             "'/plugin.GRPCBroker/StartStream', 'StartStream', 1, 1, 90, 13);"
+             "PRAGMA user_version = 3;");
     store *s = NULL;
-    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
-    store_close(s);
-    sqlite3 *db = NULL;
-    sqlite3_open(path, &db);
-    CHECK_INT_EQ(
-        sqlite3_exec(
-            db,
-            UNDO_8 UNDO_7 UNDO_6
-            "DROP INDEX runs_cli_key;"
-            "ALTER TABLE runs DROP COLUMN cli_key;"
-            "ALTER TABLE runs DROP COLUMN recorders;"
-            "DROP VIEW v_calls;"
-            "CREATE VIEW v_calls AS SELECT"
-            "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
-            "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, c.address,"
-            "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"
-            "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"
-            "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"
-            "  c.request_json, c.response_json, c.decode_error"
-            "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id;"
-            "INSERT INTO runs (id, started_us, ended_us) VALUES (1, 1, 100);"
-            "INSERT INTO runs (id, started_us) VALUES (2, 1);"
-            "INSERT INTO processes (id, run_id, started_us) VALUES (1, 1, 1), (2, 2, 1);"
-            /* 1: go-plugin's stdio stream cut as the provider exits. */
-            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, stream, "
-            "started_us, ended_us, status_code) VALUES (1, 1, 1, 1, "
-            "'/plugin.GRPCStdio/StreamStdio', 'StreamStdio', 1, 1, 90, 14);"
-            /* 2: Shutdown never answered. */
-            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us) "
-            "VALUES (2, 1, 1, 2, '/plugin.GRPCController/Shutdown', 'Shutdown', 80);"
-            /* 3: an apply answered OK with an error and a warning. */
-            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
-            "ended_us, status_code, response_json) VALUES (3, 1, 1, 3, "
-            "'/tfplugin6.Provider/ApplyResourceChange', 'ApplyResourceChange', 10, 20, 0, "
-            "'{\"diagnostics\":[{\"severity\":\"ERROR\",\"summary\":\"x\"},"
-            "{\"severity\":\"WARNING\",\"summary\":\"y\"}]}');"
-            /* 4: a warning only. */
-            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
-            "ended_us, status_code, response_json) VALUES (4, 1, 1, 4, "
-            "'/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', 5, 6, 0, "
-            "'{\"diagnostics\":[{\"severity\":\"WARNING\",\"summary\":\"y\"}]}');"
-            /* 5: a provider call never answered in a run that ended. */
-            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us) "
-            "VALUES (5, 1, 1, 5, '/tfplugin6.Provider/ReadResource', 'ReadResource', 30);"
-            /* 6: INTERNAL, with text that is not JSON but names a severity. */
-            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
-            "ended_us, status_code, response_json) VALUES (6, 1, 1, 6, "
-            "'/tfplugin6.Provider/ValidateResourceConfig', 'ValidateResourceConfig', 40, 41, 13, "
-            "'{\"severity\": oops');"
-            /* 7: in flight while its run is still going: not (yet) failed. */
-            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us) "
-            "VALUES (7, 2, 2, 1, '/tfplugin6.Provider/ReadResource', 'ReadResource', 30);"
-            /* 8: StartStream ending with INTERNAL is no teardown. */
-            "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, stream, "
-            "started_us, ended_us, status_code) VALUES (8, 1, 1, 8, "
-            "'/plugin.GRPCBroker/StartStream', 'StartStream', 1, 1, 90, 13);"
-            "PRAGMA user_version = 3;",
-            NULL, NULL, NULL),
-        SQLITE_OK);
-    sqlite3_close(db);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
     CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
@@ -420,20 +406,11 @@ static int uuid_ok(const char *path, const char *where)
 static void test_migrate_from_5(void)
 {
     char path[400];
-    path_in(path, sizeof path, "v5.db");
+    older_db(path, sizeof path, "v5.db",
+             UNDO_8 UNDO_7 UNDO_6 "INSERT INTO runs (id, command, started_us) VALUES "
+                                  "(1, 'tofu', 1), (2, 'tofu', 2), (3, 'tofu', 3);"
+                                  "PRAGMA user_version = 5;");
     store *s = NULL;
-    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
-    store_close(s);
-    sqlite3 *db = NULL;
-    sqlite3_open(path, &db);
-    CHECK_INT_EQ(sqlite3_exec(db,
-                              UNDO_8 UNDO_7 UNDO_6
-                              "INSERT INTO runs (id, command, started_us) VALUES "
-                              "(1, 'tofu', 1), (2, 'tofu', 2), (3, 'tofu', 3);"
-                              "PRAGMA user_version = 5;",
-                              NULL, NULL, NULL),
-                 SQLITE_OK);
-    sqlite3_close(db);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
     CHECK_INT_EQ(uuid_ok(path, "id <= 3"), 3);
@@ -447,6 +424,7 @@ static void test_migrate_from_5(void)
     char q[100];
     snprintf(q, sizeof q, "id IN (%lld, %lld)", (long long)r, (long long)j);
     CHECK_INT_EQ(uuid_ok(path, q), 2);
+    sqlite3 *db = NULL;
     sqlite3_open(path, &db);
     CHECK_INT_EQ(
         sqlite3_exec(db, "INSERT INTO runs (id, started_us) VALUES (9, 9)", NULL, NULL, NULL),
@@ -467,33 +445,23 @@ static void test_migrate_from_5(void)
 static void test_migrate_from_7(void)
 {
     char path[400];
-    path_in(path, sizeof path, "v7.db");
+    older_db(path, sizeof path, "v7.db",
+             UNDO_8 "INSERT INTO runs (id, started_us, ended_us) VALUES (1, 1, 100);"
+                    "INSERT INTO processes (id, run_id, started_us) VALUES (1, 1, 1);"
+                    "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+                    "ended_us, status_code, type_name, request_json, response_json, address, "
+                    "address_note) VALUES "
+                    "(1, 1, 1, 1, '/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', "
+                    "1, 2, 0, 't_x', '{\"config\":{}}', '{\"diagnostics\":[{\"severity\":"
+                    "\"WARNING\",\"summary\":\"w\"}]}', 't_x.a[0]', 'identical to a[1]'),"
+                    "(2, 1, 1, 2, '/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', "
+                    "3, 4, 0, 't_x', '{}', '{}', NULL, 'values match none'),"
+                    "(3, 1, 1, 3, '/tfplugin6.Provider/ReadDataSource', 'ReadDataSource', "
+                    "5, 6, 0, 't_d', '{}', '{}', 'data.t_d.d', NULL),"
+                    "(4, 1, 1, 4, '/tfplugin6.Provider/GetProviderSchema', 'GetProviderSchema', "
+                    "7, 8, 0, NULL, NULL, NULL, NULL, NULL);"
+                    "PRAGMA user_version = 7;");
     store *s = NULL;
-    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
-    store_close(s);
-    sqlite3 *db = NULL;
-    sqlite3_open(path, &db);
-    CHECK_INT_EQ(
-        sqlite3_exec(
-            db,
-            UNDO_8 "INSERT INTO runs (id, started_us, ended_us) VALUES (1, 1, 100);"
-                   "INSERT INTO processes (id, run_id, started_us) VALUES (1, 1, 1);"
-                   "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
-                   "ended_us, status_code, type_name, request_json, response_json, address, "
-                   "address_note) VALUES "
-                   "(1, 1, 1, 1, '/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', "
-                   "1, 2, 0, 't_x', '{\"config\":{}}', '{\"diagnostics\":[{\"severity\":"
-                   "\"WARNING\",\"summary\":\"w\"}]}', 't_x.a[0]', 'identical to a[1]'),"
-                   "(2, 1, 1, 2, '/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', "
-                   "3, 4, 0, 't_x', '{}', '{}', NULL, 'values match none'),"
-                   "(3, 1, 1, 3, '/tfplugin6.Provider/ReadDataSource', 'ReadDataSource', "
-                   "5, 6, 0, 't_d', '{}', '{}', 'data.t_d.d', NULL),"
-                   "(4, 1, 1, 4, '/tfplugin6.Provider/GetProviderSchema', 'GetProviderSchema', "
-                   "7, 8, 0, NULL, NULL, NULL, NULL, NULL);"
-                   "PRAGMA user_version = 7;",
-            NULL, NULL, NULL),
-        SQLITE_OK);
-    sqlite3_close(db);
     CHECK_INT_EQ(scalar(path, "SELECT count(address) FROM calls"), 2);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
