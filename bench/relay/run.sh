@@ -19,9 +19,12 @@
 #    tftap records into a temporary database all along, as in real use.
 # 2. `tofu plan` of COUNT tftest5_trigger resources with all of them in the
 #    state (so every plan refreshes and plans each one: ReadResource and
-#    PlanResourceChange per resource), directly and through `tftap run`,
-#    alternating, REPS times each: median wall time, overhead, the median of
-#    the pair ratios (each tftap run against the direct run beside it), and
+#    PlanResourceChange per resource), directly, directly with the
+#    dev_overrides tftap run uses (direct-dev: tofu skips its lock file checks
+#    for an overridden provider, and that alone makes its plan cheaper) and
+#    through `tftap run`, in rotating order, REPS times each: median wall
+#    time, overhead, the median of the pair ratios (each tftap run against the
+#    direct and direct-dev runs beside it), and
 #    the peak RSS of tftap's shim processes (relaybench rss samples VmHWM of
 #    every tftap process in /proc every 20 ms; see bench/README.md). The runs
 #    record into one database per size, as a user's runs go into
@@ -149,6 +152,15 @@ printf "#!/bin/sh\nexec '%s' shim '%s' \"\$@\"\n" "$tftap" "$work/norec/tftap-sh
     >"$work/norec/$(basename "$shim")"
 chmod +x "$work/norec/$(basename "$shim")"
 shim_norec=$work/norec/$(basename "$shim")
+# tftap run sends tofu to its shims with dev_overrides, and tofu treats an
+# overridden provider differently from an installed one (it skips the lock
+# file's checks; at 1,000 resources its plan is measurably cheaper). The
+# direct-dev side runs tofu with the same overrides pointing at the real
+# provider, so that tftap's own cost shows apart from that difference.
+devrc=$work/direct-dev.tfrc
+provdir=$(dirname "$(jq -r .binary "$(dirname "$shim")/tftap-shim.json")")
+sed "s#\"$(dirname "$shim")\"#\"$provdir\"#" "$work/wrap/tftap.tfrc" >"$devrc"
+grep -q "\"$provdir\"" "$devrc" || { echo "run.sh: no dev_overrides in $work/wrap/tftap.tfrc" >&2; exit 1; }
 
 # start_provider NAME [PEM]: the provider started as go-plugin starts it, its
 # handshake read from a fifo (kept open: go-plugin never writes it again).
@@ -277,7 +289,7 @@ if [ "$do_plan" = 1 ]; then
     # wall: until the command exits (what the user waits for); drained: until
     # the last process under it (tftap's recorders, flushing) has exited;
     # CPU: user+sys of every process under it, recorders included.
-    printf '%-9s %-6s %4s %8s %7s %7s %8s | %8s %8s %8s | %s\n' resources side reps "wall s" "min" "max" \
+    printf '%-9s %-10s %4s %8s %7s %7s %8s | %8s %8s %8s | %s\n' resources side reps "wall s" "min" "max" \
         overhead "drained" "CPU s" "CPU ovh" "tftap shim processes: peak RSS"
     for size in $sizes; do
         t0=$(now)
@@ -302,21 +314,32 @@ if [ "$do_plan" = 1 ]; then
         "$bench" rss -exe "$tftap" -interval 20ms -o "$work/rss-$size" &
         rss_pid=$!
         pids+=("$rss_pid")
-        for f in direct tftap; do : >"$work/$f-$size"; : >"$work/$f-cpu-$size"; : >"$work/$f-drain-$size"; done
+        for f in direct direct-dev tftap; do
+            : >"$work/$f-$size"
+            : >"$work/$f-cpu-$size"
+            : >"$work/$f-drain-$size"
+        done
         if [ "$fresh_db" = 0 ]; then
             db=$work/plan-$size.db
             (cd "$work/plan" && "$tftap" run --db "$db" -- "$tofu" plan -input=false -lock=false \
                 -no-color -var "n=$size" >"$work/plan.log" 2>&1) || { tail -20 "$work/plan.log"; exit 1; }
         fi
         for r in $(seq 1 "$reps"); do
-            # Alternate which side goes first, so neither always follows the other.
-            order="direct tftap"
-            [ $((r % 2)) = 0 ] && order="tftap direct"
+            # Rotate which side goes first, so none always follows another.
+            case $((r % 3)) in
+            1) order="direct direct-dev tftap" ;;
+            2) order="direct-dev tftap direct" ;;
+            0) order="tftap direct direct-dev" ;;
+            esac
             for side in $order; do
                 [ "$fresh_db" = 0 ] || db=$work/plan-$size-$r.db
                 if [ $side = direct ]; then
                     (cd "$work/plan" && "$bench" cpu -- "$tofu" plan -input=false -lock=false -no-color \
                         -var "n=$size" >"$work/plan.log" 2>&1) || { tail -20 "$work/plan.log"; exit 1; }
+                elif [ $side = direct-dev ]; then
+                    (cd "$work/plan" && TF_CLI_CONFIG_FILE=$devrc "$bench" cpu -- "$tofu" plan -input=false \
+                        -lock=false -no-color -var "n=$size" >"$work/plan.log" 2>&1) ||
+                        { tail -20 "$work/plan.log"; exit 1; }
                 else
                     (cd "$work/plan" && "$bench" cpu -- "$tftap" run --db "$db" -- "$tofu" plan -input=false \
                         -lock=false -no-color -var "n=$size" >"$work/plan.log" 2>&1) ||
@@ -339,7 +362,7 @@ if [ "$do_plan" = 1 ]; then
         ct=$(median <"$work/tftap-cpu-$size")
         calls=$(sqlite3 -cmd '.timeout 10000' "$db" "select count(*) from calls" 2>/dev/null || echo "?")
         rss=$(cat "$work/rss-$size")
-        for side in direct tftap; do
+        for side in direct direct-dev tftap; do
             m=$(median <"$work/$side-$size")
             lo=$(sort -g "$work/$side-$size" | head -n 1)
             hi=$(sort -g "$work/$side-$size" | tail -n 1)
@@ -347,6 +370,10 @@ if [ "$do_plan" = 1 ]; then
             dr=$(median <"$work/$side-drain-$size")
             if [ $side = direct ]; then
                 ov="" cov="" extra=""
+            elif [ $side = direct-dev ]; then
+                ov=$(awk -v d="$md" -v t="$m" 'BEGIN { printf "%+.1f%%", (t / d - 1) * 100 }')
+                cov=$(awk -v d="$cd_" -v t="$c" 'BEGIN { printf "%+.1f%%", (t / d - 1) * 100 }')
+                extra="tofu with tftap run's dev_overrides, to the real provider"
             else
                 ov=$(awk -v d="$md" -v t="$mt" 'BEGIN { printf "%+.1f%%", (t / d - 1) * 100 }')
                 cov=$(awk -v d="$cd_" -v t="$ct" 'BEGIN { printf "%+.1f%%", (t / d - 1) * 100 }')
@@ -357,20 +384,24 @@ if [ "$do_plan" = 1 ]; then
                         v["all_at_once_peak_mib"], v["relays"], v["provider_peak_mib"] }')
                 extra="$extra; $calls calls recorded in the last run"
             fi
-            printf '%-9s %-6s %4s %8.2f %7.2f %7.2f %8s | %8.2f %8.2f %8s | %s\n' "$size" "$side" "$reps" "$m" "$lo" "$hi" \
+            printf '%-9s %-10s %4s %8.2f %7.2f %7.2f %8s | %8.2f %8.2f %8s | %s\n' "$size" "$side" "$reps" "$m" "$lo" "$hi" \
                 "$ov" "$dr" "$c" "$cov" "$extra"
         done
         # Runs side by side share the machine's state of the moment: their
         # ratio varies less than either side's times.
-        for k in "" -cpu; do
-            paste "$work/tftap$k-$size" "$work/direct$k-$size" | awk '{ printf "%.4f\n", $1 / $2 }' \
-                >"$work/ratio$k-$size"
+        for base in direct direct-dev; do
+            for k in "" -cpu; do
+                paste "$work/tftap$k-$size" "$work/$base$k-$size" | awk '{ printf "%.4f\n", $1 / $2 }' \
+                    >"$work/ratio$k-$base-$size"
+            done
+            r_=$work/ratio-$base-$size
+            say "pair ratios tftap/$base: wall median $(median <"$r_")x" \
+                "($(sort -g "$r_" | head -n 1)-$(sort -g "$r_" | tail -n 1)), CPU" \
+                "median $(median <"$work/ratio-cpu-$base-$size")x; wall ratios: $(tr '\n' ' ' <"$r_")"
         done
-        say "pair ratios tftap/direct: wall median $(median <"$work/ratio-$size")x" \
-            "($(sort -g "$work/ratio-$size" | head -n 1)-$(sort -g "$work/ratio-$size" | tail -n 1)), CPU" \
-            "median $(median <"$work/ratio-cpu-$size")x; wall ratios: $(tr '\n' ' ' <"$work/ratio-$size")"
-        say "wall (s): direct $(tr '\n' ' ' <"$work/direct-$size"); tftap $(tr '\n' ' ' <"$work/tftap-$size")"
-        say "CPU (s): direct $(tr '\n' ' ' <"$work/direct-cpu-$size"); tftap $(tr '\n' ' ' <"$work/tftap-cpu-$size")"
+        for side in direct direct-dev tftap; do
+            say "$side: wall (s) $(tr '\n' ' ' <"$work/$side-$size"); CPU (s) $(tr '\n' ' ' <"$work/$side-cpu-$size")"
+        done
     done
 fi
 say "done; load $(cut -d' ' -f1-3 /proc/loadavg)"
