@@ -21,15 +21,11 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/run_int.h"
 #include "cli/wrap.h"
 #include "proxy/proxy.h"
 #include "analysis/analysis.h"
 #include "store/store.h"
-
-#define CAPTURE_MAX (256u << 20) /* `tofu show -json` of a large state */
-#define VERSION_MAX (64u << 10)
-
-extern char **environ;
 
 static volatile sig_atomic_t child_pid;
 
@@ -44,118 +40,6 @@ static void forward_signal(int sig, siginfo_t *info, void *uctx)
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 #define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
-
-/* A command started with its stdout into a pipe (capture_start), read and
- * reaped later (capture_finish). */
-struct captured {
-    pid_t pid; /* 0: not started */
-    int fd;
-};
-
-/* Start argv in dir (NULL: ours) with env (NULL: ours), stdout into a
- * pipe, stdin and stderr on /dev/null. 0, or -1 when it could not be
- * started. */
-static int capture_start(char *const *argv, char *const *env, const char *dir, struct captured *c)
-{
-    int fds[2];
-    c->pid = 0;
-    c->fd = -1;
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_RDWR);
-        if (devnull >= 0) {
-            dup2(devnull, 0);
-            dup2(devnull, 2);
-        }
-        dup2(fds[1], 1);
-        if (dir != NULL && chdir(dir) != 0)
-            _exit(127);
-        if (env != NULL)
-            execvpe(argv[0], argv, env);
-        else
-            execvp(argv[0], argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    c->pid = pid;
-    c->fd = fds[0];
-    return 0;
-}
-
-/* Its stdout into out (at most max bytes kept), then its exit status as
- * run_command gives it, or -1 when it was not started. */
-static int capture_finish(struct captured *c, size_t max, tftap_buf *out)
-{
-    if (c->pid <= 0)
-        return -1;
-    char chunk[65536];
-    for (;;) {
-        ssize_t n = read(c->fd, chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        if (out->len + (size_t)n <= max)
-            tftap_buf_append(out, chunk, (size_t)n);
-    }
-    close(c->fd);
-    c->fd = -1;
-    int st;
-    pid_t pid = c->pid;
-    c->pid = 0;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* Run argv with stdout captured into out (at most max bytes kept) and
- * stderr discarded, with env (NULL = ours). Returns the exit status as
- * run_command does, or -1 when it could not be started. */
-static int capture(char *const *argv, char *const *env, const char *dir, size_t max, tftap_buf *out)
-{
-    struct captured c;
-    if (capture_start(argv, env, dir, &c) != 0)
-        return -1;
-    return capture_finish(&c, max, out);
-}
-
-/* `CLI version -json`, started (the CLI's start-up is most of its cost:
- * it runs beside tftap's own work after the command) and read later. */
-static void cli_version_start(const char *cli_path, struct captured *c)
-{
-    char *argv[] = {(char *)cli_path, "version", "-json", NULL};
-    if (capture_start(argv, NULL, NULL, c) != 0)
-        c->pid = 0;
-}
-
-/* The CLI's version it printed, or NULL; remembered for the next run
- * (cli_version.c). A CLI not started (c->pid 0) is read as nothing. */
-static char *cli_version_finish(const char *cli_path, struct captured *c)
-{
-    tftap_buf out = TFTAP_BUF_INIT;
-    char *v = NULL;
-    if (capture_finish(c, VERSION_MAX, &out) == 0 && !tftap_buf_failed(&out)) {
-        sj_doc *doc = NULL;
-        if (sj_parse(out.data, out.len, 0, &doc) == 0) {
-            const sj_node *tv = sj_get(sj_root(doc), "terraform_version");
-            if (tv && tv->kind == SJ_STRING && !memchr(tv->str, '\0', tv->len))
-                v = strdup(tv->str);
-        }
-        sj_free(doc);
-    }
-    tftap_buf_done(&out);
-    if (v != NULL)
-        cli_version_remember(cli_path, v);
-    return v;
-}
 
 /* What the command line says: the subcommand, -chdir and a plan's -out. */
 struct cmdline {
@@ -204,33 +88,6 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *c)
         else if (strcmp(a, "-out") == 0 && i + 1 < argc)
             c->out = argv[++i];
     }
-}
-
-/* An environment like ours with the given variables set (name=value
- * strings, replacing ours). The array is heap; its strings are borrowed
- * except the new ones, which the caller keeps alive. */
-static char **env_with(char *const *add, size_t nadd)
-{
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = calloc(n + nadd + 1, sizeof *env);
-    if (env == NULL)
-        return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        int replaced = 0;
-        for (size_t j = 0; j < nadd; j++) {
-            size_t nl = strcspn(add[j], "=");
-            replaced |= strncmp(environ[i], add[j], nl + 1) == 0;
-        }
-        if (!replaced)
-            env[k++] = environ[i];
-    }
-    for (size_t j = 0; j < nadd; j++)
-        env[k++] = add[j];
-    env[k] = NULL;
-    return env;
 }
 
 /* Run the user's command attached to the terminal; returns its exit code
@@ -622,186 +479,6 @@ static int finish_later(const char *db, int64_t run_id, int code, const char *ve
     return WIFEXITED(wst) && WEXITSTATUS(wst) == 0 ? 0 : -1;
 }
 
-/* ---- --reattach: tftap starts each provider itself ------------------------
- * One child process per provider runs proxy_run() (which owns the process:
- * it blocks signals, reaps and relays) and prints go-plugin's handshake
- * line; the CLI is told where to connect through TF_REATTACH_PROVIDERS and
- * launches nothing. Closing a child's stop pipe ends it and its provider. */
-
-struct reattached {
-    pid_t pid;
-    int stop_w; /* write end of the stop pipe, -1 once closed */
-};
-
-static void reattach_warn(void *ctx, const char *message)
-{
-    (void)ctx;
-    cli_error("%s", message);
-}
-
-/* Read one handshake line (at most 64 KiB) from fd. */
-static int read_line(int fd, tftap_buf *line)
-{
-    char c;
-    for (;;) {
-        ssize_t n = read(fd, &c, 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return line->len ? 0 : -1;
-        if (c == '\n')
-            return 0;
-        if (line->len >= 65536)
-            return -1;
-        tftap_buf_putc(line, c);
-    }
-}
-
-static void reattach_stop(struct reattached *r, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (r[i].stop_w >= 0) {
-            close(r[i].stop_w);
-            r[i].stop_w = -1;
-        }
-    for (size_t i = 0; i < n; i++)
-        if (r[i].pid > 0) {
-            while (waitpid(r[i].pid, NULL, 0) < 0 && errno == EINTR)
-                ;
-            r[i].pid = 0;
-        }
-}
-
-/* Start every provider of set behind a proxy; fills json with the value of
- * TF_REATTACH_PROVIDERS. On failure everything started is stopped again. */
-static int reattach_start(const struct wrap_set *set, const struct wrap_opts *o, int64_t run_id,
-                          const char *run_dir, struct reattached *r, tftap_buf *json,
-                          tftap_buf *err)
-{
-    static char cookie[] = PLUGIN_COOKIE_KEY "=" PLUGIN_COOKIE_VALUE;
-    char *add[1] = {cookie};
-    char **env = env_with(add, 1);
-    size_t started = 0;
-    int rc = TFTAP_ECHILD;
-
-    if (env == NULL) {
-        tftap_buf_puts(err, "out of memory");
-        return TFTAP_ENOMEM;
-    }
-    tftap_buf_putc(json, '{');
-    for (size_t i = 0; i < set->n; i++) {
-        const struct wrap_provider *p = &set->v[i];
-        int hs[2], stop[2];
-        r[i].pid = 0;
-        r[i].stop_w = -1;
-        if (pipe2(hs, O_CLOEXEC) != 0)
-            goto fail_errno;
-        if (pipe2(stop, O_CLOEXEC) != 0) {
-            close(hs[0]);
-            close(hs[1]);
-            goto fail_errno;
-        }
-        pid_t pid = fork();
-        if (pid < 0) {
-            close(hs[0]);
-            close(hs[1]);
-            close(stop[0]);
-            close(stop[1]);
-            goto fail_errno;
-        }
-        if (pid == 0) {
-            /* Earlier proxies must see EOF on their stop pipes when the
-             * parent closes them: hold no copies. */
-            for (size_t j = 0; j < i; j++)
-                close(r[j].stop_w);
-            close(hs[0]);
-            close(stop[1]);
-            proxy_config cfg;
-            tftap_buf e = TFTAP_BUF_INIT;
-            proxy_config_init(&cfg);
-            cfg.provider = p->addr;
-            cfg.version = p->version;
-            cfg.binary = p->binary;
-            cfg.envp = env;
-            cfg.db = o->db;
-            cfg.run_id = run_id;
-            cfg.record_sensitive = o->record_sensitive;
-            cfg.keep_raw = o->keep_raw;
-            cfg.out_fd = hs[1];
-            cfg.watch_out_fd = 0; /* the parent stops reading after the handshake */
-            cfg.stop_fd = stop[0];
-            cfg.warn = reattach_warn;
-            cfg.recorder_hold_fd = wrap_recorder_lock(run_dir, p->addr);
-            otlp_config oc;
-            char *otlp_url = NULL;
-            if (cli_otlp_config(NULL, 0, &oc, &otlp_url) == 1)
-                cfg.otlp = &oc;
-            int code = proxy_run(&cfg, &e);
-            free(otlp_url);
-            if (e.len)
-                cli_error("%s: %s", p->addr, tftap_buf_cstr(&e));
-            fflush(stderr);
-            _exit(code);
-        }
-        close(hs[1]);
-        close(stop[0]);
-        r[i].pid = pid;
-        r[i].stop_w = stop[1];
-        started = i + 1;
-
-        /* 1|PROTO|unix|ADDRESS|grpc|CERT */
-        tftap_buf line = TFTAP_BUF_INIT;
-        int lrc = read_line(hs[0], &line);
-        close(hs[0]);
-        char *fields[6] = {0};
-        size_t nf = 0;
-        char *text = line.data;
-        if (lrc == 0 && text != NULL) {
-            /* Split in place at '|'; empty fields stay (the certificate may be). */
-            while (nf < 6) {
-                fields[nf++] = text;
-                char *bar = strchr(text, '|');
-                if (bar == NULL)
-                    break;
-                *bar = '\0';
-                text = bar + 1;
-            }
-        }
-        if (nf < 5 || strcmp(fields[2], "unix") != 0 || strcmp(fields[4], "grpc") != 0) {
-            tftap_buf_printf(err, "%s did not start behind the proxy", p->addr);
-            tftap_buf_done(&line);
-            goto fail;
-        }
-        char *end = NULL;
-        long proto = strtol(fields[1], &end, 10);
-        if (i)
-            tftap_buf_putc(json, ',');
-        tftap_buf_json_string(json, p->addr, strlen(p->addr));
-        tftap_buf_printf(json,
-                         ":{\"Protocol\":\"grpc\",\"ProtocolVersion\":%ld,\"Pid\":%d,"
-                         "\"Test\":true,\"Addr\":{\"Network\":\"unix\",\"String\":",
-                         (end && *end == '\0') ? proto : 5, (int)pid);
-        tftap_buf_json_string(json, fields[3], strlen(fields[3]));
-        tftap_buf_puts(json, "}}");
-        tftap_buf_done(&line);
-    }
-    tftap_buf_putc(json, '}');
-    free(env);
-    if (tftap_buf_failed(json)) {
-        tftap_buf_puts(err, "out of memory");
-        reattach_stop(r, started);
-        return TFTAP_ENOMEM;
-    }
-    return 0;
-
-fail_errno:
-    tftap_buf_printf(err, "cannot start a provider: %s", strerror(errno));
-fail:
-    reattach_stop(r, started);
-    free(env);
-    return rc;
-}
-
 /* How long to wait for the recorders: TFTAP_RECORDER_WAIT seconds, 60 by
  * default. */
 static unsigned recorder_wait_ms(void)
@@ -997,7 +674,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
                   strerror(errno));
         goto cleanup;
     }
-    if (ro->naux_env && (aux_env = env_with(ro->aux_env, ro->naux_env)) == NULL) {
+    if (ro->naux_env && (aux_env = run_env_with(ro->aux_env, ro->naux_env)) == NULL) {
         cli_error("out of memory");
         goto cleanup;
     }
@@ -1152,7 +829,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         }
         add[nadd++] = env_cfg;
     }
-    if ((env = env_with(add, nadd)) == NULL) {
+    if ((env = run_env_with(add, nadd)) == NULL) {
         cli_error("out of memory");
         goto cleanup;
     }
