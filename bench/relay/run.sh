@@ -43,6 +43,9 @@
 #                    applying the first size and growing the state with jq
 #   --big            n=3000 rounds=20 reps=5 sizes "1000 5000 10000"
 #   --fresh-db       every tftap run records into a database of its own
+#   --relay-only     a fourth plan side, relay-only: tofu with dev_overrides
+#                    to the shim without a database (relaying, no recorder,
+#                    no end of run), which tells tftap's costs apart
 # Needs: the peers (scripts/build-peers), nginx and openssl
 # (scripts/install-deps), Go. Default run: about 6-9 minutes on 2 cores.
 set -euo pipefail
@@ -58,6 +61,7 @@ do_plan=1
 nginx_tls=1
 real_apply=0
 fresh_db=0
+relay_only=0
 tftap=
 while [ $# -gt 0 ]; do
     case $1 in
@@ -71,6 +75,7 @@ while [ $# -gt 0 ]; do
     --no-nginx-tls) nginx_tls=0 ;;
     --real-apply) real_apply=1 ;;
     --fresh-db) fresh_db=1 ;;
+    --relay-only) relay_only=1 ;;
     --big) n=3000; rounds=20; reps=5; sizes="1000 5000 10000" ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -161,6 +166,10 @@ devrc=$work/direct-dev.tfrc
 provdir=$(dirname "$(jq -r .binary "$(dirname "$shim")/tftap-shim.json")")
 sed "s#\"$(dirname "$shim")\"#\"$provdir\"#" "$work/wrap/tftap.tfrc" >"$devrc"
 grep -q "\"$provdir\"" "$devrc" || { echo "run.sh: no dev_overrides in $work/wrap/tftap.tfrc" >&2; exit 1; }
+norecrc=$work/relay-only.tfrc
+sed "s#\"$(dirname "$shim")\"#\"$work/norec\"#" "$work/wrap/tftap.tfrc" >"$norecrc"
+sides="direct direct-dev tftap"
+[ "$relay_only" = 0 ] || sides="direct direct-dev relay-only tftap"
 
 # start_provider NAME [PEM]: the provider started as go-plugin starts it, its
 # handshake read from a fifo (kept open: go-plugin never writes it again).
@@ -314,7 +323,7 @@ if [ "$do_plan" = 1 ]; then
         "$bench" rss -exe "$tftap" -interval 20ms -o "$work/rss-$size" &
         rss_pid=$!
         pids+=("$rss_pid")
-        for f in direct direct-dev tftap; do
+        for f in $sides; do
             : >"$work/$f-$size"
             : >"$work/$f-cpu-$size"
             : >"$work/$f-drain-$size"
@@ -326,18 +335,21 @@ if [ "$do_plan" = 1 ]; then
         fi
         for r in $(seq 1 "$reps"); do
             # Rotate which side goes first, so none always follows another.
-            case $((r % 3)) in
-            1) order="direct direct-dev tftap" ;;
-            2) order="direct-dev tftap direct" ;;
-            0) order="tftap direct direct-dev" ;;
-            esac
+            set -- $sides
+            order=
+            for ((j = 0; j < $#; j++)); do
+                i=$(((j + r) % $# + 1))
+                order="$order ${!i}"
+            done
             for side in $order; do
                 [ "$fresh_db" = 0 ] || db=$work/plan-$size-$r.db
                 if [ $side = direct ]; then
                     (cd "$work/plan" && "$bench" cpu -- "$tofu" plan -input=false -lock=false -no-color \
                         -var "n=$size" >"$work/plan.log" 2>&1) || { tail -20 "$work/plan.log"; exit 1; }
-                elif [ $side = direct-dev ]; then
-                    (cd "$work/plan" && TF_CLI_CONFIG_FILE=$devrc "$bench" cpu -- "$tofu" plan -input=false \
+                elif [ $side = direct-dev ] || [ $side = relay-only ]; then
+                    rc=$devrc
+                    [ $side = direct-dev ] || rc=$norecrc
+                    (cd "$work/plan" && TF_CLI_CONFIG_FILE=$rc "$bench" cpu -- "$tofu" plan -input=false \
                         -lock=false -no-color -var "n=$size" >"$work/plan.log" 2>&1) ||
                         { tail -20 "$work/plan.log"; exit 1; }
                 else
@@ -362,7 +374,7 @@ if [ "$do_plan" = 1 ]; then
         ct=$(median <"$work/tftap-cpu-$size")
         calls=$(sqlite3 -cmd '.timeout 10000' "$db" "select count(*) from calls" 2>/dev/null || echo "?")
         rss=$(cat "$work/rss-$size")
-        for side in direct direct-dev tftap; do
+        for side in $sides; do
             m=$(median <"$work/$side-$size")
             lo=$(sort -g "$work/$side-$size" | head -n 1)
             hi=$(sort -g "$work/$side-$size" | tail -n 1)
@@ -370,10 +382,11 @@ if [ "$do_plan" = 1 ]; then
             dr=$(median <"$work/$side-drain-$size")
             if [ $side = direct ]; then
                 ov="" cov="" extra=""
-            elif [ $side = direct-dev ]; then
+            elif [ $side = direct-dev ] || [ $side = relay-only ]; then
                 ov=$(awk -v d="$md" -v t="$m" 'BEGIN { printf "%+.1f%%", (t / d - 1) * 100 }')
                 cov=$(awk -v d="$cd_" -v t="$c" 'BEGIN { printf "%+.1f%%", (t / d - 1) * 100 }')
                 extra="tofu with tftap run's dev_overrides, to the real provider"
+                [ $side = direct-dev ] || extra="tofu with dev_overrides to the shim without a database"
             else
                 ov=$(awk -v d="$md" -v t="$mt" 'BEGIN { printf "%+.1f%%", (t / d - 1) * 100 }')
                 cov=$(awk -v d="$cd_" -v t="$ct" 'BEGIN { printf "%+.1f%%", (t / d - 1) * 100 }')
@@ -389,17 +402,20 @@ if [ "$do_plan" = 1 ]; then
         done
         # Runs side by side share the machine's state of the moment: their
         # ratio varies less than either side's times.
-        for base in direct direct-dev; do
+        pairs="tftap/direct tftap/direct-dev"
+        [ "$relay_only" = 0 ] || pairs="$pairs relay-only/direct-dev tftap/relay-only"
+        for pair in $pairs; do
+            a=${pair%/*} base=${pair#*/}
             for k in "" -cpu; do
-                paste "$work/tftap$k-$size" "$work/$base$k-$size" | awk '{ printf "%.4f\n", $1 / $2 }' \
-                    >"$work/ratio$k-$base-$size"
+                paste "$work/$a$k-$size" "$work/$base$k-$size" | awk '{ printf "%.4f\n", $1 / $2 }' \
+                    >"$work/ratio$k-$a-$base-$size"
             done
-            r_=$work/ratio-$base-$size
-            say "pair ratios tftap/$base: wall median $(median <"$r_")x" \
+            r_=$work/ratio-$a-$base-$size
+            say "pair ratios $a/$base: wall median $(median <"$r_")x" \
                 "($(sort -g "$r_" | head -n 1)-$(sort -g "$r_" | tail -n 1)), CPU" \
-                "median $(median <"$work/ratio-cpu-$base-$size")x; wall ratios: $(tr '\n' ' ' <"$r_")"
+                "median $(median <"$work/ratio-cpu-$a-$base-$size")x; wall ratios: $(tr '\n' ' ' <"$r_")"
         done
-        for side in direct direct-dev tftap; do
+        for side in $sides; do
             say "$side: wall (s) $(tr '\n' ' ' <"$work/$side-$size"); CPU (s) $(tr '\n' ' ' <"$work/$side-cpu-$size")"
         done
     done
