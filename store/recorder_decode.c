@@ -1,19 +1,9 @@
-/* store: the recorder, caller's side and decode stage. Relay threads hand
- * it copies of what they relay through a byte-bounded queue. Behind the
- * queue two threads work as a pipeline, so that decoding and SQLite use two
- * cores:
- *
- *   decoder thread (this file): keeps each live call's state in memory,
- *     decodes its messages against the schema, and hands "ops" (call row
- *     images, schema rows, gap counts, ...) to the SQL thread;
- *   SQL thread (recorder_sql.c): owns the database connection and applies
- *     ops in batched IMMEDIATE transactions. Every op is idempotent (call
- *     rows are upserts of the call's whole state) and stays queued until its
- *     transaction commits, so a failed transaction loses nothing: it is
- *     applied again once the database is back.
- *
- * While the database cannot be opened or written, the decoder drops events
- * and counts them; the count becomes a gap row once it can. */
+/* store: the recorder's decoder thread (recorder.c has the whole picture).
+ * It takes the events the callers queued, keeps each live call's state in
+ * memory, decodes its messages against the schema, redacts them, and hands
+ * "ops" (call row images, schema rows, gap counts, ...) to the SQL thread
+ * (recorder_sql.c). It also learns the provider process's details and its
+ * binary's digest, and borrows a schema another recorder of the run wrote. */
 #include "store/recorder_int.h"
 
 #include <errno.h>
@@ -22,257 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-
-char *store_rec_dupstr(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p)
-        memcpy(p, s, n);
-    return p;
-}
-
-/* ---- the caller's side: enqueue ----------------------------------------- */
-
-static void event_free(struct event *ev)
-{
-    free(ev->owned);
-    free(ev);
-}
-
-void store_rec_release(store_recorder *r, size_t bytes)
-{
-    r->inflight_bytes -= bytes < r->inflight_bytes ? bytes : r->inflight_bytes;
-    pthread_cond_broadcast(&r->room);
-}
-
-/* Queue ev within the one bound: a full recorder drops it (counted, a gap
- * later) or, with opts.block_ms, makes the caller wait (a bounded time) for room. */
-static void enqueue(store_recorder *r, struct event *ev)
-{
-    int drop = 0, log_full = 0;
-    pthread_mutex_lock(&r->mu);
-    if (r->overflowing && r->inflight_bytes <= r->opts.max_queue_bytes / 2)
-        r->overflowing = 0; /* room again: wait, not drop */
-    if (r->opts.block_ms && !r->overflowing && !r->stop && r->inflight_bytes > 0 &&
-        r->inflight_bytes + ev->size > r->opts.max_queue_bytes) {
-        /* Wait for room, a bounded time: a recorder stuck longer (a
-         * database locked for seconds) drops, counted, until it is half
-         * empty, rather than hold its caller (the proxy must be able to
-         * flush and exit within go-plugin's two seconds). */
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += r->opts.block_ms / 1000;
-        until.tv_nsec += (long)(r->opts.block_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        while (!r->stop && r->inflight_bytes > 0 &&
-               r->inflight_bytes + ev->size > r->opts.max_queue_bytes)
-            if (pthread_cond_timedwait(&r->room, &r->mu, &until) == ETIMEDOUT) {
-                r->overflowing = 1;
-                break;
-            }
-    }
-    if (r->stop || r->inflight_bytes + ev->size > r->opts.max_queue_bytes) {
-        drop = 1;
-        r->stats.dropped++;
-        r->queue_lost++;
-        if (!r->logged_full && !r->stop) {
-            r->logged_full = 1;
-            log_full = 1;
-        }
-    } else {
-        ev->next = NULL;
-        *r->tail = ev;
-        r->tail = &ev->next;
-        r->queued_bytes += ev->size;
-        r->inflight_bytes += ev->size;
-        if (r->inflight_bytes > r->peak_bytes)
-            r->peak_bytes = r->inflight_bytes;
-        r->stats.events++;
-        /* A gathering decoder wakes at its deadline anyway. */
-        if (!r->decoder_gathering || r->queued_bytes >= GATHER_LIMIT(r))
-            pthread_cond_signal(&r->cv);
-    }
-    pthread_mutex_unlock(&r->mu);
-    if (drop)
-        event_free(ev);
-    if (log_full)
-        fprintf(stderr,
-                "tftap: recorder queue full (%zu bytes): dropping records, counted as a gap\n",
-                r->opts.max_queue_bytes);
-}
-
-static void count_drop(store_recorder *r)
-{
-    pthread_mutex_lock(&r->mu);
-    r->stats.dropped++;
-    r->queue_lost++;
-    pthread_mutex_unlock(&r->mu);
-}
-
-static struct event *event_new(enum ev_kind kind, uint64_t call_id, int64_t t_us, const char *text,
-                               const void *bytes, size_t len)
-{
-    size_t tl = text ? strlen(text) + 1 : 0;
-    if (len > SIZE_MAX - sizeof(struct event) - tl)
-        return NULL;
-    struct event *ev = malloc(sizeof *ev + len + tl);
-    if (!ev)
-        return NULL;
-    memset(ev, 0, sizeof *ev);
-    ev->kind = kind;
-    ev->call_id = call_id;
-    ev->t_us = t_us;
-    ev->size = sizeof *ev + len + tl;
-    ev->len = len;
-    ev->bytes = ev->data;
-    if (len)
-        memcpy(ev->data, bytes, len);
-    if (text) {
-        ev->text = (char *)ev->data + len;
-        memcpy(ev->text, text, tl);
-    }
-    return ev;
-}
-
-void store_recorder_call_begin(store_recorder *r, uint64_t call_id, const char *method,
-                               int64_t t_us)
-{
-    if (!r)
-        return;
-    struct event *ev = event_new(EV_BEGIN, call_id, t_us, method ? method : "", NULL, 0);
-    if (!ev) {
-        count_drop(r);
-        return;
-    }
-    enqueue(r, ev);
-}
-
-void store_recorder_message(store_recorder *r, uint64_t call_id, enum store_direction dir,
-                            int64_t t_us, const void *bytes, size_t len)
-{
-    if (!r)
-        return;
-    /* Refuse before copying what could never fit. */
-    if (len > r->opts.max_queue_bytes - sizeof(struct event)) {
-        count_drop(r);
-        return;
-    }
-    struct event *ev = event_new(EV_MESSAGE, call_id, t_us, NULL, bytes, len);
-    if (!ev) {
-        count_drop(r);
-        return;
-    }
-    ev->dir = dir;
-    enqueue(r, ev);
-}
-
-void store_recorder_message_take(store_recorder *r, uint64_t call_id, enum store_direction dir,
-                                 int64_t t_us, void *bytes, size_t len)
-{
-    if (!r) {
-        free(bytes);
-        return;
-    }
-    if (len > r->opts.max_queue_bytes - sizeof(struct event)) {
-        free(bytes);
-        count_drop(r);
-        return;
-    }
-    struct event *ev = event_new(EV_MESSAGE, call_id, t_us, NULL, NULL, 0);
-    if (!ev) {
-        free(bytes);
-        count_drop(r);
-        return;
-    }
-    ev->dir = dir;
-    ev->owned = bytes;
-    ev->bytes = bytes;
-    ev->len = len;
-    ev->size += len;
-    enqueue(r, ev);
-}
-
-void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why)
-{
-    if (!r || n == 0)
-        return;
-    pthread_mutex_lock(&r->mu);
-    r->stats.dropped += n;
-    if (why == STORE_LOST_QUEUE_FULL)
-        r->queue_lost += n;
-    else
-        r->input_lost += n;
-    pthread_cond_signal(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-}
-
-void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, int status_code,
-                             const char *status_message)
-{
-    if (!r)
-        return;
-    struct event *ev =
-        event_new(EV_END, call_id, t_us, status_message ? status_message : "", NULL, 0);
-    if (!ev) {
-        count_drop(r);
-        return;
-    }
-    ev->status = status_code;
-    enqueue(r, ev);
-}
-
-void store_recorder_process(store_recorder *r, const char *provider_addr, const char *version,
-                            const char *binary_path, int protocol_version, int pid)
-{
-    if (!r)
-        return;
-    char *a = store_rec_dupstr(provider_addr), *v = store_rec_dupstr(version),
-         *b = store_rec_dupstr(binary_path);
-    pthread_mutex_lock(&r->mu);
-    free(r->pinfo.provider);
-    free(r->pinfo.version);
-    free(r->pinfo.binary_path);
-    r->pinfo.provider = a;
-    r->pinfo.version = v;
-    r->pinfo.binary_path = b;
-    r->pinfo.protocol = protocol_version;
-    r->pinfo.pid = pid;
-    r->pinfo.changed = 1;
-    pthread_cond_signal(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-}
-
-void store_recorder_get_stats(store_recorder *r, store_recorder_stats *out)
-{
-    memset(out, 0, sizeof *out);
-    if (!r)
-        return;
-    pthread_mutex_lock(&r->mu);
-    *out = r->stats;
-    out->queued_bytes = r->queued_bytes;
-    out->inflight_bytes = r->inflight_bytes;
-    out->peak_bytes = r->peak_bytes;
-    pthread_mutex_unlock(&r->mu);
-}
-
-void store_recorder_tune(store_recorder *r, const store_recorder_tuning *t)
-{
-    if (!r || !t)
-        return;
-    pthread_mutex_lock(&r->mu);
-    if (t->retry_ms)
-        r->retry_ms = t->retry_ms;
-    if (t->commit_ms)
-        r->commit_ms = t->commit_ms;
-    pthread_cond_signal(&r->cv);
-    pthread_mutex_unlock(&r->mu);
-}
 
 /* ---- writer: calls in memory -------------------------------------------- */
 
@@ -302,7 +41,7 @@ static void call_free_raws(store_recorder *r, struct call *c)
     c->retain = 0;
 }
 
-static void call_free(store_recorder *r, struct call *c)
+void store_rec_call_free(store_recorder *r, struct call *c)
 {
     call_free_raws(r, c);
     free(c->method);
@@ -767,7 +506,7 @@ static void prune_calls(store_recorder *r)
             while (*b != c)
                 b = &(*b)->hnext;
             *b = c->hnext;
-            call_free(r, c);
+            store_rec_call_free(r, c);
         } else {
             pp = &c->lnext;
             r->calls_tail = &c->lnext;
@@ -1196,7 +935,7 @@ static void decode_batch(store_recorder *r, struct event *list)
         apply_event(r, e);
         r->out_events++;
         freed += e->size;
-        event_free(e);
+        store_rec_event_free(e);
         if ((++n & 15) != 0)
             continue;
         /* Every few events: give back what is freed, and keep what this
@@ -1240,7 +979,7 @@ free_list:;
     while (list) {
         struct event *next = list->next;
         bytes += list->size;
-        event_free(list);
+        store_rec_event_free(list);
         list = next;
     }
     pthread_mutex_lock(&r->mu);
@@ -1269,7 +1008,7 @@ static void deadline_at(struct timespec *ts, int64_t until_ms)
     ts->tv_nsec = (long)(until_ms % 1000) * 1000000L;
 }
 
-static void *decoder_main(void *arg)
+void *store_rec_decoder_main(void *arg)
 {
     store_recorder *r = arg;
     int64_t last_batch_ms = 0;
@@ -1383,135 +1122,4 @@ static void *decoder_main(void *arg)
     pthread_cond_signal(&r->scv);
     pthread_mutex_unlock(&r->mu);
     return NULL;
-}
-
-/* ---- SQL thread -------------------------------------------------------------- */
-
-int store_recorder_open(const char *db_path, const store_recorder_opts *opts, store_recorder **out)
-{
-    *out = NULL;
-    if (!db_path || !*db_path)
-        return TFTAP_EINVAL;
-    store_recorder *r = calloc(1, sizeof *r);
-    if (!r)
-        return TFTAP_ENOMEM;
-    if (opts)
-        r->opts = *opts;
-    if (!r->opts.max_queue_bytes)
-        r->opts.max_queue_bytes = DEFAULT_QUEUE_BYTES;
-    r->retry_ms = DEFAULT_RETRY_MS;
-    r->commit_ms = DEFAULT_COMMIT_MS;
-    r->tail = &r->head;
-    r->calls_tail = &r->calls;
-    r->ops_tail = &r->ops;
-    r->out_tail = &r->out;
-    r->pending_tail = &r->pending;
-    r->path = store_rec_dupstr(db_path);
-    if (!r->path) {
-        free(r);
-        return TFTAP_ENOMEM;
-    }
-    if (store_new_uuid(r->run_uuid) != 0 || store_new_uuid(r->process_uuid) != 0) {
-        free(r->path);
-        free(r);
-        return TFTAP_EIO;
-    }
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, &ca);
-    pthread_cond_init(&r->scv, &ca);
-    pthread_cond_init(&r->room, &ca);
-    pthread_condattr_destroy(&ca);
-    if (pthread_create(&r->sql_thread, NULL, store_rec_sql_main, r) != 0)
-        goto fail;
-    r->sql_started = 1;
-    if (pthread_create(&r->thread, NULL, decoder_main, r) != 0) {
-        pthread_mutex_lock(&r->mu);
-        r->sql_stop = 1;
-        pthread_cond_signal(&r->scv);
-        pthread_mutex_unlock(&r->mu);
-        pthread_join(r->sql_thread, NULL);
-        goto fail;
-    }
-    r->thread_started = 1;
-    *out = r;
-    return 0;
-fail:
-    pthread_cond_destroy(&r->cv);
-    pthread_cond_destroy(&r->scv);
-    pthread_cond_destroy(&r->room);
-    pthread_mutex_destroy(&r->mu);
-    free(r->path);
-    free(r);
-    return TFTAP_ENOMEM;
-}
-
-static void procinfo_done(struct procinfo *p)
-{
-    free(p->provider);
-    free(p->version);
-    free(p->binary_path);
-}
-
-int store_recorder_drain(store_recorder *r)
-{
-    if (!r)
-        return 0;
-    pthread_mutex_lock(&r->mu);
-    r->stop = 1;
-    pthread_cond_signal(&r->cv);
-    pthread_cond_broadcast(&r->room);
-    pthread_mutex_unlock(&r->mu);
-    if (r->thread_started) {
-        pthread_join(r->thread, NULL);
-        r->thread_started = 0;
-    }
-    pthread_mutex_lock(&r->mu);
-    while (r->sql_started && !r->sql_done && !r->sql_stuck)
-        pthread_cond_wait(&r->cv, &r->mu);
-    int rc = r->sql_stuck ? TFTAP_ESTORE : 0;
-    pthread_mutex_unlock(&r->mu);
-    return rc;
-}
-
-void store_recorder_close(store_recorder *r)
-{
-    if (!r)
-        return;
-    (void)store_recorder_drain(r);
-    if (r->sql_started)
-        pthread_join(r->sql_thread, NULL);
-    store_rec_sql_finalize(r);
-    if (r->db)
-        sdb_close(r->db);
-    while (r->calls) {
-        struct call *n = r->calls->lnext;
-        call_free(r, r->calls);
-        r->calls = n;
-    }
-    while (r->head) {
-        struct event *n = r->head->next;
-        event_free(r->head);
-        r->head = n;
-    }
-    store_rec_op_list_free(r->ops);
-    store_rec_op_list_free(r->out);
-    store_rec_op_list_free(r->pending);
-    free(r->borrow_raw);
-    dec_schema_free(r->schema);
-    tftap_hmac_free(r->mac);
-    free(r->identity_raw);
-    procinfo_done(&r->proc);
-    procinfo_done(&r->pinfo);
-    procinfo_done(&r->sproc);
-    pthread_cond_destroy(&r->cv);
-    pthread_cond_destroy(&r->scv);
-    pthread_cond_destroy(&r->room);
-    pthread_mutex_destroy(&r->mu);
-    memset(r->key, 0, sizeof r->key);
-    memset(r->shared_key, 0, sizeof r->shared_key);
-    free(r->path);
-    free(r);
 }

@@ -1,7 +1,8 @@
-/* store: the recorder's private header, shared by its two stages
- * (recorder_decode.c: the caller's side, calls in memory and the decoder
- * thread; recorder_sql.c: the SQL thread). Nothing outside store/recorder_*.c
- * includes it. The threads meet only in the fields marked "under mu". */
+/* store: the recorder's private header, shared by its files (recorder.c:
+ * open, the caller's side and close; recorder_decode.c: calls in memory
+ * and the decoder thread; recorder_sql.c: the SQL thread). Nothing outside
+ * store/recorder*.c includes it. The threads meet only in the fields
+ * marked "under mu". */
 #ifndef TFTAP_STORE_RECORDER_INT_H
 #define TFTAP_STORE_RECORDER_INT_H
 
@@ -242,6 +243,14 @@ void store_rec_op_list_free(struct op *o);
  * caller waiting for room. */
 void store_rec_release(store_recorder *r, size_t bytes);
 
+/* Free one queued event and what it owns (recorder.c). */
+void store_rec_event_free(struct event *ev);
+/* Free one call kept in memory with everything it owns
+ * (recorder_decode.c). */
+void store_rec_call_free(store_recorder *r, struct call *c);
+/* The decoder thread (recorder_decode.c): decodes queued events into ops
+ * until stop, then hands over the rest. */
+void *store_rec_decoder_main(void *arg);
 /* The SQL thread (recorder_sql.c): applies the ops the decoder hands over
  * until sql_stop, then counts what never committed as dropped. */
 void *store_rec_sql_main(void *arg);
