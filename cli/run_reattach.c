@@ -57,8 +57,7 @@ void reattach_stop(struct reattached *r, size_t n)
 }
 
 int reattach_start(const struct wrap_set *set, const struct wrap_opts *o, int64_t run_id,
-                          const char *run_dir, struct reattached *r, tftap_buf *json,
-                          tftap_buf *err)
+                   const char *run_dir, struct reattached *r, tftap_buf *json, tftap_buf *err)
 {
     static char cookie[] = PLUGIN_COOKIE_KEY "=" PLUGIN_COOKIE_VALUE;
     char *add[1] = {cookie};
@@ -183,4 +182,3 @@ fail:
     free(env);
     return rc;
 }
-
