@@ -299,10 +299,6 @@ enum { K_PLAN, K_APPLY, K_OTHER };
 
 struct rel {
     int64_t id;
-    /* Its place among the run's calls by when they started (then id): the
-     * ids are the order recorders wrote rows in, and each provider process
-     * has its own recorder, so a slow one's earlier call can get a later id. */
-    size_t seq;
     int64_t started_us;
     int kind;
     int prior_null, replaces, failed;
@@ -357,9 +353,15 @@ static int cmp_str(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "");
 }
 
-static int cmp_seq(const struct rel *a, const struct rel *b)
+/* Which of two calls came first: the one that started first, then the
+ * lower id. Not the id alone: ids are the order recorders wrote rows in,
+ * and each provider process has its own recorder, so a slow one's earlier
+ * call can get a later id. */
+static int cmp_order(const struct rel *a, const struct rel *b)
 {
-    return (a->seq > b->seq) - (a->seq < b->seq);
+    if (a->started_us != b->started_us)
+        return (a->started_us > b->started_us) - (a->started_us < b->started_us);
+    return (a->id > b->id) - (a->id < b->id);
 }
 
 /* Applies by (type, planned), searched by that key; sorted with their
@@ -372,10 +374,10 @@ static int cmp_apply(const void *x, const void *y)
     return c ? c : strcmp(a->planned, b->planned);
 }
 
-static int cmp_apply_seq(const void *x, const void *y)
+static int cmp_apply_order(const void *x, const void *y)
 {
     int c = cmp_apply(x, y);
-    return c ? c : cmp_seq(*(const struct rel *const *)x, *(const struct rel *const *)y);
+    return c ? c : cmp_order(*(const struct rel *const *)x, *(const struct rel *const *)y);
 }
 
 /* Applies by (address, order). */
@@ -383,7 +385,7 @@ static int cmp_applied(const void *x, const void *y)
 {
     const struct rel *a = *(const struct rel *const *)x, *b = *(const struct rel *const *)y;
     int c = cmp_str(a->address, b->address);
-    return c ? c : cmp_seq(a, b);
+    return c ? c : cmp_order(a, b);
 }
 
 static int cmp_half(const void *x, const void *y)
@@ -392,16 +394,7 @@ static int cmp_half(const void *x, const void *y)
     int c = cmp_str(a->type, b->type);
     if (!c)
         c = strcmp(a->config, b->config);
-    return c ? c : cmp_seq(a, b);
-}
-
-/* Calls by when they started, then id. */
-static int cmp_started(const void *x, const void *y)
-{
-    const struct rel *a = *(const struct rel *const *)x, *b = *(const struct rel *const *)y;
-    if (a->started_us != b->started_us)
-        return (a->started_us > b->started_us) - (a->started_us < b->started_us);
-    return (a->id > b->id) - (a->id < b->id);
+    return c ? c : cmp_order(a, b);
 }
 
 static int load_rels(store *s, int64_t run_id, struct rels *out)
@@ -473,11 +466,6 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
         free(applied);
         return TFTAP_ENOMEM;
     }
-    for (size_t i = 0; i < out->n; i++)
-        applies[i] = &out->v[i];
-    qsort(applies, out->n, sizeof *applies, cmp_started);
-    for (size_t i = 0; i < out->n; i++)
-        applies[i]->seq = i;
     for (size_t i = 0; i < out->n; i++) {
         struct rel *r = &out->v[i];
         if (r->kind == K_APPLY && r->planned[0])
@@ -487,7 +475,7 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
         if (r->kind == K_PLAN && r->prior_null && r->config[0])
             halves[nh++] = r;
     }
-    qsort(applies, na, sizeof *applies, cmp_apply_seq);
+    qsort(applies, na, sizeof *applies, cmp_apply_order);
     qsort(halves, nh, sizeof *halves, cmp_half);
     qsort(applied, nd, sizeof *applied, cmp_applied);
     for (size_t i = 0; i < out->n; i++) {
@@ -504,7 +492,7 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
                 else
                     hi = mid;
             }
-            if (lo > 0 && cmp_apply(&applies[lo - 1], &r) == 0 && applies[lo - 1]->seq > r->seq)
+            if (lo > 0 && cmp_apply(&applies[lo - 1], &r) == 0 && cmp_order(applies[lo - 1], r) > 0)
                 r->superseded = 1;
         }
         if (r->address) {
@@ -519,7 +507,7 @@ static int load_rels(store *s, int64_t run_id, struct rels *out)
                     hi = mid;
             }
             if (lo > 0 && cmp_str(applied[lo - 1]->address, r->address) == 0 &&
-                applied[lo - 1]->seq > r->seq)
+                cmp_order(applied[lo - 1], r) > 0)
                 r->superseded = 1;
         }
         if (r->replaces && r->config[0]) {
