@@ -252,6 +252,23 @@ int64_t tftap_mono_ms(void)
     return tftap_mono_us() / 1000;
 }
 
+void tftap_deadline_in(struct timespec *ts, unsigned ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+void tftap_deadline_at(struct timespec *ts, int64_t until_ms)
+{
+    ts->tv_sec = (time_t)(until_ms / 1000);
+    ts->tv_nsec = (long)(until_ms % 1000) * 1000000L;
+}
+
 /* SHA-256 fetched from OpenSSL's provider once: SHA256() and HMAC() fetch
  * it for every call, which costs more than hashing a short value. */
 static EVP_MD *sha256_md;

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* Every fallible function returns 0 or one of these (negative). */
 enum tftap_err {
@@ -149,6 +150,13 @@ size_t tftap_json_plain_len(const char *s, size_t n, int del);
 int64_t tftap_now_us(void);
 int64_t tftap_mono_ms(void);
 int64_t tftap_mono_us(void);
+/* Deadlines for pthread_cond_timedwait on a condition variable whose clock
+ * is CLOCK_MONOTONIC: ms from now, or the absolute tftap_mono_ms() time
+ * until_ms. A deadline already known as a time takes the second, not the
+ * first with (until - now): a second reading of the clock may already be
+ * past it, and the negative wait, made unsigned, is 49 days. */
+void tftap_deadline_in(struct timespec *ts, unsigned ms);
+void tftap_deadline_at(struct timespec *ts, int64_t until_ms);
 
 /* Lowercase hex: out receives 2*n digits and a NUL. */
 void tftap_hex_encode(const void *data, size_t n, char *out);

@@ -159,16 +159,6 @@ static void event_free(struct tee_event *ev)
     free(ev);
 }
 
-static void deadline_in_ms(struct timespec *ts, int ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_nsec += (long)ms * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec += ts->tv_nsec / 1000000000L;
-        ts->tv_nsec %= 1000000000L;
-    }
-}
-
 static void *tee_main(void *arg)
 {
     proxy_tee *t = arg;
@@ -186,7 +176,7 @@ static void *tee_main(void *arg)
         if (!t->stopping && t->queued_bytes < TEE_URGENT_BYTES) {
             /* Let what the relay is about to queue join this write. */
             struct timespec until;
-            deadline_in_ms(&until, TEE_GATHER_MS);
+            tftap_deadline_in(&until, TEE_GATHER_MS);
             t->state = TEE_GATHERING;
             while (!t->stopping && t->queued_bytes < TEE_URGENT_BYTES &&
                    pthread_cond_timedwait(&t->cv, &t->mu, &until) == 0)

@@ -61,13 +61,7 @@ static void enqueue(store_recorder *r, struct event *ev)
          * empty, rather than hold its caller (the proxy must be able to
          * flush and exit within go-plugin's two seconds). */
         struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += r->opts.block_ms / 1000;
-        until.tv_nsec += (long)(r->opts.block_ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        tftap_deadline_in(&until, r->opts.block_ms);
         while (!r->stop && r->inflight_bytes > 0 &&
                r->inflight_bytes + ev->size > r->opts.max_queue_bytes)
             if (pthread_cond_timedwait(&r->room, &r->mu, &until) == ETIMEDOUT) {

@@ -856,13 +856,7 @@ static void borrow_sync(store_recorder *r, unsigned max_ms)
         r->borrow_asked = 1;
         pthread_cond_signal(&r->scv);
         struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += max_ms / 1000;
-        ts.tv_nsec += (long)(max_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        tftap_deadline_in(&ts, max_ms);
         while (r->borrow_asked && r->sql_ok && pthread_cond_timedwait(&r->cv, &r->mu, &ts) == 0)
             ;
     }
@@ -987,27 +981,6 @@ free_list:;
     pthread_mutex_unlock(&r->mu);
 }
 
-static void deadline_in(struct timespec *ts, unsigned ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
-/* The absolute deadline `until` (tftap_mono_ms, CLOCK_MONOTONIC, like the
- * condition variables). Not deadline_in(until - now): a second reading of
- * the clock may already be past until, and the negative wait, made
- * unsigned, is 49 days without a wakeup. */
-static void deadline_at(struct timespec *ts, int64_t until_ms)
-{
-    ts->tv_sec = (time_t)(until_ms / 1000);
-    ts->tv_nsec = (long)(until_ms % 1000) * 1000000L;
-}
-
 void *store_rec_decoder_main(void *arg)
 {
     store_recorder *r = arg;
@@ -1018,7 +991,7 @@ void *store_rec_decoder_main(void *arg)
         pthread_mutex_lock(&r->mu);
         if (!r->head && !r->stop) {
             struct timespec ts;
-            deadline_in(&ts, r->commit_ms);
+            tftap_deadline_in(&ts, r->commit_ms);
             pthread_cond_timedwait(&r->cv, &r->mu, &ts);
         }
         /* Events trickling in (a CLI asking one resource at a time) would
@@ -1035,7 +1008,7 @@ void *store_rec_decoder_main(void *arg)
             r->decoder_gathering = 1;
             while (!r->stop && r->queued_bytes < GATHER_LIMIT(r) && tftap_mono_ms() < until) {
                 struct timespec ts;
-                deadline_at(&ts, until);
+                tftap_deadline_at(&ts, until);
                 pthread_cond_timedwait(&r->cv, &r->mu, &ts);
             }
             r->decoder_gathering = 0;

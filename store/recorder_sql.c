@@ -722,27 +722,6 @@ static void apply_pending(store_recorder *r, int closing)
     }
 }
 
-static void deadline_in(struct timespec *ts, unsigned ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
-/* The absolute deadline `until` (tftap_mono_ms, CLOCK_MONOTONIC, like the
- * condition variables). Not deadline_in(until - now): a second reading of
- * the clock may already be past until, and the negative wait, made
- * unsigned, is 49 days without a wakeup. */
-static void deadline_at(struct timespec *ts, int64_t until_ms)
-{
-    ts->tv_sec = (time_t)(until_ms / 1000);
-    ts->tv_nsec = (long)(until_ms % 1000) * 1000000L;
-}
-
 /* Nothing makes the SQL thread commit what it has at once: no close, no
  * schema question, and the bound far from full. Under mu. */
 static int may_gather(const store_recorder *r)
@@ -760,7 +739,7 @@ void *store_rec_sql_main(void *arg)
         pthread_mutex_lock(&r->mu);
         if (r->sql_tried && !r->ops && !r->sql_stop && !(r->borrow_asked && !r->borrow_ready)) {
             struct timespec ts;
-            deadline_in(&ts, r->db ? r->commit_ms : r->retry_ms);
+            tftap_deadline_in(&ts, r->db ? r->commit_ms : r->retry_ms);
             pthread_cond_timedwait(&r->scv, &r->mu, &ts);
         }
         /* Calls trickling in (a CLI asking a provider one resource at a
@@ -774,7 +753,7 @@ void *store_rec_sql_main(void *arg)
             r->sql_gathering = 1;
             while (r->ops && may_gather(r) && tftap_mono_ms() < until) {
                 struct timespec ts;
-                deadline_at(&ts, until);
+                tftap_deadline_at(&ts, until);
                 pthread_cond_timedwait(&r->scv, &r->mu, &ts);
             }
             r->sql_gathering = 0;
@@ -829,7 +808,7 @@ void *store_rec_sql_main(void *arg)
                 r->next_retry_ms < r->linger_until_ms ? r->next_retry_ms : r->linger_until_ms;
             if (until > now) {
                 struct timespec ts;
-                deadline_at(&ts, until);
+                tftap_deadline_at(&ts, until);
                 pthread_cond_timedwait(&r->scv, &r->mu, &ts);
             }
             pthread_mutex_unlock(&r->mu);
