@@ -14,14 +14,13 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/hcl.h"
 #include "cli/wrap.h"
 #include "proxy/proxy.h"
 #include "store/store.h"
 
 /* Bounds on what we read: CLI configs and lock files are small. */
 #define CONFIG_MAX_BYTES (4u << 20)
-#define MAX_TOKENS 200000
-#define MAX_DEPTH 32
 #define MAX_MIRRORS 16
 
 #if defined(__linux__)
@@ -45,187 +44,6 @@
 #define PLATFORM_ARCH "unknown"
 #endif
 #define PLATFORM PLATFORM_OS "_" PLATFORM_ARCH
-
-/* ---- a tokenizer for the HCL the CLI config and lock file are written in --
- * Enough structure to find blocks, string attributes and their byte spans;
- * anything it does not understand is an OTHER token that is passed over. */
-
-enum tok_kind {
-    TOK_IDENT,
-    TOK_STRING,
-    TOK_LBRACE,
-    TOK_RBRACE,
-    TOK_LBRACKET,
-    TOK_RBRACKET,
-    TOK_EQ,
-    TOK_OTHER
-};
-
-struct tok {
-    enum tok_kind kind;
-    size_t start, end; /* byte span in the text, quotes included */
-    char *text;        /* identifier, or the string's unescaped contents */
-};
-
-struct toks {
-    struct tok *v;
-    size_t n, cap;
-};
-
-static void toks_done(struct toks *t)
-{
-    for (size_t i = 0; i < t->n; i++)
-        free(t->v[i].text);
-    free(t->v);
-    memset(t, 0, sizeof *t);
-}
-
-static int toks_push(struct toks *t, enum tok_kind kind, size_t start, size_t end, char *text)
-{
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 64;
-        if (t->n >= MAX_TOKENS) {
-            free(text);
-            return TFTAP_ELIMIT;
-        }
-        struct tok *v = realloc(t->v, cap * sizeof *v);
-        if (v == NULL) {
-            free(text);
-            return TFTAP_ENOMEM;
-        }
-        t->v = v;
-        t->cap = cap;
-    }
-    t->v[t->n++] = (struct tok){kind, start, end, text};
-    return 0;
-}
-
-static int is_ident_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.';
-}
-
-static int tokenize(const char *s, size_t n, struct toks *out)
-{
-    size_t i = 0;
-    int rc = 0;
-    while (i < n && rc == 0) {
-        char c = s[i];
-        if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ',') {
-            i++;
-        } else if (c == '#' || (c == '/' && i + 1 < n && s[i + 1] == '/')) {
-            while (i < n && s[i] != '\n')
-                i++;
-        } else if (c == '/' && i + 1 < n && s[i + 1] == '*') {
-            i += 2;
-            while (i + 1 < n && !(s[i] == '*' && s[i + 1] == '/'))
-                i++;
-            i = i + 2 < n ? i + 2 : n;
-        } else if (c == '"') {
-            tftap_buf b = TFTAP_BUF_INIT;
-            size_t start = i++;
-            while (i < n && s[i] != '"' && s[i] != '\n') {
-                if (s[i] == '\\' && i + 1 < n) {
-                    char e = s[i + 1];
-                    tftap_buf_putc(&b, e == 'n' ? '\n' : e == 't' ? '\t' : e);
-                    i += 2;
-                } else {
-                    tftap_buf_putc(&b, s[i++]);
-                }
-            }
-            if (i < n && s[i] == '"')
-                i++;
-            size_t len;
-            tftap_buf_cstr(&b);
-            if (tftap_buf_failed(&b)) {
-                tftap_buf_done(&b);
-                return TFTAP_ENOMEM;
-            }
-            char *text = tftap_buf_take(&b, &len);
-            if (text == NULL && (text = strdup("")) == NULL)
-                return TFTAP_ENOMEM;
-            rc = toks_push(out, TOK_STRING, start, i, text);
-        } else if (is_ident_char(c)) {
-            size_t start = i;
-            while (i < n && is_ident_char(s[i]))
-                i++;
-            char *text = strndup(s + start, i - start);
-            if (text == NULL)
-                return TFTAP_ENOMEM;
-            rc = toks_push(out, TOK_IDENT, start, i, text);
-        } else {
-            enum tok_kind k = c == '{'   ? TOK_LBRACE
-                              : c == '}' ? TOK_RBRACE
-                              : c == '[' ? TOK_LBRACKET
-                              : c == ']' ? TOK_RBRACKET
-                              : c == '=' ? TOK_EQ
-                                         : TOK_OTHER;
-            rc = toks_push(out, k, i, i + 1, NULL);
-            i++;
-        }
-    }
-    return rc;
-}
-
-/* Walk the tokens calling back for every block and every attribute whose
- * value is a single token. path[0..depth) names the enclosing blocks (a
- * block's first label replaces nothing: labels are passed separately). */
-struct walk_cb {
-    void (*attr)(void *ctx, const char *const *path, int depth, const struct tok *key,
-                 const struct tok *value);
-    void (*block)(void *ctx, const char *const *path, int depth, const struct tok *first,
-                  const struct tok *open, const struct tok *close);
-    void *ctx;
-};
-
-static void walk(const struct toks *t, const struct walk_cb *cb)
-{
-    const char *path[MAX_DEPTH];
-    size_t open_tok[MAX_DEPTH], first_tok[MAX_DEPTH];
-    int depth = 0;
-    size_t stmt = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        const struct tok *k = &t->v[i];
-        if (k->kind == TOK_LBRACE) {
-            if (depth == MAX_DEPTH)
-                return;
-            first_tok[depth] = stmt < i ? stmt : i;
-            path[depth] = stmt < i ? t->v[stmt].text : NULL;
-            open_tok[depth] = i;
-            depth++;
-            stmt = i + 1;
-        } else if (k->kind == TOK_RBRACE) {
-            if (depth == 0)
-                return; /* unbalanced: stop rather than guess */
-            depth--;
-            if (cb->block)
-                cb->block(cb->ctx, path, depth, &t->v[first_tok[depth]], &t->v[open_tok[depth]], k);
-            stmt = i + 1;
-        } else if (k->kind == TOK_EQ && i > stmt && i + 1 < t->n) {
-            const struct tok *v = &t->v[i + 1];
-            if (v->kind == TOK_LBRACE)
-                continue; /* key = { ... }: treated as a block named key */
-            if (v->kind == TOK_LBRACKET) {
-                int nest = 0;
-                size_t j = i + 1;
-                for (; j < t->n; j++) {
-                    if (t->v[j].kind == TOK_LBRACKET)
-                        nest++;
-                    else if (t->v[j].kind == TOK_RBRACKET && --nest == 0)
-                        break;
-                }
-                i = j;
-                stmt = j + 1;
-                continue;
-            }
-            if (cb->attr)
-                cb->attr(cb->ctx, path, depth, &t->v[i - 1], v);
-            i++;
-            stmt = i + 1;
-        }
-    }
-}
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -680,9 +498,10 @@ int wrap_discover(const char *workdir, const char *cli, struct wrap_set *set, tf
                              rc == TFTAP_EIO ? strerror(errno) : tftap_strerror(rc));
             goto cleanup;
         }
-        if ((rc = tokenize(tftap_buf_cstr(&set->user_text), set->user_text.len, &cfg_toks)) != 0)
+        if ((rc = hcl_tokenize(tftap_buf_cstr(&set->user_text), set->user_text.len, &cfg_toks)) !=
+            0)
             goto cleanup;
-        walk(&cfg_toks, &(struct walk_cb){.attr = config_attr, .ctx = &s});
+        hcl_walk(&cfg_toks, &(struct hcl_walk_cb){.attr = config_attr, .ctx = &s});
     }
 
     /* The lock file: which providers at which versions. */
@@ -698,9 +517,10 @@ int wrap_discover(const char *workdir, const char *cli, struct wrap_set *set, tf
                          rc == TFTAP_EIO ? strerror(errno) : tftap_strerror(rc));
         goto cleanup;
     } else {
-        if ((rc = tokenize(tftap_buf_cstr(&lock), lock.len, &lock_toks)) != 0)
+        if ((rc = hcl_tokenize(tftap_buf_cstr(&lock), lock.len, &lock_toks)) != 0)
             goto cleanup;
-        walk(&lock_toks, &(struct walk_cb){.attr = lock_attr, .block = lock_block, .ctx = &s});
+        hcl_walk(&lock_toks,
+                 &(struct hcl_walk_cb){.attr = lock_attr, .block = lock_block, .ctx = &s});
     }
     if (s.failed) {
         rc = TFTAP_ENOMEM;
@@ -762,8 +582,8 @@ cleanup:
         tftap_buf_puts(err, "out of memory");
     else if (rc != 0 && err->len == 0)
         tftap_buf_printf(err, "cannot read the CLI config or lock file: %s", tftap_strerror(rc));
-    toks_done(&lock_toks);
-    toks_done(&cfg_toks);
+    hcl_toks_done(&lock_toks);
+    hcl_toks_done(&cfg_toks);
     tftap_buf_done(&lock);
     free(lock_path);
     scan_done(&s);
@@ -963,10 +783,10 @@ static int build_config(const struct wrap_set *set, const char *dir, const char 
     struct toks t = {0};
     struct cfg_spans sp = {0};
     tftap_buf block = TFTAP_BUF_INIT;
-    int rc = tokenize(text, len, &t);
+    int rc = hcl_tokenize(text, len, &t);
     if (rc != 0)
         goto cleanup;
-    walk(&t, &(struct walk_cb){.block = span_block, .ctx = &sp});
+    hcl_walk(&t, &(struct hcl_walk_cb){.block = span_block, .ctx = &sp});
 
     tftap_buf_puts(&block, "\n" WRITTEN_BY "  dev_overrides {\n");
     for (size_t i = 0; i < set->n; i++) {
@@ -983,7 +803,7 @@ static int build_config(const struct wrap_set *set, const char *dir, const char 
         free(sd);
     }
     struct ovr_keep k = {set, cli, text, &block};
-    walk(&t, &(struct walk_cb){.attr = keep_override, .ctx = &k});
+    hcl_walk(&t, &(struct hcl_walk_cb){.attr = keep_override, .ctx = &k});
     tftap_buf_puts(&block, "  }\n");
 
     if (sp.have_pi) {
@@ -1013,7 +833,7 @@ static int build_config(const struct wrap_set *set, const char *dir, const char 
     rc = tftap_buf_failed(out) || tftap_buf_failed(&block) ? TFTAP_ENOMEM : 0;
 cleanup:
     tftap_buf_done(&block);
-    toks_done(&t);
+    hcl_toks_done(&t);
     return rc;
 }
 
