@@ -391,11 +391,6 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     const char *client_cert = plugin_env_get(run.envp, "PLUGIN_CLIENT_CERT");
     if (client_cert != NULL && client_cert[0] == '\0')
         client_cert = NULL;
-    if (client_cert != NULL && plugin_cert_make(&cert) != 0) {
-        if (err)
-            tftap_buf_puts(err, "cannot make a TLS certificate");
-        goto cleanup;
-    }
     /* The provider's leg is plaintext, its socket in a directory only we
      * (this user) can enter: what the client's mutual TLS guards against,
      * another user on the machine dialing the socket, the directory's mode
@@ -403,8 +398,16 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
      * (TFTAP_PROVIDER_TLS=1 keeps TLS on that leg, as before). */
     if (client_cert != NULL && !env_flag(run.envp, "TFTAP_PROVIDER_TLS"))
         provider_dir = private_dir(run.envp);
-    child_env = plugin_env_for_child(
-        run.envp, client_cert != NULL && provider_dir == NULL ? cert.cert_pem : NULL, provider_dir);
+    /* Our certificate goes into the child's environment only when its leg
+     * is TLS too; otherwise it is made while the provider starts. */
+    int child_gets_cert = client_cert != NULL && provider_dir == NULL;
+    if (child_gets_cert && plugin_cert_make(&cert) != 0) {
+        if (err)
+            tftap_buf_puts(err, "cannot make a TLS certificate");
+        goto cleanup;
+    }
+    child_env =
+        plugin_env_for_child(run.envp, child_gets_cert ? cert.cert_pem : NULL, provider_dir);
     if (child_env == NULL) {
         if (err)
             tftap_buf_puts(err, "out of memory");
@@ -413,6 +416,16 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
 
     /* Fork before any thread of ours starts. */
     if (plugin_child_spawn(&run.child, cfg->binary, cfg->args, child_env, err) != 0)
+        goto cleanup;
+    /* A key pair and a TLS context cost a few ms of CPU (more under load):
+     * made while a Go provider starts (tens of ms), they are off the path
+     * the client waits on at every provider start, three times per plan. */
+    if (client_cert != NULL && !child_gets_cert && plugin_cert_make(&cert) != 0) {
+        if (err)
+            tftap_buf_puts(err, "cannot make a TLS certificate");
+        goto cleanup;
+    }
+    if (client_cert != NULL && plugin_tls_server_ctx(&cert, client_cert, &server_tls, err) != 0)
         goto cleanup;
     if (plugin_child_read_handshake(&run.child, run.sig_fd, PLUGIN_HANDSHAKE_TIMEOUT_MS, &line,
                                     err) != 0)
@@ -452,8 +465,6 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
                       hs.proto_version, (int)run.child.pid);
 
     if (plugin_socket_path(run.envp, "tftap-plugin", &sock, err) != 0)
-        goto cleanup;
-    if (client_cert != NULL && plugin_tls_server_ctx(&cert, client_cert, &server_tls, err) != 0)
         goto cleanup;
     if (child_cert_pem != NULL &&
         plugin_tls_client_ctx(&cert, child_cert_pem, &client_tls, err) != 0)
