@@ -187,6 +187,18 @@ typedef struct sj_doc sj_doc;
  * are unescaped and NUL-terminated but may hold NUL bytes (see len). 0,
  * TFTAP_EDECODE, TFTAP_ELIMIT (nested too deep) or TFTAP_ENOMEM. */
 int sj_parse(const char *text, size_t len, unsigned max_depth, sj_doc **out);
+/* Check text as sj_parse would (0, TFTAP_EDECODE or TFTAP_ELIMIT; nothing
+ * is allocated) and, when it is an object, find its members named
+ * keys[0..nkeys): spans[i] is the text of the first member of that name
+ * (names compared unescaped, as sj_get does), or {NULL, 0}. For a few
+ * members of a large document wanted as text; all spans {NULL, 0} when
+ * the text is not JSON. */
+typedef struct sj_span {
+    const char *text; /* inside the text given, not NUL-terminated */
+    size_t len;
+} sj_span;
+int sj_members(const char *text, size_t len, unsigned max_depth, const char *const *keys,
+               size_t nkeys, sj_span *spans);
 void sj_free(sj_doc *d);
 sj_node *sj_root(sj_doc *d);
 sj_node *sj_get(const sj_node *obj, const char *key); /* NULL if absent or not an object */

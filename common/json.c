@@ -84,92 +84,117 @@ static char *put_utf8(char *o, unsigned cp)
     return o;
 }
 
-/* At the opening quote; unescaped text goes to the arena. */
-static int parse_string(struct parser *ps, const char **s, size_t *len)
+/* At a backslash, with the string ending at end: past one escape (a
+ * surrogate pair taken as one), its code point in *cp; -1 for what JSON
+ * does not allow (an unknown escape, a surrogate alone). */
+static int escape(struct parser *ps, const char *end, unsigned *cp)
 {
     ps->p++;
-    const char *start = ps->p;
-    int escaped = 0;
+    if (ps->p >= end)
+        return -1;
+    char c = *ps->p++;
+    switch (c) {
+    case 'n':
+        *cp = '\n';
+        return 0;
+    case 't':
+        *cp = '\t';
+        return 0;
+    case 'r':
+        *cp = '\r';
+        return 0;
+    case 'b':
+        *cp = '\b';
+        return 0;
+    case 'f':
+        *cp = '\f';
+        return 0;
+    case '"':
+    case '\\':
+    case '/':
+        *cp = (unsigned char)c;
+        return 0;
+    case 'u':
+        break;
+    default:
+        return -1;
+    }
+    if (end - ps->p < 4 || read_hex4(ps, cp))
+        return -1;
+    if (*cp >= 0xdc00 && *cp < 0xe000)
+        return -1; /* a low surrogate alone */
+    if (*cp >= 0xd800 && *cp < 0xdc00) {
+        unsigned lo;
+        if (end - ps->p < 6 || ps->p[0] != '\\' || ps->p[1] != 'u')
+            return -1; /* a high surrogate alone */
+        ps->p += 2;
+        if (read_hex4(ps, &lo) || lo < 0xdc00 || lo >= 0xe000)
+            return -1;
+        *cp = 0x10000 + ((*cp - 0xd800) << 10) + (lo - 0xdc00);
+    }
+    return 0;
+}
+
+/* At the opening quote: past the closing one, *end at it; *escaped says
+ * whether any escape lies between (each checked). -1 if the text ends
+ * first or holds a raw control character or an escape JSON does not allow. */
+static int scan_string(struct parser *ps, const char **end, int *escaped)
+{
+    ps->p++;
+    *escaped = 0;
     for (;;) {
         ps->p += tftap_json_plain_len(ps->p, (size_t)(ps->end - ps->p), 0);
         if (ps->p >= ps->end)
             return -1;
         if (*ps->p == '"')
             break;
-        if (*ps->p != '\\' || ps->end - ps->p < 2)
+        unsigned cp;
+        if (*ps->p != '\\' || escape(ps, ps->end, &cp))
             return -1; /* JSON allows no raw control character */
-        escaped = 1;
-        ps->p += 2;
+        *escaped = 1;
     }
-    /* Unescaping never grows the text. */
-    size_t raw = (size_t)(ps->p - start);
-    char *o = arena_alloc(ps->doc, raw + 1), *o0 = o;
-    if (!o)
-        return -1;
-    const char *end = ps->p;
-    if (!escaped) {
-        memcpy(o, start, raw);
-        o[raw] = '\0';
-        ps->p = end + 1;
-        *s = o0;
-        *len = raw;
-        return 0;
-    }
-    ps->p = start;
-    while (ps->p < end) {
-        char c = *ps->p++;
-        if (c != '\\') {
-            *o++ = c;
+    *end = ps->p++;
+    return 0;
+}
+
+/* Unescape raw[0..n), checked by scan_string, into o (n + 1 bytes
+ * suffice: unescaping never grows the text); the length written. */
+static size_t unescape(const char *raw, size_t n, char *o)
+{
+    struct parser ps = {NULL, raw, raw + n, 0, 0, 0};
+    char *o0 = o;
+    while (ps.p < ps.end) {
+        if (*ps.p != '\\') {
+            *o++ = *ps.p++;
             continue;
         }
-        c = *ps->p++;
-        switch (c) {
-        case 'n':
-            *o++ = '\n';
-            break;
-        case 't':
-            *o++ = '\t';
-            break;
-        case 'r':
-            *o++ = '\r';
-            break;
-        case 'b':
-            *o++ = '\b';
-            break;
-        case 'f':
-            *o++ = '\f';
-            break;
-        case 'u': {
-            unsigned cp;
-            if (read_hex4(ps, &cp))
-                return -1;
-            if (cp >= 0xdc00 && cp < 0xe000)
-                return -1; /* a low surrogate alone */
-            if (cp >= 0xd800 && cp < 0xdc00) {
-                unsigned lo;
-                if (end - ps->p < 6 || ps->p[0] != '\\' || ps->p[1] != 'u')
-                    return -1; /* a high surrogate alone */
-                ps->p += 2;
-                if (read_hex4(ps, &lo) || lo < 0xdc00 || lo >= 0xe000)
-                    return -1;
-                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-            }
-            o = put_utf8(o, cp);
-            break;
-        }
-        case '"':
-        case '\\':
-        case '/':
-            *o++ = c;
-            break;
-        default:
-            return -1;
-        }
+        unsigned cp = 0;
+        (void)escape(&ps, ps.end, &cp);
+        o = put_utf8(o, cp);
     }
     *o = '\0';
-    ps->p = end + 1;
-    *s = o0;
-    *len = (size_t)(o - o0);
+    return (size_t)(o - o0);
+}
+
+/* At the opening quote; unescaped text goes to the arena. */
+static int parse_string(struct parser *ps, const char **s, size_t *len)
+{
+    const char *start = ps->p + 1, *end;
+    int escaped;
+    if (scan_string(ps, &end, &escaped))
+        return -1;
+    size_t raw = (size_t)(end - start);
+    char *o = arena_alloc(ps->doc, raw + 1);
+    if (!o)
+        return -1;
+    if (escaped) {
+        *len = unescape(start, raw, o);
+    } else {
+        memcpy(o, start, raw);
+        o[raw] = '\0';
+        *len = raw;
+    }
+    *s = o;
     return 0;
 }
 
@@ -334,6 +359,137 @@ int sj_parse(const char *text, size_t len, unsigned max_depth, sj_doc **out)
         return ps.err ? ps.err : TFTAP_EDECODE;
     }
     *out = d;
+    return 0;
+}
+
+/* ---- checking without building ---------------------------------------- */
+
+/* Members of the top object whose text is wanted (sj_members). */
+struct wanted {
+    const char *const *keys;
+    size_t n;
+    sj_span *spans;
+};
+
+/* Does the member name raw[0..n) (as written, escapes and all, checked by
+ * scan_string) read key? */
+static int key_is(const char *raw, size_t n, int escaped, const char *key)
+{
+    size_t kl = strlen(key);
+    if (!escaped)
+        return n == kl && memcmp(raw, key, n) == 0;
+    struct parser ps = {NULL, raw, raw + n, 0, 0, 0};
+    size_t at = 0;
+    while (ps.p < ps.end) {
+        char u[4];
+        size_t ul = 1;
+        if (*ps.p != '\\') {
+            u[0] = *ps.p++;
+        } else {
+            unsigned cp = 0;
+            (void)escape(&ps, ps.end, &cp);
+            ul = (size_t)(put_utf8(u, cp) - u);
+        }
+        if (kl - at < ul || memcmp(key + at, u, ul) != 0)
+            return 0;
+        at += ul;
+    }
+    return at == kl;
+}
+
+static int skip_value(struct parser *ps, const struct wanted *w);
+
+/* An object's members go to w when it is given (the top object). */
+static int skip_container(struct parser *ps, int is_obj, const struct wanted *w)
+{
+    if (++ps->depth > ps->max_depth) {
+        ps->err = TFTAP_ELIMIT;
+        return -1;
+    }
+    ps->p++;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == (is_obj ? '}' : ']')) {
+        ps->p++;
+        ps->depth--;
+        return 0;
+    }
+    for (;;) {
+        const char *name = NULL, *name_end = NULL;
+        int escaped = 0;
+        skip_ws(ps);
+        if (is_obj) {
+            name = ps->p + 1;
+            if (ps->p >= ps->end || *ps->p != '"' || scan_string(ps, &name_end, &escaped))
+                return -1;
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != ':')
+                return -1;
+            ps->p++;
+            skip_ws(ps);
+        }
+        const char *value = ps->p;
+        if (skip_value(ps, NULL))
+            return -1;
+        for (size_t i = 0; is_obj && w && i < w->n; i++)
+            if (w->spans[i].text == NULL &&
+                key_is(name, (size_t)(name_end - name), escaped, w->keys[i]))
+                w->spans[i] = (sj_span){value, (size_t)(ps->p - value)};
+        skip_ws(ps);
+        if (ps->p >= ps->end)
+            return -1;
+        if (*ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (*ps->p != (is_obj ? '}' : ']'))
+            return -1;
+        ps->p++;
+        ps->depth--;
+        return 0;
+    }
+}
+
+/* What parse_value accepts, past it. */
+static int skip_value(struct parser *ps, const struct wanted *w)
+{
+    skip_ws(ps);
+    if (ps->p >= ps->end)
+        return -1;
+    char c = *ps->p;
+    if (c == '{' || c == '[')
+        return skip_container(ps, c == '{', w);
+    if (c == '"') {
+        const char *end;
+        int escaped;
+        return scan_string(ps, &end, &escaped);
+    }
+    static const char *const words[] = {"null", "true", "false"};
+    for (size_t i = 0; i < 3; i++) {
+        size_t wl = strlen(words[i]);
+        if ((size_t)(ps->end - ps->p) >= wl && memcmp(ps->p, words[i], wl) == 0) {
+            ps->p += wl;
+            return 0;
+        }
+    }
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return scan_number(ps);
+    return -1;
+}
+
+int sj_members(const char *text, size_t len, unsigned max_depth, const char *const *keys,
+               size_t nkeys, sj_span *spans)
+{
+    for (size_t i = 0; i < nkeys; i++)
+        spans[i] = (sj_span){NULL, 0};
+    struct parser ps = {NULL, text, text + len, 0, max_depth ? max_depth : 512, 0};
+    const struct wanted w = {keys, nkeys, spans};
+    int rc = skip_value(&ps, &w);
+    skip_ws(&ps);
+    if (rc || ps.p != ps.end) {
+        for (size_t i = 0; i < nkeys; i++)
+            spans[i] = (sj_span){NULL, 0};
+        return ps.err ? ps.err : TFTAP_EDECODE;
+    }
     return 0;
 }
 

@@ -5,12 +5,19 @@
 #include "common/common.h"
 #include "tests/check.h"
 
+/* sj_parse's verdict, which sj_members (checking without building) must
+ * give too. */
 static int parse(const char *text, unsigned depth)
 {
     sj_doc *d = NULL;
     int rc = sj_parse(text, strlen(text), depth, &d);
     CHECK(rc != 0 || d != NULL);
     sj_free(d);
+    const char *key = "a";
+    sj_span span = {text, 1};
+    CHECK_INT_EQ(sj_members(text, strlen(text), depth, &key, 1, &span), rc);
+    if (rc)
+        CHECK(span.text == NULL && span.len == 0);
     return rc;
 }
 
@@ -208,6 +215,45 @@ static void test_equal(void)
     round_trip("{\"b\":0,\"a\":2,\"a\":1}", 1, "{\"a\":2,\"a\":1,\"b\":0}");
 }
 
+/* The text of member key of text by sj_members, "-" if absent. */
+static void member(const char *text, const char *key, const char *expected)
+{
+    const char *keys[] = {"other", key};
+    sj_span m[2];
+    CHECK_INT_EQ(sj_members(text, strlen(text), 0, keys, 2, m), 0);
+    char got[256] = "-";
+    if (m[1].text) {
+        CHECK(m[1].text >= text && m[1].text + m[1].len <= text + strlen(text));
+        CHECK(m[1].len < sizeof got);
+        memcpy(got, m[1].text, m[1].len);
+        got[m[1].len] = '\0';
+    }
+    CHECK_STR_EQ(got, expected);
+}
+
+static void test_members(void)
+{
+    member("{\"a\":1,\"b\":[1,{\"a\":2}]}", "b", "[1,{\"a\":2}]");
+    member("{\"a\":1,\"b\":[1,{\"c\":2}]}", "c", "-"); /* top-level members only */
+    member(" { \"k\" :\t\"v\\\"w\" , \"z\": null } ", "k", "\"v\\\"w\"");
+    member("{\"z\":null}", "z", "null");
+    member("{\"k\":1,\"k\":2}", "k", "1");     /* the first, as sj_get */
+    member("{\"\\u006b\":true}", "k", "true"); /* names compared unescaped */
+    member("{\"k\\u0000\":true}", "k", "-");
+    member("{}", "k", "-");
+    member("[{\"k\":1}]", "k", "-"); /* not an object: no members */
+    member("\"k\"", "k", "-");
+    /* Invalid text anywhere, even after the member, leaves no span. */
+    const char *key = "k";
+    sj_span m = {NULL, 0};
+    CHECK_INT_EQ(sj_members("{\"k\":1,\"x\":[}", 14, 0, &key, 1, &m), TFTAP_EDECODE);
+    CHECK(m.text == NULL);
+    CHECK_INT_EQ(sj_members("{\"k\":[[1]]}", 11, 2, &key, 1, &m), TFTAP_ELIMIT);
+    CHECK(m.text == NULL);
+    CHECK_INT_EQ(sj_members("{\"k\":[[1]]}", 11, 3, &key, 1, &m), 0);
+    CHECK(m.text != NULL && m.len == 5);
+}
+
 int main(void)
 {
     test_valid();
@@ -216,5 +262,6 @@ int main(void)
     test_values();
     test_at();
     test_equal();
+    test_members();
     return check_report("test_json");
 }
