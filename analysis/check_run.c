@@ -19,11 +19,16 @@ struct info {
 
 static int read_response(const char *json, struct info *in)
 {
+    /* Two small members of a response that holds whole states: only they
+     * are parsed. */
+    static const char *const keys[] = {"legacy_type_system", "new_identity"};
+    sj_span m[2];
+    if (!json || sj_members(json, strlen(json), TFTAP_JSON_MAX_DEPTH, keys, 2, m) != 0)
+        return 0;
+    in->legacy = m[0].text && m[0].len == 4 && memcmp(m[0].text, "true", 4) == 0;
     sj_doc *d = NULL;
-    if (json && sj_parse(json, strlen(json), TFTAP_JSON_MAX_DEPTH, &d) == 0) {
-        const sj_node *r = sj_root(d), *x = sj_get(r, "legacy_type_system");
-        in->legacy = x && x->kind == SJ_BOOL && x->boolean;
-        x = sj_get(sj_get(r, "new_identity"), "identity_data");
+    if (m[1].text && sj_parse(m[1].text, m[1].len, TFTAP_JSON_MAX_DEPTH, &d) == 0) {
+        const sj_node *x = sj_get(sj_root(d), "identity_data");
         if (x && x->kind != SJ_NULL) {
             tftap_buf b = TFTAP_BUF_INIT;
             sj_write(x, &b);

@@ -720,28 +720,113 @@ static int has_apply(store *s, int64_t run_id, int *yes)
     return store_finish(st, rc == SDB_ROW ? SDB_DONE : rc, 0);
 }
 
-/* The columns both queries yield, in the order the rows are read; lean
- * leaves out what only listing needs (the view of the call's failure
- * parses its diagnostics once more). */
-#define CHANGES_SQL(cols, from)                                                                    \
-    "SELECT * FROM (SELECT r.call_id, r.method, r.type_name, "                                     \
-    "r.address, r.address_note, r.prior, r.proposed, r.config, "                                   \
-    "r.planned, r.new, r.requires_replace, r.diagnostics, "                                        \
-    "r.status_code, r.started_us, " cols " FROM v_resource_changes r " from ") AS x "              \
-    "WHERE run_id = ?1 AND " FILTER_SQL                                                            \
-    " AND (CAST(?3 AS INTEGER) = 0 OR failed) ORDER BY started_us, call_id"
-
+/* Every column a change's row has, for listing it (the view of the call's
+ * failure parses its diagnostics once more). */
 static const char changes_sql[] =
-    CHANGES_SQL("(SELECT schema_sha256 FROM calls c WHERE c.id = r.call_id), "
-                "v.failed, v.status_name, v.status_message, v.in_flight, "
-                "r.run_id, v.process_id, v.response_json",
-                "JOIN v_calls v ON v.call_id = r.call_id");
+    "SELECT * FROM (SELECT r.call_id, r.method, r.type_name, r.address, r.address_note, r.prior, "
+    "r.proposed, r.config, r.planned, r.new, r.requires_replace, r.diagnostics, r.status_code, "
+    "r.started_us, (SELECT schema_sha256 FROM calls c WHERE c.id = r.call_id), v.failed, "
+    "v.status_name, v.status_message, v.in_flight, r.run_id, v.process_id, v.response_json "
+    "FROM v_resource_changes r JOIN v_calls v ON v.call_id = r.call_id) AS x "
+    "WHERE run_id = ?1 AND " FILTER_SQL " AND (CAST(?3 AS INTEGER) = 0 OR failed) "
+    "ORDER BY started_us, call_id";
 
+/* The lean query reads each call's JSON whole and takes its states out in
+ * C (lean_states): the view's JSON functions render every state as text
+ * once more, which was most of what the check read at the end of tftap run
+ * cost. The rows are the view's, in its order. */
 static const char changes_lean_sql[] =
-    CHANGES_SQL("c.schema_sha256, CAST(NULL AS BOOLEAN) AS failed, NULL AS status_name, "
-                "NULL AS status_message, CAST(NULL AS BOOLEAN) AS in_flight, r.run_id, "
-                "c.process_id, c.response_json",
-                "JOIN calls c ON c.id = r.call_id");
+    "SELECT * FROM (SELECT c.id AS call_id, c.rpc, c.type_name, a.address, a.address_note, "
+    "c.request_json, c.response_json, c.status_code, c.started_us, c.schema_sha256, "
+    "c.process_id, c.run_id FROM calls c LEFT JOIN call_addresses a ON a.call_id = c.id "
+    "WHERE c.rpc IN ('PlanResourceChange', 'ApplyResourceChange', 'ReadResource', "
+    "'ReadDataSource')) AS x WHERE run_id = ?1 AND " FILTER_SQL " ORDER BY started_us, call_id";
+
+/* The states of a change as v_resource_changes picks them from the call's
+ * request and response (NULL: absent, or not a change when the texts are
+ * not JSON), copied NUL-terminated into text. 0, or 1 when the texts are
+ * not JSON (the view leaves such a call out), or TFTAP_ENOMEM. */
+static int lean_states(store_change_row *c, const char *request, const char *response,
+                       tftap_buf *text)
+{
+    enum { CURRENT, PRIOR, PROPOSED, CONFIG, APPLY_PLANNED, NREQ };
+    enum { PLANNED, STATE, NEW_STATE, REPLACE, DIAGS, NRESP };
+    static const char *const req_keys[NREQ] = {"current_state", "prior_state", "proposed_new_state",
+                                               "config", "planned_state"};
+    static const char *const resp_keys[NRESP] = {"planned_state", "state", "new_state",
+                                                 "requires_replace", "diagnostics"};
+    sj_span req[NREQ], resp[NRESP];
+    if (sj_members(request ? request : "{}", request ? strlen(request) : 2, 0, req_keys, NREQ,
+                   req) != 0 ||
+        sj_members(response ? response : "{}", response ? strlen(response) : 2, 0, resp_keys, NRESP,
+                   resp) != 0)
+        return 1;
+    int read = strcmp(c->rpc, "ReadResource") == 0, data = strcmp(c->rpc, "ReadDataSource") == 0;
+    int plan = strcmp(c->rpc, "PlanResourceChange") == 0;
+    int apply = strcmp(c->rpc, "ApplyResourceChange") == 0;
+    const sj_span none = {NULL, 0};
+    const sj_span pick[] = {
+        read   ? req[CURRENT]
+        : data ? none
+               : req[PRIOR],
+        req[PROPOSED],
+        req[CONFIG],
+        plan    ? resp[PLANNED]
+        : apply ? req[APPLY_PLANNED]
+                : none,
+        plan ? none : resp[data ? STATE : NEW_STATE],
+        resp[REPLACE],
+        resp[DIAGS],
+    };
+    enum { NPICK = sizeof pick / sizeof pick[0] };
+    size_t at[NPICK];
+    text->len = 0;
+    for (size_t i = 0; i < NPICK; i++) {
+        at[i] = text->len;
+        tftap_buf_append(text, pick[i].text, pick[i].len);
+        tftap_buf_putc(text, '\0');
+    }
+    if (tftap_buf_failed(text))
+        return TFTAP_ENOMEM;
+    const char **to[NPICK] = {&c->prior,     &c->proposed,         &c->config,     &c->planned,
+                              &c->new_state, &c->requires_replace, &c->diagnostics};
+    for (size_t i = 0; i < NPICK; i++)
+        *to[i] = pick[i].text ? text->data + at[i] : NULL;
+    return 0;
+}
+
+/* What the change c's relations to other changes (rels) add to its row:
+ * the replacement's other half, the object an apply destroyed. */
+static void related(struct rels *rels, sdb_stmt *half, sdb_stmt *gone, sdb_stmt *forced,
+                    store_change_row *c)
+{
+    struct rel *r = rel_find(rels, c->call_id);
+    if (!r)
+        return;
+    c->superseded = r->superseded;
+    if (r->create_half) {
+        sdb_reset(half);
+        sdb_bind_int64(half, 1, r->create_half);
+        if (sdb_step(half) == SDB_ROW) {
+            c->replace_planned = store_col_text(half, 0);
+            c->replace_call_id = r->create_half;
+        }
+    }
+    if (r->destroyed) {
+        sdb_reset(gone);
+        sdb_bind_int64(gone, 1, r->destroyed);
+        if (sdb_step(gone) == SDB_ROW) {
+            c->destroyed_prior = store_col_text(gone, 0);
+            c->replace_call_id = r->destroyed;
+        }
+        if (r->forced_by && !c->requires_replace) {
+            sdb_reset(forced);
+            sdb_bind_int64(forced, 1, r->forced_by);
+            if (sdb_step(forced) == SDB_ROW)
+                c->requires_replace = store_col_text(forced, 0);
+        }
+    }
+}
 
 static int changes_query(store *s, int64_t run_id, const char *filter, int failed_only, int lean,
                          int (*fn)(void *ctx, const store_change_row *row), void *ctx)
@@ -750,6 +835,7 @@ static int changes_query(store *s, int64_t run_id, const char *filter, int faile
     struct schema_cache schemas;
     memset(&schemas, 0, sizeof schemas);
     sdb_stmt *st = NULL, *half = NULL, *gone = NULL, *forced = NULL;
+    tftap_buf states = TFTAP_BUF_INIT; /* lean: this row's states as text */
     int pairs = 1, err = lean ? has_apply(s, run_id, &pairs) : 0;
     if (!err && pairs)
         err = load_rels(s, run_id, &rels);
@@ -770,8 +856,34 @@ static int changes_query(store *s, int64_t run_id, const char *filter, int faile
     sdb_bind_int64(st, 1, run_id);
     if (filter)
         sdb_bind_text(st, 2, filter, -1, SDB_STATIC);
-    sdb_bind_int(st, 3, failed_only);
+    if (!lean)
+        sdb_bind_int(st, 3, failed_only);
     while ((rc = sdb_step(st)) == SDB_ROW) {
+        if (lean) {
+            store_change_row c = {
+                .call_id = sdb_column_int64(st, 0),
+                .rpc = store_col_text(st, 1),
+                .type_name = store_col_text(st, 2),
+                .address = store_col_text(st, 3),
+                .address_note = store_col_text(st, 4),
+                .has_status = sdb_column_type(st, 7) != SDB_NULL,
+                .status_code = sdb_column_int(st, 7),
+                .started_us = sdb_column_int64(st, 8),
+                .process_id = sdb_column_int64(st, 10),
+                .response_json = store_col_text(st, 6),
+            };
+            int got = c.rpc ? lean_states(&c, store_col_text(st, 5), c.response_json, &states) : 1;
+            if (got == 1)
+                continue;
+            if ((err = got))
+                break;
+            c.block_schema = block_schema(s, &schemas, store_col_text(st, 9), c.type_name,
+                                          strcmp(c.rpc, "ReadDataSource") == 0);
+            related(&rels, half, gone, forced, &c);
+            if ((err = fn(ctx, &c)))
+                break;
+            continue;
+        }
         store_change_row c = {
             .call_id = sdb_column_int64(st, 0),
             .rpc = store_col_text(st, 1),
@@ -797,34 +909,8 @@ static int changes_query(store *s, int64_t run_id, const char *filter, int faile
         };
         c.block_schema = block_schema(s, &schemas, store_col_text(st, 14), c.type_name,
                                       c.rpc && strcmp(c.rpc, "ReadDataSource") == 0);
-        struct rel *r = rel_find(&rels, c.call_id);
-        if (r) {
-            c.superseded = r->superseded;
-            if (r->create_half) {
-                sdb_reset(half);
-                sdb_bind_int64(half, 1, r->create_half);
-                if (sdb_step(half) == SDB_ROW) {
-                    c.replace_planned = store_col_text(half, 0);
-                    c.replace_call_id = r->create_half;
-                }
-            }
-            if (r->destroyed) {
-                sdb_reset(gone);
-                sdb_bind_int64(gone, 1, r->destroyed);
-                if (sdb_step(gone) == SDB_ROW) {
-                    c.destroyed_prior = store_col_text(gone, 0);
-                    c.replace_call_id = r->destroyed;
-                }
-                if (r->forced_by && !c.requires_replace) {
-                    sdb_reset(forced);
-                    sdb_bind_int64(forced, 1, r->forced_by);
-                    if (sdb_step(forced) == SDB_ROW)
-                        c.requires_replace = store_col_text(forced, 0);
-                }
-            }
-        }
-        err = fn(ctx, &c);
-        if (err)
+        related(&rels, half, gone, forced, &c);
+        if ((err = fn(ctx, &c)))
             break;
     }
     if (!err && rc != SDB_DONE)
@@ -836,6 +922,7 @@ done:
     sdb_finalize(forced);
     rels_free(&rels);
     schema_cache_done(&schemas);
+    tftap_buf_done(&states);
     return err;
 }
 
