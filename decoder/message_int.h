@@ -40,6 +40,21 @@ struct dec_value_ctx {
 const dec_type *dec_value_ctx_type(struct dec_value_ctx *c, const char *field, size_t index);
 void dec_value_ctx_done(struct dec_value_ctx *c);
 
+/* A message being rendered (message.c) or redacted again
+ * (message_redact.c): where the JSON goes, how, and what picks the types of
+ * its DynamicValues. */
+struct dec_render {
+    tftap_buf *out;
+    const dec_opts *opts;
+    unsigned max_depth;
+    struct dec_value_ctx c;
+};
+
+/* Stored state (RawState.json) rendered with its sensitive values redacted
+ * by the resource type's schema, whole when the type is not known: -1
+ * (nothing written) when it is not JSON, to be shown as text. */
+int dec_raw_state_redacted(struct dec_render *r, const uint8_t *p, size_t n);
+
 /* Message types and fields with a readable form. */
 int dec_pb_is_dynamic_value(const ProtobufCMessageDescriptor *d);
 int dec_pb_is_attribute_path(const ProtobufCMessageDescriptor *d);
