@@ -1,6 +1,7 @@
 /* cli: what `tftap run` (run.c) shares with the files beside it: the
- * child processes it starts besides the user's command (run_child.c) and
- * the providers it starts itself with --reattach (run_reattach.c). */
+ * child processes it starts besides the user's command (run_child.c), the
+ * providers it starts itself with --reattach (run_reattach.c) and the end
+ * of the run, once the command is over (run_end.c). */
 #ifndef TFTAP_CLI_RUN_INT_H
 #define TFTAP_CLI_RUN_INT_H
 
@@ -10,6 +11,7 @@
 
 #include "cli/wrap.h"
 #include "common/common.h"
+#include "store/store.h"
 
 /* How much of `CLI show -json` (a large state) and `CLI version -json` is
  * kept. */
@@ -62,5 +64,45 @@ int reattach_start(const struct wrap_set *set, const struct wrap_opts *o, int64_
 /* End the n proxies (closing their stop pipes) and their providers, and
  * reap them. */
 void reattach_stop(struct reattached *r, size_t n);
+
+/* ---- run_end.c: after the command, the record made final ---- */
+
+/* Before the command, for the matching after it: the state the command
+ * starts from, the only record of objects it may destroy or that a plan
+ * not saved to a file never names. 0 if read into out ("" when there is no
+ * state yet), -1 if it cannot be. env: the helpers' environment (NULL:
+ * ours). */
+int run_state_before(const char *cli_path, char *const *env, const char *workdir, char *const *args,
+                     tftap_buf *out);
+
+/* The recorder processes' log beside the database (see proxy.h), heap, or
+ * NULL when out of memory. */
+char *run_log_path(const char *db);
+
+/* What the end of a run needs to know of it. */
+struct run_end {
+    const char *db;
+    int64_t run_id; /* 0: nothing recorded under a run */
+    int code;       /* the command's exit code */
+    const char *cli_path;
+    char *const *aux_env; /* the helpers' environment (NULL: ours) */
+    const char *workdir;
+    const char *sub;      /* the CLI's subcommand, or NULL */
+    const char *planfile; /* -out's file, absolute, or NULL */
+    int match;            /* tie the run's calls to addresses */
+    int have_before;      /* before holds the state before the command */
+    const tftap_buf *before;
+    int wrapped;
+    const char *run_dir; /* the shims' and recorders' directory when wrapped */
+    const char *log_path;
+    off_t log_size; /* the log's size when the run began */
+};
+
+/* Wait for every recorder of the run, then record the run's end, report
+ * its gaps and the recorders' log, tie its calls to addresses, check it
+ * and record the CLI's version (*version, read from ver when NULL); or,
+ * the database away, leave all that to a finisher in the background. *s:
+ * the run's connection if kept open through the command, closed here. */
+void run_end(const struct run_end *e, store **s, char **version, struct captured *ver);
 
 #endif

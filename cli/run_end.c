@@ -1,0 +1,496 @@
+/* tftap run, after the command: the record made final. Every recorder of
+ * the run has written what its proxy relayed before the run's end is
+ * recorded, its gaps counted, its calls tied to addresses and checked; a
+ * database away at that moment gets all of it later, from a finisher in the
+ * background. What the matching reads of the state before the command is
+ * here too. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analysis/analysis.h"
+#include "cli/cli.h"
+#include "cli/run_int.h"
+#include "cli/wrap.h"
+#include "proxy/proxy.h"
+#include "store/store.h"
+
+/* The local state file the command will start from, when nothing but the
+ * defaults decide where it is: no backend configured in the data dir (a
+ * backend, even "local" with a path, is left to `state pull`), no -state
+ * flag. The workspace comes from TF_WORKSPACE or the data dir's
+ * "environment" file. 1 with *path set (heap), 0 when it cannot be told. */
+static int local_state_path(const char *workdir, char *const *args, char **path)
+{
+    for (size_t i = 0; args[i] != NULL; i++) {
+        const char *a = args[i][0] == '-' && args[i][1] == '-' ? args[i] + 1 : args[i];
+        if (strncmp(a, "-state", 6) == 0 || strncmp(a, "-backend", 8) == 0)
+            return 0;
+    }
+    const char *data_dir = getenv("TF_DATA_DIR");
+    tftap_buf p = TFTAP_BUF_INIT, ws = TFTAP_BUF_INIT;
+    int ok = 0;
+    if (data_dir != NULL && data_dir[0] == '/')
+        tftap_buf_puts(&p, data_dir);
+    else
+        tftap_buf_printf(&p, "%s/%s", workdir,
+                         data_dir != NULL && data_dir[0] ? data_dir : ".terraform");
+    size_t dir_len = p.len;
+    struct stat st;
+    tftap_buf_puts(&p, "/terraform.tfstate");
+    if (tftap_buf_failed(&p) || lstat(tftap_buf_cstr(&p), &st) == 0 || errno != ENOENT)
+        goto done; /* a backend is configured (or we cannot tell) */
+    const char *env_ws = getenv("TF_WORKSPACE");
+    if (env_ws != NULL && env_ws[0] != '\0') {
+        tftap_buf_puts(&ws, env_ws);
+    } else {
+        p.len = dir_len;
+        tftap_buf_puts(&p, "/environment");
+        if (tftap_read_file(tftap_buf_cstr(&p), 4096, &ws) != 0 && errno != ENOENT)
+            goto done;
+        while (ws.len > 0 && (ws.data[ws.len - 1] == '\n' || ws.data[ws.len - 1] == ' '))
+            ws.len--;
+    }
+    const char *name = tftap_buf_cstr(&ws);
+    if (tftap_buf_failed(&ws) || strchr(name, '/') != NULL || strcmp(name, "..") == 0)
+        goto done;
+    tftap_buf_reset(&p);
+    if (name[0] == '\0' || strcmp(name, "default") == 0)
+        tftap_buf_printf(&p, "%s/terraform.tfstate", workdir);
+    else
+        tftap_buf_printf(&p, "%s/terraform.tfstate.d/%s/terraform.tfstate", workdir, name);
+    if (!tftap_buf_failed(&p)) {
+        *path = tftap_buf_take(&p, NULL);
+        ok = *path != NULL;
+    }
+done:
+    tftap_buf_done(&p);
+    tftap_buf_done(&ws);
+    return ok;
+}
+
+/* Read from the file when it is local by default (a `CLI state pull` costs
+ * a whole CLI start, and reads the same file), else `CLI state pull`, which
+ * starts no provider. */
+int run_state_before(const char *cli_path, char *const *env, const char *workdir,
+                        char *const *args, tftap_buf *out)
+{
+    char *path = NULL;
+    if (local_state_path(workdir, args, &path)) {
+        int rc = tftap_read_file(path, CAPTURE_MAX, out);
+        int missing = rc == TFTAP_EIO && errno == ENOENT;
+        free(path);
+        /* OpenTofu's state encryption leaves only ciphertext in the file;
+         * the CLI decrypts it for `state pull`. */
+        if (rc == 0 && out->len > 0 &&
+            memmem(out->data, out->len, "\"encrypted_data\"", 16) != NULL)
+            rc = TFTAP_EDECODE;
+        if (rc == 0 || missing) {
+            if (missing)
+                tftap_buf_reset(out);
+            return 0;
+        }
+        tftap_buf_reset(out);
+    }
+    char *argv[] = {(char *)cli_path, "state", "pull", NULL};
+    int rc = capture(argv, env, workdir, CAPTURE_MAX, out);
+    if (rc != 0 || tftap_buf_failed(out)) {
+        tftap_buf_reset(out);
+        return -1;
+    }
+    return 0;
+}
+
+/* After the command: what the store ties calls to resource addresses by,
+ * the state before it and `CLI show -json [PLANFILE]` after it (into
+ * *out). Runs unwrapped (env: NULL for ours, or tftap replay's, whose CLI
+ * config sends the CLI straight to the replayed providers): nothing of it
+ * is recorded. Problems only warn. Returns how many docs it filled. */
+static size_t match_docs(const char *cli_path, char *const *env, const char *workdir,
+                         const char *planfile, int have_before, const tftap_buf *before,
+                         int read_after, tftap_buf *out, analysis_match_doc docs[2])
+{
+    char *argv[] = {(char *)cli_path, "show", "-json", (char *)planfile, NULL};
+    size_t ndocs = 0;
+    if (have_before) {
+        /* No state yet reads as a state without resources. */
+        docs[ndocs++] = (analysis_match_doc){before->len ? before->data : "{}",
+                                             before->len ? before->len : 2, 0};
+    }
+    if (read_after) {
+        int rc = capture(argv, env, workdir, CAPTURE_MAX, out);
+        if (rc == 0 && out->len > 0 && !tftap_buf_failed(out))
+            docs[ndocs++] = (analysis_match_doc){out->data, out->len, 1};
+        else
+            cli_error("could not read '%s show -json' to match calls to addresses", cli_path);
+    }
+    return ndocs;
+}
+
+static int match_apply(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs)
+{
+    return analysis_match_addresses(s, run_id, docs, ndocs,
+                                    "neither the state before the run nor a plan or state after "
+                                    "it could be read",
+                                    NULL, NULL);
+}
+
+/* The check's reading of the run's changes, on a connection of its own
+ * beside the address matching: most of the check's cost, and none of it
+ * depends on the addresses the matching writes meanwhile
+ * (analysis_check_read). */
+struct check_reader {
+    const char *db;
+    int64_t run_id;
+    analysis_check_pass *pass; /* NULL: not read, the check reads it all */
+    pthread_t thread;
+    int started;
+};
+
+static void *check_reader_main(void *arg)
+{
+    struct check_reader *r = arg;
+    store *s = NULL;
+    if (store_open(r->db, STORE_OPEN_READONLY, &s) == 0 &&
+        analysis_check_read(s, r->run_id, &r->pass) != 0)
+        r->pass = NULL;
+    store_close(s);
+    return NULL;
+}
+
+static void check_reader_start(struct check_reader *r, const char *db, int64_t run_id)
+{
+    *r = (struct check_reader){.db = db, .run_id = run_id};
+    r->started = pthread_create(&r->thread, NULL, check_reader_main, r) == 0;
+}
+
+static analysis_check_pass *check_reader_join(struct check_reader *r)
+{
+    if (r->started)
+        pthread_join(r->thread, NULL);
+    r->started = 0;
+    return r->pass;
+}
+
+/* The write-ahead log copied into the database file beside the matching:
+ * it holds everything the recorders wrote, which the close at the end
+ * would copy otherwise, after the rest (two syncs and the run's pages). */
+struct checkpointer {
+    const char *db;
+    pthread_t thread;
+    int started;
+};
+
+static void *checkpointer_main(void *arg)
+{
+    struct checkpointer *c = arg;
+    store *s = NULL;
+    if (store_open(c->db, 0, &s) == 0)
+        (void)store_checkpoint(s); /* the close does it otherwise */
+    store_close(s);
+    return NULL;
+}
+
+static void checkpointer_start(struct checkpointer *c, const char *db)
+{
+    *c = (struct checkpointer){.db = db};
+    if (!store_path_is_url(db))
+        c->started = pthread_create(&c->thread, NULL, checkpointer_main, c) == 0;
+}
+
+static void checkpointer_join(struct checkpointer *c)
+{
+    if (c->started)
+        pthread_join(c->thread, NULL);
+    c->started = 0;
+}
+
+/* How long tftap run's background finisher keeps trying to record the end
+ * of a run: as long as the recorders keep their part (it waits for them
+ * first), and a minute more. */
+#define RUN_FINISH_MS (PROXY_RECORDER_LINGER_MS + 60000u)
+
+/* How long tftap run, the database open again at the end, lets recorders
+ * that found it away write what they kept (they retry every second). */
+#define RUN_CATCHUP_MS 3000u
+
+/* A bound in seconds from the environment variable `name` (0 to a day),
+ * in ms; unset: default_ms; anything else says so and is default_ms. */
+static unsigned env_seconds_ms(const char *name, unsigned default_ms)
+{
+    const char *e = getenv(name);
+    if (e != NULL && e[0] != '\0') {
+        char *end = NULL;
+        errno = 0;
+        unsigned long v = strtoul(e, &end, 10);
+        if (errno == 0 && end != e && *end == '\0' && v <= 86400)
+            return (unsigned)v * 1000;
+        cli_error("%s is not a number of seconds (0 to 86400); using %u s", name,
+                  default_ms / 1000);
+    }
+    return default_ms;
+}
+
+/* How long the finisher keeps trying: TFTAP_FINISH_WAIT seconds, else
+ * RUN_FINISH_MS. */
+static unsigned finish_wait_ms(void)
+{
+    return env_seconds_ms("TFTAP_FINISH_WAIT", RUN_FINISH_MS);
+}
+
+/* The finisher gave up: one line in the recorders' log (its stderr is
+ * nowhere, and the user's terminal was left long ago), in their format. */
+static void finish_log(const char *db, int64_t run_id, int code, const char *why)
+{
+    char *path = run_log_path(db);
+    int fd = path ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+    free(path);
+    if (fd < 0)
+        return;
+    char text[2048];
+    int k = snprintf(text, sizeof text,
+                     "gave up recording the end of run %lld (exit code %d) into %s: %s",
+                     (long long)run_id, code, STORE_SHOWN(db), why);
+    if (k > 0)
+        tftap_log_line(fd, "tftap run", text,
+                       (size_t)k < sizeof text ? (size_t)k : sizeof text - 1);
+    close(fd);
+}
+
+/* The database was unavailable when the run ended (a PostgreSQL server
+ * restarting): the user's command is over and tftap run exits with its
+ * code now. A process of its own (init's child, like the recorders) waits
+ * until every recorder still holding its part (lock_fds, shared locks:
+ * proxy/recproc.c) has written it, then records the exit code, the CLI's
+ * version and the addresses, trying every second for wait_ms. Takes
+ * the fds. Returns 0 when the finisher started. */
+static int finish_later(const char *db, int64_t run_id, int code, const char *version,
+                        const analysis_match_doc *docs, size_t ndocs, int *lock_fds, size_t nlocks,
+                        unsigned wait_ms)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        pid_t finisher = fork();
+        if (finisher != 0)
+            _exit(finisher < 0 ? 1 : 0); /* the parent learns whether there is one */
+    }
+    if (pid == 0) {
+        setsid();
+        signal(SIGINT, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
+        signal(SIGPIPE, SIG_IGN);
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull >= 0) {
+            dup2(devnull, STDIN_FILENO);
+            dup2(devnull, STDOUT_FILENO);
+            dup2(devnull, STDERR_FILENO);
+        }
+        int64_t deadline = tftap_mono_ms() + wait_ms;
+        (void)wrap_recorder_locks_wait_exclusive(
+            lock_fds, nlocks,
+            wait_ms < PROXY_RECORDER_LINGER_MS ? wait_ms : PROXY_RECORDER_LINGER_MS);
+        for (;;) {
+            store *s = NULL;
+            char why[600];
+            /* The exit code last: a reader who sees it sees the rest. */
+            /* Matching may fail on the documents (not JSON): only a store
+             * error is worth another try. */
+            int rc = store_open(db, 0, &s);
+            if (rc != 0)
+                snprintf(why, sizeof why, "cannot open it: %s",
+                         store_path_is_url(db) && *store_open_error() ? store_open_error()
+                                                                      : tftap_strerror(rc));
+            else if ((ndocs == 0 || match_apply(s, run_id, docs, ndocs) != TFTAP_ESTORE) &&
+                     (version == NULL || store_run_set_cli_version(s, run_id, version) == 0) &&
+                     (rc = store_run_end(s, run_id, code)) == 0) {
+                store_close(s);
+                _exit(0);
+            } else
+                snprintf(why, sizeof why, "cannot write it: %s",
+                         tftap_strerror(rc ? rc : TFTAP_ESTORE));
+            store_close(s);
+            if (tftap_mono_ms() >= deadline) {
+                char left[700];
+                snprintf(left, sizeof left, "%s (tried every second for %u s)", why,
+                         wait_ms / 1000);
+                finish_log(db, run_id, code, left);
+                _exit(1);
+            }
+            struct timespec ts = {1, 0};
+            nanosleep(&ts, NULL);
+        }
+    }
+    for (size_t i = 0; i < nlocks; i++)
+        close(lock_fds[i]);
+    if (pid < 0)
+        return -1;
+    int wst = 0;
+    while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(wst) && WEXITSTATUS(wst) == 0 ? 0 : -1;
+}
+
+/* How long to wait for the recorders: TFTAP_RECORDER_WAIT seconds, 60 by
+ * default. */
+static unsigned recorder_wait_ms(void)
+{
+    return env_seconds_ms("TFTAP_RECORDER_WAIT", 60000);
+}
+
+char *run_log_path(const char *db)
+{
+    size_t dirlen = 0;
+    const char *dir = store_side_dir(db, &dirlen);
+    tftap_buf b = TFTAP_BUF_INIT;
+    tftap_buf_printf(&b, "%.*s/%s", dir ? (int)dirlen : 1, dir ? dir : ".", PROXY_LOG_NAME);
+    tftap_buf_cstr(&b);
+    if (tftap_buf_failed(&b)) {
+        tftap_buf_done(&b);
+        return NULL;
+    }
+    return tftap_buf_take(&b, NULL);
+}
+
+/* One line when the recorders logged anything since the run began (lines
+ * of other commands writing into the same log meanwhile count too). */
+static void report_log(const char *path, off_t from)
+{
+    char chunk[65536], first[200] = "";
+    size_t lines = 0, flen = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (lseek(fd, from, SEEK_SET) == from) {
+        ssize_t n;
+        while (lines < 1000000 && (n = read(fd, chunk, sizeof chunk)) > 0) {
+            for (ssize_t i = 0; i < n; i++) {
+                /* Shown on the terminal: no control characters from a
+                 * file others' messages (a collector's, say) went into. */
+                if (lines == 0 && chunk[i] != '\n' && flen + 1 < sizeof first)
+                    first[flen++] =
+                        (unsigned char)chunk[i] < 0x20 || chunk[i] == 0x7f ? '?' : chunk[i];
+                lines += chunk[i] == '\n';
+            }
+        }
+    }
+    close(fd);
+    first[flen] = '\0';
+    if (lines > 0)
+        cli_error("the recorders logged %zu problem(s) in %s; the first: %s", lines, path, first);
+}
+
+static int run_lost(void *ctx, const store_run_row *row)
+{
+    *(int64_t *)ctx = row->dropped;
+    return 0;
+}
+
+void run_end(const struct run_end *e, store **s, char **version, struct captured *ver)
+{
+    /* The record is final only once every recorder has written what its
+     * proxy relayed: the run's end, its gaps and the address matching
+     * come after. */
+    if (e->wrapped)
+        wrap_recorders_wait(e->run_dir, recorder_wait_ms(), 1000);
+    if (e->log_path != NULL)
+        report_log(e->log_path, e->log_size);
+
+    if (e->run_id > 0) {
+        int64_t lost = 0;
+        /* A saved plan exists only when planning succeeded; any other
+         * command may have changed the state, even when it failed. */
+        int plans = e->match && strcmp(e->sub, "plan") == 0;
+        int after = plans ? e->planfile != NULL && (e->code == 0 || e->code == 2) : 1;
+        int opened = *s != NULL || store_open(e->db, 0, s) == 0;
+        int ended = opened && store_run_end(*s, e->run_id, e->code) == 0;
+        if (opened && !ended) {
+            /* A connection kept through a long command may have gone (a
+             * server restarted meanwhile): once more on a fresh one. */
+            store_close(*s);
+            *s = NULL;
+            opened = store_open(e->db, 0, s) == 0;
+            ended = opened && store_run_end(*s, e->run_id, e->code) == 0;
+        }
+        if (!ended) {
+            /* Unavailable (a server restarting): never the user's problem
+             * beyond this line; the rest is written when it is back. */
+            tftap_buf out = TFTAP_BUF_INIT;
+            analysis_match_doc docs[2];
+            size_t ndocs = e->match ? match_docs(e->cli_path, e->aux_env, e->workdir, plans ? e->planfile : NULL,
+                                              e->have_before, e->before, after, &out, docs)
+                                 : 0;
+            store_close(*s);
+            *s = NULL;
+            if (*version == NULL)
+                *version = cli_version_finish(e->cli_path, ver);
+            int *fds = NULL;
+            size_t nfds = e->wrapped ? wrap_recorder_locks_open(e->run_dir, &fds) : 0;
+            unsigned wait_ms = finish_wait_ms();
+            if (finish_later(e->db, e->run_id, e->code, *version, docs, ndocs, fds, nfds, wait_ms) == 0)
+                cli_error("cannot record the end of run %lld into %s now: it is recorded when "
+                          "the database is back (tftap keeps trying for %u %s in the background)",
+                          (long long)e->run_id, STORE_SHOWN(e->db),
+                          wait_ms >= 60000 ? wait_ms / 60000 : wait_ms / 1000,
+                          wait_ms >= 60000 ? "min" : "s");
+            else
+                cli_error("cannot record the exit code into %s", STORE_SHOWN(e->db));
+            free(fds);
+            tftap_buf_done(&out);
+            return;
+        }
+        if (e->wrapped) {
+            /* A recorder that found the database away when its provider
+             * ended keeps its part under a shared lock; the database is
+             * back now, so it writes it within a retry (a second): wait a
+             * little, so that its calls and gaps are counted and matched. */
+            int *fds = NULL;
+            size_t nfds = wrap_recorder_locks_open(e->run_dir, &fds);
+            (void)wrap_recorder_locks_wait_exclusive(fds, nfds, RUN_CATCHUP_MS);
+            free(fds);
+        }
+        if (store_run_get(*s, e->run_id, run_lost, &lost) == 0 && lost > 0)
+            /* The recorders' own warnings go to their log, not to the
+             * terminal: say it here, once. */
+            cli_error("the record of run %lld has gaps: %lld events lost while %s could not be "
+                      "written (tftap runs)",
+                      (long long)e->run_id, (long long)lost, STORE_SHOWN(e->db));
+        struct checkpointer ckpt = {0};
+        checkpointer_start(&ckpt, e->db);
+        struct check_reader reader = {0};
+        if (e->match) {
+            /* An apply's changes are read again after the matching (their
+             * replacements are paired by address): no reading beside. */
+            if (strcmp(e->sub, "apply") != 0 && strcmp(e->sub, "destroy") != 0)
+                check_reader_start(&reader, e->db, e->run_id);
+            tftap_buf out = TFTAP_BUF_INIT;
+            analysis_match_doc docs[2];
+            size_t ndocs = match_docs(e->cli_path, e->aux_env, e->workdir, plans ? e->planfile : NULL,
+                                      e->have_before, e->before, after, &out, docs);
+            if (match_apply(*s, e->run_id, docs, ndocs) != 0)
+                cli_error("matching calls to addresses failed: %s", store_errmsg(*s));
+            tftap_buf_done(&out);
+        }
+        analysis_check_pass *read = check_reader_join(&reader);
+        cli_check_summary(*s, e->run_id, read);
+        analysis_check_pass_free(read);
+        if (*version == NULL)
+            *version = cli_version_finish(e->cli_path, ver);
+        if (*version != NULL)
+            (void)store_run_set_cli_version(*s, e->run_id, *version); /* for display only */
+        checkpointer_join(&ckpt);
+        store_close(*s);
+        *s = NULL;
+    }
+
+}
