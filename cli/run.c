@@ -21,7 +21,6 @@
 #include "cli/cli.h"
 #include "cli/run_int.h"
 #include "cli/wrap.h"
-#include "proxy/proxy.h"
 #include "store/store.h"
 
 static volatile sig_atomic_t child_pid;
