@@ -82,8 +82,8 @@ done:
 /* Read from the file when it is local by default (a `CLI state pull` costs
  * a whole CLI start, and reads the same file), else `CLI state pull`, which
  * starts no provider. */
-int run_state_before(const char *cli_path, char *const *env, const char *workdir,
-                        char *const *args, tftap_buf *out)
+int run_state_before(const char *cli_path, char *const *env, const char *workdir, char *const *args,
+                     tftap_buf *out)
 {
     char *path = NULL;
     if (local_state_path(workdir, args, &path)) {
@@ -427,9 +427,10 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
              * beyond this line; the rest is written when it is back. */
             tftap_buf out = TFTAP_BUF_INIT;
             analysis_match_doc docs[2];
-            size_t ndocs = e->match ? match_docs(e->cli_path, e->aux_env, e->workdir, plans ? e->planfile : NULL,
-                                              e->have_before, e->before, after, &out, docs)
-                                 : 0;
+            size_t ndocs = e->match ? match_docs(e->cli_path, e->aux_env, e->workdir,
+                                                 plans ? e->planfile : NULL, e->have_before,
+                                                 e->before, after, &out, docs)
+                                    : 0;
             store_close(*s);
             *s = NULL;
             if (*version == NULL)
@@ -437,7 +438,8 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
             int *fds = NULL;
             size_t nfds = e->wrapped ? wrap_recorder_locks_open(e->run_dir, &fds) : 0;
             unsigned wait_ms = finish_wait_ms();
-            if (finish_later(e->db, e->run_id, e->code, *version, docs, ndocs, fds, nfds, wait_ms) == 0)
+            if (finish_later(e->db, e->run_id, e->code, *version, docs, ndocs, fds, nfds,
+                             wait_ms) == 0)
                 cli_error("cannot record the end of run %lld into %s now: it is recorded when "
                           "the database is back (tftap keeps trying for %u %s in the background)",
                           (long long)e->run_id, STORE_SHOWN(e->db),
@@ -475,8 +477,9 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
                 check_reader_start(&reader, e->db, e->run_id);
             tftap_buf out = TFTAP_BUF_INIT;
             analysis_match_doc docs[2];
-            size_t ndocs = match_docs(e->cli_path, e->aux_env, e->workdir, plans ? e->planfile : NULL,
-                                      e->have_before, e->before, after, &out, docs);
+            size_t ndocs =
+                match_docs(e->cli_path, e->aux_env, e->workdir, plans ? e->planfile : NULL,
+                           e->have_before, e->before, after, &out, docs);
             if (match_apply(*s, e->run_id, docs, ndocs) != 0)
                 cli_error("matching calls to addresses failed: %s", store_errmsg(*s));
             tftap_buf_done(&out);
@@ -492,5 +495,4 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
         store_close(*s);
         *s = NULL;
     }
-
 }
