@@ -105,4 +105,18 @@ int dec_number_decimal(const char *s, size_t n, tftap_buf *out);
 /* Whether s/n is a valid JSON number token. */
 int dec_json_number_valid(const char *s, size_t n);
 
+/* ---- encode_value.c, for encode.c's messages ---- */
+
+/* The nesting a walk allows: lim's, or DEC_DEFAULT_MAX_DEPTH. */
+unsigned dec_limits_depth(const dec_limits *lim);
+/* Parse a decoded value's or a rendered message's JSON within lim (its
+ * bytes, and the nesting the value contract needs beyond the value's own);
+ * err says why not. */
+int dec_encode_parse(const char *json, size_t n, const dec_limits *lim, sj_doc **doc,
+                     dec_error *err);
+/* Encode one parsed value of type t as msgpack into out; err's path is
+ * relative to the value. */
+int dec_encode_value_node(const dec_type *t, const sj_node *v, const dec_limits *lim,
+                          tftap_buf *out, dec_error *err);
+
 #endif
