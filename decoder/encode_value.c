@@ -567,8 +567,8 @@ static unsigned json_depth(const dec_limits *lim)
     return d > (UINT32_MAX - 64) / 2 ? UINT32_MAX : 2 * d + 64;
 }
 
-int dec_encode_value_node(const dec_type *t, const sj_node *v, const dec_limits *lim, tftap_buf *out,
-                       dec_error *err)
+int dec_encode_value_node(const dec_type *t, const sj_node *v, const dec_limits *lim,
+                          tftap_buf *out, dec_error *err)
 {
     dec_opts opts = {.limits = {dec_limits_depth(lim), 0}};
     struct dec_walk w;

@@ -756,28 +756,30 @@ static int lean_states(store_change_row *c, const char *request, const char *res
     static const char *const resp_keys[NRESP] = {"planned_state", "state", "new_state",
                                                  "requires_replace", "diagnostics"};
     sj_span req[NREQ], resp[NRESP];
-    if (sj_members(request ? request : "{}", request ? strlen(request) : 2, 0, req_keys, NREQ,
+    /* Nested as deep as a value may be, two levels below the message. */
+    unsigned depth = TFTAP_JSON_MAX_DEPTH + 2;
+    if (sj_members(request ? request : "{}", request ? strlen(request) : 2, depth, req_keys, NREQ,
                    req) != 0 ||
-        sj_members(response ? response : "{}", response ? strlen(response) : 2, 0, resp_keys, NRESP,
-                   resp) != 0)
+        sj_members(response ? response : "{}", response ? strlen(response) : 2, depth, resp_keys,
+                   NRESP, resp) != 0)
         return 1;
     int read = strcmp(c->rpc, "ReadResource") == 0, data = strcmp(c->rpc, "ReadDataSource") == 0;
     int plan = strcmp(c->rpc, "PlanResourceChange") == 0;
     int apply = strcmp(c->rpc, "ApplyResourceChange") == 0;
     const sj_span none = {NULL, 0};
-    const sj_span pick[] = {
-        read   ? req[CURRENT]
-        : data ? none
-               : req[PRIOR],
-        req[PROPOSED],
-        req[CONFIG],
-        plan    ? resp[PLANNED]
-        : apply ? req[APPLY_PLANNED]
-                : none,
-        plan ? none : resp[data ? STATE : NEW_STATE],
-        resp[REPLACE],
-        resp[DIAGS],
-    };
+    sj_span prior = read ? req[CURRENT] : req[PRIOR], planned = none, new_state = resp[NEW_STATE];
+    if (data) {
+        prior = none;
+        new_state = resp[STATE];
+    }
+    if (plan) {
+        planned = resp[PLANNED];
+        new_state = none;
+    } else if (apply) {
+        planned = req[APPLY_PLANNED];
+    }
+    const sj_span pick[] = {prior,     req[PROPOSED], req[CONFIG], planned,
+                            new_state, resp[REPLACE], resp[DIAGS]};
     enum { NPICK = sizeof pick / sizeof pick[0] };
     size_t at[NPICK];
     text->len = 0;
