@@ -797,6 +797,56 @@ static int lean_states(store_change_row *c, const char *request, const char *res
     return 0;
 }
 
+/* A row of changes_sql; *schema_sha: the call's schema digest. 0. */
+static int full_row(sdb_stmt *st, store_change_row *c, const char **schema_sha)
+{
+    *c = (store_change_row){
+        .call_id = sdb_column_int64(st, 0),
+        .rpc = store_col_text(st, 1),
+        .type_name = store_col_text(st, 2),
+        .address = store_col_text(st, 3),
+        .address_note = store_col_text(st, 4),
+        .prior = store_col_text(st, 5),
+        .proposed = store_col_text(st, 6),
+        .config = store_col_text(st, 7),
+        .planned = store_col_text(st, 8),
+        .new_state = store_col_text(st, 9),
+        .requires_replace = store_col_text(st, 10),
+        .diagnostics = store_col_text(st, 11),
+        .has_status = sdb_column_type(st, 12) != SDB_NULL,
+        .status_code = sdb_column_int(st, 12),
+        .started_us = sdb_column_int64(st, 13),
+        .failed = sdb_column_int(st, 15),
+        .status_name = store_col_text(st, 16),
+        .status_message = store_col_text(st, 17),
+        .in_flight = sdb_column_int(st, 18),
+        .process_id = sdb_column_int64(st, 20),
+        .response_json = store_col_text(st, 21),
+    };
+    *schema_sha = store_col_text(st, 14);
+    return 0;
+}
+
+/* A row of changes_lean_sql, its states copied into text: 0, 1 when the
+ * call is no change (lean_states), or TFTAP_ENOMEM. */
+static int lean_row(sdb_stmt *st, store_change_row *c, tftap_buf *text, const char **schema_sha)
+{
+    *c = (store_change_row){
+        .call_id = sdb_column_int64(st, 0),
+        .rpc = store_col_text(st, 1),
+        .type_name = store_col_text(st, 2),
+        .address = store_col_text(st, 3),
+        .address_note = store_col_text(st, 4),
+        .has_status = sdb_column_type(st, 7) != SDB_NULL,
+        .status_code = sdb_column_int(st, 7),
+        .started_us = sdb_column_int64(st, 8),
+        .process_id = sdb_column_int64(st, 10),
+        .response_json = store_col_text(st, 6),
+    };
+    *schema_sha = store_col_text(st, 9);
+    return c->rpc ? lean_states(c, store_col_text(st, 5), c->response_json, text) : 1;
+}
+
 /* What the change c's relations to other changes (rels) add to its row:
  * the replacement's other half, the object an apply destroyed. */
 static void related(struct rels *rels, sdb_stmt *half, sdb_stmt *gone, sdb_stmt *forced,
@@ -861,55 +911,14 @@ static int changes_query(store *s, int64_t run_id, const char *filter, int faile
     if (!lean)
         sdb_bind_int(st, 3, failed_only);
     while ((rc = sdb_step(st)) == SDB_ROW) {
-        if (lean) {
-            store_change_row c = {
-                .call_id = sdb_column_int64(st, 0),
-                .rpc = store_col_text(st, 1),
-                .type_name = store_col_text(st, 2),
-                .address = store_col_text(st, 3),
-                .address_note = store_col_text(st, 4),
-                .has_status = sdb_column_type(st, 7) != SDB_NULL,
-                .status_code = sdb_column_int(st, 7),
-                .started_us = sdb_column_int64(st, 8),
-                .process_id = sdb_column_int64(st, 10),
-                .response_json = store_col_text(st, 6),
-            };
-            int got = c.rpc ? lean_states(&c, store_col_text(st, 5), c.response_json, &states) : 1;
-            if (got == 1)
-                continue;
-            if ((err = got))
-                break;
-            c.block_schema = block_schema(s, &schemas, store_col_text(st, 9), c.type_name,
-                                          strcmp(c.rpc, "ReadDataSource") == 0);
-            related(&rels, half, gone, forced, &c);
-            if ((err = fn(ctx, &c)))
-                break;
-            continue;
-        }
-        store_change_row c = {
-            .call_id = sdb_column_int64(st, 0),
-            .rpc = store_col_text(st, 1),
-            .type_name = store_col_text(st, 2),
-            .address = store_col_text(st, 3),
-            .address_note = store_col_text(st, 4),
-            .prior = store_col_text(st, 5),
-            .proposed = store_col_text(st, 6),
-            .config = store_col_text(st, 7),
-            .planned = store_col_text(st, 8),
-            .new_state = store_col_text(st, 9),
-            .requires_replace = store_col_text(st, 10),
-            .diagnostics = store_col_text(st, 11),
-            .has_status = sdb_column_type(st, 12) != SDB_NULL,
-            .status_code = sdb_column_int(st, 12),
-            .started_us = sdb_column_int64(st, 13),
-            .failed = sdb_column_int(st, 15),
-            .status_name = store_col_text(st, 16),
-            .status_message = store_col_text(st, 17),
-            .in_flight = sdb_column_int(st, 18),
-            .process_id = sdb_column_int64(st, 20),
-            .response_json = store_col_text(st, 21),
-        };
-        c.block_schema = block_schema(s, &schemas, store_col_text(st, 14), c.type_name,
+        store_change_row c;
+        const char *schema_sha = NULL;
+        int got = lean ? lean_row(st, &c, &states, &schema_sha) : full_row(st, &c, &schema_sha);
+        if (got == 1)
+            continue; /* not a change */
+        if ((err = got))
+            break;
+        c.block_schema = block_schema(s, &schemas, schema_sha, c.type_name,
                                       c.rpc && strcmp(c.rpc, "ReadDataSource") == 0);
         related(&rels, half, gone, forced, &c);
         if ((err = fn(ctx, &c)))
