@@ -21,30 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-char *store_rec_dupstr(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p)
-        memcpy(p, s, n);
-    return p;
-}
-
 /* ---- the caller's side: enqueue ----------------------------------------- */
-
-void store_rec_event_free(struct event *ev)
-{
-    free(ev->owned);
-    free(ev);
-}
-
-void store_rec_release(store_recorder *r, size_t bytes)
-{
-    r->inflight_bytes -= bytes < r->inflight_bytes ? bytes : r->inflight_bytes;
-    pthread_cond_broadcast(&r->room);
-}
 
 /* Queue ev within the one bound: a full recorder drops it (counted, a gap
  * later) or, with opts.block_ms, makes the caller wait (a bounded time) for room. */

@@ -28,32 +28,6 @@ static struct call *call_find(store_recorder *r, uint64_t id)
     return NULL;
 }
 
-static void call_free_raws(store_recorder *r, struct call *c)
-{
-    for (struct rawmsg *m = c->raws, *n; m; m = n) {
-        n = m->next;
-        free(m);
-    }
-    r->retained_bytes -= c->raw_bytes;
-    c->raws = NULL;
-    c->raws_tail = &c->raws;
-    c->raw_bytes = 0;
-    c->retain = 0;
-}
-
-void store_rec_call_free(store_recorder *r, struct call *c)
-{
-    call_free_raws(r, c);
-    free(c->method);
-    free(c->status_message);
-    free(c->type_name);
-    free(c->decode_error);
-    tftap_buf_done(&c->req.json);
-    tftap_buf_done(&c->resp.json);
-    dec_memo_free(c->memo);
-    free(c);
-}
-
 static int method_is_stream(const char *m)
 {
     static const char *const streams[] = {
@@ -239,7 +213,7 @@ static void redecode_retained(store_recorder *r)
             side_add(r, c, m->dir == STORE_REQUEST ? &c->req : &c->resp, m->dir, m->bytes, m->len);
         c->decoded_with_schema = 1;
         mark_dirty(r, c);
-        call_free_raws(r, c);
+        store_rec_call_free_raws(r, c);
     }
 }
 
@@ -286,33 +260,6 @@ static int schema_adopt(store_recorder *r, int protocol, const unsigned char *p,
 }
 
 /* ---- ops: what the decoder hands the SQL thread ------------------------- */
-
-void store_rec_op_free(struct op *o)
-{
-    if (!o)
-        return;
-    free(o->method);
-    free(o->status_message);
-    free(o->type_name);
-    free(o->req_json);
-    free(o->resp_json);
-    free(o->decode_error);
-    free(o->bytes);
-    free(o->provider);
-    free(o->version);
-    free(o->binary_path);
-    free(o->reason);
-    free(o);
-}
-
-void store_rec_op_list_free(struct op *o)
-{
-    while (o) {
-        struct op *n = o->next;
-        store_rec_op_free(o);
-        o = n;
-    }
-}
 
 static struct op *op_new(store_recorder *r, enum op_kind kind)
 {

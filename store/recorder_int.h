@@ -1,6 +1,7 @@
 /* store: the recorder's private header, shared by its files (recorder.c:
  * open, the caller's side and close; recorder_decode.c: calls in memory
- * and the decoder thread; recorder_sql.c: the SQL thread). Nothing outside
+ * and the decoder thread; recorder_sql.c: the SQL thread; recorder_data.c:
+ * freeing what they hand each other). Nothing outside
  * store/recorder*.c includes it. The threads meet only in the fields
  * marked "under mu". */
 #ifndef TFTAP_STORE_RECORDER_INT_H
@@ -232,22 +233,26 @@ struct store_recorder {
     unsigned refused_lines; /* refused writes told in the log so far */
 };
 
-/* ---- time ---------------------------------------------------------------- */
+/* ---- recorder_data.c: the memory of events, calls and ops ---------------- */
 
 /* strdup that accepts NULL (and returns NULL for it or on ENOMEM). */
 char *store_rec_dupstr(const char *s);
-/* Free one op / a list of ops with everything they own. Accept NULL. */
-void store_rec_op_free(struct op *o);
-void store_rec_op_list_free(struct op *o);
 /* Under mu: bytes left the recorder (events freed, ops committed); wakes a
  * caller waiting for room. */
 void store_rec_release(store_recorder *r, size_t bytes);
-
-/* Free one queued event and what it owns (recorder.c). */
+/* Free one queued event and what it owns. */
 void store_rec_event_free(struct event *ev);
-/* Free one call kept in memory with everything it owns
- * (recorder_decode.c). */
+/* Drop the raw messages a call keeps for decoding again (uncounting them),
+ * and stop keeping them. */
+void store_rec_call_free_raws(store_recorder *r, struct call *c);
+/* Free one call kept in memory with everything it owns. */
 void store_rec_call_free(store_recorder *r, struct call *c);
+/* Free one op / a list of ops with everything they own. Accept NULL. */
+void store_rec_op_free(struct op *o);
+void store_rec_op_list_free(struct op *o);
+
+/* ---- the threads ---------------------------------------------------------- */
+
 /* The decoder thread (recorder_decode.c): decodes queued events into ops
  * until stop, then hands over the rest. */
 void *store_rec_decoder_main(void *arg);

@@ -1,0 +1,86 @@
+/* store: what the recorder's files hold in common: the memory of events,
+ * calls and ops, freed here with everything they own, and the bound all
+ * of it counts against (recorder_int.h). Under the three files that use it:
+ * recorder.c (the caller's side), recorder_decode.c and recorder_sql.c. */
+#include "store/recorder_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+char *store_rec_dupstr(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+void store_rec_event_free(struct event *ev)
+{
+    free(ev->owned);
+    free(ev);
+}
+
+void store_rec_release(store_recorder *r, size_t bytes)
+{
+    r->inflight_bytes -= bytes < r->inflight_bytes ? bytes : r->inflight_bytes;
+    pthread_cond_broadcast(&r->room);
+}
+
+void store_rec_call_free_raws(store_recorder *r, struct call *c)
+{
+    for (struct rawmsg *m = c->raws, *n; m; m = n) {
+        n = m->next;
+        free(m);
+    }
+    r->retained_bytes -= c->raw_bytes;
+    c->raws = NULL;
+    c->raws_tail = &c->raws;
+    c->raw_bytes = 0;
+    c->retain = 0;
+}
+
+void store_rec_call_free(store_recorder *r, struct call *c)
+{
+    store_rec_call_free_raws(r, c);
+    free(c->method);
+    free(c->status_message);
+    free(c->type_name);
+    free(c->decode_error);
+    tftap_buf_done(&c->req.json);
+    tftap_buf_done(&c->resp.json);
+    dec_memo_free(c->memo);
+    free(c);
+}
+
+/* ---- ops: what the decoder hands the SQL thread ------------------------- */
+
+void store_rec_op_free(struct op *o)
+{
+    if (!o)
+        return;
+    free(o->method);
+    free(o->status_message);
+    free(o->type_name);
+    free(o->req_json);
+    free(o->resp_json);
+    free(o->decode_error);
+    free(o->bytes);
+    free(o->provider);
+    free(o->version);
+    free(o->binary_path);
+    free(o->reason);
+    free(o);
+}
+
+void store_rec_op_list_free(struct op *o)
+{
+    while (o) {
+        struct op *n = o->next;
+        store_rec_op_free(o);
+        o = n;
+    }
+}
