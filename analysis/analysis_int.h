@@ -21,7 +21,9 @@ struct analysis_diff_meta {
     analysis_diff_call *owned_calls[2];
     size_t nowned[2];
 };
+/* Free what m owns (diff.c, with the diff). */
 void analysis_diff_meta_done(struct analysis_diff_meta *m);
+/* The runs told as text, Markdown or JSON (diff_runs.c). */
 void analysis_diff_meta_text(const struct analysis_diff_meta *m, tftap_buf *out);
 void analysis_diff_meta_markdown(const struct analysis_diff_meta *m, tftap_buf *out);
 /* Appends "\"runs\":[...]," (nothing when unset). */

@@ -905,6 +905,24 @@ size_t analysis_diff_input_count(const analysis_diff *d)
     return d ? d->inputs : 0;
 }
 
+void analysis_diff_meta_done(struct analysis_diff_meta *m)
+{
+    for (int i = 0; i < 2; i++) {
+        free(m->command[i]);
+        tftap_buf_done(&m->providers[i]);
+        for (size_t k = 0; k < m->nowned[i]; k++) {
+            analysis_diff_call *c = &m->owned_calls[i][k];
+            free((char *)c->provider);
+            free((char *)c->rpc);
+            free((char *)c->type_name);
+            free((char *)c->address);
+            free((char *)c->request_json);
+            free((char *)c->response_json);
+        }
+        free(m->owned_calls[i]);
+    }
+}
+
 struct analysis_diff_meta *analysis_diff_meta_of(analysis_diff *d)
 {
     return &d->meta;

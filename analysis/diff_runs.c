@@ -283,24 +283,6 @@ int analysis_diff_runs(store *sa, int64_t run_a, store *sb, int64_t run_b,
     return rc;
 }
 
-void analysis_diff_meta_done(struct analysis_diff_meta *m)
-{
-    for (int i = 0; i < 2; i++) {
-        free(m->command[i]);
-        tftap_buf_done(&m->providers[i]);
-        for (size_t k = 0; k < m->nowned[i]; k++) {
-            analysis_diff_call *c = &m->owned_calls[i][k];
-            free((char *)c->provider);
-            free((char *)c->rpc);
-            free((char *)c->type_name);
-            free((char *)c->address);
-            free((char *)c->request_json);
-            free((char *)c->response_json);
-        }
-        free(m->owned_calls[i]);
-    }
-}
-
 static void lines(tftap_buf *out, const tftap_buf *b, const char *prefix, const char *sep)
 {
     const char *s = b->len ? b->data : "";
