@@ -48,7 +48,7 @@ int cli_push(int argc, char **argv);
 int cli_replay_provider(int argc, char **argv);
 
 /* Print "tftap: <message>" on stderr. */
-/* OTLP spans (cli/shim.c). 1 when url is an http:// or https:// URL. */
+/* OTLP spans (cli/otlp_opts.c). 1 when url is an http:// or https:// URL. */
 int cli_otlp_url_ok(const char *url);
 /* tftap run: put --otlp URL (when not NULL) in the environment as
  * TFTAP_OTLP for the shims (and --otlp-values as TFTAP_OTLP_VALUES=1), and,

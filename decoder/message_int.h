@@ -1,6 +1,7 @@
-/* decoder internals: what the message renderer (message.c) and its inverse
- * (encode.c) share, so both pick methods and DynamicValue schemas by one
- * rule table. Not for other modules. */
+/* decoder internals: what the message renderer (message.c), its redaction
+ * (message_redact.c) and its inverse (encode.c) share, so all pick methods
+ * and DynamicValue schemas by one rule table (method.c). Not for other
+ * modules. */
 #ifndef TFTAP_DECODER_MESSAGE_INT_H
 #define TFTAP_DECODER_MESSAGE_INT_H
 
