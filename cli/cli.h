@@ -47,7 +47,6 @@ int cli_push(int argc, char **argv);
 /* A recorded provider served to tofu (cli/replay_provider.c; hidden). */
 int cli_replay_provider(int argc, char **argv);
 
-/* Print "tftap: <message>" on stderr. */
 /* OTLP spans (cli/otlp_opts.c). 1 when url is an http:// or https:// URL. */
 int cli_otlp_url_ok(const char *url);
 /* tftap run: put --otlp URL (when not NULL) in the environment as
@@ -74,6 +73,7 @@ int cli_otlp_values_env(void);
 char *cli_version_remembered(const char *cli_path);
 void cli_version_remember(const char *cli_path, const char *version);
 
+/* Print "tftap: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A usage error as one line with where to look: "tftap: <message> (see
