@@ -204,15 +204,8 @@ void store_recorder_process(store_recorder *r, const char *provider_addr, const 
     char *a = store_rec_dupstr(provider_addr), *v = store_rec_dupstr(version),
          *b = store_rec_dupstr(binary_path);
     pthread_mutex_lock(&r->mu);
-    free(r->pinfo.provider);
-    free(r->pinfo.version);
-    free(r->pinfo.binary_path);
-    r->pinfo.provider = a;
-    r->pinfo.version = v;
-    r->pinfo.binary_path = b;
-    r->pinfo.protocol = protocol_version;
-    r->pinfo.pid = pid;
-    r->pinfo.changed = 1;
+    store_rec_procinfo_done(&r->pinfo);
+    r->pinfo = (struct procinfo){a, v, b, protocol_version, pid, 1};
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
 }
@@ -306,13 +299,6 @@ fail:
     return TFTAP_ENOMEM;
 }
 
-static void procinfo_done(struct procinfo *p)
-{
-    free(p->provider);
-    free(p->version);
-    free(p->binary_path);
-}
-
 int store_recorder_drain(store_recorder *r)
 {
     if (!r)
@@ -361,9 +347,9 @@ void store_recorder_close(store_recorder *r)
     dec_schema_free(r->schema);
     tftap_hmac_free(r->mac);
     free(r->identity_raw);
-    procinfo_done(&r->proc);
-    procinfo_done(&r->pinfo);
-    procinfo_done(&r->sproc);
+    store_rec_procinfo_done(&r->proc);
+    store_rec_procinfo_done(&r->pinfo);
+    store_rec_procinfo_done(&r->sproc);
     pthread_cond_destroy(&r->cv);
     pthread_cond_destroy(&r->scv);
     pthread_cond_destroy(&r->room);

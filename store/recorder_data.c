@@ -1,5 +1,5 @@
 /* store: what the recorder's files hold in common: the memory of events,
- * calls and ops, freed here with everything they own, and the bound all
+ * calls, ops and process details, freed here with everything they own, and the bound all
  * of it counts against (recorder_int.h). Under the three files that use it:
  * recorder.c (the caller's side), recorder_decode.c and recorder_sql.c. */
 #include "store/recorder_int.h"
@@ -16,6 +16,13 @@ char *store_rec_dupstr(const char *s)
     if (p)
         memcpy(p, s, n);
     return p;
+}
+
+void store_rec_procinfo_done(struct procinfo *p)
+{
+    free(p->provider);
+    free(p->version);
+    free(p->binary_path);
 }
 
 void store_rec_event_free(struct event *ev)

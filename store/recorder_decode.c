@@ -679,9 +679,7 @@ static void sync_procinfo(store_recorder *r)
     pthread_mutex_unlock(&r->mu);
     if (!p.changed)
         return;
-    free(r->proc.provider);
-    free(r->proc.version);
-    free(r->proc.binary_path);
+    store_rec_procinfo_done(&r->proc);
     r->proc = p;
     r->proc_dirty = 1;
     r->have_binary_sha = 0;

@@ -240,6 +240,8 @@ char *store_rec_dupstr(const char *s);
 /* Under mu: bytes left the recorder (events freed, ops committed); wakes a
  * caller waiting for room. */
 void store_rec_release(store_recorder *r, size_t bytes);
+/* Free a process's details (not p itself). */
+void store_rec_procinfo_done(struct procinfo *p);
 /* Free one queued event and what it owns. */
 void store_rec_event_free(struct event *ev);
 /* Drop the raw messages a call keeps for decoding again (uncounting them),

@@ -236,14 +236,8 @@ static int apply_process(store_recorder *r, const struct op *o)
     /* Keep a copy: a process row re-made after a failed transaction needs it. */
     char *a = store_rec_dupstr(o->provider), *v = store_rec_dupstr(o->version),
          *b = store_rec_dupstr(o->binary_path);
-    free(r->sproc.provider);
-    free(r->sproc.version);
-    free(r->sproc.binary_path);
-    r->sproc.provider = a;
-    r->sproc.version = v;
-    r->sproc.binary_path = b;
-    r->sproc.protocol = o->protocol;
-    r->sproc.pid = o->pid;
+    store_rec_procinfo_done(&r->sproc);
+    r->sproc = (struct procinfo){a, v, b, o->protocol, o->pid, 0};
     memcpy(r->sbinary_sha, o->binary_sha, sizeof r->sbinary_sha);
     memcpy(r->sbinary_stat, o->binary_stat, sizeof r->sbinary_stat);
     sdb_stmt *st = NULL;
