@@ -234,6 +234,22 @@ static int scan_number(struct parser *ps)
     return 0;
 }
 
+enum literal { LIT_NONE = -1, LIT_NULL, LIT_TRUE, LIT_FALSE };
+
+/* null, true or false at ps->p: past it, which one; LIT_NONE if none. */
+static enum literal scan_literal(struct parser *ps)
+{
+    static const char *const words[] = {"null", "true", "false"};
+    for (int i = 0; i < 3; i++) {
+        size_t wl = strlen(words[i]);
+        if ((size_t)(ps->end - ps->p) >= wl && memcmp(ps->p, words[i], wl) == 0) {
+            ps->p += wl;
+            return (enum literal)i;
+        }
+    }
+    return LIT_NONE;
+}
+
 static sj_node *new_node(struct parser *ps, enum sj_kind k)
 {
     sj_node *n = arena_alloc(ps->doc, sizeof *n);
@@ -310,20 +326,12 @@ static sj_node *parse_value(struct parser *ps)
             return NULL;
         return n;
     }
-    static const struct {
-        const char *word;
-        enum sj_kind kind;
-        int b;
-    } words[] = {{"null", SJ_NULL, 0}, {"true", SJ_BOOL, 1}, {"false", SJ_BOOL, 0}};
-    for (size_t i = 0; i < 3; i++) {
-        size_t wl = strlen(words[i].word);
-        if ((size_t)(ps->end - ps->p) >= wl && memcmp(ps->p, words[i].word, wl) == 0) {
-            sj_node *n = new_node(ps, words[i].kind);
-            if (n)
-                n->boolean = words[i].b;
-            ps->p += wl;
-            return n;
-        }
+    enum literal lit = scan_literal(ps);
+    if (lit != LIT_NONE) {
+        sj_node *n = new_node(ps, lit == LIT_NULL ? SJ_NULL : SJ_BOOL);
+        if (n)
+            n->boolean = lit == LIT_TRUE;
+        return n;
     }
     if (c == '-' || (c >= '0' && c <= '9')) {
         const char *s = ps->p;
@@ -463,14 +471,8 @@ static int skip_value(struct parser *ps, const struct wanted *w)
         int escaped;
         return scan_string(ps, &end, &escaped);
     }
-    static const char *const words[] = {"null", "true", "false"};
-    for (size_t i = 0; i < 3; i++) {
-        size_t wl = strlen(words[i]);
-        if ((size_t)(ps->end - ps->p) >= wl && memcmp(ps->p, words[i], wl) == 0) {
-            ps->p += wl;
-            return 0;
-        }
-    }
+    if (scan_literal(ps) != LIT_NONE)
+        return 0;
     if (c == '-' || (c >= '0' && c <= '9'))
         return scan_number(ps);
     return -1;
