@@ -1,11 +1,10 @@
 /* tftap run -- tofu|terraform ARGS...: run one CLI command with every
  * provider it uses wrapped by a shim, as one recorded run.
  *
- * The command stays attached to the user's terminal; tftap only waits,
- * forwards signals sent to it by kill(2) (the terminal's own Ctrl-C already
- * reaches the whole foreground group, so those are not sent twice: tofu
- * reads a second interrupt as "stop now"), records the exit code and exits
- * with it. */
+ * The command stays attached to the user's terminal and in tftap's process
+ * group; tftap only waits, passes on the signals sent to it alone (those
+ * sent to the group reach the command already: run_signal.c), records the
+ * exit code and exits with it. */
 #include "config.h"
 
 #include <errno.h>
@@ -22,20 +21,6 @@
 #include "cli/run_int.h"
 #include "cli/wrap.h"
 #include "store/store.h"
-
-static volatile sig_atomic_t child_pid;
-
-/* Forward what someone sent us with kill(2); ignore what the kernel sent
- * on behalf of the terminal, which the child received too. */
-static void forward_signal(int sig, siginfo_t *info, void *uctx)
-{
-    (void)uctx;
-    if (child_pid > 0 && info != NULL && info->si_code <= 0)
-        kill((pid_t)child_pid, sig);
-}
-
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
 
 /* What the command line says: the subcommand, -chdir and a plan's -out. */
 struct cmdline {
@@ -90,31 +75,24 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *c)
  * (128 + signal when killed), or -1 with errno when it could not start. */
 static int run_attached(char *const *argv, char *const *env)
 {
-    struct sigaction sa, old[NFORWARDED];
+    struct run_signals rs;
     int exec_err[2];
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = forward_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
 
     /* A close-on-exec pipe tells us whether exec itself failed. */
     if (pipe2(exec_err, O_CLOEXEC) != 0)
         return -1;
-    for (size_t i = 0; i < NFORWARDED; i++)
-        sigaction(forwarded[i], &sa, &old[i]);
+    run_signals_start(&rs);
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
         close(exec_err[0]);
         close(exec_err[1]);
-        for (size_t i = 0; i < NFORWARDED; i++)
-            sigaction(forwarded[i], &old[i], NULL);
+        run_signals_stop(&rs);
         errno = e;
         return -1;
     }
     if (pid == 0) {
-        for (size_t i = 0; i < NFORWARDED; i++)
-            sigaction(forwarded[i], &old[i], NULL);
+        run_signals_child(&rs);
         close(exec_err[0]);
         execvpe(argv[0], argv, env);
         int e = errno;
@@ -122,7 +100,6 @@ static int run_attached(char *const *argv, char *const *env)
         (void)w;
         _exit(127);
     }
-    child_pid = pid;
     close(exec_err[1]);
     int e = 0;
     ssize_t n;
@@ -130,18 +107,18 @@ static int run_attached(char *const *argv, char *const *env)
         ;
     close(exec_err[0]);
 
-    int st = 0, code;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    child_pid = 0;
-    for (size_t i = 0; i < NFORWARDED; i++)
-        sigaction(forwarded[i], &old[i], NULL);
+    int st = 0;
+    int waited = run_signals_wait(&rs, pid, &st);
+    run_signals_stop(&rs);
     if (n == (ssize_t)sizeof e) {
         errno = e;
         return -1;
     }
-    code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return code;
+    if (waited != 0) {
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 /* Commands whose provider calls are about resources in a state: their calls

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include "cli/wrap.h"
@@ -48,6 +49,27 @@ int capture(char *const *argv, char *const *env, const char *dir, size_t max, tf
  * (cli_version.c). A CLI not started (c->pid 0) is read as nothing. */
 void cli_version_start(const char *cli_path, struct captured *c);
 char *cli_version_finish(const char *cli_path, struct captured *c);
+
+/* ---- run_signal.c: signals for the command, as they would reach it alone ---- */
+
+/* While the command runs: SIGINT, SIGTERM, SIGHUP and SIGQUIT caught, and
+ * a sentinel process in our group that tells a signal sent to the group
+ * (the command has it already) from one sent to tftap alone (passed on). */
+struct run_signals {
+    pid_t sentinel; /* -1: none, signals sent by kill(2) are all passed on */
+    int cmd_fd, ack_fd;
+    struct sigaction old[4], old_chld;
+};
+
+/* Before the command is started: 0, or -1 when nothing could be set up. */
+int run_signals_start(struct run_signals *rs);
+/* In the command's child before exec: our dispositions undone. */
+void run_signals_child(const struct run_signals *rs);
+/* Wait for pid, passing on what was sent to tftap alone; 0 with its wait
+ * status, or -1 with errno. */
+int run_signals_wait(struct run_signals *rs, pid_t pid, int *status);
+/* After the command: dispositions back, the sentinel gone. */
+void run_signals_stop(struct run_signals *rs);
 
 /* ---- run_reattach.c: --reattach, tftap starts each provider itself ---- */
 

@@ -293,9 +293,12 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
     if (pid == 0) {
         /* Single-threaded here (forked before any thread exists). Let go of
          * the client's pipes at once: go-plugin's client waits for EOF on
-         * our stdout and stderr before it believes we exited. The terminal's
-         * ^C is for tofu and the provider; the record must still be
-         * written. */
+         * our stdout and stderr before it believes we exited. What is sent
+         * to the job (the terminal's ^C, a CI cancel, timeout(1)'s SIGTERM
+         * or SIGKILL to the group) is for tofu and the provider; the
+         * record must still be written: a session of our own, out of the
+         * group. The shim's end (EOF on the pipe) ends us. */
+        (void)setsid(); /* fails only for a group leader, which we are not */
         prctl(PR_SET_NAME, "tftap-rec"); /* for top and perf */
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);

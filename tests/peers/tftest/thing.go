@@ -24,6 +24,8 @@ import (
 //	"hang"   touch $TFTEST_HANG_MARKER (when set), then wait for the
 //	         call to be cancelled (at most ten minutes); when the test
 //	         removes the marker file instead, the apply goes on and succeeds
+//	"stubborn" like "hang", but a cancelled call goes on hanging: only the
+//	         marker's removal (or the process's end) releases it
 //
 // The failure happens on create and update only, so a destroy always works.
 type thingResource struct {
@@ -112,7 +114,7 @@ func (r *thingResource) misbehave(ctx context.Context, fail string) string {
 		time.Sleep(time.Minute)
 	case "exit":
 		os.Exit(7)
-	case "hang":
+	case "hang", "stubborn":
 		marker := os.Getenv("TFTEST_HANG_MARKER")
 		if marker != "" {
 			_ = os.WriteFile(marker, []byte("hanging\n"), 0o644)
@@ -121,6 +123,10 @@ func (r *thingResource) misbehave(ctx context.Context, fail string) string {
 		for {
 			select {
 			case <-ctx.Done():
+				if fail == "stubborn" {
+					ctx = context.Background()
+					continue
+				}
 				return "the apply was cancelled while hanging"
 			case <-deadline:
 				return "the apply was cancelled while hanging"

@@ -1,0 +1,273 @@
+/* Signals for the command tftap runs, as they would reach it without tftap.
+ *
+ * The command stays in tftap's process group, as it would be in the shell's
+ * job without tftap: whatever is sent to the group (the terminal's Ctrl-C, a
+ * CI runner's cancel, `kill -INT -- -PGID`, timeout(1)) reaches it directly.
+ * tftap must pass on only what was sent to it alone: tofu reads a second
+ * SIGINT as "stop now" and then skips writing its state.
+ *
+ * The kernel does not say whether a kill(2) named a process or its group, so
+ * a sentinel tells: a child of ours that stays in the group with the signals
+ * blocked. A signal pending at the sentinel was sent to the group. What
+ * reaches tftap is held for a moment (SIGNAL_GRACE_MS) and passed on once
+ * unless the sentinel got a copy meanwhile: timeout(1) and some CI runners
+ * send to the process and then to its group, one intent in two calls, and
+ * then the command has it from the group. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/run_int.h"
+
+/* How long a signal sent to tftap alone waits for its group's copy. */
+#define SIGNAL_GRACE_MS 200
+/* How often the sentinel is looked at while a signal waits. */
+#define SIGNAL_POLL_MS 5
+
+static const int relayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define NRELAYED (sizeof relayed / sizeof relayed[0])
+
+struct received {
+    int sig;
+    int code;
+};
+
+static int self_pipe[2] = {-1, -1};
+
+/* Async-signal-safe: only a write of what came. */
+static void on_signal(int sig, siginfo_t *info, void *uctx)
+{
+    (void)uctx;
+    int saved = errno;
+    struct received r = {sig, info != NULL ? info->si_code : SI_USER};
+    ssize_t w = write(self_pipe[1], &r, sizeof r);
+    (void)w; /* a full pipe holds plenty already: a wake-up is all it is */
+    errno = saved;
+}
+
+static sigset_t relayed_set(void)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    for (size_t i = 0; i < NRELAYED; i++)
+        sigaddset(&s, relayed[i]);
+    return s;
+}
+
+/* The sentinel: blocks the relayed signals and, each time it is asked,
+ * takes what is pending off (so the next group signal shows) and says so. */
+static void sentinel_main(int cmd_fd, int ack_fd, pid_t parent)
+{
+    sigset_t s = relayed_set();
+    sigprocmask(SIG_BLOCK, &s, NULL);
+    for (size_t i = 0; i < NRELAYED; i++)
+        signal(relayed[i], SIG_DFL);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(0);
+    prctl(PR_SET_NAME, "tftap-sentinel");
+    /* Hold nothing of the command's: a CI runner waits for EOF on its
+     * output, and the sentinel must not keep a pipe open. */
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+        dup2(devnull, STDIN_FILENO);
+        dup2(devnull, STDOUT_FILENO);
+        dup2(devnull, STDERR_FILENO);
+    }
+    if (dup2(cmd_fd, 3) < 0 || dup2(ack_fd, 4) < 0)
+        _exit(1);
+    for (int fd = 5; fd < 1024; fd++)
+        close(fd);
+    struct timespec zero = {0, 0};
+    char c;
+    while (read(3, &c, 1) == 1) {
+        while (sigtimedwait(&s, NULL, &zero) > 0)
+            ;
+        if (write(4, "k", 1) != 1)
+            _exit(1);
+    }
+    _exit(0);
+}
+
+int run_signals_start(struct run_signals *rs)
+{
+    int cmd[2], ack[2];
+    memset(rs, 0, sizeof *rs);
+    rs->sentinel = -1;
+    rs->cmd_fd = rs->ack_fd = -1;
+    if (pipe2(self_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        return -1;
+    /* The sentinel first, so it never sees our handlers. Without one,
+     * signals are passed on by the old rule (only what kill(2) sent). */
+    if (pipe2(cmd, O_CLOEXEC) == 0) {
+        if (pipe2(ack, O_CLOEXEC) == 0) {
+            pid_t parent = getpid();
+            pid_t pid = fork();
+            if (pid == 0)
+                sentinel_main(cmd[0], ack[1], parent);
+            close(cmd[0]);
+            close(ack[1]);
+            if (pid > 0) {
+                rs->sentinel = pid;
+                rs->cmd_fd = cmd[1];
+                rs->ack_fd = ack[0];
+            } else {
+                close(cmd[1]);
+                close(ack[0]);
+            }
+        } else {
+            close(cmd[0]);
+            close(cmd[1]);
+        }
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < NRELAYED; i++)
+        sigaction(relayed[i], &sa, &rs->old[i]);
+    sa.sa_flags |= SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &sa, &rs->old_chld);
+    return 0;
+}
+
+void run_signals_child(const struct run_signals *rs)
+{
+    for (size_t i = 0; i < NRELAYED; i++)
+        sigaction(relayed[i], &rs->old[i], NULL);
+    sigaction(SIGCHLD, &rs->old_chld, NULL);
+}
+
+/* The signals pending at the sentinel (bit sig-1), or 0 when none or it
+ * cannot be read. */
+static unsigned long long sentinel_pending(const struct run_signals *rs)
+{
+    char path[64], line[256];
+    unsigned long long mask = 0;
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)rs->sentinel);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "ShdPnd:", 7) == 0 || strncmp(line, "SigPnd:", 7) == 0)
+            mask |= strtoull(line + 7, NULL, 16);
+    }
+    fclose(f);
+    return mask;
+}
+
+/* Have the sentinel take what is pending off, and wait until it has. */
+static void sentinel_drain(struct run_signals *rs)
+{
+    char c;
+    if (write(rs->cmd_fd, "d", 1) != 1)
+        return;
+    struct pollfd p = {rs->ack_fd, POLLIN, 0};
+    if (poll(&p, 1, 1000) > 0)
+        (void)!read(rs->ack_fd, &c, 1);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* 1 if sig is pending at the sentinel (sent to the group), which is then
+ * made to take it off; 0 if not or it cannot be told. */
+static int sentinel_saw(struct run_signals *rs, int sig)
+{
+    if (!(sentinel_pending(rs) & (1ull << (sig - 1))))
+        return 0;
+    sentinel_drain(rs);
+    return 1;
+}
+
+int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
+{
+    /* Per relayed signal, the burst that came: until when it is held (0:
+     * none), and whether the group got a copy meanwhile. The copies of one
+     * burst (timeout's two, say) are one signal to pass on or not. */
+    int64_t held_until[NRELAYED] = {0};
+    int group_got[NRELAYED] = {0};
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
+
+        int timeout = -1;
+        for (size_t i = 0; i < NRELAYED; i++)
+            if (held_until[i] != 0)
+                timeout = SIGNAL_POLL_MS;
+        struct pollfd p = {self_pipe[0], POLLIN, 0};
+        if (poll(&p, 1, timeout) < 0 && errno != EINTR)
+            return -1;
+
+        struct received got;
+        while (read(self_pipe[0], &got, sizeof got) == (ssize_t)sizeof got) {
+            size_t i = 0;
+            while (i < NRELAYED && relayed[i] != got.sig)
+                i++;
+            if (i == NRELAYED)
+                continue; /* SIGCHLD: look at the child again */
+            /* The terminal sends to its foreground group: the command is
+             * in ours, so it has this one already. */
+            if (got.code == SI_KERNEL)
+                continue;
+            if (rs->sentinel <= 0) {
+                if (got.code <= 0)
+                    kill(pid, got.sig);
+                continue;
+            }
+            if (held_until[i] == 0) {
+                held_until[i] = now_ms() + SIGNAL_GRACE_MS;
+                group_got[i] = 0;
+            }
+        }
+        int64_t now = now_ms();
+        for (size_t i = 0; i < NRELAYED; i++) {
+            if (held_until[i] == 0)
+                continue;
+            if (sentinel_saw(rs, relayed[i]))
+                group_got[i] = 1;
+            if (now >= held_until[i]) {
+                held_until[i] = 0;
+                if (!group_got[i])
+                    kill(pid, relayed[i]);
+            }
+        }
+    }
+}
+
+void run_signals_stop(struct run_signals *rs)
+{
+    for (size_t i = 0; i < NRELAYED; i++)
+        sigaction(relayed[i], &rs->old[i], NULL);
+    sigaction(SIGCHLD, &rs->old_chld, NULL);
+    if (rs->sentinel > 0) {
+        close(rs->cmd_fd); /* EOF: it exits */
+        close(rs->ack_fd);
+        kill(rs->sentinel, SIGKILL);
+        while (waitpid(rs->sentinel, NULL, 0) < 0 && errno == EINTR)
+            ;
+        rs->sentinel = -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (self_pipe[i] >= 0)
+            close(self_pipe[i]);
+        self_pipe[i] = -1;
+    }
+}
