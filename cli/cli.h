@@ -80,6 +80,14 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * 'tftap CMD --help')" (cmd NULL: 'tftap --help'). Callers exit 2. */
 void cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Where a record may be: a file path, or a postgresql:// (postgres://) URI.
+ * A value that is empty or looks like
+ * another URI ("postgresq://", "https://", "postgresql:/x") and names no
+ * existing file is a usage error naming its scheme: 0, or 2 after one
+ * usage line. what: the option or variable, as the message names it.
+ * cli_getopt checks every --db and --to with it. */
+int cli_check_db_target(const char *cmd, const char *what, const char *value);
+
 /* getopt_long for every command (cli/options.c): "--opt value" and
  * "--opt=value", options and operands in any order unless shortopts starts
  * with '+' (then the first operand ends the options). argv[0] is the

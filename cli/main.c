@@ -110,6 +110,9 @@ int main(int argc, char **argv)
     }
     int cargc = argc - optind;
     char **cargv = argv + optind;
+    const char *env_db = getenv("TFTAP_DB");
+    if (env_db && *env_db && takes_db(name) && cli_check_db_target(name, "TFTAP_DB", env_db))
+        return 2;
     if (!db)
         return cmd->run(cargc, cargv);
     if (!takes_db(name)) {

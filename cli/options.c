@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 
@@ -61,6 +62,47 @@ static int candidates(const struct option *longopts, const char *name, size_t n)
     return k;
 }
 
+/* The scheme a value starts with ("https" of "https://x"), its length, or
+ * 0: letters, digits, '+', '-' and '.' after a letter, at least two of
+ * them, then ':', before any '/'. */
+static size_t uri_scheme(const char *v)
+{
+    size_t n = 0;
+    if (!((v[0] >= 'a' && v[0] <= 'z') || (v[0] >= 'A' && v[0] <= 'Z')))
+        return 0;
+    while (v[n] && strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.",
+                          v[n]) != NULL)
+        n++;
+    return n >= 2 && v[n] == ':' ? n : 0;
+}
+
+int cli_check_db_target(const char *cmd, const char *what, const char *value)
+{
+    struct stat st;
+    if (value == NULL || *value == '\0') {
+        cli_usage_error(cmd, "%s is empty: give a database file or a postgresql:// URI", what);
+        return 2;
+    }
+    size_t n = uri_scheme(value);
+    int pg = strncmp(value, "postgresql://", 13) == 0 || strncmp(value, "postgres://", 11) == 0;
+    if (pg)
+        return 0;
+    if (n > 0 && stat(value, &st) != 0) {
+        int pgish = (n == 10 && strncmp(value, "postgresql", 10) == 0) ||
+                    (n == 8 && strncmp(value, "postgres", 8) == 0);
+        if (pgish)
+            cli_usage_error(cmd, "%s '%.*s...': a PostgreSQL URI starts '%.*s://'", what,
+                            (int)(n + 1), value, (int)n, value);
+        else
+            cli_usage_error(cmd,
+                            "%s '%.60s' is a URI of scheme '%.*s', which tftap does not "
+                            "read: give a file path or a postgresql:// URI",
+                            what, value, (int)n, value);
+        return 2;
+    }
+    return 0;
+}
+
 int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
 {
     /* Our own messages: ':' first (after '+') makes a missing value ':'. */
@@ -69,11 +111,21 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
     snprintf(spec, sizeof spec, "%s:%s", stop ? "+" : "", shortopts + stop);
     opterr = 0;
     int prev = optind ? optind : 1;
-    int c = getopt_long(argc, argv, spec, longopts, NULL);
-    if (c != '?' && c != ':')
-        return c;
+    int idx = -1;
+    int c = getopt_long(argc, argv, spec, longopts, &idx);
     /* main's global options name no command. */
     const char *cmd = strcmp(argv[0], "tftap") == 0 ? NULL : argv[0];
+    if (c != '?' && c != ':') {
+        /* Where a record is: checked once here for every command. */
+        const char *lname = idx >= 0 ? longopts[idx].name : NULL;
+        if (lname && optarg && strcmp(lname, "db") == 0 &&
+            cli_check_db_target(cmd, "--db", optarg) != 0)
+            return '?';
+        if (lname && optarg && strcmp(lname, "to") == 0 &&
+            cli_check_db_target(cmd, "--to", optarg) != 0)
+            return '?';
+        return c;
+    }
     /* The argument at fault: getopt has stepped past it. */
     const char *arg = optind - 1 >= prev && optind - 1 < argc ? argv[optind - 1] : argv[prev];
     const char *name = NULL;

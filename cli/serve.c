@@ -48,9 +48,8 @@ int cli_serve(int argc, char **argv)
     };
     const char *db = NULL, *listen = NULL;
     int open_it = 0, c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    optind = 0;
+    while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
         switch (c) {
         case 'd':
             db = optarg;
@@ -64,11 +63,7 @@ int cli_serve(int argc, char **argv)
         case 'h':
             fputs(usage_text, stdout);
             return 0;
-        case ':':
-            cli_error("%s needs a value (see 'tftap serve --help')", argv[optind - 1]);
-            return 2;
         default:
-            cli_error("unknown option '%s' (see 'tftap serve --help')", argv[optind - 1]);
             return 2;
         }
     }

@@ -82,6 +82,12 @@ static const char *server_reason(void)
     return why;
 }
 
+static int file_is_empty(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
 void cli_store_open_failed(const char *path, int flags, int rc)
 {
     const char *shown = STORE_SHOWN(path);
@@ -99,7 +105,8 @@ void cli_store_open_failed(const char *path, int flags, int rc)
             cli_error("cannot open %s: %s", shown, why);
         else if (rc == TFTAP_ESTORE && (flags & STORE_OPEN_READONLY))
             cli_error("cannot read %s: its tftap record is of another tftap version (an older "
-                      "one is brought up to date by 'tftap runs --db URI')",
+                      "one is brought up to date by recording into it: 'tftap run --db URI' or "
+                      "'tftap push --to URI')",
                       shown);
         else if (rc == TFTAP_ESTORE)
             cli_error("cannot read %s: its tftap record is from a newer tftap", shown);
@@ -111,9 +118,10 @@ void cli_store_open_failed(const char *path, int flags, int rc)
         cli_error("no database at %s (record one with 'tftap run', or pass --db)", shown);
     else if (rc == TFTAP_EIO)
         cli_error("cannot open %s: %s", shown, strerror(errno ? errno : EIO));
+    else if (rc == TFTAP_ESTORE && (flags & STORE_OPEN_READONLY) && file_is_empty(path))
+        cli_error("cannot read %s: an empty file, not a tftap record", shown);
     else if (rc == TFTAP_ESTORE && (flags & STORE_OPEN_READONLY))
-        cli_error("cannot read %s: not a tftap database or bundle, or one of another tftap "
-                  "version",
+        cli_error("cannot read %s: not a tftap database or bundle, or one of a newer tftap",
                   shown);
     else if (rc == TFTAP_ESTORE)
         cli_error("cannot read %s: not a tftap database, or one from a newer tftap", shown);
@@ -133,7 +141,9 @@ static int open_store(const char *path, int flags, store **out)
 
 int cli_open_store(const char *path, store **out)
 {
-    return open_store(path, 0, out);
+    /* Reading never writes: no migration, no WAL switch, no key, and a file
+     * or server database that is not a tftap record is refused as it is. */
+    return open_store(path, STORE_OPEN_READONLY, out);
 }
 
 int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_id)
@@ -212,9 +222,9 @@ int cli_open_run(const char *db_path, const char *operand, store **s, const char
         }
     }
     *path = file;
-    /* A file named as an operand is read as it is, never migrated: it may
-     * be someone else's bundle, or no database at all. */
-    if (open_store(file, file == db_path ? 0 : STORE_OPEN_READONLY, s))
+    /* Read as it is, never migrated: it may be someone else's bundle, or
+     * no database at all. */
+    if (open_store(file, STORE_OPEN_READONLY, s))
         goto fail;
     int rc = cli_resolve_run(*s, file, spec, run);
     if (rc == 0)

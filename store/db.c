@@ -271,9 +271,9 @@ static int stable_uuids(sdb *db, const char *digest)
     return rc;
 }
 
-/* A bundle an older tftap wrote: read whole into memory and migrated
- * there, so that it reads as a current one while its file is left as it
- * is (it is someone's evidence). */
+/* A bundle or database an older tftap wrote: read whole into memory and
+ * migrated there, so that it reads as a current one while its file is left
+ * as it is (it is someone's evidence, and reading never writes). */
 static int open_old_bundle(const char *path, sdb **out)
 {
     tftap_buf file = TFTAP_BUF_INIT;
@@ -284,6 +284,20 @@ static int open_old_bundle(const char *path, sdb **out)
     if (rc)
         return rc == TFTAP_ENOMEM ? SDB_NOMEM : SDB_ERROR;
     tftap_sha256_hex(file.data, file.len, digest);
+    if (file.len >= 100 && file.data[18] == 2 && file.data[19] == 2) {
+        /* A WAL database: its image reads in rollback mode, unless a -wal
+         * file still holds what the main file lacks. */
+        tftap_buf side = TFTAP_BUF_INIT;
+        tftap_buf_printf(&side, "%s-wal", path);
+        struct stat st;
+        int pending = tftap_buf_failed(&side) || (stat(side.data, &st) == 0 && st.st_size > 0);
+        tftap_buf_done(&side);
+        if (pending) {
+            tftap_buf_done(&file);
+            return SDB_BUSY;
+        }
+        file.data[18] = file.data[19] = 1;
+    }
     rc = sdb_open_sqlite_image(file.data, file.len, &db);
     tftap_buf_done(&file);
     if (rc == SDB_OK)
@@ -302,6 +316,76 @@ static int open_old_bundle(const char *path, sdb **out)
     return SDB_OK;
 }
 
+/* 1 when db holds the tables every tftap record has had since its first
+ * version (another program's database may set user_version too). */
+static int looks_like_record(sdb *db)
+{
+    sdb_stmt *st = NULL;
+    int n = 0;
+    if (sdb_prepare(db,
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                    "('runs', 'processes', 'calls')",
+                    &st) == SDB_OK &&
+        sdb_step(st) == SDB_ROW)
+        n = (int)sdb_column_int64(st, 0);
+    sdb_finalize(st);
+    return n == 3;
+}
+
+/* path opened read only as immutable: SQLite neither locks it nor makes
+ * any file beside it, and reads only what the main file holds. */
+static int open_immutable(const char *path, sdb **db)
+{
+    tftap_buf uri = TFTAP_BUF_INIT;
+    tftap_buf_puts(&uri, "file:");
+    for (const char *p = path; *p; p++) {
+        if (*p == '%' || *p == '?' || *p == '#')
+            tftap_buf_printf(&uri, "%%%02X", (unsigned char)*p);
+        else
+            tftap_buf_putc(&uri, *p);
+    }
+    tftap_buf_puts(&uri, "?immutable=1");
+    int rc = tftap_buf_failed(&uri) ? SDB_NOMEM
+                                    : sdb_open(uri.data, SDB_OPEN_READONLY | SDB_OPEN_URI, db);
+    tftap_buf_done(&uri);
+    return rc;
+}
+
+/* Whether path may be opened to be read without changing anything beside
+ * it: 0, or TFTAP_ESTORE (errno 0) for a file that is no SQLite database
+ * (an empty one included) or a WAL database of another program. SQLite
+ * makes -wal and -shm files to read a WAL database whose writer has gone
+ * (all checkpointed): such a file is looked at as immutable first, and
+ * refused unless it is a tftap record. */
+static int readable_as_record(const char *path)
+{
+    unsigned char head[100];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return TFTAP_EIO;
+    ssize_t n = read(fd, head, sizeof head);
+    close(fd);
+    errno = 0;
+    if (n != (ssize_t)sizeof head || memcmp(head, "SQLite format 3", 16) != 0)
+        return TFTAP_ESTORE;
+    int wal = head[18] == 2 && head[19] == 2;
+    tftap_buf side = TFTAP_BUF_INIT;
+    tftap_buf_printf(&side, "%s-wal", path);
+    struct stat st;
+    int live = tftap_buf_failed(&side) || stat(side.data, &st) == 0;
+    tftap_buf_done(&side);
+    if (!wal || live)
+        return 0; /* a rollback journal reader writes nothing; a live WAL has its files */
+    sdb *db = NULL;
+    int64_t app = 0;
+    int rc = open_immutable(path, &db);
+    int ok = rc == SDB_OK && (looks_like_record(db) || (application_id(db, &app) == SDB_OK &&
+                                                        app == STORE_BUNDLE_APPLICATION_ID));
+    sdb_close(db);
+    errno = 0;
+    return ok ? 0 : rc == SDB_NOMEM ? TFTAP_ENOMEM : TFTAP_ESTORE;
+}
+
 /* A reader that must never write: no WAL switch, no migration, no key.
  * The schema must already be this version's; query_only guards against
  * a statement that would write anyway. */
@@ -310,7 +394,10 @@ static int open_readonly(const char *path, sdb **out, int *snapshot)
     sdb *db = NULL;
     int v = 0;
     *snapshot = 0;
-    int rc = sdb_open(path, SDB_OPEN_READONLY, &db);
+    int rc = readable_as_record(path);
+    if (rc)
+        return rc;
+    rc = sdb_open(path, SDB_OPEN_READONLY, &db);
     if (rc != SDB_OK)
         goto fail;
     sdb_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
@@ -325,18 +412,7 @@ static int open_readonly(const char *path, sdb **out, int *snapshot)
          * they own it, so read it as it is: immutable, a snapshot. */
         sdb_close(db);
         db = NULL;
-        tftap_buf uri = TFTAP_BUF_INIT;
-        tftap_buf_puts(&uri, "file:");
-        for (const char *p = path; *p; p++) {
-            if (*p == '%' || *p == '?' || *p == '#')
-                tftap_buf_printf(&uri, "%%%02X", (unsigned char)*p);
-            else
-                tftap_buf_putc(&uri, *p);
-        }
-        tftap_buf_puts(&uri, "?immutable=1");
-        rc = tftap_buf_failed(&uri) ? SDB_NOMEM
-                                    : sdb_open(uri.data, SDB_OPEN_READONLY | SDB_OPEN_URI, &db);
-        tftap_buf_done(&uri);
+        rc = open_immutable(path, &db);
         if (rc != SDB_OK)
             goto fail;
         rc = store_exec(db, "PRAGMA query_only=1");
@@ -347,8 +423,11 @@ static int open_readonly(const char *path, sdb **out, int *snapshot)
     if (rc != SDB_OK)
         goto fail;
     int64_t app = 0;
-    if (v > 0 && v < store_schema_version && application_id(db, &app) == SDB_OK &&
-        app == STORE_BUNDLE_APPLICATION_ID) {
+    /* An older tftap's bundle or database: brought up to date in memory,
+     * its file left as it is (reading never writes). */
+    if (v > 0 && v < store_schema_version &&
+        ((application_id(db, &app) == SDB_OK && app == STORE_BUNDLE_APPLICATION_ID) ||
+         looks_like_record(db))) {
         sdb_close(db);
         db = NULL;
         rc = open_old_bundle(path, &db);

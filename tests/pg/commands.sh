@@ -389,7 +389,7 @@ check_eq "... and left as it was" \
     "$(psql -X -A -t "$(pg_uri newer)" -c "SELECT value FROM tftap_meta WHERE key = 'schema_version'")" 999
 "$TFTAP" serve --db "$(pg_uri newer)" >/dev/null 2>"$WORK/newer.err" </dev/null
 check_eq "serve of a record of another version: says so" "$(cat "$WORK/newer.err")" \
-    "tftap: cannot read $(pg_uri newer): its tftap record is of another tftap version (an older one is brought up to date by 'tftap runs --db URI')"
+    "tftap: cannot read $(pg_uri newer): its tftap record is of another tftap version (an older one is brought up to date by recording into it: 'tftap run --db URI' or 'tftap push --to URI')"
 # A role that may not create tables: the record cannot be made, and the
 # server says why.
 psql -q -X "$(pg_uri postgres)" -c 'CREATE ROLE reader LOGIN' -c 'CREATE DATABASE fresh' >/dev/null &&

@@ -463,6 +463,16 @@ static void test_migrate_from_7(void)
                     "PRAGMA user_version = 7;");
     store *s = NULL;
     CHECK_INT_EQ(scalar(path, "SELECT count(address) FROM calls"), 2);
+    /* A reader brings it up to date in memory and leaves the file alone. */
+    int64_t last = 0;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_READONLY, &s), 0);
+    CHECK_INT_EQ(store_is_snapshot(s), 1);
+    CHECK_INT_EQ(store_resolve_run(s, "last", &last), 0);
+    CHECK_INT_EQ(last, 1);
+    store_close(s);
+    s = NULL;
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 7);
+    CHECK_INT_EQ(scalar(path, "SELECT count(address) FROM calls"), 2);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
     CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
