@@ -390,6 +390,18 @@ static void report_log(const char *path, off_t from)
         cli_error("the recorders logged %zu problem(s) in %s; the first: %s", lines, path, first);
 }
 
+/* "194 lost from tftest5 (recorder died ...)", joined by "; ". */
+static int gap_words(void *ctx, const char *provider, const char *reason, int64_t lost)
+{
+    tftap_buf *b = ctx;
+    if (b->len > 0)
+        tftap_buf_puts(b, "; ");
+    tftap_buf_printf(b, "%lld lost from %s (%s)", (long long)lost,
+                     provider != NULL ? provider : "a provider",
+                     reason ? reason : "no reason given");
+    return 0;
+}
+
 static int run_lost(void *ctx, const store_run_row *row)
 {
     *(int64_t *)ctx = row->dropped;
@@ -461,12 +473,15 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
             (void)wrap_recorder_locks_wait_exclusive(fds, nfds, RUN_CATCHUP_MS);
             free(fds);
         }
-        if (store_run_get(*s, e->run_id, run_lost, &lost) == 0 && lost > 0)
+        if (store_run_get(*s, e->run_id, run_lost, &lost) == 0 && lost > 0) {
             /* The recorders' own warnings go to their log, not to the
-             * terminal: say it here, once. */
-            cli_error("the record of run %lld has gaps: %lld events lost while %s could not be "
-                      "written (tftap runs)",
-                      (long long)e->run_id, (long long)lost, STORE_SHOWN(e->db));
+             * terminal: say it here, once, with each reason. */
+            tftap_buf why = TFTAP_BUF_INIT;
+            (void)store_run_gaps_each(*s, e->run_id, gap_words, &why);
+            cli_error("the record of run %lld has gaps: %s (tftap runs)", (long long)e->run_id,
+                      why.len > 0 ? tftap_buf_cstr(&why) : "events lost");
+            tftap_buf_done(&why);
+        }
         struct checkpointer ckpt = {0};
         checkpointer_start(&ckpt, e->db);
         struct check_reader reader = {0};

@@ -142,6 +142,30 @@ static void client_gone(struct run *run)
     }
 }
 
+/* The recorder process went away before the end (killed, crashed): its
+ * pipe broke. We outlived it, so the gap is ours to write: what the relay
+ * saw against what the record holds. */
+static void recorder_died(const proxy_config *cfg, const struct run *run,
+                          const struct proxy_tee_outcome *o)
+{
+    const char *who = cfg->provider != NULL ? cfg->provider : cfg->binary;
+    int64_t lost = 0;
+    if (cfg->db == NULL || cfg->run_id <= 0)
+        return;
+    const char *reason = o->ledger_short
+                             ? "recorder died (its process ended before writing these calls; "
+                               "more calls than the shim could follow: at least this many)"
+                             : "recorder died (its process ended before writing these calls)";
+    int rc = store_record_recorder_loss(cfg->db, cfg->run_id, (int)run->child.pid, cfg->provider,
+                                        o->ledger, o->ncalls, reason, &lost);
+    if (rc != 0)
+        warn(cfg, "%s: the recorder died and its gap could not be written: %s", who,
+             tftap_strerror(rc));
+    else if (lost > 0)
+        warn(cfg, "%s: the recorder died: %lld calls not recorded (a gap row says so)", who,
+             (long long)lost);
+}
+
 /* A provider killed by a signal leaves its unix socket behind. Once it has
  * been reaped nothing listens there any more: remove the path it announced,
  * but only if that is (still) a socket. */
@@ -516,10 +540,16 @@ cleanup:
      * recorder process, then close its pipe: it flushes after we are gone. */
     proxy_relay_stop(relay);
     run.relay = NULL;
-    if (tee != NULL && proxy_tee_dropped(tee) > 0)
-        warn(cfg, "%s: some messages were not recorded (recorder queue full)",
-             cfg->provider != NULL ? cfg->provider : cfg->binary);
-    proxy_tee_free(tee);
+    {
+        struct proxy_tee_outcome tee_end;
+        proxy_tee_finish(tee, &tee_end);
+        if (tee_end.pipe_broke)
+            recorder_died(cfg, &run, &tee_end);
+        else if (tee_end.dropped > 0)
+            warn(cfg, "%s: some messages were not recorded (recorder queue full)",
+                 cfg->provider != NULL ? cfg->provider : cfg->binary);
+        free(tee_end.ledger);
+    }
     /* A recorder that never started never leaves the run it joined: we do,
      * or `tftap runs` would call it running for ever. */
     if (rec.fd < 0 && cfg->db != NULL && cfg->leave_run && cfg->run_id > 0)

@@ -131,6 +131,17 @@ void proxy_tee_lost(proxy_tee *t);
 void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status, const char *message);
 /* Write out everything queued, stop the thread. Accepts NULL. */
 void proxy_tee_free(proxy_tee *t);
+/* How the tee ended: whether the recorder's pipe broke (the recorder died:
+ * what it had not written is lost), and what the relay saw of each call. */
+struct proxy_tee_outcome {
+    int pipe_broke;
+    uint64_t dropped;
+    unsigned char *ledger; /* enum store_relayed by call id - 1; the caller free()s it */
+    size_t ncalls;
+    int ledger_short; /* some calls are not in the ledger */
+};
+/* proxy_tee_free, telling how it ended (out may be NULL). */
+void proxy_tee_finish(proxy_tee *t, struct proxy_tee_outcome *out);
 /* The most the queue has held (bytes counted against max_bytes). */
 size_t proxy_tee_peak_bytes(const proxy_tee *t);
 /* Events dropped because the queue was full or the pipe broke. */

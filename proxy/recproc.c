@@ -298,7 +298,7 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
          * or SIGKILL to the group) is for tofu and the provider; the
          * record must still be written: a session of our own, out of the
          * group. The shim's end (EOF on the pipe) ends us. */
-        (void)setsid(); /* fails only for a group leader, which we are not */
+        (void)setsid();                  /* fails only for a group leader, which we are not */
         prctl(PR_SET_NAME, "tftap-rec"); /* for top and perf */
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);

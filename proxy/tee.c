@@ -61,8 +61,43 @@ struct proxy_tee {
     int stopping;
     uint64_t dropped;
     uint64_t unsent; /* dropped, not yet told to the recorder (a LOST frame) */
+    /* What the relay saw of each call (enum store_relayed by call id - 1),
+     * for its shim to tell what a dead recorder did not write. */
+    unsigned char *ledger;
+    size_t ledger_len, ledger_cap;
+    int ledger_short; /* a call id past what the ledger could hold */
     pthread_t thread;
 };
+
+/* The most calls one provider process's ledger follows (a byte each). */
+#define TEE_LEDGER_MAX ((size_t)1 << 27)
+
+/* Under t->mu: call_id seen as begun or answered. */
+static void ledger_mark(proxy_tee *t, uint64_t call_id, unsigned char what)
+{
+    if (call_id == 0 || call_id > TEE_LEDGER_MAX) {
+        t->ledger_short = 1;
+        return;
+    }
+    size_t i = (size_t)(call_id - 1);
+    if (i >= t->ledger_cap) {
+        size_t cap = t->ledger_cap ? t->ledger_cap : 1024;
+        while (cap <= i)
+            cap *= 2;
+        unsigned char *n = realloc(t->ledger, cap);
+        if (n == NULL) {
+            t->ledger_short = 1;
+            return;
+        }
+        memset(n + t->ledger_cap, STORE_RELAYED_NONE, cap - t->ledger_cap);
+        t->ledger = n;
+        t->ledger_cap = cap;
+    }
+    if (t->ledger[i] < what)
+        t->ledger[i] = what;
+    if (i + 1 > t->ledger_len)
+        t->ledger_len = i + 1;
+}
 
 /* Write all of iov[0..n), advancing through partial writes. */
 static int writev_all(int fd, struct iovec *iov, int n)
@@ -265,6 +300,10 @@ static void push(proxy_tee *t, struct tee_event *ev)
     ev->bytes += sizeof *ev + ev->text_len;
     size_t limit = ev->kind == TEE_MESSAGE ? t->max_bytes - t->max_bytes / 16 : t->max_bytes;
     pthread_mutex_lock(&t->mu);
+    if (ev->kind == TEE_BEGIN)
+        ledger_mark(t, ev->call_id, STORE_RELAYED_BEGUN);
+    else if (ev->kind == TEE_END)
+        ledger_mark(t, ev->call_id, STORE_RELAYED_ANSWERED);
     if (t->queued_bytes + ev->bytes > limit) {
         t->dropped++;
         t->unsent++;
@@ -416,8 +455,10 @@ uint64_t proxy_tee_dropped(const proxy_tee *t)
     return n;
 }
 
-void proxy_tee_free(proxy_tee *t)
+void proxy_tee_finish(proxy_tee *t, struct proxy_tee_outcome *out)
 {
+    if (out != NULL)
+        memset(out, 0, sizeof *out);
     if (t == NULL)
         return;
     pthread_mutex_lock(&t->mu);
@@ -425,7 +466,21 @@ void proxy_tee_free(proxy_tee *t)
     pthread_cond_signal(&t->cv);
     pthread_mutex_unlock(&t->mu);
     pthread_join(t->thread, NULL);
+    if (out != NULL) {
+        out->pipe_broke = t->broken;
+        out->dropped = t->dropped;
+        out->ledger_short = t->ledger_short;
+        out->ledger = t->ledger;
+        out->ncalls = t->ledger_len;
+        t->ledger = NULL;
+    }
+    free(t->ledger);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
     free(t);
+}
+
+void proxy_tee_free(proxy_tee *t)
+{
+    proxy_tee_finish(t, NULL);
 }

@@ -115,6 +115,20 @@ void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, 
 enum store_lost { STORE_LOST_QUEUE_FULL = 0, STORE_LOST_MALFORMED = 1 };
 void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why);
 
+/* What a shim's relay saw of each call, for store_record_recorder_loss. */
+enum store_relayed { STORE_RELAYED_NONE = 0, STORE_RELAYED_BEGUN = 1, STORE_RELAYED_ANSWERED = 2 };
+
+/* A provider process whose recorder ended before its record was complete
+ * (killed, crashed), told by its shim, which outlived it: calls[i] is what
+ * the relay saw of call_seq i + 1. The calls the record lacks (never
+ * written, or written without the answer the relay saw) are one gap row of
+ * pid's process in run_id (made if the recorder never wrote it), with
+ * reason; *lost says how many. Opens db_path itself (never creates it).
+ * Returns 0 or a tftap error. */
+int store_record_recorder_loss(const char *db_path, int64_t run_id, int pid, const char *provider,
+                               const unsigned char *calls, size_t ncalls, const char *reason,
+                               int64_t *lost);
+
 /* Stop taking events and write everything taken. Returns 0 once all of it
  * is committed, or TFTAP_ESTORE as soon as a last attempt finds the
  * database unavailable: what was not written stays with the recorder
@@ -268,6 +282,14 @@ int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run
  * TFTAP_ENOTFOUND without such a run. */
 #define STORE_RUN_KEY_ID_SIZE 32
 int store_run_key_id(store *s, int64_t run_id, char out[STORE_RUN_KEY_ID_SIZE]);
+
+/* A run's gaps summed by provider and reason (provider NULL when the
+ * process row has none), in that order. fn's non-zero return stops and is
+ * returned; else 0 or a tftap error. */
+int store_run_gaps_each(store *s, int64_t run_id,
+                        int (*fn)(void *ctx, const char *provider, const char *reason,
+                                  int64_t lost),
+                        void *ctx);
 
 /* One row of v_calls (docs/database.md names the columns). */
 typedef struct store_call_row {
