@@ -51,6 +51,8 @@ enum proxy_rec_kind {
     PROXY_REC_MESSAGE = 3, /* a = enum store_direction */
     PROXY_REC_END = 4,     /* a = status code */
     PROXY_REC_LOST = 5,    /* call_id = events the tee dropped since the last one; no payload */
+    PROXY_REC_BYE = 6,     /* the shim ends on purpose, nothing follows; no payload. EOF
+                            * without it: the shim died (killed) */
 };
 
 struct proxy_rec_frame {
@@ -80,6 +82,7 @@ typedef struct proxy_recpipe_sink {
                     uint8_t *bytes, size_t len);
     void (*end)(void *ctx, uint64_t call_id, int64_t t_us, int status, const char *message);
     void (*lost)(void *ctx, uint64_t n, enum store_lost why);
+    void (*bye)(void *ctx); /* may be NULL */
 } proxy_recpipe_sink;
 
 /* Read frames from fd until EOF (recpipe.c), messages up to max_message

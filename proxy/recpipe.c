@@ -112,6 +112,11 @@ int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sin
         struct proxy_rec_frame f;
         if (read_full(&in, &f, sizeof f) != 0)
             break;
+        if (f.kind == PROXY_REC_BYE && f.len == 0) {
+            if (sink->bye != NULL)
+                sink->bye(sink->ctx);
+            continue;
+        }
         if (f.kind == PROXY_REC_LOST && f.len == 0) {
             /* The tee's own count of what it dropped: the record's gap. */
             sink->lost(sink->ctx, f.call_id, STORE_LOST_QUEUE_FULL);

@@ -139,6 +139,8 @@ struct recsink {
     store_recorder *rec;
     otlp_exporter *ox;
     const char *provider, *version;
+    uint64_t begun, ended; /* calls, to count those a dying shim cut off */
+    int bye;               /* the shim ended on purpose */
 };
 
 static void on_process(void *ctx, const char *provider, const char *version, const char *binary,
@@ -151,6 +153,7 @@ static void on_process(void *ctx, const char *provider, const char *version, con
 static void on_begin(void *ctx, uint64_t call_id, const char *method, int64_t t_us)
 {
     struct recsink *k = ctx;
+    k->begun++;
     store_recorder_call_begin(k->rec, call_id, method, t_us);
 }
 
@@ -164,7 +167,13 @@ static void on_message(void *ctx, uint64_t call_id, enum store_direction dir, in
 static void on_end(void *ctx, uint64_t call_id, int64_t t_us, int status, const char *message)
 {
     struct recsink *k = ctx;
+    k->ended++;
     store_recorder_call_end(k->rec, call_id, t_us, status, message);
+}
+
+static void on_bye(void *ctx)
+{
+    ((struct recsink *)ctx)->bye = 1;
 }
 
 static void on_lost(void *ctx, uint64_t n, enum store_lost why)
@@ -246,8 +255,10 @@ static otlp_exporter *recorder_main(int fd, int hold, const char *db,
     }
     if (store_recorder_open(db, &o, &k.rec) != 0)
         k.rec = NULL;
-    proxy_recpipe_sink sink = {&k, on_process, on_begin, on_message, on_end, on_lost};
+    proxy_recpipe_sink sink = {&k, on_process, on_begin, on_message, on_end, on_lost, on_bye};
     (void)proxy_recpipe_read(fd, PROXY_REC_MESSAGE_MAX, &sink);
+    if (!k.bye) /* the shim died: we outlived it, the gap is ours to write */
+        store_recorder_lost(k.rec, k.begun > k.ended ? k.begun - k.ended : 0, STORE_LOST_SHIM_DIED);
     if (store_recorder_drain(k.rec) != 0 && hold >= 0) {
         /* The database is unavailable: whoever waits for the record (tftap
          * run, its bounded wait) must not wait for it to come back. The

@@ -259,6 +259,14 @@ static void *tee_main(void *arg)
         t->dropped += lost;
     }
     pthread_mutex_unlock(&t->mu);
+    if (!t->broken) {
+        /* Everything is written: the recorder knows we ended on purpose
+         * (EOF without this: we died, and it says so in a gap). */
+        struct proxy_rec_frame bye = {.kind = PROXY_REC_BYE};
+        struct iovec iov = {&bye, sizeof bye};
+        if (writev_all(t->fd, &iov, 1) != 0)
+            t->broken = 1;
+    }
     return NULL;
 }
 

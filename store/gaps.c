@@ -67,8 +67,9 @@ static int count_missing(sdb *db, int64_t process_id, const unsigned char *calls
     if (have == NULL)
         return SDB_NOMEM;
     sdb_stmt *st = NULL;
-    int rc = sdb_prepare(db, "SELECT call_seq, CASE WHEN ended_us IS NULL THEN 0 ELSE 1 END FROM calls "
-                                 "WHERE process_id = ?",
+    int rc = sdb_prepare(db,
+                         "SELECT call_seq, CASE WHEN ended_us IS NULL THEN 0 ELSE 1 END FROM calls "
+                         "WHERE process_id = ?",
                          &st);
     if (rc == SDB_OK) {
         sdb_bind_int64(st, 1, process_id);

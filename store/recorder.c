@@ -169,14 +169,18 @@ void store_recorder_message_take(store_recorder *r, uint64_t call_id, enum store
 
 void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why)
 {
-    if (!r || n == 0)
+    if (!r || (n == 0 && why != STORE_LOST_SHIM_DIED))
         return;
     pthread_mutex_lock(&r->mu);
     r->stats.dropped += n;
     if (why == STORE_LOST_QUEUE_FULL)
         r->queue_lost += n;
+    else if (why == STORE_LOST_SHIM_DIED)
+        r->shim_lost += n;
     else
         r->input_lost += n;
+    if (why == STORE_LOST_SHIM_DIED)
+        r->shim_died = 1;
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
 }

@@ -844,7 +844,7 @@ static void decode_batch(store_recorder *r, struct event *list)
     }
     if (r->proc_dirty)
         emit_process(r);
-    if (r->lost) {
+    if (r->lost || r->lost_shim) {
         struct op *o = op_new(r, OP_GAP);
         if (o) {
             o->gap_seq = ++r->gap_seq;
@@ -852,8 +852,9 @@ static void decode_batch(store_recorder *r, struct event *list)
             o->lost_queue = r->lost_queue;
             o->lost_db = r->lost_db;
             o->lost_input = r->lost_input;
+            o->lost_shim = r->lost_shim;
             r->lost = 0;
-            r->lost_queue = r->lost_db = r->lost_input = 0;
+            r->lost_queue = r->lost_db = r->lost_input = r->lost_shim = 0;
         }
     }
     if (!r->borrow_tried && r->have_binary_sha) {
@@ -974,6 +975,12 @@ void *store_rec_decoder_main(void *arg)
             r->lost_input = 1;
             r->input_lost = 0;
         }
+        if (r->shim_died) {
+            r->lost += r->shim_lost;
+            r->lost_shim = 1;
+            r->shim_lost = 0;
+            r->shim_died = 0;
+        }
         pthread_mutex_unlock(&r->mu);
 
         sync_procinfo(r);
@@ -986,7 +993,7 @@ void *store_rec_decoder_main(void *arg)
             poll_borrowed_schema(r);
             if (r->proc_dirty)
                 emit_process(r);
-            if (r->lost)
+            if (r->lost || r->lost_shim)
                 decode_batch(r, NULL);
             emit_dirty_calls(r);
             prune_calls(r);
@@ -1013,7 +1020,7 @@ void *store_rec_decoder_main(void *arg)
     }
     if (r->proc_dirty)
         emit_process(r);
-    if (r->lost) {
+    if (r->lost || r->lost_shim) {
         struct op *o = op_new(r, OP_GAP);
         if (o) {
             o->gap_seq = ++r->gap_seq;
@@ -1021,7 +1028,9 @@ void *store_rec_decoder_main(void *arg)
             o->lost_queue = r->lost_queue;
             o->lost_db = r->lost_db;
             o->lost_input = r->lost_input;
+            o->lost_shim = r->lost_shim;
             r->lost = 0;
+            r->lost_shim = 0;
         }
     }
     r->closing = 1;

@@ -130,7 +130,7 @@ struct op {
     /* OP_GAP */
     int64_t gap_seq; /* gaps.seq: the row is written once however often the op is */
     uint64_t lost;
-    int lost_queue, lost_db, lost_input;
+    int lost_queue, lost_db, lost_input, lost_shim;
     char *reason; /* OP_GAP of refused writes (recorder_sql.c): its reason, owned */
 };
 
@@ -158,6 +158,8 @@ struct store_recorder {
     store_recorder_stats stats; /* under mu */
     uint64_t queue_lost;        /* under mu: refused by enqueue, not yet in lost */
     uint64_t input_lost;        /* under mu: lost before reaching us (store_recorder_lost) */
+    uint64_t shim_lost;         /* under mu: calls cut off by the shim's death */
+    int shim_died;              /* under mu: said by store_recorder_lost, not yet in lost */
     int logged_full;
 
     /* ---- shared between the two threads, under mu ---- */
@@ -187,6 +189,7 @@ struct store_recorder {
     uint64_t lost;                       /* events lost, not yet in a gap op */
     int64_t gap_seq;                     /* gap ops made so far */
     int lost_queue, lost_db, lost_input; /* reasons */
+    int lost_shim;                       /* reason: the shim died (a gap even when lost is 0) */
     struct procinfo proc;                /* decoder's copy */
     char binary_sha256[65];
     char binary_stat[BINARY_STAT_LEN]; /* identity of the file digested, or "" */

@@ -302,12 +302,16 @@ static int apply_gap(store_recorder *r, const struct op *o)
 {
     /* The reasons, joined: "queue full, database unavailable"; or the
      * refusal's (apply_singly). */
-    char reason[96] = "";
+    char reason[256] = "";
     if (o->reason == NULL)
-        snprintf(reason, sizeof reason, "%s%s%s%s%s", o->lost_queue ? "queue full" : "",
+        snprintf(reason, sizeof reason, "%s%s%s%s%s%s%s", o->lost_queue ? "queue full" : "",
                  o->lost_queue && (o->lost_db || o->lost_input) ? ", " : "",
                  o->lost_db ? "database unavailable" : "", o->lost_db && o->lost_input ? ", " : "",
-                 o->lost_input ? "malformed recorder input" : "");
+                 o->lost_input ? "malformed recorder input" : "",
+                 o->lost_shim && (o->lost_queue || o->lost_db || o->lost_input) ? ", " : "",
+                 o->lost_shim ? "shim died (its process ended mid-run: the calls counted were "
+                                "cut off; calls of its last moments may be missing entirely)"
+                              : "");
     /* Written again after an in-doubt commit: seq keeps it one row, and
      * dropped is the sum of the rows, not an increment. */
     int rc = exec_bound(r->db,

@@ -112,7 +112,10 @@ void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, 
  * proxy's full queue (STORE_LOST_QUEUE_FULL), or a malformed frame on its
  * pipe (STORE_LOST_MALFORMED). Counted as dropped and recorded as a gap
  * whose reason says "queue full" or "malformed recorder input". */
-enum store_lost { STORE_LOST_QUEUE_FULL = 0, STORE_LOST_MALFORMED = 1 };
+/* STORE_LOST_SHIM_DIED: n calls cut off because the shim feeding us ended
+ * without saying goodbye (killed); what it had not handed over yet is not
+ * known: the gap row says so even when n is 0. */
+enum store_lost { STORE_LOST_QUEUE_FULL = 0, STORE_LOST_MALFORMED = 1, STORE_LOST_SHIM_DIED = 2 };
 void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why);
 
 /* What a shim's relay saw of each call, for store_record_recorder_loss. */

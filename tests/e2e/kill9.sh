@@ -64,6 +64,14 @@ if wait_for 300 test -e "$marker" && wait_for 100 hang_recorded; then
     check_eq "the killed shim's process row was ended by its recorder" \
         "$(sqlite3 "$db" "SELECT count(*) FROM processes WHERE run_id = $run AND pid = $provider
             AND ended_us IS NOT NULL")" 1
+    # The recorder outlived its shim: its gap row says the shim died and
+    # counts the calls cut off (the hanging apply at least).
+    gap=$(sqlite3 "$db" "SELECT coalesce(sum(g.lost), -1) || ' ' || coalesce(group_concat(g.reason), '')
+        FROM gaps g JOIN processes p ON p.id = g.process_id WHERE p.run_id = $run AND p.pid = $provider")
+    echo "gap of the killed shim's process: $gap"
+    check "the recorder wrote a gap row: the shim died" sh -c "echo '$gap' | grep -q 'shim died'"
+    check "the gap counts the calls cut off" test "${gap%% *}" -ge 1
+    check "tftap run named the gap" grep -q "has gaps: .*(shim died" "$WORK/err"
     check_eq "the database opens and reads after the kill" \
         "$("$TFTAP" calls --db "$db" "$run" >/dev/null && echo ok)" ok
 else

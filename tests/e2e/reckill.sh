@@ -21,7 +21,8 @@ hang_recorded() {
 }
 if wait_for 600 test -e "$marker" && wait_for 300 hang_recorded; then
     ok "the apply reached the hanging call, and its row is committed"
-    provider=$(awk -F '\t' '$1 == "begin" && $3 ~ /ApplyResourceChange$/ && $5 == "tftap" { p = $2 } END { print p }' "$log")
+    # The hanging call is tftest6's (protocol 6): tftest5's pets may still apply.
+    provider=$(awk -F '\t' '$1 == "begin" && $3 == "/tfplugin6.Provider/ApplyResourceChange" && $5 == "tftap" { p = $2 } END { print p }' "$log")
     shim=$(ps -o ppid= -p "$provider" | tr -d ' ')
     # The shim's recorder: a process of its own (setsid), with the shim's
     # command line and the name tftap-rec.
