@@ -425,8 +425,19 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
         int plans = e->match && strcmp(e->sub, "plan") == 0;
         int after = plans ? e->planfile != NULL && (e->code == 0 || e->code == 2) : 1;
         int opened = *s != NULL || store_open(e->db, 0, s) == 0;
-        int ended = opened && store_run_end(*s, e->run_id, e->code) == 0;
-        if (opened && !ended) {
+        /* A recorder that found the database refusing its writes (away, or
+         * its disk full) holds its part under a shared lock and retries
+         * every second: give it a moment to write it (a server back), and
+         * while one still holds data the run is not over in the record. */
+        size_t held = 0;
+        if (e->wrapped) {
+            int *fds = NULL;
+            size_t nfds = wrap_recorder_locks_open(e->run_dir, &fds);
+            held = wrap_recorder_locks_wait_exclusive(fds, nfds, opened ? RUN_CATCHUP_MS : 0);
+            free(fds);
+        }
+        int ended = opened && held == 0 && store_run_end(*s, e->run_id, e->code) == 0;
+        if (opened && !ended && held == 0) {
             /* A connection kept through a long command may have gone (a
              * server restarted meanwhile): once more on a fresh one. */
             store_close(*s);
@@ -451,27 +462,25 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
             size_t nfds = e->wrapped ? wrap_recorder_locks_open(e->run_dir, &fds) : 0;
             unsigned wait_ms = finish_wait_ms();
             if (finish_later(e->db, e->run_id, e->code, *version, docs, ndocs, fds, nfds,
-                             wait_ms) == 0)
+                             wait_ms) != 0)
+                cli_error("cannot record the exit code into %s", STORE_SHOWN(e->db));
+            else if (held > 0 && opened)
+                cli_error("the record of run %lld is not complete yet: %zu recorder%s still "
+                          "hold%s calls %s did not take (its disk full, or unavailable); "
+                          "they keep trying, and the run is ended in the record once they "
+                          "have written them (for up to %u %s, in the background)",
+                          (long long)e->run_id, held, held == 1 ? "" : "s", held == 1 ? "s" : "",
+                          STORE_SHOWN(e->db), wait_ms >= 60000 ? wait_ms / 60000 : wait_ms / 1000,
+                          wait_ms >= 60000 ? "min" : "s");
+            else
                 cli_error("cannot record the end of run %lld into %s now: it is recorded when "
                           "the database is back (tftap keeps trying for %u %s in the background)",
                           (long long)e->run_id, STORE_SHOWN(e->db),
                           wait_ms >= 60000 ? wait_ms / 60000 : wait_ms / 1000,
                           wait_ms >= 60000 ? "min" : "s");
-            else
-                cli_error("cannot record the exit code into %s", STORE_SHOWN(e->db));
             free(fds);
             tftap_buf_done(&out);
             return;
-        }
-        if (e->wrapped) {
-            /* A recorder that found the database away when its provider
-             * ended keeps its part under a shared lock; the database is
-             * back now, so it writes it within a retry (a second): wait a
-             * little, so that its calls and gaps are counted and matched. */
-            int *fds = NULL;
-            size_t nfds = wrap_recorder_locks_open(e->run_dir, &fds);
-            (void)wrap_recorder_locks_wait_exclusive(fds, nfds, RUN_CATCHUP_MS);
-            free(fds);
         }
         if (store_run_get(*s, e->run_id, run_lost, &lost) == 0 && lost > 0) {
             /* The recorders' own warnings go to their log, not to the

@@ -158,4 +158,51 @@ else
     kill -KILL "$pid" 2>/dev/null
 fi
 rm -f "$marker" "$mnt/fill"
+
+# The disk fills up mid-run and stays full past the end of the command:
+# tftap run must say that the record is not complete yet, and leave the run
+# open in the record (not ended) while a recorder still holds calls; once
+# there is room again, the recorders write them and the background
+# finisher ends the run.
+rm -f "$marker"
+(cd "$h" && tofu destroy -auto-approve -input=false -no-color >/dev/null 2>&1)
+(cd "$h" && TFTEST_HANG_MARKER=$marker exec "$TFTAP" run --db "$db" -- tofu apply -auto-approve \
+    -input=false -no-color >"$WORK/out.f" 2>"$WORK/err.f") &
+pid=$!
+if wait_for 300 test -e "$marker" && wait_for 100 recorded a; then
+    run=$(last_run "$db")
+    dd if=/dev/zero of="$mnt/fill" bs=4k 2>/dev/null
+    # Let every hanging apply go on, until the command is over.
+    while kill -0 "$pid" 2>/dev/null; do rm -f "$marker"; sleep 0.2; done
+    wait "$pid"
+    check_eq "full to the end: the apply succeeded" "$?" 0
+    grep '^tftap: ' "$WORK/err.f"
+    held=$(grep -c "^tftap: the record of run $run is not complete yet" "$WORK/err.f")
+    if [ "$held" = 1 ]; then
+        ok "full to the end: tftap run said the record is not complete yet"
+        check_eq "full to the end: the run is not ended in the record while a recorder holds calls" \
+            "$(sqlite3 "$db" "SELECT ended_us IS NULL FROM runs WHERE id = $run")" 1
+        rm -f "$mnt/fill"
+        run_ended() { [ "$(sqlite3 "$db" "SELECT ended_us IS NOT NULL FROM runs WHERE id = $run" 2>/dev/null)" = 1 ]; }
+        check "full to the end: with room again, the run is ended in the background" wait_for 300 run_ended
+        check_eq "full to the end: with its exit code" \
+            "$(sqlite3 "$db" "SELECT exit_code FROM runs WHERE id = $run")" 0
+        # What arrived while the disk refused writes is dropped and counted:
+        # c's apply is either written or in a gap of that reason.
+        gap_why=$(sqlite3 "$db" "SELECT coalesce(sum(lost), 0) || ' ' || coalesce(group_concat(DISTINCT reason), '')
+            FROM gaps WHERE run_id = $run")
+        echo "full to the end: gaps: $gap_why"
+        check "full to the end: c's apply is recorded or counted in a gap saying why" \
+            sh -c "[ \"\$(sqlite3 '$db' \"SELECT count(*) FROM calls WHERE run_id = $run AND rpc = 'ApplyResourceChange' AND ended_us IS NOT NULL AND request_json ->> '\$.config.string_attr' = 'c'\")\" = 1 ] || echo '$gap_why' | grep -q 'database unavailable'"
+    else
+        # SQLite fitted every write into pages its files already had.
+        echo "note: the full disk never refused a write this time"
+        check_eq "full to the end: no gap when nothing was lost" \
+            "$(sqlite3 "$db" "SELECT count(*) FROM gaps WHERE run_id = $run")" 0
+    fi
+else
+    not_ok "full to the end: the apply never reached the first hanging call"
+    kill -KILL "$pid" 2>/dev/null
+fi
+rm -f "$marker" "$mnt/fill"
 finish
