@@ -434,6 +434,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     int match = wrapped && !no_match && run_id > 0 && matches_addresses(&cl);
     int have_before = match && run_state_before(cmd[0], aux_env, workdir, cmd + 1, &before) == 0;
     code = run_attached(cmd, env);
+    int64_t ended_us = tftap_now_us();
     if (code < 0) {
         cli_error("cannot run %s: %s", cmd[0], strerror(errno));
         code = 127;
@@ -451,6 +452,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
             .db = db,
             .run_id = run_id,
             .code = code,
+            .ended_us = ended_us,
             .cli_path = cmd[0],
             .aux_env = aux_env,
             .workdir = workdir,

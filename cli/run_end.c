@@ -274,9 +274,9 @@ static void finish_log(const char *db, int64_t run_id, int code, const char *why
  * proxy/recproc.c) has written it, then records the exit code, the CLI's
  * version and the addresses, trying every second for wait_ms. Takes
  * the fds. Returns 0 when the finisher started. */
-static int finish_later(const char *db, int64_t run_id, int code, const char *version,
-                        const analysis_match_doc *docs, size_t ndocs, int *lock_fds, size_t nlocks,
-                        unsigned wait_ms)
+static int finish_later(const char *db, int64_t run_id, int code, int64_t ended_us,
+                        const char *version, const analysis_match_doc *docs, size_t ndocs,
+                        int *lock_fds, size_t nlocks, unsigned wait_ms)
 {
     fflush(NULL);
     pid_t pid = fork();
@@ -313,7 +313,7 @@ static int finish_later(const char *db, int64_t run_id, int code, const char *ve
                                                                       : tftap_strerror(rc));
             else if ((ndocs == 0 || match_apply(s, run_id, docs, ndocs) != TFTAP_ESTORE) &&
                      (version == NULL || store_run_set_cli_version(s, run_id, version) == 0) &&
-                     (rc = store_run_end(s, run_id, code)) == 0) {
+                     (rc = store_run_end_at(s, run_id, code, ended_us)) == 0) {
                 store_close(s);
                 _exit(0);
             } else
@@ -436,15 +436,20 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
             held = wrap_recorder_locks_wait_exclusive(fds, nfds, opened ? RUN_CATCHUP_MS : 0);
             free(fds);
         }
-        int ended = opened && held == 0 && store_run_end(*s, e->run_id, e->code) == 0;
+        int ended =
+            opened && held == 0 && store_run_end_at(*s, e->run_id, e->code, e->ended_us) == 0;
         if (opened && !ended && held == 0) {
             /* A connection kept through a long command may have gone (a
              * server restarted meanwhile): once more on a fresh one. */
             store_close(*s);
             *s = NULL;
             opened = store_open(e->db, 0, s) == 0;
-            ended = opened && store_run_end(*s, e->run_id, e->code) == 0;
+            ended = opened && store_run_end_at(*s, e->run_id, e->code, e->ended_us) == 0;
         }
+        /* Reads but does not take writes (its disk full), or away? A kept
+         * connection may have gone with its server. */
+        int reachable =
+            ended || (opened && *s != NULL && store_run_get(*s, e->run_id, run_lost, &lost) == 0);
         if (!ended) {
             /* Unavailable (a server restarting): never the user's problem
              * beyond this line; the rest is written when it is back. */
@@ -461,10 +466,10 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
             int *fds = NULL;
             size_t nfds = e->wrapped ? wrap_recorder_locks_open(e->run_dir, &fds) : 0;
             unsigned wait_ms = finish_wait_ms();
-            if (finish_later(e->db, e->run_id, e->code, *version, docs, ndocs, fds, nfds,
-                             wait_ms) != 0)
+            if (finish_later(e->db, e->run_id, e->code, e->ended_us, *version, docs, ndocs, fds,
+                             nfds, wait_ms) != 0)
                 cli_error("cannot record the exit code into %s", STORE_SHOWN(e->db));
-            else if (held > 0 && opened)
+            else if (held > 0 && reachable)
                 cli_error("the record of run %lld is not complete yet: %zu recorder%s still "
                           "hold%s calls %s did not take (its disk full, or unavailable); "
                           "they keep trying, and the run is ended in the record once they "

@@ -104,8 +104,9 @@ char *run_log_path(const char *db);
 /* What the end of a run needs to know of it. */
 struct run_end {
     const char *db;
-    int64_t run_id; /* 0: nothing recorded under a run */
-    int code;       /* the command's exit code */
+    int64_t run_id;   /* 0: nothing recorded under a run */
+    int code;         /* the command's exit code */
+    int64_t ended_us; /* when it exited */
     const char *cli_path;
     char *const *aux_env; /* the helpers' environment (NULL: ours) */
     const char *workdir;

@@ -28,8 +28,12 @@
     "load any plugins automatically\n"
 
 /* Bounds on what a provider may say before we trust it. */
-#define PLUGIN_HANDSHAKE_MAX 16384        /* bytes in its handshake line */
-#define PLUGIN_HANDSHAKE_TIMEOUT_MS 50000 /* the client itself gives up at 60 s */
+#define PLUGIN_HANDSHAKE_MAX 16384 /* bytes in its handshake line */
+/* Longer than the client waits (go-plugin gives up after a minute, then
+ * kills us, and the provider with us: PR_SET_PDEATHSIG), so that a provider
+ * that never finishes its handshake is the client's to report, in its own
+ * words, as it would be without tftap. */
+#define PLUGIN_HANDSHAKE_TIMEOUT_MS 300000
 
 /* 1 when envp (NULL = environ) carries go-plugin's magic cookie with the
  * right value. Without it a plugin must not start. */

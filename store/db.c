@@ -948,13 +948,18 @@ int store_checkpoint(store *s)
 
 int store_run_end(store *s, int64_t run_id, int exit_code)
 {
+    return store_run_end_at(s, run_id, exit_code, 0);
+}
+
+int store_run_end_at(store *s, int64_t run_id, int exit_code, int64_t ended_us)
+{
     sdb_stmt *st = NULL;
     int rc = store_begin(s->db, 0);
     if (rc != SDB_OK)
         return store_err(rc);
     rc = sdb_prepare(s->db, "UPDATE runs SET ended_us = ?, exit_code = ? WHERE id = ?", &st);
     if (rc == SDB_OK) {
-        sdb_bind_int64(st, 1, tftap_now_us());
+        sdb_bind_int64(st, 1, ended_us > 0 ? ended_us : tftap_now_us());
         sdb_bind_int(st, 2, exit_code);
         sdb_bind_int64(st, 3, run_id);
         rc = step_done(st);

@@ -233,6 +233,9 @@ int store_run_begin(store *s, const char *command, int argc, const char *const *
                     int64_t *run_id);
 /* Record the run's end time (now) and exit code. */
 int store_run_end(store *s, int64_t run_id, int exit_code);
+/* The same with the time the command ended (ended_us, 0: now): written
+ * later (a finisher in the background), the run still ends when it did. */
+int store_run_end_at(store *s, int64_t run_id, int exit_code, int64_t ended_us);
 /* Record the CLI's version (NULL: unknown) once it is known, which may be
  * after the run began. */
 int store_run_set_cli_version(store *s, int64_t run_id, const char *cli_version);

@@ -144,6 +144,7 @@ release $DOWN # these finish while the server is down
 for i in $DOWN; do
     wait "${pid[$i]}"
     check_eq "run $i finished while the server was down: exit 0" "$?" 0
+    exited_us[$i]=$(($(date +%s%N) / 1000))
     unset "pid[$i]"
     check "run $i: tofu's output" grep -q 'Apply complete! Resources: 8 added' "$WORK/r$i/out"
     check "run $i: tftap says the end is recorded later" \
@@ -180,6 +181,11 @@ complete() { # RUNNERS...
 check "server back: runs ended during the outage get their gaps" wait_for 3000 gapped $DOWN
 check "server back: every surviving run gets its exit code and its processes' ends" \
     wait_for 3000 complete $SURVIVORS
+# The finisher writes the end the command had, not the time it could write.
+for i in $DOWN; do
+    check "run $i: its end is when its command ended, not when the server came back" test \
+        "$(pg_psql "SELECT ended_us FROM runs WHERE id = ${run[$i]}")" -le "${exited_us[$i]}"
+done
 
 # 5. The record.
 snapshot >"$WORK/after.calls"
