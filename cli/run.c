@@ -293,8 +293,13 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     }
 
     if (wrap_discover(workdir, cli, &set, &err) != 0) {
-        cli_error("%s", tftap_buf_cstr(&err));
-        goto cleanup;
+        /* Recording never stands in the way of the command (the CLI has
+         * its own word on a config it cannot read): it runs unwrapped,
+         * recorded as a run without calls. */
+        cli_error("%s; running the command without recording its providers",
+                  tftap_buf_cstr(&err));
+        wrap_set_done(&set);
+        memset(&set, 0, sizeof set);
     }
     /* tftap replay: its providers stand in for every one the directory
      * uses, whatever the command (with them, init installs nothing). */
