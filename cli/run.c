@@ -296,8 +296,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         /* Recording never stands in the way of the command (the CLI has
          * its own word on a config it cannot read): it runs unwrapped,
          * recorded as a run without calls. */
-        cli_error("%s; running the command without recording its providers",
-                  tftap_buf_cstr(&err));
+        cli_error("%s; running the command without recording its providers", tftap_buf_cstr(&err));
         wrap_set_done(&set);
         memset(&set, 0, sizeof set);
     }

@@ -441,6 +441,16 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     /* Fork before any thread of ours starts. */
     if (plugin_child_spawn(&run.child, cfg->binary, cfg->args, child_env, err) != 0)
         goto cleanup;
+    /* The recorder hears of the process at once, named, so that a provider
+     * that fails to start is one in the record too (and the tee's goodbye
+     * tells the recorder that we ended on purpose). */
+    if (proxy_tee_new(rec.fd, PROXY_TEE_MAX_BYTES, &tee) != 0) {
+        if (err)
+            tftap_buf_puts(err, "out of memory");
+        goto cleanup;
+    }
+    proxy_tee_process(tee, cfg->provider != NULL ? cfg->provider : "", cfg->version, cfg->binary, 0,
+                      (int)run.child.pid);
     /* A key pair and a TLS context cost a few ms of CPU (more under load):
      * made while a Go provider starts (tens of ms), they are off the path
      * the client waits on at every provider start, three times per plan. */
@@ -480,11 +490,7 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
         }
     }
 
-    if (proxy_tee_new(rec.fd, PROXY_TEE_MAX_BYTES, &tee) != 0) {
-        if (err)
-            tftap_buf_puts(err, "out of memory");
-        goto cleanup;
-    }
+    /* Now with the protocol the handshake names. */
     proxy_tee_process(tee, cfg->provider != NULL ? cfg->provider : "", cfg->version, cfg->binary,
                       hs.proto_version, (int)run.child.pid);
 

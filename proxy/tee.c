@@ -59,6 +59,7 @@ struct proxy_tee {
     size_t peak_bytes;
     enum tee_state state;
     int stopping;
+    int urgent; /* a process event is queued: write without gathering */
     uint64_t dropped;
     uint64_t unsent; /* dropped, not yet told to the recorder (a LOST frame) */
     /* What the relay saw of each call (enum store_relayed by call id - 1),
@@ -208,15 +209,16 @@ static void *tee_main(void *arg)
         }
         if (t->head == NULL && (t->unsent == 0 || t->broken))
             break; /* stopping and drained */
-        if (!t->stopping && t->queued_bytes < TEE_URGENT_BYTES) {
+        if (!t->stopping && t->queued_bytes < TEE_URGENT_BYTES && !t->urgent) {
             /* Let what the relay is about to queue join this write. */
             struct timespec until;
             tftap_deadline_in(&until, TEE_GATHER_MS);
             t->state = TEE_GATHERING;
-            while (!t->stopping && t->queued_bytes < TEE_URGENT_BYTES &&
+            while (!t->stopping && t->queued_bytes < TEE_URGENT_BYTES && !t->urgent &&
                    pthread_cond_timedwait(&t->cv, &t->mu, &until) == 0)
                 ;
         }
+        t->urgent = 0;
         t->state = TEE_WORKING;
         struct tee_event *list = t->head;
         t->head = t->tail = NULL;
@@ -328,8 +330,12 @@ static void push(proxy_tee *t, struct tee_event *ev)
     else
         t->head = ev;
     t->tail = ev;
+    /* A process event goes out at once: it names the process before its
+     * provider may fail to start, and the client then kills us. */
+    if (ev->kind == TEE_PROCESS)
+        t->urgent = 1;
     if (t->state == TEE_IDLE ||
-        (t->state == TEE_GATHERING && t->queued_bytes >= TEE_URGENT_BYTES)) {
+        (t->state == TEE_GATHERING && (t->queued_bytes >= TEE_URGENT_BYTES || t->urgent))) {
         t->state = TEE_WORKING; /* one wake-up is enough */
         pthread_cond_signal(&t->cv);
     }

@@ -679,9 +679,15 @@ static void sync_procinfo(store_recorder *r)
     pthread_mutex_unlock(&r->mu);
     if (!p.changed)
         return;
+    /* The same binary told again (its protocol known once the provider has
+     * started): its digest stands. */
+    int same_binary = r->have_binary_sha && p.binary_path && r->proc.binary_path &&
+                      strcmp(p.binary_path, r->proc.binary_path) == 0;
     store_rec_procinfo_done(&r->proc);
     r->proc = p;
     r->proc_dirty = 1;
+    if (same_binary)
+        return;
     r->have_binary_sha = 0;
     r->binary_stat[0] = '\0';
     if (!p.binary_path)
