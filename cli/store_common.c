@@ -121,7 +121,9 @@ void cli_store_open_failed(const char *path, int flags, int rc)
     else if (rc == TFTAP_ESTORE && (flags & STORE_OPEN_READONLY) && file_is_empty(path))
         cli_error("cannot read %s: an empty file, not a tftap record", shown);
     else if (rc == TFTAP_ESTORE && (flags & STORE_OPEN_READONLY))
-        cli_error("cannot read %s: not a tftap database or bundle, or one of a newer tftap", shown);
+        cli_error("cannot read %s: not a tftap database or bundle, or one of another tftap "
+                  "version",
+                  shown);
     else if (rc == TFTAP_ESTORE)
         cli_error("cannot read %s: not a tftap database, or one from a newer tftap", shown);
     else

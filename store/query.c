@@ -90,10 +90,15 @@ int store_run_key_id(store *s, int64_t run_id, char out[STORE_RUN_KEY_ID_SIZE])
     rc = sdb_step(st);
     if (rc == SDB_ROW) {
         const char *k = store_col_text(st, 0);
-        if (k)
+        if (k) {
             snprintf(out, STORE_RUN_KEY_ID_SIZE, "%s", k);
-        else
-            store_key_id(s->key, out);
+        } else {
+            /* Opened read only, the key is not loaded: read it here. */
+            unsigned char key[STORE_KEY_LEN];
+            if (store_source_key(s, key) == 1)
+                store_key_id(key, out);
+            memset(key, 0, sizeof key);
+        }
         rc = SDB_OK;
     } else if (rc == SDB_DONE) {
         sdb_finalize(st);
