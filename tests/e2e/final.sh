@@ -69,7 +69,8 @@ new_dir "$top_srcdir/tests/e2e/configs/hang" "$h"
 runner=$!
 stopped=
 if wait_for 600 test -e "$marker"; then
-    tofu_pid=$(pgrep -x tofu -P "$(pgrep -f -n "$TFTAP run --db $db")")
+    # (-d,: tftap run and its sentinel, a fork of it with the same command line)
+    tofu_pid=$(pgrep -x tofu -P "$(pgrep -d, -f "$TFTAP run --db $db")")
     # The recorders: tftap shim processes whose parent is not tofu (they
     # are forked twice, away from the shim).
     # Without tofu's pid the shims could not be told apart: stop nothing

@@ -33,6 +33,7 @@ enum { CALL_OPEN = 1, CALL_ENDED = 2 };
 /* The record as read back. */
 struct record {
     uint8_t *state; /* by call id - FIRST_ID - 1 */
+    int byes;       /* PROXY_REC_BYE frames: one, last */
     size_t cap;
     uint64_t begins;
     uint64_t lost; /* the LOST frames' counts */
@@ -49,6 +50,8 @@ static uint8_t *state_of(struct record *r, uint64_t call_id)
 
 static void check_event(struct record *r, const struct proxy_rec_frame *f)
 {
+    if (r->byes != 0 && f->kind != PROXY_REC_BYE)
+        abort(); /* nothing follows the goodbye */
     switch (f->kind) {
     case PROXY_REC_BEGIN:
         if (f->call_id != FIRST_ID + r->begins + 1 || f->len > TEXT_MAX)
@@ -76,9 +79,13 @@ static void check_event(struct record *r, const struct proxy_rec_frame *f)
         return;
     }
     case PROXY_REC_LOST: /* what the tee dropped (or the watcher lost) */
-        if (f->len != 0 || f->call_id == 0)
+        if (f->len != 0 || f->call_id == 0 || r->byes != 0)
             abort();
         r->lost += f->call_id;
+        return;
+    case PROXY_REC_BYE: /* the tee's last frame, once */
+        if (f->len != 0 || r->byes++ != 0)
+            abort();
         return;
     default:
         abort(); /* the watcher reports calls only */
@@ -175,6 +182,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t dropped = proxy_tee_dropped(tee); /* the watcher is done: final */
     proxy_tee_free(tee);                       /* writes out everything queued */
     read_record(&r);
+    /* The tee said goodbye: it ended on purpose. */
+    if (r.byes != 1)
+        abort();
     /* Every loss was told to the recorder, once. */
     if (r.lost != dropped)
         abort();
