@@ -10,8 +10,9 @@ static const char usage_text[] =
     "List the gRPC calls recorded in RUN (an id from 'tftap runs', or 'last') in start\n"
     "order. STATUS is OK, the gRPC status by name (UNAVAILABLE, ...), FAILED (answered\n"
     "OK with error diagnostics), 'no answer' (never answered, the run is over),\n"
-    "in-flight, or 'closed' (go-plugin's streams and Shutdown ending as the provider\n"
-    "exits: expected). DIAGNOSTICS counts the response's errors and warnings.\n"
+    "in-flight, or 'closed' (an expected close: go-plugin's streams and Shutdown ending\n"
+    "as the provider exits, or UNIMPLEMENTED from a method a provider may lack, such as\n"
+    "GetResourceIdentitySchemas). DIAGNOSTICS counts the response's errors and warnings.\n"
     "--method keeps one method (PlanResourceChange or a full path, any case), --type\n"
     "one resource/data source type, --failed the calls that failed. --json prints each\n"
     "call as a v_calls row (docs/database.md), messages decoded.\n";
@@ -72,15 +73,16 @@ static void call_json(tftap_buf *b, const store_call_row *r)
     cli_json_str(b, r->status_name);
     tftap_buf_printf(b,
                      ",\"error_count\":%lld,\"warning_count\":%lld,\"is_teardown\":%s,"
-                     "\"failed\":%s}",
+                     "\"failed\":%s,\"expected_close\":%s}",
                      (long long)r->error_count, (long long)r->warning_count,
-                     r->is_teardown ? "true" : "false", r->failed ? "true" : "false");
+                     r->is_teardown ? "true" : "false", r->failed ? "true" : "false",
+                     r->expected_close ? "true" : "false");
 }
 
 /* One word for what became of the call (see usage_text). */
 static void call_status(const store_call_row *r, char out[24])
 {
-    if (r->is_teardown)
+    if (r->expected_close)
         snprintf(out, 24, "closed");
     else if (!r->ended_us)
         snprintf(out, 24, "%s", r->failed ? "no answer" : "in-flight");
@@ -129,7 +131,7 @@ static int each_call(void *ctx, const store_call_row *r)
                          r->type_name ? r->type_name : "-", status, diags, dur,
                          (long long)r->request_bytes, (long long)r->response_bytes,
                          r->address ? r->address : "-");
-        if (r->is_teardown && r->status_name && r->status_code != 0)
+        if (r->expected_close && r->status_name && r->status_code != 0)
             tftap_buf_printf(b, "  (expected close: %s)", r->status_name);
         if (r->decode_error)
             tftap_buf_printf(b, "  ! %s", r->decode_error);

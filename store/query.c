@@ -140,6 +140,7 @@ int store_call_rows(sdb_stmt *st, int (*fn)(void *ctx, const store_call_row *row
             .provider_version = store_col_text(st, 27),
             .has_protocol = sdb_column_type(st, 28) != SDB_NULL,
             .protocol = sdb_column_int(st, 28),
+            .expected_close = sdb_column_int(st, 29),
         };
         if (found)
             *found = 1;

@@ -324,6 +324,9 @@ typedef struct store_call_row {
     int64_t error_count, warning_count; /* diagnostics in the response */
     int is_teardown; /* go-plugin's streams or Shutdown, ended as the provider exits */
     int failed;      /* error diagnostics, a failing status, or no answer */
+    /* Ended as its client expects though not OK: teardown, or UNIMPLEMENTED
+     * from a method a provider may lack (tftap_call_expected_close). */
+    int expected_close;
 } store_call_row;
 
 typedef struct store_calls_filter {
