@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_store.h"
+#include "cli/verdict.h"
 
 static const char usage_text[] =
     "usage: tftap calls RUN [--method M] [--type T] [--failed] [--db PATH] [--json]\n\n"
@@ -14,13 +15,18 @@ static const char usage_text[] =
     "as the provider exits, or UNIMPLEMENTED from a method a provider may lack, such as\n"
     "GetResourceIdentitySchemas). DIAGNOSTICS counts the response's errors and warnings.\n"
     "--method keeps one method (PlanResourceChange or a full path, any case), --type\n"
-    "one resource/data source type, --failed the calls that failed. --json prints each\n"
-    "call as a v_calls row (docs/database.md), messages decoded.\n";
+    "one resource/data source type, --failed the calls that failed and those whose\n"
+    "answer core rejects (REJECTED: answered OK, but breaking a rule 'tftap check' names,\n"
+    "shown at the end of the line). When the run failed, a first line says why: its exit\n"
+    "code, failed calls, rejected answers, records lost. --json prints each call as a\n"
+    "v_calls row (docs/database.md), messages decoded.\n";
 
 struct calls_ctx {
     tftap_buf out;
     int json;
     int n;
+    int failed_only;      /* --failed: failed calls and answers core rejects */
+    const cli_verdict *v; /* the run's */
 };
 
 static void json_int_or_null(tftap_buf *b, const char *key, int has, long long v)
@@ -80,9 +86,11 @@ static void call_json(tftap_buf *b, const store_call_row *r)
 }
 
 /* One word for what became of the call (see usage_text). */
-static void call_status(const store_call_row *r, char out[24])
+static void call_status(const store_call_row *r, int rejected, char out[24])
 {
-    if (r->expected_close)
+    if (rejected && !r->failed)
+        snprintf(out, 24, "REJECTED");
+    else if (r->expected_close)
         snprintf(out, 24, "closed");
     else if (!r->ended_us)
         snprintf(out, 24, "%s", r->failed ? "no answer" : "in-flight");
@@ -114,13 +122,16 @@ static int each_call(void *ctx, const store_call_row *r)
 {
     struct calls_ctx *c = ctx;
     tftap_buf *b = &c->out;
+    const analysis_finding *rej = cli_verdict_reject_of(c->v, r->id);
+    if (c->failed_only && !r->failed && !rej)
+        return 0;
     if (c->json) {
         tftap_buf_puts(b, c->n ? ",\n  " : "[\n  ");
         call_json(b, r);
     } else {
         char dur[32], status[24], diags[40];
         cli_format_duration(r->started_us, r->ended_us, dur);
-        call_status(r, status);
+        call_status(r, rej != NULL, status);
         call_diags(r, diags);
         if (c->n == 0)
             tftap_buf_printf(b, "%-6s %-5s %-32s %-24s %-11s %-11s %9s %9s %9s  %s\n", "CALL",
@@ -133,6 +144,9 @@ static int each_call(void *ctx, const store_call_row *r)
                          r->address ? r->address : "-");
         if (r->expected_close && r->status_name && r->status_code != 0)
             tftap_buf_printf(b, "  (expected close: %s)", r->status_name);
+        if (rej)
+            tftap_buf_printf(b, "  (core rejects: %s at %s)", rej->rule,
+                             *rej->path ? rej->path : "the object");
         if (r->decode_error)
             tftap_buf_printf(b, "  ! %s", r->decode_error);
         tftap_buf_putc(b, '\n');
@@ -152,8 +166,18 @@ int cli_calls(int argc, char **argv)
     int rc = cli_read_begin(argc, argv, opts, usage_text, 1, 1, &r);
     if (rc != CLI_READ_GO)
         return rc;
-    struct calls_ctx c = {TFTAP_BUF_INIT, r.json, 0};
-    rc = store_calls_query(r.s, r.run, &f, each_call, &c);
+    cli_verdict v;
+    struct calls_ctx c = {TFTAP_BUF_INIT, r.json, 0, f.failed_only, &v};
+    /* The verdict first; --failed keeps the answers core rejects too, which
+     * v_calls.failed does not know (they come from tftap check). */
+    rc = cli_verdict_read(r.s, r.run, &v);
+    f.failed_only = 0;
+    if (!rc && !r.json && (cli_verdict_failed(&v) || v.running)) {
+        cli_verdict_line(&v, r.run, &c.out);
+        tftap_buf_putc(&c.out, '\n');
+    }
+    if (!rc)
+        rc = store_calls_query(r.s, r.run, &f, each_call, &c);
     int exit_code = 0;
     if (rc) {
         if (rc != TFTAP_EIO)
@@ -163,9 +187,11 @@ int cli_calls(int argc, char **argv)
         tftap_buf_puts(&c.out, c.n ? "\n]\n" : "[]\n");
         exit_code = cli_flush(&c.out);
     } else if (c.n == 0) {
+        exit_code = cli_flush(&c.out);
         fprintf(stderr, "no calls in run %lld%s\n", (long long)r.run,
-                f.method || f.type || f.failed_only ? " match the filters" : "");
+                f.method || f.type || c.failed_only ? " match the filters" : "");
     }
+    cli_verdict_done(&v);
     tftap_buf_done(&c.out);
     cli_read_done(&r);
     return exit_code;

@@ -8,6 +8,7 @@
 #include "analysis/analysis.h"
 #include "cli/cli.h"
 #include "cli/cli_store.h"
+#include "cli/verdict.h"
 
 static const char usage_text[] =
     "usage: tftap show RUN [ADDRESS|TYPE] [--all] [--db PATH] [--json]\n\n"
@@ -35,10 +36,12 @@ struct show_ctx {
      * them. */
     int64_t *failed;
     size_t nfailed, failed_cap;
-    int nfailed_changes; /* of which resource changes */
-    int failed_pass;     /* listing the failed changes */
-    int blocks;          /* text: changes and failures printed, for blank lines */
-    int64_t *shown;      /* failed changes shown, in call id order once sorted */
+    int nfailed_changes;        /* of which resource changes */
+    int failed_pass;            /* listing the failed changes */
+    int blocks;                 /* text: changes and failures printed, for blank lines */
+    int64_t *shown;             /* failed changes shown, in call id order once sorted */
+    const cli_verdict *verdict; /* the run's: which answers core rejects */
+    int rejected_shown;         /* changes shown first for an answer core rejects */
     size_t nshown;
 };
 
@@ -124,12 +127,9 @@ static void failure_words(tftap_buf *b, int in_flight, int has_status, int code,
         tftap_buf_printf(b, " (%s)", message);
 }
 
-/* Pass 1: the run's failed calls, remembered. */
-static int collect_failed(void *ctx, const store_call_row *r)
+/* A failed (or rejected) call to show first. */
+static int remember_failed(struct show_ctx *x, int64_t id, const char *rpc)
 {
-    struct show_ctx *x = ctx;
-    if (!filter_keeps(x->filter, r->type_name, r->address))
-        return 0;
     if (x->nfailed == x->failed_cap) {
         size_t cap = x->failed_cap ? x->failed_cap * 2 : 16;
         int64_t *v = realloc(x->failed, cap * sizeof *v);
@@ -138,9 +138,18 @@ static int collect_failed(void *ctx, const store_call_row *r)
         x->failed = v;
         x->failed_cap = cap;
     }
-    x->failed[x->nfailed++] = r->id;
-    x->nfailed_changes += is_change_rpc(r->rpc);
+    x->failed[x->nfailed++] = id;
+    x->nfailed_changes += is_change_rpc(rpc);
     return 0;
+}
+
+/* Pass 1: the run's failed calls, remembered. */
+static int collect_failed(void *ctx, const store_call_row *r)
+{
+    struct show_ctx *x = ctx;
+    if (!filter_keeps(x->filter, r->type_name, r->address))
+        return 0;
+    return remember_failed(x, r->id, r->rpc);
 }
 
 /* The failed calls that are no resource change (ConfigureProvider,
@@ -210,12 +219,15 @@ static int each_change(void *ctx, const store_change_row *c)
         x->err = TFTAP_EDECODE;
         return TFTAP_EDECODE;
     }
-    /* Failed changes were shown first, whatever they were; JSON lists them
-     * among the changes too. */
-    if (!x->failed_pass && c->failed && !x->json)
+    /* Failed changes, and those whose answer core rejects, were shown
+     * first, whatever they were; JSON lists them among the changes too. */
+    const analysis_finding *rej = cli_verdict_reject_of(x->verdict, c->call_id);
+    if (x->failed_pass && !c->failed && !rej)
+        return 0;
+    if (!x->failed_pass && (c->failed || rej) && !x->json)
         return 0;
     int is_read = a == ANALYSIS_ACTION_READ || (c->rpc && strcmp(c->rpc, "ReadResource") == 0);
-    if (!c->failed && !x->all && (a == ANALYSIS_ACTION_NOOP || is_read || c->superseded)) {
+    if (!c->failed && !rej && !x->all && (a == ANALYSIS_ACTION_NOOP || is_read || c->superseded)) {
         x->skipped++;
         return 0;
     }
@@ -243,7 +255,20 @@ static int each_change(void *ctx, const store_change_row *c)
         cli_json_raw(b, c->requires_replace);
         tftap_buf_puts(b, ",\"diagnostics\":");
         cli_json_raw(b, c->diagnostics);
-        tftap_buf_printf(b, ",\"failed\":%s", c->failed ? "true" : "false");
+        tftap_buf_printf(b, ",\"failed\":%s,\"rejected\":", c->failed ? "true" : "false");
+        if (rej) {
+            tftap_buf_puts(b, "{\"rule\":");
+            cli_json_str(b, rej->rule);
+            tftap_buf_puts(b, ",\"path\":");
+            cli_json_str(b, rej->path);
+            tftap_buf_puts(b, ",\"expected\":");
+            cli_json_raw(b, rej->expected);
+            tftap_buf_puts(b, ",\"actual\":");
+            cli_json_raw(b, rej->actual);
+            tftap_buf_putc(b, '}');
+        } else {
+            tftap_buf_puts(b, "null");
+        }
         if (c->failed) {
             if (c->has_status)
                 tftap_buf_printf(b, ",\"status_code\":%d", c->status_code);
@@ -264,6 +289,14 @@ static int each_change(void *ctx, const store_change_row *c)
             x->err = rc;
             return rc;
         }
+        if (rej) {
+            tftap_buf_printf(b, "  Core rejected this answer (%s at %s): %s\n", rej->rule,
+                             *rej->path ? rej->path : "the object", rej->message);
+            if (rej->expected)
+                tftap_buf_printf(b, "    expected: %s\n", rej->expected);
+            if (rej->actual)
+                tftap_buf_printf(b, "    actual:   %s\n", rej->actual);
+        }
     }
     if (x->failed_pass && x->nshown < x->nfailed)
         x->shown[x->nshown++] = c->call_id;
@@ -271,6 +304,8 @@ static int each_change(void *ctx, const store_change_row *c)
     x->blocks++;
     if (!c->failed)
         x->counts[a]++;
+    if (x->failed_pass && !c->failed && rej)
+        x->rejected_shown++;
     if (!c->address && !x->failed_pass)
         x->unmatched++;
     return cli_flush(b) ? TFTAP_EIO : 0;
@@ -362,10 +397,28 @@ int cli_show(int argc, char **argv)
     struct diag_ctx dc = {&x, 0};
     struct run_exit ex = {0, 0};
     int exit_code = 0, nfailed = 0;
+    cli_verdict v;
 
-    /* Failures first: which calls failed, then each with what it attempted. */
+    /* The verdict first: how the command ended and why it failed. Then the
+     * failures: which calls failed or were rejected, each with what it
+     * attempted. */
+    rc = cli_verdict_read(r.s, run, &v);
+    x.verdict = &v;
     store_calls_filter only_failed = {NULL, NULL, 1};
-    rc = store_calls_query(r.s, run, &only_failed, collect_failed, &x);
+    if (!rc)
+        rc = store_calls_query(r.s, run, &only_failed, collect_failed, &x);
+    size_t nfailed_calls = x.nfailed;
+    if (!rc && x.nfailed)
+        qsort(x.failed, x.nfailed, sizeof *x.failed, cmp_id);
+    for (size_t i = 0, sorted = x.nfailed; !rc && i < v.findings.n; i++) {
+        const analysis_finding *f = &v.findings.v[i];
+        int seen = in_ids(x.failed, sorted, f->call_id);
+        for (size_t j = sorted; !seen && j < x.nfailed; j++)
+            seen = x.failed[j] == f->call_id;
+        if (f->verdict == ANALYSIS_REJECTS && !seen &&
+            filter_keeps(filter, f->type_name, f->address))
+            rc = remember_failed(&x, f->call_id, f->rpc);
+    }
     if (!rc) {
         if (x.nfailed)
             qsort(x.failed, x.nfailed, sizeof *x.failed, cmp_id);
@@ -378,20 +431,19 @@ int cli_show(int argc, char **argv)
                 tftap_buf_printf(&x.out, "%d", ex.code);
             else
                 tftap_buf_puts(&x.out, "null");
-            tftap_buf_printf(&x.out, ",\"failed\":%zu,\"failures\":[", x.nfailed);
-        } else if (x.nfailed) {
-            tftap_buf_printf(&x.out, "Run %lld: %zu call%s failed", (long long)run, x.nfailed,
-                             x.nfailed == 1 ? "" : "s");
-            if (ex.has && ex.code)
-                tftap_buf_printf(&x.out, ", the command exited %d", ex.code);
-            tftap_buf_puts(&x.out, ".\n\n");
+            tftap_buf_puts(&x.out, ",\"verdict\":");
+            cli_verdict_json(&v, &x.out);
+            tftap_buf_printf(&x.out, ",\"failed\":%zu,\"failures\":[", nfailed_calls);
+        } else {
+            cli_verdict_line(&v, run, &x.out);
+            tftap_buf_putc(&x.out, '\n');
         }
         x.failed_pass = 1;
         x.shown = x.nfailed ? malloc(x.nfailed * sizeof *x.shown) : NULL;
         if (x.nfailed && !x.shown)
             rc = TFTAP_ENOMEM;
         if (!rc && x.nfailed_changes)
-            rc = store_changes_query(r.s, run, filter, 1, each_change, &x);
+            rc = store_changes_query(r.s, run, filter, 0, each_change, &x);
         if (!rc && x.nshown < x.nfailed) {
             if (x.nshown)
                 qsort(x.shown, x.nshown, sizeof *x.shown, cmp_id);
@@ -428,14 +480,19 @@ int cli_show(int argc, char **argv)
                              (long long)run, filter ? " for " : "", filter ? filter : "",
                              x.skipped ? " (only no-op changes and reads: see --all)" : "");
         else if (x.n || nfailed) {
+            /* Rejected answers were shown first, and are changes made. */
+            int rejected = x.rejected_shown, failed = nfailed - rejected, changes = x.n + rejected;
             tftap_buf_puts(&x.out, "\n");
-            if (nfailed)
-                tftap_buf_printf(&x.out, "%d call%s failed (shown first); ", nfailed,
-                                 nfailed == 1 ? "" : "s");
+            if (failed)
+                tftap_buf_printf(&x.out, "%d call%s failed (shown first); ", failed,
+                                 failed == 1 ? "" : "s");
+            if (rejected)
+                tftap_buf_printf(&x.out, "%d answer%s core rejected (shown first); ", rejected,
+                                 rejected == 1 ? "" : "s");
             tftap_buf_printf(&x.out,
                              "%d change%s: %d to create, %d to update, %d to replace, %d to "
                              "destroy",
-                             x.n, x.n == 1 ? "" : "s", x.counts[ANALYSIS_ACTION_CREATE],
+                             changes, changes == 1 ? "" : "s", x.counts[ANALYSIS_ACTION_CREATE],
                              x.counts[ANALYSIS_ACTION_UPDATE], x.counts[ANALYSIS_ACTION_REPLACE],
                              x.counts[ANALYSIS_ACTION_DELETE]);
             if (x.counts[ANALYSIS_ACTION_NOOP])
@@ -458,6 +515,7 @@ int cli_show(int argc, char **argv)
     }
     free(x.failed);
     free(x.shown);
+    cli_verdict_done(&v);
     tftap_buf_done(&x.out);
     cli_read_done(&r);
     return exit_code;

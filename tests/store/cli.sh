@@ -106,7 +106,7 @@ if command -v sqlite3 >/dev/null; then
       INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, type_name)
         VALUES (1003, 100, 100, 3, '/tfplugin6.Provider/ReadDataSource', 'ReadDataSource', 6, 'p_x');"
     "$TFTAP" show 100 --db "$work/f.db" >"$work/f.txt"
-    check "show leads with the failures" [ "$(head -1 "$work/f.txt")" = "Run 100: 3 calls failed, the command exited 1." ]
+    check "show leads with the verdict" [ "$(head -1 "$work/f.txt")" = "Run 100 failed: the command exited 1; 3 calls failed." ]
     check "a failed ConfigureProvider with its diagnostic" \
         grep -q '^  # ConfigureProvider (example/p) failed: error diagnostics  \[call 1001\]$' "$work/f.txt"
     check "its summary, path and detail" grep -q '^  Error: bad token (at .token)$' "$work/f.txt"
@@ -125,7 +125,7 @@ if command -v sqlite3 >/dev/null; then
     check "--json keeps the diagnostic's path" \
         [ "$(jq -r '.failures[] | select(.call_id == 1001) | .diagnostics[0].attribute.path' "$work/f.json")" = .token ]
     check "calls --failed lists the three" \
-        [ "$("$TFTAP" calls 100 --db "$work/f.db" --failed | awk 'NR > 1 { print $1 ":" $5 }' | tr '\n' ' ')" = \
+        [ "$("$TFTAP" calls 100 --db "$work/f.db" --failed | awk '/^[0-9]/ { print $1 ":" $5 }' | tr '\n' ' ')" = \
           "1001:FAILED 1002:INTERNAL 1003:no " ]
     "$TFTAP" calls 100 --db "$work/f.db" >"$work/f.calls"
     check "calls shows Shutdown as an expected close" \
