@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_store.h"
+#include "cli/filter.h"
 #include "cli/verdict.h"
 
 static const char usage_text[] =
@@ -166,6 +167,14 @@ int cli_calls(int argc, char **argv)
     int rc = cli_read_begin(argc, argv, opts, usage_text, 1, 1, &r);
     if (rc != CLI_READ_GO)
         return rc;
+    int64_t run = r.run;
+    rc = cli_filter_check(&r.s, &r.path, &run, 1, CLI_FILTER_METHOD, f.method);
+    if (!rc)
+        rc = cli_filter_check(&r.s, &r.path, &run, 1, CLI_FILTER_TYPE, f.type);
+    if (rc) {
+        cli_read_done(&r);
+        return rc;
+    }
     cli_verdict v;
     struct calls_ctx c = {TFTAP_BUF_INIT, r.json, 0, f.failed_only, &v};
     /* The verdict first; --failed keeps the answers core rejects too, which

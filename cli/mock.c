@@ -9,6 +9,7 @@
 #include "analysis/analysis.h"
 #include "cli/cli.h"
 #include "cli/cli_store.h"
+#include "cli/filter.h"
 
 static const char usage_text[] =
     "usage: tftap mock RUN [ADDRESS|TYPE] [-o FILE] [--db PATH]\n\n"
@@ -150,6 +151,12 @@ int cli_mock(int argc, char **argv)
     int exit_code = cli_open_run(cli_db_path(db), argv[optind], &s, &path, &run, &owned);
     if (exit_code)
         return exit_code;
+    exit_code = cli_filter_check(&s, &path, &run, 1, CLI_FILTER_ADDRESS_OR_TYPE, filter);
+    if (exit_code) {
+        store_close(s);
+        free(owned);
+        return exit_code;
+    }
     struct mock_ctx x = {.filter = filter};
     tftap_buf out = TFTAP_BUF_INIT;
     size_t ntypes = 0;

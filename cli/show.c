@@ -8,6 +8,7 @@
 #include "analysis/analysis.h"
 #include "cli/cli.h"
 #include "cli/cli_store.h"
+#include "cli/filter.h"
 #include "cli/verdict.h"
 
 static const char usage_text[] =
@@ -402,6 +403,12 @@ int cli_show(int argc, char **argv)
     /* The verdict first: how the command ended and why it failed. Then the
      * failures: which calls failed or were rejected, each with what it
      * attempted. */
+    memset(&v, 0, sizeof v);
+    exit_code = cli_filter_check(&r.s, &r.path, &run, 1, CLI_FILTER_ADDRESS_OR_TYPE, filter);
+    if (exit_code) {
+        cli_read_done(&r);
+        return exit_code;
+    }
     rc = cli_verdict_read(r.s, run, &v);
     x.verdict = &v;
     store_calls_filter only_failed = {NULL, NULL, 1};

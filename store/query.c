@@ -281,6 +281,28 @@ int store_calls_each(store *s, int64_t run_id, const char *method, const char *t
     return store_calls_query(s, run_id, &f, fn, ctx);
 }
 
+int store_run_names_each(store *s, int64_t run_id,
+                         int (*fn)(void *ctx, const char *rpc, const char *type_name,
+                                   const char *address),
+                         void *ctx)
+{
+    sdb_stmt *st = NULL;
+    int rc = sdb_prepare(s->db,
+                         "SELECT DISTINCT c.rpc, c.type_name, a.address FROM calls c "
+                         "LEFT JOIN call_addresses a ON a.call_id = c.id WHERE c.run_id = ?1",
+                         &st);
+    if (rc != SDB_OK)
+        return store_err(rc);
+    sdb_bind_int64(st, 1, run_id);
+    int cb = 0;
+    while ((rc = sdb_step(st)) == SDB_ROW) {
+        cb = fn(ctx, store_col_text(st, 0), store_col_text(st, 1), store_col_text(st, 2));
+        if (cb)
+            break;
+    }
+    return store_finish(st, cb ? SDB_DONE : rc, cb);
+}
+
 /* Each query yields one JSON object per row, built by SQLite's json_object
  * so that stored JSON columns are embedded as JSON (json(x)), not strings. */
 static const char *const export_sql[] = {

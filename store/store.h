@@ -341,6 +341,13 @@ int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
 int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
                      int (*fn)(void *ctx, const store_call_row *row), void *ctx);
 
+/* The distinct (rpc, type_name, address) of a run's calls, either of the
+ * last two NULL when the call has none: what filters may name. */
+int store_run_names_each(store *s, int64_t run_id,
+                         int (*fn)(void *ctx, const char *rpc, const char *type_name,
+                                   const char *address),
+                         void *ctx);
+
 /* A provider schema a run's processes decoded their values with: the raw
  * serialized GetProviderSchema response (protocol 5 or 6), once per distinct
  * provider, version and schema, in the order the processes started. */

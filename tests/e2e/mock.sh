@@ -105,14 +105,14 @@ check "ADDRESS: only its type" test "$(grep -c 'mock_resource\|mock_data' "$WORK
 "$TFTAP" --db "$db" mock last tftest5_echo >"$WORK/e.hcl"
 check "TYPE: a data source by its type" grep -q '^  mock_data "tftest5_echo" {$' "$WORK/e.hcl"
 
-# Errors: one line, exit 2 for usage, 1 for nothing to mock.
+# Errors: one line, exit 2 for usage (a filter that matches nothing too).
 "$TFTAP" mock --db "$db" >/dev/null 2>"$WORK/err"
 check_eq "no RUN: exit 2" "$?" 2
 check "no RUN: one line" test "$(wc -l <"$WORK/err")" = 1
 "$TFTAP" mock --db "$db" last nosuch_type >/dev/null 2>"$WORK/err"
-check_eq "nothing to mock: exit 1" "$?" 1
-check_eq "nothing to mock: says so" "$(cat "$WORK/err")" \
-    "tftap: run 1 recorded no resource or data source values for nosuch_type to mock"
+check_eq "a filter that matches nothing: exit 2" "$?" 2
+check_eq "a filter that matches nothing: names the nearest" "$(cat "$WORK/err")" \
+    "tftap: 'nosuch_type' names no resource type or address in run 1 (nearest: tftest5_pet)"
 "$TFTAP" mock --help >"$WORK/help"
 check_eq "--help exits 0" "$?" 0
 check "--help names -o" grep -q -- '-o FILE' "$WORK/help"
