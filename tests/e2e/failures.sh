@@ -36,8 +36,15 @@ check_eq "the verdict leads: it succeeded" "$(sed -n 1p "$WORK/create.txt")" \
     "Run $(last_run "$db") succeeded: the command exited 0, every call was answered as core expects."
 
 # Teardown: go-plugin's streams and Shutdown end as the providers exit.
-"$TFTAP" --db "$db" calls last >"$WORK/calls.txt"
-check "teardown calls listed" grep -qE ' (StreamStdio|StartStream|Shutdown) ' "$WORK/calls.txt"
+"$TFTAP" --db "$db" calls last >"$WORK/plain.txt"
+check "go-plugin's housekeeping left out of calls" \
+    bash -c "! grep -qE ' (StreamStdio|StartStream|Shutdown) ' '$WORK/plain.txt'"
+check "and said so" grep -qE '^\([1-9][0-9]* go-plugin housekeeping calls not shown: --all\)$' "$WORK/plain.txt"
+"$TFTAP" --db "$db" calls last --all >"$WORK/calls.txt"
+check "teardown calls listed with --all" grep -qE ' (StreamStdio|StartStream|Shutdown) ' "$WORK/calls.txt"
+check_eq "--method names one: listed" \
+    "$("$TFTAP" --db "$db" calls last --method shutdown | grep -c ' Shutdown ')" \
+    "$(grep -c ' Shutdown ' "$WORK/calls.txt")"
 check_eq "every StreamStdio/StartStream/Shutdown reads as an expected close" \
     "$(awk '$3 ~ /^(StreamStdio|StartStream|Shutdown)$/ && $5 != "closed"' "$WORK/calls.txt")" ""
 check "their status by name" grep -q '(expected close: UNAVAILABLE)' "$WORK/calls.txt"
@@ -45,7 +52,7 @@ check "no status by number in calls" bash -c "! grep -qE 'status[= ][0-9]' '$WOR
 "$TFTAP" --db "$db" calls last --failed >"$WORK/none.txt" 2>"$WORK/none.err"
 check_eq "calls --failed of a clean run lists nothing" "$(cat "$WORK/none.txt")" ""
 check "and says so" grep -q 'no calls in run .* match the filters' "$WORK/none.err"
-"$TFTAP" --db "$db" calls last --json >"$WORK/calls.json"
+"$TFTAP" --db "$db" calls last --all --json >"$WORK/calls.json"
 check_eq "teardown calls are is_teardown, not failed" \
     "$(jq '[.[] | select(.rpc == "StreamStdio" or .rpc == "StartStream" or .rpc == "Shutdown")
         | select(.is_teardown != true or .failed != false)] | length' "$WORK/calls.json")" 0

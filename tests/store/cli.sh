@@ -127,7 +127,7 @@ if command -v sqlite3 >/dev/null; then
     check "calls --failed lists the three" \
         [ "$("$TFTAP" calls 100 --db "$work/f.db" --failed | awk '/^[0-9]/ { print $1 ":" $5 }' | tr '\n' ' ')" = \
           "1001:FAILED 1002:INTERNAL 1003:no " ]
-    "$TFTAP" calls 100 --db "$work/f.db" >"$work/f.calls"
+    "$TFTAP" calls 100 --db "$work/f.db" --all >"$work/f.calls"
     check "calls shows Shutdown as an expected close" \
         grep -q '^1004 .*Shutdown .* closed .*(expected close: UNAVAILABLE)$' "$work/f.calls"
     # A bundle keys a secret recorded in clear as the source database's
