@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analysis/analysis.h"
 #include "cli/cli.h"
@@ -12,7 +13,7 @@
 #include "cli/filter.h"
 
 static const char usage_text[] =
-    "usage: tftap mock RUN [ADDRESS|TYPE] [-o FILE] [--db PATH]\n\n"
+    "usage: tftap mock RUN [ADDRESS|TYPE] [-o FILE [--force]] [--db PATH]\n\n"
     "Write mock_provider blocks for tofu test (and terraform test) from the values\n"
     "RUN (an id, 'last', or a bundle or database file, FILE:RUN) recorded: one per\n"
     "provider, named by its type, with a\n"
@@ -24,7 +25,8 @@ static const char usage_text[] =
     "write-only values never (comments say what was left out). With several\n"
     "instances of one type the first address in byte order gives the defaults and a\n"
     "comment names it. ADDRESS (test_thing.a, also matching its instances) or TYPE\n"
-    "keeps only those. -o FILE (--output) writes FILE instead of stdout.\n";
+    "keeps only those. -o FILE (--output) writes FILE instead of stdout; a FILE that\n"
+    "exists (the test file you add run blocks to) is left alone unless --force.\n";
 
 struct mock_ctx {
     analysis_mocks *m;
@@ -111,10 +113,11 @@ int cli_mock(int argc, char **argv)
 {
     static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
                                              {"output", required_argument, NULL, 'o'},
+                                             {"force", no_argument, NULL, 'f'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     const char *db = NULL, *output = NULL;
-    int c;
+    int c, force = 0;
     optind = 0;
     while ((c = cli_getopt(argc, argv, "ho:", longopts)) != -1) {
         switch (c) {
@@ -123,6 +126,9 @@ int cli_mock(int argc, char **argv)
             break;
         case 'o':
             output = optarg;
+            break;
+        case 'f':
+            force = 1;
             break;
         case 'h':
             fputs(usage_text, stdout);
@@ -142,6 +148,15 @@ int cli_mock(int argc, char **argv)
     if (output && !*output) {
         cli_usage_error(argv[0], "-o needs a file name");
         return 2;
+    }
+    if (force && !output) {
+        cli_usage_error(argv[0], "--force goes with -o FILE");
+        return 2;
+    }
+    struct stat st;
+    if (output && !force && lstat(output, &st) == 0) {
+        cli_error("%s exists (--force replaces it)", output);
+        return 1;
     }
     const char *path = NULL;
     const char *filter = argc - optind > 1 ? argv[optind + 1] : NULL;

@@ -32,6 +32,16 @@ mkdir -p "$w/tests"
 "$TFTAP" mock --db "$db" last -o "$w/tests/real.tftest.hcl" 2>"$WORK/mock.err"
 check_eq "tftap mock -o exits 0" "$?" 0
 m=$w/tests/real.tftest.hcl
+# The file the docs tell you to add run blocks to is never overwritten
+# unless asked.
+echo 'run "mine" {}' >>"$m"
+cp "$m" "$WORK/mine.hcl"
+"$TFTAP" mock --db "$db" last -o "$m" >/dev/null 2>"$WORK/again.err"
+check_eq "mock -o FILE that exists: exit 1, one line" "$? $(cat "$WORK/again.err")" \
+    "1 tftap: $m exists (--force replaces it)"
+check "mock -o FILE that exists: left as it was" cmp -s "$m" "$WORK/mine.hcl"
+"$TFTAP" mock --db "$db" last -o "$m" --force 2>/dev/null
+check_eq "mock -o FILE --force replaces it" "$?$(grep -c '^run "mine"' "$m")" 00
 check "one mock_provider per provider, named by its type" \
     test "$(grep -c '^mock_provider "tftest\(5\|6\|sdk\)" {$' "$m")" = 3
 check "a mock_resource per resource type, a mock_data per data source" \
