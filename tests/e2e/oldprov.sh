@@ -48,9 +48,10 @@ check "show: the creates" grep -q 'tftestold_thing.t has been created' "$WORK/sh
 check_eq "calls --failed: nothing" "$(cat "$WORK/failed.txt")" ""
 mkdir -p "$WORK/ra"
 cp "$w/main.tf" "$WORK/ra/"
-(cd "$WORK/ra" && "$TFTAP" replay "$db:$run_apply" --db "$db" -- tofu apply -auto-approve \
+# RUN alone, as every command takes it: a run of --db.
+(cd "$WORK/ra" && "$TFTAP" replay "$run_apply" --db "$db" -- tofu apply -auto-approve \
     -input=false -no-color >"$WORK/ra.out" 2>"$WORK/ra.err")
-check_eq "the replayed apply exits 0" "$?" 0
+check_eq "the replayed apply (replay RUN --db DB) exits 0" "$?" 0
 "$TFTAP" diff --db "$db" "$run_apply" "$(last_run "$db")" >"$WORK/diff.apply"
 check_eq "diff ORIGINAL REPLAY of the apply exits 0 ($(head -n 1 "$WORK/diff.apply"))" "$?" 0
 
