@@ -73,6 +73,11 @@ check "export exits 0" [ $? -eq 0 ]
 check "export lines are JSON objects" jq -e -s 'length > 4 and all(.[]; .kind)' "$work/export.jsonl" >/dev/null
 check "export has the run, process and calls" \
     [ "$(jq -r -s '[.[].kind] | unique | join(",")' "$work/export.jsonl")" = "call,process,run" ]
+check "export: a call's keys are calls --json's, in order" \
+    [ "$(jq -r -s '[.[] | select(.kind == "call")][0] | del(.kind) | keys_unsorted | join(",")' "$work/export.jsonl")" = \
+      "$("$TFTAP" calls 5 --json | jq -r '.[0] | keys_unsorted | join(",")')" ]
+check "export: the run line carries uuid and key_id" \
+    [ "$(jq -r -s '.[] | select(.kind == "run") | [has("uuid"), has("key_id"), (.uuid | length)] | map(tostring) | join(",")' "$work/export.jsonl")" = "true,true,36" ]
 
 "$TFTAP" calls 999 2>"$work/err.txt"; rc=$?
 check "unknown run exits 1" [ $rc -eq 1 ]
