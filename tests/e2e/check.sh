@@ -352,6 +352,20 @@ new_dir "$top_srcdir/tests/e2e/configs/multi" "$d"
 clean_step "multi apply" "$d" "$db" apply -auto-approve -input=false -no-color
 clean_step "multi destroy" "$d" "$db" destroy -auto-approve -input=false -no-color
 
+# Two things of one type, one planned with little configured (its plan
+# tells it from the other only by what it leaves null): each plan named by
+# its own address, so the final plans compare with their own first plans.
+d=$WORK/bundle db=$WORK/bundle.db
+new_dir "$top_srcdir/tests/e2e/configs/bundle" "$d"
+(cd "$d" && tofu init -input=false -no-color >/dev/null) || not_ok "bundle: init"
+clean_step "two things, one barely configured: apply" "$d" "$db" apply -auto-approve -input=false \
+    -no-color
+check_eq "  ... each plan named by its own address" \
+    "$(sqlite3 "$db" "SELECT group_concat(a.address, ' ') FROM calls c JOIN call_addresses a
+        ON a.call_id = c.id WHERE c.rpc = 'PlanResourceChange' AND c.type_name = 'tftest6_thing'
+        AND json_extract(c.request_json, '$.config.entries') IS NULL ORDER BY c.id")" \
+    "tftest6_thing.b tftest6_thing.b"
+
 d=$WORK/count db=$WORK/count.db
 new_dir "$top_srcdir/tests/e2e/configs/count" "$d"
 (cd "$d" && tofu init -input=false -no-color >/dev/null) || not_ok "count: init"
