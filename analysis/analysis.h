@@ -60,6 +60,9 @@ const char *analysis_action_name(enum analysis_action a);
 
 enum analysis_render_flags {
     ANALYSIS_RENDER_COLOR = 1, /* ANSI colours on the markers */
+    /* The call was never answered because the record lost its answer (a
+     * gap): what it asked for, said as such, never as failed or done. */
+    ANALYSIS_RENDER_UNRECORDED = 2,
 };
 
 /* Append a change the way a plan reads it: header comment, "+ resource ..."

@@ -158,9 +158,11 @@ static void call_json(tftap_buf *b, const store_call_row *r)
 }
 
 /* One word for what became of the call (see usage_text). */
-static void call_status(const store_call_row *r, int rejected, char out[24])
+static void call_status(const store_call_row *r, int rejected, int unrecorded, char out[24])
 {
-    if (rejected && !r->failed)
+    if (unrecorded)
+        snprintf(out, 24, "not recorded");
+    else if (rejected && !r->failed)
         snprintf(out, 24, "REJECTED");
     else if (r->expected_close)
         snprintf(out, 24, "closed");
@@ -195,7 +197,7 @@ static int each_call(void *ctx, const store_call_row *r)
     struct calls_ctx *c = ctx;
     tftap_buf *b = &c->out;
     const analysis_finding *rej = cli_verdict_reject_of(c->v, r->id);
-    if (c->failed_only && !r->failed && !rej)
+    if (c->failed_only && ((!r->failed && !rej) || cli_verdict_unrecorded(c->v, r)))
         return 0;
     if (!c->all && !c->json && !r->failed && is_plumbing(r)) {
         c->hidden++;
@@ -209,7 +211,7 @@ static int each_call(void *ctx, const store_call_row *r)
         snprintf(id, sizeof id, "%lld", (long long)r->id);
         snprintf(proc, sizeof proc, "%lld", (long long)r->process_id);
         cli_format_duration(r->started_us, r->ended_us, dur);
-        call_status(r, rej != NULL, status);
+        call_status(r, rej != NULL, cli_verdict_unrecorded(c->v, r), status);
         call_diags(r, diags);
         snprintf(req, sizeof req, "%lld", (long long)r->request_bytes);
         snprintf(resp, sizeof resp, "%lld", (long long)r->response_bytes);

@@ -150,6 +150,10 @@ static int collect_failed(void *ctx, const store_call_row *r)
     struct show_ctx *x = ctx;
     if (!filter_keeps(x->filter, r->type_name, r->address))
         return 0;
+    /* Never answered because the record lost it: not recorded, no failure
+     * (the verdict counts it with the gap). */
+    if (cli_verdict_unrecorded(x->verdict, r))
+        return 0;
     return remember_failed(x, r->id, r->rpc);
 }
 
@@ -223,12 +227,14 @@ static int each_change(void *ctx, const store_change_row *c)
     /* Failed changes, and those whose answer core rejects, were shown
      * first, whatever they were; JSON lists them among the changes too. */
     const analysis_finding *rej = cli_verdict_reject_of(x->verdict, c->call_id);
-    if (x->failed_pass && !c->failed && !rej)
+    /* Never answered because the record lost it: no failure. */
+    int failed = c->failed && !cli_verdict_unrecorded_id(x->verdict, c->call_id);
+    if (x->failed_pass && !failed && !rej)
         return 0;
-    if (!x->failed_pass && (c->failed || rej) && !x->json)
+    if (!x->failed_pass && (failed || rej) && !x->json)
         return 0;
     int is_read = a == ANALYSIS_ACTION_READ || (c->rpc && strcmp(c->rpc, "ReadResource") == 0);
-    if (!c->failed && !rej && !x->all && (a == ANALYSIS_ACTION_NOOP || is_read || c->superseded)) {
+    if (!failed && !rej && !x->all && (a == ANALYSIS_ACTION_NOOP || is_read || c->superseded)) {
         x->skipped++;
         return 0;
     }
@@ -256,7 +262,7 @@ static int each_change(void *ctx, const store_change_row *c)
         cli_json_raw(b, c->requires_replace);
         tftap_buf_puts(b, ",\"diagnostics\":");
         cli_json_raw(b, c->diagnostics);
-        tftap_buf_printf(b, ",\"failed\":%s,\"rejected\":", c->failed ? "true" : "false");
+        tftap_buf_printf(b, ",\"failed\":%s,\"rejected\":", failed ? "true" : "false");
         if (rej) {
             tftap_buf_puts(b, "{\"rule\":");
             cli_json_str(b, rej->rule);
@@ -270,7 +276,7 @@ static int each_change(void *ctx, const store_change_row *c)
         } else {
             tftap_buf_puts(b, "null");
         }
-        if (c->failed) {
+        if (failed) {
             if (c->has_status)
                 tftap_buf_printf(b, ",\"status_code\":%d", c->status_code);
             else
@@ -285,7 +291,12 @@ static int each_change(void *ctx, const store_change_row *c)
     } else {
         if (x->blocks)
             tftap_buf_putc(b, '\n');
-        int rc = analysis_render_change(c, x->color ? ANALYSIS_RENDER_COLOR : 0, b);
+        store_change_row told = *c;
+        told.failed = failed;
+        int rc = analysis_render_change(&told,
+                                        (x->color ? ANALYSIS_RENDER_COLOR : 0) |
+                                            (failed != c->failed ? ANALYSIS_RENDER_UNRECORDED : 0),
+                                        b);
         if (rc) {
             x->err = rc;
             return rc;
@@ -303,9 +314,9 @@ static int each_change(void *ctx, const store_change_row *c)
         x->shown[x->nshown++] = c->call_id;
     x->n++;
     x->blocks++;
-    if (!c->failed)
+    if (!failed)
         x->counts[a]++;
-    if (x->failed_pass && !c->failed && rej)
+    if (x->failed_pass && !failed && rej)
         x->rejected_shown++;
     if (!c->address && !x->failed_pass)
         x->unmatched++;

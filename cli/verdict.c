@@ -2,6 +2,7 @@
  * exit code and every reason tftap knows the run failed (calls that failed,
  * answers core rejects, records lost to gaps). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli_store.h"
@@ -27,8 +28,55 @@ static int run_row(void *ctx, const store_run_row *row)
 
 static int count_failed(void *ctx, const store_call_row *row)
 {
-    (void)row;
-    ((cli_verdict *)ctx)->failed_calls++;
+    cli_verdict *v = ctx;
+    if (!cli_verdict_unrecorded(v, row)) {
+        v->failed_calls++;
+        return 0;
+    }
+    int64_t *ids = realloc(v->unrecorded_ids, (size_t)(v->unrecorded + 1) * sizeof *ids);
+    if (!ids)
+        return TFTAP_ENOMEM;
+    v->unrecorded_ids = ids;
+    ids[v->unrecorded++] = row->id;
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int cli_verdict_unrecorded_id(const cli_verdict *v, int64_t call_id)
+{
+    return v && v->unrecorded &&
+           bsearch(&call_id, v->unrecorded_ids, (size_t)v->unrecorded, sizeof call_id, cmp_i64);
+}
+
+static int each_gap(void *ctx, const char *provider, const char *reason, int64_t lost)
+{
+    cli_verdict *v = ctx;
+    if (lost <= 0)
+        return 0;
+    if (!v->gap_reason && reason && !(v->gap_reason = strdup(reason)))
+        return TFTAP_ENOMEM;
+    char **p = realloc(v->gap_providers, (v->ngap_providers + 1) * sizeof *p);
+    if (!p)
+        return TFTAP_ENOMEM;
+    v->gap_providers = p;
+    if (!(p[v->ngap_providers] = strdup(provider ? provider : "")))
+        return TFTAP_ENOMEM;
+    v->ngap_providers++;
+    return 0;
+}
+
+int cli_verdict_unrecorded(const cli_verdict *v, const store_call_row *row)
+{
+    if (!v || !row->in_flight)
+        return 0;
+    for (size_t i = 0; i < v->ngap_providers; i++)
+        if (strcmp(v->gap_providers[i], row->provider ? row->provider : "") == 0)
+            return 1;
     return 0;
 }
 
@@ -40,10 +88,15 @@ int cli_verdict_read(store *s, int64_t run, cli_verdict *v)
     int rc = store_run_get(s, run, run_row, &rr);
     if (rc)
         return rc;
+    rc = store_run_gaps_each(s, run, each_gap, v);
+    if (rc)
+        return rc;
     store_calls_filter only_failed = {NULL, NULL, 1};
     rc = store_calls_query(s, run, &only_failed, count_failed, v);
     if (rc)
         return rc;
+    if (v->unrecorded)
+        qsort(v->unrecorded_ids, (size_t)v->unrecorded, sizeof *v->unrecorded_ids, cmp_i64);
     rc = analysis_check_run(s, run, NULL, &v->findings);
     if (rc)
         return rc;
@@ -64,6 +117,15 @@ int cli_verdict_read(store *s, int64_t run, cli_verdict *v)
 void cli_verdict_done(cli_verdict *v)
 {
     analysis_findings_done(&v->findings);
+    for (size_t i = 0; i < v->ngap_providers; i++)
+        free(v->gap_providers[i]);
+    free(v->gap_providers);
+    free(v->gap_reason);
+    free(v->unrecorded_ids);
+    v->unrecorded_ids = NULL;
+    v->gap_providers = NULL;
+    v->ngap_providers = 0;
+    v->gap_reason = NULL;
 }
 
 int cli_verdict_failed(const cli_verdict *v)
@@ -77,6 +139,18 @@ const analysis_finding *cli_verdict_reject_of(const cli_verdict *v, int64_t call
         if (v->findings.v[i].call_id == call_id && v->findings.v[i].verdict == ANALYSIS_REJECTS)
             return &v->findings.v[i];
     return NULL;
+}
+
+/* "3 records lost (gaps: REASON; 2 calls not recorded)". */
+static void lost_text(const cli_verdict *v, const char *sep, tftap_buf *b)
+{
+    const char *why = v->gap_reason ? v->gap_reason : "the record is incomplete";
+    tftap_buf_printf(b, "%s%lld record%s lost (gaps: %.120s%s", sep, (long long)v->lost,
+                     v->lost == 1 ? "" : "s", why, strlen(why) > 120 ? "..." : "");
+    if (v->unrecorded)
+        tftap_buf_printf(b, "; %lld call%s not recorded", (long long)v->unrecorded,
+                         v->unrecorded == 1 ? "" : "s");
+    tftap_buf_putc(b, ')');
 }
 
 /* The reasons, "; "-separated, each counted. */
@@ -98,8 +172,7 @@ static void reasons(const cli_verdict *v, tftap_buf *b)
         sep = "; ";
     }
     if (v->lost)
-        tftap_buf_printf(b, "%s%lld record%s lost (gaps: the record is incomplete)", sep,
-                         (long long)v->lost, v->lost == 1 ? "" : "s");
+        lost_text(v, sep, b);
 }
 
 void cli_verdict_line(const cli_verdict *v, int64_t run, tftap_buf *b)
@@ -116,20 +189,22 @@ void cli_verdict_line(const cli_verdict *v, int64_t run, tftap_buf *b)
     } else if (v->has_exit) {
         tftap_buf_printf(b, "Run %lld succeeded: the command exited %d", (long long)run,
                          v->exit_code);
-        if (!v->failed_calls && !v->unconfirmed)
+        if (!v->failed_calls && !v->unconfirmed && !v->lost && !v->unrecorded)
             tftap_buf_puts(b, ", every call was answered as core expects");
         else if (v->failed_calls)
             tftap_buf_printf(b, "; %lld call%s failed and core carried on",
                              (long long)v->failed_calls, v->failed_calls == 1 ? "" : "s");
-    } else if (!v->failed_calls) {
+    } else if (!v->failed_calls && !v->lost && !v->unrecorded) {
         tftap_buf_printf(b,
                          "Run %lld: every call was answered as core expects; the command's "
                          "exit code was not recorded (a tftap wrap run)",
                          (long long)run);
+    } else {
+        tftap_buf_printf(b, "Run %lld: the command's exit code was not recorded (a tftap wrap run)",
+                         (long long)run);
     }
     if (!v->failed && v->lost)
-        tftap_buf_printf(b, "; %lld record%s lost (gaps: the record is incomplete)",
-                         (long long)v->lost, v->lost == 1 ? "" : "s");
+        lost_text(v, "; ", b);
     if (v->tolerated)
         tftap_buf_printf(b, " (%zu tolerated legacy finding%s: core accepts %s)", v->tolerated,
                          v->tolerated == 1 ? "" : "s", v->tolerated == 1 ? "it" : "them");
@@ -156,9 +231,10 @@ void cli_verdict_json(const cli_verdict *v, tftap_buf *b)
     else
         tftap_buf_puts(b, "null");
     tftap_buf_printf(b,
-                     ",\"failed_calls\":%lld,\"records_lost\":%lld,\"tolerated\":%zu,"
-                     "\"unconfirmed\":%zu",
-                     (long long)v->failed_calls, (long long)v->lost, v->tolerated, v->unconfirmed);
+                     ",\"failed_calls\":%lld,\"records_lost\":%lld,\"not_recorded\":%lld,"
+                     "\"tolerated\":%zu,\"unconfirmed\":%zu",
+                     (long long)v->failed_calls, (long long)v->lost, (long long)v->unrecorded,
+                     v->tolerated, v->unconfirmed);
     tftap_buf_puts(b, ",\"rejected\":[");
     int n = 0;
     for (size_t i = 0; v->rejected && i < v->findings.n; i++) {

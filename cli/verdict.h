@@ -25,6 +25,13 @@ typedef struct cli_verdict {
      * they are counted here and rejected is 0. */
     size_t unconfirmed;
     int failed;
+    /* Providers with gaps in the run, and the first gap's reason: a call of
+     * theirs never answered was lost to the gap, not failed. */
+    char **gap_providers;
+    size_t ngap_providers;
+    char *gap_reason;
+    int64_t unrecorded;      /* calls never answered for that reason */
+    int64_t *unrecorded_ids; /* theirs, ascending */
 } cli_verdict;
 
 /* Read run's verdict (the check included). Returns 0, or a store or
@@ -35,6 +42,11 @@ void cli_verdict_done(cli_verdict *v);
  * plan -detailed-exitcode aside); without an exit code, a failed call or
  * an answer core rejects. */
 int cli_verdict_failed(const cli_verdict *v);
+/* 1 when row was never answered and its provider lost records to a gap
+ * in the run: "not recorded", not failed. */
+int cli_verdict_unrecorded(const cli_verdict *v, const store_call_row *row);
+/* The same by call id (for rows that are no store_call_row). */
+int cli_verdict_unrecorded_id(const cli_verdict *v, int64_t call_id);
 /* The (first) finding by which core rejects call_id's answer, or NULL
  * (none, or the run succeeded: see unconfirmed). */
 const analysis_finding *cli_verdict_reject_of(const cli_verdict *v, int64_t call_id);
