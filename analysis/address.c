@@ -694,7 +694,7 @@ struct matching {
 
 /* Addresses in the CLI's order: runs of digits compared as numbers, so
  * web[2] comes before web[10]. */
-static int cmp_address(const char *a, const char *b)
+int analysis_address_cmp(const char *a, const char *b)
 {
     while (*a && *b) {
         if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
@@ -731,7 +731,7 @@ static int cmp_tied(const void *a, const void *b)
 {
     const struct instance *x = &sorting->v[*(const size_t *)a];
     const struct instance *y = &sorting->v[*(const size_t *)b];
-    return cmp_address(x->address, y->address);
+    return analysis_address_cmp(x->address, y->address);
 }
 
 /* Decide one call: an address, a tie among equal instances (paired later),

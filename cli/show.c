@@ -43,6 +43,11 @@ struct show_ctx {
     int64_t *shown;             /* failed changes shown, in call id order once sorted */
     const cli_verdict *verdict; /* the run's: which answers core rejects */
     int rejected_shown;         /* changes shown first for an answer core rejects */
+    /* Text: the changes after the failures, printed once all are read, in
+     * the order of their addresses as a plan is (calls come in any order
+     * when the CLI works in parallel). */
+    struct block *pending;
+    size_t npending, pending_cap;
     size_t nshown;
 };
 
@@ -54,6 +59,22 @@ static int is_change_rpc(const char *rpc)
 }
 
 /* The ADDRESS|TYPE operand as the store's queries apply it. */
+struct block {
+    char *address; /* NULL: not matched, after the others in call order */
+    int64_t call_id;
+    char *text;
+    size_t len;
+};
+
+static int cmp_block(const void *pa, const void *pb)
+{
+    const struct block *a = pa, *b = pb;
+    if (!a->address != !b->address)
+        return a->address ? -1 : 1;
+    int c = a->address ? analysis_address_cmp(a->address, b->address) : 0;
+    return c ? c : (a->call_id > b->call_id) - (a->call_id < b->call_id);
+}
+
 static int filter_keeps(const char *filter, const char *type, const char *address)
 {
     if (!filter)
@@ -289,7 +310,10 @@ static int each_change(void *ctx, const store_change_row *c)
         }
         tftap_buf_putc(b, '}');
     } else {
-        if (x->blocks)
+        tftap_buf blk = TFTAP_BUF_INIT;
+        if (!x->failed_pass)
+            b = &blk; /* kept, printed in address order */
+        else if (x->blocks)
             tftap_buf_putc(b, '\n');
         store_change_row told = *c;
         told.failed = failed;
@@ -298,6 +322,7 @@ static int each_change(void *ctx, const store_change_row *c)
                                             (failed != c->failed ? ANALYSIS_RENDER_UNRECORDED : 0),
                                         b);
         if (rc) {
+            tftap_buf_done(&blk);
             x->err = rc;
             return rc;
         }
@@ -308,6 +333,30 @@ static int each_change(void *ctx, const store_change_row *c)
                 tftap_buf_printf(b, "    expected: %s\n", rej->expected);
             if (rej->actual)
                 tftap_buf_printf(b, "    actual:   %s\n", rej->actual);
+        }
+        if (b == &blk) {
+            if (x->npending == x->pending_cap) {
+                size_t cap = x->pending_cap ? x->pending_cap * 2 : 64;
+                struct block *v = realloc(x->pending, cap * sizeof *v);
+                if (!v) {
+                    tftap_buf_done(&blk);
+                    return TFTAP_ENOMEM;
+                }
+                x->pending = v;
+                x->pending_cap = cap;
+            }
+            struct block *k = &x->pending[x->npending];
+            k->call_id = c->call_id;
+            k->address = c->address ? strdup(c->address) : NULL;
+            k->text = tftap_buf_failed(&blk) ? NULL : tftap_buf_take(&blk, &k->len);
+            tftap_buf_done(&blk);
+            if (!k->text || (c->address && !k->address)) {
+                free(k->address);
+                free(k->text);
+                return TFTAP_ENOMEM;
+            }
+            x->npending++;
+            b = &x->out;
         }
     }
     if (x->failed_pass && x->nshown < x->nfailed)
@@ -476,6 +525,16 @@ int cli_show(int argc, char **argv)
             tftap_buf_puts(&x.out, nfailed ? "\n  ],\n  \"changes\":[" : "],\"changes\":[");
         rc = store_changes_each(r.s, run, filter, each_change, &x);
     }
+    if (!rc && x.npending) {
+        /* The changes in the order of their addresses, after the failures. */
+        qsort(x.pending, x.npending, sizeof *x.pending, cmp_block);
+        for (size_t i = 0; i < x.npending && !rc; i++) {
+            if (i || nfailed)
+                tftap_buf_putc(&x.out, '\n');
+            tftap_buf_append(&x.out, x.pending[i].text, x.pending[i].len);
+            rc = cli_flush(&x.out) ? TFTAP_EIO : 0;
+        }
+    }
     if (!rc) {
         if (json)
             tftap_buf_puts(&x.out, x.n ? "\n  ],\n  \"diagnostics\":[" : "],\"diagnostics\":[");
@@ -533,6 +592,11 @@ int cli_show(int argc, char **argv)
     }
     free(x.failed);
     free(x.shown);
+    for (size_t i = 0; i < x.npending; i++) {
+        free(x.pending[i].address);
+        free(x.pending[i].text);
+    }
+    free(x.pending);
     cli_verdict_done(&v);
     tftap_buf_done(&x.out);
     cli_read_done(&r);
