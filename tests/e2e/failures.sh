@@ -32,6 +32,9 @@ check_eq "map keys print sorted, quoted" \
         tr '\n' ' ')" "alpha beta delta kappa mid omega zeta "
 check "no failure told for a clean apply" \
     bash -c "! grep -q 'failed' '$WORK/create.txt'"
+grep '^  # [a-z]' "$WORK/create.txt" | awk '{ print $2 }' >"$WORK/order"
+check "changes in the order of their addresses, as tofu prints them ($(wc -l <"$WORK/order"))" \
+    bash -c "[ \$(wc -l <'$WORK/order') -ge 3 ] && sort -V '$WORK/order' | cmp -s - '$WORK/order'"
 check_eq "the verdict leads: it succeeded" "$(sed -n 1p "$WORK/create.txt")" \
     "Run $(last_run "$db") succeeded: the command exited 0, every call was answered as core expects."
 
