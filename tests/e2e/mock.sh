@@ -114,6 +114,15 @@ check "ADDRESS: the defaults come from it" grep -qF "hex     = \"$hex_b\"" "$WOR
 check "ADDRESS: only its type" test "$(grep -c 'mock_resource\|mock_data' "$WORK/b.hcl")" = 1
 "$TFTAP" --db "$db" mock last tftest5_echo >"$WORK/e.hcl"
 check "TYPE: a data source by its type" grep -q '^  mock_data "tftest5_echo" {$' "$WORK/e.hcl"
+check_eq "TYPE: only its provider's block, no empty ones for the others" \
+    "$(grep '^mock_provider' "$WORK/e.hcl")" 'mock_provider "tftest5" {'
+"$TFTAP" --db "$db" mock last --provider tftest6 >"$WORK/p.hcl"
+check_eq "--provider TYPE: that provider's block alone" \
+    "$(grep '^mock_provider' "$WORK/p.hcl")" 'mock_provider "tftest6" {'
+check "--provider TYPE: with its resources" grep -q '^  mock_resource "tftest6_thing" {$' "$WORK/p.hcl"
+"$TFTAP" --db "$db" mock last --provider nosuch >/dev/null 2>"$WORK/err"
+check_eq "--provider that names nothing: exit 2" "$?" 2
+check "... naming the run's providers" grep -q "^tftap: --provider 'nosuch' names no provider of run 1 (its providers: .*tftap/tftest6" "$WORK/err"
 
 # Errors: one line, exit 2 for usage (a filter that matches nothing too).
 "$TFTAP" mock --db "$db" >/dev/null 2>"$WORK/err"
