@@ -261,17 +261,27 @@ static const sj_node *dynamic_value(const sj_node *n)
     return t && v && (t->kind == SJ_STRING || t->kind == SJ_ARRAY) ? v : NULL;
 }
 
-/* Compare what the call knows against the instance's values. */
-static void compare(const sj_node *call, const sj_node *inst, struct score *s, unsigned depth)
+/* Compare what the call knows against the instance's values. strict: a
+ * null on one side where the other has a value disagrees (matching leaves
+ * nulls out otherwise: a configuration's null may become anything). */
+static void compare(const sj_node *call, const sj_node *inst, struct score *s, unsigned depth,
+                    int strict)
 {
-    if (depth > 128 || skip_value(call) || !inst || inst->kind == SJ_NULL)
+    if (depth > 128)
+        return;
+    if (strict && call && inst && (call->kind == SJ_NULL) != (inst->kind == SJ_NULL) &&
+        !(call->kind != SJ_NULL && skip_value(call))) {
+        s->mismatch++;
+        return;
+    }
+    if (skip_value(call) || !inst || inst->kind == SJ_NULL)
         return;
     if (call->kind == SJ_OBJECT) {
         /* `show -json` writes a dynamic value bare; a raw state keeps the
          * wrapper as we do. */
         const sj_node *dv = dynamic_value(call);
         if (dv && !(inst->kind == SJ_OBJECT && sj_get(inst, "type"))) {
-            compare(dv, inst, s, depth + 1);
+            compare(dv, inst, s, depth + 1, strict);
             return;
         }
         if (inst->kind != SJ_OBJECT) {
@@ -285,7 +295,7 @@ static void compare(const sj_node *call, const sj_node *inst, struct score *s, u
                     o = c;
                     break;
                 }
-            compare(m, o, s, depth + 1);
+            compare(m, o, s, depth + 1, strict);
         }
         return;
     }
@@ -299,7 +309,7 @@ static void compare(const sj_node *call, const sj_node *inst, struct score *s, u
             return;
         }
         for (const sj_node *a = call->child, *b = inst->child; a && b; a = a->next, b = b->next)
-            compare(a, b, s, depth + 1);
+            compare(a, b, s, depth + 1, strict);
         return;
     }
     if (sj_equal(call, inst))
@@ -313,8 +323,34 @@ struct call_vals {
     int data;               /* ReadDataSource */
     const sj_node *prior;   /* the existing object, NULL for a new one */
     const sj_node *vals[5]; /* prior, proposed, config, planned, new */
+    int strict[5];          /* a plan's or apply's planned, an apply's new state */
     size_t nvals;
 };
+
+/* How many nulls of the call's planned or new state the instance's values
+ * contradict (and values of them it has null), at best: core keeps a
+ * planned null null, so among instances that tie on everything else, those
+ * that contradict fewer are the better ones. */
+static long strict_mismatches(const struct call_vals *c, const struct instance *in)
+{
+    long total = 0;
+    for (size_t i = 0; i < c->nvals; i++) {
+        if (!c->strict[i] || skip_value(c->vals[i]))
+            continue;
+        long best = -1;
+        for (unsigned j = 0; j < in->nafter; j++) {
+            if (skip_value(in->after[j]))
+                continue;
+            struct score s = {0, 0};
+            compare(c->vals[i], in->after[j], &s, 0, 1);
+            if (best < 0 || (long)s.mismatch < best)
+                best = (long)s.mismatch;
+        }
+        if (best > 0)
+            total += best;
+    }
+    return total;
+}
 
 #define NO_PAIR (-2L)
 
@@ -328,7 +364,7 @@ static long pair_score(const sj_node *cv, const sj_node *const *iv, unsigned niv
             continue;
         *compared = 1;
         struct score s = {0, 0};
-        compare(cv, iv[j], &s, 0);
+        compare(cv, iv[j], &s, 0, 0);
         if (!s.mismatch && s.match > *best)
             *best = s.match;
     }
@@ -658,7 +694,7 @@ struct matching {
 
 /* Addresses in the CLI's order: runs of digits compared as numbers, so
  * web[2] comes before web[10]. */
-static int cmp_address(const char *a, const char *b)
+int analysis_address_cmp(const char *a, const char *b)
 {
     while (*a && *b) {
         if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
@@ -695,7 +731,7 @@ static int cmp_tied(const void *a, const void *b)
 {
     const struct instance *x = &sorting->v[*(const size_t *)a];
     const struct instance *y = &sorting->v[*(const size_t *)b];
-    return cmp_address(x->address, y->address);
+    return analysis_address_cmp(x->address, y->address);
 }
 
 /* Decide one call: an address, a tie among equal instances (paired later),
@@ -719,6 +755,24 @@ static int match_call(struct matching *m, const char *type, const struct call_va
             score_side(is, m->ix, seq, g, 0, c, &c->prior, 1, &r);
         }
         score_side(is, m->ix, seq, g, 1, c, c->vals, c->nvals, &r);
+    }
+    /* Instances that tie are identical only as far as the call's values
+     * tell: keep those whose nulls the call's planned or new state does
+     * not contradict the most (a plan with little configured names the
+     * instance without the values it left null). */
+    if (r.ties > 1 && r.ties <= MAX_TIED && r.best_score >= 0) {
+        long least = -1;
+        for (size_t t = 0; t < r.ties; t++) {
+            long mm = strict_mismatches(c, &is->v[r.tied[t]]);
+            if (least < 0 || mm < least)
+                least = mm;
+        }
+        size_t kept = 0;
+        for (size_t t = 0; t < r.ties; t++)
+            if (strict_mismatches(c, &is->v[r.tied[t]]) == least)
+                r.tied[kept++] = r.tied[t];
+        r.ties = kept;
+        r.best = is->v[r.tied[0]].address;
     }
     const char *what = c->data ? "data." : "";
     if (!type)
@@ -775,12 +829,15 @@ static int on_call(void *ctx, const store_match_call *call)
     struct call_vals c;
     memset(&c, 0, sizeof c);
     c.data = call->rpc && strcmp(call->rpc, "ReadDataSource") == 0;
+    int plan = call->rpc && strcmp(call->rpc, "PlanResourceChange") == 0;
+    int apply = call->rpc && strcmp(call->rpc, "ApplyResourceChange") == 0;
     for (int i = 0; i < 5; i++) {
         const sj_node *v = call->values[i];
         if (v == NULL)
             continue;
         if (i == 0 && v->kind != SJ_NULL)
             c.prior = v;
+        c.strict[c.nvals] = (i == 3 && (plan || apply)) || (i == 4 && apply);
         c.vals[c.nvals++] = v;
     }
     int rc = match_call(m, call->type_name, &c, out);

@@ -38,6 +38,10 @@ typedef struct analysis_match_doc {
  * method; their note then says "identical to web[1], web[2]". *matched/ *unmatched count the calls
  * (either may be NULL). Returns 0, TFTAP_EDECODE (a document is not JSON),
  * TFTAP_ESTORE, TFTAP_ENOMEM. */
+/* Addresses in the CLI's order (plan output sorts by address): bytewise,
+ * except that runs of digits compare as numbers (web[2] before web[10]). */
+int analysis_address_cmp(const char *a, const char *b);
+
 int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs,
                              const char *missing, int *matched, int *unmatched);
 
@@ -60,6 +64,9 @@ const char *analysis_action_name(enum analysis_action a);
 
 enum analysis_render_flags {
     ANALYSIS_RENDER_COLOR = 1, /* ANSI colours on the markers */
+    /* The call was never answered because the record lost its answer (a
+     * gap): what it asked for, said as such, never as failed or done. */
+    ANALYSIS_RENDER_UNRECORDED = 2,
 };
 
 /* Append a change the way a plan reads it: header comment, "+ resource ..."

@@ -520,6 +520,16 @@ static const char *private_hash(const struct dcall *c)
     return h && h->kind == SJ_STRING ? h->str : NULL;
 }
 
+/* A gRPC status by name, or "status N" for a code gRPC does not define. */
+static void status_text(int code, char *out, size_t n)
+{
+    const char *name = tftap_grpc_status_name(code);
+    if (name)
+        snprintf(out, n, "%s", name);
+    else
+        snprintf(out, n, "status %d", code);
+}
+
 /* Compare a pair of calls already looked up. */
 static void compare_parsed(analysis_diff *d, size_t pi, const struct dcall *a,
                            const struct dcall *b)
@@ -536,9 +546,11 @@ static void compare_parsed(analysis_diff *d, size_t pi, const struct dcall *a,
     int sa = a->c->has_status ? a->c->status_code : -1;
     int sb = b->c->has_status ? b->c->status_code : -1;
     if (sa != sb) {
-        char xa[16], xb[16];
-        snprintf(xa, sizeof xa, "%d", sa);
-        snprintf(xb, sizeof xb, "%d", sb);
+        /* By name, as every output says a status (a code gRPC does not
+         * define by number). */
+        char xa[24], xb[24];
+        status_text(sa, xa, sizeof xa);
+        status_text(sb, xb, sizeof xb);
         set_strs(d, add(d, pi, K_STATUS, NULL), sa < 0 ? NULL : xa, sb < 0 ? NULL : xb);
     }
     if (a->c->schema_version != b->c->schema_version && a->c->schema_version >= 0 &&

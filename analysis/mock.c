@@ -921,8 +921,15 @@ int analysis_mocks_render(analysis_mocks *m, int64_t run, tftap_buf *out, size_t
     tftap_buf label = TFTAP_BUF_INIT, prev = TFTAP_BUF_INIT;
     for (size_t i = 0; i < m->n && !rc;) {
         size_t j = i;
+        int asked = 0; /* a value of this provider's kept (not only a configuration) */
         while (j < m->n && cmp_str(m->v[j].provider, m->v[i].provider) == 0)
-            j++;
+            asked |= !m->v[j++].config_only;
+        if (!asked) {
+            /* Nothing of it was asked for (ADDRESS or TYPE named another's):
+             * no empty block. */
+            i = j;
+            continue;
+        }
         tftap_buf_reset(&label);
         provider_label(&m->v[i], &label);
         tftap_buf_puts(out, "\nmock_provider ");

@@ -997,6 +997,14 @@ int analysis_render_change(const store_change_row *c, int flags, tftap_buf *out)
                : read  ? "has changed outside of the configuration"
                        : "will be updated in-place";
     }
+    int unrecorded = (flags & ANALYSIS_RENDER_UNRECORDED) && c->in_flight && !failed;
+    if (unrecorded)
+        verb = mark == '+'   ? (apply ? "was being created" : "was being planned for creation")
+               : mark == '-' ? (apply ? "was being destroyed" : "was being planned for destruction")
+               : mark == '~'
+                   ? (apply ? "was being updated in-place" : "was being planned for update")
+               : mark == 'r' ? (apply ? "was being replaced" : "was being planned for replacement")
+                             : (apply ? "was being applied" : "was being planned");
     const char *type = c->type_name ? c->type_name : "?";
     if (x.color)
         tftap_buf_puts(out, "\033[1m");
@@ -1010,6 +1018,9 @@ int analysis_render_change(const store_change_row *c, int flags, tftap_buf *out)
     if (x.color)
         tftap_buf_puts(out, "\033[0m");
     tftap_buf_printf(out, "  [%s]\n", c->rpc ? c->rpc : "?");
+    if (unrecorded)
+        tftap_buf_puts(out, "  # its answer was not recorded (a gap in the record): what it asked "
+                            "for is shown\n");
     if (!c->address)
         tftap_buf_printf(out, "  # (not matched to an address: %s)\n",
                          c->address_note ? c->address_note

@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_store.h"
+#include "cli/verdict.h"
 
 static const char usage_text[] =
     "usage: tftap bundle RUN -o FILE [--force] [--db PATH] [--json]\n\n"
@@ -111,6 +112,10 @@ static int print_summary(const char *file, int json, const store_bundle_info *in
         rc = store_changes_each(b, id, NULL, each_change, &s);
     if (!rc)
         rc = store_calls_each(b, id, NULL, NULL, each_call, &s);
+    cli_verdict v;
+    memset(&v, 0, sizeof v);
+    if (!rc)
+        rc = cli_verdict_read(b, id, &v);
     if (rc || stat(file, &st) != 0) {
         cli_error("reading the bundle %s back: %s", file, rc ? store_errmsg(b) : strerror(errno));
         rc = 1;
@@ -137,14 +142,18 @@ static int print_summary(const char *file, int json, const store_bundle_info *in
                          "\"processes\":%lld,\"schemas\":%lld,\"gaps\":%lld,"
                          "\"redacted\":%lld,\"redacted_from_clear\":%lld,"
                          "\"raw_messages_left_out\":%lld,\"unreadable_json_left_out\":%lld,"
-                         "\"size\":%lld}\n",
+                         "\"size\":%lld,\"verdict\":",
                          (long long)run.calls, (long long)s.failed, (long long)s.changes,
                          (long long)info->processes, (long long)info->schemas,
                          (long long)info->gaps, (long long)info->redacted,
                          (long long)info->rekeyed_clear, (long long)info->raw_messages,
                          (long long)info->dropped_json, (long long)st.st_size);
+        cli_verdict_json(&v, &out);
+        tftap_buf_puts(&out, "}\n");
     } else {
         tftap_buf_printf(&out, "Bundle %s: run %lld\n", file, (long long)run.id);
+        tftap_buf_puts(&out, "  verdict:    ");
+        cli_verdict_line(&v, run.id, &out);
         tftap_buf_printf(&out, "  command:    %s\n", tftap_buf_cstr(&cmd));
         tftap_buf_printf(&out, "  providers:  %s\n",
                          s.nproviders ? tftap_buf_cstr(&s.providers) : "none");
@@ -165,6 +174,7 @@ static int print_summary(const char *file, int json, const store_bundle_info *in
     rc = cli_flush(&out);
     tftap_buf_done(&out);
 done:
+    cli_verdict_done(&v);
     free((char *)run.cli_name);
     free((char *)run.command);
     free((char *)run.args_json);

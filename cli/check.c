@@ -7,9 +7,10 @@
 #include "analysis/analysis.h"
 #include "cli/cli.h"
 #include "cli/cli_store.h"
+#include "cli/filter.h"
 
 static const char usage_text[] =
-    "usage: tftap check RUN [ADDRESS|TYPE] [--db PATH] [--json]\n\n"
+    "usage: tftap check RUN [ADDRESS|TYPE] [--strict] [--db PATH] [--json]\n\n"
     "Check every recorded provider answer of RUN (an id, 'last', or a bundle or database\n"
     "file, FILE:RUN for one of its runs) against the rules\n"
     "OpenTofu applies to it: plans valid against config and prior state, apply results\n"
@@ -18,8 +19,11 @@ static const char usage_text[] =
     "consistent with the first plan. Each finding names the call, address, rule,\n"
     "attribute path, both values (redacted ones stay redacted) and whether core rejects\n"
     "it or tolerates it (legacy type system). Refreshes that changed an object are listed\n"
-    "as drift, not as violations. ADDRESS or TYPE keeps only those calls.\n\n"
-    "Exit status: 0 no violation, 1 violations found, 2 error.\n";
+    "as drift, not as violations. ADDRESS or TYPE keeps only those calls (one that names\n"
+    "nothing in RUN is an error that names the nearest type or address).\n\n"
+    "Exit status: 1 when core rejects an answer, 0 otherwise: what core only tolerates\n"
+    "from legacy-SDK providers is reported and passes, unless --strict (then it fails\n"
+    "too); 2 error.\n";
 
 static void text_finding(tftap_buf *b, const analysis_finding *f)
 {
@@ -41,8 +45,8 @@ static void text_finding(tftap_buf *b, const analysis_finding *f)
 int cli_check(int argc, char **argv)
 {
     const char *db = NULL, *pos[2] = {NULL, NULL};
-    int json = 0, help = 0, npos = 0;
-    const struct cli_opt opts[] = {{0}};
+    int json = 0, help = 0, npos = 0, strict = 0;
+    const struct cli_opt opts[] = {{"--strict", NULL, &strict}, {0}};
     int rc = cli_store_args(argc, argv, opts, &db, &json, &help, pos, 2, &npos);
     if (!rc && !help && npos < 1) {
         cli_error("check needs RUN (a run id or 'last')");
@@ -59,6 +63,11 @@ int cli_check(int argc, char **argv)
     int64_t run = 0;
     if (cli_open_run(cli_db_path(db), pos[0], &s, &path, &run, &owned))
         return 2;
+    if (cli_filter_check(&s, &path, &run, 1, CLI_FILTER_ADDRESS_OR_TYPE, pos[1])) {
+        store_close(s);
+        free(owned);
+        return 2;
+    }
     analysis_findings f = ANALYSIS_FINDINGS_INIT;
     rc = analysis_check_run(s, run, pos[1], &f);
     if (rc) {
@@ -86,14 +95,17 @@ int cli_check(int argc, char **argv)
         }
         if (f.n)
             tftap_buf_putc(&out, '\n');
-        if (violations)
-            tftap_buf_printf(&out,
-                             "Run %lld: %zu provider contract violation%s (%zu core rejects, %zu "
-                             "it tolerates)",
-                             (long long)run, violations, violations == 1 ? "" : "s", rejected,
-                             violations - rejected);
+        size_t tolerated = violations - rejected;
+        if (rejected)
+            tftap_buf_printf(&out, "Run %lld: %zu provider contract violation%s (core rejects %s)",
+                             (long long)run, rejected, rejected == 1 ? "" : "s",
+                             rejected == 1 ? "it" : "them");
         else
             tftap_buf_printf(&out, "Run %lld: no provider contract violations", (long long)run);
+        if (tolerated)
+            tftap_buf_printf(&out, "; %zu tolerated legacy finding%s (core accepts %s%s)",
+                             tolerated, tolerated == 1 ? "" : "s", tolerated == 1 ? "it" : "them",
+                             strict ? "; --strict fails on it" : "");
         if (f.n > violations)
             tftap_buf_printf(&out, ", %zu drift", f.n - violations);
         if (f.unchecked)
@@ -108,7 +120,7 @@ int cli_check(int argc, char **argv)
     free(owned);
     if (err)
         return 2;
-    return violations ? 1 : 0;
+    return rejected || (strict && violations) ? 1 : 0;
 }
 
 static int newest_run(void *ctx, const store_run_row *row)
@@ -125,13 +137,24 @@ void cli_check_summary(store *s, int64_t run_id, analysis_check_pass *read)
     int64_t newest = 0;
     int rc = read ? analysis_check_judge(s, read, &f) : analysis_check_run(s, run_id, NULL, &f);
     if (rc == 0) {
-        size_t n = analysis_findings_violations(&f);
-        if (n && store_runs_each(s, newest_run, &newest) == 0 && newest == run_id)
-            cli_error("%zu provider contract violation%s; see tftap check last", n,
-                      n == 1 ? "" : "s");
-        else if (n)
-            cli_error("%zu provider contract violation%s; see tftap check %lld", n,
-                      n == 1 ? "" : "s", (long long)run_id);
+        /* What core rejects and what it only tolerates, apart: the second
+         * is no failure of the run. */
+        size_t n = 0, tol = 0;
+        for (size_t i = 0; i < f.n; i++) {
+            n += f.v[i].verdict == ANALYSIS_REJECTS;
+            tol += f.v[i].verdict == ANALYSIS_TOLERATES;
+        }
+        tftap_buf line = TFTAP_BUF_INIT;
+        if (n)
+            tftap_buf_printf(&line, "%zu provider contract violation%s", n, n == 1 ? "" : "s");
+        if (tol)
+            tftap_buf_printf(&line, "%s%zu tolerated legacy finding%s (core accepts %s)",
+                             n ? ", " : "", tol, tol == 1 ? "" : "s", tol == 1 ? "it" : "them");
+        if ((n || tol) && store_runs_each(s, newest_run, &newest) == 0 && newest == run_id)
+            cli_error("%s; see tftap check last", tftap_buf_cstr(&line));
+        else if (n || tol)
+            cli_error("%s; see tftap check %lld", tftap_buf_cstr(&line), (long long)run_id);
+        tftap_buf_done(&line);
     }
     analysis_findings_done(&f);
 }

@@ -8,6 +8,7 @@
 #include "analysis/analysis.h"
 #include "cli/cli.h"
 #include "cli/cli_store.h"
+#include "cli/filter.h"
 
 static const char usage_text[] =
     "usage: tftap diff RUN_A RUN_B [ADDRESS|TYPE] [--db PATH] [--json | --format FORMAT]\n"
@@ -111,6 +112,10 @@ int cli_diff(int argc, char **argv)
         goto close;
     analysis_diff_opts o = {
         .filter = npos == 3 ? argv[optind + 2] : NULL, .ignore = ignore, .nignore = nignore};
+    int64_t rs[2] = {ra, rb};
+    int frc = cli_filter_check(s, path, rs, 2, CLI_FILTER_ADDRESS_OR_TYPE, o.filter);
+    if (frc)
+        goto close; /* rc is 2: an error, as a filter that matches nothing */
     int err = analysis_diff_runs(s[0], ra, s[1], rb, &o, &d);
     if (err) {
         if (err == TFTAP_ESTORE) {

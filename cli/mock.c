@@ -5,13 +5,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analysis/analysis.h"
 #include "cli/cli.h"
 #include "cli/cli_store.h"
+#include "cli/filter.h"
 
 static const char usage_text[] =
-    "usage: tftap mock RUN [ADDRESS|TYPE] [-o FILE] [--db PATH]\n\n"
+    "usage: tftap mock RUN [ADDRESS|TYPE] [--provider P] [-o FILE [--force]] [--db PATH]\n\n"
     "Write mock_provider blocks for tofu test (and terraform test) from the values\n"
     "RUN (an id, 'last', or a bundle or database file, FILE:RUN) recorded: one per\n"
     "provider, named by its type, with a\n"
@@ -23,11 +25,16 @@ static const char usage_text[] =
     "write-only values never (comments say what was left out). With several\n"
     "instances of one type the first address in byte order gives the defaults and a\n"
     "comment names it. ADDRESS (test_thing.a, also matching its instances) or TYPE\n"
-    "keeps only those. -o FILE (--output) writes FILE instead of stdout.\n";
+    "keeps only those; --provider P (an address, hashicorp/random, or a type, random)\n"
+    "only that provider's block (none is written for a provider nothing was kept of).\n"
+    "-o FILE (--output) writes FILE instead of stdout; a FILE that\n"
+    "exists (the test file you add run blocks to) is left alone unless --force.\n";
 
 struct mock_ctx {
     analysis_mocks *m;
     const char *filter;
+    const char *provider; /* --provider: its address, or its last part */
+    int provider_seen;
     /* call id -> provider address, for the calls of the run that carry values */
     struct idprov {
         int64_t id;
@@ -35,6 +42,20 @@ struct mock_ctx {
     } * v;
     size_t n, cap;
 };
+
+/* --provider names an address ("registry.opentofu.org/hashicorp/random",
+ * "hashicorp/random") or its type ("random"). */
+static int provider_keeps(const char *want, const char *provider)
+{
+    if (!want)
+        return 1;
+    if (!provider)
+        return 0;
+    size_t n = strlen(provider), w = strlen(want);
+    if (w > n)
+        return 0;
+    return strcmp(provider + n - w, want) == 0 && (w == n || provider[n - w - 1] == '/');
+}
 
 static int filter_keeps(const char *filter, const char *type, const char *address)
 {
@@ -53,6 +74,7 @@ static int each_call(void *ctx, const store_call_row *r)
     struct mock_ctx *x = ctx;
     if (!r->provider)
         return 0;
+    x->provider_seen |= provider_keeps(x->provider, r->provider);
     if (x->n == x->cap) {
         size_t cap = x->cap ? x->cap * 2 : 64;
         struct idprov *v = realloc(x->v, cap * sizeof *v);
@@ -101,19 +123,20 @@ static int each_change(void *ctx, const store_change_row *c)
         /* Every configuration of a type counts (a default for an attribute
          * one instance sets is refused for all), whatever the filter, also
          * that of a failed call; a failed call's values never do. */
-        .config_only = c->failed || !filter_keeps(x->filter, c->type_name, c->address),
+        .config_only = c->failed || !filter_keeps(x->filter, c->type_name, c->address) ||
+                       !provider_keeps(x->provider, provider_of(x, c->call_id)),
     };
     return analysis_mocks_add(x->m, &v);
 }
 
 int cli_mock(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
-                                             {"output", required_argument, NULL, 'o'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
-    const char *db = NULL, *output = NULL;
-    int c;
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, 'd'}, {"output", required_argument, NULL, 'o'},
+        {"force", no_argument, NULL, 'f'},    {"provider", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},     {NULL, 0, NULL, 0}};
+    const char *db = NULL, *output = NULL, *provider = NULL;
+    int c, force = 0;
     optind = 0;
     while ((c = cli_getopt(argc, argv, "ho:", longopts)) != -1) {
         switch (c) {
@@ -122,6 +145,12 @@ int cli_mock(int argc, char **argv)
             break;
         case 'o':
             output = optarg;
+            break;
+        case 'f':
+            force = 1;
+            break;
+        case 'p':
+            provider = optarg;
             break;
         case 'h':
             fputs(usage_text, stdout);
@@ -142,6 +171,15 @@ int cli_mock(int argc, char **argv)
         cli_usage_error(argv[0], "-o needs a file name");
         return 2;
     }
+    if (force && !output) {
+        cli_usage_error(argv[0], "--force goes with -o FILE");
+        return 2;
+    }
+    struct stat st;
+    if (output && !force && lstat(output, &st) == 0) {
+        cli_error("%s exists (--force replaces it)", output);
+        return 1;
+    }
     const char *path = NULL;
     const char *filter = argc - optind > 1 ? argv[optind + 1] : NULL;
     char *owned = NULL;
@@ -150,7 +188,13 @@ int cli_mock(int argc, char **argv)
     int exit_code = cli_open_run(cli_db_path(db), argv[optind], &s, &path, &run, &owned);
     if (exit_code)
         return exit_code;
-    struct mock_ctx x = {.filter = filter};
+    exit_code = cli_filter_check(&s, &path, &run, 1, CLI_FILTER_ADDRESS_OR_TYPE, filter);
+    if (exit_code) {
+        store_close(s);
+        free(owned);
+        return exit_code;
+    }
+    struct mock_ctx x = {.filter = filter, .provider = provider};
     tftap_buf out = TFTAP_BUF_INIT;
     size_t ntypes = 0;
     int rc = analysis_mocks_new(&x.m);
@@ -159,6 +203,18 @@ int cli_mock(int argc, char **argv)
     for (size_t i = 0; !rc && i < sizeof methods / sizeof methods[0]; i++) {
         store_calls_filter f = {methods[i], NULL, 0};
         rc = store_calls_query(s, run, &f, each_call, &x);
+    }
+    if (!rc && provider && !x.provider_seen) {
+        /* A filter that matches nothing is a usage error. */
+        tftap_buf names = TFTAP_BUF_INIT;
+        for (size_t i = 0; i < x.n; i++)
+            if (!strstr(tftap_buf_cstr(&names), x.v[i].provider))
+                tftap_buf_printf(&names, "%s%s", names.len ? ", " : "", x.v[i].provider);
+        cli_error("--provider '%s' names no provider of run %lld (%s%s)", provider, (long long)run,
+                  names.len ? "its providers: " : "it has none", tftap_buf_cstr(&names));
+        tftap_buf_done(&names);
+        exit_code = 2;
+        goto finish;
     }
     if (!rc) {
         if (x.n)
@@ -191,6 +247,7 @@ int cli_mock(int argc, char **argv)
     } else {
         exit_code = cli_flush(&out);
     }
+finish:
     for (size_t i = 0; i < x.n; i++)
         free(x.v[i].provider);
     free(x.v);

@@ -9,12 +9,29 @@
 
 #include "cli/cli.h"
 
+/* A message is one line of at most this many bytes: an argument that
+ * came in whole (120 KB of it) is cut, not echoed. */
+#define CLI_MSG_MAX 1024
+
+static void vmessage(const char *fmt, va_list ap)
+{
+    char msg[CLI_MSG_MAX];
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    fputs("tftap: ", stderr);
+    if (n < 0)
+        fputs(fmt, stderr);
+    else if ((size_t)n < sizeof msg)
+        fputs(msg, stderr);
+    else
+        fprintf(stderr, "%.*s... (%d bytes cut)", (int)sizeof msg - 64, msg,
+                n - ((int)sizeof msg - 64));
+}
+
 void cli_error(const char *fmt, ...)
 {
     va_list ap;
-    fputs("tftap: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vmessage(fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
 }
@@ -22,9 +39,8 @@ void cli_error(const char *fmt, ...)
 void cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fputs("tftap: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vmessage(fmt, ap);
     va_end(ap);
     if (cmd)
         fprintf(stderr, " (see 'tftap %s --help')\n", cmd);

@@ -23,15 +23,16 @@
 #include "store/store.h"
 
 static const char usage_text[] =
-    "usage: tftap replay SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... [--db PATH]\n"
+    "usage: tftap replay RUN|SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... [--db PATH]\n"
     "                    [--record-sensitive] [--keep-raw] [--no-match]\n"
     "                    -- tofu|terraform ARGS...\n"
-    "       tftap replay SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... [--db PATH]\n"
+    "       tftap replay RUN|SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... [--db PATH]\n"
     "                    [--cli tofu|terraform] --out DIR\n\n"
     "Run an OpenTofu/Terraform command with every provider of a recorded run\n"
     "answered from the recording: no real provider is installed, started or\n"
-    "needed. SOURCE is a database or a bundle; RUN a run id or 'last' (the\n"
-    "default). Each call is answered by the recorded call of the same method and\n"
+    "needed. RUN (a run id or 'last') is a run of the database (--db), as for every\n"
+    "other command; SOURCE is a database or a bundle, RUN then one of its runs ('last',\n"
+    "the default). Each call is answered by the recorded call of the same method and\n"
     "type whose request values are equal (secrets and provider-private bytes\n"
     "aside); a call nothing matches fails with an error diagnostic naming the\n"
     "nearest recorded request and the paths where they differ. The replay is\n"
@@ -144,6 +145,19 @@ static int uri_run_suffix(const char *arg, const char *colon)
         if (*p < '0' || *p > '9')
             return 0;
     return colon[1] != '\0';
+}
+
+/* "last" or a decimal run id. */
+static int is_run_operand(const char *s)
+{
+    if (strcmp(s, "last") == 0)
+        return 1;
+    if (!*s)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    return 1;
 }
 
 /* SOURCE[:RUN]: a path that exists is a path, colons and all. */
@@ -541,7 +555,18 @@ int cli_replay(int argc, char **argv)
         goto cleanup;
     }
     code = 1;
-    if (split_source(source_arg, &source, &run_spec) != 0) {
+    const char *db_path = ro.db ? ro.db : getenv("TFTAP_DB");
+    if (db_path == NULL || db_path[0] == '\0')
+        db_path = STORE_DEFAULT_PATH;
+    /* RUN alone, as every other command takes it: a run of the database
+     * (--db), when no file has that name. */
+    struct stat sst;
+    int run_alone = is_run_operand(source_arg) && stat(source_arg, &sst) != 0;
+    if (run_alone) {
+        source = strdup(db_path);
+        run_spec = source_arg;
+    }
+    if (run_alone ? source == NULL : split_source(source_arg, &source, &run_spec) != 0) {
         cli_error("out of memory");
         goto cleanup;
     }
@@ -555,9 +580,6 @@ int cli_replay(int argc, char **argv)
         run_spec = run_opt ? run_opt : "last";
 
     struct source src = {0};
-    const char *db_path = ro.db ? ro.db : getenv("TFTAP_DB");
-    if (db_path == NULL || db_path[0] == '\0')
-        db_path = STORE_DEFAULT_PATH;
     if ((exe = wrap_self_exe()) == NULL || (db = wrap_abspath(db_path)) == NULL) {
         cli_error("cannot find this program's path: %s", strerror(errno));
         goto cleanup;

@@ -6,11 +6,15 @@
 
 #include "cli/cli.h"
 #include "cli/cli_store.h"
+#include "cli/verdict.h"
 
 static const char usage_text[] =
     "usage: tftap runs [--limit N] [--db PATH] [--json]\n\n"
-    "List the recorded runs: id, start time, duration, exit code, provider processes,\n"
-    "calls and the command. RUN arguments of other commands take these ids or 'last'.\n"
+    "List the recorded runs: id, verdict, start time, duration, exit code, provider\n"
+    "processes, calls and the command. VERDICT is ok, FAILED (why ends the line: a\n"
+    "non-zero exit code, calls that failed, answers core rejects as 'tftap check' finds\n"
+    "them, records lost), running, or '-' (no failure known and no exit code recorded,\n"
+    "as under tftap wrap). RUN arguments of other commands take these ids or 'last'.\n"
     "--limit N lists only the newest N runs (still oldest first). --json also gives each\n"
     "run's uuid, which names it in every record it is pushed to (tftap push).\n";
 
@@ -18,6 +22,7 @@ struct runs_ctx {
     tftap_buf out;
     int json;
     int n;
+    store *s;
 };
 
 /* The args column is a JSON array of strings: show them as a shell would
@@ -57,6 +62,12 @@ static int each_run(void *ctx, const store_run_row *r)
 {
     struct runs_ctx *c = ctx;
     tftap_buf *b = &c->out;
+    cli_verdict v;
+    int rc = cli_verdict_read(c->s, r->id, &v);
+    if (rc) {
+        cli_verdict_done(&v);
+        return rc;
+    }
     if (c->json) {
         tftap_buf_puts(b, c->n ? ",\n  " : "[\n  ");
         tftap_buf_printf(b, "{\"id\":%lld,\"command\":", (long long)r->id);
@@ -81,6 +92,8 @@ static int each_run(void *ctx, const store_run_row *r)
         tftap_buf_printf(b, ",\"processes\":%lld,\"calls\":%lld,\"dropped\":%lld,\"uuid\":",
                          (long long)r->processes, (long long)r->calls, (long long)r->dropped);
         cli_json_str(b, r->uuid);
+        tftap_buf_puts(b, ",\"verdict\":");
+        cli_verdict_json(&v, b);
         tftap_buf_putc(b, '}');
     } else {
         char when[32], dur[32], exit_code[16];
@@ -90,18 +103,26 @@ static int each_run(void *ctx, const store_run_row *r)
             snprintf(exit_code, sizeof exit_code, "%d", r->exit_code);
         else
             snprintf(exit_code, sizeof exit_code, "%s", r->ended_us ? "-" : "running");
+        const char *verdict = cli_verdict_failed(&v) ? "FAILED"
+                              : v.running            ? "running"
+                              : v.has_exit           ? "ok"
+                                                     : "-";
         if (c->n == 0)
-            tftap_buf_printf(b, "%-5s %-19s %9s %7s %5s %6s  %s\n", "RUN", "STARTED", "DURATION",
-                             "EXIT", "PROCS", "CALLS", "COMMAND");
-        tftap_buf_printf(b, "%-5lld %-19s %9s %7s %5lld %6lld  %s", (long long)r->id, when, dur,
-                         exit_code, (long long)r->processes, (long long)r->calls,
+            tftap_buf_printf(b, "%-5s %-7s %-19s %9s %7s %5s %6s  %s\n", "RUN", "VERDICT",
+                             "STARTED", "DURATION", "EXIT", "PROCS", "CALLS", "COMMAND");
+        tftap_buf_printf(b, "%-5lld %-7s %-19s %9s %7s %5lld %6lld  %s", (long long)r->id, verdict,
+                         when, dur, exit_code, (long long)r->processes, (long long)r->calls,
                          r->command && *r->command ? r->command : "-");
         args_text(b, r->args_json);
-        if (r->dropped)
-            tftap_buf_printf(b, "  (%lld records lost)", (long long)r->dropped);
+        if (cli_verdict_failed(&v)) {
+            tftap_buf_puts(b, "  (");
+            cli_verdict_short(&v, b);
+            tftap_buf_putc(b, ')');
+        }
         tftap_buf_putc(b, '\n');
     }
     c->n++;
+    cli_verdict_done(&v);
     return cli_flush(b) ? TFTAP_EIO : 0;
 }
 
@@ -126,7 +147,7 @@ int cli_runs(int argc, char **argv)
     rc = cli_read_open(&r);
     if (rc != CLI_READ_GO)
         return rc;
-    struct runs_ctx c = {TFTAP_BUF_INIT, r.json, 0};
+    struct runs_ctx c = {TFTAP_BUF_INIT, r.json, 0, r.s};
     rc = store_runs_last(r.s, limit, each_run, &c);
     int exit_code = 0;
     if (rc) {

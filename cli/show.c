@@ -8,6 +8,8 @@
 #include "analysis/analysis.h"
 #include "cli/cli.h"
 #include "cli/cli_store.h"
+#include "cli/filter.h"
+#include "cli/verdict.h"
 
 static const char usage_text[] =
     "usage: tftap show RUN [ADDRESS|TYPE] [--all] [--db PATH] [--json]\n\n"
@@ -15,8 +17,9 @@ static const char usage_text[] =
     "shows it: PlanResourceChange (prior -> planned) and ApplyResourceChange (prior ->\n"
     "new state) calls, then the diagnostics of other calls. Calls that failed (error\n"
     "diagnostics, a failing gRPC status, or no answer) come first, each with what it\n"
-    "attempted and the provider's diagnostics; go-plugin's streams and Shutdown ending\n"
-    "as a provider exits are an expected close, not a failure. A plan that an apply in\n"
+    "attempted and the provider's diagnostics; an expected close (go-plugin's streams\n"
+    "and Shutdown ending as a provider exits, UNIMPLEMENTED from a method a provider\n"
+    "may lack) is not a failure. A plan that an apply in\n"
     "the same run carried out is shown once, as the apply; an apply's destroy and\n"
     "create of one address read as one replacement (-/+). ADDRESS (test_thing.a, also\n"
     "matching its instances) or TYPE (test_thing) keeps only those. --all also shows\n"
@@ -34,10 +37,17 @@ struct show_ctx {
      * them. */
     int64_t *failed;
     size_t nfailed, failed_cap;
-    int nfailed_changes; /* of which resource changes */
-    int failed_pass;     /* listing the failed changes */
-    int blocks;          /* text: changes and failures printed, for blank lines */
-    int64_t *shown;      /* failed changes shown, in call id order once sorted */
+    int nfailed_changes;        /* of which resource changes */
+    int failed_pass;            /* listing the failed changes */
+    int blocks;                 /* text: changes and failures printed, for blank lines */
+    int64_t *shown;             /* failed changes shown, in call id order once sorted */
+    const cli_verdict *verdict; /* the run's: which answers core rejects */
+    int rejected_shown;         /* changes shown first for an answer core rejects */
+    /* Text: the changes after the failures, printed once all are read, in
+     * the order of their addresses as a plan is (calls come in any order
+     * when the CLI works in parallel). */
+    struct block *pending;
+    size_t npending, pending_cap;
     size_t nshown;
 };
 
@@ -49,6 +59,22 @@ static int is_change_rpc(const char *rpc)
 }
 
 /* The ADDRESS|TYPE operand as the store's queries apply it. */
+struct block {
+    char *address; /* NULL: not matched, after the others in call order */
+    int64_t call_id;
+    char *text;
+    size_t len;
+};
+
+static int cmp_block(const void *pa, const void *pb)
+{
+    const struct block *a = pa, *b = pb;
+    if (!a->address != !b->address)
+        return a->address ? -1 : 1;
+    int c = a->address ? analysis_address_cmp(a->address, b->address) : 0;
+    return c ? c : (a->call_id > b->call_id) - (a->call_id < b->call_id);
+}
+
 static int filter_keeps(const char *filter, const char *type, const char *address)
 {
     if (!filter)
@@ -123,12 +149,9 @@ static void failure_words(tftap_buf *b, int in_flight, int has_status, int code,
         tftap_buf_printf(b, " (%s)", message);
 }
 
-/* Pass 1: the run's failed calls, remembered. */
-static int collect_failed(void *ctx, const store_call_row *r)
+/* A failed (or rejected) call to show first. */
+static int remember_failed(struct show_ctx *x, int64_t id, const char *rpc)
 {
-    struct show_ctx *x = ctx;
-    if (!filter_keeps(x->filter, r->type_name, r->address))
-        return 0;
     if (x->nfailed == x->failed_cap) {
         size_t cap = x->failed_cap ? x->failed_cap * 2 : 16;
         int64_t *v = realloc(x->failed, cap * sizeof *v);
@@ -137,9 +160,22 @@ static int collect_failed(void *ctx, const store_call_row *r)
         x->failed = v;
         x->failed_cap = cap;
     }
-    x->failed[x->nfailed++] = r->id;
-    x->nfailed_changes += is_change_rpc(r->rpc);
+    x->failed[x->nfailed++] = id;
+    x->nfailed_changes += is_change_rpc(rpc);
     return 0;
+}
+
+/* Pass 1: the run's failed calls, remembered. */
+static int collect_failed(void *ctx, const store_call_row *r)
+{
+    struct show_ctx *x = ctx;
+    if (!filter_keeps(x->filter, r->type_name, r->address))
+        return 0;
+    /* Never answered because the record lost it: not recorded, no failure
+     * (the verdict counts it with the gap). */
+    if (cli_verdict_unrecorded(x->verdict, r))
+        return 0;
+    return remember_failed(x, r->id, r->rpc);
 }
 
 /* The failed calls that are no resource change (ConfigureProvider,
@@ -209,12 +245,17 @@ static int each_change(void *ctx, const store_change_row *c)
         x->err = TFTAP_EDECODE;
         return TFTAP_EDECODE;
     }
-    /* Failed changes were shown first, whatever they were; JSON lists them
-     * among the changes too. */
-    if (!x->failed_pass && c->failed && !x->json)
+    /* Failed changes, and those whose answer core rejects, were shown
+     * first, whatever they were; JSON lists them among the changes too. */
+    const analysis_finding *rej = cli_verdict_reject_of(x->verdict, c->call_id);
+    /* Never answered because the record lost it: no failure. */
+    int failed = c->failed && !cli_verdict_unrecorded_id(x->verdict, c->call_id);
+    if (x->failed_pass && !failed && !rej)
+        return 0;
+    if (!x->failed_pass && (failed || rej) && !x->json)
         return 0;
     int is_read = a == ANALYSIS_ACTION_READ || (c->rpc && strcmp(c->rpc, "ReadResource") == 0);
-    if (!c->failed && !x->all && (a == ANALYSIS_ACTION_NOOP || is_read || c->superseded)) {
+    if (!failed && !rej && !x->all && (a == ANALYSIS_ACTION_NOOP || is_read || c->superseded)) {
         x->skipped++;
         return 0;
     }
@@ -242,8 +283,21 @@ static int each_change(void *ctx, const store_change_row *c)
         cli_json_raw(b, c->requires_replace);
         tftap_buf_puts(b, ",\"diagnostics\":");
         cli_json_raw(b, c->diagnostics);
-        tftap_buf_printf(b, ",\"failed\":%s", c->failed ? "true" : "false");
-        if (c->failed) {
+        tftap_buf_printf(b, ",\"failed\":%s,\"rejected\":", failed ? "true" : "false");
+        if (rej) {
+            tftap_buf_puts(b, "{\"rule\":");
+            cli_json_str(b, rej->rule);
+            tftap_buf_puts(b, ",\"path\":");
+            cli_json_str(b, rej->path);
+            tftap_buf_puts(b, ",\"expected\":");
+            cli_json_raw(b, rej->expected);
+            tftap_buf_puts(b, ",\"actual\":");
+            cli_json_raw(b, rej->actual);
+            tftap_buf_putc(b, '}');
+        } else {
+            tftap_buf_puts(b, "null");
+        }
+        if (failed) {
             if (c->has_status)
                 tftap_buf_printf(b, ",\"status_code\":%d", c->status_code);
             else
@@ -256,20 +310,63 @@ static int each_change(void *ctx, const store_change_row *c)
         }
         tftap_buf_putc(b, '}');
     } else {
-        if (x->blocks)
+        tftap_buf blk = TFTAP_BUF_INIT;
+        if (!x->failed_pass)
+            b = &blk; /* kept, printed in address order */
+        else if (x->blocks)
             tftap_buf_putc(b, '\n');
-        int rc = analysis_render_change(c, x->color ? ANALYSIS_RENDER_COLOR : 0, b);
+        store_change_row told = *c;
+        told.failed = failed;
+        int rc = analysis_render_change(&told,
+                                        (x->color ? ANALYSIS_RENDER_COLOR : 0) |
+                                            (failed != c->failed ? ANALYSIS_RENDER_UNRECORDED : 0),
+                                        b);
         if (rc) {
+            tftap_buf_done(&blk);
             x->err = rc;
             return rc;
+        }
+        if (rej) {
+            tftap_buf_printf(b, "  Core rejected this answer (%s at %s): %s\n", rej->rule,
+                             *rej->path ? rej->path : "the object", rej->message);
+            if (rej->expected)
+                tftap_buf_printf(b, "    expected: %s\n", rej->expected);
+            if (rej->actual)
+                tftap_buf_printf(b, "    actual:   %s\n", rej->actual);
+        }
+        if (b == &blk) {
+            if (x->npending == x->pending_cap) {
+                size_t cap = x->pending_cap ? x->pending_cap * 2 : 64;
+                struct block *v = realloc(x->pending, cap * sizeof *v);
+                if (!v) {
+                    tftap_buf_done(&blk);
+                    return TFTAP_ENOMEM;
+                }
+                x->pending = v;
+                x->pending_cap = cap;
+            }
+            struct block *k = &x->pending[x->npending];
+            k->call_id = c->call_id;
+            k->address = c->address ? strdup(c->address) : NULL;
+            k->text = tftap_buf_failed(&blk) ? NULL : tftap_buf_take(&blk, &k->len);
+            tftap_buf_done(&blk);
+            if (!k->text || (c->address && !k->address)) {
+                free(k->address);
+                free(k->text);
+                return TFTAP_ENOMEM;
+            }
+            x->npending++;
+            b = &x->out;
         }
     }
     if (x->failed_pass && x->nshown < x->nfailed)
         x->shown[x->nshown++] = c->call_id;
     x->n++;
     x->blocks++;
-    if (!c->failed)
+    if (!failed)
         x->counts[a]++;
+    if (x->failed_pass && !failed && rej)
+        x->rejected_shown++;
     if (!c->address && !x->failed_pass)
         x->unmatched++;
     return cli_flush(b) ? TFTAP_EIO : 0;
@@ -361,10 +458,34 @@ int cli_show(int argc, char **argv)
     struct diag_ctx dc = {&x, 0};
     struct run_exit ex = {0, 0};
     int exit_code = 0, nfailed = 0;
+    cli_verdict v;
 
-    /* Failures first: which calls failed, then each with what it attempted. */
+    /* The verdict first: how the command ended and why it failed. Then the
+     * failures: which calls failed or were rejected, each with what it
+     * attempted. */
+    memset(&v, 0, sizeof v);
+    exit_code = cli_filter_check(&r.s, &r.path, &run, 1, CLI_FILTER_ADDRESS_OR_TYPE, filter);
+    if (exit_code) {
+        cli_read_done(&r);
+        return exit_code;
+    }
+    rc = cli_verdict_read(r.s, run, &v);
+    x.verdict = &v;
     store_calls_filter only_failed = {NULL, NULL, 1};
-    rc = store_calls_query(r.s, run, &only_failed, collect_failed, &x);
+    if (!rc)
+        rc = store_calls_query(r.s, run, &only_failed, collect_failed, &x);
+    size_t nfailed_calls = x.nfailed;
+    if (!rc && x.nfailed)
+        qsort(x.failed, x.nfailed, sizeof *x.failed, cmp_id);
+    for (size_t i = 0, sorted = x.nfailed; !rc && i < v.findings.n; i++) {
+        const analysis_finding *f = &v.findings.v[i];
+        int seen = in_ids(x.failed, sorted, f->call_id);
+        for (size_t j = sorted; !seen && j < x.nfailed; j++)
+            seen = x.failed[j] == f->call_id;
+        if (f->verdict == ANALYSIS_REJECTS && !seen &&
+            filter_keeps(filter, f->type_name, f->address))
+            rc = remember_failed(&x, f->call_id, f->rpc);
+    }
     if (!rc) {
         if (x.nfailed)
             qsort(x.failed, x.nfailed, sizeof *x.failed, cmp_id);
@@ -377,20 +498,19 @@ int cli_show(int argc, char **argv)
                 tftap_buf_printf(&x.out, "%d", ex.code);
             else
                 tftap_buf_puts(&x.out, "null");
-            tftap_buf_printf(&x.out, ",\"failed\":%zu,\"failures\":[", x.nfailed);
-        } else if (x.nfailed) {
-            tftap_buf_printf(&x.out, "Run %lld: %zu call%s failed", (long long)run, x.nfailed,
-                             x.nfailed == 1 ? "" : "s");
-            if (ex.has && ex.code)
-                tftap_buf_printf(&x.out, ", the command exited %d", ex.code);
-            tftap_buf_puts(&x.out, ".\n\n");
+            tftap_buf_puts(&x.out, ",\"verdict\":");
+            cli_verdict_json(&v, &x.out);
+            tftap_buf_printf(&x.out, ",\"failed\":%zu,\"failures\":[", nfailed_calls);
+        } else {
+            cli_verdict_line(&v, run, &x.out);
+            tftap_buf_putc(&x.out, '\n');
         }
         x.failed_pass = 1;
         x.shown = x.nfailed ? malloc(x.nfailed * sizeof *x.shown) : NULL;
         if (x.nfailed && !x.shown)
             rc = TFTAP_ENOMEM;
         if (!rc && x.nfailed_changes)
-            rc = store_changes_query(r.s, run, filter, 1, each_change, &x);
+            rc = store_changes_query(r.s, run, filter, 0, each_change, &x);
         if (!rc && x.nshown < x.nfailed) {
             if (x.nshown)
                 qsort(x.shown, x.nshown, sizeof *x.shown, cmp_id);
@@ -404,6 +524,16 @@ int cli_show(int argc, char **argv)
         if (json)
             tftap_buf_puts(&x.out, nfailed ? "\n  ],\n  \"changes\":[" : "],\"changes\":[");
         rc = store_changes_each(r.s, run, filter, each_change, &x);
+    }
+    if (!rc && x.npending) {
+        /* The changes in the order of their addresses, after the failures. */
+        qsort(x.pending, x.npending, sizeof *x.pending, cmp_block);
+        for (size_t i = 0; i < x.npending && !rc; i++) {
+            if (i || nfailed)
+                tftap_buf_putc(&x.out, '\n');
+            tftap_buf_append(&x.out, x.pending[i].text, x.pending[i].len);
+            rc = cli_flush(&x.out) ? TFTAP_EIO : 0;
+        }
     }
     if (!rc) {
         if (json)
@@ -427,14 +557,19 @@ int cli_show(int argc, char **argv)
                              (long long)run, filter ? " for " : "", filter ? filter : "",
                              x.skipped ? " (only no-op changes and reads: see --all)" : "");
         else if (x.n || nfailed) {
+            /* Rejected answers were shown first, and are changes made. */
+            int rejected = x.rejected_shown, failed = nfailed - rejected, changes = x.n + rejected;
             tftap_buf_puts(&x.out, "\n");
-            if (nfailed)
-                tftap_buf_printf(&x.out, "%d call%s failed (shown first); ", nfailed,
-                                 nfailed == 1 ? "" : "s");
+            if (failed)
+                tftap_buf_printf(&x.out, "%d call%s failed (shown first); ", failed,
+                                 failed == 1 ? "" : "s");
+            if (rejected)
+                tftap_buf_printf(&x.out, "%d answer%s core rejected (shown first); ", rejected,
+                                 rejected == 1 ? "" : "s");
             tftap_buf_printf(&x.out,
                              "%d change%s: %d to create, %d to update, %d to replace, %d to "
                              "destroy",
-                             x.n, x.n == 1 ? "" : "s", x.counts[ANALYSIS_ACTION_CREATE],
+                             changes, changes == 1 ? "" : "s", x.counts[ANALYSIS_ACTION_CREATE],
                              x.counts[ANALYSIS_ACTION_UPDATE], x.counts[ANALYSIS_ACTION_REPLACE],
                              x.counts[ANALYSIS_ACTION_DELETE]);
             if (x.counts[ANALYSIS_ACTION_NOOP])
@@ -457,6 +592,12 @@ int cli_show(int argc, char **argv)
     }
     free(x.failed);
     free(x.shown);
+    for (size_t i = 0; i < x.npending; i++) {
+        free(x.pending[i].address);
+        free(x.pending[i].text);
+    }
+    free(x.pending);
+    cli_verdict_done(&v);
     tftap_buf_done(&x.out);
     cli_read_done(&r);
     return exit_code;

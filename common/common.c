@@ -483,6 +483,31 @@ const char *tftap_grpc_status_name(int code)
     return names[code];
 }
 
+int tftap_call_expected_close(const char *method, int status)
+{
+    static const char *const teardown[] = {"/plugin.GRPCBroker/StartStream",
+                                           "/plugin.GRPCStdio/StreamStdio",
+                                           "/plugin.GRPCController/Shutdown"};
+    static const char *const optional[] = {"/tfplugin5.Provider/GetMetadata",
+                                           "/tfplugin6.Provider/GetMetadata",
+                                           "/tfplugin5.Provider/GetResourceIdentitySchemas",
+                                           "/tfplugin6.Provider/GetResourceIdentitySchemas",
+                                           "/tfplugin5.Provider/GetFunctions",
+                                           "/tfplugin6.Provider/GetFunctions",
+                                           "/plugin.GRPCStdio/StreamStdio"};
+    if (method == NULL)
+        return 0;
+    if (status == 0 || status == 1 || status == 14)
+        for (size_t i = 0; i < sizeof teardown / sizeof teardown[0]; i++)
+            if (strcmp(method, teardown[i]) == 0)
+                return TFTAP_CLOSE_TEARDOWN;
+    if (status == 12)
+        for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
+            if (strcmp(method, optional[i]) == 0)
+                return TFTAP_CLOSE_OPTIONAL;
+    return 0;
+}
+
 int tftap_bytes_cmp(const void *a, size_t an, const void *b, size_t bn)
 {
     size_t n = an < bn ? an : bn;

@@ -112,6 +112,22 @@ int tftap_bytes_cmp(const void *a, size_t an, const void *b, size_t bn);
  * NULL for a code gRPC does not define. */
 const char *tftap_grpc_status_name(int code);
 
+/* How a call that did not end OK may still have ended as its client
+ * expects (v_calls.expected_close is the same rule in SQL, store/migrate.c):
+ *   TFTAP_CLOSE_TEARDOWN  go-plugin's streams (StartStream, StreamStdio) and
+ *                         Shutdown ending as the provider exits (OK, CANCELLED
+ *                         or UNAVAILABLE);
+ *   TFTAP_CLOSE_OPTIONAL  UNIMPLEMENTED from a method a provider may lack:
+ *                         GetMetadata (optional by the protocol's own words),
+ *                         GetResourceIdentitySchemas (providers from before
+ *                         identities; Terraform reads it as none),
+ *                         GetFunctions (providers from before functions) and
+ *                         go-plugin's StreamStdio (plugins from before it);
+ *   0                     anything else, OK included.
+ * method is the full gRPC path; status the gRPC code. */
+enum { TFTAP_CLOSE_TEARDOWN = 1, TFTAP_CLOSE_OPTIONAL = 2 };
+int tftap_call_expected_close(const char *method, int status);
+
 /* Digests (OpenSSL). out receives 64 lowercase hex digits and a NUL. */
 void tftap_sha256_hex(const void *data, size_t len, char out[65]);
 void tftap_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len,

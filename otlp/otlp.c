@@ -282,17 +282,6 @@ static void attr_bool(struct attrs *a, const char *key, int val)
     }
 }
 
-/* go-plugin's housekeeping ending as the provider exits: an expected close,
- * not an error (the same rule as v_calls.is_teardown). */
-static int is_teardown(const char *method, int status)
-{
-    return method != NULL &&
-           (strcmp(method, "/plugin.GRPCBroker/StartStream") == 0 ||
-            strcmp(method, "/plugin.GRPCStdio/StreamStdio") == 0 ||
-            strcmp(method, "/plugin.GRPCController/Shutdown") == 0) &&
-           (status == 0 || status == 1 || status == 14);
-}
-
 static void attr_int(struct attrs *a, const char *key, int64_t val)
 {
     Tftap__Otlp__AnyValue *v = attr_add(a, key);
@@ -394,9 +383,14 @@ static int encode_ids(const otlp_config *cfg, const struct ctx_ids *ids, const o
         attr_int(a, "tftap.call_seq", (int64_t)s->call_id);
         if (s->run_id > 0)
             attr_int(a, "tftap.run_id", s->run_id);
-        int teardown = is_teardown(s->method, s->grpc_status);
-        if (teardown)
+        /* go-plugin's housekeeping ending as the provider exits, or
+         * UNIMPLEMENTED from a method a provider may lack: an expected
+         * close (v_calls.expected_close), not an error. */
+        int expected = tftap_call_expected_close(s->method, s->grpc_status);
+        if (expected == TFTAP_CLOSE_TEARDOWN)
             attr_bool(a, "tftap.teardown", 1);
+        if (expected)
+            attr_bool(a, "tftap.expected_close", 1);
         if (s->error_count > 0)
             attr_int(a, "tftap.diagnostics.errors", s->error_count);
         attr_str(a, "tftap.request.json", s->request_json);
@@ -413,12 +407,12 @@ static int encode_ids(const otlp_config *cfg, const struct ctx_ids *ids, const o
         o->attributes = a->p;
         tftap__otlp__status__init(&st[i]);
         /* Failed as v_calls.failed says: a gRPC error, or error diagnostics
-         * in an OK answer; go-plugin's teardown is neither. */
-        if (s->grpc_status != 0 && !teardown) {
+         * in an OK answer; an expected close is neither. */
+        if (s->grpc_status != 0 && !expected) {
             st[i].code = TFTAP__OTLP__STATUS__STATUS_CODE__STATUS_CODE_ERROR;
             if (s->status_message)
                 st[i].message = (char *)s->status_message;
-        } else if (s->error_count > 0 && !teardown) {
+        } else if (s->error_count > 0 && !expected) {
             st[i].code = TFTAP__OTLP__STATUS__STATUS_CODE__STATUS_CODE_ERROR;
             if (s->error_summary)
                 st[i].message = (char *)s->error_summary;

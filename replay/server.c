@@ -107,6 +107,9 @@ struct server {
     int has_metadata;
     tftap_buf identity; /* recorded GetResourceIdentitySchemas response */
     int has_identity;
+    /* The provider answered these UNIMPLEMENTED (it was built before them)
+     * and never OK: a replay answers as it did. */
+    int metadata_unimplemented, identity_unimplemented;
     replay_book *book;
     unsigned char redact_key[32];
 
@@ -177,12 +180,16 @@ static int pick_schema(void *ctx, const store_schema_row *row)
 
 struct response_pick {
     const char *provider;
-    char *json; /* the first successful recorded response */
+    char *json;        /* the first successful recorded response */
+    int unimplemented; /* an answer UNIMPLEMENTED was recorded */
 };
 
 static int pick_response(void *ctx, const store_call_row *row)
 {
     struct response_pick *p = ctx;
+    if (row->provider != NULL && strcmp(row->provider, p->provider) == 0 && row->has_status &&
+        row->status_code == 12)
+        p->unimplemented = 1;
     if (p->json != NULL || row->provider == NULL || strcmp(row->provider, p->provider) != 0 ||
         row->response_json == NULL || !row->has_status || row->status_code != 0)
         return 0;
@@ -192,20 +199,24 @@ static int pick_response(void *ctx, const store_call_row *row)
 
 /* A recorded answer of a method asked without arguments (GetMetadata,
  * GetResourceIdentitySchemas), encoded back to bytes; *have 0 when the
- * run never asked it. */
+ * run never asked it or never got an OK answer, *unimplemented 1 when it
+ * got UNIMPLEMENTED and never OK. */
 static int recorded_answer(struct server *srv, const char *rpc, tftap_buf *out, int *have,
-                           tftap_buf *err)
+                           int *unimplemented, tftap_buf *err)
 {
-    struct response_pick p = {srv->o->provider, NULL};
+    struct response_pick p = {srv->o->provider, NULL, 0};
     *have = 0;
+    *unimplemented = 0;
     int rc = store_calls_each(srv->o->s, srv->o->run_id, rpc, NULL, pick_response, &p);
     if (rc != 0) {
         free(p.json);
         tftap_buf_printf(err, "cannot read the recorded %s calls: %s", rpc, tftap_strerror(rc));
         return rc;
     }
-    if (p.json == NULL)
+    if (p.json == NULL) {
+        *unimplemented = p.unimplemented;
         return 0;
+    }
     char method[96];
     snprintf(method, sizeof method, "/tfplugin%d.Provider/%s", srv->protocol, rpc);
     dec_error de = DEC_ERROR_INIT;
@@ -260,9 +271,10 @@ static int load_recording(struct server *srv, tftap_buf *err)
     static const char *const asked[] = {"GetMetadata", "GetResourceIdentitySchemas"};
     tftap_buf *bufs[] = {&srv->metadata, &srv->identity};
     int *have[] = {&srv->has_metadata, &srv->has_identity};
+    int *unimpl[] = {&srv->metadata_unimplemented, &srv->identity_unimplemented};
     for (size_t i = 0; i < 2; i++) {
         tftap_buf why = TFTAP_BUF_INIT;
-        rc = recorded_answer(srv, asked[i], bufs[i], have[i], &why);
+        rc = recorded_answer(srv, asked[i], bufs[i], have[i], unimpl[i], &why);
         if (rc == TFTAP_ENOMEM || rc == TFTAP_ESTORE) {
             tftap_buf_append(err, why.data, why.len);
             tftap_buf_done(&why);
@@ -589,10 +601,16 @@ static void answer(struct rcall *c)
     case K_METADATA:
         /* Never recorded: the empty response lists nothing and says no
          * error, which is valid; the client asks GetProviderSchema then. */
-        rc = add_msg(c, srv->metadata.data, srv->has_metadata ? srv->metadata.len : 0);
+        if (srv->metadata_unimplemented)
+            fail(c, ST_UNIMPLEMENTED, "unknown method GetMetadata (as recorded)");
+        else
+            rc = add_msg(c, srv->metadata.data, srv->has_metadata ? srv->metadata.len : 0);
         break;
     case K_IDENTITY:
-        rc = add_msg(c, srv->identity.data, srv->has_identity ? srv->identity.len : 0);
+        if (srv->identity_unimplemented)
+            fail(c, ST_UNIMPLEMENTED, "unknown method GetResourceIdentitySchemas (as recorded)");
+        else
+            rc = add_msg(c, srv->identity.data, srv->has_identity ? srv->identity.len : 0);
         break;
     case K_HEALTH: {
         static const unsigned char serving[] = {0x08, 0x01}; /* status: SERVING */

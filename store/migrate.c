@@ -14,6 +14,15 @@
     " substr(lower(hex(randomblob(2))), 2) || '-' || substr('89ab', 1 + (random() & 3), 1) ||"     \
     " substr(lower(hex(randomblob(2))), 2) || '-' || lower(hex(randomblob(6))))"
 
+/* The methods a provider may lack, whose UNIMPLEMENTED is no failure
+ * (tftap_call_expected_close, common/common.h, says why each). */
+#define OPTIONAL_RPCS                                                                              \
+    "('/tfplugin5.Provider/GetMetadata', '/tfplugin6.Provider/GetMetadata',"                       \
+    " '/tfplugin5.Provider/GetResourceIdentitySchemas',"                                           \
+    " '/tfplugin6.Provider/GetResourceIdentitySchemas',"                                           \
+    " '/tfplugin5.Provider/GetFunctions', '/tfplugin6.Provider/GetFunctions',"                     \
+    " '/plugin.GRPCStdio/StreamStdio')"
+
 static const char *const migrations[] = {
     /* 0 -> 1: the initial schema. */
     "CREATE TABLE secret_key ("
@@ -308,6 +317,52 @@ static const char *const migrations[] = {
      "    json_each(CASE WHEN json_valid(c.response_json)"
      "    AND json_type(c.response_json) = 'object' THEN c.response_json END,"
      "    '$.diagnostics') d;"),
+    /* 9: calls that end the way core expects although not OK are no
+     * failure: v_calls.expected_close (appended, the other columns
+     * unchanged) is go-plugin's teardown (is_teardown) or UNIMPLEMENTED from
+     * a method a provider may lack (OPTIONAL_RPCS; tftap_call_expected_close
+     * in common/ is the same rule in C), and failed leaves both out. */
+    ("DROP VIEW v_calls;"
+     "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
+     "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"
+     "  duration_us, in_flight, status_code, status_message, request_bytes, response_bytes,"
+     "  request_count, response_count, request_json, response_json, decode_error,"
+     "  status_name, error_count, warning_count, is_teardown,"
+     "  NOT (is_teardown OR optional_absent) AND (error_count > 0"
+     "    OR coalesce(status_code, 0) != 0 OR (in_flight AND ended_elsewhere)) AS failed,"
+     "  (is_teardown OR optional_absent) AS expected_close"
+     "  FROM (SELECT"
+     "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
+     "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, a.address,"
+     "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"
+     "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"
+     "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"
+     "  c.request_json, c.response_json, c.decode_error,"
+     "  CASE c.status_code WHEN 0 THEN 'OK' WHEN 1 THEN 'CANCELLED' WHEN 2 THEN 'UNKNOWN'"
+     "    WHEN 3 THEN 'INVALID_ARGUMENT' WHEN 4 THEN 'DEADLINE_EXCEEDED' WHEN 5 THEN 'NOT_FOUND'"
+     "    WHEN 6 THEN 'ALREADY_EXISTS' WHEN 7 THEN 'PERMISSION_DENIED'"
+     "    WHEN 8 THEN 'RESOURCE_EXHAUSTED' WHEN 9 THEN 'FAILED_PRECONDITION' WHEN 10 THEN"
+     "    'ABORTED' WHEN 11 THEN 'OUT_OF_RANGE' WHEN 12 THEN 'UNIMPLEMENTED' WHEN 13 THEN"
+     "    'INTERNAL' WHEN 14 THEN 'UNAVAILABLE' WHEN 15 THEN 'DATA_LOSS' WHEN 16 THEN"
+     "    'UNAUTHENTICATED' END AS status_name,"
+     "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"
+     "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"
+     "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"
+     "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'ERROR') ELSE 0 END"
+     "    ELSE 0 END AS error_count,"
+     "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"
+     "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"
+     "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"
+     "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'WARNING') ELSE 0 END"
+     "    ELSE 0 END AS warning_count,"
+     "  c.method IN ('/plugin.GRPCBroker/StartStream', '/plugin.GRPCStdio/StreamStdio',"
+     "    '/plugin.GRPCController/Shutdown')"
+     "    AND (c.status_code IS NULL OR c.status_code IN (0, 1, 14)) AS is_teardown,"
+     "  coalesce(c.status_code, -1) = 12 AND c.method IN " OPTIONAL_RPCS " AS optional_absent,"
+     "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"
+     "    IS NOT NULL) AS ended_elsewhere"
+     "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id"
+     "  LEFT JOIN call_addresses a ON a.call_id = c.id);"),
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -599,6 +654,45 @@ static const char *const pg_migrations[] = {
      "  d ->> 'detail' AS detail, d #>> '{attribute,path}' AS attribute"
      "  FROM calls c LEFT JOIN call_addresses a ON a.call_id = c.id,"
      "    " PG_DIAGS("c.response_json") " d;"),
+    /* 9: see migrations[9] (v_calls.expected_close). */
+    /* clang-format off */
+    ("DROP VIEW v_calls;"
+     "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
+     "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"
+     "  duration_us, in_flight, status_code, status_message, request_bytes, response_bytes,"
+     "  request_count, response_count, request_json, response_json, decode_error,"
+     "  status_name, error_count, warning_count, is_teardown,"
+     "  NOT (is_teardown OR optional_absent) AND (error_count > 0"
+     "    OR coalesce(status_code, 0) != 0 OR (in_flight AND ended_elsewhere)) AS failed,"
+     "  (is_teardown OR optional_absent) AS expected_close"
+     "  FROM (SELECT"
+     "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
+     "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, a.address,"
+     "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"
+     "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"
+     "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"
+     "  c.request_json, c.response_json, c.decode_error,"
+     "  CASE c.status_code WHEN 0 THEN 'OK' WHEN 1 THEN 'CANCELLED' WHEN 2 THEN 'UNKNOWN'"
+     "    WHEN 3 THEN 'INVALID_ARGUMENT' WHEN 4 THEN 'DEADLINE_EXCEEDED' WHEN 5 THEN 'NOT_FOUND'"
+     "    WHEN 6 THEN 'ALREADY_EXISTS' WHEN 7 THEN 'PERMISSION_DENIED'"
+     "    WHEN 8 THEN 'RESOURCE_EXHAUSTED' WHEN 9 THEN 'FAILED_PRECONDITION' WHEN 10 THEN"
+     "    'ABORTED' WHEN 11 THEN 'OUT_OF_RANGE' WHEN 12 THEN 'UNIMPLEMENTED' WHEN 13 THEN"
+     "    'INTERNAL' WHEN 14 THEN 'UNAVAILABLE' WHEN 15 THEN 'DATA_LOSS' WHEN 16 THEN"
+     "    'UNAUTHENTICATED' END AS status_name,"
+     "  CASE WHEN strpos(c.response_json, '\"severity\"') > 0 THEN (SELECT count(*)"
+     "    FROM " PG_DIAGS("c.response_json") " d WHERE d ->> 'severity' = 'ERROR')"
+     "    ELSE 0 END AS error_count,"
+     "  CASE WHEN strpos(c.response_json, '\"severity\"') > 0 THEN (SELECT count(*)"
+     "    FROM " PG_DIAGS("c.response_json") " d WHERE d ->> 'severity' = 'WARNING')"
+     "    ELSE 0 END AS warning_count,"
+     "  c.method IN ('/plugin.GRPCBroker/StartStream', '/plugin.GRPCStdio/StreamStdio',"
+     "    '/plugin.GRPCController/Shutdown')"
+     "    AND (c.status_code IS NULL OR c.status_code IN (0, 1, 14)) AS is_teardown,"
+     "  coalesce(c.status_code, -1) = 12 AND c.method IN " OPTIONAL_RPCS " AS optional_absent,"
+     "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"
+     "    IS NOT NULL) AS ended_elsewhere"
+     "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id"
+     "  LEFT JOIN call_addresses a ON a.call_id = c.id) AS x;"),
     /* clang-format on */
     NULL};
 #define N_PG_MIGRATIONS (sizeof pg_migrations / sizeof pg_migrations[0] - 1)

@@ -145,6 +145,7 @@ int store_call_rows(sdb_stmt *st, int (*fn)(void *ctx, const store_call_row *row
             .provider_version = store_col_text(st, 27),
             .has_protocol = sdb_column_type(st, 28) != SDB_NULL,
             .protocol = sdb_column_int(st, 28),
+            .expected_close = sdb_column_int(st, 29),
         };
         if (found)
             *found = 1;
@@ -285,26 +286,56 @@ int store_calls_each(store *s, int64_t run_id, const char *method, const char *t
     return store_calls_query(s, run_id, &f, fn, ctx);
 }
 
+int store_run_names_each(store *s, int64_t run_id,
+                         int (*fn)(void *ctx, const char *rpc, const char *type_name,
+                                   const char *address),
+                         void *ctx)
+{
+    sdb_stmt *st = NULL;
+    int rc = sdb_prepare(s->db,
+                         "SELECT DISTINCT c.rpc, c.type_name, a.address FROM calls c "
+                         "LEFT JOIN call_addresses a ON a.call_id = c.id WHERE c.run_id = ?1",
+                         &st);
+    if (rc != SDB_OK)
+        return store_err(rc);
+    sdb_bind_int64(st, 1, run_id);
+    int cb = 0;
+    while ((rc = sdb_step(st)) == SDB_ROW) {
+        cb = fn(ctx, store_col_text(st, 0), store_col_text(st, 1), store_col_text(st, 2));
+        if (cb)
+            break;
+    }
+    return store_finish(st, cb ? SDB_DONE : rc, cb);
+}
+
 /* Each query yields one JSON object per row, built by SQLite's json_object
  * so that stored JSON columns are embedded as JSON (json(x)), not strings. */
 static const char *const export_sql[] = {
     "SELECT json_object('kind', 'run', 'id', id, 'command', command, 'args', json(args), "
     "'cwd', cwd, 'cli_name', cli_name, 'cli_version', cli_version, 'started_us', started_us, "
-    "'ended_us', ended_us, 'exit_code', exit_code) FROM runs WHERE id = ?1",
+    "'ended_us', ended_us, 'exit_code', exit_code, 'uuid', uuid, 'key_id', key_id) "
+    "FROM runs WHERE id = ?1",
     "SELECT json_object('kind', 'process', 'id', id, 'run_id', run_id, 'provider', provider, "
     "'version', version, 'protocol', protocol, 'pid', pid, 'binary_path', binary_path, "
     "'binary_sha256', binary_sha256, 'schema_sha256', schema_sha256, 'schema_source', "
     "schema_source, 'started_us', started_us, 'ended_us', ended_us, 'dropped', dropped) "
     "FROM processes WHERE run_id = ?1 ORDER BY id",
-    "SELECT json_object('kind', 'call', 'id', id, 'run_id', run_id, 'process_id', process_id, "
-    "'call_seq', call_seq, 'method', method, 'rpc', rpc, 'stream', stream, 'started_us', "
-    "started_us, 'ended_us', ended_us, 'status_code', status_code, 'status_message', "
-    "status_message, 'request_bytes', request_bytes, 'response_bytes', response_bytes, "
-    "'request_count', request_count, 'response_count', response_count, 'type_name', type_name, "
-    "'address', address, 'request', CASE WHEN json_valid(request_json) THEN json(request_json) "
-    "END, 'response', CASE WHEN json_valid(response_json) THEN json(response_json) END, "
-    "'decode_error', decode_error) FROM calls LEFT JOIN call_addresses a ON a.call_id = calls.id "
-    "WHERE run_id = ?1 ORDER BY started_us, id",
+    /* A call's keys are tftap calls --json's: v_calls' columns, in order. */
+    "SELECT json_object('kind', 'call', 'call_id', call_id, 'run_id', run_id, 'process_id', "
+    "process_id, 'provider', provider, 'provider_version', provider_version, 'protocol', "
+    "protocol, 'call_seq', call_seq, 'method', method, 'rpc', rpc, 'stream', json(CASE WHEN "
+    "stream THEN 'true' ELSE 'false' END), 'type_name', type_name, 'address', address, "
+    "'started_us', started_us, 'ended_us', ended_us, 'duration_us', duration_us, 'in_flight', "
+    "json(CASE WHEN in_flight THEN 'true' ELSE 'false' END), 'status_code', status_code, "
+    "'status_message', status_message, 'request_bytes', request_bytes, 'response_bytes', "
+    "response_bytes, 'request_count', request_count, 'response_count', response_count, "
+    "'request_json', CASE WHEN json_valid(request_json) THEN json(request_json) END, "
+    "'response_json', CASE WHEN json_valid(response_json) THEN json(response_json) END, "
+    "'decode_error', decode_error, 'status_name', status_name, 'error_count', error_count, "
+    "'warning_count', warning_count, 'is_teardown', json(CASE WHEN is_teardown THEN 'true' "
+    "ELSE 'false' END), 'failed', json(CASE WHEN failed THEN 'true' ELSE 'false' END), "
+    "'expected_close', json(CASE WHEN expected_close THEN 'true' ELSE 'false' END)) "
+    "FROM v_calls WHERE run_id = ?1 ORDER BY started_us, call_id",
     "SELECT json_object('kind', 'gap', 'id', id, 'run_id', run_id, 'process_id', process_id, "
     "'lost', lost, 'recorded_us', recorded_us, 'reason', reason) FROM gaps WHERE run_id = ?1 "
     "ORDER BY id",
@@ -314,17 +345,18 @@ static const char *const export_sql[] = {
  * column order, as json_object does; json columns are embedded as they are. */
 static const char *const export_sql_pg[] = {
     "SELECT row_to_json(x) FROM (SELECT 'run'::text AS kind, id, command, tftap_json(args) AS "
-    "args, cwd, cli_name, cli_version, started_us, ended_us, exit_code FROM runs "
+    "args, cwd, cli_name, cli_version, started_us, ended_us, exit_code, uuid, key_id FROM runs "
     "WHERE id = ?1) AS x",
     "SELECT row_to_json(x) FROM (SELECT 'process'::text AS kind, id, run_id, provider, version, "
     "protocol, pid, binary_path, binary_sha256, schema_sha256, schema_source, started_us, "
     "ended_us, dropped FROM processes WHERE run_id = ?1 ORDER BY id) AS x",
-    "SELECT row_to_json(x) FROM (SELECT 'call'::text AS kind, id, run_id, process_id, call_seq, "
-    "method, rpc, stream, started_us, ended_us, status_code, status_message, request_bytes, "
-    "response_bytes, request_count, response_count, type_name, address, "
-    "tftap_json(request_json) AS request, tftap_json(response_json) AS response, decode_error "
-    "FROM calls LEFT JOIN call_addresses a ON a.call_id = calls.id WHERE run_id = ?1 "
-    "ORDER BY started_us, id) AS x",
+    "SELECT row_to_json(x) FROM (SELECT 'call'::text AS kind, call_id, run_id, process_id, "
+    "provider, provider_version, protocol, call_seq, method, rpc, stream <> 0 AS stream, "
+    "type_name, address, started_us, ended_us, duration_us, in_flight, status_code, "
+    "status_message, request_bytes, response_bytes, request_count, response_count, "
+    "tftap_json(request_json) AS request_json, tftap_json(response_json) AS response_json, "
+    "decode_error, status_name, error_count, warning_count, is_teardown, failed, expected_close "
+    "FROM v_calls WHERE run_id = ?1 ORDER BY started_us, call_id) AS x",
     "SELECT row_to_json(x) FROM (SELECT 'gap'::text AS kind, id, run_id, process_id, lost, "
     "recorded_us, reason FROM gaps WHERE run_id = ?1 ORDER BY id) AS x",
 };

@@ -327,6 +327,9 @@ typedef struct store_call_row {
     int64_t error_count, warning_count; /* diagnostics in the response */
     int is_teardown; /* go-plugin's streams or Shutdown, ended as the provider exits */
     int failed;      /* error diagnostics, a failing status, or no answer */
+    /* Ended as its client expects though not OK: teardown, or UNIMPLEMENTED
+     * from a method a provider may lack (tftap_call_expected_close). */
+    int expected_close;
 } store_call_row;
 
 typedef struct store_calls_filter {
@@ -340,6 +343,13 @@ int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
 /* The same with method and type filters only (either may be NULL). */
 int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
                      int (*fn)(void *ctx, const store_call_row *row), void *ctx);
+
+/* The distinct (rpc, type_name, address) of a run's calls, either of the
+ * last two NULL when the call has none: what filters may name. */
+int store_run_names_each(store *s, int64_t run_id,
+                         int (*fn)(void *ctx, const char *rpc, const char *type_name,
+                                   const char *address),
+                         void *ctx);
 
 /* A provider schema a run's processes decoded their values with: the raw
  * serialized GetProviderSchema response (protocol 5 or 6), once per distinct

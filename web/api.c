@@ -214,10 +214,11 @@ static void call_json(tftap_buf *b, const store_call_row *c, int with_json)
     tftap_buf_puts(b, ",\"status_message\":");
     put_str(b, c->status_message);
     tftap_buf_printf(b,
-                     ",\"failed\":%s,\"teardown\":%s,\"error_count\":%lld,"
+                     ",\"failed\":%s,\"teardown\":%s,\"expected_close\":%s,\"error_count\":%lld,"
                      "\"warning_count\":%lld",
                      c->failed ? "true" : "false", c->is_teardown ? "true" : "false",
-                     (long long)c->error_count, (long long)c->warning_count);
+                     c->expected_close ? "true" : "false", (long long)c->error_count,
+                     (long long)c->warning_count);
     tftap_buf_printf(b,
                      ",\"request_bytes\":%lld,\"response_bytes\":%lld,\"request_count\":%lld,"
                      "\"response_count\":%lld,\"type_name\":",
@@ -352,6 +353,8 @@ static int each_change(void *ctx, const store_change_row *c)
     tftap_buf_printf(b, ",\"action\":\"%s\",\"superseded\":%s,\"status_code\":",
                      analysis_action_name(a), c->superseded ? "true" : "false");
     put_i64_or_null(b, c->has_status, c->status_code);
+    tftap_buf_puts(b, ",\"status_name\":");
+    put_str(b, c->has_status ? tftap_grpc_status_name(c->status_code) : NULL);
     tftap_buf_puts(b, ",\"text\":");
     tftap_buf_json_string(b, x->text.data ? x->text.data : "", x->text.len);
     tftap_buf_puts(b, ",\"diagnostics\":");

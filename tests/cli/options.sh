@@ -257,5 +257,13 @@ if grep -q "recorded no schema for provider x/y" "$work/rp.err"; then ok; else
     fail "global --db before replay-provider: $(cat "$work/rp.err")"
 fi
 
+# A 120 KB argument is cut in the one line that names it.
+long=$(head -c 120000 /dev/zero | tr '\0' a)
+"$TFTAP" show "$long" --db "$db" >/dev/null 2>"$work/e.err"
+if [ "$(wc -l <"$work/e.err")" -eq 1 ] && [ "$(wc -c <"$work/e.err")" -lt 1100 ] &&
+    grep -q 'bytes cut)' "$work/e.err"; then ok; else
+    fail "a long argument: $(wc -c <"$work/e.err") bytes of message"
+fi
+
 echo "options.sh: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -42,5 +42,29 @@ check "wrong schema message" [ "$err" = "tftap: decode error at .: an object wit
 "$tftap" decode --schema "$dir/providers-schema.json" "$dir/thing.msgpack" >/dev/null 2>&1
 check "usage error without a kind" [ $? -eq 2 ]
 
+# Nesting is bounded by what the stack holds, with a clear error, never a
+# crash: a dynamic value whose type and value nest N levels deep (python3
+# writes it: fixarray 2, bin32 type JSON, N one-element arrays).
+deep() { # N FILE
+    python3 -c '
+import struct, sys
+n = int(sys.argv[1]); t = "\"string\""
+for _ in range(n): t = "[\"list\"," + t + "]"
+tb = t.encode()
+sys.stdout.buffer.write(b"\x92\xc6" + struct.pack(">I", len(tb)) + tb + b"\x91" * n + b"\xa1x")' "$1" >"$2"
+}
+tmp=$(mktemp -d)
+deep 40000 "$tmp/deep40k"
+deep 2000 "$tmp/deep2k"
+(ulimit -s 8192 2>/dev/null; "$tftap" decode --type '"dynamic"' --max-depth 100000 "$tmp/deep40k" >/dev/null 2>"$tmp/err")
+check "--max-depth past what the stack holds: a usage error" [ $? -eq 2 ]
+check "... that says the bound" grep -q '^tftap: --max-depth must be a number from 1 to [0-9]* (what the stack holds' "$tmp/err"
+(ulimit -s 8192 2>/dev/null; "$tftap" decode --type '"dynamic"' --max-depth 10000 "$tmp/deep40k" >/dev/null 2>"$tmp/err")
+check "40,000 levels under --max-depth 10000: a decode error, no crash" [ $? -eq 1 ]
+check "... naming the limit" grep -q 'nested deeper than 10000 levels' "$tmp/err"
+"$tftap" decode --type '"dynamic"' --max-depth 2500 --json "$tmp/deep2k" >"$tmp/out" 2>&1
+check "2,000 levels under --max-depth 2500: decoded" [ $? -eq 0 ]
+rm -rf "$tmp"
+
 echo "decode_schema: $pass passed, $fail failed"
 [ $fail -eq 0 ]

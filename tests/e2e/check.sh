@@ -133,16 +133,28 @@ compare() {
     else
         not_ok "$name:$report"
     fi
-    # Exit status: 1 exactly when a violation was found.
-    n=$(cat "$d/tftap-rejects" "$d/tftap-tolerates" | wc -l)
+    # Exit status: 1 exactly when core rejects something; what it only
+    # tolerates fails too under --strict.
+    local rej tol line=
+    rej=$(wc -l <"$d/tftap-rejects")
+    tol=$(wc -l <"$d/tftap-tolerates")
     "$TFTAP" check last --db "$db" >/dev/null
-    check_eq "$name: tftap check's exit status" "$?" "$([ "$n" -gt 0 ] && echo 1 || echo 0)"
-    # tftap run said so in one line at the end, and left tofu's exit status.
-    if [ "$n" -gt 0 ]; then
-        check_eq "$name: tftap run's one line" "$(grep 'provider contract violation' "$d/err")" \
-            "tftap: $n provider contract violation$([ "$n" = 1 ] || echo s); see tftap check last"
+    check_eq "$name: tftap check's exit status" "$?" "$([ "$rej" -gt 0 ] && echo 1 || echo 0)"
+    "$TFTAP" check last --strict --db "$db" >/dev/null
+    check_eq "$name: tftap check --strict's exit status" "$?" \
+        "$([ $((rej + tol)) -gt 0 ] && echo 1 || echo 0)"
+    # tftap run said so in one line at the end, what core only tolerates
+    # apart, and left tofu's exit status.
+    [ "$rej" -gt 0 ] && line="$rej provider contract violation$([ "$rej" = 1 ] || echo s)"
+    [ "$tol" -gt 0 ] && line="${line:+$line, }$tol tolerated legacy finding$([ "$tol" = 1 ] ||
+        echo s) (core accepts $([ "$tol" = 1 ] && echo it || echo them))"
+    if [ -n "$line" ]; then
+        check_eq "$name: tftap run's one line" \
+            "$(grep -E 'provider contract violation|tolerated legacy finding' "$d/err")" \
+            "tftap: $line; see tftap check last"
     else
-        check_eq "$name: tftap run says nothing" "$(grep -c 'provider contract violation' "$d/err")" 0
+        check_eq "$name: tftap run says nothing" \
+            "$(grep -cE 'provider contract violation|tolerated legacy finding' "$d/err")" 0
     fi
     check_eq "$name: tofu's exit status kept" "$st" "$([ -s "$d/tofu-rejects" ] && echo 1 || echo 0)"
 }
@@ -262,6 +274,48 @@ for rule in none apply_changed list_grows read_drift; do
     compare "sdk $rule" "$d" "$db" $?
 done
 
+# What core tolerates is reported, and CI can gate on what it rejects: the
+# SDK provider's tolerated findings pass `check`, fail `check --strict`,
+# and tftap run's line counts them apart from violations.
+d=$WORK/sdk-apply_changed db=$WORK/sdk-apply_changed.db
+"$TFTAP" check last --db "$db" >"$d/check.txt"
+check_eq "sdk: tolerated findings pass check" "$?" 0
+check "sdk: and are reported, counted apart" \
+    grep -qE '^Run [0-9]+: no provider contract violations; [1-9][0-9]* tolerated legacy findings? \(core accepts (it|them)\)' \
+    "$d/check.txt"
+"$TFTAP" check last --strict --db "$db" >/dev/null
+check_eq "sdk: check --strict fails on them" "$?" 1
+check "sdk: tftap run's line says core accepts them" \
+    grep -qE '^tftap: [1-9][0-9]* tolerated legacy findings? \(core accepts (it|them)\); see tftap check last$' \
+    "$d/err"
+
+# Filters that match nothing are usage errors naming the nearest name.
+filter_err() { # NAME EXPECTED_LINE COMMAND...
+    local name=$1 want=$2
+    shift 2
+    "$@" >"$WORK/filter.out" 2>"$WORK/filter.err"
+    local st=$?
+    check_eq "$name: exit 2, nothing on stdout" "$st $(wc -c <"$WORK/filter.out")" "2 0"
+    check_eq "$name: one line naming the nearest" "$(cat "$WORK/filter.err")" "$want"
+}
+r=$(sqlite3 "$db" "SELECT max(id) FROM runs")
+filter_err "check TYPO" "tftap: 'tftestsdk_misbehav' names no resource type or address in run $r (nearest: tftestsdk_misbehave)" \
+    "$TFTAP" check last tftestsdk_misbehav --db "$db"
+filter_err "show ADDRESS typo" "tftap: 'tftestsdk_misbehave.y' names no resource type or address in run $r (nearest: tftestsdk_misbehave.x)" \
+    "$TFTAP" show last tftestsdk_misbehave.y --db "$db"
+filter_err "diff A B TYPO" "tftap: 'nonexist_type' names no resource type or address in runs $r and $r (nearest: tftestsdk_misbehave)" \
+    "$TFTAP" diff $r $r nonexist_type --db "$db"
+filter_err "calls --method typo" "tftap: no call of run $r is 'PlanResourceChang' (nearest: PlanResourceChange)" \
+    "$TFTAP" calls last --method PlanResourceChang --db "$db"
+filter_err "calls --method Bogus" "tftap: no call of run $r is 'Bogus' (nearest: Configure)" \
+    "$TFTAP" calls last --method Bogus --db "$db"
+filter_err "calls --type typo" "tftap: 'tftestsdk_misbehav' names no resource type in run $r (nearest: tftestsdk_misbehave)" \
+    "$TFTAP" calls last --type tftestsdk_misbehav --db "$db"
+filter_err "mock TYPO" "tftap: 'tftestsdk_misbehav' names no resource type or address in run $r (nearest: tftestsdk_misbehave)" \
+    "$TFTAP" mock last tftestsdk_misbehav --db "$db"
+"$TFTAP" check last tftestsdk_misbehave.x --db "$db" >/dev/null
+check_eq "a filter that matches: check runs (exit 0)" "$?" 0
+
 # Clean runs of the other configurations check clean: create, update in
 # place with every value type, replace and destroy (show), many providers
 # in parallel (multi), instances only their index tells apart (count).
@@ -278,7 +332,7 @@ clean_step() { # NAME DIR DB ARGS...
     "$TFTAP" check last --db "$cdb" >"$dir/check.out"
     local st=$?
     check_eq "$name: checks clean ($(tail -n 1 "$dir/check.out"))" "$st" 0
-    if grep -q 'provider contract violation' "$dir/out"; then
+    if grep -qE 'provider contract violation|tolerated legacy finding' "$dir/out"; then
         not_ok "$name: tftap run said nothing of violations"
     else
         ok "$name: tftap run said nothing of violations"
@@ -297,6 +351,20 @@ new_dir "$top_srcdir/tests/e2e/configs/multi" "$d"
 (cd "$d" && tofu init -input=false -no-color >/dev/null) || not_ok "multi: init"
 clean_step "multi apply" "$d" "$db" apply -auto-approve -input=false -no-color
 clean_step "multi destroy" "$d" "$db" destroy -auto-approve -input=false -no-color
+
+# Two things of one type, one planned with little configured (its plan
+# tells it from the other only by what it leaves null): each plan named by
+# its own address, so the final plans compare with their own first plans.
+d=$WORK/bundle db=$WORK/bundle.db
+new_dir "$top_srcdir/tests/e2e/configs/bundle" "$d"
+(cd "$d" && tofu init -input=false -no-color >/dev/null) || not_ok "bundle: init"
+clean_step "two things, one barely configured: apply" "$d" "$db" apply -auto-approve -input=false \
+    -no-color
+check_eq "  ... each plan named by its own address" \
+    "$(sqlite3 "$db" "SELECT group_concat(a.address, ' ') FROM calls c JOIN call_addresses a
+        ON a.call_id = c.id WHERE c.rpc = 'PlanResourceChange' AND c.type_name = 'tftest6_thing'
+        AND json_extract(c.request_json, '$.config.entries') IS NULL ORDER BY c.id")" \
+    "tftest6_thing.b tftest6_thing.b"
 
 d=$WORK/count db=$WORK/count.db
 new_dir "$top_srcdir/tests/e2e/configs/count" "$d"

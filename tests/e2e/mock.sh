@@ -32,6 +32,16 @@ mkdir -p "$w/tests"
 "$TFTAP" mock --db "$db" last -o "$w/tests/real.tftest.hcl" 2>"$WORK/mock.err"
 check_eq "tftap mock -o exits 0" "$?" 0
 m=$w/tests/real.tftest.hcl
+# The file the docs tell you to add run blocks to is never overwritten
+# unless asked.
+echo 'run "mine" {}' >>"$m"
+cp "$m" "$WORK/mine.hcl"
+"$TFTAP" mock --db "$db" last -o "$m" >/dev/null 2>"$WORK/again.err"
+check_eq "mock -o FILE that exists: exit 1, one line" "$? $(cat "$WORK/again.err")" \
+    "1 tftap: $m exists (--force replaces it)"
+check "mock -o FILE that exists: left as it was" cmp -s "$m" "$WORK/mine.hcl"
+"$TFTAP" mock --db "$db" last -o "$m" --force 2>/dev/null
+check_eq "mock -o FILE --force replaces it" "$?$(grep -c '^run "mine"' "$m")" 00
 check "one mock_provider per provider, named by its type" \
     test "$(grep -c '^mock_provider "tftest\(5\|6\|sdk\)" {$' "$m")" = 3
 check "a mock_resource per resource type, a mock_data per data source" \
@@ -104,15 +114,24 @@ check "ADDRESS: the defaults come from it" grep -qF "hex     = \"$hex_b\"" "$WOR
 check "ADDRESS: only its type" test "$(grep -c 'mock_resource\|mock_data' "$WORK/b.hcl")" = 1
 "$TFTAP" --db "$db" mock last tftest5_echo >"$WORK/e.hcl"
 check "TYPE: a data source by its type" grep -q '^  mock_data "tftest5_echo" {$' "$WORK/e.hcl"
+check_eq "TYPE: only its provider's block, no empty ones for the others" \
+    "$(grep '^mock_provider' "$WORK/e.hcl")" 'mock_provider "tftest5" {'
+"$TFTAP" --db "$db" mock last --provider tftest6 >"$WORK/p.hcl"
+check_eq "--provider TYPE: that provider's block alone" \
+    "$(grep '^mock_provider' "$WORK/p.hcl")" 'mock_provider "tftest6" {'
+check "--provider TYPE: with its resources" grep -q '^  mock_resource "tftest6_thing" {$' "$WORK/p.hcl"
+"$TFTAP" --db "$db" mock last --provider nosuch >/dev/null 2>"$WORK/err"
+check_eq "--provider that names nothing: exit 2" "$?" 2
+check "... naming the run's providers" grep -q "^tftap: --provider 'nosuch' names no provider of run 1 (its providers: .*tftap/tftest6" "$WORK/err"
 
-# Errors: one line, exit 2 for usage, 1 for nothing to mock.
+# Errors: one line, exit 2 for usage (a filter that matches nothing too).
 "$TFTAP" mock --db "$db" >/dev/null 2>"$WORK/err"
 check_eq "no RUN: exit 2" "$?" 2
 check "no RUN: one line" test "$(wc -l <"$WORK/err")" = 1
 "$TFTAP" mock --db "$db" last nosuch_type >/dev/null 2>"$WORK/err"
-check_eq "nothing to mock: exit 1" "$?" 1
-check_eq "nothing to mock: says so" "$(cat "$WORK/err")" \
-    "tftap: run 1 recorded no resource or data source values for nosuch_type to mock"
+check_eq "a filter that matches nothing: exit 2" "$?" 2
+check_eq "a filter that matches nothing: names the nearest" "$(cat "$WORK/err")" \
+    "tftap: 'nosuch_type' names no resource type or address in run 1 (nearest: tftest5_pet)"
 "$TFTAP" mock --help >"$WORK/help"
 check_eq "--help exits 0" "$?" 0
 check "--help names -o" grep -q -- '-o FILE' "$WORK/help"

@@ -63,6 +63,20 @@ if wait_for 600 test -e "$marker" && wait_for 300 hang_recorded; then
     check "the gap's reason is the recorder's death" sh -c "echo '$reason' | grep -q 'recorder died'"
     check "tftap run named the gap" grep -q "has gaps: $gap lost from registry.opentofu.org/tftap/tftest6 (recorder died" "$WORK/err"
     check "tofu's output is whole" grep -q "Apply complete! Resources: 31 added" "$WORK/out"
+    # The calls whose answers the record lost read "not recorded", never
+    # failed: tofu created what they applied.
+    "$TFTAP" --db "$db" show last >"$WORK/show.txt"
+    check "show: the run succeeded, the gap and the unrecorded calls said first" \
+        grep -qE "^Run $run succeeded: the command exited 0; $gap records? lost \(gaps: recorder died.*; [1-9][0-9]* calls? not recorded\)" \
+        "$WORK/show.txt"
+    check "show: no failure told" bash -c "! grep -qiE 'failed|no answer' '$WORK/show.txt'"
+    check "show: the unanswered apply says its answer was not recorded" \
+        grep -q '^  # its answer was not recorded (a gap in the record)' "$WORK/show.txt"
+    "$TFTAP" --db "$db" calls last --failed >"$WORK/failed.txt" 2>/dev/null
+    check_eq "calls --failed: nothing" "$(grep -c '^[0-9]' "$WORK/failed.txt")" 0
+    check "calls: the hanging apply is 'not recorded'" \
+        grep -qE '^[0-9]+ +[0-9]+ +ApplyResourceChange +tftest6_thing +not recorded ' \
+        <("$TFTAP" --db "$db" calls last)
     check_eq "the database is intact" "$(sqlite3 "$db" "PRAGMA integrity_check")" ok
 else
     not_ok "the apply never reached the hanging call"

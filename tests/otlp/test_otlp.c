@@ -155,6 +155,28 @@ static void test_encode(void)
         tftap__otlp__export_trace_service_request__free_unpacked(r, NULL);
     }
 
+    /* UNIMPLEMENTED from a method a provider built before it lacks (core
+     * reads it as none): an expected close, no error. The same status from
+     * a method every provider has stays an error. */
+    otlp_span opt[2] = {
+        {.method = "/tfplugin5.Provider/GetResourceIdentitySchemas", .grpc_status = 12},
+        {.method = "/tfplugin5.Provider/PlanResourceChange", .grpc_status = 12}};
+    tftap_buf_reset(&b);
+    CHECK_INT_EQ(otlp_encode(&cfg, opt, 2, &b), 0);
+    r = tftap__otlp__export_trace_service_request__unpack(NULL, b.len, (uint8_t *)b.data);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        s = r->resource_spans[0]->scope_spans[0]->spans[0];
+        CHECK_INT_EQ(s->status->code, TFTAP__OTLP__STATUS__STATUS_CODE__STATUS_CODE_UNSET);
+        CHECK(attr(s, "tftap.expected_close") != NULL &&
+              attr(s, "tftap.expected_close")->bool_value);
+        CHECK(attr(s, "tftap.teardown") == NULL);
+        s = r->resource_spans[0]->scope_spans[0]->spans[1];
+        CHECK_INT_EQ(s->status->code, TFTAP__OTLP__STATUS__STATUS_CODE__STATUS_CODE_ERROR);
+        CHECK(attr(s, "tftap.expected_close") == NULL);
+        tftap__otlp__export_trace_service_request__free_unpacked(r, NULL);
+    }
+
     /* Without a traceparent: the given trace, no parent. */
     otlp_config c2 = {.endpoint = "http://x/", .trace_id = "0123456789abcdef0123456789abcdef"};
     tftap_buf_reset(&b);

@@ -109,15 +109,16 @@ for pair in 1:2 2:3 3:4 4:5; do
         not_ok "calls $l --json: pushed run $p differs (< SQLite, > PostgreSQL)"
         diff "$WORK/calls$l.sqlite" "$WORK/calls$l.pg" | cut -c1-300 | head -10
     fi
-    "$TFTAP" show "$l" --db "$db" --all | sed -E 's/call [0-9]+/call N/g' >"$WORK/show$l.sqlite"
-    "$TFTAP" show "$p" --db "$URI" --all | sed -E 's/call [0-9]+/call N/g' >"$WORK/show$l.pg"
+    "$TFTAP" show "$l" --db "$db" --all | sed -E 's/call [0-9]+/call N/g; s/^Run [0-9]+/Run N/' >"$WORK/show$l.sqlite"
+    "$TFTAP" show "$p" --db "$URI" --all | sed -E 's/call [0-9]+/call N/g; s/^Run [0-9]+/Run N/' >"$WORK/show$l.pg"
     if [ -s "$WORK/show$l.pg" ] && cmp -s "$WORK/show$l.sqlite" "$WORK/show$l.pg"; then
         ok "show $l: the pushed run $p equals it"
     else
         not_ok "show $l: pushed run $p differs (< SQLite, > PostgreSQL)"
         diff "$WORK/show$l.sqlite" "$WORK/show$l.pg" | head -10
     fi
-    ex() { "$TFTAP" export "$2" --db "$1" | jq -S -c 'del(.id, .run_id, .process_id)'; }
+    # key_id: a pushed run names the key it was hashed with (runs.key_id).
+    ex() { "$TFTAP" export "$2" --db "$1" | jq -S -c 'del(.id, .call_id, .run_id, .process_id, .key_id)'; }
     if cmp -s <(ex "$db" "$l") <(ex "$URI" "$p"); then
         ok "export $l: the pushed run $p equals it (times, pids, paths included)"
     else
@@ -177,8 +178,8 @@ check "push says the pushed run keeps its own key" grep -qx '1 pushed run keeps 
 "$TFTAP" push "$WORK/b.tftap" --to "$URI" >"$WORK/bundle.out" 2>&1
 check_eq "push BUNDLE: exit 0" "$?" 0
 check "push BUNDLE: pushed as run 6" grep -q "pushed as run 6 " "$WORK/bundle.out"
-"$TFTAP" show "$WORK/b.tftap" --all | sed -E 's/call [0-9]+/call N/g' >"$WORK/show.bundle"
-"$TFTAP" show 6 --db "$URI" --all | sed -E 's/call [0-9]+/call N/g' >"$WORK/show.bundle.pg"
+"$TFTAP" show "$WORK/b.tftap" --all | sed -E 's/call [0-9]+/call N/g; s/^Run [0-9]+/Run N/' >"$WORK/show.bundle"
+"$TFTAP" show 6 --db "$URI" --all | sed -E 's/call [0-9]+/call N/g; s/^Run [0-9]+/Run N/' >"$WORK/show.bundle.pg"
 if [ -s "$WORK/show.bundle.pg" ] && cmp -s "$WORK/show.bundle" "$WORK/show.bundle.pg"; then
     ok "push BUNDLE: show reads the pushed run as the bundle"
 else
@@ -312,10 +313,10 @@ psql5 "DROP VIEW v_calls; DROP VIEW v_resource_changes; DROP VIEW v_diagnostics;
 "$TFTAP" push 1 2 --db "$db" --to "$U5" >"$WORK/v5.out" 2>&1
 check_eq "version 5 record: migrated by push, which adds its runs" "$? $(tail -1 "$WORK/v5.out")" \
     "0 pushed 2 runs ($(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id <= 2") calls), 0 already there"
-check_eq "version 5 record: now the current version (8), every run a distinct uuid" \
+check_eq "version 5 record: now the current version (9), every run a distinct uuid" \
     "$(psql5 "SELECT (SELECT value FROM tftap_meta WHERE key = 'schema_version') || ' ' || count(DISTINCT uuid)
               || ' ' || count(*) FILTER (WHERE uuid ~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$')
-              FROM runs")" "8 5 5"
+              FROM runs")" "9 5 5"
 check_eq "version 5 record: the addresses it had, through the views" \
     "$(psql5 "SELECT string_agg(address, ' ' ORDER BY call_id) FROM v_resource_changes WHERE run_id = 1")" \
     "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT address FROM v_resource_changes WHERE run_id = 1 ORDER BY call_id)")"

@@ -73,6 +73,11 @@ check "export exits 0" [ $? -eq 0 ]
 check "export lines are JSON objects" jq -e -s 'length > 4 and all(.[]; .kind)' "$work/export.jsonl" >/dev/null
 check "export has the run, process and calls" \
     [ "$(jq -r -s '[.[].kind] | unique | join(",")' "$work/export.jsonl")" = "call,process,run" ]
+check "export: a call's keys are calls --json's, in order" \
+    [ "$(jq -r -s '[.[] | select(.kind == "call")][0] | del(.kind) | keys_unsorted | join(",")' "$work/export.jsonl")" = \
+      "$("$TFTAP" calls 5 --json | jq -r '.[0] | keys_unsorted | join(",")')" ]
+check "export: the run line carries uuid and key_id" \
+    [ "$(jq -r -s '.[] | select(.kind == "run") | [has("uuid"), has("key_id"), (.uuid | length)] | map(tostring) | join(",")' "$work/export.jsonl")" = "true,true,36" ]
 
 "$TFTAP" calls 999 2>"$work/err.txt"; rc=$?
 check "unknown run exits 1" [ $rc -eq 1 ]
@@ -106,7 +111,7 @@ if command -v sqlite3 >/dev/null; then
       INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, type_name)
         VALUES (1003, 100, 100, 3, '/tfplugin6.Provider/ReadDataSource', 'ReadDataSource', 6, 'p_x');"
     "$TFTAP" show 100 --db "$work/f.db" >"$work/f.txt"
-    check "show leads with the failures" [ "$(head -1 "$work/f.txt")" = "Run 100: 3 calls failed, the command exited 1." ]
+    check "show leads with the verdict" [ "$(head -1 "$work/f.txt")" = "Run 100 failed: the command exited 1; 3 calls failed." ]
     check "a failed ConfigureProvider with its diagnostic" \
         grep -q '^  # ConfigureProvider (example/p) failed: error diagnostics  \[call 1001\]$' "$work/f.txt"
     check "its summary, path and detail" grep -q '^  Error: bad token (at .token)$' "$work/f.txt"
@@ -125,9 +130,9 @@ if command -v sqlite3 >/dev/null; then
     check "--json keeps the diagnostic's path" \
         [ "$(jq -r '.failures[] | select(.call_id == 1001) | .diagnostics[0].attribute.path' "$work/f.json")" = .token ]
     check "calls --failed lists the three" \
-        [ "$("$TFTAP" calls 100 --db "$work/f.db" --failed | awk 'NR > 1 { print $1 ":" $5 }' | tr '\n' ' ')" = \
+        [ "$("$TFTAP" calls 100 --db "$work/f.db" --failed | awk '/^[0-9]/ { print $1 ":" $5 }' | tr '\n' ' ')" = \
           "1001:FAILED 1002:INTERNAL 1003:no " ]
-    "$TFTAP" calls 100 --db "$work/f.db" >"$work/f.calls"
+    "$TFTAP" calls 100 --db "$work/f.db" --all >"$work/f.calls"
     check "calls shows Shutdown as an expected close" \
         grep -q '^1004 .*Shutdown .* closed .*(expected close: UNAVAILABLE)$' "$work/f.calls"
     # A bundle keys a secret recorded in clear as the source database's

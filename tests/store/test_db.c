@@ -168,7 +168,7 @@ static void test_migrate_from_empty(void)
     CHECK_INT_EQ(store_resolve_run(s, "x1", &r2), TFTAP_EINVAL);
     store_close(s);
 
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 9);
     CHECK_INT_EQ(scalar(path, "SELECT exit_code FROM runs"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT json_array_length(args) FROM runs"), 2);
     CHECK_INT_EQ(scalar(path, "SELECT args = '[\"plan\",\"-out=x \\\"q\\\"\"]' FROM runs"), 1);
@@ -219,7 +219,7 @@ static void test_migrate_from_1(void)
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_resource_changes"), 0);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 9);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM processes WHERE binary_stat IS NULL"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT call_id FROM v_resource_changes WHERE method = "
@@ -243,7 +243,7 @@ static void test_migrate_from_3(void)
     store *s = NULL;
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 9);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs WHERE id = 1 AND cli_key IS NULL AND "
                               "recorders = 0 AND ended_us = 2 AND exit_code = 0"),
                  1);
@@ -306,20 +306,34 @@ static void test_migrate_from_3_calls(void)
              "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, stream, "
              "started_us, ended_us, status_code) VALUES (8, 1, 1, 8, "
              "'/plugin.GRPCBroker/StartStream', 'StartStream', 1, 1, 90, 13);"
+             /* 9: UNIMPLEMENTED from a provider built before identities. */
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+             "ended_us, status_code) VALUES (9, 1, 1, 9, "
+             "'/tfplugin5.Provider/GetResourceIdentitySchemas', 'GetResourceIdentitySchemas', "
+             "2, 3, 12);"
+             /* 10: UNIMPLEMENTED from a method no provider may lack. */
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+             "ended_us, status_code) VALUES (10, 1, 1, 10, "
+             "'/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', 4, 5, 12);"
+             /* 11: GetMetadata failing otherwise still fails. */
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+             "ended_us, status_code) VALUES (11, 1, 1, 11, "
+             "'/tfplugin6.Provider/GetMetadata', 'GetMetadata', 4, 5, 13);"
              "PRAGMA user_version = 3;");
     store *s = NULL;
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
-    CHECK_INT_EQ(scalar(path, "SELECT group_concat(name, ',') = 'call_id,run_id,process_id,"
-                              "provider,provider_version,protocol,call_seq,method,rpc,stream,"
-                              "type_name,address,started_us,ended_us,duration_us,in_flight,"
-                              "status_code,status_message,request_bytes,response_bytes,"
-                              "request_count,response_count,request_json,response_json,"
-                              "decode_error,status_name,error_count,warning_count,is_teardown,"
-                              "failed' FROM (SELECT name FROM pragma_table_info('v_calls') "
-                              "ORDER BY cid)"),
-                 1);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 9);
+    CHECK_INT_EQ(
+        scalar(path, "SELECT group_concat(name, ',') = 'call_id,run_id,process_id,"
+                     "provider,provider_version,protocol,call_seq,method,rpc,stream,"
+                     "type_name,address,started_us,ended_us,duration_us,in_flight,"
+                     "status_code,status_message,request_bytes,response_bytes,"
+                     "request_count,response_count,request_json,response_json,"
+                     "decode_error,status_name,error_count,warning_count,is_teardown,"
+                     "failed,expected_close' FROM (SELECT name FROM pragma_table_info('v_calls') "
+                     "ORDER BY cid)"),
+        1);
     CHECK_INT_EQ(scalar(path, "SELECT status_name = 'UNAVAILABLE' AND is_teardown AND NOT failed "
                               "FROM v_calls WHERE call_id = 1"),
                  1);
@@ -339,7 +353,27 @@ static void test_migrate_from_3_calls(void)
     CHECK_INT_EQ(scalar(path, "SELECT failed FROM v_calls WHERE call_id = 7"), 0);
     CHECK_INT_EQ(scalar(path, "SELECT failed AND NOT is_teardown FROM v_calls WHERE call_id = 8"),
                  1);
-    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_calls WHERE failed"), 4);
+    CHECK_INT_EQ(scalar(path, "SELECT expected_close AND NOT failed AND NOT is_teardown "
+                              "AND status_name = 'UNIMPLEMENTED' FROM v_calls WHERE call_id = 9"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT failed AND NOT expected_close FROM v_calls "
+                              "WHERE call_id = 10"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT failed AND NOT expected_close FROM v_calls "
+                              "WHERE call_id = 11"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT expected_close FROM v_calls WHERE call_id IN (1, 2)"), 1);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_calls WHERE failed"), 6);
+    /* The same rule in C. */
+    CHECK_INT_EQ(tftap_call_expected_close("/tfplugin5.Provider/GetResourceIdentitySchemas", 12),
+                 TFTAP_CLOSE_OPTIONAL);
+    CHECK_INT_EQ(tftap_call_expected_close("/tfplugin6.Provider/PlanResourceChange", 12), 0);
+    CHECK_INT_EQ(tftap_call_expected_close("/tfplugin6.Provider/GetMetadata", 13), 0);
+    CHECK_INT_EQ(tftap_call_expected_close("/plugin.GRPCStdio/StreamStdio", 14),
+                 TFTAP_CLOSE_TEARDOWN);
+    CHECK_INT_EQ(tftap_call_expected_close("/plugin.GRPCStdio/StreamStdio", 12),
+                 TFTAP_CLOSE_OPTIONAL);
+    CHECK_INT_EQ(tftap_call_expected_close("/plugin.GRPCBroker/StartStream", 13), 0);
 }
 
 /* Shims of one CLI command join one run; the last recorder to leave ends
@@ -412,7 +446,7 @@ static void test_migrate_from_5(void)
                                   "PRAGMA user_version = 5;");
     store *s = NULL;
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 9);
     CHECK_INT_EQ(uuid_ok(path, "id <= 3"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT count(DISTINCT uuid) FROM runs"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs WHERE key_id IS NOT NULL"), 0);
@@ -475,7 +509,7 @@ static void test_migrate_from_7(void)
     CHECK_INT_EQ(scalar(path, "SELECT count(address) FROM calls"), 2);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 8);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 9);
     CHECK_INT_EQ(scalar(path, "SELECT group_concat(call_id || '=' || coalesce(address, '-') || '/' "
                               "|| coalesce(address_note, '-'), ';') = '1=t_x.a[0]/identical to "
                               "a[1];2=-/values match none;3=data.t_d.d/-' FROM (SELECT * FROM "

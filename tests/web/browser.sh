@@ -125,7 +125,7 @@ jq -n --arg url "$(head -1 "$WORK/url")" --arg big_url "$(head -1 "$WORK/big-url
         \"updated_calls\": $updated_calls}" \
     --argjson b "{\"run\": $run_b,
         \"call\": $(q "SELECT id FROM calls WHERE run_id = $run_b AND rpc = 'ApplyResourceChange' AND status_code <> 0 ORDER BY id LIMIT 1"),
-        \"status\": $(q "SELECT status_code FROM calls WHERE run_id = $run_b AND rpc = 'ApplyResourceChange' AND status_code <> 0 ORDER BY id LIMIT 1")}" \
+        \"status\": \"$(q "SELECT status_name FROM v_calls WHERE run_id = $run_b AND rpc = 'ApplyResourceChange' AND status_code <> 0 ORDER BY call_id LIMIT 1")\"}" \
     --argjson c "{\"run\": $run_c, \"call\": $call_c}" \
     --argjson check "$("$TFTAP" check --db "$db" "$run_b" --json | jq -c '{violations, findings: (.findings | length)}')" \
     --argjson diff "$("$TFTAP" diff --db "$db" "$run_a" "$run_b" --json | jq -c '{same, differences, changes: (.changes | length)}')" \

@@ -74,19 +74,22 @@ function methodClass(rpc) {
 }
 
 /* What v_calls says: failed (error diagnostics, a failing status, never
- * answered), go-plugin's teardown closing as a provider exits, in flight, ok. */
+ * answered), an expected close (go-plugin's teardown closing as a provider
+ * exits, UNIMPLEMENTED from a method a provider may lack), in flight, ok.
+ * Statuses by name. */
 function statusOf(c) {
-  const name = c.status_name ? ' ' + c.status_name : '';
+  const name = c.status_name || (c.status_code === null ? '' : 'status ' + c.status_code);
   const msg = c.status_message ? ': ' + c.status_message : '';
   if (c.failed) {
-    if (c.status_code) return { cls: 's-err', short: 'error ' + c.status_code, text: 'error ' + c.status_code + name + msg };
+    if (c.status_code) return { cls: 's-err', short: name, text: 'failed: ' + name + msg };
     if (c.error_count) return { cls: 's-err', short: c.error_count + ' error' + (c.error_count === 1 ? '' : 's'), text: 'failed: ' + c.error_count + ' error diagnostic' + (c.error_count === 1 ? '' : 's') };
     return { cls: 's-err', short: 'no answer', text: 'failed: never answered' };
   }
-  if (c.teardown) return { cls: 's-closed', short: 'closed', text: 'closed as the provider exited' + (c.status_code ? ' (' + c.status_code + name + ')' : '') };
+  if (c.teardown) return { cls: 's-closed', short: 'closed', text: 'closed as the provider exited' + (c.status_code ? ' (' + name + ')' : '') };
+  if (c.expected_close) return { cls: 's-closed', short: 'closed', text: 'expected close: ' + name + ', a method this provider lacks and core does without' };
   if (c.ended_us === null || c.status_code === null) return { cls: 's-inflight', short: 'in flight', text: 'in flight' };
   if (c.status_code === 0) return { cls: 's-ok', short: 'ok', text: 'ok' + (c.warning_count ? ' (' + c.warning_count + ' warning' + (c.warning_count === 1 ? '' : 's') + ')' : '') };
-  return { cls: 's-err', short: 'error ' + c.status_code, text: 'error ' + c.status_code + name + msg };
+  return { cls: 's-err', short: name, text: name + msg };
 }
 
 function runLink(id) { return '/runs/' + id; }
@@ -388,7 +391,7 @@ function changesSection(run, filter) {
         el('summary', {}, el('strong', { class: 'act-' + act }, act), ' ',
           c.address ? el('a', { href: resourceLink(run, c.address) }, what) : what,
           ' ', el('a', { class: 'muted', href: callLink(run, c.call_id) }, c.rpc + ' #' + c.call_id),
-          c.status_code ? el('span', { class: 'status-err' }, ' error ' + c.status_code) : ''),
+          c.status_code ? el('span', { class: 'status-err' }, ' ' + (c.status_name || 'status ' + c.status_code)) : ''),
         el('pre', {}, c.text)));
     }
     offset = d.next || offset;
@@ -460,7 +463,7 @@ function waterfall(run, d, filters) {
     lanes.set(p.id, rows);
     laneBox.append(lane);
   }
-  const legend = el('div', { class: 'legend' }, ['m-plan plan', 'm-apply apply', 'm-read read/import/upgrade', 'm-config validate/configure', 'm-schema schema', 'm-other other', 's-err failed', 's-closed closed (teardown)', 's-inflight in flight']
+  const legend = el('div', { class: 'legend' }, ['m-plan plan', 'm-apply apply', 'm-read read/import/upgrade', 'm-config validate/configure', 'm-schema schema', 'm-other other', 's-err failed', 's-closed closed (expected)', 's-inflight in flight']
     .map(x => { const i = x.indexOf(' '); return el('span', { class: x.slice(0, i) }, el('i'), x.slice(i + 1)); }));
   const axisBox = el('div', { class: 'axis-box' }, axis(span));
   const more = el('div');

@@ -1,0 +1,264 @@
+/* cli: a run's verdict, which show, calls and runs say first: the command's
+ * exit code and every reason tftap knows the run failed (calls that failed,
+ * answers core rejects, records lost to gaps). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_store.h"
+#include "cli/verdict.h"
+
+struct run_read {
+    cli_verdict *v;
+    int detailed; /* -detailed-exitcode: 2 means changes, not failure */
+};
+
+static int run_row(void *ctx, const store_run_row *row)
+{
+    struct run_read *rr = ctx;
+    cli_verdict *v = rr->v;
+    v->known = 1;
+    v->running = row->ended_us == 0;
+    v->has_exit = row->has_exit_code;
+    v->exit_code = row->exit_code;
+    v->lost = row->dropped;
+    rr->detailed = row->args_json && strstr(row->args_json, "\"-detailed-exitcode\"") != NULL;
+    return 0;
+}
+
+static int count_failed(void *ctx, const store_call_row *row)
+{
+    cli_verdict *v = ctx;
+    if (!cli_verdict_unrecorded(v, row)) {
+        v->failed_calls++;
+        return 0;
+    }
+    int64_t *ids = realloc(v->unrecorded_ids, (size_t)(v->unrecorded + 1) * sizeof *ids);
+    if (!ids)
+        return TFTAP_ENOMEM;
+    v->unrecorded_ids = ids;
+    ids[v->unrecorded++] = row->id;
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int cli_verdict_unrecorded_id(const cli_verdict *v, int64_t call_id)
+{
+    return v && v->unrecorded &&
+           bsearch(&call_id, v->unrecorded_ids, (size_t)v->unrecorded, sizeof call_id, cmp_i64);
+}
+
+static int each_gap(void *ctx, const char *provider, const char *reason, int64_t lost)
+{
+    cli_verdict *v = ctx;
+    if (lost <= 0)
+        return 0;
+    if (!v->gap_reason && reason && !(v->gap_reason = strdup(reason)))
+        return TFTAP_ENOMEM;
+    char **p = realloc(v->gap_providers, (v->ngap_providers + 1) * sizeof *p);
+    if (!p)
+        return TFTAP_ENOMEM;
+    v->gap_providers = p;
+    if (!(p[v->ngap_providers] = strdup(provider ? provider : "")))
+        return TFTAP_ENOMEM;
+    v->ngap_providers++;
+    return 0;
+}
+
+int cli_verdict_unrecorded(const cli_verdict *v, const store_call_row *row)
+{
+    if (!v || !row->in_flight)
+        return 0;
+    for (size_t i = 0; i < v->ngap_providers; i++)
+        if (strcmp(v->gap_providers[i], row->provider ? row->provider : "") == 0)
+            return 1;
+    return 0;
+}
+
+int cli_verdict_read(store *s, int64_t run, cli_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->findings = (analysis_findings)ANALYSIS_FINDINGS_INIT;
+    struct run_read rr = {v, 0};
+    int rc = store_run_get(s, run, run_row, &rr);
+    if (rc)
+        return rc;
+    rc = store_run_gaps_each(s, run, each_gap, v);
+    if (rc)
+        return rc;
+    store_calls_filter only_failed = {NULL, NULL, 1};
+    rc = store_calls_query(s, run, &only_failed, count_failed, v);
+    if (rc)
+        return rc;
+    if (v->unrecorded)
+        qsort(v->unrecorded_ids, (size_t)v->unrecorded, sizeof *v->unrecorded_ids, cmp_i64);
+    rc = analysis_check_run(s, run, NULL, &v->findings);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < v->findings.n; i++) {
+        v->rejected += v->findings.v[i].verdict == ANALYSIS_REJECTS;
+        v->tolerated += v->findings.v[i].verdict == ANALYSIS_TOLERATES;
+    }
+    /* A run is failed or clean exactly as the command saw it. */
+    int ok_exit = v->has_exit && (v->exit_code == 0 || (rr.detailed && v->exit_code == 2));
+    if (ok_exit) {
+        v->unconfirmed = v->rejected;
+        v->rejected = 0;
+    }
+    v->failed = v->has_exit ? !ok_exit : (v->failed_calls || v->rejected);
+    return 0;
+}
+
+void cli_verdict_done(cli_verdict *v)
+{
+    analysis_findings_done(&v->findings);
+    for (size_t i = 0; i < v->ngap_providers; i++)
+        free(v->gap_providers[i]);
+    free(v->gap_providers);
+    free(v->gap_reason);
+    free(v->unrecorded_ids);
+    v->unrecorded_ids = NULL;
+    v->gap_providers = NULL;
+    v->ngap_providers = 0;
+    v->gap_reason = NULL;
+}
+
+int cli_verdict_failed(const cli_verdict *v)
+{
+    return v->failed;
+}
+
+const analysis_finding *cli_verdict_reject_of(const cli_verdict *v, int64_t call_id)
+{
+    for (size_t i = 0; v->rejected && i < v->findings.n; i++)
+        if (v->findings.v[i].call_id == call_id && v->findings.v[i].verdict == ANALYSIS_REJECTS)
+            return &v->findings.v[i];
+    return NULL;
+}
+
+/* "3 records lost (gaps: REASON; 2 calls not recorded)". */
+static void lost_text(const cli_verdict *v, const char *sep, tftap_buf *b)
+{
+    const char *why = v->gap_reason ? v->gap_reason : "the record is incomplete";
+    tftap_buf_printf(b, "%s%lld record%s lost (gaps: %.120s%s", sep, (long long)v->lost,
+                     v->lost == 1 ? "" : "s", why, strlen(why) > 120 ? "..." : "");
+    if (v->unrecorded)
+        tftap_buf_printf(b, "; %lld call%s not recorded", (long long)v->unrecorded,
+                         v->unrecorded == 1 ? "" : "s");
+    tftap_buf_putc(b, ')');
+}
+
+/* The reasons, "; "-separated, each counted. */
+static void reasons(const cli_verdict *v, tftap_buf *b)
+{
+    const char *sep = "";
+    if (v->has_exit && v->exit_code != 0) {
+        tftap_buf_printf(b, "the command exited %d", v->exit_code);
+        sep = "; ";
+    }
+    if (v->rejected) {
+        tftap_buf_printf(b, "%s%zu answer%s core rejects", sep, v->rejected,
+                         v->rejected == 1 ? "" : "s");
+        sep = "; ";
+    }
+    if (v->failed_calls) {
+        tftap_buf_printf(b, "%s%lld call%s failed", sep, (long long)v->failed_calls,
+                         v->failed_calls == 1 ? "" : "s");
+        sep = "; ";
+    }
+    if (v->lost)
+        lost_text(v, sep, b);
+}
+
+void cli_verdict_line(const cli_verdict *v, int64_t run, tftap_buf *b)
+{
+    if (v->running) {
+        tftap_buf_printf(b, "Run %lld is still running", (long long)run);
+        if (cli_verdict_failed(v)) {
+            tftap_buf_puts(b, "; so far: ");
+            reasons(v, b);
+        }
+    } else if (cli_verdict_failed(v)) {
+        tftap_buf_printf(b, "Run %lld failed: ", (long long)run);
+        reasons(v, b);
+    } else if (v->has_exit) {
+        tftap_buf_printf(b, "Run %lld succeeded: the command exited %d", (long long)run,
+                         v->exit_code);
+        if (!v->failed_calls && !v->unconfirmed && !v->lost && !v->unrecorded)
+            tftap_buf_puts(b, ", every call was answered as core expects");
+        else if (v->failed_calls)
+            tftap_buf_printf(b, "; %lld call%s failed and core carried on",
+                             (long long)v->failed_calls, v->failed_calls == 1 ? "" : "s");
+    } else if (!v->failed_calls && !v->lost && !v->unrecorded) {
+        tftap_buf_printf(b,
+                         "Run %lld: every call was answered as core expects; the command's "
+                         "exit code was not recorded (a tftap wrap run)",
+                         (long long)run);
+    } else {
+        tftap_buf_printf(b, "Run %lld: the command's exit code was not recorded (a tftap wrap run)",
+                         (long long)run);
+    }
+    if (!v->failed && v->lost)
+        lost_text(v, "; ", b);
+    if (v->tolerated)
+        tftap_buf_printf(b, " (%zu tolerated legacy finding%s: core accepts %s)", v->tolerated,
+                         v->tolerated == 1 ? "" : "s", v->tolerated == 1 ? "it" : "them");
+    if (v->unconfirmed)
+        tftap_buf_printf(b,
+                         " (tftap check names %zu answer%s core would reject, but the command "
+                         "succeeded: see tftap check)",
+                         v->unconfirmed, v->unconfirmed == 1 ? "" : "s");
+    tftap_buf_puts(b, ".\n");
+}
+
+void cli_verdict_short(const cli_verdict *v, tftap_buf *b)
+{
+    if (cli_verdict_failed(v))
+        reasons(v, b);
+}
+
+void cli_verdict_json(const cli_verdict *v, tftap_buf *b)
+{
+    tftap_buf_printf(b, "{\"failed\":%s,\"running\":%s,\"exit_code\":",
+                     cli_verdict_failed(v) ? "true" : "false", v->running ? "true" : "false");
+    if (v->has_exit)
+        tftap_buf_printf(b, "%d", v->exit_code);
+    else
+        tftap_buf_puts(b, "null");
+    tftap_buf_printf(b,
+                     ",\"failed_calls\":%lld,\"records_lost\":%lld,\"not_recorded\":%lld,"
+                     "\"tolerated\":%zu,\"unconfirmed\":%zu",
+                     (long long)v->failed_calls, (long long)v->lost, (long long)v->unrecorded,
+                     v->tolerated, v->unconfirmed);
+    tftap_buf_puts(b, ",\"rejected\":[");
+    int n = 0;
+    for (size_t i = 0; v->rejected && i < v->findings.n; i++) {
+        const analysis_finding *f = &v->findings.v[i];
+        if (f->verdict != ANALYSIS_REJECTS)
+            continue;
+        tftap_buf_printf(b, "%s{\"call_id\":%lld,\"method\":", n++ ? "," : "",
+                         (long long)f->call_id);
+        cli_json_str(b, f->rpc);
+        tftap_buf_puts(b, ",\"address\":");
+        cli_json_str(b, f->address);
+        tftap_buf_puts(b, ",\"type_name\":");
+        cli_json_str(b, f->type_name);
+        tftap_buf_puts(b, ",\"rule\":");
+        cli_json_str(b, f->rule);
+        tftap_buf_puts(b, ",\"path\":");
+        cli_json_str(b, f->path);
+        tftap_buf_puts(b, ",\"expected\":");
+        cli_json_raw(b, f->expected);
+        tftap_buf_puts(b, ",\"actual\":");
+        cli_json_raw(b, f->actual);
+        tftap_buf_puts(b, ",\"message\":");
+        cli_json_str(b, f->message);
+        tftap_buf_putc(b, '}');
+    }
+    tftap_buf_puts(b, "]}");
+}

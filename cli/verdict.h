@@ -1,0 +1,65 @@
+/* cli: a run's verdict (verdict.c). Private to cli/. */
+#ifndef TFTAP_CLI_VERDICT_H
+#define TFTAP_CLI_VERDICT_H
+
+#include <stdint.h>
+
+#include "analysis/analysis.h"
+#include "common/common.h"
+#include "store/store.h"
+
+/* What tftap knows of how a run ended: its exit code, its failed calls
+ * (v_calls.failed), the answers core rejects (tftap check's findings) and
+ * the records lost to gaps (runs.dropped). */
+typedef struct cli_verdict {
+    int known;   /* the run's row was read */
+    int running; /* not ended yet */
+    int has_exit, exit_code;
+    int64_t failed_calls;
+    int64_t lost;
+    analysis_findings findings; /* every finding of the check */
+    size_t rejected, tolerated; /* findings core rejects, tolerates */
+    /* The command exited 0 (or 2 for plan -detailed-exitcode), so core
+     * rejected nothing: findings that say it would are the check's own
+     * mistake (say, a call named by the wrong address) and are no reason;
+     * they are counted here and rejected is 0. */
+    size_t unconfirmed;
+    int failed;
+    /* Providers with gaps in the run, and the first gap's reason: a call of
+     * theirs never answered was lost to the gap, not failed. */
+    char **gap_providers;
+    size_t ngap_providers;
+    char *gap_reason;
+    int64_t unrecorded;      /* calls never answered for that reason */
+    int64_t *unrecorded_ids; /* theirs, ascending */
+} cli_verdict;
+
+/* Read run's verdict (the check included). Returns 0, or a store or
+ * analysis error; cli_verdict_done is due either way. */
+int cli_verdict_read(store *s, int64_t run, cli_verdict *v);
+void cli_verdict_done(cli_verdict *v);
+/* 1 when the run failed as the command did: a non-zero exit code (2 of
+ * plan -detailed-exitcode aside); without an exit code, a failed call or
+ * an answer core rejects. */
+int cli_verdict_failed(const cli_verdict *v);
+/* 1 when row was never answered and its provider lost records to a gap
+ * in the run: "not recorded", not failed. */
+int cli_verdict_unrecorded(const cli_verdict *v, const store_call_row *row);
+/* The same by call id (for rows that are no store_call_row). */
+int cli_verdict_unrecorded_id(const cli_verdict *v, int64_t call_id);
+/* The (first) finding by which core rejects call_id's answer, or NULL
+ * (none, or the run succeeded: see unconfirmed). */
+const analysis_finding *cli_verdict_reject_of(const cli_verdict *v, int64_t call_id);
+/* "Run N failed: the command exited 1; 1 answer core rejects; ...\n", or
+ * that it succeeded, is running, or has no exit code; tolerated legacy
+ * findings counted apart. */
+void cli_verdict_line(const cli_verdict *v, int64_t run, tftap_buf *b);
+/* The reasons alone ("the command exited 1; 1 call failed"), nothing for a
+ * run that did not fail. */
+void cli_verdict_short(const cli_verdict *v, tftap_buf *b);
+/* {"failed", "running", "exit_code", "failed_calls", "records_lost",
+ * "tolerated", "unconfirmed", "rejected": [{call_id, method, address, type_name, rule,
+ * path, expected, actual, message}]} */
+void cli_verdict_json(const cli_verdict *v, tftap_buf *b);
+
+#endif
