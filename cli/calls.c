@@ -151,10 +151,10 @@ static void call_json(tftap_buf *b, const store_call_row *r)
     cli_json_str(b, r->status_name);
     tftap_buf_printf(b,
                      ",\"error_count\":%lld,\"warning_count\":%lld,\"is_teardown\":%s,"
-                     "\"failed\":%s,\"expected_close\":%s}",
+                     "\"failed\":%s,\"expected_close\":%s,\"not_recorded\":%s}",
                      (long long)r->error_count, (long long)r->warning_count,
                      r->is_teardown ? "true" : "false", r->failed ? "true" : "false",
-                     r->expected_close ? "true" : "false");
+                     r->expected_close ? "true" : "false", r->not_recorded ? "true" : "false");
 }
 
 /* One word for what became of the call (see usage_text). */

@@ -319,7 +319,9 @@ static int each_change(void *ctx, const store_change_row *c)
         told.failed = failed;
         int rc = analysis_render_change(&told,
                                         (x->color ? ANALYSIS_RENDER_COLOR : 0) |
-                                            (failed != c->failed ? ANALYSIS_RENDER_UNRECORDED : 0),
+                                            (cli_verdict_unrecorded_id(x->verdict, c->call_id)
+                                                 ? ANALYSIS_RENDER_UNRECORDED
+                                                 : 0),
                                         b);
         if (rc) {
             tftap_buf_done(&blk);

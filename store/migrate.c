@@ -321,16 +321,24 @@ static const char *const migrations[] = {
      * failure: v_calls.expected_close (appended, the other columns
      * unchanged) is go-plugin's teardown (is_teardown) or UNIMPLEMENTED from
      * a method a provider may lack (OPTIONAL_RPCS; tftap_call_expected_close
-     * in common/ is the same rule in C), and failed leaves both out. */
-    ("DROP VIEW v_calls;"
+     * in common/ is the same rule in C), and failed leaves both out. A call
+     * without its end in a process whose record has a gap was not recorded
+     * to its end (v_calls.not_recorded, appended), which is no failure of
+     * the provider's either. processes.start_error: why a provider
+     * process did not start, in its shim's words. */
+    ("ALTER TABLE processes ADD COLUMN start_error TEXT;"
+     "DROP VIEW v_calls;"
      "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
      "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"
      "  duration_us, in_flight, status_code, status_message, request_bytes, response_bytes,"
      "  request_count, response_count, request_json, response_json, decode_error,"
      "  status_name, error_count, warning_count, is_teardown,"
      "  NOT (is_teardown OR optional_absent) AND (error_count > 0"
-     "    OR coalesce(status_code, 0) != 0 OR (in_flight AND ended_elsewhere)) AS failed,"
-     "  (is_teardown OR optional_absent) AS expected_close"
+     "    OR coalesce(status_code, 0) != 0"
+     "    OR (in_flight AND ended_elsewhere AND NOT process_lost)) AS failed,"
+     "  (is_teardown OR optional_absent) AS expected_close,"
+     "  NOT (is_teardown OR optional_absent) AND in_flight AND ended_elsewhere AND process_lost"
+     "    AS not_recorded"
      "  FROM (SELECT"
      "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
      "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, a.address,"
@@ -360,7 +368,8 @@ static const char *const migrations[] = {
      "    AND (c.status_code IS NULL OR c.status_code IN (0, 1, 14)) AS is_teardown,"
      "  coalesce(c.status_code, -1) = 12 AND c.method IN " OPTIONAL_RPCS " AS optional_absent,"
      "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"
-     "    IS NOT NULL) AS ended_elsewhere"
+     "    IS NOT NULL) AS ended_elsewhere,"
+     "  coalesce(p.dropped, 0) > 0 AS process_lost"
      "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id"
      "  LEFT JOIN call_addresses a ON a.call_id = c.id);"),
 };
@@ -654,17 +663,22 @@ static const char *const pg_migrations[] = {
      "  d ->> 'detail' AS detail, d #>> '{attribute,path}' AS attribute"
      "  FROM calls c LEFT JOIN call_addresses a ON a.call_id = c.id,"
      "    " PG_DIAGS("c.response_json") " d;"),
-    /* 9: see migrations[9] (v_calls.expected_close). */
+    /* 9: see migrations[9] (v_calls.expected_close and not_recorded,
+     * processes.start_error). */
     /* clang-format off */
-    ("DROP VIEW v_calls;"
+    ("ALTER TABLE processes ADD COLUMN start_error text;"
+     "DROP VIEW v_calls;"
      "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
      "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"
      "  duration_us, in_flight, status_code, status_message, request_bytes, response_bytes,"
      "  request_count, response_count, request_json, response_json, decode_error,"
      "  status_name, error_count, warning_count, is_teardown,"
      "  NOT (is_teardown OR optional_absent) AND (error_count > 0"
-     "    OR coalesce(status_code, 0) != 0 OR (in_flight AND ended_elsewhere)) AS failed,"
-     "  (is_teardown OR optional_absent) AS expected_close"
+     "    OR coalesce(status_code, 0) != 0"
+     "    OR (in_flight AND ended_elsewhere AND NOT process_lost)) AS failed,"
+     "  (is_teardown OR optional_absent) AS expected_close,"
+     "  NOT (is_teardown OR optional_absent) AND in_flight AND ended_elsewhere AND process_lost"
+     "    AS not_recorded"
      "  FROM (SELECT"
      "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
      "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, a.address,"
@@ -690,7 +704,8 @@ static const char *const pg_migrations[] = {
      "    AND (c.status_code IS NULL OR c.status_code IN (0, 1, 14)) AS is_teardown,"
      "  coalesce(c.status_code, -1) = 12 AND c.method IN " OPTIONAL_RPCS " AS optional_absent,"
      "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"
-     "    IS NOT NULL) AS ended_elsewhere"
+     "    IS NOT NULL) AS ended_elsewhere,"
+     "  coalesce(p.dropped, 0) > 0 AS process_lost"
      "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id"
      "  LEFT JOIN call_addresses a ON a.call_id = c.id) AS x;"),
     /* clang-format on */

@@ -146,6 +146,7 @@ int store_call_rows(sdb_stmt *st, int (*fn)(void *ctx, const store_call_row *row
             .has_protocol = sdb_column_type(st, 28) != SDB_NULL,
             .protocol = sdb_column_int(st, 28),
             .expected_close = sdb_column_int(st, 29),
+            .not_recorded = sdb_column_int(st, 30),
         };
         if (found)
             *found = 1;
@@ -166,7 +167,8 @@ int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
         "FROM v_calls v WHERE v.run_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR "
         "lower(v.rpc) = lower(CAST(?2 AS TEXT)) OR lower(v.method) = lower(CAST(?2 AS TEXT))) "
         "AND (CAST(?3 AS TEXT) IS NULL OR v.type_name = ?3) "
-        "AND (CAST(?4 AS INTEGER) = 0 OR v.failed) ORDER BY v.started_us, v.call_id",
+        "AND (CAST(?4 AS INTEGER) = 0 OR v.failed OR v.not_recorded) "
+        "ORDER BY v.started_us, v.call_id",
         &st);
     if (rc != SDB_OK)
         return store_err(rc);
@@ -334,7 +336,8 @@ static const char *const export_sql[] = {
     "'decode_error', decode_error, 'status_name', status_name, 'error_count', error_count, "
     "'warning_count', warning_count, 'is_teardown', json(CASE WHEN is_teardown THEN 'true' "
     "ELSE 'false' END), 'failed', json(CASE WHEN failed THEN 'true' ELSE 'false' END), "
-    "'expected_close', json(CASE WHEN expected_close THEN 'true' ELSE 'false' END)) "
+    "'expected_close', json(CASE WHEN expected_close THEN 'true' ELSE 'false' END), "
+    "'not_recorded', json(CASE WHEN not_recorded THEN 'true' ELSE 'false' END)) "
     "FROM v_calls WHERE run_id = ?1 ORDER BY started_us, call_id",
     "SELECT json_object('kind', 'gap', 'id', id, 'run_id', run_id, 'process_id', process_id, "
     "'lost', lost, 'recorded_us', recorded_us, 'reason', reason) FROM gaps WHERE run_id = ?1 "
@@ -355,7 +358,8 @@ static const char *const export_sql_pg[] = {
     "type_name, address, started_us, ended_us, duration_us, in_flight, status_code, "
     "status_message, request_bytes, response_bytes, request_count, response_count, "
     "tftap_json(request_json) AS request_json, tftap_json(response_json) AS response_json, "
-    "decode_error, status_name, error_count, warning_count, is_teardown, failed, expected_close "
+    "decode_error, status_name, error_count, warning_count, is_teardown, failed, expected_close, "
+    "not_recorded "
     "FROM v_calls WHERE run_id = ?1 ORDER BY started_us, call_id) AS x",
     "SELECT row_to_json(x) FROM (SELECT 'gap'::text AS kind, id, run_id, process_id, lost, "
     "recorded_us, reason FROM gaps WHERE run_id = ?1 ORDER BY id) AS x",

@@ -330,12 +330,16 @@ typedef struct store_call_row {
     /* Ended as its client expects though not OK: teardown, or UNIMPLEMENTED
      * from a method a provider may lack (tftap_call_expected_close). */
     int expected_close;
+    /* No end in the record, and its process's record has a gap: the answer
+     * was not recorded (lost with what the gap counts), which says nothing
+     * of how the call went; never failed. */
+    int not_recorded;
 } store_call_row;
 
 typedef struct store_calls_filter {
     const char *method; /* full path or rpc name, either case; NULL: any */
     const char *type;   /* type_name; NULL: any */
-    int failed_only;    /* only calls with v_calls.failed */
+    int failed_only;    /* only calls a post-mortem reads: v_calls.failed or not_recorded */
 } store_calls_filter;
 /* Calls of a run in start order, those the filter (NULL: all) keeps. */
 int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,

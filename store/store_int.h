@@ -80,7 +80,7 @@ static inline int store_finish(sdb_stmt *st, int rc, int cb)
     "v.response_bytes, v.request_count, v.response_count, v.type_name, v.address, "
 #define STORE_CALL_TAIL                                                                            \
     ", v.decode_error, v.status_name, v.error_count, v.warning_count, v.is_teardown, v.failed, "   \
-    "v.in_flight, v.provider_version, v.protocol, v.expected_close "
+    "v.in_flight, v.provider_version, v.protocol, v.expected_close, v.not_recorded "
 /* Hand each row of st (selected as above) to fn, then finalize st; *found
  * (may be NULL) is set when there was a row. */
 int store_call_rows(sdb_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,

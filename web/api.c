@@ -214,11 +214,11 @@ static void call_json(tftap_buf *b, const store_call_row *c, int with_json)
     tftap_buf_puts(b, ",\"status_message\":");
     put_str(b, c->status_message);
     tftap_buf_printf(b,
-                     ",\"failed\":%s,\"teardown\":%s,\"expected_close\":%s,\"error_count\":%lld,"
-                     "\"warning_count\":%lld",
+                     ",\"failed\":%s,\"teardown\":%s,\"expected_close\":%s,"
+                     "\"not_recorded\":%s,\"error_count\":%lld,\"warning_count\":%lld",
                      c->failed ? "true" : "false", c->is_teardown ? "true" : "false",
-                     c->expected_close ? "true" : "false", (long long)c->error_count,
-                     (long long)c->warning_count);
+                     c->expected_close ? "true" : "false", c->not_recorded ? "true" : "false",
+                     (long long)c->error_count, (long long)c->warning_count);
     tftap_buf_printf(b,
                      ",\"request_bytes\":%lld,\"response_bytes\":%lld,\"request_count\":%lld,"
                      "\"response_count\":%lld,\"type_name\":",

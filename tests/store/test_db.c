@@ -14,7 +14,9 @@ static char tmpdir[256];
 /* Back from version 6 (runs.uuid, runs.key_id) to 5. */
 /* Version 8 undone: addresses back into calls (whose last columns they
  * were), call_addresses gone, the views as version 7 made them. */
+/* Version 9 added processes.start_error (its views are undone with 8's). */
 #define UNDO_8                                                                                     \
+    "ALTER TABLE processes DROP COLUMN start_error;"                                               \
     "DROP VIEW v_calls; DROP VIEW v_resource_changes; DROP VIEW v_diagnostics;"                    \
     "ALTER TABLE calls ADD COLUMN address TEXT; ALTER TABLE calls ADD COLUMN address_note TEXT;"   \
     "UPDATE calls SET address = (SELECT address FROM call_addresses a WHERE a.call_id = "          \
@@ -319,21 +321,28 @@ static void test_migrate_from_3_calls(void)
              "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
              "ended_us, status_code) VALUES (11, 1, 1, 11, "
              "'/tfplugin6.Provider/GetMetadata', 'GetMetadata', 4, 5, 13);"
+             /* 12: no end in a process whose record has a gap: not recorded,
+              * no failure. */
+             "INSERT INTO processes (id, run_id, started_us, ended_us, dropped) "
+             "VALUES (3, 1, 1, 50, 2);"
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us) "
+             "VALUES (12, 1, 3, 1, '/tfplugin6.Provider/ApplyResourceChange', "
+             "'ApplyResourceChange', 10);"
              "PRAGMA user_version = 3;");
     store *s = NULL;
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
     CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 9);
-    CHECK_INT_EQ(
-        scalar(path, "SELECT group_concat(name, ',') = 'call_id,run_id,process_id,"
-                     "provider,provider_version,protocol,call_seq,method,rpc,stream,"
-                     "type_name,address,started_us,ended_us,duration_us,in_flight,"
-                     "status_code,status_message,request_bytes,response_bytes,"
-                     "request_count,response_count,request_json,response_json,"
-                     "decode_error,status_name,error_count,warning_count,is_teardown,"
-                     "failed,expected_close' FROM (SELECT name FROM pragma_table_info('v_calls') "
-                     "ORDER BY cid)"),
-        1);
+    CHECK_INT_EQ(scalar(path, "SELECT group_concat(name, ',') = 'call_id,run_id,process_id,"
+                              "provider,provider_version,protocol,call_seq,method,rpc,stream,"
+                              "type_name,address,started_us,ended_us,duration_us,in_flight,"
+                              "status_code,status_message,request_bytes,response_bytes,"
+                              "request_count,response_count,request_json,response_json,"
+                              "decode_error,status_name,error_count,warning_count,is_teardown,"
+                              "failed,expected_close,not_recorded' FROM (SELECT name FROM "
+                              "pragma_table_info('v_calls') "
+                              "ORDER BY cid)"),
+                 1);
     CHECK_INT_EQ(scalar(path, "SELECT status_name = 'UNAVAILABLE' AND is_teardown AND NOT failed "
                               "FROM v_calls WHERE call_id = 1"),
                  1);
@@ -364,6 +373,13 @@ static void test_migrate_from_3_calls(void)
                  1);
     CHECK_INT_EQ(scalar(path, "SELECT expected_close FROM v_calls WHERE call_id IN (1, 2)"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_calls WHERE failed"), 6);
+    CHECK_INT_EQ(scalar(path, "SELECT not_recorded AND NOT failed AND in_flight FROM v_calls "
+                              "WHERE call_id = 12"),
+                 1);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_calls WHERE not_recorded"), 1);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM pragma_table_info('processes') WHERE name = "
+                              "'start_error'"),
+                 1);
     /* The same rule in C. */
     CHECK_INT_EQ(tftap_call_expected_close("/tfplugin5.Provider/GetResourceIdentitySchemas", 12),
                  TFTAP_CLOSE_OPTIONAL);

@@ -74,7 +74,7 @@ function methodClass(rpc) {
 }
 
 /* What v_calls says: failed (error diagnostics, a failing status, never
- * answered), an expected close (go-plugin's teardown closing as a provider
+ * answered), not recorded (no end, and the record has a gap), an expected close (go-plugin's teardown closing as a provider
  * exits, UNIMPLEMENTED from a method a provider may lack), in flight, ok.
  * Statuses by name. */
 function statusOf(c) {
@@ -85,6 +85,7 @@ function statusOf(c) {
     if (c.error_count) return { cls: 's-err', short: c.error_count + ' error' + (c.error_count === 1 ? '' : 's'), text: 'failed: ' + c.error_count + ' error diagnostic' + (c.error_count === 1 ? '' : 's') };
     return { cls: 's-err', short: 'no answer', text: 'failed: never answered' };
   }
+  if (c.not_recorded) return { cls: 's-inflight', short: 'not recorded', text: 'not recorded: its answer was lost with what the record\'s gap counts (no failure of the provider\'s)' };
   if (c.teardown) return { cls: 's-closed', short: 'closed', text: 'closed as the provider exited' + (c.status_code ? ' (' + name + ')' : '') };
   if (c.expected_close) return { cls: 's-closed', short: 'closed', text: 'expected close: ' + name + ', a method this provider lacks and core does without' };
   if (c.ended_us === null || c.status_code === null) return { cls: 's-inflight', short: 'in flight', text: 'in flight' };
