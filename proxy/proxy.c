@@ -142,6 +142,24 @@ static void client_gone(struct run *run)
     }
 }
 
+/* The provider did not start: the recorder is told why (err's words, and
+ * the line it printed instead of a handshake), and everything is handed
+ * over before we go on (the client may kill us as soon as it hears). */
+static void start_failed(proxy_tee **tee, const tftap_buf *err, const char *line)
+{
+    tftap_buf why = TFTAP_BUF_INIT;
+    if (err != NULL && err->len > 0)
+        tftap_buf_append(&why, err->data, err->len);
+    else
+        tftap_buf_puts(&why, "it did not start");
+    if (line != NULL)
+        tftap_buf_printf(&why, " (it printed: %.200s)", line);
+    proxy_tee_start_failed(*tee, tftap_buf_cstr(&why));
+    tftap_buf_done(&why);
+    proxy_tee_free(*tee);
+    *tee = NULL;
+}
+
 /* The recorder process went away before the end (killed, crashed): its
  * pipe broke. We outlived it, so the gap is ours to write: what the relay
  * saw against what the record holds. */
@@ -439,18 +457,21 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     }
 
     /* Fork before any thread of ours starts. */
-    if (plugin_child_spawn(&run.child, cfg->binary, cfg->args, child_env, err) != 0)
-        goto cleanup;
+    int spawned = plugin_child_spawn(&run.child, cfg->binary, cfg->args, child_env, err) == 0;
     /* The recorder hears of the process at once, named, so that a provider
-     * that fails to start is one in the record too (and the tee's goodbye
-     * tells the recorder that we ended on purpose). */
+     * that fails to start is one in the record too, with why (and the
+     * tee's goodbye tells the recorder that we ended on purpose). */
     if (proxy_tee_new(rec.fd, PROXY_TEE_MAX_BYTES, &tee) != 0) {
         if (err)
             tftap_buf_puts(err, "out of memory");
         goto cleanup;
     }
     proxy_tee_process(tee, cfg->provider != NULL ? cfg->provider : "", cfg->version, cfg->binary, 0,
-                      (int)run.child.pid);
+                      spawned ? (int)run.child.pid : 0);
+    if (!spawned) {
+        start_failed(&tee, err, NULL);
+        goto cleanup;
+    }
     /* A key pair and a TLS context cost a few ms of CPU (more under load):
      * made while a Go provider starts (tens of ms), they are off the path
      * the client waits on at every provider start, three times per plan. */
@@ -462,11 +483,15 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     if (client_cert != NULL && plugin_tls_server_ctx(&cert, client_cert, &server_tls, err) != 0)
         goto cleanup;
     if (plugin_child_read_handshake(&run.child, run.sig_fd, PLUGIN_HANDSHAKE_TIMEOUT_MS, &line,
-                                    err) != 0)
+                                    err) != 0) {
+        start_failed(&tee, err, NULL);
         goto cleanup;
+    }
     if (plugin_handshake_parse(line, strlen(line), &hs, err) != 0) {
         /* Not a handshake: the client gets the line the provider printed,
-         * as it would without us (go-plugin shows it in its error). */
+         * as it would without us (go-plugin shows it in its error), and
+         * kills us then: the record hears of it first. */
+        start_failed(&tee, err, line);
         size_t n = strlen(line);
         if (n > 0 && write(cfg->out_fd, line, n) == (ssize_t)n &&
             write(cfg->out_fd, "\n", 1) != 1) {

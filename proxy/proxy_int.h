@@ -53,6 +53,7 @@ enum proxy_rec_kind {
     PROXY_REC_LOST = 5,    /* call_id = events the tee dropped since the last one; no payload */
     PROXY_REC_BYE = 6,     /* the shim ends on purpose, nothing follows; no payload. EOF
                             * without it: the shim died (killed) */
+    PROXY_REC_START_FAILED = 7, /* the provider did not start: why, as text */
 };
 
 struct proxy_rec_frame {
@@ -82,7 +83,8 @@ typedef struct proxy_recpipe_sink {
                     uint8_t *bytes, size_t len);
     void (*end)(void *ctx, uint64_t call_id, int64_t t_us, int status, const char *message);
     void (*lost)(void *ctx, uint64_t n, enum store_lost why);
-    void (*bye)(void *ctx); /* may be NULL */
+    void (*bye)(void *ctx);                           /* may be NULL */
+    void (*start_failed)(void *ctx, const char *why); /* may be NULL */
 } proxy_recpipe_sink;
 
 /* Read frames from fd until EOF (recpipe.c), messages up to max_message
@@ -129,6 +131,9 @@ void proxy_tee_begin(proxy_tee *t, uint64_t call_id, const char *method, int64_t
  * prefix); freed by the tee whatever happens. */
 void proxy_tee_message(proxy_tee *t, uint64_t call_id, enum store_direction dir, int64_t t_us,
                        uint8_t *data, size_t len);
+/* The provider did not start: why (cut to what the reader takes). Goes
+ * out at once, ahead of anything gathered. */
+void proxy_tee_start_failed(proxy_tee *t, const char *why);
 /* Count a message (or a call) the relay could not hand over as lost. */
 void proxy_tee_lost(proxy_tee *t);
 void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status, const char *message);

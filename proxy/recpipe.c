@@ -80,6 +80,7 @@ static size_t kind_max(uint32_t kind, size_t max_message)
         return 3 * PROXY_REC_TEXT_MAX + 2;
     case PROXY_REC_BEGIN:
     case PROXY_REC_END:
+    case PROXY_REC_START_FAILED:
         return PROXY_REC_TEXT_MAX;
     case PROXY_REC_MESSAGE:
         return max_message;
@@ -161,6 +162,15 @@ int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sin
                           f.b);
             break;
         }
+        case PROXY_REC_START_FAILED:
+            if (memchr(payload, '\0', f.len) != NULL) {
+                sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
+                bad++;
+                break;
+            }
+            if (sink->start_failed != NULL)
+                sink->start_failed(sink->ctx, payload);
+            break;
         case PROXY_REC_BEGIN:
         case PROXY_REC_END:
             if (memchr(payload, '\0', f.len) != NULL) {

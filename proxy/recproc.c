@@ -171,6 +171,12 @@ static void on_end(void *ctx, uint64_t call_id, int64_t t_us, int status, const 
     store_recorder_call_end(k->rec, call_id, t_us, status, message);
 }
 
+static void on_start_failed(void *ctx, const char *why)
+{
+    struct recsink *k = ctx;
+    store_recorder_start_failed(k->rec, why);
+}
+
 static void on_bye(void *ctx)
 {
     ((struct recsink *)ctx)->bye = 1;
@@ -255,7 +261,8 @@ static otlp_exporter *recorder_main(int fd, int hold, const char *db,
     }
     if (store_recorder_open(db, &o, &k.rec) != 0)
         k.rec = NULL;
-    proxy_recpipe_sink sink = {&k, on_process, on_begin, on_message, on_end, on_lost, on_bye};
+    proxy_recpipe_sink sink = {&k,     on_process, on_begin, on_message,
+                               on_end, on_lost,    on_bye,   on_start_failed};
     (void)proxy_recpipe_read(fd, PROXY_REC_MESSAGE_MAX, &sink);
     if (!k.bye) /* the shim died: we outlived it, the gap is ours to write */
         store_recorder_lost(k.rec, k.begun > k.ended ? k.begun - k.ended : 0, STORE_LOST_SHIM_DIED);

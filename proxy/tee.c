@@ -27,7 +27,7 @@
 #define TEE_URGENT_BYTES ((size_t)1 << 20) /* this much queued: write at once */
 #define TEE_IOV 256                        /* iovecs per writev */
 
-enum tee_kind { TEE_PROCESS, TEE_BEGIN, TEE_MESSAGE, TEE_END, TEE_LOST };
+enum tee_kind { TEE_PROCESS, TEE_BEGIN, TEE_MESSAGE, TEE_END, TEE_LOST, TEE_START_FAILED };
 
 struct tee_event {
     struct tee_event *next;
@@ -149,6 +149,9 @@ static int frame(struct tee_event *ev)
         break;
     case TEE_LOST:
         f->kind = PROXY_REC_LOST;
+        break;
+    case TEE_START_FAILED:
+        f->kind = PROXY_REC_START_FAILED;
         break;
     }
     if (ev->kind != TEE_MESSAGE) {
@@ -332,7 +335,7 @@ static void push(proxy_tee *t, struct tee_event *ev)
     t->tail = ev;
     /* A process event goes out at once: it names the process before its
      * provider may fail to start, and the client then kills us. */
-    if (ev->kind == TEE_PROCESS)
+    if (ev->kind == TEE_PROCESS || ev->kind == TEE_START_FAILED)
         t->urgent = 1;
     if (t->state == TEE_IDLE ||
         (t->state == TEE_GATHERING && (t->queued_bytes >= TEE_URGENT_BYTES || t->urgent))) {
@@ -420,6 +423,15 @@ void proxy_tee_message(proxy_tee *t, uint64_t call_id, enum store_direction dir,
     ev->len = len;
     ev->bytes = len;
     push(t, ev);
+}
+
+void proxy_tee_start_failed(proxy_tee *t, const char *why)
+{
+    if (t == NULL)
+        return;
+    struct tee_event *ev = event_new(t, TEE_START_FAILED, why);
+    if (ev != NULL)
+        push(t, ev);
 }
 
 void proxy_tee_lost(proxy_tee *t)

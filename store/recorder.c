@@ -208,8 +208,23 @@ void store_recorder_process(store_recorder *r, const char *provider_addr, const 
     char *a = store_rec_dupstr(provider_addr), *v = store_rec_dupstr(version),
          *b = store_rec_dupstr(binary_path);
     pthread_mutex_lock(&r->mu);
+    char *why = r->pinfo.start_error; /* told apart: kept */
+    r->pinfo.start_error = NULL;
     store_rec_procinfo_done(&r->pinfo);
-    r->pinfo = (struct procinfo){a, v, b, protocol_version, pid, 1};
+    r->pinfo = (struct procinfo){a, v, b, why, protocol_version, pid, 1};
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void store_recorder_start_failed(store_recorder *r, const char *why)
+{
+    if (!r)
+        return;
+    char *w = store_rec_dupstr(why && *why ? why : "it did not start");
+    pthread_mutex_lock(&r->mu);
+    free(r->pinfo.start_error);
+    r->pinfo.start_error = w;
+    r->pinfo.changed = 1;
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
 }

@@ -21,6 +21,7 @@ char *store_rec_dupstr(const char *s)
 void store_rec_procinfo_done(struct procinfo *p)
 {
     free(p->provider);
+    free(p->start_error);
     free(p->version);
     free(p->binary_path);
 }
@@ -77,6 +78,7 @@ void store_rec_op_free(struct op *o)
     free(o->decode_error);
     free(o->bytes);
     free(o->provider);
+    free(o->start_error);
     free(o->version);
     free(o->binary_path);
     free(o->reason);

@@ -671,6 +671,7 @@ static void sync_procinfo(store_recorder *r)
         p.provider = store_rec_dupstr(r->pinfo.provider);
         p.version = store_rec_dupstr(r->pinfo.version);
         p.binary_path = store_rec_dupstr(r->pinfo.binary_path);
+        p.start_error = store_rec_dupstr(r->pinfo.start_error);
         p.protocol = r->pinfo.protocol;
         p.pid = r->pinfo.pid;
         p.changed = 1;
@@ -733,6 +734,7 @@ static void emit_process(store_recorder *r)
     o->provider = dup_counted(o, r->proc.provider);
     o->version = dup_counted(o, r->proc.version);
     o->binary_path = dup_counted(o, r->proc.binary_path);
+    o->start_error = dup_counted(o, r->proc.start_error);
     o->protocol = r->proc.protocol;
     o->pid = r->proc.pid;
     if (r->have_binary_sha) {

@@ -96,6 +96,7 @@ struct call {
 
 struct procinfo {
     char *provider, *version, *binary_path;
+    char *start_error; /* why the provider did not start, or NULL */
     int protocol, pid;
     int changed;
 };
@@ -120,7 +121,7 @@ struct op {
     unsigned char *bytes; /* OP_RAW message, OP_SCHEMA raw (NULL: link only) */
     size_t len;
     /* OP_PROCESS */
-    char *provider, *version, *binary_path;
+    char *provider, *version, *binary_path, *start_error;
     int protocol, pid;
     char binary_sha[65];
     char binary_stat[BINARY_STAT_LEN];

@@ -208,7 +208,8 @@ static int ensure_run_and_process(store_recorder *r)
             sdb_stmt *st = NULL;
             rc = run_sql(r->db,
                          "UPDATE processes SET provider = ?, version = ?, protocol = ?, pid = ?, "
-                         "binary_path = ?, binary_sha256 = ?, binary_stat = ? WHERE id = ?",
+                         "binary_path = ?, binary_sha256 = ?, binary_stat = ?, start_error = ? "
+                         "WHERE id = ?",
                          &st);
             if (rc)
                 return rc;
@@ -221,7 +222,8 @@ static int ensure_run_and_process(store_recorder *r)
             bind_text_or_null(st, 5, r->sproc.binary_path);
             bind_text_or_null(st, 6, r->sbinary_sha[0] ? r->sbinary_sha : NULL);
             bind_text_or_null(st, 7, r->sbinary_stat[0] ? r->sbinary_stat : NULL);
-            sdb_bind_int64(st, 8, r->process_row);
+            bind_text_or_null(st, 8, r->sproc.start_error);
+            sdb_bind_int64(st, 9, r->process_row);
             rc = step_ok(st);
             sdb_finalize(st);
             if (rc)
@@ -235,15 +237,16 @@ static int apply_process(store_recorder *r, const struct op *o)
 {
     /* Keep a copy: a process row re-made after a failed transaction needs it. */
     char *a = store_rec_dupstr(o->provider), *v = store_rec_dupstr(o->version),
-         *b = store_rec_dupstr(o->binary_path);
+         *b = store_rec_dupstr(o->binary_path), *e = store_rec_dupstr(o->start_error);
     store_rec_procinfo_done(&r->sproc);
-    r->sproc = (struct procinfo){a, v, b, o->protocol, o->pid, 0};
+    r->sproc = (struct procinfo){a, v, b, e, o->protocol, o->pid, 0};
     memcpy(r->sbinary_sha, o->binary_sha, sizeof r->sbinary_sha);
     memcpy(r->sbinary_stat, o->binary_stat, sizeof r->sbinary_stat);
     sdb_stmt *st = NULL;
     int rc = run_sql(r->db,
                      "UPDATE processes SET provider = ?, version = ?, protocol = ?, pid = ?, "
-                     "binary_path = ?, binary_sha256 = ?, binary_stat = ? WHERE id = ?",
+                     "binary_path = ?, binary_sha256 = ?, binary_stat = ?, start_error = ? "
+                     "WHERE id = ?",
                      &st);
     if (rc)
         return rc;
@@ -256,7 +259,8 @@ static int apply_process(store_recorder *r, const struct op *o)
     bind_text_or_null(st, 5, o->binary_path);
     bind_text_or_null(st, 6, o->binary_sha[0] ? o->binary_sha : NULL);
     bind_text_or_null(st, 7, o->binary_stat[0] ? o->binary_stat : NULL);
-    sdb_bind_int64(st, 8, r->process_row);
+    bind_text_or_null(st, 8, o->start_error);
+    sdb_bind_int64(st, 9, r->process_row);
     rc = step_ok(st);
     sdb_finalize(st);
     if (rc == SDB_OK && r->opts.run_id == 0 && o->binary_path)

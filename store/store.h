@@ -91,6 +91,9 @@ enum store_direction { STORE_REQUEST = 0, STORE_RESPONSE = 1 };
 int store_recorder_open(const char *db_path, const store_recorder_opts *opts, store_recorder **out);
 
 /* The provider process this recorder records for. */
+/* The provider process did not start (why: its shim's words): recorded
+ * as processes.start_error. */
+void store_recorder_start_failed(store_recorder *r, const char *why);
 void store_recorder_process(store_recorder *r, const char *provider_addr, const char *version,
                             const char *binary_path, int protocol_version, int pid);
 
