@@ -204,6 +204,19 @@ case $line in
 "1|6|unix|$work/"*"|grpc|") pass "plaintext handshake: protocol 6, our socket in PLUGIN_UNIX_SOCKET_DIR" ;;
 *) fail "handshake line: $line" ;;
 esac
+# go-plugin prints its handshake before it starts catching SIGINT: until
+# then an interrupt kills the provider, with tftap as without. Wait until
+# the provider catches it (SigCgt in its /proc status).
+catches_int() {
+    local p
+    p=$(pgrep -P "$sig_pid" | head -1)
+    [ -n "$p" ] && [ $((0x$(awk '/^SigCgt:/ { print $2 }' "/proc/$p/status" 2>/dev/null || echo 0) & 2)) -ne 0 ]
+}
+i=0
+while [ $i -lt 300 ] && ! catches_int; do
+    sleep 0.1
+    i=$((i + 1))
+done
 kill -INT "$sig_pid"
 # go-plugin's server logs each interrupt it receives (and ignores) on the
 # provider's stderr, which is tftap's: that line is the provider saying it
