@@ -293,9 +293,15 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     }
 
     if (wrap_discover(workdir, cli, &set, &err) != 0) {
-        /* Recording never stands in the way of the command (the CLI has
-         * its own word on a config it cannot read): it runs unwrapped,
-         * recorded as a run without calls. */
+        if (!set.unreadable) {
+            /* What the config says is wrong (a shim that would start tftap
+             * again): the CLI would fail on it too, so say it and stop. */
+            cli_error("%s", tftap_buf_cstr(&err));
+            goto cleanup;
+        }
+        /* A file tftap cannot read never stands in the way of the command
+         * (the CLI has its own word on it): it runs unwrapped, recorded as
+         * a run without calls. */
         cli_error("%s; running the command without recording its providers", tftap_buf_cstr(&err));
         wrap_set_done(&set);
         memset(&set, 0, sizeof set);

@@ -496,11 +496,16 @@ int wrap_discover(const char *workdir, const char *cli, struct wrap_set *set, tf
         } else if (rc != 0) {
             tftap_buf_printf(err, "cannot read CLI config %s: %s", set->user_config,
                              rc == TFTAP_EIO ? strerror(errno) : tftap_strerror(rc));
+            set->unreadable = 1;
             goto cleanup;
         }
         if ((rc = hcl_tokenize(tftap_buf_cstr(&set->user_text), set->user_text.len, &cfg_toks)) !=
-            0)
+            0) {
+            tftap_buf_printf(err, "cannot read CLI config %s: %s", set->user_config,
+                             tftap_strerror(rc));
+            set->unreadable = 1;
             goto cleanup;
+        }
         hcl_walk(&cfg_toks, &(struct hcl_walk_cb){.attr = config_attr, .ctx = &s});
     }
 
@@ -515,10 +520,14 @@ int wrap_discover(const char *workdir, const char *cli, struct wrap_set *set, tf
     } else if (rc != 0) {
         tftap_buf_printf(err, "cannot read %s: %s", lock_path,
                          rc == TFTAP_EIO ? strerror(errno) : tftap_strerror(rc));
+        set->unreadable = 1;
         goto cleanup;
     } else {
-        if ((rc = hcl_tokenize(tftap_buf_cstr(&lock), lock.len, &lock_toks)) != 0)
+        if ((rc = hcl_tokenize(tftap_buf_cstr(&lock), lock.len, &lock_toks)) != 0) {
+            tftap_buf_printf(err, "cannot read %s: %s", lock_path, tftap_strerror(rc));
+            set->unreadable = 1;
             goto cleanup;
+        }
         hcl_walk(&lock_toks,
                  &(struct hcl_walk_cb){.attr = lock_attr, .block = lock_block, .ctx = &s});
     }

@@ -27,6 +27,8 @@ struct wrap_set {
                           * wrote, read again) */
     char *user_config;   /* the user's CLI config file, NULL if none */
     tftap_buf user_text; /* its contents ("" if none) */
+    int unreadable;      /* wrap_discover failed on a file it could not read or tokenize
+                          * (the CLI config or the lock file), not on what it says */
 };
 
 /* Find the providers of the configuration in workdir: those in
