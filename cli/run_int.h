@@ -58,6 +58,7 @@ char *cli_version_finish(const char *cli_path, struct captured *c);
 struct run_signals {
     pid_t sentinel; /* -1: none, signals sent by kill(2) are all passed on */
     int cmd_fd, ack_fd;
+    int installed; /* our handlers are in place (old holds what they replaced) */
     struct sigaction old[4], old_chld;
 };
 

@@ -35,6 +35,8 @@
 
 static const int relayed[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 #define NRELAYED (sizeof relayed / sizeof relayed[0])
+_Static_assert(NRELAYED == sizeof((struct run_signals *)0)->old / sizeof(struct sigaction),
+               "a saved disposition per relayed signal");
 
 struct received {
     int sig;
@@ -104,8 +106,10 @@ int run_signals_start(struct run_signals *rs)
     memset(rs, 0, sizeof *rs);
     rs->sentinel = -1;
     rs->cmd_fd = rs->ack_fd = -1;
-    if (pipe2(self_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    if (pipe2(self_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        self_pipe[0] = self_pipe[1] = -1;
         return -1;
+    }
     /* The sentinel first, so it never sees our handlers. Without one,
      * signals are passed on by the old rule (only what kill(2) sent). */
     if (pipe2(cmd, O_CLOEXEC) == 0) {
@@ -138,11 +142,14 @@ int run_signals_start(struct run_signals *rs)
         sigaction(relayed[i], &sa, &rs->old[i]);
     sa.sa_flags |= SA_NOCLDSTOP;
     sigaction(SIGCHLD, &sa, &rs->old_chld);
+    rs->installed = 1;
     return 0;
 }
 
 void run_signals_child(const struct run_signals *rs)
 {
+    if (!rs->installed)
+        return;
     for (size_t i = 0; i < NRELAYED; i++)
         sigaction(relayed[i], &rs->old[i], NULL);
     sigaction(SIGCHLD, &rs->old_chld, NULL);
@@ -177,13 +184,6 @@ static void sentinel_drain(struct run_signals *rs)
         (void)!read(rs->ack_fd, &c, 1);
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* 1 if sig is pending at the sentinel (sent to the group), which is then
  * made to take it off; 0 if not or it cannot be told. */
 static int sentinel_saw(struct run_signals *rs, int sig)
@@ -196,6 +196,13 @@ static int sentinel_saw(struct run_signals *rs, int sig)
 
 int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
 {
+    if (self_pipe[0] < 0) {
+        /* Nothing could be set up: signals take their old course. */
+        while (waitpid(pid, status, 0) < 0)
+            if (errno != EINTR)
+                return -1;
+        return 0;
+    }
     /* Per relayed signal, the burst that came: until when it is held (0:
      * none), and whether the group got a copy meanwhile. The copies of one
      * burst (timeout's two, say) are one signal to pass on or not. */
@@ -233,11 +240,11 @@ int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
                 continue;
             }
             if (held_until[i] == 0) {
-                held_until[i] = now_ms() + SIGNAL_GRACE_MS;
+                held_until[i] = tftap_mono_ms() + SIGNAL_GRACE_MS;
                 group_got[i] = 0;
             }
         }
-        int64_t now = now_ms();
+        int64_t now = tftap_mono_ms();
         for (size_t i = 0; i < NRELAYED; i++) {
             if (held_until[i] == 0)
                 continue;
@@ -254,9 +261,12 @@ int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
 
 void run_signals_stop(struct run_signals *rs)
 {
-    for (size_t i = 0; i < NRELAYED; i++)
-        sigaction(relayed[i], &rs->old[i], NULL);
-    sigaction(SIGCHLD, &rs->old_chld, NULL);
+    if (rs->installed) {
+        for (size_t i = 0; i < NRELAYED; i++)
+            sigaction(relayed[i], &rs->old[i], NULL);
+        sigaction(SIGCHLD, &rs->old_chld, NULL);
+        rs->installed = 0;
+    }
     if (rs->sentinel > 0) {
         close(rs->cmd_fd); /* EOF: it exits */
         close(rs->ack_fd);
