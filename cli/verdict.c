@@ -22,7 +22,9 @@ static int run_row(void *ctx, const store_run_row *row)
     v->has_exit = row->has_exit_code;
     v->exit_code = row->exit_code;
     v->lost = row->dropped;
-    rr->detailed = row->args_json && strstr(row->args_json, "\"-detailed-exitcode\"") != NULL;
+    /* Go's flag package takes -flag and --flag alike. */
+    rr->detailed = row->args_json && (strstr(row->args_json, "\"-detailed-exitcode\"") ||
+                                      strstr(row->args_json, "\"--detailed-exitcode\""));
     return 0;
 }
 
