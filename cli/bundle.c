@@ -115,7 +115,7 @@ static int print_summary(const char *file, int json, const store_bundle_info *in
     cli_verdict v;
     memset(&v, 0, sizeof v);
     if (!rc)
-        rc = cli_verdict_read(b, id, &v);
+        rc = cli_verdict_read(b, id, 0, &v);
     if (rc || stat(file, &st) != 0) {
         cli_error("reading the bundle %s back: %s", file, rc ? store_errmsg(b) : strerror(errno));
         rc = 1;

@@ -274,7 +274,7 @@ int cli_calls(int argc, char **argv)
                           NULL,           0,      0};
     /* The verdict first; --failed keeps the answers core rejects too, which
      * v_calls.failed does not know (they come from tftap check). */
-    rc = cli_verdict_read(r.s, r.run, &v);
+    rc = cli_verdict_read(r.s, r.run, 0, &v);
     f.failed_only = 0;
     if (!rc && !r.json && (cli_verdict_failed(&v) || v.running)) {
         cli_verdict_line(&v, r.run, &c.out);

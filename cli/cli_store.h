@@ -45,6 +45,11 @@ int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_i
  * caller), sets *path to the file read and *run; *owned (free()d by the
  * caller) holds the path when it had to be cut from FILE:RUN. Returns 0,
  * or 1 or 2 after printing one error. */
+/* A bundle (file; anything else passes) is checked before it is believed:
+ * every schema against its digest (its values were decoded with them, a
+ * replay answers with them). 0, or 1 after one line naming the damage. */
+int cli_bundle_intact(store *s, const char *file);
+
 int cli_open_run(const char *db_path, const char *operand, store **s, const char **path,
                  int64_t *run, char **owned);
 

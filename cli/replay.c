@@ -282,6 +282,10 @@ static int read_source(const char *path, const char *run_spec, int64_t *run, str
         store_close(s);
         return 1;
     }
+    if (cli_bundle_intact(s, path)) {
+        store_close(s);
+        return 1;
+    }
     const char *shown = STORE_SHOWN(path);
     rc = store_resolve_run(s, run_spec, run);
     if (rc != 0) {

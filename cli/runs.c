@@ -63,7 +63,7 @@ static int each_run(void *ctx, const store_run_row *r)
     struct runs_ctx *c = ctx;
     tftap_buf *b = &c->out;
     cli_verdict v;
-    int rc = cli_verdict_read(c->s, r->id, &v);
+    int rc = cli_verdict_read(c->s, r->id, CLI_VERDICT_LAZY, &v);
     if (rc) {
         cli_verdict_done(&v);
         return rc;

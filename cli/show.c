@@ -471,7 +471,7 @@ int cli_show(int argc, char **argv)
         cli_read_done(&r);
         return exit_code;
     }
-    rc = cli_verdict_read(r.s, run, &v);
+    rc = cli_verdict_read(r.s, run, 0, &v);
     x.verdict = &v;
     store_calls_filter only_failed = {NULL, NULL, 1};
     if (!rc)

@@ -188,6 +188,22 @@ static int is_file(const char *path)
     return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
 }
 
+int cli_bundle_intact(store *s, const char *file)
+{
+    if (store_path_is_url(file) || store_file_is_bundle(file) != 1)
+        return 0;
+    char bad[65];
+    int rc = store_schemas_verify(s, bad);
+    if (rc == 0)
+        return 0;
+    if (rc == TFTAP_EDECODE)
+        cli_error("%s: the schema %.16s... does not match its digest: the bundle is damaged", file,
+                  bad);
+    else
+        cli_error("reading %s: %s", file, store_errmsg(s));
+    return 1;
+}
+
 int cli_open_run(const char *db_path, const char *operand, store **s, const char **path,
                  int64_t *run, char **owned)
 {
@@ -227,7 +243,9 @@ int cli_open_run(const char *db_path, const char *operand, store **s, const char
      * no database at all. */
     if (open_store(file, STORE_OPEN_READONLY, s))
         goto fail;
-    int rc = cli_resolve_run(*s, file, spec, run);
+    int rc = cli_bundle_intact(*s, file);
+    if (rc == 0)
+        rc = cli_resolve_run(*s, file, spec, run);
     if (rc == 0)
         return 0;
     store_close(*s);

@@ -22,7 +22,9 @@ static int run_row(void *ctx, const store_run_row *row)
     v->has_exit = row->has_exit_code;
     v->exit_code = row->exit_code;
     v->lost = row->dropped;
-    rr->detailed = row->args_json && strstr(row->args_json, "\"-detailed-exitcode\"") != NULL;
+    /* Go's flag package takes -flag and --flag alike. */
+    rr->detailed = row->args_json && (strstr(row->args_json, "\"-detailed-exitcode\"") ||
+                                      strstr(row->args_json, "\"--detailed-exitcode\""));
     return 0;
 }
 
@@ -78,7 +80,7 @@ int cli_verdict_unrecorded(const cli_verdict *v, const store_call_row *row)
     return row->not_recorded;
 }
 
-int cli_verdict_read(store *s, int64_t run, cli_verdict *v)
+int cli_verdict_read(store *s, int64_t run, int flags, cli_verdict *v)
 {
     memset(v, 0, sizeof *v);
     v->findings = (analysis_findings)ANALYSIS_FINDINGS_INIT;
@@ -95,15 +97,18 @@ int cli_verdict_read(store *s, int64_t run, cli_verdict *v)
         return rc;
     if (v->unrecorded)
         qsort(v->unrecorded_ids, (size_t)v->unrecorded, sizeof *v->unrecorded_ids, cmp_i64);
-    rc = analysis_check_run(s, run, NULL, &v->findings);
-    if (rc)
-        return rc;
+    /* A run is failed or clean exactly as the command saw it. */
+    int ok_exit = v->has_exit && (v->exit_code == 0 || (rr.detailed && v->exit_code == 2));
+    if (!(ok_exit && (flags & CLI_VERDICT_LAZY))) {
+        rc = analysis_check_run(s, run, NULL, &v->findings);
+        if (rc)
+            return rc;
+        v->checked = 1;
+    }
     for (size_t i = 0; i < v->findings.n; i++) {
         v->rejected += v->findings.v[i].verdict == ANALYSIS_REJECTS;
         v->tolerated += v->findings.v[i].verdict == ANALYSIS_TOLERATES;
     }
-    /* A run is failed or clean exactly as the command saw it. */
-    int ok_exit = v->has_exit && (v->exit_code == 0 || (rr.detailed && v->exit_code == 2));
     if (ok_exit) {
         v->unconfirmed = v->rejected;
         v->rejected = 0;
@@ -222,8 +227,9 @@ void cli_verdict_short(const cli_verdict *v, tftap_buf *b)
 
 void cli_verdict_json(const cli_verdict *v, tftap_buf *b)
 {
-    tftap_buf_printf(b, "{\"failed\":%s,\"running\":%s,\"exit_code\":",
-                     cli_verdict_failed(v) ? "true" : "false", v->running ? "true" : "false");
+    tftap_buf_printf(b, "{\"failed\":%s,\"running\":%s,\"checked\":%s,\"exit_code\":",
+                     cli_verdict_failed(v) ? "true" : "false", v->running ? "true" : "false",
+                     v->checked ? "true" : "false");
     if (v->has_exit)
         tftap_buf_printf(b, "%d", v->exit_code);
     else

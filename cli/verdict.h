@@ -25,6 +25,7 @@ typedef struct cli_verdict {
      * they are counted here and rejected is 0. */
     size_t unconfirmed;
     int failed;
+    int checked; /* the check ran: findings, rejected, tolerated, unconfirmed hold */
     /* Providers with gaps in the run, and the first gap's reason: a call of
      * theirs never answered was lost to the gap, not failed. */
     char **gap_providers;
@@ -34,9 +35,13 @@ typedef struct cli_verdict {
     int64_t *unrecorded_ids; /* theirs, ascending */
 } cli_verdict;
 
-/* Read run's verdict (the check included). Returns 0, or a store or
- * analysis error; cli_verdict_done is due either way. */
-int cli_verdict_read(store *s, int64_t run, cli_verdict *v);
+/* Read run's verdict, the check included unless flags has
+ * CLI_VERDICT_LAZY and the command succeeded (its findings could not make
+ * the run failed: a list of many runs needs no check of each clean one).
+ * Returns 0, or a store or analysis error; cli_verdict_done is due either
+ * way. */
+enum { CLI_VERDICT_LAZY = 1 };
+int cli_verdict_read(store *s, int64_t run, int flags, cli_verdict *v);
 void cli_verdict_done(cli_verdict *v);
 /* 1 when the run failed as the command did: a non-zero exit code (2 of
  * plan -detailed-exitcode aside); without an exit code, a failed call or
@@ -57,7 +62,7 @@ void cli_verdict_line(const cli_verdict *v, int64_t run, tftap_buf *b);
 /* The reasons alone ("the command exited 1; 1 call failed"), nothing for a
  * run that did not fail. */
 void cli_verdict_short(const cli_verdict *v, tftap_buf *b);
-/* {"failed", "running", "exit_code", "failed_calls", "records_lost",
+/* {"failed", "running", "checked", "exit_code", "failed_calls", "records_lost",
  * "tolerated", "unconfirmed", "rejected": [{call_id, method, address, type_name, rule,
  * path, expected, actual, message}]} */
 void cli_verdict_json(const cli_verdict *v, tftap_buf *b);

@@ -288,6 +288,30 @@ int store_calls_each(store *s, int64_t run_id, const char *method, const char *t
     return store_calls_query(s, run_id, &f, fn, ctx);
 }
 
+int store_schemas_verify(store *s, char bad[65])
+{
+    sdb_stmt *st = NULL;
+    bad[0] = '\0';
+    int rc = sdb_prepare(s->db, "SELECT sha256, encoding, size, raw FROM schemas", &st);
+    if (rc != SDB_OK)
+        return store_err(rc);
+    int err = 0;
+    while (!err && (rc = sdb_step(st)) == SDB_ROW) {
+        const char *sha = store_col_text(st, 0), *enc = store_col_text(st, 1);
+        const void *raw = sdb_column_blob(st, 3);
+        size_t n = (size_t)sdb_column_bytes(st, 3);
+        char got[65];
+        if (enc && strcmp(enc, "identity") != 0)
+            continue; /* no other encoding is written; nothing to hash against */
+        tftap_sha256_hex(raw, n, got);
+        if (!sha || strcmp(sha, got) != 0 || sdb_column_int64(st, 2) != (int64_t)n) {
+            snprintf(bad, 65, "%s", sha ? sha : "");
+            err = TFTAP_EDECODE;
+        }
+    }
+    return store_finish(st, err ? SDB_DONE : rc, err);
+}
+
 int store_run_names_each(store *s, int64_t run_id,
                          int (*fn)(void *ctx, const char *rpc, const char *type_name,
                                    const char *address),

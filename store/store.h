@@ -351,6 +351,12 @@ int store_calls_query(store *s, int64_t run_id, const store_calls_filter *f,
 int store_calls_each(store *s, int64_t run_id, const char *method, const char *type,
                      int (*fn)(void *ctx, const store_call_row *row), void *ctx);
 
+/* Every stored schema against its digest (schemas.sha256, of the raw
+ * response) and size: 0, TFTAP_EDECODE with the first damaged one's digest
+ * in bad, or a store error. A bundle is someone's evidence: a reader checks
+ * it before believing it. */
+int store_schemas_verify(store *s, char bad[65]);
+
 /* The distinct (rpc, type_name, address) of a run's calls, either of the
  * last two NULL when the call has none: what filters may name. */
 int store_run_names_each(store *s, int64_t run_id,

@@ -308,4 +308,23 @@ check "corrupted bundles: some were refused with an error" test "$errors" -gt 10
 check_eq "a text file as SOURCE: the error" "$(cd "$other" && "$TFTAP" show "$WORK/text.tftap" 2>&1)" \
     "tftap: cannot read $WORK/text.tftap: not a tftap database or bundle, or one of another tftap version"
 check_eq "an empty file as SOURCE is left empty" "$(stat -c %s "$WORK/empty.tftap")" 0
+
+# A bundle is checked before it is believed: a schema whose bytes no longer
+# match its digest (a flipped byte, as a damaged copy would have) is one
+# line naming it, exit 1, for every reader of a RUN and for replay.
+cp "$out/a1.tftap" "$WORK/damaged.tftap"
+sqlite3 "$WORK/damaged.tftap" "UPDATE schemas SET raw = CAST(zeroblob(1) || substr(raw, 2) AS BLOB)
+    WHERE sha256 = (SELECT min(sha256) FROM schemas)"
+bad=$(sqlite3 "$WORK/damaged.tftap" "SELECT substr(min(sha256), 1, 16) FROM schemas")
+# (check, which exits 1 for what it finds, exits 2 on an error.)
+for c in show:1 calls:1 export:1 check:2; do
+    "$TFTAP" ${c%:*} "$WORK/damaged.tftap" >/dev/null 2>"$WORK/damaged.err"
+    check_eq "a damaged schema: ${c%:*} exits ${c#*:} with one line" "$? $(cat "$WORK/damaged.err")" \
+        "${c#*:} tftap: $WORK/damaged.tftap: the schema $bad... does not match its digest: the bundle is damaged"
+done
+"$TFTAP" replay "$WORK/damaged.tftap" --out "$WORK/damaged-out" >/dev/null 2>"$WORK/damaged.err"
+check_eq "a damaged schema: replay refuses it too" "$? $(cat "$WORK/damaged.err")" \
+    "1 tftap: $WORK/damaged.tftap: the schema $bad... does not match its digest: the bundle is damaged"
+"$TFTAP" show "$out/a1.tftap" >/dev/null 2>&1
+check_eq "the undamaged bundle still reads" "$?" 0
 finish

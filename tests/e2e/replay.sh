@@ -72,6 +72,9 @@ run_plan=$(last_run "$db")
 apply_rc=$?
 run_apply=$(last_run "$db")
 check_eq "the original plan has changes (-detailed-exitcode)" "$plan_rc" 2
+check_eq "plan -detailed-exitcode's 2 (changes) reads as success" \
+    "$("$TFTAP" show --db "$db" "$run_plan" | head -n 1 | cut -d, -f1)" \
+    "Run $run_plan succeeded: the command exited 2"
 check_eq "the original apply succeeds" "$apply_rc" 0
 check_eq "both protocols recorded" \
     "$(sqlite3 "$db" "SELECT group_concat(DISTINCT protocol) FROM (SELECT protocol FROM processes

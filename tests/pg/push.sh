@@ -295,9 +295,11 @@ pg_psql "CREATE DATABASE v5" >/dev/null
 U5=$(pg_uri v5)
 psql5() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$U5" -c "$1"; }
 "$TFTAP" push 1 --db "$db" --to "$U5" >/dev/null 2>&1 || not_ok "push into a new database"
-# Version 8 undone first: addresses back into calls, under views that
-# read them there (the migration replaces them).
-psql5 "DROP VIEW v_calls; DROP VIEW v_resource_changes; DROP VIEW v_diagnostics;
+# Version 9 undone first (processes.start_error; the views follow), then
+# version 8: addresses back into calls, under views that read them there
+# (the migration replaces them).
+psql5 "ALTER TABLE processes DROP COLUMN start_error;
+       DROP VIEW v_calls; DROP VIEW v_resource_changes; DROP VIEW v_diagnostics;
        ALTER TABLE calls ADD COLUMN address text, ADD COLUMN address_note text;
        UPDATE calls c SET address = a.address, address_note = a.address_note FROM call_addresses a
            WHERE a.call_id = c.id;
