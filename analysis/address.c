@@ -24,15 +24,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_VALS 4
+/* What is known of an instance, by when it was so. */
+enum moment {
+    MO_B0, /* the state the run started from (`CLI state pull`) */
+    MO_BR, /* a saved plan's prior state: the objects as refreshed */
+    MO_AP, /* a saved plan's planned values */
+    MO_AS, /* the state the run left */
+    MO_N
+};
+/* Values per moment: a plan's change and its prior state say the same
+ * object twice; a deposed object is one more. */
+#define MAX_PER 3
+/* Values per side of the index (before: B0 and BR; after: AP and AS). */
+#define MAX_VALS (2 * MAX_PER)
 
 struct instance {
     char *address; /* owned */
     const char *type;
-    int data;                        /* a data source (mode "data") */
-    const sj_node *before[MAX_VALS]; /* the object before the run */
-    const sj_node *after[MAX_VALS];  /* planned or applied values */
-    unsigned nbefore, nafter;
+    int data; /* a data source (mode "data") */
+    const sj_node *val[MO_N][MAX_PER];
+    const sj_node *unk[MO_N][MAX_PER]; /* a plan's after_unknown for its after */
+    unsigned nval[MO_N];
 };
 
 struct instances {
@@ -43,11 +55,16 @@ struct instances {
     int have_after; /* some document names objects as the run left them */
 };
 
-static void push_val(const sj_node **vals, unsigned *n, const sj_node *v)
+static void push_val(struct instance *in, int m, const sj_node *v, const sj_node *unk)
 {
-    if (!v || v->kind == SJ_NULL || *n >= MAX_VALS)
+    if (m < 0 || !v || v->kind == SJ_NULL || in->nval[m] >= MAX_PER)
         return;
-    vals[(*n)++] = v;
+    for (unsigned j = 0; j < in->nval[m]; j++)
+        if (sj_equal(in->val[m][j], v))
+            return; /* said twice: a plan's change and its prior state */
+    in->val[m][in->nval[m]] = v;
+    in->unk[m][in->nval[m]] = unk;
+    in->nval[m]++;
 }
 
 static size_t address_hash(const char *address, size_t alen, int data)
@@ -89,9 +106,10 @@ static int slots_grow(struct instances *is)
     return 0;
 }
 
-/* address is copied; values live in their document. */
+/* The instance of address (made when new), with v known of it at moment m
+ * (-1: none). address is copied; values live in their document. */
 static int add_instance(struct instances *is, const char *address, size_t alen, const char *type,
-                        int data, const sj_node *before, const sj_node *after)
+                        int data, int m, const sj_node *v, const sj_node *unk)
 {
     struct instance *in = NULL;
     if (is->nslots < 2 * (is->n + 1) && slots_grow(is) != 0)
@@ -102,10 +120,10 @@ static int add_instance(struct instances *is, const char *address, size_t alen, 
     if (!in) {
         if (is->n == is->cap) {
             size_t cap = is->cap ? is->cap * 2 : 32;
-            struct instance *v = realloc(is->v, cap * sizeof *v);
-            if (!v)
+            struct instance *nv = realloc(is->v, cap * sizeof *nv);
+            if (!nv)
                 return TFTAP_ENOMEM;
-            is->v = v;
+            is->v = nv;
             is->cap = cap;
         }
         char *a = malloc(alen + 1);
@@ -120,9 +138,8 @@ static int add_instance(struct instances *is, const char *address, size_t alen, 
         in->type = type;
         in->data = data;
     }
-    push_val(in->before, &in->nbefore, before);
-    push_val(in->after, &in->nafter, after);
-    if (after && after->kind != SJ_NULL)
+    push_val(in, m, v, unk);
+    if ((m == MO_AP || m == MO_AS) && v && v->kind != SJ_NULL)
         is->have_after = 1;
     return 0;
 }
@@ -139,8 +156,9 @@ static int mode_of(const sj_node *r, int *data)
     return str_is(m, "managed") || *data;
 }
 
-/* A module's resources in `show -json` form, then its children. */
-static int collect_module(struct instances *is, const sj_node *mod, int after, unsigned depth)
+/* A module's resources in `show -json` form, known at moment m, then its
+ * children. */
+static int collect_module(struct instances *is, const sj_node *mod, int m, unsigned depth)
 {
     if (!mod || depth > 64)
         return 0;
@@ -152,9 +170,8 @@ static int collect_module(struct instances *is, const sj_node *mod, int after, u
             if (!mode_of(r, &data) || !addr || addr->kind != SJ_STRING || !type ||
                 type->kind != SJ_STRING)
                 continue;
-            const sj_node *v = sj_get(r, "values");
-            int rc = add_instance(is, addr->str, addr->len, type->str, data, after ? NULL : v,
-                                  after ? v : NULL);
+            int rc = add_instance(is, addr->str, addr->len, type->str, data, m, sj_get(r, "values"),
+                                  NULL);
             if (rc)
                 return rc;
         }
@@ -162,7 +179,7 @@ static int collect_module(struct instances *is, const sj_node *mod, int after, u
     const sj_node *kids = sj_get(mod, "child_modules");
     if (kids && kids->kind == SJ_ARRAY)
         for (const sj_node *k = kids->child; k; k = k->next) {
-            int rc = collect_module(is, k, after, depth + 1);
+            int rc = collect_module(is, k, m, depth + 1);
             if (rc)
                 return rc;
         }
@@ -170,8 +187,9 @@ static int collect_module(struct instances *is, const sj_node *mod, int after, u
 }
 
 /* A raw state (`CLI state pull`, format 4): resources with their instances'
- * attributes; addresses are put together as the CLI writes them. */
-static int collect_raw_state(struct instances *is, const sj_node *root, int after)
+ * attributes, known at moment m; addresses are put together as the CLI
+ * writes them. */
+static int collect_raw_state(struct instances *is, const sj_node *root, int m)
 {
     const sj_node *res = sj_get(root, "resources");
     tftap_buf a = TFTAP_BUF_INIT;
@@ -202,8 +220,7 @@ static int collect_raw_state(struct instances *is, const sj_node *root, int afte
                 rc = TFTAP_ENOMEM;
                 break;
             }
-            rc = add_instance(is, a.data, a.len, type->str, data, after ? NULL : attrs,
-                              after ? attrs : NULL);
+            rc = add_instance(is, a.data, a.len, type->str, data, m, attrs, NULL);
         }
     }
     tftap_buf_done(&a);
@@ -215,9 +232,12 @@ static int collect(struct instances *is, const sj_node *root, int after)
 {
     if (!root || root->kind != SJ_OBJECT)
         return TFTAP_EDECODE;
+    int state_moment = after ? MO_AS : MO_B0;
     if (!sj_get(root, "format_version") && sj_get(root, "resources"))
-        return collect_raw_state(is, root, after);
-    /* A saved plan: its changes say before and after themselves. */
+        return collect_raw_state(is, root, state_moment);
+    /* A saved plan: its changes say before (as refreshed) and after
+     * themselves; what is unknown after is left out of "after" and marked
+     * in "after_unknown". */
     const sj_node *rcs = sj_get(root, "resource_changes");
     if (rcs && rcs->kind == SJ_ARRAY) {
         for (const sj_node *r = rcs->child; r; r = r->next) {
@@ -227,18 +247,21 @@ static int collect(struct instances *is, const sj_node *root, int after)
             if (!mode_of(r, &data) || !addr || addr->kind != SJ_STRING || !type ||
                 type->kind != SJ_STRING)
                 continue;
-            int rc = add_instance(is, addr->str, addr->len, type->str, data, sj_get(ch, "before"),
-                                  sj_get(ch, "after"));
+            int rc = add_instance(is, addr->str, addr->len, type->str, data, MO_BR,
+                                  sj_get(ch, "before"), NULL);
+            if (!rc)
+                rc = add_instance(is, addr->str, addr->len, type->str, data, MO_AP,
+                                  sj_get(ch, "after"), sj_get(ch, "after_unknown"));
             if (rc)
                 return rc;
         }
     }
     /* The plan's prior state (data sources read while planning are there). */
     int rc = collect_module(
-        is, sj_get(sj_get(sj_get(root, "prior_state"), "values"), "root_module"), 0, 0);
+        is, sj_get(sj_get(sj_get(root, "prior_state"), "values"), "root_module"), MO_BR, 0);
     /* A state. */
     if (!rc)
-        rc = collect_module(is, sj_get(sj_get(root, "values"), "root_module"), after, 0);
+        rc = collect_module(is, sj_get(sj_get(root, "values"), "root_module"), state_moment, 0);
     return rc;
 }
 
@@ -246,10 +269,17 @@ struct score {
     long match, mismatch;
 };
 
+/* What the call cannot be held to: unknown, sensitive (a hash only) or
+ * not decoded. */
+static int opaque(const sj_node *n)
+{
+    return sj_is_unknown(n) || sj_is_sensitive(n) ||
+           (n->kind == SJ_OBJECT && n->n == 1 && n->child->key_len && n->child->key[0] == '$');
+}
+
 static int skip_value(const sj_node *n)
 {
-    return !n || n->kind == SJ_NULL || sj_is_unknown(n) || sj_is_sensitive(n) ||
-           (n->kind == SJ_OBJECT && n->n == 1 && n->child->key_len && n->child->key[0] == '$');
+    return !n || n->kind == SJ_NULL || opaque(n);
 }
 
 /* A dynamic value as the decoder writes it: {"type": T, "value": V}. */
@@ -261,42 +291,103 @@ static const sj_node *dynamic_value(const sj_node *n)
     return t && v && (t->kind == SJ_STRING || t->kind == SJ_ARRAY) ? v : NULL;
 }
 
-/* Compare what the call knows against the instance's values. strict: a
- * null on one side where the other has a value disagrees (matching leaves
- * nulls out otherwise: a configuration's null may become anything). */
-static void compare(const sj_node *call, const sj_node *inst, struct score *s, unsigned depth,
-                    int strict)
+/* The member of an object by key, or NULL. */
+static const sj_node *member(const sj_node *obj, const char *key, size_t key_len)
 {
-    if (depth > 128)
+    if (!obj || obj->kind != SJ_OBJECT)
+        return NULL;
+    for (const sj_node *c = obj->child; c; c = c->next)
+        if (c->key_len == key_len && memcmp(c->key, key, key_len) == 0)
+            return c;
+    return NULL;
+}
+
+static const sj_node *element(const sj_node *arr, size_t i)
+{
+    if (!arr || arr->kind != SJ_ARRAY)
+        return NULL;
+    const sj_node *c = arr->child;
+    while (c && i--)
+        c = c->next;
+    return c;
+}
+
+/* Elements of sets may come in another order from the provider than from
+ * the CLI: arrays this long or shorter are also compared in any order. */
+#define UNORDERED_MAX 64
+
+static void compare(const sj_node *call, const sj_node *inst, const sj_node *unk, int strict,
+                    struct score *s, unsigned depth);
+
+/* Each element of call agreeing with an element of inst of its own. */
+static int compare_unordered(const sj_node *call, const sj_node *inst, int strict, struct score *s,
+                             unsigned depth)
+{
+    unsigned char used[UNORDERED_MAX] = {0};
+    long match = 0;
+    for (const sj_node *a = call->child; a; a = a->next) {
+        size_t j = 0;
+        int found = 0;
+        for (const sj_node *b = inst->child; b && !found; b = b->next, j++) {
+            struct score e = {0, 0};
+            if (used[j])
+                continue;
+            compare(a, b, NULL, strict, &e, depth + 1);
+            if (!e.mismatch) {
+                used[j] = 1;
+                match += e.match;
+                found = 1;
+            }
+        }
+        if (!found)
+            return 0;
+    }
+    s->match += match;
+    return 1;
+}
+
+/* Compare what the call knows against the instance's values: leaves equal
+ * or not, unknown and sensitive values of the call and what the instance
+ * does not say (a member absent, unknown in unk) left out. A null of the
+ * call against a value is a disagreement when strict (a whole object:
+ * prior, planned or new), nothing otherwise (a configuration leaves
+ * computed attributes null); a value of the call against a null always is
+ * one. */
+static void compare(const sj_node *call, const sj_node *inst, const sj_node *unk, int strict,
+                    struct score *s, unsigned depth)
+{
+    if (depth > 128 || !call || !inst || (unk && unk->kind == SJ_BOOL && unk->boolean))
         return;
-    if (strict && call && inst && (call->kind == SJ_NULL) != (inst->kind == SJ_NULL) &&
-        !(call->kind != SJ_NULL && skip_value(call))) {
-        s->mismatch++;
+    if (call->kind == SJ_NULL) {
+        if (strict) {
+            if (inst->kind == SJ_NULL)
+                s->match++;
+            else
+                s->mismatch++;
+        }
         return;
     }
-    if (skip_value(call) || !inst || inst->kind == SJ_NULL)
+    if (opaque(call))
         return;
     if (call->kind == SJ_OBJECT) {
         /* `show -json` writes a dynamic value bare; a raw state keeps the
          * wrapper as we do. */
         const sj_node *dv = dynamic_value(call);
         if (dv && !(inst->kind == SJ_OBJECT && sj_get(inst, "type"))) {
-            compare(dv, inst, s, depth + 1, strict);
+            compare(dv, inst, unk, strict, s, depth + 1);
             return;
         }
         if (inst->kind != SJ_OBJECT) {
             s->mismatch++;
             return;
         }
-        for (const sj_node *m = call->child; m; m = m->next) {
-            const sj_node *o = NULL;
-            for (const sj_node *c = inst->child; c; c = c->next)
-                if (c->key_len == m->key_len && memcmp(c->key, m->key, m->key_len) == 0) {
-                    o = c;
-                    break;
-                }
-            compare(m, o, s, depth + 1, strict);
-        }
+        for (const sj_node *m = call->child; m; m = m->next)
+            compare(m, member(inst, m->key, m->key_len), member(unk, m->key, m->key_len), strict, s,
+                    depth + 1);
+        return;
+    }
+    if (inst->kind == SJ_NULL) {
+        s->mismatch++;
         return;
     }
     if (call->kind == SJ_ARRAY) {
@@ -308,8 +399,18 @@ static void compare(const sj_node *call, const sj_node *inst, struct score *s, u
             s->match++;
             return;
         }
-        for (const sj_node *a = call->child, *b = inst->child; a && b; a = a->next, b = b->next)
-            compare(a, b, s, depth + 1, strict);
+        struct score e = {0, 0};
+        size_t i = 0;
+        for (const sj_node *a = call->child, *b = inst->child; a && b;
+             a = a->next, b = b->next, i++)
+            compare(a, b, element(unk, i), strict, &e, depth + 1);
+        if (!e.mismatch) {
+            s->match += e.match;
+            return;
+        }
+        if (call->n <= UNORDERED_MAX && !unk && compare_unordered(call, inst, strict, s, depth))
+            return;
+        s->mismatch++;
         return;
     }
     if (sj_equal(call, inst))
@@ -318,78 +419,99 @@ static void compare(const sj_node *call, const sj_node *inst, struct score *s, u
         s->mismatch++;
 }
 
+/* A call's values, as the store hands them (store_match_call). */
+enum { K_PRIOR, K_PROPOSED, K_CONFIG, K_PLANNED, K_NEW, K_N };
+enum { R_PLAN, R_APPLY, R_READ, R_DATA };
+
 /* What one call says: its kind and its values. */
 struct call_vals {
-    int data;               /* ReadDataSource */
-    const sj_node *prior;   /* the existing object, NULL for a new one */
-    const sj_node *vals[5]; /* prior, proposed, config, planned, new */
-    int strict[5];          /* a plan's or apply's planned, an apply's new state */
-    size_t nvals;
+    int rpc;
+    int replace;           /* a plan that requires replacement: its planned state may
+                            * keep values of the object replaced */
+    int failed;            /* error diagnostics: what it planned or applied may not
+                            * be what the state holds */
+    const sj_node *v[K_N]; /* NULL where the call has none */
 };
 
-/* How many nulls of the call's planned or new state the instance's values
- * contradict (and values of them it has null), at best: core keeps a
- * planned null null, so among instances that tie on everything else, those
- * that contradict fewer are the better ones. */
-static long strict_mismatches(const struct call_vals *c, const struct instance *in)
+/* How a call's value k is held against an instance's values of moment m:
+ * not at all, as a hint (agreeing counts, disagreeing does not rule the
+ * instance out: the object may have drifted, been updated since), or as a
+ * requirement (core guarantees they agree when the call is about the
+ * instance: disagreeing rules it out). */
+enum { P_NONE, P_HINT, P_MUST };
+
+static int pair_mode(const struct call_vals *c, int k, int m)
 {
-    long total = 0;
-    for (size_t i = 0; i < c->nvals; i++) {
-        if (!c->strict[i] || skip_value(c->vals[i]))
-            continue;
-        long best = -1;
-        for (unsigned j = 0; j < in->nafter; j++) {
-            if (skip_value(in->after[j]))
-                continue;
-            struct score s = {0, 0};
-            compare(c->vals[i], in->after[j], &s, 0, 1);
-            if (best < 0 || (long)s.mismatch < best)
-                best = (long)s.mismatch;
-        }
-        if (best > 0)
-            total += best;
+    switch (c->rpc) {
+    case R_READ: /* current_state, new_state */
+        if (k == K_PRIOR)
+            return m == MO_B0 ? P_MUST : m == MO_BR ? P_HINT : P_NONE;
+        if (k == K_NEW)
+            return m == MO_BR ? P_MUST : P_HINT;
+        return P_NONE;
+    case R_DATA: /* config, state */
+        if (k != K_CONFIG && k != K_NEW)
+            return P_NONE;
+        /* Read again each run: the state before holds the last run's. */
+        if (m == MO_B0 || (k == K_NEW && m == MO_AP))
+            return P_HINT;
+        return P_MUST;
+    default: /* plans and applies */
+        if (k == K_PRIOR)
+            return m == MO_BR ? P_MUST : m == MO_B0 ? P_HINT : P_NONE;
+        if (m == MO_B0 || m == MO_BR || k == K_PROPOSED)
+            return P_NONE;
+        if (k == K_CONFIG)
+            return c->failed ? P_HINT : P_MUST;
+        if (k == K_PLANNED)
+            return c->replace || c->failed ? P_HINT : P_MUST;
+        if (k == K_NEW)
+            return m == MO_AS ? P_MUST : P_HINT;
+        return P_NONE;
     }
-    return total;
+}
+
+/* A configuration is not a whole object: its nulls say nothing of
+ * computed attributes. */
+static int strict_kind(int k)
+{
+    return k == K_PRIOR || k == K_PLANNED || k == K_NEW;
 }
 
 #define NO_PAIR (-2L)
+#define RULED_OUT (-3L)
 
-/* Best pairing's agreeing leaves; -1 if every pairing disagrees somewhere;
- * NO_PAIR if nothing of the call could be held against the instance. */
-static long pair_score(const sj_node *cv, const sj_node *const *iv, unsigned niv, long *best,
-                       int *compared)
-{
-    for (unsigned j = 0; j < niv; j++) {
-        if (skip_value(cv) || skip_value(iv[j]))
-            continue;
-        *compared = 1;
-        struct score s = {0, 0};
-        compare(cv, iv[j], &s, 0, 0);
-        if (!s.mismatch && s.match > *best)
-            *best = s.match;
-    }
-    return *best;
-}
-
+/* The agreeing leaves of the call's values with the instance's; -1 when
+ * nothing agreed; RULED_OUT when a value disagrees where it must agree;
+ * NO_PAIR when nothing of the call could be held against the instance. */
 static long score_instance(const struct call_vals *c, const struct instance *in)
 {
-    long best = -1;
-    int compared = 0;
-    if (c->data) {
-        /* Data sources are read again each run: any recorded values do. */
-        for (size_t i = 0; i < c->nvals; i++) {
-            pair_score(c->vals[i], in->before, in->nbefore, &best, &compared);
-            pair_score(c->vals[i], in->after, in->nafter, &best, &compared);
+    long total = 0;
+    int agreed = 0, compared = 0;
+    for (int k = 0; k < K_N; k++) {
+        if (skip_value(c->v[k]))
+            continue;
+        for (int m = 0; m < MO_N; m++) {
+            int mode = pair_mode(c, k, m);
+            if (mode == P_NONE || in->nval[m] == 0)
+                continue;
+            long best = -1;
+            for (unsigned j = 0; j < in->nval[m]; j++) {
+                struct score s = {0, 0};
+                compare(c->v[k], in->val[m][j], in->unk[m][j], strict_kind(k), &s, 0);
+                if (!s.mismatch && s.match > best)
+                    best = s.match;
+            }
+            compared = 1;
+            if (best >= 0) {
+                total += best;
+                agreed = 1;
+            } else if (mode == P_MUST) {
+                return RULED_OUT;
+            }
         }
-    } else {
-        /* An existing object is known by what it was; a new one only by
-         * what the plan or state afterwards says. */
-        if (c->prior)
-            pair_score(c->prior, in->before, in->nbefore, &best, &compared);
-        for (size_t i = 0; i < c->nvals; i++)
-            pair_score(c->vals[i], in->after, in->nafter, &best, &compared);
     }
-    return compared ? best : NO_PAIR;
+    return !compared ? NO_PAIR : agreed ? total : -1;
 }
 
 /* The "id" a value carries, when it has the shape whose "id" compare()
@@ -469,10 +591,15 @@ static void index_free(struct index *ix)
     memset(ix, 0, sizeof *ix);
 }
 
-static void side_vals(const struct instance *in, int side, const sj_node *const **v, unsigned *n)
+/* The values of one side of the index: 0, what was before the run (B0,
+ * BR); 1, what was planned or left (AP, AS). */
+static unsigned side_vals(const struct instance *in, int side, const sj_node *v[MAX_VALS])
 {
-    *v = side ? in->after : in->before;
-    *n = side ? in->nafter : in->nbefore;
+    unsigned n = 0;
+    for (int m = side ? MO_AP : MO_B0; m <= (side ? MO_AS : MO_BR); m++)
+        for (unsigned j = 0; j < in->nval[m]; j++)
+            v[n++] = in->val[m][j];
+    return n;
 }
 
 static int index_build(struct index *ix, const struct instances *is)
@@ -508,9 +635,8 @@ static int index_build(struct index *ix, const struct instances *is)
         for (int side = 0; side < 2; side++) {
             g->with[side] = pool;
             for (size_t j = k; j < end; j++) {
-                const sj_node *const *v;
-                unsigned nv;
-                side_vals(&is->v[order[j]], side, &v, &nv);
+                const sj_node *v[MAX_VALS];
+                unsigned nv = side_vals(&is->v[order[j]], side, v);
                 for (unsigned x = 0; x < nv; x++)
                     if (!skip_value(v[x])) {
                         *pool++ = order[j];
@@ -521,10 +647,9 @@ static int index_build(struct index *ix, const struct instances *is)
             g->must[side] = pool;
             for (size_t j = k; j < end; j++) {
                 size_t i = order[j];
-                const sj_node *const *v;
-                unsigned nv;
+                const sj_node *v[MAX_VALS];
+                unsigned nv = side_vals(&is->v[i], side, v);
                 int must = 0;
-                side_vals(&is->v[i], side, &v, &nv);
                 for (unsigned x = 0; x < nv; x++) {
                     const sj_node *id;
                     if (skip_value(v[x]))
@@ -543,10 +668,9 @@ static int index_build(struct index *ix, const struct instances *is)
         for (size_t j = k; j < end; j++) {
             const struct instance *in = &is->v[order[j]];
             int any = 0;
-            for (unsigned x = 0; x < in->nbefore; x++)
-                any |= !skip_value(in->before[x]);
-            for (unsigned x = 0; x < in->nafter; x++)
-                any |= !skip_value(in->after[x]);
+            for (int mo = 0; mo < MO_N; mo++)
+                for (unsigned x = 0; x < in->nval[mo]; x++)
+                    any |= !skip_value(in->val[mo][x]);
             g->n_either += any;
         }
         k = end;
@@ -573,18 +697,34 @@ static const struct group *group_find(const struct index *ix, const char *type, 
     return NULL;
 }
 
+/* A call's values held against each side of the index (side_vals): the
+ * kinds pair_mode() compares with a moment of that side. */
+struct call_sides {
+    const sj_node *v[2][K_N];
+    size_t n[2];
+};
+
+static void call_sides(const struct call_vals *c, struct call_sides *cs)
+{
+    memset(cs, 0, sizeof *cs);
+    for (int k = 0; k < K_N; k++) {
+        if (skip_value(c->v[k]))
+            continue;
+        for (int side = 0; side < 2; side++) {
+            int m0 = side ? MO_AP : MO_B0;
+            if (pair_mode(c, k, m0) != P_NONE || pair_mode(c, k, m0 + 1) != P_NONE)
+                cs->v[side][cs->n[side]++] = c->v[k];
+        }
+    }
+}
+
 /* How many instances of g score_instance() can compare c with at all
  * (the others are NO_PAIR): what the call has against what they have. */
-static size_t comparable(const struct group *g, const struct call_vals *c)
+static size_t comparable(const struct group *g, const struct call_sides *cs)
 {
-    int vals = 0;
-    for (size_t i = 0; i < c->nvals; i++)
-        vals |= !skip_value(c->vals[i]);
-    if (c->data)
-        return vals ? g->n_either : 0;
-    if (c->prior && !skip_value(c->prior))
-        return g->n_either; /* the prior is one of the values too */
-    return vals ? g->nwith[1] : 0;
+    if (cs->n[0] && cs->n[1])
+        return g->n_either;
+    return cs->n[1] ? g->nwith[1] : cs->n[0] ? g->nwith[0] : 0;
 }
 
 static void instances_free(struct instances *is)
@@ -595,14 +735,13 @@ static void instances_free(struct instances *is)
     free(is->slots);
 }
 
-/* Best and ties among the instances scored so far. */
+/* The instances the call agrees with (none ruled out, something agreed). */
 struct ranking {
-    const char *best;
     long best_score;
-    size_t ties;
-    size_t *tied; /* the instances of the ties (best first), up to MAX_TIED */
+    size_t ties;  /* how many agree */
+    size_t *tied; /* the instances that agree, up to MAX_TIED */
 };
-/* Calls among more equal instances than this stay unnamed. */
+/* Calls agreeing with more instances than this stay unnamed. */
 #define MAX_TIED 4096
 
 static void score_one(const struct instances *is, struct index *ix, size_t seq,
@@ -612,18 +751,13 @@ static void score_one(const struct instances *is, struct index *ix, size_t seq,
         return;
     ix->stamp[i] = seq;
     long sc = score_instance(c, &is->v[i]);
-    if (sc == NO_PAIR)
+    if (sc < 0)
         return;
-    if (sc > r->best_score) {
+    if (sc > r->best_score)
         r->best_score = sc;
-        r->best = is->v[i].address;
-        r->ties = 1;
-        r->tied[0] = i;
-    } else if (sc == r->best_score && sc >= 0) {
-        if (r->ties < MAX_TIED)
-            r->tied[r->ties] = i;
-        r->ties++;
-    }
+    if (r->ties < MAX_TIED)
+        r->tied[r->ties] = i;
+    r->ties++;
 }
 
 /* Score c against the instances of g whose values on one side may agree
@@ -673,10 +807,12 @@ static void score_side(const struct instances *is, struct index *ix, size_t seq,
 /* What matching decided for one call. */
 struct verdict {
     int64_t call_id;
-    const char *rpc;
+    int64_t process;
+    int cls;             /* call_class() */
+    long score;          /* agreeing leaves with what it was named after */
     const char *address; /* borrowed from the instances, or NULL */
     char *note;          /* owned, or NULL */
-    size_t *tied;        /* owned: instances tied for it (ntied > 1), sorted */
+    size_t *tied;        /* owned: equal instances it agrees with (ntied > 1), sorted */
     size_t ntied;
 };
 
@@ -734,74 +870,179 @@ static int cmp_tied(const void *a, const void *b)
     return analysis_address_cmp(x->address, y->address);
 }
 
-/* Decide one call: an address, a tie among equal instances (paired later),
- * or a note saying why there is none. */
+/* Are x and y (values of two instances at one moment) the same wherever
+ * the call's whole values cv know something (not unknown)? A sensitive
+ * value counts as known: tftap cannot tell two secrets apart. */
+static int same_known(const sj_node *x, const sj_node *y, const sj_node *const *cv, size_t ncv,
+                      unsigned depth)
+{
+    if (x && y && sj_equal(x, y))
+        return 1;
+    const sj_node *sub[K_N];
+    int known = 0;
+    for (size_t i = 0; i < ncv; i++) {
+        const sj_node *v = cv[i];
+        const sj_node *dv = dynamic_value(v);
+        if (dv && !(x && x->kind == SJ_OBJECT && sj_get(x, "type")))
+            v = dv;
+        sub[i] = v;
+        known |= v && !sj_is_unknown(v);
+    }
+    if (!known)
+        return 1;
+    if (!x || !y || depth > 128 || x->kind != y->kind)
+        return 0;
+    const sj_node *kid[K_N];
+    if (x->kind == SJ_OBJECT) {
+        for (int pass = 0; pass < 2; pass++) {
+            const sj_node *a = pass ? y : x, *b = pass ? x : y;
+            for (const sj_node *m = a->child; m; m = m->next) {
+                const sj_node *o = member(b, m->key, m->key_len);
+                if (pass && o)
+                    continue; /* compared in the first pass */
+                for (size_t i = 0; i < ncv; i++)
+                    kid[i] = member(sub[i], m->key, m->key_len);
+                if (!same_known(pass ? o : m, pass ? m : o, kid, ncv, depth + 1))
+                    return 0;
+            }
+        }
+        return 1;
+    }
+    if (x->kind == SJ_ARRAY) {
+        if (x->n != y->n)
+            return 0;
+        size_t j = 0;
+        for (const sj_node *a = x->child, *b = y->child; a && b; a = a->next, b = b->next, j++) {
+            for (size_t i = 0; i < ncv; i++)
+                kid[i] = sub[i] && sub[i]->kind == SJ_ARRAY && sub[i]->n == x->n
+                             ? element(sub[i], j)
+                             : NULL;
+            if (!same_known(a, b, kid, ncv, depth + 1))
+                return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* Are the instances the call agrees with equal in all that is known of
+ * them, but for what the call itself does not know (a value computed
+ * later)? Then nothing tells them apart and the call may be paired with
+ * one of them; otherwise it stays unnamed. */
+static int all_equal(const struct instances *is, const size_t *tied, size_t n,
+                     const struct call_vals *c)
+{
+    const sj_node *cv[K_N];
+    size_t ncv = 0;
+    for (int k = 0; k < K_N; k++)
+        if (strict_kind(k) && c->v[k] && c->v[k]->kind != SJ_NULL)
+            cv[ncv++] = c->v[k];
+    const struct instance *a = &is->v[tied[0]];
+    for (size_t t = 1; t < n; t++) {
+        const struct instance *b = &is->v[tied[t]];
+        for (int m = 0; m < MO_N; m++) {
+            if (a->nval[m] != b->nval[m])
+                return 0;
+            for (unsigned j = 0; j < a->nval[m]; j++)
+                if (!same_known(a->val[m][j], b->val[m][j], cv, ncv, 0))
+                    return 0;
+        }
+    }
+    return 1;
+}
+
+/* How long the part of address before its resource name is
+ * ("module.a.random_pet." of "module.a.random_pet.web[1]"). */
+static size_t name_prefix_len(const char *address)
+{
+    size_t key = strcspn(address, "[");
+    size_t dot = 0;
+    for (size_t i = 0; i < key; i++)
+        if (address[i] == '.')
+            dot = i + 1;
+    return dot;
+}
+
+/* "web[1], web[2]": instances named as the resource of first is named,
+ * its module and type said once; at most 8, then how many more. */
+static void others_list(tftap_buf *b, const struct instances *is, const size_t *tied, size_t n,
+                        const char *first, size_t skip)
+{
+    size_t pl = first ? name_prefix_len(first) : 0, said = 0;
+    for (size_t t = 0; t < n; t++) {
+        const char *other = is->v[tied[t]].address;
+        if (t == skip)
+            continue;
+        if (said == 8) {
+            tftap_buf_printf(b, " and %zu more", n - t - (skip > t));
+            break;
+        }
+        if (said++)
+            tftap_buf_puts(b, ", ");
+        if (first && strncmp(other, first, pl) == 0)
+            other += pl;
+        tftap_buf_puts(b, other);
+    }
+}
+
+/* Decide one call: an address, equal instances to pair it with later, or
+ * a note saying why there is none. */
 static int match_call(struct matching *m, const char *type, const struct call_vals *c,
                       struct verdict *out)
 {
     const struct instances *is = m->is;
-    struct ranking r = {NULL, -1, 0, m->scratch};
+    struct ranking r = {-1, 0, m->scratch};
     size_t candidates = 0;
     tftap_buf note = TFTAP_BUF_INIT;
     size_t seq = ++m->seq;
-    const struct group *g = type ? group_find(m->ix, type, c->data) : NULL;
+    int data = c->rpc == R_DATA;
+    const struct group *g = type ? group_find(m->ix, type, data) : NULL;
+    struct call_sides cs;
+    call_sides(c, &cs);
     if (g) {
-        candidates = comparable(g, c);
-        /* As score_instance() pairs them: a data source's values with both
-         * sides; a resource's prior with before, all its values with after. */
-        if (c->data) {
-            score_side(is, m->ix, seq, g, 0, c, c->vals, c->nvals, &r);
-        } else if (c->prior) {
-            score_side(is, m->ix, seq, g, 0, c, &c->prior, 1, &r);
-        }
-        score_side(is, m->ix, seq, g, 1, c, c->vals, c->nvals, &r);
+        candidates = comparable(g, &cs);
+        score_side(is, m->ix, seq, g, 0, c, cs.v[0], cs.n[0], &r);
+        score_side(is, m->ix, seq, g, 1, c, cs.v[1], cs.n[1], &r);
     }
-    /* Instances that tie are identical only as far as the call's values
-     * tell: keep those whose nulls the call's planned or new state does
-     * not contradict the most (a plan with little configured names the
-     * instance without the values it left null). */
-    if (r.ties > 1 && r.ties <= MAX_TIED && r.best_score >= 0) {
-        long least = -1;
-        for (size_t t = 0; t < r.ties; t++) {
-            long mm = strict_mismatches(c, &is->v[r.tied[t]]);
-            if (least < 0 || mm < least)
-                least = mm;
-        }
-        size_t kept = 0;
-        for (size_t t = 0; t < r.ties; t++)
-            if (strict_mismatches(c, &is->v[r.tied[t]]) == least)
-                r.tied[kept++] = r.tied[t];
-        r.ties = kept;
-        r.best = is->v[r.tied[0]].address;
-    }
-    const char *what = c->data ? "data." : "";
+    const char *what = data ? "data." : "";
+    int is_new = !data && skip_value(c->v[K_PRIOR]);
     if (!type)
         tftap_buf_puts(&note, "call has no resource type");
     else if (m->ndocs == 0)
         tftap_buf_puts(&note, m->missing ? m->missing : "no plan or state was read to match it");
-    else if (candidates == 0 && !c->data && !c->prior && !is->have_after)
+    else if (candidates == 0 && is_new && !is->have_after)
         tftap_buf_printf(&note,
                          "a new %s object: only a saved plan (plan -out=FILE) or the state after "
                          "an apply names new instances",
                          type);
     else if (candidates == 0)
         tftap_buf_printf(&note, "no %s%s instance in the plan or state", what, type);
-    else if (r.best_score < 0)
+    else if (r.ties == 0)
         tftap_buf_printf(&note, "values match none of the %zu %s%s instances", candidates, what,
                          type);
     else if (r.ties > MAX_TIED)
         tftap_buf_printf(&note, "values match %zu %s%s instances equally", r.ties, what, type);
     else if (r.ties > 1) {
-        out->tied = malloc(r.ties * sizeof *out->tied);
-        if (!out->tied)
-            return TFTAP_ENOMEM;
-        memcpy(out->tied, r.tied, r.ties * sizeof *out->tied);
         sorting = is;
-        qsort(out->tied, r.ties, sizeof *out->tied, cmp_tied);
+        qsort(r.tied, r.ties, sizeof *r.tied, cmp_tied);
         sorting = NULL;
-        out->ntied = r.ties;
-    } else
-        out->address = r.best;
+        if (all_equal(is, r.tied, r.ties, c)) {
+            out->tied = malloc(r.ties * sizeof *out->tied);
+            if (!out->tied)
+                return TFTAP_ENOMEM;
+            memcpy(out->tied, r.tied, r.ties * sizeof *out->tied);
+            out->ntied = r.ties;
+            out->score = r.best_score;
+        } else {
+            tftap_buf_printf(&note,
+                             "values agree with %zu %s%s instances that differ elsewhere: ", r.ties,
+                             what, type);
+            others_list(&note, is, r.tied, r.ties, NULL, (size_t)-1);
+        }
+    } else {
+        out->address = is->v[r.tied[0]].address;
+        out->score = r.best_score;
+    }
     if (note.len) {
         out->note = tftap_buf_take(&note, NULL);
         if (!out->note)
@@ -809,6 +1050,15 @@ static int match_call(struct matching *m, const char *type, const struct call_va
     }
     tftap_buf_done(&note);
     return 0;
+}
+
+/* Calls of one provider process that cannot be about the same instance:
+ * per method, a plan or apply of an existing object or of a new one, and
+ * one planned or applied away (a replacement is one of each). */
+static int call_class(int rpc, const sj_node *prior, const sj_node *planned)
+{
+    return rpc * 4 + 2 * (prior == NULL || prior->kind == SJ_NULL) +
+           (planned == NULL || planned->kind == SJ_NULL);
 }
 
 static int on_call(void *ctx, const store_match_call *call)
@@ -825,47 +1075,39 @@ static int on_call(void *ctx, const store_match_call *call)
     struct verdict *out = &m->v[m->n++];
     memset(out, 0, sizeof *out);
     out->call_id = call->call_id;
-    out->rpc = NULL;
+    out->process = call->process_id;
     struct call_vals c;
     memset(&c, 0, sizeof c);
-    c.data = call->rpc && strcmp(call->rpc, "ReadDataSource") == 0;
-    int plan = call->rpc && strcmp(call->rpc, "PlanResourceChange") == 0;
-    int apply = call->rpc && strcmp(call->rpc, "ApplyResourceChange") == 0;
-    for (int i = 0; i < 5; i++) {
-        const sj_node *v = call->values[i];
-        if (v == NULL)
-            continue;
-        if (i == 0 && v->kind != SJ_NULL)
-            c.prior = v;
-        c.strict[c.nvals] = (i == 3 && (plan || apply)) || (i == 4 && apply);
-        c.vals[c.nvals++] = v;
-    }
-    int rc = match_call(m, call->type_name, &c, out);
-    if (!rc && call->rpc && !(out->rpc = strdup(call->rpc)))
-        rc = TFTAP_ENOMEM;
-    return m->err = rc;
+    const char *rpc = call->rpc ? call->rpc : "";
+    c.rpc = strcmp(rpc, "ReadDataSource") == 0        ? R_DATA
+            : strcmp(rpc, "ReadResource") == 0        ? R_READ
+            : strcmp(rpc, "ApplyResourceChange") == 0 ? R_APPLY
+                                                      : R_PLAN;
+    c.replace = call->requires_replace && call->requires_replace->kind == SJ_ARRAY &&
+                call->requires_replace->n > 0;
+    c.failed = call->failed;
+    for (int i = 0; i < K_N; i++)
+        c.v[i] = call->values[i];
+    out->cls = call_class(c.rpc, c.v[K_PRIOR], c.rpc == R_READ ? NULL : c.v[K_PLANNED]);
+    return m->err = match_call(m, call->type_name, &c, out);
 }
 
-/* Calls tied among the same equal instances, by the same method, are told
- * apart by order alone: the k-th such call (in call order) gets the k-th
- * instance (in address order), round again when the CLI asked about each
- * instance more than once (a plan, then the plan made during apply). */
+/* Calls agreeing with the same equal instances, of one process and class,
+ * are told apart by order alone: the k-th such call (in call order) gets
+ * the k-th instance (in address order). More such calls than instances
+ * cannot all be right: none is named. */
 static int same_ties(const struct verdict *a, const struct verdict *b)
 {
-    return a->ntied == b->ntied && strcmp(a->rpc ? a->rpc : "", b->rpc ? b->rpc : "") == 0 &&
+    return a->ntied == b->ntied && a->process == b->process && a->cls == b->cls &&
            memcmp(a->tied, b->tied, a->ntied * sizeof *a->tied) == 0;
 }
 
-/* How long the part of address before its resource name is
- * ("module.a.random_pet." of "module.a.random_pet.web[1]"). */
-static size_t name_prefix_len(const char *address)
+static int set_note(struct verdict *v, tftap_buf *note)
 {
-    size_t key = strcspn(address, "[");
-    size_t dot = 0;
-    for (size_t i = 0; i < key; i++)
-        if (address[i] == '.')
-            dot = i + 1;
-    return dot;
+    free(v->note);
+    v->note = tftap_buf_take(note, NULL);
+    tftap_buf_done(note);
+    return v->note ? 0 : TFTAP_ENOMEM;
 }
 
 static int pair_ties(struct matching *m)
@@ -873,39 +1115,114 @@ static int pair_ties(struct matching *m)
     const struct instances *is = m->is;
     for (size_t i = 0; i < m->n; i++) {
         struct verdict *v = &m->v[i];
-        if (v->ntied < 2 || v->address)
+        if (v->ntied < 2 || v->address || v->note)
             continue;
-        size_t k = 0;
+        size_t calls = 0;
+        for (size_t j = i; j < m->n; j++)
+            calls +=
+                m->v[j].ntied >= 2 && !m->v[j].address && !m->v[j].note && same_ties(v, &m->v[j]);
+        size_t k = 0, ntied = v->ntied;
         for (size_t j = i; j < m->n; j++) {
             struct verdict *w = &m->v[j];
-            if (w->ntied < 2 || w->address || !same_ties(v, w))
+            if (w->ntied < 2 || w->address || w->note || !same_ties(v, w))
                 continue;
-            size_t pick = w->tied[k++ % w->ntied];
-            w->address = is->v[pick].address;
             tftap_buf note = TFTAP_BUF_INIT;
-            /* "identical to web[1], web[2]": the others, named as the
-             * resource is named, the module and type said once. */
-            size_t pl = name_prefix_len(w->address);
-            tftap_buf_puts(&note, "identical to ");
-            int first = 1;
-            for (size_t t = 0; t < w->ntied; t++) {
-                const char *other = is->v[w->tied[t]].address;
-                if (w->tied[t] == pick)
-                    continue;
-                if (!first)
-                    tftap_buf_puts(&note, ", ");
-                first = 0;
-                if (strncmp(other, w->address, pl) == 0)
-                    other += pl;
-                tftap_buf_puts(&note, other);
+            if (calls > ntied) {
+                tftap_buf_printf(&note,
+                                 "%zu calls of one provider process agree with %zu equal "
+                                 "instances: ",
+                                 calls, ntied);
+                others_list(&note, is, w->tied, ntied, NULL, (size_t)-1);
+            } else {
+                size_t pick = k++;
+                w->address = is->v[w->tied[pick]].address;
+                /* "identical to web[1], web[2]" */
+                tftap_buf_puts(&note, "identical to ");
+                others_list(&note, is, w->tied, ntied, w->address, pick);
             }
-            free(w->note);
-            w->note = tftap_buf_take(&note, NULL);
-            if (!w->note)
-                return TFTAP_ENOMEM;
+            int rc = set_note(w, &note);
+            if (rc)
+                return rc;
         }
     }
     return 0;
+}
+
+/* qsort has no context argument: the verdicts being sorted. */
+static _Thread_local const struct verdict *sorting_v;
+
+static int cmp_claim(const void *a, const void *b)
+{
+    const struct verdict *x = &sorting_v[*(const size_t *)a], *y = &sorting_v[*(const size_t *)b];
+    if (x->process != y->process)
+        return x->process < y->process ? -1 : 1;
+    if (x->cls != y->cls)
+        return x->cls < y->cls ? -1 : 1;
+    int c = strcmp(x->address, y->address);
+    if (c)
+        return c;
+    return x->call_id < y->call_id ? -1 : x->call_id > y->call_id;
+}
+
+/* One provider process asks about an instance once per class: two calls
+ * of a class named alike cannot both be right. The one agreeing with it
+ * strictly best, when it was the only instance it agreed with, keeps it
+ * (the instance's own call, beside one whose instance the documents do
+ * not have: a create that failed); otherwise none does. */
+static int one_claim_each(struct matching *m)
+{
+    size_t *idx = malloc((m->n ? m->n : 1) * sizeof *idx), n = 0;
+    if (!idx)
+        return TFTAP_ENOMEM;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->v[i].address)
+            idx[n++] = i;
+    sorting_v = m->v;
+    qsort(idx, n, sizeof *idx, cmp_claim);
+    sorting_v = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc;) {
+        const struct verdict *first = &m->v[idx[i]];
+        size_t end = i + 1;
+        while (end < n && m->v[idx[end]].process == first->process &&
+               m->v[idx[end]].cls == first->cls &&
+               strcmp(m->v[idx[end]].address, first->address) == 0)
+            end++;
+        if (end - i > 1) {
+            size_t keep = (size_t)-1, nbest = 0;
+            long best = -1;
+            for (size_t j = i; j < end; j++) {
+                long sc = m->v[idx[j]].score;
+                if (sc > best) {
+                    best = sc;
+                    keep = idx[j];
+                    nbest = 1;
+                } else if (sc == best) {
+                    nbest++;
+                }
+            }
+            if (nbest != 1 || m->v[keep].ntied > 1)
+                keep = (size_t)-1;
+            const char *address = first->address;
+            for (size_t j = i; j < end && !rc; j++) {
+                struct verdict *w = &m->v[idx[j]];
+                if (idx[j] == keep)
+                    continue;
+                tftap_buf note = TFTAP_BUF_INIT;
+                tftap_buf_printf(&note, "%zu calls of one provider process agree with %s%s",
+                                 end - i, address,
+                                 keep != (size_t)-1 ? "; another agrees better" : "");
+                w->address = NULL;
+                free(w->tied);
+                w->tied = NULL;
+                w->ntied = 0;
+                rc = set_note(w, &note);
+            }
+        }
+        i = end;
+    }
+    free(idx);
+    return rc;
 }
 
 int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs,
@@ -944,6 +1261,8 @@ int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc 
         err = m.err;
     if (!err)
         err = pair_ties(&m);
+    if (!err)
+        err = one_claim_each(&m);
     if (err)
         goto done;
     sets = calloc(m.n ? m.n : 1, sizeof *sets);
@@ -964,7 +1283,6 @@ done:
     for (size_t i = 0; i < m.n; i++) {
         free(m.v[i].note);
         free(m.v[i].tied);
-        free((char *)m.v[i].rpc);
     }
     free(m.v);
     free(m.scratch);

@@ -740,7 +740,8 @@ int store_match_calls_each(store *s, int64_t run_id,
 {
     sdb_stmt *st = NULL;
     int rc = sdb_prepare_large(s->db,
-                               "SELECT id, rpc, type_name, request_json, response_json FROM calls "
+                               "SELECT id, rpc, type_name, request_json, response_json, "
+                               "process_id FROM calls "
                                "WHERE run_id = ? AND rpc IN ('PlanResourceChange', "
                                "'ApplyResourceChange', 'ReadResource', 'ReadDataSource') "
                                "ORDER BY id",
@@ -754,6 +755,7 @@ int store_match_calls_each(store *s, int64_t run_id,
             .call_id = sdb_column_int64(st, 0),
             .rpc = store_col_text(st, 1),
             .type_name = store_col_text(st, 2),
+            .process_id = sdb_column_int64(st, 5),
         };
         /* As the view: a call whose request or response is not JSON is no
          * change (the nesting bound leaves room for the two levels above
@@ -776,6 +778,15 @@ int store_match_calls_each(store *s, int64_t run_id,
         }
         if (ok) {
             match_values(c.rpc, root[0], root[1], c.values);
+            if (strcmp(c.rpc, "PlanResourceChange") == 0)
+                c.requires_replace = sj_get(root[1], "requires_replace");
+            const sj_node *diags = sj_get(root[1], "diagnostics");
+            for (const sj_node *d = diags && diags->kind == SJ_ARRAY ? diags->child : NULL; d;
+                 d = d->next) {
+                const sj_node *sev = sj_get(d, "severity");
+                if (sev && sev->kind == SJ_STRING && strcmp(sev->str, "ERROR") == 0)
+                    c.failed = 1;
+            }
             cb = fn(ctx, &c);
         }
         sj_free(doc[0]);
