@@ -3,12 +3,14 @@
  * Provider calls name a resource type, never an address. What the CLI says
  * around a run names them: the state it started from (`CLI state pull`)
  * lists every existing object, `CLI show -json` of a saved plan or of the
- * state afterwards lists the objects the run planned or made. A call
- * belongs to the instance of its type (and mode: data sources apart) whose
- * values agree with the call's: most agreeing known attributes, none
- * disagreeing. A call about an existing object is compared by its prior
- * state with what the object was before; every call is compared with what
- * the plan or the state says after.
+ * state afterwards lists the objects the run planned or made. A call is
+ * named after an instance of its type (and mode: data sources apart) only
+ * when its values agree with everything known of that instance, by when it
+ * was known (struct instance): disagreeing where core makes them agree
+ * rules the instance out (pair_mode), a null against a value disagrees,
+ * and calls that agree with several instances are paired with them only
+ * when those are equal in all the call could tell. A wrong name is worse
+ * than none: the checker compares a call with its instance's plan.
  *
  * Scoring every call against every instance of its type is quadratic: a
  * plan of 5,000 resources would compare 20,000 calls with 5,000 instances
@@ -53,6 +55,7 @@ struct instances {
     size_t *slots;  /* open addressing by address and mode: instance + 1, 0 empty */
     size_t nslots;  /* a power of two, at least twice n */
     int have_after; /* some document names objects as the run left them */
+    int partial;    /* the state after is one a failed command left */
 };
 
 static void push_val(struct instance *in, int m, const sj_node *v, const sj_node *unk)
@@ -228,10 +231,12 @@ static int collect_raw_state(struct instances *is, const sj_node *root, int m)
 }
 
 /* One document, whichever of the forms it is. */
-static int collect(struct instances *is, const sj_node *root, int after)
+static int collect(struct instances *is, const sj_node *root, int after, int partial)
 {
     if (!root || root->kind != SJ_OBJECT)
         return TFTAP_EDECODE;
+    if (after && partial)
+        is->partial = 1;
     int state_moment = after ? MO_AS : MO_B0;
     if (!sj_get(root, "format_version") && sj_get(root, "resources"))
         return collect_raw_state(is, root, state_moment);
@@ -428,20 +433,24 @@ struct call_vals {
     int rpc;
     int replace;           /* a plan that requires replacement: its planned state may
                             * keep values of the object replaced */
-    int failed;            /* error diagnostics: what it planned or applied may not
-                            * be what the state holds */
+    int loose;             /* what it planned or applied need not be what the state
+                            * after holds: error diagnostics, a legacy provider (core
+                            * tolerates its inconsistencies), or a command that failed */
+    int partial;           /* the state after is a failed command's */
     const sj_node *v[K_N]; /* NULL where the call has none */
 };
 
 /* How a call's value k is held against an instance's values of moment m:
- * not at all, as a hint (agreeing counts, disagreeing does not rule the
- * instance out: the object may have drifted, been updated since), or as a
- * requirement (core guarantees they agree when the call is about the
- * instance: disagreeing rules it out). */
+ * not at all, as a hint (agreeing counts, disagreeing counts against it
+ * without ruling the instance out: the object may have drifted, been
+ * updated since, or the provider misbehaved), or as a requirement (core
+ * sees to it that they agree when the call is about the instance:
+ * disagreeing rules it out). */
 enum { P_NONE, P_HINT, P_MUST };
 
 static int pair_mode(const struct call_vals *c, int k, int m)
 {
+    int after_loose = c->loose || (m == MO_AS && c->partial);
     switch (c->rpc) {
     case R_READ: /* current_state, new_state */
         if (k == K_PRIOR)
@@ -455,18 +464,20 @@ static int pair_mode(const struct call_vals *c, int k, int m)
         /* Read again each run: the state before holds the last run's. */
         if (m == MO_B0 || (k == K_NEW && m == MO_AP))
             return P_HINT;
-        return P_MUST;
+        if (k == K_CONFIG && (after_loose || m == MO_AP))
+            return P_HINT;
+        return m == MO_AS && c->partial ? P_HINT : P_MUST;
     default: /* plans and applies */
         if (k == K_PRIOR)
             return m == MO_BR ? P_MUST : m == MO_B0 ? P_HINT : P_NONE;
         if (m == MO_B0 || m == MO_BR || k == K_PROPOSED)
             return P_NONE;
         if (k == K_CONFIG)
-            return c->failed ? P_HINT : P_MUST;
+            return after_loose ? P_HINT : P_MUST;
         if (k == K_PLANNED)
-            return c->replace || c->failed ? P_HINT : P_MUST;
+            return c->replace || after_loose ? P_HINT : P_MUST;
         if (k == K_NEW)
-            return m == MO_AS ? P_MUST : P_HINT;
+            return m == MO_AS && !c->partial ? P_MUST : P_HINT;
         return P_NONE;
     }
 }
@@ -478,16 +489,61 @@ static int strict_kind(int k)
     return k == K_PRIOR || k == K_PLANNED || k == K_NEW;
 }
 
-#define NO_PAIR (-2L)
-#define RULED_OUT (-3L)
+static const sj_node *value_id(const sj_node *v);
 
-/* The agreeing leaves of the call's values with the instance's; -1 when
- * nothing agreed; RULED_OUT when a value disagrees where it must agree;
- * NO_PAIR when nothing of the call could be held against the instance. */
-static long score_instance(const struct call_vals *c, const struct instance *in)
+/* Does some value of moment m carry the id id (a string)? -1 when none of
+ * them carries an id at all. */
+static int has_id(const struct instance *in, int m, const sj_node *id)
 {
-    long total = 0;
+    int any = 0;
+    for (unsigned j = 0; j < in->nval[m]; j++) {
+        const sj_node *x = value_id(in->val[m][j]);
+        if (!x)
+            continue;
+        any = 1;
+        if (sj_equal(x, id))
+            return 1;
+    }
+    return any ? 0 : -1;
+}
+
+/* Was the instance's object kept through the run (the same id before and
+ * after)? Then no call creating an object is about it. */
+static int kept(const struct instance *in)
+{
+    for (int m = MO_B0; m <= MO_BR; m++)
+        for (unsigned j = 0; j < in->nval[m]; j++) {
+            const sj_node *id = value_id(in->val[m][j]);
+            if (id && (has_id(in, MO_AP, id) == 1 || has_id(in, MO_AS, id) == 1))
+                return 1;
+        }
+    return 0;
+}
+
+/* How a call's values compare with an instance's. */
+struct verdict_of {
+    int state;     /* one of the below */
+    long agree;    /* agreeing leaves */
+    long disagree; /* comparisons that disagreed (hints) */
+};
+enum { V_NO_PAIR, V_RULED_OUT, V_NONE_AGREE, V_AGREES };
+
+static struct verdict_of score_instance(const struct call_vals *c, const struct instance *in)
+{
+    struct verdict_of r = {V_NO_PAIR, 0, 0};
     int agreed = 0, compared = 0;
+    if (c->rpc == R_PLAN || c->rpc == R_APPLY) {
+        const sj_node *id = value_id(c->v[K_PRIOR]);
+        /* An existing object is known by its id: the state before the run
+         * may be older than the prior state (refreshed since), never of
+         * another object. */
+        if (id && has_id(in, MO_B0, id) == 0)
+            return (struct verdict_of){V_RULED_OUT, 0, 0};
+        /* A new object is not one the run kept. */
+        if (skip_value(c->v[K_PRIOR]) &&
+            (!skip_value(c->v[K_PLANNED]) || !skip_value(c->v[K_NEW])) && kept(in))
+            return (struct verdict_of){V_RULED_OUT, 0, 0};
+    }
     for (int k = 0; k < K_N; k++) {
         if (skip_value(c->v[k]))
             continue;
@@ -504,14 +560,17 @@ static long score_instance(const struct call_vals *c, const struct instance *in)
             }
             compared = 1;
             if (best >= 0) {
-                total += best;
+                r.agree += best;
                 agreed = 1;
             } else if (mode == P_MUST) {
-                return RULED_OUT;
+                return (struct verdict_of){V_RULED_OUT, 0, 0};
+            } else {
+                r.disagree++;
             }
         }
     }
-    return !compared ? NO_PAIR : agreed ? total : -1;
+    r.state = !compared ? V_NO_PAIR : agreed ? V_AGREES : V_NONE_AGREE;
+    return r;
 }
 
 /* The "id" a value carries, when it has the shape whose "id" compare()
@@ -735,11 +794,13 @@ static void instances_free(struct instances *is)
     free(is->slots);
 }
 
-/* The instances the call agrees with (none ruled out, something agreed). */
+/* The instances the call agrees with (none ruled out, something agreed)
+ * with the fewest disagreements. */
 struct ranking {
-    long best_score;
-    size_t ties;  /* how many agree */
-    size_t *tied; /* the instances that agree, up to MAX_TIED */
+    long best_score; /* agreeing leaves of the first of them */
+    long fewest;     /* their disagreements */
+    size_t ties;     /* how many */
+    size_t *tied;    /* which, up to MAX_TIED */
 };
 /* Calls agreeing with more instances than this stay unnamed. */
 #define MAX_TIED 4096
@@ -750,11 +811,16 @@ static void score_one(const struct instances *is, struct index *ix, size_t seq,
     if (ix->stamp[i] == seq)
         return;
     ix->stamp[i] = seq;
-    long sc = score_instance(c, &is->v[i]);
-    if (sc < 0)
+    struct verdict_of v = score_instance(c, &is->v[i]);
+    if (v.state != V_AGREES)
         return;
-    if (sc > r->best_score)
-        r->best_score = sc;
+    if (r->ties == 0 || v.disagree < r->fewest) {
+        r->fewest = v.disagree;
+        r->best_score = v.agree;
+        r->ties = 0;
+    } else if (v.disagree > r->fewest) {
+        return;
+    }
     if (r->ties < MAX_TIED)
         r->tied[r->ties] = i;
     r->ties++;
@@ -810,6 +876,7 @@ struct verdict {
     int64_t process;
     int cls;             /* call_class() */
     long score;          /* agreeing leaves with what it was named after */
+    size_t inst;         /* the instance of address, when it was the only one agreeing */
     const char *address; /* borrowed from the instances, or NULL */
     char *note;          /* owned, or NULL */
     size_t *tied;        /* owned: equal instances it agrees with (ntied > 1), sorted */
@@ -817,8 +884,10 @@ struct verdict {
 };
 
 struct matching {
-    const struct instances *is;
+    struct instances *is;
     struct index *ix;
+    sj_doc **refreshed; /* copies of what ReadResource calls returned */
+    size_t nrefreshed, caprefreshed;
     size_t ndocs;
     const char *missing;
     size_t seq;
@@ -991,7 +1060,7 @@ static int match_call(struct matching *m, const char *type, const struct call_va
                       struct verdict *out)
 {
     const struct instances *is = m->is;
-    struct ranking r = {-1, 0, m->scratch};
+    struct ranking r = {-1, 0, 0, m->scratch};
     size_t candidates = 0;
     tftap_buf note = TFTAP_BUF_INIT;
     size_t seq = ++m->seq;
@@ -1040,6 +1109,7 @@ static int match_call(struct matching *m, const char *type, const struct call_va
             others_list(&note, is, r.tied, r.ties, NULL, (size_t)-1);
         }
     } else {
+        out->inst = r.tied[0];
         out->address = is->v[r.tied[0]].address;
         out->score = r.best_score;
     }
@@ -1049,6 +1119,40 @@ static int match_call(struct matching *m, const char *type, const struct call_va
             return TFTAP_ENOMEM;
     }
     tftap_buf_done(&note);
+    return 0;
+}
+
+/* A ReadResource named after an instance by the object it read (which
+ * must be the object before the run) says what that object is once
+ * refreshed: the prior state the plans and applies of the instance that
+ * follow carry (they come later in call order). Kept as a value known of
+ * the instance before (BR), as a saved plan's prior state would be: its
+ * plans then must agree with it, and another instance's object cannot pass
+ * for it however its id reads. A copy: the call's values go when it has
+ * been matched. */
+static int keep_refreshed(struct matching *m, size_t inst, const sj_node *state)
+{
+    struct instance *in = &m->is->v[inst];
+    if (in->nval[MO_BR] >= MAX_PER)
+        return 0;
+    if (m->nrefreshed == m->caprefreshed) {
+        size_t cap = m->caprefreshed ? 2 * m->caprefreshed : 64;
+        sj_doc **v = realloc(m->refreshed, cap * sizeof *v);
+        if (!v)
+            return TFTAP_ENOMEM;
+        m->refreshed = v;
+        m->caprefreshed = cap;
+    }
+    tftap_buf b = TFTAP_BUF_INIT;
+    sj_doc *d = NULL;
+    sj_write(state, &b);
+    int rc =
+        tftap_buf_failed(&b) ? TFTAP_ENOMEM : sj_parse(b.data, b.len, TFTAP_JSON_MAX_DEPTH + 2, &d);
+    tftap_buf_done(&b);
+    if (rc)
+        return rc == TFTAP_ENOMEM ? rc : 0; /* too deep to keep: not kept */
+    m->refreshed[m->nrefreshed++] = d;
+    push_val(in, MO_BR, sj_root(d), NULL);
     return 0;
 }
 
@@ -1085,11 +1189,15 @@ static int on_call(void *ctx, const store_match_call *call)
                                                       : R_PLAN;
     c.replace = call->requires_replace && call->requires_replace->kind == SJ_ARRAY &&
                 call->requires_replace->n > 0;
-    c.failed = call->failed;
+    c.partial = m->is->partial;
+    c.loose = call->failed || call->legacy || c.partial;
     for (int i = 0; i < K_N; i++)
         c.v[i] = call->values[i];
     out->cls = call_class(c.rpc, c.v[K_PRIOR], c.rpc == R_READ ? NULL : c.v[K_PLANNED]);
-    return m->err = match_call(m, call->type_name, &c, out);
+    int rc = match_call(m, call->type_name, &c, out);
+    if (!rc && c.rpc == R_READ && out->address && !skip_value(c.v[K_NEW]))
+        rc = keep_refreshed(m, out->inst, c.v[K_NEW]);
+    return m->err = rc;
 }
 
 /* Calls agreeing with the same equal instances, of one process and class,
@@ -1231,7 +1339,7 @@ int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc 
     sj_doc **parsed = NULL;
     struct instances is = {0};
     struct index ix = {0};
-    struct matching m = {&is, &ix, ndocs, missing, 0, NULL, 0, 0, NULL, 0};
+    struct matching m = {.is = &is, .ix = &ix, .ndocs = ndocs, .missing = missing};
     store_address_set *sets = NULL;
     int n_ok = 0, n_bad = 0, err = 0;
     if (ndocs) {
@@ -1244,7 +1352,7 @@ int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc 
     for (size_t d = 0; d < ndocs; d++) {
         err = sj_parse(docs[d].json, docs[d].len, TFTAP_JSON_MAX_DEPTH, &parsed[d]);
         if (!err)
-            err = collect(&is, sj_root(parsed[d]), docs[d].after);
+            err = collect(&is, sj_root(parsed[d]), docs[d].after, docs[d].partial);
         if (err)
             goto done;
     }
@@ -1286,6 +1394,9 @@ done:
     }
     free(m.v);
     free(m.scratch);
+    for (size_t i = 0; i < m.nrefreshed; i++)
+        sj_free(m.refreshed[i]);
+    free(m.refreshed);
     for (size_t d = 0; parsed && d < ndocs; d++)
         sj_free(parsed[d]);
     free(parsed);

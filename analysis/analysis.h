@@ -19,23 +19,28 @@
 /* What the CLI said about the resources around a run: `CLI state pull`
  * (a raw state), or `CLI show -json` of a saved plan or of a state. after
  * says whether a state is the one the run started from (0) or the one it
- * left (1); a plan's changes tell before and after themselves. */
+ * left (1); a plan's changes tell before and after themselves. partial: a
+ * state left by a command that failed, which may not hold what the run
+ * planned or applied. */
 typedef struct analysis_match_doc {
     const char *json;
     size_t len;
     int after;
+    int partial;
 } analysis_match_doc;
 
 /* Match the run's PlanResourceChange, ApplyResourceChange, ReadResource and
  * ReadDataSource calls to resource instance addresses by resource type (and
- * mode), comparing their values with those of the documents' instances: a
- * call about an existing object by its prior state with the object before
- * the run, any call with the planned or applied values. Stores each
- * call's address, or a note saying why not (store_set_addresses); with no document,
- * missing (or a default) is the note. Calls that agree equally with several
- * instances whose values are equal (count or for_each over the same values)
- * are paired with them one to one, in call order and address order, per
- * method; their note then says "identical to web[1], web[2]". *matched/ *unmatched count the calls
+ * mode), comparing their values with what the documents say of each
+ * instance before and after the run: a call is named only after an
+ * instance its values agree with (null against a value disagrees; what
+ * core makes agree must agree, docs/database.md says which). Stores each
+ * call's address, or a note saying why not (store_set_addresses); with no
+ * document, missing (or a default) is the note. Calls that agree with
+ * several instances whose known values are equal (count or for_each over
+ * the same values) are paired with them one to one, in call order and
+ * address order, per provider process and kind of call; their note then
+ * says "identical to web[1], web[2]". *matched/ *unmatched count the calls
  * (either may be NULL). Returns 0, TFTAP_EDECODE (a document is not JSON),
  * TFTAP_ESTORE, TFTAP_ENOMEM. */
 /* Addresses in the CLI's order (plan output sorts by address): bytewise,

@@ -113,24 +113,25 @@ int run_state_before(const char *cli_path, char *const *env, const char *workdir
 
 /* After the command: what the store ties calls to resource addresses by,
  * the state before it and `CLI show -json [PLANFILE]` after it (into
- * *out). Runs unwrapped (env: NULL for ours, or tftap replay's, whose CLI
+ * *out; partial: the command failed, so the state after may lack what it
+ * planned). Runs unwrapped (env: NULL for ours, or tftap replay's, whose CLI
  * config sends the CLI straight to the replayed providers): nothing of it
  * is recorded. Problems only warn. Returns how many docs it filled. */
 static size_t match_docs(const char *cli_path, char *const *env, const char *workdir,
                          const char *planfile, int have_before, const tftap_buf *before,
-                         int read_after, tftap_buf *out, analysis_match_doc docs[2])
+                         int read_after, int partial, tftap_buf *out, analysis_match_doc docs[2])
 {
     char *argv[] = {(char *)cli_path, "show", "-json", (char *)planfile, NULL};
     size_t ndocs = 0;
     if (have_before) {
         /* No state yet reads as a state without resources. */
         docs[ndocs++] = (analysis_match_doc){before->len ? before->data : "{}",
-                                             before->len ? before->len : 2, 0};
+                                             before->len ? before->len : 2, 0, 0};
     }
     if (read_after) {
         int rc = capture(argv, env, workdir, CAPTURE_MAX, out);
         if (rc == 0 && out->len > 0 && !tftap_buf_failed(out))
-            docs[ndocs++] = (analysis_match_doc){out->data, out->len, 1};
+            docs[ndocs++] = (analysis_match_doc){out->data, out->len, 1, partial};
         else
             cli_error("could not read '%s show -json' to match calls to addresses", cli_path);
     }
@@ -424,6 +425,7 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
          * command may have changed the state, even when it failed. */
         int plans = e->match && strcmp(e->sub, "plan") == 0;
         int after = plans ? e->planfile != NULL && (e->code == 0 || e->code == 2) : 1;
+        int partial = !plans && e->code != 0;
         int opened = *s != NULL || store_open(e->db, 0, s) == 0;
         /* A recorder that found the database refusing its writes (away, or
          * its disk full) holds its part under a shared lock and retries
@@ -457,7 +459,7 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
             analysis_match_doc docs[2];
             size_t ndocs = e->match ? match_docs(e->cli_path, e->aux_env, e->workdir,
                                                  plans ? e->planfile : NULL, e->have_before,
-                                                 e->before, after, &out, docs)
+                                                 e->before, after, partial, &out, docs)
                                     : 0;
             store_close(*s);
             *s = NULL;
@@ -508,7 +510,7 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
             analysis_match_doc docs[2];
             size_t ndocs =
                 match_docs(e->cli_path, e->aux_env, e->workdir, plans ? e->planfile : NULL,
-                           e->have_before, e->before, after, &out, docs);
+                           e->have_before, e->before, after, partial, &out, docs);
             if (match_apply(*s, e->run_id, docs, ndocs) != 0)
                 cli_error("matching calls to addresses failed: %s", store_errmsg(*s));
             tftap_buf_done(&out);

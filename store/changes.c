@@ -780,6 +780,8 @@ int store_match_calls_each(store *s, int64_t run_id,
             match_values(c.rpc, root[0], root[1], c.values);
             if (strcmp(c.rpc, "PlanResourceChange") == 0)
                 c.requires_replace = sj_get(root[1], "requires_replace");
+            const sj_node *legacy = sj_get(root[1], "legacy_type_system");
+            c.legacy = legacy && legacy->kind == SJ_BOOL && legacy->boolean;
             const sj_node *diags = sj_get(root[1], "diagnostics");
             for (const sj_node *d = diags && diags->kind == SJ_ARRAY ? diags->child : NULL; d;
                  d = d->next) {

@@ -495,8 +495,8 @@ int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char
  * ApplyResourceChange, ReadResource and ReadDataSource call with its
  * decoded values (as v_resource_changes has them; NULL where a call has no
  * such value): prior, proposed, config, planned, new, in call order; its
- * process, a plan's requires_replace and whether the response carries an
- * error diagnostic. The nodes live until fn returns. */
+ * process, a plan's requires_replace, whether the response carries an
+ * error diagnostic and its legacy_type_system flag. The nodes live until fn returns. */
 typedef struct store_match_call {
     int64_t call_id;
     int64_t process_id;
@@ -505,6 +505,7 @@ typedef struct store_match_call {
     const sj_node *values[5];
     const sj_node *requires_replace; /* a plan's response's, or NULL */
     int failed;                      /* an error diagnostic in the response */
+    int legacy;                      /* the response's legacy_type_system */
 } store_match_call;
 int store_match_calls_each(store *s, int64_t run_id,
                            int (*fn)(void *ctx, const store_match_call *call), void *ctx);

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Issue 24, "never misnamed": every address tftap gives a call is held
+# against what OpenTofu itself says of that instance (the plan JSON of a
+# saved plan, the state before and after), for configurations with count,
+# for_each keys with spaces and quotes, instances that differ by one
+# attribute (null or a value), by nothing at all, count.index-derived
+# values, sets, secrets, a data source and nested modules with count. Plans
+# and applies run several times (parallel walks change the call order). A
+# call is misnamed when a value it knows (planned, prior or new state; a
+# secret or an unknown aside) disagrees with every object core reports for
+# its address, or its id with every id there. 0 misnamed, every call named
+# where the documents can name it, and `tftap check` finds nothing on runs
+# tofu accepted (before: "final-plan at .prefix expected "cc" actual null").
+. "$(dirname "$0")/lib.sh"
+need_peers
+w=$WORK/w db=$WORK/tftap.db
+new_dir "$top_srcdir/tests/e2e/configs/naming" "$w"
+(cd "$w" && tofu init -input=false -no-color >/dev/null) || not_ok "init"
+
+# {address: [objects]}: every object the show -json documents give an
+# address (states, a plan's prior state, planned values and changes).
+cat >"$WORK/truth.jq" <<'EOF'
+[ .[] | ((.. | objects | select(has("address") and has("mode") and has("values"))
+          | {a: .address, v: .values}),
+         (.resource_changes[]? | ({a: .address, v: .change.before}, {a: .address, v: .change.after}))) ]
+| map(select(.v != null)) | group_by(.a) | map({key: .[0].a, value: map(.v)}) | from_entries
+EOF
+# Each call (v_resource_changes rows) with its verdict: named, unnamed or
+# misnamed.
+cat >"$WORK/judge.jq" <<'EOF'
+def known: (type == "object" and (has("$unknown") or has("$sensitive") or has("$undecoded"))) | not;
+def bare: if type == "object" and (keys == ["type", "value"]) then .value else . end;
+def norm: if type == "array" and all(.[]; type != "object" and type != "array") then sort else . end;
+# What core leaves out of a plan's after is unknown there.
+def agrees($o; $v):
+  all($v | to_entries[] | select(.key != "id" and (.value | known));
+      . as $e | ($o | has($e.key) | not) or (($o[$e.key] | bare | norm) == ($e.value | bare | norm)));
+def idok($objs; $v): ($v.id | type) != "string" or any($objs[]; .id == $v.id);
+def fits($objs; $v): ($v | type) != "object" or (any($objs[]; agrees(.; $v)) and idok($objs; $v));
+($truth[0]) as $t
+| map(. as $row | . + {verdict: (
+    if $row.address == null then "unnamed"
+    elif $t[$row.address] == null then "misnamed"
+    else $t[$row.address] as $objs
+      | if [$row.prior, $row.planned, $row.new] | map(select(. != null) | fromjson | select(. != null))
+           | all(. as $v | fits($objs; $v)) then "named" else "misnamed" end
+    end)})
+EOF
+
+total_misnamed=0
+summary=
+
+# judge KIND RUN DOC...: the run's calls against the documents.
+judge() {
+    local kind=$1 run=$2
+    shift 2
+    jq -s -f "$WORK/truth.jq" "$@" >"$WORK/truth.json" || not_ok "$kind: truth documents"
+    sqlite3 -json "$db" "SELECT call_id, method, address, address_note, prior, planned, new
+        FROM v_resource_changes WHERE run_id = $run ORDER BY call_id" >"$WORK/calls.json"
+    jq --slurpfile truth "$WORK/truth.json" -f "$WORK/judge.jq" "$WORK/calls.json" \
+        >"$WORK/verdicts-$run.json" || not_ok "$kind: judging"
+    local n named misnamed
+    n=$(jq length "$WORK/verdicts-$run.json")
+    named=$(jq '[.[] | select(.verdict == "named")] | length' "$WORK/verdicts-$run.json")
+    misnamed=$(jq '[.[] | select(.verdict == "misnamed")] | length' "$WORK/verdicts-$run.json")
+    total_misnamed=$((total_misnamed + misnamed))
+    summary="$summary
+  $kind (run $run): $n calls, $named named, $misnamed misnamed"
+    check_eq "$kind (run $run): no call misnamed" "$misnamed" 0
+    [ "$misnamed" = 0 ] || jq -c '.[] | select(.verdict == "misnamed") | {call_id, method, address}' \
+        "$WORK/verdicts-$run.json" | head -5
+    check "$kind (run $run): calls recorded" test "$n" -gt 0
+    LAST_N=$n LAST_NAMED=$named
+}
+
+# tftap check finds nothing on a run tofu accepted.
+checked() { # KIND
+    "$TFTAP" check --db "$db" last >"$WORK/check.txt" 2>&1
+    check_eq "$1: tftap check finds nothing" "$?" 0
+    [ -s "$WORK/check.txt" ] && grep -v 'no provider contract violations' "$WORK/check.txt" | head -3
+}
+
+state() { (cd "$w" && tofu show -json) >"$WORK/$1.json"; }
+tftap_run() { # SUBCOMMAND ARGS...: what tofu says goes to a file; its exit code is ours
+    local sub=$1
+    shift
+    (cd "$w" && "$TFTAP" run --db "$db" -- tofu "$sub" -input=false -no-color "$@" \
+        >"$WORK/out-$sub.txt" 2>&1)
+}
+
+state s0
+gen=0
+for round in 1 2; do
+    gen=$((gen + 1))
+    tftap_run plan -out=p$round -var gen=$gen
+    check_eq "plan -out $round: exit code" "$?" 0
+    (cd "$w" && tofu show -json p$round) >"$WORK/p$round.json"
+    judge "plan -out $round" "$(last_run "$db")" "$WORK/s$((round - 1)).json" "$WORK/p$round.json"
+    check_eq "plan -out $round: every call named" "$LAST_NAMED" "$LAST_N"
+    checked "plan -out $round"
+    if [ "$round" = 1 ]; then
+        # The issue's case: one change per instance, fe["c"] (prefix "cc")
+        # once, and the instances equal to each other paired.
+        "$TFTAP" show --db "$db" last >"$WORK/show.txt"
+        check_eq "plan -out: fe[\"c\"] shown once" \
+            "$(grep -cF '# tftest5_pet.fe["c"] will be created' "$WORK/show.txt")" 1
+        check_eq "plan -out: fe[\"d\\\"q\"] shown once" \
+            "$(grep -cF '# tftest5_pet.fe["d\"q"] ' "$WORK/show.txt")" 1
+        check "plan -out: nested module instances named" \
+            grep -qF '# module.m[1].module.leaf[0].tftest5_pet.y will be created' "$WORK/show.txt"
+    fi
+
+    tftap_run apply p$round
+    check_eq "apply PLANFILE $round: exit code" "$?" 0
+    state s$round
+    judge "apply PLANFILE $round" "$(last_run "$db")" "$WORK/s$((round - 1)).json" "$WORK/s$round.json"
+    check_eq "apply PLANFILE $round: every call named" "$LAST_NAMED" "$LAST_N"
+    checked "apply PLANFILE $round"
+done
+
+# Applies that plan for themselves: replacements (cnt[0]'s keepers come
+# and go) and in-place updates (t[1] from gen 2 on).
+for gen in 3 4; do
+    tftap_run apply -auto-approve -var gen=$gen
+    check_eq "apply gen=$gen: exit code" "$?" 0
+    state s$gen
+    judge "apply gen=$gen" "$(last_run "$db")" "$WORK/s$((gen - 1)).json" "$WORK/s$gen.json"
+    check_eq "apply gen=$gen: every call named" "$LAST_NAMED" "$LAST_N"
+    checked "apply gen=$gen"
+done
+
+# A plan not saved: core's own plan of the same (unrecorded, saved) is the
+# truth; new objects cannot be named yet (only calls about existing ones
+# are expected named).
+tftap_run plan -var gen=5
+check_eq "plan: exit code" "$?" 0
+run=$(last_run "$db")
+(cd "$w" && tofu plan -input=false -no-color -var gen=5 -out=truth.plan >/dev/null &&
+    tofu show -json truth.plan) >"$WORK/truth-plan.json"
+judge "plan" "$run" "$WORK/s4.json" "$WORK/truth-plan.json"
+check_eq "plan: every call about an existing object named" \
+    "$(jq '[.[] | select(.verdict == "unnamed" and .prior != "null" and .prior != null)] | length' \
+        "$WORK/verdicts-$run.json")" 0
+checked "plan"
+
+tftap_run destroy -auto-approve -var gen=$gen
+check_eq "destroy: exit code" "$?" 0
+state s5
+judge "destroy" "$(last_run "$db")" "$WORK/s4.json" "$WORK/s5.json"
+check_eq "destroy: every call named" "$LAST_NAMED" "$LAST_N"
+checked "destroy"
+
+echo "named and misnamed, per run:$summary"
+check_eq "no call misnamed in any run" "$total_misnamed" 0
+finish
