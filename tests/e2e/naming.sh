@@ -129,6 +129,17 @@ for gen in 3 4; do
     checked "apply gen=$gen"
 done
 
+# An apply that fails: f[1]'s create fails, f[0] and f[2] (equal) are
+# created. Nothing it cannot tell is named.
+tftap_run apply -auto-approve -var gen=$gen -var fail=true
+check_eq "failed apply: exit code" "$?" 1
+state s5
+judge "failed apply" "$(last_run "$db")" "$WORK/s4.json" "$WORK/s5.json"
+# f[1]'s plans and apply agree with no instance core reports (issue 24 asks
+# for them named too: not yet).
+check_eq "failed apply: all but f[1]'s calls named" "$LAST_NAMED" $((LAST_N - 3))
+checked "failed apply"
+
 # A plan not saved: core's own plan of the same (unrecorded, saved) is the
 # truth; new objects cannot be named yet (only calls about existing ones
 # are expected named).
@@ -137,7 +148,7 @@ check_eq "plan: exit code" "$?" 0
 run=$(last_run "$db")
 (cd "$w" && tofu plan -input=false -no-color -var gen=5 -out=truth.plan >/dev/null &&
     tofu show -json truth.plan) >"$WORK/truth-plan.json"
-judge "plan" "$run" "$WORK/s4.json" "$WORK/truth-plan.json"
+judge "plan" "$run" "$WORK/s5.json" "$WORK/truth-plan.json"
 check_eq "plan: every call about an existing object named" \
     "$(jq '[.[] | select(.verdict == "unnamed" and .prior != "null" and .prior != null)] | length' \
         "$WORK/verdicts-$run.json")" 0
@@ -145,8 +156,8 @@ checked "plan"
 
 tftap_run destroy -auto-approve -var gen=$gen
 check_eq "destroy: exit code" "$?" 0
-state s5
-judge "destroy" "$(last_run "$db")" "$WORK/s4.json" "$WORK/s5.json"
+state s6
+judge "destroy" "$(last_run "$db")" "$WORK/s5.json" "$WORK/s6.json"
 check_eq "destroy: every call named" "$LAST_NAMED" "$LAST_N"
 checked "destroy"
 

@@ -19,10 +19,13 @@ resource "tftest5_pet" "fe" {
   prefix   = each.key == "c" ? "cc" : null
 }
 
-# Values from count.index; the first replaced when gen is odd.
+# Values from count.index; the first replaced when gen is odd. (Lengths no
+# other instance has: a pet's id is random words, and two instances whose
+# ids collide and whose values differ are not told apart when one is
+# replaced.)
 resource "tftest5_pet" "cnt" {
   count   = 3
-  length  = count.index + 1
+  length  = count.index + 3
   keepers = count.index == 0 && var.gen % 2 == 1 ? { gen = tostring(var.gen) } : null
 }
 
@@ -62,4 +65,16 @@ module "m" {
   count  = 2
   source = "./m"
   n      = count.index
+}
+
+variable "fail" {
+  type    = bool
+  default = false
+}
+
+# A failed create (f[1]) beside two equal ones that succeed.
+resource "tftest6_thing" "f" {
+  count    = var.fail ? 3 : 0
+  int_attr = 7
+  fail     = count.index == 1 ? "error" : null
 }

@@ -9,7 +9,7 @@ variable "n" {
 }
 
 resource "tftest5_pet" "x" {
-  length = var.n + 1
+  length = var.n + 6
 }
 
 module "leaf" {
