@@ -21,13 +21,13 @@ db=$(ls "$work"/tftap-test-rec-*/rec/tftap.db)
 export TFTAP_DB="$db"
 
 "$TFTAP" runs >"$work/runs.txt"; check "runs exits 0" [ $? -eq 0 ]
-check "runs lists 10 runs" [ "$(grep -c '^[0-9]' "$work/runs.txt")" -eq 10 ]
+check "runs lists 11 runs" [ "$(grep -c '^[0-9]' "$work/runs.txt")" -eq 11 ]
 "$TFTAP" runs --json >"$work/runs.json"
-check "runs --json is a JSON array of 10" [ "$(jq length "$work/runs.json")" = 10 ]
+check "runs --json is a JSON array of 11" [ "$(jq length "$work/runs.json")" = 11 ]
 # Run 5 is test_show_plan's (a replacement and a create), run 6 an apply,
 # run 7 a replacement planned in two calls, runs 8 and 9 a process closing
-# while another commits the schema, run 10 three plans of identical
-# instances (count = 3).
+# while another commits the schema, run 10 plans of instances differing by
+# a null, run 11 three plans of identical instances (count = 3).
 "$TFTAP" show 6 >"$work/apply.txt"
 check "show of an apply run" grep -q 'has been created  \[ApplyResourceChange\]' "$work/apply.txt"
 "$TFTAP" show 7 >"$work/seven.txt"

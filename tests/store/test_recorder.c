@@ -1279,9 +1279,10 @@ int main(void)
     test_trickle_committed_while_open();
     test_schema_committed_while_closing();
     test_matching_writes_little();
-    /* Last: tests/store/cli.sh reads the runs above by number. */
-    test_identical_instances_paired();
     test_null_against_value();
+    /* Last: tests/store/cli.sh reads the runs above by number, and this
+     * one as the last. */
+    test_identical_instances_paired();
 
     fx_free(&schema_a);
     fx_free(&schema_b);
