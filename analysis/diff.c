@@ -626,14 +626,7 @@ static int filter_keeps(const analysis_diff_opts *o, const analysis_diff_call *c
 {
     if (!o || !o->filter)
         return 1;
-    const char *f = o->filter;
-    size_t n = strlen(f);
-    if (c->type_name && strcmp(c->type_name, f) == 0)
-        return 1;
-    if (c->address &&
-        (strcmp(c->address, f) == 0 || (strncmp(c->address, f, n) == 0 && c->address[n] == '[')))
-        return 1;
-    return 0;
+    return tftap_filter_keeps(o->filter, c->type_name, c->address);
 }
 
 static void key_part(tftap_buf *b, const char *s)

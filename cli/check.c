@@ -19,8 +19,9 @@ static const char usage_text[] =
     "consistent with the first plan. Each finding names the call, address, rule,\n"
     "attribute path, both values (redacted ones stay redacted) and whether core rejects\n"
     "it or tolerates it (legacy type system). Refreshes that changed an object are listed\n"
-    "as drift, not as violations. ADDRESS or TYPE keeps only those calls (one that names\n"
-    "nothing in RUN is an error that names the nearest type or address).\n\n"
+    "as drift, not as violations. ADDRESS (test_thing.a, also matching its instances;\n"
+    "module.m, module.m[0], module.m.test_thing.a) or TYPE keeps only those calls (one\n"
+    "that names nothing in RUN is an error that names the nearest type or address).\n\n"
     "Exit status: 1 when core rejects an answer, 0 otherwise: what core only tolerates\n"
     "from legacy-SDK providers is reported and passes, unless --strict (then it fails\n"
     "too); 2 error.\n";

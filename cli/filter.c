@@ -66,13 +66,6 @@ static int consider(struct near *x, const char *name)
     return 0;
 }
 
-/* An address matches itself and its instances ("a.b" matches "a.b[0]"). */
-static int address_matches(const char *filter, const char *address)
-{
-    size_t n = strlen(filter);
-    return strcmp(address, filter) == 0 || (strncmp(address, filter, n) == 0 && address[n] == '[');
-}
-
 static int each_name(void *ctx, const char *rpc, const char *type_name, const char *address)
 {
     struct near *x = ctx;
@@ -95,8 +88,7 @@ static int each_name(void *ctx, const char *rpc, const char *type_name, const ch
         }
         return consider(x, type_name);
     case CLI_FILTER_ADDRESS_OR_TYPE:
-        if ((type_name && strcmp(type_name, x->filter) == 0) ||
-            (address && address_matches(x->filter, address))) {
+        if (tftap_filter_keeps(x->filter, type_name, address)) {
             x->matched = 1;
             return 0;
         }

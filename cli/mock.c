@@ -24,9 +24,10 @@ static const char usage_text[] =
     "one object where every configuration has them; sensitive, unknown and\n"
     "write-only values never (comments say what was left out). With several\n"
     "instances of one type the first address in byte order gives the defaults and a\n"
-    "comment names it. ADDRESS (test_thing.a, also matching its instances) or TYPE\n"
-    "keeps only those; --provider P (an address, hashicorp/random, or a type, random)\n"
-    "only that provider's block (none is written for a provider nothing was kept of).\n"
+    "comment names it. ADDRESS (test_thing.a, also matching its instances; module.m,\n"
+    "module.m[0], module.m.test_thing.a) or TYPE keeps only those; --provider P (an\n"
+    "address, hashicorp/random, or a type, random) only that provider's block (none is\n"
+    "written for a provider nothing was kept of).\n"
     "-o FILE (--output) writes FILE instead of stdout; a FILE that\n"
     "exists (the test file you add run blocks to) is left alone unless --force.\n";
 
@@ -59,14 +60,7 @@ static int provider_keeps(const char *want, const char *provider)
 
 static int filter_keeps(const char *filter, const char *type, const char *address)
 {
-    if (!filter)
-        return 1;
-    if (type && strcmp(type, filter) == 0)
-        return 1;
-    if (!address)
-        return 0;
-    size_t n = strlen(filter);
-    return strcmp(address, filter) == 0 || (strncmp(address, filter, n) == 0 && address[n] == '[');
+    return tftap_filter_keeps(filter, type, address);
 }
 
 static int each_call(void *ctx, const store_call_row *r)

@@ -22,7 +22,8 @@ static const char usage_text[] =
     "may lack) is not a failure. A plan that an apply in\n"
     "the same run carried out is shown once, as the apply; an apply's destroy and\n"
     "create of one address read as one replacement (-/+). ADDRESS (test_thing.a, also\n"
-    "matching its instances) or TYPE (test_thing) keeps only those. --all also shows\n"
+    "matching its instances; module.m, module.m[0], module.m.test_thing.a) or TYPE\n"
+    "(test_thing) keeps only those. --all also shows\n"
     "no-op changes, superseded plans, ReadResource and ReadDataSource calls. A change\n"
     "whose call could not be tied to an address says why.\n";
 
@@ -77,14 +78,7 @@ static int cmp_block(const void *pa, const void *pb)
 
 static int filter_keeps(const char *filter, const char *type, const char *address)
 {
-    if (!filter)
-        return 1;
-    if (type && strcmp(type, filter) == 0)
-        return 1;
-    if (!address)
-        return 0;
-    size_t n = strlen(filter);
-    return strcmp(address, filter) == 0 || (strncmp(address, filter, n) == 0 && address[n] == '[');
+    return tftap_filter_keeps(filter, type, address);
 }
 
 static int in_ids(const int64_t *v, size_t n, int64_t id)

@@ -104,6 +104,16 @@ char *tftap_buf_take(tftap_buf *b, size_t *len);
  * spaces per level; numbers and strings are copied verbatim. */
 void tftap_json_pretty(const char *json, size_t len, tftap_buf *out);
 
+/* Does the address filter filter keep address: each of its steps
+ * ("module.m", "module.m[0]", "tftest5_pet.x") matching the address's step
+ * there, its key too when it gives one, the address going on or not
+ * ("module.m" keeps "module.m[1].module.n.tftest5_pet.x[\"k\"]"; it keeps no
+ * address of a module "mm")? 0 for NULL or a malformed address. */
+int tftap_address_matches(const char *filter, const char *address);
+/* A filter of a change: NULL keeps everything, a resource type its
+ * changes (type), anything else as tftap_address_matches(). */
+int tftap_filter_keeps(const char *filter, const char *type, const char *address);
+
 /* Bytewise order of two byte strings, the shorter first on a common prefix
  * (what memcmp gives equal-length ones). Either may be NULL when empty. */
 int tftap_bytes_cmp(const void *a, size_t an, const void *b, size_t bn);

@@ -11,11 +11,10 @@
 
 #include "decoder/decoder.h"
 
-/* An address filter matches the address itself and its instances
- * ("a.b" matches "a.b[0]" and "a.b[\"k\"]"); anything else is a type. */
-#define FILTER_SQL                                                                                 \
-    "(CAST(?2 AS TEXT) IS NULL OR type_name = ?2 OR address = ?2 OR "                              \
-    "substr(address, 1, length(CAST(?2 AS TEXT)) + 1) = ?2 || '[')"
+/* A filter (?2) keeps a type's changes, or those of addresses it matches
+ * (tftap_filter_keeps): the query keeps the type's and every named change,
+ * the rows are filtered as they are read. */
+#define FILTER_SQL "(CAST(?2 AS TEXT) IS NULL OR type_name = ?2 OR address IS NOT NULL)"
 
 /* ---- how the changes of a run relate ----------------------------------------
  *
@@ -648,6 +647,8 @@ static int changes_query(store *s, int64_t run_id, const char *filter, int faile
             continue; /* not a change */
         if ((err = got))
             break;
+        if (!tftap_filter_keeps(filter, c.type_name, c.address))
+            continue;
         c.block_schema = block_schema(s, &schemas, schema_sha, c.type_name,
                                       c.rpc && strcmp(c.rpc, "ReadDataSource") == 0);
         related(&rels, half, gone, forced, &c);
@@ -711,6 +712,8 @@ int store_diagnostics_each(store *s, int64_t run_id, const char *filter,
             .detail = store_col_text(st, 6),
             .attribute = store_col_text(st, 7),
         };
+        if (!tftap_filter_keeps(filter, d.type_name, d.address))
+            continue;
         cb = fn(ctx, &d);
         if (cb)
             break;

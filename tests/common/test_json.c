@@ -254,6 +254,33 @@ static void test_members(void)
     CHECK(m.text != NULL && m.len == 5);
 }
 
+/* Address filters (common/address.c): every step matches, keys where the
+ * filter gives them; quoted keys may hold dots and brackets. */
+static void test_address_filter(void)
+{
+    const char *a = "module.m[1].module.leaf[0].tftest5_pet.y[\"a.b]\\\"c\"]";
+    CHECK(tftap_address_matches("module.m", a));
+    CHECK(tftap_address_matches("module.m[1]", a));
+    CHECK(!tftap_address_matches("module.m[0]", a));
+    CHECK(tftap_address_matches("module.m.module.leaf", a));
+    CHECK(tftap_address_matches("module.m.module.leaf.tftest5_pet.y", a));
+    CHECK(tftap_address_matches("module.m[1].module.leaf[0].tftest5_pet.y[\"a.b]\\\"c\"]", a));
+    CHECK(!tftap_address_matches("module.m.module.leaf.tftest5_pet.y[\"a\"]", a));
+    CHECK(!tftap_address_matches("module.mm", a));
+    CHECK(!tftap_address_matches("module", "modules.x"));
+    CHECK(!tftap_address_matches("tftest5_pet.y", a)); /* a root resource only */
+    CHECK(tftap_address_matches("tftest5_pet.y", "tftest5_pet.y[2]"));
+    CHECK(!tftap_address_matches("tftest5_pet.y[2]", "tftest5_pet.y[20]"));
+    CHECK(!tftap_address_matches("tftest5_pet.y.z", "tftest5_pet.y"));
+    CHECK(tftap_address_matches("data.tftest5_echo.e", "data.tftest5_echo.e[0]"));
+    CHECK(!tftap_address_matches("module.m.", a));
+    CHECK(!tftap_address_matches("module.m[1", a));
+    CHECK(!tftap_address_matches("module.m", NULL));
+    CHECK(tftap_filter_keeps(NULL, NULL, NULL));
+    CHECK(tftap_filter_keeps("tftest5_pet", "tftest5_pet", NULL));
+    CHECK(!tftap_filter_keeps("tftest5_pet.y", "tftest5_pet", NULL));
+}
+
 int main(void)
 {
     test_valid();
@@ -263,5 +290,6 @@ int main(void)
     test_at();
     test_equal();
     test_members();
+    test_address_filter();
     return check_report("test_json");
 }

@@ -118,6 +118,40 @@ for round in 1 2; do
     checked "apply PLANFILE $round"
 done
 
+# Module addresses filter show, check, diff and mock as any address does:
+# module.m (every instance, and the modules within), module.m[0],
+# module.m.TYPE.NAME (in every instance of m), a nested module.
+run_plan1=1 run_plan2=3 run_apply1=2
+shown() { # RUN FILTER: the addresses `show --json` lists, sorted, one line
+    "$TFTAP" show --db "$db" --all --json "$1" "$2" | jq -r '[.changes[].address] | unique | join(" ")'
+}
+check_eq "filter module.m" "$(shown $run_plan1 module.m)" \
+    "module.m[0].module.leaf[0].tftest5_pet.y module.m[0].module.leaf[1].tftest5_pet.y module.m[0].tftest5_pet.x module.m[1].module.leaf[0].tftest5_pet.y module.m[1].module.leaf[1].tftest5_pet.y module.m[1].tftest5_pet.x"
+check_eq "filter module.m[0]" "$(shown $run_plan1 'module.m[0]')" \
+    "module.m[0].module.leaf[0].tftest5_pet.y module.m[0].module.leaf[1].tftest5_pet.y module.m[0].tftest5_pet.x"
+check_eq "filter module.m.tftest5_pet.x" "$(shown $run_plan1 module.m.tftest5_pet.x)" \
+    "module.m[0].tftest5_pet.x module.m[1].tftest5_pet.x"
+check_eq "filter module.m[1].module.leaf" "$(shown $run_plan1 'module.m[1].module.leaf')" \
+    "module.m[1].module.leaf[0].tftest5_pet.y module.m[1].module.leaf[1].tftest5_pet.y"
+check_eq "filter module.m.module.leaf[0].tftest5_pet.y" \
+    "$(shown $run_plan1 'module.m.module.leaf[0].tftest5_pet.y')" \
+    "module.m[0].module.leaf[0].tftest5_pet.y module.m[1].module.leaf[0].tftest5_pet.y"
+"$TFTAP" show --db "$db" "$run_plan1" module.mm >/dev/null 2>"$WORK/mm.err"
+check_eq "filter module.mm: names nothing, a usage error" "$?" 2
+check_eq "filter tftest5_pet.eq: root instances only" "$(shown $run_plan1 tftest5_pet.eq)" \
+    "tftest5_pet.eq[0] tftest5_pet.eq[1] tftest5_pet.eq[2]"
+"$TFTAP" check --db "$db" "$run_apply1" 'module.m[0]' >"$WORK/check-m.txt"
+check_eq "check module.m[0]: exit code" "$?" 0
+"$TFTAP" diff --db "$db" "$run_plan1" "$run_plan2" 'module.m[1].module.leaf' --json >"$WORK/diff-m.json"
+check_eq "diff module.m[1].module.leaf: only those addresses" \
+    "$(jq -r '[.changes[].address] | unique | join(" ")' "$WORK/diff-m.json")" \
+    "module.m[1].module.leaf[0].tftest5_pet.y module.m[1].module.leaf[1].tftest5_pet.y"
+"$TFTAP" mock --db "$db" "$run_apply1" 'module.m[1]' >"$WORK/mock-m.tf"
+check_eq "mock module.m[1]: exit code" "$?" 0
+check "mock module.m[1]: defaults from an instance of it" \
+    grep -qE '# defaults from module\.m\[1\]\.' "$WORK/mock-m.tf"
+check "mock module.m[1]: nothing of another" sh -c "! grep -qE 'defaults from (module\.m\[0\]|tftest)' '$WORK/mock-m.tf'"
+
 # Applies that plan for themselves: replacements (cnt[0]'s keepers come
 # and go) and in-place updates (t[1] from gen 2 on).
 for gen in 3 4; do
