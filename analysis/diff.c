@@ -152,6 +152,7 @@ struct dcall {
     size_t idx;
     sj_doc *req, *resp;
     char *key;
+    char *rkey;         /* the key without create half and address: provider, method, type */
     const char *action; /* static string, or NULL */
     int prior_null;
     int create_half;
@@ -723,6 +724,13 @@ static int load_side(analysis_diff *d, const analysis_diff_call *calls, size_t n
         tftap_buf_cstr(&key);
         if (tftap_buf_failed(&key) || !(v[i].key = strdup(key.data)))
             rc = TFTAP_ENOMEM;
+        tftap_buf_reset(&key);
+        key_part(&key, provider_key(v[i].c->provider));
+        key_part(&key, v[i].c->rpc);
+        key_part(&key, v[i].c->type_name);
+        tftap_buf_cstr(&key);
+        if (!rc && (tftap_buf_failed(&key) || !(v[i].rkey = strdup(key.data))))
+            rc = TFTAP_ENOMEM;
     }
     tftap_buf_done(&key);
     return rc;
@@ -762,6 +770,93 @@ static const char *group_of(const analysis_diff_call *c)
     return c->provider ? c->provider : "";
 }
 
+struct single {
+    struct dcall *x;
+    size_t slot; /* its pair, one-sided */
+};
+
+static int single_cmp(const void *p, const void *q)
+{
+    const struct single *a = p, *b = q;
+    int c = strcmp(a->x->rkey, b->x->rkey);
+    if (c)
+        return c;
+    return a->x->idx < b->x->idx ? -1 : a->x->idx > b->x->idx;
+}
+
+/* Pairs (pa[p], pb[p]) of which one side is empty, the other's call named
+ * in one run and not in the other: a named call pairs with an unnamed one
+ * of the same provider, method and type (a create half or not: an unnamed
+ * one is not known as one), in call order (first the
+ * unnamed of run A with the named of run B, then the named of A with the
+ * unnamed of B). Merged pairs leave one of their slots empty (both NULL),
+ * which are dropped. */
+static int pair_unnamed(struct dcall **pa, struct dcall **pb, size_t *n)
+{
+    struct single *sa = malloc((*n + 1) * sizeof *sa), *sb = malloc((*n + 1) * sizeof *sb);
+    size_t na = 0, nb = 0;
+    if (!sa || !sb) {
+        free(sa);
+        free(sb);
+        return TFTAP_ENOMEM;
+    }
+    for (size_t p = 0; p < *n; p++) {
+        if (pa[p] && !pb[p])
+            sa[na++] = (struct single){pa[p], p};
+        else if (pb[p] && !pa[p])
+            sb[nb++] = (struct single){pb[p], p};
+    }
+    qsort(sa, na, sizeof *sa, single_cmp);
+    qsort(sb, nb, sizeof *sb, single_cmp);
+    for (size_t i = 0, k = 0; i < na && k < nb;) {
+        int c = strcmp(sa[i].x->rkey, sb[k].x->rkey);
+        if (c) {
+            if (c < 0)
+                i++;
+            else
+                k++;
+            continue;
+        }
+        size_t ie = i, ke = k; /* the group: [i, ie) and [k, ke) */
+        while (ie < na && strcmp(sa[ie].x->rkey, sa[i].x->rkey) == 0)
+            ie++;
+        while (ke < nb && strcmp(sb[ke].x->rkey, sb[k].x->rkey) == 0)
+            ke++;
+        for (int round = 0; round < 2; round++) {
+            /* round 0: A unnamed with B named; round 1: A named with B
+             * unnamed. */
+            size_t x = i, y = k;
+            for (;;) {
+                while (x < ie && (!pa[sa[x].slot] || !sa[x].x->c->address != !round))
+                    x++;
+                while (y < ke && (!pb[sb[y].slot] || !sb[y].x->c->address != !!round))
+                    y++;
+                if (x == ie || y == ke)
+                    break;
+                /* B's call joins A's pair; its own slot empties. */
+                pb[sa[x].slot] = sb[y].x;
+                pa[sb[y].slot] = NULL;
+                pb[sb[y].slot] = NULL;
+                x++;
+                y++;
+            }
+        }
+        i = ie;
+        k = ke;
+    }
+    size_t w = 0;
+    for (size_t p = 0; p < *n; p++)
+        if (pa[p] || pb[p]) {
+            pa[w] = pa[p];
+            pb[w] = pb[p];
+            w++;
+        }
+    *n = w;
+    free(sa);
+    free(sb);
+    return 0;
+}
+
 void analysis_diff_free(analysis_diff *d)
 {
     if (!d)
@@ -770,11 +865,13 @@ void analysis_diff_free(analysis_diff *d)
         sj_free(d->ca[i].req);
         sj_free(d->ca[i].resp);
         free(d->ca[i].key);
+        free(d->ca[i].rkey);
     }
     for (size_t i = 0; i < d->nb; i++) {
         sj_free(d->cb[i].req);
         sj_free(d->cb[i].resp);
         free(d->cb[i].key);
+        free(d->cb[i].rkey);
     }
     free(d->ca);
     free(d->cb);
@@ -830,21 +927,37 @@ int analysis_diff_calls(const analysis_diff_call *a, size_t na, const analysis_d
     size_t i = 0, k = 0, n = 0;
     while (i < d->na || k < d->nb) {
         int c = i == d->na ? 1 : k == d->nb ? -1 : strcmp(sa[i]->key, sb[k]->key);
-        struct dcall *x = c <= 0 ? sa[i++] : NULL, *y = c >= 0 ? sb[k++] : NULL;
+        pa[n] = c <= 0 ? sa[i++] : NULL;
+        pb[n] = c >= 0 ? sb[k++] : NULL;
+        n++;
+    }
+    /* Calls one run named and the other did not (a plan not saved to a
+     * file names no new object): paired by everything but the address, in
+     * call order, a named call only with an unnamed one. */
+    if ((rc = pair_unnamed(pa, pb, &n)) != 0) {
+        free(pa);
+        free(pb);
+        goto fail;
+    }
+    size_t kept = 0;
+    for (size_t p = 0; p < n; p++) {
+        struct dcall *x = pa[p], *y = pb[p];
         /* A create half nobody else has follows from the action change. */
         if ((!x || !y) && (x ? x : y)->create_half)
             continue;
-        d->pairs[n] = (struct pair){x ? x->c : NULL,
-                                    y ? y->c : NULL,
-                                    x ? x->idx : 0,
-                                    y ? y->idx : 0,
-                                    group_of(x ? x->c : y->c),
-                                    0,
-                                    0};
-        pa[n] = x;
-        pb[n] = y;
-        n++;
+        const analysis_diff_call *named = x && x->c->address ? x->c : y ? y->c : x->c;
+        d->pairs[kept] = (struct pair){x ? x->c : NULL,
+                                       y ? y->c : NULL,
+                                       x ? x->idx : 0,
+                                       y ? y->idx : 0,
+                                       group_of(named),
+                                       0,
+                                       0};
+        pa[kept] = x;
+        pb[kept] = y;
+        kept++;
     }
+    n = kept;
     d->npairs = n;
     /* Compare in pairing order, then order pairs (with their findings) by
      * group for the report. */

@@ -276,6 +276,40 @@ static void test_pairing(void)
     free(s);
 }
 
+/* A plan not saved to a file names no new object: its calls pair with the
+ * named ones of the same type in call order; two named calls of different
+ * addresses never pair. */
+static void test_named_with_unnamed(void)
+{
+    analysis_diff_call a[4] = {
+        plan(1, "t_server.a", REQ("null", "{\"x\":null}"), RESP("{\"x\":1}", "[]", "[]")),
+        plan(2, "t_server.b", REQ("null", "{\"x\":null}"), RESP("{\"x\":5}", "[]", "[]")),
+        plan(3, "t_server.c", REQ("null", "{\"x\":null}"), RESP("{\"x\":7}", "[]", "[]")),
+        plan(4, "t_server.d", REQ("null", "{\"x\":null}"), RESP("{\"x\":9}", "[]", "[]")),
+    };
+    analysis_diff_call b[4] = {
+        plan(11, NULL, REQ("null", "{\"x\":null}"), RESP("{\"x\":1}", "[]", "[]")),
+        plan(12, "t_server.b", REQ("null", "{\"x\":null}"), RESP("{\"x\":5}", "[]", "[]")),
+        plan(13, NULL, REQ("null", "{\"x\":null}"), RESP("{\"x\":8}", "[]", "[]")),
+        plan(14, "t_server.e", REQ("null", "{\"x\":null}"), RESP("{\"x\":9}", "[]", "[]")),
+    };
+    char *s = diff_summary(a, 4, b, 4, NULL, NULL, NULL);
+    CHECK_STR_EQ(s, "B attribute .x -;B only_in_a - -;B only_in_b - -");
+    free(s);
+    /* Both ways: the unnamed in run A. */
+    s = diff_summary(b, 3, a, 3, NULL, NULL, NULL);
+    CHECK_STR_EQ(s, "B attribute .x -");
+    free(s);
+    analysis_diff *d = NULL;
+    CHECK_INT_EQ(analysis_diff_calls(a, 4, b, 4, NULL, &d), 0);
+    tftap_buf out = TFTAP_BUF_INIT;
+    CHECK_INT_EQ(analysis_diff_render(d, ANALYSIS_DIFF_TEXT, 0, 0, &out), 0);
+    printf("---- named with unnamed ----\n%s", tftap_buf_cstr(&out));
+    CHECK(strstr(tftap_buf_cstr(&out), "t_server.c") != NULL);
+    tftap_buf_done(&out);
+    analysis_diff_free(d);
+}
+
 static void test_status_private_deferred_version(void)
 {
     analysis_diff_call a = {.call_id = 1,
@@ -460,6 +494,7 @@ int main(void)
     test_nested_and_lists();
     test_replace_and_diagnostics();
     test_pairing();
+    test_named_with_unnamed();
     test_status_private_deferred_version();
     test_errors_and_formats();
     test_schema_diff();

@@ -187,6 +187,16 @@ check_eq "plan: every call about an existing object named" \
     "$(jq '[.[] | select(.verdict == "unnamed" and .prior != "null" and .prior != null)] | length' \
         "$WORK/verdicts-$run.json")" 0
 checked "plan"
+# The same plan saved: tftap diff pairs the unnamed creates of the plain
+# plan with the named ones, by type and order (before: "only in run A/B").
+tftap_run plan -out=p5 -var gen=5
+check_eq "plan -out 5: exit code" "$?" 0
+"$TFTAP" diff --db "$db" "$run" "$(last_run "$db")" --json >"$WORK/diff-plain.json"
+check_eq "diff plan, plan -out: nothing only in one run" \
+    "$(jq '[.changes[] | select(.kind == "only_in_a" or .kind == "only_in_b")] | length' \
+        "$WORK/diff-plain.json")" 0
+check "diff plan, plan -out: the plain plan has unnamed calls" test \
+    "$(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = $run AND address IS NULL")" -gt 0
 
 tftap_run destroy -auto-approve -var gen=$gen
 check_eq "destroy: exit code" "$?" 0
