@@ -56,6 +56,13 @@ struct instances {
     size_t nslots;  /* a power of two, at least twice n */
     int have_after; /* some document names objects as the run left them */
     int partial;    /* the state after is one a failed command left */
+    /* The configuration's resource blocks ("tftap_config"), when read. */
+    struct config_block {
+        const char *address, *type; /* in their document */
+        int data, certain;
+    } * blocks;
+    size_t nblocks;
+    int have_config;
 };
 
 static void push_val(struct instance *in, int m, const sj_node *v, const sj_node *unk)
@@ -230,6 +237,45 @@ static int collect_raw_state(struct instances *is, const sj_node *root, int m)
     return rc;
 }
 
+/* The configuration's resource blocks, as tftap run read them: each with
+ * its address and whether that is certainly its only instance (no count
+ * or for_each, in a module called once). */
+static int collect_config(struct instances *is, const sj_node *cfg)
+{
+    struct config_block *v = realloc(is->blocks, (is->nblocks + cfg->n + 1) * sizeof *v);
+    if (!v)
+        return TFTAP_ENOMEM;
+    is->blocks = v;
+    is->have_config = 1;
+    for (const sj_node *b = cfg->child; b; b = b->next) {
+        const sj_node *addr = sj_get(b, "address"), *type = sj_get(b, "type"),
+                      *certain = sj_get(b, "certain");
+        int data;
+        if (!mode_of(b, &data) || !addr || addr->kind != SJ_STRING || !type ||
+            type->kind != SJ_STRING)
+            continue;
+        is->blocks[is->nblocks++] = (struct config_block){
+            addr->str, type->str, data, certain && certain->kind == SJ_BOOL && certain->boolean};
+    }
+    return 0;
+}
+
+/* The address the configuration makes certain for a new object of type:
+ * the type's only block, itself and its module called once. */
+static const char *config_address(const struct instances *is, const char *type, int data)
+{
+    const struct config_block *one = NULL;
+    for (size_t i = 0; i < is->nblocks; i++) {
+        const struct config_block *b = &is->blocks[i];
+        if (b->data != data || strcmp(b->type, type) != 0)
+            continue;
+        if (one)
+            return NULL; /* two blocks of the type */
+        one = b;
+    }
+    return one && one->certain ? one->address : NULL;
+}
+
 /* One document, whichever of the forms it is. */
 static int collect(struct instances *is, const sj_node *root, int after, int partial)
 {
@@ -237,6 +283,9 @@ static int collect(struct instances *is, const sj_node *root, int after, int par
         return TFTAP_EDECODE;
     if (after && partial)
         is->partial = 1;
+    const sj_node *cfg = sj_get(root, "tftap_config");
+    if (cfg && cfg->kind == SJ_ARRAY)
+        return collect_config(is, cfg);
     int state_moment = after ? MO_AS : MO_B0;
     if (!sj_get(root, "format_version") && sj_get(root, "resources"))
         return collect_raw_state(is, root, state_moment);
@@ -792,6 +841,7 @@ static void instances_free(struct instances *is)
         free(is->v[i].address);
     free(is->v);
     free(is->slots);
+    free(is->blocks);
 }
 
 /* The instances the call agrees with (none ruled out, something agreed)
@@ -1079,7 +1129,13 @@ static int match_call(struct matching *m, const char *type, const struct call_va
         tftap_buf_puts(&note, "call has no resource type");
     else if (m->ndocs == 0)
         tftap_buf_puts(&note, m->missing ? m->missing : "no plan or state was read to match it");
-    else if (candidates == 0 && is_new && !is->have_after)
+    else if (candidates == 0 && !is->have_after && is->have_config && (is_new || data) &&
+             config_address(is, type, data)) {
+        /* Nothing of a document says, but the configuration is certain. */
+        out->address = config_address(is, type, data);
+        out->inst = (size_t)-1;
+        tftap_buf_printf(&note, "the configuration's only %s%s block", what, type);
+    } else if (candidates == 0 && is_new && !is->have_after)
         tftap_buf_printf(&note,
                          "a new %s object: only a saved plan (plan -out=FILE) or the state after "
                          "an apply names new instances",
@@ -1195,7 +1251,8 @@ static int on_call(void *ctx, const store_match_call *call)
         c.v[i] = call->values[i];
     out->cls = call_class(c.rpc, c.v[K_PRIOR], c.rpc == R_READ ? NULL : c.v[K_PLANNED]);
     int rc = match_call(m, call->type_name, &c, out);
-    if (!rc && c.rpc == R_READ && out->address && !skip_value(c.v[K_NEW]))
+    if (!rc && c.rpc == R_READ && out->address && out->inst != (size_t)-1 &&
+        !skip_value(c.v[K_NEW]))
         rc = keep_refreshed(m, out->inst, c.v[K_NEW]);
     return m->err = rc;
 }

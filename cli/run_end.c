@@ -114,12 +114,14 @@ int run_state_before(const char *cli_path, char *const *env, const char *workdir
 /* After the command: what the store ties calls to resource addresses by,
  * the state before it and `CLI show -json [PLANFILE]` after it (into
  * *out; partial: the command failed, so the state after may lack what it
- * planned). Runs unwrapped (env: NULL for ours, or tftap replay's, whose CLI
+ * planned); without a document after it, the configuration's resource
+ * blocks (into *config). Runs unwrapped (env: NULL for ours, or tftap replay's, whose CLI
  * config sends the CLI straight to the replayed providers): nothing of it
  * is recorded. Problems only warn. Returns how many docs it filled. */
 static size_t match_docs(const char *cli_path, char *const *env, const char *workdir,
                          const char *planfile, int have_before, const tftap_buf *before,
-                         int read_after, int partial, tftap_buf *out, analysis_match_doc docs[2])
+                         int read_after, int partial, tftap_buf *out, tftap_buf *config,
+                         analysis_match_doc docs[3])
 {
     char *argv[] = {(char *)cli_path, "show", "-json", (char *)planfile, NULL};
     size_t ndocs = 0;
@@ -134,6 +136,10 @@ static size_t match_docs(const char *cli_path, char *const *env, const char *wor
             docs[ndocs++] = (analysis_match_doc){out->data, out->len, 1, partial};
         else
             cli_error("could not read '%s show -json' to match calls to addresses", cli_path);
+    } else if (run_config_doc(workdir, config) == 0) {
+        /* Nothing names what a plan not saved creates but the
+         * configuration, where it is certain. */
+        docs[ndocs++] = (analysis_match_doc){config->data, config->len, 0, 0};
     }
     return ndocs;
 }
@@ -455,11 +461,11 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
         if (!ended) {
             /* Unavailable (a server restarting): never the user's problem
              * beyond this line; the rest is written when it is back. */
-            tftap_buf out = TFTAP_BUF_INIT;
-            analysis_match_doc docs[2];
+            tftap_buf out = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT;
+            analysis_match_doc docs[3];
             size_t ndocs = e->match ? match_docs(e->cli_path, e->aux_env, e->workdir,
                                                  plans ? e->planfile : NULL, e->have_before,
-                                                 e->before, after, partial, &out, docs)
+                                                 e->before, after, partial, &out, &config, docs)
                                     : 0;
             store_close(*s);
             *s = NULL;
@@ -487,6 +493,7 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
                           wait_ms >= 60000 ? "min" : "s");
             free(fds);
             tftap_buf_done(&out);
+            tftap_buf_done(&config);
             return;
         }
         if (store_run_get(*s, e->run_id, run_lost, &lost) == 0 && lost > 0) {
@@ -506,14 +513,15 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
              * replacements are paired by address): no reading beside. */
             if (strcmp(e->sub, "apply") != 0 && strcmp(e->sub, "destroy") != 0)
                 check_reader_start(&reader, e->db, e->run_id);
-            tftap_buf out = TFTAP_BUF_INIT;
-            analysis_match_doc docs[2];
+            tftap_buf out = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT;
+            analysis_match_doc docs[3];
             size_t ndocs =
                 match_docs(e->cli_path, e->aux_env, e->workdir, plans ? e->planfile : NULL,
-                           e->have_before, e->before, after, partial, &out, docs);
+                           e->have_before, e->before, after, partial, &out, &config, docs);
             if (match_apply(*s, e->run_id, docs, ndocs) != 0)
                 cli_error("matching calls to addresses failed: %s", store_errmsg(*s));
             tftap_buf_done(&out);
+            tftap_buf_done(&config);
         }
         analysis_check_pass *read = check_reader_join(&reader);
         cli_check_summary(*s, e->run_id, read);

@@ -98,6 +98,13 @@ void reattach_stop(struct reattached *r, size_t n);
 int run_state_before(const char *cli_path, char *const *env, const char *workdir, char *const *args,
                      tftap_buf *out);
 
+/* The configuration in workdir (the command's -chdir) as the address
+ * matching reads it (analysis_match_doc): its resource blocks, and whether
+ * each is certain to have one instance of that address, as JSON into out
+ * (run_config.c). 0, or -1 when it cannot be read with certainty (out
+ * empty). */
+int run_config_doc(const char *workdir, tftap_buf *out);
+
 /* The recorder processes' log beside the database (see proxy.h), heap, or
  * NULL when out of memory. */
 char *run_log_path(const char *db);

@@ -89,6 +89,26 @@ tftap_run() { # SUBCOMMAND ARGS...: what tofu says goes to a file; its exit code
 }
 
 state s0
+# A plan not saved, of nothing yet: no document names what it creates but
+# the configuration, where a type has one block (tftest6_pet.solo, and
+# module.one's tftest6_id.deep: module.one is called once); what count,
+# for_each or a module with count make many stays unnamed. Core's own
+# saved plan of the same (unrecorded) is the truth.
+tftap_run plan -var gen=1
+check_eq "plan, nothing applied: exit code" "$?" 0
+run=$(last_run "$db")
+(cd "$w" && tofu plan -input=false -no-color -var gen=1 -out=truth0.plan >/dev/null &&
+    tofu show -json truth0.plan) >"$WORK/truth0-plan.json"
+judge "plan, nothing applied" "$run" "$WORK/s0.json" "$WORK/truth0-plan.json"
+check_eq "plan, nothing applied: named from the configuration" \
+    "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT DISTINCT address FROM
+        v_resource_changes WHERE run_id = $run AND address IS NOT NULL ORDER BY address)")" \
+    "module.one.tftest6_id.deep tftest6_pet.solo"
+check_eq "plan, nothing applied: the note says why" \
+    "$(sqlite3 "$db" "SELECT DISTINCT address_note FROM v_resource_changes WHERE run_id = $run
+        AND address = 'tftest6_pet.solo'")" "the configuration's only tftest6_pet block"
+checked "plan, nothing applied"
+
 gen=0
 for round in 1 2; do
     gen=$((gen + 1))
@@ -121,14 +141,16 @@ done
 # Module addresses filter show, check, diff and mock as any address does:
 # module.m (every instance, and the modules within), module.m[0],
 # module.m.TYPE.NAME (in every instance of m), a nested module.
-run_plan1=1 run_plan2=3 run_apply1=2
+run_plan1=2 run_plan2=4 run_apply1=3
 shown() { # RUN FILTER: the addresses `show --json` lists, sorted, one line
     "$TFTAP" show --db "$db" --all --json "$1" "$2" | jq -r '[.changes[].address] | unique | join(" ")'
 }
 check_eq "filter module.m" "$(shown $run_plan1 module.m)" \
-    "module.m[0].module.leaf[0].tftest5_pet.y module.m[0].module.leaf[1].tftest5_pet.y module.m[0].tftest5_pet.x module.m[1].module.leaf[0].tftest5_pet.y module.m[1].module.leaf[1].tftest5_pet.y module.m[1].tftest5_pet.x"
+    "module.m[0].data.tftest6_echo.d module.m[0].module.leaf[0].tftest5_pet.y module.m[0].module.leaf[1].tftest5_pet.y module.m[0].tftest5_pet.x module.m[1].data.tftest6_echo.d module.m[1].module.leaf[0].tftest5_pet.y module.m[1].module.leaf[1].tftest5_pet.y module.m[1].tftest5_pet.x"
 check_eq "filter module.m[0]" "$(shown $run_plan1 'module.m[0]')" \
-    "module.m[0].module.leaf[0].tftest5_pet.y module.m[0].module.leaf[1].tftest5_pet.y module.m[0].tftest5_pet.x"
+    "module.m[0].data.tftest6_echo.d module.m[0].module.leaf[0].tftest5_pet.y module.m[0].module.leaf[1].tftest5_pet.y module.m[0].tftest5_pet.x"
+check_eq "filter module.m.data.tftest6_echo.d" "$(shown $run_plan1 module.m.data.tftest6_echo.d)" \
+    "module.m[0].data.tftest6_echo.d module.m[1].data.tftest6_echo.d"
 check_eq "filter module.m.tftest5_pet.x" "$(shown $run_plan1 module.m.tftest5_pet.x)" \
     "module.m[0].tftest5_pet.x module.m[1].tftest5_pet.x"
 check_eq "filter module.m[1].module.leaf" "$(shown $run_plan1 'module.m[1].module.leaf')" \

@@ -78,3 +78,13 @@ resource "tftest6_thing" "f" {
   int_attr = 7
   fail     = count.index == 1 ? "error" : null
 }
+
+# The only block of its type: a plan not saved names it from the
+# configuration.
+resource "tftest6_pet" "solo" {
+  length = 4
+}
+
+module "one" {
+  source = "./one"
+}
