@@ -43,12 +43,12 @@ typedef struct analysis_match_doc {
  * says "identical to web[1], web[2]". *matched/ *unmatched count the calls
  * (either may be NULL). Returns 0, TFTAP_EDECODE (a document is not JSON),
  * TFTAP_ESTORE, TFTAP_ENOMEM. */
+int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs,
+                             const char *missing, int *matched, int *unmatched);
+
 /* Addresses in the CLI's order (plan output sorts by address): bytewise,
  * except that runs of digits compare as numbers (web[2] before web[10]). */
 int analysis_address_cmp(const char *a, const char *b);
-
-int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs,
-                             const char *missing, int *matched, int *unmatched);
 
 /* ---- the plan model and its rendering -----------------------------------------------------------
  */
