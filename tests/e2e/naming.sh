@@ -227,6 +227,34 @@ judge "destroy" "$(last_run "$db")" "$WORK/s5.json" "$WORK/s6.json"
 check_eq "destroy: every call named" "$LAST_NAMED" "$LAST_N"
 checked "destroy"
 
+# The configuration is read only where it can be read with certainty: a
+# heredoc or an override file, and nothing is named from it.
+g=$WORK/giveup
+mkdir -p "$g"
+cat >"$g/main.tf" <<'EOF'
+terraform {
+  required_providers {
+    tftest6 = { source = "tftap/tftest6" }
+  }
+}
+resource "tftest6_pet" "solo" {
+  length = 2
+}
+EOF
+(cd "$g" && tofu init -input=false -no-color >/dev/null) || not_ok "giveup: init"
+named_in_plain_plan() { # the addresses a plain plan of $g names
+    (cd "$g" && "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color >/dev/null 2>&1) ||
+        not_ok "giveup: plan"
+    sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = (SELECT max(id) FROM runs)
+        AND address IS NOT NULL"
+}
+check_eq "config: the only block named" "$(named_in_plain_plan)" 1
+printf 'locals {\n  text = <<-EOT\n    {\n  EOT\n}\n' >"$g/heredoc.tf"
+check_eq "config with a heredoc: nothing named" "$(named_in_plain_plan)" 0
+rm "$g/heredoc.tf"
+printf 'resource "tftest6_pet" "solo" {\n  length = 3\n}\n' >"$g/solo_override.tf"
+check_eq "config with an override file: nothing named" "$(named_in_plain_plan)" 0
+
 echo "named and misnamed, per run:$summary"
 check_eq "no call misnamed in any run" "$total_misnamed" 0
 finish
