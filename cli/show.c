@@ -23,9 +23,9 @@ static const char usage_text[] =
     "the same run carried out is shown once, as the apply; an apply's destroy and\n"
     "create of one address read as one replacement (-/+). ADDRESS (test_thing.a, also\n"
     "matching its instances; module.m, module.m[0], module.m.test_thing.a) or TYPE\n"
-    "(test_thing) keeps only those. --all also shows\n"
-    "no-op changes, superseded plans, ReadResource and ReadDataSource calls. A change\n"
-    "whose call could not be tied to an address says why.\n";
+    "(test_thing) keeps only those. --all also shows no-op changes, superseded plans,\n"
+    "ReadResource and ReadDataSource calls. A change whose call could not be tied to\n"
+    "an address says why.\n";
 
 struct show_ctx {
     tftap_buf out;
