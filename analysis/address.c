@@ -574,12 +574,13 @@ struct verdict_of {
     int state;     /* one of the below */
     long agree;    /* agreeing leaves */
     long disagree; /* comparisons that disagreed (hints) */
+    int must;      /* a comparison core makes agree agreed */
 };
 enum { V_NO_PAIR, V_RULED_OUT, V_NONE_AGREE, V_AGREES };
 
 static struct verdict_of score_instance(const struct call_vals *c, const struct instance *in)
 {
-    struct verdict_of r = {V_NO_PAIR, 0, 0};
+    struct verdict_of r = {V_NO_PAIR, 0, 0, 0};
     int agreed = 0, compared = 0;
     if (c->rpc == R_PLAN || c->rpc == R_APPLY) {
         const sj_node *id = value_id(c->v[K_PRIOR]);
@@ -587,11 +588,11 @@ static struct verdict_of score_instance(const struct call_vals *c, const struct 
          * may be older than the prior state (refreshed since), never of
          * another object. */
         if (id && has_id(in, MO_B0, id) == 0)
-            return (struct verdict_of){V_RULED_OUT, 0, 0};
+            return (struct verdict_of){V_RULED_OUT, 0, 0, 0};
         /* A new object is not one the run kept. */
         if (skip_value(c->v[K_PRIOR]) &&
             (!skip_value(c->v[K_PLANNED]) || !skip_value(c->v[K_NEW])) && kept(in))
-            return (struct verdict_of){V_RULED_OUT, 0, 0};
+            return (struct verdict_of){V_RULED_OUT, 0, 0, 0};
     }
     for (int k = 0; k < K_N; k++) {
         if (skip_value(c->v[k]))
@@ -611,8 +612,9 @@ static struct verdict_of score_instance(const struct call_vals *c, const struct 
             if (best >= 0) {
                 r.agree += best;
                 agreed = 1;
+                r.must |= mode == P_MUST;
             } else if (mode == P_MUST) {
-                return (struct verdict_of){V_RULED_OUT, 0, 0};
+                return (struct verdict_of){V_RULED_OUT, 0, 0, 0};
             } else {
                 r.disagree++;
             }
@@ -862,7 +864,9 @@ static void score_one(const struct instances *is, struct index *ix, size_t seq,
         return;
     ix->stamp[i] = seq;
     struct verdict_of v = score_instance(c, &is->v[i]);
-    if (v.state != V_AGREES)
+    /* Hints alone name nothing they disagree with: an object that changed
+     * since (a data source's inputs), or another instance's. */
+    if (v.state != V_AGREES || (!v.must && v.disagree > 0))
         return;
     if (r->ties == 0 || v.disagree < r->fewest) {
         r->fewest = v.disagree;
