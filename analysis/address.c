@@ -276,6 +276,16 @@ static const char *config_address(const struct instances *is, const char *type, 
     return one && one->certain ? one->address : NULL;
 }
 
+/* Is address a block of the configuration certain to have that one
+ * instance? */
+static int config_certain(const struct instances *is, const char *address)
+{
+    for (size_t i = 0; i < is->nblocks; i++)
+        if (is->blocks[i].certain && strcmp(is->blocks[i].address, address) == 0)
+            return 1;
+    return 0;
+}
+
 /* One document, whichever of the forms it is. */
 static int collect(struct instances *is, const sj_node *root, int after, int partial)
 {
@@ -515,7 +525,8 @@ static int pair_mode(const struct call_vals *c, int k, int m)
             return P_HINT;
         if (k == K_CONFIG && (after_loose || m == MO_AP))
             return P_HINT;
-        return m == MO_AS && c->partial ? P_HINT : P_MUST;
+        /* What was read is in the state after, a failed command's too. */
+        return P_MUST;
     default: /* plans and applies */
         if (k == K_PRIOR)
             return m == MO_BR ? P_MUST : m == MO_B0 ? P_HINT : P_NONE;
@@ -865,8 +876,13 @@ static void score_one(const struct instances *is, struct index *ix, size_t seq,
     ix->stamp[i] = seq;
     struct verdict_of v = score_instance(c, &is->v[i]);
     /* Hints alone name nothing they disagree with: an object that changed
-     * since (a data source's inputs), or another instance's. */
+     * since, or another instance's. */
     if (v.state != V_AGREES || (!v.must && v.disagree > 0))
+        return;
+    /* A data source read agreeing only with what an earlier run read (the
+     * state before) may be of another instance of its block, whose count
+     * or keys changed since: only a block with one instance is certain. */
+    if (c->rpc == R_DATA && !v.must && !config_certain(is, is->v[i].address))
         return;
     if (r->ties == 0 || v.disagree < r->fewest) {
         r->fewest = v.disagree;

@@ -114,8 +114,7 @@ int run_state_before(const char *cli_path, char *const *env, const char *workdir
 /* After the command: what the store ties calls to resource addresses by,
  * the state before it and `CLI show -json [PLANFILE]` after it (into
  * *out; partial: the command failed, so the state after may lack what it
- * planned); without a document after it, the configuration's resource
- * blocks (into *config). Runs unwrapped (env: NULL for ours, or tftap replay's, whose CLI
+ * planned); and the configuration's resource blocks (into *config). Runs unwrapped (env: NULL for ours, or tftap replay's, whose CLI
  * config sends the CLI straight to the replayed providers): nothing of it
  * is recorded. Problems only warn. Returns how many docs it filled. */
 static size_t match_docs(const char *cli_path, char *const *env, const char *workdir,
@@ -136,11 +135,12 @@ static size_t match_docs(const char *cli_path, char *const *env, const char *wor
             docs[ndocs++] = (analysis_match_doc){out->data, out->len, 1, partial};
         else
             cli_error("could not read '%s show -json' to match calls to addresses", cli_path);
-    } else if (run_config_doc(workdir, config) == 0) {
-        /* Nothing names what a plan not saved creates but the
-         * configuration, where it is certain. */
-        docs[ndocs++] = (analysis_match_doc){config->data, config->len, 0, 0};
     }
+    /* Nothing names what a plan not saved creates but the configuration,
+     * where it is certain; nor a data source read no state after holds
+     * (a destroy's) but its block, where it has one instance. */
+    if (run_config_doc(workdir, config) == 0)
+        docs[ndocs++] = (analysis_match_doc){config->data, config->len, 0, 0};
     return ndocs;
 }
 

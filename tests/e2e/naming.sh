@@ -224,7 +224,12 @@ tftap_run destroy -auto-approve -var gen=$gen
 check_eq "destroy: exit code" "$?" 0
 state s6
 judge "destroy" "$(last_run "$db")" "$WORK/s5.json" "$WORK/s6.json"
-check_eq "destroy: every call named" "$LAST_NAMED" "$LAST_N"
+# Data sources are read before a destroy, and no state after holds what:
+# the state before names a read only where its block has one instance
+# (count here: its keys could have changed since).
+check_eq "destroy: every call named but reads of data sources with count" \
+    "$(jq '[.[] | select(.verdict == "unnamed" and .method != "ReadDataSource")] | length' \
+        "$WORK/verdicts-$(last_run "$db").json")" 0
 checked "destroy"
 
 # The configuration is read only where it can be read with certainty: a
