@@ -37,8 +37,8 @@ def agrees($o; $v):
       . as $e | ($o | has($e.key) | not) or (($o[$e.key] | bare | norm) == ($e.value | bare | norm)));
 def idok($objs; $v): ($v.id | type) != "string" or any($objs[]; .id == $v.id);
 def fits($objs; $v): ($v | type) != "object" or (any($objs[]; agrees(.; $v)) and idok($objs; $v));
-($truth[0]) as $t
-| map(. as $row | . + {verdict: (
+($truth[0]) as $all | ($after[0]) as $read
+| map(. as $row | (if $row.method == "ReadDataSource" then $read else $all end) as $t | . + {verdict: (
     if $row.address == null then "unnamed"
     elif $t[$row.address] == null then "misnamed"
     else $t[$row.address] as $objs
@@ -55,9 +55,12 @@ judge() {
     local kind=$1 run=$2
     shift 2
     jq -s -f "$WORK/truth.jq" "$@" >"$WORK/truth.json" || not_ok "$kind: truth documents"
+    # A data source read is of what the run read: the documents after it.
+    jq -s -f "$WORK/truth.jq" "${@:2}" >"$WORK/truth-after.json" || not_ok "$kind: truth after"
     sqlite3 -json "$db" "SELECT call_id, method, address, address_note, prior, planned, new
         FROM v_resource_changes WHERE run_id = $run ORDER BY call_id" >"$WORK/calls.json"
-    jq --slurpfile truth "$WORK/truth.json" -f "$WORK/judge.jq" "$WORK/calls.json" \
+    jq --slurpfile truth "$WORK/truth.json" --slurpfile after "$WORK/truth-after.json" \
+        -f "$WORK/judge.jq" "$WORK/calls.json" \
         >"$WORK/verdicts-$run.json" || not_ok "$kind: judging"
     local n named misnamed
     n=$(jq length "$WORK/verdicts-$run.json")

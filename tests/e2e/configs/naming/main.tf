@@ -88,3 +88,10 @@ resource "tftest6_pet" "solo" {
 module "one" {
   source = "./one"
 }
+
+# From gen 5 on one instance, reading what r[1] read before: r[1]'s object
+# in the state before is not r[0]'s read.
+data "tftest5_echo" "r" {
+  count = var.gen >= 5 ? 1 : 2
+  input = var.gen >= 5 || count.index == 1 ? "y" : "x"
+}
