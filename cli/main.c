@@ -33,6 +33,7 @@ static const struct command commands[] = {
     {"serve", cli_serve, "browse the recorded runs in a web browser"},
     {"bundle", cli_bundle, "write one run to a redacted file for a bug report"},
     {"push", cli_push, "copy runs into a shared record (PostgreSQL), idempotently"},
+    {"version", cli_version_cmd, "print the version, the protocols and schema it speaks"},
     /* Hidden (no summary): what tofu starts as a replayed provider. */
     {"replay-provider", cli_replay_provider, NULL},
 };
@@ -55,7 +56,8 @@ static void usage(FILE *f)
 /* Commands that never open the database: a global --db is a mistake there. */
 static int takes_db(const char *name)
 {
-    return strcmp(name, "decode") != 0 && strcmp(name, "shim") != 0;
+    return strcmp(name, "decode") != 0 && strcmp(name, "shim") != 0 &&
+           strcmp(name, "version") != 0;
 }
 
 int main(int argc, char **argv)
@@ -80,9 +82,11 @@ int main(int argc, char **argv)
         case 'h':
             usage(stdout);
             return 0;
-        case OPT_VERSION:
-            printf("tftap %s\n", PACKAGE_VERSION);
-            return 0;
+        case OPT_VERSION: {
+            char *vargv[] = {(char *)"version", NULL};
+            optind = 0;
+            return cli_version_cmd(1, vargv);
+        }
         default:
             return 2;
         }
@@ -94,10 +98,6 @@ int main(int argc, char **argv)
     const char *name = argv[optind];
     if (strcmp(name, "help") == 0) {
         usage(stdout);
-        return 0;
-    }
-    if (strcmp(name, "version") == 0) {
-        printf("tftap %s\n", PACKAGE_VERSION);
         return 0;
     }
     const struct command *cmd = NULL;

@@ -716,6 +716,11 @@ _Static_assert(PG_BASELINE + N_PG_MIGRATIONS == N_MIGRATIONS,
 
 const int store_schema_version = (int)N_MIGRATIONS;
 
+int store_schema_current(void)
+{
+    return store_schema_version;
+}
+
 int store_user_version(sdb *db, int *v)
 {
     sdb_stmt *st = NULL;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "store/store.h"
 
 static int lite_rc(int rc)
 {
@@ -19,6 +20,11 @@ int sdb_target_is_pg(const char *target)
 }
 
 static _Thread_local char open_error[256];
+
+const char *store_sqlite_version(void)
+{
+    return sqlite3_libversion();
+}
 
 const char *sdb_open_error(void)
 {

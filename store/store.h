@@ -216,6 +216,11 @@ char *store_without_password(const char *path);
  * until the next call); *len is the length of the result to use. */
 const char *store_side_dir(const char *path, size_t *len);
 void store_close(store *s);
+/* The schema version this tftap writes and reads (its migrations' count;
+ * a database of a newer one is refused). */
+int store_schema_current(void);
+/* The SQLite library in use (sqlite3_libversion). */
+const char *store_sqlite_version(void);
 /* 1 when a STORE_OPEN_READONLY database is read as an immutable snapshot:
  * a WAL database without its -shm file in a directory this process cannot
  * write (SQLite cannot set up the shared memory readers need); later
