@@ -10,35 +10,47 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/common.h"
 #include "cli/cli.h"
 #include "cli/wrap.h"
 
 #define REPLAY_PROVIDER_PROGRAM "tftap-replay-provider"
 
-/* Beside this tftap first (a build tree), then where `make install` puts
- * it. NULL when neither is there. */
+/* dir/name when it is an executable file (allocated), else NULL. */
+static char *executable_in(const char *dir, size_t dlen, const char *under)
+{
+    tftap_buf b = TFTAP_BUF_INIT;
+    tftap_buf_append(&b, dir, dlen);
+    tftap_buf_puts(&b, under);
+    tftap_buf_puts(&b, "/" REPLAY_PROVIDER_PROGRAM);
+    char *p = NULL;
+    if (!tftap_buf_failed(&b) && access(tftap_buf_cstr(&b), X_OK) == 0)
+        p = tftap_buf_take(&b, NULL);
+    tftap_buf_done(&b);
+    return p;
+}
+
+/* Beside this tftap first (a build tree); then where `make install` put
+ * it, under the same root as this tftap: a tftap installed into a DESTDIR
+ * (or a package's staging directory) and run from there finds its own,
+ * not another installed one; then where it was configured to go. NULL
+ * when none is there. */
 static char *find_program(void)
 {
-    char *self = wrap_self_exe();
-    if (self != NULL) {
-        char *slash = strrchr(self, '/');
-        if (slash != NULL) {
-            slash[1] = '\0';
-            size_t n = strlen(self) + sizeof REPLAY_PROVIDER_PROGRAM;
-            char *p = malloc(n);
-            if (p != NULL) {
-                snprintf(p, n, "%s%s", self, REPLAY_PROVIDER_PROGRAM);
-                if (access(p, X_OK) == 0) {
-                    free(self);
-                    return p;
-                }
-                free(p);
-            }
-        }
-        free(self);
+    static const char bindir[] = TFTAP_BINDIR;
+    char *self = wrap_self_exe(), *p = NULL;
+    char *slash = self != NULL ? strrchr(self, '/') : NULL;
+    if (slash != NULL) {
+        size_t dlen = (size_t)(slash - self);
+        p = executable_in(self, dlen, "");
+        size_t blen = strlen(bindir);
+        if (p == NULL && blen > 1 && dlen >= blen && memcmp(slash - blen, bindir, blen) == 0)
+            p = executable_in(self, dlen - blen, TFTAP_PKGLIBEXECDIR);
     }
-    static const char installed[] = TFTAP_PKGLIBEXECDIR "/" REPLAY_PROVIDER_PROGRAM;
-    return access(installed, X_OK) == 0 ? strdup(installed) : NULL;
+    free(self);
+    if (p == NULL)
+        p = executable_in("", 0, TFTAP_PKGLIBEXECDIR);
+    return p;
 }
 
 int cli_replay_provider(int argc, char **argv)
