@@ -29,7 +29,7 @@ static const char decode_usage[] =
     "  --data-source NAME    ... a data source's schema\n"
     "  --ephemeral NAME      ... an ephemeral resource's schema\n"
     "  --provider            ... the provider configuration schema\n"
-    "  --input FORMAT        msgpack (default) or json; a FILE ending in .json means json\n"
+    "  --input msgpack|json  msgpack (default) or json; a FILE ending in .json means json\n"
     "  --max-depth N         nesting limit (default 256; at most what the stack holds,\n"
     "                        about 15,000 levels with an 8 MiB stack)\n"
     "  --show-sensitive      print sensitive and write-only values instead of their hash\n"

@@ -36,6 +36,8 @@ static const struct command commands[] = {
     {"version", cli_version_cmd, "print the version, the protocols and schema it speaks"},
     /* Hidden (no summary): what tofu starts as a replayed provider. */
     {"replay-provider", cli_replay_provider, NULL},
+    /* Hidden: what the shell completion scripts ask (run ids, addresses). */
+    {"complete", cli_complete, NULL},
 };
 
 static void usage(FILE *f)

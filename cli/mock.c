@@ -28,7 +28,7 @@ static const char usage_text[] =
     "module.m[0], module.m.test_thing.a) or TYPE keeps only those; --provider P (an\n"
     "address, hashicorp/random, or a type, random) only that provider's block (none is\n"
     "written for a provider nothing was kept of).\n"
-    "-o FILE (--output) writes FILE instead of stdout; a FILE that\n"
+    "-o FILE (--output FILE) writes FILE instead of stdout; a FILE that\n"
     "exists (the test file you add run blocks to) is left alone unless --force.\n";
 
 struct mock_ctx {
