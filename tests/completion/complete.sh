@@ -119,6 +119,23 @@ if command -v zsh >/dev/null; then
     got=$(HOME=$zdir zsh -f -c 'fpath=("$1" $fpath); autoload -Uz compinit; compinit -u -d "$2"; print -r -- ${_comps[tftap]}' _ "$zdir/fn" "$zdir/zcompdump" 2>&1)
     check_eq "zsh: compinit binds tftap to _tftap" "$got" "_tftap"
     check "zsh: _tftap parses" zsh -n "$zsh_script"
+    # Typed into an interactive zsh, Tab Tab lists what it should.
+    printf '%s\t%s\n' \
+        "tftap sh" "shim" \
+        "tftap diff --format " "markdown" \
+        "tftap wrap --cli=t" "terraform" \
+        "tftap --db $db show " "last" \
+        "tftap show --db $db last tftest5_p" "tftest5_pet.server" \
+        "tftap calls --db=$db 2 --type tftest6_" "tftest6_thing" \
+        "tftap diff --db $db 1 2 tftest5_i" "tftest5_id.suffix" \
+        "tftap run -- to" "tofu" >"$zdir/cases"
+    TERM=dumb timeout 60 zsh -f "$top_srcdir/tests/completion/zpty.zsh" "$zdir/fn" "$zdir" \
+        <"$zdir/cases" >"$zdir/out" 2>&1
+    zst=$?
+    cat "$zdir/out"
+    e2e_passed=$((e2e_passed + $(grep -c '^ok: ' "$zdir/out")))
+    e2e_failed=$((e2e_failed + $(grep -c '^FAILED: ' "$zdir/out")))
+    [ $zst -eq 0 ] || not_ok "zsh: every line offered what it should (status $zst)"
 else
     not_ok "zsh is needed (scripts/install-deps)"
 fi
