@@ -30,22 +30,43 @@ static char *executable_in(const char *dir, size_t dlen, const char *under)
     return p;
 }
 
+/* pkglibexecdir as seen from bindir ("../libexec/tftap" for /usr/bin and
+ * /usr/libexec/tftap), appended to b. */
+static void libexec_from_bindir(tftap_buf *b)
+{
+    const char *bin = TFTAP_BINDIR, *lib = TFTAP_PKGLIBEXECDIR;
+    /* Past the directories both share. */
+    while (*bin == '/' && *lib == '/') {
+        size_t n = strcspn(bin + 1, "/") + 1;
+        if (n != strcspn(lib + 1, "/") + 1 || memcmp(bin, lib, n) != 0)
+            break;
+        bin += n;
+        lib += n;
+    }
+    /* Up from what is left of bindir, down into what is left of the other. */
+    for (const char *p = bin; *p == '/'; p += strcspn(p + 1, "/") + 1)
+        tftap_buf_puts(b, "/..");
+    tftap_buf_puts(b, lib);
+}
+
 /* Beside this tftap first (a build tree); then where `make install` put
- * it, under the same root as this tftap: a tftap installed into a DESTDIR
- * (or a package's staging directory) and run from there finds its own,
- * not another installed one; then where it was configured to go. NULL
- * when none is there. */
+ * it relative to this tftap, so that a tftap installed into a DESTDIR, a
+ * package's staging tree or another prefix given to `make install` finds
+ * its own; then where it was configured to go. NULL when none is there. */
 static char *find_program(void)
 {
-    static const char bindir[] = TFTAP_BINDIR;
     char *self = wrap_self_exe(), *p = NULL;
     char *slash = self != NULL ? strrchr(self, '/') : NULL;
     if (slash != NULL) {
         size_t dlen = (size_t)(slash - self);
         p = executable_in(self, dlen, "");
-        size_t blen = strlen(bindir);
-        if (p == NULL && blen > 1 && dlen >= blen && memcmp(slash - blen, bindir, blen) == 0)
-            p = executable_in(self, dlen - blen, TFTAP_PKGLIBEXECDIR);
+        if (p == NULL) {
+            tftap_buf rel = TFTAP_BUF_INIT;
+            libexec_from_bindir(&rel);
+            if (!tftap_buf_failed(&rel))
+                p = executable_in(self, dlen, tftap_buf_cstr(&rel));
+            tftap_buf_done(&rel);
+        }
     }
     free(self);
     if (p == NULL)
