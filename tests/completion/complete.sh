@@ -101,6 +101,10 @@ expect "tftap check --db $db 2 tftest6_" "tftest6_echo tftest6_thing tftest6_thi
 expect "tftap diff --db $db 1 2 tftest5_i" "tftest5_id tftest5_id.suffix"
 expect "tftap calls --db $db 2 --type tftest5_t" "tftest5_trigger"
 expect "tftap mock --db $db last tftest5_trigger." "tftest5_trigger.deploy"
+# A RUN of another file (FILE:RUN); bash completes what follows ':'.
+cp "$db" "$WORK/copy.db"
+expect "tftap show $WORK/copy.db:2 tftest5_pet." "tftest5_pet.server"
+expect "tftap show --db=$db 2 tftest5_pet." "tftest5_pet.server"
 # The first run had no plan file: types, but no address.
 expect "tftap show --db $db 1 tftest5_p" "tftest5_pet"
 offers "tftap schema --db $db " diff last 1 2
