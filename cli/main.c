@@ -58,8 +58,7 @@ static void usage(FILE *f)
 /* Commands that never open the database: a global --db is a mistake there. */
 static int takes_db(const char *name)
 {
-    return strcmp(name, "decode") != 0 && strcmp(name, "shim") != 0 &&
-           strcmp(name, "version") != 0;
+    return strcmp(name, "decode") != 0 && strcmp(name, "shim") != 0 && strcmp(name, "version") != 0;
 }
 
 int main(int argc, char **argv)

@@ -22,7 +22,7 @@ int cli_version_cmd(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    static const char *const protocols[] = DEC_PROTOCOL_VERSIONS;
+    static const char *const protocols[] = {DEC_PROTOCOL_5, DEC_PROTOCOL_6};
     int json = 0, c;
     optind = 0;
     while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {

@@ -151,7 +151,8 @@ int dec_schema_from_cli_json(const char *json, size_t n, const char *provider,
 
 /* The plugin-protocol versions whose messages are decoded: the contracts
  * proto/tfplugin5.proto and proto/tfplugin6.proto follow. */
-#define DEC_PROTOCOL_VERSIONS {"5.10", "6.11"}
+#define DEC_PROTOCOL_5 "5.10"
+#define DEC_PROTOCOL_6 "6.11"
 
 /* 5 or 6 for "/tfplugin5.*" or "/tfplugin6.*" method paths, else 0. */
 int dec_method_protocol(const char *method);
