@@ -116,8 +116,6 @@ BEGIN {
     gsub(/-/, "\\-", up)
     print ".\\\" Generated from `tftap" (cmd == "" ? "" : " " cmd) " --help` by man/help2man.awk: do not edit."
     print ".TH " up " 1 \"\" \"tftap " version "\" \"tftap manual\""
-    print ".nh"
-    print ".ad l"
     print ".SH NAME"
     print esc(page) " \\- " esc(summary)
     prev_blank = 1
