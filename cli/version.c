@@ -16,7 +16,8 @@ static const char usage_text[] =
     "was built from when that is known), the plugin-protocol versions whose messages it\n"
     "decodes, the SQLite library it uses and the database schema version it writes.\n"
     "A database of a newer schema is refused. 'tftap --version' is the same.\n\n"
-    "  --json              one JSON object: version, git, protocols, sqlite, schema\n";
+    "  --json              one JSON object: version, git, protocols, sqlite,\n"
+    "                      database_schema\n";
 
 int cli_version_cmd(int argc, char **argv)
 {
@@ -56,7 +57,7 @@ int cli_version_cmd(int argc, char **argv)
         }
         tftap_buf_puts(&b, "],\"sqlite\":");
         cli_json_str(&b, store_sqlite_version());
-        tftap_buf_printf(&b, ",\"schema\":%d}\n", store_schema_current());
+        tftap_buf_printf(&b, ",\"database_schema\":%d}\n", store_schema_current());
     } else {
         tftap_buf_printf(&b, "tftap %s", PACKAGE_VERSION);
         if (*git)
