@@ -51,7 +51,10 @@ static void usage(FILE *f)
     fprintf(f,
             "\n--db PATH before the command is the same as after it (the database: a\n"
             "file, or a postgresql:// URI; default $TFTAP_DB, else ./%s).\n"
-            "Run 'tftap COMMAND --help' for a command's options.\n",
+            "Run 'tftap COMMAND --help' for a command's options.\n\n"
+            "Exit status: 0 success; 1 an error, told in one line on stderr starting\n"
+            "'tftap: '; 2 a usage error. check, diff and schema diff exit 1 when they found\n"
+            "something.\n",
             STORE_DEFAULT_PATH);
 }
 
