@@ -15,6 +15,13 @@ zsh) sed -n '1,/^# @DATA@$/p' "$srcdir/completion/zsh.in" ;;
 esac
 echo "# Generated from tftap's --help by completion/mkcomp.sh."
 echo "_tftap_commands='$commands'"
+if [ "$shell" = zsh ]; then
+    # Each command with what it does, for zsh's menu (NAME:SUMMARY).
+    printf '_tftap_described=(\n'
+    "$tftap" --help | sed -n '/^commands:$/,/^$/s/^  \([a-z-]*\)  *\(.*\)$/\1:\2/p' |
+        sed "s/'/'\\\\''/g; s/^/    '/; s/\$/'/"
+    printf ')\n'
+fi
 # Options before the command: tftap --help's synopsis and text.
 "$tftap" --help | awk -v cmd=global -f "$srcdir/completion/help2comp.awk" | sed -n '1p' |
     sed 's/^_tftap_o_global=\(.*\)$/_tftap_global=\1/; s/--help/--help --version/'

@@ -126,6 +126,7 @@ if command -v zsh >/dev/null; then
     # Typed into an interactive zsh, Tab Tab lists what it should.
     printf '%s\t%s\n' \
         "tftap sh" "shim" \
+        "tftap s" "browse the recorded runs" \
         "tftap diff --format " "markdown" \
         "tftap wrap --cli=t" "terraform" \
         "tftap --db $db show " "last" \
