@@ -2,12 +2,13 @@
 # The Debian package built from the tree (dpkg-buildpackage -b, in a copy
 # of the tree so that nothing is written beside it), checked by lintian as
 # Debian checks its own packages (no error, no warning); as root, installed
-# with dpkg -i, used (a recorded tofu plan, show, replay, man, completion)
-# and removed, leaving none of its files.
+# with dpkg -i, used
+# (a recorded tofu plan, show, replay, serve, man, completion) and removed,
+# leaving none of its files.
 # Run by scripts/test: tests/install/deb.sh
 . "$(dirname "$0")/../e2e/lib.sh"
 need_peers
-for tool in dpkg-buildpackage lintian git; do
+for tool in dpkg-buildpackage lintian git curl; do
     command -v $tool >/dev/null || { not_ok "$tool is needed (scripts/install-deps)"; finish; }
 done
 version=$(sed -n 's/^AC_INIT(\[tftap\], \[\([^]]*\)\].*/\1/p' "$top_srcdir/configure.ac")
@@ -75,11 +76,28 @@ check "tftap show last" grep -q "tftest5_pet.server" <<<"$(PATH=$path tftap show
 (cd "$w" && PATH=$path tftap replay --db "$db" "$db:1" -- tofu plan -input=false -no-color \
     >"$w/replay.out" 2>&1)
 check_eq "tftap replay with /usr/libexec/tftap/tftap-replay-provider" "$?" 0
+# tftap serve, its pages compiled in, libmicrohttpd loaded from the system.
+fifo=$WORK/serve.fifo
+mkfifo "$fifo"
+PATH=$path tftap serve --db "$db" >"$fifo" 2>"$WORK/serve.err" &
+spid=$!
+exec 9<"$fifo"
+url=
+read -r -t 30 url <&9
+case $url in http://127.0.0.1:*token=*)
+    check "serve: the page" grep -q "<title>tftap</title>" <<<"$(curl -fsS "$url")"
+    check "serve: the runs over the API" grep -q '"id":2' \
+        <<<"$(curl -fsS "${url%%/?token=*}/api/runs?token=${url##*token=}")" ;;
+*) not_ok "serve printed '$url' ($(cat "$WORK/serve.err"))" ;;
+esac
+kill "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
+exec 9<&-
 check_eq "man -w tftap-run" "$(man -w tftap-run 2>&1)" /usr/share/man/man1/tftap-run.1.gz
 check "man tftap-show" grep -q "tftap-show - " <<<"$(MANWIDTH=80 man tftap-show 2>&1)"
 check_eq "bash completion from its standard place" "$(PATH=$path bash -c '
     . /usr/share/bash-completion/completions/tftap; complete -p tftap
-    COMP_WORDS=(tftap show --db "$1" 1 tftest5_p); COMP_CWORD=5; _tftap; echo "${COMPREPLY[*]}"' \
+    COMP_LINE="tftap show --db $1 1 tftest5_p"; COMP_POINT=${#COMP_LINE}; COMP_WORDS=($COMP_LINE); COMP_CWORD=5; _tftap; echo "${COMPREPLY[*]}"' \
     _ "$db")" "complete -F _tftap tftap
 tftest5_pet tftest5_pet.server"
 check "zsh completion in vendor-completions" test -s /usr/share/zsh/vendor-completions/_tftap

@@ -77,7 +77,8 @@ use() {
     check "$tag: man tftap" grep -q "^SYNOPSIS" <<<"$(MANPATH=$mandir MANWIDTH=80 man tftap 2>&1)"
     # The installed bash completion, with the installed tftap.
     check_eq "$tag: bash completion of 'tftap show --db DB l'" "$(PATH=$path bash -c '
-        . "$1"; COMP_WORDS=(tftap show --db "$2" l); COMP_CWORD=4; _tftap; echo "${COMPREPLY[*]}"' _ \
+        . "$1"; COMP_LINE="tftap show --db $2 l"; COMP_POINT=${#COMP_LINE}; COMP_WORDS=($COMP_LINE); COMP_CWORD=4
+        _tftap; echo "${COMPREPLY[*]}"' _ \
         "$bashcomp" "$db")" "last"
 }
 
