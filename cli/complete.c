@@ -14,53 +14,17 @@ static const char usage_text[] =
     "usage: tftap complete runs [--db PATH]\n"
     "       tftap complete targets RUN [--db PATH]\n\n"
     "For the shell completion scripts: print 'last' and the run ids (runs), or the\n"
-    "addresses and resource types of RUN's calls (targets), one per line.\n";
-
-struct words {
-    char **v;
-    size_t n, cap;
-    int oom;
-};
-
-static void words_add(struct words *w, const char *s)
-{
-    if (s == NULL || *s == '\0' || w->oom)
-        return;
-    if (w->n == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 64;
-        char **v = realloc(w->v, cap * sizeof *v);
-        if (v == NULL) {
-            w->oom = 1;
-            return;
-        }
-        w->v = v;
-        w->cap = cap;
-    }
-    if ((w->v[w->n] = strdup(s)) == NULL)
-        w->oom = 1;
-    else
-        w->n++;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+    "resource types and addresses of RUN's calls (targets), one per line.\n";
 
 static int each_run(void *ctx, const store_run_row *r)
 {
-    char id[32];
-    snprintf(id, sizeof id, "%lld", (long long)r->id);
-    words_add(ctx, id);
+    tftap_buf_printf(ctx, "%lld\n", (long long)r->id);
     return 0;
 }
 
-static int each_call(void *ctx, const store_call_row *c)
+static int each_target(void *ctx, const char *word)
 {
-    /* A function's name is no resource type. */
-    if (strcmp(c->rpc, "CallFunction") != 0)
-        words_add(ctx, c->type_name);
-    words_add(ctx, c->address);
+    tftap_buf_printf(ctx, "%s\n", word);
     return 0;
 }
 
@@ -80,45 +44,35 @@ int cli_complete(int argc, char **argv)
         cli_usage_error(argv[0], "complete takes 'runs' or 'targets RUN'");
         return 2;
     }
-    struct words w = {0};
     store *s = NULL;
-    const char *path = NULL;
+    const char *path = cli_db_path(db);
     char *owned = NULL;
     int64_t run = 0;
+    tftap_buf out = TFTAP_BUF_INIT;
     if (runs) {
-        path = cli_db_path(db);
+        /* Read only: a Tab never migrates a database. */
         rc = store_open(path, STORE_OPEN_READONLY, &s);
         if (rc != 0) {
             cli_store_open_failed(path, STORE_OPEN_READONLY, rc);
             return 1;
         }
-        words_add(&w, "last");
-        rc = store_runs_each(s, each_run, &w);
+        tftap_buf_puts(&out, "last\n");
+        rc = store_runs_each(s, each_run, &out);
     } else {
-        rc = cli_open_run(cli_db_path(db), pos[1], &s, &path, &run, &owned);
+        rc = cli_open_run(path, pos[1], &s, &path, &run, &owned);
         if (rc != 0)
             goto done;
-        rc = store_calls_each(s, run, NULL, NULL, each_call, &w);
+        rc = store_run_targets_each(s, run, each_target, &out);
     }
-    if (rc != 0 || w.oom) {
-        cli_error("reading %s: %s", STORE_SHOWN(path), w.oom ? "out of memory" : store_errmsg(s));
+    if (rc != 0) {
+        cli_error("reading %s: %s", STORE_SHOWN(path), store_errmsg(s));
         rc = 1;
         goto done;
     }
-    /* Types and addresses once each, in byte order (runs: 'last' first). */
-    if (targets && w.n > 1)
-        qsort(w.v, w.n, sizeof *w.v, cmp_str);
-    tftap_buf out = TFTAP_BUF_INIT;
-    for (size_t i = 0; i < w.n; i++)
-        if (i == 0 || runs || strcmp(w.v[i], w.v[i - 1]) != 0)
-            tftap_buf_printf(&out, "%s\n", w.v[i]);
     rc = cli_flush(&out);
-    tftap_buf_done(&out);
 done:
+    tftap_buf_done(&out);
     store_close(s);
     free(owned);
-    for (size_t i = 0; i < w.n; i++)
-        free(w.v[i]);
-    free(w.v);
     return rc;
 }
