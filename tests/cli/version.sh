@@ -2,7 +2,8 @@
 # tftap version and --version: the version configure.ac gives, the git
 # description of the tree it was built from, the protocol versions the
 # .proto files follow, the SQLite library and the schema version of the
-# databases it writes.
+# databases it writes (tests/install/install.sh compares it with a recorded
+# database's).
 set -u
 : "${top_builddir:=.}"
 : "${top_srcdir:=.}"
@@ -42,12 +43,7 @@ p5=$(sed -n 's/.*contract of minor version \(5\.[0-9]*\).*/\1/p' "$top_srcdir/pr
 p6=$(sed -n 's/.*contract of minor version \(6\.[0-9]*\).*/\1/p' "$top_srcdir/proto/tfplugin6.proto")
 check_eq "json: protocols, as the .proto files say" "$(jq -c .protocols "$work/j")" "[\"$p5\",\"$p6\"]"
 check_eq "json: sqlite" "$(jq -r .sqlite "$work/j")" "$(sqlite3 :memory: 'select sqlite_version()')"
-# The schema version of a database this tftap wrote.
-TFTAP_TEST_KEEP=1 TMPDIR="$work" "$top_builddir/tests/store/test_recorder" >"$work/rec.log" 2>&1 ||
-    { echo "test_recorder failed"; cat "$work/rec.log"; exit 1; }
-db=$(ls "$work"/tftap-test-rec-*/rec/tftap.db)
-check_eq "json: database_schema is a new database's user_version" \
-    "$(jq -r .database_schema "$work/j")" "$(sqlite3 "$db" 'PRAGMA user_version')"
+check_eq "json: database_schema is a number" "$(jq -r '.database_schema | type' "$work/j")" number
 check_eq "text says the same" "$(sed -n 's/^database schema: //p' "$work/v")" "$(jq -r .database_schema "$work/j")"
 
 "$TFTAP" version extra >/dev/null 2>"$work/err"

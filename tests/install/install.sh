@@ -33,6 +33,8 @@ use() {
     (cd "$w" && PATH=$path tftap run --db "$db" -- tofu plan -input=false -no-color -out=p >"$w/plan.out" 2>&1)
     check_eq "$tag: tftap run -- tofu plan: exit status" "$?" 0
     check "$tag: tofu's own output came through" grep -q "Plan: " "$w/plan.out"
+    check_eq "$tag: version --json: the schema of the database it wrote" \
+        "$(PATH=$path tftap version --json | jq .database_schema)" "$(sqlite3 "$db" 'PRAGMA user_version')"
     local shown
     shown=$(PATH=$path tftap show --db "$db" last 2>&1)
     check "$tag: tftap show last reads the run" grep -q "tftest5_pet.server" <<<"$shown"
