@@ -22,10 +22,40 @@ static int each_run(void *ctx, const store_run_row *r)
     return 0;
 }
 
-static int each_target(void *ctx, const char *word)
+/* A run's resource types and addresses, to be sorted and told once each. */
+struct targets {
+    char **v;
+    size_t n, cap;
+};
+
+static int add_target(struct targets *t, const char *word)
 {
-    tftap_buf_printf(ctx, "%s\n", word);
+    if (word == NULL || *word == '\0')
+        return 0;
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        char **v = realloc(t->v, cap * sizeof *v);
+        if (v == NULL)
+            return TFTAP_ENOMEM;
+        t->v = v;
+        t->cap = cap;
+    }
+    if ((t->v[t->n] = strdup(word)) == NULL)
+        return TFTAP_ENOMEM;
+    t->n++;
     return 0;
+}
+
+static int each_name(void *ctx, const char *rpc, const char *type_name, const char *address)
+{
+    /* A function's name is no resource type. */
+    int rc = strcmp(rpc, "CallFunction") != 0 ? add_target(ctx, type_name) : 0;
+    return rc ? rc : add_target(ctx, address);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 int cli_complete(int argc, char **argv)
@@ -49,6 +79,7 @@ int cli_complete(int argc, char **argv)
     char *owned = NULL;
     int64_t run = 0;
     tftap_buf out = TFTAP_BUF_INIT;
+    struct targets t = {NULL, 0, 0};
     if (runs) {
         /* Read only: a Tab never migrates a database. */
         rc = store_open(path, STORE_OPEN_READONLY, &s);
@@ -62,15 +93,26 @@ int cli_complete(int argc, char **argv)
         rc = cli_open_run(path, pos[1], &s, &path, &run, &owned);
         if (rc != 0)
             goto done;
-        rc = store_run_targets_each(s, run, each_target, &out);
+        rc = store_run_names_each(s, run, each_name, &t);
+        if (rc == 0 && t.n > 1)
+            qsort(t.v, t.n, sizeof *t.v, cmp_str);
+        for (size_t i = 0; rc == 0 && i < t.n; i++)
+            if (i == 0 || strcmp(t.v[i], t.v[i - 1]) != 0)
+                tftap_buf_printf(&out, "%s\n", t.v[i]);
     }
     if (rc != 0) {
-        cli_error("reading %s: %s", STORE_SHOWN(path), store_errmsg(s));
+        if (rc == TFTAP_ENOMEM)
+            cli_error("out of memory");
+        else
+            cli_error("reading %s: %s", STORE_SHOWN(path), store_errmsg(s));
         rc = 1;
         goto done;
     }
     rc = cli_flush(&out);
 done:
+    for (size_t i = 0; i < t.n; i++)
+        free(t.v[i]);
+    free(t.v);
     tftap_buf_done(&out);
     store_close(s);
     free(owned);

@@ -821,27 +821,6 @@ int store_call_addresses_each(store *s, int64_t run_id,
     return store_finish(st, cb ? SDB_DONE : rc, cb);
 }
 
-int store_run_targets_each(store *s, int64_t run_id, int (*fn)(void *ctx, const char *word),
-                           void *ctx)
-{
-    sdb_stmt *st = NULL;
-    int rc = sdb_prepare(s->db,
-                         "SELECT type_name FROM calls WHERE run_id = ? AND type_name IS NOT NULL "
-                         "AND rpc <> 'CallFunction' "
-                         "UNION SELECT a.address FROM calls c JOIN call_addresses a "
-                         "ON a.call_id = c.id WHERE c.run_id = ? AND a.address IS NOT NULL "
-                         "ORDER BY 1",
-                         &st);
-    if (rc != SDB_OK)
-        return store_err(rc);
-    sdb_bind_int64(st, 1, run_id);
-    sdb_bind_int64(st, 2, run_id);
-    int cb = 0;
-    while (!cb && (rc = sdb_step(st)) == SDB_ROW)
-        cb = fn(ctx, store_col_text(st, 0));
-    return store_finish(st, cb ? SDB_DONE : rc, cb);
-}
-
 int store_set_addresses(store *s, const store_address_set *sets, size_t n)
 {
     sdb_stmt *up = NULL, *del = NULL;

@@ -478,12 +478,6 @@ int store_call_addresses_each(store *s, int64_t run_id,
                               int (*fn)(void *ctx, int64_t call_id, const char *address),
                               void *ctx);
 
-/* The resource types (a function's name aside) and the addresses the calls
- * of a run name, each once, sorted: what an ADDRESS|TYPE operand of that
- * run may be (shell completion). */
-int store_run_targets_each(store *s, int64_t run_id, int (*fn)(void *ctx, const char *word),
-                           void *ctx);
-
 typedef struct store_diag_row {
     int64_t call_id;
     const char *rpc;
