@@ -90,9 +90,9 @@ uri() { # NAME EXPECTED-IN-MESSAGE ARGS...
 }
 uri "push --to a misspelt scheme" "scheme 'postgresq'" push last --db "$rec" --to postgresq://localhost/tftap
 uri "--db postgresql:/x" "postgresql://" runs --db postgresql:/tftap
-uri "--db https://" "scheme 'https'" show last --db https://example.com/db
-uri "global --db https://" "scheme 'https'" --db https://example.com/db runs
-uri "run --db https://" "scheme 'https'" run --db https://example.com/db -- true
+uri "--db sqlite:FILE" "scheme 'sqlite'" show last --db sqlite:tftap.db
+uri "global --db sqlite:FILE" "scheme 'sqlite'" --db sqlite:tftap.db runs
+uri "run --db sqlite:FILE" "scheme 'sqlite'" run --db sqlite:tftap.db -- true
 uri "--db ''" "empty" runs --db ''
 TFTAP_DB=postgresq://localhost/x uri "TFTAP_DB misspelt" "TFTAP_DB" runs
 # A file whose name looks like a URI is still a file.

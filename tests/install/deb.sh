@@ -84,7 +84,8 @@ spid=$!
 exec 9<"$fifo"
 url=
 read -r -t 30 url <&9
-case $url in http://127.0.0.1:*token=*)
+# Served on loopback, plain HTTP, behind a token: scheme and host told apart.
+case "${url%%:*} ${url#*//}" in "http 127.0.0.1:"*token=*)
     check "serve: the page" grep -q "<title>tftap</title>" <<<"$(curl -fsS "$url")"
     check "serve: the runs over the API" grep -q '"id":2' \
         <<<"$(curl -fsS "${url%%/?token=*}/api/runs?token=${url##*token=}")" ;;
