@@ -38,6 +38,9 @@ int cli_open_store(const char *path, store **out);
 /* Resolve RUN ("last" or an id); on failure print one error, return 1 or 2. */
 int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_id);
 
+/* 1 when s is "last" or a decimal run id: a RUN, never a file. */
+int cli_is_run_spec(const char *s);
+
 /* A RUN operand, wherever a command takes one: "last" and decimal ids name
  * a run of the database at db_path; any other operand that names an
  * existing file is a SOURCE, a bundle or database whose last run it means;

@@ -147,19 +147,6 @@ static int uri_run_suffix(const char *arg, const char *colon)
     return colon[1] != '\0';
 }
 
-/* "last" or a decimal run id. */
-static int is_run_operand(const char *s)
-{
-    if (strcmp(s, "last") == 0)
-        return 1;
-    if (!*s)
-        return 0;
-    for (const char *p = s; *p; p++)
-        if (*p < '0' || *p > '9')
-            return 0;
-    return 1;
-}
-
 /* SOURCE[:RUN]: a path that exists is a path, colons and all. */
 static int split_source(const char *arg, char **path, const char **run)
 {
@@ -565,7 +552,7 @@ int cli_replay(int argc, char **argv)
     /* RUN alone, as every other command takes it: a run of the database
      * (--db), when no file has that name. */
     struct stat sst;
-    int run_alone = is_run_operand(source_arg) && stat(source_arg, &sst) != 0;
+    int run_alone = cli_is_run_spec(source_arg) && stat(source_arg, &sst) != 0;
     if (run_alone) {
         source = strdup(db_path);
         run_spec = source_arg;

@@ -169,8 +169,7 @@ int cli_resolve_run(store *s, const char *path, const char *spec, int64_t *run_i
     return 1;
 }
 
-/* "last" or a decimal id: a RUN, never a file. */
-static int is_run_spec(const char *s)
+int cli_is_run_spec(const char *s)
 {
     if (strcmp(s, "last") == 0)
         return 1;
@@ -210,12 +209,12 @@ int cli_open_run(const char *db_path, const char *operand, store **s, const char
     const char *file = db_path, *spec = operand;
     *s = NULL;
     *owned = NULL;
-    if (!is_run_spec(operand)) {
+    if (!cli_is_run_spec(operand)) {
         const char *colon = strrchr(operand, ':');
         if (is_file(operand)) {
             file = operand;
             spec = "last";
-        } else if (colon && colon != operand && is_run_spec(colon + 1)) {
+        } else if (colon && colon != operand && cli_is_run_spec(colon + 1)) {
             *owned = strndup(operand, (size_t)(colon - operand));
             if (!*owned) {
                 cli_error("out of memory");
