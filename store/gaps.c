@@ -160,14 +160,11 @@ int store_run_gaps_each(store *s, int64_t run_id,
     if (rc != SDB_OK)
         return store_err(rc);
     sdb_bind_int64(st, 1, run_id);
-    int ret = 0;
+    int cb = 0;
     while ((rc = sdb_step(st)) == SDB_ROW) {
-        ret = fn(ctx, store_col_text(st, 0), store_col_text(st, 1), sdb_column_int64(st, 2));
-        if (ret != 0)
+        cb = fn(ctx, store_col_text(st, 0), store_col_text(st, 1), sdb_column_int64(st, 2));
+        if (cb != 0)
             break;
     }
-    sdb_finalize(st);
-    if (ret != 0)
-        return ret;
-    return rc == SDB_DONE ? 0 : store_err(rc);
+    return store_finish(st, rc, cb);
 }
