@@ -271,6 +271,18 @@ static int stable_uuids(sdb *db, const char *digest)
     return rc;
 }
 
+/* The size of path's -wal file: -1 when there is none, else its size (1
+ * when its name cannot be made: as if it held something). */
+static off_t wal_file_size(const char *path)
+{
+    tftap_buf side = TFTAP_BUF_INIT;
+    tftap_buf_printf(&side, "%s-wal", path);
+    struct stat st;
+    off_t size = tftap_buf_failed(&side) ? 1 : stat(side.data, &st) == 0 ? st.st_size : -1;
+    tftap_buf_done(&side);
+    return size;
+}
+
 /* A bundle or database an older tftap wrote: read whole into memory and
  * migrated there, so that it reads as a current one while its file is left
  * as it is (it is someone's evidence, and reading never writes). */
@@ -287,12 +299,7 @@ static int open_old_bundle(const char *path, sdb **out)
     if (file.len >= 100 && file.data[18] == 2 && file.data[19] == 2) {
         /* A WAL database: its image reads in rollback mode, unless a -wal
          * file still holds what the main file lacks. */
-        tftap_buf side = TFTAP_BUF_INIT;
-        tftap_buf_printf(&side, "%s-wal", path);
-        struct stat st;
-        int pending = tftap_buf_failed(&side) || (stat(side.data, &st) == 0 && st.st_size > 0);
-        tftap_buf_done(&side);
-        if (pending) {
+        if (wal_file_size(path) > 0) {
             tftap_buf_done(&file);
             return SDB_BUSY;
         }
@@ -369,12 +376,7 @@ static int readable_as_record(const char *path)
     if (n != (ssize_t)sizeof head || memcmp(head, "SQLite format 3", 16) != 0)
         return TFTAP_ESTORE;
     int wal = head[18] == 2 && head[19] == 2;
-    tftap_buf side = TFTAP_BUF_INIT;
-    tftap_buf_printf(&side, "%s-wal", path);
-    struct stat st;
-    int live = tftap_buf_failed(&side) || stat(side.data, &st) == 0;
-    tftap_buf_done(&side);
-    if (!wal || live)
+    if (!wal || wal_file_size(path) >= 0)
         return 0; /* a rollback journal reader writes nothing; a live WAL has its files */
     sdb *db = NULL;
     int64_t app = 0;
