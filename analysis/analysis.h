@@ -46,6 +46,45 @@ typedef struct analysis_match_doc {
 int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs,
                              const char *missing, int *matched, int *unmatched);
 
+/* ---- secrets as core sees them (secrets.c) ---- */
+
+/* The values core treats as sensitive in a run, learnt from its plan and
+ * state documents (which the provider never sees marked). */
+typedef struct analysis_secrets analysis_secrets;
+analysis_secrets *analysis_secrets_new(void); /* NULL: out of memory */
+void analysis_secrets_free(analysis_secrets *a);
+/* What a document marks: `show -json` of a plan (before_sensitive,
+ * after_sensitive, sensitive variables and outputs) or of a state
+ * (sensitive_values, sensitive outputs), or a raw state
+ * (sensitive_attributes, sensitive outputs); a tftap_config document
+ * adds nothing. 0, TFTAP_EDECODE, TFTAP_ELIMIT, TFTAP_ENOMEM. */
+int analysis_secrets_add_doc(analysis_secrets *a, const char *json, size_t len);
+/* A value known to be secret otherwise (a sensitive variable's value as
+ * given on the command line or in the environment). Empty: ignored. */
+int analysis_secrets_add_value(analysis_secrets *a, const char *s, size_t n);
+/* A sensitive variable's value: also secret inside any other string (a
+ * template, upper()), which core marks but a plan not saved does not
+ * say; looked for when 6 bytes or more, ignoring ASCII case. */
+int analysis_secrets_add_variable(analysis_secrets *a, const char *s, size_t n);
+size_t analysis_secrets_count(const analysis_secrets *a); /* distinct secret strings */
+
+typedef struct analysis_redaction {
+    int64_t core_mark;    /* values at paths core marked */
+    int64_t known_secret; /* strings equal to a secret, elsewhere */
+    int64_t arguments;    /* secrets cut out of the command's arguments */
+    int64_t calls;        /* calls rewritten */
+    int values_kept;      /* the run keeps values in clear: only the hashes were stored */
+} analysis_redaction;
+/* Redact run_id's stored values by what a holds (after the addresses are
+ * matched: the marks name instances): the values at marked paths of the
+ * named calls, every string equal to a secret in any call, the secrets in
+ * the command's arguments; and keep the secrets' hashes (run_secrets) and
+ * the counts (runs.redactions). A run recorded with values kept
+ * (--record-sensitive) keeps them: only the hashes are stored. Nothing to
+ * do when a holds nothing. 0, a store error, TFTAP_ENOMEM. */
+int analysis_redact_run(store *s, int64_t run_id, const analysis_secrets *a,
+                        analysis_redaction *out);
+
 /* Addresses in the CLI's order (plan output sorts by address): bytewise,
  * except that runs of digits compare as numbers (web[2] before web[10]). */
 int analysis_address_cmp(const char *a, const char *b);

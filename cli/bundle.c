@@ -130,6 +130,10 @@ static int print_summary(const char *file, int json, const store_bundle_info *in
             if (a->kind == SJ_STRING)
                 tftap_buf_printf(&cmd, " %s", a->str);
     sj_free(doc);
+    /* The rest of what was keyed afresh the provider's schema marks. */
+    int64_t by_schema = info->redacted - info->core_mark - info->known_secret;
+    if (by_schema < 0)
+        by_schema = 0;
     if (json) {
         tftap_buf_puts(&out, "{\"bundle\":");
         cli_json_str(&out, file);
@@ -137,17 +141,20 @@ static int print_summary(const char *file, int json, const store_bundle_info *in
         cli_json_str(&out, tftap_buf_cstr(&cmd));
         tftap_buf_puts(&out, ",\"providers\":[");
         tftap_buf_append(&out, s.pjson.data, s.pjson.len);
-        tftap_buf_printf(&out,
-                         "],\"calls\":%lld,\"failed_calls\":%lld,\"changes\":%lld,"
-                         "\"processes\":%lld,\"schemas\":%lld,\"gaps\":%lld,"
-                         "\"redacted\":%lld,\"redacted_from_clear\":%lld,"
-                         "\"raw_messages_left_out\":%lld,\"unreadable_json_left_out\":%lld,"
-                         "\"size\":%lld,\"verdict\":",
-                         (long long)run.calls, (long long)s.failed, (long long)s.changes,
-                         (long long)info->processes, (long long)info->schemas,
-                         (long long)info->gaps, (long long)info->redacted,
-                         (long long)info->rekeyed_clear, (long long)info->raw_messages,
-                         (long long)info->dropped_json, (long long)st.st_size);
+        tftap_buf_printf(
+            &out,
+            "],\"calls\":%lld,\"failed_calls\":%lld,\"changes\":%lld,"
+            "\"processes\":%lld,\"schemas\":%lld,\"gaps\":%lld,"
+            "\"redacted\":%lld,\"redacted_from_clear\":%lld,"
+            "\"redacted_by_rule\":{\"schema\":%lld,\"core_mark\":%lld,"
+            "\"known_secret\":%lld},"
+            "\"raw_messages_left_out\":%lld,\"unreadable_json_left_out\":%lld,"
+            "\"size\":%lld,\"verdict\":",
+            (long long)run.calls, (long long)s.failed, (long long)s.changes,
+            (long long)info->processes, (long long)info->schemas, (long long)info->gaps,
+            (long long)info->redacted, (long long)info->rekeyed_clear, (long long)by_schema,
+            (long long)info->core_mark, (long long)info->known_secret,
+            (long long)info->raw_messages, (long long)info->dropped_json, (long long)st.st_size);
         cli_verdict_json(&v, &out);
         tftap_buf_puts(&out, "}\n");
     } else {
@@ -160,8 +167,13 @@ static int print_summary(const char *file, int json, const store_bundle_info *in
         tftap_buf_printf(&out, "  calls:      %lld (%lld failed)\n", (long long)run.calls,
                          (long long)s.failed);
         tftap_buf_printf(&out, "  changes:    %lld\n", (long long)s.changes);
-        tftap_buf_printf(&out, "  redacted:   %lld sensitive value%s keyed afresh%s\n",
+        tftap_buf_printf(&out,
+                         "  redacted:   %lld sensitive value%s keyed afresh: %lld marked so by "
+                         "the provider's schema (sensitive or write-only), %lld by core (the "
+                         "plan or state), %lld equal to one of those%s\n",
                          (long long)info->redacted, info->redacted == 1 ? "" : "s",
+                         (long long)by_schema, (long long)info->core_mark,
+                         (long long)info->known_secret,
                          info->rekeyed_clear ? " (some recorded in clear)" : "");
         tftap_buf_puts(&out, "  left out:   working directory, provider paths, pids");
         if (info->raw_messages)

@@ -23,11 +23,14 @@ static const char usage_text[] =
     "run), or FILE:RUN; 'all' is every run of the database but those still recording\n"
     "(no end time; name one to push it as it is). Values are copied as stored:\n"
     "$sensitive hashes keep the key they were made with (runs.key_id names it).\n"
+    "A run recorded with --record-sensitive holds secrets in clear: it is refused\n"
+    "unless --allow-secrets is given.\n"
     "Prints a line per run and a summary; progress on stderr when it is a terminal.\n"
     "Exit 0 when every run is there, 1 when one could not be pushed, 2 on a usage\n"
     "error or a record that cannot be opened.\n\n"
     "  --to URL            the record to push into (required)\n"
     "  --json              one JSON object: the runs and the totals\n"
+    "  --allow-secrets     push runs recorded with --record-sensitive as they are\n"
     "  --db PATH           the database RUN and 'all' read (default $TFTAP_DB or\n"
     "                      .tftap/tftap.db)\n";
 
@@ -118,8 +121,26 @@ struct totals {
     int nj;
 };
 
+/* "C at paths core marked, K equal to a known secret" of a run's
+ * runs.redactions, or "" when it has none. */
+static void redaction_words(const char *counts, tftap_buf *out)
+{
+    sj_doc *d = NULL;
+    if (!counts || !*counts || sj_parse(counts, strlen(counts), 4, &d) != 0)
+        return;
+    const sj_node *m = sj_get(sj_root(d), "core_mark"), *k = sj_get(sj_root(d), "known_secret"),
+                  *a = sj_get(sj_root(d), "arguments");
+    tftap_buf_printf(out,
+                     "; redacted at its end: %s where core marked them, %s equal to one, %s in "
+                     "its arguments",
+                     m && m->kind == SJ_NUMBER ? m->str : "0",
+                     k && k->kind == SJ_NUMBER ? k->str : "0",
+                     a && a->kind == SJ_NUMBER ? a->str : "0");
+    sj_free(d);
+}
+
 static void report(struct totals *t, int text, const char *from, int64_t run, int err,
-                   const store_push_info *info, const char *to)
+                   const store_push_info *info, const char *to, const char *counts)
 {
     if (!err && info->already) {
         t->already++;
@@ -130,12 +151,16 @@ static void report(struct totals *t, int text, const char *from, int64_t run, in
         t->pushed++;
         t->calls += info->calls;
         t->foreign += info->foreign_key;
-        if (text)
+        if (text) {
+            tftap_buf w = TFTAP_BUF_INIT;
+            redaction_words(counts, &w);
             printf("run %lld of %s: pushed as run %lld (%s): %lld calls, %lld processes, "
-                   "%lld gaps, %lld raw messages\n",
+                   "%lld gaps, %lld raw messages%s\n",
                    (long long)run, from, (long long)info->dst_run_id, info->uuid,
                    (long long)info->calls, (long long)info->processes, (long long)info->gaps,
-                   (long long)info->messages);
+                   (long long)info->messages, w.len ? tftap_buf_cstr(&w) : "");
+            tftap_buf_done(&w);
+        }
     } else {
         t->failed++;
         cli_error("cannot push run %lld of %s into %s: %s%s%s", (long long)run, from, to,
@@ -159,6 +184,8 @@ static void report(struct totals *t, int text, const char *from, int64_t run, in
                          (long long)info->processes, (long long)info->gaps,
                          (long long)info->messages, (long long)info->schemas,
                          info->foreign_key ? "true" : "false");
+        tftap_buf_puts(j, ",\"redactions\":");
+        tftap_buf_puts(j, counts && *counts ? counts : "null");
     } else {
         tftap_buf_puts(j, ",\"error\":");
         cli_json_str(j, info->why[0] ? info->why : tftap_strerror(err));
@@ -227,13 +254,12 @@ static int open_target(const char *to, store **out)
 
 int cli_push(int argc, char **argv)
 {
-    static const struct option longopts[] = {{"db", required_argument, NULL, 'd'},
-                                             {"to", required_argument, NULL, 't'},
-                                             {"json", no_argument, NULL, 'j'},
-                                             {"help", no_argument, NULL, 'h'},
-                                             {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {
+        {"db", required_argument, NULL, 'd'}, {"to", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},     {"allow-secrets", no_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'},     {NULL, 0, NULL, 0}};
     const char *db = NULL, *to = NULL;
-    int json = 0, c;
+    int json = 0, allow_secrets = 0, c;
     optind = 0;
     while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
         switch (c) {
@@ -245,6 +271,9 @@ int cli_push(int argc, char **argv)
             break;
         case 'j':
             json = 1;
+            break;
+        case 'S':
+            allow_secrets = 1;
             break;
         case 'h':
             fputs(usage_text, stdout);
@@ -292,10 +321,24 @@ int cli_push(int argc, char **argv)
             p.run = srcs[i].runs[k];
             p.index = ++index;
             p.last_ms = 0;
-            int err = store_push_run(srcs[i].s, srcs[i].runs[k], dst, p.tty ? on_progress : NULL,
+            int kept = 0, err = 0;
+            tftap_buf counts = TFTAP_BUF_INIT;
+            memset(&info, 0, sizeof info);
+            (void)store_run_redactions(srcs[i].s, srcs[i].runs[k], &counts);
+            if (store_run_values_kept(srcs[i].s, srcs[i].runs[k], &kept) == 0 && kept &&
+                !allow_secrets) {
+                /* Never in clear into a shared record without a word. */
+                err = TFTAP_EINVAL;
+                snprintf(info.why, sizeof info.why,
+                         "it was recorded with --record-sensitive and holds secrets in clear "
+                         "(--allow-secrets pushes it as it is)");
+            } else {
+                err = store_push_run(srcs[i].s, srcs[i].runs[k], dst, p.tty ? on_progress : NULL,
                                      &p, &info);
+            }
             progress_clear(&p);
-            report(&t, !json, from, srcs[i].runs[k], err, &info, to_name);
+            report(&t, !json, from, srcs[i].runs[k], err, &info, to_name, tftap_buf_cstr(&counts));
+            tftap_buf_done(&counts);
             fflush(stdout);
             if (err == TFTAP_EIO) {
                 /* The connection is gone: the next runs would say the same. */

@@ -475,6 +475,9 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
             .run_dir = tmp,
             .log_path = log_path,
             .log_size = log_size,
+            .is_cli = is_cli,
+            .args = cmd + 1,
+            .env = env,
         };
         run_end(&e, &s, &version, &ver);
     }

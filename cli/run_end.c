@@ -114,9 +114,9 @@ int run_state_before(const char *cli_path, char *const *env, const char *workdir
 /* After the command: what the store ties calls to resource addresses by,
  * the state before it and `CLI show -json [PLANFILE]` after it (into
  * *out; partial: the command failed, so the state after may lack what it
- * planned); and the configuration's resource blocks (into *config). Runs unwrapped (env: NULL for ours, or tftap replay's, whose CLI
- * config sends the CLI straight to the replayed providers): nothing of it
- * is recorded. Problems only warn. Returns how many docs it filled. */
+ * planned); and the configuration's resource blocks (into *config). Runs unwrapped (env: NULL for
+ * ours, or tftap replay's, whose CLI config sends the CLI straight to the replayed providers):
+ * nothing of it is recorded. Problems only warn. Returns how many docs it filled. */
 static size_t match_docs(const char *cli_path, char *const *env, const char *workdir,
                          const char *planfile, int have_before, const tftap_buf *before,
                          int read_after, int partial, tftap_buf *out, tftap_buf *config,
@@ -274,6 +274,15 @@ static void finish_log(const char *db, int64_t run_id, int code, const char *why
     close(fd);
 }
 
+/* The finisher's redaction, before the run's end is recorded; its
+ * problems are its own (said in the log), never a reason to try again. */
+static int redact_later(const struct run_end *e, store *s, const analysis_match_doc *docs,
+                        size_t ndocs)
+{
+    run_redact_secrets(s, e->run_id, e->is_cli ? e->workdir : NULL, e->args, e->env, docs, ndocs);
+    return 1;
+}
+
 /* The database was unavailable when the run ended (a PostgreSQL server
  * restarting): the user's command is over and tftap run exits with its
  * code now. A process of its own (init's child, like the recorders) waits
@@ -281,9 +290,9 @@ static void finish_log(const char *db, int64_t run_id, int code, const char *why
  * proxy/recproc.c) has written it, then records the exit code, the CLI's
  * version and the addresses, trying every second for wait_ms. Takes
  * the fds. Returns 0 when the finisher started. */
-static int finish_later(const char *db, int64_t run_id, int code, int64_t ended_us,
-                        const char *version, const analysis_match_doc *docs, size_t ndocs,
-                        int *lock_fds, size_t nlocks, unsigned wait_ms)
+static int finish_later(const struct run_end *e, const char *db, int64_t run_id, int code,
+                        int64_t ended_us, const char *version, const analysis_match_doc *docs,
+                        size_t ndocs, int *lock_fds, size_t nlocks, unsigned wait_ms)
 {
     fflush(NULL);
     pid_t pid = fork();
@@ -319,6 +328,7 @@ static int finish_later(const char *db, int64_t run_id, int code, int64_t ended_
                          store_path_is_url(db) && *store_open_error() ? store_open_error()
                                                                       : tftap_strerror(rc));
             else if ((ndocs == 0 || match_apply(s, run_id, docs, ndocs) != TFTAP_ESTORE) &&
+                     redact_later(e, s, docs, ndocs) &&
                      (version == NULL || store_run_set_cli_version(s, run_id, version) == 0) &&
                      (rc = store_run_end_at(s, run_id, code, ended_us)) == 0) {
                 store_close(s);
@@ -474,7 +484,7 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
             int *fds = NULL;
             size_t nfds = e->wrapped ? wrap_recorder_locks_open(e->run_dir, &fds) : 0;
             unsigned wait_ms = finish_wait_ms();
-            if (finish_later(e->db, e->run_id, e->code, e->ended_us, *version, docs, ndocs, fds,
+            if (finish_later(e, e->db, e->run_id, e->code, e->ended_us, *version, docs, ndocs, fds,
                              nfds, wait_ms) != 0)
                 cli_error("cannot record the exit code into %s", STORE_SHOWN(e->db));
             else if (held > 0 && reachable)
@@ -520,8 +530,13 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
                            e->have_before, e->before, after, partial, &out, &config, docs);
             if (match_apply(*s, e->run_id, docs, ndocs) != 0)
                 cli_error("matching calls to addresses failed: %s", store_errmsg(*s));
+            /* After the matching, which compares the values in clear. */
+            run_redact_secrets(*s, e->run_id, e->is_cli ? e->workdir : NULL, e->args, e->env, docs,
+                               ndocs);
             tftap_buf_done(&out);
             tftap_buf_done(&config);
+        } else if (e->is_cli) {
+            run_redact_secrets(*s, e->run_id, e->workdir, e->args, e->env, NULL, 0);
         }
         analysis_check_pass *read = check_reader_join(&reader);
         cli_check_summary(*s, e->run_id, read);

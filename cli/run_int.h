@@ -14,6 +14,8 @@
 #include "common/common.h"
 #include "store/store.h"
 
+struct analysis_match_doc;
+
 /* How much of `CLI show -json` (a large state) and `CLI version -json` is
  * kept. */
 #define CAPTURE_MAX (256u << 20)
@@ -126,7 +128,10 @@ struct run_end {
     int wrapped;
     const char *run_dir; /* the shims' and recorders' directory when wrapped */
     const char *log_path;
-    off_t log_size; /* the log's size when the run began */
+    off_t log_size;    /* the log's size when the run began */
+    int is_cli;        /* the command is tofu or terraform itself */
+    char *const *args; /* its arguments (after its name) */
+    char *const *env;  /* its environment */
 };
 
 /* Wait for every recorder of the run, then record the run's end, report
@@ -135,5 +140,16 @@ struct run_end {
  * the database away, leave all that to a finisher in the background. *s:
  * the run's connection if kept open through the command, closed here. */
 void run_end(const struct run_end *e, store **s, char **version, struct captured *ver);
+
+/* ---- run_secrets.c ---- */
+
+/* Redact run_id's record by what core treats as sensitive: what the
+ * documents (the state before, `show -json` after) mark, and, for a
+ * command of the CLI in workdir (NULL: none), the values its arguments,
+ * variable files and environment give the variables the configuration
+ * declares sensitive. Then the file is scrubbed of what the recorders
+ * wrote. Problems are said on stderr, never fatal. */
+void run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *const *args,
+                        char *const *env, const struct analysis_match_doc *docs, size_t ndocs);
 
 #endif

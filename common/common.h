@@ -243,4 +243,34 @@ int sj_equal(const sj_node *a, const sj_node *b);
 int sj_is_unknown(const sj_node *n);
 int sj_is_sensitive(const sj_node *n);
 
+/* ---- values redacted after the fact (redact.c) ---- */
+
+/* A path inside a value, as a key of a set: one segment per member name
+ * or element position, unambiguous whatever the names hold. The empty
+ * path is the whole value. */
+void sj_path_member(tftap_buf *path, const char *key, size_t n);
+void sj_path_index(tftap_buf *path, size_t i);
+
+enum { SJ_REDACT_MARKED, SJ_REDACT_EQUAL };
+typedef struct sj_redactor {
+    /* 1: this (unescaped, non-empty) string is a known secret. */
+    int (*secret)(void *ctx, const char *s, size_t n);
+    /* NULL, or 1: the value at this path (sj_path_* segments, relative to
+     * a root) is marked secret, and all of it with it. */
+    int (*marked)(void *ctx, const char *path, size_t len);
+    /* The HMAC-SHA256 (64 hex digits) of a value's JSON text. */
+    void (*mac)(void *ctx, const char *json, size_t len, char out[65]);
+    void *ctx;
+    /* The top-level members of the document whose values paths are
+     * relative to (a call's "prior_state", "planned_state"...). */
+    const char *const *roots;
+    size_t nroots;
+} sj_redactor;
+/* Write root as compact JSON into out with every marked value and every
+ * string equal to a secret replaced by {"$sensitive":"hmac-sha256:..."}
+ * (null stays null, an unknown loses its refinements, a value redacted
+ * already stays). counts[SJ_REDACT_MARKED], counts[SJ_REDACT_EQUAL] are
+ * incremented per value replaced. 0 or TFTAP_ENOMEM. */
+int sj_redact(const sj_node *root, const sj_redactor *r, tftap_buf *out, int64_t counts[2]);
+
 #endif

@@ -51,6 +51,11 @@ struct bundle {
     unsigned char src_key[STORE_KEY_LEN]; /* the source's: keys values it holds in clear */
     struct bproc *procs;
     size_t nprocs;
+    /* A run whose values were kept in clear: the hashes (source key) of
+     * the strings core marked secret in it, sorted, found by value. */
+    char (*secrets)[65];
+    size_t nsecrets;
+    tftap_buf text; /* scratch */
 };
 
 /* A sensitive value seen while copying: an already redacted one is
@@ -77,6 +82,37 @@ static void rekey(void *ctx, const char *json, size_t len, char out[65])
     }
     tftap_hmac_sha256_hex(b->fresh, sizeof b->fresh, inner, 64, out);
     b->info->redacted++;
+}
+
+static int secret_cmp(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+static int add_secret(void *ctx, const char *hmac)
+{
+    struct bundle *b = ctx;
+    if (!hmac || strlen(hmac) != 64)
+        return 0;
+    char(*v)[65] = realloc(b->secrets, (b->nsecrets + 1) * sizeof *v);
+    if (!v)
+        return TFTAP_ENOMEM;
+    b->secrets = v;
+    memcpy(b->secrets[b->nsecrets++], hmac, 65);
+    return 0;
+}
+
+/* A string equal to one of the run's secrets (the same hash). */
+static int is_secret(void *ctx, const char *str, size_t n)
+{
+    struct bundle *b = ctx;
+    char hex[65];
+    tftap_buf_reset(&b->text);
+    tftap_buf_json_string(&b->text, str, n);
+    if (tftap_buf_failed(&b->text))
+        return 1; /* cannot tell: hidden */
+    tftap_hmac_sha256_hex(b->src_key, sizeof b->src_key, b->text.data, b->text.len, hex);
+    return bsearch(hex, b->secrets, b->nsecrets, sizeof *b->secrets, secret_cmp) != NULL;
 }
 
 static void info_why(store_bundle_info *info, const char *fmt, ...)
@@ -230,6 +266,24 @@ static int redact_json(void *ctx, int64_t call_id, int64_t process_id, const cha
     dec_error e = DEC_ERROR_INIT;
     int rc = dec_message_json_redact(method, is_response, json, strlen(json), schema, type_name,
                                      &opts, out, &e);
+    if (rc == 0 && b->nsecrets > 0) {
+        /* What core marked in a run that kept its values: by value, the
+         * paths are not kept. */
+        sj_doc *doc = NULL;
+        tftap_buf again = TFTAP_BUF_INIT;
+        int64_t counts[2] = {0, 0};
+        sj_redactor r = {.secret = is_secret, .mac = rekey, .ctx = b};
+        rc = sj_parse(out->data ? out->data : "", out->len, 0, &doc);
+        if (rc == 0)
+            rc = sj_redact(sj_root(doc), &r, &again, counts);
+        sj_free(doc);
+        if (rc == 0) {
+            tftap_buf_reset(out);
+            tftap_buf_append(out, again.data ? again.data : "", again.len);
+            b->info->known_secret += counts[SJ_REDACT_EQUAL];
+        }
+        tftap_buf_done(&again);
+    }
     int src = SDB_OK;
     if (rc == TFTAP_EDECODE || rc == TFTAP_ELIMIT) {
         /* Not JSON we can read: nothing tells what is secret in it. */
@@ -251,7 +305,7 @@ int store_bundle_write(store *s, int64_t run_id, const char *path, store_bundle_
     memset(info, 0, sizeof *info);
     if (!s || !path || !*path)
         return TFTAP_EINVAL;
-    struct bundle b = {.src = s, .info = info, .args = TFTAP_BUF_INIT};
+    struct bundle b = {.src = s, .info = info, .args = TFTAP_BUF_INIT, .text = TFTAP_BUF_INIT};
     if (RAND_bytes(b.fresh, sizeof b.fresh) != 1)
         return TFTAP_EIO;
     /* Without a key of its own (a bundle as the source, which holds
@@ -261,6 +315,37 @@ int store_bundle_write(store *s, int64_t run_id, const char *path, store_bundle_
         OPENSSL_cleanse(b.fresh, sizeof b.fresh);
         return TFTAP_ESTORE;
     }
+    int kept = 0;
+    tftap_buf counts = TFTAP_BUF_INIT;
+    int qrc = store_run_values_kept(s, run_id, &kept);
+    if (qrc == 0 && kept)
+        qrc = store_run_secrets_each(s, run_id, add_secret, &b);
+    if (qrc == 0)
+        qrc = store_run_redactions(s, run_id, &counts);
+    if (qrc == TFTAP_ENOTFOUND) {
+        OPENSSL_cleanse(b.fresh, sizeof b.fresh);
+        free(b.secrets);
+        return TFTAP_ENOTFOUND;
+    }
+    if (qrc != 0) {
+        info_why(info, "%s", sdb_errmsg(s->db));
+        OPENSSL_cleanse(b.fresh, sizeof b.fresh);
+        free(b.secrets);
+        tftap_buf_done(&counts);
+        return TFTAP_ESTORE;
+    }
+    if (b.nsecrets > 1)
+        qsort(b.secrets, b.nsecrets, sizeof *b.secrets, secret_cmp);
+    /* Redacted in the record at the run's end: counted there, by rule. */
+    sj_doc *cd = NULL;
+    if (counts.len > 0 && sj_parse(counts.data, counts.len, 4, &cd) == 0) {
+        const sj_node *m = sj_get(sj_root(cd), "core_mark"),
+                      *k = sj_get(sj_root(cd), "known_secret");
+        info->core_mark = m && m->kind == SJ_NUMBER ? strtoll(m->str, NULL, 10) : 0;
+        info->known_secret = k && k->kind == SJ_NUMBER ? strtoll(k->str, NULL, 10) : 0;
+    }
+    sj_free(cd);
+    tftap_buf_done(&counts);
     /* The bundle's values are hashed with the fresh key: its id says so
      * (the key itself is never kept). */
     char key_id[STORE_KEY_ID_LEN + 1];
@@ -339,6 +424,8 @@ int store_bundle_write(store *s, int64_t run_id, const char *path, store_bundle_
 out:
     sdb_close(c.dst);
     tftap_buf_done(&b.args);
+    tftap_buf_done(&b.text);
+    free(b.secrets);
     for (size_t i = 0; i < b.nprocs; i++)
         dec_schema_free(b.procs[i].schema);
     free(b.procs);

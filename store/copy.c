@@ -56,17 +56,20 @@ static int copy_run_row(store_copy *c)
     sdb_stmt *q = NULL, *ins = NULL, *sel = NULL;
     int rc = sdb_prepare(c->src->db,
                          "SELECT id, uuid, command, args, cwd, cli_name, cli_version, started_us, "
-                         "ended_us, exit_code, key_id FROM runs WHERE id = ?",
+                         "ended_us, exit_code, key_id, values_kept, redactions FROM runs "
+                         "WHERE id = ?",
                          &q);
     if (rc == SDB_OK)
         rc = sdb_prepare(c->dst,
-                         c->keep_ids ? "INSERT INTO runs (id, uuid, command, args, cwd, cli_name, "
-                                       "cli_version, started_us, ended_us, exit_code, key_id) "
-                                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
-                                     : "INSERT INTO runs (uuid, command, args, cwd, cli_name, "
-                                       "cli_version, started_us, ended_us, exit_code, key_id) "
-                                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uuid) "
-                                       "DO NOTHING RETURNING id",
+                         c->keep_ids
+                             ? "INSERT INTO runs (id, uuid, command, args, cwd, cli_name, "
+                               "cli_version, started_us, ended_us, exit_code, key_id, values_kept, "
+                               "redactions) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                               "RETURNING id"
+                             : "INSERT INTO runs (uuid, command, args, cwd, cli_name, "
+                               "cli_version, started_us, ended_us, exit_code, key_id, values_kept, "
+                               "redactions) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                               "ON CONFLICT (uuid) DO NOTHING RETURNING id",
                          &ins);
     if (rc == SDB_OK)
         rc = sdb_prepare(c->dst, "SELECT id FROM runs WHERE uuid = ?", &sel);
@@ -118,6 +121,9 @@ static int copy_run_row(store_copy *c)
         sdb_bind_text(ins, i++, key_id, -1, SDB_TRANSIENT);
     else
         sdb_bind_null(ins, i++);
+    /* Values redacted on the way (a bundle) are no longer in clear. */
+    sdb_bind_int(ins, i++, c->call_json ? 0 : sdb_column_int(q, 11));
+    sdb_bind_column(ins, i++, q, 12);
     rc = step_row_id(ins, &c->dst_run_id);
     if (rc == SDB_DONE) {
         sdb_reset(sel);
@@ -604,6 +610,33 @@ done:
     return rc;
 }
 
+/* The hashes of the run's secrets, where they keep their key (a push;
+ * a bundle's values are keyed afresh and redacted already). */
+static int copy_secrets(store_copy *c)
+{
+    if (c->call_json)
+        return SDB_OK;
+    sdb_stmt *q = NULL, *ins = NULL;
+    int rc = sdb_prepare(c->src->db, "SELECT hmac FROM run_secrets WHERE run_id = ?", &q);
+    if (rc == SDB_OK)
+        rc = sdb_prepare(c->dst, "INSERT INTO run_secrets (run_id, hmac) VALUES (?, ?)", &ins);
+    if (rc != SDB_OK)
+        goto done;
+    sdb_bind_int64(q, 1, c->run_id);
+    while ((rc = sdb_step(q)) == SDB_ROW) {
+        sdb_reset(ins);
+        sdb_bind_int64(ins, 1, c->dst_run_id);
+        sdb_bind_column(ins, 2, q, 0);
+        if ((rc = sdb_step(ins)) != SDB_DONE)
+            goto done;
+    }
+    rc = rc == SDB_DONE ? SDB_OK : rc;
+done:
+    sdb_finalize(q);
+    sdb_finalize(ins);
+    return rc;
+}
+
 int store_copy_run(store_copy *c)
 {
     struct copy_proc *procs = NULL;
@@ -615,6 +648,8 @@ int store_copy_run(store_copy *c)
         rc = copy_calls(c, procs, nprocs);
     if (rc == SDB_OK)
         rc = copy_gaps(c, procs, nprocs);
+    if (rc == SDB_OK)
+        rc = copy_secrets(c);
     free(procs);
     return rc;
 }

@@ -539,6 +539,12 @@ int store_db_open(const char *path, int create, sdb **out, unsigned char key[STO
     rc = store_exec(db, "PRAGMA synchronous=NORMAL");
     if (rc != SDB_OK)
         goto fail;
+    /* What a row held before it was rewritten (a call's JSON written again
+     * each batch, then redacted at the run's end: store_run_redact) is
+     * zeroed in the file, not left in free space. */
+    rc = store_exec(db, "PRAGMA secure_delete=ON");
+    if (rc != SDB_OK)
+        goto fail;
     rc = store_migrate(db);
     if (rc != SDB_OK)
         goto fail;

@@ -327,6 +327,16 @@ static const char *const migrations[] = {
      * the provider's either. processes.start_error: why a provider
      * process did not start, in its shim's words. */
     ("ALTER TABLE processes ADD COLUMN start_error TEXT;"
+     /* What core marks secret is known only from the plan and the state:
+      * redacted after the run (analysis/secrets.c), the hashes of the
+      * run's known secrets kept for bundles of a run recorded with
+      * values_kept (--record-sensitive), redactions counting each rule. */
+     "ALTER TABLE runs ADD COLUMN values_kept INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE runs ADD COLUMN redactions TEXT;"
+     "CREATE TABLE run_secrets ("
+     "  run_id INTEGER NOT NULL REFERENCES runs(id),"
+     "  hmac TEXT NOT NULL,"
+     "  PRIMARY KEY (run_id, hmac)) WITHOUT ROWID;"
      "DROP VIEW v_calls;"
      "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
      "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"
@@ -667,6 +677,12 @@ static const char *const pg_migrations[] = {
      * processes.start_error). */
     /* clang-format off */
     ("ALTER TABLE processes ADD COLUMN start_error text;"
+     "ALTER TABLE runs ADD COLUMN values_kept integer NOT NULL DEFAULT 0;"
+     "ALTER TABLE runs ADD COLUMN redactions text;"
+     "CREATE TABLE run_secrets ("
+     "  run_id bigint NOT NULL REFERENCES runs(id),"
+     "  hmac text NOT NULL,"
+     "  PRIMARY KEY (run_id, hmac));"
      "DROP VIEW v_calls;"
      "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
      "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"

@@ -198,6 +198,12 @@ static int ensure_run_and_process(store_recorder *r)
         if (rc)
             return rc;
         r->process_row_gen = r->txn_gen;
+        /* A run with one recorder keeping values in clear keeps them: push
+         * and bundles treat it so (runs.values_kept). */
+        if (r->opts.record_sensitive &&
+            (rc = exec_bound(r->db, "UPDATE runs SET values_kept = 1 WHERE id = ?", "i",
+                             r->run_id)) != 0)
+            return rc;
         pthread_mutex_lock(&r->mu);
         r->shared_process_row = r->process_row;
         r->stats.process_row = r->process_row;

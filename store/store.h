@@ -591,6 +591,62 @@ int store_data_version(store *s, int64_t *out);
  * file. */
 int store_connection_lost(store *s);
 
+/* ---- secrets as core sees them (store/secrets.c) ------------------------ */
+
+/* The HMAC-SHA256 (64 hex digits) of a value's JSON text under this
+ * database's key, as its $sensitive values are made. 0, TFTAP_ENOTFOUND
+ * (no key: a bundle), a store error. */
+int store_value_hmac(store *s, const char *json, size_t len, char out[65]);
+/* An HMAC context with this database's key, for many values at once
+ * (tftap_hmac_hex); NULL without a key (a bundle) or memory. */
+tftap_hmac *store_value_hmac_new(store *s);
+/* runs.values_kept: 1 when the run was recorded with sensitive values in
+ * clear (--record-sensitive). */
+int store_run_values_kept(store *s, int64_t run_id, int *kept);
+/* The hashes (under the key the run was recorded with) of the values core
+ * marked secret in the run. */
+int store_run_secrets_each(store *s, int64_t run_id, int (*fn)(void *ctx, const char *hmac),
+                           void *ctx);
+/* runs.redactions, the JSON object of counts per rule, appended to out
+ * (nothing when there is none). */
+int store_run_redactions(store *s, int64_t run_id, tftap_buf *out);
+
+/* One call's values as stored, for a rewriter. */
+typedef struct store_value_call {
+    int64_t call_id;
+    const char *rpc;                          /* "PlanResourceChange"... */
+    const char *address;                      /* NULL when not named */
+    const char *request_json, *response_json; /* NULL when none */
+} store_value_call;
+/* Every call of the run as stored, in id order; fn's non-zero return
+ * stops and is returned. */
+int store_run_values_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_value_call *c),
+                          void *ctx);
+enum { STORE_REWRITE_REQUEST = 1, STORE_REWRITE_RESPONSE = 2 };
+/* Fill req and/or resp with the new text of a side and set its bit in
+ * *changed (nothing: the call stays as it is). 0, or a tftap error that
+ * stops the redaction and undoes it. */
+typedef int (*store_value_rewriter)(void *ctx, const store_value_call *c, tftap_buf *req,
+                                    tftap_buf *resp, int *changed);
+typedef struct store_run_redaction {
+    store_value_rewriter rewrite; /* NULL: the calls are left alone */
+    void *ctx;
+    const char *args_json;    /* NULL, or runs.args rewritten */
+    const char *const *hmacs; /* into run_secrets */
+    size_t nhmacs;
+    const char *counts_json; /* NULL, or runs.redactions */
+} store_run_redaction;
+/* Apply a run's redaction in one transaction (all of it or nothing); in a
+ * SQLite file the text replaced is overwritten (secure_delete), and
+ * store_scrub then empties the write-ahead log that held it. 0, a store
+ * error, or the rewriter's error. */
+int store_run_redact(store *s, int64_t run_id, const store_run_redaction *how);
+/* SQLite: every page's last image into the file and the write-ahead log
+ * truncated to nothing. 0, 1 when a reader kept the log from being
+ * emptied (it is, by the last connection's close), or a store error. A
+ * no-op on PostgreSQL. */
+int store_scrub(store *s);
+
 /* ---- push: runs copied into a shared record (docs/database.md) ---------- */
 
 typedef struct store_push_info {
@@ -632,9 +688,14 @@ typedef struct store_bundle_info {
     int64_t processes, calls, gaps, schemas;
     int64_t redacted;      /* sensitive values keyed afresh */
     int64_t rekeyed_clear; /* of those, values the run recorded in clear */
-    int64_t raw_messages;  /* raw message rows (--keep-raw) left out */
-    int64_t dropped_json;  /* request/response JSON that did not parse, left out */
-    char why[256];         /* what could not be copied, on TFTAP_EDECODE */
+    /* Of those, by the rule that made them secret: core marked them in the
+     * plan or state (at that path), or equal to a value core marked
+     * elsewhere in the run; the rest the provider's schema marks
+     * (sensitive or write-only). */
+    int64_t core_mark, known_secret;
+    int64_t raw_messages; /* raw message rows (--keep-raw) left out */
+    int64_t dropped_json; /* request/response JSON that did not parse, left out */
+    char why[256];        /* what could not be copied, on TFTAP_EDECODE */
 } store_bundle_info;
 
 /* Write run_id of s to a new bundle at path (replaced if it exists): the

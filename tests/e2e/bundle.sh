@@ -142,7 +142,9 @@ check_eq "schema BUNDLE = schema RUN" \
 # that read them there stand in for the older ones, which the migration
 # replaces), version 7's processes.uuid and gaps.seq, version 6's
 # runs.uuid and runs.key_id undone.
-OLDER="ALTER TABLE processes DROP COLUMN start_error; DROP VIEW v_calls; DROP VIEW v_resource_changes; DROP VIEW v_diagnostics;
+OLDER="ALTER TABLE processes DROP COLUMN start_error;
+       ALTER TABLE runs DROP COLUMN values_kept; ALTER TABLE runs DROP COLUMN redactions; DROP TABLE run_secrets;
+       DROP VIEW v_calls; DROP VIEW v_resource_changes; DROP VIEW v_diagnostics;
        ALTER TABLE calls ADD COLUMN address TEXT; ALTER TABLE calls ADD COLUMN address_note TEXT;
        UPDATE calls SET address = (SELECT address FROM call_addresses a WHERE a.call_id = calls.id),
            address_note = (SELECT address_note FROM call_addresses a WHERE a.call_id = calls.id);

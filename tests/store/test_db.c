@@ -14,9 +14,12 @@ static char tmpdir[256];
 /* Back from version 6 (runs.uuid, runs.key_id) to 5. */
 /* Version 8 undone: addresses back into calls (whose last columns they
  * were), call_addresses gone, the views as version 7 made them. */
-/* Version 9 added processes.start_error (its views are undone with 8's). */
+/* Version 9 added processes.start_error, runs.values_kept, runs.redactions
+ * and run_secrets (its views are undone with 8's). */
 #define UNDO_8                                                                                     \
     "ALTER TABLE processes DROP COLUMN start_error;"                                               \
+    "ALTER TABLE runs DROP COLUMN values_kept; ALTER TABLE runs DROP COLUMN redactions;"           \
+    "DROP TABLE run_secrets;"                                                                      \
     "DROP VIEW v_calls; DROP VIEW v_resource_changes; DROP VIEW v_diagnostics;"                    \
     "ALTER TABLE calls ADD COLUMN address TEXT; ALTER TABLE calls ADD COLUMN address_note TEXT;"   \
     "UPDATE calls SET address = (SELECT address FROM call_addresses a WHERE a.call_id = "          \

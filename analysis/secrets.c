@@ -1,0 +1,708 @@
+/* analysis: secrets as core sees them. A provider never learns which
+ * values core treats as sensitive (marks do not cross the plugin
+ * protocol), so the recorder redacts only what the provider's schema
+ * marks. What the configuration marks (a sensitive variable or output,
+ * sensitive(), anything computed from them) core records in the plan and
+ * the state: before_sensitive / after_sensitive, sensitive_values,
+ * sensitive_attributes, sensitive outputs and variables. Read from the
+ * documents tftap run has at the end, those give the values at marked
+ * paths of each instance, and the strings they hold. Every call of the
+ * run is then redacted at those paths, and wherever else one of those
+ * strings appears (a secret copied into another provider's plain
+ * attribute is the same secret), the way the recorder redacts. */
+#include "config.h"
+
+#include <ctype.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "store/store.h"
+
+/* A variable's value at least this long is looked for inside strings:
+ * a template ("prefix-${var.secret}") or a change of case (upper())
+ * carries it there, and a plan not saved marks neither. */
+#define SECRET_INSIDE_MIN 6
+
+/* A set of byte strings (open addressing, FNV-1a). */
+struct strset {
+    struct entry {
+        char *s;
+        size_t n;
+        uint64_t h;
+    } * e;
+    size_t cap, n;
+};
+
+static uint64_t fnv(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static const struct entry *set_find(const struct strset *set, const char *s, size_t n, uint64_t h)
+{
+    if (set->cap == 0)
+        return NULL;
+    for (size_t i = h & (set->cap - 1);; i = (i + 1) & (set->cap - 1)) {
+        const struct entry *e = &set->e[i];
+        if (!e->s)
+            return NULL;
+        if (e->h == h && e->n == n && memcmp(e->s, s, n) == 0)
+            return e;
+    }
+}
+
+static int set_has(const struct strset *set, const char *s, size_t n)
+{
+    return set_find(set, s, n, fnv(s, n)) != NULL;
+}
+
+static int set_add(struct strset *set, const char *s, size_t n)
+{
+    uint64_t h = fnv(s, n);
+    if (set_find(set, s, n, h))
+        return 0;
+    if ((set->n + 1) * 2 > set->cap) {
+        size_t cap = set->cap ? set->cap * 2 : 64;
+        struct entry *e = calloc(cap, sizeof *e);
+        if (!e)
+            return TFTAP_ENOMEM;
+        for (size_t i = 0; i < set->cap; i++) {
+            if (!set->e[i].s)
+                continue;
+            size_t j = set->e[i].h & (cap - 1);
+            while (e[j].s)
+                j = (j + 1) & (cap - 1);
+            e[j] = set->e[i];
+        }
+        free(set->e);
+        set->e = e;
+        set->cap = cap;
+    }
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return TFTAP_ENOMEM;
+    memcpy(copy, s, n);
+    copy[n] = '\0';
+    size_t i = h & (set->cap - 1);
+    while (set->e[i].s)
+        i = (i + 1) & (set->cap - 1);
+    set->e[i] = (struct entry){copy, n, h};
+    set->n++;
+    return 0;
+}
+
+static void set_free(struct strset *set)
+{
+    for (size_t i = 0; i < set->cap; i++)
+        free(set->e[i].s);
+    free(set->e);
+    *set = (struct strset){0};
+}
+
+struct analysis_secrets {
+    struct strset values;    /* the secret strings */
+    struct strset inside;    /* variables' values: secret inside other strings too */
+    struct strset marks;     /* "ADDRESS\n" + path (sj_path_*) */
+    struct strset addresses; /* the instances marks name */
+    int failed;
+};
+
+analysis_secrets *analysis_secrets_new(void)
+{
+    return calloc(1, sizeof(analysis_secrets));
+}
+
+void analysis_secrets_free(analysis_secrets *a)
+{
+    if (!a)
+        return;
+    set_free(&a->values);
+    set_free(&a->inside);
+    set_free(&a->marks);
+    set_free(&a->addresses);
+    free(a);
+}
+
+size_t analysis_secrets_count(const analysis_secrets *a)
+{
+    return a ? a->values.n : 0;
+}
+
+int analysis_secrets_add_value(analysis_secrets *a, const char *s, size_t n)
+{
+    if (n == 0)
+        return 0; /* an empty string reveals nothing, and is everywhere */
+    int rc = set_add(&a->values, s, n);
+    a->failed |= rc != 0;
+    return rc;
+}
+
+int analysis_secrets_add_variable(analysis_secrets *a, const char *s, size_t n)
+{
+    int rc = analysis_secrets_add_value(a, s, n);
+    /* Long enough not to be a word of any string. */
+    if (!rc && n >= SECRET_INSIDE_MIN) {
+        rc = set_add(&a->inside, s, n);
+        a->failed |= rc != 0;
+    }
+    return rc;
+}
+
+/* Every string a value holds (its map keys are names, not values). */
+static void strings_below(analysis_secrets *a, const sj_node *v, int variable, unsigned depth)
+{
+    if (!v || depth > TFTAP_JSON_MAX_DEPTH)
+        return;
+    if (v->kind == SJ_STRING) {
+        if (variable)
+            analysis_secrets_add_variable(a, v->str, v->len);
+        else
+            analysis_secrets_add_value(a, v->str, v->len);
+    }
+    for (const sj_node *c = v->child; c; c = c->next)
+        strings_below(a, c, variable, depth + 1);
+}
+
+/* Every string a value holds (its map keys are names, not values); a
+ * variable's (1) are looked for inside other strings too. */
+static void add_strings(analysis_secrets *a, const sj_node *v, int variable)
+{
+    strings_below(a, v, variable, 0);
+}
+
+static void add_mark(analysis_secrets *a, const char *address, size_t alen, const tftap_buf *path)
+{
+    tftap_buf k = TFTAP_BUF_INIT;
+    tftap_buf_append(&k, address, alen);
+    tftap_buf_putc(&k, '\n');
+    tftap_buf_append(&k, path->data ? path->data : "", path->len);
+    if (tftap_buf_failed(&k) || set_add(&a->marks, k.data, k.len) != 0 ||
+        set_add(&a->addresses, address, alen) != 0)
+        a->failed = 1;
+    tftap_buf_done(&k);
+}
+
+static int is_true(const sj_node *n)
+{
+    return n && n->kind == SJ_BOOL && n->boolean;
+}
+
+/* A value beside the structure core marks it with (sensitive_values,
+ * before_sensitive, after_sensitive): true marks the value there and all
+ * of it below; objects and arrays mark their members and elements. */
+static void walk_marks(analysis_secrets *a, const sj_node *addr, const sj_node *v,
+                       const sj_node *mirror, tftap_buf *path, unsigned depth)
+{
+    if (!mirror || depth > TFTAP_JSON_MAX_DEPTH)
+        return;
+    if (is_true(mirror)) {
+        if (addr)
+            add_mark(a, addr->str, addr->len, path);
+        add_strings(a, v, 0);
+        return;
+    }
+    size_t mark = path->len, i = 0;
+    if (mirror->kind == SJ_OBJECT) {
+        for (const sj_node *m = mirror->child; m; m = m->next) {
+            sj_path_member(path, m->key, m->key_len);
+            walk_marks(a, addr, v ? sj_get_n(v, m->key, m->key_len) : NULL, m, path, depth + 1);
+            path->len = mark;
+        }
+    } else if (mirror->kind == SJ_ARRAY) {
+        for (const sj_node *m = mirror->child; m; m = m->next, i++) {
+            sj_path_index(path, i);
+            walk_marks(a, addr, v ? sj_at(v, i) : NULL, m, path, depth + 1);
+            path->len = mark;
+        }
+    }
+}
+
+static void marked_value(analysis_secrets *a, const sj_node *addr, const sj_node *v,
+                         const sj_node *mirror)
+{
+    tftap_buf path = TFTAP_BUF_INIT;
+    walk_marks(a, addr && addr->kind == SJ_STRING ? addr : NULL, v, mirror, &path, 0);
+    a->failed |= tftap_buf_failed(&path);
+    tftap_buf_done(&path);
+}
+
+/* Outputs as `show -json` and the raw state write them:
+ * {"name": {"sensitive": true, "value": ...}}. */
+static void outputs(analysis_secrets *a, const sj_node *outs)
+{
+    if (!outs || outs->kind != SJ_OBJECT)
+        return;
+    for (const sj_node *o = outs->child; o; o = o->next)
+        if (is_true(sj_get(o, "sensitive")))
+            add_strings(a, sj_get(o, "value"), 0);
+}
+
+/* A module of `show -json`'s state form and its children. */
+static void module_values(analysis_secrets *a, const sj_node *mod, unsigned depth)
+{
+    if (!mod || depth > 64)
+        return;
+    const sj_node *res = sj_get(mod, "resources");
+    if (res && res->kind == SJ_ARRAY)
+        for (const sj_node *r = res->child; r; r = r->next)
+            marked_value(a, sj_get(r, "address"), sj_get(r, "values"),
+                         sj_get(r, "sensitive_values"));
+    const sj_node *kids = sj_get(mod, "child_modules");
+    if (kids && kids->kind == SJ_ARRAY)
+        for (const sj_node *k = kids->child; k; k = k->next)
+            module_values(a, k, depth + 1);
+}
+
+/* {"values": {"root_module": ..., "outputs": ...}} and the like. */
+static void state_values(analysis_secrets *a, const sj_node *values)
+{
+    module_values(a, sj_get(values, "root_module"), 0);
+    outputs(a, sj_get(values, "outputs"));
+}
+
+/* A step of a cty path as the raw state writes it:
+ * {"type": "get_attr", "value": "name"} or
+ * {"type": "index", "value": {"value": KEY, "type": "string"|"number"}}.
+ * The value under it, or NULL (the path then still marks). */
+static const sj_node *path_step(const sj_node *step, const sj_node *v, tftap_buf *path)
+{
+    const sj_node *type = sj_get(step, "type"), *val = sj_get(step, "value");
+    if (!type || type->kind != SJ_STRING || !val)
+        return NULL;
+    if (strcmp(type->str, "get_attr") == 0 && val->kind == SJ_STRING) {
+        sj_path_member(path, val->str, val->len);
+        return v ? sj_get_n(v, val->str, val->len) : NULL;
+    }
+    const sj_node *key = sj_get(val, "value");
+    if (strcmp(type->str, "index") == 0 && key && key->kind == SJ_STRING) {
+        sj_path_member(path, key->str, key->len);
+        return v ? sj_get_n(v, key->str, key->len) : NULL;
+    }
+    if (strcmp(type->str, "index") == 0 && key && key->kind == SJ_NUMBER) {
+        size_t i = (size_t)strtoull(key->str, NULL, 10);
+        sj_path_index(path, i);
+        return v ? sj_at(v, i) : NULL;
+    }
+    return NULL;
+}
+
+/* The raw state (a terraform.tfstate, `state pull`): each instance's
+ * sensitive_attributes are paths into its attributes. */
+static void raw_state(analysis_secrets *a, const sj_node *root)
+{
+    const sj_node *res = sj_get(root, "resources");
+    tftap_buf addr = TFTAP_BUF_INIT, path = TFTAP_BUF_INIT;
+    for (const sj_node *r = res && res->kind == SJ_ARRAY ? res->child : NULL; r; r = r->next) {
+        const sj_node *type = sj_get(r, "type"), *name = sj_get(r, "name"),
+                      *mode = sj_get(r, "mode"), *module = sj_get(r, "module"),
+                      *insts = sj_get(r, "instances");
+        if (!type || type->kind != SJ_STRING || !name || name->kind != SJ_STRING || !insts ||
+            insts->kind != SJ_ARRAY)
+            continue;
+        int data = mode && mode->kind == SJ_STRING && strcmp(mode->str, "data") == 0;
+        for (const sj_node *in = insts->child; in; in = in->next) {
+            const sj_node *sens = sj_get(in, "sensitive_attributes"),
+                          *attrs = sj_get(in, "attributes"), *key = sj_get(in, "index_key");
+            if (!sens || sens->kind != SJ_ARRAY || sens->n == 0)
+                continue;
+            tftap_buf_reset(&addr);
+            if (module && module->kind == SJ_STRING && module->len)
+                tftap_buf_printf(&addr, "%s.", module->str);
+            tftap_buf_printf(&addr, "%s%s.%s", data ? "data." : "", type->str, name->str);
+            if (key && key->kind == SJ_NUMBER) {
+                tftap_buf_printf(&addr, "[%.*s]", (int)key->len, key->str);
+            } else if (key && key->kind == SJ_STRING) {
+                tftap_buf_putc(&addr, '[');
+                tftap_buf_json_string(&addr, key->str, key->len);
+                tftap_buf_putc(&addr, ']');
+            }
+            for (const sj_node *p = sens->child; p; p = p->next) {
+                /* A path: its steps (OpenTofu, Terraform before 1.11), or
+                 * an object holding them as "path" (newer Terraform). */
+                const sj_node *steps = p->kind == SJ_ARRAY ? p : sj_get(p, "path");
+                if (!steps || steps->kind != SJ_ARRAY)
+                    continue;
+                tftap_buf_reset(&path);
+                tftap_buf_puts(&path, "");
+                const sj_node *v = attrs;
+                int ok = 1;
+                for (const sj_node *st = steps->child; st && ok; st = st->next) {
+                    size_t before = path.len;
+                    v = path_step(st, v, &path);
+                    ok = path.len > before;
+                }
+                if (!ok)
+                    continue;
+                add_mark(a, addr.data, addr.len, &path);
+                add_strings(a, v, 0);
+            }
+        }
+    }
+    a->failed |= tftap_buf_failed(&addr) || tftap_buf_failed(&path);
+    tftap_buf_done(&addr);
+    tftap_buf_done(&path);
+    outputs(a, sj_get(root, "outputs"));
+}
+
+/* `show -json` of a saved plan: each change's before and after beside
+ * what core marked in them, the states it holds, the outputs, and the
+ * values of the variables the configuration marks sensitive. */
+static void plan(analysis_secrets *a, const sj_node *root)
+{
+    static const char *const lists[] = {"resource_changes", "resource_drift"};
+    for (size_t l = 0; l < 2; l++) {
+        const sj_node *rcs = sj_get(root, lists[l]);
+        for (const sj_node *r = rcs && rcs->kind == SJ_ARRAY ? rcs->child : NULL; r; r = r->next) {
+            const sj_node *ch = sj_get(r, "change"), *addr = sj_get(r, "address");
+            marked_value(a, addr, sj_get(ch, "before"), sj_get(ch, "before_sensitive"));
+            marked_value(a, addr, sj_get(ch, "after"), sj_get(ch, "after_sensitive"));
+        }
+    }
+    const sj_node *ocs = sj_get(root, "output_changes");
+    for (const sj_node *o = ocs && ocs->kind == SJ_OBJECT ? ocs->child : NULL; o; o = o->next) {
+        marked_value(a, NULL, sj_get(o, "before"), sj_get(o, "before_sensitive"));
+        marked_value(a, NULL, sj_get(o, "after"), sj_get(o, "after_sensitive"));
+    }
+    state_values(a, sj_get(sj_get(root, "prior_state"), "values"));
+    state_values(a, sj_get(root, "planned_values"));
+    const sj_node *vars = sj_get(root, "variables"),
+                  *decl = sj_get(sj_get(sj_get(root, "configuration"), "root_module"), "variables");
+    for (const sj_node *v = vars && vars->kind == SJ_OBJECT ? vars->child : NULL; v; v = v->next)
+        if (is_true(sj_get(sj_get_n(decl, v->key, v->key_len), "sensitive")))
+            add_strings(a, sj_get(v, "value"), 1);
+}
+
+int analysis_secrets_add_doc(analysis_secrets *a, const char *json, size_t len)
+{
+    sj_doc *doc = NULL;
+    int rc = sj_parse(json, len, 0, &doc);
+    if (rc)
+        return rc;
+    const sj_node *root = sj_root(doc);
+    if (root->kind == SJ_OBJECT && !sj_get(root, "tftap_config")) {
+        if (!sj_get(root, "format_version") && sj_get(root, "resources"))
+            raw_state(a, root);
+        else {
+            plan(a, root);
+            state_values(a, sj_get(root, "values"));
+        }
+    }
+    sj_free(doc);
+    return a->failed ? TFTAP_ENOMEM : 0;
+}
+
+/* ---- the run redacted ---------------------------------------------------- */
+
+/* The members of a call's request and response that hold the resource's
+ * value, whose paths the marks name. */
+struct roots {
+    const char *rpc;
+    const char *request[3];
+    const char *response[1];
+};
+static const struct roots roots_of[] = {
+    {"PlanResourceChange", {"prior_state", "proposed_new_state", "config"}, {"planned_state"}},
+    {"ApplyResourceChange", {"prior_state", "planned_state", "config"}, {"new_state"}},
+    {"ReadResource", {"current_state"}, {"new_state"}},
+    {"ReadDataSource", {"config"}, {"state"}},
+    {"UpgradeResourceState", {NULL}, {"upgraded_state"}},
+    {"ValidateResourceConfig", {"config"}, {NULL}},
+    {"ValidateResourceTypeConfig", {"config"}, {NULL}},
+    {"ValidateDataResourceConfig", {"config"}, {NULL}},
+    {"ValidateDataSourceConfig", {"config"}, {NULL}},
+};
+
+struct redacting {
+    store *s;
+    const analysis_secrets *a;
+    const char *address; /* the call's, when marks name it */
+    tftap_buf key;
+    int64_t counts[2];
+    int64_t calls;
+    /* The hashes of the values the recorder redacted (the schema's marks):
+     * a string with one of them is that secret, copied. */
+    struct strset hashes;
+    tftap_hmac *h;
+    tftap_buf text;
+};
+
+/* Does s hold t, ignoring ASCII case? */
+static int holds(const char *s, size_t n, const char *t, size_t k)
+{
+    for (size_t i = 0; k <= n && i <= n - k; i++) {
+        size_t j = 0;
+        while (j < k && tolower((unsigned char)s[i + j]) == tolower((unsigned char)t[j]))
+            j++;
+        if (j == k)
+            return 1;
+    }
+    return 0;
+}
+
+static int is_secret(void *ctx, const char *s, size_t n)
+{
+    struct redacting *r = ctx;
+    if (set_has(&r->a->values, s, n))
+        return 1;
+    const struct strset *in = &r->a->inside;
+    for (size_t i = 0; in->n && i < in->cap; i++)
+        if (in->e[i].s && holds(s, n, in->e[i].s, in->e[i].n))
+            return 1;
+    if (r->hashes.n == 0 || !r->h)
+        return 0;
+    char hex[65];
+    tftap_buf_reset(&r->text);
+    tftap_buf_json_string(&r->text, s, n);
+    return !tftap_buf_failed(&r->text) && tftap_hmac_hex(r->h, r->text.data, r->text.len, hex) == 0 &&
+           set_has(&r->hashes, hex, 64);
+}
+
+/* The hashes of a call's {"$sensitive":"hmac-sha256:HEX"} values. */
+static int collect_hashes(void *ctx, const store_value_call *c)
+{
+    static const char pre[] = "{\"$sensitive\":\"hmac-sha256:";
+    struct redacting *r = ctx;
+    const char *sides[2] = {c->request_json, c->response_json};
+    for (int i = 0; i < 2; i++) {
+        const char *p = sides[i];
+        while (p && (p = strstr(p, pre)) != NULL) {
+            p += sizeof pre - 1;
+            size_t n = 0;
+            while (n < 64 && tftap_hex_digit((unsigned char)p[n]) >= 0)
+                n++;
+            if (n == 64 && set_add(&r->hashes, p, 64) != 0)
+                return TFTAP_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+static int is_marked(void *ctx, const char *path, size_t len)
+{
+    struct redacting *r = ctx;
+    tftap_buf_reset(&r->key);
+    tftap_buf_puts(&r->key, r->address);
+    tftap_buf_putc(&r->key, '\n');
+    tftap_buf_append(&r->key, path, len);
+    return !tftap_buf_failed(&r->key) && set_has(&r->a->marks, r->key.data, r->key.len);
+}
+
+static void mac(void *ctx, const char *json, size_t len, char out[65])
+{
+    struct redacting *r = ctx;
+    if (store_value_hmac(r->s, json, len, out) != 0)
+        memset(out, '0', 64); /* no key: a bundle, which holds nothing in clear */
+}
+
+static int redact_side(struct redacting *r, const char *json, const char *const *roots,
+                       size_t nroots, tftap_buf *out, int *changed, int bit)
+{
+    if (!json)
+        return 0;
+    sj_doc *doc = NULL;
+    if (sj_parse(json, strlen(json), 0, &doc) != 0)
+        return 0; /* not JSON: a decode error's text, nothing of a value */
+    sj_redactor rr = {.secret = is_secret,
+                      .marked = r->address ? is_marked : NULL,
+                      .mac = mac,
+                      .ctx = r,
+                      .roots = roots,
+                      .nroots = nroots};
+    int64_t before = r->counts[0] + r->counts[1];
+    int rc = sj_redact(sj_root(doc), &rr, out, r->counts);
+    sj_free(doc);
+    if (rc == 0 && r->counts[0] + r->counts[1] > before)
+        *changed |= bit;
+    return rc;
+}
+
+static int rewrite_call(void *ctx, const store_value_call *c, tftap_buf *req, tftap_buf *resp,
+                        int *changed)
+{
+    struct redacting *r = ctx;
+    const struct roots *ro = NULL;
+    for (size_t i = 0; c->rpc && i < sizeof roots_of / sizeof roots_of[0]; i++)
+        if (strcmp(roots_of[i].rpc, c->rpc) == 0)
+            ro = &roots_of[i];
+    r->address = c->address && set_has(&r->a->addresses, c->address, strlen(c->address))
+                     ? c->address
+                     : NULL;
+    size_t nreq = 0, nresp = 0;
+    while (ro && nreq < 3 && ro->request[nreq])
+        nreq++;
+    while (ro && nresp < 1 && ro->response[nresp])
+        nresp++;
+    int rc = redact_side(r, c->request_json, ro ? ro->request : NULL, nreq, req, changed,
+                         STORE_REWRITE_REQUEST);
+    if (!rc)
+        rc = redact_side(r, c->response_json, ro ? ro->response : NULL, nresp, resp, changed,
+                         STORE_REWRITE_RESPONSE);
+    r->calls += *changed != 0;
+    return rc;
+}
+
+/* The command's arguments with every secret in them replaced
+ * (`-var token=...`): a secret of a few characters only where it is a
+ * whole argument or a whole -var value, longer ones wherever they are. */
+static int redact_args(const analysis_secrets *a, const char *args_json, tftap_buf *out,
+                       int64_t *count)
+{
+    sj_doc *doc = NULL;
+    if (!args_json || sj_parse(args_json, strlen(args_json), 8, &doc) != 0)
+        return 0;
+    const sj_node *root = sj_root(doc);
+    int64_t before = *count;
+    tftap_buf arg = TFTAP_BUF_INIT;
+    tftap_buf_putc(out, '[');
+    for (const sj_node *e = root->kind == SJ_ARRAY ? root->child : NULL; e; e = e->next) {
+        if (e != root->child)
+            tftap_buf_putc(out, ',');
+        if (e->kind != SJ_STRING) {
+            sj_write(e, out);
+            continue;
+        }
+        tftap_buf_reset(&arg);
+        tftap_buf_append(&arg, e->str, e->len);
+        for (size_t i = 0; i < a->values.cap; i++) {
+            const struct entry *s = &a->values.e[i];
+            if (!s->s)
+                continue;
+            const char *eq = memchr(arg.data ? arg.data : "", '=', arg.len);
+            int whole = (arg.len == s->n && memcmp(arg.data, s->s, s->n) == 0) ||
+                        (eq && (size_t)(arg.data + arg.len - (eq + 1)) == s->n &&
+                         memcmp(eq + 1, s->s, s->n) == 0);
+            if (s->n < 4 && !whole)
+                continue;
+            for (size_t at = 0; arg.len >= s->n && at + s->n <= arg.len;) {
+                if (memcmp(arg.data + at, s->s, s->n) != 0) {
+                    at++;
+                    continue;
+                }
+                static const char hidden[] = "(sensitive value)";
+                tftap_buf t = TFTAP_BUF_INIT;
+                tftap_buf_append(&t, arg.data, at);
+                tftap_buf_puts(&t, hidden);
+                tftap_buf_append(&t, arg.data + at + s->n, arg.len - at - s->n);
+                if (tftap_buf_failed(&t)) {
+                    out->failed = 1;
+                    tftap_buf_done(&t);
+                    break;
+                }
+                tftap_buf_done(&arg);
+                arg = t;
+                at += sizeof hidden - 1;
+                (*count)++;
+            }
+        }
+        tftap_buf_json_string(out, arg.data ? arg.data : "", arg.len);
+    }
+    tftap_buf_putc(out, ']');
+    tftap_buf_done(&arg);
+    sj_free(doc);
+    return *count > before;
+}
+
+struct run_args {
+    tftap_buf json;
+};
+
+static int take_args(void *ctx, const store_run_row *row)
+{
+    struct run_args *ra = ctx;
+    tftap_buf_puts(&ra->json, row->args_json ? row->args_json : "[]");
+    return 0;
+}
+
+int analysis_redact_run(store *s, int64_t run_id, const analysis_secrets *a,
+                        analysis_redaction *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!a)
+        return 0;
+    int kept = 0;
+    int rc = store_run_values_kept(s, run_id, &kept);
+    if (rc)
+        return rc;
+    out->values_kept = kept;
+    struct redacting r = {.s = s, .a = a, .key = TFTAP_BUF_INIT, .text = TFTAP_BUF_INIT};
+    /* A run that kept its values has no hashes to look for. */
+    if (!kept) {
+        rc = store_run_values_each(s, run_id, collect_hashes, &r);
+        r.h = r.hashes.n ? store_value_hmac_new(s) : NULL;
+    }
+    if (rc || a->values.n + a->marks.n + r.hashes.n == 0) {
+        set_free(&r.hashes);
+        tftap_hmac_free(r.h);
+        return rc;
+    }
+    /* The hashes of the secrets, for what is made of the run later (a
+     * bundle of a run whose values were kept). */
+    const char **hmacs = calloc(a->values.n ? a->values.n : 1, sizeof *hmacs);
+    char *hex = calloc(a->values.n ? a->values.n : 1, 65);
+    size_t nh = 0;
+    if (!hmacs || !hex) {
+        free(hmacs);
+        free(hex);
+        set_free(&r.hashes);
+        tftap_hmac_free(r.h);
+        return TFTAP_ENOMEM;
+    }
+    tftap_buf t = TFTAP_BUF_INIT;
+    for (size_t i = 0; i < a->values.cap && !rc; i++) {
+        if (!a->values.e[i].s)
+            continue;
+        tftap_buf_reset(&t);
+        tftap_buf_json_string(&t, a->values.e[i].s, a->values.e[i].n);
+        if (tftap_buf_failed(&t))
+            rc = TFTAP_ENOMEM;
+        else if (store_value_hmac(s, t.data, t.len, hex + 65 * nh) == 0)
+            hmacs[nh] = hex + 65 * nh, nh++;
+    }
+    tftap_buf_done(&t);
+    struct run_args ra = {TFTAP_BUF_INIT};
+    tftap_buf args = TFTAP_BUF_INIT, counts = TFTAP_BUF_INIT;
+    int new_args = 0;
+    if (!rc && !kept) {
+        rc = store_run_get(s, run_id, take_args, &ra);
+        if (!rc)
+            new_args = redact_args(a, tftap_buf_cstr(&ra.json), &args, &out->arguments);
+        if (tftap_buf_failed(&args) || tftap_buf_failed(&ra.json))
+            rc = TFTAP_ENOMEM;
+    }
+    if (!rc) {
+        store_run_redaction how = {.rewrite = kept ? NULL : rewrite_call,
+                                   .ctx = &r,
+                                   .args_json = new_args ? tftap_buf_cstr(&args) : NULL,
+                                   .hmacs = hmacs,
+                                   .nhmacs = nh};
+        rc = store_run_redact(s, run_id, &how);
+        out->core_mark = r.counts[SJ_REDACT_MARKED];
+        out->known_secret = r.counts[SJ_REDACT_EQUAL];
+        out->calls = r.calls;
+        /* The counts are known once the calls are rewritten. */
+        if (!rc) {
+            tftap_buf_printf(&counts,
+                             "{\"core_mark\":%lld,\"known_secret\":%lld,\"arguments\":%lld,"
+                             "\"secrets\":%zu}",
+                             (long long)out->core_mark, (long long)out->known_secret,
+                             (long long)out->arguments, a->values.n);
+            store_run_redaction c = {.counts_json = tftap_buf_cstr(&counts)};
+            rc = tftap_buf_failed(&counts) ? TFTAP_ENOMEM : store_run_redact(s, run_id, &c);
+        }
+    }
+    tftap_buf_done(&r.key);
+    tftap_buf_done(&r.text);
+    set_free(&r.hashes);
+    tftap_hmac_free(r.h);
+    tftap_buf_done(&ra.json);
+    tftap_buf_done(&args);
+    tftap_buf_done(&counts);
+    free(hmacs);
+    free(hex);
+    return rc;
+}

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# Secrets as core sees them. Values the configuration marks sensitive (a
+# sensitive variable into a plain string, into a map, through a template
+# and a function; a sensitive output; a provider's sensitive attribute
+# copied into another provider's plain one) reach the providers unmarked:
+# once `tftap run` returns, none of them may be readable through tftap:
+# not in the SQLite file, its -wal or -shm, tftap.log, show, calls --json,
+# export, the web API, a bundle, a push into PostgreSQL. What tofu itself
+# shows is the reference: each value is hidden by `tofu show` too, and
+# the tftest provider's own schema marks none of the attributes used but
+# `secret`. A run recorded with --record-sensitive keeps them, and push
+# refuses it without --allow-secrets; its bundle still hides them.
+. "$(dirname "$0")/lib.sh"
+need_peers
+
+db=$WORK/tftap.db w=$WORK/w
+mkdir -p "$w"
+S1=hunter2-topsecret-A1     # a sensitive variable into a plain string and a template
+S2=lower-secret-b2          # through a function: upper(), so LOWER-SECRET-B2 reaches the provider
+S3=map-secret-c3            # a sensitive map variable's value, into a map (protocol 5)
+S4=schema-secret-d4         # the provider's sensitive attribute, copied into a plain one
+S5=default-secret-e5        # a sensitive variable's default, into a dynamic value
+UPPER_S2=LOWER-SECRET-B2
+TMPL="prefix-$S1-suffix"
+cat >"$w/main.tf" <<TF
+terraform {
+  required_providers {
+    tftest6 = { source = "tftap/tftest6" }
+    tftest5 = { source = "tftap/tftest5" }
+  }
+}
+variable "secret" {
+  type      = string
+  sensitive = true
+}
+variable "lower" {
+  type      = string
+  sensitive = true
+}
+variable "m" {
+  type      = map(string)
+  sensitive = true
+}
+variable "dflt" {
+  type      = string
+  sensitive = true
+  default   = "$S5"
+}
+resource "tftest6_thing" "plain" { string_attr = var.secret }
+resource "tftest6_thing" "tmpl" { string_attr = "prefix-\${var.secret}-suffix" }
+resource "tftest6_thing" "fn" { string_attr = upper(var.lower) }
+resource "tftest5_pet" "map" { keepers = var.m }
+resource "tftest6_thing" "gen" { secret = "$S4" }
+resource "tftest5_thing" "copy" { string_attr = tftest6_thing.gen.secret }
+resource "tftest6_thing" "dyn" { dynamic_attr = { d = var.dflt } }
+output "out" {
+  value     = "out-\${var.secret}"
+  sensitive = true
+}
+TF
+cat >"$w/terraform.tfvars" <<TF
+m = { k = "$S3" }
+TF
+(cd "$w" && tofu init -input=false -no-color >/dev/null) || not_ok "init"
+export TF_VAR_lower=$S2
+ALL=("$S1" "$S2" "$UPPER_S2" "$S3" "$S4" "$S5" "$TMPL")
+
+# hits FILE...: how many of the secrets any of the files holds (bytes, as grep -a sees them).
+hits() {
+    local n=0 s
+    for s in "${ALL[@]}"; do
+        n=$((n + $(cat "$@" 2>/dev/null | grep -a -c -F -- "$s")))
+    done
+    echo "$n"
+}
+# db_files: the database and whatever lies beside it.
+db_files() { ls "$db" "$db-wal" "$db-shm" "$WORK/tftap.log" "$(dirname "$db")/tftap.log" 2>/dev/null; }
+
+# ---- a plain plan: only the configuration tells (no state, no saved plan) ----------
+(cd "$w" && "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color -var "secret=$S1" \
+    >"$WORK/plan.out" 2>"$WORK/plan.err")
+check_eq "plan exits 0" "$?" 0
+check "tofu's own plan hides the variables (reference)" \
+    bash -c "grep -q 'sensitive value' '$WORK/plan.out' && ! grep -q -F '$S1' '$WORK/plan.out'"
+plan_run=$(last_run "$db")
+# The values core marks in a plain plan that only the configuration tells: the variables'.
+VARS=("$S1" "$S2" "$S3" "$S5")
+var_hits=0
+for s in "${VARS[@]}"; do var_hits=$((var_hits + $(cat $(db_files) | grep -a -c -F -- "$s"))); done
+check_eq "plain plan: no sensitive variable's value in the database files" "$var_hits" 0
+"$TFTAP" --db "$db" show "$plan_run" >"$WORK/plan.show" 2>&1
+check_eq "plain plan: show holds none of the variables" \
+    "$(for s in "${VARS[@]}"; do grep -c -F -- "$s" "$WORK/plan.show"; done | paste -sd+ | bc)" 0
+check "plain plan: show says where a value was hidden" grep -q 'sensitive' "$WORK/plan.show"
+check_eq "plain plan: the -var argument is hidden in the record" \
+    "$(sqlite3 "$db" "SELECT instr(args, '(sensitive value)') > 0 AND instr(args, '$S1') = 0 FROM runs WHERE id = $plan_run")" 1
+
+# ---- apply: the state after marks everything core hides -------------------------
+(cd "$w" && "$TFTAP" run --db "$db" -- tofu apply -auto-approve -input=false -no-color \
+    -var "secret=$S1" >"$WORK/apply.out" 2>"$WORK/apply.err")
+check_eq "apply exits 0" "$?" 0
+apply_run=$(last_run "$db")
+(cd "$w" && tofu show -no-color >"$WORK/tofu.show")
+check_eq "tofu show hides every secret (reference)" "$(hits "$WORK/tofu.show")" 0
+check "the state holds them (so they did reach the providers)" \
+    bash -c "[ \"\$(grep -c -F -- '$S4' '$w/terraform.tfstate')\" -gt 0 ]"
+check_eq "apply: no secret in the database, -wal, -shm or log" "$(hits $(db_files))" 0
+check_eq "the write-ahead log is empty after the run" "$(stat -c %s "$db-wal" 2>/dev/null || echo 0)" 0
+"$TFTAP" --db "$db" show "$apply_run" >"$WORK/apply.show" 2>&1
+check_eq "apply: show holds no secret" "$(hits "$WORK/apply.show")" 0
+check "apply: show names the copied secret's resource" grep -q 'tftest5_thing.copy' "$WORK/apply.show"
+"$TFTAP" --db "$db" calls "$apply_run" --json >"$WORK/calls.json" 2>&1
+check_eq "apply: calls --json holds no secret" "$(hits "$WORK/calls.json")" 0
+"$TFTAP" --db "$db" export "$apply_run" >"$WORK/export.jsonl" 2>&1
+check_eq "apply: export holds no secret" "$(hits "$WORK/export.jsonl")" 0
+"$TFTAP" --db "$db" check "$apply_run" >"$WORK/check.txt" 2>&1
+check_eq "apply: check holds no secret" "$(hits "$WORK/check.txt")" 0
+check "apply: the values are still there, as hashes" grep -q '"\$sensitive":"hmac-sha256:' "$WORK/calls.json"
+# The same secret hashes alike wherever it is: the plain copy and the provider's own sensitive attribute.
+gen_hash=$(sqlite3 "$db" "SELECT json_extract(c.request_json, '$.config.secret') FROM calls c
+    JOIN call_addresses a ON a.call_id = c.id WHERE c.run_id = $apply_run AND a.address = 'tftest6_thing.gen'
+    AND c.rpc = 'ApplyResourceChange'")
+copy_hash=$(sqlite3 "$db" "SELECT json_extract(c.request_json, '$.config.string_attr') FROM calls c
+    JOIN call_addresses a ON a.call_id = c.id WHERE c.run_id = $apply_run AND a.address = 'tftest5_thing.copy'
+    AND c.rpc = 'ApplyResourceChange'")
+check "the copied secret hashes as the provider's own sensitive value ($copy_hash)" \
+    bash -c "[ -n '$gen_hash' ] && [ '$gen_hash' = '$copy_hash' ]"
+red=$(sqlite3 "$db" "SELECT redactions FROM runs WHERE id = $apply_run")
+check "apply: the run counts what each rule redacted ($red)" \
+    bash -c "echo '$red' | jq -e '.core_mark > 0 and .known_secret > 0' >/dev/null"
+
+# ---- the web API ---------------------------------------------------------------------
+: >"$WORK/serve.url"
+"$TFTAP" serve --db "$db" >"$WORK/serve.url" 2>"$WORK/serve.err" </dev/null &
+serve_pid=$!
+wait_for 600 grep -q '^http' "$WORK/serve.url" || not_ok "serve started"
+url=$(head -n 1 "$WORK/serve.url")
+base=${url%%/\?token=*}
+token=${url##*token=}
+: >"$WORK/api.txt"
+api() { curl -s -f "$base$1$([[ $1 == *\?* ]] && echo '&' || echo '?')token=$token"; }
+for path in "/api/runs/$apply_run" "/api/runs/$apply_run/calls" "/api/runs/$apply_run/changes" \
+    "/api/runs/$apply_run/check"; do
+    api "$path" >>"$WORK/api.txt"
+done
+for id in $(sqlite3 "$db" "SELECT id FROM calls WHERE run_id = $apply_run"); do
+    api "/api/runs/$apply_run/calls/$id" >>"$WORK/api.txt"
+done
+check "web API: answered ($(wc -c <"$WORK/api.txt") bytes)" bash -c "[ \$(wc -c <'$WORK/api.txt') -gt 1000 ]"
+check_eq "web API: no secret" "$(hits "$WORK/api.txt")" 0
+kill "$serve_pid" 2>/dev/null
+wait "$serve_pid" 2>/dev/null
+
+# ---- a bundle -----------------------------------------------------------------------
+"$TFTAP" --db "$db" bundle "$apply_run" -o "$WORK/b.tftap" >"$WORK/bundle.txt" 2>&1
+check_eq "bundle: written" "$?" 0
+check_eq "bundle: no secret in the file" "$(hits "$WORK/b.tftap")" 0
+check "bundle: the summary counts by rule ($(grep redacted "$WORK/bundle.txt"))" \
+    grep -Eq 'by core \(the plan or state\)' "$WORK/bundle.txt"
+check "bundle: core-marked values counted" \
+    bash -c "grep -E 'redacted:' '$WORK/bundle.txt' | grep -Eq ', [1-9][0-9]* by core'"
+
+# ---- a plan of the applied configuration: the state before marks -------------------
+(cd "$w" && "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color -var "secret=$S1" \
+    >/dev/null 2>&1)
+check_eq "plan after apply: no secret in the database files" "$(hits $(db_files))" 0
+
+# ---- a saved plan of a change: before_sensitive and after_sensitive -------------------
+(cd "$w" && "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color -out=tfplan \
+    -var "secret=${S1}-changed" >/dev/null 2>&1)
+ALL+=("${S1}-changed" "prefix-${S1}-changed-suffix")
+check_eq "plan -out of a change: no secret, old or new, in the database files" \
+    "$(hits $(db_files))" 0
+(cd "$w" && "$TFTAP" run --db "$db" -- tofu apply -input=false -no-color tfplan >/dev/null 2>&1)
+check_eq "apply PLANFILE: no secret in the database files" "$(hits $(db_files))" 0
+
+# ---- --record-sensitive: kept, and only where asked ----------------------------------
+(cd "$w" && "$TFTAP" run --db "$WORK/kept.db" --record-sensitive -- tofu plan -input=false \
+    -no-color -var "secret=${S1}-changed" >/dev/null 2>&1)
+kept_run=$(last_run "$WORK/kept.db")
+check_eq "--record-sensitive: the run says it keeps values" \
+    "$(sqlite3 "$WORK/kept.db" "SELECT values_kept FROM runs WHERE id = $kept_run")" 1
+check "--record-sensitive: the values are kept (as asked)" \
+    bash -c "[ \"\$(cat '$WORK/kept.db' '$WORK/kept.db-wal' 2>/dev/null | grep -a -c -F -- '$S4')\" -gt 0 ]"
+"$TFTAP" --db "$WORK/kept.db" bundle "$kept_run" -o "$WORK/kept.tftap" >"$WORK/kept.bundle" 2>&1
+check_eq "--record-sensitive: its bundle holds no secret" "$(hits "$WORK/kept.tftap")" 0
+"$TFTAP" push "$kept_run" --db "$WORK/kept.db" --to "$WORK/shared.db" >"$WORK/push.out" 2>"$WORK/push.err"
+check_eq "push of a --record-sensitive run: refused (exit 1)" "$?" 1
+check "... saying why" grep -q 'record-sensitive' "$WORK/push.err"
+check_eq "... nothing pushed" "$(sqlite3 "$WORK/shared.db" "SELECT count(*) FROM runs" 2>/dev/null || echo 0)" 0
+"$TFTAP" push "$kept_run" --db "$WORK/kept.db" --to "$WORK/shared.db" --allow-secrets >/dev/null 2>&1
+check_eq "push --allow-secrets: pushed as it is" "$?" 0
+
+finish
