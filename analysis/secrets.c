@@ -458,7 +458,8 @@ static int is_secret(void *ctx, const char *s, size_t n)
     char hex[65];
     tftap_buf_reset(&r->text);
     tftap_buf_json_string(&r->text, s, n);
-    return !tftap_buf_failed(&r->text) && tftap_hmac_hex(r->h, r->text.data, r->text.len, hex) == 0 &&
+    return !tftap_buf_failed(&r->text) &&
+           tftap_hmac_hex(r->h, r->text.data, r->text.len, hex) == 0 &&
            set_has(&r->hashes, hex, 64);
 }
 
@@ -529,9 +530,8 @@ static int rewrite_call(void *ctx, const store_value_call *c, tftap_buf *req, tf
     for (size_t i = 0; c->rpc && i < sizeof roots_of / sizeof roots_of[0]; i++)
         if (strcmp(roots_of[i].rpc, c->rpc) == 0)
             ro = &roots_of[i];
-    r->address = c->address && set_has(&r->a->addresses, c->address, strlen(c->address))
-                     ? c->address
-                     : NULL;
+    r->address =
+        c->address && set_has(&r->a->addresses, c->address, strlen(c->address)) ? c->address : NULL;
     size_t nreq = 0, nresp = 0;
     while (ro && nreq < 3 && ro->request[nreq])
         nreq++;

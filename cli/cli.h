@@ -56,8 +56,11 @@ int cli_otlp_url_ok(const char *url);
 /* tftap run: put --otlp URL (when not NULL) in the environment as
  * TFTAP_OTLP for the shims (and --otlp-values as TFTAP_OTLP_VALUES=1), and,
  * when spans are exported and the CLI gave no TRACEPARENT, one
- * TFTAP_OTLP_TRACE_ID for all of this run's spans. */
-void cli_otlp_run_env(const char *url, int values);
+ * TFTAP_OTLP_TRACE_ID for all of this run's spans. Spans with values and
+ * at_end: TFTAP_OTLP_AT_END=1, the shims export nothing and tftap run
+ * exports the run's spans from its record once it is redacted
+ * (run_export_spans). */
+void cli_otlp_run_env(const char *url, int values, int at_end);
 /* The span export a shim does: from meta_url (tftap wrap --otlp), else
  * TFTAP_OTLP, else the OTEL_EXPORTER_OTLP_* variables; parented under
  * TRACEPARENT; values when meta_values (tftap wrap --otlp-values) or

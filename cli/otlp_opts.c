@@ -18,12 +18,15 @@ int cli_otlp_url_ok(const char *url)
            strlen(url) > 8;
 }
 
-void cli_otlp_run_env(const char *url, int values)
+void cli_otlp_run_env(const char *url, int values, int at_end)
 {
     if (url != NULL && setenv("TFTAP_OTLP", url, 1) != 0)
         cli_error("cannot set TFTAP_OTLP: %s; no spans", strerror(errno));
     if (values && setenv("TFTAP_OTLP_VALUES", "1", 1) != 0)
         cli_error("cannot set TFTAP_OTLP_VALUES: %s; spans without values", strerror(errno));
+    /* Values leave only once core's marks are known: the run's end. */
+    if (at_end && (values || cli_otlp_values_env()) && setenv("TFTAP_OTLP_AT_END", "1", 1) != 0)
+        cli_error("cannot set TFTAP_OTLP_AT_END: %s; no spans", strerror(errno));
     const char *tp = getenv("TRACEPARENT");
     uint8_t t[16], p[8];
     if (tp != NULL && otlp_traceparent_parse(tp, t, p, NULL) == 0)
@@ -60,6 +63,9 @@ int cli_otlp_config(const char *meta_url, int meta_values, struct otlp_config *o
 {
     *owned = NULL;
     memset(oc, 0, sizeof *oc);
+    /* tftap run exports them itself (cli_otlp_at_end). */
+    if (!meta_url && env_nonempty("TFTAP_OTLP_AT_END") && cli_otlp_values_env())
+        return 0;
     const char *url = meta_url ? meta_url : env_nonempty("TFTAP_OTLP");
     if (url == NULL) {
         /* Only the variables: their protocol must be ours. */

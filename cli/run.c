@@ -249,7 +249,9 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     memset(&set, 0, sizeof set);
     o.record_sensitive = ro->record_sensitive;
     o.keep_raw = ro->keep_raw;
-    cli_otlp_run_env(ro->otlp, ro->otlp_values);
+    /* A run that keeps its values has them exported as the providers'
+     * schemas redact them, call by call (the record itself stays clear). */
+    cli_otlp_run_env(ro->otlp, ro->otlp_values, !ro->record_sensitive);
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     const char *cli = strstr(base, "terraform") ? "terraform" : "tofu";
     int is_cli = strstr(base, "tofu") || strstr(base, "terraform");

@@ -331,6 +331,7 @@ static int finish_later(const struct run_end *e, const char *db, int64_t run_id,
                      redact_later(e, s, docs, ndocs) &&
                      (version == NULL || store_run_set_cli_version(s, run_id, version) == 0) &&
                      (rc = store_run_end_at(s, run_id, code, ended_us)) == 0) {
+                run_export_spans(s, run_id);
                 store_close(s);
                 _exit(0);
             } else
@@ -530,12 +531,16 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
                            e->have_before, e->before, after, partial, &out, &config, docs);
             if (match_apply(*s, e->run_id, docs, ndocs) != 0)
                 cli_error("matching calls to addresses failed: %s", store_errmsg(*s));
-            /* After the matching, which compares the values in clear. */
+            /* After the matching, which compares the values in clear, and
+             * the checkpoint beside it, which would keep the log from being
+             * emptied. */
+            checkpointer_join(&ckpt);
             run_redact_secrets(*s, e->run_id, e->is_cli ? e->workdir : NULL, e->args, e->env, docs,
                                ndocs);
             tftap_buf_done(&out);
             tftap_buf_done(&config);
         } else if (e->is_cli) {
+            checkpointer_join(&ckpt);
             run_redact_secrets(*s, e->run_id, e->workdir, e->args, e->env, NULL, 0);
         }
         analysis_check_pass *read = check_reader_join(&reader);
@@ -545,6 +550,7 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
             *version = cli_version_finish(e->cli_path, ver);
         if (*version != NULL)
             (void)store_run_set_cli_version(*s, e->run_id, *version); /* for display only */
+        run_export_spans(*s, e->run_id);
         checkpointer_join(&ckpt);
         store_close(*s);
         *s = NULL;

@@ -141,6 +141,13 @@ struct run_end {
  * the run's connection if kept open through the command, closed here. */
 void run_end(const struct run_end *e, store **s, char **version, struct captured *ver);
 
+/* ---- run_spans.c ---- */
+
+/* With TFTAP_OTLP_AT_END (cli_otlp_run_env): export run_id's spans, with
+ * their values as the record holds them, now that it is redacted; a
+ * no-op otherwise. Problems are said on stderr. */
+void run_export_spans(store *s, int64_t run_id);
+
 /* ---- run_secrets.c ---- */
 
 /* Redact run_id's record by what core treats as sensitive: what the

@@ -101,8 +101,7 @@ static void declared(const struct toks *t, struct names *ns, analysis_secrets *a
                 d++;
             else if (x->kind == TOK_RBRACE && --d == 0)
                 break;
-            else if (d == 1 && x->kind == TOK_IDENT && j + 2 < t->n &&
-                     t->v[j + 1].kind == TOK_EQ) {
+            else if (d == 1 && x->kind == TOK_IDENT && j + 2 < t->n && t->v[j + 1].kind == TOK_EQ) {
                 if (strcmp(x->text, "sensitive") == 0 && t->v[j + 2].kind == TOK_IDENT &&
                     strcmp(t->v[j + 2].text, "true") == 0)
                     sensitive = 1;

@@ -36,8 +36,8 @@ tftap_hmac *store_value_hmac_new(store *s)
     return h;
 }
 
-int store_run_values_each(store *s, int64_t run_id,
-                          int (*fn)(void *ctx, const store_value_call *c), void *ctx)
+int store_run_values_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_value_call *c),
+                          void *ctx)
 {
     sdb_stmt *q = NULL;
     int rc = sdb_prepare(s->db,
@@ -183,10 +183,16 @@ static int rewrite_calls(store *s, int64_t run_id, store_value_rewriter fn, void
             r->call_id = after;
             r->null_req = !(changed & STORE_REWRITE_REQUEST) && !c.request_json;
             r->null_resp = !(changed & STORE_REWRITE_RESPONSE) && !c.response_json;
-            if (!(changed & STORE_REWRITE_REQUEST) && c.request_json)
-                tftap_buf_puts(&r->req, c.request_json);
-            if (!(changed & STORE_REWRITE_RESPONSE) && c.response_json)
-                tftap_buf_puts(&r->resp, c.response_json);
+            if (!(changed & STORE_REWRITE_REQUEST)) {
+                tftap_buf_reset(&r->req); /* whatever fn left in it */
+                if (c.request_json)
+                    tftap_buf_puts(&r->req, c.request_json);
+            }
+            if (!(changed & STORE_REWRITE_RESPONSE)) {
+                tftap_buf_reset(&r->resp);
+                if (c.response_json)
+                    tftap_buf_puts(&r->resp, c.response_json);
+            }
             tftap_buf_cstr(&r->req);
             tftap_buf_cstr(&r->resp);
             if (tftap_buf_failed(&r->req) || tftap_buf_failed(&r->resp))

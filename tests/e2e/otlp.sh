@@ -165,6 +165,39 @@ check "--otlp-values: OTEL_SERVICE_NAME names the service" \
     grep -q '^ *-> service.name: Str(ci-plans)' "$WORK/recv.err"
 check "--otlp-values: OTEL_RESOURCE_ATTRIBUTES are on the resource, decoded" \
     grep -q '^ *-> team: Str(infra ops)' "$WORK/recv.err"
+
+# ---- --otlp-values, a sensitive variable: spans leave once core's marks are known ----
+# The provider's schema marks nothing of it: only the configuration does, so
+# tftap run exports the spans itself from the redacted record at the end.
+ws=$WORK/ws
+mkdir -p "$ws"
+cat >"$ws/main.tf" <<'TF'
+terraform {
+  required_providers {
+    tftest6 = { source = "tftap/tftest6" }
+  }
+}
+variable "pw" {
+  type      = string
+  sensitive = true
+}
+resource "tftest6_thing" "t" { string_attr = "db-${var.pw}" }
+TF
+(cd "$ws" && tofu init -input=false -no-color >/dev/null) || not_ok "init of the sensitive variable's config"
+trace7=7e0a1b2c3d4e5f60718293a4b5c6d7e8 parent7=3b3c4d5e6f708192
+(cd "$ws" && TRACEPARENT=00-$trace7-$parent7-01 "$TFTAP" run --db "$db" --otlp-values \
+    --otlp "$traces" -- tofu apply -auto-approve -input=false -no-color \
+    -var pw=sensitive-var-value-77 >"$WORK/plan7.out" 2>"$WORK/plan7.err")
+check_eq "--otlp-values, a sensitive variable: apply exits 0" "$?" 0
+run7=$(last_run "$db")
+n7=$("$TFTAP" calls --db "$db" --json "$run7" | jq '[.[] | select(.ended_us != null)] | length')
+wait_for 300 span_count_is "$trace7" "$n7"
+check_eq "--otlp-values, a sensitive variable: one span per answered call" \
+    "$(spans | awk -F '\t' -v t="$trace7" '$1 == t' | wc -l)" "$n7"
+check_eq "--otlp-values, a sensitive variable: its value never reaches the receiver" \
+    "$(grep -c -- sensitive-var-value-77 "$WORK/recv.err")" 0
+check "--otlp-values, a sensitive variable: the value is there, redacted" \
+    bash -c "grep -q 'string_attr.:{.\$sensitive.:.hmac-sha256:' '$WORK/recv.err'"
 before=$(spans | wc -l)
 
 # ---- OTEL_EXPORTER_OTLP_ENDPOINT alone, no TRACEPARENT: one trace per run -----

@@ -115,7 +115,12 @@ check_eq "apply: calls --json holds no secret" "$(hits "$WORK/calls.json")" 0
 check_eq "apply: export holds no secret" "$(hits "$WORK/export.jsonl")" 0
 "$TFTAP" --db "$db" check "$apply_run" >"$WORK/check.txt" 2>&1
 check_eq "apply: check holds no secret" "$(hits "$WORK/check.txt")" 0
-check "apply: the values are still there, as hashes" grep -q '"\$sensitive":"hmac-sha256:' "$WORK/calls.json"
+check "apply: calls --json is JSON, the values still there as hashes" \
+    jq -e '[.. | objects | select(has("$sensitive"))] | length > 0' "$WORK/calls.json"
+check_eq "apply: every call's values are JSON after the redaction" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id = $apply_run AND
+        ((request_json IS NOT NULL AND NOT json_valid(request_json)) OR
+         (response_json IS NOT NULL AND NOT json_valid(response_json)))")" 0
 # The same secret hashes alike wherever it is: the plain copy and the provider's own sensitive attribute.
 gen_hash=$(sqlite3 "$db" "SELECT json_extract(c.request_json, '$.config.secret') FROM calls c
     JOIN call_addresses a ON a.call_id = c.id WHERE c.run_id = $apply_run AND a.address = 'tftest6_thing.gen'
