@@ -329,12 +329,23 @@ enum analysis_value_diff_flags {
     /* Any two {"$sensitive": ...} markers are equal, whatever their hash
      * (values redacted with different keys). */
     ANALYSIS_VDIFF_SENSITIVE_EQUAL = 1,
+    /* A value redacted on side a ({"$sensitive": ...}, or an unknown whose
+     * refinements were taken away: {"$unknown": {}}) equals side b's value
+     * there (known, or unknown): what core marked is redacted after the
+     * run, so a recording has it redacted where a live request has it in
+     * clear (replay). */
+    ANALYSIS_VDIFF_REDACTED_MATCHES = 2,
 };
 
 typedef struct analysis_value_diff_opts {
     const char *const *ignore; /* --ignore patterns (analysis_path_ignored) */
     size_t nignore;
     int flags;
+    /* With ANALYSIS_VDIFF_REDACTED_MATCHES: NULL (a redacted value equals
+     * any value), or 1 when value, in clear, is the one redacted (its hash
+     * under the recording's key). */
+    int (*redacted_equal)(void *ctx, const sj_node *redacted, const sj_node *value);
+    void *redacted_ctx;
 } analysis_value_diff_opts;
 
 /* The member of object obj paired with x, a member of another object whose

@@ -104,6 +104,12 @@ static int vd_walk(struct vd *v, const sj_node *a, const sj_node *b, unsigned de
     if (a && b && (v->o && (v->o->flags & ANALYSIS_VDIFF_SENSITIVE_EQUAL)) && sj_is_sensitive(a) &&
         sj_is_sensitive(b))
         return 0;
+    if (a && b && v->o && (v->o->flags & ANALYSIS_VDIFF_REDACTED_MATCHES) &&
+        ((sj_is_sensitive(a) && !sj_is_unknown(b) && !sj_is_sensitive(b) &&
+          (!v->o->redacted_equal || v->o->redacted_equal(v->o->redacted_ctx, a, b))) ||
+         (sj_is_unknown(a) && a->child && a->child->kind == SJ_OBJECT && a->child->n == 0 &&
+          sj_is_unknown(b))))
+        return 0;
     size_t mark = v->path.len;
     if (a && b && a->kind == SJ_OBJECT && b->kind == SJ_OBJECT && !sj_is_unknown(a) &&
         !sj_is_unknown(b) && !sj_is_sensitive(a) && !sj_is_sensitive(b)) {

@@ -78,8 +78,7 @@ void run_export_spans(store *s, int64_t run_id)
     struct spans sp = {NULL, 0};
     int rc = otlp_exporter_open(&oc, &sp.ox);
     if (rc != 0) {
-        cli_error("otlp: cannot export the run's spans to %s: %s", oc.endpoint,
-                  tftap_strerror(rc));
+        cli_error("otlp: cannot export the run's spans to %s: %s", oc.endpoint, tftap_strerror(rc));
     } else {
         rc = store_calls_each(s, run_id, NULL, NULL, add_span, &sp);
         if (rc != 0)

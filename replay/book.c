@@ -46,6 +46,10 @@ struct replay_book {
     char **ignore;
     size_t nignore;
     analysis_value_diff_opts diff;
+    /* The recording's key (none in a bundle): a value in clear where the
+     * recording has it redacted matches by its hash. Under lock. */
+    tftap_hmac *mac;
+    tftap_buf text;
     pthread_mutex_t lock;
     struct filled *filled;
     const char *provider; /* during load only */
@@ -202,6 +206,8 @@ void replay_book_free(replay_book *b)
         free(e->status_message);
     }
     free(b->v);
+    tftap_hmac_free(b->mac);
+    tftap_buf_done(&b->text);
     for (size_t i = 0; i < b->nignore; i++)
         free(b->ignore[i]);
     free(b->ignore);
@@ -215,6 +221,21 @@ void replay_book_free(replay_book *b)
     }
     pthread_mutex_destroy(&b->lock);
     free(b);
+}
+
+/* Is value, in clear, the one the recording redacted? */
+static int redacted_equal(void *ctx, const sj_node *redacted, const sj_node *value)
+{
+    replay_book *b = ctx;
+    const sj_node *h = sj_get(redacted, "$sensitive");
+    static const char pre[] = "hmac-sha256:";
+    char hex[65];
+    tftap_buf_reset(&b->text);
+    sj_write(value, &b->text);
+    return h && h->kind == SJ_STRING && h->len == sizeof pre - 1 + 64 &&
+           memcmp(h->str, pre, sizeof pre - 1) == 0 && !tftap_buf_failed(&b->text) &&
+           tftap_hmac_hex(b->mac, b->text.data, b->text.len, hex) == 0 &&
+           memcmp(h->str + sizeof pre - 1, hex, 64) == 0;
 }
 
 int replay_book_load(store *s, int64_t run_id, const char *provider, const replay_book_opts *o,
@@ -242,6 +263,10 @@ int replay_book_load(store *s, int64_t run_id, const char *provider, const repla
             }
     }
     replay_compare_opts(&b->diff, (const char *const *)b->ignore, b->nignore);
+    b->text = (tftap_buf)TFTAP_BUF_INIT;
+    b->mac = store_value_hmac_new(s);
+    b->diff.redacted_equal = b->mac ? redacted_equal : NULL;
+    b->diff.redacted_ctx = b;
     b->provider = provider;
     rc = store_calls_query(s, run_id, NULL, load_row, b);
     b->provider = NULL;
@@ -265,7 +290,7 @@ void replay_compare_opts(analysis_value_diff_opts *o, const char *const *ignore,
     memset(o, 0, sizeof *o);
     o->ignore = ignore;
     o->nignore = n;
-    o->flags = ANALYSIS_VDIFF_SENSITIVE_EQUAL;
+    o->flags = ANALYSIS_VDIFF_SENSITIVE_EQUAL | ANALYSIS_VDIFF_REDACTED_MATCHES;
 }
 
 static int stop_at_first(void *ctx, const char *path, const sj_node *a, const sj_node *b)

@@ -165,6 +165,16 @@ check "bundle: the summary counts by rule ($(grep redacted "$WORK/bundle.txt"))"
 check "bundle: core-marked values counted" \
     bash -c "grep -E 'redacted:' '$WORK/bundle.txt' | grep -Eq ', [1-9][0-9]* by core'"
 
+# ---- replay of the redacted apply: the recorded providers answer, in a fresh directory ----
+mkdir -p "$WORK/ra"
+cp "$w/main.tf" "$w/terraform.tfvars" "$WORK/ra/"
+(cd "$WORK/ra" && "$TFTAP" replay "$apply_run" --db "$db" -- tofu apply -auto-approve \
+    -input=false -no-color -var "secret=$S1" >"$WORK/ra.out" 2>"$WORK/ra.err")
+ra_rc=$?
+check_eq "replay of the redacted apply exits 0 ($(grep -m 1 'no recorded call' "$WORK/ra.err"))" "$ra_rc" 0
+check "... and creates what the apply created" grep -q 'Apply complete! Resources: 7 added' "$WORK/ra.out"
+check_eq "replay: no secret in the database files" "$(hits $(db_files))" 0
+
 # ---- a plan of the applied configuration: the state before marks -------------------
 (cd "$w" && "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color -var "secret=$S1" \
     >/dev/null 2>&1)
