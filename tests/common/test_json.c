@@ -281,6 +281,85 @@ static void test_address_filter(void)
     CHECK(!tftap_filter_keeps("tftest5_pet.y", "tftest5_pet", NULL));
 }
 
+/* ---- sj_redact: values redacted after the fact ---- */
+
+static int secret_is(void *ctx, const char *s, size_t n)
+{
+    (void)ctx;
+    return n == 6 && memcmp(s, "hunter", 6) == 0;
+}
+
+/* ".config" then ".tags" then ["k"]: the path a mark names. */
+static int marked_at(void *ctx, const char *path, size_t len)
+{
+    tftap_buf want = TFTAP_BUF_INIT;
+    sj_path_member(&want, "tags", 4);
+    sj_path_member(&want, "k", 1);
+    int hit = len == want.len && memcmp(path, want.data, len) == 0;
+    tftap_buf_done(&want);
+    (void)ctx;
+    return hit;
+}
+
+static void fake_mac(void *ctx, const char *json, size_t len, char out[65])
+{
+    (void)ctx;
+    /* The length of the text in every digit: enough to tell texts apart here. */
+    memset(out, "0123456789abcdef"[len % 16], 64);
+    out[64] = '\0';
+    (void)json;
+}
+
+static char *redacted(const char *in, int64_t counts[2])
+{
+    static const char *const roots[] = {"config"};
+    sj_redactor r = {
+        .secret = secret_is, .marked = marked_at, .mac = fake_mac, .roots = roots, .nroots = 1};
+    sj_doc *d = NULL;
+    tftap_buf out = TFTAP_BUF_INIT;
+    CHECK_INT_EQ(sj_parse(in, strlen(in), 0, &d), 0);
+    if (d)
+        CHECK_INT_EQ(sj_redact(sj_root(d), &r, &out, counts), 0);
+    sj_free(d);
+    return tftap_buf_take(&out, NULL);
+}
+
+static void test_redact(void)
+{
+    int64_t c[2] = {0, 0};
+    /* A marked path of any type, under a root only; equal strings anywhere. */
+    char *o = redacted("{\"config\":{\"tags\":{\"k\":12,\"j\":\"x\"},\"n\":\"hunter\"},"
+                       "\"other\":{\"tags\":{\"k\":12}},\"d\":[\"hunter\",\"hunter2\"]}",
+                       c);
+    CHECK_STR_EQ(o, "{\"config\":{\"tags\":{\"k\":{\"$sensitive\":\"hmac-sha256:"
+                    "2222222222222222222222222222222222222222222222222222222222222222\"},"
+                    "\"j\":\"x\"},\"n\":{\"$sensitive\":\"hmac-sha256:"
+                    "8888888888888888888888888888888888888888888888888888888888888888\"}},"
+                    "\"other\":{\"tags\":{\"k\":12}},\"d\":[{\"$sensitive\":\"hmac-sha256:"
+                    "8888888888888888888888888888888888888888888888888888888888888888\"},"
+                    "\"hunter2\"]}");
+    CHECK_INT_EQ(c[SJ_REDACT_MARKED], 1);
+    CHECK_INT_EQ(c[SJ_REDACT_EQUAL], 2);
+    free(o);
+    /* At a marked path: null stays null, an unknown loses its refinements,
+     * a value redacted already stays as it is, and nothing is counted. */
+    c[0] = c[1] = 0;
+    o = redacted("{\"config\":{\"tags\":{\"k\":null}}}", c);
+    CHECK_STR_EQ(o, "{\"config\":{\"tags\":{\"k\":null}}}");
+    free(o);
+    o = redacted("{\"config\":{\"tags\":{\"k\":{\"$unknown\":{\"prefix\":\"hun\"}}}}}", c);
+    CHECK_STR_EQ(o, "{\"config\":{\"tags\":{\"k\":{\"$unknown\":{}}}}}");
+    free(o);
+    o = redacted("{\"config\":{\"tags\":{\"k\":{\"$sensitive\":\"hmac-sha256:ab\"}}}}", c);
+    CHECK_STR_EQ(o, "{\"config\":{\"tags\":{\"k\":{\"$sensitive\":\"hmac-sha256:ab\"}}}}");
+    free(o);
+    CHECK_INT_EQ(c[SJ_REDACT_EQUAL], 0);
+    /* Numbers keep their text, keys their bytes. */
+    o = redacted("{\"a\\u0000b\":1.50e3,\"e\":\"\"}", c);
+    CHECK_STR_EQ(o, "{\"a\\u0000b\":1.50e3,\"e\":\"\"}");
+    free(o);
+}
+
 int main(void)
 {
     test_valid();
@@ -291,5 +370,6 @@ int main(void)
     test_equal();
     test_members();
     test_address_filter();
+    test_redact();
     return check_report("test_json");
 }
