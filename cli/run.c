@@ -359,8 +359,13 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
          * unwritable directory): run the command exactly as without tftap,
          * so that this line is all the user sees of us, not one more per
          * provider process. */
+        struct stat dst;
+        int is_dir = !store_path_is_url(db) && stat(db, &dst) == 0 && S_ISDIR(dst.st_mode);
+        int is_bundle = !is_dir && !store_path_is_url(db) && store_file_is_bundle(db) == 1;
         cli_error("cannot record into %s (%s); running the command unrecorded", STORE_SHOWN(db),
-                  s                                              ? store_errmsg(s)
+                  is_bundle ? "a bundle is read only: record into a database and bundle a run of it"
+                  : is_dir  ? "a directory: --db names a database file, e.g. DIR/tftap.db"
+                  : s       ? store_errmsg(s)
                   : store_path_is_url(db) && *store_open_error() ? store_open_error()
                                                                  : tftap_strerror(rc));
         run_id = 0;

@@ -100,5 +100,16 @@ cp "$rec" "$work/cwd/x:y"
 "$TFTAP" runs --db "x:y" >/dev/null 2>&1 && ok || fail "an existing file named x:y"
 rm -f "$work/cwd/x:y"
 
+# run --db a bundle or a directory: the command runs, unrecorded, and one line says why.
+"$TFTAP" bundle last --db "$rec" -o "$work/b.tftap" >/dev/null 2>&1 || fail "bundle for run --db"
+b_sum=$(sha256sum <"$work/b.tftap")
+"$TFTAP" run --db "$work/b.tftap" -- true >/dev/null 2>"$work/err"
+[ $? = 0 ] && grep -q 'a bundle is read only' "$work/err" && ok || fail "run --db BUNDLE: $(cat "$work/err")"
+[ "$(sha256sum <"$work/b.tftap")" = "$b_sum" ] && ok || fail "run --db BUNDLE changed the bundle"
+mkdir -p "$work/adir"
+"$TFTAP" run --db "$work/adir" -- true >/dev/null 2>"$work/err"
+[ $? = 0 ] && grep -q 'a directory: --db names a database file' "$work/err" && ok ||
+    fail "run --db DIR: $(cat "$work/err")"
+
 echo "readonly: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
