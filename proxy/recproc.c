@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,77 +44,67 @@
 #define RECPROC_OTLP_FLUSH_MS 5000
 
 /* ---- the recorder process's log --------------------------------------------
- * Its stderr is a stream whose lines go, prefixed with the time, the pid and
- * the provider, to PROXY_LOG_NAME beside the database: the provider's stderr
- * is the CLI's plugin log, which nobody reads, and the terminal is the
- * user's. The file is opened at the first line: no problems, no file. */
-struct reclog {
+ * Its lines go, prefixed with the time, the pid and the provider, to
+ * PROXY_LOG_NAME beside the database: the provider's stderr is the CLI's
+ * plugin log, which nobody reads, and the terminal is the user's. The
+ * recorder, the span exporter and this file say what they have to say
+ * through reclog(); the process's stderr is /dev/null. The file is opened
+ * at the first line: no problems, no file. */
+static struct reclog {
     char *path;
     const char *provider;
     int fd;
-    size_t n;
-    char line[4096];
-};
+    pthread_mutex_t lock; /* the recorder's threads and the exporter's */
+} the_log = {NULL, NULL, -1, PTHREAD_MUTEX_INITIALIZER};
 
-static void reclog_emit(struct reclog *l)
+static void reclog_line(const char *text)
 {
-    if (l->n == 0)
-        return;
+    struct reclog *l = &the_log;
+    pthread_mutex_lock(&l->lock);
     if (l->fd < 0 && l->path != NULL) {
         l->fd = open(l->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (l->fd < 0) {
-            free(l->path); /* nowhere to write: dropped, as before there was a log */
+            free(l->path); /* nowhere to write: dropped */
             l->path = NULL;
         }
     }
-    if (l->fd >= 0) {
-        const char *text = l->line;
-        size_t len = l->n;
-        if (len >= 7 && memcmp(text, "tftap: ", 7) == 0) {
-            text += 7;
-            len -= 7;
-        }
-        tftap_log_line(l->fd, l->provider ? l->provider : "recorder", text, len);
-    }
-    l->n = 0;
+    if (l->fd >= 0)
+        tftap_log_line(l->fd, l->provider ? l->provider : "recorder", text, strlen(text));
+    pthread_mutex_unlock(&l->lock);
 }
 
-static ssize_t reclog_write(void *cookie, const char *buf, size_t size)
+static void reclog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void reclog(const char *fmt, ...)
 {
-    struct reclog *l = cookie;
-    for (size_t i = 0; i < size; i++) {
-        if (buf[i] == '\n') {
-            reclog_emit(l);
-        } else {
-            if (l->n == sizeof l->line)
-                reclog_emit(l); /* a very long line goes out in pieces */
-            l->line[l->n++] = buf[i];
-        }
-    }
-    return (ssize_t)size;
+    char line[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    reclog_line(line);
 }
 
-/* Point stderr at the log beside db. Failing costs only the messages. */
+/* The recorder's and the exporter's lines (opts.log, otlp_config.log). */
+static void reclog_from(void *ctx, const char *line)
+{
+    (void)ctx; /* the log's lines already name the provider */
+    reclog_line(line);
+}
+
+/* Where the lines go: the log beside db. Failing costs only the messages. */
 static void reclog_start(const char *db, const char *provider)
 {
-    static struct reclog log; /* this process's only one */
     size_t dirlen = 0;
     const char *dir = store_side_dir(db, &dirlen);
-    log.fd = -1;
-    log.provider = provider;
-    log.path = malloc(dirlen + sizeof "/" PROXY_LOG_NAME + 1);
-    if (log.path == NULL)
+    the_log.provider = provider;
+    the_log.path = malloc(dirlen + sizeof "/" PROXY_LOG_NAME + 1);
+    if (the_log.path == NULL)
         return;
     if (dir)
-        memcpy(log.path, dir, dirlen);
+        memcpy(the_log.path, dir, dirlen);
     else
-        log.path[dirlen++] = '.';
-    memcpy(log.path + dirlen, "/" PROXY_LOG_NAME, sizeof "/" PROXY_LOG_NAME);
-    FILE *f = fopencookie(&log, "w", (cookie_io_functions_t){.write = reclog_write});
-    if (f == NULL)
-        return;
-    setvbuf(f, NULL, _IOLBF, 0);
-    stderr = f;
+        the_log.path[dirlen++] = '.';
+    memcpy(the_log.path + dirlen, "/" PROXY_LOG_NAME, sizeof "/" PROXY_LOG_NAME);
 }
 
 /* A run shared by the provider processes of one CLI command: this
@@ -124,8 +116,8 @@ void proxy_recproc_leave_run(const char *db, int64_t run_id)
     if (rc == 0)
         rc = store_run_leave(s, run_id);
     if (rc != 0)
-        fprintf(stderr, "tftap: cannot record the end of run %lld in %s: %s\n", (long long)run_id,
-                STORE_SHOWN(db), tftap_strerror(rc));
+        reclog("cannot record the end of run %lld in %s: %s", (long long)run_id, STORE_SHOWN(db),
+               tftap_strerror(rc));
     store_close(s);
 }
 
@@ -225,13 +217,6 @@ static void on_call(void *ctx, const store_call_summary *c)
     tftap_buf_done(&first);
 }
 
-/* The exporter's lines go where the recorder's do: the log beside the database. */
-static void otlp_log(void *ctx, const char *line)
-{
-    (void)ctx; /* the log's lines already name the provider */
-    fprintf(stderr, "tftap: %s\n", line);
-}
-
 /* The recorder process's whole life: events until EOF, then flush. A
  * recorder that cannot start still drains the pipe, so the tee never
  * blocks on it. Returns the span exporter, still sending, or NULL. */
@@ -247,18 +232,20 @@ static otlp_exporter *recorder_main(int fd, int hold, const char *db,
      * as it runs. */
     if (rp->otlp != NULL) {
         otlp_config oc = *rp->otlp;
-        oc.log = otlp_log;
-        oc.log_ctx = (void *)rp->provider;
+        oc.log = reclog_from;
+        oc.log_ctx = NULL;
         int rc = otlp_exporter_open(&oc, &k.ox);
         if (rc != 0)
-            fprintf(stderr, "tftap: otlp: cannot export spans to %s: %s\n",
-                    oc.endpoint ? oc.endpoint : "(none)", tftap_strerror(rc));
+            reclog("otlp: cannot export spans to %s: %s", oc.endpoint ? oc.endpoint : "(none)",
+                   tftap_strerror(rc));
         if (k.ox != NULL) {
             o.on_call = on_call;
             o.on_call_ctx = &k;
             o.on_call_values = oc.values;
         }
     }
+    o.log = reclog_from;
+    o.log_ctx = NULL;
     if (store_recorder_open(db, &o, &k.rec) != 0)
         k.rec = NULL;
     proxy_recpipe_sink sink = {&k,     on_process, on_begin, on_message,
@@ -272,10 +259,9 @@ static otlp_exporter *recorder_main(int fd, int hold, const char *db,
          * lock becomes shared, which that wait takes; an exclusive one
          * (tftap run's background finisher, cli/recwait.c) still waits
          * until the rest is written or given up. */
-        fprintf(stderr,
-                "tftap: %s is unavailable: the record of this provider process is "
-                "written when it comes back (trying for %u s)\n",
-                STORE_SHOWN(db), PROXY_RECORDER_LINGER_MS / 1000);
+        reclog("%s is unavailable: the record of this provider process is written when it "
+               "comes back (trying for %u s)",
+               STORE_SHOWN(db), PROXY_RECORDER_LINGER_MS / 1000);
         (void)flock(hold, LOCK_SH);
     }
     store_recorder_close(k.rec); /* its decoder thread's last spans are queued by now */
@@ -361,7 +347,6 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
                 close(4);
             otlp_exporter_close(ox, RECPROC_OTLP_FLUSH_MS);
         }
-        fflush(stderr);
         _exit(0);
     }
     close(p[0]);

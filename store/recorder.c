@@ -71,9 +71,8 @@ static void enqueue(store_recorder *r, struct event *ev)
     if (drop)
         store_rec_event_free(ev);
     if (log_full)
-        fprintf(stderr,
-                "tftap: recorder queue full (%zu bytes): dropping records, counted as a gap\n",
-                r->opts.max_queue_bytes);
+        store_rec_log(r, "recorder queue full (%zu bytes): dropping records, counted as a gap",
+                      r->opts.max_queue_bytes);
 }
 
 static void count_drop(store_recorder *r)

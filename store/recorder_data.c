@@ -4,8 +4,22 @@
  * recorder.c (the caller's side), recorder_decode.c and recorder_sql.c. */
 #include "store/recorder_int.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void store_rec_log(store_recorder *r, const char *fmt, ...)
+{
+    if (r->opts.log == NULL)
+        return;
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    r->opts.log(r->opts.log_ctx, line);
+}
 
 char *store_rec_dupstr(const char *s)
 {

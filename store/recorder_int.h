@@ -241,6 +241,8 @@ struct store_recorder {
 
 /* strdup that accepts NULL (and returns NULL for it or on ENOMEM). */
 char *store_rec_dupstr(const char *s);
+/* One line for opts.log (nothing without one). */
+void store_rec_log(store_recorder *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Under mu: bytes left the recorder (events freed, ops committed); wakes a
  * caller waiting for room. */
 void store_rec_release(store_recorder *r, size_t bytes);

@@ -48,10 +48,11 @@ static void db_down(store_recorder *r)
     set_sql_ok(r, 0);
     if (!r->logged_down) {
         r->logged_down = 1;
-        fprintf(stderr,
-                "tftap: cannot write the recording database %s: %s (dropping records, will "
-                "retry)\n",
-                STORE_SHOWN(r->path), r->db ? sdb_errmsg(r->db) : strerror(errno ? errno : EIO));
+        store_rec_log(r,
+                      "cannot write the recording database %s: %s (dropping records, will "
+                      "retry)",
+                      STORE_SHOWN(r->path),
+                      r->db ? sdb_errmsg(r->db) : strerror(errno ? errno : EIO));
     }
     store_rec_sql_finalize(r);
     if (r->db) {
@@ -76,11 +77,11 @@ static int db_up(store_recorder *r)
         r->db = NULL;
         if (!r->logged_down) {
             r->logged_down = 1;
-            fprintf(stderr,
-                    "tftap: cannot open the recording database %s: %s%s%s (dropping records, "
-                    "will retry)\n",
-                    STORE_SHOWN(r->path), tftap_strerror(rc), errno ? ": " : "",
-                    errno ? strerror(errno) : "");
+            store_rec_log(r,
+                          "cannot open the recording database %s: %s%s%s (dropping records, "
+                          "will retry)",
+                          STORE_SHOWN(r->path), tftap_strerror(rc), errno ? ": " : "",
+                          errno ? strerror(errno) : "");
         }
         r->next_retry_ms = tftap_mono_ms() + tuning(r, 0);
         pthread_mutex_lock(&r->mu);
@@ -629,11 +630,11 @@ static int apply_singly(store_recorder *r, struct op *end, int closing)
         rc = SDB_OK;
         if (r->refused_lines < 20) {
             r->refused_lines++;
-            fprintf(stderr,
-                    "tftap: the recording database %s refused a write to table %s: %s (not "
-                    "recorded, counted in a gap)%s\n",
-                    STORE_SHOWN(r->path), op_table(x), msg,
-                    r->refused_lines == 20 ? "; further refusals are not logged" : "");
+            store_rec_log(r,
+                          "the recording database %s refused a write to table %s: %s (not "
+                          "recorded, counted in a gap)%s",
+                          STORE_SHOWN(r->path), op_table(x), msg,
+                          r->refused_lines == 20 ? "; further refusals are not logged" : "");
         }
         if (x->kind == OP_GAP && x->reason) {
             /* A refusal's own gap refused: written again, it would make

@@ -56,6 +56,12 @@ typedef struct store_recorder_opts {
      * default record stores them even when record_sensitive keeps them in
      * clear (re-redacted with the database's key and the schema). */
     int on_call_values;
+    /* NULL, or told one line (no newline, no "tftap: ") when the recorder
+     * has something to say that is not in the record: the database refusing
+     * or unavailable, its queue full. From any of its threads; must not
+     * block long. The recorder never writes to stderr itself. */
+    void (*log)(void *ctx, const char *line);
+    void *log_ctx;
     /* How long closing waits for a schema when calls still wait for one:
      * the process that asked the provider for it (the client asks once per
      * command) may not have committed it yet on a loaded machine.
