@@ -2,6 +2,8 @@
 #include "common.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -250,6 +252,20 @@ int64_t tftap_mono_us(void)
 int64_t tftap_mono_ms(void)
 {
     return tftap_mono_us() / 1000;
+}
+
+int tftap_wait_fd(int fd, short events, int64_t deadline_ms)
+{
+    for (;;) {
+        int64_t left = deadline_ms - tftap_mono_ms();
+        if (left <= 0)
+            return TFTAP_ELIMIT;
+        struct pollfd p = {fd, events, 0};
+        int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n > 0 ? 0 : n == 0 ? TFTAP_ELIMIT : TFTAP_EIO;
+    }
 }
 
 void tftap_deadline_in(struct timespec *ts, unsigned ms)

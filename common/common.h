@@ -184,6 +184,11 @@ int64_t tftap_mono_us(void);
 void tftap_deadline_in(struct timespec *ts, unsigned ms);
 void tftap_deadline_at(struct timespec *ts, int64_t until_ms);
 
+/* Wait until fd is ready for events (POLLIN, POLLOUT) or the monotonic
+ * deadline (tftap_mono_ms) passes; a signal does not end the wait. 0,
+ * TFTAP_ELIMIT (the deadline) or TFTAP_EIO (poll failed; errno). */
+int tftap_wait_fd(int fd, short events, int64_t deadline_ms);
+
 /* Lowercase hex: out receives 2*n digits and a NUL. */
 void tftap_hex_encode(const void *data, size_t n, char *out);
 /* The value of one hex digit (either case), or -1. */

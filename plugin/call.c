@@ -64,12 +64,7 @@ static void put32(tftap_buf *b, uint32_t v)
 
 static int wait_fd(int fd, short ev, int64_t deadline)
 {
-    int64_t left = deadline - tftap_mono_ms();
-    if (left <= 0)
-        return TFTAP_ELIMIT;
-    struct pollfd p = {fd, ev, 0};
-    int n = poll(&p, 1, (int)left);
-    return n > 0 ? 0 : n == 0 ? TFTAP_ELIMIT : TFTAP_EIO;
+    return tftap_wait_fd(fd, ev, deadline);
 }
 
 static int io_write(int fd, SSL *ssl, const void *p, size_t n, int64_t deadline)

@@ -173,19 +173,9 @@ static int resolve(proxy_relay *r, const char *network, const char *address, tft
     return 0;
 }
 
-/* Wait for fd to become readable/writable until deadline (monotonic ms). */
 static int wait_fd(int fd, short events, int64_t deadline)
 {
-    for (;;) {
-        int64_t left = deadline - tftap_mono_ms();
-        if (left <= 0)
-            return -1;
-        struct pollfd p = {fd, events, 0};
-        int n = poll(&p, 1, (int)left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        return n == 1 ? 0 : -1;
-    }
+    return tftap_wait_fd(fd, events, deadline) == 0 ? 0 : -1;
 }
 
 /* A connection to the provider, TLS handshake done, non-blocking. Blocks
