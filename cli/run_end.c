@@ -279,7 +279,8 @@ static void finish_log(const char *db, int64_t run_id, int code, const char *why
 static int redact_later(const struct run_end *e, store *s, const analysis_match_doc *docs,
                         size_t ndocs)
 {
-    run_redact_secrets(s, e->run_id, e->is_cli ? e->workdir : NULL, e->args, e->env, docs, ndocs);
+    (void)run_redact_secrets(s, e->run_id, e->is_cli ? e->workdir : NULL, e->args, e->env, docs,
+                             ndocs);
     return 1;
 }
 
@@ -519,6 +520,7 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
         struct checkpointer ckpt = {0};
         checkpointer_start(&ckpt, e->db);
         struct check_reader reader = {0};
+        int redacted = 0;
         if (e->match) {
             /* An apply's changes are read again after the matching (their
              * replacements are paired by address): no reading beside. */
@@ -535,15 +537,20 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
              * the checkpoint beside it, which would keep the log from being
              * emptied. */
             checkpointer_join(&ckpt);
-            run_redact_secrets(*s, e->run_id, e->is_cli ? e->workdir : NULL, e->args, e->env, docs,
-                               ndocs);
+            redacted = run_redact_secrets(*s, e->run_id, e->is_cli ? e->workdir : NULL, e->args,
+                                          e->env, docs, ndocs);
             tftap_buf_done(&out);
             tftap_buf_done(&config);
         } else if (e->is_cli) {
             checkpointer_join(&ckpt);
-            run_redact_secrets(*s, e->run_id, e->workdir, e->args, e->env, NULL, 0);
+            redacted = run_redact_secrets(*s, e->run_id, e->workdir, e->args, e->env, NULL, 0);
         }
         analysis_check_pass *read = check_reader_join(&reader);
+        if (redacted && read) {
+            /* Read before the redaction: the check reads the record as kept. */
+            analysis_check_pass_free(read);
+            read = NULL;
+        }
         cli_check_summary(*s, e->run_id, read);
         analysis_check_pass_free(read);
         if (*version == NULL)

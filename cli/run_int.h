@@ -155,8 +155,9 @@ void run_export_spans(store *s, int64_t run_id);
  * command of the CLI in workdir (NULL: none), the values its arguments,
  * variable files and environment give the variables the configuration
  * declares sensitive. Then the file is scrubbed of what the recorders
- * wrote. Problems are said on stderr, never fatal. */
-void run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *const *args,
-                        char *const *env, const struct analysis_match_doc *docs, size_t ndocs);
+ * wrote. Problems are said on stderr, never fatal. 1 when a value of the
+ * record changed (what was read of it before is stale), else 0. */
+int run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *const *args,
+                       char *const *env, const struct analysis_match_doc *docs, size_t ndocs);
 
 #endif

@@ -234,15 +234,15 @@ static void from_config(analysis_secrets *a, const char *workdir, char *const *a
     names_done(&ns);
 }
 
-void run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *const *args,
-                        char *const *env, const struct analysis_match_doc *docs, size_t ndocs)
+int run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *const *args,
+                       char *const *env, const struct analysis_match_doc *docs, size_t ndocs)
 {
     analysis_secrets *a = analysis_secrets_new();
     if (!a) {
         cli_error("out of memory looking for the run's sensitive values: run %lld may hold "
                   "values the configuration marks sensitive in clear",
                   (long long)run_id);
-        return;
+        return 0;
     }
     for (size_t i = 0; i < ndocs; i++)
         (void)analysis_secrets_add_doc(a, docs[i].json, docs[i].len); /* not JSON: nothing */
@@ -259,4 +259,5 @@ void run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *con
                   "log holds run %lld's sensitive values until the last connection to it closes",
                   (long long)run_id);
     analysis_secrets_free(a);
+    return rc == 0 && r.calls > 0;
 }
