@@ -79,6 +79,20 @@ done:
     return ok;
 }
 
+int run_local_state(const char *workdir, char *const *args, tftap_buf *out)
+{
+    char *path = NULL;
+    if (!local_state_path(workdir, args, &path))
+        return -1;
+    int rc = tftap_read_file(path, CAPTURE_MAX, out);
+    free(path);
+    if (rc == 0 && out->len > 0 && memmem(out->data, out->len, "\"encrypted_data\"", 16) != NULL)
+        rc = TFTAP_EDECODE;
+    if (rc != 0)
+        tftap_buf_reset(out);
+    return rc == 0 ? 0 : -1;
+}
+
 /* Read from the file when it is local by default (a `CLI state pull` costs
  * a whole CLI start, and reads the same file), else `CLI state pull`, which
  * starts no provider. */

@@ -141,6 +141,12 @@ struct run_end {
  * the run's connection if kept open through the command, closed here. */
 void run_end(const struct run_end *e, store **s, char **version, struct captured *ver);
 
+/* The local state file the command in workdir with args uses when nothing
+ * but the defaults decide where it is (no backend, no -state), read into
+ * out: 0, or -1 when there is none such or it cannot be read (or is
+ * encrypted). */
+int run_local_state(const char *workdir, char *const *args, tftap_buf *out);
+
 /* ---- run_spans.c ---- */
 
 /* With TFTAP_OTLP_AT_END (cli_otlp_run_env): export run_id's spans, with

@@ -420,6 +420,7 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
         rec.provider = cfg->provider;
         rec.hold_fd = cfg->recorder_hold_fd;
         rec.leave_run = cfg->leave_run;
+        rec.run_left = cfg->run_left;
         rec.otlp = cfg->otlp;
         rec.version = cfg->version;
         if (proxy_recproc_start(cfg->db, &ropts, &rec, &why) != 0)

@@ -78,6 +78,10 @@ typedef struct proxy_config {
     const otlp_config *otlp;
     int leave_run; /* 1: run_id came from store_run_join(); the
                     * recorder's process leaves it when done */
+    /* NULL, or called in the recorder's process once it has left such a
+     * run, its part written: what the caller does with the record then (a
+     * shim: redact what core marked, which only the end tells). */
+    void (*run_left)(const char *db, int64_t run_id);
     /* Called (from the calling thread) with one lowercase line about a
      * problem that does not stop the relay, e.g. recording trouble. */
     void (*warn)(void *ctx, const char *message);

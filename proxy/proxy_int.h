@@ -97,9 +97,10 @@ typedef struct proxy_recproc {
     pid_t pid; /* the intermediate process (already reaped), for the record */
     int fd;    /* write end of the event pipe */
     /* Set by the caller before proxy_recproc_start(): */
-    const char *provider;    /* names the process in the log's lines; may be NULL */
-    int hold_fd;             /* -1, or an fd the recorder process keeps open while it lives */
-    int leave_run;           /* 1: store_run_leave(opts->run_id) once everything is written */
+    const char *provider; /* names the process in the log's lines; may be NULL */
+    int hold_fd;          /* -1, or an fd the recorder process keeps open while it lives */
+    int leave_run;        /* 1: store_run_leave(opts->run_id) once everything is written */
+    void (*run_left)(const char *db, int64_t run_id); /* NULL, or called after leaving */
     const otlp_config *otlp; /* NULL, or export each call as a span (otlp.h) */
     const char *version;     /* the provider's version, for the spans; may be NULL */
 } proxy_recproc;

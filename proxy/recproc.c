@@ -338,8 +338,11 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
             _exit(1);
         close_range(hold >= 0 ? 5 : 4, ~0U, 0);
         otlp_exporter *ox = recorder_main(fd, hold >= 0 ? 4 : -1, db, opts, rp);
-        if (rp->leave_run && opts->run_id > 0)
+        if (rp->leave_run && opts->run_id > 0) {
             proxy_recproc_leave_run(db, opts->run_id);
+            if (rp->run_left)
+                rp->run_left(db, opts->run_id);
+        }
         if (ox != NULL) {
             /* The record is complete: whoever waits for it (tftap run) goes
              * on now, and the last spans are sent without holding it up. */

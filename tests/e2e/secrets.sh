@@ -116,7 +116,7 @@ check_eq "apply: export holds no secret" "$(hits "$WORK/export.jsonl")" 0
 "$TFTAP" --db "$db" check "$apply_run" >"$WORK/check.txt" 2>&1
 check_eq "apply: check holds no secret" "$(hits "$WORK/check.txt")" 0
 check "apply: calls --json is JSON, the values still there as hashes" \
-    jq -e '[.. | objects | select(has("$sensitive"))] | length > 0' "$WORK/calls.json"
+    bash -c "jq -e '[.. | objects | select(has(\"\$sensitive\"))] | length > 0' '$WORK/calls.json' >/dev/null"
 check_eq "apply: every call's values are JSON after the redaction" \
     "$(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id = $apply_run AND
         ((request_json IS NOT NULL AND NOT json_valid(request_json)) OR
@@ -188,6 +188,29 @@ check_eq "plan -out of a change: no secret, old or new, in the database files" \
     "$(hits $(db_files))" 0
 (cd "$w" && "$TFTAP" run --db "$db" -- tofu apply -input=false -no-color tfplan >/dev/null 2>&1)
 check_eq "apply PLANFILE: no secret in the database files" "$(hits $(db_files))" 0
+
+# ---- under tftap wrap (CI): no end of the command is seen; each recorder redacts ---------
+# what the local state, the sensitive variables (values from the arguments and
+# the environment the CLI passes on) and the schema's secrets' copies tell.
+wdb=$WORK/wrap.db ww=$WORK/ww
+mkdir -p "$ww"
+cp "$w/main.tf" "$w/terraform.tfvars" "$ww/"
+(cd "$ww" && tofu init -input=false -no-color >/dev/null 2>&1) || not_ok "init for wrap"
+wout=$(cd "$ww" && "$TFTAP" wrap --db "$wdb" --out "$WORK/wshims" 2>"$WORK/wrap.err")
+(cd "$ww" && eval "$wout" && TFTAP_RUN_ID= tofu apply -auto-approve -input=false -no-color \
+    -var "secret=$S1" >"$WORK/wapply.out" 2>&1)
+check_eq "wrap: apply exits 0" "$?" 0
+check "wrap: the recorders finished" wait_for 600 recorders_done "$WORK/wshims"
+check "wrap: calls recorded" test "$(sqlite3 "$wdb" "SELECT count(*) FROM calls")" -gt 20
+# The values known from here: the variables (all of them: -var, TF_VAR_, tfvars,
+# default), the template and upper() of one, and the copy of the provider's secret.
+WRAPPED=("$S1" "$S2" "$UPPER_S2" "$S3" "$S5" "$S4" "$TMPL")
+wrap_hits=0
+for s in "${WRAPPED[@]}"; do
+    wrap_hits=$((wrap_hits + $(cat "$wdb" "$wdb-wal" 2>/dev/null | grep -a -c -F -- "$s")))
+done
+check_eq "wrap: none of the variables' values, their template or the schema secret's copy" \
+    "$wrap_hits" 0
 
 # ---- --record-sensitive: kept, and only where asked ----------------------------------
 (cd "$w" && "$TFTAP" run --db "$WORK/kept.db" --record-sensitive -- tofu plan -input=false \
