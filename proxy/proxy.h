@@ -16,6 +16,7 @@
 #include "common/common.h"
 #include "otlp/otlp.h"
 #include "plugin/plugin.h"
+#include "store/store.h"
 
 /* The recorder processes' log, in the database's directory (0600): their
  * problems go there, not to the provider's stderr the CLI keeps. */
@@ -89,6 +90,13 @@ typedef struct proxy_config {
 } proxy_config;
 
 void proxy_config_init(proxy_config *cfg);
+
+/* Add the answered calls of run_id (of its process process_id only, when
+ * > 0) to the exporter as spans, with their values as the record holds
+ * them (docs/otlp.md): how spans with values leave once the record is
+ * redacted, at the end of tftap run and when a wrapped recorder left its
+ * run. How many, or a store error (< 0). */
+int64_t proxy_export_spans(store *s, int64_t run_id, int64_t process_id, otlp_exporter *ox);
 
 /* proxy_config_init() plus the provider, binary, database and recording
  * flags of a shim's metadata (borrowed: meta must outlive the run). The

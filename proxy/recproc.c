@@ -221,7 +221,8 @@ static void on_call(void *ctx, const store_call_summary *c)
  * recorder that cannot start still drains the pipe, so the tee never
  * blocks on it. Returns the span exporter, still sending, or NULL. */
 static otlp_exporter *recorder_main(int fd, int hold, const char *db,
-                                    const store_recorder_opts *opts, const proxy_recproc *rp)
+                                    const store_recorder_opts *opts, const proxy_recproc *rp,
+                                    int later, int64_t *process_row)
 {
     store_recorder_opts o = *opts;
     o.max_queue_bytes = PROXY_RECORDER_MAX_BYTES;
@@ -238,7 +239,7 @@ static otlp_exporter *recorder_main(int fd, int hold, const char *db,
         if (rc != 0)
             reclog("otlp: cannot export spans to %s: %s", oc.endpoint ? oc.endpoint : "(none)",
                    tftap_strerror(rc));
-        if (k.ox != NULL) {
+        if (k.ox != NULL && !later) {
             o.on_call = on_call;
             o.on_call_ctx = &k;
             o.on_call_values = oc.values;
@@ -263,6 +264,11 @@ static otlp_exporter *recorder_main(int fd, int hold, const char *db,
                "comes back (trying for %u s)",
                STORE_SHOWN(db), PROXY_RECORDER_LINGER_MS / 1000);
         (void)flock(hold, LOCK_SH);
+    }
+    if (k.rec) {
+        store_recorder_stats st;
+        store_recorder_get_stats(k.rec, &st);
+        *process_row = st.process_row;
     }
     store_recorder_close(k.rec); /* its decoder thread's last spans are queued by now */
     return k.ox;
@@ -337,11 +343,25 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
         if (hold >= 0 && dup2(hold, 4) < 0)
             _exit(1);
         close_range(hold >= 0 ? 5 : 4, ~0U, 0);
-        otlp_exporter *ox = recorder_main(fd, hold >= 0 ? 4 : -1, db, opts, rp);
+        /* Values in spans wait for the redaction of a wrapped run (run_left):
+         * this process's spans then come from the redacted record. */
+        int later = rp->otlp && rp->otlp->values && rp->leave_run && rp->run_left;
+        int64_t process_row = 0;
+        otlp_exporter *ox =
+            recorder_main(fd, hold >= 0 ? 4 : -1, db, opts, rp, later, &process_row);
         if (rp->leave_run && opts->run_id > 0) {
             proxy_recproc_leave_run(db, opts->run_id);
             if (rp->run_left)
                 rp->run_left(db, opts->run_id);
+        }
+        if (ox != NULL && later && process_row > 0) {
+            store *s = NULL;
+            if (store_open(db, STORE_OPEN_READONLY, &s) == 0) {
+                int64_t n = proxy_export_spans(s, opts->run_id, process_row, ox);
+                if (n < 0)
+                    reclog("otlp: cannot read the calls to export: %s", tftap_strerror((int)n));
+            }
+            store_close(s);
         }
         if (ox != NULL) {
             /* The record is complete: whoever waits for it (tftap run) goes
@@ -366,4 +386,53 @@ void proxy_recproc_detach(proxy_recproc *rp)
         close(rp->fd);
     rp->fd = -1;
     rp->pid = -1; /* init's child: it flushes on its own time */
+}
+
+/* ---- spans from the record ------------------------------------------------ */
+
+struct spans_from {
+    otlp_exporter *ox;
+    int64_t process_id;
+    int64_t n;
+};
+
+static int span_of_row(void *ctx, const store_call_row *c)
+{
+    struct spans_from *sp = ctx;
+    if (c->in_flight || c->method == NULL || c->method[0] == '\0' ||
+        (sp->process_id > 0 && c->process_id != sp->process_id))
+        return 0; /* never answered: no span, as for a call as it ends */
+    tftap_buf first = TFTAP_BUF_INIT;
+    int errors = 0;
+    if (c->status_code == 0 && c->response_json != NULL)
+        errors = otlp_error_diagnostics(c->response_json, strlen(c->response_json), &first);
+    otlp_span s = {
+        .method = c->method,
+        .provider = c->provider,
+        .version = c->provider_version,
+        .type = c->type_name,
+        .status_message = c->status_message,
+        .error_count = errors,
+        .error_summary = first.len ? tftap_buf_cstr(&first) : NULL,
+        .request_json = c->request_json,
+        .response_json = c->response_json,
+        .start_us = c->started_us,
+        .end_us = c->ended_us,
+        .grpc_status = c->has_status ? c->status_code : 0,
+        .request_bytes = (uint64_t)c->request_bytes,
+        .response_bytes = (uint64_t)c->response_bytes,
+        .call_id = (uint64_t)c->call_seq,
+        .run_id = c->run_id,
+    };
+    otlp_exporter_add(sp->ox, &s);
+    sp->n++;
+    tftap_buf_done(&first);
+    return 0;
+}
+
+int64_t proxy_export_spans(store *s, int64_t run_id, int64_t process_id, otlp_exporter *ox)
+{
+    struct spans_from sp = {ox, process_id, 0};
+    int rc = store_calls_each(s, run_id, NULL, NULL, span_of_row, &sp);
+    return rc != 0 ? rc : sp.n;
 }
