@@ -496,8 +496,9 @@ static int is_marked(void *ctx, const char *path, size_t len)
 static void mac(void *ctx, const char *json, size_t len, char out[65])
 {
     struct redacting *r = ctx;
-    if (store_value_hmac(r->s, json, len, out) != 0)
-        memset(out, '0', 64); /* no key: a bundle, which holds nothing in clear */
+    if (!r->h || tftap_hmac_hex(r->h, json, len, out) != 0)
+        memset(out, '0', 64); /* no key (a bundle: it holds nothing in clear), or OpenSSL failed */
+    out[64] = '\0';
 }
 
 static int redact_side(struct redacting *r, const char *json, const char *const *roots,
@@ -631,15 +632,13 @@ int analysis_redact_run(store *s, int64_t run_id, const analysis_secrets *a,
     out->values_kept = kept;
     struct redacting r = {.s = s, .a = a, .key = TFTAP_BUF_INIT, .text = TFTAP_BUF_INIT};
     /* A run that kept its values has no hashes to look for. */
-    if (!kept) {
+    if (!kept)
         rc = store_run_values_each(s, run_id, collect_hashes, &r);
-        r.h = r.hashes.n ? store_value_hmac_new(s) : NULL;
-    }
     if (rc || a->values.n + a->marks.n + r.hashes.n == 0) {
         set_free(&r.hashes);
-        tftap_hmac_free(r.h);
         return rc;
     }
+    r.h = store_value_hmac_new(s);
     /* The hashes of the secrets, for what is made of the run later (a
      * bundle of a run whose values were kept). */
     const char **hmacs = calloc(a->values.n ? a->values.n : 1, sizeof *hmacs);
