@@ -463,6 +463,12 @@ static int is_secret(void *ctx, const char *s, size_t n)
            set_has(&r->hashes, hex, 64);
 }
 
+static int add_hash(void *ctx, const char *hmac)
+{
+    struct redacting *r = ctx;
+    return hmac && strlen(hmac) == 64 && set_add(&r->hashes, hmac, 64) != 0 ? TFTAP_ENOMEM : 0;
+}
+
 /* The hashes of a call's {"$sensitive":"hmac-sha256:HEX"} values. */
 static int collect_hashes(void *ctx, const store_value_call *c)
 {
@@ -632,7 +638,11 @@ int analysis_redact_run(store *s, int64_t run_id, const analysis_secrets *a,
     out->values_kept = kept;
     struct redacting r = {.s = s, .a = a, .key = TFTAP_BUF_INIT, .text = TFTAP_BUF_INIT};
     /* A run that kept its values has no hashes to look for. */
+    /* What an earlier redaction of the run knew (a wrapped run is
+     * redacted by each of its recorders), and what the recorders hid. */
     if (!kept)
+        rc = store_run_secrets_each(s, run_id, add_hash, &r);
+    if (!kept && !rc)
         rc = store_run_values_each(s, run_id, collect_hashes, &r);
     if (rc || a->values.n + a->marks.n + r.hashes.n == 0) {
         set_free(&r.hashes);

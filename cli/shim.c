@@ -27,61 +27,6 @@ static void shim_warn(void *ctx, const char *message)
     cli_error("%s", message);
 }
 
-/* The command's arguments as the run recorded them (runs.args). */
-struct run_words {
-    char *cwd;
-    char **args; /* NULL-terminated */
-    size_t n;
-};
-
-static int take_words(void *ctx, const store_run_row *row)
-{
-    struct run_words *w = ctx;
-    sj_doc *d = NULL;
-    w->cwd = row->cwd ? strdup(row->cwd) : NULL;
-    if (row->args_json && sj_parse(row->args_json, strlen(row->args_json), 8, &d) == 0 &&
-        sj_root(d)->kind == SJ_ARRAY) {
-        w->args = calloc(sj_root(d)->n + 1, sizeof *w->args);
-        for (const sj_node *a = sj_root(d)->child; w->args && a; a = a->next)
-            if (a->kind == SJ_STRING && (w->args[w->n] = strdup(a->str)) != NULL)
-                w->n++;
-    }
-    sj_free(d);
-    return 0;
-}
-
-/* Under tftap wrap nothing of tftap sees the command end: each recorder,
- * its part written, redacts the run by what core marks as far as can be
- * told from here: the local state (its marks), the configuration's
- * sensitive variables with the values the command's arguments and this
- * environment (the CLI's, passed on to its providers) give them, and
- * copies of what the providers' schemas mark (docs/database.md). In the
- * recorder's process: stderr goes nowhere, problems cost the redaction. */
-static void shim_run_left(const char *db, int64_t run_id)
-{
-    extern char **environ;
-    store *s = NULL;
-    struct run_words w = {NULL, NULL, 0};
-    if (store_open(db, 0, &s) != 0)
-        return;
-    if (store_run_get(s, run_id, take_words, &w) == 0 && w.cwd) {
-        tftap_buf state = TFTAP_BUF_INIT;
-        analysis_match_doc doc = {NULL, 0, 0, 0};
-        size_t ndocs = 0;
-        if (run_local_state(w.cwd, w.args, &state) == 0 && state.len > 0) {
-            doc = (analysis_match_doc){state.data, state.len, 0, 0};
-            ndocs = 1;
-        }
-        (void)run_redact_secrets(s, run_id, w.cwd, w.args, environ, &doc, ndocs);
-        tftap_buf_done(&state);
-    }
-    for (size_t i = 0; i < w.n; i++)
-        free(w.args[i]);
-    free(w.args);
-    free(w.cwd);
-    store_close(s);
-}
-
 /* TFTAP_RUN_ID: a positive decimal run id, or absent. */
 static int run_id_from_env(int64_t *out)
 {
@@ -193,6 +138,11 @@ done:
 
 /* The run of the CLI command that started us, joined; 0 when there is
  * none to join (the shim then records a run of its own, as before). */
+/* The command the shim joined (join_cli_run), kept for its recorder: the
+ * run's recorded arguments lose their secrets at the first redaction, and
+ * a recorder leaving later must still learn them. */
+static struct cli_proc joined;
+
 static int64_t join_cli_run(const char *db)
 {
     struct cli_proc c;
@@ -212,8 +162,77 @@ static int64_t join_cli_run(const char *db)
     if (rc != 0)
         run_id = 0; /* the recorder says what is wrong with the database */
     store_close(s);
-    cli_proc_done(&c);
+    if (run_id > 0)
+        joined = c; /* the process's whole life: never freed */
+    else
+        cli_proc_done(&c);
     return run_id;
+}
+
+/* The command's arguments as the run recorded them (runs.args). */
+struct run_words {
+    char *cwd;
+    char **args; /* NULL-terminated */
+    size_t n;
+};
+
+static int take_words(void *ctx, const store_run_row *row)
+{
+    struct run_words *w = ctx;
+    sj_doc *d = NULL;
+    w->cwd = row->cwd ? strdup(row->cwd) : NULL;
+    if (row->args_json && sj_parse(row->args_json, strlen(row->args_json), 8, &d) == 0 &&
+        sj_root(d)->kind == SJ_ARRAY) {
+        w->args = calloc(sj_root(d)->n + 1, sizeof *w->args);
+        for (const sj_node *a = sj_root(d)->child; w->args && a; a = a->next)
+            if (a->kind == SJ_STRING && (w->args[w->n] = strdup(a->str)) != NULL)
+                w->n++;
+    }
+    sj_free(d);
+    return 0;
+}
+
+/* Under tftap wrap nothing of tftap sees the command end: each recorder,
+ * its part written, redacts the run by what core marks as far as can be
+ * told from here: the local state (its marks), the configuration's
+ * sensitive variables with the values the command's arguments and this
+ * environment (the CLI's, passed on to its providers) give them, and
+ * copies of what the providers' schemas mark (docs/database.md). In the
+ * recorder's process: stderr goes nowhere, problems cost the redaction. */
+static void shim_run_left(const char *db, int64_t run_id)
+{
+    extern char **environ;
+    store *s = NULL;
+    struct run_words w = {NULL, NULL, 0};
+    if (store_open(db, 0, &s) != 0)
+        return;
+    if (store_run_get(s, run_id, take_words, &w) == 0 && w.cwd) {
+        if (joined.argv && joined.argc > 0) {
+            /* The command's own words, read when the shim joined it. */
+            for (size_t i = 0; i < w.n; i++)
+                free(w.args[i]);
+            free(w.args);
+            w.args = calloc((size_t)joined.argc, sizeof *w.args);
+            w.n = 0;
+            for (int i = 1; w.args && i < joined.argc; i++)
+                if ((w.args[w.n] = strdup(joined.argv[i])) != NULL)
+                    w.n++;
+        }
+        tftap_buf state = TFTAP_BUF_INIT;
+        analysis_match_doc doc = {NULL, 0, 0, 0};
+        size_t ndocs = 0;
+        if (run_local_state(w.cwd, w.args, &state) == 0 && state.len > 0) {
+            doc = (analysis_match_doc){state.data, state.len, 0, 0};
+            ndocs = 1;
+        }
+        (void)run_redact_secrets(s, run_id, w.cwd, w.args, environ, &doc, ndocs);
+        tftap_buf_done(&state);
+    }
+    for (size_t i = 0; i < w.n; i++)
+        free(w.args[i]);
+    free(w.args);
+    free(w.cwd);
+    store_close(s);
 }
 
 int cli_shim(int argc, char **argv)
