@@ -20,6 +20,7 @@
  * (and those with a value without an id); the outcome is the same as
  * scoring them all. */
 #include "analysis/analysis.h"
+#include "analysis/analysis_int.h"
 
 #include <stdint.h>
 
@@ -196,6 +197,21 @@ static int collect_module(struct instances *is, const sj_node *mod, int m, unsig
     return 0;
 }
 
+void analysis_raw_address(tftap_buf *a, const sj_node *module, int data, const sj_node *type,
+                          const sj_node *name, const sj_node *key)
+{
+    if (module && module->kind == SJ_STRING && module->len)
+        tftap_buf_printf(a, "%s.", module->str);
+    tftap_buf_printf(a, "%s%s.%s", data ? "data." : "", type->str, name->str);
+    if (key && key->kind == SJ_NUMBER) {
+        tftap_buf_printf(a, "[%.*s]", (int)key->len, key->str);
+    } else if (key && key->kind == SJ_STRING) {
+        tftap_buf_putc(a, '[');
+        tftap_buf_json_string(a, key->str, key->len);
+        tftap_buf_putc(a, ']');
+    }
+}
+
 /* A raw state (`CLI state pull`, format 4): resources with their instances'
  * attributes, known at moment m; addresses are put together as the CLI
  * writes them. */
@@ -216,16 +232,7 @@ static int collect_raw_state(struct instances *is, const sj_node *root, int m)
         for (const sj_node *in = insts->child; in && !rc; in = in->next) {
             const sj_node *key = sj_get(in, "index_key"), *attrs = sj_get(in, "attributes");
             tftap_buf_reset(&a);
-            if (module && module->kind == SJ_STRING && module->len)
-                tftap_buf_printf(&a, "%s.", module->str);
-            tftap_buf_printf(&a, "%s%s.%s", data ? "data." : "", type->str, name->str);
-            if (key && key->kind == SJ_NUMBER) {
-                tftap_buf_printf(&a, "[%.*s]", (int)key->len, key->str);
-            } else if (key && key->kind == SJ_STRING) {
-                tftap_buf_putc(&a, '[');
-                tftap_buf_json_string(&a, key->str, key->len);
-                tftap_buf_putc(&a, ']');
-            }
+            analysis_raw_address(&a, module, data, type, name, key);
             if (tftap_buf_failed(&a)) {
                 rc = TFTAP_ENOMEM;
                 break;

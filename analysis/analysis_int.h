@@ -10,6 +10,12 @@
 /* How deep analysis reads the JSON the store wrote. */
 #define ANALYSIS_JSON_MAX_DEPTH TFTAP_JSON_MAX_DEPTH
 
+/* The address of an instance of a raw state's resource (`state pull`,
+ * format 4) as the CLI writes it: module, "data." for a data source, type,
+ * name, index key. Appended to a. */
+void analysis_raw_address(tftap_buf *a, const sj_node *module, int data, const sj_node *type,
+                          const sj_node *name, const sj_node *key);
+
 /* What the report says about the two runs themselves (set by
  * analysis_diff_runs; empty for analysis_diff_calls). */
 struct analysis_diff_meta {

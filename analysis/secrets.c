@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/analysis_int.h"
 #include "store/store.h"
 
 /* A variable's value at least this long is looked for inside strings:
@@ -311,16 +312,7 @@ static void raw_state(analysis_secrets *a, const sj_node *root)
             if (!sens || sens->kind != SJ_ARRAY || sens->n == 0)
                 continue;
             tftap_buf_reset(&addr);
-            if (module && module->kind == SJ_STRING && module->len)
-                tftap_buf_printf(&addr, "%s.", module->str);
-            tftap_buf_printf(&addr, "%s%s.%s", data ? "data." : "", type->str, name->str);
-            if (key && key->kind == SJ_NUMBER) {
-                tftap_buf_printf(&addr, "[%.*s]", (int)key->len, key->str);
-            } else if (key && key->kind == SJ_STRING) {
-                tftap_buf_putc(&addr, '[');
-                tftap_buf_json_string(&addr, key->str, key->len);
-                tftap_buf_putc(&addr, ']');
-            }
+            analysis_raw_address(&addr, module, data, type, name, key);
             for (const sj_node *p = sens->child; p; p = p->next) {
                 /* A path: its steps (OpenTofu, Terraform before 1.11), or
                  * an object holding them as "path" (newer Terraform). */

@@ -57,12 +57,6 @@ static void redact_random_key(void *ctx, const char *json, size_t len, char out[
     tftap_hmac_sha256_hex(ctx, 32, json, len, out);
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 int cli_decode(int argc, char **argv)
 {
     enum {
@@ -180,7 +174,7 @@ int cli_decode(int argc, char **argv)
     }
     const char *path = optind < argc ? argv[optind] : "-";
     if (!input)
-        input = ends_with(path, ".json") ? "json" : "msgpack";
+        input = tftap_ends_with(path, ".json") ? "json" : "msgpack";
 
     int status = 1;
     dec_limits lim = {(unsigned)max_depth, 0};

@@ -42,12 +42,6 @@ static void blocks_free(struct module_dir *m)
     free(m->dir);
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 /* The top-level blocks of one file's tokens. -1: not read with certainty. */
 static int file_blocks(const struct toks *t, struct module_dir *m)
 {
@@ -129,11 +123,11 @@ static int module_blocks(const char *workdir, struct module_dir *m)
     struct dirent *e;
     while (rc == 0 && (e = readdir(d)) != NULL) {
         const char *f = e->d_name;
-        if (ends_with(f, ".tf.json") || ends_with(f, "override.tf")) {
+        if (tftap_ends_with(f, ".tf.json") || tftap_ends_with(f, "override.tf")) {
             rc = -1; /* blocks of JSON, or blocks changed from elsewhere */
             break;
         }
-        if (!ends_with(f, ".tf") || f[0] == '.')
+        if (!tftap_ends_with(f, ".tf") || f[0] == '.')
             continue;
         path.len = dir_len;
         tftap_buf_printf(&path, "/%s", f);

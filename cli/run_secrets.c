@@ -55,12 +55,6 @@ static void names_done(struct names *ns)
     free(ns->v);
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 /* Every string token from t->v[from] to the end of the value that starts
  * there (a string, or a {...} / [...] of them). */
 static void value_strings(analysis_secrets *a, const struct toks *t, size_t from)
@@ -180,7 +174,7 @@ static void from_config(analysis_secrets *a, const char *workdir, char *const *a
     DIR *d = opendir(workdir);
     struct dirent *de;
     while (d && (de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.' || !ends_with(de->d_name, ".tf"))
+        if (de->d_name[0] == '.' || !tftap_ends_with(de->d_name, ".tf"))
             continue;
         tftap_buf_reset(&path);
         tftap_buf_printf(&path, "%s/%s", workdir, de->d_name);
@@ -196,7 +190,7 @@ static void from_config(analysis_secrets *a, const char *workdir, char *const *a
         d = opendir(workdir);
         while (d && (de = readdir(d)) != NULL) {
             if (strcmp(de->d_name, "terraform.tfvars") != 0 &&
-                !ends_with(de->d_name, ".auto.tfvars"))
+                !tftap_ends_with(de->d_name, ".auto.tfvars"))
                 continue;
             tftap_buf_reset(&path);
             tftap_buf_printf(&path, "%s/%s", workdir, de->d_name);

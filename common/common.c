@@ -254,6 +254,12 @@ int64_t tftap_mono_ms(void)
     return tftap_mono_us() / 1000;
 }
 
+int tftap_ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
 int tftap_wait_fd(int fd, short events, int64_t deadline_ms)
 {
     for (;;) {

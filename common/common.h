@@ -189,6 +189,9 @@ void tftap_deadline_at(struct timespec *ts, int64_t until_ms);
  * TFTAP_ELIMIT (the deadline) or TFTAP_EIO (poll failed; errno). */
 int tftap_wait_fd(int fd, short events, int64_t deadline_ms);
 
+/* 1 when s ends with suffix. */
+int tftap_ends_with(const char *s, const char *suffix);
+
 /* Lowercase hex: out receives 2*n digits and a NUL. */
 void tftap_hex_encode(const void *data, size_t n, char *out);
 /* The value of one hex digit (either case), or -1. */
