@@ -17,26 +17,6 @@
 
 #include "decoder/decoder.h"
 
-int store_file_is_bundle(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return errno == ENOENT ? TFTAP_ENOTFOUND : TFTAP_EIO;
-    /* Through SQLite, never open()/close() of our own: closing any
-     * descriptor of a file drops every POSIX lock this process holds on it,
-     * those of a connection already open included; SQLite's own VFS shares
-     * one per file and keeps them. */
-    sdb *db = NULL;
-    sdb_stmt *q = NULL;
-    int is = 0;
-    if (sdb_open(path, SDB_OPEN_READONLY, &db) == SDB_OK &&
-        sdb_prepare(db, "PRAGMA application_id", &q) == SDB_OK && sdb_step(q) == SDB_ROW)
-        is = (uint32_t)sdb_column_int64(q, 0) == STORE_BUNDLE_APPLICATION_ID;
-    sdb_finalize(q);
-    sdb_close(db);
-    return is;
-}
-
 /* One provider process of the run and the schema its values decode with. */
 struct bproc {
     int64_t id;

@@ -64,68 +64,24 @@ void store_uuid_of(const void *data, size_t len, char out[STORE_UUID_LEN + 1])
     uuid_format(b, out);
 }
 
-int store_err(int rc)
+int store_file_is_bundle(const char *path)
 {
-    switch (rc & 0xff) {
-    case SDB_OK:
-    case SDB_DONE:
-    case SDB_ROW:
-        return 0;
-    case SDB_NOMEM:
-        return TFTAP_ENOMEM;
-    case SDB_CANTOPEN:
-        return TFTAP_EIO;
-    case SDB_NOLIB:
-        return TFTAP_ENOLIB;
-    default:
-        return TFTAP_ESTORE;
-    }
-}
-
-int store_exec(sdb *db, const char *sql)
-{
-    return sdb_exec(db, sql);
-}
-
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
-/* The busy handler already waited up to STORE_BUSY_TIMEOUT_MS inside each
- * attempt; retrying on top of it means a long-held lock (another process's
- * huge schema insert, a user's open write transaction) delays us but never
- * makes us give up within deadline_ms. */
-static int exec_retry(sdb *db, const char *sql, unsigned deadline_ms)
-{
-    unsigned waited = 0;
-    for (;;) {
-        int rc = store_exec(db, sql);
-        if ((rc & 0xff) != SDB_BUSY && (rc & 0xff) != SDB_LOCKED)
-            return rc;
-        if (deadline_ms && waited >= deadline_ms)
-            return rc;
-        sleep_ms(10);
-        waited += 10 + STORE_BUSY_TIMEOUT_MS;
-    }
-}
-
-int store_begin(sdb *db, unsigned deadline_ms)
-{
-    return exec_retry(db, "BEGIN IMMEDIATE", deadline_ms);
-}
-
-int store_commit(sdb *db, unsigned deadline_ms)
-{
-    return exec_retry(db, "COMMIT", deadline_ms);
-}
-
-void store_rollback(sdb *db)
-{
-    if (!sdb_get_autocommit(db))
-        store_exec(db, "ROLLBACK");
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return errno == ENOENT ? TFTAP_ENOTFOUND : TFTAP_EIO;
+    /* Through SQLite, never open()/close() of our own: closing any
+     * descriptor of a file drops every POSIX lock this process holds on it,
+     * those of a connection already open included; SQLite's own VFS shares
+     * one per file and keeps them. */
+    sdb *db = NULL;
+    sdb_stmt *q = NULL;
+    int is = 0;
+    if (sdb_open(path, SDB_OPEN_READONLY, &db) == SDB_OK &&
+        sdb_prepare(db, "PRAGMA application_id", &q) == SDB_OK && sdb_step(q) == SDB_ROW)
+        is = (uint32_t)sdb_column_int64(q, 0) == STORE_BUNDLE_APPLICATION_ID;
+    sdb_finalize(q);
+    sdb_close(db);
+    return is;
 }
 
 int store_make_parent_dirs(const char *path)
@@ -221,7 +177,7 @@ static int set_wal(sdb *db)
         int rc = store_exec(db, "PRAGMA journal_mode=WAL");
         if ((rc & 0xff) != SDB_BUSY && (rc & 0xff) != SDB_LOCKED)
             return rc;
-        sleep_ms(50);
+        store_sleep_ms(50);
     }
     return SDB_BUSY;
 }

@@ -290,7 +290,6 @@ int sdb_pg_open(const char *uri, int flags, sdb *db)
         char why[sizeof pq_lib.why + 64];
         snprintf(why, sizeof why, "PostgreSQL needs libpq.so.5 (Debian: libpq5): %s", pq_lib.why);
         set_err(pg, why);
-        sdb_set_open_error(pg->err);
         return SDB_NOLIB;
     }
     /* Defaults first: the URI (dbname, expanded) overrides any of them. */
@@ -315,10 +314,8 @@ int sdb_pg_open(const char *uri, int flags, sdb *db)
         return SDB_NOMEM;
     if (pq.status(pg->conn) != CONNECTION_OK) {
         set_err(pg, pq.errorMessage(pg->conn));
-        sdb_set_open_error(pg->err);
         return SDB_CANTOPEN;
     }
-    sdb_set_open_error(NULL);
     /* Quiet: notices (e.g. "relation already exists, skipping") are not ours to print. */
     PGresult *r =
         pq.exec(pg->conn, (flags & SDB_OPEN_READONLY) ? "SET client_min_messages = warning;"

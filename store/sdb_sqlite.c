@@ -1,71 +1,33 @@
-/* sdb: the SQLite backend, and the dispatch to the PostgreSQL one. */
+/* sdb: the SQLite backend (sdb.c dispatches to it by the handle). */
 #include "store/sdb_int.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "common/common.h"
-#include "store/store.h"
 
 static int lite_rc(int rc)
 {
     return rc & 0xff;
 }
 
-int sdb_target_is_pg(const char *target)
-{
-    return target &&
-           (strncmp(target, "postgresql://", 13) == 0 || strncmp(target, "postgres://", 11) == 0);
-}
-
-static _Thread_local char open_error[256];
-
-const char *store_sqlite_version(void)
+const char *sdb_lite_version(void)
 {
     return sqlite3_libversion();
 }
 
-const char *sdb_open_error(void)
+int sdb_lite_open(const char *path, int flags, sdb *db)
 {
-    return open_error;
-}
-
-void sdb_set_open_error(const char *msg)
-{
-    size_t n = msg ? strcspn(msg, "\n") : 0;
-    if (n >= sizeof open_error)
-        n = sizeof open_error - 1;
-    memcpy(open_error, msg ? msg : "", n);
-    open_error[n] = '\0';
-}
-
-int sdb_open(const char *target, int flags, sdb **out)
-{
-    *out = NULL;
-    sdb *db = calloc(1, sizeof *db);
-    if (!db)
-        return SDB_NOMEM;
-    *out = db;
-    if (sdb_target_is_pg(target))
-        return sdb_pg_open(target, flags, db);
     int lf = SQLITE_OPEN_NOMUTEX;
     lf |= (flags & SDB_OPEN_READONLY) ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE;
     if (flags & SDB_OPEN_URI)
         lf |= SQLITE_OPEN_URI;
-    int rc = sqlite3_open_v2(target, &db->lite, lf, NULL);
+    int rc = sqlite3_open_v2(path, &db->lite, lf, NULL);
     if (db->lite)
         sqlite3_extended_result_codes(db->lite, 1);
     return lite_rc(rc);
 }
 
-int sdb_open_sqlite_image(const void *data, size_t len, sdb **out)
+int sdb_lite_open_image(const void *data, size_t len, sdb *db)
 {
-    *out = NULL;
-    sdb *db = calloc(1, sizeof *db);
-    if (!db)
-        return SDB_NOMEM;
-    *out = db;
     unsigned char *mem = sqlite3_malloc64(len ? len : 1);
     if (!mem)
         return SDB_NOMEM;
@@ -82,65 +44,38 @@ int sdb_open_sqlite_image(const void *data, size_t len, sdb **out)
                             SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE));
 }
 
-void sdb_close(sdb *db)
+void sdb_lite_close(sdb *db)
 {
-    if (!db)
-        return;
-    if (db->pg)
-        sdb_pg_close(db);
-    else
-        sqlite3_close(db->lite);
-    free(db);
+    sqlite3_close(db->lite);
 }
 
-int sdb_is_pg(const sdb *db)
+const char *sdb_lite_errmsg(sdb *db)
 {
-    return db && db->pg;
+    return sqlite3_errmsg(db->lite);
 }
 
-const char *sdb_errmsg(sdb *db)
+int sdb_lite_changes(sdb *db)
 {
-    if (!db)
-        return "out of memory";
-    return db->pg ? sdb_pg_errmsg(db) : sqlite3_errmsg(db->lite);
+    return sqlite3_changes(db->lite);
 }
 
-int sdb_changes(sdb *db)
+int sdb_lite_exec(sdb *db, const char *sql)
 {
-    return db->pg ? sdb_pg_changes(db) : sqlite3_changes(db->lite);
+    return lite_rc(sqlite3_exec(db->lite, sql, NULL, NULL, NULL));
 }
 
-int sdb_exec(sdb *db, const char *sql)
+int sdb_lite_get_autocommit(sdb *db)
 {
-    return db->pg ? sdb_pg_exec(db, sql) : lite_rc(sqlite3_exec(db->lite, sql, NULL, NULL, NULL));
+    return sqlite3_get_autocommit(db->lite);
 }
 
-int sdb_get_autocommit(sdb *db)
+void sdb_lite_busy_timeout(sdb *db, int ms)
 {
-    return db->pg ? sdb_pg_get_autocommit(db) : sqlite3_get_autocommit(db->lite);
+    sqlite3_busy_timeout(db->lite, ms);
 }
 
-void sdb_pipeline(sdb *db, int on)
+int sdb_lite_data_version(sdb *db, int64_t *v)
 {
-    if (db->pg)
-        sdb_pg_pipeline(db, on);
-}
-
-void sdb_busy_timeout(sdb *db, int ms)
-{
-    if (!db->pg)
-        sqlite3_busy_timeout(db->lite, ms);
-}
-
-int sdb_gone(sdb *db)
-{
-    return db && db->pg ? sdb_pg_gone(db) : 0;
-}
-
-int sdb_data_version(sdb *db, int64_t *v)
-{
-    if (db->pg)
-        return sdb_pg_data_version(db, v);
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db->lite, "PRAGMA data_version", -1, &st, NULL);
     if (rc == SQLITE_OK) {
@@ -154,178 +89,79 @@ int sdb_data_version(sdb *db, int64_t *v)
     return lite_rc(rc);
 }
 
-static int prepare(sdb *db, const char *sql, int large, sdb_stmt **out)
+int sdb_lite_prepare(sdb *db, const char *sql, sdb_stmt *st)
 {
-    *out = NULL;
-    sdb_stmt *st = calloc(1, sizeof *st);
-    if (!st)
-        return SDB_NOMEM;
-    st->db = db;
-    int rc = db->pg ? sdb_pg_prepare(db, sql, large, st)
-                    : lite_rc(sqlite3_prepare_v2(db->lite, sql, -1, &st->lite, NULL));
-    if (rc != SDB_OK) {
-        sdb_finalize(st);
-        return rc;
-    }
-    *out = st;
-    return SDB_OK;
+    return lite_rc(sqlite3_prepare_v2(db->lite, sql, -1, &st->lite, NULL));
 }
 
-int sdb_prepare(sdb *db, const char *sql, sdb_stmt **out)
+int sdb_lite_step(sdb_stmt *st)
 {
-    return prepare(db, sql, 0, out);
+    return lite_rc(sqlite3_step(st->lite));
 }
 
-int sdb_prepare_large(sdb *db, const char *sql, sdb_stmt **out)
+int sdb_lite_reset(sdb_stmt *st)
 {
-    return prepare(db, sql, 1, out);
+    return lite_rc(sqlite3_reset(st->lite));
 }
 
-int sdb_step(sdb_stmt *st)
+int sdb_lite_clear_bindings(sdb_stmt *st)
 {
-    return st->pg ? sdb_pg_step(st) : lite_rc(sqlite3_step(st->lite));
+    return lite_rc(sqlite3_clear_bindings(st->lite));
 }
 
-int sdb_reset(sdb_stmt *st)
+void sdb_lite_finalize(sdb_stmt *st)
 {
-    return st->pg ? sdb_pg_reset(st) : lite_rc(sqlite3_reset(st->lite));
+    sqlite3_finalize(st->lite);
 }
 
-int sdb_clear_bindings(sdb_stmt *st)
+int sdb_lite_bind_int64(sdb_stmt *st, int i, int64_t v)
 {
-    return st->pg ? sdb_pg_clear_bindings(st) : lite_rc(sqlite3_clear_bindings(st->lite));
+    return lite_rc(sqlite3_bind_int64(st->lite, i, v));
 }
 
-void sdb_finalize(sdb_stmt *st)
+int sdb_lite_bind_text(sdb_stmt *st, int i, const char *s, int len, int how)
 {
-    if (!st)
-        return;
-    if (st->pg)
-        sdb_pg_finalize(st);
-    else
-        sqlite3_finalize(st->lite);
-    free(st);
+    return lite_rc(sqlite3_bind_text(st->lite, i, s, len,
+                                     how == SDB_STATIC ? SQLITE_STATIC : SQLITE_TRANSIENT));
 }
 
-int sdb_bind_int64(sdb_stmt *st, int i, int64_t v)
+int sdb_lite_bind_blob(sdb_stmt *st, int i, const void *p, size_t len, int how)
 {
-    if (!st->pg)
-        return lite_rc(sqlite3_bind_int64(st->lite, i, v));
-    char buf[24];
-    int n = snprintf(buf, sizeof buf, "%lld", (long long)v);
-    return sdb_pg_bind(st, i, buf, (size_t)n, 'i');
+    return lite_rc(sqlite3_bind_blob64(st->lite, i, p, len,
+                                       how == SDB_STATIC ? SQLITE_STATIC : SQLITE_TRANSIENT));
 }
 
-int sdb_bind_int(sdb_stmt *st, int i, int v)
+int sdb_lite_bind_null(sdb_stmt *st, int i)
 {
-    return sdb_bind_int64(st, i, v);
+    return lite_rc(sqlite3_bind_null(st->lite, i));
 }
 
-int sdb_bind_text(sdb_stmt *st, int i, const char *s, int len, int how)
+int sdb_lite_bind_value(sdb_stmt *dst, int i, sdb_stmt *src, int j)
 {
-    if (!st->pg)
-        return lite_rc(sqlite3_bind_text(st->lite, i, s, len,
-                                         how == SDB_STATIC ? SQLITE_STATIC : SQLITE_TRANSIENT));
-    if (!s)
-        return sdb_pg_bind(st, i, NULL, 0, 'n');
-    return sdb_pg_bind(st, i, s, len < 0 ? strlen(s) : (size_t)len, 't');
+    return lite_rc(sqlite3_bind_value(dst->lite, i, sqlite3_column_value(src->lite, j)));
 }
 
-int sdb_bind_blob(sdb_stmt *st, int i, const void *p, size_t len, int how)
+int64_t sdb_lite_column_int64(sdb_stmt *st, int i)
 {
-    if (!st->pg)
-        return lite_rc(sqlite3_bind_blob64(st->lite, i, p, len,
-                                           how == SDB_STATIC ? SQLITE_STATIC : SQLITE_TRANSIENT));
-    return sdb_pg_bind(st, i, p ? p : "", len, 'b');
+    return sqlite3_column_int64(st->lite, i);
 }
 
-int sdb_bind_null(sdb_stmt *st, int i)
+const unsigned char *sdb_lite_column_text(sdb_stmt *st, int i)
 {
-    if (!st->pg)
-        return lite_rc(sqlite3_bind_null(st->lite, i));
-    return sdb_pg_bind(st, i, NULL, 0, 'n');
+    return sqlite3_column_text(st->lite, i);
 }
 
-int sdb_bind_column(sdb_stmt *dst, int i, sdb_stmt *src, int j)
+const void *sdb_lite_column_blob(sdb_stmt *st, int i)
 {
-    if (!dst->pg && !src->pg)
-        return lite_rc(sqlite3_bind_value(dst->lite, i, sqlite3_column_value(src->lite, j)));
-    if (src->pg) {
-        int len = 0, is_null = 0, is_blob = 0;
-        const char *v = sdb_pg_column(src, j, &len, &is_null, &is_blob);
-        switch (sdb_pg_column_type(src, j)) {
-        case SDB_NULL:
-            return sdb_bind_null(dst, i);
-        case SDB_INTEGER:
-            return sdb_bind_int64(dst, i, sdb_column_int64(src, j));
-        case SDB_BLOB:
-            return sdb_bind_blob(dst, i, v, (size_t)len, SDB_TRANSIENT);
-        default:
-            return sdb_bind_text(dst, i, v, len, SDB_TRANSIENT);
-        }
-    }
-    switch (sqlite3_column_type(src->lite, j)) {
-    case SQLITE_NULL:
-        return sdb_bind_null(dst, i);
-    case SQLITE_INTEGER:
-        return sdb_bind_int64(dst, i, sqlite3_column_int64(src->lite, j));
-    case SQLITE_BLOB:
-        return sdb_bind_blob(dst, i, sqlite3_column_blob(src->lite, j),
-                             (size_t)sqlite3_column_bytes(src->lite, j), SDB_TRANSIENT);
-    default:
-        return sdb_bind_text(dst, i, (const char *)sqlite3_column_text(src->lite, j),
-                             sqlite3_column_bytes(src->lite, j), SDB_TRANSIENT);
-    }
+    return sqlite3_column_blob(st->lite, i);
 }
 
-int64_t sdb_column_int64(sdb_stmt *st, int i)
+int sdb_lite_column_bytes(sdb_stmt *st, int i)
 {
-    if (!st->pg)
-        return sqlite3_column_int64(st->lite, i);
-    int len = 0, is_null = 0, is_blob = 0;
-    const char *v = sdb_pg_column(st, i, &len, &is_null, &is_blob);
-    if (is_null || is_blob || !v)
-        return 0;
-    if (v[0] == 't' && len == 1)
-        return 1;                /* boolean */
-    return strtoll(v, NULL, 10); /* also numeric (sum()), "f" and junk as 0 */
+    return sqlite3_column_bytes(st->lite, i);
 }
 
-int sdb_column_int(sdb_stmt *st, int i)
+int sdb_lite_column_type(sdb_stmt *st, int i)
 {
-    return (int)sdb_column_int64(st, i);
-}
-
-const unsigned char *sdb_column_text(sdb_stmt *st, int i)
-{
-    if (!st->pg)
-        return sqlite3_column_text(st->lite, i);
-    int len = 0, is_null = 0, is_blob = 0;
-    const char *v = sdb_pg_column(st, i, &len, &is_null, &is_blob);
-    return is_null ? NULL : (const unsigned char *)v;
-}
-
-const void *sdb_column_blob(sdb_stmt *st, int i)
-{
-    if (!st->pg)
-        return sqlite3_column_blob(st->lite, i);
-    int len = 0, is_null = 0, is_blob = 0;
-    const char *v = sdb_pg_column(st, i, &len, &is_null, &is_blob);
-    return is_null ? NULL : v;
-}
-
-int sdb_column_bytes(sdb_stmt *st, int i)
-{
-    if (!st->pg)
-        return sqlite3_column_bytes(st->lite, i);
-    int len = 0, is_null = 0, is_blob = 0;
-    sdb_pg_column(st, i, &len, &is_null, &is_blob);
-    return is_null ? 0 : len;
-}
-
-int sdb_column_type(sdb_stmt *st, int i)
-{
-    if (!st->pg)
-        return sqlite3_column_type(st->lite, i);
-    return sdb_pg_column_type(st, i);
+    return sqlite3_column_type(st->lite, i);
 }

@@ -48,6 +48,8 @@ int store_begin(sdb *db, unsigned deadline_ms);
 int store_commit(sdb *db, unsigned deadline_ms);
 void store_rollback(sdb *db);
 int store_exec(sdb *db, const char *sql);
+/* Sleep ms milliseconds, whatever signals come (txn.c). */
+void store_sleep_ms(unsigned ms);
 
 /* One statement in both dialects, where no portable spelling exists. */
 #define SDB_SQL(db, sqlite, pg) (sdb_is_pg(db) ? (pg) : (sqlite))
