@@ -302,7 +302,7 @@ static void c_lost(void *ctx, uint64_t n, enum store_lost why)
 static void *reader(void *arg)
 {
     struct counts *c = arg;
-    proxy_recpipe_sink sink = {c, c_process, c_begin, c_message, c_end, c_lost};
+    proxy_recpipe_sink sink = {c, c_process, c_begin, c_message, c_end, c_lost, NULL, NULL};
     (void)proxy_recpipe_read(c->fd, PROXY_REC_MESSAGE_MAX, &sink);
     return NULL;
 }
