@@ -688,10 +688,16 @@ static void compare(const struct pfile *up, const struct pfile *ours)
                 fail("%s: %s field %d: named %s there, %s in ours", up->label, um->name, uf->number,
                      uf->name, of->name);
             if (!same_type(up, uf->type, of->type) || !same_type(up, uf->map_key, of->map_key) ||
-                !same_type(up, uf->map_value, of->map_value))
-                fail("%s: %s.%s: type %s%s%s there, %s%s%s in ours", up->label, um->name, uf->name,
-                     uf->type, uf->map_value ? " of " : "", uf->map_value ? uf->map_value : "",
-                     of->type, of->map_value ? " of " : "", of->map_value ? of->map_value : "");
+                !same_type(up, uf->map_value, of->map_value)) {
+                /* Theirs in our names, so that an alias shows as applied. */
+                char *t = is_scalar(uf->type) ? xstrdup(uf->type) : our_msg(up, uf->type);
+                char *v = uf->map_value ? our_msg(up, uf->map_value) : NULL;
+                fail("%s: %s.%s: type %s%s%s there (in our names), %s%s%s in ours", up->label,
+                     um->name, uf->name, t, v ? " of " : "", v ? v : "", of->type,
+                     of->map_value ? " of " : "", of->map_value ? of->map_value : "");
+                free(t);
+                free(v);
+            }
             if (uf->repeated != of->repeated)
                 fail("%s: %s.%s: repeated %d there, %d in ours", up->label, um->name, uf->name,
                      uf->repeated, of->repeated);
