@@ -449,6 +449,9 @@ static void prune_calls(store_recorder *r)
     while (*pp) {
         struct call *c = *pp;
         if (c->ended && !c->dirty && !c->retain) {
+            /* Clean means its last image was built (every event marks a
+             * call dirty; only emit_call clears that). */
+            assert(c->emitted);
             *pp = c->lnext;
             struct call **b = bucket(r, c->call_id);
             while (*b != c)
