@@ -13,6 +13,8 @@
 #include "tests/check.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 
 #include "tfplugin5.pb-c.h"
@@ -199,6 +201,18 @@ static const char *lex_next(struct lex *lx)
     return lx->tok;
 }
 
+/* A decimal number at the start of s (sign allowed), or `bad` when there is
+ * none or it does not fit an int. */
+static int number(const char *s, int bad)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || errno || v < INT_MIN || v > INT_MAX)
+        return bad;
+    return (int)v;
+}
+
 static int is(struct lex *lx, const char *s)
 {
     return strcmp(lx->tok, s) == 0;
@@ -263,7 +277,7 @@ static void parse_field(struct lex *lx, struct pfile *pf, size_t mi, const char 
     }
     f.name = xstrdup(lex_next(lx));
     expect(lx, "=");
-    f.number = atoi(lex_next(lx)); /* a test reading trusted files */
+    f.number = number(lex_next(lx), 0);
     if (f.number <= 0)
         lex_fail(lx, "field number");
     lex_next(lx);
@@ -301,7 +315,9 @@ static void parse_enum(struct lex *lx, struct pfile *pf, const char *scope)
         e->value_numbers = xrealloc(e->value_numbers, (e->nv + 1) * sizeof *e->value_numbers);
         e->value_names[e->nv] = xstrdup(lx->tok);
         expect(lx, "=");
-        e->value_numbers[e->nv++] = atoi(lex_next(lx));
+        e->value_numbers[e->nv] = number(lex_next(lx), INT_MIN);
+        if (e->value_numbers[e->nv++] == INT_MIN)
+            lex_fail(lx, "enum value number");
         lex_next(lx);
         skip_statement(lx);
     }
@@ -491,7 +507,7 @@ static void parse_file(struct pfile *pf, const char *path)
         v = strstr(text, "minor version ");
     pf->minor = -1;
     if (v && (v = strchr(v, '.')) != NULL)
-        pf->minor = atoi(v + 1);
+        pf->minor = number(v + 1, -1);
     struct lex lx = {.p = text, .end = text + n, .file = path, .line = 1};
     for (;;) {
         lex_next(&lx);
@@ -585,9 +601,10 @@ static char *our_msg(const struct pfile *up, const char *theirs)
             (theirs[n] != '\0' && theirs[n] != '.'))
             continue;
         alias_used[i] = 1;
-        char *s = xrealloc(NULL, strlen(a->ours) + strlen(theirs + n) + 1);
-        strcpy(s, a->ours);
-        strcat(s, theirs + n);
+        size_t no = strlen(a->ours), nr = strlen(theirs + n);
+        char *s = xrealloc(NULL, no + nr + 1);
+        memcpy(s, a->ours, no);
+        memcpy(s + no, theirs + n, nr + 1);
         return s;
     }
     return xstrdup(theirs);
