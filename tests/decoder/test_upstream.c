@@ -628,6 +628,7 @@ static const char *our_field(const struct pfile *up, const char *msg, const char
 
 /* ---- comparison --------------------------------------------------------------- */
 
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...)
 {
     va_list ap;
