@@ -125,7 +125,8 @@ enum dec_schema_kind {
     DEC_SCHEMA_EPHEMERAL,
     DEC_SCHEMA_LIST_RESOURCE,
     DEC_SCHEMA_ACTION,
-    DEC_SCHEMA_IDENTITY, /* a managed resource type's identity schema */
+    DEC_SCHEMA_IDENTITY,    /* a managed resource type's identity schema */
+    DEC_SCHEMA_STATE_STORE, /* a state store's configuration (protocol 6) */
 };
 
 /* The object type a block (or identity) schema implies, with attributes
@@ -151,7 +152,7 @@ int dec_schema_from_cli_json(const char *json, size_t n, const char *provider,
 
 /* The plugin-protocol versions whose messages are decoded: the contracts
  * proto/tfplugin5.proto and proto/tfplugin6.proto follow. */
-#define DEC_PROTOCOL_5 "5.10"
+#define DEC_PROTOCOL_5 "5.11"
 #define DEC_PROTOCOL_6 "6.11"
 
 /* 5 or 6 for "/tfplugin5.*" or "/tfplugin6.*" method paths, else 0. */

@@ -24,7 +24,8 @@ enum { DEC_RULE_NONE = -1, DEC_RULE_FUNCTION = -2 };
 int dec_method_rule(const struct dec_method *m);
 
 /* The request field naming the schema: the function for CallFunction, the
- * destination type for MoveResourceState, else type_name or action_type;
+ * destination type for MoveResourceState, else type_name (action_type for
+ * PlanAction and InvokeAction);
  * NULL when the method has none. */
 const ProtobufCFieldDescriptor *dec_method_type_name_field(const struct dec_method *m);
 

@@ -34,6 +34,7 @@ static const struct method_rule {
     {"CloseEphemeralResource", DEC_SCHEMA_EPHEMERAL},
     {"Configure", DEC_SCHEMA_PROVIDER},
     {"ConfigureProvider", DEC_SCHEMA_PROVIDER},
+    {"ConfigureStateStore", DEC_SCHEMA_STATE_STORE},
     {"GenerateResourceConfig", DEC_SCHEMA_RESOURCE},
     {"ImportResourceState", DEC_SCHEMA_RESOURCE},
     {"InvokeAction", DEC_SCHEMA_ACTION},
@@ -56,6 +57,7 @@ static const struct method_rule {
     {"ValidateProviderConfig", DEC_SCHEMA_PROVIDER},
     {"ValidateResourceConfig", DEC_SCHEMA_RESOURCE},
     {"ValidateResourceTypeConfig", DEC_SCHEMA_RESOURCE},
+    {"ValidateStateStoreConfig", DEC_SCHEMA_STATE_STORE},
 };
 
 int dec_method_find(const char *path, struct dec_method *out)
@@ -110,6 +112,9 @@ const ProtobufCFieldDescriptor *dec_method_type_name_field(const struct dec_meth
         return protobuf_c_message_descriptor_get_field_by_name(d, "name");
     if (strcmp(m->m->name, "MoveResourceState") == 0)
         return protobuf_c_message_descriptor_get_field_by_name(d, "target_type_name");
+    /* type_name, or action_type (PlanAction, InvokeAction); WriteStateBytes
+     * names its store in the first chunk's meta, not looked at: it carries
+     * no DynamicValue. */
     const ProtobufCFieldDescriptor *f =
         protobuf_c_message_descriptor_get_field_by_name(d, "type_name");
     if (!f)

@@ -13,7 +13,7 @@
 #include "tfplugin5.pb-c.h"
 #include "tfplugin6.pb-c.h"
 
-#define NKINDS ((size_t)DEC_SCHEMA_IDENTITY + 1)
+#define NKINDS ((size_t)DEC_SCHEMA_STATE_STORE + 1)
 
 /* Nesting modes, numbered as in both protocols' NestingMode enums. */
 enum { NEST_INVALID, NEST_SINGLE, NEST_LIST, NEST_SET, NEST_MAP, NEST_GROUP };
@@ -673,6 +673,8 @@ static int build_from_response(struct build *b, const ProtobufCMessage *resp)
         rc = pb_schema_map(b, resp, "list_resource_schemas", DEC_SCHEMA_LIST_RESOURCE, 0);
     if (!rc)
         rc = pb_schema_map(b, resp, "action_schemas", DEC_SCHEMA_ACTION, 1);
+    if (!rc)
+        rc = pb_schema_map(b, resp, "state_store_schemas", DEC_SCHEMA_STATE_STORE, 0);
     ProtobufCMessage *const *fns;
     size_t n = dec_pb_messages(resp, "functions", &fns);
     for (size_t i = 0; i < n && !rc; i++) {
@@ -1104,6 +1106,8 @@ int dec_schema_from_cli_json(const char *json, size_t n, const char *provider,
         rc = json_schema_map(&b, prov, "list_resource_schemas", DEC_SCHEMA_LIST_RESOURCE);
     if (!rc)
         rc = json_schema_map(&b, prov, "action_schemas", DEC_SCHEMA_ACTION);
+    if (!rc)
+        rc = json_schema_map(&b, prov, "state_store_schemas", DEC_SCHEMA_STATE_STORE);
     if (!rc)
         rc = json_identities(&b, prov);
     const sj_node *fns = jget(prov, "functions");

@@ -18,6 +18,7 @@
  * final HEADERS (trailers, or a trailers-only answer) carry grpc-status. */
 #include "config.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,16 +163,18 @@ static void call_end(proxy_h2watch *w, struct h2_call *c, int64_t t_us, int stat
                      const char *message)
 {
     proxy_tee_end(w->tee, c->call_id, t_us, status, message);
-    for (size_t i = 0; i < w->ncalls; i++) {
-        if (w->calls[i] == c) {
-            w->calls[i] = w->calls[--w->ncalls];
-            break;
-        }
-    }
+    size_t i = 0;
+    while (i < w->ncalls && w->calls[i] != c)
+        i++;
+    assert(i < w->ncalls); /* only an open call ends, once */
+    if (i < w->ncalls)
+        w->calls[i] = w->calls[--w->ncalls];
     free(c->msg[0].buf);
     free(c->msg[1].buf);
     free(c);
-    atomic_fetch_sub(w->open_calls, 1);
+    int was_open = atomic_fetch_sub(w->open_calls, 1);
+    assert(was_open > 0);
+    (void)was_open;
 }
 
 static void call_begin(proxy_h2watch *w, uint32_t stream, const char *method, int64_t t_us,

@@ -12,6 +12,7 @@
  * of the recorder process) per few calls instead of several per call. */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -73,14 +74,20 @@ struct proxy_tee {
 /* The most calls one provider process's ledger follows (a byte each). */
 #define TEE_LEDGER_MAX ((size_t)1 << 27)
 
-/* Under t->mu: call_id seen as begun or answered. */
+/* call_id seen as begun or answered: each call is begun once, then
+ * answered once (the watcher ends every call it began, and only those). */
 static void ledger_mark(proxy_tee *t, uint64_t call_id, unsigned char what)
 {
+    pthread_mutex_lock(&t->mu);
     if (call_id == 0 || call_id > TEE_LEDGER_MAX) {
         t->ledger_short = 1;
-        return;
+        goto out;
     }
     size_t i = (size_t)(call_id - 1);
+    unsigned char was = i < t->ledger_cap ? t->ledger[i] : STORE_RELAYED_NONE;
+    assert(what != STORE_RELAYED_BEGUN || was == STORE_RELAYED_NONE);
+    assert(what != STORE_RELAYED_ANSWERED || was == STORE_RELAYED_BEGUN || t->ledger_short);
+    (void)was;
     if (i >= t->ledger_cap) {
         size_t cap = t->ledger_cap ? t->ledger_cap : 1024;
         while (cap <= i)
@@ -88,16 +95,17 @@ static void ledger_mark(proxy_tee *t, uint64_t call_id, unsigned char what)
         unsigned char *n = realloc(t->ledger, cap);
         if (n == NULL) {
             t->ledger_short = 1;
-            return;
+            goto out;
         }
         memset(n + t->ledger_cap, STORE_RELAYED_NONE, cap - t->ledger_cap);
         t->ledger = n;
         t->ledger_cap = cap;
     }
-    if (t->ledger[i] < what)
-        t->ledger[i] = what;
+    t->ledger[i] = what;
     if (i + 1 > t->ledger_len)
         t->ledger_len = i + 1;
+out:
+    pthread_mutex_unlock(&t->mu);
 }
 
 /* Write all of iov[0..n), advancing through partial writes. */
@@ -260,9 +268,11 @@ static void *tee_main(void *arg)
         }
 
         pthread_mutex_lock(&t->mu);
+        assert(bytes <= t->queued_bytes); /* push counted each one */
         t->queued_bytes -= bytes;
         t->dropped += lost;
     }
+    assert(t->head == NULL && t->queued_bytes == 0); /* all written or dropped */
     pthread_mutex_unlock(&t->mu);
     if (!t->broken) {
         /* Everything is written: the recorder knows we ended on purpose
@@ -313,10 +323,6 @@ static void push(proxy_tee *t, struct tee_event *ev)
     ev->bytes += sizeof *ev + ev->text_len;
     size_t limit = ev->kind == TEE_MESSAGE ? t->max_bytes - t->max_bytes / 16 : t->max_bytes;
     pthread_mutex_lock(&t->mu);
-    if (ev->kind == TEE_BEGIN)
-        ledger_mark(t, ev->call_id, STORE_RELAYED_BEGUN);
-    else if (ev->kind == TEE_END)
-        ledger_mark(t, ev->call_id, STORE_RELAYED_ANSWERED);
     if (t->queued_bytes + ev->bytes > limit) {
         t->dropped++;
         t->unsent++;
@@ -396,6 +402,8 @@ void proxy_tee_begin(proxy_tee *t, uint64_t call_id, const char *method, int64_t
 {
     if (t == NULL)
         return;
+    /* The ledger says what the relay saw, recorded or not. */
+    ledger_mark(t, call_id, STORE_RELAYED_BEGUN);
     struct tee_event *ev = event_new(t, TEE_BEGIN, method);
     if (ev == NULL)
         return;
@@ -452,6 +460,7 @@ void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status, con
 {
     if (t == NULL)
         return;
+    ledger_mark(t, call_id, STORE_RELAYED_ANSWERED);
     struct tee_event *ev = event_new(t, TEE_END, message);
     if (ev == NULL)
         return;

@@ -16,6 +16,7 @@
  * and counts them; the count becomes a gap row once it can. */
 #include "store/recorder_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,6 +354,7 @@ void store_recorder_close(store_recorder *r)
         store_rec_call_free(r, r->calls);
         r->calls = n;
     }
+    assert(r->retained_bytes == 0); /* kept only by calls */
     while (r->head) {
         struct event *n = r->head->next;
         store_rec_event_free(r->head);

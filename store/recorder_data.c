@@ -4,6 +4,7 @@
  * recorder.c (the caller's side), recorder_decode.c and recorder_sql.c. */
 #include "store/recorder_int.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,13 +43,20 @@ void store_rec_procinfo_done(struct procinfo *p)
 
 void store_rec_event_free(struct event *ev)
 {
+    /* An event owns its bytes (inline, or taken from the caller) unless it
+     * gave the taken ones to a schema op (recorder_decode.c). */
+    assert(ev->owned == NULL || ev->bytes == ev->owned);
     free(ev->owned);
     free(ev);
 }
 
 void store_rec_release(store_recorder *r, size_t bytes)
 {
-    r->inflight_bytes -= bytes < r->inflight_bytes ? bytes : r->inflight_bytes;
+    /* Only what was counted leaves: the events queued and the ops not yet
+     * committed are still in the count. */
+    assert(bytes <= r->inflight_bytes);
+    r->inflight_bytes -= bytes;
+    assert(r->queued_bytes + r->ops_bytes <= r->inflight_bytes);
     pthread_cond_broadcast(&r->room);
 }
 
@@ -58,6 +66,7 @@ void store_rec_call_free_raws(store_recorder *r, struct call *c)
         n = m->next;
         free(m);
     }
+    assert(c->raw_bytes <= r->retained_bytes);
     r->retained_bytes -= c->raw_bytes;
     c->raws = NULL;
     c->raws_tail = &c->raws;

@@ -6,6 +6,7 @@
  * binary's digest, and borrows a schema another recorder of the run wrote. */
 #include "store/recorder_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,6 +449,9 @@ static void prune_calls(store_recorder *r)
     while (*pp) {
         struct call *c = *pp;
         if (c->ended && !c->dirty && !c->retain) {
+            /* Clean means its last image was built (every event marks a
+             * call dirty; only emit_call clears that). */
+            assert(c->emitted);
             *pp = c->lnext;
             struct call **b = bucket(r, c->call_id);
             while (*b != c)
@@ -488,11 +492,14 @@ static void hand_over(store_recorder *r)
     last->events += r->out_events;
     r->out_events = 0;
     pthread_mutex_lock(&r->mu);
+    /* The ops change hands: the SQL thread's from here (the decoder keeps
+     * no pointer into them), counted as ops instead of as rendering. */
+    assert(*r->ops_tail == NULL && *r->out_tail == NULL);
     *r->ops_tail = r->out;
     r->ops_tail = r->out_tail;
-    r->ops_bytes += bytes;
     store_rec_release(r, counted);
     r->inflight_bytes += bytes;
+    r->ops_bytes += bytes;
     if (r->inflight_bytes > r->peak_bytes)
         r->peak_bytes = r->inflight_bytes;
     /* A gathering SQL thread wakes at its deadline anyway; only a bound
@@ -579,6 +586,7 @@ static void apply_event(store_recorder *r, struct event *ev)
                 last = o;
             if (ev->owned && last && last->kind == OP_SCHEMA && last->bytes &&
                 last->len == ev->len) {
+                assert(ev->bytes == ev->owned); /* what it gives is what it owns */
                 free(last->bytes);
                 last->bytes = ev->owned;
                 ev->owned = NULL; /* ev->bytes stays valid: the op is not handed over yet */

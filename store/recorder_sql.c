@@ -9,6 +9,7 @@
  * kept, what is refused is logged and counted in a gap (apply_singly). */
 #include "store/recorder_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -552,6 +553,7 @@ static void release_head(store_recorder *r, int committed)
     pthread_mutex_lock(&r->mu);
     r->stats.written += events;
     r->stats.gaps += (uint64_t)gap;
+    assert(bytes <= r->ops_bytes);
     r->ops_bytes -= bytes;
     store_rec_release(r, bytes);
     pthread_cond_broadcast(&r->cv);
@@ -722,6 +724,7 @@ static void apply_pending(store_recorder *r, int closing)
         pthread_mutex_lock(&r->mu);
         r->stats.written += events;
         r->stats.gaps += gaps;
+        assert(bytes <= r->ops_bytes);
         r->ops_bytes -= bytes;
         store_rec_release(r, bytes);
         pthread_cond_broadcast(&r->cv); /* the decoder may wait for room */

@@ -103,6 +103,9 @@ static const char schema_json[] =
     "\"q\":{\"type\":\"string\",\"required\":true}}}}},"
     "\"ephemeral_resource_schemas\":{\"test_eph\":{\"version\":0,\"block\":{\"attributes\":{"
     "\"secret\":{\"type\":\"string\",\"computed\":true,\"sensitive\":true}}}}},"
+    "\"state_store_schemas\":{\"test_store\":{\"version\":0,\"block\":{\"attributes\":{"
+    "\"bucket\":{\"type\":\"string\",\"required\":true},"
+    "\"key\":{\"type\":\"string\",\"optional\":true,\"sensitive\":true}}}}},"
     "\"functions\":{\"echo\":{\"description\":\"\",\"summary\":\"\","
     "\"return_type\":[\"list\",\"string\"],"
     "\"parameters\":[{\"name\":\"s\",\"description\":\"\",\"type\":\"string\"}],"
@@ -703,6 +706,155 @@ static void test_schema_response(void)
     keep_free();
 }
 
+/* ---- what the newest protocol files added or renamed -------------------------- */
+
+#define HUNTER2_REDACTED                                                                           \
+    "{\"$sensitive\":\"hmac-sha256:"                                                               \
+    "4ddbb67bf993867e13253c146a339ed3b33ea5b895543569278e99d5b3c2b7d5\"}"
+
+static void test_current_protocol(void)
+{
+    size_t len;
+    int rc;
+    char *tn = NULL;
+    dec_opts opts = {{0, 0}, fake_redact, NULL, NULL};
+
+    /* GenerateResourceConfig: the state in and the configuration out both
+     * decode with the resource type's schema, secrets redacted. */
+    Tfplugin6__GenerateResourceConfig__Request gr =
+        TFPLUGIN6__GENERATE_RESOURCE_CONFIG__REQUEST__INIT;
+    gr.type_name = "test_thing";
+    mp_begin();
+    msgpack_pack_map(&pk, 4);
+    mp_str("id");
+    mp_str("i-1");
+    mp_str("password");
+    mp_str("hunter2");
+    mp_str("rule");
+    msgpack_pack_array(&pk, 0);
+    mp_str("tags");
+    msgpack_pack_nil(&pk);
+    gr.state = dv6(mp_end());
+    uint8_t *p = pack(&gr.base, &len);
+    const char *m = "/tfplugin6.Provider/GenerateResourceConfig";
+    CHECK_STR_EQ(
+        render(m, 0, p, len, NULL, &opts, &rc),
+        "{\"type_name\":\"test_thing\",\"state\":{\"id\":\"i-1\",\"password\":" HUNTER2_REDACTED
+        ",\"rule\":[],\"tags\":null}}");
+    CHECK_INT_EQ(dec_request_type_name(m, p, len, &tn), 0);
+    CHECK_STR_EQ(tn, "test_thing");
+    free(tn);
+    Tfplugin6__GenerateResourceConfig__Response grr =
+        TFPLUGIN6__GENERATE_RESOURCE_CONFIG__RESPONSE__INIT;
+    grr.config = dv6_json("{\"id\":null,\"password\":\"hunter2\",\"rule\":[],\"tags\":null}");
+    p = pack(&grr.base, &len);
+    CHECK_STR_EQ(render(m, 1, p, len, "test_thing", &opts, &rc),
+                 "{\"config\":{\"id\":null,\"password\":" HUNTER2_REDACTED
+                 ",\"rule\":[],\"tags\":null},\"diagnostics\":[]}");
+    /* Protocol 5 has it too. */
+    Tfplugin5__GenerateResourceConfig__Request gr5 =
+        TFPLUGIN5__GENERATE_RESOURCE_CONFIG__REQUEST__INIT;
+    Tfplugin5__DynamicValue dv5 = TFPLUGIN5__DYNAMIC_VALUE__INIT;
+    dv5.json = (ProtobufCBinaryData){13, (uint8_t *)"{\"n\":1.50000}"};
+    gr5.type_name = "test_other";
+    gr5.state = &dv5;
+    p = pack(&gr5.base, &len);
+    CHECK_STR_EQ(render("/tfplugin5.Provider/GenerateResourceConfig", 0, p, len, NULL, NULL, &rc),
+                 "{\"type_name\":\"test_other\",\"state\":{\"n\":1.50000}}");
+
+    /* A state store's configuration decodes with the state store's schema,
+     * in ValidateStateStoreConfig (message ValidateStateStore) and
+     * ConfigureStateStore alike. */
+    Tfplugin6__ValidateStateStore__Request vs = TFPLUGIN6__VALIDATE_STATE_STORE__REQUEST__INIT;
+    vs.type_name = "test_store";
+    mp_begin();
+    msgpack_pack_map(&pk, 2);
+    mp_str("bucket");
+    mp_str("b");
+    mp_str("key");
+    mp_str("hunter2");
+    vs.config = dv6(mp_end());
+    p = pack(&vs.base, &len);
+    m = "/tfplugin6.Provider/ValidateStateStoreConfig";
+    CHECK_STR_EQ(
+        render(m, 0, p, len, NULL, &opts, &rc),
+        "{\"type_name\":\"test_store\",\"config\":{\"bucket\":\"b\",\"key\":" HUNTER2_REDACTED
+        "}}");
+    CHECK_INT_EQ(dec_request_type_name(m, p, len, &tn), 0);
+    CHECK_STR_EQ(tn, "test_store");
+    free(tn);
+    Tfplugin6__ConfigureStateStore__Request cs = TFPLUGIN6__CONFIGURE_STATE_STORE__REQUEST__INIT;
+    Tfplugin6__StateStoreClientCapabilities cc = TFPLUGIN6__STATE_STORE_CLIENT_CAPABILITIES__INIT;
+    cc.chunk_size = 8 << 20;
+    cs.type_name = "test_store";
+    cs.config = vs.config;
+    cs.capabilities = &cc;
+    p = pack(&cs.base, &len);
+    CHECK_STR_EQ(
+        render("/tfplugin6.Provider/ConfigureStateStore", 0, p, len, NULL, &opts, &rc),
+        "{\"type_name\":\"test_store\",\"config\":{\"bucket\":\"b\",\"key\":" HUNTER2_REDACTED
+        "},\"capabilities\":{\"chunk_size\":8388608}}");
+
+    /* Terraform's names: ReadStateBytes.Response, StateRange, state_id. */
+    Tfplugin6__ReadStateBytes__Response rb = TFPLUGIN6__READ_STATE_BYTES__RESPONSE__INIT;
+    Tfplugin6__StateRange range = TFPLUGIN6__STATE_RANGE__INIT;
+    range.start = 0;
+    range.end = 1;
+    rb.bytes = (ProtobufCBinaryData){2, (uint8_t *)"{}"};
+    rb.total_length = 2;
+    rb.range = &range;
+    p = pack(&rb.base, &len);
+    CHECK_STR_EQ(render("/tfplugin6.Provider/ReadStateBytes", 1, p, len, NULL, NULL, &rc),
+                 "{\"bytes\":\"e30=\",\"total_length\":2,\"range\":{\"start\":0,\"end\":1},"
+                 "\"diagnostics\":[]}");
+    Tfplugin6__GetStates__Response gs = TFPLUGIN6__GET_STATES__RESPONSE__INIT;
+    char *ids[] = {"default", "prod"};
+    gs.n_state_id = 2;
+    gs.state_id = ids;
+    p = pack(&gs.base, &len);
+    CHECK_STR_EQ(render("/tfplugin6.Provider/GetStates", 1, p, len, "test_store", NULL, &rc),
+                 "{\"state_id\":[\"default\",\"prod\"],\"diagnostics\":[]}");
+
+    /* ValidateActionConfig names its action type_name (field 1). */
+    Tfplugin6__ValidateActionConfig__Request va = TFPLUGIN6__VALIDATE_ACTION_CONFIG__REQUEST__INIT;
+    va.type_name = "test_act";
+    p = pack(&va.base, &len);
+    m = "/tfplugin6.Provider/ValidateActionConfig";
+    CHECK_STR_EQ(render(m, 0, p, len, NULL, NULL, &rc),
+                 "{\"type_name\":\"test_act\",\"config\":null}");
+    CHECK_INT_EQ(dec_request_type_name(m, p, len, &tn), 0);
+    CHECK_STR_EQ(tn, "test_act");
+    free(tn);
+
+    /* GetMetadata: the new capability, Terraform's EphemeralMetadata; in
+     * protocol 5, actions at 9 (5.11) and at 8 (5.10) both decode. */
+    Tfplugin6__ServerCapabilities sc = TFPLUGIN6__SERVER_CAPABILITIES__INIT;
+    sc.generate_resource_config = 1;
+    Tfplugin6__GetMetadata__EphemeralMetadata em =
+        TFPLUGIN6__GET_METADATA__EPHEMERAL_METADATA__INIT;
+    em.type_name = "test_eph";
+    Tfplugin6__GetMetadata__EphemeralMetadata *ems[] = {&em};
+    Tfplugin6__GetMetadata__Response md = TFPLUGIN6__GET_METADATA__RESPONSE__INIT;
+    md.server_capabilities = &sc;
+    md.n_ephemeral_resources = 1;
+    md.ephemeral_resources = ems;
+    p = pack(&md.base, &len);
+    CHECK_STR_EQ(render("/tfplugin6.Provider/GetMetadata", 1, p, len, NULL, NULL, &rc),
+                 "{\"server_capabilities\":{\"plan_destroy\":false,"
+                 "\"get_provider_schema_optional\":false,\"move_resource_state\":false,"
+                 "\"generate_resource_config\":true},\"diagnostics\":[],\"data_sources\":[],"
+                 "\"resources\":[],\"functions\":[],"
+                 "\"ephemeral_resources\":[{\"type_name\":\"test_eph\"}],\"list_resources\":[],"
+                 "\"state_stores\":[],\"actions\":[]}");
+    static const uint8_t md5[] = {0x42, 0x03, 0x0a, 0x01, 'a', 0x4a, 0x03, 0x0a, 0x01, 'b'};
+    CHECK_STR_EQ(render("/tfplugin5.Provider/GetMetadata", 1, md5, sizeof md5, NULL, NULL, &rc),
+                 "{\"server_capabilities\":null,\"diagnostics\":[],\"data_sources\":[],"
+                 "\"resources\":[],\"functions\":[],\"ephemeral_resources\":[],"
+                 "\"list_resources\":[],\"actions_5_10\":[{\"type_name\":\"a\"}],"
+                 "\"actions\":[{\"type_name\":\"b\"}]}");
+    keep_free();
+}
+
 /* LIST and MAP blocks holding `dynamic` travel as dynamic values. The bytes
  * are go-cty's msgpack.Marshal of a value of OpenTofu's own ImpliedType()
  * for such a schema (configschema, OpenTofu v1.10). */
@@ -945,6 +1097,7 @@ int main(void)
     test_ephemeral_and_stdio();
     test_v5_configure();
     test_schema_response();
+    test_current_protocol();
     test_dynamic_blocks();
     test_redact_json();
     test_memo();
