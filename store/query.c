@@ -13,7 +13,8 @@
     "r.ended_us, r.exit_code, "                                                                    \
     "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), "                                   \
     "(SELECT count(*) FROM calls c WHERE c.run_id = r.id), "                                       \
-    "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id), r.uuid "         \
+    "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id), r.uuid, "        \
+    "r.parent_id, r.test_name, r.test_step "                                                        \
     "FROM runs r "
 
 /* param is bound as ?1 when non-zero; single: it is a run id, and no row
@@ -44,6 +45,9 @@ static int runs_query(store *s, const char *sql, int64_t param, int single,
             .calls = sdb_column_int64(st, 10),
             .dropped = sdb_column_int64(st, 11),
             .uuid = store_col_text(st, 12),
+            .parent_id = sdb_column_int64(st, 13),
+            .test_name = store_col_text(st, 14),
+            .test_step = sdb_column_int(st, 15),
         };
         found = 1;
         cb = fn(ctx, &r);
