@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# `tftap run -- go test`: a provider's acceptance tests (tests/peers/tftest's
+# acc_test.go, terraform-plugin-testing, compiled by scripts/build-peers),
+# run with the project's OpenTofu as TF_ACC_TERRAFORM_PATH. Every CLI
+# command of every test step is recorded as a run under the suite's run,
+# named by test and step, with the calls to the in-process provider
+# (reattached) decoded; the tests pass as without tftap; the steps tftap
+# names are the harness's own (its log says which it started).
+. "$(dirname "$0")/lib.sh"
+need_peers
+ACC=$PEERS/bin/tftest6-acc-v1.test
+ACC2=$PEERS/bin/tftest6-acc-v2.test
+for f in "$ACC" "$ACC2"; do
+    if ! [ -x "$f" ]; then
+        echo "$e2e_name: $f missing (run scripts/build-peers)"
+        echo "$e2e_name: 0 passed, 1 failed"
+        exit 1
+    fi
+done
+db=$WORK/tftap.db
+export TMPDIR=$WORK/tmp TF_ACC=1
+unset TF_LOG_PATH_MASK TF_ACC_LOG_PATH TF_ACC_LOG TF_ACC_TERRAFORM_VERSION
+
+# The user's CLI, as the harness runs it: each command logged with the test
+# the harness names in TF_LOG_PATH (the user's own mask, below).
+cat >"$WORK/cli" <<EOF
+#!/bin/sh
+printf '%s %s\n' "\$(basename "\${TF_LOG_PATH:-none}" .log)" "\$*" >>"$WORK/cli.log"
+exec "$TOFU" "\$@"
+EOF
+chmod +x "$WORK/cli"
+mkdir -p "$WORK/logs" "$WORK/direct-logs"
+
+# ---- without tftap -----------------------------------------------------
+TF_ACC_TERRAFORM_PATH=$TOFU "$ACC" -test.v -test.count=1 >"$WORK/direct.out" 2>&1
+direct=$?
+check_eq "the suite passes without tftap" "$direct" 0
+[ "$direct" = 0 ] || tail -30 "$WORK/direct.out"
+
+# ---- through tftap, with the user's own TF_LOG_PATH_MASK and TF_LOG -------
+TF_ACC_TERRAFORM_PATH=$WORK/cli TF_LOG=DEBUG TF_LOG_PATH_MASK=$WORK/logs/%s.log \
+    "$TFTAP" run --db "$db" -- "$ACC" -test.v -test.count=1 >"$WORK/acc.out" 2>"$WORK/acc.err"
+code=$?
+check_eq "through tftap the suite passes" "$code" 0
+[ "$code" = 0 ] || { tail -30 "$WORK/acc.out"; cat "$WORK/acc.err"; }
+check_eq "tftap printed nothing of its own" "$(cat "$WORK/acc.err")" ""
+check_eq "the same tests passed" "$(grep -c '^--- PASS' "$WORK/acc.out")" \
+    "$(grep -c '^--- PASS' "$WORK/direct.out")"
+check_eq "three tests, run in parallel" "$(grep -c '^=== CONT' "$WORK/acc.out")" 3
+
+suite=$(sqlite3 "$db" "SELECT id FROM runs WHERE parent_id IS NULL")
+check_eq "one run for go test" "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE parent_id IS NULL")" 1
+check_eq "the suite run has go test's exit code" \
+    "$(sqlite3 "$db" "SELECT exit_code FROM runs WHERE id = $suite")" 0
+
+# Every CLI command the harness ran (its `version` questions aside) is a
+# step run of the suite, in the same order per test.
+grep -v ' version -json' "$WORK/cli.log" >"$WORK/cli.steps"
+check_eq "every CLI command of a step is a run under the suite" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE parent_id = $suite")" \
+    "$(wc -l <"$WORK/cli.steps")"
+check "the harness ran commands" test -s "$WORK/cli.steps"
+for t in TestAccServer_lifecycle TestAccPet_length TestAccThing_expectError; do
+    check_eq "$t: the commands recorded are the harness's, in order" \
+        "$(sqlite3 "$db" "SELECT json_extract(args, '\$[0]') FROM runs
+            WHERE parent_id = $suite AND test_name = '$t' ORDER BY id" | tr '\n' ' ')" \
+        "$(awk -v t="$t" '$1 == t { print $2 }' "$WORK/cli.steps" | tr '\n' ' ')"
+    # The harness logs each step it starts (TF_LOG=DEBUG, per test).
+    check_eq "$t: the steps named are the harness's" \
+        "$(sqlite3 "$db" "SELECT DISTINCT test_step FROM runs
+            WHERE parent_id = $suite AND test_name = '$t' ORDER BY test_step" | tr '\n' ' ')" \
+        "$(grep -o 'Starting TestStep: .*' "$WORK/logs/$t.log" |
+            grep -o 'test_step_number=[0-9]*' | cut -d= -f2 | sort -n | tr '\n' ' ')"
+done
+check_eq "no step run without its test and step" "$(sqlite3 "$db" "SELECT count(*) FROM runs
+    WHERE parent_id = $suite AND (test_name IS NULL OR test_step IS NULL)")" 0
+check_eq "the user's per-test logs are where the user asked" \
+    "$(ls "$WORK/logs" | sort | tr '\n' ' ')" \
+    "TestAccPet_length.log TestAccServer_lifecycle.log TestAccThing_expectError.log "
+
+# The calls: the provider under test, served in the test process, decoded.
+q() { sqlite3 "$db" "SELECT $1 FROM v_calls c JOIN runs r ON r.id = c.run_id
+    WHERE r.parent_id = $suite AND $2"; }
+check "the reattached provider's calls are recorded" \
+    test "$(q 'count(*)' "c.provider = 'registry.opentofu.org/tftap/tftest6'")" -gt 50
+check_eq "TestAccServer_lifecycle step 1 applies the server, decoded" \
+    "$(q "json_extract(c.request_json, '\$.planned_state.name')" \
+        "r.test_name = 'TestAccServer_lifecycle' AND r.test_step = 1 AND c.rpc = 'ApplyResourceChange'")" \
+    alpha
+check_eq "step 2 changes its zone in place" \
+    "$(q "json_extract(c.response_json, '\$.new_state.zone')" \
+        "r.test_name = 'TestAccServer_lifecycle' AND r.test_step = 2 AND c.rpc = 'ApplyResourceChange'
+         AND json_extract(c.request_json, '\$.planned_state') IS NOT NULL")" z1
+check_eq "step 3 imports it by its id" \
+    "$(q "json_extract(c.response_json, '\$.imported_resources[0].state.id') =
+          (SELECT json_extract(c2.response_json, '\$.new_state.id') FROM v_calls c2
+           JOIN runs r2 ON r2.id = c2.run_id WHERE r2.parent_id = $suite
+           AND r2.test_name = 'TestAccServer_lifecycle' AND r2.test_step = 1
+           AND c2.rpc = 'ApplyResourceChange')" \
+        "r.test_name = 'TestAccServer_lifecycle' AND r.test_step = 3 AND c.rpc = 'ImportResourceState'")" 1
+check_eq "TestAccThing_expectError step 1: the plan fails with the provider's error" \
+    "$(q "json_extract(c.response_json, '\$.diagnostics[0].summary')" \
+        "r.test_name = 'TestAccThing_expectError' AND r.test_step = 1 AND c.rpc = 'PlanResourceChange'
+         AND c.error_count > 0")" "tftest: planned failure"
+check_eq "that step's plan run failed as tofu said (exit 1)" \
+    "$(sqlite3 "$db" "SELECT group_concat(exit_code) FROM runs WHERE parent_id = $suite
+        AND test_name = 'TestAccThing_expectError' AND test_step = 1
+        AND json_extract(args, '\$[0]') = 'plan'")" 1
+check_eq "no call failed elsewhere" "$(q 'count(*)' \
+    "c.failed AND NOT (r.test_name = 'TestAccThing_expectError' AND r.test_step = 1)")" 0
+check_eq "nothing decoded wrongly" "$(q 'count(*)' "c.decode_error IS NOT NULL")" 0
+
+# What a user reads.
+"$TFTAP" runs --db "$db" --test 'TestAccPet_*' >"$WORK/runs.txt"
+check_eq "runs --test: only that test's step runs" "$(tail -n +2 "$WORK/runs.txt" | wc -l)" \
+    "$(awk '$1 == "TestAccPet_length"' "$WORK/cli.steps" | wc -l)"
+check "runs names a step run by test, step and command" \
+    grep -q " TestAccPet_length / step 2 / apply (run $suite): $WORK/cli apply" "$WORK/runs.txt"
+"$TFTAP" runs --db "$db" --test Nope >/dev/null 2>"$WORK/nope.err"
+check_eq "runs --test matching nothing is a usage error" "$?" 2
+check_eq "runs --json: parent, test and step" "$("$TFTAP" runs --db "$db" --json |
+    jq -r '[.[] | select(.test == "TestAccPet_length" and .step == 3)][0] | "\(.parent_id) \(.test) \(.step)"')" \
+    "$suite TestAccPet_length 3"
+
+# ---- tftap's own mask: the user set none (the v2 build of the provider) ----
+: >"$WORK/cli.log"
+TF_ACC_TERRAFORM_PATH=$WORK/cli "$TFTAP" run --db "$db" -- "$ACC2" -test.v -test.count=1 \
+    >"$WORK/acc2.out" 2>"$WORK/acc2.err"
+check_eq "the v2 suite passes through tftap" "$?" 0
+suite2=$(sqlite3 "$db" "SELECT max(id) FROM runs WHERE parent_id IS NULL")
+check_eq "its step runs: one per CLI command" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE parent_id = $suite2")" \
+    "$(grep -vc ' version -json' "$WORK/cli.log")"
+check_eq "named by test and step without a mask of the user's" \
+    "$(sqlite3 "$db" "SELECT group_concat(DISTINCT test_name || ':' || test_step) FROM
+        (SELECT test_name, test_step FROM runs WHERE parent_id = $suite2 ORDER BY 1, 2)")" \
+    "TestAccPet_length:1,TestAccPet_length:2,TestAccPet_length:3,TestAccServer_lifecycle:1,TestAccServer_lifecycle:2,TestAccServer_lifecycle:3,TestAccThing_expectError:1,TestAccThing_expectError:2"
+check_eq "the CLI logged nowhere (tftap's mask is not the CLI's log)" \
+    "$(awk '{ print $1 }' "$WORK/cli.log" | sort -u)" none
+
+check_eq "nothing of tftap's left in TMPDIR" \
+    "$(find "$TMPDIR" -mindepth 1 -maxdepth 1 -name 'tftap-*' | head -3)" ""
+finish
