@@ -77,6 +77,12 @@ int store_runs_last(store *s, int64_t limit, int (*fn)(void *ctx, const store_ru
                       limit, 0, fn, ctx);
 }
 
+int store_run_children_each(store *s, int64_t parent_id,
+                           int (*fn)(void *ctx, const store_run_row *row), void *ctx)
+{
+    return runs_query(s, RUN_SELECT "WHERE r.parent_id = ?1 ORDER BY r.id", parent_id, 0, fn, ctx);
+}
+
 int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_row *row),
                   void *ctx)
 {

@@ -305,6 +305,9 @@ int store_runs_each(store *s, int (*fn)(void *ctx, const store_run_row *row), vo
 /* The newest limit runs, oldest first (limit <= 0: all of them). */
 int store_runs_last(store *s, int64_t limit, int (*fn)(void *ctx, const store_run_row *row),
                     void *ctx);
+/* The step runs of an acceptance test suite's run, in id order. */
+int store_run_children_each(store *s, int64_t parent_id,
+                            int (*fn)(void *ctx, const store_run_row *row), void *ctx);
 int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_row *row),
                   void *ctx);
 /* Which key hashed run_id's $sensitive values: its runs.key_id when it was

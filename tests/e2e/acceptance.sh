@@ -138,6 +138,47 @@ check_eq "named by test and step without a mask of the user's" \
 check_eq "the CLI logged nowhere (tftap's mask is not the CLI's log)" \
     "$(awk '{ print $1 }' "$WORK/cli.log" | sort -u)" none
 
+# ---- tftap diff SUITE_A SUITE_B ----------------------------------------
+# The same build again: only the values the provider draws at random differ
+# (pet names, random ids), which a user who knows them ignores.
+TF_ACC_TERRAFORM_PATH=$TOFU "$TFTAP" run --db "$db" -- "$ACC" -test.count=1 >/dev/null 2>&1
+check_eq "the v1 suite again" "$?" 0
+suite3=$(sqlite3 "$db" "SELECT max(id) FROM runs WHERE parent_id IS NULL")
+random=(--ignore .id --ignore .hex --ignore .dec --ignore .b64_std)
+"$TFTAP" diff --db "$db" "$suite" "$suite3" "${random[@]}" >"$WORK/same.txt"
+check_eq "two suites of the same build: exit 0" "$?" 0
+check "  every step run paired" grep -q "^$(sqlite3 "$db" "SELECT count(*) FROM runs
+    WHERE parent_id = $suite") step runs compared, 0 differ; 0 only in one suite" "$WORK/same.txt"
+"$TFTAP" diff --db "$db" "$suite" "$suite3" >/dev/null
+check_eq "  without --ignore the random values differ: exit 1" "$?" 1
+
+# v2 changes the server's computed default size (small -> medium).
+"$TFTAP" diff --db "$db" "$suite" "$suite2" "${random[@]}" --json >"$WORK/diff.json"
+check_eq "v1 against v2: exit 1" "$?" 1
+check_eq "the size is named under the test and step that plan the server" \
+    "$(jq -r '.pairs[] | .a as $s | .diff.changes[]
+        | select(.path == ".size" and .value == "planned" and .behaviour)
+        | "\($s.test) step \($s.step): \(.a.value) -> \(.b.value)"' "$WORK/diff.json" |
+        sort -u | tr '\n' ';')" \
+    "TestAccServer_lifecycle step 1: small -> medium;TestAccServer_lifecycle step 2: small -> medium;"
+check_eq "  first in the plan of step 1" "$(jq -r '[.pairs[] | select(.a.test == "TestAccServer_lifecycle"
+    and .a.step == 1 and .a.command == "plan" and .a.nth == 1) | .diff.changes[]
+    | select(.path == ".size" and .behaviour) | .method] | join(" ")' "$WORK/diff.json")" \
+    PlanResourceChange
+check_eq "  and under no other test" "$(jq -r '[.pairs[] | select(.a.test != "TestAccServer_lifecycle")
+    | .diff.changes[] | select(.path != null and (.path | test("size")))] | length' "$WORK/diff.json")" 0
+check_eq "  no test or step run in one suite only" \
+    "$(jq -r '"\(.only_a | length) \(.only_b | length) \(.tests_in_one_only)"' "$WORK/diff.json")" "0 0 0"
+"$TFTAP" diff --db "$db" "$suite" "$suite2" "${random[@]}" --format markdown >"$WORK/diff.md"
+check_eq "markdown: exit 1" "$?" 1
+check "  a summary table, a row per test" grep -q '^| `TestAccPet_length` | ' "$WORK/diff.md"
+check "  then the test's details, collapsed" \
+    grep -q '^<details><summary><code>TestAccServer_lifecycle</code>' "$WORK/diff.md"
+check "  the attribute under its step" grep -q 'planned.size: "small"' "$WORK/diff.md"
+"$TFTAP" diff --db "$db" "$suite" "$(sqlite3 "$db" "SELECT min(id) FROM runs WHERE parent_id = $suite")" \
+    >/dev/null 2>&1
+check_eq "a suite against a run: exit 2" "$?" 2
+
 check_eq "nothing of tftap's left in TMPDIR" \
     "$(find "$TMPDIR" -mindepth 1 -maxdepth 1 -name 'tftap-*' | head -3)" ""
 finish
