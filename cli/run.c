@@ -582,7 +582,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         goto cleanup;
     }
 
-    int match = wrapped && !no_match && run_id > 0 && matches_addresses(&cl);
+    int match = (wrapped || nattached > 0) && !no_match && run_id > 0 && matches_addresses(&cl);
     int have_before = match && run_state_before(cmd[0], aux_env, workdir, cmd + 1, &before) == 0;
     code = run_attached(cmd, env);
     int64_t ended_us = tftap_now_us();

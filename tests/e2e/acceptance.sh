@@ -108,6 +108,10 @@ check_eq "that step's plan run failed as tofu said (exit 1)" \
         AND json_extract(args, '\$[0]') = 'plan'")" 1
 check_eq "no call failed elsewhere" "$(q 'count(*)' \
     "c.failed AND NOT (r.test_name = 'TestAccThing_expectError' AND r.test_step = 1)")" 0
+check_eq "every planned and applied change tied to its resource address" \
+    "$(q "count(*) - count(c.address)" "c.rpc IN ('PlanResourceChange', 'ApplyResourceChange')")" 0
+check_eq "  the server's by its name" "$(q "group_concat(DISTINCT c.address)" \
+    "c.type_name = 'tftest6_server' AND c.rpc = 'PlanResourceChange'")" tftest6_server.s
 check_eq "nothing decoded wrongly" "$(q 'count(*)' "c.decode_error IS NOT NULL")" 0
 
 # What a user reads.
