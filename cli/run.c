@@ -248,6 +248,14 @@ int cli_run(int argc, char **argv)
         cli_usage_error("run", "no command given (tftap run -- tofu ARGS...)");
         return 2;
     }
+    /* The CLI commands tftap runs itself around a step's (state pull,
+     * show -json) log nowhere: the harness's per-test log is its own. */
+    static char *quiet_helpers[] = {"TF_LOG=", "TF_LOG_CORE=", "TF_LOG_PROVIDER=",
+                                    "TF_LOG_PATH="};
+    if (ro.front_dir != NULL) {
+        ro.aux_env = quiet_helpers;
+        ro.naux_env = sizeof quiet_helpers / sizeof quiet_helpers[0];
+    }
     if (ro.front_dir != NULL && front_passes_through(argc - optind, argv + optind)) {
         /* The harness asking the CLI's version, outside any test step:
          * nothing to record, and nothing of ours in its way. */

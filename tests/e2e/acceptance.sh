@@ -22,10 +22,12 @@ export TMPDIR=$WORK/tmp TF_ACC=1
 unset TF_LOG_PATH_MASK TF_ACC_LOG_PATH TF_ACC_LOG TF_ACC_TERRAFORM_VERSION
 
 # The user's CLI, as the harness runs it: each command logged with the test
-# the harness names in TF_LOG_PATH (the user's own mask, below).
+# the harness names in TF_LOG_PATH (the user's own mask, below; "none" for
+# the commands tftap runs itself around a step, state pull and show -json,
+# and the harness's version questions) and the run tftap records it in.
 cat >"$WORK/cli" <<EOF
 #!/bin/sh
-printf '%s %s\n' "\$(basename "\${TF_LOG_PATH:-none}" .log)" "\$*" >>"$WORK/cli.log"
+printf '%s %s %s\n' "\$(basename "\${TF_LOG_PATH:-none}" .log)" "\$*" "\${TFTAP_RUN_ID:-0}" >>"$WORK/cli.log"
 exec "$TOFU" "\$@"
 EOF
 chmod +x "$WORK/cli"
@@ -55,11 +57,14 @@ check_eq "the suite run has go test's exit code" \
 
 # Every CLI command the harness ran (its `version` questions aside) is a
 # step run of the suite, in the same order per test.
-grep -v ' version -json' "$WORK/cli.log" >"$WORK/cli.steps"
+grep -v '^none ' "$WORK/cli.log" >"$WORK/cli.steps"
 check_eq "every CLI command of a step is a run under the suite" \
     "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE parent_id = $suite")" \
     "$(wc -l <"$WORK/cli.steps")"
 check "the harness ran commands" test -s "$WORK/cli.steps"
+check_eq "each of them is the one command of its step run" \
+    "$(awk '{ print $NF }' "$WORK/cli.steps" | sort -n | uniq | tr '\n' ' ')" \
+    "$(sqlite3 "$db" "SELECT id FROM runs WHERE parent_id = $suite ORDER BY id" | tr '\n' ' ')"
 for t in TestAccServer_lifecycle TestAccPet_length TestAccThing_expectError; do
     check_eq "$t: the commands recorded are the harness's, in order" \
         "$(sqlite3 "$db" "SELECT json_extract(args, '\$[0]') FROM runs
@@ -132,9 +137,9 @@ TF_ACC_TERRAFORM_PATH=$WORK/cli "$TFTAP" run --db "$db" -- "$ACC2" -test.v -test
     >"$WORK/acc2.out" 2>"$WORK/acc2.err"
 check_eq "the v2 suite passes through tftap" "$?" 0
 suite2=$(sqlite3 "$db" "SELECT max(id) FROM runs WHERE parent_id IS NULL")
-check_eq "its step runs: one per CLI command" \
-    "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE parent_id = $suite2")" \
-    "$(grep -vc ' version -json' "$WORK/cli.log")"
+check_eq "its step runs: one per CLI command of the harness" \
+    "$(sqlite3 "$db" "SELECT id FROM runs WHERE parent_id = $suite2 ORDER BY id" | tr '\n' ' ')" \
+    "$(awk -v s="$suite2" '$NF != s { print $NF }' "$WORK/cli.log" | sort -n | tr '\n' ' ')"
 check_eq "named by test and step without a mask of the user's" \
     "$(sqlite3 "$db" "SELECT group_concat(DISTINCT test_name || ':' || test_step) FROM
         (SELECT test_name, test_step FROM runs WHERE parent_id = $suite2 ORDER BY 1, 2)")" \
