@@ -349,7 +349,8 @@ int store_run_names_each(store *s, int64_t run_id,
 static const char *const export_sql[] = {
     "SELECT json_object('kind', 'run', 'id', id, 'command', command, 'args', json(args), "
     "'cwd', cwd, 'cli_name', cli_name, 'cli_version', cli_version, 'started_us', started_us, "
-    "'ended_us', ended_us, 'exit_code', exit_code, 'uuid', uuid, 'key_id', key_id) "
+    "'ended_us', ended_us, 'exit_code', exit_code, 'uuid', uuid, 'key_id', key_id, "
+    "'parent_id', parent_id, 'test_name', test_name, 'test_step', test_step) "
     "FROM runs WHERE id = ?1",
     "SELECT json_object('kind', 'process', 'id', id, 'run_id', run_id, 'provider', provider, "
     "'version', version, 'protocol', protocol, 'pid', pid, 'binary_path', binary_path, "
@@ -382,8 +383,8 @@ static const char *const export_sql[] = {
  * column order, as json_object does; json columns are embedded as they are. */
 static const char *const export_sql_pg[] = {
     "SELECT row_to_json(x) FROM (SELECT 'run'::text AS kind, id, command, tftap_json(args) AS "
-    "args, cwd, cli_name, cli_version, started_us, ended_us, exit_code, uuid, key_id FROM runs "
-    "WHERE id = ?1) AS x",
+    "args, cwd, cli_name, cli_version, started_us, ended_us, exit_code, uuid, key_id, parent_id, "
+    "test_name, test_step FROM runs WHERE id = ?1) AS x",
     "SELECT row_to_json(x) FROM (SELECT 'process'::text AS kind, id, run_id, provider, version, "
     "protocol, pid, binary_path, binary_sha256, schema_sha256, schema_source, started_us, "
     "ended_us, dropped FROM processes WHERE run_id = ?1 ORDER BY id) AS x",

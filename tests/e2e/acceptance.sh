@@ -131,6 +131,22 @@ check_eq "runs --json: parent, test and step" "$("$TFTAP" runs --db "$db" --json
     jq -r '[.[] | select(.test == "TestAccPet_length" and .step == 3)][0] | "\(.parent_id) \(.test) \(.step)"')" \
     "$suite TestAccPet_length 3"
 
+"$TFTAP" show --db "$db" "$suite" --test TestAccThing_expectError >"$WORK/show.txt"
+check_eq "show SUITE --test: each step run of the test under its name" \
+    "$(grep -c '^== TestAccThing_expectError / step [12] / [a-z]* (run [0-9]*) ==$' "$WORK/show.txt")" \
+    "$(awk '$1 == "TestAccThing_expectError"' "$WORK/cli.steps" | wc -l)"
+check "  the failed step's plan shows the provider's error" \
+    grep -q '^  Error: tftest: planned failure' "$WORK/show.txt"
+check_eq "show --test --json: an array of the reports" \
+    "$("$TFTAP" show --db "$db" "$suite" --test 'TestAccThing_*' --json | jq 'length')" \
+    "$(awk '$1 == "TestAccThing_expectError"' "$WORK/cli.steps" | wc -l)"
+check_eq "export SUITE --test: the test's step runs, named" \
+    "$("$TFTAP" export --db "$db" "$suite" --test TestAccPet_length |
+        jq -r 'select(.kind == "run") | "\(.parent_id) \(.test_name)"' | sort | uniq -c | awk '{ print $1, $2, $3 }')" \
+    "$(awk '$1 == "TestAccPet_length"' "$WORK/cli.steps" | wc -l) $suite TestAccPet_length"
+"$TFTAP" export --db "$db" "$suite" --test Nope >/dev/null 2>&1
+check_eq "export --test matching nothing: a usage error" "$?" 2
+
 # ---- tftap's own mask: the user set none (the v2 build of the provider) ----
 : >"$WORK/cli.log"
 TF_ACC_TERRAFORM_PATH=$WORK/cli "$TFTAP" run --db "$db" -- "$ACC2" -test.v -test.count=1 \
