@@ -152,14 +152,21 @@ static void run_usage(FILE *f)
     fprintf(
         f,
         "usage: tftap run [--db PATH] [--reattach] [--record-sensitive] [--keep-raw]\n"
-        "                 [--no-match] [--otlp URL] [--otlp-values] -- tofu|terraform ARGS...\n\n"
+        "                 [--no-match] [--otlp URL] [--otlp-values] -- tofu|terraform ARGS...\n"
+        "       tftap run [options] -- go test ARGS...\n\n"
         "Run one OpenTofu/Terraform command with every provider it uses wrapped by\n"
         "tftap, recording all their calls as one run. The command keeps your terminal;\n"
         "tftap exits with its exit code. Providers are found through the lock file\n"
         "and where init installed them (or the plugin cache and filesystem mirrors of\n"
         "your CLI config); your CLI config is kept, with dev_overrides added for the\n"
         "shims. Commands that install providers ('init', 'get', 'providers lock',\n"
-        "'providers mirror') run unwrapped, still recorded as runs.\n\n" CLI_RECORDING_OPTIONS_HELP
+        "'providers mirror') run unwrapped, still recorded as runs.\n\n"
+        "A command that is neither tofu nor terraform (go test, make) may run a\n"
+        "provider's acceptance tests: tftap points TF_ACC_TERRAFORM_PATH at a front for\n"
+        "the CLI (yours, else terraform or tofu on PATH), and each CLI command of each\n"
+        "test step is recorded as a run of its own under this one, named TEST / step N /\n"
+        "COMMAND, the provider under test (TF_REATTACH_PROVIDERS) relayed and recorded\n"
+        "too (docs/acceptance-tests.md).\n\n" CLI_RECORDING_OPTIONS_HELP
         "  --no-match           do not run 'show -json' after plan/apply to tie calls\n"
         "                       to resource addresses\n"
         "  --reattach           start each provider once, behind tftap, and let the CLI\n"
