@@ -15,8 +15,8 @@
  * TF_LOG_PATH_MASK with %s replaced by the test's name ('/' of subtests as
  * "__"); tftap sets a mask of its own when the user has none, and reads the
  * name back. The step: each step writes the test's configuration anew
- * (terraform_plugin_test.tf in the working directory, removed and written,
- * even when unchanged), so a configuration file not seen before in this
+ * (terraform_plugin_test.tf, or .tf.json, in the working directory, even
+ * when unchanged: a new modification time), so a configuration file not seen before in this
  * test starts the next step; a command in one seen before (the destroy
  * after the last step, in the first working directory again after an
  * import step's own) belongs to the step that wrote it. An `init` in a new
@@ -269,9 +269,16 @@ static void config_stamp(const char *workdir, tftap_buf *out)
     tftap_buf p = TFTAP_BUF_INIT;
     struct stat st;
     tftap_buf_printf(&p, "%s/" HARNESS_CONFIG, workdir);
-    if (tftap_buf_failed(&p) || stat(tftap_buf_cstr(&p), &st) != 0)
-        if (stat(workdir, &st) != 0)
-            memset(&st, 0, sizeof st);
+    int found = !tftap_buf_failed(&p) && stat(tftap_buf_cstr(&p), &st) == 0;
+    if (!found) {
+        /* terraform-plugin-sdk/v2's harness writes a JSON configuration
+         * there instead (and removes the other). */
+        tftap_buf_putc(&p, '.');
+        tftap_buf_puts(&p, "json");
+        found = !tftap_buf_failed(&p) && stat(tftap_buf_cstr(&p), &st) == 0;
+    }
+    if (!found && stat(workdir, &st) != 0)
+        memset(&st, 0, sizeof st);
     tftap_buf_done(&p);
     char hex[65];
     tftap_sha256_hex(workdir, strlen(workdir), hex);
