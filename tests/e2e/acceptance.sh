@@ -10,7 +10,8 @@
 need_peers
 ACC=$PEERS/bin/tftest6-acc-v1.test
 ACC2=$PEERS/bin/tftest6-acc-v2.test
-for f in "$ACC" "$ACC2"; do
+SDK=$PEERS/bin/tftestsdk-acc.test
+for f in "$ACC" "$ACC2" "$SDK"; do
     if ! [ -x "$f" ]; then
         echo "$e2e_name: $f missing (run scripts/build-peers)"
         echo "$e2e_name: 0 passed, 1 failed"
@@ -203,6 +204,26 @@ check "  the attribute under its step" grep -q 'planned.size: "small"' "$WORK/di
 "$TFTAP" diff --db "$db" "$suite" "$(sqlite3 "$db" "SELECT min(id) FROM runs WHERE parent_id = $suite")" \
     >/dev/null 2>&1
 check_eq "a suite against a run: exit 2" "$?" 2
+
+# ---- terraform-plugin-sdk/v2's own harness (tftestsdk) -----------------
+: >"$WORK/cli.log"
+TF_ACC_TERRAFORM_PATH=$WORK/cli TF_LOG=DEBUG TF_LOG_PATH_MASK=$WORK/logs/%s.log \
+    "$TFTAP" run --db "$db" -- "$SDK" -test.count=1 >"$WORK/sdk.out" 2>&1
+check_eq "the SDK harness's suite passes through tftap" "$?" 0
+suite4=$(sqlite3 "$db" "SELECT max(id) FROM runs WHERE parent_id IS NULL")
+check_eq "  each CLI command of its steps a step run, in order" \
+    "$(sqlite3 "$db" "SELECT json_extract(args, '\$[0]') FROM runs WHERE parent_id = $suite4
+        AND test_name = 'TestAccSDK_value' ORDER BY id" | tr '\n' ' ')" \
+    "$(awk '$1 == "TestAccSDK_value" { print $2 }' "$WORK/cli.log" | tr '\n' ' ')"
+check_eq "  the steps named are the harness's" \
+    "$(sqlite3 "$db" "SELECT DISTINCT test_step FROM runs WHERE parent_id = $suite4
+        ORDER BY test_step" | tr '\n' ' ')" \
+    "$(grep -o 'Starting TestStep: .*' "$WORK/logs/TestAccSDK_value.log" |
+        grep -o 'test_step_number=[0-9]*' | cut -d= -f2 | sort -n | tr '\n' ' ')"
+check_eq "  step 2 applies the new value, decoded" "$(sqlite3 "$db" "SELECT
+    json_extract(c.request_json, '\$.planned_state.value') FROM v_calls c JOIN runs r
+    ON r.id = c.run_id WHERE r.parent_id = $suite4 AND r.test_step = 2
+    AND c.rpc = 'ApplyResourceChange' AND c.provider = 'registry.opentofu.org/hashicorp/tftestsdk'")" b
 
 check_eq "nothing of tftap's left in TMPDIR" \
     "$(find "$TMPDIR" -mindepth 1 -maxdepth 1 -name 'tftap-*' | head -3)" ""
