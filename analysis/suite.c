@@ -343,8 +343,9 @@ static void render_text(const analysis_suite_diff *d, int flags, tftap_buf *out)
                 }
         }
     }
-    tftap_buf_printf(out, "%zu step runs compared, %zu differ; %zu only in one suite; %zu "
-                          "test(s) in one suite only; %zu step(s) failed in one only\n",
+    tftap_buf_printf(out,
+                     "%zu step runs compared, %zu differ; %zu only in one suite; %zu "
+                     "test(s) in one suite only; %zu step(s) failed in one only\n",
                      d->npairs, d->differing, d->unpaired, d->tests_apart, d->failed_apart);
     free(tests);
 }
@@ -377,8 +378,9 @@ static void render_markdown(const analysis_suite_diff *d, int flags, size_t max_
         if (s.differing == 0 && s.only_a == 0 && s.only_b == 0)
             continue;
         tftap_buf section = TFTAP_BUF_INIT;
-        tftap_buf_printf(&section, "<details><summary><code>%s</code>: %zu step run(s) differ"
-                                   "</summary>\n\n",
+        tftap_buf_printf(&section,
+                         "<details><summary><code>%s</code>: %zu step run(s) differ"
+                         "</summary>\n\n",
                          tests[t][0] ? tests[t] : "(test not known)", s.differing);
         for (size_t i = 0; i < d->npairs; i++) {
             const struct pair *p = &d->pairs[i];
@@ -408,8 +410,9 @@ static void render_markdown(const analysis_suite_diff *d, int flags, size_t max_
         tftap_buf_done(&section);
     }
     if (left_out)
-        tftap_buf_printf(out, "_%zu test(s) left out to keep this comment short; run "
-                              "`tftap diff` for the whole report._\n",
+        tftap_buf_printf(out,
+                         "_%zu test(s) left out to keep this comment short; run "
+                         "`tftap diff` for the whole report._\n",
                          left_out);
     free(tests);
 }

@@ -149,30 +149,29 @@ static int front_passes_through(int argc, char **argv)
 
 static void run_usage(FILE *f)
 {
-    fprintf(
-        f,
-        "usage: tftap run [--db PATH] [--reattach] [--record-sensitive] [--keep-raw]\n"
-        "                 [--no-match] [--otlp URL] [--otlp-values] -- tofu|terraform ARGS...\n"
-        "       tftap run [options] -- go test ARGS...\n\n"
-        "Run one OpenTofu/Terraform command with every provider it uses wrapped by\n"
-        "tftap, recording all their calls as one run. The command keeps your terminal;\n"
-        "tftap exits with its exit code. Providers are found through the lock file\n"
-        "and where init installed them (or the plugin cache and filesystem mirrors of\n"
-        "your CLI config); your CLI config is kept, with dev_overrides added for the\n"
-        "shims. Commands that install providers ('init', 'get', 'providers lock',\n"
-        "'providers mirror') run unwrapped, still recorded as runs.\n\n"
-        "A command that is neither tofu nor terraform (go test, make) may run a\n"
-        "provider's acceptance tests: tftap points TF_ACC_TERRAFORM_PATH at a front for\n"
-        "the CLI (yours, else terraform or tofu on PATH), and each CLI command of each\n"
-        "test step is recorded as a run of its own under this one, named TEST / step N /\n"
-        "COMMAND, the provider under test (TF_REATTACH_PROVIDERS) relayed and recorded\n"
-        "too (docs/acceptance-tests.md).\n\n" CLI_RECORDING_OPTIONS_HELP
-        "  --no-match           do not run 'show -json' after plan/apply to tie calls\n"
-        "                       to resource addresses\n"
-        "  --reattach           start each provider once, behind tftap, and let the CLI\n"
-        "                       attach to it (TF_REATTACH_PROVIDERS) instead of using\n"
-        "                       shims; every alias of a provider then shares one process\n",
-        STORE_DEFAULT_PATH);
+    fprintf(f,
+            "usage: tftap run [--db PATH] [--reattach] [--record-sensitive] [--keep-raw]\n"
+            "                 [--no-match] [--otlp URL] [--otlp-values] -- tofu|terraform ARGS...\n"
+            "       tftap run [options] -- go test ARGS...\n\n"
+            "Run one OpenTofu/Terraform command with every provider it uses wrapped by\n"
+            "tftap, recording all their calls as one run. The command keeps your terminal;\n"
+            "tftap exits with its exit code. Providers are found through the lock file\n"
+            "and where init installed them (or the plugin cache and filesystem mirrors of\n"
+            "your CLI config); your CLI config is kept, with dev_overrides added for the\n"
+            "shims. Commands that install providers ('init', 'get', 'providers lock',\n"
+            "'providers mirror') run unwrapped, still recorded as runs.\n\n"
+            "A command that is neither tofu nor terraform (go test, make) may run a\n"
+            "provider's acceptance tests: tftap points TF_ACC_TERRAFORM_PATH at a front for\n"
+            "the CLI (yours, else terraform or tofu on PATH), and each CLI command of each\n"
+            "test step is recorded as a run of its own under this one, named TEST / step N /\n"
+            "COMMAND, the provider under test (TF_REATTACH_PROVIDERS) relayed and recorded\n"
+            "too (docs/acceptance-tests.md).\n\n" CLI_RECORDING_OPTIONS_HELP
+            "  --no-match           do not run 'show -json' after plan/apply to tie calls\n"
+            "                       to resource addresses\n"
+            "  --reattach           start each provider once, behind tftap, and let the CLI\n"
+            "                       attach to it (TF_REATTACH_PROVIDERS) instead of using\n"
+            "                       shims; every alias of a provider then shares one process\n",
+            STORE_DEFAULT_PATH);
 }
 
 int cli_run(int argc, char **argv)
@@ -257,8 +256,7 @@ int cli_run(int argc, char **argv)
     }
     /* The CLI commands tftap runs itself around a step's (state pull,
      * show -json) log nowhere: the harness's per-test log is its own. */
-    static char *quiet_helpers[] = {"TF_LOG=", "TF_LOG_CORE=", "TF_LOG_PROVIDER=",
-                                    "TF_LOG_PATH="};
+    static char *quiet_helpers[] = {"TF_LOG=", "TF_LOG_CORE=", "TF_LOG_PROVIDER=", "TF_LOG_PATH="};
     if (ro.front_dir != NULL) {
         ro.aux_env = quiet_helpers;
         ro.naux_env = sizeof quiet_helpers / sizeof quiet_helpers[0];
@@ -449,8 +447,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     }
     if (run_id > 0 && ro->front_dir != NULL &&
         store_run_set_test(s, run_id, ro->parent_id, test_name, test_step) != 0)
-        cli_error("cannot name run %lld by its test in %s: %s", (long long)run_id,
-                  STORE_SHOWN(db), store_errmsg(s));
+        cli_error("cannot name run %lld by its test in %s: %s", (long long)run_id, STORE_SHOWN(db),
+                  store_errmsg(s));
     if (real_cli != NULL &&
         acc_front_write(tmp, exe, real_cli, db, run_id, ro, own_mask, &front, &err) != 0) {
         cli_error("%s; the acceptance tests' steps are not recorded", tftap_buf_cstr(&err));

@@ -93,10 +93,10 @@ static int write_file(const char *dir, const char *name, const char *text, mode_
 {
     tftap_buf p = TFTAP_BUF_INIT;
     tftap_buf_printf(&p, "%s/%s", dir, name);
-    int fd = tftap_buf_failed(&p)
-                 ? -1
-                 : open(tftap_buf_cstr(&p), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-                        mode);
+    int fd =
+        tftap_buf_failed(&p)
+            ? -1
+            : open(tftap_buf_cstr(&p), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     tftap_buf_done(&p);
     if (fd < 0)
         return -1;
@@ -283,8 +283,7 @@ static void config_stamp(const char *workdir, tftap_buf *out)
     char hex[65];
     tftap_sha256_hex(workdir, strlen(workdir), hex);
     tftap_buf_printf(out, "%.16s:%llx:%lld.%09ld:%lld", hex, (unsigned long long)st.st_ino,
-                     (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec,
-                     (long long)st.st_size);
+                     (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec, (long long)st.st_size);
 }
 
 int acc_step_of(const char *dir, const char *test, const char *workdir, int is_init)
@@ -324,8 +323,8 @@ int acc_step_of(const char *dir, const char *test, const char *workdir, int is_i
     if (!is_init) {
         tftap_buf line = TFTAP_BUF_INIT;
         tftap_buf_printf(&line, "%d %s\n", step, want);
-        int fd = open(tftap_buf_cstr(&p), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
-                      0600);
+        int fd =
+            open(tftap_buf_cstr(&p), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0 || tftap_buf_failed(&line) || tftap_write_all(fd, line.data, line.len) != 0)
             step = 0;
         if (fd >= 0)

@@ -216,8 +216,7 @@ size_t reattach_count(const char *reattach_json)
 {
     sj_doc *doc = NULL;
     size_t n = 0;
-    if (reattach_json == NULL ||
-        sj_parse(reattach_json, strlen(reattach_json), 0, &doc) != 0)
+    if (reattach_json == NULL || sj_parse(reattach_json, strlen(reattach_json), 0, &doc) != 0)
         return 0;
     const sj_node *root = sj_root(doc);
     if (root->kind == SJ_OBJECT)

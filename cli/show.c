@@ -644,7 +644,8 @@ int cli_show(int argc, char **argv)
     rc = store_run_children_each(r.s, r.run, collect_step, &c);
     int exit_code = 0;
     if (rc) {
-        cli_error("reading %s: %s", r.path, rc == TFTAP_ENOMEM ? "out of memory" : store_errmsg(r.s));
+        cli_error("reading %s: %s", r.path,
+                  rc == TFTAP_ENOMEM ? "out of memory" : store_errmsg(r.s));
         exit_code = 1;
     } else if (c.n == 0) {
         cli_usage_error(argv[0], "run %lld has no step run of a test matching '%s'",

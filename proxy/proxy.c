@@ -694,8 +694,7 @@ int proxy_attach(const proxy_config *cfg, tftap_buf *err)
             tftap_buf_puts(err, "out of memory");
         goto cleanup;
     }
-    proxy_tee_process(tee, who, cfg->version, cfg->binary, cfg->attach_protocol,
-                      cfg->attach_pid);
+    proxy_tee_process(tee, who, cfg->version, cfg->binary, cfg->attach_protocol, cfg->attach_pid);
     if (plugin_socket_path(cfg->envp, "tftap-plugin", &sock, err) != 0)
         goto cleanup;
     proxy_relay_opts ro = {

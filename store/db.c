@@ -956,9 +956,8 @@ int store_run_set_cli_version(store *s, int64_t run_id, const char *cli_version)
 int store_run_set_test(store *s, int64_t run_id, int64_t parent_id, const char *test, int step)
 {
     sdb_stmt *st = NULL;
-    int rc = sdb_prepare(s->db,
-                         "UPDATE runs SET parent_id = ?, test_name = ?, test_step = ? WHERE id = ?",
-                         &st);
+    int rc = sdb_prepare(
+        s->db, "UPDATE runs SET parent_id = ?, test_name = ?, test_step = ? WHERE id = ?", &st);
     if (rc == SDB_OK) {
         if (parent_id > 0)
             sdb_bind_int64(st, 1, parent_id);

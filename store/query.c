@@ -14,7 +14,7 @@
     "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), "                                   \
     "(SELECT count(*) FROM calls c WHERE c.run_id = r.id), "                                       \
     "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id), r.uuid, "        \
-    "r.parent_id, r.test_name, r.test_step "                                                        \
+    "r.parent_id, r.test_name, r.test_step "                                                       \
     "FROM runs r "
 
 /* param is bound as ?1 when non-zero; single: it is a run id, and no row
@@ -78,7 +78,7 @@ int store_runs_last(store *s, int64_t limit, int (*fn)(void *ctx, const store_ru
 }
 
 int store_run_children_each(store *s, int64_t parent_id,
-                           int (*fn)(void *ctx, const store_run_row *row), void *ctx)
+                            int (*fn)(void *ctx, const store_run_row *row), void *ctx)
 {
     return runs_query(s, RUN_SELECT "WHERE r.parent_id = ?1 ORDER BY r.id", parent_id, 0, fn, ctx);
 }
