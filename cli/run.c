@@ -455,6 +455,11 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         acc_front_clean(tmp, real_cli);
         free(real_cli);
         real_cli = NULL;
+    } else if (real_cli != NULL) {
+        /* Which CLI the tests get, and where their steps go: one line. */
+        cli_error("note: '%s' is neither tofu nor terraform: the CLI commands of the acceptance "
+                  "tests it runs (with %s) are recorded as step runs of run %lld",
+                  base, real_cli, (long long)run_id);
     }
     /* Otherwise kept open through the command: the last connection to
      * close checkpoints the WAL (two fsyncs) before the command could
