@@ -207,6 +207,21 @@ check "  the attribute under its step" grep -q 'planned.size: "small"' "$WORK/di
     >/dev/null 2>&1
 check_eq "a suite against a run: exit 2" "$?" 2
 
+# ---- no TF_ACC_TERRAFORM_PATH: the CLI the harness would find on PATH -----
+found=$(command -v terraform || command -v tofu)
+(unset TF_ACC_TERRAFORM_PATH
+    "$TFTAP" run --db "$db" -- "$ACC" -test.count=1 -test.run TestAccPet_length \
+        >"$WORK/path.out" 2>"$WORK/path.err")
+check_eq "without TF_ACC_TERRAFORM_PATH the suite passes through tftap" "$?" 0
+suite5=$(sqlite3 "$db" "SELECT max(id) FROM runs WHERE parent_id IS NULL")
+check_eq "  with the CLI on PATH the harness would run ($found)" "$(cat "$WORK/path.err")" \
+    "tftap: note: '$(basename "$ACC")' is neither tofu nor terraform: the CLI commands of the acceptance tests it runs (with $found) are recorded as step runs of run $suite5"
+check_eq "  its steps recorded and named" "$(sqlite3 "$db" "SELECT group_concat(DISTINCT test_name ||
+    ':' || test_step) FROM (SELECT test_name, test_step FROM runs WHERE parent_id = $suite5
+    ORDER BY 1, 2)")" "TestAccPet_length:1,TestAccPet_length:2,TestAccPet_length:3"
+check "  and its calls" test "$(sqlite3 "$db" "SELECT count(*) FROM calls c JOIN runs r
+    ON r.id = c.run_id WHERE r.parent_id = $suite5")" -gt 20
+
 # ---- terraform-plugin-sdk/v2's own harness (tftestsdk) -----------------
 : >"$WORK/cli.log"
 TF_ACC_TERRAFORM_PATH=$WORK/cli TF_LOG=DEBUG TF_LOG_PATH_MASK=$WORK/logs/%s.log \
