@@ -282,6 +282,10 @@ void analysis_diff_free(analysis_diff *d);
 
 typedef struct analysis_suite_diff analysis_suite_diff;
 
+/* The CLI subcommand in a run's args (a JSON array of strings): its first
+ * word that is not an option; "" when none. Heap (free()), NULL: no memory. */
+char *analysis_args_subcommand(const char *args_json);
+
 /* Pair the step runs of suite_a (in sa) with those of suite_b (in sb) by
  * test, step, CLI subcommand and order among equals, and diff each pair as
  * analysis_diff_runs does (opts as there). Step runs in one suite only, tests

@@ -48,8 +48,7 @@ static void suite_done(struct suite *s)
     free(s->v);
 }
 
-/* The first word of a JSON array of strings that is not an option. */
-static char *first_word(const char *args_json)
+char *analysis_args_subcommand(const char *args_json)
 {
     sj_doc *doc = NULL;
     char *w = NULL;
@@ -86,7 +85,7 @@ static int add_run(void *ctx, const store_run_row *r)
     e->id = r->id;
     e->test = strdup(r->test_name ? r->test_name : "");
     e->step = r->test_step;
-    e->sub = first_word(r->args_json);
+    e->sub = analysis_args_subcommand(r->args_json);
     if (e->test == NULL || e->sub == NULL) {
         free(e->test);
         free(e->sub);

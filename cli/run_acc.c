@@ -106,19 +106,6 @@ static int write_file(const char *dir, const char *name, const char *text, mode_
     return rc;
 }
 
-/* text as a single-quoted shell word. */
-static void shell_quote(tftap_buf *b, const char *text)
-{
-    tftap_buf_putc(b, '\'');
-    for (const char *c = text; *c; c++) {
-        if (*c == '\'')
-            tftap_buf_puts(b, "'\\''");
-        else
-            tftap_buf_putc(b, *c);
-    }
-    tftap_buf_putc(b, '\'');
-}
-
 int acc_front_write(const char *dir, const char *tftap_exe, const char *real_cli, const char *db,
                     int64_t parent_id, const struct run_opts *ro, int own_mask, char **front_path,
                     tftap_buf *err)
@@ -149,9 +136,9 @@ int acc_front_write(const char *dir, const char *tftap_exe, const char *real_cli
     }
     tftap_buf_puts(&sh, "#!/bin/sh\n# tftap: each CLI command of an acceptance test step, "
                         "recorded (docs/acceptance-tests.md)\nexec ");
-    shell_quote(&sh, tftap_exe);
+    wrap_sh_quote(&sh, tftap_exe);
     tftap_buf_puts(&sh, " run --front ");
-    shell_quote(&sh, dir);
+    wrap_sh_quote(&sh, dir);
     tftap_buf_printf(&sh, " --parent %lld", (long long)parent_id);
     if (own_mask)
         tftap_buf_puts(&sh, " --own-log-mask");
@@ -162,7 +149,7 @@ int acc_front_write(const char *dir, const char *tftap_exe, const char *real_cli
     if (ro->no_match)
         tftap_buf_puts(&sh, " --no-match");
     tftap_buf_puts(&sh, " -- ");
-    shell_quote(&sh, real_cli);
+    wrap_sh_quote(&sh, real_cli);
     tftap_buf_puts(&sh, " \"$@\"\n");
     /* Named as the CLI it stands for: the harness shows the path. */
     const char *base = strrchr(real_cli, '/') ? strrchr(real_cli, '/') + 1 : real_cli;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
 #include "cli/cli.h"
 #include "cli/cli_store.h"
 #include "cli/verdict.h"
@@ -32,21 +33,6 @@ struct runs_ctx {
     const char *test; /* --test PATTERN, or NULL */
 };
 
-/* The CLI's subcommand in a run's args (the first word not an option). */
-static void first_word(const char *args_json, tftap_buf *out)
-{
-    sj_doc *doc = NULL;
-    if (!args_json || sj_parse(args_json, strlen(args_json), 0, &doc) != 0)
-        return;
-    const sj_node *a = sj_root(doc);
-    for (const sj_node *e = a->kind == SJ_ARRAY ? a->child : NULL; e; e = e->next)
-        if (e->kind == SJ_STRING && e->str[0] != '-') {
-            tftap_buf_puts(out, e->str);
-            break;
-        }
-    sj_free(doc);
-}
-
 void cli_step_name(const store_run_row *r, tftap_buf *out)
 {
     tftap_buf_puts(out, r->test_name ? r->test_name : "(test not known)");
@@ -54,11 +40,9 @@ void cli_step_name(const store_run_row *r, tftap_buf *out)
         tftap_buf_printf(out, " / step %d", r->test_step);
     else
         tftap_buf_puts(out, " / step ?");
-    tftap_buf_puts(out, " / ");
-    size_t before = out->len;
-    first_word(r->args_json, out);
-    if (out->len == before)
-        tftap_buf_puts(out, "-");
+    char *sub = analysis_args_subcommand(r->args_json);
+    tftap_buf_printf(out, " / %s", sub != NULL && sub[0] ? sub : "-");
+    free(sub);
 }
 
 int cli_test_matches(const char *pattern, const char *test)
