@@ -278,7 +278,13 @@ int acc_step_of(const char *dir, const char *test, const char *workdir, int is_i
     tftap_buf p = TFTAP_BUF_INIT, state = TFTAP_BUF_INIT, stamp = TFTAP_BUF_INIT;
     char hex[65];
     int step = 0, max = 0;
-    tftap_sha256_hex(test, strlen(test), hex);
+    /* Per test process and test: `go test ./...` runs a test binary per
+     * package at once, and two packages may have tests of one name. The
+     * front's parent is the process that ran the CLI, the harness's. */
+    tftap_buf key = TFTAP_BUF_INIT;
+    tftap_buf_printf(&key, "%ld/%s", (long)getppid(), test);
+    tftap_sha256_hex(key.data ? key.data : "", key.len, hex);
+    tftap_buf_done(&key);
     tftap_buf_printf(&p, "%s/steps/%.32s", dir, hex);
     config_stamp(workdir, &stamp);
     if (tftap_buf_failed(&p) || tftap_buf_failed(&stamp))

@@ -125,8 +125,9 @@ char *acc_front_db(const char *dir);
  * through TF_LOG_PATH_MASK (heap), or NULL when it does not say. */
 char *acc_test_name(void);
 /* The step of test a command in workdir belongs to (1-based; 0 when it
- * cannot be told), remembered in dir; is_init: the command is `init` (it
- * prepares the step that follows and starts none). */
+ * cannot be told), remembered in dir per test and test process (our
+ * parent); is_init: the command is `init` (it prepares the step that
+ * follows and starts none). */
 int acc_step_of(const char *dir, const char *test, const char *workdir, int is_init);
 
 /* ---- run_end.c: after the command, the record made final ---- */

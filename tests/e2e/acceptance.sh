@@ -222,6 +222,18 @@ check_eq "  its steps recorded and named" "$(sqlite3 "$db" "SELECT group_concat(
 check "  and its calls" test "$(sqlite3 "$db" "SELECT count(*) FROM calls c JOIN runs r
     ON r.id = c.run_id WHERE r.parent_id = $suite5")" -gt 20
 
+# ---- two test processes at once with tests of the same names (go test ./...
+# runs a test binary per package in parallel) ------------------------------
+TF_ACC_TERRAFORM_PATH=$TOFU "$TFTAP" run --db "$db" -- sh -c \
+    '"$1" -test.count=1 -test.run TestAccPet_length & "$1" -test.count=1 -test.run TestAccPet_length
+     wait $! && wait' sh "$ACC" >"$WORK/two.out" 2>&1
+check_eq "two test processes at once pass through tftap" "$?" 0
+suite6=$(sqlite3 "$db" "SELECT max(id) FROM runs WHERE parent_id IS NULL")
+check_eq "  each test's steps counted in its own process: steps 1 to 3, twice" \
+    "$(sqlite3 "$db" "SELECT test_step || 'x' || count(*) FROM runs WHERE parent_id = $suite6
+        AND json_extract(args, '\$[0]') = 'apply' GROUP BY test_step ORDER BY test_step" | tr '\n' ' ')" \
+    "1x2 2x2 3x2 "
+
 # ---- terraform-plugin-sdk/v2's own harness (tftestsdk) -----------------
 : >"$WORK/cli.log"
 TF_ACC_TERRAFORM_PATH=$WORK/cli TF_LOG=DEBUG TF_LOG_PATH_MASK=$WORK/logs/%s.log \
