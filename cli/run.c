@@ -7,6 +7,7 @@
  * exit code and exits with it. */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -595,6 +596,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         }
         add[nadd++] = env_cfg;
     }
+    assert(nadd <= sizeof add / sizeof add[0]);
     if ((env = run_env_with(add, nadd)) == NULL) {
         cli_error("out of memory");
         goto cleanup;
