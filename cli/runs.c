@@ -88,7 +88,9 @@ static int each_run(void *ctx, const store_run_row *r)
     struct runs_ctx *c = ctx;
     tftap_buf *b = &c->out;
     cli_verdict v;
-    if (c->test != NULL && (r->parent_id == 0 || !cli_test_matches(c->test, r->test_name)))
+    /* A step run: under its suite, or alone (bundled) with its name. */
+    int step_run = r->parent_id > 0 || r->test_name != NULL;
+    if (c->test != NULL && (!step_run || !cli_test_matches(c->test, r->test_name)))
         return 0;
     int rc = cli_verdict_read(c->s, r->id, CLI_VERDICT_LAZY, &v);
     if (rc) {
@@ -119,8 +121,11 @@ static int each_run(void *ctx, const store_run_row *r)
         tftap_buf_printf(b, ",\"processes\":%lld,\"calls\":%lld,\"dropped\":%lld,\"uuid\":",
                          (long long)r->processes, (long long)r->calls, (long long)r->dropped);
         cli_json_str(b, r->uuid);
-        if (r->parent_id > 0) {
-            tftap_buf_printf(b, ",\"parent_id\":%lld,\"test\":", (long long)r->parent_id);
+        if (step_run) {
+            if (r->parent_id > 0)
+                tftap_buf_printf(b, ",\"parent_id\":%lld,\"test\":", (long long)r->parent_id);
+            else
+                tftap_buf_puts(b, ",\"parent_id\":null,\"test\":");
             cli_json_str(b, r->test_name);
             if (r->test_step > 0)
                 tftap_buf_printf(b, ",\"step\":%d", r->test_step);
@@ -149,9 +154,11 @@ static int each_run(void *ctx, const store_run_row *r)
                              "STARTED", "DURATION", "EXIT", "PROCS", "CALLS", "COMMAND");
         tftap_buf_printf(b, "%-5lld %-7s %-19s %9s %7s %5lld %6lld  ", (long long)r->id, verdict,
                          when, dur, exit_code, (long long)r->processes, (long long)r->calls);
-        if (r->parent_id > 0) {
+        if (step_run) {
             cli_step_name(r, b);
-            tftap_buf_printf(b, " (run %lld): ", (long long)r->parent_id);
+            if (r->parent_id > 0)
+                tftap_buf_printf(b, " (run %lld)", (long long)r->parent_id);
+            tftap_buf_puts(b, ": ");
         }
         tftap_buf_puts(b, r->command && *r->command ? r->command : "-");
         args_text(b, r->args_json);

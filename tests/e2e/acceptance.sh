@@ -150,6 +150,21 @@ check_eq "export SUITE --test: the test's step runs, named" \
 "$TFTAP" export --db "$db" "$suite" --test Nope >/dev/null 2>&1
 check_eq "export --test matching nothing: a usage error" "$?" 2
 
+# A step run bundled keeps its name; pushed with its suite, its suite too.
+step=$(sqlite3 "$db" "SELECT max(id) FROM runs WHERE parent_id = $suite AND test_name = 'TestAccPet_length'
+    AND test_step = 2 AND json_extract(args, '\$[0]') = 'apply'")
+"$TFTAP" bundle --db "$db" "$step" -o "$WORK/step.tftap" >/dev/null 2>&1
+check_eq "a bundled step run keeps its test and step" \
+    "$("$TFTAP" runs --db "$WORK/step.tftap" --json | jq -r '.[0] | "\(.test) \(.step) \(.parent_id)"')" \
+    "TestAccPet_length 2 null"
+"$TFTAP" push "$suite" --db "$db" --to "$WORK/pushed.db" >/dev/null 2>&1 &&
+    "$TFTAP" push all --db "$db" --to "$WORK/pushed.db" >/dev/null 2>&1
+check_eq "pushed after their suite, step runs stay under it, named" \
+    "$("$TFTAP" runs --db "$WORK/pushed.db" --json | jq -r --arg u "$(sqlite3 "$db" "SELECT uuid FROM runs
+        WHERE id = $suite")" '(.[] | select(.uuid == $u) | .id) as $p
+        | [.[] | select(.parent_id == $p)] | "\(length) \(map(.test) | unique | join(","))"')" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE parent_id = $suite") TestAccPet_length,TestAccServer_lifecycle,TestAccThing_expectError"
+
 # ---- tftap's own mask: the user set none (the v2 build of the provider) ----
 : >"$WORK/cli.log"
 TF_ACC_TERRAFORM_PATH=$WORK/cli "$TFTAP" run --db "$db" -- "$ACC2" -test.v -test.count=1 \

@@ -32,6 +32,12 @@ e() { "$TFTAP" export --db "$1" 1 --test TestAccServer_lifecycle |
     jq -r 'select(.kind == "run") | "\(.parent_id) \(.test_name) \(.test_step)"' | sort | uniq -c; }
 check_eq "export --test: the same lines" "$(e "$URI")" "$(e "$db")"
 check "export --test: the server's lines name the test" grep -q ' 1 TestAccServer_lifecycle 3$' <<<"$(e "$URI")"
+pg_psql "CREATE DATABASE pushed" >/dev/null
+"$TFTAP" push all --db "$db" --to "$(pg_uri pushed)" >/dev/null 2>&1
+check_eq "the file's suite pushed into a server: its step runs under it, named alike" \
+    "$(q "$(pg_uri pushed)")" "$(q "$db")"
+check_eq "  each under the suite's id there" "$("$TFTAP" runs --db "$(pg_uri pushed)" --json |
+    jq '[.[] | select(.parent_id != null) | .parent_id] | unique | length')" 1
 "$TFTAP" run --db "$URI" -- "$ACC" -test.count=1 >/dev/null 2>&1
 suite2=$("$TFTAP" runs --db "$URI" --json | jq '[.[] | select(.parent_id == null)] | last | .id')
 "$TFTAP" diff --db "$URI" 1 "$suite2" --ignore .id --ignore .hex --ignore .dec --ignore .b64_std \

@@ -313,8 +313,8 @@ async function runsView() {
   const rowOf = r => {
     const args = Array.isArray(r.args) ? r.args.join(' ') : '';
     /* An acceptance test's step run reads TEST / step N / COMMAND first. */
-    const step = r.parent_id ? (r.test || '(test not known)') + ' / step ' + (r.step || '?') + ' / ' +
-      ((Array.isArray(r.args) ? r.args : []).find(a => !a.startsWith('-')) || '-') + ' (run #' + r.parent_id + '): ' : '';
+    const step = r.parent_id || r.test ? (r.test || '(test not known)') + ' / step ' + (r.step || '?') + ' / ' +
+      ((Array.isArray(r.args) ? r.args : []).find(a => !a.startsWith('-')) || '-') + (r.parent_id ? ' (run #' + r.parent_id + ')' : '') + ': ' : '';
     const cmd = step + (r.command || '') + (args ? ' ' + args : '');
     const tr = el('tr', { class: r.ended_us ? '' : 'running', 'data-run': r.id },
       el('td', {}, el('a', { href: runLink(r.id) }, '#' + r.id)),
