@@ -278,6 +278,34 @@ int analysis_diff_render(const analysis_diff *d, enum analysis_diff_format fmt, 
 
 void analysis_diff_free(analysis_diff *d);
 
+/* ---- suite diff: two recorded acceptance test suites, step by step ---------- */
+
+typedef struct analysis_suite_diff analysis_suite_diff;
+
+/* The CLI subcommand in a run's args (a JSON array of strings): its first
+ * word that is not an option; "" when none. Heap (free()), NULL: no memory. */
+char *analysis_args_subcommand(const char *args_json);
+
+/* Pair the step runs of suite_a (in sa) with those of suite_b (in sb) by
+ * test, step, CLI subcommand and order among equals, and diff each pair as
+ * analysis_diff_runs does (opts as there). Step runs in one suite only, tests
+ * in one only, and steps that failed (an error exit: not plan's 2) in one
+ * only are counted too. Returns 0, TFTAP_ESTORE, TFTAP_EDECODE,
+ * TFTAP_ENOMEM. */
+int analysis_suite_diff_runs(store *sa, int64_t suite_a, store *sb, int64_t suite_b,
+                             const analysis_diff_opts *opts, analysis_suite_diff **out);
+/* Behaviour differences in paired step runs, plus step runs in one suite
+ * only, plus steps failed in one only: 0 when the suites agree. */
+size_t analysis_suite_diff_count(const analysis_suite_diff *d);
+/* Text: per test, its differing step runs with their run diffs; markdown: a
+ * summary table, then one collapsed section per test that differs (at most
+ * max_bytes, 0: no cap); JSON: {"same","pairs":[{"a","b","differences","diff"}],
+ * "only_a","only_b","tests_in_one_only","steps_failed_in_one_only"}. flags
+ * as analysis_diff_render. 0 or TFTAP_ENOMEM. */
+int analysis_suite_diff_render(const analysis_suite_diff *d, enum analysis_diff_format fmt,
+                               int flags, size_t max_bytes, tftap_buf *out);
+void analysis_suite_diff_free(analysis_suite_diff *d);
+
 /* ---- provider schemas -------------------------------------------------------- */
 
 /* Append a serialized GetProviderSchema response (protocol 5's GetSchema

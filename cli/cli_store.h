@@ -10,6 +10,11 @@
 #include "store/store.h"
 
 /* Options every reading command takes, plus its own. */
+/* An acceptance test step run's name: "TEST / step N / SUBCOMMAND" (runs.c). */
+void cli_step_name(const store_run_row *r, tftap_buf *out);
+/* 1 when test matches --test's shell glob (pattern NULL: everything). */
+int cli_test_matches(const char *pattern, const char *test);
+
 struct cli_opt {
     const char *name;   /* "--method" */
     const char **value; /* NULL for a flag */

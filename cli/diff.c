@@ -12,6 +12,7 @@
 
 static const char usage_text[] =
     "usage: tftap diff RUN_A RUN_B [ADDRESS|TYPE] [--db PATH] [--json | --format FORMAT]\n"
+    "       tftap diff SUITE_A SUITE_B [options]\n"
     "                  [--ignore PATTERN]... [--no-inputs] [--max-bytes N]\n\n"
     "Compare what the providers did in two recorded runs of the same configuration\n"
     "(each an id, 'last', or a bundle or database file, FILE:RUN for one of its runs),\n"
@@ -32,7 +33,26 @@ static const char usage_text[] =
     "  --no-inputs                   list no input difference (they are still counted)\n"
     "  --max-bytes N                 cap the markdown at N bytes (default 60000)\n"
     "  --db PATH                     the database (default $TFTAP_DB or .tftap/tftap.db)\n\n"
+    "Two acceptance test suites (the runs of 'tftap run -- go test ...', see\n"
+    "docs/acceptance-tests.md): their step runs are paired by test, step and CLI\n"
+    "command (then order), and each pair is compared as above; also reported: tests\n"
+    "and step runs in one suite only, and steps that failed in one only. Markdown\n"
+    "gives a summary table, then one collapsed section per test that differs.\n\n"
     "Exit status: 0 the providers behaved the same, 1 they differ, 2 error.\n";
+
+static int count_run(void *ctx, const store_run_row *row)
+{
+    (void)row;
+    (*(size_t *)ctx)++;
+    return 0;
+}
+
+/* How many step runs run_id has (0: it is no suite). */
+static size_t step_runs(store *s, int64_t run_id)
+{
+    size_t n = 0;
+    return store_run_children_each(s, run_id, count_run, &n) == 0 ? n : 0;
+}
 
 int cli_diff(int argc, char **argv)
 {
@@ -113,6 +133,37 @@ int cli_diff(int argc, char **argv)
         goto close;
     analysis_diff_opts o = {
         .filter = npos == 3 ? argv[optind + 2] : NULL, .ignore = ignore, .nignore = nignore};
+    size_t steps_a = step_runs(s[0], ra), steps_b = step_runs(s[1], rb);
+    if (steps_a > 0 || steps_b > 0) {
+        if (steps_a == 0 || steps_b == 0) {
+            cli_error("run %s is an acceptance test suite and %s is not: diff two suites or two "
+                      "runs",
+                      argv[optind + (steps_a == 0)], argv[optind + (steps_a != 0)]);
+            goto close;
+        }
+        if (o.filter != NULL) {
+            cli_usage_error(argv[0], "an ADDRESS or TYPE takes two runs, not two suites");
+            goto close;
+        }
+        analysis_suite_diff *sd = NULL;
+        int serr = analysis_suite_diff_runs(s[0], ra, s[1], rb, &o, &sd);
+        if (serr) {
+            cli_error("diff: %s", serr == TFTAP_ESTORE ? store_errmsg(s[0]) : tftap_strerror(serr));
+            goto close;
+        }
+        tftap_buf b = TFTAP_BUF_INIT;
+        int flags = (fmt == ANALYSIS_DIFF_TEXT && cli_use_color() ? ANALYSIS_DIFF_COLOR : 0) |
+                    (no_inputs ? ANALYSIS_DIFF_NO_INPUTS : 0);
+        serr = analysis_suite_diff_render(sd, fmt, flags,
+                                          fmt == ANALYSIS_DIFF_MARKDOWN ? max_bytes : 0, &b);
+        if (serr)
+            cli_error("diff: %s", tftap_strerror(serr));
+        else if (cli_flush(&b) == 0)
+            rc = analysis_suite_diff_count(sd) ? 1 : 0;
+        tftap_buf_done(&b);
+        analysis_suite_diff_free(sd);
+        goto close;
+    }
     int64_t rs[2] = {ra, rb};
     int frc = cli_filter_check(s, path, rs, 2, CLI_FILTER_ADDRESS_OR_TYPE, o.filter);
     if (frc)

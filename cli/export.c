@@ -1,16 +1,43 @@
 /* tftap export RUN: everything recorded for a run as JSON lines. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "cli/cli_store.h"
 
 static const char usage_text[] =
-    "usage: tftap export RUN [--format jsonl] [--db PATH] [--json]\n\n"
+    "usage: tftap export RUN [--test PATTERN] [--format jsonl] [--db PATH] [--json]\n\n"
     "Write RUN (an id or 'last') as JSON lines on stdout: one object per line with\n"
     "\"kind\" run, process, call (with decoded request and response) or gap.\n"
-    "jsonl is the only format; --json is the same.\n";
+    "jsonl is the only format; --json is the same. A run line of an acceptance test\n"
+    "step run carries parent_id, test_name and test_step. With --test PATTERN, RUN is\n"
+    "an acceptance test suite (the run of 'tftap run -- go test ...'): each step run of\n"
+    "the tests whose name matches PATTERN (a shell glob) is written in turn.\n";
+
+struct steps {
+    int64_t *ids;
+    size_t n, cap;
+    const char *test;
+};
+
+static int collect_step(void *ctx, const store_run_row *row)
+{
+    struct steps *c = ctx;
+    if (!cli_test_matches(c->test, row->test_name))
+        return 0;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 32;
+        int64_t *v = realloc(c->ids, cap * sizeof *v);
+        if (v == NULL)
+            return TFTAP_ENOMEM;
+        c->ids = v;
+        c->cap = cap;
+    }
+    c->ids[c->n++] = row->id;
+    return 0;
+}
 
 static int write_out(void *ctx, const char *p, size_t n)
 {
@@ -24,8 +51,8 @@ static int write_out(void *ctx, const char *p, size_t n)
 
 int cli_export(int argc, char **argv)
 {
-    const char *format = "jsonl";
-    const struct cli_opt opts[] = {{"--format", &format, NULL}, {0}};
+    const char *format = "jsonl", *test = NULL;
+    const struct cli_opt opts[] = {{"--format", &format, NULL}, {"--test", &test, NULL}, {0}};
     struct cli_read r;
     int rc = cli_read_parse(argc, argv, opts, usage_text, 1, 1, &r);
     if (rc != CLI_READ_GO)
@@ -37,7 +64,22 @@ int cli_export(int argc, char **argv)
     rc = cli_read_open(&r);
     if (rc != CLI_READ_GO)
         return rc;
-    rc = store_export_jsonl(r.s, r.run, write_out, NULL);
+    struct steps st = {NULL, 0, 0, test};
+    if (test != NULL) {
+        rc = store_run_children_each(r.s, r.run, collect_step, &st);
+        if (rc == 0 && st.n == 0) {
+            cli_usage_error(argv[0], "run %lld has no step run of a test matching '%s'",
+                            (long long)r.run, test);
+            free(st.ids);
+            cli_read_done(&r);
+            return 2;
+        }
+        for (size_t i = 0; i < st.n && rc == 0; i++)
+            rc = store_export_jsonl(r.s, st.ids[i], write_out, NULL);
+        free(st.ids);
+    } else {
+        rc = store_export_jsonl(r.s, r.run, write_out, NULL);
+    }
     int exit_code = 0;
     if (rc) {
         if (rc != TFTAP_EIO)

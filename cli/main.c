@@ -18,7 +18,7 @@ struct command {
 /* Keep one line per subcommand; each file in cli/ adds its own. */
 static const struct command commands[] = {
     {"decode", cli_decode, "decode one DynamicValue payload to JSON"},
-    {"run", cli_run, "run a tofu/terraform command with every provider recorded"},
+    {"run", cli_run, "run a tofu/terraform command (or go test) with every provider recorded"},
     {"wrap", cli_wrap, "write provider shims and a CLI config for manual or CI use"},
     {"replay", cli_replay, "run a command with the providers answered from a recorded run"},
     {"shim", cli_shim, "run as a provider plugin: relay and record (used by shims)"},

@@ -7,6 +7,7 @@
  * exit code and exits with it. */
 #include "config.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -138,25 +139,40 @@ static off_t file_size(const char *path)
     return stat(path, &st) == 0 ? st.st_size : 0;
 }
 
+/* A command the acceptance tests' front runs as it is: `version` (the
+ * harness asks it before any test, with no provider to call). */
+static int front_passes_through(int argc, char **argv)
+{
+    struct cmdline c;
+    parse_cmdline(argc, argv, &c);
+    return c.sub != NULL && strcmp(c.sub, "version") == 0;
+}
+
 static void run_usage(FILE *f)
 {
-    fprintf(
-        f,
-        "usage: tftap run [--db PATH] [--reattach] [--record-sensitive] [--keep-raw]\n"
-        "                 [--no-match] [--otlp URL] [--otlp-values] -- tofu|terraform ARGS...\n\n"
-        "Run one OpenTofu/Terraform command with every provider it uses wrapped by\n"
-        "tftap, recording all their calls as one run. The command keeps your terminal;\n"
-        "tftap exits with its exit code. Providers are found through the lock file\n"
-        "and where init installed them (or the plugin cache and filesystem mirrors of\n"
-        "your CLI config); your CLI config is kept, with dev_overrides added for the\n"
-        "shims. Commands that install providers ('init', 'get', 'providers lock',\n"
-        "'providers mirror') run unwrapped, still recorded as runs.\n\n" CLI_RECORDING_OPTIONS_HELP
-        "  --no-match           do not run 'show -json' after plan/apply to tie calls\n"
-        "                       to resource addresses\n"
-        "  --reattach           start each provider once, behind tftap, and let the CLI\n"
-        "                       attach to it (TF_REATTACH_PROVIDERS) instead of using\n"
-        "                       shims; every alias of a provider then shares one process\n",
-        STORE_DEFAULT_PATH);
+    fprintf(f,
+            "usage: tftap run [--db PATH] [--reattach] [--record-sensitive] [--keep-raw]\n"
+            "                 [--no-match] [--otlp URL] [--otlp-values] -- tofu|terraform ARGS...\n"
+            "       tftap run [options] -- go test ARGS...\n\n"
+            "Run one OpenTofu/Terraform command with every provider it uses wrapped by\n"
+            "tftap, recording all their calls as one run. The command keeps your terminal;\n"
+            "tftap exits with its exit code. Providers are found through the lock file\n"
+            "and where init installed them (or the plugin cache and filesystem mirrors of\n"
+            "your CLI config); your CLI config is kept, with dev_overrides added for the\n"
+            "shims. Commands that install providers ('init', 'get', 'providers lock',\n"
+            "'providers mirror') run unwrapped, still recorded as runs.\n\n"
+            "A command that is neither tofu nor terraform (go test, make) may run a\n"
+            "provider's acceptance tests: tftap points TF_ACC_TERRAFORM_PATH at a front for\n"
+            "the CLI (yours, else terraform or tofu on PATH), and each CLI command of each\n"
+            "test step is recorded as a run of its own under this one, named TEST / step N /\n"
+            "COMMAND, the provider under test (TF_REATTACH_PROVIDERS) relayed and recorded\n"
+            "too (docs/acceptance-tests.md).\n\n" CLI_RECORDING_OPTIONS_HELP
+            "  --no-match           do not run 'show -json' after plan/apply to tie calls\n"
+            "                       to resource addresses\n"
+            "  --reattach           start each provider once, behind tftap, and let the CLI\n"
+            "                       attach to it (TF_REATTACH_PROVIDERS) instead of using\n"
+            "                       shims; every alias of a provider then shares one process\n",
+            STORE_DEFAULT_PATH);
 }
 
 int cli_run(int argc, char **argv)
@@ -169,7 +185,10 @@ int cli_run(int argc, char **argv)
         OPT_NO_MATCH,
         OPT_REATTACH,
         OPT_OTLP,
-        OPT_OTLP_VALUES
+        OPT_OTLP_VALUES,
+        OPT_FRONT,
+        OPT_PARENT,
+        OPT_OWN_MASK
     };
     static const struct option longopts[] = {
         {"db", required_argument, NULL, OPT_DB},
@@ -179,6 +198,10 @@ int cli_run(int argc, char **argv)
         {"reattach", no_argument, NULL, OPT_REATTACH},
         {"otlp", required_argument, NULL, OPT_OTLP},
         {"otlp-values", no_argument, NULL, OPT_OTLP_VALUES},
+        /* The acceptance tests' CLI front (run_acc.c): not for users. */
+        {"front", required_argument, NULL, OPT_FRONT},
+        {"parent", required_argument, NULL, OPT_PARENT},
+        {"own-log-mask", no_argument, NULL, OPT_OWN_MASK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -215,6 +238,15 @@ int cli_run(int argc, char **argv)
         case OPT_OTLP_VALUES:
             ro.otlp_values = 1;
             break;
+        case OPT_FRONT:
+            ro.front_dir = optarg;
+            break;
+        case OPT_PARENT:
+            ro.parent_id = strtoll(optarg, NULL, 10);
+            break;
+        case OPT_OWN_MASK:
+            ro.own_log_mask = 1;
+            break;
         default:
             return 2;
         }
@@ -222,6 +254,20 @@ int cli_run(int argc, char **argv)
     if (optind >= argc) {
         cli_usage_error("run", "no command given (tftap run -- tofu ARGS...)");
         return 2;
+    }
+    /* The CLI commands tftap runs itself around a step's (state pull,
+     * show -json) log nowhere: the harness's per-test log is its own. */
+    static char *quiet_helpers[] = {"TF_LOG=", "TF_LOG_CORE=", "TF_LOG_PROVIDER=", "TF_LOG_PATH="};
+    if (ro.front_dir != NULL) {
+        ro.aux_env = quiet_helpers;
+        ro.naux_env = sizeof quiet_helpers / sizeof quiet_helpers[0];
+    }
+    if (ro.front_dir != NULL && front_passes_through(argc - optind, argv + optind)) {
+        /* The harness asking the CLI's version, outside any test step:
+         * nothing to record, and nothing of ours in its way. */
+        execv(argv[optind], argv + optind);
+        cli_error("cannot run %s: %s", argv[optind], strerror(errno));
+        return 127;
     }
     return run_command(argv + optind, argc - optind, &ro);
 }
@@ -243,6 +289,16 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     tftap_buf reattach_json = TFTAP_BUF_INIT, before = TFTAP_BUF_INIT;
     char *env_reattach = NULL;
     int64_t run_id = 0;
+    /* Acceptance tests (run_acc.c): as the front of one step's CLI
+     * command, the relays in front of the harness's reattached providers;
+     * as the parent (go test), the front it hands the harness. */
+    const char *reattach_in = ro->front_dir ? getenv("TF_REATTACH_PROVIDERS") : NULL;
+    size_t nattach = reattach_count(reattach_in), nattached = 0;
+    struct reattached *attached = NULL;
+    char *test_name = NULL, *real_cli = NULL, *front = NULL, *front_db = NULL;
+    char *env_acc_path = NULL, *env_acc_mask = NULL;
+    char *env_log_path = NULL;
+    int test_step = 0, own_mask = 0;
     store *s = NULL;
     struct captured ver = {0, -1};
 
@@ -255,7 +311,15 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     const char *cli = strstr(base, "terraform") ? "terraform" : "tofu";
     int is_cli = strstr(base, "tofu") || strstr(base, "terraform");
-    if (!is_cli) {
+    /* Another program (go test, make) may run an acceptance test suite:
+     * the CLI it would run is given a front that records each command. */
+    if (!is_cli && ro->front_dir == NULL)
+        real_cli = acc_real_cli();
+    if (real_cli != NULL) {
+        const char *mask = getenv("TF_LOG_PATH_MASK");
+        own_mask = mask == NULL || strstr(mask, "%s") == NULL;
+        no_match = 1;
+    } else if (!is_cli && ro->front_dir == NULL) {
         /* A script or make: never ask it for "state pull" or "show -json". */
         cli_error("note: '%s' is neither tofu nor terraform: the providers it starts through "
                   "tofu or terraform are recorded, resource addresses are not looked up",
@@ -264,7 +328,9 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     }
     parse_cmdline(ncmd, cmd, &cl);
 
-    const char *db_path = ro->db ? ro->db : getenv("TFTAP_DB");
+    if (ro->front_dir != NULL && ro->db == NULL)
+        front_db = acc_front_db(ro->front_dir);
+    const char *db_path = front_db ? front_db : ro->db ? ro->db : getenv("TFTAP_DB");
     if (db_path == NULL || db_path[0] == '\0')
         db_path = STORE_DEFAULT_PATH;
     if ((exe = wrap_self_exe()) == NULL || (db = wrap_abspath(db_path)) == NULL ||
@@ -314,6 +380,9 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         cli_error("out of memory");
         goto cleanup;
     }
+    if (ro->front_dir != NULL && (test_name = acc_test_name()) != NULL)
+        test_step = acc_step_of(ro->front_dir, test_name, workdir,
+                                cl.sub != NULL && strcmp(cl.sub, "init") == 0);
     wrapped = set.n > 0 && (ro->providers != NULL || !installs_providers(&cl));
     if (set.shims && wrapped)
         /* A config exported by `tftap wrap`: its shims stand aside for
@@ -324,9 +393,10 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     if (set.missing && wrapped)
         cli_error("%zu provider(s) not installed, not recorded (first: %s); run '%s init'",
                   set.missing, set.missing_first, cli);
-    if (wrapped) {
+    if (wrapped || nattach > 0 || real_cli != NULL) {
         /* The shims' directory, and in both modes where each proxy's
-         * recorder holds its lock until the record is written. */
+         * recorder holds its lock until the record is written; the
+         * acceptance tests' front and its state. */
         const char *tmpdir = getenv("TMPDIR");
         tftap_buf t = TFTAP_BUF_INIT;
         tftap_buf_printf(&t, "%s/tftap-run-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
@@ -341,7 +411,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         }
         o.tftap_exe = exe;
         o.db = db;
-        if (!reattach && wrap_write(&set, tmp, &o, &config, &err) != 0) {
+        if (wrapped && !reattach && wrap_write(&set, tmp, &o, &config, &err) != 0) {
             cli_error("%s", tftap_buf_cstr(&err));
             goto cleanup;
         }
@@ -370,8 +440,27 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
                                                                  : tftap_strerror(rc));
         run_id = 0;
         wrapped = 0;
+        nattach = 0;
+        free(real_cli);
+        real_cli = NULL;
         store_close(s);
         s = NULL;
+    }
+    if (run_id > 0 && ro->front_dir != NULL &&
+        store_run_set_test(s, run_id, ro->parent_id, test_name, test_step) != 0)
+        cli_error("cannot name run %lld by its test in %s: %s", (long long)run_id, STORE_SHOWN(db),
+                  store_errmsg(s));
+    if (real_cli != NULL &&
+        acc_front_write(tmp, exe, real_cli, db, run_id, ro, own_mask, &front, &err) != 0) {
+        cli_error("%s; the acceptance tests' steps are not recorded", tftap_buf_cstr(&err));
+        acc_front_clean(tmp, real_cli);
+        free(real_cli);
+        real_cli = NULL;
+    } else if (real_cli != NULL) {
+        /* Which CLI the tests get, and where their steps go: one line. */
+        cli_error("note: '%s' is neither tofu nor terraform: the CLI commands of the acceptance "
+                  "tests it runs (with %s) are recorded as step runs of run %lld",
+                  base, real_cli, (long long)run_id);
     }
     /* Otherwise kept open through the command: the last connection to
      * close checkpoints the WAL (two fsyncs) before the command could
@@ -379,13 +468,77 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
      * --reattach: its proxies are forks of this process, which must not
      * inherit an open SQLite connection (their recorders open the same
      * file, and SQLite's locks are per process). */
-    if (reattach) {
+    if (reattach || nattach > 0) {
         store_close(s);
         s = NULL;
     }
 
-    char *add[5];
+    char *add[12];
     size_t nadd = 0;
+    if (nattach > 0 && run_id > 0) {
+        o.tftap_exe = exe;
+        o.db = db;
+        attached = calloc(nattach, sizeof *attached);
+        tftap_buf json = TFTAP_BUF_INIT, v = TFTAP_BUF_INIT;
+        if (attached == NULL || reattach_attach_start(reattach_in, &o, run_id, tmp, attached,
+                                                      &nattached, &json, &err) != 0) {
+            /* The harness's providers are dialed directly, unrecorded: the
+             * test step runs as without tftap. */
+            cli_error("%s; this step's reattached providers are not recorded",
+                      attached ? tftap_buf_cstr(&err) : "out of memory");
+        } else {
+            tftap_buf_puts(&v, "TF_REATTACH_PROVIDERS=");
+            tftap_buf_append(&v, json.data, json.len);
+            tftap_buf_cstr(&v);
+            env_reattach = tftap_buf_failed(&v) ? NULL : tftap_buf_take(&v, NULL);
+            if (env_reattach != NULL)
+                add[nadd++] = env_reattach;
+        }
+        tftap_buf_done(&json);
+        tftap_buf_done(&v);
+    }
+    /* tftap's own TF_LOG_PATH_MASK named the test; the CLI logs as the
+     * harness would have had it log without it (tfexec: TF_ACC_LOG_PATH,
+     * else nowhere). */
+    static char no_log[] = "TF_LOG=", no_log_core[] = "TF_LOG_CORE=",
+                no_log_provider[] = "TF_LOG_PROVIDER=", no_log_path[] = "TF_LOG_PATH=";
+    if (ro->front_dir != NULL && ro->own_log_mask) {
+        const char *acc_log = getenv("TF_ACC_LOG_PATH");
+        if (acc_log != NULL && acc_log[0] != '\0') {
+            tftap_buf v = TFTAP_BUF_INIT;
+            tftap_buf_printf(&v, "TF_LOG_PATH=%s", acc_log);
+            tftap_buf_cstr(&v);
+            env_log_path = tftap_buf_failed(&v) ? NULL : tftap_buf_take(&v, NULL);
+            tftap_buf_done(&v);
+            if (env_log_path != NULL)
+                add[nadd++] = env_log_path;
+        } else {
+            add[nadd++] = no_log;
+            add[nadd++] = no_log_core;
+            add[nadd++] = no_log_provider;
+            add[nadd++] = no_log_path;
+        }
+    }
+    if (front != NULL) {
+        tftap_buf v = TFTAP_BUF_INIT;
+        tftap_buf_printf(&v, "TF_ACC_TERRAFORM_PATH=%s", front);
+        tftap_buf_cstr(&v);
+        env_acc_path = tftap_buf_failed(&v) ? NULL : tftap_buf_take(&v, NULL);
+        tftap_buf_done(&v);
+        if (own_mask) {
+            tftap_buf_printf(&v, "TF_LOG_PATH_MASK=%s/logs/%%s", tmp);
+            tftap_buf_cstr(&v);
+            env_acc_mask = tftap_buf_failed(&v) ? NULL : tftap_buf_take(&v, NULL);
+            tftap_buf_done(&v);
+        }
+        if (env_acc_path == NULL || (own_mask && env_acc_mask == NULL)) {
+            cli_error("out of memory");
+            goto cleanup;
+        }
+        add[nadd++] = env_acc_path;
+        if (env_acc_mask != NULL)
+            add[nadd++] = env_acc_mask;
+    }
     if (wrapped && reattach) {
         o.tftap_exe = exe;
         o.db = db;
@@ -443,12 +596,13 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         }
         add[nadd++] = env_cfg;
     }
+    assert(nadd <= sizeof add / sizeof add[0]);
     if ((env = run_env_with(add, nadd)) == NULL) {
         cli_error("out of memory");
         goto cleanup;
     }
 
-    int match = wrapped && !no_match && run_id > 0 && matches_addresses(&cl);
+    int match = (wrapped || nattached > 0) && !no_match && run_id > 0 && matches_addresses(&cl);
     int have_before = match && run_state_before(cmd[0], aux_env, workdir, cmd + 1, &before) == 0;
     code = run_attached(cmd, env);
     int64_t ended_us = tftap_now_us();
@@ -464,6 +618,10 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
      * their records) before the run is closed. */
     reattach_stop(procs, nprocs);
     nprocs = 0;
+    /* The relays end once the calls the CLI left end; the harness's
+     * providers are its own and go on. */
+    reattach_stop(attached, nattached);
+    nattached = 0;
     {
         struct run_end e = {
             .db = db,
@@ -478,7 +636,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
             .match = match,
             .have_before = have_before,
             .before = &before,
-            .wrapped = wrapped,
+            .wrapped = wrapped || nattach > 0,
             .run_dir = tmp,
             .log_path = log_path,
             .log_size = log_size,
@@ -500,9 +658,22 @@ cleanup:
         reattach_stop(procs, nprocs);
         free(procs);
     }
+    if (attached != NULL) {
+        reattach_stop(attached, nattached);
+        free(attached);
+    }
     tftap_buf_done(&reattach_json);
     tftap_buf_done(&before);
     free(env_reattach);
+    free(env_log_path);
+    free(env_acc_path);
+    free(env_acc_mask);
+    free(test_name);
+    free(front);
+    free(front_db);
+    if (tmp != NULL && real_cli != NULL)
+        acc_front_clean(tmp, real_cli);
+    free(real_cli);
     if (tmp != NULL) {
         wrap_clean(&set, tmp);
         wrap_recorder_locks_clean(tmp);

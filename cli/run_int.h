@@ -86,9 +86,49 @@ struct reattached {
  * started is stopped again and err says why. */
 int reattach_start(const struct wrap_set *set, const struct wrap_opts *o, int64_t run_id,
                    const char *run_dir, struct reattached *r, tftap_buf *json, tftap_buf *err);
+/* How many providers a TF_REATTACH_PROVIDERS value names (0 when it is
+ * unset or unreadable). */
+size_t reattach_count(const char *reattach_json);
+/* A relay, recording into run_id, in front of each provider that
+ * reattach_json (TF_REATTACH_PROVIDERS) names: each dials the provider
+ * where it already listens (it is not started); fills json with the same
+ * value pointing at the relays. r holds room for reattach_count() entries;
+ * *nr receives how many were started. On failure everything started is
+ * stopped again and err says why. */
+int reattach_attach_start(const char *reattach_json, const struct wrap_opts *o, int64_t run_id,
+                          const char *run_dir, struct reattached *r, size_t *nr, tftap_buf *json,
+                          tftap_buf *err);
 /* End the n proxies (closing their stop pipes) and their providers, and
  * reap them. */
 void reattach_stop(struct reattached *r, size_t n);
+
+/* ---- run_acc.c: acceptance tests, each CLI command of a step a run ---- */
+
+/* The CLI the harness would run: TF_ACC_TERRAFORM_PATH (absolute), else
+ * terraform, else tofu on PATH; NULL when there is none or the harness
+ * installs one itself (TF_ACC_TERRAFORM_VERSION). Heap. */
+char *acc_real_cli(void);
+/* Into dir (the run's directory): the front, an executable script named
+ * like real_cli that runs `tftap run --front dir --parent parent_id [the
+ * recording options of ro] -- real_cli ARGS...`, the database's name
+ * (0600), and the directories for the steps' state (and the harness's
+ * per-test logs when own_mask). *front_path: the script (heap). 0, or -1
+ * with err saying why. */
+int acc_front_write(const char *dir, const char *tftap_exe, const char *real_cli, const char *db,
+                    int64_t parent_id, const struct run_opts *ro, int own_mask, char **front_path,
+                    tftap_buf *err);
+/* Remove what acc_front_write() made in dir (not dir). */
+void acc_front_clean(const char *dir, const char *real_cli);
+/* The front's side: the database its parent records into (heap), or NULL. */
+char *acc_front_db(const char *dir);
+/* The test the harness runs this command for, read back from TF_LOG_PATH
+ * through TF_LOG_PATH_MASK (heap), or NULL when it does not say. */
+char *acc_test_name(void);
+/* The step of test a command in workdir belongs to (1-based; 0 when it
+ * cannot be told), remembered in dir per test and test process (our
+ * parent); is_init: the command is `init` (it prepares the step that
+ * follows and starts none). */
+int acc_step_of(const char *dir, const char *test, const char *workdir, int is_init);
 
 /* ---- run_end.c: after the command, the record made final ---- */
 

@@ -12,7 +12,7 @@
 #include "cli/verdict.h"
 
 static const char usage_text[] =
-    "usage: tftap show RUN [ADDRESS|TYPE] [--all] [--db PATH] [--json]\n\n"
+    "usage: tftap show RUN [ADDRESS|TYPE] [--all] [--test PATTERN] [--db PATH] [--json]\n\n"
     "Show each resource instance change recorded in RUN (an id or 'last') as a plan\n"
     "shows it: PlanResourceChange (prior -> planned) and ApplyResourceChange (prior ->\n"
     "new state) calls, then the diagnostics of other calls. Calls that failed (error\n"
@@ -25,7 +25,10 @@ static const char usage_text[] =
     "matching its instances; module.m, module.m[0], module.m.test_thing.a) or TYPE\n"
     "(test_thing) keeps only those. --all also shows no-op changes, superseded plans,\n"
     "ReadResource and ReadDataSource calls. A change whose call could not be tied to\n"
-    "an address says why.\n";
+    "an address says why. With --test PATTERN, RUN is an acceptance test suite (the run of\n"
+    "'tftap run -- go test ...') and each step run of the tests whose name matches PATTERN\n"
+    "(a shell glob) is shown in turn under its name, TEST / step N / COMMAND (--json: an\n"
+    "array of the runs' reports).\n";
 
 struct show_ctx {
     tftap_buf out;
@@ -435,17 +438,10 @@ static int run_exit_cb(void *ctx, const store_run_row *row)
     return 0;
 }
 
-int cli_show(int argc, char **argv)
+/* One run's report (text or JSON) on stdout; the exit code. */
+static int show_run(struct cli_read *r, int64_t run, const char *filter, int all, int json)
 {
-    int all = 0;
-    const struct cli_opt opts[] = {{"--all", NULL, &all}, {0}};
-    struct cli_read r;
-    int rc = cli_read_begin(argc, argv, opts, usage_text, 1, 2, &r);
-    if (rc != CLI_READ_GO)
-        return rc;
-    int json = r.json;
-    int64_t run = r.run;
-    const char *filter = r.pos[1];
+    int rc = 0;
     struct show_ctx x = {.out = TFTAP_BUF_INIT,
                          .json = json,
                          .all = all,
@@ -460,16 +456,14 @@ int cli_show(int argc, char **argv)
      * failures: which calls failed or were rejected, each with what it
      * attempted. */
     memset(&v, 0, sizeof v);
-    exit_code = cli_filter_check(&r.s, &r.path, &run, 1, CLI_FILTER_ADDRESS_OR_TYPE, filter);
-    if (exit_code) {
-        cli_read_done(&r);
+    exit_code = cli_filter_check(&r->s, &r->path, &run, 1, CLI_FILTER_ADDRESS_OR_TYPE, filter);
+    if (exit_code)
         return exit_code;
-    }
-    rc = cli_verdict_read(r.s, run, 0, &v);
+    rc = cli_verdict_read(r->s, run, 0, &v);
     x.verdict = &v;
     store_calls_filter only_failed = {NULL, NULL, 1};
     if (!rc)
-        rc = store_calls_query(r.s, run, &only_failed, collect_failed, &x);
+        rc = store_calls_query(r->s, run, &only_failed, collect_failed, &x);
     size_t nfailed_calls = x.nfailed;
     if (!rc && x.nfailed)
         qsort(x.failed, x.nfailed, sizeof *x.failed, cmp_id);
@@ -485,7 +479,7 @@ int cli_show(int argc, char **argv)
     if (!rc) {
         if (x.nfailed)
             qsort(x.failed, x.nfailed, sizeof *x.failed, cmp_id);
-        rc = store_run_get(r.s, run, run_exit_cb, &ex);
+        rc = store_run_get(r->s, run, run_exit_cb, &ex);
     }
     if (!rc) {
         if (json) {
@@ -506,11 +500,11 @@ int cli_show(int argc, char **argv)
         if (x.nfailed && !x.shown)
             rc = TFTAP_ENOMEM;
         if (!rc && x.nfailed_changes)
-            rc = store_changes_query(r.s, run, filter, 0, each_change, &x);
+            rc = store_changes_query(r->s, run, filter, 0, each_change, &x);
         if (!rc && x.nshown < x.nfailed) {
             if (x.nshown)
                 qsort(x.shown, x.nshown, sizeof *x.shown, cmp_id);
-            rc = store_calls_query(r.s, run, &only_failed, each_failed_call, &x);
+            rc = store_calls_query(r->s, run, &only_failed, each_failed_call, &x);
         }
         x.failed_pass = 0;
         nfailed = x.n;
@@ -519,7 +513,7 @@ int cli_show(int argc, char **argv)
     if (!rc) {
         if (json)
             tftap_buf_puts(&x.out, nfailed ? "\n  ],\n  \"changes\":[" : "],\"changes\":[");
-        rc = store_changes_each(r.s, run, filter, each_change, &x);
+        rc = store_changes_each(r->s, run, filter, each_change, &x);
     }
     if (!rc && x.npending) {
         /* The changes in the order of their addresses, after the failures. */
@@ -534,7 +528,7 @@ int cli_show(int argc, char **argv)
     if (!rc) {
         if (json)
             tftap_buf_puts(&x.out, x.n ? "\n  ],\n  \"diagnostics\":[" : "],\"diagnostics\":[");
-        rc = store_diagnostics_each(r.s, run, filter, each_diag, &dc);
+        rc = store_diagnostics_each(r->s, run, filter, each_diag, &dc);
     }
     if (rc) {
         if (x.err == TFTAP_EDECODE)
@@ -542,7 +536,7 @@ int cli_show(int argc, char **argv)
         else if (rc == TFTAP_ENOMEM)
             cli_error("out of memory");
         else if (rc != TFTAP_EIO)
-            cli_error("reading %s: %s", r.path, store_errmsg(r.s));
+            cli_error("reading %s: %s", r->path, store_errmsg(r->s));
         exit_code = 1;
     } else if (json) {
         tftap_buf_puts(&x.out, dc.n ? "\n  ]}\n" : "]}\n");
@@ -595,6 +589,87 @@ int cli_show(int argc, char **argv)
     free(x.pending);
     cli_verdict_done(&v);
     tftap_buf_done(&x.out);
+    return exit_code;
+}
+
+struct suite_ctx {
+    int64_t *ids;
+    size_t n, cap;
+    const char *test;
+    int err;
+};
+
+static int collect_step(void *ctx, const store_run_row *row)
+{
+    struct suite_ctx *c = ctx;
+    if (!cli_test_matches(c->test, row->test_name))
+        return 0;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 32;
+        int64_t *v = realloc(c->ids, cap * sizeof *v);
+        if (v == NULL)
+            return TFTAP_ENOMEM;
+        c->ids = v;
+        c->cap = cap;
+    }
+    c->ids[c->n++] = row->id;
+    return 0;
+}
+
+static int step_header(void *ctx, const store_run_row *row)
+{
+    tftap_buf *b = ctx;
+    tftap_buf_puts(b, "== ");
+    cli_step_name(row, b);
+    tftap_buf_printf(b, " (run %lld) ==\n", (long long)row->id);
+    return 0;
+}
+
+int cli_show(int argc, char **argv)
+{
+    int all = 0;
+    const char *test = NULL;
+    const struct cli_opt opts[] = {{"--all", NULL, &all}, {"--test", &test, NULL}, {0}};
+    struct cli_read r;
+    int rc = cli_read_begin(argc, argv, opts, usage_text, 1, 2, &r);
+    if (rc != CLI_READ_GO)
+        return rc;
+    if (test == NULL) {
+        rc = show_run(&r, r.run, r.pos[1], all, r.json);
+        cli_read_done(&r);
+        return rc;
+    }
+    /* An acceptance test suite: each step run of the tests --test names. */
+    struct suite_ctx c = {NULL, 0, 0, test, 0};
+    rc = store_run_children_each(r.s, r.run, collect_step, &c);
+    int exit_code = 0;
+    if (rc) {
+        cli_error("reading %s: %s", r.path,
+                  rc == TFTAP_ENOMEM ? "out of memory" : store_errmsg(r.s));
+        exit_code = 1;
+    } else if (c.n == 0) {
+        cli_usage_error(argv[0], "run %lld has no step run of a test matching '%s'",
+                        (long long)r.run, test);
+        exit_code = 2;
+    }
+    if (r.json && exit_code == 0)
+        fputs("[\n", stdout);
+    for (size_t i = 0; i < c.n && exit_code == 0; i++) {
+        tftap_buf h = TFTAP_BUF_INIT;
+        if (r.json)
+            tftap_buf_puts(&h, i ? ",\n" : "");
+        else {
+            tftap_buf_puts(&h, i ? "\n" : "");
+            store_run_get(r.s, c.ids[i], step_header, &h);
+        }
+        exit_code = cli_flush(&h);
+        tftap_buf_done(&h);
+        if (exit_code == 0)
+            exit_code = show_run(&r, c.ids[i], r.pos[1], all, r.json);
+    }
+    if (r.json && exit_code == 0)
+        fputs("]\n", stdout);
+    free(c.ids);
     cli_read_done(&r);
     return exit_code;
 }

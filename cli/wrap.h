@@ -7,6 +7,7 @@
 #define TFTAP_CLI_WRAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/common.h"
 
@@ -96,6 +97,14 @@ struct run_opts {
      * tftap itself runs around the command (state pull, show -json). */
     char *const *aux_env;
     size_t naux_env;
+    /* The CLI front of an acceptance test (run_acc.c): front_dir is the
+     * parent run's directory, parent_id the parent run; the command is
+     * recorded as a step run under it, named by test and step, with a
+     * relay in front of each provider of TF_REATTACH_PROVIDERS.
+     * own_log_mask: TF_LOG_PATH_MASK is tftap's, not the user's. */
+    const char *front_dir;
+    int64_t parent_id;
+    int own_log_mask;
 };
 
 /* What `tftap run` does once its options are read: run cmd (ncmd words)

@@ -184,6 +184,50 @@ static void recorder_died(const proxy_config *cfg, const struct run *run,
              (long long)lost);
 }
 
+/* Fork the recorder's process for cfg (nothing without a database); a
+ * recorder that cannot start is a warning: the relay goes on unrecorded. */
+static void start_recorder(const proxy_config *cfg, proxy_recproc *rec)
+{
+    if (cfg->db == NULL)
+        return;
+    store_recorder_opts ropts;
+    memset(&ropts, 0, sizeof ropts);
+    ropts.run_id = cfg->run_id;
+    ropts.record_sensitive = cfg->record_sensitive;
+    ropts.keep_raw = cfg->keep_raw;
+    tftap_buf why = TFTAP_BUF_INIT;
+    rec->provider = cfg->provider;
+    rec->hold_fd = cfg->recorder_hold_fd;
+    rec->leave_run = cfg->leave_run;
+    rec->run_left = cfg->run_left;
+    rec->otlp = cfg->otlp;
+    rec->version = cfg->version;
+    if (proxy_recproc_start(cfg->db, &ropts, rec, &why) != 0)
+        warn(cfg, "cannot start the recorder (%s): relaying without recording",
+             tftap_buf_cstr(&why));
+    tftap_buf_done(&why);
+}
+
+/* Hand the tee's copies to the recorder and let it go (it flushes on its
+ * own); a recorder that died is ours to record as a gap. */
+static void finish_recording(const proxy_config *cfg, struct run *run, proxy_tee *tee,
+                             proxy_recproc *rec)
+{
+    struct proxy_tee_outcome tee_end;
+    proxy_tee_finish(tee, &tee_end);
+    if (tee_end.pipe_broke)
+        recorder_died(cfg, run, &tee_end);
+    else if (tee_end.dropped > 0)
+        warn(cfg, "%s: some messages were not recorded (recorder queue full)",
+             cfg->provider != NULL ? cfg->provider : cfg->binary);
+    free(tee_end.ledger);
+    /* A recorder that never started never leaves the run it joined: we do,
+     * or `tftap runs` would call it running for ever. */
+    if (rec->fd < 0 && cfg->db != NULL && cfg->leave_run && cfg->run_id > 0)
+        proxy_recproc_leave_run(cfg->db, cfg->run_id);
+    proxy_recproc_detach(rec);
+}
+
 /* A provider killed by a signal leaves its unix socket behind. Once it has
  * been reaped nothing listens there any more: remove the path it announced,
  * but only if that is (still) a socket. */
@@ -410,24 +454,7 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
 
     /* The recorder's process is forked first, while this is the only
      * thread and before the provider exists. */
-    if (cfg->db != NULL) {
-        store_recorder_opts ropts;
-        memset(&ropts, 0, sizeof ropts);
-        ropts.run_id = cfg->run_id;
-        ropts.record_sensitive = cfg->record_sensitive;
-        ropts.keep_raw = cfg->keep_raw;
-        tftap_buf why = TFTAP_BUF_INIT;
-        rec.provider = cfg->provider;
-        rec.hold_fd = cfg->recorder_hold_fd;
-        rec.leave_run = cfg->leave_run;
-        rec.run_left = cfg->run_left;
-        rec.otlp = cfg->otlp;
-        rec.version = cfg->version;
-        if (proxy_recproc_start(cfg->db, &ropts, &rec, &why) != 0)
-            warn(cfg, "cannot start the recorder (%s): relaying without recording",
-                 tftap_buf_cstr(&why));
-        tftap_buf_done(&why);
-    }
+    start_recorder(cfg, &rec);
 
     /* The client's certificate, if any, is what we must require on our
      * side; the child gets ours instead (we hold no key for the client's). */
@@ -572,21 +599,7 @@ cleanup:
      * recorder process, then close its pipe: it flushes after we are gone. */
     proxy_relay_stop(relay);
     run.relay = NULL;
-    {
-        struct proxy_tee_outcome tee_end;
-        proxy_tee_finish(tee, &tee_end);
-        if (tee_end.pipe_broke)
-            recorder_died(cfg, &run, &tee_end);
-        else if (tee_end.dropped > 0)
-            warn(cfg, "%s: some messages were not recorded (recorder queue full)",
-                 cfg->provider != NULL ? cfg->provider : cfg->binary);
-        free(tee_end.ledger);
-    }
-    /* A recorder that never started never leaves the run it joined: we do,
-     * or `tftap runs` would call it running for ever. */
-    if (rec.fd < 0 && cfg->db != NULL && cfg->leave_run && cfg->run_id > 0)
-        proxy_recproc_leave_run(cfg->db, cfg->run_id);
-    proxy_recproc_detach(&rec);
+    finish_recording(cfg, &run, tee, &rec);
     if (socket_made)
         unlink(tftap_buf_cstr(&sock));
     SSL_CTX_free(server_tls);
@@ -630,6 +643,128 @@ cleanup:
     free(child_cert_pem);
     free(line);
     free(child_env);
+    tftap_buf_done(&sock);
+    tftap_buf_done(&out);
+    return code;
+}
+
+int proxy_attach(const proxy_config *cfg, tftap_buf *err)
+{
+    struct run run;
+    proxy_recproc rec = {.pid = -1, .fd = -1, .hold_fd = -1};
+    proxy_tee *tee = NULL;
+    proxy_relay *relay = NULL;
+    tftap_buf sock = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT;
+    sigset_t mask, old_mask;
+    struct sigaction ign, old_pipe;
+    int socket_made = 0, code = 1;
+    const char *who = cfg->provider != NULL ? cfg->provider : "";
+
+    memset(&run, 0, sizeof run);
+    run.cfg = cfg;
+    run.child.pid = cfg->attach_pid;
+    run.child.out_fd = -1;
+    run.notify_fd = -1;
+    if (cfg->attach_address == NULL || cfg->attach_address[0] == '\0' ||
+        cfg->attach_network == NULL) {
+        if (err)
+            tftap_buf_puts(err, "no provider address to attach to");
+        return 1;
+    }
+    /* The relay's threads inherit the block: a signal to the group (the
+     * terminal's Ctrl-C) is the CLI's and the provider's business, not
+     * ours; the caller stops us through stop_fd. */
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &mask, &old_mask);
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ign, &old_pipe);
+    run.notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (run.notify_fd < 0) {
+        if (err)
+            tftap_buf_printf(err, "eventfd: %s", strerror(errno));
+        goto cleanup;
+    }
+    start_recorder(cfg, &rec);
+    if (proxy_tee_new(rec.fd, PROXY_TEE_MAX_BYTES, &tee) != 0) {
+        if (err)
+            tftap_buf_puts(err, "out of memory");
+        goto cleanup;
+    }
+    proxy_tee_process(tee, who, cfg->version, cfg->binary, cfg->attach_protocol, cfg->attach_pid);
+    if (plugin_socket_path(cfg->envp, "tftap-plugin", &sock, err) != 0)
+        goto cleanup;
+    proxy_relay_opts ro = {
+        .listen_path = tftap_buf_cstr(&sock),
+        .upstream_network = cfg->attach_network,
+        .upstream_address = cfg->attach_address,
+        .tee = tee,
+        .notify_fd = run.notify_fd,
+    };
+    socket_made = 1;
+    if (proxy_relay_start(&ro, PROXY_CONNECT_TIMEOUT_MS, &relay, err) != 0) {
+        start_failed(&tee, err, NULL);
+        goto cleanup;
+    }
+    apply_socket_group(cfg, cfg->envp, tftap_buf_cstr(&sock));
+    tftap_buf_printf(&out, "1|%d|unix|%s|grpc|\n", cfg->attach_protocol, tftap_buf_cstr(&sock));
+    if (tftap_buf_failed(&out) || tftap_write_all(cfg->out_fd, out.data, out.len) != 0) {
+        if (err)
+            tftap_buf_puts(err, "cannot hand over our address");
+        goto cleanup;
+    }
+
+    /* Until we are told to stop (or the reader of out_fd is gone)... */
+    for (;;) {
+        struct pollfd pfd[2];
+        nfds_t n = 0;
+        if (cfg->stop_fd >= 0)
+            pfd[n++] = (struct pollfd){cfg->stop_fd, POLLIN, 0};
+        if (cfg->watch_out_fd && cfg->out_fd >= 0)
+            pfd[n++] = (struct pollfd){cfg->out_fd, 0, 0};
+        if (n == 0)
+            break;
+        int pr = poll(pfd, n, -1);
+        if (pr < 0 && errno != EINTR)
+            break;
+        int done = 0;
+        for (nfds_t i = 0; pr > 0 && i < n; i++)
+            if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
+                done = 1;
+        if (done)
+            break;
+    }
+    /* ...then the calls in flight end as the CLI left them. */
+    proxy_relay_drain(relay);
+    int64_t until = tftap_mono_ms() + PROXY_DRAIN_TIMEOUT_MS;
+    while (proxy_relay_active(relay) > 0) {
+        int64_t left = until - tftap_mono_ms();
+        if (left <= 0)
+            break;
+        struct pollfd p = {run.notify_fd, POLLIN, 0};
+        if (poll(&p, 1, (int)left) > 0) {
+            uint64_t v;
+            ssize_t r = read(run.notify_fd, &v, sizeof v);
+            (void)r;
+        }
+    }
+    code = 0;
+
+cleanup:
+    proxy_relay_stop(relay);
+    if (tee != NULL)
+        finish_recording(cfg, &run, tee, &rec);
+    else
+        proxy_recproc_detach(&rec);
+    if (socket_made)
+        unlink(tftap_buf_cstr(&sock));
+    if (run.notify_fd >= 0)
+        close(run.notify_fd);
+    sigaction(SIGPIPE, &old_pipe, NULL);
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     tftap_buf_done(&sock);
     tftap_buf_done(&out);
     return code;

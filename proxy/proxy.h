@@ -87,6 +87,20 @@ typedef struct proxy_config {
      * problem that does not stop the relay, e.g. recording trouble. */
     void (*warn)(void *ctx, const char *message);
     void *warn_ctx;
+    /* Attach rather than start: the provider already listens at
+     * attach_address (attach_network "unix" or "tcp"), as a reattached,
+     * unmanaged provider does (TF_REATTACH_PROVIDERS: one a test harness
+     * serves in-process). binary and args are unused, both legs are
+     * plaintext (a reattached provider is dialed without TLS), and the
+     * provider is the caller's: never signalled, never asked to shut down.
+     * attach_protocol (5 or 6) goes into our handshake line and the record,
+     * attach_pid (its process, 0 if unknown) into the record. stop_fd (or
+     * out_fd's reader going away) ends the relay once the calls in flight
+     * are done. */
+    const char *attach_network;
+    const char *attach_address;
+    int attach_protocol;
+    int attach_pid;
 } proxy_config;
 
 void proxy_config_init(proxy_config *cfg);
@@ -125,5 +139,14 @@ void proxy_config_from_meta(proxy_config *cfg, const proxy_meta *meta);
  * socket once the provider is reaped (a signal leaves it behind), and
  * flushes the recorder on every path. */
 int proxy_run(const proxy_config *cfg, tftap_buf *err);
+
+/* proxy_run() for a provider that is already listening (cfg->attach_address
+ * set): prints our handshake line to out_fd, relays and records until
+ * stop_fd fires or out_fd's reader goes away, then lets the calls in flight
+ * end (at most 5 s) and returns 0, or 1 with err saying why it could not
+ * start (the provider unreachable, no socket). Signals as proxy_run(): INT,
+ * TERM and HUP are held while it runs, and not passed on (the provider is
+ * not ours); the caller ends it through stop_fd. */
+int proxy_attach(const proxy_config *cfg, tftap_buf *err);
 
 #endif

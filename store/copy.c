@@ -56,21 +56,24 @@ static int copy_run_row(store_copy *c)
     sdb_stmt *q = NULL, *ins = NULL, *sel = NULL;
     int rc = sdb_prepare(c->src->db,
                          "SELECT id, uuid, command, args, cwd, cli_name, cli_version, started_us, "
-                         "ended_us, exit_code, key_id, values_kept, redactions FROM runs "
-                         "WHERE id = ?",
+                         "ended_us, exit_code, key_id, values_kept, redactions, test_name, "
+                         "test_step, (SELECT p.uuid FROM runs p WHERE p.id = runs.parent_id) "
+                         "FROM runs WHERE id = ?",
                          &q);
     if (rc == SDB_OK)
-        rc = sdb_prepare(c->dst,
-                         c->keep_ids
-                             ? "INSERT INTO runs (id, uuid, command, args, cwd, cli_name, "
-                               "cli_version, started_us, ended_us, exit_code, key_id, values_kept, "
-                               "redactions) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                               "RETURNING id"
-                             : "INSERT INTO runs (uuid, command, args, cwd, cli_name, "
-                               "cli_version, started_us, ended_us, exit_code, key_id, values_kept, "
-                               "redactions) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                               "ON CONFLICT (uuid) DO NOTHING RETURNING id",
-                         &ins);
+        rc = sdb_prepare(
+            c->dst,
+            c->keep_ids ? "INSERT INTO runs (id, uuid, command, args, cwd, cli_name, "
+                          "cli_version, started_us, ended_us, exit_code, key_id, values_kept, "
+                          "redactions, test_name, test_step, parent_id) VALUES (?, ?, ?, ?, "
+                          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                          "(SELECT id FROM runs WHERE uuid = ?)) RETURNING id"
+                        : "INSERT INTO runs (uuid, command, args, cwd, cli_name, "
+                          "cli_version, started_us, ended_us, exit_code, key_id, values_kept, "
+                          "redactions, test_name, test_step, parent_id) VALUES (?, ?, ?, ?, "
+                          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT id FROM runs WHERE uuid = ?)) "
+                          "ON CONFLICT (uuid) DO NOTHING RETURNING id",
+            &ins);
     if (rc == SDB_OK)
         rc = sdb_prepare(c->dst, "SELECT id FROM runs WHERE uuid = ?", &sel);
     if (rc != SDB_OK)
@@ -124,6 +127,11 @@ static int copy_run_row(store_copy *c)
     /* Values redacted on the way (a bundle) are no longer in clear. */
     sdb_bind_int(ins, i++, c->call_json ? 0 : sdb_column_int(q, 11));
     sdb_bind_column(ins, i++, q, 12);
+    /* An acceptance test's step run keeps its name, and its suite when the
+     * destination has that run (found by uuid: pushed before it). */
+    sdb_bind_column(ins, i++, q, 13);
+    sdb_bind_column(ins, i++, q, 14);
+    sdb_bind_column(ins, i++, q, 15);
     rc = step_row_id(ins, &c->dst_run_id);
     if (rc == SDB_DONE) {
         sdb_reset(sel);

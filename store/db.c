@@ -953,6 +953,33 @@ int store_run_set_cli_version(store *s, int64_t run_id, const char *cli_version)
     return rc == SDB_NOTFOUND ? TFTAP_ENOTFOUND : store_err(rc);
 }
 
+int store_run_set_test(store *s, int64_t run_id, int64_t parent_id, const char *test, int step)
+{
+    sdb_stmt *st = NULL;
+    int rc = sdb_prepare(
+        s->db, "UPDATE runs SET parent_id = ?, test_name = ?, test_step = ? WHERE id = ?", &st);
+    if (rc == SDB_OK) {
+        if (parent_id > 0)
+            sdb_bind_int64(st, 1, parent_id);
+        else
+            sdb_bind_null(st, 1);
+        if (test != NULL)
+            sdb_bind_text(st, 2, test, -1, SDB_STATIC);
+        else
+            sdb_bind_null(st, 2);
+        if (step > 0)
+            sdb_bind_int64(st, 3, step);
+        else
+            sdb_bind_null(st, 3);
+        sdb_bind_int64(st, 4, run_id);
+        rc = step_done(st);
+    }
+    if (rc == SDB_OK && sdb_changes(s->db) == 0)
+        rc = SDB_NOTFOUND;
+    sdb_finalize(st);
+    return rc == SDB_NOTFOUND ? TFTAP_ENOTFOUND : store_err(rc);
+}
+
 int store_resolve_run(store *s, const char *spec, int64_t *run_id)
 {
     sdb_stmt *st = NULL;

@@ -325,7 +325,10 @@ static const char *const migrations[] = {
      * without its end in a process whose record has a gap was not recorded
      * to its end (v_calls.not_recorded, appended), which is no failure of
      * the provider's either. processes.start_error: why a provider
-     * process did not start, in its shim's words. */
+     * process did not start, in its shim's words. runs.parent_id,
+     * test_name, test_step: a step run of an acceptance test (one CLI
+     * command the harness ran for that test and step) under the run of
+     * the test command (go test) that ran it. */
     ("ALTER TABLE processes ADD COLUMN start_error TEXT;"
      /* What core marks secret is known only from the plan and the state:
       * redacted after the run (analysis/secrets.c), the hashes of the
@@ -337,6 +340,10 @@ static const char *const migrations[] = {
      "  run_id INTEGER NOT NULL REFERENCES runs(id),"
      "  hmac TEXT NOT NULL,"
      "  PRIMARY KEY (run_id, hmac)) WITHOUT ROWID;"
+     "ALTER TABLE runs ADD COLUMN parent_id INTEGER REFERENCES runs(id);"
+     "ALTER TABLE runs ADD COLUMN test_name TEXT;"
+     "ALTER TABLE runs ADD COLUMN test_step INTEGER;"
+     "CREATE INDEX runs_parent ON runs(parent_id);"
      "DROP VIEW v_calls;"
      "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
      "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"
@@ -674,7 +681,7 @@ static const char *const pg_migrations[] = {
      "  FROM calls c LEFT JOIN call_addresses a ON a.call_id = c.id,"
      "    " PG_DIAGS("c.response_json") " d;"),
     /* 9: see migrations[9] (v_calls.expected_close and not_recorded,
-     * processes.start_error). */
+     * processes.start_error, the runs of acceptance test steps). */
     /* clang-format off */
     ("ALTER TABLE processes ADD COLUMN start_error text;"
      "ALTER TABLE runs ADD COLUMN values_kept integer NOT NULL DEFAULT 0;"
@@ -683,6 +690,10 @@ static const char *const pg_migrations[] = {
      "  run_id bigint NOT NULL REFERENCES runs(id),"
      "  hmac text NOT NULL,"
      "  PRIMARY KEY (run_id, hmac));"
+     "ALTER TABLE runs ADD COLUMN parent_id bigint REFERENCES runs(id);"
+     "ALTER TABLE runs ADD COLUMN test_name " PGT ";"
+     "ALTER TABLE runs ADD COLUMN test_step bigint;"
+     "CREATE INDEX runs_parent ON runs(parent_id);"
      "DROP VIEW v_calls;"
      "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
      "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"

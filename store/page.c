@@ -18,7 +18,8 @@ int store_runs_page(store *s, int64_t before_id, int limit,
         "r.ended_us, r.exit_code, "
         "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), "
         "(SELECT count(*) FROM calls c WHERE c.run_id = r.id), "
-        "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id) "
+        "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id), "
+        "r.parent_id, r.test_name, r.test_step "
         "FROM runs r WHERE (?1 = 0 OR r.id < ?1) ORDER BY r.id DESC LIMIT ?2",
         &st);
     if (rc != SDB_OK)
@@ -41,6 +42,9 @@ int store_runs_page(store *s, int64_t before_id, int limit,
             .processes = sdb_column_int64(st, 9),
             .calls = sdb_column_int64(st, 10),
             .dropped = sdb_column_int64(st, 11),
+            .parent_id = sdb_column_int64(st, 12),
+            .test_name = store_col_text(st, 13),
+            .test_step = sdb_column_int(st, 14),
         };
         cb = fn(ctx, &r);
         if (cb)

@@ -13,7 +13,8 @@
     "r.ended_us, r.exit_code, "                                                                    \
     "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), "                                   \
     "(SELECT count(*) FROM calls c WHERE c.run_id = r.id), "                                       \
-    "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id), r.uuid "         \
+    "(SELECT coalesce(sum(p.dropped), 0) FROM processes p WHERE p.run_id = r.id), r.uuid, "        \
+    "r.parent_id, r.test_name, r.test_step "                                                       \
     "FROM runs r "
 
 /* param is bound as ?1 when non-zero; single: it is a run id, and no row
@@ -44,6 +45,9 @@ static int runs_query(store *s, const char *sql, int64_t param, int single,
             .calls = sdb_column_int64(st, 10),
             .dropped = sdb_column_int64(st, 11),
             .uuid = store_col_text(st, 12),
+            .parent_id = sdb_column_int64(st, 13),
+            .test_name = store_col_text(st, 14),
+            .test_step = sdb_column_int(st, 15),
         };
         found = 1;
         cb = fn(ctx, &r);
@@ -71,6 +75,12 @@ int store_runs_last(store *s, int64_t limit, int (*fn)(void *ctx, const store_ru
                       RUN_SELECT "WHERE r.id IN (SELECT id FROM runs ORDER BY id DESC LIMIT ?1) "
                                  "ORDER BY r.id",
                       limit, 0, fn, ctx);
+}
+
+int store_run_children_each(store *s, int64_t parent_id,
+                            int (*fn)(void *ctx, const store_run_row *row), void *ctx)
+{
+    return runs_query(s, RUN_SELECT "WHERE r.parent_id = ?1 ORDER BY r.id", parent_id, 0, fn, ctx);
 }
 
 int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_row *row),
@@ -339,7 +349,8 @@ int store_run_names_each(store *s, int64_t run_id,
 static const char *const export_sql[] = {
     "SELECT json_object('kind', 'run', 'id', id, 'command', command, 'args', json(args), "
     "'cwd', cwd, 'cli_name', cli_name, 'cli_version', cli_version, 'started_us', started_us, "
-    "'ended_us', ended_us, 'exit_code', exit_code, 'uuid', uuid, 'key_id', key_id) "
+    "'ended_us', ended_us, 'exit_code', exit_code, 'uuid', uuid, 'key_id', key_id, "
+    "'parent_id', parent_id, 'test_name', test_name, 'test_step', test_step) "
     "FROM runs WHERE id = ?1",
     "SELECT json_object('kind', 'process', 'id', id, 'run_id', run_id, 'provider', provider, "
     "'version', version, 'protocol', protocol, 'pid', pid, 'binary_path', binary_path, "
@@ -372,8 +383,8 @@ static const char *const export_sql[] = {
  * column order, as json_object does; json columns are embedded as they are. */
 static const char *const export_sql_pg[] = {
     "SELECT row_to_json(x) FROM (SELECT 'run'::text AS kind, id, command, tftap_json(args) AS "
-    "args, cwd, cli_name, cli_version, started_us, ended_us, exit_code, uuid, key_id FROM runs "
-    "WHERE id = ?1) AS x",
+    "args, cwd, cli_name, cli_version, started_us, ended_us, exit_code, uuid, key_id, parent_id, "
+    "test_name, test_step FROM runs WHERE id = ?1) AS x",
     "SELECT row_to_json(x) FROM (SELECT 'process'::text AS kind, id, run_id, provider, version, "
     "protocol, pid, binary_path, binary_sha256, schema_sha256, schema_source, started_us, "
     "ended_us, dropped FROM processes WHERE run_id = ?1 ORDER BY id) AS x",

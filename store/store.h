@@ -254,6 +254,11 @@ int store_run_end_at(store *s, int64_t run_id, int exit_code, int64_t ended_us);
  * after the run began. */
 int store_run_set_cli_version(store *s, int64_t run_id, const char *cli_version);
 
+/* Name run_id a step run of an acceptance test: parent_id (the run of the
+ * test command), test (may be NULL: the harness did not say) and step (0:
+ * not told). 0, TFTAP_ENOTFOUND or a store error. */
+int store_run_set_test(store *s, int64_t run_id, int64_t parent_id, const char *test, int step);
+
 /* The run of one CLI command whose providers are started through `tftap
  * wrap`'s shims: key names the command's process (it must differ for every
  * process ever: boot id, pid and start time); the first shim of the command
@@ -289,11 +294,20 @@ typedef struct store_run_row {
     int64_t calls;
     int64_t dropped;  /* recorder events lost in this run */
     const char *uuid; /* runs.uuid (NULL from store_runs_page) */
+    /* A step run of an acceptance test: the run of the test command it
+     * belongs to, the Go test's name and the step (0, NULL, 0 otherwise;
+     * test_step 0 also when the step could not be told). */
+    int64_t parent_id;
+    const char *test_name;
+    int test_step;
 } store_run_row;
 int store_runs_each(store *s, int (*fn)(void *ctx, const store_run_row *row), void *ctx);
 /* The newest limit runs, oldest first (limit <= 0: all of them). */
 int store_runs_last(store *s, int64_t limit, int (*fn)(void *ctx, const store_run_row *row),
                     void *ctx);
+/* The step runs of an acceptance test suite's run, in id order. */
+int store_run_children_each(store *s, int64_t parent_id,
+                            int (*fn)(void *ctx, const store_run_row *row), void *ctx);
 int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_row *row),
                   void *ctx);
 /* Which key hashed run_id's $sensitive values: its runs.key_id when it was

@@ -104,8 +104,16 @@ static void run_json(tftap_buf *b, const store_run_row *r)
     put_i64_or_null(b, r->ended_us > 0, r->ended_us);
     tftap_buf_puts(b, ",\"exit_code\":");
     put_i64_or_null(b, r->has_exit_code, r->exit_code);
-    tftap_buf_printf(b, ",\"processes\":%lld,\"calls\":%lld,\"dropped\":%lld}",
+    tftap_buf_printf(b, ",\"processes\":%lld,\"calls\":%lld,\"dropped\":%lld",
                      (long long)r->processes, (long long)r->calls, (long long)r->dropped);
+    /* An acceptance test's step run: its suite, test and step. */
+    tftap_buf_puts(b, ",\"parent_id\":");
+    put_i64_or_null(b, r->parent_id > 0, r->parent_id);
+    tftap_buf_puts(b, ",\"test\":");
+    put_str(b, r->test_name);
+    tftap_buf_puts(b, ",\"step\":");
+    put_i64_or_null(b, r->test_step > 0, r->test_step);
+    tftap_buf_putc(b, '}');
 }
 
 struct page_ctx {

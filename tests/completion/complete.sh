@@ -80,7 +80,7 @@ commands=$("$TFTAP" --help | sed -n '/^commands:$/,/^$/s/^  \([a-z-]*\) .*/\1/p'
 expect "tftap " "${commands% }"
 expect "tftap sh" "shim show"
 expect "tftap --" "--db --help --version"
-expect "tftap show --" "--all --db --help --json"
+expect "tftap show --" "--all --db --help --json --test"
 expect "tftap diff --format " "json markdown text"
 expect "tftap diff --format=m" "markdown"
 expect "tftap schema diff 1 2 --format " "json markdown text"

@@ -144,6 +144,8 @@ check_eq "schema BUNDLE = schema RUN" \
 # runs.uuid and runs.key_id undone.
 OLDER="ALTER TABLE processes DROP COLUMN start_error;
        ALTER TABLE runs DROP COLUMN values_kept; ALTER TABLE runs DROP COLUMN redactions; DROP TABLE run_secrets;
+       DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_id;
+       ALTER TABLE runs DROP COLUMN test_name; ALTER TABLE runs DROP COLUMN test_step;
        DROP VIEW v_calls; DROP VIEW v_resource_changes; DROP VIEW v_diagnostics;
        ALTER TABLE calls ADD COLUMN address TEXT; ALTER TABLE calls ADD COLUMN address_note TEXT;
        UPDATE calls SET address = (SELECT address FROM call_addresses a WHERE a.call_id = calls.id),

@@ -300,6 +300,8 @@ psql5() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$U5" -c "$1"; }
 # (the migration replaces them).
 psql5 "ALTER TABLE processes DROP COLUMN start_error;
        ALTER TABLE runs DROP COLUMN values_kept, DROP COLUMN redactions; DROP TABLE run_secrets;
+       DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_id, DROP COLUMN test_name,
+         DROP COLUMN test_step;
        DROP VIEW v_calls; DROP VIEW v_resource_changes; DROP VIEW v_diagnostics;
        ALTER TABLE calls ADD COLUMN address text, ADD COLUMN address_note text;
        UPDATE calls c SET address = a.address, address_note = a.address_note FROM call_addresses a

@@ -15,11 +15,14 @@ static char tmpdir[256];
 /* Version 8 undone: addresses back into calls (whose last columns they
  * were), call_addresses gone, the views as version 7 made them. */
 /* Version 9 added processes.start_error, runs.values_kept, runs.redactions
- * and run_secrets (its views are undone with 8's). */
+ * and run_secrets (its views are undone with 8's), and the runs of
+ * acceptance test steps. */
 #define UNDO_8                                                                                     \
     "ALTER TABLE processes DROP COLUMN start_error;"                                               \
     "ALTER TABLE runs DROP COLUMN values_kept; ALTER TABLE runs DROP COLUMN redactions;"           \
     "DROP TABLE run_secrets;"                                                                      \
+    "DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_id;"                              \
+    "ALTER TABLE runs DROP COLUMN test_name; ALTER TABLE runs DROP COLUMN test_step;"              \
     "DROP VIEW v_calls; DROP VIEW v_resource_changes; DROP VIEW v_diagnostics;"                    \
     "ALTER TABLE calls ADD COLUMN address TEXT; ALTER TABLE calls ADD COLUMN address_note TEXT;"   \
     "UPDATE calls SET address = (SELECT address FROM call_addresses a WHERE a.call_id = "          \
@@ -383,6 +386,13 @@ static void test_migrate_from_3_calls(void)
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM pragma_table_info('processes') WHERE name = "
                               "'start_error'"),
                  1);
+    /* The runs of acceptance test steps: named, under their suite. */
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name IN "
+                              "('parent_id', 'test_name', 'test_step')"),
+                 3);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs WHERE parent_id IS NOT NULL OR "
+                              "test_name IS NOT NULL OR test_step IS NOT NULL"),
+                 0);
     /* The same rule in C. */
     CHECK_INT_EQ(tftap_call_expected_close("/tfplugin5.Provider/GetResourceIdentitySchemas", 12),
                  TFTAP_CLOSE_OPTIONAL);

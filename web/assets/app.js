@@ -312,7 +312,10 @@ async function runsView() {
   filter.addEventListener('input', apply);
   const rowOf = r => {
     const args = Array.isArray(r.args) ? r.args.join(' ') : '';
-    const cmd = (r.command || '') + (args ? ' ' + args : '');
+    /* An acceptance test's step run reads TEST / step N / COMMAND first. */
+    const step = r.parent_id || r.test ? (r.test || '(test not known)') + ' / step ' + (r.step || '?') + ' / ' +
+      ((Array.isArray(r.args) ? r.args : []).find(a => !a.startsWith('-')) || '-') + (r.parent_id ? ' (run #' + r.parent_id + ')' : '') + ': ' : '';
+    const cmd = step + (r.command || '') + (args ? ' ' + args : '');
     const tr = el('tr', { class: r.ended_us ? '' : 'running', 'data-run': r.id },
       el('td', {}, el('a', { href: runLink(r.id) }, '#' + r.id)),
       el('td', { class: 'mono' }, cmd || el('span', { class: 'muted' }, '(wrapped provider)')),
@@ -365,6 +368,9 @@ function runHeader(d) {
   return el('dl', { class: 'facts' },
     el('dt', {}, 'Command'), el('dd', { class: 'mono' }, ((r.command || '') + ' ' + args).trim() || '(wrapped provider)'),
     el('dt', {}, 'CLI'), el('dd', {}, [r.cli_name, r.cli_version].filter(Boolean).join(' ') || '-'),
+    r.parent_id ? el('dt', {}, 'Test') : null,
+    r.parent_id ? el('dd', {}, (r.test || '(test not known)') + ' / step ' + (r.step || '?') + ' of ',
+      el('a', { href: runLink(r.parent_id) }, '#' + r.parent_id)) : null,
     el('dt', {}, 'Started'), el('dd', {}, fmtTime(r.started_us)),
     el('dt', {}, 'Duration'), el('dd', {}, r.ended_us ? fmtDur(r.started_us, r.ended_us) : 'running'),
     el('dt', {}, 'Exit code'), el('dd', { class: r.exit_code ? 'status-err' : '' }, r.exit_code === null ? '-' : String(r.exit_code)),

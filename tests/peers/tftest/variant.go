@@ -30,6 +30,7 @@ func isV2() bool { return variant == "v2" }
 type serverResource struct{}
 
 var _ resource.ResourceWithModifyPlan = (*serverResource)(nil)
+var _ resource.ResourceWithImportState = (*serverResource)(nil)
 
 func (r *serverResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_server"
@@ -79,6 +80,12 @@ func (r *serverResource) Read(context.Context, resource.ReadRequest, *resource.R
 
 func (r *serverResource) Update(_ context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	resp.State.Raw = req.Plan.Raw
+}
+
+// ImportState takes a server's id; the name is not known from it (Read has
+// no cloud to ask), so an import step verifies the id alone.
+func (r *serverResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
 }
 
 func (r *serverResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
