@@ -530,7 +530,10 @@ static int render_value(struct dec_render *r, const ProtobufCMessage *owner,
         ProtobufCBinaryData b;
         memcpy(&b, p, sizeof b);
         size_t n = b.data ? b.len : 0;
-        if (dec_pb_is_private_field(f->name)) {
+        if (dec_pb_is_private_field(f->name) ||
+            (r->opts->redact && dec_pb_is_state_bytes(owner->descriptor, f->name))) {
+            /* Kept as size and hash: private bytes are the provider's, and
+             * a state chunk holds every secret of the state in clear. */
             put_digest(out, b.data, n);
         } else if (dec_pb_is_json_bytes(owner->descriptor, f->name)) {
             /* Embedded JSON (stored state, cty type JSON): shown as the

@@ -63,6 +63,10 @@ int dec_pb_is_attribute_path(const ProtobufCMessageDescriptor *d);
 int dec_pb_is_raw_state(const ProtobufCMessageDescriptor *d);
 /* "private" or "*_private": bytes shown as size and hash. */
 int dec_pb_is_private_field(const char *name);
+/* A chunk of a state file a state store reads or writes (ReadStateBytes,
+ * WriteStateBytes "bytes"): the state holds secrets in clear, and a chunk
+ * cannot be decoded by itself to redact them. */
+int dec_pb_is_state_bytes(const ProtobufCMessageDescriptor *owner, const char *field);
 /* Bytes shown as the JSON they hold (RawState.json, cty type JSON). */
 int dec_pb_is_json_bytes(const ProtobufCMessageDescriptor *owner, const char *field);
 

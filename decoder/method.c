@@ -177,6 +177,13 @@ int dec_pb_is_raw_state(const ProtobufCMessageDescriptor *d)
     return d == &tfplugin5__raw_state__descriptor || d == &tfplugin6__raw_state__descriptor;
 }
 
+int dec_pb_is_state_bytes(const ProtobufCMessageDescriptor *owner, const char *field)
+{
+    return (owner == &tfplugin6__read_state_bytes__response__descriptor ||
+            owner == &tfplugin6__write_state_bytes__request_chunk__descriptor) &&
+           strcmp(field, "bytes") == 0;
+}
+
 int dec_pb_is_private_field(const char *name)
 {
     size_t n = strlen(name);

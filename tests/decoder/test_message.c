@@ -152,6 +152,9 @@ static char *render(const char *method, int is_response, const uint8_t *p, size_
     return (char *)(*rc ? s : s + 1);
 }
 
+/* SHA-256 of "{}". */
+#define SHA256_BRACES "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+
 /* A stand-in for the store's keyed HMAC: deterministic and visibly fake. */
 static void fake_redact(void *ctx, const char *json, size_t len, char out[65])
 {
@@ -807,6 +810,17 @@ static void test_current_protocol(void)
     CHECK_STR_EQ(render("/tfplugin6.Provider/ReadStateBytes", 1, p, len, NULL, NULL, &rc),
                  "{\"bytes\":\"e30=\",\"total_length\":2,\"range\":{\"start\":0,\"end\":1},"
                  "\"diagnostics\":[]}");
+    /* Redacting, a state chunk is its size and hash: the state holds its
+     * secrets in clear, and a chunk alone cannot be decoded to hide them. */
+    CHECK_STR_EQ(render("/tfplugin6.Provider/ReadStateBytes", 1, p, len, NULL, &opts, &rc),
+                 "{\"bytes\":{\"size\":2,\"sha256\":\"" SHA256_BRACES "\"},\"total_length\":2,"
+                 "\"range\":{\"start\":0,\"end\":1},\"diagnostics\":[]}");
+    Tfplugin6__WriteStateBytes__RequestChunk wc = TFPLUGIN6__WRITE_STATE_BYTES__REQUEST_CHUNK__INIT;
+    wc.bytes = (ProtobufCBinaryData){2, (uint8_t *)"{}"};
+    wc.total_length = 2;
+    p = pack(&wc.base, &len);
+    CHECK(strstr(render("/tfplugin6.Provider/WriteStateBytes", 0, p, len, NULL, &opts, &rc),
+                 "\"bytes\":{\"size\":2,\"sha256\":\"" SHA256_BRACES "\"}") != NULL);
     Tfplugin6__GetStates__Response gs = TFPLUGIN6__GET_STATES__RESPONSE__INIT;
     char *ids[] = {"default", "prod"};
     gs.n_state_id = 2;

@@ -97,7 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (lseek(fd, 0, SEEK_SET) != 0)
         abort();
     struct seen seen = {0, 0, 0};
-    proxy_recpipe_sink sink = {&seen, on_process, on_begin, on_message, on_end, on_lost, NULL, NULL};
+    proxy_recpipe_sink sink = {&seen,  on_process, on_begin, on_message,
+                               on_end, on_lost,    NULL,     NULL};
     int rc = proxy_recpipe_read(fd, MAX_MESSAGE, &sink);
     /* Each frame, passed on or lost, took a whole header of the input. */
     if (seen.frames + seen.lost > size / sizeof(struct proxy_rec_frame))
