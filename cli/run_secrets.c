@@ -124,9 +124,37 @@ static int file_toks(const char *path, struct toks *t)
     return rc;
 }
 
+static void json_strings(analysis_secrets *a, const sj_node *v, unsigned depth)
+{
+    if (!v || depth > 64)
+        return;
+    if (v->kind == SJ_STRING)
+        analysis_secrets_add_variable(a, v->str, v->len);
+    for (const sj_node *c = v->child; c; c = c->next)
+        json_strings(a, c, depth + 1);
+}
+
+/* A .tfvars.json file: {"NAME": VALUE, ...}. */
+static void tfvars_json(const char *path, const struct names *ns, analysis_secrets *a)
+{
+    tftap_buf text = TFTAP_BUF_INIT;
+    sj_doc *d = NULL;
+    if (tftap_read_file(path, CAPTURE_MAX, &text) == 0 &&
+        sj_parse(text.data ? text.data : "", text.len, 0, &d) == 0 && sj_root(d)->kind == SJ_OBJECT)
+        for (const sj_node *m = sj_root(d)->child; m; m = m->next)
+            if (names_has(ns, m->key, m->key_len))
+                json_strings(a, m, 0);
+    sj_free(d);
+    tftap_buf_done(&text);
+}
+
 /* A .tfvars file's top-level `NAME = VALUE` for the sensitive names. */
 static void tfvars(const char *path, const struct names *ns, analysis_secrets *a)
 {
+    if (tftap_ends_with(path, ".json")) {
+        tfvars_json(path, ns, a);
+        return;
+    }
     struct toks t = {0};
     if (file_toks(path, &t) == 0) {
         int depth = 0;
@@ -190,7 +218,9 @@ static void from_config(analysis_secrets *a, const char *workdir, char *const *a
         d = opendir(workdir);
         while (d && (de = readdir(d)) != NULL) {
             if (strcmp(de->d_name, "terraform.tfvars") != 0 &&
-                !tftap_ends_with(de->d_name, ".auto.tfvars"))
+                strcmp(de->d_name, "terraform.tfvars.json") != 0 &&
+                !tftap_ends_with(de->d_name, ".auto.tfvars") &&
+                !tftap_ends_with(de->d_name, ".auto.tfvars.json"))
                 continue;
             tftap_buf_reset(&path);
             tftap_buf_printf(&path, "%s/%s", workdir, de->d_name);

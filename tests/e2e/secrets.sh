@@ -20,6 +20,7 @@ S2=lower-secret-b2          # through a function: upper(), so LOWER-SECRET-B2 re
 S3=map-secret-c3            # a sensitive map variable's value, into a map (protocol 5)
 S4=schema-secret-d4         # the provider's sensitive attribute, copied into a plain one
 S5=default-secret-e5        # a sensitive variable's default, into a dynamic value
+S6=json-secret-f6           # a sensitive variable from a .auto.tfvars.json file
 UPPER_S2=LOWER-SECRET-B2
 TMPL="prefix-$S1-suffix"
 cat >"$w/main.tf" <<TF
@@ -46,13 +47,17 @@ variable "dflt" {
   sensitive = true
   default   = "$S5"
 }
+variable "j" {
+  type      = string
+  sensitive = true
+}
 resource "tftest6_thing" "plain" { string_attr = var.secret }
 resource "tftest6_thing" "tmpl" { string_attr = "prefix-\${var.secret}-suffix" }
 resource "tftest6_thing" "fn" { string_attr = upper(var.lower) }
 resource "tftest5_pet" "map" { keepers = var.m }
 resource "tftest6_thing" "gen" { secret = "$S4" }
 resource "tftest5_thing" "copy" { string_attr = tftest6_thing.gen.secret }
-resource "tftest6_thing" "dyn" { dynamic_attr = { d = var.dflt } }
+resource "tftest6_thing" "dyn" { dynamic_attr = { d = var.dflt, j = var.j } }
 output "out" {
   value     = "out-\${var.secret}"
   sensitive = true
@@ -61,9 +66,10 @@ TF
 cat >"$w/terraform.tfvars" <<TF
 m = { k = "$S3" }
 TF
+echo "{\"j\": \"$S6\"}" >"$w/secrets.auto.tfvars.json"
 (cd "$w" && tofu init -input=false -no-color >/dev/null) || not_ok "init"
 export TF_VAR_lower=$S2
-ALL=("$S1" "$S2" "$UPPER_S2" "$S3" "$S4" "$S5" "$TMPL")
+ALL=("$S1" "$S2" "$UPPER_S2" "$S3" "$S4" "$S5" "$S6" "$TMPL")
 
 # hits FILE...: how many of the secrets any of the files holds (bytes, as grep -a sees them).
 hits() {
@@ -84,7 +90,7 @@ check "tofu's own plan hides the variables (reference)" \
     bash -c "grep -q 'sensitive value' '$WORK/plan.out' && ! grep -q -F '$S1' '$WORK/plan.out'"
 plan_run=$(last_run "$db")
 # The values core marks in a plain plan that only the configuration tells: the variables'.
-VARS=("$S1" "$S2" "$S3" "$S5")
+VARS=("$S1" "$S2" "$S3" "$S5" "$S6")
 var_hits=0
 for s in "${VARS[@]}"; do var_hits=$((var_hits + $(cat $(db_files) | grep -a -c -F -- "$s"))); done
 check_eq "plain plan: no sensitive variable's value in the database files" "$var_hits" 0
@@ -167,7 +173,7 @@ check "bundle: core-marked values counted" \
 
 # ---- replay of the redacted apply: the recorded providers answer, in a fresh directory ----
 mkdir -p "$WORK/ra"
-cp "$w/main.tf" "$w/terraform.tfvars" "$WORK/ra/"
+cp "$w/main.tf" "$w/terraform.tfvars" "$w/secrets.auto.tfvars.json" "$WORK/ra/"
 (cd "$WORK/ra" && "$TFTAP" replay "$apply_run" --db "$db" -- tofu apply -auto-approve \
     -input=false -no-color -var "secret=$S1" >"$WORK/ra.out" 2>"$WORK/ra.err")
 ra_rc=$?
@@ -194,7 +200,7 @@ check_eq "apply PLANFILE: no secret in the database files" "$(hits $(db_files))"
 # the environment the CLI passes on) and the schema's secrets' copies tell.
 wdb=$WORK/wrap.db ww=$WORK/ww
 mkdir -p "$ww"
-cp "$w/main.tf" "$w/terraform.tfvars" "$ww/"
+cp "$w/main.tf" "$w/terraform.tfvars" "$w/secrets.auto.tfvars.json" "$ww/"
 (cd "$ww" && tofu init -input=false -no-color >/dev/null 2>&1) || not_ok "init for wrap"
 wout=$(cd "$ww" && "$TFTAP" wrap --db "$wdb" --out "$WORK/wshims" 2>"$WORK/wrap.err")
 (cd "$ww" && eval "$wout" && TFTAP_RUN_ID= tofu apply -auto-approve -input=false -no-color \
@@ -204,7 +210,7 @@ check "wrap: the recorders finished" wait_for 600 recorders_done "$WORK/wshims"
 check "wrap: calls recorded" test "$(sqlite3 "$wdb" "SELECT count(*) FROM calls")" -gt 20
 # The values known from here: the variables (all of them: -var, TF_VAR_, tfvars,
 # default), the template and upper() of one, and the copy of the provider's secret.
-WRAPPED=("$S1" "$S2" "$UPPER_S2" "$S3" "$S5" "$S4" "$TMPL")
+WRAPPED=("$S1" "$S2" "$UPPER_S2" "$S3" "$S5" "$S6" "$S4" "$TMPL")
 wrap_hits=0
 for s in "${WRAPPED[@]}"; do
     wrap_hits=$((wrap_hits + $(cat "$wdb" "$wdb-wal" 2>/dev/null | grep -a -c -F -- "$s")))
