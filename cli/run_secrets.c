@@ -278,10 +278,19 @@ int run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *cons
         cli_error("could not redact the values core marks sensitive in run %lld (%s): the "
                   "record holds them in clear; remove it with care",
                   (long long)run_id, rc == TFTAP_ESTORE ? store_errmsg(s) : tftap_strerror(rc));
-    else if ((r.calls > 0 || r.arguments > 0) && store_scrub(s) == 1)
-        cli_error("a reader of the database kept its write-ahead log from being emptied: the "
-                  "log holds run %lld's sensitive values until the last connection to it closes",
-                  (long long)run_id);
+    else if (r.calls > 0 || r.arguments > 0) {
+        int scrubbed = store_scrub(s);
+        if (scrubbed == 1)
+            cli_error("a reader of the database kept its write-ahead log from being emptied: "
+                      "the log holds run %lld's sensitive values until the last connection to it "
+                      "closes",
+                      (long long)run_id);
+        else if (scrubbed == 2)
+            cli_error("run %lld's sensitive values are redacted, but the database file was not "
+                      "rewritten (over %lld MiB, or busy): copies may remain in its unused space "
+                      "until it is (sqlite3 FILE VACUUM, or tftap prune)",
+                      (long long)run_id, (long long)(STORE_SCRUB_VACUUM_MAX >> 20));
+    }
     analysis_secrets_free(a);
     return rc == 0 && r.calls > 0;
 }

@@ -274,10 +274,28 @@ int store_run_redact(store *s, int64_t run_id, const store_run_redaction *how)
     return 0;
 }
 
+static int64_t pragma_int(sdb *db, const char *sql)
+{
+    sdb_stmt *q = NULL;
+    int64_t v = -1;
+    if (sdb_prepare(db, sql, &q) == SDB_OK && sdb_step(q) == SDB_ROW)
+        v = sdb_column_int64(q, 0);
+    sdb_finalize(q);
+    return v;
+}
+
 int store_scrub(store *s)
 {
     if (sdb_is_pg(s->db))
         return 0;
+    /* secure_delete zeroes what a row held when it is rewritten, but a page
+     * SQLite rebuilds (rows moved to make room) keeps its old bytes in its
+     * unused space: only a rewrite of the whole file (VACUUM) drops them.
+     * Past a size that would hold the user up too long, said instead. */
+    int64_t pages = pragma_int(s->db, "PRAGMA page_count");
+    int64_t page = pragma_int(s->db, "PRAGMA page_size");
+    int vacuumed = pages >= 0 && page > 0 && pages * page <= STORE_SCRUB_VACUUM_MAX &&
+                   sdb_exec(s->db, "VACUUM") == SDB_OK;
     /* Every page's last image into the file, then the log emptied: what
      * the recorders wrote before the redaction is in neither. */
     sdb_stmt *q = NULL;
@@ -289,5 +307,5 @@ int store_scrub(store *s)
     sdb_finalize(q);
     if (rc != SDB_ROW)
         return store_err(rc);
-    return busy; /* 1: a reader kept the log from being emptied */
+    return busy ? 1 : vacuumed ? 0 : 2;
 }

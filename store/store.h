@@ -661,10 +661,14 @@ typedef struct store_run_redaction {
  * store_scrub then empties the write-ahead log that held it. 0, a store
  * error, or the rewriter's error. */
 int store_run_redact(store *s, int64_t run_id, const store_run_redaction *how);
-/* SQLite: every page's last image into the file and the write-ahead log
- * truncated to nothing. 0, 1 when a reader kept the log from being
- * emptied (it is, by the last connection's close), or a store error. A
- * no-op on PostgreSQL. */
+/* SQLite: the file rewritten (VACUUM: pages SQLite rebuilt keep old bytes
+ * in their unused space) when it is at most STORE_SCRUB_VACUUM_MAX, every
+ * page's last image into it and the write-ahead log truncated to nothing.
+ * 0; 1 when a reader kept the log from being emptied (it is, by the last
+ * connection's close); 2 when the file was not rewritten (too large, or
+ * VACUUM failed: old bytes may remain in unused space); or a store error.
+ * A no-op on PostgreSQL. */
+#define STORE_SCRUB_VACUUM_MAX ((int64_t)1 << 30)
 int store_scrub(store *s);
 
 /* ---- push: runs copied into a shared record (docs/database.md) ---------- */
