@@ -294,7 +294,7 @@ static int redact_later(const struct run_end *e, store *s, const analysis_match_
                         size_t ndocs)
 {
     (void)run_redact_secrets(s, e->run_id, e->is_cli ? e->workdir : NULL, e->args, e->env, docs,
-                             ndocs);
+                             ndocs, 1);
     return 1;
 }
 
@@ -552,12 +552,12 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
              * emptied. */
             checkpointer_join(&ckpt);
             redacted = run_redact_secrets(*s, e->run_id, e->is_cli ? e->workdir : NULL, e->args,
-                                          e->env, docs, ndocs);
+                                          e->env, docs, ndocs, 1);
             tftap_buf_done(&out);
             tftap_buf_done(&config);
         } else if (e->is_cli) {
             checkpointer_join(&ckpt);
-            redacted = run_redact_secrets(*s, e->run_id, e->workdir, e->args, e->env, NULL, 0);
+            redacted = run_redact_secrets(*s, e->run_id, e->workdir, e->args, e->env, NULL, 0, 1);
         }
         analysis_check_pass *read = check_reader_join(&reader);
         if (redacted && read) {

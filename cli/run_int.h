@@ -196,7 +196,9 @@ void run_export_spans(store *s, int64_t run_id);
 
 /* ---- run_secrets.c ---- */
 
-/* Redact run_id's record by what core treats as sensitive: what the
+/* Redact run_id's record by what core treats as sensitive (rewrite: then
+ * rewrite the file, store_scrub, which holds up every other writer of
+ * it meanwhile: 0 while other recorders still write the run): what the
  * documents (the state before, `show -json` after) mark, and, for a
  * command of the CLI in workdir (NULL: none), the values its arguments,
  * variable files and environment give the variables the configuration
@@ -204,6 +206,7 @@ void run_export_spans(store *s, int64_t run_id);
  * wrote. Problems are said on stderr, never fatal. 1 when a value of the
  * record changed (what was read of it before is stale), else 0. */
 int run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *const *args,
-                       char *const *env, const struct analysis_match_doc *docs, size_t ndocs);
+                       char *const *env, const struct analysis_match_doc *docs, size_t ndocs,
+                       int rewrite);
 
 #endif

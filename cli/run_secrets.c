@@ -259,7 +259,8 @@ static void from_config(analysis_secrets *a, const char *workdir, char *const *a
 }
 
 int run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *const *args,
-                       char *const *env, const struct analysis_match_doc *docs, size_t ndocs)
+                       char *const *env, const struct analysis_match_doc *docs, size_t ndocs,
+                       int rewrite)
 {
     analysis_secrets *a = analysis_secrets_new();
     if (!a) {
@@ -278,7 +279,7 @@ int run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *cons
         cli_error("could not redact the values core marks sensitive in run %lld (%s): the "
                   "record holds them in clear; remove it with care",
                   (long long)run_id, rc == TFTAP_ESTORE ? store_errmsg(s) : tftap_strerror(rc));
-    else if (r.calls > 0 || r.arguments > 0) {
+    else if (rewrite && (r.calls > 0 || r.arguments > 0)) {
         int scrubbed = store_scrub(s);
         if (scrubbed == 1)
             cli_error("a reader of the database kept its write-ahead log from being emptied: "

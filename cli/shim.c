@@ -225,7 +225,11 @@ static void shim_run_left(const char *db, int64_t run_id)
             doc = (analysis_match_doc){state.data, state.len, 0, 0};
             ndocs = 1;
         }
-        (void)run_redact_secrets(s, run_id, w.cwd, w.args, environ, &doc, ndocs);
+        /* The file is rewritten by the last recorder out (the others still
+         * write into it), for the copies its unused space may keep. */
+        int64_t left = 1;
+        (void)store_run_recorders(s, run_id, &left);
+        (void)run_redact_secrets(s, run_id, w.cwd, w.args, environ, &doc, ndocs, left == 0);
         tftap_buf_done(&state);
     }
     for (size_t i = 0; i < w.n; i++)

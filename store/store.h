@@ -272,6 +272,8 @@ int store_run_set_test(store *s, int64_t run_id, int64_t parent_id, const char *
 int store_run_join(store *s, const char *key, const char *command, int argc,
                    const char *const *args, const char *cwd, const char *cli_name, int64_t *run_id);
 int store_run_leave(store *s, int64_t run_id);
+/* How many recorders are writing into such a run now (runs.recorders). */
+int store_run_recorders(store *s, int64_t run_id, int64_t *n);
 
 /* "last" (the newest run) or a decimal run id -> run id. TFTAP_ENOTFOUND if
  * there is no such run, TFTAP_EINVAL if spec is neither. */
@@ -668,7 +670,7 @@ int store_run_redact(store *s, int64_t run_id, const store_run_redaction *how);
  * connection's close); 2 when the file was not rewritten (too large, or
  * VACUUM failed: old bytes may remain in unused space); or a store error.
  * A no-op on PostgreSQL. */
-#define STORE_SCRUB_VACUUM_MAX ((int64_t)1 << 30)
+#define STORE_SCRUB_VACUUM_MAX ((int64_t)256 << 20)
 int store_scrub(store *s);
 
 /* ---- push: runs copied into a shared record (docs/database.md) ---------- */
