@@ -44,6 +44,8 @@ int cli_serve(int argc, char **argv);
 int cli_bundle(int argc, char **argv);
 /* tftap push RUN|all --to URL (cli/push.c). */
 int cli_push(int argc, char **argv);
+/* tftap prune --older-than D | --keep N (cli/prune.c). */
+int cli_prune(int argc, char **argv);
 /* tftap complete (hidden): words for the shell completion scripts. */
 int cli_complete(int argc, char **argv);
 /* tftap version, and tftap --version. */

@@ -95,6 +95,18 @@ void cli_format_time(int64_t us, char out[32]);
 /* "1.234s", "12ms", "-" for missing. */
 void cli_format_duration(int64_t start_us, int64_t end_us, char out[32]);
 
+/* A duration: a positive number and its unit, s, m, h, d or w, or several
+ * ("1h30m"), into microseconds. 0, or -1 when text is none. */
+int cli_parse_duration(const char *text, int64_t *us);
+/* A point in time: a duration ago (as above: "2h" is two hours before
+ * now_us), or a local date and time, YYYY-MM-DD[(T| )HH:MM[:SS]], into
+ * microseconds since the epoch. 0, or -1 when text is neither. */
+int cli_parse_when(const char *text, int64_t now_us, int64_t *us);
+
+/* A run's args column (a JSON array of strings) appended as a shell would
+ * take the words, each after a space, quoting only those that need it. */
+void cli_args_text(tftap_buf *b, const char *args_json);
+
 /* Write a JSON text value, or null when NULL. */
 void cli_json_raw(tftap_buf *b, const char *json);
 void cli_json_str(tftap_buf *b, const char *s); /* NULL -> null */

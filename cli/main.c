@@ -33,6 +33,7 @@ static const struct command commands[] = {
     {"serve", cli_serve, "browse the recorded runs in a web browser"},
     {"bundle", cli_bundle, "write one run to a redacted file for a bug report"},
     {"push", cli_push, "copy runs into a shared record (PostgreSQL), idempotently"},
+    {"prune", cli_prune, "remove old runs (never one still recording) and reclaim space"},
     {"version", cli_version_cmd, "print the version, the protocols and schema it speaks"},
     /* Hidden (no summary): what tofu starts as a replayed provider. */
     {"replay-provider", cli_replay_provider, NULL},

@@ -300,6 +300,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     char *env_log_path = NULL;
     int test_step = 0, own_mask = 0;
     store *s = NULL;
+    store_hold *hold = NULL; /* the run, ours until it is over in the record */
     struct captured ver = {0, -1};
 
     memset(&set, 0, sizeof set);
@@ -422,8 +423,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     /* The run row; a database we cannot use never stops the user's command. */
     int rc = store_open(db, STORE_OPEN_CREATE, &s);
     if (rc == 0)
-        rc = store_run_begin(s, cmd[0], ncmd - 1, (const char *const *)cmd + 1, workdir, cli,
-                             version, &run_id);
+        rc = store_run_begin_held(s, cmd[0], ncmd - 1, (const char *const *)cmd + 1, workdir,
+                                  cli, version, &run_id, &hold);
     if (rc != 0) {
         /* Nothing could be recorded under this run (a full disk, an
          * unwritable directory): run the command exactly as without tftap,
@@ -649,6 +650,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
 
 cleanup:
     store_close(s);
+    store_hold_free(hold); /* a finisher forked from us holds the run on its own */
     if (ver.pid > 0) {
         tftap_buf discard = TFTAP_BUF_INIT;
         capture_finish(&ver, 0, &discard);

@@ -331,6 +331,7 @@ static int finish_later(const struct run_end *e, const char *db, int64_t run_id,
         (void)wrap_recorder_locks_wait_exclusive(
             lock_fds, nlocks,
             wait_ms < PROXY_RECORDER_LINGER_MS ? wait_ms : PROXY_RECORDER_LINGER_MS);
+        store_hold *hold = NULL; /* the run, held until it is ended (prune leaves it) */
         for (;;) {
             store *s = NULL;
             char why[600];
@@ -338,6 +339,8 @@ static int finish_later(const struct run_end *e, const char *db, int64_t run_id,
             /* Matching may fail on the documents (not JSON): only a store
              * error is worth another try. */
             int rc = store_open(db, 0, &s);
+            if (rc == 0 && hold == NULL && store_hold_run(db, run_id, &hold) != 0)
+                hold = NULL;
             if (rc != 0)
                 snprintf(why, sizeof why, "cannot open it: %s",
                          store_path_is_url(db) && *store_open_error() ? store_open_error()

@@ -50,39 +50,6 @@ int cli_test_matches(const char *pattern, const char *test)
     return pattern == NULL || (test != NULL && fnmatch(pattern, test, 0) == 0);
 }
 
-/* The args column is a JSON array of strings: show them as a shell would
- * take them, quoting only words that need it. */
-static void args_text(tftap_buf *b, const char *args_json)
-{
-    sj_doc *doc = NULL;
-    if (!args_json || sj_parse(args_json, strlen(args_json), 0, &doc) != 0)
-        return;
-    const sj_node *a = sj_root(doc);
-    for (const sj_node *e = a->kind == SJ_ARRAY ? a->child : NULL; e; e = e->next) {
-        if (e->kind != SJ_STRING)
-            continue;
-        const char *w = e->str;
-        int plain = *w != '\0';
-        for (const char *p = w; *p && plain; p++)
-            plain = strchr("-_./=:,+@%", *p) || (*p >= 'a' && *p <= 'z') ||
-                    (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
-        tftap_buf_putc(b, ' ');
-        if (plain) {
-            tftap_buf_puts(b, w);
-        } else {
-            tftap_buf_putc(b, '\'');
-            for (const char *p = w; *p; p++) {
-                if (*p == '\'')
-                    tftap_buf_puts(b, "'\\''");
-                else
-                    tftap_buf_putc(b, *p);
-            }
-            tftap_buf_putc(b, '\'');
-        }
-    }
-    sj_free(doc);
-}
-
 static int each_run(void *ctx, const store_run_row *r)
 {
     struct runs_ctx *c = ctx;
@@ -161,7 +128,7 @@ static int each_run(void *ctx, const store_run_row *r)
             tftap_buf_puts(b, ": ");
         }
         tftap_buf_puts(b, r->command && *r->command ? r->command : "-");
-        args_text(b, r->args_json);
+        cli_args_text(b, r->args_json);
         if (cli_verdict_failed(&v)) {
             tftap_buf_puts(b, "  (");
             cli_verdict_short(&v, b);

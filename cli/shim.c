@@ -140,10 +140,12 @@ done:
  * none to join (the shim then records a run of its own, as before). */
 /* The command the shim joined (join_cli_run), kept for its recorder: the
  * run's recorded arguments lose their secrets at the first redaction, and
- * a recorder leaving later must still learn them. */
+ * a recorder leaving later must still learn them. The run joined is held
+ * (*hold) for the shim's life: its recorder holds it too once it has
+ * written its first rows. */
 static struct cli_proc joined;
 
-static int64_t join_cli_run(const char *db)
+static int64_t join_cli_run(const char *db, store_hold **hold)
 {
     struct cli_proc c;
     store *s = NULL;
@@ -157,8 +159,8 @@ static int64_t join_cli_run(const char *db)
     }
     int rc = store_open(db, STORE_OPEN_CREATE, &s);
     if (rc == 0)
-        rc = store_run_join(s, tftap_buf_cstr(&c.key), c.argv[0], c.argc - 1,
-                            (const char *const *)c.argv + 1, c.cwd, c.name, &run_id);
+        rc = store_run_join_held(s, tftap_buf_cstr(&c.key), c.argv[0], c.argc - 1,
+                                 (const char *const *)c.argv + 1, c.cwd, c.name, &run_id, hold);
     if (rc != 0)
         run_id = 0; /* the recorder says what is wrong with the database */
     store_close(s);
@@ -310,7 +312,8 @@ int cli_shim(int argc, char **argv)
         cli_error("TFTAP_RUN_ID is not a positive integer; recording under a new run");
         cfg.run_id = 0;
     }
-    if (cfg.run_id == 0 && cfg.db != NULL && (cfg.run_id = join_cli_run(cfg.db)) > 0) {
+    store_hold *hold = NULL;
+    if (cfg.run_id == 0 && cfg.db != NULL && (cfg.run_id = join_cli_run(cfg.db, &hold)) > 0) {
         cfg.leave_run = 1;
         if (!meta.record_sensitive)
             cfg.run_left = shim_run_left;
@@ -330,6 +333,7 @@ int cli_shim(int argc, char **argv)
         cfg.otlp = &oc;
 
     code = proxy_run(&cfg, &err);
+    store_hold_free(hold);
     free(otlp_url);
     if (cfg.recorder_hold_fd >= 0)
         close(cfg.recorder_hold_fd);

@@ -342,6 +342,98 @@ void cli_format_duration(int64_t start_us, int64_t end_us, char out[32])
         snprintf(out, 32, "%.2fs", (double)d / 1e6);
 }
 
+int cli_parse_duration(const char *text, int64_t *us)
+{
+    static const struct {
+        char unit;
+        int64_t us;
+    } units[] = {{'s', 1000000LL},       {'m', 60000000LL},        {'h', 3600000000LL},
+                 {'d', 86400000000LL},   {'w', 604800000000LL}};
+    int64_t total = 0;
+    const char *p = text;
+    if (!p || !*p)
+        return -1;
+    while (*p) {
+        int64_t n = 0;
+        const char *start = p;
+        while (*p >= '0' && *p <= '9') {
+            if (n > (INT64_MAX / 10 - 9) / 604800000000LL)
+                return -1; /* past any record's age */
+            n = n * 10 + (*p++ - '0');
+        }
+        if (p == start)
+            return -1;
+        size_t i = 0;
+        while (i < sizeof units / sizeof *units && units[i].unit != *p)
+            i++;
+        if (i == sizeof units / sizeof *units)
+            return -1;
+        p++;
+        total += n * units[i].us;
+        if (total < 0)
+            return -1;
+    }
+    if (total <= 0)
+        return -1;
+    *us = total;
+    return 0;
+}
+
+int cli_parse_when(const char *text, int64_t now_us, int64_t *us)
+{
+    int64_t d;
+    if (cli_parse_duration(text, &d) == 0) {
+        *us = now_us - d;
+        return 0;
+    }
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *end = text ? strptime(text, "%Y-%m-%d", &tm) : NULL;
+    if (end && (*end == 'T' || *end == ' ') && end[1]) {
+        const char *t = strptime(end + 1, "%H:%M:%S", &tm);
+        end = t ? t : strptime(end + 1, "%H:%M", &tm);
+    }
+    if (!end || *end)
+        return -1;
+    tm.tm_isdst = -1;
+    time_t t = mktime(&tm);
+    if (t == (time_t)-1)
+        return -1;
+    *us = (int64_t)t * 1000000;
+    return 0;
+}
+
+void cli_args_text(tftap_buf *b, const char *args_json)
+{
+    sj_doc *doc = NULL;
+    if (!args_json || sj_parse(args_json, strlen(args_json), 0, &doc) != 0)
+        return;
+    const sj_node *a = sj_root(doc);
+    for (const sj_node *e = a->kind == SJ_ARRAY ? a->child : NULL; e; e = e->next) {
+        if (e->kind != SJ_STRING)
+            continue;
+        const char *w = e->str;
+        int plain = *w != '\0';
+        for (const char *p = w; *p && plain; p++)
+            plain = strchr("-_./=:,+@%", *p) || (*p >= 'a' && *p <= 'z') ||
+                    (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9');
+        tftap_buf_putc(b, ' ');
+        if (plain) {
+            tftap_buf_puts(b, w);
+        } else {
+            tftap_buf_putc(b, '\'');
+            for (const char *p = w; *p; p++) {
+                if (*p == '\'')
+                    tftap_buf_puts(b, "'\\''");
+                else
+                    tftap_buf_putc(b, *p);
+            }
+            tftap_buf_putc(b, '\'');
+        }
+    }
+    sj_free(doc);
+}
+
 void cli_json_raw(tftap_buf *b, const char *json)
 {
     tftap_buf_puts(b, json && *json ? json : "null");

@@ -700,6 +700,10 @@ int store_open(const char *path, int flags, store **out)
         rc = errno == ENOENT ? TFTAP_ENOTFOUND : TFTAP_EIO;
     else
         rc = open_readonly(path, &s->db, &s->snapshot);
+    if (rc == 0 && path && !(s->path = strdup(path))) {
+        sdb_close(s->db);
+        rc = TFTAP_ENOMEM;
+    }
     if (rc) {
         free(s);
         return rc;
@@ -712,6 +716,7 @@ void store_close(store *s)
 {
     if (!s)
         return;
+    free(s->path);
     sdb_close(s->db);
     memset(s->key, 0, sizeof s->key);
     free(s);
@@ -750,6 +755,23 @@ static void args_json(tftap_buf *a, int argc, const char *const *args)
 int store_run_begin(store *s, const char *command, int argc, const char *const *args,
                     const char *cwd, const char *cli_name, const char *cli_version, int64_t *run_id)
 {
+    return store_run_begin_held(s, command, argc, args, cwd, cli_name, cli_version, run_id, NULL);
+}
+
+/* Hold run of s's record (a hold that cannot be taken is no error: the
+ * run is recorded, only not safe from a prune). */
+static void hold_new_run(store *s, int64_t run, store_hold **hold)
+{
+    if (hold && s->path && store_hold_run(s->path, run, hold) != 0)
+        *hold = NULL;
+}
+
+int store_run_begin_held(store *s, const char *command, int argc, const char *const *args,
+                         const char *cwd, const char *cli_name, const char *cli_version,
+                         int64_t *run_id, store_hold **hold)
+{
+    if (hold)
+        *hold = NULL;
     tftap_buf a = TFTAP_BUF_INIT;
     sdb_stmt *st = NULL;
     int rc;
@@ -787,12 +809,17 @@ int store_run_begin(store *s, const char *command, int argc, const char *const *
     *run_id = sdb_column_int64(st, 0);
     sdb_finalize(st);
     st = NULL;
+    hold_new_run(s, *run_id, hold);
     rc = store_commit(s->db, 0);
     if (rc != SDB_OK)
         goto rollback;
     goto done;
 rollback:
     store_rollback(s->db);
+    if (hold) {
+        store_hold_free(*hold);
+        *hold = NULL;
+    }
 done:
     sdb_finalize(st);
     tftap_buf_done(&a);
@@ -802,6 +829,15 @@ done:
 int store_run_join(store *s, const char *key, const char *command, int argc,
                    const char *const *args, const char *cwd, const char *cli_name, int64_t *run_id)
 {
+    return store_run_join_held(s, key, command, argc, args, cwd, cli_name, run_id, NULL);
+}
+
+int store_run_join_held(store *s, const char *key, const char *command, int argc,
+                        const char *const *args, const char *cwd, const char *cli_name,
+                        int64_t *run_id, store_hold **hold)
+{
+    if (hold)
+        *hold = NULL;
     tftap_buf a = TFTAP_BUF_INIT;
     sdb_stmt *ins = NULL, *upd = NULL, *sel = NULL;
     int rc;
@@ -862,12 +898,17 @@ int store_run_join(store *s, const char *key, const char *command, int argc,
         goto rollback;
     }
     *run_id = sdb_column_int64(sel, 0);
+    hold_new_run(s, *run_id, hold);
     rc = store_commit(s->db, 0);
     if (rc != SDB_OK)
         goto rollback;
     goto done;
 rollback:
     store_rollback(s->db);
+    if (hold) {
+        store_hold_free(*hold);
+        *hold = NULL;
+    }
 done:
     sdb_finalize(ins);
     sdb_finalize(upd);

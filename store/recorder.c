@@ -349,6 +349,7 @@ void store_recorder_close(store_recorder *r)
     store_rec_sql_finalize(r);
     if (r->db)
         sdb_close(r->db);
+    store_hold_free(r->hold); /* everything is written */
     while (r->calls) {
         struct call *n = r->calls->lnext;
         store_rec_call_free(r, r->calls);

@@ -137,6 +137,8 @@ struct op {
 
 struct store_recorder {
     char *path;
+    store_hold *hold; /* the run, held while we write it (SQL thread) */
+    int64_t hold_run; /* which run hold holds */
     store_recorder_opts opts;
     unsigned retry_ms, commit_ms; /* under mu */
 

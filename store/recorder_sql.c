@@ -58,6 +58,11 @@ static void db_down(store_recorder *r)
     store_rec_sql_finalize(r);
     if (r->db) {
         store_rollback(r->db);
+        if (sdb_is_pg(r->db)) { /* its hold goes with the session */
+            store_hold_free(r->hold);
+            r->hold = NULL;
+            r->hold_run = 0;
+        }
         sdb_close(r->db);
         r->db = NULL;
     }
@@ -171,9 +176,26 @@ static int exec_bound_id(sdb *db, int64_t *id, const char *sql, const char *type
     return rc;
 }
 
+/* The run is held while this recorder writes it (store_hold_run): on a
+ * PostgreSQL record by the recorder's own session, taken again after a
+ * reconnection. Not holding it costs only prune's respect. */
+static void hold_run(store_recorder *r)
+{
+    if (r->hold != NULL && r->hold_run != r->run_id) {
+        store_hold_free(r->hold); /* a run row of ours rolled back, made again */
+        r->hold = NULL;
+    }
+    if (r->hold == NULL && r->run_id > 0 && r->hold_run != r->run_id) { /* tried once */
+        if (store_hold_on(r->db, r->path, r->run_id, &r->hold) != 0)
+            r->hold = NULL;
+        r->hold_run = r->run_id;
+    }
+}
+
 static int ensure_run_and_process(store_recorder *r)
 {
     int rc;
+    hold_run(r);
     if (r->run_id == 0) {
         if (r->opts.run_id) {
             r->run_id = r->opts.run_id;
@@ -189,6 +211,7 @@ static int ensure_run_and_process(store_recorder *r)
                 return rc;
             r->run_row_gen = r->txn_gen;
         }
+        hold_run(r);
     }
     if (r->process_row == 0) {
         /* The same row again if an earlier commit of it was in doubt (the

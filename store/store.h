@@ -245,6 +245,28 @@ int store_checkpoint(store *s);
 int store_run_begin(store *s, const char *command, int argc, const char *const *args,
                     const char *cwd, const char *cli_name, const char *cli_version,
                     int64_t *run_id);
+/* ---- runs being recorded (hold.c) ---------------------------------------
+ * Whoever records into a run holds it, so that `tftap prune` leaves it
+ * alone: tftap run for the whole command, each recorder for its life, a
+ * wrapped command's shims for theirs. A hold is a shared lock on the run
+ * (a database file: an open file description lock on PATH-runs.lock, made
+ * 0600 beside it; PostgreSQL: a session advisory lock), gone when its
+ * holder ends however it ends. */
+typedef struct store_hold store_hold;
+/* Hold run_id of the record at path until store_hold_free (PostgreSQL: on
+ * a connection of its own). 0, TFTAP_EINVAL, TFTAP_EIO (errno; the file
+ * could not be made or locked), TFTAP_ESTORE (prune is removing the run),
+ * TFTAP_ENOMEM. */
+int store_hold_run(const char *path, int64_t run_id, store_hold **out);
+/* Let go (NULL accepted). */
+void store_hold_free(store_hold *h);
+/* store_run_begin, and the run held (*hold) before its row is seen by
+ * anyone: no prune can take it for a killed run in between. A hold that
+ * could not be taken leaves *hold NULL; the run is begun all the same. */
+int store_run_begin_held(store *s, const char *command, int argc, const char *const *args,
+                         const char *cwd, const char *cli_name, const char *cli_version,
+                         int64_t *run_id, store_hold **hold);
+
 /* Record the run's end time (now) and exit code. */
 int store_run_end(store *s, int64_t run_id, int exit_code);
 /* The same with the time the command ended (ended_us, 0: now): written
@@ -274,6 +296,11 @@ int store_run_join(store *s, const char *key, const char *command, int argc,
 int store_run_leave(store *s, int64_t run_id);
 /* How many recorders are writing into such a run now (runs.recorders). */
 int store_run_recorders(store *s, int64_t run_id, int64_t *n);
+/* store_run_join, and the run held (*hold, as store_run_begin_held) before
+ * the join commits. */
+int store_run_join_held(store *s, const char *key, const char *command, int argc,
+                        const char *const *args, const char *cwd, const char *cli_name,
+                        int64_t *run_id, store_hold **hold);
 
 /* "last" (the newest run) or a decimal run id -> run id. TFTAP_ENOTFOUND if
  * there is no such run, TFTAP_EINVAL if spec is neither. */
@@ -698,6 +725,57 @@ typedef void (*store_push_progress)(void *ctx, int64_t calls_done, int64_t calls
  * TFTAP_ENOMEM. */
 int store_push_run(store *src, int64_t run_id, store *dst, store_push_progress progress, void *ctx,
                    store_push_info *info);
+
+/* ---- prune: old runs removed (prune.c) ----------------------------------- */
+
+typedef struct store_prune_opts {
+    int64_t before_us; /* only runs that started before this; 0: any */
+    int64_t keep;      /* never the newest keep runs; < 0: no such rule */
+    int dry_run;       /* say what would go, remove nothing */
+} store_prune_opts;
+
+/* A run the rules selected; strings live until the callback returns. */
+typedef struct store_prune_run {
+    int64_t id;
+    const char *command, *args_json, *cwd;
+    int64_t started_us, ended_us; /* ended 0: it never ended (killed) */
+    int64_t processes, calls;
+    int recording; /* someone records into it (it is held): left alone */
+} store_prune_run;
+
+enum store_reclaim {
+    STORE_RECLAIM_NONE = 0,    /* nothing removed, or a dry run */
+    STORE_RECLAIM_INCREMENTAL, /* a file's freed pages given back (incremental vacuum) */
+    STORE_RECLAIM_VACUUM,      /* a file rewritten (VACUUM), incremental from then on */
+    STORE_RECLAIM_DEFERRED,    /* a file that needs VACUUM, while runs are recorded into it:
+                                  its free pages are reused, the file keeps its size */
+    STORE_RECLAIM_PG_VACUUM,   /* PostgreSQL's VACUUM ran: the space is reusable */
+    STORE_RECLAIM_FAILED,      /* why says why */
+};
+
+typedef struct store_prune_info {
+    int64_t runs, processes, calls, messages, gaps; /* removed (a dry run: would be) */
+    int64_t schemas;     /* schemas no process names any more, removed */
+    int schemas_kept;    /* such schemas were left: something was being recorded */
+    int64_t recording;   /* runs selected but left alone: still being recorded */
+    enum store_reclaim reclaim;
+    /* A file: its size and its WAL's; PostgreSQL: the record's tables'
+     * total size; before and after. */
+    int64_t bytes_before, bytes_after;
+    char why[256];
+} store_prune_info;
+
+/* Remove the runs o selects (each with its processes, calls, addresses,
+ * raw messages and gaps, one transaction per run), oldest first, telling
+ * fn (may be NULL; a non-zero return stops and is returned) of each; a run
+ * someone still records into (store_hold_run) is told with recording set
+ * and left alone. Then the schemas no process names (unless another run is
+ * being recorded) and the space (enum store_reclaim). s must be open to
+ * write. 0, TFTAP_EIO (the lock file cannot be opened: nothing removed),
+ * TFTAP_ESTORE, TFTAP_ENOMEM. */
+int store_prune(store *s, const store_prune_opts *o,
+                int (*fn)(void *ctx, const store_prune_run *run), void *ctx,
+                store_prune_info *info);
 
 /* ---- bundles: one run in a file of its own (docs/replay.md) --------------- */
 

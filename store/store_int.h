@@ -15,6 +15,7 @@ struct store {
     sdb *db;
     unsigned char key[STORE_KEY_LEN]; /* HMAC key for redacted values */
     int snapshot;                     /* read only and immutable (see store_is_snapshot) */
+    char *path;                       /* what store_open was given */
 };
 
 /* Open and migrate; the helper behind store_open and the recorder's own
@@ -95,6 +96,28 @@ int store_new_uuid(char out[STORE_UUID_LEN + 1]);
 /* A UUID made from bytes (SHA-256 of them, shaped as version 4): the same
  * bytes give the same one. */
 void store_uuid_of(const void *data, size_t len, char out[STORE_UUID_LEN + 1]);
+
+/* Holds of runs being recorded (hold.c). store_hold_on: as
+ * store_hold_run, on db's own session for a PostgreSQL record (db NULL:
+ * a session of its own), where it lasts as long as that session. */
+int store_hold_on(sdb *db, const char *path, int64_t run_id, store_hold **out);
+/* A database file's lock file (PATH-runs.lock), malloc'd; opened
+ * read-write (made 0600 with create), -1 and errno on failure. */
+char *store_hold_file_path(const char *path);
+int store_hold_file_open(const char *path, int create);
+/* Lock run's byte of the lock file fd, shared or exclusive, without
+ * waiting: 0, 1 when another holds a conflicting lock, -1 (errno). */
+int store_hold_file_lock(int fd, int64_t run, int exclusive);
+void store_hold_file_unlock(int fd, int64_t run);
+/* 1 when an open file description other than fd's holds a lock in the
+ * file, 0 when none does, -1 (errno). */
+int store_hold_file_others(int fd);
+/* PostgreSQL: take run's lock exclusively without waiting (*got 0 when
+ * another session holds it), release it, and whether another session
+ * holds any run's. SQLite result codes. */
+int store_hold_pg_try(sdb *db, int64_t run, int *got);
+void store_hold_pg_unlock(sdb *db, int64_t run);
+int store_hold_pg_others(sdb *db, int *any);
 
 /* The short rpc name of a gRPC method path ("/a.B/C" -> "C"). */
 const char *store_rpc_name(const char *method);
