@@ -16,8 +16,7 @@ struct near {
     enum cli_filter_kind kind;
     const char *filter;
     int matched;
-    char *best;
-    size_t best_dist;
+    cli_nearest n;
 };
 
 /* Levenshtein distance, case-insensitive, over at most NAME_CMP_MAX bytes
@@ -50,20 +49,31 @@ static size_t distance(const char *a, const char *b)
     return row[m];
 }
 
-static int consider(struct near *x, const char *name)
+int cli_nearest_offer(cli_nearest *n, const char *name)
 {
     if (!name || !*name)
         return 0;
-    size_t d = distance(x->filter, name);
-    if (x->best && (d > x->best_dist || (d == x->best_dist && strcmp(name, x->best) >= 0)))
+    size_t d = distance(n->filter, name);
+    if (n->best && (d > n->dist || (d == n->dist && strcmp(name, n->best) >= 0)))
         return 0;
     char *c = strdup(name);
     if (!c)
         return TFTAP_ENOMEM;
-    free(x->best);
-    x->best = c;
-    x->best_dist = d;
+    free(n->best);
+    n->best = c;
+    n->dist = d;
     return 0;
+}
+
+void cli_nearest_done(cli_nearest *n)
+{
+    free(n->best);
+    n->best = NULL;
+}
+
+static int consider(struct near *x, const char *name)
+{
+    return cli_nearest_offer(&x->n, name);
 }
 
 static int each_name(void *ctx, const char *rpc, const char *type_name, const char *address)
@@ -103,11 +113,11 @@ int cli_filter_check(store *const *s, const char *const *paths, const int64_t *r
 {
     if (!filter)
         return 0;
-    struct near x = {kind, filter, 0, NULL, 0};
+    struct near x = {kind, filter, 0, {filter, NULL, 0}};
     for (size_t i = 0; i < nruns && !x.matched; i++) {
         int rc = store_run_names_each(s[i], runs[i], each_name, &x);
         if (rc) {
-            free(x.best);
+            free(x.n.best);
             if (rc == TFTAP_ENOMEM)
                 cli_error("out of memory");
             else
@@ -116,7 +126,7 @@ int cli_filter_check(store *const *s, const char *const *paths, const int64_t *r
         }
     }
     if (x.matched) {
-        free(x.best);
+        free(x.n.best);
         return 0;
     }
     static const char *const what[] = {"no call of", "no resource type or address in",
@@ -137,11 +147,11 @@ int cli_filter_check(store *const *s, const char *const *paths, const int64_t *r
         len = 80;
     if (kind == CLI_FILTER_METHOD)
         cli_error("%s %s is '%.*s%s'%s%s%s", words, runs_text, len, filter, cut,
-                  x.best ? " (nearest: " : " (it has no calls)", x.best ? x.best : "",
-                  x.best ? ")" : "");
+                  x.n.best ? " (nearest: " : " (it has no calls)", x.n.best ? x.n.best : "",
+                  x.n.best ? ")" : "");
     else
         cli_error("'%.*s%s' names %s %s%s%s%s", len, filter, cut, words, runs_text,
-                  x.best ? " (nearest: " : "", x.best ? x.best : "", x.best ? ")" : "");
-    free(x.best);
+                  x.n.best ? " (nearest: " : "", x.n.best ? x.n.best : "", x.n.best ? ")" : "");
+    free(x.n.best);
     return 2;
 }

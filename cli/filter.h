@@ -19,4 +19,16 @@ enum cli_filter_kind {
 int cli_filter_check(store *const *s, const char *const *paths, const int64_t *runs, size_t nruns,
                      enum cli_filter_kind kind, const char *filter);
 
+/* The name nearest to filter among those offered (case-insensitive edit
+ * distance; ties to the first in byte order), for the message of a filter
+ * that matched none. Initialise as {filter, NULL, 0}; best is NULL until a
+ * name was offered. cli_nearest_offer: 0 or TFTAP_ENOMEM. */
+typedef struct cli_nearest {
+    const char *filter;
+    char *best;
+    size_t dist;
+} cli_nearest;
+int cli_nearest_offer(cli_nearest *n, const char *name);
+void cli_nearest_done(cli_nearest *n);
+
 #endif

@@ -51,7 +51,7 @@ pets() { sed -E 's/(new|thing)-[a-z]+-[a-z]+/\1-<random>/g; s/hmac-sha256:[0-9a-
 paragraphs() { awk 'BEGIN { RS = ""; ORS = "\n" } { gsub(/\n/, "\001"); print }' | sort | tr '\001' '\n'; }
 
 # runs: everything but the start time and duration.
-runs_norm() { "$TFTAP" runs --db "$1" | awk 'NR > 1 { print $1, $2, $6, $7, $8, $9, $10 }'; }
+runs_norm() { "$TFTAP" runs --db "$1" | awk 'NR > 1 { print $1, $2, $6, $7, $8, $10, $11 }'; }
 runs_norm "$db" >"$WORK/runs.sqlite"
 runs_norm "$URI" >"$WORK/runs.pg"
 check_eq "runs: three runs in PostgreSQL" "$(wc -l <"$WORK/runs.pg")" 3
