@@ -462,11 +462,13 @@ int store_db_open(const char *path, int create, sdb **out, unsigned char key[STO
     if (sdb_target_is_pg(path))
         return pg_open(path, out, key);
     struct stat st;
+    int made = 0;
     if (stat(path, &st) != 0) {
         if (errno != ENOENT)
             return TFTAP_EIO;
         if (!create)
             return TFTAP_ENOTFOUND;
+        made = 1;
         int rc = store_make_parent_dirs(path);
         if (rc)
             return rc;
@@ -489,6 +491,11 @@ int store_db_open(const char *path, int create, sdb **out, unsigned char key[STO
     /* Rows hold kilobytes of JSON: bigger pages mean fewer overflow pages.
      * Only takes effect on a new, empty database. */
     store_exec(db, "PRAGMA page_size=16384");
+    /* Pages freed by tftap prune go back to the file system page by page
+     * (PRAGMA incremental_vacuum), never by rewriting the whole file.
+     * Also only on a new one (an older file gets it from prune's VACUUM). */
+    if (made)
+        store_exec(db, "PRAGMA auto_vacuum=INCREMENTAL");
     rc = set_wal(db);
     if (rc != SDB_OK)
         goto fail;
