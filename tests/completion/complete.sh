@@ -89,6 +89,9 @@ expect "tftap decode --input " "json msgpack"
 expect "tftap wrap --cli t" "terraform tofu"
 expect "tftap replay x.db --out " "adir"
 expect "tftap runs --db " "adir afile"
+expect "tftap prune --" "--db --dry-run --help --json --keep --older-than"
+expect "tftap runs --cwd " "adir"
+offers "tftap runs --" --command --cwd --failed --provider --since
 # Run ids and 'last' (and files: a RUN may be a bundle) from the database
 # --db names, before the command or after it, or TFTAP_DB.
 expect "tftap --db $db show " "1 2 adir afile last"
