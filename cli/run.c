@@ -29,6 +29,8 @@ struct cmdline {
     const char *sub2;  /* the word after it ("providers lock"), or NULL */
     const char *chdir; /* -chdir=DIR or NULL */
     const char *out;   /* plan -out=FILE or NULL */
+    const char *plan;  /* apply PLANFILE: its last operand, or NULL */
+    int refresh_only;  /* refresh, or -refresh-only: nothing planned is applied */
 };
 
 /* Commands that install providers run unwrapped: with dev_overrides in
@@ -59,6 +61,17 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *c)
             break;
         }
     }
+    for (int j = i + 1; c->sub != NULL && j < argc; j++)
+        if (strcmp(argv[j], "-refresh-only") == 0 || strcmp(argv[j], "--refresh-only") == 0 ||
+            strcmp(argv[j], "-refresh-only=true") == 0)
+            c->refresh_only = 1;
+    if (c->sub != NULL && strcmp(c->sub, "refresh") == 0)
+        c->refresh_only = 1;
+    /* apply PLANFILE: the last word, when no option (a saved plan is a
+     * file of its own; run_command checks that it is one). */
+    if (c->sub != NULL && strcmp(c->sub, "apply") == 0 && i + 1 < argc &&
+        argv[argc - 1][0] != '-')
+        c->plan = argv[argc - 1];
     if (c->sub == NULL || strcmp(c->sub, "plan") != 0)
         return;
     for (i++; i < argc; i++) {
@@ -70,6 +83,32 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *c)
         else if (strcmp(a, "-out") == 0 && i + 1 < argc)
             c->out = argv[++i];
     }
+}
+
+/* apply's operand as a path (against workdir, the command's -chdir),
+ * when it names a saved plan: a zip file, as the CLI writes plans. NULL
+ * otherwise (an old CLI's directory operand, a variable's value). */
+static char *saved_plan_path(const char *workdir, const char *operand)
+{
+    tftap_buf p = TFTAP_BUF_INIT;
+    if (operand[0] == '/')
+        tftap_buf_puts(&p, operand);
+    else
+        tftap_buf_printf(&p, "%s/%s", workdir, operand);
+    tftap_buf_cstr(&p);
+    char *path = tftap_buf_failed(&p) ? NULL : tftap_buf_take(&p, NULL);
+    tftap_buf_done(&p);
+    unsigned char magic[4] = {0};
+    int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    int zip = fd >= 0 && read(fd, magic, sizeof magic) == (ssize_t)sizeof magic &&
+              memcmp(magic, "PK\003\004", 4) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (!zip) {
+        free(path);
+        return NULL;
+    }
+    return path;
 }
 
 /* Run the user's command attached to the terminal; returns its exit code
@@ -280,6 +319,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     tftap_buf err = TFTAP_BUF_INIT;
     char *exe = NULL, *db = NULL, *workdir = NULL, *cwd = NULL, *version = NULL;
     char *tmp = NULL, *config = NULL, **env = NULL, *planfile = NULL, *log_path = NULL;
+    char *applied_plan = NULL;
     char **aux_env = NULL;
     off_t log_size = 0;
     char env_cfg[4200], env_db[4200], env_run[64], env_dir[4200];
@@ -360,6 +400,9 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         planfile = tftap_buf_failed(&p) ? NULL : tftap_buf_take(&p, NULL);
         tftap_buf_done(&p);
     }
+
+    if (cl.plan != NULL)
+        applied_plan = saved_plan_path(workdir, cl.plan);
 
     if (wrap_discover(workdir, cli, &set, &err) != 0) {
         if (!set.unreadable) {
@@ -634,6 +677,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
             .workdir = workdir,
             .sub = cl.sub,
             .planfile = planfile,
+            .applied_plan = applied_plan,
+            .refresh_only = cl.refresh_only,
             .match = match,
             .have_before = have_before,
             .before = &before,
@@ -694,6 +739,7 @@ cleanup:
     free(env);
     free(aux_env);
     free(planfile);
+    free(applied_plan);
     free(log_path);
     return code;
 }

@@ -132,12 +132,23 @@ int run_state_before(const char *cli_path, char *const *env, const char *workdir
  * ours, or tftap replay's, whose CLI config sends the CLI straight to the replayed providers):
  * nothing of it is recorded. Problems only warn. Returns how many docs it filled. */
 static size_t match_docs(const char *cli_path, char *const *env, const char *workdir,
-                         const char *planfile, int have_before, const tftap_buf *before,
-                         int read_after, int partial, tftap_buf *out, tftap_buf *config,
-                         analysis_match_doc docs[3])
+                         const char *planfile, const char *applied_plan, int have_before,
+                         const tftap_buf *before, int read_after, int partial, tftap_buf *out,
+                         tftap_buf *plan, tftap_buf *config, analysis_match_doc docs[4])
 {
     char *argv[] = {(char *)cli_path, "show", "-json", (char *)planfile, NULL};
     size_t ndocs = 0;
+    if (applied_plan != NULL) {
+        /* apply PLANFILE: the plan names every instance it applies, those
+         * whose apply failed (and left nothing in the state) too. */
+        char *pargv[] = {(char *)cli_path, "show", "-json", (char *)applied_plan, NULL};
+        int rc = capture(pargv, env, workdir, CAPTURE_MAX, plan);
+        if (rc == 0 && plan->len > 0 && !tftap_buf_failed(plan))
+            docs[ndocs++] = (analysis_match_doc){plan->data, plan->len, 0, 0};
+        else
+            cli_error("could not read '%s show -json %s' to match calls to addresses", cli_path,
+                      applied_plan);
+    }
     if (have_before) {
         /* No state yet reads as a state without resources. */
         docs[ndocs++] = (analysis_match_doc){before->len ? before->data : "{}",
@@ -460,7 +471,10 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
          * command may have changed the state, even when it failed. */
         int plans = e->match && strcmp(e->sub, "plan") == 0;
         int after = plans ? e->planfile != NULL && (e->code == 0 || e->code == 2) : 1;
-        int partial = !plans && e->code != 0;
+        /* A state after that need not hold what the run planned: a failed
+         * command's, or a refresh's (it plans, and applies only what it
+         * read). */
+        int partial = (!plans && e->code != 0) || e->refresh_only;
         int opened = *s != NULL || store_open(e->db, 0, s) == 0;
         /* A recorder that found the database refusing its writes (away, or
          * its disk full) holds its part under a shared lock and retries
@@ -490,12 +504,13 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
         if (!ended) {
             /* Unavailable (a server restarting): never the user's problem
              * beyond this line; the rest is written when it is back. */
-            tftap_buf out = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT;
-            analysis_match_doc docs[3];
-            size_t ndocs = e->match ? match_docs(e->cli_path, e->aux_env, e->workdir,
-                                                 plans ? e->planfile : NULL, e->have_before,
-                                                 e->before, after, partial, &out, &config, docs)
-                                    : 0;
+            tftap_buf out = TFTAP_BUF_INIT, plan = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT;
+            analysis_match_doc docs[4];
+            size_t ndocs =
+                e->match ? match_docs(e->cli_path, e->aux_env, e->workdir,
+                                      plans ? e->planfile : NULL, e->applied_plan, e->have_before,
+                                      e->before, after, partial, &out, &plan, &config, docs)
+                         : 0;
             store_close(*s);
             *s = NULL;
             if (*version == NULL)
@@ -522,6 +537,7 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
                           wait_ms >= 60000 ? "min" : "s");
             free(fds);
             tftap_buf_done(&out);
+            tftap_buf_done(&plan);
             tftap_buf_done(&config);
             return;
         }
@@ -543,11 +559,11 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
              * replacements are paired by address): no reading beside. */
             if (strcmp(e->sub, "apply") != 0 && strcmp(e->sub, "destroy") != 0)
                 check_reader_start(&reader, e->db, e->run_id);
-            tftap_buf out = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT;
-            analysis_match_doc docs[3];
-            size_t ndocs =
-                match_docs(e->cli_path, e->aux_env, e->workdir, plans ? e->planfile : NULL,
-                           e->have_before, e->before, after, partial, &out, &config, docs);
+            tftap_buf out = TFTAP_BUF_INIT, plan = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT;
+            analysis_match_doc docs[4];
+            size_t ndocs = match_docs(e->cli_path, e->aux_env, e->workdir,
+                                      plans ? e->planfile : NULL, e->applied_plan, e->have_before,
+                                      e->before, after, partial, &out, &plan, &config, docs);
             if (match_apply(*s, e->run_id, docs, ndocs) != 0)
                 cli_error("matching calls to addresses failed: %s", store_errmsg(*s));
             /* After the matching, which compares the values in clear, and
@@ -557,6 +573,7 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
             redacted = run_redact_secrets(*s, e->run_id, e->is_cli ? e->workdir : NULL, e->args,
                                           e->env, docs, ndocs, 1);
             tftap_buf_done(&out);
+            tftap_buf_done(&plan);
             tftap_buf_done(&config);
         } else if (e->is_cli) {
             checkpointer_join(&ckpt);
