@@ -108,6 +108,7 @@ static const char *const delete_sql[] = {
     "DELETE FROM gaps WHERE run_id = ?1 OR process_id IN "
     "(SELECT id FROM processes WHERE run_id = ?1)",
     "DELETE FROM processes WHERE run_id = ?1",
+    "DELETE FROM run_secrets WHERE run_id = ?1",
     "DELETE FROM runs WHERE id = ?1",
 };
 

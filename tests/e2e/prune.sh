@@ -143,7 +143,8 @@ orphans() {
         + (SELECT count(*) FROM calls WHERE run_id NOT IN (SELECT id FROM runs))
         + (SELECT count(*) FROM call_addresses WHERE call_id NOT IN (SELECT id FROM calls))
         + (SELECT count(*) FROM messages WHERE call_id NOT IN (SELECT id FROM calls))
-        + (SELECT count(*) FROM gaps WHERE run_id NOT IN (SELECT id FROM runs))"
+        + (SELECT count(*) FROM gaps WHERE run_id NOT IN (SELECT id FROM runs))
+        + (SELECT count(*) FROM run_secrets WHERE run_id NOT IN (SELECT id FROM runs))"
 }
 check_eq "prune: no row of a removed run left" "$(orphans)" 0
 check "prune: says the space" grep -qE "^space: .* -> .* \(.* freed; incremental vacuum\)$" "$WORK/prune.out"

@@ -88,7 +88,8 @@ check_eq "prune: no row of a removed run left" "$(pg_psql "SELECT
     + (SELECT count(*) FROM calls WHERE run_id NOT IN (SELECT id FROM runs))
     + (SELECT count(*) FROM call_addresses WHERE call_id NOT IN (SELECT id FROM calls))
     + (SELECT count(*) FROM messages WHERE call_id NOT IN (SELECT id FROM calls))
-    + (SELECT count(*) FROM gaps WHERE run_id NOT IN (SELECT id FROM runs))")" 0
+    + (SELECT count(*) FROM gaps WHERE run_id NOT IN (SELECT id FROM runs))
+    + (SELECT count(*) FROM run_secrets WHERE run_id NOT IN (SELECT id FROM runs))")" 0
 
 rm -f "$mh" "$mw"
 wait "$hpid"
