@@ -46,6 +46,8 @@ int cli_bundle(int argc, char **argv);
 int cli_push(int argc, char **argv);
 /* tftap prune --older-than D | --keep N (cli/prune.c). */
 int cli_prune(int argc, char **argv);
+/* tftap match RUN --plan/--state/--before FILE (cli/match.c). */
+int cli_match(int argc, char **argv);
 /* tftap complete (hidden): words for the shell completion scripts. */
 int cli_complete(int argc, char **argv);
 /* tftap version, and tftap --version. */

@@ -34,6 +34,7 @@ static const struct command commands[] = {
     {"bundle", cli_bundle, "write one run to a redacted file for a bug report"},
     {"push", cli_push, "copy runs into a shared record (PostgreSQL), idempotently"},
     {"prune", cli_prune, "remove old runs (never one still recording) and reclaim space"},
+    {"match", cli_match, "tie a run's calls to addresses from tofu's plan or state JSON"},
     {"version", cli_version_cmd, "print the version, the protocols and schema it speaks"},
     /* Hidden (no summary): what tofu starts as a replayed provider. */
     {"replay-provider", cli_replay_provider, NULL},

@@ -302,6 +302,48 @@ rm "$g/heredoc.tf"
 printf 'resource "tftest6_pet" "solo" {\n  length = 3\n}\n' >"$g/solo_override.tf"
 check_eq "config with an override file: nothing named" "$(named_in_plain_plan)" 0
 
+# Under tftap wrap nothing of tftap sees the command end: `tftap match` ties
+# its calls to addresses afterwards, from the documents tofu itself writes.
+mkdir -p "$WORK/shims"
+(cd "$w" && "$TFTAP" wrap --db "$db" --out "$WORK/shims" >/dev/null 2>"$WORK/wrap.err") ||
+    { not_ok "wrap"; cat "$WORK/wrap.err"; }
+wrapped() { # SUBCOMMAND ARGS...: tofu in $w under the wrap config
+    local sub=$1
+    shift
+    (cd "$w" && TF_CLI_CONFIG_FILE=$WORK/shims/tftap.tfrc tofu "$sub" -input=false -no-color "$@" \
+        >"$WORK/out-wrapped.txt" 2>&1)
+}
+wrapped plan -out=pw -var gen=1
+check_eq "wrapped plan -out: exit code" "$?" 0
+run=$(last_run "$db")
+check_eq "wrapped plan -out: nothing named before match" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = $run AND address IS NOT NULL")" 0
+(cd "$w" && tofu show -json pw) >"$WORK/pw.json"
+"$TFTAP" match --db "$db" "$run" --plan "$WORK/pw.json" --before "$WORK/s6.json" >"$WORK/match.out"
+check_eq "match of the wrapped plan: exit code" "$?" 0
+judge "wrapped plan -out, then match" "$run" "$WORK/s6.json" "$WORK/pw.json"
+check_eq "wrapped plan -out, then match: every call named" "$LAST_NAMED" "$LAST_N"
+check_eq "match says what it named" "$(cat "$WORK/match.out")" \
+    "run $run: $LAST_N of $LAST_N resource calls named (tftap show $run says why the others are not)"
+checked "wrapped plan -out, then match"
+wrapped apply pw
+check_eq "wrapped apply PLANFILE: exit code" "$?" 0
+run=$(last_run "$db")
+state s7
+"$TFTAP" match --db "$db" "$run" --plan "$WORK/pw.json" --state "$WORK/s7.json" \
+    --before "$WORK/s6.json" >/dev/null
+check_eq "match of the wrapped apply: exit code" "$?" 0
+judge "wrapped apply PLANFILE, then match" "$run" "$WORK/s6.json" "$WORK/pw.json" "$WORK/s7.json"
+check_eq "wrapped apply PLANFILE, then match: every call named" "$LAST_NAMED" "$LAST_N"
+checked "wrapped apply PLANFILE, then match"
+"$TFTAP" match --db "$db" "$run" >/dev/null 2>&1
+check_eq "match without a document: usage, exit 2" "$?" 2
+echo '{"not": ' >"$WORK/bad.json"
+"$TFTAP" match --db "$db" "$run" --state "$WORK/bad.json" >/dev/null 2>&1
+check_eq "match of a document that is not JSON: exit 1" "$?" 1
+check_eq "... and the names it had stay" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = $run AND address IS NOT NULL")" "$LAST_NAMED"
+
 # A create that fails where the configuration makes the address certain
 # (one tftest6_thing block, no count): named after it, as tofu itself names
 # it ("with tftest6_thing.bad"), though no document holds the object.
