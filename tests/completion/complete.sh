@@ -91,6 +91,7 @@ expect "tftap replay x.db --out " "adir"
 expect "tftap runs --db " "adir afile"
 expect "tftap prune --" "--db --dry-run --help --json --keep --older-than"
 expect "tftap runs --cwd " "adir"
+expect "tftap match --" "--before --config --db --help --json --plan --state"
 offers "tftap runs --" --command --cwd --failed --provider --since
 # Run ids and 'last' (and files: a RUN may be a bundle) from the database
 # --db names, before the command or after it, or TFTAP_DB.
