@@ -26,7 +26,8 @@ static const char usage_text[] =
     "                  state pull' before it)\n"
     "  --config DIR    the configuration (its resource blocks name what one block makes\n"
     "                  certain; default: the run's working directory, when it is there)\n"
-    "  --db PATH       the database (default $TFTAP_DB, else .tftap/tftap.db)\n\n"
+    "  --db PATH       the database (default $TFTAP_DB, else .tftap/tftap.db)\n"
+    "  --json          {\"run\", \"named\", \"calls\"}\n\n"
     "Prints how many of the run's resource calls it named. Exit 0; 1 on an error\n"
     "(a document that is not JSON, a bundle, which is read only); 2 on a usage error.\n";
 
@@ -124,9 +125,13 @@ int cli_match(int argc, char **argv)
         cli_error("matching calls to addresses failed: %s", store_errmsg(s));
         goto done;
     }
-    printf("run %lld: %d of %d resource calls named (tftap show %lld says why the others "
-           "are not)\n",
-           (long long)run, named, named + unnamed, (long long)run);
+    if (r.json)
+        printf("{\"run\":%lld,\"named\":%d,\"calls\":%d}\n", (long long)run, named,
+               named + unnamed);
+    else
+        printf("run %lld: %d of %d resource calls named (tftap show %lld says why the others "
+               "are not)\n",
+               (long long)run, named, named + unnamed, (long long)run);
     code = fflush(stdout) == 0 ? 0 : 1;
 done:
     free(cr.cwd);
