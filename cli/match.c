@@ -115,8 +115,8 @@ int cli_match(int argc, char **argv)
                   "from it",
                   config_dir);
     int named = 0, unnamed = 0;
-    rc = analysis_match_addresses(s, run, docs, ndocs, "no document was given to match it",
-                                  &named, &unnamed);
+    rc = analysis_match_addresses(s, run, docs, ndocs, "no document was given to match it", &named,
+                                  &unnamed);
     if (rc == TFTAP_EDECODE) {
         cli_error("a document is not JSON (give what 'tofu show -json' prints)");
         goto done;

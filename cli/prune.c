@@ -45,7 +45,9 @@ static int each_run(void *ctx, const store_prune_run *r)
     if (c->json) {
         tftap_buf_puts(b, c->n + c->left ? ",\n    " : "\n    ");
         tftap_buf_printf(b, "{\"id\":%lld,\"status\":\"%s\",\"command\":", (long long)r->id,
-                         r->recording ? "recording" : c->dry_run ? "would_remove" : "removed");
+                         r->recording ? "recording"
+                         : c->dry_run ? "would_remove"
+                                      : "removed");
         cli_json_str(b, r->command);
         tftap_buf_puts(b, ",\"args\":");
         cli_json_raw(b, r->args_json);
@@ -196,9 +198,8 @@ int cli_prune(int argc, char **argv)
     }
     if (older) {
         if (cli_parse_duration(older, &age) != 0) {
-            cli_usage_error(argv[0],
-                            "--older-than takes a duration like 12h, 7d or 2w, not '%.200s'",
-                            older);
+            cli_usage_error(
+                argv[0], "--older-than takes a duration like 12h, 7d or 2w, not '%.200s'", older);
             return 2;
         }
         o.before_us = now - age;

@@ -69,8 +69,7 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *c)
         c->refresh_only = 1;
     /* apply PLANFILE: the last word, when no option (a saved plan is a
      * file of its own; run_command checks that it is one). */
-    if (c->sub != NULL && strcmp(c->sub, "apply") == 0 && i + 1 < argc &&
-        argv[argc - 1][0] != '-')
+    if (c->sub != NULL && strcmp(c->sub, "apply") == 0 && i + 1 < argc && argv[argc - 1][0] != '-')
         c->plan = argv[argc - 1];
     if (c->sub == NULL || strcmp(c->sub, "plan") != 0)
         return;
@@ -466,8 +465,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     /* The run row; a database we cannot use never stops the user's command. */
     int rc = store_open(db, STORE_OPEN_CREATE, &s);
     if (rc == 0)
-        rc = store_run_begin_held(s, cmd[0], ncmd - 1, (const char *const *)cmd + 1, workdir,
-                                  cli, version, &run_id, &hold);
+        rc = store_run_begin_held(s, cmd[0], ncmd - 1, (const char *const *)cmd + 1, workdir, cli,
+                                  version, &run_id, &hold);
     if (rc != 0) {
         /* Nothing could be recorded under this run (a full disk, an
          * unwritable directory): run the command exactly as without tftap,

@@ -160,12 +160,12 @@ struct run_end {
     const char *cli_path;
     char *const *aux_env; /* the helpers' environment (NULL: ours) */
     const char *workdir;
-    const char *sub;      /* the CLI's subcommand, or NULL */
-    const char *planfile; /* -out's file, absolute, or NULL */
+    const char *sub;          /* the CLI's subcommand, or NULL */
+    const char *planfile;     /* -out's file, absolute, or NULL */
     const char *applied_plan; /* apply PLANFILE: that file, absolute, or NULL */
     int refresh_only;         /* refresh, -refresh-only: what it planned is not applied */
-    int match;            /* tie the run's calls to addresses */
-    int have_before;      /* before holds the state before the command */
+    int match;                /* tie the run's calls to addresses */
+    int have_before;          /* before holds the state before the command */
     const tftap_buf *before;
     int wrapped;
     const char *run_dir; /* the shims' and recorders' directory when wrapped */

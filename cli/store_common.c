@@ -347,8 +347,11 @@ int cli_parse_duration(const char *text, int64_t *us)
     static const struct {
         char unit;
         int64_t us;
-    } units[] = {{'s', 1000000LL},       {'m', 60000000LL},        {'h', 3600000000LL},
-                 {'d', 86400000000LL},   {'w', 604800000000LL}};
+    } units[] = {{'s', 1000000LL},
+                 {'m', 60000000LL},
+                 {'h', 3600000000LL},
+                 {'d', 86400000000LL},
+                 {'w', 604800000000LL}};
     int64_t total = 0;
     const char *p = text;
     if (!p || !*p)

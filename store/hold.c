@@ -173,7 +173,7 @@ void store_hold_free(store_hold *h)
     if (!h)
         return;
     if (h->fd >= 0)
-        close(h->fd); /* the lock goes with its open file description */
-    sdb_close(h->own);  /* and a session's with the session */
+        close(h->fd);  /* the lock goes with its open file description */
+    sdb_close(h->own); /* and a session's with the session */
     free(h);
 }

@@ -214,8 +214,7 @@ static void reclaim(store *s, int others, store_prune_info *info)
 }
 
 int store_prune(store *s, const store_prune_opts *o,
-                int (*fn)(void *ctx, const store_prune_run *run), void *ctx,
-                store_prune_info *info)
+                int (*fn)(void *ctx, const store_prune_run *run), void *ctx, store_prune_info *info)
 {
     memset(info, 0, sizeof *info);
     int pg = sdb_is_pg(s->db);

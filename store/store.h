@@ -754,10 +754,11 @@ enum store_reclaim {
 };
 
 typedef struct store_prune_info {
-    int64_t runs, processes, calls, messages, gaps; /* removed (a dry run: would be) */
-    int64_t schemas;     /* schemas no process names any more, removed */
-    int schemas_kept;    /* such schemas were left: something was being recorded */
-    int64_t recording;   /* runs selected but left alone: still being recorded */
+    /* Rows removed (a dry run: that would be). */
+    int64_t runs, processes, calls, messages, gaps;
+    int64_t schemas;   /* schemas no process names any more, removed */
+    int schemas_kept;  /* such schemas were left: something was being recorded */
+    int64_t recording; /* runs selected but left alone: still being recorded */
     enum store_reclaim reclaim;
     /* A file: its size and its WAL's; PostgreSQL: the record's tables'
      * total size; before and after. */
