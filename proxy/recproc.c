@@ -347,6 +347,12 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
          * this process's spans then come from the redacted record. */
         int later = rp->otlp && rp->otlp->values && rp->leave_run && rp->run_left;
         int64_t process_row = 0;
+        /* A wrapped run is held (tftap prune leaves it) until it is left
+         * and redacted, past the recorder's own hold, which ends with its
+         * record. */
+        store_hold *run_hold = NULL;
+        if (rp->leave_run && opts->run_id > 0 && store_hold_run(db, opts->run_id, &run_hold))
+            run_hold = NULL;
         otlp_exporter *ox =
             recorder_main(fd, hold >= 0 ? 4 : -1, db, opts, rp, later, &process_row);
         if (rp->leave_run && opts->run_id > 0) {
@@ -354,6 +360,7 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
             if (rp->run_left)
                 rp->run_left(db, opts->run_id);
         }
+        store_hold_free(run_hold);
         if (ox != NULL && later && process_row > 0) {
             store *s = NULL;
             if (store_open(db, STORE_OPEN_READONLY, &s) == 0) {

@@ -47,7 +47,7 @@ check "runs --command pln: names plan" grep -qF "(nearest: plan)" "$WORK/nm.err"
 kpid=$!
 wait_for 600 test -e "$mk" || not_ok "killed run: the apply never hung"
 kill -KILL -- -"$kpid"
-wait "$kpid" 2>/dev/null
+{ wait "$kpid"; } 2>/dev/null
 killed=$(pg_psql "SELECT max(id) FROM runs")
 status_of() { # RUN: its status in a dry run of prune --keep 0
     "$TFTAP" prune --db "$URI" --keep 0 --dry-run --json | jq -r --argjson id "$1" '.runs[] | select(.id == $id) | .status'
