@@ -16,7 +16,7 @@ static const char usage_text[] =
     "recorded (by tftap run, a wrapped command's shims, their recorders, or the\n"
     "finisher of a run whose database was away) is never touched: it is listed as\n"
     "left. A run that never ended and that nobody records any more (killed) is\n"
-    "removed like any other.\n"
+    "removed like any other. The step runs of a test suite's run go with it.\n"
     "Schemas no remaining process names go too, unless some run is being recorded.\n"
     "Space: a database file's freed pages are given back to the file system\n"
     "(incremental vacuum; a file made by an older tftap is rewritten once by VACUUM,\n"

@@ -36,23 +36,31 @@ static char *dup_col(sdb_stmt *st, int i, int *oom)
 /* The runs the rules select, oldest first. */
 static int candidates(store *s, const store_prune_opts *o, struct cand **out, size_t *n)
 {
-    char sql[1024];
+    /* The runs the rules select, and the step runs of those (an acceptance
+     * test's commands hang off its suite's run: runs.parent_id), the
+     * steps first, so that a suite goes after them. */
+    char sel[300], sql[1400];
+    snprintf(sel, sizeof sel, "SELECT id FROM runs WHERE 1 = 1%s%s",
+             o->before_us > 0 ? " AND started_us < ?" : "",
+             o->keep >= 0 ? " AND id NOT IN (SELECT id FROM runs ORDER BY id DESC LIMIT ?)" : "");
     snprintf(sql, sizeof sql,
              "SELECT r.id, r.command, r.args, r.cwd, r.started_us, r.ended_us, "
              "(SELECT count(*) FROM processes p WHERE p.run_id = r.id), "
-             "(SELECT count(*) FROM calls c WHERE c.run_id = r.id) FROM runs r WHERE 1 = 1%s%s "
-             "ORDER BY r.id",
-             o->before_us > 0 ? " AND r.started_us < ?" : "",
-             o->keep >= 0 ? " AND r.id NOT IN (SELECT id FROM runs ORDER BY id DESC LIMIT ?)" : "");
+             "(SELECT count(*) FROM calls c WHERE c.run_id = r.id) FROM runs r "
+             "WHERE r.id IN (%s) OR r.parent_id IN (%s) "
+             "ORDER BY CASE WHEN r.parent_id IS NULL THEN 1 ELSE 0 END, r.id",
+             sel, sel);
     sdb_stmt *st = NULL;
     int rc = sdb_prepare(s->db, sql, &st);
     if (rc != SDB_OK)
         return store_err(rc);
     int k_param = 1;
-    if (o->before_us > 0)
-        sdb_bind_int64(st, k_param++, o->before_us);
-    if (o->keep >= 0)
-        sdb_bind_int64(st, k_param, o->keep);
+    for (int twice = 0; twice < 2; twice++) {
+        if (o->before_us > 0)
+            sdb_bind_int64(st, k_param++, o->before_us);
+        if (o->keep >= 0)
+            sdb_bind_int64(st, k_param++, o->keep);
+    }
     struct cand *v = NULL;
     size_t cap = 0, k = 0;
     int oom = 0;
@@ -258,6 +266,17 @@ int store_prune(store *s, const store_prune_opts *o,
             .calls = c->calls,
             .recording = !got,
         };
+        /* A suite whose step runs are not all gone (one still recorded)
+         * stays with them. */
+        if (got && !o->dry_run &&
+            count_of(s->db, "SELECT count(*) FROM runs WHERE parent_id = ?1", c->id) > 0) {
+            if (pg)
+                store_hold_pg_unlock(s->db, c->id);
+            else
+                store_hold_file_unlock(fd, c->id);
+            got = 0;
+        }
+        row.recording = !got;
         if (got) {
             int64_t messages = count_of(s->db,
                                         "SELECT count(*) FROM messages WHERE call_id IN "

@@ -127,20 +127,23 @@ check "prune --dry-run: the killed run, never ended" \
 check_eq "prune --older-than 1w: exit 0" "$?" 0
 check "prune --older-than 1w: nothing that old" grep -q "^nothing to prune in " "$WORK/old.out"
 
-# Run 1 made ten days old: --older-than takes it alone.
-sqlite3 "$db" "UPDATE runs SET started_us = started_us - 864000000000 WHERE id = 1"
+# Run 1 made ten days old, and run 2 one of its steps (as an acceptance
+# test's commands are runs under their suite's, runs.parent_id): --older-than
+# takes run 1 and its step with it, nothing else.
+sqlite3 "$db" "UPDATE runs SET started_us = started_us - 864000000000 WHERE id = 1;
+    UPDATE runs SET parent_id = 1, test_name = 'TestX', test_step = 1 WHERE id = 2"
 "$TFTAP" prune --db "$db" --older-than 7d >"$WORK/7d.out" 2>&1
 check_eq "prune --older-than 7d: exit 0" "$?" 0
 check "prune --older-than 7d: removed run 1" grep -q "^removed run 1 " "$WORK/7d.out"
-check_eq "prune --older-than 7d: only run 1" "$(run_ids)" \
-    "$(seq -s ' ' 2 "$wrapped")"
+check "prune --older-than 7d: and its step run" grep -q "^removed run 2 " "$WORK/7d.out"
+check_eq "prune --older-than 7d: only those" "$(run_ids)" "$(seq -s ' ' 3 "$wrapped")"
 
 before=$(stat -c %s "$db")
 "$TFTAP" prune --db "$db" --keep 0 >"$WORK/prune.out" 2>&1
 check_eq "prune --keep 0: exit 0" "$?" 0
 check "prune: the live run left, said so" grep -q "^left run $live (.*): still being recorded$" "$WORK/prune.out"
 check "prune: the wrapped run left, said so" grep -q "^left run $wrapped (.*): still being recorded$" "$WORK/prune.out"
-check "prune: what it removed" grep -qE "^removed 3 runs: [0-9]+ provider processes, [0-9]+ calls, .*; left 2 still being recorded$" "$WORK/prune.out"
+check "prune: what it removed" grep -qE "^removed 2 runs: [0-9]+ provider processes, [0-9]+ calls, .*; left 2 still being recorded$" "$WORK/prune.out"
 check_eq "prune: the runs left" "$(run_ids)" "$live $wrapped"
 check_eq "prune: the live run's calls untouched" "$(calls_of "$live" "${live_calls#* }")" "$live_calls"
 check_eq "prune: the wrapped run's calls untouched" "$(calls_of "$wrapped" "${wrapped_calls#* }")" "$wrapped_calls"

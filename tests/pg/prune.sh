@@ -78,11 +78,18 @@ live_calls=$(calls_of "$live") wrapped_calls=$(calls_of "$wrapped")
 check "the live run has calls" test "${live_calls%% *}" -gt 0
 check "the wrapped run has calls" test "${wrapped_calls%% *}" -gt 0
 
+# Run 2 a step of run 1 (an acceptance test's command under its suite's
+# run, runs.parent_id REFERENCES runs(id)): removed with it, before it.
+pg_psql "UPDATE runs SET parent_id = 1, test_name = 'TestX', test_step = 1 WHERE id = 2" ||
+    not_ok "run 2 made a step run"
 "$TFTAP" prune --db "$URI" --keep 0 >"$WORK/prune.out" 2>&1
 check_eq "prune --keep 0: exit 0" "$?" 0
 check "prune: the live run left" grep -q "^left run $live (.*): still being recorded$" "$WORK/prune.out"
 check "prune: the wrapped run left" grep -q "^left run $wrapped (.*): still being recorded$" "$WORK/prune.out"
 check "prune: the killed run removed" grep -qE "^removed run $killed .*; never ended\)$" "$WORK/prune.out"
+check "prune: the step run removed before its suite's run" \
+    test "$(grep -n '^removed run 2 ' "$WORK/prune.out" | cut -d: -f1)" -lt \
+    "$(grep -n '^removed run 1 ' "$WORK/prune.out" | cut -d: -f1)"
 check "prune: what it removed" grep -qE "^removed 4 runs: .*; left 2 still being recorded$" "$WORK/prune.out"
 check "prune: VACUUM ran" grep -q "(VACUUM ran: PostgreSQL reuses the space" "$WORK/prune.out"
 check_eq "prune: the runs left" "$(pg_psql "SELECT string_agg(id::text, ' ' ORDER BY id) FROM runs")" \
