@@ -114,8 +114,12 @@ void cli_store_open_failed(const char *path, int flags, int rc)
             cli_error("cannot open %s: %s", shown, tftap_strerror(rc));
         return;
     }
+    struct stat st;
     if (rc == TFTAP_ENOTFOUND)
         cli_error("no database at %s (record one with 'tftap run', or pass --db)", shown);
+    else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        cli_error("cannot read %s: a directory (--db names a database file, e.g. %s/tftap.db)",
+                  shown, shown);
     else if (rc == TFTAP_EIO)
         cli_error("cannot open %s: %s", shown, strerror(errno ? errno : EIO));
     else if (rc == TFTAP_ESTORE && (flags & STORE_OPEN_READONLY) && file_is_empty(path))

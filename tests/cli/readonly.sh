@@ -107,6 +107,9 @@ b_sum=$(sha256sum <"$work/b.tftap")
 [ $? = 0 ] && grep -q 'a bundle is read only' "$work/err" && ok || fail "run --db BUNDLE: $(cat "$work/err")"
 [ "$(sha256sum <"$work/b.tftap")" = "$b_sum" ] && ok || fail "run --db BUNDLE changed the bundle"
 mkdir -p "$work/adir"
+"$TFTAP" runs --db "$work/adir" >/dev/null 2>"$work/err"
+[ $? = 1 ] && grep -q 'a directory (--db names a database file' "$work/err" && ok ||
+    fail "runs --db DIR: $(cat "$work/err")"
 "$TFTAP" run --db "$work/adir" -- true >/dev/null 2>"$work/err"
 [ $? = 0 ] && grep -q 'a directory: --db names a database file' "$work/err" && ok ||
     fail "run --db DIR: $(cat "$work/err")"
