@@ -212,6 +212,64 @@ void analysis_check_pass_free(analysis_check_pass *c);
 int analysis_findings_json(const analysis_findings *f, int64_t run, size_t max_bytes,
                            tftap_buf *out);
 
+/* ---- a run's verdict: how it ended and every reason tftap knows it failed ---- */
+
+/* What tftap knows of how a run ended: its exit code, its failed calls
+ * (v_calls.failed), the answers core rejects (tftap check's findings) and
+ * the records lost to gaps (runs.dropped). The one rule every output that
+ * judges a run uses (the CLI's show, calls, runs, bundle; the web API). */
+typedef struct analysis_run_verdict {
+    int known;   /* the run's row was read */
+    int running; /* not ended yet */
+    int has_exit, exit_code;
+    int64_t failed_calls;
+    int64_t lost;
+    analysis_findings findings; /* every finding of the check */
+    size_t rejected, tolerated; /* findings core rejects, tolerates */
+    /* The command exited 0 (or 2 for plan -detailed-exitcode), so core
+     * rejected nothing: findings that say it would are the check's own
+     * mistake (say, a call named by the wrong address) and are no reason;
+     * they are counted here and rejected is 0. */
+    size_t unconfirmed;
+    int failed;
+    int checked; /* the check ran: findings, rejected, tolerated, unconfirmed hold */
+    /* Providers with gaps in the run, and the first gap's reason: a call of
+     * theirs never answered was lost to the gap, not failed. */
+    char **gap_providers;
+    size_t ngap_providers;
+    char *gap_reason;
+    int64_t unrecorded;      /* calls never answered for that reason */
+    int64_t *unrecorded_ids; /* theirs, ascending */
+    /* The first ANALYSIS_VERDICT_FAILED_IDS failed calls (not those lost
+     * to a gap), ascending: what a page links to. */
+    int64_t *failed_ids;
+    size_t nfailed_ids;
+} analysis_run_verdict;
+#define ANALYSIS_VERDICT_FAILED_IDS 100
+
+/* Read run's verdict, the check included unless flags has
+ * ANALYSIS_VERDICT_LAZY and the command succeeded (its findings could not
+ * make the run failed: a list of many runs needs no check of each clean
+ * one). Returns 0, TFTAP_ENOTFOUND (no such run), or a store or analysis
+ * error; analysis_run_verdict_done is due either way. */
+enum { ANALYSIS_VERDICT_LAZY = 1 };
+int analysis_run_verdict_read(store *s, int64_t run, int flags, analysis_run_verdict *v);
+void analysis_run_verdict_done(analysis_run_verdict *v);
+/* 1 when row was never answered and its provider lost records to a gap
+ * in the run: "not recorded", not failed (v_calls.not_recorded). */
+int analysis_run_verdict_unrecorded(const analysis_run_verdict *v, const store_call_row *row);
+/* The same by call id (for rows that are no store_call_row). */
+int analysis_run_verdict_unrecorded_id(const analysis_run_verdict *v, int64_t call_id);
+/* The (first) finding by which core rejects call_id's answer, or NULL
+ * (none, or the run succeeded: see unconfirmed). */
+const analysis_finding *analysis_run_verdict_reject_of(const analysis_run_verdict *v,
+                                                      int64_t call_id);
+/* Append the verdict as JSON: {"failed", "running", "checked", "exit_code",
+ * "failed_calls", "records_lost", "not_recorded", "tolerated", "unconfirmed",
+ * "rejected": [{call_id, method, address, type_name, rule, path, expected,
+ * actual, message}]} (expected and actual as decoded-value JSON, exact). */
+void analysis_run_verdict_json(const analysis_run_verdict *v, tftap_buf *b);
+
 /* ---- run diff: what a provider did differently between two runs ----------- */
 
 /* One recorded call as the diff reads it (a store_call_row's fields). */

@@ -8,32 +8,8 @@
 #include "common/common.h"
 #include "store/store.h"
 
-/* What tftap knows of how a run ended: its exit code, its failed calls
- * (v_calls.failed), the answers core rejects (tftap check's findings) and
- * the records lost to gaps (runs.dropped). */
-typedef struct cli_verdict {
-    int known;   /* the run's row was read */
-    int running; /* not ended yet */
-    int has_exit, exit_code;
-    int64_t failed_calls;
-    int64_t lost;
-    analysis_findings findings; /* every finding of the check */
-    size_t rejected, tolerated; /* findings core rejects, tolerates */
-    /* The command exited 0 (or 2 for plan -detailed-exitcode), so core
-     * rejected nothing: findings that say it would are the check's own
-     * mistake (say, a call named by the wrong address) and are no reason;
-     * they are counted here and rejected is 0. */
-    size_t unconfirmed;
-    int failed;
-    int checked; /* the check ran: findings, rejected, tolerated, unconfirmed hold */
-    /* Providers with gaps in the run, and the first gap's reason: a call of
-     * theirs never answered was lost to the gap, not failed. */
-    char **gap_providers;
-    size_t ngap_providers;
-    char *gap_reason;
-    int64_t unrecorded;      /* calls never answered for that reason */
-    int64_t *unrecorded_ids; /* theirs, ascending */
-} cli_verdict;
+/* A run's verdict (analysis_run_verdict_read says what each field holds). */
+typedef analysis_run_verdict cli_verdict;
 
 /* Read run's verdict, the check included unless flags has
  * CLI_VERDICT_LAZY and the command succeeded (its findings could not make

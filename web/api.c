@@ -121,6 +121,9 @@ struct page_ctx {
     int n, limit;
     int64_t last;
     int more;
+    /* runs: each row's id and where its closing brace is in b */
+    int64_t ids[WEB_PAGE_MAX];
+    size_t ends[WEB_PAGE_MAX];
 };
 
 static int each_run(void *ctx, const store_run_row *r)
@@ -133,25 +136,10 @@ static int each_run(void *ctx, const store_run_row *r)
     if (p->n++)
         tftap_buf_putc(p->b, ',');
     run_json(p->b, r);
+    p->ids[p->n - 1] = r->id;
+    p->ends[p->n - 1] = p->b->len - 1;
     p->last = r->id;
     return 0;
-}
-
-static int api_runs(store *s, const struct web_request *r, tftap_buf *b)
-{
-    int64_t before = arg_num(r, "before", 0, INT64_MAX);
-    int64_t limit = arg_num(r, "limit", WEB_PAGE_DEFAULT, WEB_PAGE_MAX);
-    if (before < 0 || limit <= 0)
-        return error_body(b, 400, "before must be a run id and limit 1..1000");
-    struct page_ctx p = {b, 0, (int)limit, 0, 0};
-    tftap_buf_puts(b, "{\"runs\":[");
-    int rc = store_runs_page(s, before, (int)limit + 1, each_run, &p);
-    if (rc && rc != STOP)
-        return error_body(b, 500, store_errmsg(s));
-    tftap_buf_puts(b, "],\"next\":");
-    put_i64_or_null(b, p.more, p.last);
-    tftap_buf_puts(b, "}\n");
-    return 200;
 }
 
 static int one_run(void *ctx, const store_run_row *r)
@@ -185,7 +173,7 @@ static int api_run(store *s, int64_t run, tftap_buf *b)
     if (rc)
         return rc == TFTAP_ENOTFOUND ? error_body(b, 404, "no such run")
                                      : error_body(b, 500, store_errmsg(s));
-    struct page_ctx p = {b, 0, 0, 0, 0};
+    struct page_ctx p = {.b = b};
     tftap_buf_puts(b, ",\"processes\":[");
     rc = store_processes_each(s, run, each_process, &p);
     int64_t first = 0, last = 0;
@@ -197,6 +185,141 @@ static int api_run(store *s, int64_t run, tftap_buf *b)
                      (long long)last);
     return 200;
 }
+
+/* ---- a run's verdict: analysis_run_verdict, as the CLI says it ---------- */
+
+/* The verdict's JSON (what `tftap show --json` says as "verdict") and the
+ * page's extras (the first failed calls' ids, the gaps), from the cache
+ * while the database has not changed since. lazy: the check is left out
+ * for a command that succeeded (the runs list). 0, or an HTTP status with
+ * the error in b. */
+static int verdict_get(store *s, const struct web_request *r, int64_t run, int lazy,
+                       char **verdict, char **extras, tftap_buf *b)
+{
+    struct web_verdict_cache *c = r->verdicts;
+    *verdict = *extras = NULL;
+    uv_mutex_lock(&c->lock);
+    for (unsigned i = 0; i < WEB_VERDICTS; i++) {
+        if (c->e[i].json && c->e[i].run == run && c->e[i].seq == r->seq &&
+            (c->e[i].full || lazy)) {
+            char *nul = c->e[i].json + strlen(c->e[i].json) + 1;
+            *verdict = strdup(c->e[i].json);
+            *extras = strdup(nul);
+            break;
+        }
+    }
+    uv_mutex_unlock(&c->lock);
+    if (*verdict && *extras)
+        return 0;
+    free(*verdict);
+    free(*extras);
+    *verdict = *extras = NULL;
+    analysis_run_verdict v;
+    int rc = analysis_run_verdict_read(s, run, lazy ? ANALYSIS_VERDICT_LAZY : 0, &v);
+    if (rc) {
+        analysis_run_verdict_done(&v);
+        return rc == TFTAP_ENOTFOUND ? error_body(b, 404, "no such run")
+               : rc == TFTAP_ESTORE  ? error_body(b, 500, store_errmsg(s))
+                                     : error_body(b, 500, tftap_strerror(rc));
+    }
+    /* One allocation: the verdict, a NUL, the extras. */
+    tftap_buf t = TFTAP_BUF_INIT;
+    analysis_run_verdict_json(&v, &t);
+    tftap_buf_putc(&t, '\0');
+    size_t vlen = t.len;
+    tftap_buf_puts(&t, "\"failed_ids\":[");
+    for (size_t i = 0; i < v.nfailed_ids; i++)
+        tftap_buf_printf(&t, "%s%lld", i ? "," : "", (long long)v.failed_ids[i]);
+    tftap_buf_puts(&t, "],\"gap_reason\":");
+    put_str(&t, v.gap_reason);
+    tftap_buf_puts(&t, ",\"gap_providers\":[");
+    for (size_t i = 0; i < v.ngap_providers; i++) {
+        if (i)
+            tftap_buf_putc(&t, ',');
+        put_str(&t, v.gap_providers[i]);
+    }
+    tftap_buf_putc(&t, ']');
+    tftap_buf_cstr(&t);
+    analysis_run_verdict_done(&v);
+    if (tftap_buf_failed(&t)) {
+        tftap_buf_done(&t);
+        return error_body(b, 500, "out of memory");
+    }
+    size_t len = 0;
+    char *all = tftap_buf_take(&t, &len);
+    *verdict = strdup(all);
+    *extras = strdup(all + vlen);
+    uv_mutex_lock(&c->lock);
+    unsigned slot = c->next++ % WEB_VERDICTS;
+    free(c->e[slot].json);
+    c->e[slot].json = all;
+    c->e[slot].run = run;
+    c->e[slot].full = !lazy; /* a whole verdict serves a lazy ask too */
+    c->e[slot].seq = r->seq;
+    uv_mutex_unlock(&c->lock);
+    if (!*verdict || !*extras) {
+        free(*verdict);
+        free(*extras);
+        *verdict = *extras = NULL;
+        return error_body(b, 500, "out of memory");
+    }
+    return 0;
+}
+
+/* With verdict=1, each run carries its verdict (lazy: the check only of
+ * runs whose command failed), added once the page is read (no query runs
+ * while another iterates). */
+static int api_runs(store *s, const struct web_request *r, tftap_buf *b)
+{
+    int64_t before = arg_num(r, "before", 0, INT64_MAX);
+    int64_t limit = arg_num(r, "limit", WEB_PAGE_DEFAULT, WEB_PAGE_MAX);
+    const char *verdicts = arg_str(r, "verdict");
+    if (before < 0 || limit <= 0)
+        return error_body(b, 400, "before must be a run id and limit 1..1000");
+    struct page_ctx *p = calloc(1, sizeof *p);
+    if (!p)
+        return error_body(b, 500, "out of memory");
+    *p = (struct page_ctx){.b = b, .limit = (int)limit};
+    tftap_buf_puts(b, "{\"runs\":[");
+    int rc = store_runs_page(s, before, (int)limit + 1, each_run, p);
+    if (rc && rc != STOP) {
+        free(p);
+        return error_body(b, 500, store_errmsg(s));
+    }
+    if (verdicts && strcmp(verdicts, "0") != 0 && p->n) {
+        tftap_buf out = TFTAP_BUF_INIT;
+        size_t from = 0;
+        for (int i = 0; i < p->n; i++) {
+            char *v = NULL, *x = NULL;
+            int status = verdict_get(s, r, p->ids[i], 1, &v, &x, &out);
+            if (status) {
+                /* a run removed meanwhile: no verdict said */
+                tftap_buf_reset(&out);
+                free(p);
+                tftap_buf_done(&out);
+                return status == 404 ? error_body(b, 500, "a run went away while read")
+                                     : error_body(b, status, "the runs' verdicts could not be read");
+            }
+            tftap_buf_append(&out, b->data + from, p->ends[i] - from);
+            tftap_buf_puts(&out, ",\"verdict\":");
+            tftap_buf_puts(&out, v);
+            from = p->ends[i];
+            free(v);
+            free(x);
+        }
+        tftap_buf_append(&out, b->data + from, b->len - from);
+        tftap_buf_reset(b);
+        tftap_buf_append(b, out.data, out.len);
+        tftap_buf_done(&out);
+    }
+    tftap_buf_puts(b, "],\"next\":");
+    put_i64_or_null(b, p->more, p->last);
+    tftap_buf_puts(b, "}\n");
+    free(p);
+    return 200;
+}
+
+static int api_verdict(store *s, const struct web_request *r, int64_t run, tftap_buf *b);
 
 /* ---- calls ------------------------------------------------------------- */
 
@@ -275,7 +398,7 @@ static int api_calls(store *s, int64_t run, const struct web_request *r, tftap_b
     if (rc)
         return rc == TFTAP_ENOTFOUND ? error_body(b, 404, "no such run")
                                      : error_body(b, 500, store_errmsg(s));
-    struct page_ctx p = {b, 0, (int)limit, after, 0};
+    struct page_ctx p = {.b = b, .limit = (int)limit, .last = after};
     tftap_buf_puts(b, "{\"calls\":[");
     rc = store_calls_page(s, run, &f, after, (int)limit + 1, 0, each_call, &p);
     if (rc == TFTAP_EINVAL)
@@ -296,6 +419,12 @@ static int one_call(void *ctx, const store_call_row *c)
     return 0;
 }
 
+static int one_call_row(void *ctx, const store_call_row *c)
+{
+    call_json(ctx, c, 0);
+    return 0;
+}
+
 static int api_call(store *s, int64_t run, int64_t call, tftap_buf *b)
 {
     tftap_buf_puts(b, "{\"call\":");
@@ -304,6 +433,46 @@ static int api_call(store *s, int64_t run, int64_t call, tftap_buf *b)
         return rc == TFTAP_ENOTFOUND ? error_body(b, 404, "no such call in this run")
                                      : error_body(b, 500, store_errmsg(s));
     tftap_buf_puts(b, "}\n");
+    return 200;
+}
+
+/* GET /api/runs/RUN/verdict: {"verdict": {...as tftap show --json},
+ * "failed_ids": [...], "gap_reason", "gap_providers": [...], "failed":
+ * [call rows of failed_ids]}. */
+static int api_verdict(store *s, const struct web_request *r, int64_t run, tftap_buf *b)
+{
+    char *v = NULL, *x = NULL;
+    int status = verdict_get(s, r, run, 0, &v, &x, b);
+    if (status)
+        return status;
+    tftap_buf_puts(b, "{\"verdict\":");
+    tftap_buf_puts(b, v);
+    tftap_buf_putc(b, ',');
+    tftap_buf_puts(b, x);
+    tftap_buf_puts(b, ",\"failed\":[");
+    /* the ids, read back from the extras we wrote: "failed_ids":[1,2,..] */
+    const char *p = strchr(x, '[');
+    int n = 0;
+    while (p && *++p && *p != ']') {
+        char *end = NULL;
+        long long id = strtoll(p, &end, 10);
+        if (end == p)
+            break;
+        size_t mark = b->len;
+        if (n)
+            tftap_buf_putc(b, ',');
+        int rc = store_call_get(s, run, id, one_call_row, b);
+        if (rc == 0)
+            n++;
+        else
+            b->len = mark; /* gone meanwhile: left out */
+        p = end;
+        if (*p != ',')
+            break;
+    }
+    tftap_buf_puts(b, "]}\n");
+    free(v);
+    free(x);
     return 200;
 }
 
@@ -479,7 +648,7 @@ static int each_schema(void *ctx, const store_schema_info *r)
 
 static int api_schemas(store *s, tftap_buf *b)
 {
-    struct page_ctx p = {b, 0, 0, 0, 0};
+    struct page_ctx p = {.b = b};
     tftap_buf_puts(b, "{\"schemas\":[");
     if (store_schemas_list(s, each_schema, &p))
         return error_body(b, 500, store_errmsg(s));
@@ -651,6 +820,8 @@ int web_api(store *s, struct web_schema_cache *cache, const struct web_request *
             return api_changes(s, run, r, b);
         if (n == 3 && seg_is(seg[2], len[2], "check"))
             return api_check(s, run, r, b);
+        if (n == 3 && seg_is(seg[2], len[2], "verdict"))
+            return api_verdict(s, r, run, b);
         return error_body(b, 404, "no such API path");
     }
     if (seg_is(seg[0], len[0], "diff")) {

@@ -105,6 +105,7 @@ struct web_server {
     struct listener *listeners;
     int nlisteners;
     struct web_schema_cache schema;
+    struct web_verdict_cache verdicts;
     char *db_path;
     int jobs; /* API requests (and reconnects) running on the thread pool */
     /* A PostgreSQL record: sessions kept open between requests (a session
@@ -287,6 +288,7 @@ struct job {
     } args[MAX_ARGS];
     int nargs;
     int set_cookie;
+    uint64_t seq; /* w->seq when it came */
     int status;
     tftap_buf body;
 };
@@ -387,7 +389,7 @@ static void job_work(uv_work_t *req)
             j->status = 500;
             return;
         }
-        struct web_request r = {j->path, job_arg, j};
+        struct web_request r = {j->path, job_arg, j, &w->verdicts, j->seq};
         j->status = web_api(s, &w->schema, &r, &j->body);
         int lost = store_connection_lost(s);
         pool_give(w, s);
@@ -443,6 +445,7 @@ static enum MHD_Result reply_api(web_server *w, struct MHD_Connection *c, const 
     j->w = w;
     j->conn = c;
     j->set_cookie = set_cookie;
+    j->seq = w->seq;
     mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, j);
     mhd.suspend_connection(c);
     w->jobs++;
@@ -731,11 +734,19 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
         free(w);
         return err;
     }
+    if (uv_mutex_init(&w->verdicts.lock) != 0) {
+        int err = TFTAP_ENOMEM;
+        uv_mutex_destroy(&w->schema.lock);
+        free(w->db_path);
+        free(w);
+        return err;
+    }
     w->poll_ms = opts && opts->poll_ms ? opts->poll_ms : 200;
     unsigned timeout = opts && opts->idle_timeout ? opts->idle_timeout : 30;
     unsigned char raw[TOKEN_BYTES];
     if (RAND_bytes(raw, sizeof raw) != 1) {
         uv_mutex_destroy(&w->schema.lock);
+        uv_mutex_destroy(&w->verdicts.lock);
         free(w->db_path);
         free(w);
         return TFTAP_EIO;
@@ -743,6 +754,7 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
     tftap_hex_encode(raw, sizeof raw, w->token);
     if (uv_loop_init(&w->loop) != 0) {
         uv_mutex_destroy(&w->schema.lock);
+        uv_mutex_destroy(&w->verdicts.lock);
         free(w->db_path);
         free(w);
         return TFTAP_ENOMEM;
@@ -758,6 +770,7 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
             errno = EADDRNOTAVAIL;
         uv_loop_close(&w->loop);
         uv_mutex_destroy(&w->schema.lock);
+        uv_mutex_destroy(&w->verdicts.lock);
         free(w->db_path);
         free(w);
         return TFTAP_EIO;
@@ -866,6 +879,9 @@ void web_server_free(web_server *w)
     store_close(w->live);
     free(w->schema.json);
     uv_mutex_destroy(&w->schema.lock);
+    for (int i = 0; i < WEB_VERDICTS; i++)
+        free(w->verdicts.e[i].json);
+    uv_mutex_destroy(&w->verdicts.lock);
     free(w->db_path);
     free(w);
 }

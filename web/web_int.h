@@ -37,6 +37,8 @@ struct web_request {
     const char *path;
     const char *(*arg)(void *ctx, const char *name);
     void *arg_ctx;
+    struct web_verdict_cache *verdicts;
+    uint64_t seq; /* the server's count of database changes when it came */
 };
 
 /* The decoded schema last asked for, kept across requests: decoding one
@@ -47,6 +49,21 @@ struct web_schema_cache {
     char sha[65];
     char *json;
     size_t len;
+};
+
+/* Run verdicts last computed (the check of a large run takes seconds, and
+ * the run page, its calls and the runs list all ask), each valid while
+ * the database has not changed (the server's change count, seq). */
+#define WEB_VERDICTS 8
+struct web_verdict_cache {
+    uv_mutex_t lock;
+    struct {
+        int64_t run;
+        int full; /* the check included (else only for lazy asks) */
+        uint64_t seq;
+        char *json; /* NULL: empty slot */
+    } e[WEB_VERDICTS];
+    unsigned next;
 };
 
 /* Answer an API request: fills body with JSON and returns the HTTP status
