@@ -32,6 +32,7 @@
     X(create_response_from_buffer_with_free_callback)                                              \
     X(create_response_from_callback)                                                               \
     X(destroy_response)                                                                            \
+    X(get_connection_info)                                                                         \
     X(get_connection_values)                                                                       \
     X(get_daemon_info)                                                                             \
     X(get_timeout)                                                                                 \
@@ -56,10 +57,22 @@ static tftap_lib mhd_lib = {
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 #define TOKEN_BYTES 16
+/* The header the pages send the token in. */
+#define TOKEN_HEADER "X-Tftap-Token"
 /* Bounds on what clients can hold: connections, live-update listeners,
  * bytes of one connection's request (headers included: more is answered
  * 431 by libmicrohttpd) and of one listener's unsent events. */
-#define MAX_CONNECTIONS 64
+#define MAX_CONNECTIONS 256
+/* Connections whose request is not in yet (headers still coming): at most
+ * this many; a new connection past it closes the oldest (a trickling
+ * client loses its place; a browser sends its headers at once). */
+#define MAX_PENDING 32
+/* Seconds a connection has for a request's headers, from its accept or
+ * the end of its last response: an absolute deadline, which trickling a
+ * byte now and then does not move. */
+#define HEADER_DEADLINE_S 10
+/* Query arguments one request may carry (more: 414). */
+#define MAX_QUERY_ARGS 32
 #define MAX_LISTENERS 32
 #define CONNECTION_MEMORY (64 * 1024)
 #define LISTENER_BACKLOG 4096
@@ -74,6 +87,14 @@ static tftap_lib mhd_lib = {
 static const char csp[] = "default-src 'self'; script-src 'self'; style-src 'self'; "
                           "img-src 'self'; connect-src 'self'; object-src 'none'; "
                           "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/* One accepted connection (MHD's socket context): when its request's
+ * headers are due, 0 once they are in. */
+struct conn {
+    struct conn *next, *prev;
+    int fd;
+    int64_t due_ms;
+};
 
 /* One open /api/events stream. */
 struct listener {
@@ -96,7 +117,6 @@ struct web_server {
     char token[2 * TOKEN_BYTES + 1];
     char host[80];   /* "127.0.0.1:PORT", "[::1]:PORT" */
     char port[8];    /* "PORT" */
-    char cookie[40]; /* the token cookie's name, per port */
     char url[160];
     int loopback, wildcard;
     int64_t data_version;
@@ -104,6 +124,9 @@ struct web_server {
     int64_t last_ping_ms;
     struct listener *listeners;
     int nlisteners;
+    struct conn *conns; /* newest first */
+    int npending;
+    unsigned header_deadline_ms;
     struct web_schema_cache schema;
     struct web_verdict_cache verdicts;
     char *db_path;
@@ -219,7 +242,7 @@ static void schedule(web_server *w, uint64_t ms);
 /* ---- responses ------------------------------------------------------------- */
 
 static enum MHD_Result queue(web_server *w, struct MHD_Connection *c, unsigned status,
-                             struct MHD_Response *r, const char *type, int set_cookie)
+                             struct MHD_Response *r, const char *type)
 {
     if (!r)
         return MHD_NO;
@@ -232,12 +255,6 @@ static enum MHD_Result queue(web_server *w, struct MHD_Connection *c, unsigned s
     mhd.add_response_header(r, "Cache-Control", "no-store");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         mhd.add_response_header(r, "Allow", "GET, HEAD");
-    if (set_cookie) {
-        char cookie[160];
-        snprintf(cookie, sizeof cookie, "%s=%s; Path=/; HttpOnly; SameSite=Strict", w->cookie,
-                 w->token);
-        mhd.add_response_header(r, MHD_HTTP_HEADER_SET_COOKIE, cookie);
-    }
     enum MHD_Result ret = mhd.queue_response(c, status, r);
     mhd.destroy_response(r);
     return ret;
@@ -248,7 +265,7 @@ static enum MHD_Result reply_text(web_server *w, struct MHD_Connection *c, unsig
 {
     struct MHD_Response *r =
         mhd.create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
-    return queue(w, c, status, r, "text/plain; charset=utf-8", 0);
+    return queue(w, c, status, r, "text/plain; charset=utf-8");
 }
 
 static const struct web_asset *asset(const char *path)
@@ -259,15 +276,14 @@ static const struct web_asset *asset(const char *path)
     return NULL;
 }
 
-static enum MHD_Result reply_asset(web_server *w, struct MHD_Connection *c, const char *path,
-                                   int set_cookie)
+static enum MHD_Result reply_asset(web_server *w, struct MHD_Connection *c, const char *path)
 {
     const struct web_asset *a = asset(path);
     if (!a)
         return reply_text(w, c, MHD_HTTP_NOT_FOUND, "not found\n");
     struct MHD_Response *r =
         mhd.create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
-    return queue(w, c, MHD_HTTP_OK, r, a->type, set_cookie);
+    return queue(w, c, MHD_HTTP_OK, r, a->type);
 }
 
 /* ---- the JSON API, answered off the loop ------------------------------------
@@ -287,7 +303,6 @@ struct job {
         char *key, *value;
     } args[MAX_ARGS];
     int nargs;
-    int set_cookie;
     uint64_t seq; /* w->seq when it came */
     int status;
     tftap_buf body;
@@ -424,7 +439,7 @@ static void job_done(uv_work_t *req, int status)
                 free(data);
         }
         /* Queued while parked: sent once resumed. */
-        queue(w, j->conn, code, r, type, j->set_cookie);
+        queue(w, j->conn, code, r, type);
     }
     mhd.resume_connection(j->conn);
     job_free(j);
@@ -434,8 +449,7 @@ static void job_done(uv_work_t *req, int status)
         finish_stop(w);
 }
 
-static enum MHD_Result reply_api(web_server *w, struct MHD_Connection *c, const char *path,
-                                 int set_cookie)
+static enum MHD_Result reply_api(web_server *w, struct MHD_Connection *c, const char *path)
 {
     struct job *j = calloc(1, sizeof *j);
     if (!j || !(j->path = strdup(path))) {
@@ -444,7 +458,6 @@ static enum MHD_Result reply_api(web_server *w, struct MHD_Connection *c, const 
     }
     j->w = w;
     j->conn = c;
-    j->set_cookie = set_cookie;
     j->seq = w->seq;
     mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, j);
     mhd.suspend_connection(c);
@@ -515,7 +528,7 @@ static void broadcast(web_server *w, const char *text)
         schedule(w, 0);
 }
 
-static enum MHD_Result reply_events(web_server *w, struct MHD_Connection *c, int set_cookie)
+static enum MHD_Result reply_events(web_server *w, struct MHD_Connection *c)
 {
     if (w->nlisteners >= MAX_LISTENERS)
         return reply_text(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, "too many live listeners\n");
@@ -538,7 +551,7 @@ static enum MHD_Result reply_events(web_server *w, struct MHD_Connection *c, int
         w->listeners->prev = l;
     w->listeners = l;
     w->nlisteners++;
-    return queue(w, c, MHD_HTTP_OK, r, "text/event-stream", set_cookie);
+    return queue(w, c, MHD_HTTP_OK, r, "text/event-stream");
 }
 
 /* The live-update check's session was lost (the server restarted, or ended
@@ -640,13 +653,156 @@ static int is_page(const char *url)
     return 0;
 }
 
+/* ---- connections: a deadline for each request's headers --------------------- */
+
+static void conn_close(web_server *w, struct conn *k)
+{
+    /* libmicrohttpd reads the end of the stream and closes it itself. */
+    shutdown(k->fd, SHUT_RDWR);
+    k->due_ms = -1;
+    w->npending--;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    web_server *w = cls;
+    struct conn *k = *socket_context;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci || !(k = calloc(1, sizeof *k)))
+            return; /* untracked: libmicrohttpd's idle timeout still holds */
+        k->fd = ci->connect_fd;
+        k->due_ms = tftap_mono_ms() + w->header_deadline_ms;
+        k->next = w->conns;
+        if (w->conns)
+            w->conns->prev = k;
+        w->conns = k;
+        *socket_context = k;
+        if (++w->npending > MAX_PENDING) {
+            struct conn *old = NULL;
+            for (struct conn *o = k->next; o; o = o->next)
+                if (o->due_ms > 0)
+                    old = o; /* the list is newest first: the last is the oldest */
+            if (old)
+                conn_close(w, old);
+        }
+        return;
+    }
+    if (!k)
+        return;
+    if (k->due_ms > 0)
+        w->npending--;
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        w->conns = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    free(k);
+    *socket_context = NULL;
+}
+
+/* The request's headers are in: no deadline until it is answered. */
+static void conn_ready(web_server *w, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn *k = ci ? ci->socket_context : NULL;
+    if (k && k->due_ms > 0) {
+        k->due_ms = 0;
+        w->npending--;
+    }
+}
+
+/* A response went out: the next request on the connection has its own deadline. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    web_server *w = cls;
+    const union MHD_ConnectionInfo *ci = mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn *k = ci ? ci->socket_context : NULL;
+    if (k && k->due_ms == 0) {
+        k->due_ms = tftap_mono_ms() + w->header_deadline_ms;
+        w->npending++;
+    }
+}
+
+static void sweep_connections(web_server *w)
+{
+    int64_t now = tftap_mono_ms();
+    for (struct conn *k = w->conns; k; k = k->next)
+        if (k->due_ms > 0 && now >= k->due_ms)
+            conn_close(w, k);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+/* What the request line says of itself, before libmicrohttpd decodes it
+ * (where %00 would end the path): the access handler's *con_cls. */
+static const char uri_ok[] = "ok", uri_control[] = "control", uri_args[] = "args";
+
+static int hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+        return (c | 0x20) - 'a' + 10;
+    return -1;
+}
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    int args = 0;
+    for (const unsigned char *p = (const unsigned char *)uri; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            return (void *)uri_control;
+        if (*p == '%' && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
+            int v = hexval(p[1]) * 16 + hexval(p[2]);
+            if (v < 0x20 || v == 0x7f)
+                return (void *)uri_control;
+        }
+        if (*p == '?' || *p == '&')
+            args++;
+    }
+    return (void *)(args > MAX_QUERY_ARGS ? uri_args : uri_ok);
+}
+
+/* Headers that must come once: a second Host or Content-Length is how a
+ * request smuggles past a proxy, a second token a way to confuse us. */
+struct header_count {
+    int host, length, token;
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    struct header_count *n = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0)
+        n->host++;
+    else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        n->length++;
+    else if (strcasecmp(key, TOKEN_HEADER) == 0)
+        n->token++;
+    return MHD_YES;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload_data,
                               size_t *upload_data_size, void **con_cls)
 {
     web_server *w = cls;
+    conn_ready(w, c);
+    if (*con_cls == uri_control)
+        return reply_text(w, c, MHD_HTTP_BAD_REQUEST, "a control byte in the URL\n");
+    if (*con_cls == uri_args)
+        return reply_text(w, c, MHD_HTTP_URI_TOO_LONG, "too many query arguments\n");
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return reply_text(w, c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD are served\n");
+    struct header_count n = {0, 0, 0};
+    mhd.get_connection_values(c, MHD_HEADER_KIND, count_header, &n);
+    if (n.host > 1 || n.length > 1 || n.token > 1)
+        return reply_text(w, c, MHD_HTTP_BAD_REQUEST, "a header that must come once came twice\n");
     /* The body is not read before the first call: its headers say. */
     const char *clen =
         mhd.lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -657,22 +813,26 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     if (!host || !host_ok(w, host))
         return reply_text(w, c, MHD_HTTP_FORBIDDEN,
                           "forbidden: this server answers only to its own address\n");
-    int set_cookie = 0;
-    if (token_ok(w, mhd.lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token")))
-        set_cookie = 1;
-    else if (!token_ok(w, mhd.lookup_connection_value(c, MHD_COOKIE_KIND, w->cookie)))
+    /* The pages and their assets hold no data: served to anyone who names
+     * this server (the page takes the token from the URL it was opened
+     * with). The API needs the token, in its header (what the pages send)
+     * or ?token= (curl, and the event stream, which cannot send headers).
+     * Cookies are never read: any service on this host is sent them and
+     * can set them. */
+    if (strncmp(url, "/assets/", 8) == 0)
+        return reply_asset(w, c, url + 7);
+    if (is_page(url))
+        return reply_asset(w, c, "/index.html");
+    if (strncmp(url, "/api/", 5) != 0)
+        return reply_text(w, c, MHD_HTTP_NOT_FOUND, "not found\n");
+    if (!token_ok(w, mhd.lookup_connection_value(c, MHD_HEADER_KIND, TOKEN_HEADER)) &&
+        !token_ok(w, mhd.lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token")))
         return reply_text(w, c, MHD_HTTP_UNAUTHORIZED,
                           "unauthorized: open the URL `tftap serve` printed (it carries the "
                           "token)\n");
     if (strcmp(url, "/api/events") == 0)
-        return reply_events(w, c, set_cookie);
-    if (strncmp(url, "/api/", 5) == 0)
-        return reply_api(w, c, url + 4, set_cookie);
-    if (strncmp(url, "/assets/", 8) == 0)
-        return reply_asset(w, c, url + 7, set_cookie);
-    if (is_page(url))
-        return reply_asset(w, c, "/index.html", set_cookie);
-    return reply_text(w, c, MHD_HTTP_NOT_FOUND, "not found\n");
+        return reply_events(w, c);
+    return reply_api(w, c, url + 4);
 }
 
 /* ---- the loop -------------------------------------------------------------- */
@@ -682,6 +842,7 @@ static void run_mhd(web_server *w)
     if (!w->mhd)
         return;
     mhd.run(w->mhd);
+    sweep_connections(w);
     MHD_UNSIGNED_LONG_LONG t = 0;
     /* No timeout pending: still look again now and then, so a connection
      * timeout is never missed by more than a second. */
@@ -743,6 +904,8 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
     }
     w->poll_ms = opts && opts->poll_ms ? opts->poll_ms : 200;
     unsigned timeout = opts && opts->idle_timeout ? opts->idle_timeout : 30;
+    w->header_deadline_ms =
+        1000u * (timeout < HEADER_DEADLINE_S ? timeout : HEADER_DEADLINE_S);
     unsigned char raw[TOKEN_BYTES];
     if (RAND_bytes(raw, sizeof raw) != 1) {
         uv_mutex_destroy(&w->schema.lock);
@@ -764,7 +927,9 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, answer,
         w, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, w, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+        w, MHD_OPTION_URI_LOG_CALLBACK, on_uri, w, MHD_OPTION_END);
     if (!w->mhd) {
         if (!errno)
             errno = EADDRNOTAVAIL;
@@ -792,7 +957,6 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
         snprintf(w->host, sizeof w->host, "%s:%u", addr, port);
     }
     snprintf(w->port, sizeof w->port, "%u", port);
-    snprintf(w->cookie, sizeof w->cookie, "tftap_token_%u", port);
     snprintf(w->url, sizeof w->url, "http://%s/?token=%s", w->host, w->token);
     store_data_version(s, &w->data_version);
     w->pooled = store_path_is_url(w->db_path);

@@ -26,12 +26,41 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 
+/* The token: given once in the URL `tftap serve` printed, kept in this
+ * origin's storage (no cookie: cookies are not scoped by port, so every
+ * other service on this host would be sent it, and could plant one), sent
+ * as a header. Removed from the address bar and from history at once. */
+const TOKEN_KEY = 'tftap_token';
+let token = null;
+(function takeToken() {
+  const u = new URL(location.href);
+  const t = u.searchParams.get('token');
+  if (t) {
+    try { sessionStorage.setItem(TOKEN_KEY, t); localStorage.setItem(TOKEN_KEY, t); } catch (e) { /* storage off: this tab only */ }
+    token = t;
+    u.searchParams.delete('token');
+    history.replaceState(history.state, '', u.pathname + u.search + u.hash);
+  } else {
+    try { token = sessionStorage.getItem(TOKEN_KEY) || localStorage.getItem(TOKEN_KEY); } catch (e) { token = null; }
+  }
+})();
+
+class AuthError extends Error {}
+
+async function apiText(path) {
+  const r = await fetch('/api' + path, { credentials: 'omit', headers: { Accept: 'application/json', 'X-Tftap-Token': token || '' } });
+  const text = await r.text();
+  if (r.status === 401) throw new AuthError('this page needs the token: open the URL `tftap serve` printed (it carries it)');
+  if (!r.ok) {
+    let msg = 'HTTP ' + r.status;
+    try { msg = JSON.parse(text).error || msg; } catch (e) { /* not JSON */ }
+    throw new Error(msg);
+  }
+  return text;
+}
+
 async function api(path) {
-  const r = await fetch('/api' + path, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
-  let body = null;
-  try { body = await r.json(); } catch (e) { body = null; }
-  if (!r.ok) throw new Error((body && body.error) || ('HTTP ' + r.status));
-  return body;
+  return parseJSON(await apiText(path));
 }
 
 function qs(params) {
@@ -77,7 +106,8 @@ function methodClass(rpc) {
  * answered), not recorded (no end, and the record has a gap), an expected close (go-plugin's teardown closing as a provider
  * exits, UNIMPLEMENTED from a method a provider may lack), in flight, ok.
  * Statuses by name. */
-function statusOf(c) {
+function statusOf(c, rej) {
+  if (rej) return { cls: 's-err', short: 'rejected', text: 'core rejected its answer: ' + rej.rule + ' at ' + (rej.path || '(the object)') + ': ' + rej.message };
   const name = c.status_name || (c.status_code === null ? '' : 'status ' + c.status_code);
   const msg = c.status_message ? ': ' + c.status_message : '';
   if (c.failed) {
@@ -102,6 +132,53 @@ function showError(where, err) {
 }
 
 /* ---- exact JSON: numbers stay text ------------------------------------ */
+
+/* A number the API sent that a double would change (beyond 2^53, more
+ * digits than a double holds, -1e+400): kept as its source text. Numbers a
+ * double holds exactly (ids, counts, times) stay numbers. */
+class Exact {
+  constructor(s) { this.s = s; }
+  toString() { return this.s; }
+  toJSON() { return JSON.rawJSON ? JSON.rawJSON(this.s) : this.s; }
+}
+
+const sourceTextReviver = (() => {
+  try { let ok = false; JSON.parse('1', (k, v, ctx) => { ok = !!(ctx && ctx.source === '1'); return v; }); return ok; } catch (e) { return false; }
+})();
+
+/* API answers parsed with every number exact: with the browser's own
+ * parser where it hands a reviver the source text, else with parseExact. */
+function parseJSON(text) {
+  if (sourceTextReviver)
+    return JSON.parse(text, (k, v, ctx) => (typeof v === 'number' && ctx && ctx.source !== undefined && String(v) !== ctx.source ? new Exact(ctx.source) : v));
+  return toJS(parseExact(text));
+}
+
+function toJS(n) {
+  switch (n.t) {
+    case 'obj': { const o = {}; for (const [k, v] of n.m) o[k] = toJS(v); return o; }
+    case 'arr': return n.v.map(toJS);
+    case 'num': { const x = Number(n.s); return String(x) === n.s ? x : new Exact(n.s); }
+    case 'str': case 'bool': return n.v;
+    default: return null;
+  }
+}
+
+/* A decoded value as one line for a person: exact numbers, markers as
+ * words ("(sensitive value)", "(known after apply)"). */
+function showValue(v) {
+  if (v === undefined) return '-';
+  if (v === null) return 'null';
+  if (v instanceof Exact) return v.s;
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v !== 'object') return String(v);
+  if (Array.isArray(v)) return '[' + v.map(showValue).join(', ') + ']';
+  const keys = Object.keys(v);
+  if (keys.length === 1 && keys[0] === '$sensitive') return '(sensitive value)';
+  if (keys.length === 1 && keys[0] === '$unknown') return '(known after apply)';
+  return '{' + keys.map(k => JSON.stringify(k) + ': ' + showValue(v[k])).join(', ') + '}';
+}
+
 
 function parseExact(text) {
   let i = 0;
@@ -220,7 +297,7 @@ function marker(n) {
       '(known after apply' + (parts.length ? ': ' + parts.join(', ') : '') + ')');
   }
   if (k === '$sensitive') {
-    return el('span', { class: 'sensitive', title: String(v.v || '') }, '(sensitive) ' + String(v.v || '').slice(0, 24) + '…');
+    return el('span', { class: 'sensitive', title: 'redacted: ' + String(v.v || '') }, '(sensitive value)');
   }
   return null;
 }
@@ -294,12 +371,56 @@ function moreButton(label, fn) {
   return b;
 }
 
+/* One argument as a POSIX shell reads it back: bare when it has nothing
+ * the shell would treat specially, else in single quotes. */
+function shellQuote(a) {
+  a = String(a);
+  if (a !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(a)) return a;
+  return "'" + a.replace(/'/g, "'\\''") + "'";
+}
+
+/* The command as it can be pasted into a shell. */
+function commandLine(r) {
+  const args = Array.isArray(r.args) ? r.args : [];
+  const words = (r.command ? [r.command] : []).concat(args);
+  return words.map(shellQuote).join(' ');
+}
+
+/* The runs list's verdict: ok or FAILED and why, counted (the verdict is
+ * the API's, analysis_run_verdict: the same the CLI prints). */
+function verdictReasons(v) {
+  const out = [];
+  if (v.exit_code !== null && v.exit_code !== 0) out.push('exit ' + v.exit_code);
+  if (v.rejected.length) out.push(v.rejected.length + ' rejected');
+  if (v.failed_calls) out.push(v.failed_calls + ' failed call' + (v.failed_calls === 1 ? '' : 's'));
+  if (v.records_lost) out.push(v.records_lost + ' lost');
+  return out;
+}
+
+function verdictCell(r) {
+  const v = r.verdict;
+  if (!v) return '-';
+  if (v.running) return el('span', { class: 'status-inflight' }, 'running');
+  if (v.failed) return el('span', { class: 'status-err', title: verdictReasons(v).join('; ') }, 'FAILED', el('span', { class: 'reasons' }, ' ' + verdictReasons(v).join(', ')));
+  const notes = [];
+  if (v.failed_calls) notes.push(v.failed_calls + ' failed, carried on');
+  if (v.records_lost) notes.push(v.records_lost + ' lost');
+  return el('span', { class: 'status-ok' }, 'ok', notes.length ? el('span', { class: 'reasons muted' }, ' ' + notes.join(', ')) : '');
+}
+
+function findingsText(v) {
+  if (!v) return 'check';
+  if (!v.checked) return 'check';
+  const n = v.rejected.length + v.tolerated + v.unconfirmed;
+  return n ? n + ' finding' + (n === 1 ? '' : 's') : 'none';
+}
+
 async function runsView() {
   setView(null, 'Runs');
   const filter = el('input', { type: 'search', id: 'runs-filter', placeholder: 'command, version, id…', 'aria-label': 'filter runs' });
   const tbody = el('tbody');
   const table = el('table', { class: 'runs' },
-    el('thead', {}, el('tr', {}, ['Run', 'Command', 'CLI', 'Started', 'Duration', 'Exit', 'Processes', 'Calls', 'Lost', 'Findings'].map(h => el('th', {}, h)))),
+    el('thead', {}, el('tr', {}, ['Run', 'Verdict', 'Command', 'Directory', 'CLI', 'Started', 'Duration', 'Exit', 'Calls', 'Lost', 'Findings'].map(h => el('th', {}, h)))),
     tbody);
   const more = el('div');
   main.replaceChildren(el('h1', {}, 'Runs'), el('div', { class: 'filters' }, el('label', {}, 'Filter', filter)), table, more);
@@ -311,23 +432,24 @@ async function runsView() {
   };
   filter.addEventListener('input', apply);
   const rowOf = r => {
-    const args = Array.isArray(r.args) ? r.args.join(' ') : '';
     /* An acceptance test's step run reads TEST / step N / COMMAND first. */
     const step = r.parent_id || r.test ? (r.test || '(test not known)') + ' / step ' + (r.step || '?') + ' / ' +
-      ((Array.isArray(r.args) ? r.args : []).find(a => !a.startsWith('-')) || '-') + (r.parent_id ? ' (run #' + r.parent_id + ')' : '') + ': ' : '';
-    const cmd = step + (r.command || '') + (args ? ' ' + args : '');
-    const tr = el('tr', { class: r.ended_us ? '' : 'running', 'data-run': r.id },
+      ((Array.isArray(r.args) ? r.args : []).find(a => typeof a === 'string' && !a.startsWith('-')) || '-') + (r.parent_id ? ' (run #' + r.parent_id + ')' : '') + ': ' : '';
+    const cmd = commandLine(r);
+    const v = r.verdict || null;
+    const tr = el('tr', { class: (r.ended_us ? '' : 'running') + (v && v.failed ? ' failed' : ''), 'data-run': r.id },
       el('td', {}, el('a', { href: runLink(r.id) }, '#' + r.id)),
-      el('td', { class: 'mono' }, cmd || el('span', { class: 'muted' }, '(wrapped provider)')),
+      el('td', { class: 'verdict-cell' }, verdictCell(r)),
+      el('td', { class: 'mono cmd', title: cmd }, step ? el('span', { class: 'step' }, step) : '', cmd || el('span', { class: 'muted' }, '(wrapped provider)')),
+      el('td', { class: 'mono cwd', title: r.cwd || '' }, r.cwd || '-'),
       el('td', {}, [r.cli_name, r.cli_version].filter(Boolean).join(' ') || '-'),
       el('td', {}, fmtTime(r.started_us)),
       el('td', {}, r.ended_us ? fmtDur(r.started_us, r.ended_us) : 'running'),
       el('td', { class: r.exit_code ? 'status-err' : '' }, r.exit_code === null ? '-' : String(r.exit_code)),
-      el('td', {}, String(r.processes)),
       el('td', {}, String(r.calls)),
       el('td', { class: r.dropped ? 'status-err' : '' }, String(r.dropped)),
-      el('td', {}, el('a', { href: '/check/' + r.id, title: 'tftap check ' + r.id }, 'check')));
-    tr.dataset.text = ('#' + r.id + ' ' + cmd + ' ' + (r.cli_name || '') + ' ' + (r.cli_version || '')).toLowerCase();
+      el('td', {}, el('a', { href: '/check/' + r.id, title: 'tftap check ' + r.id }, findingsText(v))));
+    tr.dataset.text = ('#' + r.id + ' ' + step + cmd + ' ' + (r.cwd || '') + ' ' + (r.cli_name || '') + ' ' + (r.cli_version || '')).toLowerCase();
     return tr;
   };
   const put = (list, atTop) => {
@@ -343,7 +465,7 @@ async function runsView() {
     apply();
   };
   const load = async () => {
-    const d = await api('/runs' + qs({ before: next, limit: PAGE }));
+    const d = await api('/runs' + qs({ before: next, limit: 50, verdict: 1 }));
     put(d.runs, false);
     next = d.next;
     more.replaceChildren(next ? moreButton('Load older runs', load) : '');
@@ -353,7 +475,7 @@ async function runsView() {
   setView({
     live: async () => {
       /* New runs and the newest ones' counts: the first page again. */
-      const d = await api('/runs' + qs({ limit: 20 }));
+      const d = await api('/runs' + qs({ limit: 20, verdict: 1 }));
       const fresh = d.runs.filter(r => !rows.has(r.id)).reverse();
       put(d.runs.filter(r => rows.has(r.id)), false);
       put(fresh, true);
@@ -364,9 +486,9 @@ async function runsView() {
 
 function runHeader(d) {
   const r = d.run;
-  const args = Array.isArray(r.args) ? r.args.join(' ') : '';
   return el('dl', { class: 'facts' },
-    el('dt', {}, 'Command'), el('dd', { class: 'mono' }, ((r.command || '') + ' ' + args).trim() || '(wrapped provider)'),
+    el('dt', {}, 'Command'), el('dd', { class: 'mono', id: 'run-command' }, commandLine(r) || '(wrapped provider)'),
+    el('dt', {}, 'Directory'), el('dd', { class: 'mono', id: 'run-cwd' }, r.cwd || '-'),
     el('dt', {}, 'CLI'), el('dd', {}, [r.cli_name, r.cli_version].filter(Boolean).join(' ') || '-'),
     r.parent_id ? el('dt', {}, 'Test') : null,
     r.parent_id ? el('dd', {}, (r.test || '(test not known)') + ' / step ' + (r.step || '?') + ' of ',
@@ -394,13 +516,14 @@ function changesSection(run, filter) {
     for (const c of d.changes) {
       const act = c.action;
       const what = c.address || (c.type_name + ' (address unknown)');
-      list.append(el('details', { class: 'change', open: true, 'data-address': c.address || '' },
+      list.append(el('details', { class: 'change', open: true, 'data-address': c.address || '', 'data-call': c.call_id },
         el('summary', {}, el('strong', { class: 'act-' + act }, act), ' ',
           c.address ? el('a', { href: resourceLink(run, c.address) }, what) : what,
           ' ', el('a', { class: 'muted', href: callLink(run, c.call_id) }, c.rpc + ' #' + c.call_id),
           c.status_code ? el('span', { class: 'status-err' }, ' ' + (c.status_name || 'status ' + c.status_code)) : ''),
         el('pre', {}, c.text)));
     }
+    if (box.rejected) box.mark(box.rejected);
     offset = d.next || offset;
     const k = d.counts;
     summary.textContent = d.total ? d.total + ' change' + (d.total === 1 ? '' : 's') + ': ' + k.create + ' to create, ' + k.update + ' to update, ' +
@@ -411,12 +534,21 @@ function changesSection(run, filter) {
   };
   all.addEventListener('change', () => load(true).catch(e => showError(box, e)));
   box.reload = () => load(true);
+  /* Changes whose answer core rejected: said on the change, in red. */
+  box.mark = rejected => {
+    for (const d of list.querySelectorAll('details.change')) {
+      const f = rejected.get(Number(d.dataset.call));
+      if (!f || d.querySelector('.rejected-note')) continue;
+      d.classList.add('rejected');
+      d.querySelector('summary').append(el('span', { class: 'status-err rejected-note' }, ' core rejected this answer: ' + f.rule + ' at ' + (f.path || '(the object)')));
+    }
+  };
   load(true).catch(e => showError(box, e));
   return box;
 }
 
-function callRow(run, c, span) {
-  const st = statusOf(c);
+function callRow(run, c, span, rejected) {
+  const st = statusOf(c, rejected && rejected.get(c.id));
   const what = c.address || c.type_name || '';
   const a = el('a', { class: 'row ' + methodClass(c.rpc) + ' ' + st.cls, href: callLink(run, c.id), 'data-call': c.id },
     el('span', { class: 'c-seq muted' }, '#' + c.call_seq),
@@ -456,11 +588,15 @@ function axis(span) {
   return el('div', { class: 'row axis', 'aria-hidden': 'true' }, el('span'), el('span'), el('span'), el('span'), ticks);
 }
 
-/* The calls of a run: one lane per provider process, rows on a time axis. */
+/* The calls of a run: one lane per provider process, rows on a time axis.
+ * One row per call id, whatever the order pages and live updates arrive
+ * in; loads and live updates take turns (one request at a time). */
 function waterfall(run, d, filters) {
   const box = el('section', { class: 'waterfall' });
   const span = { first: d.span.first_us || d.run.started_us, last: Math.max(d.span.last_us, d.span.first_us + 1) };
   const lanes = new Map();
+  const byId = new Map();
+  let rejected = new Map();
   const laneBox = el('div', { class: 'lanes' });
   for (const p of d.processes) {
     const rows = el('div', { class: 'rows' });
@@ -470,65 +606,92 @@ function waterfall(run, d, filters) {
     lanes.set(p.id, rows);
     laneBox.append(lane);
   }
-  const legend = el('div', { class: 'legend' }, ['m-plan plan', 'm-apply apply', 'm-read read/import/upgrade', 'm-config validate/configure', 'm-schema schema', 'm-other other', 's-err failed', 's-closed closed (expected)', 's-inflight in flight']
+  const legend = el('div', { class: 'legend' }, ['m-plan plan', 'm-apply apply', 'm-read read/import/upgrade', 'm-config validate/configure', 'm-schema schema', 'm-other other', 's-err failed or rejected', 's-closed closed (expected)', 's-inflight in flight']
     .map(x => { const i = x.indexOf(' '); return el('span', { class: x.slice(0, i) }, el('i'), x.slice(i + 1)); }));
   const axisBox = el('div', { class: 'axis-box' }, axis(span));
   const more = el('div');
   const count = el('p', { class: 'muted', role: 'status' });
   box.append(el('h2', {}, 'Calls'), legend, count, axisBox, laneBox, more);
-  let after = null, last = 0, done = false, shown = 0, loading = false;
-  const add = c => {
-    let rows = lanes.get(c.process_id);
-    if (!rows) { /* a process that started since the page loaded */
-      rows = el('div', { class: 'rows' });
-      laneBox.append(el('section', { class: 'lane', 'data-process': c.process_id }, el('h3', { class: 'lane-head' }, (c.provider || 'provider') + ' · process ' + c.process_id), rows));
-      lanes.set(c.process_id, rows);
+  let after = null, last = 0, done = false, addressRounds = 0;
+  let turn = Promise.resolve();
+  const serial = fn => (turn = turn.then(fn, fn));
+  const put = c => {
+    const old = byId.get(c.id);
+    const row = callRow(run, c, span, rejected);
+    if (old) {
+      if (old.outerHTML !== row.outerHTML) old.replaceWith(row);
+      else return;
+    } else {
+      let rows = lanes.get(c.process_id);
+      if (!rows) { /* a process that started since the page loaded */
+        rows = el('div', { class: 'rows' });
+        laneBox.append(el('section', { class: 'lane', 'data-process': c.process_id }, el('h3', { class: 'lane-head' }, (c.provider || 'provider') + ' · process ' + c.process_id), rows));
+        lanes.set(c.process_id, rows);
+      }
+      rows.append(row);
     }
-    rows.append(callRow(run, c, span));
-    shown++;
+    byId.set(c.id, row);
   };
-  const load = async () => {
-    if (loading) return;
-    loading = true;
-    try {
-      const d2 = await api('/runs/' + run + '/calls' + qs(Object.assign({ after, limit: PAGE }, filters)));
-      d2.calls.forEach(add);
-      last = d2.last || last;
-      after = d2.next;
-      done = !d2.next;
-      count.textContent = shown + ' call' + (shown === 1 ? '' : 's') + ' shown' + (done ? '' : ' (more below)');
-      more.replaceChildren(done ? '' : moreButton('Load more calls', load));
-      if (!shown) count.textContent = 'No calls' + (Object.values(filters).some(Boolean) ? ' match these filters.' : ' recorded.');
-    } finally { loading = false; }
+  const say = () => {
+    const shown = byId.size;
+    count.textContent = shown ? shown + ' call' + (shown === 1 ? '' : 's') + ' shown' + (done ? '' : ' (more below)')
+      : 'No calls' + (Object.values(filters).some(Boolean) ? ' match these filters.' : ' recorded.');
+    more.replaceChildren(done ? '' : moreButton('Load more calls', () => load().catch(e => showError(box, e))));
   };
+  const load = () => serial(async () => {
+    if (done && byId.size) return;
+    const d2 = await api('/runs/' + run + '/calls' + qs(Object.assign({ after, limit: PAGE }, filters)));
+    d2.calls.forEach(put);
+    last = Math.max(last, d2.last || 0);
+    after = d2.next;
+    done = !d2.next;
+    say();
+  });
   /* Scrolling to the end loads the next page. */
   const sentinel = el('div');
   box.append(sentinel);
   new IntersectionObserver(es => { if (es.some(e => e.isIntersecting) && !done && after) load().catch(e => showError(box, e)); }).observe(sentinel);
   box.start = () => load();
-  box.live = async (fresh) => {
+  /* Rows whose answer core rejected (the verdict's): red, saying why. */
+  box.mark = m => {
+    rejected = m;
+    for (const id of m.keys()) { const r = byId.get(id); if (r) put(r.tftapCall); }
+  };
+  box.live = fresh => serial(async () => {
     if (fresh) {
       const grew = fresh.span.last_us > span.last || (fresh.span.first_us && fresh.span.first_us < span.first);
       if (fresh.span.first_us) span.first = Math.min(span.first, fresh.span.first_us);
       span.last = Math.max(span.last, fresh.span.last_us);
       if (grew) {
         axisBox.replaceChildren(axis(span));
-        for (const r of laneBox.querySelectorAll('.row')) placeBar(r, span);
+        for (const r of byId.values()) placeBar(r, span);
       }
     }
     if (!done) return;
-    /* At the end of the list: follow the run. In-flight rows are redrawn. */
-    for (const r of laneBox.querySelectorAll('.row.s-inflight')) {
-      const c = (await api('/runs/' + run + '/calls/' + r.tftapCall.id)).call;
-      delete c.request; delete c.response;
-      r.replaceWith(callRow(run, c, span));
+    /* At the end of the list: follow the run. Rows still in flight, and
+     * once the run ended rows without their address yet (addresses are
+     * matched when the run ends), are read again. */
+    const addressing = fresh && fresh.run.ended_us && addressRounds < 3;
+    if (addressing) addressRounds++;
+    const stale = [...byId.values()].map(r => r.tftapCall)
+      .filter(c => c.ended_us === null || c.status_code === null || (addressing && c.type_name && !c.address));
+    if (stale.length) {
+      const from = Math.min(...stale.map(c => c.id)) - 1;
+      let cur = from;
+      for (;;) {
+        const d3 = await api('/runs/' + run + '/calls' + qs(Object.assign({ after: cur, limit: 1000 }, filters)));
+        d3.calls.forEach(c => { if (byId.has(c.id) || c.id > last) put(c); });
+        last = Math.max(last, d3.last || 0);
+        if (!d3.next || d3.next > last) break;
+        cur = d3.next;
+      }
     }
     const d2 = await api('/runs/' + run + '/calls' + qs(Object.assign({ after: last, limit: PAGE }, filters)));
-    d2.calls.forEach(add);
-    last = d2.last || last;
-    if (d2.next) { after = d2.next; done = false; more.replaceChildren(moreButton('Load more calls', load)); }
-    count.textContent = shown + ' call' + (shown === 1 ? '' : 's') + ' shown' + (done ? '' : ' (more below)');
-  };
+    d2.calls.forEach(put);
+    last = Math.max(last, d2.last || 0);
+    if (d2.next) { after = d2.next; done = false; }
+    say();
+  });
   return box;
 }
 
@@ -558,37 +721,178 @@ function runLinks(id) {
   return form;
 }
 
+/* The verdict line, in the CLI's words (cli/verdict.c), from the API's
+ * facts (analysis_run_verdict: the same rule). */
+function verdictLine(id, v) {
+  const reasons = [];
+  if (v.exit_code !== null && v.exit_code !== 0) reasons.push('the command exited ' + v.exit_code);
+  if (v.rejected.length) reasons.push(v.rejected.length + ' answer' + (v.rejected.length === 1 ? '' : 's') + ' core rejects');
+  if (v.failed_calls) reasons.push(v.failed_calls + ' call' + (v.failed_calls === 1 ? '' : 's') + ' failed');
+  if (v.records_lost) reasons.push(v.records_lost + ' record' + (v.records_lost === 1 ? '' : 's') + ' lost');
+  if (v.running) return 'Run ' + id + ' is still running' + (v.failed ? '; so far: ' + reasons.join('; ') : '');
+  if (v.failed) return 'Run ' + id + ' failed: ' + reasons.join('; ');
+  if (v.exit_code !== null) {
+    let t = 'Run ' + id + ' succeeded: the command exited ' + v.exit_code;
+    if (v.failed_calls) t += '; ' + v.failed_calls + ' call' + (v.failed_calls === 1 ? '' : 's') + ' failed and core carried on';
+    else if (!v.unconfirmed && !v.records_lost && !v.not_recorded) t += ', every call was answered as core expects';
+    if (v.records_lost) t += '; ' + v.records_lost + ' record' + (v.records_lost === 1 ? '' : 's') + ' lost';
+    return t;
+  }
+  return 'Run ' + id + ': the command\'s exit code was not recorded (a tftap wrap run)' + (reasons.length ? '; ' + reasons.join('; ') : '');
+}
+
+/* Why the run failed, first and without a click: the exit code, the
+ * answers core rejected (rule, path, both values exact), the failed calls,
+ * the gaps, each linking to its call. */
+function verdictSection(run) {
+  const box = el('section', { class: 'verdict', id: 'verdict', 'aria-live': 'polite' }, el('p', { class: 'muted' }, 'Reading the verdict (tftap check)…'));
+  box.load = async () => {
+    const d = await api('/runs/' + run + '/verdict');
+    const v = d.verdict;
+    const parts = [el('p', { id: 'verdict-line', class: 'verdict-line ' + (v.failed ? 'status-err' : v.running ? 'status-inflight' : 'status-ok') }, verdictLine(run, v) + '.')];
+    if (v.rejected.length) {
+      const tbody = el('tbody');
+      for (const f of v.rejected)
+        tbody.append(el('tr', { class: 'rejected', 'data-call': f.call_id },
+          el('td', {}, el('a', { href: callLink(run, f.call_id) }, f.method + ' #' + f.call_id)),
+          el('td', {}, f.address || f.type_name || '-'),
+          el('td', { class: 'rule' }, f.rule),
+          el('td', { class: 'mono' }, f.path || '(the object)'),
+          el('td', { class: 'mono expected' }, valueText(f.expected)),
+          el('td', { class: 'mono actual' }, valueText(f.actual)),
+          el('td', {}, f.message)));
+      parts.push(el('h3', {}, 'Answers core rejected'),
+        el('table', { class: 'findings rejected-answers' }, el('thead', {}, el('tr', {}, ['Call', 'Address', 'Rule', 'Path', 'Expected (planned)', 'Actual (returned)', 'Why'].map(h => el('th', {}, h)))), tbody));
+    }
+    if (d.failed.length) {
+      const ul = el('ul', { class: 'failed-calls' });
+      for (const c of d.failed) {
+        const st = statusOf(c);
+        ul.append(el('li', { 'data-call': c.id }, el('a', { href: callLink(run, c.id) }, c.rpc + ' #' + c.id), ' ',
+          c.address || c.type_name || '', ' ', el('span', { class: 'status-err' }, st.text)));
+      }
+      parts.push(el('h3', {}, 'Failed calls' + (v.failed_calls > d.failed.length ? ' (the first ' + d.failed.length + ' of ' + v.failed_calls + ')' : '')), ul);
+    }
+    if (v.records_lost || v.not_recorded) {
+      parts.push(el('h3', {}, 'Gaps in the record'), el('p', { id: 'verdict-gaps' },
+        v.records_lost + ' record' + (v.records_lost === 1 ? '' : 's') + ' lost' + (d.gap_reason ? ' (' + d.gap_reason + ')' : '') +
+        (d.gap_providers.length ? ', from ' + d.gap_providers.join(', ') : '') +
+        (v.not_recorded ? '; ' + v.not_recorded + ' call' + (v.not_recorded === 1 ? '' : 's') + ' not recorded (their answer was lost, not failed)' : '')));
+    }
+    const notes = [];
+    if (v.tolerated) notes.push(v.tolerated + ' tolerated legacy finding' + (v.tolerated === 1 ? '' : 's') + ' (core accepts ' + (v.tolerated === 1 ? 'it' : 'them') + ')');
+    if (v.unconfirmed) notes.push('tftap check names ' + v.unconfirmed + ' answer' + (v.unconfirmed === 1 ? '' : 's') + ' core would reject, but the command succeeded');
+    if (notes.length) parts.push(el('p', { class: 'muted' }, notes.join('; ') + ': ', el('a', { href: '/check/' + run }, 'see the check')));
+    box.replaceChildren(...parts);
+    box.classList.toggle('failed', !!v.failed);
+    box.rejected = new Map(v.rejected.map(f => [f.call_id, f]));
+    return box.rejected;
+  };
+  return box;
+}
+
 async function runView(run, params) {
   setView(null, 'Run ' + run);
   const filters = { method: params.get('method') || '', type: params.get('type') || '', address: params.get('address') || '', status: params.get('status') || '' };
   let d;
   try { d = await api('/runs/' + run); } catch (e) { main.replaceChildren(el('h1', {}, 'Run ' + run)); showError(main, e); return; }
+  /* /runs/last is the run it was when the page opened: one run, not
+   * whichever starts next (the address says which). */
+  if (String(run) !== String(d.run.id)) {
+    run = d.run.id;
+    history.replaceState(history.state, '', runLink(run) + location.search);
+  }
   const header = el('div', {}, runHeader(d));
+  const verdict = verdictSection(run);
   const wf = waterfall(run, d, filters);
   const form = filterForm(filters, v => navigate(runLink(run) + qs(v)));
   const changes = changesSection(run, null);
   main.replaceChildren(el('h1', {}, 'Run #' + d.run.id, d.run.ended_us ? '' : el('span', { class: 'status-inflight' }, ' (recording)')),
-    header, runLinks(d.run.id),
+    verdict, header, runLinks(d.run.id),
     changes, form, wf);
+  const marks = () => verdict.load().then(m => { wf.mark(m); changes.rejected = m; changes.mark(m); }).catch(e => { verdict.replaceChildren(); showError(verdict, e); });
+  const first = marks();
   await wf.start().catch(e => showError(main, e));
-  let wasRunning = !d.run.ended_us;
+  await first;
+  let wasRunning = !d.run.ended_us, afterEnd = wasRunning ? 0 : 3;
   setView({
     live: async () => {
       const fresh = await api('/runs/' + run);
       header.replaceChildren(runHeader(fresh));
       await wf.live(fresh);
-      if (wasRunning) changes.reload().catch(() => {});
+      /* While it records, and for the changes that follow its end (the
+       * addresses are matched then), the changes and the verdict again. */
+      if (wasRunning || afterEnd < 3) {
+        if (!wasRunning) afterEnd++;
+        await changes.reload().catch(() => {});
+        await marks();
+      }
       wasRunning = !fresh.run.ended_us;
       if (!wasRunning) main.querySelector('h1 .status-inflight')?.remove();
     }
   }, 'Run ' + run);
 }
 
+/* ---- planned versus new: what the provider was asked for and answered -- */
+
+/* Which two values of a call to compare: the plan it was to apply and the
+ * state it returned (apply), the proposal and the plan (plan), the state
+ * before and after (read). */
+const COMPARE = {
+  ApplyResourceChange: [['request', 'planned_state', 'Planned'], ['response', 'new_state', 'New state']],
+  PlanResourceChange: [['request', 'proposed_new_state', 'Proposed'], ['response', 'planned_state', 'Planned']],
+  ReadResource: [['request', 'current_state', 'Current'], ['response', 'new_state', 'Read']],
+};
+
+function pathKey(k) { return /^[A-Za-z_][A-Za-z0-9_-]*$/.test(k) ? '.' + k : '[' + JSON.stringify(k) + ']'; }
+
+/* Every leaf of a value (markers and empty collections are leaves) by its
+ * path in tftap check's form (.tags["x"][2]), with its text. */
+function leaves(n, path, out) {
+  if (!n) return out;
+  const mk = marker(n);
+  if (mk) { out.set(path, mk.textContent); return out; }
+  if (n.t === 'obj' && n.m.length) { for (const [k, v] of n.m) leaves(v, path + pathKey(k), out); return out; }
+  if (n.t === 'arr' && n.v.length) { n.v.forEach((v, i) => leaves(v, path + '[' + i + ']', out)); return out; }
+  out.set(path, n.t === 'obj' ? '{}' : n.t === 'arr' ? '[]' : toText(n));
+  return out;
+}
+
+function compareSection(c, rejs) {
+  const spec = COMPARE[c.rpc];
+  if (!spec) return null;
+  const pick = ([side, key]) => {
+    try { return member(parseExact(c[side] || 'null'), key); } catch (e) { return null; }
+  };
+  const a = pick(spec[0]), b = pick(spec[1]);
+  if (!a && !b) return null;
+  const la = leaves(a, '', new Map()), lb = leaves(b, '', new Map());
+  const paths = [...new Set([...la.keys(), ...lb.keys()])];
+  const flagged = new Set(rejs.map(f => f.path));
+  const tbody = el('tbody');
+  let same = 0;
+  for (const p of paths) {
+    const x = la.has(p) ? la.get(p) : '(absent)', y = lb.has(p) ? lb.get(p) : '(absent)';
+    const hit = flagged.has(p) || [...flagged].some(f => f && (p.startsWith(f + '.') || p.startsWith(f + '[')));
+    if (x === y && !hit) { same++; continue; }
+    tbody.append(el('tr', { class: hit ? 'rejected' : '', 'data-path': p }, el('td', { class: 'mono' }, p || '(the object)'),
+      el('td', { class: 'mono' }, x), el('td', { class: 'mono' + (hit ? ' status-err' : '') }, y)));
+  }
+  const box = el('section', { class: 'compare', id: 'compare' }, el('h2', {}, spec[0][2] + ' versus ' + spec[1][2].toLowerCase()));
+  if (tbody.children.length)
+    box.append(el('table', { class: 'findings' }, el('thead', {}, el('tr', {}, ['Path', spec[0][2], spec[1][2]].map(h => el('th', {}, h)))), tbody));
+  box.append(el('p', { class: 'muted' }, tbody.children.length ? same + ' other value' + (same === 1 ? '' : 's') + ' equal.' : 'Every value equal (' + same + ').'));
+  return box;
+}
+
 async function callView(run, id) {
   setView(null, 'Call ' + id);
-  let c;
+  let c, verdict = null;
+  const vp = api('/runs/' + run + '/verdict').catch(() => null);
   try { c = (await api('/runs/' + run + '/calls/' + id)).call; } catch (e) { main.replaceChildren(el('h1', {}, 'Call ' + id)); showError(main, e); return; }
-  const st = statusOf(c);
+  verdict = await vp;
+  const rejs = verdict ? verdict.verdict.rejected.filter(f => f.call_id === id) : [];
+  const st = statusOf(c, rejs[0]);
   const facts = el('dl', { class: 'facts' },
     el('dt', {}, 'Run'), el('dd', {}, el('a', { href: runLink(run) }, '#' + run)),
     el('dt', {}, 'Method'), el('dd', { class: 'mono' }, c.method),
@@ -601,6 +905,15 @@ async function callView(run, id) {
     el('dt', {}, 'Sizes'), el('dd', {}, 'request ' + fmtBytes(c.request_bytes) + ' in ' + c.request_count + ' message' + (c.request_count === 1 ? '' : 's') +
       ', response ' + fmtBytes(c.response_bytes) + ' in ' + c.response_count + ' message' + (c.response_count === 1 ? '' : 's')));
   const parts = [el('h1', {}, c.rpc + ' ', el('span', { class: 'muted' }, '#' + c.id)), facts];
+  if (rejs.length) {
+    parts.push(el('section', { class: 'rejection', id: 'rejection' }, el('h2', {}, 'Core rejected this answer'),
+      rejs.map(f => el('div', { class: 'diag' },
+        el('strong', {}, f.rule), ' at ', el('code', {}, f.path || '(the object)'), ': ', f.message,
+        el('div', { class: 'mono' }, 'expected: ', el('span', { class: 'expected' }, valueText(f.expected))),
+        el('div', { class: 'mono' }, 'actual:   ', el('span', { class: 'actual' }, valueText(f.actual)))))));
+  }
+  const cmp = compareSection(c, rejs);
+  if (cmp) parts.push(cmp);
   if (c.decode_error) parts.push(el('p', { class: 'error-box' }, 'Not decoded: ' + c.decode_error));
   const resp = valueBlock('Response', c.response);
   const diags = member(resp.tftapNode, 'diagnostics');
@@ -637,7 +950,7 @@ async function resourceView(run, address) {
 /* A decoded value as one line of text (objects and arrays as JSON). */
 function valueText(v) {
   if (v === null || v === undefined) return '-';
-  return typeof v === 'string' ? v : JSON.stringify(v);
+  return showValue(v);
 }
 
 /* tftap check: which provider answer broke which rule of the contract. */
@@ -769,7 +1082,8 @@ async function route() {
 }
 
 function navigate(url) {
-  history.pushState(null, '', url);
+  history.replaceState(Object.assign({}, history.state, { scrollY: window.scrollY }), '');
+  history.pushState({ scrollY: 0 }, '', url);
   route().then(() => main.focus({ preventScroll: true }));
   window.scrollTo(0, 0);
 }
@@ -804,28 +1118,80 @@ document.addEventListener('keydown', e => {
   rows[next].focus();
 });
 
-window.addEventListener('popstate', route);
+/* Back and Forward return to where the page was scrolled: the position is
+ * kept in the history entry, and restored once the view has drawn. */
+if ('scrollRestoration' in history) history.scrollRestoration = 'manual';
+let scrollSave = 0;
+window.addEventListener('scroll', () => {
+  if (scrollSave) return;
+  scrollSave = setTimeout(() => {
+    scrollSave = 0;
+    history.replaceState(Object.assign({}, history.state, { scrollY: window.scrollY }), '');
+  }, 150);
+}, { passive: true });
+window.addEventListener('popstate', async ev => {
+  const y = ev.state && ev.state.scrollY;
+  await route();
+  if (y) window.scrollTo(0, y);
+});
 
-/* The token came in the URL once; the server keeps it in a cookie since. */
-if (new URLSearchParams(location.search).has('token')) {
-  const u = new URL(location.href);
-  u.searchParams.delete('token');
-  history.replaceState(null, '', u.pathname + u.search + u.hash);
-}
-
-/* Live: the server says when the database changed; the view refetches. */
+/* Live: the server says when the database changed; the view refetches.
+ * One stream per browser, not per tab (a browser opens six connections to
+ * a host, and each tab's stream would hold one): the tab holding the
+ * "live" lock listens and passes each event on to the others over a
+ * BroadcastChannel; when it closes, another tab takes the lock. Refetches
+ * are coalesced (one at a time, the events meanwhile make one more) and
+ * at most one a second. */
 const liveDot = document.getElementById('live');
-const events = new EventSource('/api/events');
-let liveBusy = false, liveAgain = false;
-events.addEventListener('hello', () => { liveDot.classList.add('on'); liveDot.title = 'live updates on'; });
-events.addEventListener('change', async () => {
+const LIVE_MS = 1000;
+let liveBusy = false, liveAgain = false, liveLast = 0;
+async function onChange() {
   if (!view || !view.live) return;
   if (liveBusy) { liveAgain = true; return; }
   liveBusy = true;
   try {
-    do { liveAgain = false; await view.live(); } while (liveAgain);
+    do {
+      liveAgain = false;
+      const wait = liveLast + LIVE_MS - Date.now();
+      if (wait > 0) await new Promise(r => setTimeout(r, wait));
+      liveLast = Date.now();
+      if (view && view.live) await view.live();
+    } while (liveAgain);
   } catch (e) { /* the next change tries again */ } finally { liveBusy = false; }
-});
-events.onerror = () => { liveDot.classList.remove('on'); liveDot.title = 'live updates off (reconnecting)'; };
+}
+function liveOn(on, why) {
+  liveDot.classList.toggle('on', on);
+  liveDot.title = why;
+}
+function listen(relay) {
+  const events = new EventSource('/api/events?token=' + encodeURIComponent(token || ''));
+  events.addEventListener('hello', () => { liveOn(true, 'live updates on'); relay && relay.postMessage({ hello: 1 }); });
+  events.addEventListener('change', () => { relay && relay.postMessage({ change: 1 }); onChange(); });
+  events.onerror = () => { liveOn(false, 'live updates off (reconnecting)'); relay && relay.postMessage({ off: 1 }); };
+  return events;
+}
+if (token) {
+  const channel = 'BroadcastChannel' in window ? new BroadcastChannel('tftap-live') : null;
+  if (channel && navigator.locks) {
+    channel.onmessage = m => {
+      if (m.data.change) onChange();
+      if (m.data.hello) liveOn(true, 'live updates on (through another tab)');
+      if (m.data.off) liveOn(false, 'live updates off (reconnecting)');
+    };
+    liveOn(false, 'live updates through another tab');
+    /* Held until the tab closes; the next tab waiting gets it then. */
+    navigator.locks.request('tftap-live', () => new Promise(() => {
+      let on = false;
+      channel.onmessage = m => { if (m.data.ask && on) channel.postMessage({ hello: 1 }); };
+      const es = listen(channel);
+      es.addEventListener('hello', () => { on = true; });
+      es.addEventListener('error', () => { on = false; });
+    }));
+    /* A tab opened meanwhile hears nothing until the next event: say hello. */
+    channel.postMessage({ ask: 1 });
+  } else {
+    listen(null);
+  }
+}
 
 route();
