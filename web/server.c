@@ -74,7 +74,7 @@ static tftap_lib mhd_lib = {
 /* Query arguments one request may carry (more: 414). */
 #define MAX_QUERY_ARGS 32
 #define MAX_LISTENERS 32
-#define CONNECTION_MEMORY (64 * 1024)
+#define CONNECTION_MEMORY (128 * 1024)
 #define LISTENER_BACKLOG 4096
 #define PING_MS 15000
 /* Open PostgreSQL sessions kept between API requests (libuv's pool runs 4

@@ -138,7 +138,14 @@ if not s.ok:
     sys.exit(1)
 
 # ---- token -------------------------------------------------------------------
-for path in ["/", "/runs/1", "/api/runs", "/assets/app.js", "/api/events"]:
+# The pages and assets hold no data: served without it. The API needs the
+# token, in the X-Tftap-Token header (what the pages send) or ?token=.
+# Cookies are never set nor read (any service on 127.0.0.1 is sent them
+# and can plant them).
+for path in ["/", "/runs/1", "/assets/app.js"]:
+    st, _, _ = s.req(path, token=False)
+    check_eq("no token: the page shell is served (no data in it): " + path, st, 200)
+for path in ["/api/runs", "/api/events", "/api/runs/1/verdict"]:
     st, _, _ = s.req(path, token=False)
     check_eq("no token: 401 for " + path, st, 401)
 st, _, _ = s.req("/api/runs?token=" + "0" * 32, token=False)
@@ -147,14 +154,17 @@ st, _, _ = s.req("/api/runs?token=" + s.token[:-1], token=False)
 check_eq("a truncated token: 401", st, 401)
 st, hdr, body = s.req("/")
 check_eq("with the token: 200", st, 200)
-cookie = hdr.get("set-cookie", "")
-check("the token is kept in an HttpOnly SameSite=Strict cookie",
-      s.token in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie)
-name = cookie.split("=", 1)[0]
-st, _, _ = s.req("/api/runs", token=False, cookie="%s=%s" % (name, s.token))
-check_eq("the cookie alone is enough", st, 200)
-st, _, _ = s.req("/api/runs", token=False, cookie="%s=%s" % (name, "f" * 32))
-check_eq("a forged cookie: 401", st, 401)
+check("no cookie is set", "set-cookie" not in hdr)
+st, hdr, _ = s.req("/api/runs", token=False, headers={"X-Tftap-Token": s.token})
+check_eq("the token in its header is enough", st, 200)
+check("no cookie is set by the API either", "set-cookie" not in hdr)
+st, _, _ = s.req("/api/runs", token=False, headers={"X-Tftap-Token": "f" * 32})
+check_eq("a wrong token in the header: 401", st, 401)
+for c in ["tftap_token_%d=%s" % (s.port, s.token), "a=b; tftap_token_%d=%s" % (s.port, s.token)]:
+    st, _, _ = s.req("/api/runs", token=False, cookie=c)
+    check_eq("a cookie is no token (%s)" % c.split("=")[0], st, 401)
+st, _, _ = s.req("/api/runs", token=True, cookie="tftap_token_%d=%s" % (s.port, "f" * 32))
+check_eq("a planted cookie changes nothing: the token still works", st, 200)
 check("pages are served with a strict CSP", "default-src 'self'" in hdr.get("content-security-policy", "")
       and "'unsafe-inline'" not in hdr.get("content-security-policy", ""))
 check("index.html has no inline script", b"<script>" not in body and b"src=\"/assets/app.js\"" in body)
@@ -260,7 +270,8 @@ for path, want in [("/api/runs/abc", 400), ("/api/runs/999999", 404), ("/api/run
                    ("/runs/1/resources/a.b%5B%22k%22%5D", 200)]:
     st, _, _ = s.req(path)
     check_eq("GET %s" % path, st, want)
-out = s.raw(b"GET /../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nCookie: %s=%s\r\n\r\n" % (s.port, name.encode(), s.token.encode()))
+TOK = b"X-Tftap-Token: " + s.token.encode()
+out = s.raw(b"GET /../../etc/passwd HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s\r\n\r\n" % (s.port, TOK))
 check("a path escaping the root: 404, nothing read", out.startswith(b"HTTP/1.1 404") and b"root:" not in out)
 st, _, _ = s.req("/api/runs/%d/calls/%d" % (run, first), method="HEAD")
 check_eq("HEAD", st, 200)
@@ -274,9 +285,22 @@ out = s.raw(b"GET\r\n\r\n")
 check("a request line without a path: 400 or closed", out == b"" or out.startswith(b"HTTP/1.1 400"))
 out = s.raw(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 5\r\n\r\nhello" % s.port)
 check("a GET with a body: no data without the token", b'"runs"' not in out)
-out = s.raw(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nCookie: %s=%s\r\nContent-Length: 5\r\n\r\nhello"
-            % (s.port, name.encode(), s.token.encode()))
+out = s.raw(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s\r\nContent-Length: 5\r\n\r\nhello"
+            % (s.port, TOK))
 check("a GET with a body, with the token: 400", out.startswith(b"HTTP/1.1 400") and b'"runs"' not in out)
+H = b"127.0.0.1:%d" % s.port
+for what, req, want in [
+        ("two Host headers", b"GET /api/runs HTTP/1.1\r\nHost: %s\r\nHost: %s\r\n%s\r\n\r\n" % (H, H, TOK), b"400"),
+        ("two Content-Length headers", b"GET /api/runs HTTP/1.1\r\nHost: %s\r\nContent-Length: 0\r\nContent-Length: 0\r\n%s\r\n\r\n" % (H, TOK), b"400"),
+        ("two token headers", b"GET /api/runs HTTP/1.1\r\nHost: %s\r\n%s\r\n%s\r\n\r\n" % (H, TOK, TOK), b"400"),
+        ("%00 in the path", b"GET /api/runs%%00/x HTTP/1.1\r\nHost: %s\r\n%s\r\n\r\n" % (H, TOK), b"400"),
+        ("%1b in the path", b"GET /runs/1%%1b HTTP/1.1\r\nHost: %s\r\n\r\n" % H, b"400"),
+        ("%0a in an argument", b"GET /api/runs?limit=1%%0a HTTP/1.1\r\nHost: %s\r\n%s\r\n\r\n" % (H, TOK), b"400"),
+        ("40 query arguments", b"GET /api/runs?%s HTTP/1.1\r\nHost: %s\r\n%s\r\n\r\n" % (b"&".join(b"a%d=1" % i for i in range(40)), H, TOK), b"414"),
+        ("1,000 query arguments", b"GET /api/runs?%s HTTP/1.1\r\nHost: %s\r\n%s\r\n\r\n" % (b"&".join(b"a%d=1" % i for i in range(1000)), H, TOK), b"414"),
+        ("a few query arguments", b"GET /api/runs?limit=5&before=99&x=1 HTTP/1.1\r\nHost: %s\r\n%s\r\n\r\n" % (H, TOK), b"200")]:
+    out = s.raw(req)
+    check("%s: %s" % (what, want.decode()), out.startswith(b"HTTP/1.1 " + want) and (want == b"200" or b'"runs"' not in out))
 st, _, _ = s.req("/api/runs")
 check_eq("still serving after all that", st, 200)
 
@@ -299,9 +323,52 @@ st = until(lambda: s.req("/api/runs")[0] == 200 and 200)
 check_eq("serving again after 100 idle connections", st, 200)
 slow.close()
 
+# Slowloris: 64 clients trickling their headers a byte at a time (no
+# token: anyone on the machine) never lock the user out: a new connection
+# past the cap on pending requests closes the oldest, and each request has
+# an absolute deadline for its headers.
+trickle = [socket.create_connection((s.host, s.port), timeout=5) for _ in range(64)]
+for t in trickle:
+    t.sendall(b"GET /api/runs HTTP/1.1\r\nX-A: ")
+for t in trickle:
+    try:
+        t.sendall(b"a")
+    except OSError:
+        pass
+st, _, _ = s.req("/api/runs")
+check_eq("with 64 clients trickling, a request is answered", st, 200)
+st, _, _ = s.req("/")
+check_eq("and the page too", st, 200)
+for t in trickle:
+    t.close()
+# More of them than the server takes connections: those waiting for their
+# headers are capped (32), the oldest closed as new ones come.
+trickle = []
+for _ in range(300):
+    t = socket.create_connection((s.host, s.port), timeout=5)
+    t.sendall(b"GET / HTTP/1.1\r\nX-A: ")
+    trickle.append(t)
+st, _, _ = s.req("/api/runs")
+check_eq("with 300 clients trickling, a request is answered", st, 200)
+
+
+def closed(t):
+    try:
+        r, _, _ = select.select([t], [], [], 0)
+        return bool(r) and t.recv(100) == b""
+    except OSError:
+        return True
+
+
+gone = set()
+until(lambda: gone.update(i for i, t in enumerate(trickle) if i not in gone and closed(t)) or len(gone) >= 300 - 32)
+check("and they are closed: the pending cap and the deadline (%d of 300)" % len(gone), len(gone) >= 300 - 32)
+for t in trickle:
+    t.close()
+
 # ---- live: server-sent events when the database changes --------------------------------
 ev = socket.create_connection((s.host, s.port), timeout=30)
-ev.sendall(b"GET /api/events HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nCookie: %s=%s\r\n\r\n" % (s.port, name.encode(), s.token.encode()))
+ev.sendall(b"GET /api/events?token=%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (s.token.encode(), s.port))
 buf = b""
 
 
@@ -347,6 +414,23 @@ try:
 except (socket.timeout, ConnectionResetError):
     data = b"timeout"
 check("a client that never finishes its request is cut off", data != b"timeout")
+slow.close()
+# One that trickles a byte now and then is cut off too: the deadline for
+# the headers is absolute (an idle timeout alone would wait forever).
+slow = socket.create_connection((s2.host, s2.port), timeout=30)
+slow.sendall(b"GET / HTTP/1.1\r\nX-A: ")
+
+
+def trickled_out():
+    try:
+        slow.sendall(b"a")
+        r, _, _ = select.select([slow], [], [], 0.25)
+        return bool(r) and slow.recv(100) is not None
+    except OSError:
+        return True
+
+
+check("a client trickling its headers is cut off at the deadline", until(trickled_out, 20.0))
 slow.close()
 s2.stop()
 
