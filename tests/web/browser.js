@@ -56,12 +56,22 @@ async function main() {
   await page.waitForSelector('table.runs tbody tr', { timeout: T });
   checkEq('runs: one row per recorded run', await waitCount('table.runs tbody tr', conf.runs.length), conf.runs.length);
   check('runs: the token leaves the address bar', !page.url().includes('token='));
-  const cookie = (await page.cookies()).find(c => c.name.startsWith('tftap_token_'));
-  check('runs: the token is an HttpOnly SameSite=Strict cookie', cookie && cookie.httpOnly && cookie.sameSite === 'Strict');
+  const hist = await (await page.createCDPSession()).send('Page.getNavigationHistory');
+  check('runs: and the history (' + hist.entries.length + ' entries)', hist.entries.length > 0 && hist.entries.every(e => !e.url.includes('token=')));
+  checkEq('runs: no cookie (cookies are not scoped by port)', (await page.cookies()).map(c => c.name), []);
+  check('runs: the token is in the tab\'s storage', await page.evaluate(() => (sessionStorage.getItem('tftap_token') || '').length === 32));
   const runA = await text(`tr[data-run="${conf.a.run}"]`);
   check('runs: run A reads as the tofu apply it was', /tofu apply/.test(runA) && /tofu/.test(runA));
   const runB = await page.$$eval(`tr[data-run="${conf.b.run}"] td`, tds => tds.map(t => t.innerText));
-  checkEq('runs: run B shows its exit code', runB[5], '1');
+  checkEq('runs: run B shows its exit code', runB[7], '1');
+  check('runs: run B is FAILED, with why', /^FAILED exit 1/.test(runB[1]));
+  const runR = await page.$$eval(`tr[data-run="${conf.r.run}"] td`, tds => tds.map(t => t.innerText));
+  checkEq('runs: run R is FAILED: exit 1, 1 rejected', runR[1], 'FAILED exit 1, ' + conf.r.verdict.rejected.length + ' rejected');
+  checkEq('runs: its directory', runR[3], conf.r.cwd);
+  const argv = execFileSync('bash', ['-c', 'eval "set -- $1"; printf "%s\\0" "$@"', '_', runR[2]]).toString().split('\0').slice(0, -1);
+  checkEq('runs: its command pastes back into a shell as the same arguments', argv, conf.r.argv);
+  checkEq('runs: its findings counted', runR[10], conf.r.verdict.rejected.length + ' finding' + (conf.r.verdict.rejected.length === 1 ? '' : 's'));
+  check('runs: run A is ok', /^ok/.test(await page.$eval(`tr[data-run="${conf.a.run}"] td:nth-child(2)`, t => t.innerText)));
   checkEq('runs: each run links to its check', await page.$eval(`tr[data-run="${conf.b.run}"] td:last-child a`, a => new URL(a.href).pathname).catch(() => null), '/check/' + conf.b.run);
   await shot('runs');
   await page.keyboard.press('j');
@@ -74,6 +84,47 @@ async function main() {
   await page.waitForSelector('.lane', { timeout: T });
   checkEq('keyboard: Enter opens it (client-side, a deep link)', new URL(page.url()).pathname, '/runs/' + conf.runs[1]);
 
+  /* ---- run R: why it failed, without a click ---- */
+  await go('/runs/' + conf.r.run);
+  await page.waitForSelector('#verdict-line', { timeout: T });
+  const rv = conf.r.verdict, rej = rv.rejected[0];
+  checkEq('failed apply: the verdict line says what tftap show says', await text('#verdict-line'),
+    'Run ' + conf.r.run + ' failed: the command exited 1; ' + rv.rejected.length + ' answer' + (rv.rejected.length === 1 ? '' : 's') + ' core rejects.');
+  const rrow = await page.$$eval('table.rejected-answers tbody tr', trs => trs.map(tr => [...tr.children].map(td => td.innerText)));
+  checkEq('failed apply: the rejected answer: call, address, rule, path, both values exact, why', rrow[0],
+    [rej.method + ' #' + rej.call_id, rej.address, rej.rule, rej.path, JSON.stringify(rej.expected), JSON.stringify(rej.actual), rej.message]);
+  const vbox = await page.$eval('#verdict', e => { const r = e.getBoundingClientRect(); return { top: r.top, bottom: r.bottom }; });
+  check('failed apply: the verdict is above the fold (' + JSON.stringify(vbox) + ')', vbox.bottom <= 900);
+  checkEq('failed apply: it links to its call', await page.$eval('table.rejected-answers a', a => new URL(a.href).pathname), '/runs/' + conf.r.run + '/calls/' + rej.call_id);
+  await page.waitForSelector(`a.row.s-err[data-call="${rej.call_id}"]`, { timeout: T }).catch(() => {});
+  checkEq('failed apply: the offending call is red in the waterfall, "rejected"', await page.$eval(`a.row[data-call="${rej.call_id}"]`, r => r.classList.contains('s-err') && r.querySelector('.c-status').innerText).catch(() => null), 'rejected');
+  checkEq('failed apply: and no other row is red (expected closes are not: ' + conf.r.closed + ')', await count('a.row.s-err'), 1 + conf.r.failed);
+  await page.waitForSelector(`details.change.rejected[data-call="${rej.call_id}"]`, { timeout: T }).catch(() => {});
+  check('failed apply: its change says core rejected it', /core rejected this answer: /.test(await page.$eval(`details.change[data-call="${rej.call_id}"] summary`, e => e.innerText).catch(() => '')));
+  const tick = await page.$eval('.row.axis .ticks', e => e.getBoundingClientRect().left);
+  const barBox = await page.$eval('a.row .c-bar', e => e.getBoundingClientRect().left);
+  check('waterfall: the time axis starts where the bars do (' + tick + ', ' + barBox + ')', Math.abs(tick - barBox) < 1);
+  await shot('failed-apply');
+  await page.click('table.rejected-answers a');
+  await page.waitForSelector('#compare', { timeout: T });
+  check('failed apply: its call page says core rejected it', /^core rejected its answer: /.test(await text('#call-status')) && /rule|apply/.test(await text('#rejection')));
+  const cmpRow = await page.$eval(`#compare tr[data-path="${rej.path}"]`, tr => ({ cls: tr.className, cells: [...tr.children].map(td => td.innerText) })).catch(() => null);
+  checkEq('failed apply: planned versus new, the finding\'s path marked', cmpRow, { cls: 'rejected', cells: [rej.path, JSON.stringify(rej.expected), JSON.stringify(rej.actual)] });
+  await shot('failed-apply-call');
+  await go('/runs/last');
+  await page.waitForSelector('#verdict-line', { timeout: T });
+  checkEq('/runs/last is pinned to the run it was on load', new URL(page.url()).pathname, '/runs/' + conf.runs[0]);
+
+  /* ---- exact numbers and markers in what the API sends ---- */
+  const exactApi = await page.evaluate(() => {
+    const t = '{"a":123456789012345678901234567890,"b":123456789012345678901234567891,"c":0.1000000000000000055511151231257827,"d":-1e+400,"e":42,"f":{"$sensitive":"hmac-sha256:00"}}';
+    const viaBrowser = parseJSON(t), viaOwn = toJS(parseExact(t));
+    return [viaBrowser, viaOwn].map(v => [showValue(v.a), showValue(v.b), showValue(v.c), showValue(v.d), v.e, showValue(v.f)]);
+  });
+  const wantExact = ['123456789012345678901234567890', '123456789012345678901234567891', '0.1000000000000000055511151231257827', '-1e+400', 42, '(sensitive value)'];
+  checkEq('exact: API numbers keep their text (the browser\'s parser with source text)', exactApi[0], wantExact);
+  checkEq('exact: and without it (the page\'s own parser)', exactApi[1], wantExact);
+
   /* ---- run A: waterfall lanes, rows, the plan-like changes ---- */
   await go('/runs/' + conf.a.run);
   await page.waitForSelector('a.row', { timeout: T });
@@ -83,6 +134,7 @@ async function main() {
   checkEq('run A: every call has a row', await waitCount('a.row', conf.a.calls), conf.a.calls);
   const colours = await page.$$eval('a.row', rs => [...new Set(rs.map(r => r.className.split(' ')[1]))].sort());
   check('run A: rows coloured by method (plan, apply, schema, config)', ['m-apply', 'm-plan', 'm-schema', 'm-config'].every(c => colours.includes(c)));
+  checkEq('run A: a clean run has no red row (expected closes are grey)', await count('a.row.s-err'), 0);
   const bars = await page.$$eval('a.row .bar', bs => bs.filter(b => b.getBoundingClientRect().width >= 1).length);
   checkEq('run A: every row has its bar on the time axis', bars, conf.a.calls);
   await page.waitForSelector('details.change', { timeout: T });
@@ -115,6 +167,7 @@ async function main() {
   const req = await page.$eval('section.value', s => s.innerText);
   check('call: the request tree shows values as sent', /"number_attr": 1\.5/.test(req) && /"string_attr": "before"/.test(req));
   check('call: sensitive values are marked, not shown', (await count('.sensitive')) > 0 && !req.includes('"s1"'));
+  check('call: as "(sensitive value)", no hash on the page', /\(sensitive value\)/.test(req) && !/hmac-sha256/.test(await text('main')));
   checkEq('call: status', await text('#call-status'), 'ok');
   await shot('call');
   await go('/runs/' + conf.a.run + '/calls/' + conf.a.unknown_call);
@@ -237,6 +290,35 @@ async function main() {
   check('live: without a reload', kept);
   await shot('live');
 
+  /* ---- seven tabs on one run: one live stream for the browser, not one
+   * per tab (a browser opens six connections to a host) ---- */
+  const tabs = [];
+  for (let i = 0; i < 7; i++) {
+    const t = await browser.newPage();
+    t.on('pageerror', e => errors.push('page error (tab ' + i + '): ' + e.message));
+    await t.goto(base + '/runs/' + conf.r.run, { waitUntil: 'domcontentloaded' });
+    tabs.push(t);
+  }
+  let loaded = 0;
+  for (const t of tabs) {
+    try {
+      await t.waitForSelector('a.row', { timeout: T });
+      await t.waitForSelector('#verdict-line', { timeout: T });
+      loaded++;
+    } catch (e) { /* counted */ }
+  }
+  checkEq('seven tabs: each shows the run and its verdict (the token shared by the tabs)', loaded, 7);
+  await tabs[6].bringToFront();
+  await tabs[6].evaluate(sel => document.querySelector(sel).click(), `a.row[data-call="${conf.r.verdict.rejected[0].call_id}"]`);
+  check('seven tabs: a click in the seventh opens its call', await tabs[6].waitForSelector('#call-status', { timeout: T }).then(() => true, () => false));
+  await tabs[0].evaluate(() => document.querySelector('table.rejected-answers a').click());
+  check('seven tabs: and in the first', await tabs[0].waitForSelector('#compare', { timeout: T }).then(() => true, () => false));
+  const streams = [];
+  for (const t of [page].concat(tabs)) streams.push(await t.$eval('#live', e => e.title));
+  check('seven tabs: at most one holds the live stream (' + JSON.stringify(streams) + ')', streams.filter(x => x === 'live updates on').length <= 1);
+  for (const t of tabs) await t.close();
+  await page.bringToFront();
+
   /* ---- scale: a run of 50,000 calls ---- */
   if (conf.big_url) {
     const big = conf.big_url.replace(/\/\?token=.*$/, '');
@@ -259,6 +341,15 @@ async function main() {
     checkEq('scale: one page of rows', rows, 200);
     await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
     checkEq('scale: scrolling to the end loads the next page', await waitCount('a.row', 400), 400);
+    /* Back returns to where the page was scrolled. */
+    await page.evaluate(() => window.scrollTo(0, 2000));
+    await page.waitForFunction(() => history.state && history.state.scrollY === window.scrollY, { timeout: T }).catch(() => {});
+    const y = await page.evaluate(() => window.scrollY);
+    await page.evaluate(() => [...document.querySelectorAll('a.row')].find(r => r.getBoundingClientRect().top > 100).click());
+    await page.waitForSelector('#call-status', { timeout: T });
+    await page.goBack();
+    await page.waitForFunction(want => document.querySelectorAll('a.row').length > 0 && Math.abs(window.scrollY - want) < 2, { timeout: T }, y).catch(() => {});
+    checkEq('scale: Back restores the scroll position', await page.evaluate(() => Math.round(window.scrollY)), Math.round(y));
     await cdp.detach();
   }
 

@@ -51,6 +51,45 @@ new_dir "$top_srcdir/tests/e2e/configs/crash" "$b"
         >"$WORK/b.out" 2>&1)
 check_eq "run B: the apply fails" "$?" 1
 run_b=$(last_run "$db")
+# Run R: an apply whose result core rejects (tests/peers/tftest/misbehave.go,
+# rule apply_changed: the new state differs from the plan): tofu exits 1
+# with "Provider produced inconsistent result after apply", and no call
+# failed at the protocol level: only the verdict says why.
+m=$WORK/m
+mkdir -p "$m"
+misbehave() { # RULE VALUE
+    cat >"$m/main.tf" <<TF
+terraform {
+  required_providers {
+    tftest6 = { source = "tftap/tftest6" }
+  }
+}
+variable "note" {
+  default = ""
+}
+resource "tftest6_misbehave" "x" {
+  rule   = "$1"
+  legacy = false
+  value  = "$2"
+  list   = ["a"]
+  set    = ["a"]
+  item {
+    name = "n"
+  }
+}
+TF
+}
+misbehave none a
+(cd "$m" && tofu init -input=false -no-color >/dev/null &&
+    "$TFTAP" run --db "$db" -- tofu apply -auto-approve -input=false -no-color >"$WORK/m1.out" 2>&1)
+check_eq "run R: the first apply succeeds" "$?" 0
+misbehave apply_changed b
+(cd "$m" && "$TFTAP" run --db "$db" -- tofu apply -auto-approve -input=false -no-color \
+    -var "note=it's a \$HOME" >"$WORK/m2.out" 2>&1)
+check_eq "run R: core rejects the apply: exit 1" "$?" 1
+grep -q 'Provider produced inconsistent result after apply' "$WORK/m2.out" || not_ok "run R: tofu says why"
+run_r=$(last_run "$db")
+"$TFTAP" show --db "$db" "$run_r" --json | jq -c '.verdict' >"$WORK/r-verdict.json"
 # Run C: one call holding what only exact rendering shows right (numbers
 # beyond a double, a refined unknown), written the way the recorder does.
 q "INSERT INTO runs (command, args, started_us, ended_us, exit_code) VALUES ('synthetic', '[]', 1, 2, 0);
@@ -127,6 +166,12 @@ jq -n --arg url "$(head -1 "$WORK/url")" --arg big_url "$(head -1 "$WORK/big-url
         \"call\": $(q "SELECT id FROM calls WHERE run_id = $run_b AND rpc = 'ApplyResourceChange' AND status_code <> 0 ORDER BY id LIMIT 1"),
         \"status\": \"$(q "SELECT status_name FROM v_calls WHERE run_id = $run_b AND rpc = 'ApplyResourceChange' AND status_code <> 0 ORDER BY call_id LIMIT 1")\"}" \
     --argjson c "{\"run\": $run_c, \"call\": $call_c}" \
+    --argjson r "{\"run\": $run_r, \"verdict\": $(cat "$WORK/r-verdict.json"),
+        \"cwd\": $(jq -n --arg d "$m" '$d'),
+        \"argv\": $(q "SELECT json_array(command) FROM runs WHERE id = $run_r" | jq -c --argjson a "$(q "SELECT args FROM runs WHERE id = $run_r")" '. + $a'),
+        \"calls\": $(q "SELECT count(*) FROM calls WHERE run_id = $run_r"),
+        \"failed\": $(q "SELECT count(*) FROM v_calls WHERE run_id = $run_r AND failed"),
+        \"closed\": $(q "SELECT count(*) FROM v_calls WHERE run_id = $run_r AND expected_close")}" \
     --argjson check "$("$TFTAP" check --db "$db" "$run_b" --json | jq -c '{violations, findings: (.findings | length)}')" \
     --argjson diff "$("$TFTAP" diff --db "$db" "$run_a" "$run_b" --json | jq -c '{same, differences, changes: (.changes | length)}')" \
     '$ARGS.named' >"$WORK/conf.json" || not_ok "expectations from the database"
