@@ -188,80 +188,104 @@ static int api_run(store *s, int64_t run, tftap_buf *b)
 
 /* ---- a run's verdict: analysis_run_verdict, as the CLI says it ---------- */
 
-/* The verdict's JSON (what `tftap show --json` says as "verdict") and the
- * page's extras (the first failed calls' ids, the gaps), from the cache
- * while the database has not changed since. lazy: the check is left out
- * for a command that succeeded (the runs list). 0, or an HTTP status with
- * the error in b. */
+/* One run's verdict as the API sends it: the JSON `tftap show --json` prints
+ * as "verdict", the gaps' JSON members, the first failed calls. */
+struct verdict_out {
+    char *json;
+    char *gaps; /* "gap_reason":..,"gap_providers":[..] */
+    int64_t *ids;
+    size_t nids;
+};
+
+static void verdict_out_done(struct verdict_out *o)
+{
+    free(o->json);
+    free(o->gaps);
+    free(o->ids);
+    memset(o, 0, sizeof *o);
+}
+
+static int verdict_out_copy(struct verdict_out *to, const char *json, const char *gaps,
+                            const int64_t *ids, size_t nids)
+{
+    to->json = strdup(json);
+    to->gaps = strdup(gaps);
+    to->ids = malloc((nids ? nids : 1) * sizeof *ids);
+    to->nids = nids;
+    if (!to->json || !to->gaps || !to->ids) {
+        verdict_out_done(to);
+        return TFTAP_ENOMEM;
+    }
+    if (nids)
+        memcpy(to->ids, ids, nids * sizeof *ids);
+    return 0;
+}
+
+/* run's verdict, from the cache while the database has not changed since
+ * (r->seq). lazy: the check may be left out for a command that succeeded
+ * (the runs list). 0, or an HTTP status with the error in b. */
 static int verdict_get(store *s, const struct web_request *r, int64_t run, int lazy,
-                       char **verdict, char **extras, tftap_buf *b)
+                       struct verdict_out *out, tftap_buf *b)
 {
     struct web_verdict_cache *c = r->verdicts;
-    *verdict = *extras = NULL;
+    int found = 0, rc = 0;
+    memset(out, 0, sizeof *out);
     uv_mutex_lock(&c->lock);
-    for (unsigned i = 0; i < WEB_VERDICTS; i++) {
+    for (unsigned i = 0; i < WEB_VERDICTS && !found; i++) {
         if (c->e[i].json && c->e[i].run == run && c->e[i].seq == r->seq &&
             (c->e[i].full || lazy)) {
-            char *nul = c->e[i].json + strlen(c->e[i].json) + 1;
-            *verdict = strdup(c->e[i].json);
-            *extras = strdup(nul);
-            break;
+            found = 1;
+            rc = verdict_out_copy(out, c->e[i].json, c->e[i].gaps, c->e[i].ids, c->e[i].nids);
         }
     }
     uv_mutex_unlock(&c->lock);
-    if (*verdict && *extras)
-        return 0;
-    free(*verdict);
-    free(*extras);
-    *verdict = *extras = NULL;
+    if (found)
+        return rc ? error_body(b, 500, "out of memory") : 0;
     analysis_run_verdict v;
-    int rc = analysis_run_verdict_read(s, run, lazy ? ANALYSIS_VERDICT_LAZY : 0, &v);
+    rc = analysis_run_verdict_read(s, run, lazy ? ANALYSIS_VERDICT_LAZY : 0, &v);
     if (rc) {
         analysis_run_verdict_done(&v);
         return rc == TFTAP_ENOTFOUND ? error_body(b, 404, "no such run")
                : rc == TFTAP_ESTORE  ? error_body(b, 500, store_errmsg(s))
                                      : error_body(b, 500, tftap_strerror(rc));
     }
-    /* One allocation: the verdict, a NUL, the extras. */
-    tftap_buf t = TFTAP_BUF_INIT;
-    analysis_run_verdict_json(&v, &t);
-    tftap_buf_putc(&t, '\0');
-    size_t vlen = t.len;
-    tftap_buf_puts(&t, "\"failed_ids\":[");
-    for (size_t i = 0; i < v.nfailed_ids; i++)
-        tftap_buf_printf(&t, "%s%lld", i ? "," : "", (long long)v.failed_ids[i]);
-    tftap_buf_puts(&t, "],\"gap_reason\":");
-    put_str(&t, v.gap_reason);
-    tftap_buf_puts(&t, ",\"gap_providers\":[");
+    tftap_buf json = TFTAP_BUF_INIT, gaps = TFTAP_BUF_INIT;
+    analysis_run_verdict_json(&v, &json);
+    tftap_buf_puts(&gaps, "\"gap_reason\":");
+    put_str(&gaps, v.gap_reason);
+    tftap_buf_puts(&gaps, ",\"gap_providers\":[");
     for (size_t i = 0; i < v.ngap_providers; i++) {
         if (i)
-            tftap_buf_putc(&t, ',');
-        put_str(&t, v.gap_providers[i]);
+            tftap_buf_putc(&gaps, ',');
+        put_str(&gaps, v.gap_providers[i]);
     }
-    tftap_buf_putc(&t, ']');
-    tftap_buf_cstr(&t);
+    tftap_buf_putc(&gaps, ']');
+    tftap_buf_cstr(&json);
+    tftap_buf_cstr(&gaps);
+    rc = tftap_buf_failed(&json) || tftap_buf_failed(&gaps)
+             ? TFTAP_ENOMEM
+             : verdict_out_copy(out, json.data, gaps.data, v.failed_ids, v.nfailed_ids);
+    tftap_buf_done(&json);
+    tftap_buf_done(&gaps);
     analysis_run_verdict_done(&v);
-    if (tftap_buf_failed(&t)) {
-        tftap_buf_done(&t);
+    if (rc)
         return error_body(b, 500, "out of memory");
-    }
-    size_t len = 0;
-    char *all = tftap_buf_take(&t, &len);
-    *verdict = strdup(all);
-    *extras = strdup(all + vlen);
-    uv_mutex_lock(&c->lock);
-    unsigned slot = c->next++ % WEB_VERDICTS;
-    free(c->e[slot].json);
-    c->e[slot].json = all;
-    c->e[slot].run = run;
-    c->e[slot].full = !lazy; /* a whole verdict serves a lazy ask too */
-    c->e[slot].seq = r->seq;
-    uv_mutex_unlock(&c->lock);
-    if (!*verdict || !*extras) {
-        free(*verdict);
-        free(*extras);
-        *verdict = *extras = NULL;
-        return error_body(b, 500, "out of memory");
+    /* Kept in the slot written longest ago. */
+    struct verdict_out keep;
+    if (verdict_out_copy(&keep, out->json, out->gaps, out->ids, out->nids) == 0) {
+        uv_mutex_lock(&c->lock);
+        unsigned slot = c->next++ % WEB_VERDICTS;
+        free(c->e[slot].json);
+        free(c->e[slot].gaps);
+        free(c->e[slot].ids);
+        c->e[slot].json = keep.json;
+        c->e[slot].gaps = keep.gaps;
+        c->e[slot].ids = keep.ids;
+        c->e[slot].nids = keep.nids;
+        c->e[slot].run = run;
+        c->e[slot].full = !lazy; /* a whole verdict serves a lazy ask too */
+        c->e[slot].seq = r->seq;
+        uv_mutex_unlock(&c->lock);
     }
     return 0;
 }
@@ -290,22 +314,20 @@ static int api_runs(store *s, const struct web_request *r, tftap_buf *b)
         tftap_buf out = TFTAP_BUF_INIT;
         size_t from = 0;
         for (int i = 0; i < p->n; i++) {
-            char *v = NULL, *x = NULL;
-            int status = verdict_get(s, r, p->ids[i], 1, &v, &x, &out);
+            struct verdict_out v;
+            tftap_buf err = TFTAP_BUF_INIT;
+            int status = verdict_get(s, r, p->ids[i], 1, &v, &err);
+            tftap_buf_done(&err);
             if (status) {
-                /* a run removed meanwhile: no verdict said */
-                tftap_buf_reset(&out);
                 free(p);
                 tftap_buf_done(&out);
-                return status == 404 ? error_body(b, 500, "a run went away while read")
-                                     : error_body(b, status, "the runs' verdicts could not be read");
+                return error_body(b, 500, "the runs' verdicts could not be read");
             }
             tftap_buf_append(&out, b->data + from, p->ends[i] - from);
             tftap_buf_puts(&out, ",\"verdict\":");
-            tftap_buf_puts(&out, v);
+            tftap_buf_puts(&out, v.json);
             from = p->ends[i];
-            free(v);
-            free(x);
+            verdict_out_done(&v);
         }
         tftap_buf_append(&out, b->data + from, b->len - from);
         tftap_buf_reset(b);
@@ -441,38 +463,30 @@ static int api_call(store *s, int64_t run, int64_t call, tftap_buf *b)
  * [call rows of failed_ids]}. */
 static int api_verdict(store *s, const struct web_request *r, int64_t run, tftap_buf *b)
 {
-    char *v = NULL, *x = NULL;
-    int status = verdict_get(s, r, run, 0, &v, &x, b);
+    struct verdict_out v;
+    int status = verdict_get(s, r, run, 0, &v, b);
     if (status)
         return status;
     tftap_buf_puts(b, "{\"verdict\":");
-    tftap_buf_puts(b, v);
-    tftap_buf_putc(b, ',');
-    tftap_buf_puts(b, x);
+    tftap_buf_puts(b, v.json);
+    tftap_buf_puts(b, ",\"failed_ids\":[");
+    for (size_t i = 0; i < v.nids; i++)
+        tftap_buf_printf(b, "%s%lld", i ? "," : "", (long long)v.ids[i]);
+    tftap_buf_puts(b, "],");
+    tftap_buf_puts(b, v.gaps);
     tftap_buf_puts(b, ",\"failed\":[");
-    /* the ids, read back from the extras we wrote: "failed_ids":[1,2,..] */
-    const char *p = strchr(x, '[');
     int n = 0;
-    while (p && *++p && *p != ']') {
-        char *end = NULL;
-        long long id = strtoll(p, &end, 10);
-        if (end == p)
-            break;
+    for (size_t i = 0; i < v.nids; i++) {
         size_t mark = b->len;
         if (n)
             tftap_buf_putc(b, ',');
-        int rc = store_call_get(s, run, id, one_call_row, b);
-        if (rc == 0)
+        if (store_call_get(s, run, v.ids[i], one_call_row, b) == 0)
             n++;
         else
-            b->len = mark; /* gone meanwhile: left out */
-        p = end;
-        if (*p != ',')
-            break;
+            b->len = mark; /* gone meanwhile (the record changed): left out */
     }
     tftap_buf_puts(b, "]}\n");
-    free(v);
-    free(x);
+    verdict_out_done(&v);
     return 200;
 }
 

@@ -1043,8 +1043,11 @@ void web_server_free(web_server *w)
     store_close(w->live);
     free(w->schema.json);
     uv_mutex_destroy(&w->schema.lock);
-    for (int i = 0; i < WEB_VERDICTS; i++)
+    for (int i = 0; i < WEB_VERDICTS; i++) {
         free(w->verdicts.e[i].json);
+        free(w->verdicts.e[i].gaps);
+        free(w->verdicts.e[i].ids);
+    }
     uv_mutex_destroy(&w->verdicts.lock);
     free(w->db_path);
     free(w);

@@ -61,7 +61,10 @@ struct web_verdict_cache {
         int64_t run;
         int full; /* the check included (else only for lazy asks) */
         uint64_t seq;
-        char *json; /* NULL: empty slot */
+        char *json; /* the verdict's JSON; NULL: empty slot */
+        char *gaps; /* the gaps' JSON members */
+        int64_t *ids; /* the first failed calls */
+        size_t nids;
     } e[WEB_VERDICTS];
     unsigned next;
 };

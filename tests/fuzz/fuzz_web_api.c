@@ -18,12 +18,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static store *db;
 static struct web_schema_cache cache;
+static struct web_verdict_cache verdicts;
 static char dir[256], path[300];
 
 static void cleanup(void)
 {
     store_close(db);
     free(cache.json);
+    for (int i = 0; i < WEB_VERDICTS; i++) {
+        free(verdicts.e[i].json);
+        free(verdicts.e[i].gaps);
+        free(verdicts.e[i].ids);
+    }
     char f[320];
     static const char *const suffix[] = {"", "-wal", "-shm"};
     for (size_t i = 0; i < 3; i++) {
@@ -48,7 +54,8 @@ static int setup(void)
         store_run_end(w, run, 0))
         return -1;
     store_close(w);
-    if (store_open(path, STORE_OPEN_READONLY, &db) || uv_mutex_init(&cache.lock))
+    if (store_open(path, STORE_OPEN_READONLY, &db) || uv_mutex_init(&cache.lock) ||
+        uv_mutex_init(&verdicts.lock))
         return -1;
     atexit(cleanup);
     return 0;
@@ -97,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             kv = amp ? amp + 1 : NULL;
         }
     }
-    struct web_request r = {p, get_arg, &a};
+    struct web_request r = {p, get_arg, &a, &verdicts, (uint64_t)size % 3};
     tftap_buf body = TFTAP_BUF_INIT;
     int status = web_api(db, &cache, &r, &body);
     if (status != 200 && status != 400 && status != 404 && status != 500)
