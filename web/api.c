@@ -458,13 +458,14 @@ static int api_call(store *s, int64_t run, int64_t call, tftap_buf *b)
     return 200;
 }
 
-/* GET /api/runs/RUN/verdict: {"verdict": {...as tftap show --json},
+/* GET /api/runs/RUN/verdict[?lazy=1]: {"verdict": {...as tftap show --json},
  * "failed_ids": [...], "gap_reason", "gap_providers": [...], "failed":
  * [call rows of failed_ids]}. */
 static int api_verdict(store *s, const struct web_request *r, int64_t run, tftap_buf *b)
 {
     struct verdict_out v;
-    int status = verdict_get(s, r, run, 0, &v, b);
+    const char *lazy = arg_str(r, "lazy");
+    int status = verdict_get(s, r, run, lazy && strcmp(lazy, "0") != 0, &v, b);
     if (status)
         return status;
     tftap_buf_puts(b, "{\"verdict\":");

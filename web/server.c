@@ -71,6 +71,13 @@ static tftap_lib mhd_lib = {
  * the end of its last response: an absolute deadline, which trickling a
  * byte now and then does not move. */
 #define HEADER_DEADLINE_S 10
+/* Analyses (a check, a diff, a run's changes, verdicts) take seconds and
+ * hundreds of megabytes on a large run: at most HEAVY_MAX run at once, on
+ * libuv's pool of 4 threads, so that the others are always there for the
+ * cheap requests (a page of calls, the runs list); up to HEAVY_QUEUE more
+ * wait their turn (parked, holding no thread), beyond that 503. */
+#define HEAVY_MAX 2
+#define HEAVY_QUEUE 64
 /* Query arguments one request may carry (more: 414). */
 #define MAX_QUERY_ARGS 32
 #define MAX_LISTENERS 32
@@ -124,6 +131,9 @@ struct web_server {
     int64_t last_ping_ms;
     struct listener *listeners;
     int nlisteners;
+    int nheavy;                     /* analyses running */
+    struct job *queue, **queue_tail; /* analyses waiting, oldest first */
+    int nqueued;
     struct conn *conns; /* newest first */
     int npending;
     unsigned header_deadline_ms;
@@ -304,6 +314,8 @@ struct job {
     } args[MAX_ARGS];
     int nargs;
     uint64_t seq; /* w->seq when it came */
+    int heavy;        /* an analysis (see is_heavy) */
+    struct job *next; /* in the queue of analyses waiting for their turn */
     int status;
     tftap_buf body;
 };
@@ -414,12 +426,15 @@ static void job_work(uv_work_t *req)
 }
 
 static void finish_stop(web_server *w);
+static void queue_run(web_server *w);
 
 static void job_done(uv_work_t *req, int status)
 {
     struct job *j = container_of(req, struct job, req);
     web_server *w = j->w;
     w->jobs--;
+    if (j->heavy)
+        w->nheavy--;
     if (w->running) {
         struct MHD_Response *r = NULL;
         unsigned code = (unsigned)j->status;
@@ -443,10 +458,82 @@ static void job_done(uv_work_t *req, int status)
     }
     mhd.resume_connection(j->conn);
     job_free(j);
-    if (w->running)
+    if (w->running) {
+        queue_run(w);
         schedule(w, 0);
-    else if (w->jobs == 0)
+    } else if (w->jobs == 0)
         finish_stop(w);
+}
+
+/* An analysis: its cost grows with the run (or two), not with a page. */
+static int is_heavy(const struct job *j)
+{
+    const char *p = j->path;
+    if (strncmp(p, "/diff/", 6) == 0)
+        return 1;
+    if (strcmp(p, "/runs") == 0) {
+        const char *v = job_arg((void *)j, "verdict");
+        return v && *v && strcmp(v, "0") != 0;
+    }
+    size_t n = strlen(p);
+    static const char *const tails[] = {"/check", "/changes", "/verdict"};
+    for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
+        size_t t = strlen(tails[i]);
+        if (strncmp(p, "/runs/", 6) == 0 && n > t && strcmp(p + n - t, tails[i]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static int job_start(web_server *w, struct job *j)
+{
+    if (j->heavy)
+        w->nheavy++;
+    if (uv_queue_work(&w->loop, &j->req, job_work, job_done) != 0) {
+        if (j->heavy)
+            w->nheavy--;
+        return -1;
+    }
+    return 0;
+}
+
+/* A job that never ran: its connection goes on (answered with text, or
+ * without an answer when the server is stopping). */
+static void job_drop(web_server *w, struct job *j, unsigned status, const char *text)
+{
+    if (text && w->running) {
+        struct MHD_Response *r =
+            mhd.create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+        queue(w, j->conn, status, r, "text/plain; charset=utf-8");
+    }
+    mhd.resume_connection(j->conn);
+    w->jobs--;
+    job_free(j);
+}
+
+/* The next analyses waiting, while there is room. */
+static void queue_run(web_server *w)
+{
+    while (w->queue && w->nheavy < HEAVY_MAX) {
+        struct job *j = w->queue;
+        w->queue = j->next;
+        if (!w->queue)
+            w->queue_tail = &w->queue;
+        w->nqueued--;
+        if (job_start(w, j) != 0)
+            job_drop(w, j, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot queue the request\n");
+    }
+}
+
+static void queue_drop_all(web_server *w)
+{
+    while (w->queue) {
+        struct job *j = w->queue;
+        w->queue = j->next;
+        w->nqueued--;
+        job_drop(w, j, 0, NULL);
+    }
+    w->queue_tail = &w->queue;
 }
 
 static enum MHD_Result reply_api(web_server *w, struct MHD_Connection *c, const char *path)
@@ -460,9 +547,21 @@ static enum MHD_Result reply_api(web_server *w, struct MHD_Connection *c, const 
     j->conn = c;
     j->seq = w->seq;
     mhd.get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, j);
+    j->heavy = is_heavy(j);
+    if (j->heavy && w->nheavy >= HEAVY_MAX && w->nqueued >= HEAVY_QUEUE) {
+        job_free(j);
+        return reply_text(w, c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                          "too many analyses waiting: try again when they are done\n");
+    }
     mhd.suspend_connection(c);
     w->jobs++;
-    if (uv_queue_work(&w->loop, &j->req, job_work, job_done) != 0) {
+    if (j->heavy && w->nheavy >= HEAVY_MAX) {
+        *w->queue_tail = j;
+        w->queue_tail = &j->next;
+        w->nqueued++;
+        return MHD_YES;
+    }
+    if (job_start(w, j) != 0) {
         w->jobs--;
         mhd.resume_connection(c);
         job_free(j);
@@ -887,6 +986,7 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
     if (!w)
         return TFTAP_ENOMEM;
     w->s = s;
+    w->queue_tail = &w->queue;
     w->pool_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     w->db_path = strdup(opts && opts->db_path ? opts->db_path : "");
     if (!w->db_path || !*w->db_path || uv_mutex_init(&w->schema.lock) != 0) {
@@ -1025,6 +1125,7 @@ void web_server_stop(web_server *w)
     uv_close((uv_handle_t *)&w->live_timer, NULL);
     uv_close((uv_handle_t *)&w->sigint, NULL);
     uv_close((uv_handle_t *)&w->sigterm, NULL);
+    queue_drop_all(w);
     if (w->jobs == 0)
         finish_stop(w);
 }

@@ -260,6 +260,36 @@ for path, want in [("/api/runs/abc/check", 400), ("/api/runs/999999/check", 404)
     st, d = s.api(path)
     check_eq("GET %s" % path, (st, isinstance(d, dict) and "error" in d), (want, True))
 
+# Analyses wait their turn (two at a time) without holding up the cheap
+# requests, and every one of them is answered.
+import threading
+answers = []
+
+
+def ask(path):
+    st, _, body = s.req(path)
+    answers.append((path, st))
+
+
+heavy = ["/api/diff/%d/%d" % (run, run), "/api/runs/%d/check" % run, "/api/runs/%d/changes" % run,
+         "/api/runs/%d/verdict" % run, "/api/runs?verdict=1"] * 2
+threads = [threading.Thread(target=ask, args=(p,)) for p in heavy]
+for t in threads:
+    t.start()
+st, _, _ = s.req("/api/runs/%d/calls?limit=5" % run)
+check_eq("a page of calls while ten analyses run or wait", st, 200)
+for t in threads:
+    t.join()
+check_eq("and each analysis is answered", sorted(st for _, st in answers), [200] * len(heavy))
+st, d = s.api("/api/runs/%d/verdict" % run)
+check("the verdict: what tftap show --json says", st == 200 and d["verdict"] == json.loads(
+    subprocess.run([TFTAP, "show", "--db", DB, str(run), "--json"], capture_output=True).stdout)["verdict"]
+    and d["failed"] == [] and d["failed_ids"] == [])
+st, d = s.api("/api/runs?verdict=1")
+check("runs?verdict=1: each run with its verdict", st == 200 and all("verdict" in r and "failed" in r["verdict"] for r in d["runs"]))
+st, d = s.api("/api/runs")
+check("runs without verdict=1: none (no analysis asked for)", st == 200 and all("verdict" not in r for r in d["runs"]))
+
 # ---- bad paths and ids --------------------------------------------------------------
 for path, want in [("/api/runs/abc", 400), ("/api/runs/999999", 404), ("/api/runs/99999999999999999999", 400),
                    ("/api/runs/%d/calls/999999999" % run, 404), ("/api/runs/%d/calls/x" % run, 400),

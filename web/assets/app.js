@@ -450,6 +450,8 @@ async function runsView() {
       el('td', { class: r.dropped ? 'status-err' : '' }, String(r.dropped)),
       el('td', {}, el('a', { href: '/check/' + r.id, title: 'tftap check ' + r.id }, findingsText(v))));
     tr.dataset.text = ('#' + r.id + ' ' + step + cmd + ' ' + (r.cwd || '') + ' ' + (r.cli_name || '') + ' ' + (r.cli_version || '')).toLowerCase();
+    tr.dataset.key = [r.ended_us, r.exit_code, r.calls, r.dropped, r.processes].join(',');
+    tr.tftapRun = r;
     return tr;
   };
   const put = (list, atTop) => {
@@ -474,8 +476,16 @@ async function runsView() {
   try { await load(); } catch (e) { showError(main, e); }
   setView({
     live: async () => {
-      /* New runs and the newest ones' counts: the first page again. */
-      const d = await api('/runs' + qs({ limit: 20, verdict: 1 }));
+      /* New runs and the newest ones' counts: the first page again, and
+       * the verdicts of those that are new or changed only (a verdict is
+       * an analysis: not one per row per change). */
+      const d = await api('/runs' + qs({ limit: 20 }));
+      const key = r => [r.ended_us, r.exit_code, r.calls, r.dropped, r.processes].join(',');
+      for (const r of d.runs) {
+        const old = rows.get(r.id);
+        if (old && old.dataset.key === key(r) && old.tftapRun && old.tftapRun.verdict) { r.verdict = old.tftapRun.verdict; continue; }
+        r.verdict = (await api('/runs/' + r.id + '/verdict?lazy=1')).verdict;
+      }
       const fresh = d.runs.filter(r => !rows.has(r.id)).reverse();
       put(d.runs.filter(r => rows.has(r.id)), false);
       put(fresh, true);
@@ -814,7 +824,7 @@ async function runView(run, params) {
   const first = marks();
   await wf.start().catch(e => showError(main, e));
   await first;
-  let wasRunning = !d.run.ended_us, afterEnd = wasRunning ? 0 : 3;
+  let wasRunning = !d.run.ended_us, afterEnd = wasRunning ? 0 : 3, lastAnalysis = Date.now();
   setView({
     live: async () => {
       const fresh = await api('/runs/' + run);
@@ -822,8 +832,12 @@ async function runView(run, params) {
       await wf.live(fresh);
       /* While it records, and for the changes that follow its end (the
        * addresses are matched then), the changes and the verdict again. */
-      if (wasRunning || afterEnd < 3) {
+      /* Both are analyses of the whole run: while it records, at most
+       * every ten seconds. */
+      const ended = !!fresh.run.ended_us;
+      if ((wasRunning && (ended || Date.now() - lastAnalysis >= 10000)) || (!wasRunning && afterEnd < 3)) {
         if (!wasRunning) afterEnd++;
+        lastAnalysis = Date.now();
         await changes.reload().catch(() => {});
         await marks();
       }
