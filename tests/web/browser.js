@@ -111,6 +111,11 @@ async function main() {
   const cmpRow = await page.$eval(`#compare tr[data-path="${rej.path}"]`, tr => ({ cls: tr.className, cells: [...tr.children].map(td => td.innerText) })).catch(() => null);
   checkEq('failed apply: planned versus new, the finding\'s path marked', cmpRow, { cls: 'rejected', cells: [rej.path, JSON.stringify(rej.expected), JSON.stringify(rej.actual)] });
   await shot('failed-apply-call');
+  await go('/runs/' + conf.r.run);
+  await page.waitForFunction(want => document.querySelector('input[name=other]') && document.querySelector('input[name=other]').value === String(want), { timeout: T }, conf.r.prev).catch(() => {});
+  checkEq('diff: the default base is the previous run of the same command in the same directory', await page.$eval('input[name=other]', e => Number(e.value)), conf.r.prev);
+  const planMarks = await page.$$eval('details.change pre.plan span', ss => [...new Set(ss.map(x => x.className + ' ' + x.innerText))].sort());
+  check('changes: the markers coloured as tofu prints them (' + planMarks.join(', ') + ')', planMarks.includes('p-upd ~'));
   await go('/runs/last');
   await page.waitForSelector('#verdict-line', { timeout: T });
   checkEq('/runs/last is pinned to the run it was on load', new URL(page.url()).pathname, '/runs/' + conf.runs[0]);
@@ -254,7 +259,10 @@ async function main() {
   check('schemas: search', found.length > 0 && found.every(t => /thing/.test(t)));
   await page.click('.schema-types a');
   await page.waitForSelector('section.value .tree', { timeout: T });
-  check('schemas: a type\'s attributes', /"attributes"/.test(await text('section.value .tree')));
+  await page.waitForSelector('table.schema-attrs', { timeout: T }).catch(() => {});
+  const attrRows = await page.$$eval('table.schema-attrs tbody tr', trs => trs.map(tr => [...tr.children].map(td => td.innerText)));
+  check('schemas: a type\'s attributes as a table: name, type, flags (' + attrRows.length + ' rows)', attrRows.length > 0 && attrRows.some(r => r[0] === 'id' && /computed/.test(r[2])));
+  check('schemas: and as JSON', /"attributes"/.test(await page.$eval('section.value .tree', t => t.textContent)));
   await shot('schemas');
 
   /* ---- live: a run appears and grows without a reload ---- */

@@ -35,22 +35,6 @@ rm -rf "$shots"
 mkdir -p "$shots"
 q() { sqlite3 "$db" "$1"; }
 
-# Run A: an apply creating every kind of value (sensitive, numbers, blocks).
-a=$WORK/a
-mkdir -p "$a"
-cp "$top_srcdir/tests/e2e/configs/show/v1.tf.txt" "$a/main.tf"
-(cd "$a" && tofu init -input=false -no-color >/dev/null &&
-    "$TFTAP" run --db "$db" -- tofu apply -auto-approve -input=false -no-color >"$WORK/a.out" 2>&1)
-check_eq "run A: apply through tftap" "$?" 0
-run_a=$(last_run "$db")
-# Run B: a provider panicking in its apply.
-b=$WORK/b
-new_dir "$top_srcdir/tests/e2e/configs/crash" "$b"
-(cd "$b" && tofu init -input=false -no-color >/dev/null &&
-    "$TFTAP" run --db "$db" -- tofu apply -auto-approve -input=false -no-color -var fail=panic \
-        >"$WORK/b.out" 2>&1)
-check_eq "run B: the apply fails" "$?" 1
-run_b=$(last_run "$db")
 # Run R: an apply whose result core rejects (tests/peers/tftest/misbehave.go,
 # rule apply_changed: the new state differs from the plan): tofu exits 1
 # with "Provider produced inconsistent result after apply", and no call
@@ -82,7 +66,27 @@ TF
 misbehave none a
 (cd "$m" && tofu init -input=false -no-color >/dev/null &&
     "$TFTAP" run --db "$db" -- tofu apply -auto-approve -input=false -no-color >"$WORK/m1.out" 2>&1)
-check_eq "run R: the first apply succeeds" "$?" 0
+check_eq "run R0: the first apply succeeds" "$?" 0
+run_r0=$(last_run "$db")
+# (runs A and B come between: the diff base of R is R0, the previous
+# run of the same command in the same directory, not the run before it)
+# Run A: an apply creating every kind of value (sensitive, numbers, blocks).
+a=$WORK/a
+mkdir -p "$a"
+cp "$top_srcdir/tests/e2e/configs/show/v1.tf.txt" "$a/main.tf"
+(cd "$a" && tofu init -input=false -no-color >/dev/null &&
+    "$TFTAP" run --db "$db" -- tofu apply -auto-approve -input=false -no-color >"$WORK/a.out" 2>&1)
+check_eq "run A: apply through tftap" "$?" 0
+run_a=$(last_run "$db")
+# Run B: a provider panicking in its apply.
+b=$WORK/b
+new_dir "$top_srcdir/tests/e2e/configs/crash" "$b"
+(cd "$b" && tofu init -input=false -no-color >/dev/null &&
+    "$TFTAP" run --db "$db" -- tofu apply -auto-approve -input=false -no-color -var fail=panic \
+        >"$WORK/b.out" 2>&1)
+check_eq "run B: the apply fails" "$?" 1
+run_b=$(last_run "$db")
+# Run R: the same apply, now rejected.
 misbehave apply_changed b
 (cd "$m" && "$TFTAP" run --db "$db" -- tofu apply -auto-approve -input=false -no-color \
     -var "note=it's a \$HOME" >"$WORK/m2.out" 2>&1)
@@ -166,7 +170,7 @@ jq -n --arg url "$(head -1 "$WORK/url")" --arg big_url "$(head -1 "$WORK/big-url
         \"call\": $(q "SELECT id FROM calls WHERE run_id = $run_b AND rpc = 'ApplyResourceChange' AND status_code <> 0 ORDER BY id LIMIT 1"),
         \"status\": \"$(q "SELECT status_name FROM v_calls WHERE run_id = $run_b AND rpc = 'ApplyResourceChange' AND status_code <> 0 ORDER BY call_id LIMIT 1")\"}" \
     --argjson c "{\"run\": $run_c, \"call\": $call_c}" \
-    --argjson r "{\"run\": $run_r, \"verdict\": $(cat "$WORK/r-verdict.json"),
+    --argjson r "{\"run\": $run_r, \"prev\": $run_r0, \"verdict\": $(cat "$WORK/r-verdict.json"),
         \"cwd\": $(jq -n --arg d "$m" '$d'),
         \"argv\": $(q "SELECT json_array(command) FROM runs WHERE id = $run_r" | jq -c --argjson a "$(q "SELECT args FROM runs WHERE id = $run_r")" '. + $a'),
         \"calls\": $(q "SELECT count(*) FROM calls WHERE run_id = $run_r"),

@@ -510,6 +510,22 @@ function runHeader(d) {
       (r.dropped ? ', ' + r.dropped + ' records lost' : '')));
 }
 
+/* A change's text coloured as tofu prints it: + green, - red, ~ yellow,
+ * -/+ and +/- both. */
+function planText(text) {
+  const pre = el('pre', { class: 'plan' });
+  for (const line of text.split('\n')) {
+    const m = /^(\s*)(-\/\+|\+\/-|[+~-])( .*)$/.exec(line);
+    if (m) {
+      const cls = m[2] === '+' ? 'p-add' : m[2] === '-' ? 'p-del' : m[2] === '~' ? 'p-upd' : 'p-rep';
+      pre.append(m[1], el('span', { class: cls }, m[2]), m[3], '\n');
+    } else {
+      pre.append(line + '\n');
+    }
+  }
+  return pre;
+}
+
 /* Plan-like changes, collapsible per address, paged. */
 function changesSection(run, filter) {
   const box = el('section', { class: 'changes' });
@@ -531,7 +547,7 @@ function changesSection(run, filter) {
           c.address ? el('a', { href: resourceLink(run, c.address) }, what) : what,
           ' ', el('a', { class: 'muted', href: callLink(run, c.call_id) }, c.rpc + ' #' + c.call_id),
           c.status_code ? el('span', { class: 'status-err' }, ' ' + (c.status_name || 'status ' + c.status_code)) : ''),
-        el('pre', {}, c.text)));
+        planText(c.text)));
     }
     if (box.rejected) box.mark(box.rejected);
     offset = d.next || offset;
@@ -723,8 +739,24 @@ function filterForm(values, onApply) {
 }
 
 /* Check this run; diff it with another (the previous one by default). */
-function runLinks(id) {
+/* The diff base by default: the previous run of the same command (the CLI
+ * and its subcommand) in the same directory, else the run before. */
+async function previousLike(r) {
+  const sub = Array.isArray(r.args) && r.args.length ? r.args[0] : null;
+  let before = r.id;
+  for (let pages = 0; pages < 5 && before; pages++) {
+    const d = await api('/runs' + qs({ before, limit: 200 }));
+    const hit = d.runs.find(x => x.cwd === r.cwd && x.command === r.command && (Array.isArray(x.args) && x.args.length ? x.args[0] : null) === sub);
+    if (hit) return hit.id;
+    before = d.next;
+  }
+  return null;
+}
+
+function runLinks(id, run) {
   const other = el('input', { type: 'number', min: 1, name: 'other', value: id > 1 ? id - 1 : id, 'aria-label': 'run to diff with', class: 'run-number' });
+  if (run) previousLike(run).then(p => { if (p && !other.dataset.touched) { other.value = p; other.title = 'the previous run of ' + commandLine({ command: run.command, args: run.args.slice(0, 1) }) + ' in ' + run.cwd; } }).catch(() => {});
+  other.addEventListener('input', () => { other.dataset.touched = '1'; });
   const form = el('form', { class: 'inline' }, el('a', { href: '/check/' + id, id: 'check-link' }, 'Check this run'), ' · ',
     el('label', {}, 'diff with run ', other), ' ', el('button', { type: 'submit' }, 'Diff'));
   form.addEventListener('submit', ev => { ev.preventDefault(); if (other.value) navigate('/diff/' + Number(other.value) + '/' + id); });
@@ -818,7 +850,7 @@ async function runView(run, params) {
   const form = filterForm(filters, v => navigate(runLink(run) + qs(v)));
   const changes = changesSection(run, null);
   main.replaceChildren(el('h1', {}, 'Run #' + d.run.id, d.run.ended_us ? '' : el('span', { class: 'status-inflight' }, ' (recording)')),
-    verdict, header, runLinks(d.run.id),
+    verdict, header, runLinks(d.run.id, d.run),
     changes, form, wf);
   const marks = () => verdict.load().then(m => { wf.mark(m); changes.rejected = m; changes.mark(m); }).catch(e => { verdict.replaceChildren(); showError(verdict, e); });
   const first = marks();
@@ -1034,6 +1066,47 @@ async function diffView(a, b, params) {
   if (inputs.length) main.append(el('h2', {}, 'Inputs'), el('p', { class: 'muted' }, 'What tofu sent differently: these explain differences, they are not the provider\'s.'), diffTable(a, b, inputs));
 }
 
+/* A cty type as HCL writes it: list(string), object({a = number}). */
+function typeText(t) {
+  if (typeof t === 'string') return t;
+  if (!Array.isArray(t)) return showValue(t);
+  const [k, a] = t;
+  if (k === 'object') return 'object({' + Object.keys(a || {}).map(n => n + ' = ' + typeText(a[n])).join(', ') + '})';
+  if (k === 'tuple') return 'tuple([' + (a || []).map(typeText).join(', ') + '])';
+  return k + '(' + typeText(a) + ')';
+}
+
+/* A schema's block as a table of its attributes, nested blocks and nested
+ * attribute types below their parent (a.b), instead of a JSON tree. */
+function schemaTable(doc) {
+  const block = doc.block || doc;
+  if (!block || (!block.attributes && !block.block_types)) return null;
+  const tbody = el('tbody');
+  const flags = a => ['required', 'optional', 'computed', 'sensitive', 'write_only', 'deprecated'].filter(f => a[f]).map(f => f.replace('_', '-')).join(', ');
+  const attrs = (list, prefix) => {
+    for (const a of list || []) {
+      const nested = a.nested_type;
+      tbody.append(el('tr', { 'data-attr': prefix + a.name },
+        el('td', { class: 'mono' }, prefix + a.name),
+        el('td', { class: 'mono' }, nested ? 'nested ' + String(nested.nesting || '').toLowerCase() : typeText(a.type)),
+        el('td', {}, flags(a)), el('td', {}, a.description || '')));
+      if (nested) attrs(nested.attributes, prefix + a.name + '.');
+    }
+  };
+  const blocks = (b, prefix) => {
+    attrs(b.attributes, prefix);
+    for (const bt of b.block_types || []) {
+      const lim = [bt.min_items ? 'at least ' + bt.min_items : '', bt.max_items ? 'at most ' + bt.max_items : ''].filter(Boolean).join(', ');
+      tbody.append(el('tr', { class: 'group', 'data-attr': prefix + bt.type_name },
+        el('td', { class: 'mono' }, prefix + bt.type_name), el('td', { class: 'mono' }, 'block ' + String(bt.nesting || '').toLowerCase()),
+        el('td', {}, lim), el('td', {}, (bt.block && bt.block.description) || '')));
+      if (bt.block) blocks(bt.block, prefix + bt.type_name + '.');
+    }
+  };
+  blocks(block, '');
+  return el('table', { class: 'schema-attrs' }, el('thead', {}, el('tr', {}, ['Name', 'Type', '', 'Description'].map(h => el('th', {}, h)))), tbody);
+}
+
 async function schemasView(sha, params) {
   setView(null, 'Schemas');
   main.replaceChildren(el('h1', {}, 'Schemas'));
@@ -1068,7 +1141,12 @@ async function schemasView(sha, params) {
   if (type) {
     try {
       const b = await api('/schemas/' + sha + qs({ kind: params.get('kind'), type }));
-      detail.append(valueBlock(type, b.schema));
+      let table = null;
+      try { table = schemaTable(parseJSON(b.schema)); } catch (e) { table = null; }
+      if (table) detail.append(el('h2', {}, type), table);
+      const raw = el('details', { class: 'raw-schema' }, el('summary', {}, 'As JSON'), valueBlock(type, b.schema));
+      if (!table) raw.open = true;
+      detail.append(raw);
     } catch (e) { showError(detail, e); }
   }
 }
