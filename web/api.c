@@ -3,6 +3,7 @@
  * iterators, so a request costs the same whatever the size of the run. */
 #include "web/web_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,50 @@ static const char *arg_str(const struct web_request *r, const char *name)
 {
     const char *v = r->arg(r->arg_ctx, name);
     return v && *v ? v : NULL;
+}
+
+/* ---- the analyses' memory ------------------------------------------------ */
+
+/* Wait until bytes fit in what analyses may hold (or none holds any), and
+ * take them; returns what to give back. */
+static size_t budget_take(const struct web_request *r, size_t bytes)
+{
+    struct web_budget *b = r->budget;
+    if (!b)
+        return 0;
+    uv_mutex_lock(&b->lock);
+    while (b->used > 0 && b->used + bytes > WEB_ANALYSIS_BYTES)
+        uv_cond_wait(&b->freed, &b->lock);
+    b->used += bytes;
+    uv_mutex_unlock(&b->lock);
+    return bytes;
+}
+
+static void budget_give(const struct web_request *r, size_t bytes)
+{
+    struct web_budget *b = r->budget;
+    if (!b)
+        return;
+    uv_mutex_lock(&b->lock);
+    assert(b->used >= bytes);
+    b->used -= bytes;
+    uv_cond_broadcast(&b->freed);
+    uv_mutex_unlock(&b->lock);
+}
+
+static int run_calls_row(void *ctx, const store_run_row *r)
+{
+    *(int64_t *)ctx = r->calls;
+    return 0;
+}
+
+/* A run's calls (0 when it cannot be read: the analysis will say why). */
+static size_t run_calls(store *s, int64_t run)
+{
+    int64_t n = 0;
+    if (store_run_get(s, run, run_calls_row, &n) != 0 || n < 0)
+        return 0;
+    return (size_t)n;
 }
 
 /* ---- runs ------------------------------------------------------------- */
@@ -242,7 +287,9 @@ static int verdict_get(store *s, const struct web_request *r, int64_t run, int l
     if (found)
         return rc ? error_body(b, 500, "out of memory") : 0;
     analysis_run_verdict v;
+    size_t held = budget_take(r, run_calls(s, run) * WEB_COST_CHECK);
     rc = analysis_run_verdict_read(s, run, lazy ? ANALYSIS_VERDICT_LAZY : 0, &v);
+    budget_give(r, held);
     if (rc) {
         analysis_run_verdict_done(&v);
         return rc == TFTAP_ENOTFOUND ? error_body(b, 404, "no such run")
@@ -573,7 +620,9 @@ static int api_changes(store *s, int64_t run, const struct web_request *r, tftap
                             .limit = limit,
                             .text = TFTAP_BUF_INIT};
     tftap_buf_puts(b, "{\"changes\":[");
+    size_t held = budget_take(r, run_calls(s, run) * WEB_COST_CHANGES);
     rc = store_changes_each(s, run, arg_str(r, "filter"), each_change, &x);
+    budget_give(r, held);
     tftap_buf_done(&x.text);
     if (rc)
         return x.err == TFTAP_EDECODE ? error_body(b, 500, "a change's JSON is malformed")
@@ -608,7 +657,9 @@ static int api_check(store *s, int64_t run, const struct web_request *r, tftap_b
     if (status)
         return status;
     analysis_findings f = ANALYSIS_FINDINGS_INIT;
+    size_t held = budget_take(r, run_calls(s, run) * WEB_COST_CHECK);
     int rc = analysis_check_run(s, run, arg_str(r, "filter"), &f);
+    budget_give(r, held);
     if (!rc)
         rc = analysis_findings_json(&f, run, WEB_PAGE_BYTES, b);
     analysis_findings_done(&f);
@@ -627,10 +678,12 @@ static int api_diff(store *s, int64_t a, int64_t bb, const struct web_request *r
     const char *ignore[1] = {arg_str(r, "ignore")};
     analysis_diff_opts o = {arg_str(r, "filter"), ignore, ignore[0] ? 1 : 0};
     analysis_diff *d = NULL;
+    size_t held = budget_take(r, (run_calls(s, a) + run_calls(s, bb)) * WEB_COST_DIFF);
     int rc = analysis_diff_runs(s, a, s, bb, &o, &d);
     if (!rc)
         rc = analysis_diff_render(d, ANALYSIS_DIFF_JSON, 0, 0, b);
     analysis_diff_free(d);
+    budget_give(r, held);
     if (rc)
         return error_body(b, 500,
                           rc == TFTAP_ESTORE    ? store_errmsg(s)

@@ -139,6 +139,7 @@ struct web_server {
     unsigned header_deadline_ms;
     struct web_schema_cache schema;
     struct web_verdict_cache verdicts;
+    struct web_budget budget;
     char *db_path;
     int jobs; /* API requests (and reconnects) running on the thread pool */
     /* A PostgreSQL record: sessions kept open between requests (a session
@@ -416,7 +417,7 @@ static void job_work(uv_work_t *req)
             j->status = 500;
             return;
         }
-        struct web_request r = {j->path, job_arg, j, &w->verdicts, j->seq};
+        struct web_request r = {j->path, job_arg, j, &w->verdicts, j->seq, &w->budget};
         j->status = web_api(s, &w->schema, &r, &j->body);
         int lost = store_connection_lost(s);
         pool_give(w, s);
@@ -985,43 +986,37 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
     web_server *w = calloc(1, sizeof *w);
     if (!w)
         return TFTAP_ENOMEM;
+    int err = TFTAP_ENOMEM;
     w->s = s;
     w->queue_tail = &w->queue;
     w->pool_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
     w->db_path = strdup(opts && opts->db_path ? opts->db_path : "");
-    if (!w->db_path || !*w->db_path || uv_mutex_init(&w->schema.lock) != 0) {
-        int err = w->db_path && !*w->db_path ? TFTAP_EINVAL : TFTAP_ENOMEM;
-        free(w->db_path);
-        free(w);
-        return err;
+    if (!w->db_path)
+        goto fail_free;
+    if (!*w->db_path) {
+        err = TFTAP_EINVAL;
+        goto fail_free;
     }
-    if (uv_mutex_init(&w->verdicts.lock) != 0) {
-        int err = TFTAP_ENOMEM;
-        uv_mutex_destroy(&w->schema.lock);
-        free(w->db_path);
-        free(w);
-        return err;
-    }
+    if (uv_mutex_init(&w->schema.lock) != 0)
+        goto fail_free;
+    if (uv_mutex_init(&w->verdicts.lock) != 0)
+        goto fail_schema;
+    if (uv_mutex_init(&w->budget.lock) != 0)
+        goto fail_verdicts;
+    if (uv_cond_init(&w->budget.freed) != 0)
+        goto fail_budget_lock;
     w->poll_ms = opts && opts->poll_ms ? opts->poll_ms : 200;
     unsigned timeout = opts && opts->idle_timeout ? opts->idle_timeout : 30;
     w->header_deadline_ms =
         1000u * (timeout < HEADER_DEADLINE_S ? timeout : HEADER_DEADLINE_S);
     unsigned char raw[TOKEN_BYTES];
     if (RAND_bytes(raw, sizeof raw) != 1) {
-        uv_mutex_destroy(&w->schema.lock);
-        uv_mutex_destroy(&w->verdicts.lock);
-        free(w->db_path);
-        free(w);
-        return TFTAP_EIO;
+        err = TFTAP_EIO;
+        goto fail_budget;
     }
     tftap_hex_encode(raw, sizeof raw, w->token);
-    if (uv_loop_init(&w->loop) != 0) {
-        uv_mutex_destroy(&w->schema.lock);
-        uv_mutex_destroy(&w->verdicts.lock);
-        free(w->db_path);
-        free(w);
-        return TFTAP_ENOMEM;
-    }
+    if (uv_loop_init(&w->loop) != 0)
+        goto fail_budget;
     errno = 0;
     w->mhd = mhd.start_daemon(
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, answer,
@@ -1033,12 +1028,8 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
     if (!w->mhd) {
         if (!errno)
             errno = EADDRNOTAVAIL;
-        uv_loop_close(&w->loop);
-        uv_mutex_destroy(&w->schema.lock);
-        uv_mutex_destroy(&w->verdicts.lock);
-        free(w->db_path);
-        free(w);
-        return TFTAP_EIO;
+        err = TFTAP_EIO;
+        goto fail_loop;
     }
     const union MHD_DaemonInfo *pi = mhd.get_daemon_info(w->mhd, MHD_DAEMON_INFO_BIND_PORT);
     unsigned port = pi ? pi->port : 0;
@@ -1062,6 +1053,21 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
     w->pooled = store_path_is_url(w->db_path);
     *out = w;
     return 0;
+
+fail_loop:
+    uv_loop_close(&w->loop);
+fail_budget:
+    uv_cond_destroy(&w->budget.freed);
+fail_budget_lock:
+    uv_mutex_destroy(&w->budget.lock);
+fail_verdicts:
+    uv_mutex_destroy(&w->verdicts.lock);
+fail_schema:
+    uv_mutex_destroy(&w->schema.lock);
+fail_free:
+    free(w->db_path);
+    free(w);
+    return err;
 }
 
 const char *web_server_load_error(void)
@@ -1150,6 +1156,8 @@ void web_server_free(web_server *w)
         free(w->verdicts.e[i].ids);
     }
     uv_mutex_destroy(&w->verdicts.lock);
+    uv_mutex_destroy(&w->budget.lock);
+    uv_cond_destroy(&w->budget.freed);
     free(w->db_path);
     free(w);
 }

@@ -31,6 +31,20 @@ extern const size_t web_nassets;
 /* The largest run diff served (JSON has no cut that stays valid). */
 #define WEB_DIFF_BYTES (16 * 1024 * 1024)
 
+/* What analyses may hold in memory at once: each takes an estimate of
+ * its peak (bytes per call of the runs it reads, measured in bench/web)
+ * before it runs and gives it back after; one whose estimate passes the
+ * cap runs only alone. */
+#define WEB_ANALYSIS_BYTES ((size_t)512 * 1024 * 1024)
+#define WEB_COST_CHECK 10240  /* a check (and a verdict), per call */
+#define WEB_COST_DIFF 7168    /* a diff, per call of both runs */
+#define WEB_COST_CHANGES 1024 /* a run's changes, per call */
+struct web_budget {
+    uv_mutex_t lock;
+    uv_cond_t freed;
+    size_t used;
+};
+
 /* A request as the API sees it: the path after "/api" and a lookup for
  * query arguments (NULL when absent). */
 struct web_request {
@@ -39,6 +53,7 @@ struct web_request {
     void *arg_ctx;
     struct web_verdict_cache *verdicts;
     uint64_t seq; /* the server's count of database changes when it came */
+    struct web_budget *budget; /* NULL: analyses are not held back */
 };
 
 /* The decoded schema last asked for, kept across requests: decoding one
