@@ -104,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             kv = amp ? amp + 1 : NULL;
         }
     }
-    struct web_request r = {p, get_arg, &a, &verdicts, (uint64_t)size % 3};
+    struct web_request r = {p, get_arg, &a, &verdicts, (uint64_t)size % 3, NULL};
     tftap_buf body = TFTAP_BUF_INIT;
     int status = web_api(db, &cache, &r, &body);
     if (status != 200 && status != 400 && status != 404 && status != 500)
