@@ -267,8 +267,10 @@ const analysis_finding *analysis_run_verdict_reject_of(const analysis_run_verdic
 /* Append the verdict as JSON: {"failed", "running", "checked", "exit_code",
  * "failed_calls", "records_lost", "not_recorded", "tolerated", "unconfirmed",
  * "rejected": [{call_id, method, address, type_name, rule, path, expected,
- * actual, message}]} (expected and actual as decoded-value JSON, exact). */
-void analysis_run_verdict_json(const analysis_run_verdict *v, tftap_buf *b);
+ * actual, message}]} (expected and actual as decoded-value JSON, exact).
+ * max_bytes (0: no cap) stops listing rejected answers once the list passes
+ * that many bytes; "rejected_count" then says how many there are. */
+void analysis_run_verdict_json(const analysis_run_verdict *v, size_t max_bytes, tftap_buf *b);
 
 /* ---- run diff: what a provider did differently between two runs ----------- */
 

@@ -161,7 +161,7 @@ static void json_raw(tftap_buf *b, const char *json)
     tftap_buf_puts(b, json && *json ? json : "null");
 }
 
-void analysis_run_verdict_json(const analysis_run_verdict *v, tftap_buf *b)
+void analysis_run_verdict_json(const analysis_run_verdict *v, size_t max_bytes, tftap_buf *b)
 {
     tftap_buf_printf(b, "{\"failed\":%s,\"running\":%s,\"checked\":%s,\"exit_code\":",
                      v->failed ? "true" : "false", v->running ? "true" : "false",
@@ -176,11 +176,13 @@ void analysis_run_verdict_json(const analysis_run_verdict *v, tftap_buf *b)
                      (long long)v->failed_calls, (long long)v->lost, (long long)v->unrecorded,
                      v->tolerated, v->unconfirmed);
     tftap_buf_puts(b, ",\"rejected\":[");
-    int n = 0;
+    size_t n = 0, start = b->len;
     for (size_t i = 0; v->rejected && i < v->findings.n; i++) {
         const analysis_finding *f = &v->findings.v[i];
         if (f->verdict != ANALYSIS_REJECTS)
             continue;
+        if (max_bytes && b->len - start > max_bytes)
+            break;
         tftap_buf_printf(b, "%s{\"call_id\":%lld,\"method\":", n++ ? "," : "",
                          (long long)f->call_id);
         json_str(b, f->rpc);
@@ -200,5 +202,8 @@ void analysis_run_verdict_json(const analysis_run_verdict *v, tftap_buf *b)
         json_str(b, f->message);
         tftap_buf_putc(b, '}');
     }
-    tftap_buf_puts(b, "]}");
+    tftap_buf_putc(b, ']');
+    if (n < v->rejected)
+        tftap_buf_printf(b, ",\"rejected_count\":%zu", v->rejected);
+    tftap_buf_putc(b, '}');
 }

@@ -122,5 +122,5 @@ void cli_verdict_short(const cli_verdict *v, tftap_buf *b)
 
 void cli_verdict_json(const cli_verdict *v, tftap_buf *b)
 {
-    analysis_run_verdict_json(v, b);
+    analysis_run_verdict_json(v, 0, b);
 }

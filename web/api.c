@@ -297,7 +297,7 @@ static int verdict_get(store *s, const struct web_request *r, int64_t run, int l
                                      : error_body(b, 500, tftap_strerror(rc));
     }
     tftap_buf json = TFTAP_BUF_INIT, gaps = TFTAP_BUF_INIT;
-    analysis_run_verdict_json(&v, &json);
+    analysis_run_verdict_json(&v, WEB_PAGE_BYTES, &json);
     tftap_buf_puts(&gaps, "\"gap_reason\":");
     put_str(&gaps, v.gap_reason);
     tftap_buf_puts(&gaps, ",\"gap_providers\":[");

@@ -1,8 +1,10 @@
 #!/bin/sh
 # web/embed.sh SRCDIR FILE...: write C source embedding each FILE (a path
 # relative to SRCDIR, under web/assets/) as a byte array with its URL path
-# and content type, so that `tftap serve` needs nothing but its binary.
-# Plain POSIX sh + od + sed: no network, no tool beyond the base system.
+# and content type, so that `tftap serve` needs nothing but its binary;
+# each also gzip-compressed (served to a browser that takes gzip).
+# Plain POSIX sh + od + sed + gzip: no network, no tool beyond the base
+# system (gzip -n: no name or time in it, the same bytes every build).
 set -eu
 srcdir=$1
 shift
@@ -13,6 +15,10 @@ i=0
 for f in "$@"; do
     echo "static const unsigned char asset_$i[] = {"
     od -An -v -tx1 "$srcdir/$f" | sed -e 's/  */ /g' -e 's/^ //' -e '/^$/d' \
+        -e 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'
+    echo "};"
+    echo "static const unsigned char asset_gz_$i[] = {"
+    gzip -9 -n -c "$srcdir/$f" | od -An -v -tx1 | sed -e 's/  */ /g' -e 's/^ //' -e '/^$/d' \
         -e 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'
     echo "};"
     i=$((i + 1))
@@ -29,7 +35,7 @@ for f in "$@"; do
     *.svg) type='image/svg+xml' ;;
     *) type='application/octet-stream' ;;
     esac
-    echo "    {\"/$name\", \"$type\", asset_$i, sizeof asset_$i},"
+    echo "    {\"/$name\", \"$type\", asset_$i, sizeof asset_$i, asset_gz_$i, sizeof asset_gz_$i},"
     i=$((i + 1))
 done
 echo '};'

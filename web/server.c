@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -287,13 +288,42 @@ static const struct web_asset *asset(const char *path)
     return NULL;
 }
 
+/* The client takes gzip: "gzip" among Accept-Encoding's codings, not
+ * refused with q=0. */
+static int takes_gzip(struct MHD_Connection *c)
+{
+    const char *ae = mhd.lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+    for (const char *p = ae; p && *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t n = strcspn(p, ",;");
+        const char *q = p + n;
+        int is_gzip = n == 4 && strncasecmp(p, "gzip", 4) == 0;
+        size_t param = *q == ';' ? strcspn(q, ",") : 0;
+        int refused = 0;
+        if (param) {
+            const char *v = strstr(q, "q=");
+            refused = v && v < q + param && strtod(v + 2, NULL) == 0;
+        }
+        if (is_gzip && !refused)
+            return 1;
+        p = q + param;
+    }
+    return 0;
+}
+
 static enum MHD_Result reply_asset(web_server *w, struct MHD_Connection *c, const char *path)
 {
     const struct web_asset *a = asset(path);
     if (!a)
         return reply_text(w, c, MHD_HTTP_NOT_FOUND, "not found\n");
-    struct MHD_Response *r =
-        mhd.create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+    int gz = a->gz_len && a->gz_len < a->len && takes_gzip(c);
+    struct MHD_Response *r = mhd.create_response_from_buffer(
+        gz ? a->gz_len : a->len, (void *)(gz ? a->gz : a->data), MHD_RESPMEM_PERSISTENT);
+    if (r && gz)
+        mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+    if (r)
+        mhd.add_response_header(r, MHD_HTTP_HEADER_VARY, MHD_HTTP_HEADER_ACCEPT_ENCODING);
     return queue(w, c, MHD_HTTP_OK, r, a->type);
 }
 
@@ -434,8 +464,11 @@ static void job_done(uv_work_t *req, int status)
     struct job *j = container_of(req, struct job, req);
     web_server *w = j->w;
     w->jobs--;
-    if (j->heavy)
-        w->nheavy--;
+    if (j->heavy && --w->nheavy == 0 && !w->queue)
+        /* The last analysis is done: what it freed goes back to the system
+         * (glibc keeps freed memory of other threads' arenas otherwise:
+         * gigabytes after a diff of large runs). */
+        malloc_trim(0);
     if (w->running) {
         struct MHD_Response *r = NULL;
         unsigned code = (unsigned)j->status;

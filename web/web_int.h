@@ -16,6 +16,8 @@ struct web_asset {
     const char *type; /* Content-Type */
     const unsigned char *data;
     size_t len;
+    const unsigned char *gz; /* the same, gzip-compressed */
+    size_t gz_len;
 };
 extern const struct web_asset web_assets[];
 extern const size_t web_nassets;
@@ -37,7 +39,7 @@ extern const size_t web_nassets;
  * cap runs only alone. */
 #define WEB_ANALYSIS_BYTES ((size_t)512 * 1024 * 1024)
 #define WEB_COST_CHECK 10240  /* a check (and a verdict), per call */
-#define WEB_COST_DIFF 7168    /* a diff, per call of both runs */
+#define WEB_COST_DIFF 15360   /* a diff, per call of both runs */
 #define WEB_COST_CHANGES 1024 /* a run's changes, per call */
 struct web_budget {
     uv_mutex_t lock;

@@ -175,6 +175,16 @@ check_eq("OPTIONS (a CORS preflight) is refused: 405", st, 405)
 st, _, _ = s.req("/api/runs", method="POST")
 check_eq("POST: 405", st, 405)
 
+# The assets go gzip-compressed to a client that takes it, whole to others.
+import gzip
+st, hdr, plain = s.req("/assets/app.js", token=False)
+st2, hdr2, packed = s.req("/assets/app.js", token=False, headers={"Accept-Encoding": "br, gzip"})
+check("assets: gzip to a client that takes it, the same bytes unpacked",
+      st == st2 == 200 and hdr2.get("content-encoding") == "gzip" and len(packed) < len(plain) / 2
+      and gzip.decompress(packed) == plain and "content-encoding" not in hdr)
+st, hdr, body = s.req("/assets/app.js", token=False, headers={"Accept-Encoding": "gzip;q=0, identity"})
+check("assets: not to one that refuses it (q=0)", "content-encoding" not in hdr and body == plain)
+
 # ---- Host (DNS rebinding) ---------------------------------------------------------
 st, _, _ = s.req("/api/runs", host="evil.example:%d" % s.port)
 check_eq("a foreign Host with the right token: 403", st, 403)

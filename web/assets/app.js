@@ -388,10 +388,13 @@ function commandLine(r) {
 
 /* The runs list's verdict: ok or FAILED and why, counted (the verdict is
  * the API's, analysis_run_verdict: the same the CLI prints). */
+/* Answers core rejects: the list may be cut short (rejected_count says). */
+function rejectedCount(v) { return v.rejected_count !== undefined ? v.rejected_count : v.rejected.length; }
+
 function verdictReasons(v) {
   const out = [];
   if (v.exit_code !== null && v.exit_code !== 0) out.push('exit ' + v.exit_code);
-  if (v.rejected.length) out.push(v.rejected.length + ' rejected');
+  if (rejectedCount(v)) out.push(rejectedCount(v) + ' rejected');
   if (v.failed_calls) out.push(v.failed_calls + ' failed call' + (v.failed_calls === 1 ? '' : 's'));
   if (v.records_lost) out.push(v.records_lost + ' lost');
   return out;
@@ -411,7 +414,7 @@ function verdictCell(r) {
 function findingsText(v) {
   if (!v) return 'check';
   if (!v.checked) return 'check';
-  const n = v.rejected.length + v.tolerated + v.unconfirmed;
+  const n = rejectedCount(v) + v.tolerated + v.unconfirmed;
   return n ? n + ' finding' + (n === 1 ? '' : 's') : 'none';
 }
 
@@ -768,7 +771,8 @@ function runLinks(id, run) {
 function verdictLine(id, v) {
   const reasons = [];
   if (v.exit_code !== null && v.exit_code !== 0) reasons.push('the command exited ' + v.exit_code);
-  if (v.rejected.length) reasons.push(v.rejected.length + ' answer' + (v.rejected.length === 1 ? '' : 's') + ' core rejects');
+  const nrej = rejectedCount(v);
+  if (nrej) reasons.push(nrej + ' answer' + (nrej === 1 ? '' : 's') + ' core rejects');
   if (v.failed_calls) reasons.push(v.failed_calls + ' call' + (v.failed_calls === 1 ? '' : 's') + ' failed');
   if (v.records_lost) reasons.push(v.records_lost + ' record' + (v.records_lost === 1 ? '' : 's') + ' lost');
   if (v.running) return 'Run ' + id + ' is still running' + (v.failed ? '; so far: ' + reasons.join('; ') : '');
@@ -794,7 +798,8 @@ function verdictSection(run) {
     const parts = [el('p', { id: 'verdict-line', class: 'verdict-line ' + (v.failed ? 'status-err' : v.running ? 'status-inflight' : 'status-ok') }, verdictLine(run, v) + '.')];
     if (v.rejected.length) {
       const tbody = el('tbody');
-      for (const f of v.rejected)
+      const SHOWN = 20;
+      for (const f of v.rejected.slice(0, SHOWN))
         tbody.append(el('tr', { class: 'rejected', 'data-call': f.call_id },
           el('td', {}, el('a', { href: callLink(run, f.call_id) }, f.method + ' #' + f.call_id)),
           el('td', {}, f.address || f.type_name || '-'),
@@ -805,6 +810,8 @@ function verdictSection(run) {
           el('td', {}, f.message)));
       parts.push(el('h3', {}, 'Answers core rejected'),
         el('table', { class: 'findings rejected-answers' }, el('thead', {}, el('tr', {}, ['Call', 'Address', 'Rule', 'Path', 'Expected (planned)', 'Actual (returned)', 'Why'].map(h => el('th', {}, h)))), tbody));
+      if (rejectedCount(v) > SHOWN)
+        parts.push(el('p', { class: 'muted' }, (rejectedCount(v) - SHOWN) + ' more (red in the calls below): ', el('a', { href: '/check/' + run }, 'every finding')));
     }
     if (d.failed.length) {
       const ul = el('ul', { class: 'failed-calls' });
