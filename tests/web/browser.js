@@ -289,6 +289,8 @@ async function main() {
   const done = JSON.parse(fs.readFileSync(conf.live_state, 'utf8'));
   const rowsAfter = await waitCount('a.row', done.calls);
   checkEq('live: the run grows to every call', rowsAfter, done.calls);
+  const addressed = await page.waitForFunction(n => [...document.querySelectorAll('a.row')].filter(r => r.tftapCall && r.tftapCall.address).length === n, { timeout: T }, done.addressed).then(() => true, () => false);
+  check('live: the addresses matched at its end appear without a reload (' + done.addressed + ')', addressed);
   check('live: the calls after the page opened came in (' + rowsBefore + ' -> ' + rowsAfter + ')', rowsAfter > rowsBefore);
   await page.waitForFunction(() => !/recording/.test(document.querySelector('main h1').innerText), { timeout: T }).catch(() => {});
   check('live: and it says when the run ended', !/recording/.test(await text('main h1')));
@@ -358,6 +360,20 @@ async function main() {
     await page.goBack();
     await page.waitForFunction(want => document.querySelectorAll('a.row').length > 0 && Math.abs(window.scrollY - want) < 2, { timeout: T }, y).catch(() => {});
     checkEq('scale: Back restores the scroll position', await page.evaluate(() => Math.round(window.scrollY)), Math.round(y));
+    /* Live at scale: commits while the page watches make at most one round
+     * of requests each (coalesced: often fewer), and no row twice. */
+    const apiReqs = [];
+    const onReq = r => { if (r.url().includes('/api/') && !r.url().includes('/api/events')) apiReqs.push(new URL(r.url()).pathname); };
+    page.on('request', onReq);
+    const TOUCHES = 10;
+    execFileSync('bash', [conf.touch, String(TOUCHES)], { stdio: 'inherit' });
+    await page.waitForFunction(() => document.querySelector('#live.on'), { timeout: T }).catch(() => {});
+    await page.waitForNetworkIdle({ idleTime: 1500, timeout: 60000 }).catch(() => {});
+    page.off('request', onReq);
+    console.log('scale: live requests for ' + TOUCHES + ' commits: ' + JSON.stringify(apiReqs));
+    check('scale: live, at most one request per commit (' + apiReqs.length + ' for ' + TOUCHES + ')', apiReqs.length <= TOUCHES);
+    const ids = await page.$$eval('a.row', rs => rs.map(r => r.dataset.call));
+    checkEq('scale: live, no row twice', ids.length, new Set(ids).size);
     await cdp.detach();
   }
 

@@ -133,7 +133,8 @@ stop)
     n=600
     while kill -0 "\$pid" 2>/dev/null && [ \$n -gt 0 ]; do sleep 0.1; n=\$((n - 1)); done
     run=\$(sqlite3 "$db" 'SELECT max(id) FROM runs')
-    echo "{\"run\": \$run, \"calls\": \$(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id = \$run")}" >"\$state"
+    echo "{\"run\": \$run, \"calls\": \$(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id = \$run"),
+        \"addressed\": \$(sqlite3 "$db" "SELECT count(*) FROM v_calls WHERE run_id = \$run AND address IS NOT NULL")}" >"\$state"
     ;;
 esac
 LIVE
@@ -142,6 +143,14 @@ LIVE
 mkdir -p "$WORK/big"
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
     "$top_builddir/bench/store/bench_store" 50000 small --db "$WORK/big/tftap.db" >/dev/null || not_ok "bench run written"
+
+# Commits into the big run while the browser watches it (live, at scale).
+cat >"$WORK/touch.sh" <<TOUCH
+#!/usr/bin/env bash
+for i in \$(seq "\$1"); do
+    sqlite3 -cmd '.timeout 10000' "$WORK/big/tftap.db" "UPDATE calls SET status_message = 'touch \$i' WHERE id = 1"
+done
+TOUCH
 
 "$TFTAP" serve --db "$db" >"$WORK/url" 2>"$WORK/url.err" &
 srv=$!
@@ -155,6 +164,7 @@ updated_calls=$(q "SELECT count(*) FROM v_calls WHERE run_id = $run_a AND addres
 jq -n --arg url "$(head -1 "$WORK/url")" --arg big_url "$(head -1 "$WORK/big-url")" \
     --arg chromium "$CHROMIUM" --arg node_dir "$NODE_DIR" --arg shots "$shots" \
     --arg profile "$WORK/chromium" --arg live "$WORK/live.sh" --arg live_state "$WORK/live.json" \
+    --arg touch "$WORK/touch.sh" \
     --argjson runs "[$(q "SELECT group_concat(id) FROM (SELECT id FROM runs ORDER BY id DESC)")]" \
     --argjson schemas "$(q "SELECT count(*) FROM schemas WHERE kind = 'provider'")" \
     --argjson a "{\"run\": $run_a,
