@@ -4,6 +4,7 @@
 #include "web/web_int.h"
 
 #include <assert.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +113,13 @@ static void budget_give(const struct web_request *r, size_t bytes)
     uv_mutex_lock(&b->lock);
     assert(b->used >= bytes);
     b->used -= bytes;
+    /* No analysis holds memory now: what they freed goes back to the
+     * system before the next starts (glibc keeps each thread's freed
+     * memory in that thread's arena, where an analysis on another thread
+     * does not reuse it: two diffs of large runs one after the other held
+     * both their peaks). */
+    if (b->used == 0 && bytes > 0)
+        malloc_trim(0);
     uv_cond_broadcast(&b->freed);
     uv_mutex_unlock(&b->lock);
 }

@@ -8,7 +8,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <malloc.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -464,11 +463,8 @@ static void job_done(uv_work_t *req, int status)
     struct job *j = container_of(req, struct job, req);
     web_server *w = j->w;
     w->jobs--;
-    if (j->heavy && --w->nheavy == 0 && !w->queue)
-        /* The last analysis is done: what it freed goes back to the system
-         * (glibc keeps freed memory of other threads' arenas otherwise:
-         * gigabytes after a diff of large runs). */
-        malloc_trim(0);
+    if (j->heavy)
+        w->nheavy--;
     if (w->running) {
         struct MHD_Response *r = NULL;
         unsigned code = (unsigned)j->status;

@@ -232,6 +232,9 @@ async function main() {
   await page.click('form.inline button');
   await page.waitForSelector('#diff-summary', { timeout: T });
   checkEq('diff: the run page diffs with the run asked for', new URL(page.url()).pathname, '/diff/' + conf.a.run + '/' + conf.b.run);
+  await page.waitForSelector('#diff-versions tbody tr', { timeout: T }).catch(() => {});
+  const vrows = await page.$$eval('#diff-versions tbody tr', trs => trs.map(tr => [...tr.children].map(td => td.innerText)));
+  check('diff: the provider versions of both runs (' + JSON.stringify(vrows) + ')', vrows.some(r => /tftest6$/.test(r[0]) && r[1] === '0.1.0' && r[2] === '0.1.0'));
   const df = conf.diff;
   checkEq('diff: the summary says what tftap diff --json counts', (await text('#diff-summary')).split(';')[0],
     df.same ? 'same behaviour' : df.differences + ' difference' + (df.differences === 1 ? '' : 's'));

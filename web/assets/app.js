@@ -1063,6 +1063,25 @@ async function diffView(a, b, params) {
   form.addEventListener('submit', ev => { ev.preventDefault(); navigate('/diff/' + a + '/' + b + qs({ ignore: field.value.trim() })); });
   main.replaceChildren(el('h1', {}, 'Diff of runs #' + a + ' and #' + b),
     el('p', {}, el('a', { href: runLink(a) }, 'run #' + a), ' → ', el('a', { href: runLink(b) }, 'run #' + b)), form);
+  /* The provider versions of both runs: what a difference in behaviour
+   * most often comes from. */
+  const versions = el('table', { class: 'versions', id: 'diff-versions' });
+  main.append(versions);
+  Promise.all([api('/runs/' + a), api('/runs/' + b)]).then(([ra, rb]) => {
+    const of = r => {
+      const m = new Map();
+      for (const p of r.processes) if (p.provider) m.set(p.provider, (m.get(p.provider) || new Set()).add(p.version || '?'));
+      return m;
+    };
+    const va = of(ra), vb = of(rb);
+    const names = [...new Set([...va.keys(), ...vb.keys()])].sort();
+    const list = m => m ? [...m].sort().join(', ') : '-';
+    versions.append(el('thead', {}, el('tr', {}, ['Provider', 'Run #' + a, 'Run #' + b].map(h => el('th', {}, h)))),
+      el('tbody', {}, names.map(n => {
+        const x = list(va.get(n)), y = list(vb.get(n));
+        return el('tr', { class: x !== y ? 'changed' : '' }, el('td', { class: 'mono' }, n), el('td', {}, x), el('td', { class: x !== y ? 'status-err' : '' }, y));
+      })));
+  }).catch(() => versions.remove());
   let d;
   try { d = await api('/diff/' + a + '/' + b + qs({ ignore })); } catch (e) { showError(main, e); return; }
   let sum = d.same ? 'same behaviour' : d.differences + ' difference' + (d.differences === 1 ? '' : 's');
