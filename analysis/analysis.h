@@ -263,7 +263,7 @@ int analysis_run_verdict_unrecorded_id(const analysis_run_verdict *v, int64_t ca
 /* The (first) finding by which core rejects call_id's answer, or NULL
  * (none, or the run succeeded: see unconfirmed). */
 const analysis_finding *analysis_run_verdict_reject_of(const analysis_run_verdict *v,
-                                                      int64_t call_id);
+                                                       int64_t call_id);
 /* Append the verdict as JSON: {"failed", "running", "checked", "exit_code",
  * "failed_calls", "records_lost", "not_recorded", "tolerated", "unconfirmed",
  * "rejected": [{call_id, method, address, type_name, rule, path, expected,

@@ -140,7 +140,7 @@ void analysis_run_verdict_done(analysis_run_verdict *v)
 }
 
 const analysis_finding *analysis_run_verdict_reject_of(const analysis_run_verdict *v,
-                                                      int64_t call_id)
+                                                       int64_t call_id)
 {
     for (size_t i = 0; v->rejected && i < v->findings.n; i++)
         if (v->findings.v[i].call_id == call_id && v->findings.v[i].verdict == ANALYSIS_REJECTS)

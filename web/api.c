@@ -285,8 +285,7 @@ static int verdict_get(store *s, const struct web_request *r, int64_t run, int l
     memset(out, 0, sizeof *out);
     uv_mutex_lock(&c->lock);
     for (unsigned i = 0; i < WEB_VERDICTS && !found; i++) {
-        if (c->e[i].json && c->e[i].run == run && c->e[i].seq == r->seq &&
-            (c->e[i].full || lazy)) {
+        if (c->e[i].json && c->e[i].run == run && c->e[i].seq == r->seq && (c->e[i].full || lazy)) {
             found = 1;
             rc = verdict_out_copy(out, c->e[i].json, c->e[i].gaps, c->e[i].ids, c->e[i].nids);
         }

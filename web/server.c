@@ -122,8 +122,8 @@ struct web_server {
     store *s;
     unsigned poll_ms;
     char token[2 * TOKEN_BYTES + 1];
-    char host[80];   /* "127.0.0.1:PORT", "[::1]:PORT" */
-    char port[8];    /* "PORT" */
+    char host[80]; /* "127.0.0.1:PORT", "[::1]:PORT" */
+    char port[8];  /* "PORT" */
     char url[160];
     int loopback, wildcard;
     int64_t data_version;
@@ -131,7 +131,7 @@ struct web_server {
     int64_t last_ping_ms;
     struct listener *listeners;
     int nlisteners;
-    int nheavy;                     /* analyses running */
+    int nheavy;                      /* analyses running */
     struct job *queue, **queue_tail; /* analyses waiting, oldest first */
     int nqueued;
     struct conn *conns; /* newest first */
@@ -291,7 +291,8 @@ static const struct web_asset *asset(const char *path)
  * refused with q=0. */
 static int takes_gzip(struct MHD_Connection *c)
 {
-    const char *ae = mhd.lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
+    const char *ae =
+        mhd.lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING);
     for (const char *p = ae; p && *p;) {
         while (*p == ' ' || *p == ',')
             p++;
@@ -343,7 +344,7 @@ struct job {
         char *key, *value;
     } args[MAX_ARGS];
     int nargs;
-    uint64_t seq; /* w->seq when it came */
+    uint64_t seq;     /* w->seq when it came */
     int heavy;        /* an analysis (see is_heavy) */
     struct job *next; /* in the queue of analyses waiting for their turn */
     int status;
@@ -836,7 +837,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 /* The request's headers are in: no deadline until it is answered. */
 static void conn_ready(web_server *w, struct MHD_Connection *c)
 {
-    const union MHD_ConnectionInfo *ci = mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const union MHD_ConnectionInfo *ci =
+        mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     struct conn *k = ci ? ci->socket_context : NULL;
     if (k && k->due_ms > 0) {
         k->due_ms = 0;
@@ -849,7 +851,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     web_server *w = cls;
-    const union MHD_ConnectionInfo *ci = mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    const union MHD_ConnectionInfo *ci =
+        mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     struct conn *k = ci ? ci->socket_context : NULL;
     if (k && k->due_ms == 0) {
         k->due_ms = tftap_mono_ms() + w->header_deadline_ms;
@@ -1036,8 +1039,7 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
         goto fail_budget_lock;
     w->poll_ms = opts && opts->poll_ms ? opts->poll_ms : 200;
     unsigned timeout = opts && opts->idle_timeout ? opts->idle_timeout : 30;
-    w->header_deadline_ms =
-        1000u * (timeout < HEADER_DEADLINE_S ? timeout : HEADER_DEADLINE_S);
+    w->header_deadline_ms = 1000u * (timeout < HEADER_DEADLINE_S ? timeout : HEADER_DEADLINE_S);
     unsigned char raw[TOKEN_BYTES];
     if (RAND_bytes(raw, sizeof raw) != 1) {
         err = TFTAP_EIO;
@@ -1051,9 +1053,9 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
         MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, answer,
         w, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, w, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-        w, MHD_OPTION_URI_LOG_CALLBACK, on_uri, w, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, w, MHD_OPTION_NOTIFY_COMPLETED, on_completed, w, MHD_OPTION_URI_LOG_CALLBACK,
+        on_uri, w, MHD_OPTION_END);
     if (!w->mhd) {
         if (!errno)
             errno = EADDRNOTAVAIL;

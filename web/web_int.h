@@ -54,7 +54,7 @@ struct web_request {
     const char *(*arg)(void *ctx, const char *name);
     void *arg_ctx;
     struct web_verdict_cache *verdicts;
-    uint64_t seq; /* the server's count of database changes when it came */
+    uint64_t seq;              /* the server's count of database changes when it came */
     struct web_budget *budget; /* NULL: analyses are not held back */
 };
 
@@ -78,8 +78,8 @@ struct web_verdict_cache {
         int64_t run;
         int full; /* the check included (else only for lazy asks) */
         uint64_t seq;
-        char *json; /* the verdict's JSON; NULL: empty slot */
-        char *gaps; /* the gaps' JSON members */
+        char *json;   /* the verdict's JSON; NULL: empty slot */
+        char *gaps;   /* the gaps' JSON members */
         int64_t *ids; /* the first failed calls */
         size_t nids;
     } e[WEB_VERDICTS];
