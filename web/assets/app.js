@@ -374,7 +374,7 @@ function moreButton(label, fn) {
 /* One argument as a POSIX shell reads it back: bare when it has nothing
  * the shell would treat specially, else in single quotes. */
 function shellQuote(a) {
-  a = String(a);
+  a = typeof a === 'string' ? a : showValue(a);
   if (a !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(a)) return a;
   return "'" + a.replace(/'/g, "'\\''") + "'";
 }
