@@ -545,6 +545,74 @@ static int api_verdict(store *s, const struct web_request *r, int64_t run, tftap
     return 200;
 }
 
+/* ---- a resource's history: every run that touched an address ------------ */
+
+#define HISTORY_RUNS 50  /* runs looked at per page */
+#define HISTORY_CALLS 50 /* calls listed per run */
+
+struct history_runs {
+    int64_t ids[HISTORY_RUNS];
+    int n;
+    int more;
+};
+
+static int history_run(void *ctx, const store_run_row *r)
+{
+    struct history_runs *h = ctx;
+    if (h->n == HISTORY_RUNS) {
+        h->more = 1;
+        return STOP;
+    }
+    h->ids[h->n++] = r->id;
+    return 0;
+}
+
+/* GET /api/history?address=A&before=RUN: the runs older than before
+ * (newest first, HISTORY_RUNS of them looked at) with calls about address
+ * or its instances: {"address", "runs": [{"run": {...}, "calls": [...],
+ * "more": bool}], "next": RUN|null}. Runs without such a call are left out. */
+static int api_history(store *s, const struct web_request *r, tftap_buf *b)
+{
+    const char *address = arg_str(r, "address");
+    int64_t before = arg_num(r, "before", 0, INT64_MAX);
+    if (!address || before < 0)
+        return error_body(b, 400, "address is required and before must be a run id");
+    struct history_runs h = {.n = 0};
+    int rc = store_runs_page(s, before, HISTORY_RUNS + 1, history_run, &h);
+    if (rc && rc != STOP)
+        return error_body(b, 500, store_errmsg(s));
+    tftap_buf_puts(b, "{\"address\":");
+    put_str(b, address);
+    tftap_buf_puts(b, ",\"runs\":[");
+    store_call_filter f = {NULL, NULL, address, NULL};
+    int listed = 0;
+    for (int i = 0; i < h.n; i++) {
+        size_t mark = b->len;
+        if (listed)
+            tftap_buf_putc(b, ',');
+        tftap_buf_puts(b, "{\"run\":");
+        if ((rc = store_run_get(s, h.ids[i], one_run, b)) != 0) {
+            b->len = mark; /* gone meanwhile */
+            continue;
+        }
+        struct page_ctx p = {.b = b, .limit = HISTORY_CALLS};
+        tftap_buf_puts(b, ",\"calls\":[");
+        rc = store_calls_page(s, h.ids[i], &f, 0, HISTORY_CALLS + 1, 0, each_call, &p);
+        if (rc && rc != STOP)
+            return error_body(b, 500, store_errmsg(s));
+        if (p.n == 0) {
+            b->len = mark;
+            continue;
+        }
+        tftap_buf_printf(b, "],\"more\":%s}", p.more ? "true" : "false");
+        listed++;
+    }
+    tftap_buf_puts(b, "],\"next\":");
+    put_i64_or_null(b, h.more && h.n, h.n ? h.ids[h.n - 1] : 0);
+    tftap_buf_puts(b, "}\n");
+    return 200;
+}
+
 /* ---- changes: `tftap show` as JSON, one rendered text per change -------- */
 
 struct changes_ctx {
@@ -899,6 +967,8 @@ int web_api(store *s, struct web_schema_cache *cache, const struct web_request *
             return api_verdict(s, r, run, b);
         return error_body(b, 404, "no such API path");
     }
+    if (seg_is(seg[0], len[0], "history") && n == 1)
+        return api_history(s, r, b);
     if (seg_is(seg[0], len[0], "diff")) {
         if (n != 3)
             return error_body(b, 404, "no such API path: /api/diff/A/B");

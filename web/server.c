@@ -500,7 +500,7 @@ static void job_done(uv_work_t *req, int status)
 static int is_heavy(const struct job *j)
 {
     const char *p = j->path;
-    if (strncmp(p, "/diff/", 6) == 0)
+    if (strncmp(p, "/diff/", 6) == 0 || strcmp(p, "/history") == 0)
         return 1;
     if (strcmp(p, "/runs") == 0) {
         const char *v = job_arg((void *)j, "verdict");
@@ -774,7 +774,8 @@ static void on_live(uv_timer_t *t)
 
 static int is_page(const char *url)
 {
-    static const char *const prefixes[] = {"/runs/", "/diff/", "/check/", "/schemas/"};
+    static const char *const prefixes[] = {"/runs/", "/diff/", "/check/", "/schemas/",
+                                           "/history/"};
     if (strcmp(url, "/") == 0 || strcmp(url, "/schemas") == 0)
         return 1;
     for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)

@@ -214,6 +214,11 @@ async function main() {
   const rrows = await page.$$eval('a.row .c-what', ws => ws.map(w => w.innerText));
   check('resource: only its calls, in order', rrows.length === conf.a.updated_calls && rrows.every(w => w === 'tftest6_thing.updated'));
   await shot('resource');
+  await page.click('#history-link');
+  await page.waitForSelector('section.history-run', { timeout: T }).catch(() => {});
+  checkEq('history: the address across runs, each run with its calls about it', await page.$$eval('section.history-run', ss => ss.map(x => [Number(x.dataset.run), x.querySelectorAll('li').length])),
+    [[conf.a.run, conf.a.updated_calls]]);
+  await shot('history');
 
   /* ---- check and diff: what tftap check and tftap diff say ---- */
   await go('/runs/' + conf.b.run);

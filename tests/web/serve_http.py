@@ -247,6 +247,19 @@ check("one type's schema block", st == 200 and '"attributes"' in d["schema"])
 st, d = s.api("/api/schemas/%s?q=zzz" % sha256)
 check("schema search", st == 200 and d["resource_schemas"] == [])
 
+st, d = s.api("/api/history?address=bench_instance.nope")
+check("history of an address no run touched: none", st == 200 and d["runs"] == [] and d["next"] is None)
+st, d = s.api("/api/history")
+check_eq("history without an address: 400", st, 400)
+st, d = s.api("/api/runs/%d/calls?type=bench_instance&limit=1" % run)
+a1 = d["calls"][0]["address"]
+if a1:
+    st, d = s.api("/api/history?address=" + a1)
+    check("history of an address: its run, its calls", st == 200 and [h["run"]["id"] for h in d["runs"]] == [run]
+          and all(c["address"] == a1 or c["address"].startswith(a1 + "[") for c in d["runs"][0]["calls"]))
+else:
+    print("skip: the bench run's calls carry no address")
+
 # ---- check and diff: tftap check --json and tftap diff --json ----------------------
 st, d = s.api("/api/runs/%d/check" % run)
 check("check: the findings object of tftap check --json", st == 200 and d["run"] == run and isinstance(d["findings"], list)

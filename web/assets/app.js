@@ -126,6 +126,7 @@ function statusOf(c, rej) {
 function runLink(id) { return '/runs/' + id; }
 function callLink(run, id) { return '/runs/' + run + '/calls/' + id; }
 function resourceLink(run, addr) { return '/runs/' + run + '/resources/' + encodeURIComponent(addr); }
+function historyLink(addr) { return '/history/' + encodeURIComponent(addr); }
 
 function showError(where, err) {
   where.append(el('p', { class: 'error-box', role: 'alert', text: String(err.message || err) }));
@@ -991,13 +992,45 @@ async function callView(run, id) {
 async function resourceView(run, address) {
   setView(null, address);
   const d = await api('/runs/' + run).catch(e => e);
-  main.replaceChildren(el('h1', {}, address), el('p', {}, 'In ', el('a', { href: runLink(run) }, 'run #' + run), ': every change and call about this address, in order.'));
+  main.replaceChildren(el('h1', {}, address), el('p', {}, 'In ', el('a', { href: runLink(run) }, 'run #' + run), ': every change and call about this address, in order. ',
+    el('a', { href: historyLink(address), id: 'history-link' }, 'Its history across runs')));
   if (d instanceof Error) { showError(main, d); return; }
   main.append(changesSection(run, address));
   const wf = waterfall(run, d, { address });
   main.append(wf);
   await wf.start().catch(e => showError(main, e));
   setView({ live: () => wf.live(null) }, address);
+}
+
+/* A resource's history: every run that touched the address (or its
+ * instances), newest first, with its calls about it. */
+async function historyView(address) {
+  setView(null, address + ' across runs');
+  const list = el('div', { class: 'history' });
+  const more = el('div');
+  main.replaceChildren(el('h1', {}, address, el('span', { class: 'muted' }, ' across runs')),
+    el('p', { class: 'muted' }, 'Every recorded run with a call about this address or its instances, newest first.'), list, more);
+  let before = null, shown = 0;
+  const load = async () => {
+    const d = await api('/history' + qs({ address, before }));
+    for (const h of d.runs) {
+      shown++;
+      const r = h.run;
+      const rows = h.calls.map(c => {
+        const st = statusOf(c);
+        return el('li', { 'data-call': c.id }, el('a', { href: callLink(r.id, c.id) }, c.rpc + ' #' + c.id), ' ', c.address || '', ' ',
+          el('span', { class: st.cls === 's-err' ? 'status-err' : st.cls === 's-ok' ? 'status-ok' : 'muted' }, st.short));
+      });
+      list.append(el('section', { class: 'history-run', 'data-run': r.id },
+        el('h3', {}, el('a', { href: resourceLink(r.id, address) }, 'Run #' + r.id), ' ', el('span', { class: 'mono' }, commandLine(r)), ' ',
+          el('span', { class: 'muted' }, fmtTime(r.started_us) + (r.exit_code === null ? '' : ', exit ' + r.exit_code))),
+        el('ul', {}, rows), h.more ? el('p', { class: 'muted' }, 'more calls: ', el('a', { href: resourceLink(r.id, address) }, 'all of them in run #' + r.id)) : ''));
+    }
+    before = d.next;
+    more.replaceChildren(before ? moreButton('Older runs', () => load().catch(e => showError(more, e))) : '');
+    if (!before && !shown) list.replaceChildren(el('p', { class: 'muted' }, 'No recorded run has a call about ' + address + '.'));
+  };
+  await load().catch(e => showError(main, e));
 }
 
 /* A decoded value as one line of text (objects and arrays as JSON). */
@@ -1189,6 +1222,7 @@ async function route() {
     else if ((m = /^\/runs\/(\d+|last)\/?$/.exec(path))) await runView(m[1], params);
     else if ((m = /^\/runs\/(\d+|last)\/calls\/(\d+)$/.exec(path))) await callView(m[1], Number(m[2]));
     else if ((m = /^\/runs\/(\d+|last)\/resources\/(.+)$/.exec(path))) await resourceView(m[1], decodeURIComponent(m[2]));
+    else if ((m = /^\/history\/(.+)$/.exec(path))) await historyView(decodeURIComponent(m[1]));
     else if ((m = /^\/diff\/(\d+|last)\/(\d+|last)$/.exec(path))) await diffView(m[1], m[2], params);
     else if ((m = /^\/check\/(\d+|last)$/.exec(path))) await checkView(m[1]);
     else if (path === '/schemas') await schemasView(null, params);
