@@ -142,6 +142,7 @@ async function main() {
   checkEq('run A: a clean run has no red row (expected closes are grey)', await count('a.row.s-err'), 0);
   const bars = await page.$$eval('a.row .bar', bs => bs.filter(b => b.getBoundingClientRect().width >= 1).length);
   checkEq('run A: every row has its bar on the time axis', bars, conf.a.calls);
+  checkEq('run A: each bar says its duration', await page.$$eval('a.row .dur', ds => ds.filter(d => /^[0-9.]+(us|ms|s)$/.test(d.innerText)).length), conf.a.calls);
   await page.waitForSelector('details.change', { timeout: T });
   const addrs = await page.$$eval('details.change', ds => ds.map(d => d.dataset.address).sort());
   checkEq('run A: the changes are those of tftap show', addrs, conf.a.addresses.slice().sort());

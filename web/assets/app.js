@@ -585,7 +585,8 @@ function callRow(run, c, span, rejected) {
     el('span', { class: 'c-rpc', title: c.method }, c.rpc),
     el('span', { class: 'c-what', title: what }, what),
     el('span', { class: 'c-status' }, st.short),
-    el('span', { class: 'c-bar', title: st.text + ', ' + fmtDur(c.started_us, c.ended_us) }, el('span', { class: 'bar' })));
+    el('span', { class: 'c-bar', title: st.text + ', ' + fmtDur(c.started_us, c.ended_us) }, el('span', { class: 'bar' }),
+      el('span', { class: 'dur' }, c.ended_us ? fmtDur(c.started_us, c.ended_us) : '')));
   a.tftapCall = c;
   placeBar(a, span);
   return a;
@@ -596,8 +597,17 @@ function placeBar(row, span) {
   const total = Math.max(span.last - span.first, 1);
   const end = c.ended_us || span.last;
   const bar = row.querySelector('.bar');
-  bar.style.left = ((c.started_us - span.first) / total * 100).toFixed(3) + '%';
-  bar.style.width = Math.max((end - c.started_us) / total * 100, 0.15).toFixed(3) + '%';
+  const left = (c.started_us - span.first) / total * 100;
+  const width = Math.max((end - c.started_us) / total * 100, 0.15);
+  bar.style.left = left.toFixed(3) + '%';
+  bar.style.width = width.toFixed(3) + '%';
+  /* The duration beside its bar: after it, or before it near the end. */
+  const dur = row.querySelector('.dur');
+  if (dur) {
+    const after = left + width < 85;
+    dur.style.left = after ? (left + width).toFixed(3) + '%' : '';
+    dur.style.right = after ? '' : (100 - left).toFixed(3) + '%';
+  }
 }
 
 function fmtSpan(us) {
