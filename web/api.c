@@ -177,6 +177,7 @@ struct page_ctx {
     /* runs: each row's id and where its closing brace is in b */
     int64_t ids[WEB_PAGE_MAX];
     size_t ends[WEB_PAGE_MAX];
+    char running[WEB_PAGE_MAX];
 };
 
 static int each_run(void *ctx, const store_run_row *r)
@@ -191,6 +192,7 @@ static int each_run(void *ctx, const store_run_row *r)
     run_json(p->b, r);
     p->ids[p->n - 1] = r->id;
     p->ends[p->n - 1] = p->b->len - 1;
+    p->running[p->n - 1] = r->ended_us == 0;
     p->last = r->id;
     return 0;
 }
@@ -344,9 +346,11 @@ static int verdict_get(store *s, const struct web_request *r, int64_t run, int l
     return 0;
 }
 
-/* With verdict=1, each run carries its verdict (lazy: the check only of
- * runs whose command failed), added once the page is read (no query runs
- * while another iterates). */
+/* With verdict=1, each run that ended carries its verdict (lazy: the
+ * check only of runs whose command failed; a run still recording has none
+ * yet, and checking it again at each of its commits is what starved the
+ * server), added once the page is read (no query runs while another
+ * iterates). */
 static int api_runs(store *s, const struct web_request *r, tftap_buf *b)
 {
     int64_t before = arg_num(r, "before", 0, INT64_MAX);
@@ -368,6 +372,8 @@ static int api_runs(store *s, const struct web_request *r, tftap_buf *b)
         tftap_buf out = TFTAP_BUF_INIT;
         size_t from = 0;
         for (int i = 0; i < p->n; i++) {
+            if (p->running[i])
+                continue;
             struct verdict_out v;
             tftap_buf err = TFTAP_BUF_INIT;
             int status = verdict_get(s, r, p->ids[i], 1, &v, &err);

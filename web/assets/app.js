@@ -403,6 +403,7 @@ function verdictReasons(v) {
 
 function verdictCell(r) {
   const v = r.verdict;
+  if (!r.ended_us) return el('span', { class: 'status-inflight' }, 'recording');
   if (!v) return '-';
   if (v.running) return el('span', { class: 'status-inflight' }, 'running');
   if (v.failed) return el('span', { class: 'status-err', title: verdictReasons(v).join('; ') }, 'FAILED', el('span', { class: 'reasons' }, ' ' + verdictReasons(v).join(', ')));
@@ -487,6 +488,7 @@ async function runsView() {
       const key = r => [r.ended_us, r.exit_code, r.calls, r.dropped, r.processes].join(',');
       for (const r of d.runs) {
         const old = rows.get(r.id);
+        if (!r.ended_us) continue; /* still recording: no verdict yet */
         if (old && old.dataset.key === key(r) && old.tftapRun && old.tftapRun.verdict) { r.verdict = old.tftapRun.verdict; continue; }
         r.verdict = (await api('/runs/' + r.id + '/verdict?lazy=1')).verdict;
       }
