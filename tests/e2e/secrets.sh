@@ -151,7 +151,7 @@ token=${url##*token=}
 : >"$WORK/api.txt"
 api() { curl -s -f "$base$1$([[ $1 == *\?* ]] && echo '&' || echo '?')token=$token"; }
 for path in "/api/runs/$apply_run" "/api/runs/$apply_run/calls" "/api/runs/$apply_run/changes" \
-    "/api/runs/$apply_run/check"; do
+    "/api/runs/$apply_run/check" "/api/runs/$apply_run/verdict" "/api/runs?verdict=1"; do
     api "$path" >>"$WORK/api.txt"
 done
 for id in $(sqlite3 "$db" "SELECT id FROM calls WHERE run_id = $apply_run"); do

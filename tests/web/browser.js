@@ -253,7 +253,9 @@ async function main() {
   /* ---- schemas ---- */
   await go('/schemas');
   await page.waitForSelector('main table tbody tr', { timeout: T });
-  checkEq('schemas: one row per recorded schema', await count('main table tbody tr'), conf.schemas);
+  checkEq('schemas: each recorded schema listed once', await count('main table tbody a.sha'), conf.schemas);
+  const groups = await page.$$eval('main table tbody tr', trs => trs.map(tr => [...tr.children].slice(0, 3).map(td => td.innerText).join(' ')));
+  checkEq('schemas: one row per provider version and protocol', groups.length, new Set(groups).size);
   const link = await page.$$eval('main table tbody tr', rs => {
     const r = rs.find(x => /tftest6/.test(x.innerText));
     return r ? r.querySelector('a').getAttribute('href') : null;

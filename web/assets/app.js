@@ -1184,13 +1184,26 @@ async function schemasView(sha, params) {
   let list;
   try { list = await api('/schemas'); } catch (e) { showError(main, e); return; }
   if (!list.schemas.length) { main.append(el('p', { class: 'muted' }, 'No provider schemas recorded yet.')); return; }
+  /* One row per provider version: a provider may send the same schema
+   * with other bytes (Go writes its maps in a random order), each a
+   * recording of its own (its hash), listed in the row. */
+  const groups = new Map();
+  for (const s of list.schemas) {
+    const k = [s.provider, s.versions, s.protocol].join('\u0000');
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(s);
+  }
   const tbody = el('tbody');
-  for (const s of list.schemas)
-    tbody.append(el('tr', { class: s.sha256 === sha ? 'running' : '' },
+  for (const g of groups.values()) {
+    const s = g[0];
+    tbody.append(el('tr', { class: g.some(x => x.sha256 === sha) ? 'running' : '' },
       el('td', {}, el('a', { href: '/schemas/' + s.sha256 }, s.provider || '-')),
-      el('td', {}, s.versions || '-'), el('td', {}, String(s.protocol)), el('td', {}, fmtBytes(s.size)),
-      el('td', {}, fmtTime(s.first_seen_us)), el('td', { class: 'mono muted' }, s.sha256.slice(0, 12))));
-  main.append(el('table', {}, el('thead', {}, el('tr', {}, ['Provider', 'Versions', 'Protocol', 'Size', 'First seen', 'SHA-256'].map(h => el('th', {}, h)))), tbody));
+      el('td', {}, s.versions || '-'), el('td', {}, String(s.protocol)), el('td', {}, [...new Set(g.map(x => fmtBytes(x.size)))].join(', ')),
+      el('td', {}, fmtTime(Math.min(...g.map(x => x.first_seen_us)))),
+      el('td', { class: 'mono' }, g.map((x, i) => [i ? ', ' : '', el('a', { class: 'sha', href: '/schemas/' + x.sha256, title: x.sha256 }, x.sha256.slice(0, 12))]),
+        g.length > 1 ? el('div', { class: 'muted' }, g.length + ' recordings with other bytes (a provider may write its maps in any order)') : '')));
+  }
+  main.append(el('table', {}, el('thead', {}, el('tr', {}, ['Provider', 'Versions', 'Protocol', 'Size', 'First seen', 'Recorded as (SHA-256)'].map(h => el('th', {}, h)))), tbody));
   if (!sha) return;
   const q = el('input', { type: 'search', value: params.get('q') || '', placeholder: 'resource type, data source…', 'aria-label': 'search types' });
   const out = el('div');
