@@ -1200,7 +1200,7 @@ async function schemasView(sha, params) {
       el('td', {}, el('a', { href: '/schemas/' + s.sha256 }, s.provider || '-')),
       el('td', {}, s.versions || '-'), el('td', {}, String(s.protocol)), el('td', {}, [...new Set(g.map(x => fmtBytes(x.size)))].join(', ')),
       el('td', {}, fmtTime(Math.min(...g.map(x => x.first_seen_us)))),
-      el('td', { class: 'mono' }, g.map((x, i) => [i ? ', ' : '', el('a', { class: 'sha', href: '/schemas/' + x.sha256, title: x.sha256 }, x.sha256.slice(0, 12))]),
+      el('td', { class: 'mono' }, g.flatMap((x, i) => [i ? ', ' : '', el('a', { class: 'sha', href: '/schemas/' + x.sha256, title: x.sha256 }, x.sha256.slice(0, 12))]),
         g.length > 1 ? el('div', { class: 'muted' }, g.length + ' recordings with other bytes (a provider may write its maps in any order)') : '')));
   }
   main.append(el('table', {}, el('thead', {}, el('tr', {}, ['Provider', 'Versions', 'Protocol', 'Size', 'First seen', 'Recorded as (SHA-256)'].map(h => el('th', {}, h)))), tbody));
