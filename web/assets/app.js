@@ -439,7 +439,7 @@ async function runsView() {
   const rowOf = r => {
     /* An acceptance test's step run reads TEST / step N / COMMAND first. */
     const step = r.parent_id || r.test ? (r.test || '(test not known)') + ' / step ' + (r.step || '?') + ' / ' +
-      ((Array.isArray(r.args) ? r.args : []).find(a => typeof a === 'string' && !a.startsWith('-')) || '-') + (r.parent_id ? ' (run #' + r.parent_id + ')' : '') + ': ' : '';
+      (subcommand(r) || '-') + (r.parent_id ? ' (run #' + r.parent_id + ')' : '') + ': ' : '';
     const cmd = commandLine(r);
     const v = r.verdict || null;
     const tr = el('tr', { class: (r.ended_us ? '' : 'running') + (v && v.failed ? ' failed' : ''), 'data-run': r.id },
@@ -757,12 +757,17 @@ function filterForm(values, onApply) {
 /* Check this run; diff it with another (the previous one by default). */
 /* The diff base by default: the previous run of the same command (the CLI
  * and its subcommand) in the same directory, else the run before. */
+/* A run's CLI subcommand: its first argument that is no option. */
+function subcommand(r) {
+  return (Array.isArray(r.args) ? r.args : []).find(a => typeof a === 'string' && !a.startsWith('-')) || null;
+}
+
 async function previousLike(r) {
-  const sub = Array.isArray(r.args) && r.args.length ? r.args[0] : null;
+  const sub = subcommand(r);
   let before = r.id;
   for (let pages = 0; pages < 5 && before; pages++) {
     const d = await api('/runs' + qs({ before, limit: 200 }));
-    const hit = d.runs.find(x => x.cwd === r.cwd && x.command === r.command && (Array.isArray(x.args) && x.args.length ? x.args[0] : null) === sub);
+    const hit = d.runs.find(x => x.cwd === r.cwd && x.command === r.command && subcommand(x) === sub);
     if (hit) return hit.id;
     before = d.next;
   }
@@ -771,7 +776,7 @@ async function previousLike(r) {
 
 function runLinks(id, run) {
   const other = el('input', { type: 'number', min: 1, name: 'other', value: id > 1 ? id - 1 : id, 'aria-label': 'run to diff with', class: 'run-number' });
-  if (run) previousLike(run).then(p => { if (p && !other.dataset.touched) { other.value = p; other.title = 'the previous run of ' + commandLine({ command: run.command, args: run.args.slice(0, 1) }) + ' in ' + run.cwd; } }).catch(() => {});
+  if (run) previousLike(run).then(p => { if (p && !other.dataset.touched) { other.value = p; other.title = 'the previous run of ' + commandLine({ command: run.command, args: [subcommand(run) || ''] }) + ' in ' + run.cwd; } }).catch(() => {});
   other.addEventListener('input', () => { other.dataset.touched = '1'; });
   const form = el('form', { class: 'inline' }, el('a', { href: '/check/' + id, id: 'check-link' }, 'Check this run'), ' · ',
     el('label', {}, 'diff with run ', other), ' ', el('button', { type: 'submit' }, 'Diff'));
