@@ -74,9 +74,9 @@ use() {
     *) not_ok "$tag: without the program: '$err'" ;; esac
     mv "$WORK/rp.moved" "$libexecdir/tftap-replay-provider"
 
-    # man tftap-run from the installed manual.
+    # man tftap-run from the installed manual (its lines justified: spaces squeezed).
     check "$tag: man tftap-run" grep -q "tftap-run - run a tofu" \
-        <<<"$(MANPATH=$mandir MANWIDTH=80 man tftap-run 2>&1)"
+        <<<"$(MANPATH=$mandir MANWIDTH=80 man tftap-run 2>&1 | tr -s ' ')"
     check "$tag: man tftap" grep -q "^SYNOPSIS" <<<"$(MANPATH=$mandir MANWIDTH=80 man tftap 2>&1)"
     # The installed bash completion, with the installed tftap.
     check_eq "$tag: bash completion of 'tftap show --db DB l'" "$(PATH=$path bash -c '
