@@ -926,21 +926,7 @@ done:
 
 int store_run_recorders(store *s, int64_t run_id, int64_t *n)
 {
-    sdb_stmt *q = NULL;
-    *n = 0;
-    int rc = sdb_prepare(s->db, "SELECT recorders FROM runs WHERE id = ?", &q);
-    if (rc != SDB_OK)
-        return store_err(rc);
-    sdb_bind_int64(q, 1, run_id);
-    rc = sdb_step(q);
-    if (rc == SDB_ROW) {
-        *n = sdb_column_int64(q, 0);
-        rc = SDB_DONE;
-    } else if (rc == SDB_DONE) {
-        rc = SDB_NOTFOUND;
-    }
-    sdb_finalize(q);
-    return rc == SDB_NOTFOUND ? TFTAP_ENOTFOUND : store_err(rc);
+    return store_query_int(s->db, "SELECT recorders FROM runs WHERE id = ?", run_id, n);
 }
 
 int store_run_leave(store *s, int64_t run_id)

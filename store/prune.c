@@ -170,16 +170,6 @@ static int64_t record_bytes(store *s)
     return v;
 }
 
-static int64_t pragma_int(sdb *db, const char *sql)
-{
-    sdb_stmt *st = NULL;
-    int64_t v = -1;
-    if (sdb_prepare(db, sql, &st) == SDB_OK && sdb_step(st) == SDB_ROW)
-        v = sdb_column_int64(st, 0);
-    sdb_finalize(st);
-    return v;
-}
-
 /* Give the space of what was removed back. A file: its freed pages to the
  * file system, incrementally where the file keeps the pointer map for it,
  * else by VACUUM (which also sets it up for next time: the file rewritten
@@ -201,7 +191,7 @@ static void reclaim(store *s, int others, store_prune_info *info)
         return;
     }
     int rc;
-    if (pragma_int(db, "PRAGMA auto_vacuum") == 2) {
+    if (store_pragma_int(db, "PRAGMA auto_vacuum") == 2) {
         rc = sdb_exec(db, "PRAGMA incremental_vacuum");
         info->reclaim = STORE_RECLAIM_INCREMENTAL;
     } else if (others) {

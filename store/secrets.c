@@ -62,21 +62,10 @@ int store_run_values_each(store *s, int64_t run_id, int (*fn)(void *ctx, const s
 
 int store_run_values_kept(store *s, int64_t run_id, int *kept)
 {
-    sdb_stmt *q = NULL;
-    *kept = 0;
-    int rc = sdb_prepare(s->db, "SELECT values_kept FROM runs WHERE id = ?", &q);
-    if (rc != SDB_OK)
-        return store_err(rc);
-    sdb_bind_int64(q, 1, run_id);
-    rc = sdb_step(q);
-    if (rc == SDB_ROW) {
-        *kept = sdb_column_int(q, 0) != 0;
-        rc = SDB_DONE;
-    } else if (rc == SDB_DONE) {
-        rc = SDB_NOTFOUND;
-    }
-    sdb_finalize(q);
-    return rc == SDB_NOTFOUND ? TFTAP_ENOTFOUND : store_err(rc == SDB_DONE ? SDB_OK : rc);
+    int64_t v = 0;
+    int rc = store_query_int(s->db, "SELECT values_kept FROM runs WHERE id = ?", run_id, &v);
+    *kept = v != 0;
+    return rc;
 }
 
 int store_run_secrets_each(store *s, int64_t run_id, int (*fn)(void *ctx, const char *hmac),
@@ -274,16 +263,6 @@ int store_run_redact(store *s, int64_t run_id, const store_run_redaction *how)
     return 0;
 }
 
-static int64_t pragma_int(sdb *db, const char *sql)
-{
-    sdb_stmt *q = NULL;
-    int64_t v = -1;
-    if (sdb_prepare(db, sql, &q) == SDB_OK && sdb_step(q) == SDB_ROW)
-        v = sdb_column_int64(q, 0);
-    sdb_finalize(q);
-    return v;
-}
-
 int store_scrub(store *s)
 {
     if (sdb_is_pg(s->db))
@@ -292,8 +271,8 @@ int store_scrub(store *s)
      * SQLite rebuilds (rows moved to make room) keeps its old bytes in its
      * unused space: only a rewrite of the whole file (VACUUM) drops them.
      * Past a size that would hold the user up too long, said instead. */
-    int64_t pages = pragma_int(s->db, "PRAGMA page_count");
-    int64_t page = pragma_int(s->db, "PRAGMA page_size");
+    int64_t pages = store_pragma_int(s->db, "PRAGMA page_count");
+    int64_t page = store_pragma_int(s->db, "PRAGMA page_size");
     int vacuumed = pages >= 0 && page > 0 && pages * page <= STORE_SCRUB_VACUUM_MAX &&
                    sdb_exec(s->db, "VACUUM") == SDB_OK;
     /* Every page's last image into the file, then the log emptied: what

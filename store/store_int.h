@@ -49,6 +49,11 @@ int store_begin(sdb *db, unsigned deadline_ms);
 int store_commit(sdb *db, unsigned deadline_ms);
 void store_rollback(sdb *db);
 int store_exec(sdb *db, const char *sql);
+/* A PRAGMA's integer answer, or -1 (txn.c). */
+int64_t store_pragma_int(sdb *db, const char *sql);
+/* The integer the one-row query sql (one parameter: id) answers: 0,
+ * TFTAP_ENOTFOUND (no row), or a store error (txn.c). */
+int store_query_int(sdb *db, const char *sql, int64_t id, int64_t *out);
 /* Sleep ms milliseconds, whatever signals come (txn.c). */
 void store_sleep_ms(unsigned ms);
 

@@ -68,3 +68,28 @@ void store_rollback(sdb *db)
     if (!sdb_get_autocommit(db))
         store_exec(db, "ROLLBACK");
 }
+
+int64_t store_pragma_int(sdb *db, const char *sql)
+{
+    sdb_stmt *q = NULL;
+    int64_t v = -1;
+    if (sdb_prepare(db, sql, &q) == SDB_OK && sdb_step(q) == SDB_ROW)
+        v = sdb_column_int64(q, 0);
+    sdb_finalize(q);
+    return v;
+}
+
+int store_query_int(sdb *db, const char *sql, int64_t id, int64_t *out)
+{
+    sdb_stmt *q = NULL;
+    *out = 0;
+    int rc = sdb_prepare(db, sql, &q);
+    if (rc != SDB_OK)
+        return store_err(rc);
+    sdb_bind_int64(q, 1, id);
+    rc = sdb_step(q);
+    if (rc == SDB_ROW)
+        *out = sdb_column_int64(q, 0);
+    sdb_finalize(q);
+    return rc == SDB_ROW ? 0 : rc == SDB_DONE ? TFTAP_ENOTFOUND : store_err(rc);
+}

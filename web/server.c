@@ -774,8 +774,7 @@ static void on_live(uv_timer_t *t)
 
 static int is_page(const char *url)
 {
-    static const char *const prefixes[] = {"/runs/", "/diff/", "/check/", "/schemas/",
-                                           "/history/"};
+    static const char *const prefixes[] = {"/runs/", "/diff/", "/check/", "/schemas/", "/history/"};
     if (strcmp(url, "/") == 0 || strcmp(url, "/schemas") == 0)
         return 1;
     for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
