@@ -325,9 +325,27 @@ static void memo_add(dec_memo *m, const dec_type *t, int is_json, const uint8_t 
 static int render_dynamic(struct dec_render *r, const ProtobufCMessage *dv, const char *field,
                           size_t index)
 {
-    size_t mn, jn;
-    const uint8_t *mp = dec_pb_bytes(dv, "msgpack", &mn);
-    const uint8_t *jp = dec_pb_bytes(dv, "json", &jn);
+    size_t mn = 0, jn = 0;
+    const uint8_t *mp = NULL, *jp = NULL;
+    const dec_pb_hole *hole = NULL;
+    for (size_t i = 0; i < r->nholes && !hole; i++)
+        if (r->holes[i].stub == dv)
+            hole = &r->holes[i];
+    if (hole) {
+        /* Read in place (the unpacked message holds an empty one). */
+        const ProtobufCFieldDescriptor *fm =
+            protobuf_c_message_descriptor_get_field_by_name(dv->descriptor, "msgpack");
+        const ProtobufCFieldDescriptor *fj =
+            protobuf_c_message_descriptor_get_field_by_name(dv->descriptor, "json");
+        const void *v;
+        if (fm && dec_pb_scan_bytes(hole->p, hole->n, fm->id, &v, &mn) == 1)
+            mp = v;
+        if (fj && dec_pb_scan_bytes(hole->p, hole->n, fj->id, &v, &jn) == 1)
+            jp = v;
+    } else {
+        mp = dec_pb_bytes(dv, "msgpack", &mn);
+        jp = dec_pb_bytes(dv, "json", &jn);
+    }
     const uint8_t *payload = mn ? mp : jp;
     size_t size = mn ? mn : jn;
     if (size == 0) {
@@ -696,7 +714,14 @@ int dec_message_to_json(const char *method, int is_response, const void *p, size
         opts = &no_opts;
     const ProtobufCMessageDescriptor *d = is_response ? m.m->output : m.m->input;
     ProtobufCMessage *msg = NULL;
-    int rc = dec_pb_unpack(d, p, n, &opts->limits, &msg, err);
+    dec_pb_hole holes[DEC_PB_MAX_HOLES];
+    size_t nholes = 0;
+    /* Big messages keep their big values where they are (protobuf-c would
+     * copy them): a plan of a 100 MiB value is not held twice more. */
+    int rc = n >= DEC_HOLLOW_MESSAGE_MIN
+                 ? dec_pb_unpack_hollow(d, p, n, &opts->limits, DEC_HOLLOW_VALUE_MIN,
+                                        dec_pb_is_dynamic_value, holes, &nholes, &msg, err)
+                 : dec_pb_unpack(d, p, n, &opts->limits, &msg, err);
     if (rc)
         return rc;
     struct dec_render r = {
@@ -704,6 +729,8 @@ int dec_message_to_json(const char *method, int is_response, const void *p, size
         .opts = opts,
         .max_depth = opts->limits.max_depth ? opts->limits.max_depth : DEC_DEFAULT_MAX_DEPTH,
         .c = {.schema = schema, .rule = dec_method_rule(&m), .type_name = type_name},
+        .holes = holes,
+        .nholes = nholes,
     };
     /* A request names its own type; the caller's name serves responses. */
     const ProtobufCFieldDescriptor *tf = is_response ? NULL : dec_method_type_name_field(&m);

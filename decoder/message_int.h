@@ -8,6 +8,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "decoder/decoder.h"
+#include "decoder/pb_int.h"
 #include "decoder/schema_int.h"
 
 struct dec_method {
@@ -45,11 +46,20 @@ void dec_value_ctx_done(struct dec_value_ctx *c);
 /* A message being rendered (message.c) or redacted again
  * (message_redact.c): where the JSON goes, how, and what picks the types of
  * its DynamicValues. */
+/* Messages of at least this size are unpacked without their DynamicValues
+ * of at least DEC_HOLLOW_VALUE_MIN bytes (dec_pb_unpack_hollow). */
+#define DEC_HOLLOW_MESSAGE_MIN ((size_t)1 << 20)
+#define DEC_HOLLOW_VALUE_MIN ((size_t)64 << 10)
+
 struct dec_render {
     tftap_buf *out;
     const dec_opts *opts;
     unsigned max_depth;
     struct dec_value_ctx c;
+    /* DynamicValues left out of the unpacked message (big ones): their
+     * bytes are read where they are. */
+    const dec_pb_hole *holes;
+    size_t nholes;
 };
 
 /* Stored state (RawState.json) rendered with its sensitive values redacted

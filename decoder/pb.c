@@ -189,6 +189,105 @@ int dec_pb_unpack(const ProtobufCMessageDescriptor *d, const void *p, size_t n,
     return 0;
 }
 
+/* The encoding of a varint (at most ten bytes) into out; its length. */
+static size_t put_varint(uint8_t *out, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        out[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    out[n++] = (uint8_t)v;
+    return n;
+}
+
+int dec_pb_unpack_hollow(const ProtobufCMessageDescriptor *d, const void *vp, size_t n,
+                         const dec_limits *lim, size_t min,
+                         int (*hollow)(const ProtobufCMessageDescriptor *), dec_pb_hole *holes,
+                         size_t *nholes, ProtobufCMessage **out, dec_error *err)
+{
+    const uint8_t *p = vp;
+    *out = NULL;
+    *nholes = 0;
+    size_t max_bytes = lim && lim->max_bytes ? lim->max_bytes : DEC_DEFAULT_MAX_BYTES;
+    unsigned max_depth = lim && lim->max_depth ? lim->max_depth : DEC_DEFAULT_MAX_DEPTH;
+    if (n > max_bytes) {
+        dec_error_set(err, TFTAP_ELIMIT, "", "message of %zu bytes exceeds the limit of %zu", n,
+                      max_bytes);
+        return TFTAP_ELIMIT;
+    }
+    int rc = check_nesting(d, p, n, 0, 2 * max_depth + 8, err);
+    if (rc)
+        return rc;
+    /* The candidates: big fields of a hollow type that occur once (a field
+     * that occurs twice is merged by protobuf, which only unpacking does). */
+    size_t pos = 0, found = 0;
+    while (pos < n) {
+        struct wire_field f;
+        (void)next_field(p, n, &pos, &f); /* well-formed: checked above */
+        if (f.type != WIRE_LEN)
+            continue;
+        size_t i;
+        for (i = 0; i < found; i++)
+            if (holes[i].number == f.number)
+                break;
+        if (i < found) {
+            holes[i].n = 0; /* twice: unpacked as usual */
+            continue;
+        }
+        const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(d, f.number);
+        if (f.len < min || !fd || fd->type != PROTOBUF_C_TYPE_MESSAGE ||
+            fd->label == PROTOBUF_C_LABEL_REPEATED || !hollow(fd->descriptor) ||
+            found == DEC_PB_MAX_HOLES)
+            continue;
+        holes[found++] = (dec_pb_hole){f.number, p + f.start, f.len, NULL};
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < found; i++)
+        if (holes[i].n > 0)
+            holes[kept++] = holes[i];
+    if (kept == 0)
+        return dec_pb_unpack(d, p, n, lim, out, err);
+    /* A copy without the holes' bytes: each is an empty message there. */
+    size_t cap = n;
+    for (size_t i = 0; i < kept; i++)
+        cap -= holes[i].n;
+    uint8_t *copy = malloc(cap + 1);
+    if (!copy) {
+        dec_error_set(err, TFTAP_ENOMEM, "", "out of memory unpacking %s", d->name);
+        return TFTAP_ENOMEM;
+    }
+    size_t len = 0;
+    pos = 0;
+    while (pos < n) {
+        size_t at = pos;
+        struct wire_field f;
+        (void)next_field(p, n, &pos, &f);
+        int hole = 0;
+        for (size_t i = 0; i < kept && !hole; i++)
+            hole = f.type == WIRE_LEN && holes[i].number == f.number;
+        if (hole) {
+            /* Its tag, then length 0: never longer than what it replaces. */
+            len += put_varint(copy + len, ((uint64_t)f.number << 3) | WIRE_LEN);
+            copy[len++] = 0;
+        } else {
+            memcpy(copy + len, p + at, pos - at);
+            len += pos - at;
+        }
+    }
+    rc = dec_pb_unpack(d, copy, len, lim, out, err);
+    free(copy);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < kept; i++) {
+        const ProtobufCFieldDescriptor *fd =
+            protobuf_c_message_descriptor_get_field(d, holes[i].number);
+        holes[i].stub = *(ProtobufCMessage *const *)((const char *)*out + fd->offset);
+    }
+    *nholes = kept;
+    return 0;
+}
+
 void dec_pb_free(ProtobufCMessage *m)
 {
     if (m)

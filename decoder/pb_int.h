@@ -21,6 +21,28 @@ int dec_pb_unpack(const ProtobufCMessageDescriptor *d, const void *p, size_t n,
                   const dec_limits *lim, ProtobufCMessage **out, dec_error *err);
 void dec_pb_free(ProtobufCMessage *m);
 
+/* A big field left out of an unpacked message (dec_pb_unpack_hollow):
+ * the empty message unpacked in its place (stub), and where the bytes of
+ * the real one are, in the caller's buffer. */
+typedef struct dec_pb_hole {
+    uint32_t number;
+    const uint8_t *p;
+    size_t n;
+    const ProtobufCMessage *stub;
+} dec_pb_hole;
+#define DEC_PB_MAX_HOLES 8
+
+/* dec_pb_unpack without copying big values: each top-level, non-repeated
+ * message field whose type hollow() accepts and whose encoding is at least
+ * min bytes (at most DEC_PB_MAX_HOLES, each occurring once) is unpacked as
+ * an empty message, and holes[] (*nholes of them) say where its bytes are.
+ * protobuf-c copies every bytes field it unpacks: a 100 MiB DynamicValue
+ * would otherwise be held twice. p must outlive the use of holes. */
+int dec_pb_unpack_hollow(const ProtobufCMessageDescriptor *d, const void *p, size_t n,
+                         const dec_limits *lim, size_t min,
+                         int (*hollow)(const ProtobufCMessageDescriptor *), dec_pb_hole *holes,
+                         size_t *nholes, ProtobufCMessage **out, dec_error *err);
+
 /* The last top-level length-delimited occurrence of field number `field` in
  * the serialized bytes (proto3: the last one wins), without unpacking.
  * Returns 1 and sets *v and *vn if found, 0 if absent, TFTAP_EDECODE if the bytes

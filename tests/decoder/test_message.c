@@ -1093,6 +1093,95 @@ static void test_memo(void)
     free(want_p);
 }
 
+/* ---- big values ---------------------------------------------------------------- */
+
+/* A PlanResourceChange request whose tags hold one string of n bytes, in
+ * msgpack (proposed_new_state) and JSON (config). */
+static uint8_t *big_request(size_t n, const char *password, size_t *len)
+{
+    char *big = keep(malloc(n + 1));
+    for (size_t i = 0; i < n; i++)
+        big[i] = (char)('a' + i % 26);
+    big[n] = '\0';
+    Tfplugin6__PlanResourceChange__Request *r = keep(calloc(1, sizeof *r));
+    tfplugin6__plan_resource_change__request__init(r);
+    r->type_name = "test_thing";
+    mp_begin();
+    msgpack_pack_map(&pk, 4);
+    mp_str("id");
+    msgpack_pack_nil(&pk);
+    mp_str("password");
+    mp_str(password);
+    mp_str("rule");
+    msgpack_pack_nil(&pk);
+    mp_str("tags");
+    msgpack_pack_map(&pk, 1);
+    mp_str("big");
+    mp_str(big);
+    r->proposed_new_state = dv6(mp_end());
+    tftap_buf j = TFTAP_BUF_INIT;
+    tftap_buf_printf(&j,
+                     "{\"id\":null,\"password\":\"%s\",\"rule\":null,\"tags\":{\"big\":\"%s\"}}",
+                     password, big);
+    r->config = dv6_json(keep(tftap_buf_take(&j, NULL)));
+    return pack(&r->base, len);
+}
+
+/* Messages of 1 MiB or more are unpacked without their big DynamicValues,
+ * which are read in place: the JSON must be the same as for small ones. */
+static void test_big_values(void)
+{
+    const char *m = "/tfplugin6.Provider/PlanResourceChange";
+    size_t sizes[] = {1000, (size_t)3 << 20};
+    for (size_t k = 0; k < 2; k++) {
+        size_t n = sizes[k], len;
+        uint8_t *req = big_request(n, "hunter2", &len);
+        CHECK(k == 0 ? len < ((size_t)1 << 20) : len > ((size_t)6 << 20));
+        tftap_buf want = TFTAP_BUF_INIT;
+        char *big = keep(malloc(n));
+        for (size_t i = 0; i < n; i++)
+            big[i] = (char)('a' + i % 26);
+        size_t bn = n;
+        tftap_buf_puts(&want, "{\"type_name\":\"test_thing\",\"prior_state\":null,"
+                              "\"proposed_new_state\":{\"id\":null,\"password\":\"hunter2\","
+                              "\"rule\":null,\"tags\":{\"big\":\"");
+        tftap_buf_append(&want, big, bn);
+        tftap_buf_puts(&want, "\"}},\"config\":{\"id\":null,\"password\":\"hunter2\",\"rule\":null,"
+                              "\"tags\":{\"big\":\"");
+        tftap_buf_append(&want, big, bn);
+        tftap_buf_puts(&want,
+                       "\"}},\"prior_private\":{\"size\":0,\"sha256\":"
+                       "\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"},"
+                       "\"provider_meta\":null,\"client_capabilities\":null,"
+                       "\"prior_identity\":null}");
+        int rc;
+        char *got = render(m, 0, req, len, NULL, NULL, &rc);
+        CHECK_INT_EQ(rc, 0);
+        CHECK_INT_EQ(strlen(got), want.len);
+        CHECK(strcmp(got, tftap_buf_cstr(&want)) == 0);
+        /* Redaction applies to values read in place as well. */
+        dec_opts opts = {{0, 0}, fake_redact, NULL, NULL};
+        got = render(m, 0, req, len, NULL, &opts, &rc);
+        CHECK_INT_EQ(rc, 0);
+        CHECK(strstr(got, "hunter2") == NULL);
+        CHECK(strstr(got, "\"password\":{\"$sensitive\":") != NULL);
+        tftap_buf_done(&want);
+    }
+    /* The same big field twice (protobuf merges them): not read in place, the
+     * last value's bytes win as protobuf-c has it. */
+    size_t l1, l2;
+    uint8_t *a = big_request((size_t)1 << 20, "first", &l1);
+    uint8_t *b = big_request((size_t)1 << 20, "second", &l2);
+    uint8_t *ab = keep(malloc(l1 + l2));
+    memcpy(ab, a, l1);
+    memcpy(ab + l1, b, l2);
+    int rc;
+    char *got = render(m, 0, ab, l1 + l2, NULL, NULL, &rc);
+    CHECK_INT_EQ(rc, 0);
+    CHECK(strstr(got, "\"password\":\"second\"") != NULL);
+    CHECK(strstr(got, "\"first\"") == NULL);
+}
+
 int main(void)
 {
     dec_error err = DEC_ERROR_INIT;
@@ -1115,6 +1204,7 @@ int main(void)
     test_dynamic_blocks();
     test_redact_json();
     test_memo();
+    test_big_values();
     dec_schema_free(schema);
     return check_report("test_message");
 }
