@@ -71,9 +71,10 @@ struct h2_msg {
     unsigned prefix_got;
     uint32_t len;
     uint32_t got;
-    uint32_t cap; /* of buf: grows with the bytes that come, not with the
-                   * length the peer claims */
-    uint8_t *buf; /* NULL while skipping one too big to keep */
+    uint32_t cap;      /* of buf: grows with the bytes that come, not with the
+                        * length the peer claims */
+    uint8_t *buf;      /* NULL while skipping one too big to keep */
+    proxy_spill spill; /* a big one goes into a spill file instead (fd >= 0) */
 };
 
 struct h2_call {
@@ -169,8 +170,10 @@ static void call_end(proxy_h2watch *w, struct h2_call *c, int64_t t_us, int stat
     assert(i < w->ncalls); /* only an open call ends, once */
     if (i < w->ncalls)
         w->calls[i] = w->calls[--w->ncalls];
-    free(c->msg[0].buf);
-    free(c->msg[1].buf);
+    for (int k = 0; k < 2; k++) {
+        free(c->msg[k].buf);
+        proxy_tee_spill_abort(w->tee, &c->msg[k].spill); /* never whole now */
+    }
     free(c);
     int was_open = atomic_fetch_sub(w->open_calls, 1);
     assert(was_open > 0);
@@ -200,6 +203,7 @@ static void call_begin(proxy_h2watch *w, uint32_t stream, const char *method, in
         return;
     }
     c->stream = stream;
+    c->msg[0].spill.fd = c->msg[1].spill.fd = -1;
     c->call_id = atomic_fetch_add(w->next_call_id, 1) + 1;
     c->deadline_us = timeout_us > 0 ? t_us + timeout_us : 0;
     w->calls[w->ncalls++] = c;
@@ -568,13 +572,22 @@ static void data_bytes(proxy_h2watch *w, struct h2_side *s, const uint8_t *p, si
             m->len = be32(m->prefix + 1);
             m->got = 0;
             m->buf = NULL;
+            m->spill.fd = -1;
+            enum store_direction dir =
+                s->side == PROXY_H2_FROM_CLIENT ? STORE_REQUEST : STORE_RESPONSE;
             if (w->tee != NULL) { /* without a recorder, nothing to keep */
                 m->cap = m->len < H2_MESSAGE_FIRST ? (m->len > 0 ? m->len : 1)
                                                    : (uint32_t)H2_MESSAGE_FIRST;
-                if (m->len <= H2_MESSAGE_MAX)
+                if (m->len >= PROXY_SPILL_MIN && m->len <= PROXY_REC_SPILL_MAX)
+                    (void)proxy_tee_spill_open(w->tee, c->call_id, dir, &m->spill);
+                if (m->spill.fd < 0 && m->len <= H2_MESSAGE_MAX)
                     m->buf = malloc(m->cap);
-                if (m->buf == NULL)
-                    proxy_tee_lost(w->tee);
+                if (m->buf == NULL && m->spill.fd < 0)
+                    proxy_tee_lost_as(w->tee,
+                                      m->len > H2_MESSAGE_MAX
+                                          ? (m->len > PROXY_REC_SPILL_MAX ? STORE_LOST_TOO_LARGE
+                                                                          : STORE_LOST_SPILL_FAILED)
+                                          : STORE_LOST_QUEUE_FULL);
             }
         } else {
             size_t k = m->len - m->got < n ? m->len - m->got : n;
@@ -596,14 +609,18 @@ static void data_bytes(proxy_h2watch *w, struct h2_side *s, const uint8_t *p, si
             }
             if (m->buf != NULL)
                 memcpy(m->buf + m->got, p, k);
+            else if (m->spill.fd >= 0)
+                (void)proxy_tee_spill_write(w->tee, &m->spill, p, k); /* counts a failure */
             m->got += (uint32_t)k;
             p += k, n -= k;
         }
         if (m->got == m->len) {
+            enum store_direction dir =
+                s->side == PROXY_H2_FROM_CLIENT ? STORE_REQUEST : STORE_RESPONSE;
             if (m->buf != NULL)
-                proxy_tee_message(w->tee, c->call_id,
-                                  s->side == PROXY_H2_FROM_CLIENT ? STORE_REQUEST : STORE_RESPONSE,
-                                  t_us, m->buf, m->len);
+                proxy_tee_message(w->tee, c->call_id, dir, t_us, m->buf, m->len);
+            else
+                proxy_tee_spill_done(w->tee, &m->spill, c->call_id, dir, t_us);
             m->buf = NULL;
             m->prefix_got = 0;
         }

@@ -208,6 +208,19 @@ static void start_recorder(const proxy_config *cfg, proxy_recproc *rec)
     tftap_buf_done(&why);
 }
 
+/* The tee to rec's recorder (none without one), spilling big messages
+ * beside the database. 0 or TFTAP_ENOMEM. */
+static int tee_start(const proxy_config *cfg, const proxy_recproc *rec, proxy_tee **tee)
+{
+    int rc = proxy_tee_new(rec->fd, PROXY_TEE_MAX_BYTES, tee);
+    if (rc == 0 && *tee != NULL && cfg->db != NULL) {
+        char *dir = proxy_spill_dir(cfg->db);
+        proxy_tee_spill_to(*tee, dir);
+        free(dir);
+    }
+    return rc;
+}
+
 /* Hand the tee's copies to the recorder and let it go (it flushes on its
  * own); a recorder that died is ours to record as a gap. */
 static void finish_recording(const proxy_config *cfg, struct run *run, proxy_tee *tee,
@@ -218,7 +231,7 @@ static void finish_recording(const proxy_config *cfg, struct run *run, proxy_tee
     if (tee_end.pipe_broke)
         recorder_died(cfg, run, &tee_end);
     else if (tee_end.dropped > 0)
-        warn(cfg, "%s: some messages were not recorded (recorder queue full)",
+        warn(cfg, "%s: some messages were not recorded (the record's gaps say why)",
              cfg->provider != NULL ? cfg->provider : cfg->binary);
     free(tee_end.ledger);
     /* A recorder that never started never leaves the run it joined: we do,
@@ -489,7 +502,7 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     /* The recorder hears of the process at once, named, so that a provider
      * that fails to start is one in the record too, with why (and the
      * tee's goodbye tells the recorder that we ended on purpose). */
-    if (proxy_tee_new(rec.fd, PROXY_TEE_MAX_BYTES, &tee) != 0) {
+    if (tee_start(cfg, &rec, &tee) != 0) {
         if (err)
             tftap_buf_puts(err, "out of memory");
         goto cleanup;
@@ -689,7 +702,7 @@ int proxy_attach(const proxy_config *cfg, tftap_buf *err)
         goto cleanup;
     }
     start_recorder(cfg, &rec);
-    if (proxy_tee_new(rec.fd, PROXY_TEE_MAX_BYTES, &tee) != 0) {
+    if (tee_start(cfg, &rec, &tee) != 0) {
         if (err)
             tftap_buf_puts(err, "out of memory");
         goto cleanup;

@@ -12,6 +12,7 @@
 #include <openssl/ssl.h>
 
 #include "common/common.h"
+#include "decoder/decoder.h"
 #include "plugin/plugin.h"
 #include "proxy/proxy.h"
 #include "store/store.h"
@@ -36,8 +37,18 @@
 #define PROXY_TEE_MAX_BYTES (PROXY_RECORD_BUDGET / 2)
 /* The recorder process's share (store_recorder_opts.max_queue_bytes). */
 #define PROXY_RECORDER_MAX_BYTES (PROXY_RECORD_BUDGET - PROXY_TEE_MAX_BYTES - PROXY_REC_PIPE_BYTES)
-/* The biggest message recorded: one that fits both shares. */
+/* The biggest message recorded through memory: one that fits both shares. */
 #define PROXY_REC_MESSAGE_MAX (PROXY_RECORDER_MAX_BYTES - ((size_t)64 << 10))
+/* Messages of PROXY_SPILL_MIN bytes or more do not pass through memory:
+ * the watcher writes them into a spill file as they are relayed, and the
+ * recorder process reads the file (docs/proxy.md, "Big messages"). The
+ * biggest recorded that way is what a provider accepts (and the decoder
+ * takes). */
+#define PROXY_SPILL_MIN ((size_t)4 << 20)
+#define PROXY_REC_SPILL_MAX DEC_DEFAULT_MAX_BYTES
+/* The spill directory, beside the database's other files (store_side_dir):
+ * "spill" in it. malloc'd; NULL without one. */
+char *proxy_spill_dir(const char *db);
 
 /* ---- recproc.c: the recorder's own process ---------------------------- */
 
@@ -48,12 +59,16 @@
 enum proxy_rec_kind {
     PROXY_REC_PROCESS = 1,
     PROXY_REC_BEGIN = 2,
-    PROXY_REC_MESSAGE = 3, /* a = enum store_direction */
-    PROXY_REC_END = 4,     /* a = status code */
-    PROXY_REC_LOST = 5,    /* call_id = events the tee dropped since the last one; no payload */
-    PROXY_REC_BYE = 6,     /* the shim ends on purpose, nothing follows; no payload. EOF
-                            * without it: the shim died (killed) */
+    PROXY_REC_MESSAGE = 3,      /* a = enum store_direction */
+    PROXY_REC_END = 4,          /* a = status code */
+    PROXY_REC_LOST = 5,         /* call_id = events the tee dropped since the last one, a = why
+                                 * (enum store_lost: QUEUE_FULL, TOO_LARGE or SPILL_FAILED); no
+                                 * payload */
+    PROXY_REC_BYE = 6,          /* the shim ends on purpose, nothing follows; no payload. EOF
+                                 * without it: the shim died (killed) */
     PROXY_REC_START_FAILED = 7, /* the provider did not start: why, as text */
+    PROXY_REC_SPILL = 8,        /* a = enum store_direction; payload: the spill file's name (its
+                                 * directory is proxy_spill_dir's), which the recorder removes */
 };
 
 struct proxy_rec_frame {
@@ -85,6 +100,9 @@ typedef struct proxy_recpipe_sink {
     void (*lost)(void *ctx, uint64_t n, enum store_lost why);
     void (*bye)(void *ctx);                           /* may be NULL */
     void (*start_failed)(void *ctx, const char *why); /* may be NULL */
+    /* A message in a spill file (its name, checked: no '/'). */
+    void (*spilled)(void *ctx, uint64_t call_id, enum store_direction dir, int64_t t_us,
+                    const char *name);
 } proxy_recpipe_sink;
 
 /* Read frames from fd until EOF (recpipe.c), messages up to max_message
@@ -137,6 +155,29 @@ void proxy_tee_message(proxy_tee *t, uint64_t call_id, enum store_direction dir,
 void proxy_tee_start_failed(proxy_tee *t, const char *why);
 /* Count a message (or a call) the relay could not hand over as lost. */
 void proxy_tee_lost(proxy_tee *t);
+/* The same, saying why (enum store_lost). */
+void proxy_tee_lost_as(proxy_tee *t, enum store_lost why);
+/* Spill big messages into files in dir (proxy_spill_dir), made 0700 at the
+ * first one; without it they pass through memory, up to
+ * PROXY_REC_MESSAGE_MAX. dir is copied. */
+void proxy_tee_spill_to(proxy_tee *t, const char *dir);
+/* One message being written into a spill file. */
+typedef struct proxy_spill {
+    int fd; /* -1: none */
+    char name[64];
+} proxy_spill;
+/* Start a spill file for a message: 0, or -1 when there is no spill
+ * directory or the file cannot be made (sp->fd stays -1). */
+int proxy_tee_spill_open(proxy_tee *t, uint64_t call_id, enum store_direction dir, proxy_spill *sp);
+/* Append the message's next bytes. -1: the file could not take them; it
+ * is gone, and the message counted lost (SPILL_FAILED). */
+int proxy_tee_spill_write(proxy_tee *t, proxy_spill *sp, const void *p, size_t n);
+/* The message is whole: the file goes to the recorder (or, when the event
+ * cannot be queued or written, is removed and counted lost). */
+void proxy_tee_spill_done(proxy_tee *t, proxy_spill *sp, uint64_t call_id, enum store_direction dir,
+                          int64_t t_us);
+/* The message will never be whole (its stream was reset): the file goes. */
+void proxy_tee_spill_abort(proxy_tee *t, proxy_spill *sp);
 void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status, const char *message);
 /* Write out everything queued, stop the thread. Accepts NULL. */
 void proxy_tee_free(proxy_tee *t);

@@ -82,6 +82,8 @@ static size_t kind_max(uint32_t kind, size_t max_message)
     case PROXY_REC_END:
     case PROXY_REC_START_FAILED:
         return PROXY_REC_TEXT_MAX;
+    case PROXY_REC_SPILL:
+        return sizeof(((proxy_spill *)0)->name) - 1;
     case PROXY_REC_MESSAGE:
         return max_message;
     default:
@@ -119,8 +121,10 @@ int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sin
             continue;
         }
         if (f.kind == PROXY_REC_LOST && f.len == 0) {
-            /* The tee's own count of what it dropped: the record's gap. */
-            sink->lost(sink->ctx, f.call_id, STORE_LOST_QUEUE_FULL);
+            /* The tee's own count of what it dropped, and why: the record's gap. */
+            int why_ok = f.a == STORE_LOST_QUEUE_FULL || f.a == STORE_LOST_TOO_LARGE ||
+                         f.a == STORE_LOST_SPILL_FAILED;
+            sink->lost(sink->ctx, f.call_id, why_ok ? (enum store_lost)f.a : STORE_LOST_QUEUE_FULL);
             continue;
         }
         size_t max = kind_max(f.kind, max_message);
@@ -131,7 +135,8 @@ int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sin
             break;
         }
         if (max == 0 || f.len > max ||
-            (f.kind == PROXY_REC_MESSAGE && f.a != STORE_REQUEST && f.a != STORE_RESPONSE)) {
+            ((f.kind == PROXY_REC_MESSAGE || f.kind == PROXY_REC_SPILL) && f.a != STORE_REQUEST &&
+             f.a != STORE_RESPONSE)) {
             sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
             bad++;
             if (skip(&in, f.len) != 0)
@@ -187,6 +192,16 @@ int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sin
             sink->message(sink->ctx, f.call_id, (enum store_direction)f.a, f.t_us,
                           (uint8_t *)payload, f.len);
             payload = NULL; /* the sink's now */
+            break;
+        case PROXY_REC_SPILL:
+            /* A name in the spill directory, nothing else. */
+            if (f.len == 0 || memchr(payload, '\0', f.len) != NULL ||
+                memchr(payload, '/', f.len) != NULL || payload[0] == '.' || sink->spilled == NULL) {
+                sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
+                bad++;
+                break;
+            }
+            sink->spilled(sink->ctx, f.call_id, (enum store_direction)f.a, f.t_us, payload);
             break;
         }
         free(payload);

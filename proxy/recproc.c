@@ -131,6 +131,7 @@ struct recsink {
     store_recorder *rec;
     otlp_exporter *ox;
     const char *provider, *version;
+    char *spill_dir;       /* where the shim's big messages are (proxy_spill_dir) */
     uint64_t begun, ended; /* calls, to count those a dying shim cut off */
     int bye;               /* the shim ended on purpose */
 };
@@ -154,6 +155,20 @@ static void on_message(void *ctx, uint64_t call_id, enum store_direction dir, in
 {
     struct recsink *k = ctx;
     store_recorder_message_take(k->rec, call_id, dir, t_us, bytes, len);
+}
+
+static void on_spilled(void *ctx, uint64_t call_id, enum store_direction dir, int64_t t_us,
+                       const char *name)
+{
+    struct recsink *k = ctx;
+    tftap_buf path = TFTAP_BUF_INIT;
+    tftap_buf_printf(&path, "%s/%s", k->spill_dir ? k->spill_dir : ".", name);
+    if (tftap_buf_failed(&path) || k->spill_dir == NULL) {
+        tftap_buf_done(&path);
+        store_recorder_lost(k->rec, 1, STORE_LOST_SPILL_FAILED);
+        return;
+    }
+    store_recorder_message_file(k->rec, call_id, dir, t_us, tftap_buf_take(&path, NULL));
 }
 
 static void on_end(void *ctx, uint64_t call_id, int64_t t_us, int status, const char *message)
@@ -249,8 +264,9 @@ static otlp_exporter *recorder_main(int fd, int hold, const char *db,
     o.log_ctx = NULL;
     if (store_recorder_open(db, &o, &k.rec) != 0)
         k.rec = NULL;
-    proxy_recpipe_sink sink = {&k,     on_process, on_begin, on_message,
-                               on_end, on_lost,    on_bye,   on_start_failed};
+    k.spill_dir = proxy_spill_dir(db);
+    proxy_recpipe_sink sink = {&k,      on_process, on_begin,        on_message, on_end,
+                               on_lost, on_bye,     on_start_failed, on_spilled};
     (void)proxy_recpipe_read(fd, PROXY_REC_MESSAGE_MAX, &sink);
     if (!k.bye) /* the shim died: we outlived it, the gap is ours to write */
         store_recorder_lost(k.rec, k.begun > k.ended ? k.begun - k.ended : 0, STORE_LOST_SHIM_DIED);
@@ -271,6 +287,7 @@ static otlp_exporter *recorder_main(int fd, int hold, const char *db,
         *process_row = st.process_row;
     }
     store_recorder_close(k.rec); /* its decoder thread's last spans are queued by now */
+    free(k.spill_dir);
     return k.ox;
 }
 

@@ -13,11 +13,14 @@
 #include "config.h"
 
 #include <assert.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +31,15 @@
 #define TEE_URGENT_BYTES ((size_t)1 << 20) /* this much queued: write at once */
 #define TEE_IOV 256                        /* iovecs per writev */
 
-enum tee_kind { TEE_PROCESS, TEE_BEGIN, TEE_MESSAGE, TEE_END, TEE_LOST, TEE_START_FAILED };
+enum tee_kind {
+    TEE_PROCESS,
+    TEE_BEGIN,
+    TEE_MESSAGE,
+    TEE_END,
+    TEE_LOST,
+    TEE_START_FAILED,
+    TEE_SPILL /* text: the spill file's name */
+};
 
 struct tee_event {
     struct tee_event *next;
@@ -36,7 +47,7 @@ struct tee_event {
     uint64_t call_id;
     int64_t t_us;
     enum store_direction dir;
-    int status;    /* END: status; PROCESS: protocol version */
+    int status;    /* END: status; PROCESS: protocol version; LOST: enum store_lost */
     int pid;       /* PROCESS */
     uint8_t *data; /* TEE_MESSAGE: the message, owned */
     size_t bytes;  /* counted against max_bytes: struct, text, message */
@@ -62,7 +73,14 @@ struct proxy_tee {
     int stopping;
     int urgent; /* a process event is queued: write without gathering */
     uint64_t dropped;
-    uint64_t unsent; /* dropped, not yet told to the recorder (a LOST frame) */
+    /* Dropped, not yet told to the recorder (a LOST frame each), by why:
+     * the queue was full, a message too large, a spill file failed. */
+    uint64_t unsent, unsent_large, unsent_spill;
+    /* Spill files (proxy_tee_spill_*): the directory, opened at the first. */
+    char *spill_dir;
+    int spill_dfd;      /* -1 until opened */
+    int spill_failed;   /* it cannot be made: big messages pass through memory */
+    unsigned spill_seq; /* names files uniquely with the pid */
     /* What the relay saw of each call (enum store_relayed by call id - 1),
      * for its shim to tell what a dead recorder did not write. */
     unsigned char *ledger;
@@ -157,9 +175,14 @@ static int frame(struct tee_event *ev)
         break;
     case TEE_LOST:
         f->kind = PROXY_REC_LOST;
+        f->a = ev->status;
         break;
     case TEE_START_FAILED:
         f->kind = PROXY_REC_START_FAILED;
+        break;
+    case TEE_SPILL:
+        f->kind = PROXY_REC_SPILL;
+        f->a = (int32_t)ev->dir;
         break;
     }
     if (ev->kind != TEE_MESSAGE) {
@@ -206,6 +229,19 @@ static void event_free(struct tee_event *ev)
     free(ev);
 }
 
+/* A spill event that never reached the recorder: its file goes too. */
+static void event_drop(proxy_tee *t, struct tee_event *ev)
+{
+    if (ev->kind == TEE_SPILL && t->spill_dfd >= 0)
+        (void)unlinkat(t->spill_dfd, ev->text, 0);
+    event_free(ev);
+}
+
+static int has_unsent(const proxy_tee *t)
+{
+    return t->unsent > 0 || t->unsent_large > 0 || t->unsent_spill > 0;
+}
+
 static void *tee_main(void *arg)
 {
     proxy_tee *t = arg;
@@ -214,11 +250,11 @@ static void *tee_main(void *arg)
     for (;;) {
         /* (A broken pipe tells nobody of drops: t->broken is this
          * thread's own.) */
-        while (t->head == NULL && (t->unsent == 0 || t->broken) && !t->stopping) {
+        while (t->head == NULL && (!has_unsent(t) || t->broken) && !t->stopping) {
             t->state = TEE_IDLE;
             pthread_cond_wait(&t->cv, &t->mu);
         }
-        if (t->head == NULL && (t->unsent == 0 || t->broken))
+        if (t->head == NULL && (!has_unsent(t) || t->broken))
             break; /* stopping and drained */
         if (!t->stopping && t->queued_bytes < TEE_URGENT_BYTES && !t->urgent) {
             /* Let what the relay is about to queue join this write. */
@@ -233,21 +269,27 @@ static void *tee_main(void *arg)
         t->state = TEE_WORKING;
         struct tee_event *list = t->head;
         t->head = t->tail = NULL;
-        uint64_t unsent = t->unsent;
-        t->unsent = 0;
+        uint64_t unsent[3] = {t->unsent, t->unsent_large, t->unsent_spill};
+        t->unsent = t->unsent_large = t->unsent_spill = 0;
         pthread_mutex_unlock(&t->mu);
 
-        if (unsent > 0) {
+        static const enum store_lost why[3] = {STORE_LOST_QUEUE_FULL, STORE_LOST_TOO_LARGE,
+                                               STORE_LOST_SPILL_FAILED};
+        for (int i = 0; i < 3; i++) {
+            if (unsent[i] == 0)
+                continue;
             /* What was dropped goes first, so the record's gap says so. */
             struct tee_event *ev = calloc(1, sizeof *ev);
             if (ev != NULL) {
                 ev->kind = TEE_LOST;
-                ev->call_id = unsent;
+                ev->call_id = unsent[i];
+                ev->status = (int)why[i];
                 ev->next = list;
                 list = ev;
             } else {
                 pthread_mutex_lock(&t->mu);
-                t->unsent += unsent; /* told next time */
+                uint64_t *back[3] = {&t->unsent, &t->unsent_large, &t->unsent_spill};
+                *back[i] += unsent[i]; /* told next time */
                 pthread_mutex_unlock(&t->mu);
             }
         }
@@ -263,7 +305,10 @@ static void *tee_main(void *arg)
         while (list != NULL) {
             struct tee_event *next = list->next;
             bytes += list->bytes;
-            event_free(list);
+            if (t->broken)
+                event_drop(t, list); /* its spill file will never be read */
+            else
+                event_free(list);
             list = next;
         }
 
@@ -294,6 +339,7 @@ int proxy_tee_new(int fd, size_t max_bytes, proxy_tee **out)
     if (t == NULL)
         return TFTAP_ENOMEM;
     t->fd = fd;
+    t->spill_dfd = -1;
     t->max_bytes = max_bytes;
     t->state = TEE_WORKING;
     pthread_condattr_t ca;
@@ -327,7 +373,7 @@ static void push(proxy_tee *t, struct tee_event *ev)
         t->dropped++;
         t->unsent++;
         pthread_mutex_unlock(&t->mu);
-        event_free(ev);
+        event_drop(t, ev);
         return;
     }
     t->queued_bytes += ev->bytes;
@@ -444,11 +490,21 @@ void proxy_tee_start_failed(proxy_tee *t, const char *why)
 
 void proxy_tee_lost(proxy_tee *t)
 {
+    proxy_tee_lost_as(t, STORE_LOST_QUEUE_FULL);
+}
+
+void proxy_tee_lost_as(proxy_tee *t, enum store_lost why)
+{
     if (t == NULL)
         return;
     pthread_mutex_lock(&t->mu);
     t->dropped++;
-    t->unsent++;
+    if (why == STORE_LOST_TOO_LARGE)
+        t->unsent_large++;
+    else if (why == STORE_LOST_SPILL_FAILED)
+        t->unsent_spill++;
+    else
+        t->unsent++;
     if (t->state == TEE_IDLE) {
         t->state = TEE_WORKING;
         pthread_cond_signal(&t->cv);
@@ -490,6 +546,26 @@ uint64_t proxy_tee_dropped(const proxy_tee *t)
     return n;
 }
 
+/* The recorder is gone: the spill files it did not read, ours by their
+ * names, go. */
+static void spill_sweep(int dfd)
+{
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    char prefix[32];
+    int n = snprintf(prefix, sizeof prefix, "s%ld-", (long)getpid());
+    rewinddir(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (strncmp(e->d_name, prefix, (size_t)n) == 0)
+            (void)unlinkat(dfd, e->d_name, 0);
+    closedir(d);
+}
+
 void proxy_tee_finish(proxy_tee *t, struct proxy_tee_outcome *out)
 {
     if (out != NULL)
@@ -510,6 +586,11 @@ void proxy_tee_finish(proxy_tee *t, struct proxy_tee_outcome *out)
         t->ledger = NULL;
     }
     free(t->ledger);
+    if (t->broken && t->spill_dfd >= 0)
+        spill_sweep(t->spill_dfd);
+    if (t->spill_dfd >= 0)
+        close(t->spill_dfd);
+    free(t->spill_dir);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
     free(t);
@@ -518,4 +599,104 @@ void proxy_tee_finish(proxy_tee *t, struct proxy_tee_outcome *out)
 void proxy_tee_free(proxy_tee *t)
 {
     proxy_tee_finish(t, NULL);
+}
+
+/* ---- spill files ------------------------------------------------------------ */
+
+char *proxy_spill_dir(const char *db)
+{
+    size_t len = 0;
+    const char *dir = store_side_dir(db, &len);
+    tftap_buf b = TFTAP_BUF_INIT;
+    tftap_buf_printf(&b, "%.*s/spill", dir ? (int)len : 1, dir ? dir : ".");
+    return tftap_buf_failed(&b) ? NULL : tftap_buf_take(&b, NULL);
+}
+
+void proxy_tee_spill_to(proxy_tee *t, const char *dir)
+{
+    if (t == NULL || dir == NULL)
+        return;
+    free(t->spill_dir);
+    t->spill_dir = strdup(dir);
+}
+
+/* The spill directory, made and opened at the first big message (relay
+ * thread only). Ours and private, or none: the files hold values in clear. */
+static int spill_dir_fd(proxy_tee *t)
+{
+    if (t->spill_dfd >= 0 || t->spill_failed || t->spill_dir == NULL)
+        return t->spill_dfd;
+    (void)mkdir(t->spill_dir, 0700);
+    int fd = open(t->spill_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077) != 0)) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd < 0)
+        t->spill_failed = 1;
+    t->spill_dfd = fd;
+    return fd;
+}
+
+int proxy_tee_spill_open(proxy_tee *t, uint64_t call_id, enum store_direction dir, proxy_spill *sp)
+{
+    sp->fd = -1;
+    if (t == NULL || spill_dir_fd(t) < 0)
+        return -1;
+    snprintf(sp->name, sizeof sp->name, "s%ld-%llu-%d-%u", (long)getpid(),
+             (unsigned long long)call_id, (int)dir, t->spill_seq++);
+    sp->fd =
+        openat(t->spill_dfd, sp->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    return sp->fd >= 0 ? 0 : -1;
+}
+
+int proxy_tee_spill_write(proxy_tee *t, proxy_spill *sp, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(sp->fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            proxy_tee_spill_abort(t, sp);
+            proxy_tee_lost_as(t, STORE_LOST_SPILL_FAILED);
+            return -1;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+void proxy_tee_spill_done(proxy_tee *t, proxy_spill *sp, uint64_t call_id, enum store_direction dir,
+                          int64_t t_us)
+{
+    if (sp->fd < 0)
+        return;
+    int failed = close(sp->fd) != 0;
+    sp->fd = -1;
+    if (failed) {
+        (void)unlinkat(t->spill_dfd, sp->name, 0);
+        proxy_tee_lost_as(t, STORE_LOST_SPILL_FAILED);
+        return;
+    }
+    struct tee_event *ev = event_new(t, TEE_SPILL, sp->name);
+    if (ev == NULL) {
+        (void)unlinkat(t->spill_dfd, sp->name, 0);
+        return; /* counted by event_new */
+    }
+    ev->call_id = call_id;
+    ev->t_us = t_us;
+    ev->dir = dir;
+    push(t, ev);
+}
+
+void proxy_tee_spill_abort(proxy_tee *t, proxy_spill *sp)
+{
+    if (sp->fd < 0)
+        return;
+    close(sp->fd);
+    sp->fd = -1;
+    (void)unlinkat(t->spill_dfd, sp->name, 0);
 }

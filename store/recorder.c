@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- the caller's side: enqueue ----------------------------------------- */
 
@@ -167,6 +168,23 @@ void store_recorder_message_take(store_recorder *r, uint64_t call_id, enum store
     enqueue(r, ev);
 }
 
+void store_recorder_message_file(store_recorder *r, uint64_t call_id, enum store_direction dir,
+                                 int64_t t_us, char *path)
+{
+    struct event *ev = r ? event_new(EV_MESSAGE, call_id, t_us, NULL, NULL, 0) : NULL;
+    if (!ev) {
+        (void)unlink(path);
+        free(path);
+        if (r)
+            count_drop(r);
+        return;
+    }
+    ev->dir = dir;
+    ev->spill_path = path; /* the event's: removed with it */
+    ev->size += strlen(path) + 1;
+    enqueue(r, ev);
+}
+
 void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why)
 {
     if (!r || (n == 0 && why != STORE_LOST_SHIM_DIED))
@@ -175,6 +193,10 @@ void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why)
     r->stats.dropped += n;
     if (why == STORE_LOST_QUEUE_FULL)
         r->queue_lost += n;
+    else if (why == STORE_LOST_TOO_LARGE)
+        r->large_lost += n;
+    else if (why == STORE_LOST_SPILL_FAILED)
+        r->spill_lost += n;
     else if (why == STORE_LOST_SHIM_DIED)
         r->shim_lost += n;
     else

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void store_rec_log(store_recorder *r, const char *fmt, ...)
 {
@@ -47,6 +48,10 @@ void store_rec_event_free(struct event *ev)
      * gave the taken ones to a schema op (recorder_decode.c). */
     assert(ev->owned == NULL || ev->bytes == ev->owned);
     free(ev->owned);
+    if (ev->spill_path) {
+        (void)unlink(ev->spill_path);
+        free(ev->spill_path);
+    }
     free(ev);
 }
 

@@ -8,11 +8,14 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- writer: calls in memory -------------------------------------------- */
 
@@ -49,7 +52,7 @@ static void mark_dirty(store_recorder *r, struct call *c)
     if (!c->dirty) {
         r->dirty_calls++;
         /* Its image copies what was rendered before too. */
-        r->dirty_bytes += c->req.json.len + c->resp.json.len;
+        r->dirty_bytes += c->req.json.len - c->req.big + c->resp.json.len - c->resp.big;
     }
     c->dirty = 1;
 }
@@ -167,8 +170,15 @@ static void render_message(store_recorder *r, struct call *c, enum store_directi
 }
 
 static void side_add(store_recorder *r, struct call *c, struct side *s, enum store_direction dir,
-                     const unsigned char *p, size_t n)
+                     const unsigned char *p, size_t n, int spilled)
 {
+    if (s->handed) {
+        /* A second message where one was expected, after the first went
+         * out alone: the column will hold the later ones only. */
+        s->handed = 0;
+        set_decode_error(c, "a message of this call was written alone before the next came: "
+                            "this column lacks it");
+    }
     size_t before = s->json.len;
     /* Room for what the JSON usually takes (a little more than the
      * message), so that it is not grown and copied a dozen times. */
@@ -177,7 +187,11 @@ static void side_add(store_recorder *r, struct call *c, struct side *s, enum sto
     if (s->count > 0)
         tftap_buf_putc(&s->json, ',');
     render_message(r, c, dir, p, n, &s->json);
-    r->rendered_bytes += s->json.len - before;
+    if (spilled) {
+        s->big += s->json.len - before; /* outside the bound: one at a time */
+        c->big = 1;
+    } else
+        r->rendered_bytes += s->json.len - before;
     s->count++;
     s->bytes += (int64_t)n;
 }
@@ -211,7 +225,8 @@ static void redecode_retained(store_recorder *r)
         free(c->decode_error);
         c->decode_error = NULL;
         for (struct rawmsg *m = c->raws; m; m = m->next)
-            side_add(r, c, m->dir == STORE_REQUEST ? &c->req : &c->resp, m->dir, m->bytes, m->len);
+            side_add(r, c, m->dir == STORE_REQUEST ? &c->req : &c->resp, m->dir, m->bytes, m->len,
+                     0);
         c->decoded_with_schema = 1;
         mark_dirty(r, c);
         store_rec_call_free_raws(r, c);
@@ -331,10 +346,37 @@ static char *take_side(struct op *o, struct call *c, struct side *s)
         s->json.data[s->json.len] = '\0';
     }
     char *text = s->json.data;
-    o->size += s->json.len + 1;
+    size_t big = s->big < s->json.len + 1 ? s->big : s->json.len + 1;
+    o->size += s->json.len + 1 - big;
+    o->big += big;
     s->json = (tftap_buf)TFTAP_BUF_INIT;
+    s->big = 0;
     s->count = 0;
     return text;
+}
+
+/* A side's column for an op: moved, copied, or kept as written before. A
+ * big side of a unary call goes out alone, moved, as soon as it is whole,
+ * so that its JSON is held once and written once; later images keep the
+ * column (unless spans want the values at the end). */
+static char *side_column(store_recorder *r, struct op *o, struct call *c, struct side *s, int final,
+                         int *keep, tftap_buf *tmp)
+{
+    *keep = 0;
+    if (s->handed) {
+        *keep = 1;
+        return NULL;
+    }
+    if (s->big > 0 && !final && !c->stream && s->count == 1 && !c->retain && !r->opts.on_call) {
+        int64_t count = s->count;
+        char *text = take_side(o, c, s);
+        s->count = count; /* the call still has its message */
+        s->handed = text != NULL;
+        return text;
+    }
+    if (final)
+        return take_side(o, c, s);
+    return dup_counted(o, side_text(c, s, tmp));
 }
 
 /* One side's value for opts.on_call: the stored text when it is redacted
@@ -411,15 +453,16 @@ static int emit_call(store_recorder *r, struct call *c)
     o->method = dup_counted(o, c->method);
     o->status_message = dup_counted(o, c->status_message);
     o->type_name = dup_counted(o, c->type_name);
-    if (c->ended && !c->retain) {
-        /* Its last image (the call is pruned next): the rendered JSON is
-         * handed over, not copied. */
-        o->req_json = take_side(o, c, &c->req);
-        o->resp_json = take_side(o, c, &c->resp);
-    } else {
-        o->req_json = dup_counted(o, side_text(c, &c->req, &t));
-        o->resp_json = dup_counted(o, side_text(c, &c->resp, &t));
-    }
+    /* Its last image (the call is pruned next): the rendered JSON is handed
+     * over, not copied. */
+    int final = c->ended && !c->retain;
+    o->req_json = side_column(r, o, c, &c->req, final, &o->req_keep, &t);
+    o->resp_json = side_column(r, o, c, &c->resp, final, &o->resp_keep, &t);
+    /* Writing any image of a big call reads its big columns back (SQLite
+     * rewrites a row whole): it counts as big, so that the next spilled
+     * message waits for it. */
+    if (c->big && o->big == 0)
+        o->big = 1;
     o->decode_error = dup_counted(o, c->decode_error);
     if (c->decoded_with_schema && r->schema)
         memcpy(o->schema_sha, r->schema_sha, 65);
@@ -481,10 +524,11 @@ static void hand_over(store_recorder *r)
     }
     /* The last op carries the count: written once all of them commit. */
     struct op *last = r->out;
-    size_t bytes = 0;
+    size_t bytes = 0, big = 0;
     int urgent = 0;
     for (struct op *o = r->out; o; o = o->next) {
         bytes += o->size;
+        big += o->big;
         last = o;
         /* Other recorders of the run may be waiting to borrow a schema. */
         urgent |= o->kind == OP_SCHEMA || o->kind == OP_PROCESS;
@@ -500,12 +544,13 @@ static void hand_over(store_recorder *r)
     store_rec_release(r, counted);
     r->inflight_bytes += bytes;
     r->ops_bytes += bytes;
+    r->big_inflight += big;
     if (r->inflight_bytes > r->peak_bytes)
         r->peak_bytes = r->inflight_bytes;
     /* A gathering SQL thread wakes at its deadline anyway; only a bound
      * filling up cuts its wait short. */
     r->ops_urgent |= urgent;
-    if (!r->sql_gathering || urgent || r->inflight_bytes >= r->opts.max_queue_bytes / 4)
+    if (!r->sql_gathering || urgent || big || r->inflight_bytes >= r->opts.max_queue_bytes / 4)
         pthread_cond_signal(&r->scv);
     pthread_mutex_unlock(&r->mu);
     r->out = NULL;
@@ -567,10 +612,11 @@ static void apply_event(store_recorder *r, struct event *ev)
         }
         if (s->count == 1 && !c->stream)
             c->stream = 1; /* a second message on a method we took for unary */
-        side_add(r, c, s, ev->dir, ev->bytes, ev->len);
+        side_add(r, c, s, ev->dir, ev->bytes, ev->len, ev->spill_path != NULL);
         if (r->schema)
             c->decoded_with_schema = 1;
-        retain_raw(r, c, ev);
+        if (!ev->spill_path) /* the file is gone after this: not kept for later */
+            retain_raw(r, c, ev);
         mark_dirty(r, c);
         if (ev->dir == STORE_RESPONSE && is_provider_schema_method(c->method)) {
             char sha[65];
@@ -843,6 +889,67 @@ static void wait_for_room(store_recorder *r)
     pthread_mutex_unlock(&r->mu);
 }
 
+/* What was lost since the last gap op, and why, as one. */
+static void emit_gap(store_recorder *r)
+{
+    struct op *o = op_new(r, OP_GAP);
+    if (!o)
+        return; /* told with the next one */
+    o->gap_seq = ++r->gap_seq;
+    o->lost = r->lost;
+    o->lost_queue = r->lost_queue;
+    o->lost_db = r->lost_db;
+    o->lost_input = r->lost_input;
+    o->lost_shim = r->lost_shim;
+    o->lost_large = r->lost_large;
+    o->lost_spill = r->lost_spill;
+    r->lost = 0;
+    r->lost_queue = r->lost_db = r->lost_input = r->lost_shim = 0;
+    r->lost_large = r->lost_spill = 0;
+}
+
+/* A message in a spill file: decoded once the big message before it is
+ * written (one in memory at a time), read from a mapping of the file, and
+ * its call's image handed over at once, so that its JSON leaves memory. */
+static void apply_spilled(store_recorder *r, struct event *e)
+{
+    emit_dirty_calls(r);
+    prune_calls(r);
+    hand_over(r);
+    pthread_mutex_lock(&r->mu);
+    while (r->big_inflight > 0 && r->sql_ok && !r->sql_stuck) {
+        struct timespec ts;
+        tftap_deadline_in(&ts, 1000);
+        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+    }
+    pthread_mutex_unlock(&r->mu);
+    int fd = open(e->spill_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    void *map = MAP_FAILED;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (uint64_t)st.st_size <= DEC_DEFAULT_MAX_BYTES)
+        map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (fd >= 0)
+        close(fd);
+    if (map == MAP_FAILED) {
+        store_rec_log(r, "cannot read the spill file %s: %s", e->spill_path,
+                      fd < 0 ? strerror(errno) : "not a regular file of a size it may have");
+        r->lost++;
+        r->lost_spill = 1;
+        return;
+    }
+    (void)madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
+    e->bytes = map;
+    e->len = (size_t)st.st_size;
+    apply_event(r, e);
+    munmap(map, (size_t)st.st_size);
+    e->bytes = NULL;
+    e->len = 0;
+    emit_dirty_calls(r);
+    prune_calls(r);
+    hand_over(r);
+}
+
 /* Decode a batch of events; hand ops over at least every commit_ms. */
 static void decode_batch(store_recorder *r, struct event *list)
 {
@@ -860,19 +967,8 @@ static void decode_batch(store_recorder *r, struct event *list)
     }
     if (r->proc_dirty)
         emit_process(r);
-    if (r->lost || r->lost_shim) {
-        struct op *o = op_new(r, OP_GAP);
-        if (o) {
-            o->gap_seq = ++r->gap_seq;
-            o->lost = r->lost;
-            o->lost_queue = r->lost_queue;
-            o->lost_db = r->lost_db;
-            o->lost_input = r->lost_input;
-            o->lost_shim = r->lost_shim;
-            r->lost = 0;
-            r->lost_queue = r->lost_db = r->lost_input = r->lost_shim = 0;
-        }
-    }
+    if (r->lost || r->lost_shim)
+        emit_gap(r);
     if (!r->borrow_tried && r->have_binary_sha) {
         r->borrow_tried = 1;
         borrow_sync(r, 5000);
@@ -888,7 +984,10 @@ static void decode_batch(store_recorder *r, struct event *list)
     while (list) {
         struct event *e = list;
         list = e->next;
-        apply_event(r, e);
+        if (e->spill_path)
+            apply_spilled(r, e);
+        else
+            apply_event(r, e);
         r->out_events++;
         freed += e->size;
         store_rec_event_free(e);
@@ -991,6 +1090,16 @@ void *store_rec_decoder_main(void *arg)
             r->lost_input = 1;
             r->input_lost = 0;
         }
+        if (r->large_lost) {
+            r->lost += r->large_lost;
+            r->lost_large = 1;
+            r->large_lost = 0;
+        }
+        if (r->spill_lost) {
+            r->lost += r->spill_lost;
+            r->lost_spill = 1;
+            r->spill_lost = 0;
+        }
         if (r->shim_died) {
             r->lost += r->shim_lost;
             r->lost_shim = 1;
@@ -1036,19 +1145,8 @@ void *store_rec_decoder_main(void *arg)
     }
     if (r->proc_dirty)
         emit_process(r);
-    if (r->lost || r->lost_shim) {
-        struct op *o = op_new(r, OP_GAP);
-        if (o) {
-            o->gap_seq = ++r->gap_seq;
-            o->lost = r->lost;
-            o->lost_queue = r->lost_queue;
-            o->lost_db = r->lost_db;
-            o->lost_input = r->lost_input;
-            o->lost_shim = r->lost_shim;
-            r->lost = 0;
-            r->lost_shim = 0;
-        }
-    }
+    if (r->lost || r->lost_shim)
+        emit_gap(r);
     r->closing = 1;
     emit_dirty_calls(r);
     /* Calls still waiting for a schema to be re-decoded with: as they are. */

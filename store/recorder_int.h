@@ -44,9 +44,11 @@ struct event {
     uint64_t call_id;
     int64_t t_us;
     int status;
-    size_t size; /* counted against the queue bound */
-    size_t len;  /* message bytes */
-    char *text;  /* method or status message, NUL-terminated, in data */
+    size_t size;      /* counted against the queue bound */
+    size_t len;       /* message bytes */
+    char *text;       /* method or status message, NUL-terminated, in data */
+    char *spill_path; /* a message in this file (store_recorder_message_file), which the
+                       * event owns: removed when the event is freed */
     unsigned char *bytes;
     void *owned; /* bytes taken from the caller (store_recorder_message_take) */
     unsigned char data[];
@@ -66,6 +68,9 @@ struct side {
     tftap_buf json;
     int64_t bytes;
     int64_t count;
+    size_t big; /* of json, what spilled messages rendered: outside the bound */
+    int handed; /* its one big message's JSON went to the SQL thread alone (written
+                 * once); later images keep the column */
 };
 
 struct call {
@@ -84,6 +89,7 @@ struct call {
     struct side req, resp;
     char *decode_error;
     int decoded_with_schema;
+    int big; /* a spilled message is part of it: its images go one at a time */
     int dirty;
     int64_t msg_seq;
     struct rawmsg *raws, **raws_tail; /* kept for re-decoding */
@@ -115,7 +121,9 @@ struct op {
     int64_t started_us, ended_us;
     int64_t req_bytes, resp_bytes, req_count, resp_count;
     char *method, *status_message, *type_name, *req_json, *resp_json, *decode_error;
-    char schema_sha[65]; /* OP_CALL: schema used ("" none); OP_SCHEMA: its hash */
+    int req_keep, resp_keep; /* OP_CALL: the column was written before: keep it */
+    size_t big;              /* JSON of a spilled message held: outside size and the bound */
+    char schema_sha[65];     /* OP_CALL: schema used ("" none); OP_SCHEMA: its hash */
     int64_t msg_seq, t_us;
     enum store_direction dir;
     unsigned char *bytes; /* OP_RAW message, OP_SCHEMA raw (NULL: link only) */
@@ -131,7 +139,7 @@ struct op {
     /* OP_GAP */
     int64_t gap_seq; /* gaps.seq: the row is written once however often the op is */
     uint64_t lost;
-    int lost_queue, lost_db, lost_input, lost_shim;
+    int lost_queue, lost_db, lost_input, lost_shim, lost_large, lost_spill;
     char *reason; /* OP_GAP of refused writes (recorder_sql.c): its reason, owned */
 };
 
@@ -162,7 +170,13 @@ struct store_recorder {
     uint64_t queue_lost;        /* under mu: refused by enqueue, not yet in lost */
     uint64_t input_lost;        /* under mu: lost before reaching us (store_recorder_lost) */
     uint64_t shim_lost;         /* under mu: calls cut off by the shim's death */
-    int shim_died;              /* under mu: said by store_recorder_lost, not yet in lost */
+    uint64_t large_lost;        /* under mu: messages too large to record */
+    uint64_t spill_lost;        /* under mu: big messages whose spill file failed */
+    /* under mu: JSON of spilled messages handed to the SQL thread and not yet
+     * committed; the decoder starts on the next spilled message only at 0,
+     * so that one big message is in memory at a time. */
+    size_t big_inflight;
+    int shim_died; /* under mu: said by store_recorder_lost, not yet in lost */
     int logged_full;
 
     /* ---- shared between the two threads, under mu ---- */
@@ -192,8 +206,9 @@ struct store_recorder {
     uint64_t lost;                       /* events lost, not yet in a gap op */
     int64_t gap_seq;                     /* gap ops made so far */
     int lost_queue, lost_db, lost_input; /* reasons */
-    int lost_shim;                       /* reason: the shim died (a gap even when lost is 0) */
-    struct procinfo proc;                /* decoder's copy */
+    int lost_large, lost_spill;
+    int lost_shim;        /* reason: the shim died (a gap even when lost is 0) */
+    struct procinfo proc; /* decoder's copy */
     char binary_sha256[65];
     char binary_stat[BINARY_STAT_LEN]; /* identity of the file digested, or "" */
     int have_binary_sha;

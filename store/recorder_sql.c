@@ -337,16 +337,24 @@ static int apply_gap(store_recorder *r, const struct op *o)
 {
     /* The reasons, joined: "queue full, database unavailable"; or the
      * refusal's (apply_singly). */
-    char reason[256] = "";
-    if (o->reason == NULL)
-        snprintf(reason, sizeof reason, "%s%s%s%s%s%s%s", o->lost_queue ? "queue full" : "",
-                 o->lost_queue && (o->lost_db || o->lost_input) ? ", " : "",
-                 o->lost_db ? "database unavailable" : "", o->lost_db && o->lost_input ? ", " : "",
-                 o->lost_input ? "malformed recorder input" : "",
-                 o->lost_shim && (o->lost_queue || o->lost_db || o->lost_input) ? ", " : "",
-                 o->lost_shim ? "shim died (its process ended mid-run: the calls counted were "
-                                "cut off; calls of its last moments may be missing entirely)"
-                              : "");
+    char reason[512] = "";
+    if (o->reason == NULL) {
+        const char *parts[6] = {
+            o->lost_queue ? "queue full" : NULL,
+            o->lost_db ? "database unavailable" : NULL,
+            o->lost_input ? "malformed recorder input" : NULL,
+            o->lost_large ? "message too large to record (relayed whole)" : NULL,
+            o->lost_spill ? "spill file not written or read (disk full?)" : NULL,
+            o->lost_shim ? "shim died (its process ended mid-run: the calls counted were "
+                           "cut off; calls of its last moments may be missing entirely)"
+                         : NULL,
+        };
+        size_t at = 0;
+        for (int i = 0; i < 6; i++)
+            if (parts[i] && at < sizeof reason)
+                at += (size_t)snprintf(reason + at, sizeof reason - at, "%s%s", at ? ", " : "",
+                                       parts[i]);
+    }
     /* Written again after an in-doubt commit: seq keeps it one row, and
      * dropped is the sum of the rows, not an increment. */
     int rc = exec_bound(r->db,
@@ -376,8 +384,11 @@ static int apply_call(store_recorder *r, const struct op *o)
                      "ON CONFLICT (process_id, call_seq) DO UPDATE SET method = ?4, rpc = ?5, "
                      "stream = ?6, ended_us = ?8, status_code = ?9, status_message = ?10, "
                      "request_bytes = ?11, response_bytes = ?12, request_count = ?13, "
-                     "response_count = ?14, type_name = ?15, request_json = ?16, "
-                     "response_json = ?17, decode_error = ?18, schema_sha256 = ?19",
+                     "response_count = ?14, type_name = ?15, "
+                     /* A column written before, alone (a big message): kept. */
+                     "request_json = CASE WHEN ?20 = 1 THEN calls.request_json ELSE ?16 END, "
+                     "response_json = CASE WHEN ?21 = 1 THEN calls.response_json ELSE ?17 END, "
+                     "decode_error = ?18, schema_sha256 = ?19",
                      &r->st_upsert);
         if (rc)
             return rc;
@@ -409,6 +420,8 @@ static int apply_call(store_recorder *r, const struct op *o)
     bind_text_or_null(st, 17, o->resp_json);
     bind_text_or_null(st, 18, o->decode_error);
     bind_text_or_null(st, 19, o->schema_sha[0] ? o->schema_sha : NULL);
+    sdb_bind_int(st, 20, o->req_keep);
+    sdb_bind_int(st, 21, o->resp_keep);
     rc = step_ok(st);
     sdb_clear_bindings(st);
     return rc;
@@ -571,9 +584,11 @@ static void release_head(store_recorder *r, int committed)
         r->pending_tail = &r->pending;
     uint64_t events = x->events;
     int gap = committed && x->kind == OP_GAP;
-    size_t bytes = x->size;
+    size_t bytes = x->size, big = x->big;
     store_rec_op_free(x);
     pthread_mutex_lock(&r->mu);
+    assert(big <= r->big_inflight);
+    r->big_inflight -= big;
     r->stats.written += events;
     r->stats.gaps += (uint64_t)gap;
     assert(bytes <= r->ops_bytes);
@@ -734,12 +749,13 @@ static void apply_pending(store_recorder *r, int closing)
         r->logged_down = 0;
         /* Committed: release the ops up to o. */
         uint64_t gaps = 0;
-        size_t bytes = 0;
+        size_t bytes = 0, big = 0;
         while (r->pending != o) {
             struct op *x = r->pending;
             r->pending = x->next;
             gaps += x->kind == OP_GAP;
             bytes += x->size;
+            big += x->big;
             store_rec_op_free(x);
         }
         if (!r->pending)
@@ -749,6 +765,8 @@ static void apply_pending(store_recorder *r, int closing)
         r->stats.gaps += gaps;
         assert(bytes <= r->ops_bytes);
         r->ops_bytes -= bytes;
+        assert(big <= r->big_inflight);
+        r->big_inflight -= big;
         store_rec_release(r, bytes);
         pthread_cond_broadcast(&r->cv); /* the decoder may wait for room */
         pthread_mutex_unlock(&r->mu);

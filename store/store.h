@@ -115,6 +115,13 @@ void store_recorder_message(store_recorder *r, uint64_t call_id, enum store_dire
  * bytes), freed by the recorder whatever happens. */
 void store_recorder_message_take(store_recorder *r, uint64_t call_id, enum store_direction dir,
                                  int64_t t_us, void *bytes, size_t len);
+/* A message in a file (a big one, spilled by the relay), read and removed
+ * by the recorder when it decodes it, or removed when it is dropped: the
+ * file is the recorder's from now on. Takes path (malloc'd). Its memory
+ * is outside the bound of opts.max_queue_bytes: one such message is
+ * decoded and written at a time (docs/proxy.md, "Big messages"). */
+void store_recorder_message_file(store_recorder *r, uint64_t call_id, enum store_direction dir,
+                                 int64_t t_us, char *path);
 void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, int status_code,
                              const char *status_message);
 /* n events were lost before they reached the recorder: dropped from the
@@ -124,7 +131,16 @@ void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, 
 /* STORE_LOST_SHIM_DIED: n calls cut off because the shim feeding us ended
  * without saying goodbye (killed); what it had not handed over yet is not
  * known: the gap row says so even when n is 0. */
-enum store_lost { STORE_LOST_QUEUE_FULL = 0, STORE_LOST_MALFORMED = 1, STORE_LOST_SHIM_DIED = 2 };
+/* STORE_LOST_TOO_LARGE: messages bigger than the recorder takes (relayed
+ * whole, never recorded); STORE_LOST_SPILL_FAILED: big messages whose
+ * spill file could not be written or read (a full disk). */
+enum store_lost {
+    STORE_LOST_QUEUE_FULL = 0,
+    STORE_LOST_MALFORMED = 1,
+    STORE_LOST_SHIM_DIED = 2,
+    STORE_LOST_TOO_LARGE = 3,
+    STORE_LOST_SPILL_FAILED = 4,
+};
 void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why);
 
 /* What a shim's relay saw of each call, for store_record_recorder_loss. */

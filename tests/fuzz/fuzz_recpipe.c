@@ -76,6 +76,18 @@ static void on_lost(void *ctx, uint64_t n, enum store_lost why)
         ((struct seen *)ctx)->frames++; /* a LOST frame: its count is the tee's */
 }
 
+/* A spill file's name: a plain name, never a path. */
+static void on_spilled(void *ctx, uint64_t call_id, enum store_direction dir, int64_t t_us,
+                       const char *name)
+{
+    (void)call_id, (void)t_us;
+    text(name);
+    if ((dir != STORE_REQUEST && dir != STORE_RESPONSE) || name[0] == '\0' || name[0] == '.' ||
+        strchr(name, '/') != NULL)
+        abort();
+    ((struct seen *)ctx)->frames++;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -97,8 +109,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (lseek(fd, 0, SEEK_SET) != 0)
         abort();
     struct seen seen = {0, 0, 0};
-    proxy_recpipe_sink sink = {&seen,  on_process, on_begin, on_message,
-                               on_end, on_lost,    NULL,     NULL};
+    proxy_recpipe_sink sink = {&seen,   on_process, on_begin, on_message, on_end,
+                               on_lost, NULL,       NULL,     on_spilled};
     int rc = proxy_recpipe_read(fd, MAX_MESSAGE, &sink);
     /* Each frame, passed on or lost, took a whole header of the input. */
     if (seen.frames + seen.lost > size / sizeof(struct proxy_rec_frame))

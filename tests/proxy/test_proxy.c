@@ -5,10 +5,13 @@
  * reader. */
 #include "config.h"
 
+#include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nghttp2/nghttp2.h>
@@ -266,7 +269,8 @@ static void test_meta(void)
 
 struct counts {
     int fd;
-    uint64_t process, begins, messages, ends, lost, dropped;
+    uint64_t process, begins, messages, ends, lost, dropped, large, spill_failed, spilled;
+    char spill_name[64];
 };
 
 static void c_process(void *ctx, const char *p, const char *v, const char *b, int proto, int pid)
@@ -293,16 +297,30 @@ static void c_end(void *ctx, uint64_t id, int64_t t, int st, const char *m)
 }
 static void c_lost(void *ctx, uint64_t n, enum store_lost why)
 {
+    struct counts *c = ctx;
     if (why == STORE_LOST_QUEUE_FULL)
-        ((struct counts *)ctx)->dropped += n;
+        c->dropped += n;
+    else if (why == STORE_LOST_TOO_LARGE)
+        c->large += n;
+    else if (why == STORE_LOST_SPILL_FAILED)
+        c->spill_failed += n;
     else
-        ((struct counts *)ctx)->lost += n;
+        c->lost += n;
+}
+static void c_spilled(void *ctx, uint64_t id, enum store_direction d, int64_t t, const char *name)
+{
+    struct counts *c = ctx;
+    (void)id, (void)t;
+    CHECK_INT_EQ(d, STORE_RESPONSE);
+    snprintf(c->spill_name, sizeof c->spill_name, "%s", name);
+    c->spilled++;
 }
 
 static void *reader(void *arg)
 {
     struct counts *c = arg;
-    proxy_recpipe_sink sink = {c, c_process, c_begin, c_message, c_end, c_lost, NULL, NULL};
+    proxy_recpipe_sink sink = {c,      c_process, c_begin, c_message, c_end,
+                               c_lost, NULL,      NULL,    c_spilled};
     (void)proxy_recpipe_read(c->fd, PROXY_REC_MESSAGE_MAX, &sink);
     return NULL;
 }
@@ -344,6 +362,112 @@ static void test_tee_flood(void)
     CHECK_INT_EQ(c.messages + dropped, calls);
     CHECK_INT_EQ(c.dropped, dropped); /* told to the recorder: its gap */
     CHECK_INT_EQ(c.lost, 0);
+}
+
+/* Big messages go into spill files the recorder reads: the file holds the
+ * message, its name reaches the reader; what could not be spilled is
+ * counted lost with its reason; a spill dir that is not private is not
+ * used; a broken pipe leaves no file behind. */
+static void test_tee_spill(void)
+{
+    char dir[] = "/tmp/tftap-test-spill-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char spill[64], open_dir[64];
+    snprintf(spill, sizeof spill, "%s/spill", dir);
+    snprintf(open_dir, sizeof open_dir, "%s/open", dir);
+    int p[2];
+    CHECK_INT_EQ(pipe(p), 0);
+    proxy_tee *t = NULL;
+    CHECK_INT_EQ(proxy_tee_new(p[1], (size_t)1 << 20, &t), 0);
+    proxy_tee_spill_to(t, spill);
+    proxy_tee_begin(t, 1, "/tfplugin5.Provider/ReadResource", 1000);
+    proxy_spill sp;
+    CHECK_INT_EQ(proxy_tee_spill_open(t, 1, STORE_RESPONSE, &sp), 0);
+    CHECK(proxy_tee_spill_write(t, &sp, "hello, ", 7) == 0);
+    CHECK(proxy_tee_spill_write(t, &sp, "world", 5) == 0);
+    proxy_tee_spill_done(t, &sp, 1, STORE_RESPONSE, 1001);
+    CHECK_INT_EQ(sp.fd, -1);
+    proxy_tee_end(t, 1, 1002, 0, "");
+    /* A message whose stream was reset: its file goes. */
+    proxy_spill cut;
+    CHECK_INT_EQ(proxy_tee_spill_open(t, 2, STORE_REQUEST, &cut), 0);
+    CHECK(proxy_tee_spill_write(t, &cut, "partial", 7) == 0);
+    proxy_tee_spill_abort(t, &cut);
+    proxy_tee_lost_as(t, STORE_LOST_TOO_LARGE);
+    proxy_tee_lost_as(t, STORE_LOST_SPILL_FAILED);
+    struct counts c = {.fd = p[0]};
+    pthread_t th;
+    CHECK_INT_EQ(pthread_create(&th, NULL, reader, &c), 0);
+    proxy_tee_free(t);
+    close(p[1]);
+    pthread_join(th, NULL);
+    close(p[0]);
+    CHECK_INT_EQ(c.spilled, 1);
+    CHECK_INT_EQ(c.large, 1);
+    CHECK_INT_EQ(c.spill_failed, 1);
+    CHECK_INT_EQ(c.dropped, 0);
+    char path[200];
+    snprintf(path, sizeof path, "%s/%s", spill, c.spill_name);
+    char buf[64] = "";
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = '\0';
+        fclose(f);
+    }
+    CHECK_STR_EQ(buf, "hello, world");
+    struct stat st;
+    CHECK(stat(spill, &st) == 0 && (st.st_mode & 0777) == 0700);
+    unlink(path);
+    DIR *d = opendir(spill);
+    int left = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        left += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    CHECK_INT_EQ(left, 0); /* the reset message's file is gone */
+
+    /* A directory others may write is not used: big messages then pass
+     * through memory as before. */
+    CHECK_INT_EQ(mkdir(open_dir, 0777), 0);
+    CHECK_INT_EQ(chmod(open_dir, 0777), 0);
+    CHECK_INT_EQ(pipe(p), 0);
+    CHECK_INT_EQ(proxy_tee_new(p[1], (size_t)1 << 20, &t), 0);
+    proxy_tee_spill_to(t, open_dir);
+    CHECK_INT_EQ(proxy_tee_spill_open(t, 1, STORE_REQUEST, &sp), -1);
+    CHECK_INT_EQ(sp.fd, -1);
+    proxy_tee_free(t);
+    close(p[0]);
+    close(p[1]);
+
+    /* The recorder is gone (the pipe broke): spill files it would have
+     * read are removed with the tee. */
+    signal(SIGPIPE, SIG_IGN); /* as the shim has it */
+    CHECK_INT_EQ(pipe(p), 0);
+    close(p[0]);
+    CHECK_INT_EQ(proxy_tee_new(p[1], (size_t)1 << 20, &t), 0);
+    proxy_tee_spill_to(t, spill);
+    proxy_tee_begin(t, 1, "/tfplugin5.Provider/ReadResource", 1000);
+    CHECK_INT_EQ(proxy_tee_spill_open(t, 1, STORE_RESPONSE, &sp), 0);
+    CHECK(proxy_tee_spill_write(t, &sp, "x", 1) == 0);
+    proxy_tee_spill_done(t, &sp, 1, STORE_RESPONSE, 1001);
+    proxy_tee_end(t, 1, 1002, 0, "");
+    struct proxy_tee_outcome out;
+    proxy_tee_finish(t, &out);
+    CHECK_INT_EQ(out.pipe_broke, 1);
+    free(out.ledger);
+    close(p[1]);
+    d = opendir(spill);
+    left = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        left += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    CHECK_INT_EQ(left, 0);
+    rmdir(spill);
+    rmdir(open_dir);
+    rmdir(dir);
 }
 
 /* ---- HPACK table size updates (RFC 7541 4.2) ---------------------------- */
@@ -448,6 +572,7 @@ int main(void)
     test_env();
     test_meta();
     test_tee_flood();
+    test_tee_spill();
     test_h2watch_table_size_updates();
     return check_report("test_proxy");
 }

@@ -572,6 +572,66 @@ static void test_lost_input_is_a_gap(void)
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"), 1);
 }
 
+/* Big messages arrive as files (the relay spilled them): each is decoded
+ * as any message, written once, its file removed; a file that cannot be
+ * read is a gap that says so. */
+static void test_spilled_messages(void)
+{
+    char path[400], file[450], gone[450];
+    snprintf(path, sizeof path, "%s/spill/tftap.db", tmpdir);
+    snprintf(file, sizeof file, "%s/spilled-request", tmpdir);
+    snprintf(gone, sizeof gone, "%s/never-written", tmpdir);
+    store_recorder_opts o = {0};
+    store_recorder *r = NULL;
+    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
+    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4242);
+    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    struct fx_bytes req = fx_plan_request(NULL, &thing_alpha);
+    struct fx_bytes resp = fx_plan_response(&thing_alpha, 0, NULL);
+    FILE *f = fopen(file, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_INT_EQ(fwrite(req.p, 1, req.n, f), req.n);
+        fclose(f);
+    }
+    store_recorder_call_begin(r, 2, M_PLAN, now_us());
+    store_recorder_message_file(r, 2, STORE_REQUEST, now_us(), strdup(file));
+    /* Its request is written alone, before the answer comes. */
+    int64_t alone = 0;
+    for (int i = 0; i < 600 && alone < 1; i++) {
+        sleep_ms(50);
+        alone = scalar_at(path, "SELECT count(*) FROM calls WHERE call_seq = 2 AND ended_us IS "
+                                "NULL AND request_json LIKE '%\"name\":\"alpha\"%'");
+    }
+    CHECK_INT_EQ(alone, 1);
+    store_recorder_message(r, 2, STORE_RESPONSE, now_us(), resp.p, resp.n);
+    store_recorder_call_end(r, 2, now_us(), 0, NULL);
+    store_recorder_call_begin(r, 3, M_PLAN, now_us());
+    store_recorder_message_file(r, 3, STORE_REQUEST, now_us(), strdup(gone));
+    store_recorder_call_end(r, 3, now_us(), 0, NULL);
+    store_recorder_close(r);
+    CHECK(access(file, F_OK) != 0); /* the recorder's, and removed */
+    char *j = text_at(path, "SELECT request_json FROM calls WHERE call_seq = 2");
+    CHECK(contains(j, "\"name\":\"alpha\"")); /* kept when the final image came */
+    CHECK(contains(j, "{\"$sensitive\":\"hmac-sha256:"));
+    CHECK(!contains(j, FX_SECRET));
+    free(j);
+    j = text_at(path, "SELECT response_json FROM calls WHERE call_seq = 2");
+    CHECK(contains(j, "\"planned_state\""));
+    free(j);
+    CHECK_INT_EQ(scalar_at(path, "SELECT request_bytes FROM calls WHERE call_seq = 2"),
+                 (int64_t)req.n);
+    CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE call_seq = 3 AND "
+                                 "ended_us IS NOT NULL AND request_json IS NULL"),
+                 1);
+    char *reasons = text_at(path, "SELECT group_concat(reason, '; ') FROM gaps");
+    CHECK(reasons && strstr(reasons, "spill file"));
+    free(reasons);
+    CHECK_INT_EQ(scalar_at(path, "SELECT sum(lost) FROM gaps"), 1);
+    fx_free(&req);
+    fx_free(&resp);
+}
+
 /* Another writer holds the lock longer than the busy timeout: the recorder
  * keeps retrying, and nothing is lost. */
 static void test_locked_database_loses_nothing(void)
@@ -1272,6 +1332,7 @@ int main(void)
     test_queue_full_drops_and_counts();
     test_block_mode_holds_the_bound();
     test_lost_input_is_a_gap();
+    test_spilled_messages();
     test_locked_database_loses_nothing();
     test_keep_raw_and_record_sensitive();
     test_concurrent_writers();
