@@ -43,6 +43,11 @@ def rss():
 
 
 print("idle: %(VmRSS)d MB resident" % rss())
+for path in ["/api/runs", "/api/runs/%d" % A, "/api/runs/%d/calls?limit=200" % A, "/api/runs/%d/changes" % A,
+             "/api/runs/%d/check" % A, "/api/runs/%d/verdict" % A, "/api/diff/%d/%d" % (A, B)]:
+    st, n, t = get(path)
+    print("%-40s %d %9d bytes %7.2f s   peak %d MB" % (path, st, n, t, rss()["VmHWM"]))
+
 # The first view of /runs/A: what the page fetches before the user does
 # anything (its shell and assets, the run, its verdict, a page of calls,
 # 20 changes, the runs before it for the diff base), bodies as sent,
@@ -52,10 +57,6 @@ first = ["/runs/%d" % A, "/assets/app.css", "/assets/app.js", "/assets/favicon.s
          "/api/runs?before=%d&limit=200" % A]
 plain, packed = (sum(get(path, gzip=z)[1] for path in first) for z in (False, True))
 print("first view of /runs/%d: %d bytes as they are, %d gzip-compressed (bodies)" % (A, plain, packed))
-for path in ["/api/runs", "/api/runs/%d" % A, "/api/runs/%d/calls?limit=200" % A, "/api/runs/%d/changes" % A,
-             "/api/runs/%d/check" % A, "/api/runs/%d/verdict" % A, "/api/diff/%d/%d" % (A, B)]:
-    st, n, t = get(path)
-    print("%-40s %d %9d bytes %7.2f s   peak %d MB" % (path, st, n, t, rss()["VmHWM"]))
 
 # Four diffs at once, and the runs list meanwhile (bound: /api/runs within 100 ms).
 p.terminate()
