@@ -436,8 +436,8 @@ static void pool_drain(web_server *w)
 /* Bodies shorter than this go as they are: gzip's header and trailer (18
  * bytes) and a thread's deflate state cost more than they would save. */
 #define GZIP_MIN 1024
-/* zlib's default level: JSON shrinks to a tenth or less; 9 costs about
- * twice the time for a few percent. */
+/* zlib's default level: a run page's first view (the verdict, 200 calls,
+ * 20 changes) shrinks from 1.3 MB to 48 KB (bench/web). */
 #define GZIP_LEVEL 6
 
 /* Replace body with its gzip compression (RFC 1952, deflate's windowBits
