@@ -726,6 +726,8 @@ function minimap(span, rowsOf, onView) {
   box.grew = wasWhole => { if (wasWhole) view = { first: span.first, last: span.last }; show(); box.redraw(); return view; };
   box.view = () => view;
   box.whole = () => !zoomed();
+  /* Show first..last (microseconds, on the run's clock). */
+  box.set = set;
   show();
   return box;
 }
@@ -733,7 +735,7 @@ function minimap(span, rowsOf, onView) {
 /* The calls of a run: one lane per provider process, rows on a time axis.
  * One row per call id, whatever the order pages and live updates arrive
  * in; loads and live updates take turns (one request at a time). */
-function waterfall(run, d, filters) {
+function waterfall(run, d, filters, zoom) {
   const box = el('section', { class: 'waterfall' });
   const span = { first: d.span.first_us || d.run.started_us, last: Math.max(d.span.last_us, d.span.first_us + 1) };
   const lanes = new Map();
@@ -757,11 +759,19 @@ function waterfall(run, d, filters) {
     axisBox.replaceChildren(axis(span, view));
     for (const r of byId.values()) placeBar(r, view);
   };
+  /* The stretch shown is part of the address (?zoom=FROM-TO, microseconds
+   * since the run's first call), so that a zoomed view can be linked to. */
   const mini = minimap(span, () => [...laneBox.querySelectorAll('a.row')], (first, last) => {
     view.first = first;
     view.last = last;
     replace();
+    const u = new URL(location.href);
+    if (mini.whole()) u.searchParams.delete('zoom');
+    else u.searchParams.set('zoom', Math.round(first - span.first) + '-' + Math.round(last - span.first));
+    if (u.search !== location.search) history.replaceState(history.state, '', u.pathname + u.search);
   });
+  const zm = /^(\d+)-(\d+)$/.exec(zoom || '');
+  if (zm && Number(zm[2]) > Number(zm[1])) mini.set(span.first + Number(zm[1]), span.first + Number(zm[2]));
   const more = el('div');
   const count = el('p', { class: 'muted', role: 'status' });
   box.append(el('h2', {}, 'Calls'), legend, count, mini, axisBox, laneBox, more);
@@ -987,7 +997,7 @@ async function runView(run, params) {
   }
   const header = el('div', {}, runHeader(d));
   const verdict = verdictSection(run);
-  const wf = waterfall(run, d, filters);
+  const wf = waterfall(run, d, filters, params.get('zoom'));
   const form = filterForm(filters, v => navigate(runLink(run) + qs(v)));
   const changes = changesSection(run, null);
   main.replaceChildren(el('h1', {}, 'Run #' + d.run.id, d.run.ended_us ? '' : el('span', { class: 'status-inflight' }, ' (recording)')),
