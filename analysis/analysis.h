@@ -329,8 +329,9 @@ int analysis_diff_calls(const analysis_diff_call *a, size_t na, const analysis_d
 /* The same with run A's calls summarized, without their JSON, which
  * stream(stream_ctx, ...) hands over once more while the pairs are
  * compared (each parsed, compared and freed as it comes): the JSON of run A
- * is never held whole, only B's. Returns as above, stream's error, or
- * TFTAP_ENOTFOUND (a call of A the stream did not give again). */
+ * is never held whole, only B's (whose calls carry their JSON). Returns as
+ * above, stream's error, TFTAP_ENOTFOUND (a call of A the stream did not
+ * give again) or TFTAP_EINVAL (a call of B summarized). */
 int analysis_diff_calls_streamed(const analysis_diff_call *a, size_t na,
                                  analysis_diff_stream stream, void *stream_ctx,
                                  const analysis_diff_call *b, size_t nb,

@@ -1005,6 +1005,11 @@ int analysis_diff_calls_streamed(const analysis_diff_call *a, size_t na,
                                  const analysis_diff_opts *opts, analysis_diff **out)
 {
     *out = NULL;
+    /* Only run A's calls come again: a summarized call of B would be
+     * compared without its values. */
+    for (size_t i = 0; i < nb; i++)
+        if (b[i].summarized)
+            return TFTAP_EINVAL;
     analysis_diff *d = calloc(1, sizeof *d);
     if (!d)
         return TFTAP_ENOMEM;

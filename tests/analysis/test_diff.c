@@ -441,6 +441,10 @@ static void test_streamed(void)
     CHECK_INT_EQ(analysis_diff_calls_streamed(sum, 4, fake_stream, &fs, b, 4, NULL, &d),
                  TFTAP_ENOTFOUND);
     CHECK(d == NULL);
+    /* Run B's calls must carry their JSON. */
+    CHECK_INT_EQ(analysis_diff_calls_streamed(sum, 4, fake_stream, &fs, sum, 4, NULL, &d),
+                 TFTAP_EINVAL);
+    CHECK(d == NULL);
     /* Malformed JSON: when summarized, and when given again. */
     analysis_diff_call bad = plan(1, "t.a", "{\"prior_state\":", "{}");
     CHECK_INT_EQ(analysis_diff_call_summarize(&bad), TFTAP_EDECODE);
