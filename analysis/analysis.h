@@ -285,7 +285,27 @@ typedef struct analysis_diff_call {
     const char *request_json; /* the rendered messages (docs/messages.md), or NULL */
     const char *response_json;
     int64_t schema_version; /* of type_name's schema, -1 when unknown */
+    /* A call given without its JSON (request_json and response_json NULL,
+     * summarized 1): what pairing needs of it, read by
+     * analysis_diff_call_summarize while the JSON was at hand. */
+    int summarized;
+    const char *action; /* "create", "update", ... (static), or NULL */
+    int prior_null;
 } analysis_diff_call;
+
+/* Read what pairing needs (the planned or applied action, whether the
+ * prior state is null) from c's JSON into c and set c->summarized: the
+ * caller may then drop the JSON (and set both pointers NULL). Returns 0 or
+ * TFTAP_EDECODE (malformed JSON), TFTAP_ENOMEM. */
+int analysis_diff_call_summarize(analysis_diff_call *c);
+
+/* Hands summarized calls' JSON over again: calls fn(fctx, call_id,
+ * request_json, response_json) for each call of the run (either JSON may
+ * be NULL), stopping at fn's non-zero return, which it returns; else 0 or
+ * a tftap error. */
+typedef int (*analysis_diff_json_fn)(void *fctx, int64_t call_id, const char *request_json,
+                                     const char *response_json);
+typedef int (*analysis_diff_stream)(void *ctx, analysis_diff_json_fn fn, void *fctx);
 
 typedef struct analysis_diff analysis_diff;
 
@@ -306,6 +326,16 @@ typedef struct analysis_diff_opts {
  * TFTAP_EDECODE (a call's JSON is malformed), TFTAP_ENOMEM. */
 int analysis_diff_calls(const analysis_diff_call *a, size_t na, const analysis_diff_call *b,
                         size_t nb, const analysis_diff_opts *opts, analysis_diff **out);
+/* The same with run A's calls summarized, without their JSON, which
+ * stream(stream_ctx, ...) hands over once more while the pairs are
+ * compared (each parsed, compared and freed as it comes): the JSON of run A
+ * is never held whole, only B's (whose calls carry their JSON). Returns as
+ * above, stream's error, TFTAP_ENOTFOUND (a call of A the stream did not
+ * give again) or TFTAP_EINVAL (a call of B summarized). */
+int analysis_diff_calls_streamed(const analysis_diff_call *a, size_t na,
+                                 analysis_diff_stream stream, void *stream_ctx,
+                                 const analysis_diff_call *b, size_t nb,
+                                 const analysis_diff_opts *opts, analysis_diff **out);
 
 /* analysis_diff_calls over two recorded runs, run_a of sa and run_b of sb
  * (the same store, or two: a database and a bundle). Returns as above, or

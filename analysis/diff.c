@@ -584,16 +584,21 @@ static void compare_parsed(analysis_diff *d, size_t pi, const struct dcall *a,
         set_sides(d, add(d, pi, K_DEFERRED, NULL), fa, fb);
 }
 
+/* Parse a call's JSON texts (its own, or a summarized call's handed over
+ * again) into x, unless already there. */
+static int dcall_parse_text(struct dcall *x, const char *req, const char *resp)
+{
+    int rc = 0;
+    if (req && !x->req)
+        rc = sj_parse(req, strlen(req), ANALYSIS_JSON_MAX_DEPTH, &x->req);
+    if (!rc && resp && !x->resp)
+        rc = sj_parse(resp, strlen(resp), ANALYSIS_JSON_MAX_DEPTH, &x->resp);
+    return rc;
+}
+
 static int dcall_parse(struct dcall *x)
 {
-    const analysis_diff_call *c = x->c;
-    int rc = 0;
-    if (c->request_json && !x->req)
-        rc = sj_parse(c->request_json, strlen(c->request_json), ANALYSIS_JSON_MAX_DEPTH, &x->req);
-    if (!rc && c->response_json && !x->resp)
-        rc =
-            sj_parse(c->response_json, strlen(c->response_json), ANALYSIS_JSON_MAX_DEPTH, &x->resp);
-    return rc;
+    return dcall_parse_text(x, x->c->request_json, x->c->response_json);
 }
 
 static void dcall_unparse(struct dcall *x)
@@ -619,6 +624,21 @@ static void compare_calls(analysis_diff *d, size_t pi, struct dcall *a, struct d
         compare_parsed(d, pi, a, b);
     dcall_unparse(a);
     dcall_unparse(b);
+}
+
+int analysis_diff_call_summarize(analysis_diff_call *c)
+{
+    struct dcall x;
+    memset(&x, 0, sizeof x);
+    x.c = c;
+    int rc = dcall_parse(&x);
+    if (!rc) {
+        c->action = action_of(&x);
+        c->prior_null = is_nullish(field(x.req, "prior_state"));
+        c->summarized = 1;
+    }
+    dcall_unparse(&x);
+    return rc;
 }
 
 /* ---- pairing -------------------------------------------------------------------- */
@@ -675,8 +695,13 @@ static int load_side(analysis_diff *d, const analysis_diff_call *calls, size_t n
         struct dcall *x = &v[k++];
         x->c = c;
         x->idx = i;
-        /* Every call is parsed once here, so malformed JSON fails the
-         * diff before anything is compared. */
+        if (c->summarized) {
+            x->action = c->action;
+            x->prior_null = c->prior_null;
+            continue;
+        }
+        /* Every call is parsed once here (or was, summarized), so
+         * malformed JSON fails the diff before anything is compared. */
         if ((rc = dcall_parse(x)) != 0)
             break;
         x->action = action_of(x);
@@ -887,10 +912,104 @@ void analysis_diff_free(analysis_diff *d)
     free(d);
 }
 
+/* Comparing pairs whose A side comes streamed: the pairs to compare by
+ * their A call's id. */
+struct pending {
+    int64_t call_id;
+    size_t pair;
+};
+
+struct streaming {
+    analysis_diff *d;
+    struct dcall **pa, **pb;
+    struct pending *v;
+    size_t n;
+    unsigned char *done; /* per pair */
+};
+
+static int pending_cmp(const void *x, const void *y)
+{
+    const struct pending *a = x, *b = y;
+    return a->call_id < b->call_id ? -1 : a->call_id > b->call_id;
+}
+
+static void compare_pair(analysis_diff *d, size_t p, struct dcall *a, struct dcall *b)
+{
+    size_t first = d->nf;
+    compare_calls(d, p, a, b);
+    d->pairs[p].first = first;
+    d->pairs[p].nfind = d->nf - first;
+}
+
+static int on_streamed(void *ctx, int64_t call_id, const char *req, const char *resp)
+{
+    struct streaming *x = ctx;
+    struct pending key = {call_id, 0};
+    struct pending *hit = bsearch(&key, x->v, x->n, sizeof *x->v, pending_cmp);
+    if (!hit || x->done[hit->pair])
+        return 0;
+    size_t p = hit->pair;
+    int rc = dcall_parse_text(x->pa[p], req, resp);
+    if (rc) {
+        dcall_unparse(x->pa[p]);
+        return rc;
+    }
+    compare_pair(x->d, p, x->pa[p], x->pb[p]);
+    x->done[p] = 1;
+    return x->d->err;
+}
+
+/* Compare every pair, in any order (each pair's findings stay together):
+ * with a stream, the pairs whose A side is summarized as its calls come
+ * again, then the rest. */
+static int compare_all(analysis_diff *d, struct dcall **pa, struct dcall **pb, size_t n,
+                       analysis_diff_stream stream, void *stream_ctx)
+{
+    struct streaming x = {d, pa, pb, NULL, 0, NULL};
+    int rc = 0;
+    if (stream) {
+        x.v = malloc((n + 1) * sizeof *x.v);
+        x.done = calloc(n + 1, 1);
+        if (!x.v || !x.done)
+            rc = TFTAP_ENOMEM;
+        for (size_t p = 0; p < n && !rc; p++)
+            if (pa[p] && pb[p] && pa[p]->c->summarized)
+                x.v[x.n++] = (struct pending){pa[p]->c->call_id, p};
+        if (!rc) {
+            qsort(x.v, x.n, sizeof *x.v, pending_cmp);
+            rc = stream(stream_ctx, on_streamed, &x);
+        }
+    }
+    for (size_t p = 0; p < n && !rc && !d->err; p++) {
+        if (x.done && x.done[p])
+            continue;
+        if (pa[p] && pb[p] && pa[p]->c->summarized)
+            rc = TFTAP_ENOTFOUND; /* its JSON never came */
+        else
+            compare_pair(d, p, pa[p], pb[p]);
+    }
+    free(x.v);
+    free(x.done);
+    return rc ? rc : d->err;
+}
+
 int analysis_diff_calls(const analysis_diff_call *a, size_t na, const analysis_diff_call *b,
                         size_t nb, const analysis_diff_opts *opts, analysis_diff **out)
 {
+    return analysis_diff_calls_streamed(a, na, NULL, NULL, b, nb, opts, out);
+}
+
+int analysis_diff_calls_streamed(const analysis_diff_call *a, size_t na,
+                                 analysis_diff_stream stream, void *stream_ctx,
+                                 const analysis_diff_call *b, size_t nb,
+                                 const analysis_diff_opts *opts, analysis_diff **out)
+{
     *out = NULL;
+    /* Only run A's calls come again: a summarized call of B would be
+     * compared without its values. */
+    for (size_t i = 0; i < nb; i++)
+        if (b[i].summarized)
+            return TFTAP_EINVAL;
     analysis_diff *d = calloc(1, sizeof *d);
     if (!d)
         return TFTAP_ENOMEM;
@@ -959,20 +1078,13 @@ int analysis_diff_calls(const analysis_diff_call *a, size_t na, const analysis_d
     }
     n = kept;
     d->npairs = n;
-    /* Compare in pairing order, then order pairs (with their findings) by
-     * group for the report. */
-    for (size_t p = 0; p < n && !d->err; p++) {
-        size_t first = d->nf;
-        compare_calls(d, p, pa[p], pb[p]);
-        d->pairs[p].first = first;
-        d->pairs[p].nfind = d->nf - first;
-    }
+    /* Compare (in pairing order, or as run A's calls stream by), then
+     * order pairs (with their findings) by group for the report. */
+    rc = compare_all(d, pa, pb, n, stream, stream_ctx);
     free(pa);
     free(pb);
-    if (d->err) {
-        rc = d->err;
+    if (rc)
         goto fail;
-    }
     /* Findings refer to pairs by index: sort an index, then renumber. */
     struct pair *sorted = malloc((n + 1) * sizeof *sorted);
     struct finding *nf = malloc((d->nf + 1) * sizeof *nf);

@@ -28,6 +28,7 @@ struct side {
     size_t nt, capt;
     struct canon *c;
     size_t nc;
+    int summarize; /* keep no JSON: summarize each call (analysis_diff_call_summarize) */
     int err;
 };
 
@@ -67,6 +68,16 @@ static int each_call(void *ctx, const store_call_row *r)
     c->rpc = dup_or_null(r->rpc, &s->err);
     c->type_name = dup_or_null(r->type_name, &s->err);
     c->address = dup_or_null(r->address, &s->err);
+    if (s->summarize) {
+        /* Read while the row holds it; given again by stream_side. */
+        c->request_json = r->request_json;
+        c->response_json = r->response_json;
+        int rc = analysis_diff_call_summarize(c);
+        c->request_json = c->response_json = NULL;
+        if (rc && !s->err)
+            s->err = rc;
+        return s->err;
+    }
     c->request_json = dup_or_null(r->request_json, &s->err);
     c->response_json = dup_or_null(r->response_json, &s->err);
     return s->err;
@@ -161,6 +172,57 @@ static int tver_cmp(const void *x, const void *y)
     return c ? c : strcmp(a->type, b->type);
 }
 
+/* A schema answer ({"$schema": RAW_SHA}) names its schema by the digest of
+ * its canonical form instead, in *out (malloc'd; NULL: json is none).
+ * Returns 0 or TFTAP_ENOMEM. */
+static int canonical_schema(const struct side *s, const char *json, char **out)
+{
+    *out = NULL;
+    const char *sha = json ? strstr(json, "{\"$schema\":\"") : NULL;
+    if (sha != json || !sha)
+        return 0;
+    sha += 12;
+    for (size_t k = 0; k < s->nc; k++)
+        if (strncmp(sha, s->c[k].raw, 64) == 0) {
+            if (!(*out = malloc(96)))
+                return TFTAP_ENOMEM;
+            snprintf(*out, 96, "{\"$schema\":\"%s\"}", s->c[k].canonical);
+            return 0;
+        }
+    return 0;
+}
+
+/* A summarized side's calls once more, each with its JSON (the schema
+ * answers canonical, as load makes them), for analysis_diff_calls_streamed. */
+struct stream_ctx {
+    store *st;
+    int64_t run;
+    const struct side *side;
+    analysis_diff_json_fn fn;
+    void *fctx;
+};
+
+static int each_streamed(void *ctx, const store_call_row *r)
+{
+    struct stream_ctx *x = ctx;
+    if (r->stream || r->is_teardown) /* as each_call */
+        return 0;
+    char *canon = NULL;
+    if (canonical_schema(x->side, r->response_json, &canon) != 0)
+        return TFTAP_ENOMEM;
+    int rc = x->fn(x->fctx, r->id, r->request_json, canon ? canon : r->response_json);
+    free(canon);
+    return rc;
+}
+
+static int stream_side(void *ctx, analysis_diff_json_fn fn, void *fctx)
+{
+    struct stream_ctx *x = ctx;
+    x->fn = fn;
+    x->fctx = fctx;
+    return store_calls_each(x->st, x->run, NULL, NULL, each_streamed, x);
+}
+
 static int load(store *st, int64_t run, struct side *s, tftap_buf *providers)
 {
     int rc = store_calls_each(st, run, NULL, NULL, each_call, s);
@@ -175,20 +237,13 @@ static int load(store *st, int64_t run, struct side *s, tftap_buf *providers)
         qsort(s->t, s->nt, sizeof *s->t, tver_cmp);
     for (size_t i = 0; i < s->n; i++) {
         analysis_diff_call *c = &s->v[i];
-        const char *sha = c->response_json ? strstr(c->response_json, "{\"$schema\":\"") : NULL;
-        if (sha != c->response_json || !sha)
-            continue;
-        sha += 12;
-        for (size_t k = 0; k < s->nc; k++)
-            if (strncmp(sha, s->c[k].raw, 64) == 0) {
-                char *nj = malloc(96);
-                if (!nj)
-                    return TFTAP_ENOMEM;
-                snprintf(nj, 96, "{\"$schema\":\"%s\"}", s->c[k].canonical);
-                free((char *)c->response_json);
-                c->response_json = nj;
-                break;
-            }
+        char *nj = NULL;
+        if (canonical_schema(s, c->response_json, &nj) != 0)
+            return TFTAP_ENOMEM;
+        if (nj) {
+            free((char *)c->response_json);
+            c->response_json = nj;
+        }
     }
     for (size_t i = 0; i < s->n; i++) {
         analysis_diff_call *c = &s->v[i];
@@ -241,6 +296,10 @@ int analysis_diff_runs(store *sa, int64_t run_a, store *sb, int64_t run_b,
     memset(&b, 0, sizeof b);
     tftap_buf pa = TFTAP_BUF_INIT, pb = TFTAP_BUF_INIT;
     struct cmd_ctx ca = {0}, cb = {0};
+    /* Run A's JSON is read twice (summarized, then again as its pairs are
+     * compared) rather than held: with both runs' held, a diff of two
+     * 50,000-call runs peaked at 600 MB, most of it that text. */
+    a.summarize = 1;
     int rc = load(sa, run_a, &a, &pa);
     if (!rc)
         rc = load(sb, run_b, &b, &pb);
@@ -251,8 +310,9 @@ int analysis_diff_runs(store *sa, int64_t run_a, store *sb, int64_t run_b,
     if (!rc && (tftap_buf_failed(&pa) || tftap_buf_failed(&pb)))
         rc = TFTAP_ENOMEM;
     analysis_diff *d = NULL;
+    struct stream_ctx sx = {sa, run_a, &a, NULL, NULL};
     if (!rc)
-        rc = analysis_diff_calls(a.v, a.n, b.v, b.n, opts, &d);
+        rc = analysis_diff_calls_streamed(a.v, a.n, stream_side, &sx, b.v, b.n, opts, &d);
     if (!rc) {
         /* The diff borrows the calls: hand them over. */
         struct analysis_diff_meta *m = analysis_diff_meta_of(d);

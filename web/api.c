@@ -759,7 +759,8 @@ static int api_diff(store *s, int64_t a, int64_t bb, const struct web_request *r
     const char *ignore[1] = {arg_str(r, "ignore")};
     analysis_diff_opts o = {arg_str(r, "filter"), ignore, ignore[0] ? 1 : 0};
     analysis_diff *d = NULL;
-    size_t held = budget_take(r, (run_calls(s, a) + run_calls(s, bb)) * WEB_COST_DIFF);
+    size_t held =
+        budget_take(r, run_calls(s, a) * WEB_COST_DIFF_A + run_calls(s, bb) * WEB_COST_DIFF_B);
     int rc = analysis_diff_runs(s, a, s, bb, &o, &d);
     if (!rc)
         rc = analysis_diff_render(d, ANALYSIS_DIFF_JSON, 0, 0, b);

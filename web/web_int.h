@@ -38,8 +38,10 @@ extern const size_t web_nassets;
  * before it runs and gives it back after; one whose estimate passes the
  * cap runs only alone. */
 #define WEB_ANALYSIS_BYTES ((size_t)512 * 1024 * 1024)
-#define WEB_COST_CHECK 10240  /* a check (and a verdict), per call */
-#define WEB_COST_DIFF 15360   /* a diff, per call of both runs */
+#define WEB_COST_CHECK 10240 /* a check (and a verdict), per call */
+#define WEB_COST_DIFF_A 1024 /* a diff, per call of run A (streamed: its JSON is not held) */
+#define WEB_COST_DIFF_B                                                                            \
+    6144 /* and per call of run B (its JSON held while the pairs are compared) */
 #define WEB_COST_CHANGES 1024 /* a run's changes, per call */
 struct web_budget {
     uv_mutex_t lock;

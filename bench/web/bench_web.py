@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/web: what `tftap serve` costs on large runs, and whether hostile or
+"""bench/web: what `tftap serve` costs on large runs (and sends for the first view of one), and whether hostile or
 many clients can starve it. usage: bench_web.py TFTAP DB RUN_A RUN_B
 (bench/web/run.sh writes a run with bench/store/bench_store). Prints one line per measure; the bounds issue 26
 names are said beside them. Times are wall clock on a loaded machine:
@@ -24,10 +24,13 @@ def start():
 p, port, token = start()
 
 
-def get(path, timeout=600):
+def get(path, timeout=600, gzip=False):
     t0 = time.monotonic()
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    c.request("GET", path, headers={"Host": "127.0.0.1:%d" % port, "X-Tftap-Token": token})
+    h = {"Host": "127.0.0.1:%d" % port, "X-Tftap-Token": token}
+    if gzip:
+        h["Accept-Encoding"] = "gzip, deflate, br"  # what chromium sends
+    c.request("GET", path, headers=h)
     r = c.getresponse()
     body = r.read()
     c.close()
@@ -44,6 +47,16 @@ for path in ["/api/runs", "/api/runs/%d" % A, "/api/runs/%d/calls?limit=200" % A
              "/api/runs/%d/check" % A, "/api/runs/%d/verdict" % A, "/api/diff/%d/%d" % (A, B)]:
     st, n, t = get(path)
     print("%-40s %d %9d bytes %7.2f s   peak %d MB" % (path, st, n, t, rss()["VmHWM"]))
+
+# The first view of /runs/A: what the page fetches before the user does
+# anything (its shell and assets, the run, its verdict, a page of calls,
+# 20 changes, the runs before it for the diff base), bodies as sent,
+# without and with gzip.
+first = ["/runs/%d" % A, "/assets/app.css", "/assets/app.js", "/assets/favicon.svg", "/api/runs/%d" % A,
+         "/api/runs/%d/verdict" % A, "/api/runs/%d/calls?limit=200" % A, "/api/runs/%d/changes?offset=0&limit=20" % A,
+         "/api/runs?before=%d&limit=200" % A]
+plain, packed = (sum(get(path, gzip=z)[1] for path in first) for z in (False, True))
+print("first view of /runs/%d: %d bytes as they are, %d gzip-compressed (bodies)" % (A, plain, packed))
 
 # Four diffs at once, and the runs list meanwhile (bound: /api/runs within 100 ms).
 p.terminate()

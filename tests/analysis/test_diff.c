@@ -369,6 +369,95 @@ static void test_errors_and_formats(void)
     analysis_diff_free(d);
 }
 
+/* Run A summarized and streamed (analysis_diff_calls_streamed, what
+ * analysis_diff_runs does so as not to hold A's JSON): the same findings as
+ * with A's JSON held, whatever order the stream gives the calls in. */
+struct fake_stream {
+    const analysis_diff_call *calls; /* with their JSON */
+    size_t n;
+    int reverse;
+    int64_t skip; /* a call id not given again, or 0 */
+    size_t given;
+};
+
+static int fake_stream(void *ctx, analysis_diff_json_fn fn, void *fctx)
+{
+    struct fake_stream *x = ctx;
+    for (size_t k = 0; k < x->n; k++) {
+        const analysis_diff_call *c = &x->calls[x->reverse ? x->n - 1 - k : k];
+        if (c->call_id == x->skip)
+            continue;
+        x->given++;
+        int rc = fn(fctx, c->call_id, c->request_json, c->response_json);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static void test_streamed(void)
+{
+    analysis_diff_call a[4] = {
+        plan(1, "t_server.a", REQ("{\"id\":\"r-1\",\"n\":\"x\"}", "{\"id\":null,\"n\":\"y\"}"),
+             RESP("{\"id\":\"r-1\",\"n\":\"y\"}", "[]", "[]")),
+        plan(2, "t_server.b", REQ("null", "{\"x\":null}"), RESP("{\"x\":5}", "[]", "[]")),
+        plan(3, "t_server.c", REQ("{\"x\":1}", "{\"x\":2}"),
+             RESP("{\"x\":2}", "[{\"path\":\".x\"}]", "[]")),
+        plan(4, "t_server.only_a", REQ("null", "{\"x\":null}"), RESP("{\"x\":9}", "[]", "[]")),
+    };
+    analysis_diff_call b[4] = {
+        plan(11, "t_server.a", REQ("{\"id\":\"r-2\",\"n\":\"x\"}", "{\"id\":null,\"n\":\"y\"}"),
+             RESP("{\"id\":\"r-2\",\"n\":\"y\"}", "[]", "[]")),
+        plan(12, "t_server.b", REQ("null", "{\"x\":null}"), RESP("{\"x\":6}", "[]", "[]")),
+        plan(13, "t_server.c", REQ("{\"x\":1}", "{\"x\":2}"), RESP("{\"x\":2}", "[]", "[]")),
+        plan(14, "t_server.only_b", REQ("null", "{\"x\":null}"), RESP("{\"x\":9}", "[]", "[]")),
+    };
+    char *want = diff_summary(a, 4, b, 4, NULL, NULL, NULL);
+    CHECK(strstr(want, "attribute .x") != NULL && strstr(want, "only_in_b") != NULL);
+    analysis_diff_call sum[4];
+    for (int i = 0; i < 4; i++) {
+        sum[i] = a[i];
+        CHECK_INT_EQ(analysis_diff_call_summarize(&sum[i]), 0);
+        CHECK_INT_EQ(sum[i].summarized, 1);
+        sum[i].request_json = sum[i].response_json = NULL;
+    }
+    CHECK_STR_EQ(sum[1].action, "create");
+    CHECK_INT_EQ(sum[1].prior_null, 1);
+    CHECK_STR_EQ(sum[2].action, "replace");
+    CHECK_INT_EQ(sum[2].prior_null, 0);
+    for (int reverse = 0; reverse < 2; reverse++) {
+        struct fake_stream fs = {a, 4, reverse, 0, 0};
+        analysis_diff *d = NULL;
+        CHECK_INT_EQ(analysis_diff_calls_streamed(sum, 4, fake_stream, &fs, b, 4, NULL, &d), 0);
+        char *got = d ? summary(d) : strdup("(error)");
+        CHECK_STR_EQ(got, want);
+        CHECK_INT_EQ(fs.given, 4);
+        free(got);
+        analysis_diff_free(d);
+    }
+    /* A call the stream does not give again fails the diff. */
+    struct fake_stream fs = {a, 4, 0, 2, 0};
+    analysis_diff *d = NULL;
+    CHECK_INT_EQ(analysis_diff_calls_streamed(sum, 4, fake_stream, &fs, b, 4, NULL, &d),
+                 TFTAP_ENOTFOUND);
+    CHECK(d == NULL);
+    /* Run B's calls must carry their JSON. */
+    CHECK_INT_EQ(analysis_diff_calls_streamed(sum, 4, fake_stream, &fs, sum, 4, NULL, &d),
+                 TFTAP_EINVAL);
+    CHECK(d == NULL);
+    /* Malformed JSON: when summarized, and when given again. */
+    analysis_diff_call bad = plan(1, "t.a", "{\"prior_state\":", "{}");
+    CHECK_INT_EQ(analysis_diff_call_summarize(&bad), TFTAP_EDECODE);
+    analysis_diff_call one = sum[1];
+    analysis_diff_call broken = a[1];
+    broken.response_json = "{\"planned_state\":";
+    struct fake_stream fb = {&broken, 1, 0, 0, 0};
+    CHECK_INT_EQ(analysis_diff_calls_streamed(&one, 1, fake_stream, &fb, &b[1], 1, NULL, &d),
+                 TFTAP_EDECODE);
+    CHECK(d == NULL);
+    free(want);
+}
+
 /* ---- schema diff ------------------------------------------------------------- */
 
 static char *schema_summary(const char *a, const char *b, int breaking_only, size_t *count)
@@ -497,6 +586,7 @@ int main(void)
     test_named_with_unnamed();
     test_status_private_deferred_version();
     test_errors_and_formats();
+    test_streamed();
     test_schema_diff();
     return check_report("test_diff");
 }

@@ -15,6 +15,13 @@ static const char *const rpcs[] = {"PlanResourceChange", "ApplyResourceChange", 
                                    "ReadDataSource",     "UpgradeResourceState",  "CallFunction",
                                    "GetProviderSchema",  "ValidateResourceConfig"};
 
+/* Run A's call handed over again (analysis_diff_calls_streamed). */
+static int stream_one(void *ctx, analysis_diff_json_fn fn, void *fctx)
+{
+    const analysis_diff_call *c = ctx;
+    return fn(fctx, c->call_id, c->request_json, c->response_json);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *copy = malloc(size + 1);
@@ -47,7 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     analysis_diff_opts o = {.ignore = ign, .nignore = (size & 16) ? 1 : 0};
     analysis_diff *d = NULL;
     tftap_buf out = TFTAP_BUF_INIT;
-    if (analysis_diff_calls(&a, 1, &b, 1, &o, &d) == 0) {
+    int rc = analysis_diff_calls(&a, 1, &b, 1, &o, &d);
+    if (rc == 0) {
         for (int f = 0; f < 3; f++) {
             tftap_buf_reset(&out);
             if (analysis_diff_render(d, (enum analysis_diff_format)f, ANALYSIS_DIFF_COLOR, 2000,
@@ -55,8 +63,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 out.len == 0)
                 abort();
         }
-        analysis_diff_free(d);
     }
+    /* Run A summarized and streamed (what analysis_diff_runs does): the
+     * same outcome, the same JSON. */
+    analysis_diff_call sum = a;
+    analysis_diff *ds = NULL;
+    int src = analysis_diff_call_summarize(&sum);
+    if (src == 0) {
+        sum.request_json = sum.response_json = NULL;
+        src = analysis_diff_calls_streamed(&sum, 1, stream_one, &a, &b, 1, &o, &ds);
+    }
+    if ((src == 0) != (rc == 0))
+        abort();
+    if (rc == 0) {
+        tftap_buf x = TFTAP_BUF_INIT, y = TFTAP_BUF_INIT;
+        if (analysis_diff_render(d, ANALYSIS_DIFF_JSON, 0, 0, &x) != 0 ||
+            analysis_diff_render(ds, ANALYSIS_DIFF_JSON, 0, 0, &y) != 0 || x.len != y.len ||
+            memcmp(x.data, y.data, x.len) != 0)
+            abort();
+        tftap_buf_done(&x);
+        tftap_buf_done(&y);
+    }
+    analysis_diff_free(d);
+    analysis_diff_free(ds);
     analysis_schema_diff *sd = NULL;
     if (analysis_schema_diff_new(part[4], strlen(part[4]), part[5], strlen(part[5]), &sd) == 0) {
         for (int f = 0; f < 3; f++) {

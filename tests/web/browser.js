@@ -143,6 +143,66 @@ async function main() {
   const bars = await page.$$eval('a.row .bar', bs => bs.filter(b => b.getBoundingClientRect().width >= 1).length);
   checkEq('run A: every row has its bar on the time axis', bars, conf.a.calls);
   checkEq('run A: each bar says its duration', await page.$$eval('a.row .dur', ds => ds.filter(d => /^[0-9.]+(us|ms|s)$/.test(d.innerText)).length), conf.a.calls);
+  /* The minimap and zoom: every call drawn on the whole run; zooming
+   * narrows the window the bars and the axis show, and widens the bars. */
+  const zoomState = () => page.evaluate(() => {
+    const c = document.querySelector('.minimap-canvas');
+    const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let ink = 0;
+    for (let i = 3; i < px.length; i += 4) if (px[i]) ink++;
+    const map = document.querySelector('.minimap').getBoundingClientRect(), win = document.querySelector('.minimap-window').getBoundingClientRect();
+    const bars = {};
+    for (const r of document.querySelectorAll('a.row')) {
+      const b = r.querySelector('.bar'), cb = r.querySelector('.c-bar').getBoundingClientRect(), bb = b.getBoundingClientRect();
+      bars[r.dataset.call] = { hidden: b.hidden, width: bb.width, inside: bb.left > cb.left + 1 && bb.right < cb.right - 1 };
+    }
+    return { ink, label: document.querySelector('.zoom-label').innerText, left: (win.left - map.left) / map.width, width: win.width / map.width,
+      ticks: [...document.querySelectorAll('.row.axis .ticks span')].map(s => s.innerText), bars };
+  });
+  /* (what is above the minimap, the verdict and the changes, drawn first: no layout moves under the pointer) */
+  await page.waitForSelector('details.change', { timeout: T }).catch(() => {});
+  await page.waitForNetworkIdle({ idleTime: 300, timeout: T }).catch(() => {});
+  await page.waitForFunction(() => document.querySelector('.minimap-canvas') && document.querySelector('.minimap-canvas').width > 100, { timeout: T }).catch(() => {});
+  const z0 = await zoomState();
+  check('zoom: the minimap draws the calls (' + z0.ink + ' pixels) and frames the whole run (' + z0.label + ')', z0.ink > 0 && /^the whole run/.test(z0.label) && Math.abs(z0.width - 1) < 0.01);
+  await page.click('button.zoom-in');
+  const z1 = await zoomState();
+  check('zoom in: the window is the middle half (' + z1.left.toFixed(3) + ', ' + z1.width.toFixed(3) + ', ' + z1.label + ')',
+    Math.abs(z1.left - 0.25) < 0.01 && Math.abs(z1.width - 0.5) < 0.01 && /^showing /.test(z1.label));
+  check('zoom in: the axis starts a quarter in (' + z1.ticks.join(' ') + ')', z1.ticks[0] !== '0' && z1.ticks[4] !== z0.ticks[4]);
+  const grown = Object.keys(z1.bars).filter(id => !z1.bars[id].hidden && z1.bars[id].inside && z0.bars[id].width >= 4).map(id => z1.bars[id].width / z0.bars[id].width);
+  check('zoom in: bars inside the window twice as wide (' + grown.map(r => r.toFixed(2)).join(', ') + ')', grown.length > 0 && grown.every(r => r > 1.9 && r < 2.1));
+  check('zoom in: calls outside the window have no bar', Object.values(z1.bars).some(b => b.hidden) && !Object.values(z0.bars).some(b => b.hidden));
+  const mm = await page.$eval('.minimap', e => { e.scrollIntoView({ block: 'center' }); const r = e.getBoundingClientRect(); return { x: r.left, y: r.top + r.height / 2, w: r.width }; });
+  await page.mouse.move(mm.x + mm.w * 0.1, mm.y);
+  await page.mouse.down();
+  await page.mouse.move(mm.x + mm.w * 0.2, mm.y, { steps: 4 });
+  await page.mouse.move(mm.x + mm.w * 0.3, mm.y, { steps: 4 });
+  await page.mouse.up();
+  const z2 = await zoomState();
+  check('zoom: dragging across the minimap shows that stretch (' + z2.left.toFixed(3) + ', ' + z2.width.toFixed(3) + ')', Math.abs(z2.left - 0.1) < 0.01 && Math.abs(z2.width - 0.2) < 0.01);
+  /* The stretch is in the address: a reload (or a link) shows it again. */
+  const zoomUrl = await page.evaluate(() => location.search);
+  check('zoom: the stretch shown is in the address (' + zoomUrl + ')', /[?&]zoom=\d+-\d+/.test(zoomUrl));
+  await page.reload({ waitUntil: 'domcontentloaded' });
+  await waitCount('a.row', conf.a.calls);
+  const zr = await zoomState();
+  check('zoom: a reload shows the same stretch (' + zr.left.toFixed(3) + ', ' + zr.width.toFixed(3) + ', ' + zr.ticks[0] + ')',
+    Math.abs(zr.left - 0.1) < 0.01 && Math.abs(zr.width - 0.2) < 0.01 && zr.ticks[0] === z2.ticks[0]);
+  /* (the page above the minimap fills in after a reload: find it again) */
+  await page.waitForSelector('details.change', { timeout: T }).catch(() => {});
+  await page.waitForNetworkIdle({ idleTime: 300, timeout: T }).catch(() => {});
+  const mm2 = await page.$eval('.minimap', e => { e.scrollIntoView({ block: 'center' }); const r = e.getBoundingClientRect(); return { x: r.left, y: r.top + r.height / 2, w: r.width }; });
+  await page.mouse.click(mm2.x + mm2.w * 0.7, mm2.y);
+  const z3 = await zoomState();
+  check('zoom: a click on the minimap moves the window there (' + z3.left.toFixed(3) + ', ' + z3.width.toFixed(3) + ')', Math.abs(z3.left - 0.6) < 0.01 && Math.abs(z3.width - 0.2) < 0.01);
+  await page.click('button.zoom-out');
+  const z4 = await zoomState();
+  check('zoom out: twice the window (' + z4.width.toFixed(3) + ')', Math.abs(z4.width - 0.4) < 0.01);
+  await shot('zoomed');
+  await page.click('button.zoom-reset');
+  const z5 = await zoomState();
+  checkEq('zoom: "Whole run" shows every bar again, the axis as before, no zoom in the address', [Math.abs(z5.width - 1) < 0.01, Object.values(z5.bars).filter(b => !b.hidden).length, z5.ticks, await page.evaluate(() => location.search.includes('zoom='))], [true, conf.a.calls, z0.ticks, false]);
   await page.waitForSelector('details.change', { timeout: T });
   const addrs = await page.$$eval('details.change', ds => ds.map(d => d.dataset.address).sort());
   checkEq('run A: the changes are those of tftap show', addrs, conf.a.addresses.slice().sort());

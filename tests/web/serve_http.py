@@ -85,7 +85,8 @@ class Server:
         st, _, body = self.req(path)
         return st, (json.loads(body) if body.startswith(b"{") else body)
 
-    def raw(self, data, read_bound=10.0):
+    def raw(self, data, read_bound=10.0, whole=False):
+        """Send data, read the answer (its headers; with whole, to the end)."""
         s = socket.create_connection((self.host, self.port), timeout=read_bound)
         s.sendall(data)
         out = b""
@@ -95,7 +96,7 @@ class Server:
                 if not chunk:
                     break
                 out += chunk
-                if b"\r\n\r\n" in out and not out.startswith(b"HTTP/1.1 200"):
+                if b"\r\n\r\n" in out and not out.startswith(b"HTTP/1.1 200") and not whole:
                     break
         except (socket.timeout, ConnectionResetError):
             pass
@@ -184,6 +185,19 @@ check("assets: gzip to a client that takes it, the same bytes unpacked",
       and gzip.decompress(packed) == plain and "content-encoding" not in hdr)
 st, hdr, body = s.req("/assets/app.js", token=False, headers={"Accept-Encoding": "gzip;q=0, identity"})
 check("assets: not to one that refuses it (q=0)", "content-encoding" not in hdr and body == plain)
+# The API's JSON too, compressed on the worker thread: the same answer
+# unpacked; whole to a client that does not say it takes gzip, and a
+# short answer (below 1 KiB) whole to any.
+st, hdr, plain = s.req("/api/runs/1/calls?limit=200")
+st2, hdr2, packed = s.req("/api/runs/1/calls?limit=200", headers={"Accept-Encoding": "gzip, deflate"})
+check("api: gzip to a client that takes it, the same JSON unpacked",
+      st == st2 == 200 and hdr2.get("content-encoding") == "gzip" and len(packed) < len(plain) / 4
+      and gzip.decompress(packed) == plain and "content-encoding" not in hdr
+      and "accept-encoding" in hdr2.get("vary", "").lower())
+st, hdr, body = s.req("/api/runs/1/calls?limit=200", headers={"Accept-Encoding": "identity"})
+check("api: whole to a client that does not take gzip", st == 200 and "content-encoding" not in hdr and body == plain)
+st, hdr, body = s.req("/api/runs/999999", headers={"Accept-Encoding": "gzip"})
+check("api: a short answer (an error) goes whole", st == 404 and "content-encoding" not in hdr and body.startswith(b"{"))
 
 # ---- Host (DNS rebinding) ---------------------------------------------------------
 st, _, _ = s.req("/api/runs", host="evil.example:%d" % s.port)
@@ -354,6 +368,18 @@ for what, req, want in [
         ("a few query arguments", b"GET /api/runs?limit=5&before=99&x=1 HTTP/1.1\r\nHost: %s\r\n%s\r\n\r\n" % (H, TOK), b"200")]:
     out = s.raw(req)
     check("%s: %s" % (what, want.decode()), out.startswith(b"HTTP/1.1 " + want) and (want == b"200" or b'"runs"' not in out))
+# Thousands of arguments: libmicrohttpd would parse each into the
+# connection's memory and run out before our handler (no answer at all).
+for n in (3000, 10000, 20000):
+    for form in (b"a%d=1", b"a=1"):
+        query = b"&".join((form % i) if b"%" in form else form for i in range(n))
+        out = s.raw(b"GET /api/runs?%s HTTP/1.1\r\nHost: %s\r\n%s\r\n\r\n" % (query, H, TOK), whole=True)
+        # (a request line past the connection's 128 KiB is answered by
+        # libmicrohttpd itself, "URI too long", before anything of ours)
+        body = out.partition(b"\r\n\r\n")[2]
+        check("%d query arguments (%s, %d bytes): 414 with a body saying why" % (n, form.decode(), len(query)),
+              out.startswith(b"HTTP/1.1 414") and (body == b"too many query arguments\n" or len(query) > 128 * 1024
+                                                     and b"too big" in body))
 st, _, _ = s.req("/api/runs")
 check_eq("still serving after all that", st, 200)
 

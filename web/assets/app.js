@@ -579,7 +579,7 @@ function changesSection(run, filter) {
   return box;
 }
 
-function callRow(run, c, span, rejected) {
+function callRow(run, c, view, rejected) {
   const st = statusOf(c, rejected && rejected.get(c.id));
   const what = c.address || c.type_name || '';
   const a = el('a', { class: 'row ' + methodClass(c.rpc) + ' ' + st.cls, href: callLink(run, c.id), 'data-call': c.id },
@@ -590,22 +590,29 @@ function callRow(run, c, span, rejected) {
     el('span', { class: 'c-bar', title: st.text + ', ' + fmtDur(c.started_us, c.ended_us) }, el('span', { class: 'bar' }),
       el('span', { class: 'dur' }, c.ended_us ? fmtDur(c.started_us, c.ended_us) : '')));
   a.tftapCall = c;
-  placeBar(a, span);
+  placeBar(a, view);
   return a;
 }
 
-function placeBar(row, span) {
+/* A row's bar on the time axis shown: view is the window of the run's
+ * time the waterfall is zoomed to (the whole run by default); a bar
+ * outside it is hidden, one across its edge cut at the edge. */
+function placeBar(row, view) {
   const c = row.tftapCall;
-  const total = Math.max(span.last - span.first, 1);
-  const end = c.ended_us || span.last;
+  const total = Math.max(view.last - view.first, 1);
+  const end = c.ended_us || view.end || view.last;
   const bar = row.querySelector('.bar');
-  const left = (c.started_us - span.first) / total * 100;
-  const width = Math.max((end - c.started_us) / total * 100, 0.15);
+  const from = (c.started_us - view.first) / total * 100, to = (end - view.first) / total * 100;
+  const outside = to < 0 || from > 100;
+  const left = Math.min(Math.max(from, 0), 100);
+  const width = Math.max(Math.min(to, 100) - left, 0.15);
+  bar.hidden = outside;
   bar.style.left = left.toFixed(3) + '%';
   bar.style.width = width.toFixed(3) + '%';
   /* The duration beside its bar: after it, or before it near the end. */
   const dur = row.querySelector('.dur');
   if (dur) {
+    dur.hidden = outside;
     const after = left + width < 85;
     dur.style.left = after ? (left + width).toFixed(3) + '%' : '';
     dur.style.right = after ? '' : (100 - left).toFixed(3) + '%';
@@ -618,22 +625,117 @@ function fmtSpan(us) {
   return (us / 1e6).toFixed(2) + 's';
 }
 
-/* The time axis, laid out on the rows' grid so its ticks sit over the bars. */
-function axis(span) {
-  const total = span.last - span.first;
+/* The time axis, laid out on the rows' grid so its ticks sit over the bars:
+ * times since the run's first call (span.first), over the window shown. */
+function axis(span, view) {
+  const total = view.last - view.first, from = view.first - span.first;
   const ticks = el('span', { class: 'c-bar ticks' });
   for (let i = 0; i <= 4; i++) {
-    const s = el('span', {}, i === 0 ? '0' : fmtSpan(total * i / 4));
+    const t = from + total * i / 4;
+    const s = el('span', {}, t <= 0 ? '0' : fmtSpan(t));
     s.style.left = (i * 25) + '%';
     ticks.append(s);
   }
   return el('div', { class: 'row axis', 'aria-hidden': 'true' }, el('span'), el('span'), el('span'), el('span'), ticks);
 }
 
+/* The minimap: every loaded call as a line on the whole run's time axis
+ * (one pixel row per call, lanes one after the other, coloured by method
+ * and status as the bars are), the window shown framed on it. Drag across
+ * it to zoom to a stretch of time, click to move the window there; the
+ * buttons zoom in and out around the window's middle. onView(first, last)
+ * is told of each new window. */
+function minimap(span, rowsOf, onView) {
+  const canvas = el('canvas', { class: 'minimap-canvas', height: 48, 'aria-hidden': 'true' });
+  const frame = el('div', { class: 'minimap-window' });
+  const pick = el('div', { class: 'minimap-pick', hidden: true });
+  const map = el('div', { class: 'minimap', title: 'Drag to zoom to a stretch of time; click to move there' }, canvas, frame, pick);
+  const label = el('span', { class: 'muted zoom-label', role: 'status' });
+  const button = (text, cls, fn) => el('button', { type: 'button', class: cls, onclick: fn }, text);
+  let view = { first: span.first, last: span.last };
+  const total = () => Math.max(span.last - span.first, 1);
+  const zoomed = () => view.first > span.first || view.last < span.last;
+  const set = (first, last) => {
+    const width = Math.min(Math.max(last - first, 1), total());
+    first = Math.min(Math.max(first, span.first), span.last - width);
+    view = { first, last: first + width };
+    show();
+    onView(view.first, view.last);
+  };
+  const around = factor => {
+    const mid = (view.first + view.last) / 2, half = (view.last - view.first) * factor / 2;
+    set(mid - half, mid + half);
+  };
+  const controls = el('div', { class: 'zoom' },
+    button('Zoom in', 'zoom-in', () => around(0.5)), button('Zoom out', 'zoom-out', () => around(2)),
+    button('Whole run', 'zoom-reset', () => set(span.first, span.last)), label);
+  const show = () => {
+    frame.style.left = ((view.first - span.first) / total() * 100).toFixed(3) + '%';
+    frame.style.width = ((view.last - view.first) / total() * 100).toFixed(3) + '%';
+    label.textContent = zoomed()
+      ? 'showing ' + fmtSpan(view.first - span.first) + ' to ' + fmtSpan(view.last - span.first) + ' of ' + fmtSpan(total())
+      : 'the whole run, ' + fmtSpan(total());
+  };
+  const colours = {};
+  const colour = row => {
+    const cls = row.classList.contains('s-err') ? 'err' : row.className.split(' ')[1].slice(2);
+    if (!(cls in colours)) colours[cls] = getComputedStyle(document.documentElement).getPropertyValue('--' + cls).trim() || '#adb5bd';
+    return colours[cls];
+  };
+  let queued = false;
+  const draw = () => {
+    queued = false;
+    const w = Math.max(canvas.clientWidth, 1);
+    if (canvas.width !== w) canvas.width = w;
+    const ctx = canvas.getContext('2d');
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    const rows = rowsOf();
+    const h = canvas.height / Math.max(rows.length, 1);
+    rows.forEach((row, i) => {
+      const c = row.tftapCall;
+      const x = (c.started_us - span.first) / total() * w;
+      const end = ((c.ended_us || span.last) - span.first) / total() * w;
+      ctx.fillStyle = colour(row);
+      ctx.fillRect(x, Math.floor(i * h), Math.max(end - x, 1), Math.max(h, 1));
+    });
+  };
+  /* Pointer: where on the whole run, in microseconds. */
+  const at = e => { const r = map.getBoundingClientRect(); return span.first + Math.min(Math.max((e.clientX - r.left) / r.width, 0), 1) * total(); };
+  let start = null;
+  map.addEventListener('pointerdown', e => { start = { x: e.clientX, t: at(e) }; map.setPointerCapture(e.pointerId); e.preventDefault(); });
+  map.addEventListener('pointermove', e => {
+    if (!start) return;
+    const a = Math.min(start.t, at(e)), b = Math.max(start.t, at(e));
+    pick.hidden = Math.abs(e.clientX - start.x) < 4;
+    pick.style.left = ((a - span.first) / total() * 100).toFixed(3) + '%';
+    pick.style.width = ((b - a) / total() * 100).toFixed(3) + '%';
+  });
+  map.addEventListener('pointerup', e => {
+    if (!start) return;
+    const t = at(e), dragged = Math.abs(e.clientX - start.x) >= 4;
+    pick.hidden = true;
+    if (dragged) set(Math.min(start.t, t), Math.max(start.t, t));
+    else set(t - (view.last - view.first) / 2, t + (view.last - view.first) / 2);
+    start = null;
+  });
+  window.addEventListener('resize', () => { if (!queued) { queued = true; requestAnimationFrame(draw); } });
+  const box = el('div', { class: 'minimap-box' }, controls, map);
+  /* New rows to draw (at most once a frame). */
+  box.redraw = () => { if (!queued) { queued = true; requestAnimationFrame(draw); } };
+  /* The run grew: a window of the whole run follows it, a zoomed one stays. */
+  box.grew = wasWhole => { if (wasWhole) view = { first: span.first, last: span.last }; show(); box.redraw(); return view; };
+  box.view = () => view;
+  box.whole = () => !zoomed();
+  /* Show first..last (microseconds, on the run's clock). */
+  box.set = set;
+  show();
+  return box;
+}
+
 /* The calls of a run: one lane per provider process, rows on a time axis.
  * One row per call id, whatever the order pages and live updates arrive
  * in; loads and live updates take turns (one request at a time). */
-function waterfall(run, d, filters) {
+function waterfall(run, d, filters, zoom) {
   const box = el('section', { class: 'waterfall' });
   const span = { first: d.span.first_us || d.run.started_us, last: Math.max(d.span.last_us, d.span.first_us + 1) };
   const lanes = new Map();
@@ -650,16 +752,35 @@ function waterfall(run, d, filters) {
   }
   const legend = el('div', { class: 'legend' }, ['m-plan plan', 'm-apply apply', 'm-read read/import/upgrade', 'm-config validate/configure', 'm-schema schema', 'm-other other', 's-err failed or rejected', 's-closed closed (expected)', 's-inflight in flight']
     .map(x => { const i = x.indexOf(' '); return el('span', { class: x.slice(0, i) }, el('i'), x.slice(i + 1)); }));
-  const axisBox = el('div', { class: 'axis-box' }, axis(span));
+  /* The window of time shown (the minimap zooms it); bars are placed on it. */
+  const view = { first: span.first, last: span.last, end: span.last };
+  const axisBox = el('div', { class: 'axis-box' }, axis(span, view));
+  const replace = () => {
+    axisBox.replaceChildren(axis(span, view));
+    for (const r of byId.values()) placeBar(r, view);
+  };
+  /* The stretch shown is part of the address (?zoom=FROM-TO, microseconds
+   * since the run's first call), so that a zoomed view can be linked to. */
+  const mini = minimap(span, () => [...laneBox.querySelectorAll('a.row')], (first, last) => {
+    view.first = first;
+    view.last = last;
+    replace();
+    const u = new URL(location.href);
+    if (mini.whole()) u.searchParams.delete('zoom');
+    else u.searchParams.set('zoom', Math.round(first - span.first) + '-' + Math.round(last - span.first));
+    if (u.search !== location.search) history.replaceState(history.state, '', u.pathname + u.search);
+  });
+  const zm = /^(\d+)-(\d+)$/.exec(zoom || '');
+  if (zm && Number(zm[2]) > Number(zm[1])) mini.set(span.first + Number(zm[1]), span.first + Number(zm[2]));
   const more = el('div');
   const count = el('p', { class: 'muted', role: 'status' });
-  box.append(el('h2', {}, 'Calls'), legend, count, axisBox, laneBox, more);
+  box.append(el('h2', {}, 'Calls'), legend, count, mini, axisBox, laneBox, more);
   let after = null, last = 0, done = false, addressRounds = 0;
   let turn = Promise.resolve();
   const serial = fn => (turn = turn.then(fn, fn));
   const put = c => {
     const old = byId.get(c.id);
-    const row = callRow(run, c, span, rejected);
+    const row = callRow(run, c, view, rejected);
     if (old) {
       if (old.outerHTML !== row.outerHTML) old.replaceWith(row);
       else return;
@@ -673,6 +794,7 @@ function waterfall(run, d, filters) {
       rows.append(row);
     }
     byId.set(c.id, row);
+    mini.redraw();
   };
   const say = () => {
     const shown = byId.size;
@@ -702,11 +824,15 @@ function waterfall(run, d, filters) {
   box.live = fresh => serial(async () => {
     if (fresh) {
       const grew = fresh.span.last_us > span.last || (fresh.span.first_us && fresh.span.first_us < span.first);
+      const whole = mini.whole();
       if (fresh.span.first_us) span.first = Math.min(span.first, fresh.span.first_us);
       span.last = Math.max(span.last, fresh.span.last_us);
       if (grew) {
-        axisBox.replaceChildren(axis(span));
-        for (const r of byId.values()) placeBar(r, span);
+        const v = mini.grew(whole);
+        view.first = v.first;
+        view.last = v.last;
+        view.end = span.last;
+        replace();
       }
     }
     if (!done) return;
@@ -871,7 +997,7 @@ async function runView(run, params) {
   }
   const header = el('div', {}, runHeader(d));
   const verdict = verdictSection(run);
-  const wf = waterfall(run, d, filters);
+  const wf = waterfall(run, d, filters, params.get('zoom'));
   const form = filterForm(filters, v => navigate(runLink(run) + qs(v)));
   const changes = changesSection(run, null);
   main.replaceChildren(el('h1', {}, 'Run #' + d.run.id, d.run.ended_us ? '' : el('span', { class: 'status-inflight' }, ' (recording)')),
