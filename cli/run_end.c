@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -455,6 +456,139 @@ static int run_lost(void *ctx, const store_run_row *row)
     return 0;
 }
 
+/* What the analyses at the end of a run got through (analyses_apart). */
+enum stage { STAGE_NONE, STAGE_MATCHED, STAGE_REDACTED, STAGE_CHECKED };
+
+static void stage_done(int fd, enum stage st)
+{
+    unsigned char b = (unsigned char)st;
+    (void)!write(fd, &b, 1);
+}
+
+/* The run's analyses: the matching of calls to addresses, the redaction
+ * of what core marks sensitive, the check's summary, the CLI's version and
+ * the spans, on a connection of its own. Each stage passed is one byte on
+ * stages. */
+static void analyses(const struct run_end *e, store *s, int plans, int after, int partial,
+                     const char *version, int stages)
+{
+    struct checkpointer ckpt = {0};
+    checkpointer_start(&ckpt, e->db);
+    struct check_reader reader = {0};
+    int redacted = 0;
+    if (e->match) {
+        /* An apply's changes are read again after the matching (their
+         * replacements are paired by address): no reading beside. */
+        if (strcmp(e->sub, "apply") != 0 && strcmp(e->sub, "destroy") != 0)
+            check_reader_start(&reader, e->db, e->run_id);
+        tftap_buf out = TFTAP_BUF_INIT, plan = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT;
+        analysis_match_doc docs[4];
+        size_t ndocs = match_docs(e->cli_path, e->aux_env, e->workdir, plans ? e->planfile : NULL,
+                                  e->applied_plan, e->have_before, e->before, after, partial, &out,
+                                  &plan, &config, docs);
+        if (match_apply(s, e->run_id, docs, ndocs) != 0)
+            cli_error("matching calls to addresses failed: %s", store_errmsg(s));
+        stage_done(stages, STAGE_MATCHED);
+        /* After the matching, which compares the values in clear, and
+         * the checkpoint beside it, which would keep the log from being
+         * emptied. */
+        checkpointer_join(&ckpt);
+        redacted = run_redact_secrets(s, e->run_id, e->is_cli ? e->workdir : NULL, e->args, e->env,
+                                      docs, ndocs, 1);
+        tftap_buf_done(&out);
+        tftap_buf_done(&plan);
+        tftap_buf_done(&config);
+    } else if (e->is_cli) {
+        checkpointer_join(&ckpt);
+        redacted = run_redact_secrets(s, e->run_id, e->workdir, e->args, e->env, NULL, 0, 1);
+    }
+    stage_done(stages, STAGE_REDACTED);
+    analysis_check_pass *read = check_reader_join(&reader);
+    if (redacted && read) {
+        /* Read before the redaction: the check reads the record as kept. */
+        analysis_check_pass_free(read);
+        read = NULL;
+    }
+    cli_check_summary(s, e->run_id, read);
+    analysis_check_pass_free(read);
+    stage_done(stages, STAGE_CHECKED);
+    if (version != NULL)
+        (void)store_run_set_cli_version(s, e->run_id, version); /* for display only */
+    run_export_spans(s, e->run_id);
+    checkpointer_join(&ckpt);
+}
+
+/* The analyses in a process of their own: they read every value the run
+ * recorded, and a run of huge values (a 64 MiB attribute) takes them to
+ * gigabytes. Should the kernel kill them for memory (they ask to be its
+ * first choice) or should they crash, tftap run still exits with the
+ * command's code, and says what is missing. */
+static void analyses_apart(const struct run_end *e, int plans, int after, int partial,
+                           const char *version)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        cli_error("cannot analyse run %lld: pipe: %s", (long long)e->run_id, strerror(errno));
+        return;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        prctl(PR_SET_NAME, "tftap-analyses"); /* for top, and the kernel's choice */
+        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            (void)!write(fd, "1000", 4);
+            close(fd);
+        }
+        store *s = NULL;
+        int rc = store_open(e->db, 0, &s);
+        if (rc == 0)
+            analyses(e, s, plans, after, partial, version, p[1]);
+        else
+            cli_error("cannot analyse run %lld: %s: %s", (long long)e->run_id, STORE_SHOWN(e->db),
+                      tftap_strerror(rc));
+        store_close(s);
+        fflush(NULL);
+        _exit(rc == 0 ? 0 : 1);
+    }
+    close(p[1]);
+    if (pid < 0) {
+        cli_error("cannot analyse run %lld: fork: %s", (long long)e->run_id, strerror(errno));
+        close(p[0]);
+        return;
+    }
+    enum stage reached = STAGE_NONE;
+    unsigned char b;
+    ssize_t n;
+    while ((n = read(p[0], &b, 1)) != 0)
+        if (n == 1 && b > reached)
+            reached = (enum stage)b;
+        else if (n < 0 && errno != EINTR)
+            break;
+    close(p[0]);
+    int wst = 0;
+    while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFSIGNALED(wst))
+        return;
+    static const char *missing[] = {
+        [STAGE_NONE] = "the calls' addresses, the redaction of values core marks sensitive "
+                       "(they may be in clear in the record) and the check",
+        [STAGE_MATCHED] = "the redaction of values core marks sensitive (they may be in clear "
+                          "in the record) and the check",
+        [STAGE_REDACTED] = "the check's summary",
+        [STAGE_CHECKED] = "the CLI's version and the spans",
+    };
+    int sig = WTERMSIG(wst);
+    cli_error("the analyses at the end of run %lld were cut off by signal %d (%s%s): %s %s "
+              "missing; `tftap check %lld` reads the record",
+              (long long)e->run_id, sig, strsignal(sig), sig == SIGKILL ? ", out of memory?" : "",
+              missing[reached],
+              reached == STAGE_REDACTED || reached == STAGE_CHECKED ? "is" : "are",
+              (long long)e->run_id);
+}
+
 void run_end(const struct run_end *e, store **s, char **version, struct captured *ver)
 {
     /* The record is final only once every recorder has written what its
@@ -550,50 +684,10 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
                       why.len > 0 ? tftap_buf_cstr(&why) : "events lost");
             tftap_buf_done(&why);
         }
-        struct checkpointer ckpt = {0};
-        checkpointer_start(&ckpt, e->db);
-        struct check_reader reader = {0};
-        int redacted = 0;
-        if (e->match) {
-            /* An apply's changes are read again after the matching (their
-             * replacements are paired by address): no reading beside. */
-            if (strcmp(e->sub, "apply") != 0 && strcmp(e->sub, "destroy") != 0)
-                check_reader_start(&reader, e->db, e->run_id);
-            tftap_buf out = TFTAP_BUF_INIT, plan = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT;
-            analysis_match_doc docs[4];
-            size_t ndocs = match_docs(e->cli_path, e->aux_env, e->workdir,
-                                      plans ? e->planfile : NULL, e->applied_plan, e->have_before,
-                                      e->before, after, partial, &out, &plan, &config, docs);
-            if (match_apply(*s, e->run_id, docs, ndocs) != 0)
-                cli_error("matching calls to addresses failed: %s", store_errmsg(*s));
-            /* After the matching, which compares the values in clear, and
-             * the checkpoint beside it, which would keep the log from being
-             * emptied. */
-            checkpointer_join(&ckpt);
-            redacted = run_redact_secrets(*s, e->run_id, e->is_cli ? e->workdir : NULL, e->args,
-                                          e->env, docs, ndocs, 1);
-            tftap_buf_done(&out);
-            tftap_buf_done(&plan);
-            tftap_buf_done(&config);
-        } else if (e->is_cli) {
-            checkpointer_join(&ckpt);
-            redacted = run_redact_secrets(*s, e->run_id, e->workdir, e->args, e->env, NULL, 0, 1);
-        }
-        analysis_check_pass *read = check_reader_join(&reader);
-        if (redacted && read) {
-            /* Read before the redaction: the check reads the record as kept. */
-            analysis_check_pass_free(read);
-            read = NULL;
-        }
-        cli_check_summary(*s, e->run_id, read);
-        analysis_check_pass_free(read);
         if (*version == NULL)
             *version = cli_version_finish(e->cli_path, ver);
-        if (*version != NULL)
-            (void)store_run_set_cli_version(*s, e->run_id, *version); /* for display only */
-        run_export_spans(*s, e->run_id);
-        checkpointer_join(&ckpt);
-        store_close(*s);
+        store_close(*s); /* no connection crosses the fork */
         *s = NULL;
+        analyses_apart(e, plans, after, partial, *version);
     }
 }
