@@ -1,6 +1,6 @@
 /* Knowing when a run's record is complete. Every shim of a `tftap run`
  * takes a lock file in the run's directory before its provider starts; its
- * recorder process inherits the locked file (proxy/recproc.c) and holds it
+ * recorder process inherits the locked file (recorder/process.c) and holds it
  * until it has written everything and exits, however it exits (flock locks
  * go with the last open descriptor, SIGKILL included). `tftap run` then
  * takes each lock in turn: when it has them all, every call relayed is in

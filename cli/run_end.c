@@ -24,6 +24,7 @@
 #include "cli/run_int.h"
 #include "cli/wrap.h"
 #include "proxy/proxy.h"
+#include "recorder/recorder.h"
 #include "store/store.h"
 
 /* The local state file the command will start from, when nothing but the
@@ -251,7 +252,7 @@ static void checkpointer_join(struct checkpointer *c)
 /* How long tftap run's background finisher keeps trying to record the end
  * of a run: as long as the recorders keep their part (it waits for them
  * first), and a minute more. */
-#define RUN_FINISH_MS (PROXY_RECORDER_LINGER_MS + 60000u)
+#define RUN_FINISH_MS (RECORDER_LINGER_MS + 60000u)
 
 /* How long tftap run, the database open again at the end, lets recorders
  * that found it away write what they kept (they retry every second). */
@@ -314,7 +315,7 @@ static int redact_later(const struct run_end *e, store *s, const analysis_match_
  * restarting): the user's command is over and tftap run exits with its
  * code now. A process of its own (init's child, like the recorders) waits
  * until every recorder still holding its part (lock_fds, shared locks:
- * proxy/recproc.c) has written it, then records the exit code, the CLI's
+ * recorder/process.c) has written it, then records the exit code, the CLI's
  * version and the addresses, trying every second for wait_ms. Takes
  * the fds. Returns 0 when the finisher started. */
 static int finish_later(const struct run_end *e, const char *db, int64_t run_id, int code,
@@ -341,8 +342,7 @@ static int finish_later(const struct run_end *e, const char *db, int64_t run_id,
         }
         int64_t deadline = tftap_mono_ms() + wait_ms;
         (void)wrap_recorder_locks_wait_exclusive(
-            lock_fds, nlocks,
-            wait_ms < PROXY_RECORDER_LINGER_MS ? wait_ms : PROXY_RECORDER_LINGER_MS);
+            lock_fds, nlocks, wait_ms < RECORDER_LINGER_MS ? wait_ms : RECORDER_LINGER_MS);
         store_hold *hold = NULL; /* the run, held until it is ended (prune leaves it) */
         for (;;) {
             store *s = NULL;
@@ -401,7 +401,7 @@ char *run_log_path(const char *db)
     size_t dirlen = 0;
     const char *dir = store_side_dir(db, &dirlen);
     tftap_buf b = TFTAP_BUF_INIT;
-    tftap_buf_printf(&b, "%.*s/%s", dir ? (int)dirlen : 1, dir ? dir : ".", PROXY_LOG_NAME);
+    tftap_buf_printf(&b, "%.*s/%s", dir ? (int)dirlen : 1, dir ? dir : ".", RECORDER_LOG_NAME);
     tftap_buf_cstr(&b);
     if (tftap_buf_failed(&b)) {
         tftap_buf_done(&b);

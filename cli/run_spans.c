@@ -3,7 +3,7 @@
  * in it (run_secrets.c): a span carries a call's values, and they must
  * not leave the machine before those marks are known, which is only at the
  * run's end. The shims export nothing then (TFTAP_OTLP_AT_END). Spans are
- * what a shim would have made of each call (proxy_export_spans). */
+ * what a shim would have made of each call (recorder_export_spans). */
 #include "config.h"
 
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include "cli/cli.h"
 #include "cli/run_int.h"
 #include "otlp/otlp.h"
-#include "proxy/proxy.h"
+#include "recorder/recorder.h"
 #include "store/store.h"
 
 /* How long the end of tftap run waits for the receiver to take the spans. */
@@ -42,7 +42,7 @@ void run_export_spans(store *s, int64_t run_id)
     if (rc != 0) {
         cli_error("otlp: cannot export the run's spans to %s: %s", oc.endpoint, tftap_strerror(rc));
     } else {
-        int64_t n = proxy_export_spans(s, run_id, 0, ox);
+        int64_t n = recorder_export_spans(s, run_id, 0, ox);
         if (n < 0)
             cli_error("otlp: cannot read run %lld's calls: %s", (long long)run_id,
                       tftap_strerror((int)n));

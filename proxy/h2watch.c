@@ -30,7 +30,7 @@
 #define H2_PREFACE_LEN 24
 #define H2_FRAME_MAX ((1u << 24) - 1)         /* the protocol's own bound */
 #define H2_HEADER_BLOCK_MAX ((size_t)1 << 20) /* per block, all fragments */
-#define H2_MESSAGE_MAX PROXY_REC_MESSAGE_MAX  /* larger ones could not be recorded */
+#define H2_MESSAGE_MAX RECORDER_MESSAGE_MAX   /* larger ones could not be recorded */
 #define H2_MESSAGE_FIRST ((size_t)64 << 10)   /* first allocation for a message */
 #define H2_OPEN_CALLS_MAX 65536               /* calls watched at once */
 #define H2_TEXT_MAX 4096                      /* :path, grpc-message kept */
@@ -71,10 +71,10 @@ struct h2_msg {
     unsigned prefix_got;
     uint32_t len;
     uint32_t got;
-    uint32_t cap;      /* of buf: grows with the bytes that come, not with the
-                        * length the peer claims */
-    uint8_t *buf;      /* NULL while skipping one too big to keep */
-    proxy_spill spill; /* a big one goes into a spill file instead (fd >= 0) */
+    uint32_t cap;         /* of buf: grows with the bytes that come, not with the
+                           * length the peer claims */
+    uint8_t *buf;         /* NULL while skipping one too big to keep */
+    recorder_spill spill; /* a big one goes into a spill file instead (fd >= 0) */
 };
 
 struct h2_call {
@@ -113,7 +113,7 @@ struct h2_side {
 };
 
 struct proxy_h2watch {
-    proxy_tee *tee;
+    recorder_tee *tee;
     atomic_uint_least64_t *next_call_id;
     atomic_int *open_calls;
     struct h2_side sides[2];
@@ -146,7 +146,7 @@ static void stop_side(proxy_h2watch *w, struct h2_side *s, const char *why)
     if (w->problem[0] == '\0')
         snprintf(w->problem, sizeof w->problem, "%s side: %s",
                  s->side == PROXY_H2_FROM_CLIENT ? "client" : "provider", why);
-    proxy_tee_lost(w->tee);
+    recorder_tee_lost(w->tee);
     while (w->ncalls > 0)
         call_end(w, w->calls[w->ncalls - 1], tftap_now_us(), ST_UNKNOWN,
                  "not recorded to its end (the relay could not follow the connection)");
@@ -163,7 +163,7 @@ static struct h2_call *call_find(proxy_h2watch *w, uint32_t stream)
 static void call_end(proxy_h2watch *w, struct h2_call *c, int64_t t_us, int status,
                      const char *message)
 {
-    proxy_tee_end(w->tee, c->call_id, t_us, status, message);
+    recorder_tee_end(w->tee, c->call_id, t_us, status, message);
     size_t i = 0;
     while (i < w->ncalls && w->calls[i] != c)
         i++;
@@ -172,7 +172,7 @@ static void call_end(proxy_h2watch *w, struct h2_call *c, int64_t t_us, int stat
         w->calls[i] = w->calls[--w->ncalls];
     for (int k = 0; k < 2; k++) {
         free(c->msg[k].buf);
-        proxy_tee_spill_abort(w->tee, &c->msg[k].spill); /* never whole now */
+        recorder_tee_spill_abort(w->tee, &c->msg[k].spill); /* never whole now */
     }
     free(c);
     int was_open = atomic_fetch_sub(w->open_calls, 1);
@@ -184,14 +184,14 @@ static void call_begin(proxy_h2watch *w, uint32_t stream, const char *method, in
                        int64_t timeout_us)
 {
     if (w->ncalls >= H2_OPEN_CALLS_MAX) {
-        proxy_tee_lost(w->tee);
+        recorder_tee_lost(w->tee);
         return;
     }
     if (w->ncalls == w->calls_cap) {
         size_t cap = w->calls_cap ? w->calls_cap * 2 : 16;
         struct h2_call **n = realloc(w->calls, cap * sizeof *n);
         if (n == NULL) {
-            proxy_tee_lost(w->tee);
+            recorder_tee_lost(w->tee);
             return;
         }
         w->calls = n;
@@ -199,7 +199,7 @@ static void call_begin(proxy_h2watch *w, uint32_t stream, const char *method, in
     }
     struct h2_call *c = calloc(1, sizeof *c);
     if (c == NULL) {
-        proxy_tee_lost(w->tee);
+        recorder_tee_lost(w->tee);
         return;
     }
     c->stream = stream;
@@ -208,7 +208,7 @@ static void call_begin(proxy_h2watch *w, uint32_t stream, const char *method, in
     c->deadline_us = timeout_us > 0 ? t_us + timeout_us : 0;
     w->calls[w->ncalls++] = c;
     atomic_fetch_add(w->open_calls, 1);
-    proxy_tee_begin(w->tee, c->call_id, method, t_us);
+    recorder_tee_begin(w->tee, c->call_id, method, t_us);
 }
 
 /* ---- header blocks ------------------------------------------------------- */
@@ -573,21 +573,21 @@ static void data_bytes(proxy_h2watch *w, struct h2_side *s, const uint8_t *p, si
             m->got = 0;
             m->buf = NULL;
             m->spill.fd = -1;
-            enum store_direction dir =
-                s->side == PROXY_H2_FROM_CLIENT ? STORE_REQUEST : STORE_RESPONSE;
+            enum recorder_direction dir =
+                s->side == PROXY_H2_FROM_CLIENT ? RECORDER_REQUEST : RECORDER_RESPONSE;
             if (w->tee != NULL) { /* without a recorder, nothing to keep */
                 m->cap = m->len < H2_MESSAGE_FIRST ? (m->len > 0 ? m->len : 1)
                                                    : (uint32_t)H2_MESSAGE_FIRST;
-                if (m->len >= PROXY_SPILL_MIN && m->len <= PROXY_REC_SPILL_MAX)
-                    (void)proxy_tee_spill_open(w->tee, c->call_id, dir, &m->spill);
+                if (m->len >= RECORDER_SPILL_MIN && m->len <= RECORDER_SPILL_MAX)
+                    (void)recorder_tee_spill_open(w->tee, c->call_id, dir, &m->spill);
                 if (m->spill.fd < 0 && m->len <= H2_MESSAGE_MAX)
                     m->buf = malloc(m->cap);
                 if (m->buf == NULL && m->spill.fd < 0)
-                    proxy_tee_lost_as(w->tee,
-                                      m->len > H2_MESSAGE_MAX
-                                          ? (m->len > PROXY_REC_SPILL_MAX ? STORE_LOST_TOO_LARGE
-                                                                          : STORE_LOST_SPILL_FAILED)
-                                          : STORE_LOST_QUEUE_FULL);
+                    recorder_tee_lost_as(w->tee, m->len > H2_MESSAGE_MAX
+                                                     ? (m->len > RECORDER_SPILL_MAX
+                                                            ? RECORDER_LOST_TOO_LARGE
+                                                            : RECORDER_LOST_SPILL_FAILED)
+                                                     : RECORDER_LOST_QUEUE_FULL);
             }
         } else {
             size_t k = m->len - m->got < n ? m->len - m->got : n;
@@ -601,7 +601,7 @@ static void data_bytes(proxy_h2watch *w, struct h2_side *s, const uint8_t *p, si
                 if (nb == NULL) {
                     free(m->buf);
                     m->buf = NULL;
-                    proxy_tee_lost(w->tee);
+                    recorder_tee_lost(w->tee);
                 } else {
                     m->buf = nb;
                     m->cap = (uint32_t)cap;
@@ -610,17 +610,17 @@ static void data_bytes(proxy_h2watch *w, struct h2_side *s, const uint8_t *p, si
             if (m->buf != NULL)
                 memcpy(m->buf + m->got, p, k);
             else if (m->spill.fd >= 0)
-                (void)proxy_tee_spill_write(w->tee, &m->spill, p, k); /* counts a failure */
+                (void)recorder_tee_spill_write(w->tee, &m->spill, p, k); /* counts a failure */
             m->got += (uint32_t)k;
             p += k, n -= k;
         }
         if (m->got == m->len) {
-            enum store_direction dir =
-                s->side == PROXY_H2_FROM_CLIENT ? STORE_REQUEST : STORE_RESPONSE;
+            enum recorder_direction dir =
+                s->side == PROXY_H2_FROM_CLIENT ? RECORDER_REQUEST : RECORDER_RESPONSE;
             if (m->buf != NULL)
-                proxy_tee_message(w->tee, c->call_id, dir, t_us, m->buf, m->len);
+                recorder_tee_message(w->tee, c->call_id, dir, t_us, m->buf, m->len);
             else
-                proxy_tee_spill_done(w->tee, &m->spill, c->call_id, dir, t_us);
+                recorder_tee_spill_done(w->tee, &m->spill, c->call_id, dir, t_us);
             m->buf = NULL;
             m->prefix_got = 0;
         }
@@ -699,8 +699,8 @@ void proxy_h2watch_feed(proxy_h2watch *w, enum proxy_h2_side side, const uint8_t
     }
 }
 
-int proxy_h2watch_new(proxy_tee *tee, atomic_uint_least64_t *next_call_id, atomic_int *open_calls,
-                      proxy_h2watch **out)
+int proxy_h2watch_new(recorder_tee *tee, atomic_uint_least64_t *next_call_id,
+                      atomic_int *open_calls, proxy_h2watch **out)
 {
     *out = NULL;
     proxy_h2watch *w = calloc(1, sizeof *w);

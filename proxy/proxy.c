@@ -145,7 +145,7 @@ static void client_gone(struct run *run)
 /* The provider did not start: the recorder is told why (err's words, and
  * the line it printed instead of a handshake), and everything is handed
  * over before we go on (the client may kill us as soon as it hears). */
-static void start_failed(proxy_tee **tee, const tftap_buf *err, const char *line)
+static void start_failed(recorder_tee **tee, const tftap_buf *err, const char *line)
 {
     tftap_buf why = TFTAP_BUF_INIT;
     if (err != NULL && err->len > 0)
@@ -154,9 +154,9 @@ static void start_failed(proxy_tee **tee, const tftap_buf *err, const char *line
         tftap_buf_puts(&why, "it did not start");
     if (line != NULL)
         tftap_buf_printf(&why, " (it printed: %.200s)", line);
-    proxy_tee_start_failed(*tee, tftap_buf_cstr(&why));
+    recorder_tee_start_failed(*tee, tftap_buf_cstr(&why));
     tftap_buf_done(&why);
-    proxy_tee_free(*tee);
+    recorder_tee_free(*tee);
     *tee = NULL;
 }
 
@@ -164,7 +164,7 @@ static void start_failed(proxy_tee **tee, const tftap_buf *err, const char *line
  * pipe broke. We outlived it, so the gap is ours to write: what the relay
  * saw against what the record holds. */
 static void recorder_died(const proxy_config *cfg, const struct run *run,
-                          const struct proxy_tee_outcome *o)
+                          const struct recorder_tee_outcome *o)
 {
     const char *who = cfg->provider != NULL ? cfg->provider : cfg->binary;
     int64_t lost = 0;
@@ -186,11 +186,11 @@ static void recorder_died(const proxy_config *cfg, const struct run *run,
 
 /* Fork the recorder's process for cfg (nothing without a database); a
  * recorder that cannot start is a warning: the relay goes on unrecorded. */
-static void start_recorder(const proxy_config *cfg, proxy_recproc *rec)
+static void start_recorder(const proxy_config *cfg, recorder_proc *rec)
 {
     if (cfg->db == NULL)
         return;
-    store_recorder_opts ropts;
+    recorder_opts ropts;
     memset(&ropts, 0, sizeof ropts);
     ropts.run_id = cfg->run_id;
     ropts.record_sensitive = cfg->record_sensitive;
@@ -202,7 +202,7 @@ static void start_recorder(const proxy_config *cfg, proxy_recproc *rec)
     rec->run_left = cfg->run_left;
     rec->otlp = cfg->otlp;
     rec->version = cfg->version;
-    if (proxy_recproc_start(cfg->db, &ropts, rec, &why) != 0)
+    if (recorder_proc_start(cfg->db, &ropts, rec, &why) != 0)
         warn(cfg, "cannot start the recorder (%s): relaying without recording",
              tftap_buf_cstr(&why));
     tftap_buf_done(&why);
@@ -210,12 +210,12 @@ static void start_recorder(const proxy_config *cfg, proxy_recproc *rec)
 
 /* The tee to rec's recorder (none without one), spilling big messages
  * beside the database. 0 or TFTAP_ENOMEM. */
-static int tee_start(const proxy_config *cfg, const proxy_recproc *rec, proxy_tee **tee)
+static int tee_start(const proxy_config *cfg, const recorder_proc *rec, recorder_tee **tee)
 {
-    int rc = proxy_tee_new(rec->fd, PROXY_TEE_MAX_BYTES, tee);
+    int rc = recorder_tee_new(rec->fd, RECORDER_TEE_MAX_BYTES, tee);
     if (rc == 0 && *tee != NULL && cfg->db != NULL) {
-        char *dir = proxy_spill_dir(cfg->db);
-        proxy_tee_spill_to(*tee, dir);
+        char *dir = recorder_spill_dir(cfg->db);
+        recorder_tee_spill_to(*tee, dir);
         free(dir);
     }
     return rc;
@@ -223,11 +223,11 @@ static int tee_start(const proxy_config *cfg, const proxy_recproc *rec, proxy_te
 
 /* Hand the tee's copies to the recorder and let it go (it flushes on its
  * own); a recorder that died is ours to record as a gap. */
-static void finish_recording(const proxy_config *cfg, struct run *run, proxy_tee *tee,
-                             proxy_recproc *rec)
+static void finish_recording(const proxy_config *cfg, struct run *run, recorder_tee *tee,
+                             recorder_proc *rec)
 {
-    struct proxy_tee_outcome tee_end;
-    proxy_tee_finish(tee, &tee_end);
+    struct recorder_tee_outcome tee_end;
+    recorder_tee_finish(tee, &tee_end);
     if (tee_end.pipe_broke)
         recorder_died(cfg, run, &tee_end);
     else if (tee_end.dropped > 0)
@@ -237,8 +237,8 @@ static void finish_recording(const proxy_config *cfg, struct run *run, proxy_tee
     /* A recorder that never started never leaves the run it joined: we do,
      * or `tftap runs` would call it running for ever. */
     if (rec->fd < 0 && cfg->db != NULL && cfg->leave_run && cfg->run_id > 0)
-        proxy_recproc_leave_run(cfg->db, cfg->run_id);
-    proxy_recproc_detach(rec);
+        recorder_proc_leave_run(cfg->db, cfg->run_id);
+    recorder_proc_detach(rec);
 }
 
 /* A provider killed by a signal leaves its unix socket behind. Once it has
@@ -424,8 +424,8 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     tftap_buf sock = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT;
     sigset_t mask, old_mask;
     struct sigaction ign, old_pipe;
-    proxy_recproc rec = {.pid = -1, .fd = -1, .hold_fd = -1};
-    proxy_tee *tee = NULL;
+    recorder_proc rec = {.pid = -1, .fd = -1, .hold_fd = -1};
+    recorder_tee *tee = NULL;
     proxy_relay *relay = NULL;
     SSL_CTX *server_tls = NULL, *client_tls = NULL;
     int socket_made = 0;
@@ -507,8 +507,8 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
             tftap_buf_puts(err, "out of memory");
         goto cleanup;
     }
-    proxy_tee_process(tee, cfg->provider != NULL ? cfg->provider : "", cfg->version, cfg->binary, 0,
-                      spawned ? (int)run.child.pid : 0);
+    recorder_tee_process(tee, cfg->provider != NULL ? cfg->provider : "", cfg->version, cfg->binary,
+                         0, spawned ? (int)run.child.pid : 0);
     if (!spawned) {
         start_failed(&tee, err, NULL);
         goto cleanup;
@@ -557,8 +557,8 @@ int proxy_run(const proxy_config *cfg, tftap_buf *err)
     }
 
     /* Now with the protocol the handshake names. */
-    proxy_tee_process(tee, cfg->provider != NULL ? cfg->provider : "", cfg->version, cfg->binary,
-                      hs.proto_version, (int)run.child.pid);
+    recorder_tee_process(tee, cfg->provider != NULL ? cfg->provider : "", cfg->version, cfg->binary,
+                         hs.proto_version, (int)run.child.pid);
 
     if (plugin_socket_path(run.envp, "tftap-plugin", &sock, err) != 0)
         goto cleanup;
@@ -664,8 +664,8 @@ cleanup:
 int proxy_attach(const proxy_config *cfg, tftap_buf *err)
 {
     struct run run;
-    proxy_recproc rec = {.pid = -1, .fd = -1, .hold_fd = -1};
-    proxy_tee *tee = NULL;
+    recorder_proc rec = {.pid = -1, .fd = -1, .hold_fd = -1};
+    recorder_tee *tee = NULL;
     proxy_relay *relay = NULL;
     tftap_buf sock = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT;
     sigset_t mask, old_mask;
@@ -707,7 +707,8 @@ int proxy_attach(const proxy_config *cfg, tftap_buf *err)
             tftap_buf_puts(err, "out of memory");
         goto cleanup;
     }
-    proxy_tee_process(tee, who, cfg->version, cfg->binary, cfg->attach_protocol, cfg->attach_pid);
+    recorder_tee_process(tee, who, cfg->version, cfg->binary, cfg->attach_protocol,
+                         cfg->attach_pid);
     if (plugin_socket_path(cfg->envp, "tftap-plugin", &sock, err) != 0)
         goto cleanup;
     proxy_relay_opts ro = {
@@ -771,7 +772,7 @@ cleanup:
     if (tee != NULL)
         finish_recording(cfg, &run, tee, &rec);
     else
-        proxy_recproc_detach(&rec);
+        recorder_proc_detach(&rec);
     if (socket_made)
         unlink(tftap_buf_cstr(&sock));
     if (run.notify_fd >= 0)

@@ -18,17 +18,6 @@
 #include "plugin/plugin.h"
 #include "store/store.h"
 
-/* The recorder processes' log, in the database's directory (0600): their
- * problems go there, not to the provider's stderr the CLI keeps. */
-#define PROXY_LOG_NAME "tftap.log"
-
-/* How long a recorder process keeps what the database did not take when
- * its provider is done while the database is unavailable (a PostgreSQL
- * server restarting, a full disk), trying again every second; it writes
- * the rows, and the gap row counting what was lost meanwhile, when the
- * database comes back. Nobody waits for it: `tftap run` goes on. */
-#define PROXY_RECORDER_LINGER_MS (10u * 60u * 1000u)
-
 /* The contents of a shim directory's tftap-shim.json. Strings are owned
  * (heap) and freed by proxy_meta_done(); version may be NULL. */
 typedef struct proxy_meta {
@@ -104,13 +93,6 @@ typedef struct proxy_config {
 } proxy_config;
 
 void proxy_config_init(proxy_config *cfg);
-
-/* Add the answered calls of run_id (of its process process_id only, when
- * > 0) to the exporter as spans, with their values as the record holds
- * them (docs/otlp.md): how spans with values leave once the record is
- * redacted, at the end of tftap run and when a wrapped recorder left its
- * run. How many, or a store error (< 0). */
-int64_t proxy_export_spans(store *s, int64_t run_id, int64_t process_id, otlp_exporter *ox);
 
 /* proxy_config_init() plus the provider, binary, database and recording
  * flags of a shim's metadata (borrowed: meta must outlive the run). The

@@ -92,7 +92,7 @@ struct proxy_relay {
     socklen_t up_addrlen;
     int spare_fd; /* a connection to the provider made at start, or -1 */
     SSL *spare_ssl;
-    proxy_tee *tee;
+    recorder_tee *tee;
     int notify_fd;
     struct relay_pair *pairs;
     struct relay_pair *graveyard; /* closed during this batch of events */

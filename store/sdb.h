@@ -1,11 +1,14 @@
 /* store's database driver: one small API, shaped like the parts of SQLite's
  * the store uses, over two backends: an SQLite file (sdb_sqlite.c) and a
- * PostgreSQL server named by a libpq URI (sdb_pg.c). Internal to store/.
+ * PostgreSQL server named by a libpq URI (sdb_pg.c). store.h includes it:
+ * a writer that drives its own connection (the recorder's SQL thread) uses it.
  *
  * Result codes have SQLite's primary values, so that SQLite's pass through
  * unchanged; PostgreSQL's are mapped onto them (SDB_GONE is its own: the
  * connection is lost or could not be made). Statements take SQLite's
- * placeholders (? and ?N); the PostgreSQL backend rewrites them to $N. */
+ * placeholders (? and ?N); the PostgreSQL backend rewrites them to $N.
+ * store.h includes it: a writer that drives its own connection (the
+ * recorder's SQL thread) uses it through the store's API. */
 #ifndef TFTAP_STORE_SDB_H
 #define TFTAP_STORE_SDB_H
 

@@ -1,5 +1,6 @@
 /* store: the SQLite record of runs, provider processes, schemas and calls,
- * the recorder that writes it off the relay's path, and the queries the CLI,
+ * what a writer such as the recorder (recorder/) drives it with, and the
+ * queries the CLI,
  * analysis and web UI read it with. Layer: may use common and decoder only.
  *
  * Ownership: handles returned through **out are released with their
@@ -12,136 +13,44 @@
 #include <stdint.h>
 
 #include "common/common.h"
+#include "store/sdb.h"
 
 /* Default database path, relative to the working directory. */
 #define STORE_DEFAULT_PATH ".tftap/tftap.db"
 
-/* ---- the recorder: used by the proxy, never blocks the relay ------------- */
+/* ---- the connection underneath, for a writer that drives it itself -------
+ * The recorder's SQL thread (recorder/sql.c) writes calls through the
+ * driver (store/sdb.h) in transactions of its own. */
 
-typedef struct store_recorder store_recorder;
+/* The size of a record's key for redacted values (HMAC-SHA256). */
+#define STORE_KEY_LEN 32
 
-struct store_call_summary;
+/* Open and migrate; the helper behind store_open and the recorder's own
+ * connection (store_open itself opens STORE_OPEN_READONLY databases). */
+int store_db_open(const char *path, int create, sdb **out, unsigned char key[STORE_KEY_LEN]);
 
-typedef struct store_recorder_opts {
-    int64_t run_id;       /* run this process belongs to; 0 = create a run row of its own */
-    int record_sensitive; /* 1: do not redact sensitive/write-only values */
-    int keep_raw;         /* 1: also store raw message bytes */
-    /* The one bound on the recorder's memory: events queued or being
-     * decoded plus decoded rows not yet committed. 0 = default (256 MiB). */
-    size_t max_queue_bytes;
-    /* 0: an event that would pass the bound is dropped (counted, a gap row
-     * later). > 0: the caller waits for room, up to block_ms (the proxy's
-     * recorder process: its pipe then pushes back on the tee, whose bound
-     * is the one that drops); a recorder still full after that drops,
-     * counted, until it is half empty. An event bigger than the bound is
-     * always dropped. */
-    unsigned block_ms;
-    /* What to do with records the database did not take when the recorder
-     * is closed (a server that went away, a locked or full file): 0 = one
-     * last attempt, then they are counted as dropped; > 0 = the SQL thread
-     * keeps them and tries again every retry_ms for up to linger_ms, so
-     * the rows, and the gap row counting what was lost meanwhile, are
-     * written when the database comes back. store_recorder_drain() tells a
-     * caller when the rest of the close is only this waiting. */
-    unsigned linger_ms;
-    /* NULL, or called from the recorder's decoder thread once per ended
-     * call, with its final decoded image (the row as stored), as soon as
-     * that image is handed to the SQL thread (a call waiting for a schema
-     * to be re-decoded: once it has been, or at close). Must not block: it
-     * runs on the record's pipeline. A call the recorder lost (a gap) is
-     * never reported. */
-    void (*on_call)(void *ctx, const struct store_call_summary *call);
-    void *on_call_ctx;
-    /* 1: on_call also gets the request and response values, redacted as a
-     * default record stores them even when record_sensitive keeps them in
-     * clear (re-redacted with the database's key and the schema). */
-    int on_call_values;
-    /* NULL, or told one line (no newline, no "tftap: ") when the recorder
-     * has something to say that is not in the record: the database refusing
-     * or unavailable, its queue full. From any of its threads; must not
-     * block long. The recorder never writes to stderr itself. */
-    void (*log)(void *ctx, const char *line);
-    void *log_ctx;
-    /* How long closing waits for a schema when calls still wait for one:
-     * the process that asked the provider for it (the client asks once per
-     * command) may not have committed it yet on a loaded machine.
-     * 0 = default (5 s); ends as soon as one is found. */
-    unsigned close_schema_wait_ms;
-} store_recorder_opts;
+/* BEGIN IMMEDIATE, retrying SDB_BUSY until deadline_ms of total waiting
+ * (0 = forever). Returns an SQLite result code. */
+int store_begin(sdb *db, unsigned deadline_ms);
+/* COMMIT with the same retry rule. */
+int store_commit(sdb *db, unsigned deadline_ms);
+void store_rollback(sdb *db);
 
-/* What on_call is told; everything is borrowed for the callback's time. */
-typedef struct store_call_summary {
-    int64_t call_seq; /* calls.call_seq (the call id the caller gave) */
-    const char *method, *type_name, *status_message; /* type_name, status_message may be NULL */
-    int64_t started_us, ended_us;
-    int status; /* gRPC status code */
-    int64_t request_bytes, response_bytes;
-    int64_t request_count, response_count;
-    /* calls.response_json as stored (secrets in clear under
-     * record_sensitive): to judge the call (its diagnostics), not to copy. */
-    const char *response_json;
-    /* With on_call_values: request_json / response_json as stored, never a
-     * secret in clear; NULL when the call has no such message or when it
-     * could not be redacted (a value no schema types), which *_withheld says. */
-    const char *request_value, *response_value;
-    int request_withheld, response_withheld;
-} store_call_summary;
+/* A run's stable identity (runs.uuid): 36 characters, 8-4-4-4-12 hex. */
+#define STORE_UUID_LEN 36
+/* A random version 4 UUID; TFTAP_EIO when the OS gives no randomness. */
+int store_new_uuid(char out[STORE_UUID_LEN + 1]);
 
-enum store_direction { STORE_REQUEST = 0, STORE_RESPONSE = 1 };
+typedef struct store_hold store_hold;
+/* Holds of runs being recorded (hold.c). store_hold_on: as
+ * store_hold_run, on db's own session for a PostgreSQL record (db NULL:
+ * a session of its own), where it lasts as long as that session. */
+int store_hold_on(sdb *db, const char *path, int64_t run_id, store_hold **out);
 
-/* Open (creating 0600 with its parent directory if needed) the database and
- * start its decoder and SQL threads. A database that cannot be opened is not fatal to
- * the caller's relay: the recorder still returns 0 and counts what it drops,
- * retrying the open and recording the gap once it succeeds; only ENOMEM and
- * bad arguments fail. */
-int store_recorder_open(const char *db_path, const store_recorder_opts *opts, store_recorder **out);
+/* The short rpc name of a gRPC method path ("/a.B/C" -> "C"). */
+const char *store_rpc_name(const char *method);
 
-/* The provider process this recorder records for. */
-/* The provider process did not start (why: its shim's words): recorded
- * as processes.start_error. */
-void store_recorder_start_failed(store_recorder *r, const char *why);
-void store_recorder_process(store_recorder *r, const char *provider_addr, const char *version,
-                            const char *binary_path, int protocol_version, int pid);
-
-/* Calls: call_id is unique within this recorder; times are microseconds
- * since the Unix epoch. Each copies its arguments; when the bound is
- * reached the event is dropped and counted, or with opts.block_ms the call
- * waits for room. */
-void store_recorder_call_begin(store_recorder *r, uint64_t call_id, const char *method,
-                               int64_t t_us);
-void store_recorder_message(store_recorder *r, uint64_t call_id, enum store_direction dir,
-                            int64_t t_us, const void *bytes, size_t len);
-/* store_recorder_message() without the copy: takes bytes (malloc'd, len
- * bytes), freed by the recorder whatever happens. */
-void store_recorder_message_take(store_recorder *r, uint64_t call_id, enum store_direction dir,
-                                 int64_t t_us, void *bytes, size_t len);
-/* A message in a file (a big one, spilled by the relay), read and removed
- * by the recorder when it decodes it, or removed when it is dropped: the
- * file is the recorder's from now on. Takes path (malloc'd). Its memory
- * is outside the bound of opts.max_queue_bytes: one such message is
- * decoded and written at a time (docs/proxy.md, "Big messages"). */
-void store_recorder_message_file(store_recorder *r, uint64_t call_id, enum store_direction dir,
-                                 int64_t t_us, char *path);
-void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, int status_code,
-                             const char *status_message);
-/* n events were lost before they reached the recorder: dropped from the
- * proxy's full queue (STORE_LOST_QUEUE_FULL), or a malformed frame on its
- * pipe (STORE_LOST_MALFORMED). Counted as dropped and recorded as a gap
- * whose reason says "queue full" or "malformed recorder input". */
-/* STORE_LOST_SHIM_DIED: n calls cut off because the shim feeding us ended
- * without saying goodbye (killed); what it had not handed over yet is not
- * known: the gap row says so even when n is 0. */
-/* STORE_LOST_TOO_LARGE: messages bigger than the recorder takes (relayed
- * whole, never recorded); STORE_LOST_SPILL_FAILED: big messages whose
- * spill file could not be written or read (a full disk). */
-enum store_lost {
-    STORE_LOST_QUEUE_FULL = 0,
-    STORE_LOST_MALFORMED = 1,
-    STORE_LOST_SHIM_DIED = 2,
-    STORE_LOST_TOO_LARGE = 3,
-    STORE_LOST_SPILL_FAILED = 4,
-};
-void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why);
+/* ---- a provider process's record, told by its shim ------------------------ */
 
 /* What a shim's relay saw of each call, for store_record_recorder_loss. */
 enum store_relayed { STORE_RELAYED_NONE = 0, STORE_RELAYED_BEGUN = 1, STORE_RELAYED_ANSWERED = 2 };
@@ -156,40 +65,6 @@ enum store_relayed { STORE_RELAYED_NONE = 0, STORE_RELAYED_BEGUN = 1, STORE_RELA
 int store_record_recorder_loss(const char *db_path, int64_t run_id, int pid, const char *provider,
                                const unsigned char *calls, size_t ncalls, const char *reason,
                                int64_t *lost);
-
-/* Stop taking events and write everything taken. Returns 0 once all of it
- * is committed, or TFTAP_ESTORE as soon as a last attempt finds the
- * database unavailable: what was not written stays with the recorder
- * (store_recorder_close keeps trying for opts.linger_ms). Waits only for
- * the decoder, for commits (a locked SQLite file: up to 30 s) and for one
- * attempt to open the database. Calling it twice is harmless. */
-int store_recorder_drain(store_recorder *r);
-
-/* Drain, then (with opts.linger_ms) keep trying to write what the database
- * did not take, stop the threads, close the database. */
-void store_recorder_close(store_recorder *r);
-
-/* Tuning knobs most callers leave at 0 (= default); tests shorten them. */
-typedef struct store_recorder_tuning {
-    unsigned retry_ms;  /* re-open/re-write an unavailable database this often (1000) */
-    unsigned commit_ms; /* commit at least this often while busy (100) */
-} store_recorder_tuning;
-void store_recorder_tune(store_recorder *r, const store_recorder_tuning *t);
-
-/* Counters for tests and for the proxy's exit summary (snapshot). */
-typedef struct store_recorder_stats {
-    uint64_t events;       /* accepted into the queue */
-    uint64_t dropped;      /* refused because the queue was full or the database was down */
-    uint64_t written;      /* committed to the database */
-    uint64_t gaps;         /* gap rows written */
-    size_t queued_bytes;   /* bytes of events waiting for the decoder now */
-    size_t inflight_bytes; /* everything counted against max_queue_bytes now */
-    size_t peak_bytes;     /* the most inflight_bytes has been */
-    int db_ok;             /* 1 while the database is open and writable */
-    int64_t process_row;   /* processes.id once written, else 0 */
-    int64_t run_id;        /* runs.id once known, else 0 */
-} store_recorder_stats;
-void store_recorder_get_stats(store_recorder *r, store_recorder_stats *out);
 
 /* ---- the database: runs, queries --------------------------------------- */
 

@@ -6,7 +6,6 @@
 
 #include "store/store.h"
 
-#define STORE_KEY_LEN 32
 /* How long one statement waits for another writer's lock before SDB_BUSY
  * comes back to us (we then retry: a lock never loses data). */
 #define STORE_BUSY_TIMEOUT_MS 5000
@@ -17,10 +16,6 @@ struct store {
     int snapshot;                     /* read only and immutable (see store_is_snapshot) */
     char *path;                       /* what store_open was given */
 };
-
-/* Open and migrate; the helper behind store_open and the recorder's own
- * connection (store_open itself opens STORE_OPEN_READONLY databases). */
-int store_db_open(const char *path, int create, sdb **out, unsigned char key[STORE_KEY_LEN]);
 
 /* The schema (migrate.c). */
 /* The schema version this tftap writes and reads: one more than the last
@@ -42,12 +37,6 @@ int store_pg_version(sdb *db, int *v, int missing_ok);
 /* Create path's missing parent directories (0700). 0 or TFTAP_EIO (errno). */
 int store_make_parent_dirs(const char *path);
 
-/* BEGIN IMMEDIATE, retrying SDB_BUSY until deadline_ms of total waiting
- * (0 = forever). Returns an SQLite result code. */
-int store_begin(sdb *db, unsigned deadline_ms);
-/* COMMIT with the same retry rule. */
-int store_commit(sdb *db, unsigned deadline_ms);
-void store_rollback(sdb *db);
 int store_exec(sdb *db, const char *sql);
 /* A PRAGMA's integer answer, or -1 (txn.c). */
 int64_t store_pragma_int(sdb *db, const char *sql);
@@ -94,18 +83,10 @@ static inline int store_finish(sdb_stmt *st, int rc, int cb)
 int store_call_rows(sdb_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,
                     int *found);
 
-/* A run's stable identity (runs.uuid): 36 characters, 8-4-4-4-12 hex. */
-#define STORE_UUID_LEN 36
-/* A random version 4 UUID; TFTAP_EIO when the OS gives no randomness. */
-int store_new_uuid(char out[STORE_UUID_LEN + 1]);
 /* A UUID made from bytes (SHA-256 of them, shaped as version 4): the same
  * bytes give the same one. */
 void store_uuid_of(const void *data, size_t len, char out[STORE_UUID_LEN + 1]);
 
-/* Holds of runs being recorded (hold.c). store_hold_on: as
- * store_hold_run, on db's own session for a PostgreSQL record (db NULL:
- * a session of its own), where it lasts as long as that session. */
-int store_hold_on(sdb *db, const char *path, int64_t run_id, store_hold **out);
 /* A database file's lock file (PATH-runs.lock), malloc'd; opened
  * read-write (made 0600 with create), -1 and errno on failure. */
 char *store_hold_file_path(const char *path);
@@ -123,8 +104,5 @@ int store_hold_file_others(int fd);
 int store_hold_pg_try(sdb *db, int64_t run, int *got);
 void store_hold_pg_unlock(sdb *db, int64_t run);
 int store_hold_pg_others(sdb *db, int *any);
-
-/* The short rpc name of a gRPC method path ("/a.B/C" -> "C"). */
-const char *store_rpc_name(const char *method);
 
 #endif

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "recorder/recorder.h"
 #include "store/store.h"
 #include "tfplugin5.pb-c.h"
 
@@ -435,33 +436,33 @@ static int run_one(const char *target, int calls, const struct bytes *schema,
     }
     long long bytes0 = is_pg(target) ? pg_db_bytes(target) : 0;
     memset(res, 0, sizeof *res);
-    store_recorder_opts o = {0};
+    recorder_opts o = {0};
     o.max_queue_bytes = (size_t)2 << 30;
-    store_recorder *r = NULL;
-    if (store_recorder_open(target, &o, &r)) {
+    recorder *r = NULL;
+    if (recorder_open(target, &o, &r)) {
         fprintf(stderr, "bench_store: cannot open a recorder on %s\n", target);
         return -1;
     }
-    store_recorder_process(r, "registry.opentofu.org/bench/bench", "1.0.0", NULL, 5, getpid());
+    recorder_process(r, "registry.opentofu.org/bench/bench", "1.0.0", NULL, 5, getpid());
     struct rusage ru0;
     struct timespec m0;
     getrusage(RUSAGE_SELF, &ru0);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &m0);
     double t0 = now_s();
-    store_recorder_call_begin(r, 1, M_SCHEMA, now_us());
-    store_recorder_message(r, 1, STORE_REQUEST, now_us(), "", 0);
-    store_recorder_message(r, 1, STORE_RESPONSE, now_us(), schema->p, schema->n);
-    store_recorder_call_end(r, 1, now_us(), 0, NULL);
+    recorder_call_begin(r, 1, M_SCHEMA, now_us());
+    recorder_message(r, 1, RECORDER_REQUEST, now_us(), "", 0);
+    recorder_message(r, 1, RECORDER_RESPONSE, now_us(), schema->p, schema->n);
+    recorder_call_end(r, 1, now_us(), 0, NULL);
     for (int i = 0; i < calls; i++) {
         double e0 = now_s();
         uint64_t id = (uint64_t)i + 2;
-        store_recorder_call_begin(r, id, M_PLAN, now_us());
+        recorder_call_begin(r, id, M_PLAN, now_us());
         /* As the proxy's recorder process does: the bytes read from the
          * pipe are handed over, not copied. */
-        store_recorder_message_take(r, id, STORE_REQUEST, now_us(), req[i].p, req[i].n);
-        store_recorder_message_take(r, id, STORE_RESPONSE, now_us(), resp[i].p, resp[i].n);
+        recorder_message_take(r, id, RECORDER_REQUEST, now_us(), req[i].p, req[i].n);
+        recorder_message_take(r, id, RECORDER_RESPONSE, now_us(), resp[i].p, resp[i].n);
         req[i].p = resp[i].p = NULL;
-        store_recorder_call_end(r, id, now_us(), 0, NULL);
+        recorder_call_end(r, id, now_us(), 0, NULL);
         double e = now_s() - e0;
         if (e > res->enqueue_max_s)
             res->enqueue_max_s = e;
@@ -469,10 +470,10 @@ static int run_one(const char *target, int calls, const struct bytes *schema,
     res->enq_s = now_s() - t0;
     /* Wait until everything is committed, then look at the threads' CPU
      * before close ends them. */
-    store_recorder_stats st;
+    recorder_stats st;
     uint64_t want = 4 * ((uint64_t)calls + 1);
     for (;;) {
-        store_recorder_get_stats(r, &st);
+        recorder_get_stats(r, &st);
         if (st.written + st.dropped >= want)
             break;
         usleep(1000);
@@ -491,7 +492,7 @@ static int run_one(const char *target, int calls, const struct bytes *schema,
             tl = sizeof res->threads - 1;
     }
     res->dropped = st.dropped;
-    store_recorder_close(r);
+    recorder_close(r);
     if (!is_pg(target)) {
         /* After close: the WAL (up to a checkpoint's worth) is folded in. */
         char wal[600];

@@ -18,7 +18,7 @@ failed=0
 ok() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
 
-TFTAP_TEST_KEEP=1 TMPDIR="$work" "$top_builddir/tests/store/test_recorder" >"$work/rec.log" 2>&1 ||
+TFTAP_TEST_KEEP=1 TMPDIR="$work" "$top_builddir/tests/recorder/test_recorder" >"$work/rec.log" 2>&1 ||
     { echo "test_recorder failed"; cat "$work/rec.log"; exit 1; }
 rec=$(ls "$work"/tftap-test-rec-*/rec/tftap.db)
 unset TFTAP_DB

@@ -33,7 +33,7 @@ enum { CALL_OPEN = 1, CALL_ENDED = 2 };
 /* The record as read back. */
 struct record {
     uint8_t *state; /* by call id - FIRST_ID - 1 */
-    int byes;       /* PROXY_REC_BYE frames: one, last */
+    int byes;       /* RECORDER_FRAME_BYE frames: one, last */
     size_t cap;
     uint64_t begins;
     uint64_t lost; /* the LOST frames' counts */
@@ -48,12 +48,12 @@ static uint8_t *state_of(struct record *r, uint64_t call_id)
     return &r->state[call_id - FIRST_ID - 1];
 }
 
-static void check_event(struct record *r, const struct proxy_rec_frame *f)
+static void check_event(struct record *r, const struct recorder_frame *f)
 {
-    if (r->byes != 0 && f->kind != PROXY_REC_BYE)
+    if (r->byes != 0 && f->kind != RECORDER_FRAME_BYE)
         abort(); /* nothing follows the goodbye */
     switch (f->kind) {
-    case PROXY_REC_BEGIN:
+    case RECORDER_FRAME_BEGIN:
         if (f->call_id != FIRST_ID + r->begins + 1 || f->len > TEXT_MAX)
             abort();
         if (r->begins == r->cap) {
@@ -66,24 +66,24 @@ static void check_event(struct record *r, const struct proxy_rec_frame *f)
         }
         r->state[r->begins++] = CALL_OPEN;
         return;
-    case PROXY_REC_MESSAGE:
-        if ((f->a != STORE_REQUEST && f->a != STORE_RESPONSE) || f->len > TEE_BYTES ||
+    case RECORDER_FRAME_MESSAGE:
+        if ((f->a != RECORDER_REQUEST && f->a != RECORDER_RESPONSE) || f->len > TEE_BYTES ||
             *state_of(r, f->call_id) != CALL_OPEN)
             abort();
         return;
-    case PROXY_REC_END: {
+    case RECORDER_FRAME_END: {
         uint8_t *s = state_of(r, f->call_id);
         if (*s != CALL_OPEN || f->a < 0 || f->len > TEXT_MAX) /* a: a gRPC status */
             abort();
         *s = CALL_ENDED;
         return;
     }
-    case PROXY_REC_LOST: /* what the tee dropped (or the watcher lost) */
+    case RECORDER_FRAME_LOST: /* what the tee dropped (or the watcher lost) */
         if (f->len != 0 || f->call_id == 0 || r->byes != 0)
             abort();
         r->lost += f->call_id;
         return;
-    case PROXY_REC_BYE: /* the tee's last frame, once */
+    case RECORDER_FRAME_BYE: /* the tee's last frame, once */
         if (f->len != 0 || r->byes++ != 0)
             abort();
         return;
@@ -103,7 +103,7 @@ static void read_record(struct record *r)
         abort();
     size_t pos = 0, n = (size_t)end;
     while (pos < n) {
-        struct proxy_rec_frame f;
+        struct recorder_frame f;
         if (n - pos < sizeof f)
             abort(); /* a frame header cut short */
         memcpy(&f, all + pos, sizeof f);
@@ -123,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct record r = {0};
-    proxy_tee *tee = NULL;
+    recorder_tee *tee = NULL;
     proxy_h2watch *w = NULL;
     atomic_uint_least64_t next_id = FIRST_ID;
     atomic_int open_calls = 0;
@@ -139,7 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             pthread_attr_destroy(&a);
         }
     }
-    if (record_fd < 0 || proxy_tee_new(record_fd, TEE_BYTES, &tee) != 0 || tee == NULL ||
+    if (record_fd < 0 || recorder_tee_new(record_fd, TEE_BYTES, &tee) != 0 || tee == NULL ||
         proxy_h2watch_new(tee, &next_id, &open_calls, &w) != 0)
         abort(); /* the harness itself, not the input */
     int64_t t_us = 1700000000000000;
@@ -179,8 +179,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     proxy_h2watch_free(w, t_us + STEP_US);
     if (atomic_load(&open_calls) != 0 || atomic_load(&next_id) < last_id)
         abort();
-    uint64_t dropped = proxy_tee_dropped(tee); /* the watcher is done: final */
-    proxy_tee_free(tee);                       /* writes out everything queued */
+    uint64_t dropped = recorder_tee_dropped(tee); /* the watcher is done: final */
+    recorder_tee_free(tee);                       /* writes out everything queued */
     read_record(&r);
     /* The tee said goodbye: it ended on purpose. */
     if (r.byes != 1)

@@ -1,4 +1,4 @@
-/* libFuzzer target: the recorder pipe's reader (proxy/recpipe.c), which
+/* libFuzzer target: the recorder pipe's reader (recorder/pipe.c), which
  * the recorder process runs over the frames the tee writes. An input is the
  * pipe's bytes. The sink checks what the reader promises: every string is
  * NUL-terminated within its bound, directions are the two there are,
@@ -22,7 +22,7 @@ struct seen {
 
 static void text(const char *s)
 {
-    if (s == NULL || strnlen(s, PROXY_REC_TEXT_MAX + 1) > PROXY_REC_TEXT_MAX)
+    if (s == NULL || strnlen(s, RECORDER_TEXT_MAX + 1) > RECORDER_TEXT_MAX)
         abort();
 }
 
@@ -44,11 +44,11 @@ static void on_begin(void *ctx, uint64_t call_id, const char *method, int64_t t_
     ((struct seen *)ctx)->frames++;
 }
 
-static void on_message(void *ctx, uint64_t call_id, enum store_direction dir, int64_t t_us,
+static void on_message(void *ctx, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
                        uint8_t *bytes, size_t len)
 {
     (void)call_id, (void)t_us;
-    if ((dir != STORE_REQUEST && dir != STORE_RESPONSE) || len > MAX_MESSAGE || bytes == NULL)
+    if ((dir != RECORDER_REQUEST && dir != RECORDER_RESPONSE) || len > MAX_MESSAGE || bytes == NULL)
         abort();
     /* Touch both ends, for ASan (a copy the compiler cannot drop). */
     if (len > 0) {
@@ -68,22 +68,22 @@ static void on_end(void *ctx, uint64_t call_id, int64_t t_us, int status, const 
     ((struct seen *)ctx)->frames++;
 }
 
-static void on_lost(void *ctx, uint64_t n, enum store_lost why)
+static void on_lost(void *ctx, uint64_t n, enum recorder_lost why)
 {
-    if (why == STORE_LOST_MALFORMED)
+    if (why == RECORDER_LOST_MALFORMED)
         ((struct seen *)ctx)->lost += n;
     else
         ((struct seen *)ctx)->frames++; /* a LOST frame: its count is the tee's */
 }
 
 /* A spill file's name: a plain name, never a path. */
-static void on_spilled(void *ctx, uint64_t call_id, enum store_direction dir, int64_t t_us,
+static void on_spilled(void *ctx, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
                        const char *name)
 {
     (void)call_id, (void)t_us;
     text(name);
-    if ((dir != STORE_REQUEST && dir != STORE_RESPONSE) || name[0] == '\0' || name[0] == '.' ||
-        strchr(name, '/') != NULL)
+    if ((dir != RECORDER_REQUEST && dir != RECORDER_RESPONSE) || name[0] == '\0' ||
+        name[0] == '.' || strchr(name, '/') != NULL)
         abort();
     ((struct seen *)ctx)->frames++;
 }
@@ -109,11 +109,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (lseek(fd, 0, SEEK_SET) != 0)
         abort();
     struct seen seen = {0, 0, 0};
-    proxy_recpipe_sink sink = {&seen,   on_process, on_begin, on_message, on_end,
+    recorder_pipe_sink sink = {&seen,   on_process, on_begin, on_message, on_end,
                                on_lost, NULL,       NULL,     on_spilled};
-    int rc = proxy_recpipe_read(fd, MAX_MESSAGE, &sink);
+    int rc = recorder_pipe_read(fd, MAX_MESSAGE, &sink);
     /* Each frame, passed on or lost, took a whole header of the input. */
-    if (seen.frames + seen.lost > size / sizeof(struct proxy_rec_frame))
+    if (seen.frames + seen.lost > size / sizeof(struct recorder_frame))
         abort();
     if ((rc != 0) != (seen.lost > 0) && rc != 0)
         abort();

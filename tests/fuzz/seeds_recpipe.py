@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the recorder pipe reader's seed corpus (tests/fuzz/corpus/fuzz_recpipe):
-frames as the tee writes them (struct proxy_rec_frame in host order, x86-64:
+frames as the tee writes them (struct recorder_frame in host order, x86-64:
 u32 kind, i32 a, i32 b, u32 len, u64 call_id, i64 t_us, then len bytes), and
 the malformed ones the reader must count and survive."""
 import os, struct, sys

@@ -283,7 +283,7 @@ static void c_begin(void *ctx, uint64_t id, const char *m, int64_t t)
     (void)id, (void)m, (void)t;
     ((struct counts *)ctx)->begins++;
 }
-static void c_message(void *ctx, uint64_t id, enum store_direction d, int64_t t, uint8_t *b,
+static void c_message(void *ctx, uint64_t id, enum recorder_direction d, int64_t t, uint8_t *b,
                       size_t n)
 {
     (void)id, (void)d, (void)t, (void)n;
@@ -295,23 +295,24 @@ static void c_end(void *ctx, uint64_t id, int64_t t, int st, const char *m)
     (void)id, (void)t, (void)st, (void)m;
     ((struct counts *)ctx)->ends++;
 }
-static void c_lost(void *ctx, uint64_t n, enum store_lost why)
+static void c_lost(void *ctx, uint64_t n, enum recorder_lost why)
 {
     struct counts *c = ctx;
-    if (why == STORE_LOST_QUEUE_FULL)
+    if (why == RECORDER_LOST_QUEUE_FULL)
         c->dropped += n;
-    else if (why == STORE_LOST_TOO_LARGE)
+    else if (why == RECORDER_LOST_TOO_LARGE)
         c->large += n;
-    else if (why == STORE_LOST_SPILL_FAILED)
+    else if (why == RECORDER_LOST_SPILL_FAILED)
         c->spill_failed += n;
     else
         c->lost += n;
 }
-static void c_spilled(void *ctx, uint64_t id, enum store_direction d, int64_t t, const char *name)
+static void c_spilled(void *ctx, uint64_t id, enum recorder_direction d, int64_t t,
+                      const char *name)
 {
     struct counts *c = ctx;
     (void)id, (void)t;
-    CHECK_INT_EQ(d, STORE_RESPONSE);
+    CHECK_INT_EQ(d, RECORDER_RESPONSE);
     snprintf(c->spill_name, sizeof c->spill_name, "%s", name);
     c->spilled++;
 }
@@ -319,9 +320,9 @@ static void c_spilled(void *ctx, uint64_t id, enum store_direction d, int64_t t,
 static void *reader(void *arg)
 {
     struct counts *c = arg;
-    proxy_recpipe_sink sink = {c,      c_process, c_begin, c_message, c_end,
+    recorder_pipe_sink sink = {c,      c_process, c_begin, c_message, c_end,
                                c_lost, NULL,      NULL,    c_spilled};
-    (void)proxy_recpipe_read(c->fd, PROXY_REC_MESSAGE_MAX, &sink);
+    (void)recorder_pipe_read(c->fd, RECORDER_MESSAGE_MAX, &sink);
     return NULL;
 }
 
@@ -335,24 +336,24 @@ static void test_tee_flood(void)
     CHECK_INT_EQ(pipe(p), 0);
     const size_t bound = (size_t)1 << 20, msg = (size_t)64 << 10;
     const uint64_t calls = 200;
-    proxy_tee *t = NULL;
-    CHECK_INT_EQ(proxy_tee_new(p[1], bound, &t), 0);
-    proxy_tee_process(t, "registry/test/x", "1.0", "/bin/x", 5, 1);
+    recorder_tee *t = NULL;
+    CHECK_INT_EQ(recorder_tee_new(p[1], bound, &t), 0);
+    recorder_tee_process(t, "registry/test/x", "1.0", "/bin/x", 5, 1);
     for (uint64_t i = 1; i <= calls; i++) {
-        proxy_tee_begin(t, i, "/tfplugin5.Provider/PlanResourceChange", 1000);
+        recorder_tee_begin(t, i, "/tfplugin5.Provider/PlanResourceChange", 1000);
         uint8_t *m = calloc(1, msg);
-        proxy_tee_message(t, i, STORE_REQUEST, 1001, m, msg);
-        proxy_tee_end(t, i, 1002, 0, "");
+        recorder_tee_message(t, i, RECORDER_REQUEST, 1001, m, msg);
+        recorder_tee_end(t, i, 1002, 0, "");
     }
-    size_t peak = proxy_tee_peak_bytes(t);
-    uint64_t dropped = proxy_tee_dropped(t);
+    size_t peak = recorder_tee_peak_bytes(t);
+    uint64_t dropped = recorder_tee_dropped(t);
     CHECK(peak <= bound);
     CHECK(peak > bound / 2); /* it was full, else this tested nothing */
     CHECK(dropped > 0);
     struct counts c = {.fd = p[0]};
     pthread_t th;
     CHECK_INT_EQ(pthread_create(&th, NULL, reader, &c), 0);
-    proxy_tee_free(t);
+    recorder_tee_free(t);
     close(p[1]);
     pthread_join(th, NULL);
     close(p[0]);
@@ -377,28 +378,28 @@ static void test_tee_spill(void)
     snprintf(open_dir, sizeof open_dir, "%s/open", dir);
     int p[2];
     CHECK_INT_EQ(pipe(p), 0);
-    proxy_tee *t = NULL;
-    CHECK_INT_EQ(proxy_tee_new(p[1], (size_t)1 << 20, &t), 0);
-    proxy_tee_spill_to(t, spill);
-    proxy_tee_begin(t, 1, "/tfplugin5.Provider/ReadResource", 1000);
-    proxy_spill sp;
-    CHECK_INT_EQ(proxy_tee_spill_open(t, 1, STORE_RESPONSE, &sp), 0);
-    CHECK(proxy_tee_spill_write(t, &sp, "hello, ", 7) == 0);
-    CHECK(proxy_tee_spill_write(t, &sp, "world", 5) == 0);
-    proxy_tee_spill_done(t, &sp, 1, STORE_RESPONSE, 1001);
+    recorder_tee *t = NULL;
+    CHECK_INT_EQ(recorder_tee_new(p[1], (size_t)1 << 20, &t), 0);
+    recorder_tee_spill_to(t, spill);
+    recorder_tee_begin(t, 1, "/tfplugin5.Provider/ReadResource", 1000);
+    recorder_spill sp;
+    CHECK_INT_EQ(recorder_tee_spill_open(t, 1, RECORDER_RESPONSE, &sp), 0);
+    CHECK(recorder_tee_spill_write(t, &sp, "hello, ", 7) == 0);
+    CHECK(recorder_tee_spill_write(t, &sp, "world", 5) == 0);
+    recorder_tee_spill_done(t, &sp, 1, RECORDER_RESPONSE, 1001);
     CHECK_INT_EQ(sp.fd, -1);
-    proxy_tee_end(t, 1, 1002, 0, "");
+    recorder_tee_end(t, 1, 1002, 0, "");
     /* A message whose stream was reset: its file goes. */
-    proxy_spill cut;
-    CHECK_INT_EQ(proxy_tee_spill_open(t, 2, STORE_REQUEST, &cut), 0);
-    CHECK(proxy_tee_spill_write(t, &cut, "partial", 7) == 0);
-    proxy_tee_spill_abort(t, &cut);
-    proxy_tee_lost_as(t, STORE_LOST_TOO_LARGE);
-    proxy_tee_lost_as(t, STORE_LOST_SPILL_FAILED);
+    recorder_spill cut;
+    CHECK_INT_EQ(recorder_tee_spill_open(t, 2, RECORDER_REQUEST, &cut), 0);
+    CHECK(recorder_tee_spill_write(t, &cut, "partial", 7) == 0);
+    recorder_tee_spill_abort(t, &cut);
+    recorder_tee_lost_as(t, RECORDER_LOST_TOO_LARGE);
+    recorder_tee_lost_as(t, RECORDER_LOST_SPILL_FAILED);
     struct counts c = {.fd = p[0]};
     pthread_t th;
     CHECK_INT_EQ(pthread_create(&th, NULL, reader, &c), 0);
-    proxy_tee_free(t);
+    recorder_tee_free(t);
     close(p[1]);
     pthread_join(th, NULL);
     close(p[0]);
@@ -433,11 +434,11 @@ static void test_tee_spill(void)
     CHECK_INT_EQ(mkdir(open_dir, 0777), 0);
     CHECK_INT_EQ(chmod(open_dir, 0777), 0);
     CHECK_INT_EQ(pipe(p), 0);
-    CHECK_INT_EQ(proxy_tee_new(p[1], (size_t)1 << 20, &t), 0);
-    proxy_tee_spill_to(t, open_dir);
-    CHECK_INT_EQ(proxy_tee_spill_open(t, 1, STORE_REQUEST, &sp), -1);
+    CHECK_INT_EQ(recorder_tee_new(p[1], (size_t)1 << 20, &t), 0);
+    recorder_tee_spill_to(t, open_dir);
+    CHECK_INT_EQ(recorder_tee_spill_open(t, 1, RECORDER_REQUEST, &sp), -1);
     CHECK_INT_EQ(sp.fd, -1);
-    proxy_tee_free(t);
+    recorder_tee_free(t);
     close(p[0]);
     close(p[1]);
 
@@ -446,15 +447,15 @@ static void test_tee_spill(void)
     signal(SIGPIPE, SIG_IGN); /* as the shim has it */
     CHECK_INT_EQ(pipe(p), 0);
     close(p[0]);
-    CHECK_INT_EQ(proxy_tee_new(p[1], (size_t)1 << 20, &t), 0);
-    proxy_tee_spill_to(t, spill);
-    proxy_tee_begin(t, 1, "/tfplugin5.Provider/ReadResource", 1000);
-    CHECK_INT_EQ(proxy_tee_spill_open(t, 1, STORE_RESPONSE, &sp), 0);
-    CHECK(proxy_tee_spill_write(t, &sp, "x", 1) == 0);
-    proxy_tee_spill_done(t, &sp, 1, STORE_RESPONSE, 1001);
-    proxy_tee_end(t, 1, 1002, 0, "");
-    struct proxy_tee_outcome out;
-    proxy_tee_finish(t, &out);
+    CHECK_INT_EQ(recorder_tee_new(p[1], (size_t)1 << 20, &t), 0);
+    recorder_tee_spill_to(t, spill);
+    recorder_tee_begin(t, 1, "/tfplugin5.Provider/ReadResource", 1000);
+    CHECK_INT_EQ(recorder_tee_spill_open(t, 1, RECORDER_RESPONSE, &sp), 0);
+    CHECK(recorder_tee_spill_write(t, &sp, "x", 1) == 0);
+    recorder_tee_spill_done(t, &sp, 1, RECORDER_RESPONSE, 1001);
+    recorder_tee_end(t, 1, 1002, 0, "");
+    struct recorder_tee_outcome out;
+    recorder_tee_finish(t, &out);
     CHECK_INT_EQ(out.pipe_broke, 1);
     free(out.ledger);
     close(p[1]);

@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include "replay/replay.h"
+#include "recorder/recorder.h"
 #include "store/store.h"
 #include "tests/check.h"
 #include "tests/store/fixtures.h"
@@ -33,15 +34,15 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static void call(store_recorder *r, uint64_t id, const char *method, const struct fx_bytes *req,
+static void call(recorder *r, uint64_t id, const char *method, const struct fx_bytes *req,
                  const struct fx_bytes *resp, int status, const char *message)
 {
-    store_recorder_call_begin(r, id, method, now_us());
-    store_recorder_message(r, id, STORE_REQUEST, now_us(), req ? (const void *)req->p : "",
-                           req ? req->n : 0);
+    recorder_call_begin(r, id, method, now_us());
+    recorder_message(r, id, RECORDER_REQUEST, now_us(), req ? (const void *)req->p : "",
+                     req ? req->n : 0);
     if (resp)
-        store_recorder_message(r, id, STORE_RESPONSE, now_us(), resp->p, resp->n);
-    store_recorder_call_end(r, id, now_us(), status, message);
+        recorder_message(r, id, RECORDER_RESPONSE, now_us(), resp->p, resp->n);
+    recorder_call_end(r, id, now_us(), status, message);
 }
 
 static const struct fx_thing alpha = {"thing-1", "alpha", FX_SECRET, 3, 2, NULL, NULL};
@@ -78,11 +79,11 @@ static void record(void)
     CHECK_INT_EQ(store_run_begin(s, "tofu", 0, NULL, "/", "tofu", NULL, &run_id), 0);
     store_close(s);
 
-    store_recorder_opts o = {0};
+    recorder_opts o = {0};
     o.run_id = run_id;
-    store_recorder *r = NULL;
-    CHECK_INT_EQ(store_recorder_open(db_path, &o, &r), 0);
-    store_recorder_process(r, P_A, "1.0.0", bin_path, 5, 4242);
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(db_path, &o, &r), 0);
+    recorder_process(r, P_A, "1.0.0", bin_path, 5, 4242);
     call(r, 1, M_SCHEMA, NULL, &schema, 0, NULL);
     struct fx_bytes q = fx_plan_request(NULL, &alpha);
     struct fx_bytes a1 = fx_plan_response(&alpha, 0, "first answer");
@@ -111,18 +112,18 @@ static void record(void)
     call(r, 7, M_APPLY, &q, NULL, 14, "provider went away");
     fx_free(&q);
     fx_free(&a1);
-    store_recorder_close(r);
+    recorder_close(r);
 
     r = NULL;
-    CHECK_INT_EQ(store_recorder_open(db_path, &o, &r), 0);
-    store_recorder_process(r, P_B, "2.0.0", bin_path, 5, 4343);
+    CHECK_INT_EQ(recorder_open(db_path, &o, &r), 0);
+    recorder_process(r, P_B, "2.0.0", bin_path, 5, 4343);
     call(r, 1, M_SCHEMA, NULL, &schema, 0, NULL);
     q = fx_plan_request(NULL, &bravo);
     a1 = fx_plan_response(&bravo, 0, NULL);
     call(r, 2, M_PLAN, &q, &a1, 0, NULL);
     fx_free(&q);
     fx_free(&a1);
-    store_recorder_close(r);
+    recorder_close(r);
 }
 
 /* ---- reading recorded requests back ------------------------------------------ */

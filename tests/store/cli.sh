@@ -15,7 +15,7 @@ check() { # check DESCRIPTION COMMAND...
     if "$@"; then ok; else fail "$desc"; fi
 }
 
-TFTAP_TEST_KEEP=1 TMPDIR="$work" "$top_builddir/tests/store/test_recorder" >"$work/rec.log" 2>&1 ||
+TFTAP_TEST_KEEP=1 TMPDIR="$work" "$top_builddir/tests/recorder/test_recorder" >"$work/rec.log" 2>&1 ||
     { echo "test_recorder failed"; cat "$work/rec.log"; exit 1; }
 db=$(ls "$work"/tftap-test-rec-*/rec/tftap.db)
 export TFTAP_DB="$db"

@@ -1,10 +1,10 @@
-/* proxy: the recorder in a process of its own.
+/* recorder: the recorder in a process of its own.
  *
  * go-plugin's client gives a plugin two seconds after Shutdown to exit (and
  * waits for EOF on its stdout and stderr) before it sends SIGKILL. Flushing
  * a large record into SQLite can take longer than that, so the recorder does
  * not live in the process the client waits for: it is forked before any
- * thread exists, reads events from a pipe (recpipe.c) into the store's
+ * thread exists, reads events from a pipe (pipe.c) into the store's
  * recorder, and flushes and exits when the pipe closes, however long that
  * takes. The relay's process only ever writes into the pipe (from the tee
  * thread); when the recorder is behind it stops reading, and the tee's
@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proxy/proxy_int.h"
+#include "recorder/recorder_int.h"
 
 /* The recorder's niceness. Its work can always wait (the record is
  * written in the end, the queue is bounded) and the relay's, the client's
@@ -45,7 +45,7 @@
 
 /* ---- the recorder process's log --------------------------------------------
  * Its lines go, prefixed with the time, the pid and the provider, to
- * PROXY_LOG_NAME beside the database: the provider's stderr is the CLI's
+ * RECORDER_LOG_NAME beside the database: the provider's stderr is the CLI's
  * plugin log, which nobody reads, and the terminal is the user's. The
  * recorder, the span exporter and this file say what they have to say
  * through reclog(); the process's stderr is /dev/null. The file is opened
@@ -97,19 +97,19 @@ static void reclog_start(const char *db, const char *provider)
     size_t dirlen = 0;
     const char *dir = store_side_dir(db, &dirlen);
     the_log.provider = provider;
-    the_log.path = malloc(dirlen + sizeof "/" PROXY_LOG_NAME + 1);
+    the_log.path = malloc(dirlen + sizeof "/" RECORDER_LOG_NAME + 1);
     if (the_log.path == NULL)
         return;
     if (dir)
         memcpy(the_log.path, dir, dirlen);
     else
         the_log.path[dirlen++] = '.';
-    memcpy(the_log.path + dirlen, "/" PROXY_LOG_NAME, sizeof "/" PROXY_LOG_NAME);
+    memcpy(the_log.path + dirlen, "/" RECORDER_LOG_NAME, sizeof "/" RECORDER_LOG_NAME);
 }
 
 /* A run shared by the provider processes of one CLI command: this
  * recorder's part is written; the last one to leave ends the run. */
-void proxy_recproc_leave_run(const char *db, int64_t run_id)
+void recorder_proc_leave_run(const char *db, int64_t run_id)
 {
     store *s = NULL;
     int rc = store_open(db, 0, &s);
@@ -128,10 +128,10 @@ void proxy_recproc_leave_run(const char *db, int64_t run_id)
  * call's final decoded image: the same call, sizes, type and status the
  * record holds, and its values redacted as stored. */
 struct recsink {
-    store_recorder *rec;
+    recorder *rec;
     otlp_exporter *ox;
     const char *provider, *version;
-    char *spill_dir;       /* where the shim's big messages are (proxy_spill_dir) */
+    char *spill_dir;       /* where the shim's big messages are (recorder_spill_dir) */
     uint64_t begun, ended; /* calls, to count those a dying shim cut off */
     int bye;               /* the shim ended on purpose */
 };
@@ -140,24 +140,24 @@ static void on_process(void *ctx, const char *provider, const char *version, con
                        int protocol, int pid)
 {
     struct recsink *k = ctx;
-    store_recorder_process(k->rec, provider, version, binary, protocol, pid);
+    recorder_process(k->rec, provider, version, binary, protocol, pid);
 }
 
 static void on_begin(void *ctx, uint64_t call_id, const char *method, int64_t t_us)
 {
     struct recsink *k = ctx;
     k->begun++;
-    store_recorder_call_begin(k->rec, call_id, method, t_us);
+    recorder_call_begin(k->rec, call_id, method, t_us);
 }
 
-static void on_message(void *ctx, uint64_t call_id, enum store_direction dir, int64_t t_us,
+static void on_message(void *ctx, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
                        uint8_t *bytes, size_t len)
 {
     struct recsink *k = ctx;
-    store_recorder_message_take(k->rec, call_id, dir, t_us, bytes, len);
+    recorder_message_take(k->rec, call_id, dir, t_us, bytes, len);
 }
 
-static void on_spilled(void *ctx, uint64_t call_id, enum store_direction dir, int64_t t_us,
+static void on_spilled(void *ctx, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
                        const char *name)
 {
     struct recsink *k = ctx;
@@ -165,23 +165,23 @@ static void on_spilled(void *ctx, uint64_t call_id, enum store_direction dir, in
     tftap_buf_printf(&path, "%s/%s", k->spill_dir ? k->spill_dir : ".", name);
     if (tftap_buf_failed(&path) || k->spill_dir == NULL) {
         tftap_buf_done(&path);
-        store_recorder_lost(k->rec, 1, STORE_LOST_SPILL_FAILED);
+        recorder_lost(k->rec, 1, RECORDER_LOST_SPILL_FAILED);
         return;
     }
-    store_recorder_message_file(k->rec, call_id, dir, t_us, tftap_buf_take(&path, NULL));
+    recorder_message_file(k->rec, call_id, dir, t_us, tftap_buf_take(&path, NULL));
 }
 
 static void on_end(void *ctx, uint64_t call_id, int64_t t_us, int status, const char *message)
 {
     struct recsink *k = ctx;
     k->ended++;
-    store_recorder_call_end(k->rec, call_id, t_us, status, message);
+    recorder_call_end(k->rec, call_id, t_us, status, message);
 }
 
 static void on_start_failed(void *ctx, const char *why)
 {
     struct recsink *k = ctx;
-    store_recorder_start_failed(k->rec, why);
+    recorder_start_failed(k->rec, why);
 }
 
 static void on_bye(void *ctx)
@@ -189,15 +189,15 @@ static void on_bye(void *ctx)
     ((struct recsink *)ctx)->bye = 1;
 }
 
-static void on_lost(void *ctx, uint64_t n, enum store_lost why)
+static void on_lost(void *ctx, uint64_t n, enum recorder_lost why)
 {
     struct recsink *k = ctx;
-    store_recorder_lost(k->rec, n, why);
+    recorder_lost(k->rec, n, why);
 }
 
 /* A call recorded: its span (the recorder's decoder thread; the exporter
  * only queues, bounded, never waits). */
-static void on_call(void *ctx, const store_call_summary *c)
+static void on_call(void *ctx, const recorder_call_summary *c)
 {
     struct recsink *k = ctx;
     if (k->ox == NULL || c->method == NULL || c->method[0] == '\0')
@@ -206,8 +206,8 @@ static void on_call(void *ctx, const store_call_summary *c)
     int errors = 0;
     if (c->status == 0 && c->response_json != NULL)
         errors = otlp_error_diagnostics(c->response_json, strlen(c->response_json), &first);
-    store_recorder_stats st;
-    store_recorder_get_stats(k->rec, &st);
+    recorder_stats st;
+    recorder_get_stats(k->rec, &st);
     otlp_span sp = {
         .method = c->method,
         .provider = k->provider,
@@ -235,14 +235,13 @@ static void on_call(void *ctx, const store_call_summary *c)
 /* The recorder process's whole life: events until EOF, then flush. A
  * recorder that cannot start still drains the pipe, so the tee never
  * blocks on it. Returns the span exporter, still sending, or NULL. */
-static otlp_exporter *recorder_main(int fd, int hold, const char *db,
-                                    const store_recorder_opts *opts, const proxy_recproc *rp,
-                                    int later, int64_t *process_row)
+static otlp_exporter *recorder_main(int fd, int hold, const char *db, const recorder_opts *opts,
+                                    const recorder_proc *rp, int later, int64_t *process_row)
 {
-    store_recorder_opts o = *opts;
-    o.max_queue_bytes = PROXY_RECORDER_MAX_BYTES;
+    recorder_opts o = *opts;
+    o.max_queue_bytes = RECORDER_PROCESS_MAX_BYTES;
     o.block_ms = RECPROC_BLOCK_MS;
-    o.linger_ms = PROXY_RECORDER_LINGER_MS;
+    o.linger_ms = RECORDER_LINGER_MS;
     struct recsink k = {.provider = rp->provider, .version = rp->version};
     /* The exporter first: the recorder's decoder thread makes spans as soon
      * as it runs. */
@@ -262,15 +261,15 @@ static otlp_exporter *recorder_main(int fd, int hold, const char *db,
     }
     o.log = reclog_from;
     o.log_ctx = NULL;
-    if (store_recorder_open(db, &o, &k.rec) != 0)
+    if (recorder_open(db, &o, &k.rec) != 0)
         k.rec = NULL;
-    k.spill_dir = proxy_spill_dir(db);
-    proxy_recpipe_sink sink = {&k,      on_process, on_begin,        on_message, on_end,
+    k.spill_dir = recorder_spill_dir(db);
+    recorder_pipe_sink sink = {&k,      on_process, on_begin,        on_message, on_end,
                                on_lost, on_bye,     on_start_failed, on_spilled};
-    (void)proxy_recpipe_read(fd, PROXY_REC_MESSAGE_MAX, &sink);
+    (void)recorder_pipe_read(fd, RECORDER_MESSAGE_MAX, &sink);
     if (!k.bye) /* the shim died: we outlived it, the gap is ours to write */
-        store_recorder_lost(k.rec, k.begun > k.ended ? k.begun - k.ended : 0, STORE_LOST_SHIM_DIED);
-    if (store_recorder_drain(k.rec) != 0 && hold >= 0) {
+        recorder_lost(k.rec, k.begun > k.ended ? k.begun - k.ended : 0, RECORDER_LOST_SHIM_DIED);
+    if (recorder_drain(k.rec) != 0 && hold >= 0) {
         /* The database is unavailable: whoever waits for the record (tftap
          * run, its bounded wait) must not wait for it to come back. The
          * lock becomes shared, which that wait takes; an exclusive one
@@ -278,20 +277,20 @@ static otlp_exporter *recorder_main(int fd, int hold, const char *db,
          * until the rest is written or given up. */
         reclog("%s is unavailable: the record of this provider process is written when it "
                "comes back (trying for %u s)",
-               STORE_SHOWN(db), PROXY_RECORDER_LINGER_MS / 1000);
+               STORE_SHOWN(db), RECORDER_LINGER_MS / 1000);
         (void)flock(hold, LOCK_SH);
     }
     if (k.rec) {
-        store_recorder_stats st;
-        store_recorder_get_stats(k.rec, &st);
+        recorder_stats st;
+        recorder_get_stats(k.rec, &st);
         *process_row = st.process_row;
     }
-    store_recorder_close(k.rec); /* its decoder thread's last spans are queued by now */
+    recorder_close(k.rec); /* its decoder thread's last spans are queued by now */
     free(k.spill_dir);
     return k.ox;
 }
 
-int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_recproc *rp,
+int recorder_proc_start(const char *db, const recorder_opts *opts, recorder_proc *rp,
                         tftap_buf *err)
 {
     int p[2];
@@ -303,7 +302,7 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
         return TFTAP_EIO;
     }
     /* Bigger batches per write; failure only costs speed. */
-    (void)fcntl(p[1], F_SETPIPE_SZ, (int)PROXY_REC_PIPE_BYTES);
+    (void)fcntl(p[1], F_SETPIPE_SZ, (int)RECORDER_PIPE_BYTES);
 
     /* Forked twice: the recorder is at once init's child, so it never
      * lingers as our zombie and its exit is no SIGCHLD of ours. */
@@ -373,7 +372,7 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
         otlp_exporter *ox =
             recorder_main(fd, hold >= 0 ? 4 : -1, db, opts, rp, later, &process_row);
         if (rp->leave_run && opts->run_id > 0) {
-            proxy_recproc_leave_run(db, opts->run_id);
+            recorder_proc_leave_run(db, opts->run_id);
             if (rp->run_left)
                 rp->run_left(db, opts->run_id);
         }
@@ -381,7 +380,7 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
         if (ox != NULL && later && process_row > 0) {
             store *s = NULL;
             if (store_open(db, STORE_OPEN_READONLY, &s) == 0) {
-                int64_t n = proxy_export_spans(s, opts->run_id, process_row, ox);
+                int64_t n = recorder_export_spans(s, opts->run_id, process_row, ox);
                 if (n < 0)
                     reclog("otlp: cannot read the calls to export: %s", tftap_strerror((int)n));
             }
@@ -404,7 +403,7 @@ int proxy_recproc_start(const char *db, const store_recorder_opts *opts, proxy_r
     return 0;
 }
 
-void proxy_recproc_detach(proxy_recproc *rp)
+void recorder_proc_detach(recorder_proc *rp)
 {
     if (rp->fd >= 0)
         close(rp->fd);
@@ -454,7 +453,7 @@ static int span_of_row(void *ctx, const store_call_row *c)
     return 0;
 }
 
-int64_t proxy_export_spans(store *s, int64_t run_id, int64_t process_id, otlp_exporter *ox)
+int64_t recorder_export_spans(store *s, int64_t run_id, int64_t process_id, otlp_exporter *ox)
 {
     struct spans_from sp = {ox, process_id, 0};
     int rc = store_calls_each(s, run_id, NULL, NULL, span_of_row, &sp);

@@ -1,10 +1,10 @@
-/* store: the recorder's decoder thread (recorder.c has the whole picture).
+/* recorder: the recorder's decoder thread (recorder.c has the whole picture).
  * It takes the events the callers queued, keeps each live call's state in
  * memory, decodes its messages against the schema, redacts them, and hands
  * "ops" (call row images, schema rows, gap counts, ...) to the SQL thread
- * (recorder_sql.c). It also learns the provider process's details and its
+ * (sql.c). It also learns the provider process's details and its
  * binary's digest, and borrows a schema another recorder of the run wrote. */
-#include "store/recorder_int.h"
+#include "recorder/recorder_int.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -19,12 +19,12 @@
 
 /* ---- writer: calls in memory -------------------------------------------- */
 
-static struct call **bucket(store_recorder *r, uint64_t id)
+static struct call **bucket(recorder *r, uint64_t id)
 {
     return &r->buckets[(id * 0x9E3779B97F4A7C15ull) >> 54 & (CALL_BUCKETS - 1)];
 }
 
-static struct call *call_find(store_recorder *r, uint64_t id)
+static struct call *call_find(recorder *r, uint64_t id)
 {
     for (struct call *c = *bucket(r, id); c; c = c->hnext)
         if (c->call_id == id)
@@ -47,7 +47,7 @@ static int method_is_stream(const char *m)
 
 /* A call whose row image is owed; counted, so that the decoder knows what
  * emitting the images will add to the bound (an op each) before it does. */
-static void mark_dirty(store_recorder *r, struct call *c)
+static void mark_dirty(recorder *r, struct call *c)
 {
     if (!c->dirty) {
         r->dirty_calls++;
@@ -57,7 +57,7 @@ static void mark_dirty(store_recorder *r, struct call *c)
     c->dirty = 1;
 }
 
-static struct call *call_get(store_recorder *r, uint64_t id, const char *method, int64_t t_us)
+static struct call *call_get(recorder *r, uint64_t id, const char *method, int64_t t_us)
 {
     struct call *c = call_find(r, id);
     if (c)
@@ -67,7 +67,7 @@ static struct call *call_get(store_recorder *r, uint64_t id, const char *method,
         return NULL;
     c->call_id = id;
     /* A call whose begin was dropped still gets a row, method unknown. */
-    c->method = store_rec_dupstr(method ? method : "");
+    c->method = rec_dupstr(method ? method : "");
     if (!c->method) {
         free(c);
         return NULL;
@@ -90,7 +90,7 @@ static struct call *call_get(store_recorder *r, uint64_t id, const char *method,
 /* A keyed context made once: fetching the algorithm and hashing the key
  * for every value (as the one-shot HMAC() does) costs more than the digest
  * itself. */
-static void mac_setup(store_recorder *r)
+static void mac_setup(recorder *r)
 {
     tftap_hmac_free(r->mac);
     r->mac = tftap_hmac_new(r->key, sizeof r->key);
@@ -98,7 +98,7 @@ static void mac_setup(store_recorder *r)
 
 static void redact_hmac(void *ctx, const char *json, size_t len, char out[65])
 {
-    store_recorder *r = ctx;
+    recorder *r = ctx;
     if (!r->mac || tftap_hmac_hex(r->mac, json, len, out) != 0)
         tftap_hmac_sha256_hex(r->key, sizeof r->key, json, len, out);
 }
@@ -119,15 +119,15 @@ static void set_decode_error(struct call *c, const char *msg)
 {
     if (c->decode_error)
         return;
-    c->decode_error = store_rec_dupstr(msg);
+    c->decode_error = rec_dupstr(msg);
 }
 
 /* Append one message's JSON to out. */
-static void render_message(store_recorder *r, struct call *c, enum store_direction dir,
+static void render_message(recorder *r, struct call *c, enum recorder_direction dir,
                            const unsigned char *p, size_t n, tftap_buf *out)
 {
     char sha[65];
-    if (dir == STORE_RESPONSE && is_provider_schema_method(c->method)) {
+    if (dir == RECORDER_RESPONSE && is_provider_schema_method(c->method)) {
         /* The schema itself is stored once, by hash, in schemas. */
         tftap_sha256_hex(p, n, sha);
         tftap_buf_printf(out, "{\"$schema\":\"%s\",\"size\":%zu}", sha, n);
@@ -144,7 +144,7 @@ static void render_message(store_recorder *r, struct call *c, enum store_directi
     opts.memo = c->memo;
     dec_error err = DEC_ERROR_INIT;
     size_t mark = out->len;
-    int rc = dec_message_to_json(c->method, dir == STORE_RESPONSE, p, n, r->schema, c->type_name,
+    int rc = dec_message_to_json(c->method, dir == RECORDER_RESPONSE, p, n, r->schema, c->type_name,
                                  &opts, out, &err);
     if (rc == 0) {
         dec_error_done(&err);
@@ -169,7 +169,7 @@ static void render_message(store_recorder *r, struct call *c, enum store_directi
     dec_error_done(&err);
 }
 
-static void side_add(store_recorder *r, struct call *c, struct side *s, enum store_direction dir,
+static void side_add(recorder *r, struct call *c, struct side *s, enum recorder_direction dir,
                      const unsigned char *p, size_t n, int spilled)
 {
     if (s->handed) {
@@ -213,7 +213,7 @@ static const char *side_text(struct call *c, struct side *s, tftap_buf *tmp)
 }
 
 /* Re-render every retained call with the schema now known. */
-static void redecode_retained(store_recorder *r)
+static void redecode_retained(recorder *r)
 {
     for (struct call *c = r->calls; c; c = c->lnext) {
         if (!c->retain)
@@ -225,17 +225,17 @@ static void redecode_retained(store_recorder *r)
         free(c->decode_error);
         c->decode_error = NULL;
         for (struct rawmsg *m = c->raws; m; m = m->next)
-            side_add(r, c, m->dir == STORE_REQUEST ? &c->req : &c->resp, m->dir, m->bytes, m->len,
-                     0);
+            side_add(r, c, m->dir == RECORDER_REQUEST ? &c->req : &c->resp, m->dir, m->bytes,
+                     m->len, 0);
         c->decoded_with_schema = 1;
         mark_dirty(r, c);
-        store_rec_call_free_raws(r, c);
+        rec_call_free_raws(r, c);
     }
 }
 
 /* ---- writer: schema ------------------------------------------------------ */
 
-static void apply_identity(store_recorder *r)
+static void apply_identity(recorder *r)
 {
     if (!r->schema || !r->identity_raw || r->identity_applied)
         return;
@@ -246,12 +246,12 @@ static void apply_identity(store_recorder *r)
     dec_error_done(&err);
 }
 
-static void emit_schema(store_recorder *r, const char *kind, const char *sha,
-                        const unsigned char *raw, size_t len, int protocol, const char *source);
+static void emit_schema(recorder *r, const char *kind, const char *sha, const unsigned char *raw,
+                        size_t len, int protocol, const char *source);
 
 /* Use a schema from now on; re-decode what waited for one. raw/len are
  * also stored (once per hash) unless the schema came from the database. */
-static int schema_adopt(store_recorder *r, int protocol, const unsigned char *p, size_t n,
+static int schema_adopt(recorder *r, int protocol, const unsigned char *p, size_t n,
                         const char *sha, const char *source)
 {
     dec_schema *s = NULL;
@@ -277,7 +277,7 @@ static int schema_adopt(store_recorder *r, int protocol, const unsigned char *p,
 
 /* ---- ops: what the decoder hands the SQL thread ------------------------- */
 
-static struct op *op_new(store_recorder *r, enum op_kind kind)
+static struct op *op_new(recorder *r, enum op_kind kind)
 {
     struct op *o = calloc(1, sizeof *o);
     if (!o)
@@ -294,7 +294,7 @@ static char *dup_counted(struct op *o, const char *s)
     if (!s)
         return NULL;
     o->size += strlen(s) + 1;
-    return store_rec_dupstr(s);
+    return rec_dupstr(s);
 }
 
 static unsigned char *dup_bytes(struct op *o, const void *p, size_t n)
@@ -306,8 +306,8 @@ static unsigned char *dup_bytes(struct op *o, const void *p, size_t n)
     return b;
 }
 
-static void emit_schema(store_recorder *r, const char *kind, const char *sha,
-                        const unsigned char *raw, size_t len, int protocol, const char *source)
+static void emit_schema(recorder *r, const char *kind, const char *sha, const unsigned char *raw,
+                        size_t len, int protocol, const char *source)
 {
     struct op *o = op_new(r, OP_SCHEMA);
     if (!o)
@@ -359,7 +359,7 @@ static char *take_side(struct op *o, struct call *c, struct side *s)
  * big side of a unary call goes out alone, moved, as soon as it is whole,
  * so that its JSON is held once and written once; later images keep the
  * column (unless spans want the values at the end). */
-static char *side_column(store_recorder *r, struct op *o, struct call *c, struct side *s, int final,
+static char *side_column(recorder *r, struct op *o, struct call *c, struct side *s, int final,
                          int *keep, tftap_buf *tmp)
 {
     *keep = 0;
@@ -381,8 +381,8 @@ static char *side_column(store_recorder *r, struct op *o, struct call *c, struct
 
 /* One side's value for opts.on_call: the stored text when it is redacted
  * already, else redacted again as a default record would store it. */
-static const char *report_value(store_recorder *r, struct call *c, int is_response,
-                                const char *json, tftap_buf *tmp, int *withheld)
+static const char *report_value(recorder *r, struct call *c, int is_response, const char *json,
+                                tftap_buf *tmp, int *withheld)
 {
     *withheld = 0;
     if (json == NULL || !r->opts.record_sensitive)
@@ -404,13 +404,13 @@ static const char *report_value(store_recorder *r, struct call *c, int is_respon
 }
 
 /* Tell opts.on_call of a call's final image (req/resp: its columns). */
-static void report_call(store_recorder *r, struct call *c, const char *req, const char *resp)
+static void report_call(recorder *r, struct call *c, const char *req, const char *resp)
 {
     if (r->opts.on_call == NULL || c->reported || !c->ended)
         return;
     c->reported = 1;
     tftap_buf rq = TFTAP_BUF_INIT, rs = TFTAP_BUF_INIT;
-    store_call_summary s = {
+    recorder_call_summary s = {
         .call_seq = (int64_t)c->call_id,
         .method = c->method,
         .type_name = c->type_name,
@@ -434,7 +434,7 @@ static void report_call(store_recorder *r, struct call *c, const char *req, cons
 }
 
 /* The call's whole state as a row image. */
-static int emit_call(store_recorder *r, struct call *c)
+static int emit_call(recorder *r, struct call *c)
 {
     struct op *o = op_new(r, OP_CALL);
     if (!o)
@@ -474,7 +474,7 @@ static int emit_call(store_recorder *r, struct call *c)
     return 0;
 }
 
-static void emit_dirty_calls(store_recorder *r)
+static void emit_dirty_calls(recorder *r)
 {
     r->rendered_bytes = 0;
     r->dirty_calls = 0;
@@ -485,7 +485,7 @@ static void emit_dirty_calls(store_recorder *r)
 }
 
 /* Finished calls whose last state has been handed over need no memory. */
-static void prune_calls(store_recorder *r)
+static void prune_calls(recorder *r)
 {
     struct call **pp = &r->calls;
     r->calls_tail = &r->calls;
@@ -500,7 +500,7 @@ static void prune_calls(store_recorder *r)
             while (*b != c)
                 b = &(*b)->hnext;
             *b = c->hnext;
-            store_rec_call_free(r, c);
+            rec_call_free(r, c);
         } else {
             pp = &c->lnext;
             r->calls_tail = &c->lnext;
@@ -509,7 +509,7 @@ static void prune_calls(store_recorder *r)
 }
 
 /* Give the SQL thread everything built so far. */
-static void hand_over(store_recorder *r)
+static void hand_over(recorder *r)
 {
     /* Counted while rendered (decode_batch); from here on as ops. */
     size_t counted = r->out_counted;
@@ -517,7 +517,7 @@ static void hand_over(store_recorder *r)
     if (!r->out) {
         if (counted) {
             pthread_mutex_lock(&r->mu);
-            store_rec_release(r, counted);
+            rec_release(r, counted);
             pthread_mutex_unlock(&r->mu);
         }
         return;
@@ -541,7 +541,7 @@ static void hand_over(store_recorder *r)
     assert(*r->ops_tail == NULL && *r->out_tail == NULL);
     *r->ops_tail = r->out;
     r->ops_tail = r->out_tail;
-    store_rec_release(r, counted);
+    rec_release(r, counted);
     r->inflight_bytes += bytes;
     r->ops_bytes += bytes;
     r->big_inflight += big;
@@ -559,7 +559,7 @@ static void hand_over(store_recorder *r)
 
 /* ---- decoder thread -------------------------------------------------------- */
 
-static void retain_raw(store_recorder *r, struct call *c, const struct event *ev)
+static void retain_raw(recorder *r, struct call *c, const struct event *ev)
 {
     if (r->schema || r->retain_disabled || !dec_method_protocol(c->method) ||
         is_provider_schema_method(c->method))
@@ -583,7 +583,7 @@ static void retain_raw(store_recorder *r, struct call *c, const struct event *ev
 }
 
 /* Apply one event to the call's state in memory. */
-static void apply_event(store_recorder *r, struct event *ev)
+static void apply_event(recorder *r, struct event *ev)
 {
     struct call *c = call_get(r, ev->call_id, ev->kind == EV_BEGIN ? ev->text : NULL, ev->t_us);
     if (!c)
@@ -591,7 +591,7 @@ static void apply_event(store_recorder *r, struct event *ev)
     switch (ev->kind) {
     case EV_BEGIN:
         if (!c->method[0] && ev->text[0]) {
-            char *m = store_rec_dupstr(ev->text);
+            char *m = rec_dupstr(ev->text);
             if (m) {
                 free(c->method);
                 c->method = m;
@@ -602,8 +602,8 @@ static void apply_event(store_recorder *r, struct event *ev)
         mark_dirty(r, c);
         break;
     case EV_MESSAGE: {
-        struct side *s = ev->dir == STORE_REQUEST ? &c->req : &c->resp;
-        if (ev->dir == STORE_REQUEST && c->req.count == 0 && !c->type_name) {
+        struct side *s = ev->dir == RECORDER_REQUEST ? &c->req : &c->resp;
+        if (ev->dir == RECORDER_REQUEST && c->req.count == 0 && !c->type_name) {
             char *tn = NULL;
             if (dec_request_type_name(c->method, ev->bytes, ev->len, &tn) == 0)
                 c->type_name = tn;
@@ -618,7 +618,7 @@ static void apply_event(store_recorder *r, struct event *ev)
         if (!ev->spill_path) /* the file is gone after this: not kept for later */
             retain_raw(r, c, ev);
         mark_dirty(r, c);
-        if (ev->dir == STORE_RESPONSE && is_provider_schema_method(c->method)) {
+        if (ev->dir == RECORDER_RESPONSE && is_provider_schema_method(c->method)) {
             char sha[65];
             tftap_sha256_hex(ev->bytes, ev->len, sha);
             if (!r->schema || strcmp(sha, r->schema_sha) != 0 ||
@@ -638,7 +638,8 @@ static void apply_event(store_recorder *r, struct event *ev)
                 ev->owned = NULL; /* ev->bytes stays valid: the op is not handed over yet */
             }
         }
-        if (ev->dir == STORE_RESPONSE && is_identity_schema_method(c->method) && !r->identity_raw) {
+        if (ev->dir == RECORDER_RESPONSE && is_identity_schema_method(c->method) &&
+            !r->identity_raw) {
             r->identity_raw = malloc(ev->len ? ev->len : 1);
             if (r->identity_raw) {
                 memcpy(r->identity_raw, ev->bytes, ev->len);
@@ -671,7 +672,7 @@ static void apply_event(store_recorder *r, struct event *ev)
         c->ended_us = ev->t_us;
         c->status = ev->status;
         free(c->status_message);
-        c->status_message = ev->text[0] ? store_rec_dupstr(ev->text) : NULL;
+        c->status_message = ev->text[0] ? rec_dupstr(ev->text) : NULL;
         mark_dirty(r, c);
         break;
     }
@@ -717,15 +718,15 @@ static int known_digest(const char *db_path, const char *stat_key, char sha[65])
 }
 
 /* The writer's copy of the process details, and the binary's digest. */
-static void sync_procinfo(store_recorder *r)
+static void sync_procinfo(recorder *r)
 {
     struct procinfo p = {0};
     pthread_mutex_lock(&r->mu);
     if (r->pinfo.changed) {
-        p.provider = store_rec_dupstr(r->pinfo.provider);
-        p.version = store_rec_dupstr(r->pinfo.version);
-        p.binary_path = store_rec_dupstr(r->pinfo.binary_path);
-        p.start_error = store_rec_dupstr(r->pinfo.start_error);
+        p.provider = rec_dupstr(r->pinfo.provider);
+        p.version = rec_dupstr(r->pinfo.version);
+        p.binary_path = rec_dupstr(r->pinfo.binary_path);
+        p.start_error = rec_dupstr(r->pinfo.start_error);
         p.protocol = r->pinfo.protocol;
         p.pid = r->pinfo.pid;
         p.changed = 1;
@@ -738,7 +739,7 @@ static void sync_procinfo(store_recorder *r)
      * started): its digest stands. */
     int same_binary = r->have_binary_sha && p.binary_path && r->proc.binary_path &&
                       strcmp(p.binary_path, r->proc.binary_path) == 0;
-    store_rec_procinfo_done(&r->proc);
+    rec_procinfo_done(&r->proc);
     r->proc = p;
     r->proc_dirty = 1;
     if (same_binary)
@@ -780,7 +781,7 @@ static void sync_procinfo(store_recorder *r)
     fclose(f);
 }
 
-static void emit_process(store_recorder *r)
+static void emit_process(recorder *r)
 {
     struct op *o = op_new(r, OP_PROCESS);
     if (!o)
@@ -799,7 +800,7 @@ static void emit_process(store_recorder *r)
 }
 
 /* The database's state as the SQL thread last saw it. */
-static int sql_ready(store_recorder *r)
+static int sql_ready(recorder *r)
 {
     pthread_mutex_lock(&r->mu);
     /* Until the SQL thread has tried once, events wait in the queue rather
@@ -820,7 +821,7 @@ static int sql_ready(store_recorder *r)
 /* Without a schema of its own, take the one an earlier recording of the
  * same provider binary saw (the client caches schemas and may never ask).
  * The SQL thread looks it up; the answer comes back through mu. */
-static void poll_borrowed_schema(store_recorder *r)
+static void poll_borrowed_schema(recorder *r)
 {
     if (r->schema || !r->have_binary_sha)
         return;
@@ -853,7 +854,7 @@ static void poll_borrowed_schema(store_recorder *r)
 /* Ask for an earlier schema and wait (a bounded time) for the answer:
  * decoding a first batch without it would leave calls undecoded until the
  * next poll, or for good if the run ends first. */
-static void borrow_sync(store_recorder *r, unsigned max_ms)
+static void borrow_sync(recorder *r, unsigned max_ms)
 {
     if (r->schema || !r->have_binary_sha)
         return;
@@ -877,7 +878,7 @@ static void borrow_sync(store_recorder *r, unsigned max_ms)
  * (dropping, or a blocked caller) applies to what still arrives instead of
  * decoded rows piling up without one. Not while the database is down: then
  * events are dropped anyway. */
-static void wait_for_room(store_recorder *r)
+static void wait_for_room(recorder *r)
 {
     pthread_mutex_lock(&r->mu);
     while (r->inflight_bytes > r->opts.max_queue_bytes && r->sql_ok) {
@@ -890,7 +891,7 @@ static void wait_for_room(store_recorder *r)
 }
 
 /* What was lost since the last gap op, and why, as one. */
-static void emit_gap(store_recorder *r)
+static void emit_gap(recorder *r)
 {
     struct op *o = op_new(r, OP_GAP);
     if (!o)
@@ -911,7 +912,7 @@ static void emit_gap(store_recorder *r)
 /* A message in a spill file: decoded once the big message before it is
  * written (one in memory at a time), read from a mapping of the file, and
  * its call's image handed over at once, so that its JSON leaves memory. */
-static void apply_spilled(store_recorder *r, struct event *e)
+static void apply_spilled(recorder *r, struct event *e)
 {
     emit_dirty_calls(r);
     prune_calls(r);
@@ -932,8 +933,8 @@ static void apply_spilled(store_recorder *r, struct event *e)
     if (fd >= 0)
         close(fd);
     if (map == MAP_FAILED) {
-        store_rec_log(r, "cannot read the spill file %s: %s", e->spill_path,
-                      fd < 0 ? strerror(errno) : "not a regular file of a size it may have");
+        rec_log(r, "cannot read the spill file %s: %s", e->spill_path,
+                fd < 0 ? strerror(errno) : "not a regular file of a size it may have");
         r->lost++;
         r->lost_spill = 1;
         return;
@@ -951,7 +952,7 @@ static void apply_spilled(store_recorder *r, struct event *e)
 }
 
 /* Decode a batch of events; hand ops over at least every commit_ms. */
-static void decode_batch(store_recorder *r, struct event *list)
+static void decode_batch(recorder *r, struct event *list)
 {
     uint64_t n_events = 0;
     for (struct event *e = list; e; e = e->next)
@@ -990,7 +991,7 @@ static void decode_batch(store_recorder *r, struct event *list)
             apply_event(r, e);
         r->out_events++;
         freed += e->size;
-        store_rec_event_free(e);
+        rec_event_free(e);
         if ((++n & 15) != 0)
             continue;
         /* Every few events: give back what is freed, and keep what this
@@ -1000,7 +1001,7 @@ static void decode_batch(store_recorder *r, struct event *list)
         for (struct op *o = r->out; o; o = o->next)
             out += o->size;
         pthread_mutex_lock(&r->mu);
-        store_rec_release(r, freed);
+        rec_release(r, freed);
         freed = 0;
         /* What the batch rendered counts now, not at hand_over: else a
          * blocked caller refills the queue to the bound around it, and
@@ -1008,7 +1009,7 @@ static void decode_batch(store_recorder *r, struct event *list)
         if (out >= r->out_counted)
             r->inflight_bytes += out - r->out_counted;
         else
-            store_rec_release(r, r->out_counted - out);
+            rec_release(r, r->out_counted - out);
         r->out_counted = out;
         if (r->inflight_bytes > r->peak_bytes)
             r->peak_bytes = r->inflight_bytes;
@@ -1026,7 +1027,7 @@ static void decode_batch(store_recorder *r, struct event *list)
     prune_calls(r);
     hand_over(r);
     pthread_mutex_lock(&r->mu);
-    store_rec_release(r, freed);
+    rec_release(r, freed);
     pthread_mutex_unlock(&r->mu);
     return;
 free_list:;
@@ -1034,17 +1035,17 @@ free_list:;
     while (list) {
         struct event *next = list->next;
         bytes += list->size;
-        store_rec_event_free(list);
+        rec_event_free(list);
         list = next;
     }
     pthread_mutex_lock(&r->mu);
-    store_rec_release(r, bytes);
+    rec_release(r, bytes);
     pthread_mutex_unlock(&r->mu);
 }
 
-void *store_rec_decoder_main(void *arg)
+void *rec_decoder_main(void *arg)
 {
-    store_recorder *r = arg;
+    recorder *r = arg;
     int64_t last_batch_ms = 0;
     pthread_setname_np(pthread_self(), "tftap-decode"); /* for top and perf */
     for (;;) {

@@ -1,13 +1,13 @@
-/* store: the recorder's private header, shared by its files (recorder.c:
- * open, the caller's side and close; recorder_decode.c: calls in memory
- * and the decoder thread; recorder_sql.c: the SQL thread; recorder_data.c:
- * freeing what they hand each other). Nothing outside
- * store/recorder*.c includes it. The threads meet only in the fields
- * marked "under mu". */
-#ifndef TFTAP_STORE_RECORDER_INT_H
-#define TFTAP_STORE_RECORDER_INT_H
+/* recorder: the module's private header, shared by its files (recorder.c:
+ * open, the caller's side and close; decode.c: calls in memory and the
+ * decoder thread; sql.c: the SQL thread; data.c: freeing what they hand
+ * each other; tee.c, pipe.c and process.c: the recorder process and what
+ * feeds it). Nothing outside recorder/ includes it. The threads meet only
+ * in the fields marked "under mu". */
+#ifndef TFTAP_RECORDER_INT_H
+#define TFTAP_RECORDER_INT_H
 
-#include "store/store_int.h"
+#include "recorder/recorder.h"
 
 #include <pthread.h>
 
@@ -31,7 +31,7 @@
 /* How long the final flush keeps retrying a locked database. */
 #define CLOSE_BUSY_DEADLINE_MS 30000u
 #define SCHEMA_POLL_MS 500
-#define CLOSE_SCHEMA_WAIT_MS 5000u /* store_recorder_opts.close_schema_wait_ms's default */
+#define CLOSE_SCHEMA_WAIT_MS 5000u /* recorder_opts.close_schema_wait_ms's default */
 #define CALL_BUCKETS 1024
 #define BINARY_STAT_LEN 128 /* "dev:ino:size:mtime:ctime" of a provider binary */
 
@@ -40,23 +40,23 @@ enum ev_kind { EV_BEGIN, EV_MESSAGE, EV_END };
 struct event {
     struct event *next;
     enum ev_kind kind;
-    enum store_direction dir;
+    enum recorder_direction dir;
     uint64_t call_id;
     int64_t t_us;
     int status;
     size_t size;      /* counted against the queue bound */
     size_t len;       /* message bytes */
     char *text;       /* method or status message, NUL-terminated, in data */
-    char *spill_path; /* a message in this file (store_recorder_message_file), which the
+    char *spill_path; /* a message in this file (recorder_message_file), which the
                        * event owns: removed when the event is freed */
     unsigned char *bytes;
-    void *owned; /* bytes taken from the caller (store_recorder_message_take) */
+    void *owned; /* bytes taken from the caller (recorder_message_take) */
     unsigned char data[];
 };
 
 struct rawmsg {
     struct rawmsg *next;
-    enum store_direction dir;
+    enum recorder_direction dir;
     size_t len;
     unsigned char bytes[];
 };
@@ -125,7 +125,7 @@ struct op {
     size_t big;              /* JSON of a spilled message held: outside size and the bound */
     char schema_sha[65];     /* OP_CALL: schema used ("" none); OP_SCHEMA: its hash */
     int64_t msg_seq, t_us;
-    enum store_direction dir;
+    enum recorder_direction dir;
     unsigned char *bytes; /* OP_RAW message, OP_SCHEMA raw (NULL: link only) */
     size_t len;
     /* OP_PROCESS */
@@ -140,14 +140,14 @@ struct op {
     int64_t gap_seq; /* gaps.seq: the row is written once however often the op is */
     uint64_t lost;
     int lost_queue, lost_db, lost_input, lost_shim, lost_large, lost_spill;
-    char *reason; /* OP_GAP of refused writes (recorder_sql.c): its reason, owned */
+    char *reason; /* OP_GAP of refused writes (sql.c): its reason, owned */
 };
 
-struct store_recorder {
+struct recorder {
     char *path;
     store_hold *hold; /* the run, held while we write it (SQL thread) */
     int64_t hold_run; /* which run hold holds */
-    store_recorder_opts opts;
+    recorder_opts opts;
     unsigned retry_ms, commit_ms; /* under mu */
 
     pthread_mutex_t mu;
@@ -166,24 +166,24 @@ struct store_recorder {
     size_t peak_bytes;
     int overflowing;       /* a blocking caller waited block_ms in vain: drop until half empty */
     struct procinfo pinfo; /* under mu */
-    store_recorder_stats stats; /* under mu */
-    uint64_t queue_lost;        /* under mu: refused by enqueue, not yet in lost */
-    uint64_t input_lost;        /* under mu: lost before reaching us (store_recorder_lost) */
-    uint64_t shim_lost;         /* under mu: calls cut off by the shim's death */
-    uint64_t large_lost;        /* under mu: messages too large to record */
-    uint64_t spill_lost;        /* under mu: big messages whose spill file failed */
+    recorder_stats stats;  /* under mu */
+    uint64_t queue_lost;   /* under mu: refused by enqueue, not yet in lost */
+    uint64_t input_lost;   /* under mu: lost before reaching us (recorder_lost) */
+    uint64_t shim_lost;    /* under mu: calls cut off by the shim's death */
+    uint64_t large_lost;   /* under mu: messages too large to record */
+    uint64_t spill_lost;   /* under mu: big messages whose spill file failed */
     /* under mu: JSON of spilled messages handed to the SQL thread and not yet
      * committed; the decoder starts on the next spilled message only at 0,
      * so that one big message is in memory at a time. */
     size_t big_inflight;
-    int shim_died; /* under mu: said by store_recorder_lost, not yet in lost */
+    int shim_died; /* under mu: said by recorder_lost, not yet in lost */
     int logged_full;
 
     /* ---- shared between the two threads, under mu ---- */
     struct op *ops, **ops_tail; /* decoder -> SQL thread */
     size_t ops_bytes;
     int sql_ok;            /* the SQL thread has a working connection */
-    int sql_gathering;     /* it lets ops gather until a deadline (recorder_sql.c) */
+    int sql_gathering;     /* it lets ops gather until a deadline (sql.c) */
     int decoder_gathering; /* the decoder lets events gather likewise */
     int ops_urgent;        /* ops carry a schema or process details: no gathering */
     int sql_tried;         /* it has tried to open the database once */
@@ -254,37 +254,37 @@ struct store_recorder {
     unsigned refused_lines; /* refused writes told in the log so far */
 };
 
-/* ---- recorder_data.c: the memory of events, calls and ops ---------------- */
+/* ---- data.c: the memory of events, calls and ops ---------------- */
 
 /* strdup that accepts NULL (and returns NULL for it or on ENOMEM). */
-char *store_rec_dupstr(const char *s);
+char *rec_dupstr(const char *s);
 /* One line for opts.log (nothing without one). */
-void store_rec_log(store_recorder *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rec_log(recorder *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Under mu: bytes left the recorder (events freed, ops committed); wakes a
  * caller waiting for room. */
-void store_rec_release(store_recorder *r, size_t bytes);
+void rec_release(recorder *r, size_t bytes);
 /* Free a process's details (not p itself). */
-void store_rec_procinfo_done(struct procinfo *p);
+void rec_procinfo_done(struct procinfo *p);
 /* Free one queued event and what it owns. */
-void store_rec_event_free(struct event *ev);
+void rec_event_free(struct event *ev);
 /* Drop the raw messages a call keeps for decoding again (uncounting them),
  * and stop keeping them. */
-void store_rec_call_free_raws(store_recorder *r, struct call *c);
+void rec_call_free_raws(recorder *r, struct call *c);
 /* Free one call kept in memory with everything it owns. */
-void store_rec_call_free(store_recorder *r, struct call *c);
+void rec_call_free(recorder *r, struct call *c);
 /* Free one op / a list of ops with everything they own. Accept NULL. */
-void store_rec_op_free(struct op *o);
-void store_rec_op_list_free(struct op *o);
+void rec_op_free(struct op *o);
+void rec_op_list_free(struct op *o);
 
 /* ---- the threads ---------------------------------------------------------- */
 
-/* The decoder thread (recorder_decode.c): decodes queued events into ops
+/* The decoder thread (decode.c): decodes queued events into ops
  * until stop, then hands over the rest. */
-void *store_rec_decoder_main(void *arg);
-/* The SQL thread (recorder_sql.c): applies the ops the decoder hands over
+void *rec_decoder_main(void *arg);
+/* The SQL thread (sql.c): applies the ops the decoder hands over
  * until sql_stop, then counts what never committed as dropped. */
-void *store_rec_sql_main(void *arg);
+void *rec_sql_main(void *arg);
 /* Finalize the SQL thread's prepared statements (after it stopped). */
-void store_rec_sql_finalize(store_recorder *r);
+void rec_sql_finalize(recorder *r);
 
 #endif

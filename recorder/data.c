@@ -1,8 +1,8 @@
-/* store: what the recorder's files hold in common: the memory of events,
+/* recorder: what the recorder's files hold in common: the memory of events,
  * calls, ops and process details, freed here with everything they own, and the bound all
  * of it counts against (recorder_int.h). Under the three files that use it:
- * recorder.c (the caller's side), recorder_decode.c and recorder_sql.c. */
-#include "store/recorder_int.h"
+ * recorder.c (the caller's side), decode.c and sql.c. */
+#include "recorder/recorder_int.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-void store_rec_log(store_recorder *r, const char *fmt, ...)
+void rec_log(recorder *r, const char *fmt, ...)
 {
     if (r->opts.log == NULL)
         return;
@@ -23,7 +23,7 @@ void store_rec_log(store_recorder *r, const char *fmt, ...)
     r->opts.log(r->opts.log_ctx, line);
 }
 
-char *store_rec_dupstr(const char *s)
+char *rec_dupstr(const char *s)
 {
     if (!s)
         return NULL;
@@ -34,7 +34,7 @@ char *store_rec_dupstr(const char *s)
     return p;
 }
 
-void store_rec_procinfo_done(struct procinfo *p)
+void rec_procinfo_done(struct procinfo *p)
 {
     free(p->provider);
     free(p->start_error);
@@ -42,10 +42,10 @@ void store_rec_procinfo_done(struct procinfo *p)
     free(p->binary_path);
 }
 
-void store_rec_event_free(struct event *ev)
+void rec_event_free(struct event *ev)
 {
     /* An event owns its bytes (inline, or taken from the caller) unless it
-     * gave the taken ones to a schema op (recorder_decode.c). */
+     * gave the taken ones to a schema op (decode.c). */
     assert(ev->owned == NULL || ev->bytes == ev->owned);
     free(ev->owned);
     if (ev->spill_path) {
@@ -55,7 +55,7 @@ void store_rec_event_free(struct event *ev)
     free(ev);
 }
 
-void store_rec_release(store_recorder *r, size_t bytes)
+void rec_release(recorder *r, size_t bytes)
 {
     /* Only what was counted leaves: the events queued and the ops not yet
      * committed are still in the count. */
@@ -65,7 +65,7 @@ void store_rec_release(store_recorder *r, size_t bytes)
     pthread_cond_broadcast(&r->room);
 }
 
-void store_rec_call_free_raws(store_recorder *r, struct call *c)
+void rec_call_free_raws(recorder *r, struct call *c)
 {
     for (struct rawmsg *m = c->raws, *n; m; m = n) {
         n = m->next;
@@ -79,9 +79,9 @@ void store_rec_call_free_raws(store_recorder *r, struct call *c)
     c->retain = 0;
 }
 
-void store_rec_call_free(store_recorder *r, struct call *c)
+void rec_call_free(recorder *r, struct call *c)
 {
-    store_rec_call_free_raws(r, c);
+    rec_call_free_raws(r, c);
     free(c->method);
     free(c->status_message);
     free(c->type_name);
@@ -94,7 +94,7 @@ void store_rec_call_free(store_recorder *r, struct call *c)
 
 /* ---- ops: what the decoder hands the SQL thread ------------------------- */
 
-void store_rec_op_free(struct op *o)
+void rec_op_free(struct op *o)
 {
     if (!o)
         return;
@@ -113,11 +113,11 @@ void store_rec_op_free(struct op *o)
     free(o);
 }
 
-void store_rec_op_list_free(struct op *o)
+void rec_op_list_free(struct op *o)
 {
     while (o) {
         struct op *n = o->next;
-        store_rec_op_free(o);
+        rec_op_free(o);
         o = n;
     }
 }

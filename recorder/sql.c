@@ -1,5 +1,5 @@
-/* store: the recorder's SQL stage. One thread owns the database
- * connection and applies the ops the decoder thread (recorder_decode.c)
+/* recorder: the recorder's SQL stage. One thread owns the database
+ * connection and applies the ops the decoder thread (decode.c)
  * hands over, in batched IMMEDIATE transactions of at most commit_ms. An op
  * leaves the pending list only once its transaction committed; a failed
  * transaction closes the connection, which is re-opened every retry_ms,
@@ -7,7 +7,7 @@
  * the database refused (a value or row it will never take, not a lost
  * connection) is applied again one op per transaction: what is taken is
  * kept, what is refused is logged and counted in a gap (apply_singly). */
-#include "store/recorder_int.h"
+#include "recorder/recorder_int.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-static unsigned tuning(store_recorder *r, int which)
+static unsigned tuning(recorder *r, int which)
 {
     pthread_mutex_lock(&r->mu);
     unsigned v = which ? r->commit_ms : r->retry_ms;
@@ -25,14 +25,14 @@ static unsigned tuning(store_recorder *r, int which)
     return v;
 }
 
-void store_rec_sql_finalize(store_recorder *r)
+void rec_sql_finalize(recorder *r)
 {
     sdb_finalize(r->st_upsert);
     sdb_finalize(r->st_msg);
     r->st_upsert = r->st_msg = NULL;
 }
 
-static void set_sql_ok(store_recorder *r, int ok)
+static void set_sql_ok(recorder *r, int ok)
 {
     pthread_mutex_lock(&r->mu);
     r->sql_ok = ok;
@@ -40,7 +40,7 @@ static void set_sql_ok(store_recorder *r, int ok)
     pthread_mutex_unlock(&r->mu);
 }
 
-static void db_down(store_recorder *r)
+static void db_down(recorder *r)
 {
     /* The decoder is told first (it drops from then on), so that the line
      * is never seen before what it announces; and the line goes out before
@@ -49,13 +49,12 @@ static void db_down(store_recorder *r)
     set_sql_ok(r, 0);
     if (!r->logged_down) {
         r->logged_down = 1;
-        store_rec_log(r,
-                      "cannot write the recording database %s: %s (dropping records, will "
-                      "retry)",
-                      STORE_SHOWN(r->path),
-                      r->db ? sdb_errmsg(r->db) : strerror(errno ? errno : EIO));
+        rec_log(r,
+                "cannot write the recording database %s: %s (dropping records, will "
+                "retry)",
+                STORE_SHOWN(r->path), r->db ? sdb_errmsg(r->db) : strerror(errno ? errno : EIO));
     }
-    store_rec_sql_finalize(r);
+    rec_sql_finalize(r);
     if (r->db) {
         store_rollback(r->db);
         if (sdb_is_pg(r->db)) { /* its hold goes with the session */
@@ -70,7 +69,7 @@ static void db_down(store_recorder *r)
     r->next_retry_ms = tftap_mono_ms() + tuning(r, 0);
 }
 
-static int db_up(store_recorder *r)
+static int db_up(recorder *r)
 {
     if (r->db)
         return 1;
@@ -83,11 +82,11 @@ static int db_up(store_recorder *r)
         r->db = NULL;
         if (!r->logged_down) {
             r->logged_down = 1;
-            store_rec_log(r,
-                          "cannot open the recording database %s: %s%s%s (dropping records, "
-                          "will retry)",
-                          STORE_SHOWN(r->path), tftap_strerror(rc), errno ? ": " : "",
-                          errno ? strerror(errno) : "");
+            rec_log(r,
+                    "cannot open the recording database %s: %s%s%s (dropping records, "
+                    "will retry)",
+                    STORE_SHOWN(r->path), tftap_strerror(rc), errno ? ": " : "",
+                    errno ? strerror(errno) : "");
         }
         r->next_retry_ms = tftap_mono_ms() + tuning(r, 0);
         pthread_mutex_lock(&r->mu);
@@ -179,7 +178,7 @@ static int exec_bound_id(sdb *db, int64_t *id, const char *sql, const char *type
 /* The run is held while this recorder writes it (store_hold_run): on a
  * PostgreSQL record by the recorder's own session, taken again after a
  * reconnection. Not holding it costs only prune's respect. */
-static void hold_run(store_recorder *r)
+static void hold_run(recorder *r)
 {
     if (r->hold != NULL && r->hold_run != r->run_id) {
         store_hold_free(r->hold); /* a run row of ours rolled back, made again */
@@ -192,7 +191,7 @@ static void hold_run(store_recorder *r)
     }
 }
 
-static int ensure_run_and_process(store_recorder *r)
+static int ensure_run_and_process(recorder *r)
 {
     int rc;
     hold_run(r);
@@ -264,12 +263,12 @@ static int ensure_run_and_process(store_recorder *r)
     return SDB_OK;
 }
 
-static int apply_process(store_recorder *r, const struct op *o)
+static int apply_process(recorder *r, const struct op *o)
 {
     /* Keep a copy: a process row re-made after a failed transaction needs it. */
-    char *a = store_rec_dupstr(o->provider), *v = store_rec_dupstr(o->version),
-         *b = store_rec_dupstr(o->binary_path), *e = store_rec_dupstr(o->start_error);
-    store_rec_procinfo_done(&r->sproc);
+    char *a = rec_dupstr(o->provider), *v = rec_dupstr(o->version), *b = rec_dupstr(o->binary_path),
+         *e = rec_dupstr(o->start_error);
+    rec_procinfo_done(&r->sproc);
     r->sproc = (struct procinfo){a, v, b, e, o->protocol, o->pid, 0};
     memcpy(r->sbinary_sha, o->binary_sha, sizeof r->sbinary_sha);
     memcpy(r->sbinary_stat, o->binary_stat, sizeof r->sbinary_stat);
@@ -301,7 +300,7 @@ static int apply_process(store_recorder *r, const struct op *o)
     return rc;
 }
 
-static int apply_schema(store_recorder *r, const struct op *o)
+static int apply_schema(recorder *r, const struct op *o)
 {
     int rc;
     if (o->bytes) {
@@ -333,7 +332,7 @@ static int apply_schema(store_recorder *r, const struct op *o)
                       "tti", o->schema_sha, o->schema_source, r->process_row);
 }
 
-static int apply_gap(store_recorder *r, const struct op *o)
+static int apply_gap(recorder *r, const struct op *o)
 {
     /* The reasons, joined: "queue full, database unavailable"; or the
      * refusal's (apply_singly). */
@@ -370,7 +369,7 @@ static int apply_gap(store_recorder *r, const struct op *o)
     return rc;
 }
 
-static int apply_call(store_recorder *r, const struct op *o)
+static int apply_call(recorder *r, const struct op *o)
 {
     int rc;
     if (!r->st_upsert) {
@@ -427,7 +426,7 @@ static int apply_call(store_recorder *r, const struct op *o)
     return rc;
 }
 
-static int apply_raw(store_recorder *r, const struct op *o)
+static int apply_raw(recorder *r, const struct op *o)
 {
     int rc;
     if (!r->st_msg) {
@@ -441,7 +440,8 @@ static int apply_raw(store_recorder *r, const struct op *o)
             return rc;
     }
     sdb_bind_int64(r->st_msg, 1, o->msg_seq);
-    sdb_bind_text(r->st_msg, 2, o->dir == STORE_REQUEST ? "request" : "response", -1, SDB_STATIC);
+    sdb_bind_text(r->st_msg, 2, o->dir == RECORDER_REQUEST ? "request" : "response", -1,
+                  SDB_STATIC);
     sdb_bind_int64(r->st_msg, 3, o->t_us);
     sdb_bind_blob(r->st_msg, 4, o->bytes ? (const void *)o->bytes : "", o->len, SDB_STATIC);
     sdb_bind_int64(r->st_msg, 5, r->process_row);
@@ -449,7 +449,7 @@ static int apply_raw(store_recorder *r, const struct op *o)
     return step_ok(r->st_msg);
 }
 
-static int apply_end(store_recorder *r)
+static int apply_end(recorder *r)
 {
     int rc = exec_bound(r->db, "UPDATE processes SET ended_us = ? WHERE id = ?", "ii",
                         tftap_now_us(), r->process_row);
@@ -460,7 +460,7 @@ static int apply_end(store_recorder *r)
     return rc;
 }
 
-static int apply_op(store_recorder *r, const struct op *o)
+static int apply_op(recorder *r, const struct op *o)
 {
     switch (o->kind) {
     case OP_CALL:
@@ -480,7 +480,7 @@ static int apply_op(store_recorder *r, const struct op *o)
 }
 
 /* A transaction failed and was rolled back: rows it made are made again. */
-static void forget_generation(store_recorder *r, int gen)
+static void forget_generation(recorder *r, int gen)
 {
     if (r->run_row_gen == gen && r->opts.run_id == 0)
         r->run_id = 0;
@@ -489,7 +489,7 @@ static void forget_generation(store_recorder *r, int gen)
 }
 
 /* Answer the decoder's question about an earlier schema. */
-static void answer_borrow(store_recorder *r)
+static void answer_borrow(recorder *r)
 {
     char want[65];
     pthread_mutex_lock(&r->mu);
@@ -538,7 +538,7 @@ static void answer_borrow(store_recorder *r)
 /* A write the database refused (a value it cannot store, a constraint, a
  * trigger's exception), not one it could not take (the connection, a lock,
  * no room): the same write again can never succeed. */
-static int refused(store_recorder *r, int rc)
+static int refused(recorder *r, int rc)
 {
     rc &= 0xff; /* SQLite's extended codes */
     return r->db && !sdb_gone(r->db) &&
@@ -576,7 +576,7 @@ static uint64_t op_lost(const struct op *o)
 }
 
 /* The committed (or refused) op at the head of pending leaves it. */
-static void release_head(store_recorder *r, int committed)
+static void release_head(recorder *r, int committed)
 {
     struct op *x = r->pending;
     r->pending = x->next;
@@ -585,7 +585,7 @@ static void release_head(store_recorder *r, int committed)
     uint64_t events = x->events;
     int gap = committed && x->kind == OP_GAP;
     size_t bytes = x->size, big = x->big;
-    store_rec_op_free(x);
+    rec_op_free(x);
     pthread_mutex_lock(&r->mu);
     assert(big <= r->big_inflight);
     r->big_inflight -= big;
@@ -593,14 +593,14 @@ static void release_head(store_recorder *r, int committed)
     r->stats.gaps += (uint64_t)gap;
     assert(bytes <= r->ops_bytes);
     r->ops_bytes -= bytes;
-    store_rec_release(r, bytes);
+    rec_release(r, bytes);
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
 }
 
 /* What the refused ops lost, as a gap op at the head of pending: written
  * with the next transaction, kept like any op while the database is away. */
-static void refused_gap(store_recorder *r, uint64_t lost, const char *why)
+static void refused_gap(recorder *r, uint64_t lost, const char *why)
 {
     struct op *g = calloc(1, sizeof *g);
     char *reason = malloc(strlen(why) + 32);
@@ -629,7 +629,7 @@ static void refused_gap(store_recorder *r, uint64_t lost, const char *why)
  * batch is kept and retried like when the database is away. Returns 0 once
  * every op up to end was written or refused, -1 when the database went
  * away meanwhile (db_down done; the rest stays pending). */
-static int apply_singly(store_recorder *r, struct op *end, int closing)
+static int apply_singly(recorder *r, struct op *end, int closing)
 {
     unsigned deadline = closing ? CLOSE_BUSY_DEADLINE_MS : 0;
     uint64_t lost = 0;
@@ -664,17 +664,17 @@ static int apply_singly(store_recorder *r, struct op *end, int closing)
         size_t n = strcspn(e, "\n");
         snprintf(msg, sizeof msg, "%.*s", (int)(n < sizeof msg ? n : sizeof msg - 1), e);
         store_rollback(r->db);
-        store_rec_sql_finalize(r); /* a failed pipeline forgets what it prepared */
+        rec_sql_finalize(r); /* a failed pipeline forgets what it prepared */
         forget_generation(r, gen);
         gen = 0;
         rc = SDB_OK;
         if (r->refused_lines < 20) {
             r->refused_lines++;
-            store_rec_log(r,
-                          "the recording database %s refused a write to table %s: %s (not "
-                          "recorded, counted in a gap)%s",
-                          STORE_SHOWN(r->path), op_table(x), msg,
-                          r->refused_lines == 20 ? "; further refusals are not logged" : "");
+            rec_log(r,
+                    "the recording database %s refused a write to table %s: %s (not "
+                    "recorded, counted in a gap)%s",
+                    STORE_SHOWN(r->path), op_table(x), msg,
+                    r->refused_lines == 20 ? "; further refusals are not logged" : "");
         }
         if (x->kind == OP_GAP && x->reason) {
             /* A refusal's own gap refused: written again, it would make
@@ -702,7 +702,7 @@ static int apply_singly(store_recorder *r, struct op *end, int closing)
 /* Apply everything pending in transactions of at most commit_ms; an op is
  * dropped from pending only once its transaction committed, or once the
  * database refused it alone (apply_singly). */
-static void apply_pending(store_recorder *r, int closing)
+static void apply_pending(recorder *r, int closing)
 {
     while (r->db) {
         unsigned deadline = closing ? CLOSE_BUSY_DEADLINE_MS : 0;
@@ -741,7 +741,7 @@ static void apply_pending(store_recorder *r, int closing)
             }
             /* With a pipeline, the statement that failed is not known. */
             store_rollback(r->db);
-            store_rec_sql_finalize(r);
+            rec_sql_finalize(r);
             if (apply_singly(r, end, closing) || !r->pending)
                 return;
             continue;
@@ -756,7 +756,7 @@ static void apply_pending(store_recorder *r, int closing)
             gaps += x->kind == OP_GAP;
             bytes += x->size;
             big += x->big;
-            store_rec_op_free(x);
+            rec_op_free(x);
         }
         if (!r->pending)
             r->pending_tail = &r->pending;
@@ -767,7 +767,7 @@ static void apply_pending(store_recorder *r, int closing)
         r->ops_bytes -= bytes;
         assert(big <= r->big_inflight);
         r->big_inflight -= big;
-        store_rec_release(r, bytes);
+        rec_release(r, bytes);
         pthread_cond_broadcast(&r->cv); /* the decoder may wait for room */
         pthread_mutex_unlock(&r->mu);
         if (!r->pending)
@@ -777,15 +777,15 @@ static void apply_pending(store_recorder *r, int closing)
 
 /* Nothing makes the SQL thread commit what it has at once: no close, no
  * schema question, and the bound far from full. Under mu. */
-static int may_gather(const store_recorder *r)
+static int may_gather(const recorder *r)
 {
     return r->db && !r->sql_stop && !r->ops_urgent && !(r->borrow_asked && !r->borrow_ready) &&
            r->inflight_bytes < r->opts.max_queue_bytes / 4;
 }
 
-void *store_rec_sql_main(void *arg)
+void *rec_sql_main(void *arg)
 {
-    store_recorder *r = arg;
+    recorder *r = arg;
     int64_t last_commit_ms = 0;
     pthread_setname_np(pthread_self(), "tftap-sql"); /* for top and perf */
     for (;;) {
@@ -843,7 +843,7 @@ void *store_rec_sql_main(void *arg)
             if (r->db)
                 continue; /* a commit that stopped at commit_ms: go on */
             /* The database is unavailable and what it did not take is
-             * ours alone now (the decoder is done): tell store_recorder_drain,
+             * ours alone now (the decoder is done): tell recorder_drain,
              * whose caller goes on without us, and keep trying until
              * linger_until. The gap op counting what was lost meanwhile is
              * among the pending ops, written with them. */
@@ -871,7 +871,7 @@ void *store_rec_sql_main(void *arg)
     uint64_t lost = 0;
     for (struct op *o = r->pending; o; o = o->next)
         lost += o->events;
-    store_rec_op_list_free(r->pending);
+    rec_op_list_free(r->pending);
     r->pending = NULL;
     pthread_mutex_lock(&r->mu);
     r->stats.dropped += lost;

@@ -1,4 +1,4 @@
-/* proxy: hands copies of relayed messages to the recorder process from a
+/* recorder: hands copies of relayed messages to the recorder process from a
  * thread of its own. The relay thread only links an event (holding the
  * message bytes it assembled) into a list; writing the bytes into the
  * recorder's pipe happens here, so a 20 MiB schema (or a slow reader) never
@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proxy/proxy_int.h"
+#include "recorder/recorder_int.h"
 
 #define TEE_GATHER_MS 10
 #define TEE_URGENT_BYTES ((size_t)1 << 20) /* this much queued: write at once */
@@ -46,13 +46,13 @@ struct tee_event {
     enum tee_kind kind;
     uint64_t call_id;
     int64_t t_us;
-    enum store_direction dir;
-    int status;    /* END: status; PROCESS: protocol version; LOST: enum store_lost */
+    enum recorder_direction dir;
+    int status;    /* END: status; PROCESS: protocol version; LOST: enum recorder_lost */
     int pid;       /* PROCESS */
     uint8_t *data; /* TEE_MESSAGE: the message, owned */
     size_t bytes;  /* counted against max_bytes: struct, text, message */
     size_t len;    /* TEE_MESSAGE: message bytes */
-    struct proxy_rec_frame frame;
+    struct recorder_frame frame;
     size_t text_len;
     char text[]; /* method (BEGIN), status message (END) or
                   * provider\0version\0binary (PROCESS) */
@@ -60,7 +60,7 @@ struct tee_event {
 
 enum tee_state { TEE_WORKING, TEE_IDLE, TEE_GATHERING };
 
-struct proxy_tee {
+struct recorder_tee {
     int fd;
     int broken; /* tee thread only: the pipe failed, drop the rest */
     size_t max_bytes;
@@ -76,7 +76,7 @@ struct proxy_tee {
     /* Dropped, not yet told to the recorder (a LOST frame each), by why:
      * the queue was full, a message too large, a spill file failed. */
     uint64_t unsent, unsent_large, unsent_spill;
-    /* Spill files (proxy_tee_spill_*): the directory, opened at the first. */
+    /* Spill files (recorder_tee_spill_*): the directory, opened at the first. */
     char *spill_dir;
     int spill_dfd;      /* -1 until opened */
     int spill_failed;   /* it cannot be made: big messages pass through memory */
@@ -94,7 +94,7 @@ struct proxy_tee {
 
 /* call_id seen as begun or answered: each call is begun once, then
  * answered once (the watcher ends every call it began, and only those). */
-static void ledger_mark(proxy_tee *t, uint64_t call_id, unsigned char what)
+static void ledger_mark(recorder_tee *t, uint64_t call_id, unsigned char what)
 {
     pthread_mutex_lock(&t->mu);
     if (call_id == 0 || call_id > TEE_LEDGER_MAX) {
@@ -152,36 +152,36 @@ static int writev_all(int fd, struct iovec *iov, int n)
  * then sees that message missing). */
 static int frame(struct tee_event *ev)
 {
-    struct proxy_rec_frame *f = &ev->frame;
+    struct recorder_frame *f = &ev->frame;
     memset(f, 0, sizeof *f);
     f->call_id = ev->call_id;
     f->t_us = ev->t_us;
     switch (ev->kind) {
     case TEE_PROCESS:
-        f->kind = PROXY_REC_PROCESS;
+        f->kind = RECORDER_FRAME_PROCESS;
         f->a = ev->status;
         f->b = ev->pid;
         break;
     case TEE_BEGIN:
-        f->kind = PROXY_REC_BEGIN;
+        f->kind = RECORDER_FRAME_BEGIN;
         break;
     case TEE_END:
-        f->kind = PROXY_REC_END;
+        f->kind = RECORDER_FRAME_END;
         f->a = ev->status;
         break;
     case TEE_MESSAGE:
-        f->kind = PROXY_REC_MESSAGE;
+        f->kind = RECORDER_FRAME_MESSAGE;
         f->a = (int32_t)ev->dir;
         break;
     case TEE_LOST:
-        f->kind = PROXY_REC_LOST;
+        f->kind = RECORDER_FRAME_LOST;
         f->a = ev->status;
         break;
     case TEE_START_FAILED:
-        f->kind = PROXY_REC_START_FAILED;
+        f->kind = RECORDER_FRAME_START_FAILED;
         break;
     case TEE_SPILL:
-        f->kind = PROXY_REC_SPILL;
+        f->kind = RECORDER_FRAME_SPILL;
         f->a = (int32_t)ev->dir;
         break;
     }
@@ -189,7 +189,7 @@ static int frame(struct tee_event *ev)
         f->len = (uint32_t)ev->text_len;
         return 0;
     }
-    if (ev->len > PROXY_REC_FRAME_MAX)
+    if (ev->len > RECORDER_FRAME_MAX)
         return -1; /* beyond what the reader takes */
     f->len = (uint32_t)ev->len;
     return 0;
@@ -197,7 +197,7 @@ static int frame(struct tee_event *ev)
 
 /* Write a list of events with as few writev calls as iovecs allow. Events
  * that cannot be framed are counted in *skipped. -1 once the pipe broke. */
-static int deliver(proxy_tee *t, struct tee_event *list, uint64_t *skipped)
+static int deliver(recorder_tee *t, struct tee_event *list, uint64_t *skipped)
 {
     struct iovec iov[TEE_IOV];
     int n = 0;
@@ -230,21 +230,21 @@ static void event_free(struct tee_event *ev)
 }
 
 /* A spill event that never reached the recorder: its file goes too. */
-static void event_drop(proxy_tee *t, struct tee_event *ev)
+static void event_drop(recorder_tee *t, struct tee_event *ev)
 {
     if (ev->kind == TEE_SPILL && t->spill_dfd >= 0)
         (void)unlinkat(t->spill_dfd, ev->text, 0);
     event_free(ev);
 }
 
-static int has_unsent(const proxy_tee *t)
+static int has_unsent(const recorder_tee *t)
 {
     return t->unsent > 0 || t->unsent_large > 0 || t->unsent_spill > 0;
 }
 
 static void *tee_main(void *arg)
 {
-    proxy_tee *t = arg;
+    recorder_tee *t = arg;
     pthread_setname_np(pthread_self(), "tftap-tee"); /* for top and perf */
     pthread_mutex_lock(&t->mu);
     for (;;) {
@@ -273,8 +273,8 @@ static void *tee_main(void *arg)
         t->unsent = t->unsent_large = t->unsent_spill = 0;
         pthread_mutex_unlock(&t->mu);
 
-        static const enum store_lost why[3] = {STORE_LOST_QUEUE_FULL, STORE_LOST_TOO_LARGE,
-                                               STORE_LOST_SPILL_FAILED};
+        static const enum recorder_lost why[3] = {RECORDER_LOST_QUEUE_FULL, RECORDER_LOST_TOO_LARGE,
+                                                  RECORDER_LOST_SPILL_FAILED};
         for (int i = 0; i < 3; i++) {
             if (unsent[i] == 0)
                 continue;
@@ -322,7 +322,7 @@ static void *tee_main(void *arg)
     if (!t->broken) {
         /* Everything is written: the recorder knows we ended on purpose
          * (EOF without this: we died, and it says so in a gap). */
-        struct proxy_rec_frame bye = {.kind = PROXY_REC_BYE};
+        struct recorder_frame bye = {.kind = RECORDER_FRAME_BYE};
         struct iovec iov = {&bye, sizeof bye};
         if (writev_all(t->fd, &iov, 1) != 0)
             t->broken = 1;
@@ -330,12 +330,12 @@ static void *tee_main(void *arg)
     return NULL;
 }
 
-int proxy_tee_new(int fd, size_t max_bytes, proxy_tee **out)
+int recorder_tee_new(int fd, size_t max_bytes, recorder_tee **out)
 {
     *out = NULL;
     if (fd < 0)
         return 0;
-    proxy_tee *t = calloc(1, sizeof *t);
+    recorder_tee *t = calloc(1, sizeof *t);
     if (t == NULL)
         return TFTAP_ENOMEM;
     t->fd = fd;
@@ -364,7 +364,7 @@ int proxy_tee_new(int fd, size_t max_bytes, proxy_tee **out)
  * that calls stay paired while messages drop; past max_bytes everything
  * drops. The thread is woken only from its idle sleep, or to end its
  * gathering early when much is queued. */
-static void push(proxy_tee *t, struct tee_event *ev)
+static void push(recorder_tee *t, struct tee_event *ev)
 {
     ev->bytes += sizeof *ev + ev->text_len;
     size_t limit = ev->kind == TEE_MESSAGE ? t->max_bytes - t->max_bytes / 16 : t->max_bytes;
@@ -397,7 +397,8 @@ static void push(proxy_tee *t, struct tee_event *ev)
     pthread_mutex_unlock(&t->mu);
 }
 
-static struct tee_event *event_new_n(proxy_tee *t, enum tee_kind kind, const char *text, size_t n)
+static struct tee_event *event_new_n(recorder_tee *t, enum tee_kind kind, const char *text,
+                                     size_t n)
 {
     struct tee_event *ev = calloc(1, sizeof *ev + n + 1);
     if (ev == NULL) {
@@ -415,13 +416,13 @@ static struct tee_event *event_new_n(proxy_tee *t, enum tee_kind kind, const cha
 }
 
 /* Texts are cut to what the reader accepts (the watcher keeps less). */
-static struct tee_event *event_new(proxy_tee *t, enum tee_kind kind, const char *text)
+static struct tee_event *event_new(recorder_tee *t, enum tee_kind kind, const char *text)
 {
-    return event_new_n(t, kind, text, text != NULL ? strnlen(text, PROXY_REC_TEXT_MAX) : 0);
+    return event_new_n(t, kind, text, text != NULL ? strnlen(text, RECORDER_TEXT_MAX) : 0);
 }
 
-void proxy_tee_process(proxy_tee *t, const char *provider, const char *version, const char *binary,
-                       int protocol_version, int pid)
+void recorder_tee_process(recorder_tee *t, const char *provider, const char *version,
+                          const char *binary, int protocol_version, int pid)
 {
     if (t == NULL)
         return;
@@ -431,7 +432,7 @@ void proxy_tee_process(proxy_tee *t, const char *provider, const char *version, 
         if (i > 0)
             tftap_buf_putc(&b, '\0');
         if (s[i] != NULL)
-            tftap_buf_append(&b, s[i], strnlen(s[i], PROXY_REC_TEXT_MAX));
+            tftap_buf_append(&b, s[i], strnlen(s[i], RECORDER_TEXT_MAX));
     }
     if (!tftap_buf_failed(&b)) {
         struct tee_event *ev = event_new_n(t, TEE_PROCESS, b.data, b.len);
@@ -444,7 +445,7 @@ void proxy_tee_process(proxy_tee *t, const char *provider, const char *version, 
     tftap_buf_done(&b);
 }
 
-void proxy_tee_begin(proxy_tee *t, uint64_t call_id, const char *method, int64_t t_us)
+void recorder_tee_begin(recorder_tee *t, uint64_t call_id, const char *method, int64_t t_us)
 {
     if (t == NULL)
         return;
@@ -458,8 +459,8 @@ void proxy_tee_begin(proxy_tee *t, uint64_t call_id, const char *method, int64_t
     push(t, ev);
 }
 
-void proxy_tee_message(proxy_tee *t, uint64_t call_id, enum store_direction dir, int64_t t_us,
-                       uint8_t *data, size_t len)
+void recorder_tee_message(recorder_tee *t, uint64_t call_id, enum recorder_direction dir,
+                          int64_t t_us, uint8_t *data, size_t len)
 {
     if (t == NULL) {
         free(data);
@@ -479,7 +480,7 @@ void proxy_tee_message(proxy_tee *t, uint64_t call_id, enum store_direction dir,
     push(t, ev);
 }
 
-void proxy_tee_start_failed(proxy_tee *t, const char *why)
+void recorder_tee_start_failed(recorder_tee *t, const char *why)
 {
     if (t == NULL)
         return;
@@ -488,20 +489,20 @@ void proxy_tee_start_failed(proxy_tee *t, const char *why)
         push(t, ev);
 }
 
-void proxy_tee_lost(proxy_tee *t)
+void recorder_tee_lost(recorder_tee *t)
 {
-    proxy_tee_lost_as(t, STORE_LOST_QUEUE_FULL);
+    recorder_tee_lost_as(t, RECORDER_LOST_QUEUE_FULL);
 }
 
-void proxy_tee_lost_as(proxy_tee *t, enum store_lost why)
+void recorder_tee_lost_as(recorder_tee *t, enum recorder_lost why)
 {
     if (t == NULL)
         return;
     pthread_mutex_lock(&t->mu);
     t->dropped++;
-    if (why == STORE_LOST_TOO_LARGE)
+    if (why == RECORDER_LOST_TOO_LARGE)
         t->unsent_large++;
-    else if (why == STORE_LOST_SPILL_FAILED)
+    else if (why == RECORDER_LOST_SPILL_FAILED)
         t->unsent_spill++;
     else
         t->unsent++;
@@ -512,7 +513,8 @@ void proxy_tee_lost_as(proxy_tee *t, enum store_lost why)
     pthread_mutex_unlock(&t->mu);
 }
 
-void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status, const char *message)
+void recorder_tee_end(recorder_tee *t, uint64_t call_id, int64_t t_us, int status,
+                      const char *message)
 {
     if (t == NULL)
         return;
@@ -526,7 +528,7 @@ void proxy_tee_end(proxy_tee *t, uint64_t call_id, int64_t t_us, int status, con
     push(t, ev);
 }
 
-size_t proxy_tee_peak_bytes(const proxy_tee *t)
+size_t recorder_tee_peak_bytes(const recorder_tee *t)
 {
     if (t == NULL)
         return 0;
@@ -536,7 +538,7 @@ size_t proxy_tee_peak_bytes(const proxy_tee *t)
     return n;
 }
 
-uint64_t proxy_tee_dropped(const proxy_tee *t)
+uint64_t recorder_tee_dropped(const recorder_tee *t)
 {
     if (t == NULL)
         return 0;
@@ -566,7 +568,7 @@ static void spill_sweep(int dfd)
     closedir(d);
 }
 
-void proxy_tee_finish(proxy_tee *t, struct proxy_tee_outcome *out)
+void recorder_tee_finish(recorder_tee *t, struct recorder_tee_outcome *out)
 {
     if (out != NULL)
         memset(out, 0, sizeof *out);
@@ -596,14 +598,14 @@ void proxy_tee_finish(proxy_tee *t, struct proxy_tee_outcome *out)
     free(t);
 }
 
-void proxy_tee_free(proxy_tee *t)
+void recorder_tee_free(recorder_tee *t)
 {
-    proxy_tee_finish(t, NULL);
+    recorder_tee_finish(t, NULL);
 }
 
 /* ---- spill files ------------------------------------------------------------ */
 
-char *proxy_spill_dir(const char *db)
+char *recorder_spill_dir(const char *db)
 {
     size_t len = 0;
     const char *dir = store_side_dir(db, &len);
@@ -612,7 +614,7 @@ char *proxy_spill_dir(const char *db)
     return tftap_buf_failed(&b) ? NULL : tftap_buf_take(&b, NULL);
 }
 
-void proxy_tee_spill_to(proxy_tee *t, const char *dir)
+void recorder_tee_spill_to(recorder_tee *t, const char *dir)
 {
     if (t == NULL || dir == NULL)
         return;
@@ -622,7 +624,7 @@ void proxy_tee_spill_to(proxy_tee *t, const char *dir)
 
 /* The spill directory, made and opened at the first big message (relay
  * thread only). Ours and private, or none: the files hold values in clear. */
-static int spill_dir_fd(proxy_tee *t)
+static int spill_dir_fd(recorder_tee *t)
 {
     if (t->spill_dfd >= 0 || t->spill_failed || t->spill_dir == NULL)
         return t->spill_dfd;
@@ -639,7 +641,8 @@ static int spill_dir_fd(proxy_tee *t)
     return fd;
 }
 
-int proxy_tee_spill_open(proxy_tee *t, uint64_t call_id, enum store_direction dir, proxy_spill *sp)
+int recorder_tee_spill_open(recorder_tee *t, uint64_t call_id, enum recorder_direction dir,
+                            recorder_spill *sp)
 {
     sp->fd = -1;
     if (t == NULL || spill_dir_fd(t) < 0)
@@ -651,7 +654,7 @@ int proxy_tee_spill_open(proxy_tee *t, uint64_t call_id, enum store_direction di
     return sp->fd >= 0 ? 0 : -1;
 }
 
-int proxy_tee_spill_write(proxy_tee *t, proxy_spill *sp, const void *p, size_t n)
+int recorder_tee_spill_write(recorder_tee *t, recorder_spill *sp, const void *p, size_t n)
 {
     const char *c = p;
     while (n > 0) {
@@ -659,8 +662,8 @@ int proxy_tee_spill_write(proxy_tee *t, proxy_spill *sp, const void *p, size_t n
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
-            proxy_tee_spill_abort(t, sp);
-            proxy_tee_lost_as(t, STORE_LOST_SPILL_FAILED);
+            recorder_tee_spill_abort(t, sp);
+            recorder_tee_lost_as(t, RECORDER_LOST_SPILL_FAILED);
             return -1;
         }
         c += w;
@@ -669,8 +672,8 @@ int proxy_tee_spill_write(proxy_tee *t, proxy_spill *sp, const void *p, size_t n
     return 0;
 }
 
-void proxy_tee_spill_done(proxy_tee *t, proxy_spill *sp, uint64_t call_id, enum store_direction dir,
-                          int64_t t_us)
+void recorder_tee_spill_done(recorder_tee *t, recorder_spill *sp, uint64_t call_id,
+                             enum recorder_direction dir, int64_t t_us)
 {
     if (sp->fd < 0)
         return;
@@ -678,7 +681,7 @@ void proxy_tee_spill_done(proxy_tee *t, proxy_spill *sp, uint64_t call_id, enum 
     sp->fd = -1;
     if (failed) {
         (void)unlinkat(t->spill_dfd, sp->name, 0);
-        proxy_tee_lost_as(t, STORE_LOST_SPILL_FAILED);
+        recorder_tee_lost_as(t, RECORDER_LOST_SPILL_FAILED);
         return;
     }
     struct tee_event *ev = event_new(t, TEE_SPILL, sp->name);
@@ -692,7 +695,7 @@ void proxy_tee_spill_done(proxy_tee *t, proxy_spill *sp, uint64_t call_id, enum 
     push(t, ev);
 }
 
-void proxy_tee_spill_abort(proxy_tee *t, proxy_spill *sp)
+void recorder_tee_spill_abort(recorder_tee *t, recorder_spill *sp)
 {
     if (sp->fd < 0)
         return;

@@ -1,5 +1,5 @@
-/* proxy: the recorder pipe's reader. The tee (tee.c) writes frames
- * (struct proxy_rec_frame, then its payload) and the recorder process reads
+/* recorder: the recorder pipe's reader. The tee (tee.c) writes frames
+ * (struct recorder_frame, then its payload) and the recorder process reads
  * them here. Both ends are this program, but the reader still trusts
  * nothing: each field is checked before it is used (kind, direction, the
  * payload's length against the bound of its kind, the PROCESS payload's
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proxy/proxy_int.h"
+#include "recorder/recorder_int.h"
 
 /* The pipe read through a buffer: the tee writes many frames at once, so
  * one read usually brings several whole frames. */
@@ -76,15 +76,15 @@ static int skip(struct inbuf *in, size_t n)
 static size_t kind_max(uint32_t kind, size_t max_message)
 {
     switch (kind) {
-    case PROXY_REC_PROCESS:
-        return 3 * PROXY_REC_TEXT_MAX + 2;
-    case PROXY_REC_BEGIN:
-    case PROXY_REC_END:
-    case PROXY_REC_START_FAILED:
-        return PROXY_REC_TEXT_MAX;
-    case PROXY_REC_SPILL:
-        return sizeof(((proxy_spill *)0)->name) - 1;
-    case PROXY_REC_MESSAGE:
+    case RECORDER_FRAME_PROCESS:
+        return 3 * RECORDER_TEXT_MAX + 2;
+    case RECORDER_FRAME_BEGIN:
+    case RECORDER_FRAME_END:
+    case RECORDER_FRAME_START_FAILED:
+        return RECORDER_TEXT_MAX;
+    case RECORDER_FRAME_SPILL:
+        return sizeof(((recorder_spill *)0)->name) - 1;
+    case RECORDER_FRAME_MESSAGE:
         return max_message;
     default:
         return 0;
@@ -105,39 +105,40 @@ static int split_process(char *p, size_t n, const char **version, const char **b
     return 0;
 }
 
-int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sink)
+int recorder_pipe_read(int fd, size_t max_message, const recorder_pipe_sink *sink)
 {
     static struct inbuf in; /* one reader per process: the recorder's */
     in.fd = fd;
     in.off = in.len = 0;
     uint64_t bad = 0;
     for (;;) {
-        struct proxy_rec_frame f;
+        struct recorder_frame f;
         if (read_full(&in, &f, sizeof f) != 0)
             break;
-        if (f.kind == PROXY_REC_BYE && f.len == 0) {
+        if (f.kind == RECORDER_FRAME_BYE && f.len == 0) {
             if (sink->bye != NULL)
                 sink->bye(sink->ctx);
             continue;
         }
-        if (f.kind == PROXY_REC_LOST && f.len == 0) {
+        if (f.kind == RECORDER_FRAME_LOST && f.len == 0) {
             /* The tee's own count of what it dropped, and why: the record's gap. */
-            int why_ok = f.a == STORE_LOST_QUEUE_FULL || f.a == STORE_LOST_TOO_LARGE ||
-                         f.a == STORE_LOST_SPILL_FAILED;
-            sink->lost(sink->ctx, f.call_id, why_ok ? (enum store_lost)f.a : STORE_LOST_QUEUE_FULL);
+            int why_ok = f.a == RECORDER_LOST_QUEUE_FULL || f.a == RECORDER_LOST_TOO_LARGE ||
+                         f.a == RECORDER_LOST_SPILL_FAILED;
+            sink->lost(sink->ctx, f.call_id,
+                       why_ok ? (enum recorder_lost)f.a : RECORDER_LOST_QUEUE_FULL);
             continue;
         }
         size_t max = kind_max(f.kind, max_message);
-        if (f.len > PROXY_REC_FRAME_MAX) {
+        if (f.len > RECORDER_FRAME_MAX) {
             /* No tee writes this: the stream is out of step. */
-            sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
+            sink->lost(sink->ctx, 1, RECORDER_LOST_MALFORMED);
             bad++;
             break;
         }
         if (max == 0 || f.len > max ||
-            ((f.kind == PROXY_REC_MESSAGE || f.kind == PROXY_REC_SPILL) && f.a != STORE_REQUEST &&
-             f.a != STORE_RESPONSE)) {
-            sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
+            ((f.kind == RECORDER_FRAME_MESSAGE || f.kind == RECORDER_FRAME_SPILL) &&
+             f.a != RECORDER_REQUEST && f.a != RECORDER_RESPONSE)) {
+            sink->lost(sink->ctx, 1, RECORDER_LOST_MALFORMED);
             bad++;
             if (skip(&in, f.len) != 0)
                 break;
@@ -145,7 +146,7 @@ int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sin
         }
         char *payload = malloc((size_t)f.len + 1);
         if (payload == NULL) {
-            sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
+            sink->lost(sink->ctx, 1, RECORDER_LOST_MALFORMED);
             if (skip(&in, f.len) != 0)
                 break;
             continue;
@@ -156,10 +157,10 @@ int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sin
         }
         payload[f.len] = '\0';
         switch (f.kind) {
-        case PROXY_REC_PROCESS: {
+        case RECORDER_FRAME_PROCESS: {
             const char *version, *binary;
             if (split_process(payload, f.len, &version, &binary) != 0) {
-                sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
+                sink->lost(sink->ctx, 1, RECORDER_LOST_MALFORMED);
                 bad++;
                 break;
             }
@@ -167,41 +168,41 @@ int proxy_recpipe_read(int fd, size_t max_message, const proxy_recpipe_sink *sin
                           f.b);
             break;
         }
-        case PROXY_REC_START_FAILED:
+        case RECORDER_FRAME_START_FAILED:
             if (memchr(payload, '\0', f.len) != NULL) {
-                sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
+                sink->lost(sink->ctx, 1, RECORDER_LOST_MALFORMED);
                 bad++;
                 break;
             }
             if (sink->start_failed != NULL)
                 sink->start_failed(sink->ctx, payload);
             break;
-        case PROXY_REC_BEGIN:
-        case PROXY_REC_END:
+        case RECORDER_FRAME_BEGIN:
+        case RECORDER_FRAME_END:
             if (memchr(payload, '\0', f.len) != NULL) {
-                sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
+                sink->lost(sink->ctx, 1, RECORDER_LOST_MALFORMED);
                 bad++;
                 break;
             }
-            if (f.kind == PROXY_REC_BEGIN)
+            if (f.kind == RECORDER_FRAME_BEGIN)
                 sink->begin(sink->ctx, f.call_id, payload, f.t_us);
             else
                 sink->end(sink->ctx, f.call_id, f.t_us, f.a, payload);
             break;
-        case PROXY_REC_MESSAGE:
-            sink->message(sink->ctx, f.call_id, (enum store_direction)f.a, f.t_us,
+        case RECORDER_FRAME_MESSAGE:
+            sink->message(sink->ctx, f.call_id, (enum recorder_direction)f.a, f.t_us,
                           (uint8_t *)payload, f.len);
             payload = NULL; /* the sink's now */
             break;
-        case PROXY_REC_SPILL:
+        case RECORDER_FRAME_SPILL:
             /* A name in the spill directory, nothing else. */
             if (f.len == 0 || memchr(payload, '\0', f.len) != NULL ||
                 memchr(payload, '/', f.len) != NULL || payload[0] == '.' || sink->spilled == NULL) {
-                sink->lost(sink->ctx, 1, STORE_LOST_MALFORMED);
+                sink->lost(sink->ctx, 1, RECORDER_LOST_MALFORMED);
                 bad++;
                 break;
             }
-            sink->spilled(sink->ctx, f.call_id, (enum store_direction)f.a, f.t_us, payload);
+            sink->spilled(sink->ctx, f.call_id, (enum recorder_direction)f.a, f.t_us, payload);
             break;
         }
         free(payload);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
+#include "recorder/recorder.h"
 #include "store/store.h"
 #include "tests/check.h"
 #include "tests/store/fixtures.h"
@@ -112,30 +113,30 @@ static int file_contains(const char *path, const char *needle)
 
 /* ---- feeding the recorder ----------------------------------------------- */
 
-static void call(store_recorder *r, uint64_t id, const char *method, const struct fx_bytes *req,
+static void call(recorder *r, uint64_t id, const char *method, const struct fx_bytes *req,
                  const struct fx_bytes *resp)
 {
-    store_recorder_call_begin(r, id, method, now_us());
-    store_recorder_message(r, id, STORE_REQUEST, now_us(), req ? (const void *)req->p : "",
-                           req ? req->n : 0);
+    recorder_call_begin(r, id, method, now_us());
+    recorder_message(r, id, RECORDER_REQUEST, now_us(), req ? (const void *)req->p : "",
+                     req ? req->n : 0);
     if (resp)
-        store_recorder_message(r, id, STORE_RESPONSE, now_us(), resp->p, resp->n);
-    store_recorder_call_end(r, id, now_us(), 0, NULL);
+        recorder_message(r, id, RECORDER_RESPONSE, now_us(), resp->p, resp->n);
+    recorder_call_end(r, id, now_us(), 0, NULL);
 }
 
-static store_recorder *open_rec(int64_t run_id, const char *bin)
+static recorder *open_rec(int64_t run_id, const char *bin)
 {
-    store_recorder_opts o = {0};
+    recorder_opts o = {0};
     o.run_id = run_id;
-    store_recorder *r = NULL;
-    CHECK_INT_EQ(store_recorder_open(db_path, &o, &r), 0);
-    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin, 5, 4242);
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(db_path, &o, &r), 0);
+    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin, 5, 4242);
     return r;
 }
 
 static const struct fx_thing thing_alpha = {NULL, "alpha", FX_SECRET, 3, 2, NULL, NULL};
 
-static void plan_create(store_recorder *r, uint64_t id, const struct fx_thing *t)
+static void plan_create(recorder *r, uint64_t id, const struct fx_thing *t)
 {
     struct fx_bytes req = fx_plan_request(NULL, t);
     struct fx_bytes resp = fx_plan_response(t, 0, NULL);
@@ -148,14 +149,14 @@ static void plan_create(store_recorder *r, uint64_t id, const struct fx_thing *t
 
 static void test_record_decode_redact(void)
 {
-    store_recorder *r = open_rec(0, bin_a);
+    recorder *r = open_rec(0, bin_a);
     call(r, 1, M_SCHEMA, NULL, &schema_a);
     plan_create(r, 2, &thing_alpha);
 
     /* A hung call shows as in flight: its row exists before it ends. */
     struct fx_bytes req = fx_plan_request(NULL, &thing_alpha);
-    store_recorder_call_begin(r, 3, M_PLAN, now_us());
-    store_recorder_message(r, 3, STORE_REQUEST, now_us(), req.p, req.n);
+    recorder_call_begin(r, 3, M_PLAN, now_us());
+    recorder_message(r, 3, RECORDER_REQUEST, now_us(), req.p, req.n);
     int64_t in_flight = 0;
     for (int i = 0; i < 600 && in_flight < 1; i++) {
         sleep_ms(50);
@@ -174,10 +175,10 @@ static void test_record_decode_redact(void)
     CHECK(!file_contains(wal, FX_SECRET));
     CHECK(!file_contains(shm, FX_SECRET));
 
-    store_recorder_call_end(r, 3, now_us(), 0, NULL);
+    recorder_call_end(r, 3, now_us(), 0, NULL);
     fx_free(&req);
-    store_recorder_stats st;
-    store_recorder_close(r);
+    recorder_stats st;
+    recorder_close(r);
 
     CHECK_INT_EQ(scalar("SELECT count(*) FROM runs"), 1);
     /* The run the recorder made has its identity (runs.uuid, version 4). */
@@ -235,10 +236,10 @@ static int each_schema_seen(void *ctx, const store_schema_row *r)
 static void test_schema_dedup_and_borrow(void)
 {
     /* A second run of the same provider asks for the same schema. */
-    store_recorder *r = open_rec(0, bin_a);
+    recorder *r = open_rec(0, bin_a);
     call(r, 1, M_SCHEMA, NULL, &schema_a);
     plan_create(r, 2, &thing_alpha);
-    store_recorder_close(r);
+    recorder_close(r);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM runs"), 2);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM schemas"), 1);
     CHECK_INT_EQ(scalar("SELECT count(DISTINCT schema_sha256) FROM processes"), 1);
@@ -248,7 +249,7 @@ static void test_schema_dedup_and_borrow(void)
      * earlier recording's schema decodes its values. */
     r = open_rec(0, bin_a);
     plan_create(r, 1, &thing_alpha);
-    store_recorder_close(r);
+    recorder_close(r);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM processes WHERE schema_source = 'earlier'"), 1);
     char *j = text("SELECT c.request_json FROM calls c JOIN processes p ON p.id = c.process_id "
                    "WHERE p.schema_source = 'earlier'");
@@ -274,7 +275,7 @@ static void test_schema_arrives_later(void)
 {
     /* A different binary whose schema arrives only after a call. */
     struct fx_thing t = {"thing-7", "late", NULL, 5, 1, "eu-1", "zone"};
-    store_recorder *r = open_rec(0, bin_b);
+    recorder *r = open_rec(0, bin_b);
     plan_create(r, 1, &t);
     /* The state this tests: the call is committed first, undecoded (no
      * schema yet), and only then does the schema arrive. */
@@ -287,7 +288,7 @@ static void test_schema_arrives_later(void)
     }
     CHECK_INT_EQ(undecoded, 1);
     call(r, 2, M_SCHEMA, NULL, &schema_b);
-    store_recorder_close(r);
+    recorder_close(r);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM schemas"), 2);
     char *j = text("SELECT c.request_json FROM calls c JOIN processes p ON p.id = c.process_id "
                    "WHERE p.binary_path LIKE '%bin-b' AND c.rpc = 'PlanResourceChange'");
@@ -298,7 +299,7 @@ static void test_schema_arrives_later(void)
 
 static void *close_recorder(void *r)
 {
-    store_recorder_close(r);
+    recorder_close(r);
     return NULL;
 }
 
@@ -315,11 +316,11 @@ static void test_schema_committed_while_closing(void)
         return;
     fputs("provider binary C", f);
     fclose(f);
-    store_recorder_opts o = {0};
+    recorder_opts o = {0};
     o.close_schema_wait_ms = 600000; /* the wait ends when the schema is there */
-    store_recorder *late = NULL;
-    CHECK_INT_EQ(store_recorder_open(db_path, &o, &late), 0);
-    store_recorder_process(late, "registry.opentofu.org/test/thing", "1.0.0", bin_c, 5, 4243);
+    recorder *late = NULL;
+    CHECK_INT_EQ(recorder_open(db_path, &o, &late), 0);
+    recorder_process(late, "registry.opentofu.org/test/thing", "1.0.0", bin_c, 5, 4243);
     struct fx_thing t = {"thing-9", "closing", NULL, 5, 1, "eu-2", "zone"};
     plan_create(late, 1, &t);
     int64_t undecoded = 0;
@@ -332,9 +333,9 @@ static void test_schema_committed_while_closing(void)
     CHECK_INT_EQ(undecoded, 1);
     pthread_t closing;
     CHECK_INT_EQ(pthread_create(&closing, NULL, close_recorder, late), 0);
-    store_recorder *asked = open_rec(0, bin_c);
+    recorder *asked = open_rec(0, bin_c);
     call(asked, 1, M_SCHEMA, NULL, &schema_b);
-    store_recorder_close(asked);
+    recorder_close(asked);
     pthread_join(closing, NULL);
     char *j = text("SELECT c.request_json FROM calls c JOIN processes p ON p.id = c.process_id "
                    "WHERE p.binary_path LIKE '%bin-c' AND c.rpc = 'PlanResourceChange'");
@@ -351,8 +352,8 @@ static void test_binary_digest_reused(void)
 {
     /* In run 1: the runs later tests and tests/store/cli.sh count stay as
      * they are. */
-    store_recorder *r = open_rec(1, bin_b);
-    store_recorder_close(r);
+    recorder *r = open_rec(1, bin_b);
+    recorder_close(r);
     char *real = text("SELECT binary_sha256 FROM processes ORDER BY id DESC LIMIT 1");
     CHECK(real != NULL && strlen(real) == 64);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM processes WHERE binary_path LIKE '%bin-b' AND "
@@ -363,7 +364,7 @@ static void test_binary_digest_reused(void)
                         "WHERE binary_path LIKE '%bin-b' RETURNING 1"),
                  1);
     r = open_rec(1, bin_b);
-    store_recorder_close(r);
+    recorder_close(r);
     CHECK_INT_EQ(scalar("SELECT binary_sha256 = printf('%064d', 7) FROM processes "
                         "ORDER BY id DESC LIMIT 1"),
                  1);
@@ -376,7 +377,7 @@ static void test_binary_digest_reused(void)
         fclose(f);
     }
     r = open_rec(1, bin_b);
-    store_recorder_close(r);
+    recorder_close(r);
     /* The state this tests: the file's identity did change. */
     CHECK_INT_EQ(scalar("SELECT count(DISTINCT binary_stat) FROM (SELECT binary_stat FROM "
                         "processes WHERE binary_path LIKE '%bin-b' ORDER BY id DESC LIMIT 2)"),
@@ -401,18 +402,18 @@ static void test_unwritable_then_recovers(void)
     CHECK(sqlite3_open_v2(path, &probe, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
           SQLITE_OK);
     sqlite3_close(probe);
-    store_recorder_opts o = {0};
-    store_recorder *r = NULL;
-    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
-    store_recorder_tuning tune = {50, 0};
-    store_recorder_tune(r, &tune);
-    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 1);
+    recorder_opts o = {0};
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
+    recorder_tuning tune = {50, 0};
+    recorder_tune(r, &tune);
+    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 1);
     /* The caller is never blocked: every one of these returns. */
     for (uint64_t i = 1; i <= 200; i++)
         plan_create(r, i, &thing_alpha);
-    store_recorder_stats st;
+    recorder_stats st;
     for (int i = 0; i < 200; i++) {
-        store_recorder_get_stats(r, &st);
+        recorder_get_stats(r, &st);
         if (st.queued_bytes == 0 && st.dropped == 800)
             break;
         sleep_ms(20);
@@ -425,7 +426,7 @@ static void test_unwritable_then_recovers(void)
     CHECK_INT_EQ(unlink(blocker), 0);
     CHECK_INT_EQ(mkdir(blocker, 0700), 0);
     for (int i = 0; i < 500; i++) {
-        store_recorder_get_stats(r, &st);
+        recorder_get_stats(r, &st);
         if (st.db_ok && st.gaps == 1)
             break;
         sleep_ms(20);
@@ -433,7 +434,7 @@ static void test_unwritable_then_recovers(void)
     CHECK_INT_EQ(st.db_ok, 1);
     CHECK_INT_EQ(st.gaps, 1);
     plan_create(r, 1000, &thing_alpha);
-    store_recorder_close(r);
+    recorder_close(r);
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM gaps"), 1);
     CHECK_INT_EQ(scalar_at(path, "SELECT lost FROM gaps"), 800);
     CHECK_INT_EQ(scalar_at(path, "SELECT dropped FROM processes"), 800);
@@ -454,26 +455,26 @@ static void test_closed_while_unavailable_lingers(void)
         fclose(f);
     /* Longer than any machine needs for one attempt: drain returning well
      * inside it shows it did not wait for it (no assertion on speed). */
-    store_recorder_opts o = {.linger_ms = 600000};
-    store_recorder *r = NULL;
-    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
-    store_recorder_tuning tune = {50, 0};
-    store_recorder_tune(r, &tune);
-    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 1);
+    recorder_opts o = {.linger_ms = 600000};
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
+    recorder_tuning tune = {50, 0};
+    recorder_tune(r, &tune);
+    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 1);
     for (uint64_t i = 1; i <= 100; i++)
         plan_create(r, i, &thing_alpha);
     /* Returns after one last attempt, not after linger_ms. */
     int64_t t0 = tftap_mono_ms();
-    CHECK_INT_EQ(store_recorder_drain(r), TFTAP_ESTORE);
+    CHECK_INT_EQ(recorder_drain(r), TFTAP_ESTORE);
     CHECK(tftap_mono_ms() - t0 < 300000);
-    store_recorder_stats st;
-    store_recorder_get_stats(r, &st);
+    recorder_stats st;
+    recorder_get_stats(r, &st);
     CHECK_INT_EQ(st.dropped, 400);
     CHECK_INT_EQ(st.written, 0);
     /* The database becomes usable; close waits for the lingering writes. */
     CHECK_INT_EQ(unlink(blocker), 0);
     CHECK_INT_EQ(mkdir(blocker, 0700), 0);
-    store_recorder_close(r);
+    recorder_close(r);
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM gaps"), 1);
     CHECK_INT_EQ(scalar_at(path, "SELECT lost FROM gaps WHERE reason = 'database unavailable' "
                                  "AND seq = 1"),
@@ -488,19 +489,19 @@ static void test_queue_full_drops_and_counts(void)
 {
     char path[400];
     snprintf(path, sizeof path, "%s/small/tftap.db", tmpdir);
-    store_recorder_opts o = {0};
+    recorder_opts o = {0};
     o.max_queue_bytes = 4096; /* smaller than one plan message pair */
-    store_recorder *r = NULL;
-    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
     struct fx_bytes big = {calloc(1, 8192), 8192};
     CHECK(big.p != NULL && big.n > o.max_queue_bytes);
-    store_recorder_call_begin(r, 1, M_PLAN, now_us());
-    store_recorder_message(r, 1, STORE_REQUEST, now_us(), big.p, big.n);
-    store_recorder_call_end(r, 1, now_us(), 0, NULL);
-    store_recorder_stats st;
-    store_recorder_get_stats(r, &st);
+    recorder_call_begin(r, 1, M_PLAN, now_us());
+    recorder_message(r, 1, RECORDER_REQUEST, now_us(), big.p, big.n);
+    recorder_call_end(r, 1, now_us(), 0, NULL);
+    recorder_stats st;
+    recorder_get_stats(r, &st);
     CHECK_INT_EQ(st.dropped, 1);
-    store_recorder_close(r);
+    recorder_close(r);
     fx_free(&big);
     CHECK_INT_EQ(scalar_at(path, "SELECT sum(lost) FROM gaps"), 1);
     CHECK_INT_EQ(scalar_at(path, "SELECT reason = 'queue full' FROM gaps"), 1);
@@ -518,32 +519,32 @@ static void test_block_mode_holds_the_bound(void)
     /* slack: the rows of the 16 events decoded between two looks at the
      * bound, and the estimate of the ops they become. */
     const size_t bound = (size_t)64 << 10, slack = (size_t)16 << 10;
-    store_recorder_opts o = {0};
+    recorder_opts o = {0};
     o.max_queue_bytes = bound;
     o.block_ms = 60000; /* longer than the recorder could need: never drops */
-    store_recorder *r = NULL;
-    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
-    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 7);
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
+    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 7);
     /* The schema handed over as the proxy's recorder process does: held
      * once, by its row, not copied. */
-    store_recorder_call_begin(r, 1, M_SCHEMA, now_us());
-    store_recorder_message(r, 1, STORE_REQUEST, now_us(), "", 0);
+    recorder_call_begin(r, 1, M_SCHEMA, now_us());
+    recorder_message(r, 1, RECORDER_REQUEST, now_us(), "", 0);
     void *copy = malloc(schema_a.n);
     memcpy(copy, schema_a.p, schema_a.n);
-    store_recorder_message_take(r, 1, STORE_RESPONSE, now_us(), copy, schema_a.n);
-    store_recorder_call_end(r, 1, now_us(), 0, NULL);
+    recorder_message_take(r, 1, RECORDER_RESPONSE, now_us(), copy, schema_a.n);
+    recorder_call_end(r, 1, now_us(), 0, NULL);
     const uint64_t calls = 3000;
     for (uint64_t i = 2; i <= calls; i++)
         plan_create(r, i, &thing_alpha);
-    store_recorder_stats st;
-    store_recorder_get_stats(r, &st);
+    recorder_stats st;
+    recorder_get_stats(r, &st);
     CHECK_INT_EQ(st.dropped, 0);
     /* It was full (else this tested nothing) and never much past full. */
     CHECK(st.peak_bytes > bound / 2);
     if (st.peak_bytes > bound + slack)
         fprintf(stderr, "peak %zu\n", st.peak_bytes);
     CHECK(st.peak_bytes <= bound + slack);
-    store_recorder_close(r);
+    recorder_close(r);
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL"),
                  (int64_t)calls);
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM gaps"), 0);
@@ -555,13 +556,13 @@ static void test_lost_input_is_a_gap(void)
 {
     char path[400];
     snprintf(path, sizeof path, "%s/lost/tftap.db", tmpdir);
-    store_recorder_opts o = {0};
-    store_recorder *r = NULL;
-    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
-    store_recorder_lost(r, 3, STORE_LOST_MALFORMED);
-    store_recorder_lost(r, 2, STORE_LOST_QUEUE_FULL);
+    recorder_opts o = {0};
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
+    recorder_lost(r, 3, RECORDER_LOST_MALFORMED);
+    recorder_lost(r, 2, RECORDER_LOST_QUEUE_FULL);
     plan_create(r, 1, &thing_alpha);
-    store_recorder_close(r);
+    recorder_close(r);
     CHECK_INT_EQ(scalar_at(path, "SELECT sum(lost) FROM gaps"), 5);
     /* The writer may take the two counts in one flush or in two: one gap
      * naming both reasons, or two gaps naming one each. */
@@ -581,10 +582,10 @@ static void test_spilled_messages(void)
     snprintf(path, sizeof path, "%s/spill/tftap.db", tmpdir);
     snprintf(file, sizeof file, "%s/spilled-request", tmpdir);
     snprintf(gone, sizeof gone, "%s/never-written", tmpdir);
-    store_recorder_opts o = {0};
-    store_recorder *r = NULL;
-    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
-    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4242);
+    recorder_opts o = {0};
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
+    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4242);
     call(r, 1, M_SCHEMA, NULL, &schema_a);
     struct fx_bytes req = fx_plan_request(NULL, &thing_alpha);
     struct fx_bytes resp = fx_plan_response(&thing_alpha, 0, NULL);
@@ -594,8 +595,8 @@ static void test_spilled_messages(void)
         CHECK_INT_EQ(fwrite(req.p, 1, req.n, f), req.n);
         fclose(f);
     }
-    store_recorder_call_begin(r, 2, M_PLAN, now_us());
-    store_recorder_message_file(r, 2, STORE_REQUEST, now_us(), strdup(file));
+    recorder_call_begin(r, 2, M_PLAN, now_us());
+    recorder_message_file(r, 2, RECORDER_REQUEST, now_us(), strdup(file));
     /* Its request is written alone, before the answer comes. */
     int64_t alone = 0;
     for (int i = 0; i < 600 && alone < 1; i++) {
@@ -604,12 +605,12 @@ static void test_spilled_messages(void)
                                 "NULL AND request_json LIKE '%\"name\":\"alpha\"%'");
     }
     CHECK_INT_EQ(alone, 1);
-    store_recorder_message(r, 2, STORE_RESPONSE, now_us(), resp.p, resp.n);
-    store_recorder_call_end(r, 2, now_us(), 0, NULL);
-    store_recorder_call_begin(r, 3, M_PLAN, now_us());
-    store_recorder_message_file(r, 3, STORE_REQUEST, now_us(), strdup(gone));
-    store_recorder_call_end(r, 3, now_us(), 0, NULL);
-    store_recorder_close(r);
+    recorder_message(r, 2, RECORDER_RESPONSE, now_us(), resp.p, resp.n);
+    recorder_call_end(r, 2, now_us(), 0, NULL);
+    recorder_call_begin(r, 3, M_PLAN, now_us());
+    recorder_message_file(r, 3, RECORDER_REQUEST, now_us(), strdup(gone));
+    recorder_call_end(r, 3, now_us(), 0, NULL);
+    recorder_close(r);
     CHECK(access(file, F_OK) != 0); /* the recorder's, and removed */
     char *j = text_at(path, "SELECT request_json FROM calls WHERE call_seq = 2");
     CHECK(contains(j, "\"name\":\"alpha\"")); /* kept when the final image came */
@@ -645,20 +646,20 @@ static void test_locked_database_loses_nothing(void)
     CHECK_INT_EQ(sqlite3_open(path, &holder), SQLITE_OK);
     CHECK_INT_EQ(sqlite3_exec(holder, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
 
-    store_recorder_opts o = {0};
-    store_recorder *r = NULL;
-    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
-    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 7);
+    recorder_opts o = {0};
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
+    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 7);
     for (uint64_t i = 1; i <= 300; i++)
         plan_create(r, i, &thing_alpha);
     sleep_ms(6500); /* past the 5 s busy timeout of each attempt */
-    store_recorder_stats st;
-    store_recorder_get_stats(r, &st);
+    recorder_stats st;
+    recorder_get_stats(r, &st);
     CHECK_INT_EQ(st.written, 0);
     CHECK_INT_EQ(st.dropped, 0);
     CHECK_INT_EQ(sqlite3_exec(holder, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(holder);
-    store_recorder_close(r);
+    recorder_close(r);
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM calls WHERE ended_us IS NOT NULL AND "
                                  "response_json IS NOT NULL"),
                  300);
@@ -670,17 +671,17 @@ static void test_keep_raw_and_record_sensitive(void)
 {
     char path[400];
     snprintf(path, sizeof path, "%s/raw/tftap.db", tmpdir);
-    store_recorder_opts o = {0};
+    recorder_opts o = {0};
     o.keep_raw = 1;
     o.record_sensitive = 1;
-    store_recorder *r = NULL;
-    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
-    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 9);
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
+    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 9);
     call(r, 1, M_SCHEMA, NULL, &schema_a);
     struct fx_bytes req = fx_plan_request(NULL, &thing_alpha);
     struct fx_bytes resp = fx_plan_response(&thing_alpha, 0, NULL);
     call(r, 2, M_PLAN, &req, &resp);
-    store_recorder_close(r);
+    recorder_close(r);
     CHECK_INT_EQ(scalar_at(path, "SELECT count(*) FROM messages"), 4);
     char sql[300];
     snprintf(sql, sizeof sql,
@@ -714,17 +715,16 @@ static void test_concurrent_writers(void)
     for (int c = 0; c < CHILDREN; c++) {
         pids[c] = fork();
         if (pids[c] == 0) {
-            store_recorder_opts o = {0};
+            recorder_opts o = {0};
             o.run_id = run;
-            store_recorder *r = NULL;
-            if (store_recorder_open(path, &o, &r))
+            recorder *r = NULL;
+            if (recorder_open(path, &o, &r))
                 _exit(3);
-            store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5,
-                                   getpid());
+            recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, getpid());
             call(r, 1, M_SCHEMA, NULL, &schema_a);
             for (uint64_t i = 2; i <= CALLS_PER_CHILD; i++)
                 plan_create(r, i, &thing_alpha);
-            store_recorder_close(r);
+            recorder_close(r);
             _exit(0);
         }
     }
@@ -749,11 +749,11 @@ static void test_kill_9_mid_run(void)
     snprintf(path, sizeof path, "%s/kill/tftap.db", tmpdir);
     pid_t pid = fork();
     if (pid == 0) {
-        store_recorder_opts o = {0};
-        store_recorder *r = NULL;
-        if (store_recorder_open(path, &o, &r))
+        recorder_opts o = {0};
+        recorder *r = NULL;
+        if (recorder_open(path, &o, &r))
             _exit(3);
-        store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, getpid());
+        recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, getpid());
         call(r, 1, M_SCHEMA, NULL, &schema_a);
         for (uint64_t i = 2;; i++) {
             plan_create(r, i, &thing_alpha);
@@ -797,10 +797,10 @@ static void test_trickle_committed_while_open(void)
 {
     char path[400];
     snprintf(path, sizeof path, "%s/trickle/tftap.db", tmpdir);
-    store_recorder_opts o = {0};
-    store_recorder *r = NULL;
-    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
-    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4242);
+    recorder_opts o = {0};
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
+    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4242);
     call(r, 1, M_SCHEMA, NULL, &schema_a);
     for (uint64_t i = 2; i <= 40; i++) {
         plan_create(r, i, &thing_alpha);
@@ -816,7 +816,7 @@ static void test_trickle_committed_while_open(void)
         if (committed != (int64_t)i)
             break;
     }
-    store_recorder_close(r);
+    recorder_close(r);
 }
 
 /* Matching a run writes its addresses, not the calls again: a call row
@@ -845,10 +845,10 @@ static void test_matching_writes_little(void)
 {
     char path[420];
     snprintf(path, sizeof path, "%s/match/tftap.db", tmpdir);
-    store_recorder_opts o = {0};
-    store_recorder *r = NULL;
-    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
-    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4242);
+    recorder_opts o = {0};
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
+    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4242);
     call(r, 1, M_SCHEMA, NULL, &schema_a);
     struct fx_thing big = thing_alpha;
     char name[3000];
@@ -857,7 +857,7 @@ static void test_matching_writes_little(void)
     big.name = name; /* a call row of kilobytes, as real ones are */
     for (uint64_t id = 2; id < 302; id++)
         plan_create(r, id, &big);
-    store_recorder_close(r);
+    recorder_close(r);
 
     store *s = NULL;
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
@@ -931,7 +931,7 @@ static int render_cb(void *ctx, const store_change_row *c)
 
 static void test_show_plan(void)
 {
-    store_recorder *r = open_rec(0, bin_a);
+    recorder *r = open_rec(0, bin_a);
     call(r, 1, M_SCHEMA, NULL, &schema_a);
     struct fx_thing prior = {"thing-1", "alpha", FX_SECRET, 3, 1, NULL, NULL};
     struct fx_thing config = {"thing-1", "beta", FX_SECRET, 4, 2, NULL, NULL};
@@ -943,7 +943,7 @@ static void test_show_plan(void)
     fx_free(&req);
     fx_free(&resp);
     plan_create(r, 3, &thing_alpha);
-    store_recorder_close(r);
+    recorder_close(r);
 
     store *s = NULL;
     CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
@@ -1107,7 +1107,7 @@ static int seen_cb(void *ctx, const store_change_row *c)
  * the apply reads as a creation with the provider's values. */
 static void test_apply_supersedes_plan(void)
 {
-    store_recorder *r = open_rec(0, bin_a);
+    recorder *r = open_rec(0, bin_a);
     struct fx_thing created = thing_alpha;
     created.id = "thing-42";
     plan_create(r, 1, &thing_alpha);
@@ -1116,7 +1116,7 @@ static void test_apply_supersedes_plan(void)
     call(r, 2, "/tfplugin5.Provider/ApplyResourceChange", &req, &resp);
     fx_free(&req);
     fx_free(&resp);
-    store_recorder_close(r);
+    recorder_close(r);
 
     store *s = NULL;
     CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
@@ -1165,14 +1165,14 @@ static int addresses_cb(void *ctx, const store_change_row *c)
 
 static void test_identical_instances_paired(void)
 {
-    store_recorder *r = open_rec(0, bin_a);
+    recorder *r = open_rec(0, bin_a);
     call(r, 1, M_SCHEMA, NULL, &schema_a);
     for (uint64_t id = 2; id <= 4; id++)
         plan_create(r, id, &thing_alpha);
     struct fx_thing other = thing_alpha;
     other.name = "zeta";
     plan_create(r, 5, &other);
-    store_recorder_close(r);
+    recorder_close(r);
 
     store *s = NULL;
     CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
@@ -1217,7 +1217,7 @@ static void test_identical_instances_paired(void)
  * in it): it stays unnamed rather than guessed. */
 static void test_null_against_value(void)
 {
-    store_recorder *r = open_rec(0, bin_a);
+    recorder *r = open_rec(0, bin_a);
     call(r, 1, M_SCHEMA, NULL, &schema_a);
     struct fx_thing none = {"thing-1", "alpha", NULL, 3, 0, NULL, NULL};
     struct fx_thing set = none;
@@ -1225,7 +1225,7 @@ static void test_null_against_value(void)
     plan_create(r, 2, &none);
     plan_create(r, 3, &set);
     plan_create(r, 4, &none);
-    store_recorder_close(r);
+    recorder_close(r);
 
     store *s = NULL;
     CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
@@ -1265,7 +1265,7 @@ static void test_null_against_value(void)
  * as one "-/+" change with the create half's planned values. */
 static void test_replacement_pairs_with_create_half(void)
 {
-    store_recorder *r = open_rec(0, bin_a);
+    recorder *r = open_rec(0, bin_a);
     struct fx_thing prior = {"thing-1", "alpha", NULL, 3, 1, NULL, NULL};
     struct fx_thing config = {"thing-1", "beta", NULL, 3, 1, NULL, NULL};
     struct fx_thing fresh = config;
@@ -1280,7 +1280,7 @@ static void test_replacement_pairs_with_create_half(void)
     call(r, 2, M_PLAN, &req, &resp);
     fx_free(&req);
     fx_free(&resp);
-    store_recorder_close(r);
+    recorder_close(r);
 
     store *s = NULL;
     CHECK_INT_EQ(store_open(db_path, 0, &s), 0);

@@ -1,12 +1,12 @@
-/* store: the recorder's face to its callers: open, the caller's side (the
+/* recorder: the recorder's face to its callers: open, the caller's side (the
  * events relay threads hand over through a byte-bounded queue), stats,
  * drain and close. Behind the queue two threads work as a pipeline, so
  * that decoding and SQLite use two cores:
  *
- *   decoder thread (recorder_decode.c): keeps each live call's state in
+ *   decoder thread (decode.c): keeps each live call's state in
  *     memory, decodes its messages against the schema, and hands "ops"
  *     (call row images, schema rows, gap counts, ...) to the SQL thread;
- *   SQL thread (recorder_sql.c): owns the database connection and applies
+ *   SQL thread (sql.c): owns the database connection and applies
  *     ops in batched IMMEDIATE transactions. Every op is idempotent (call
  *     rows are upserts of the call's whole state) and stays queued until its
  *     transaction commits, so a failed transaction loses nothing: it is
@@ -14,7 +14,7 @@
  *
  * While the database cannot be opened or written, the decoder drops events
  * and counts them; the count becomes a gap row once it can. */
-#include "store/recorder_int.h"
+#include "recorder/recorder_int.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -27,7 +27,7 @@
 
 /* Queue ev within the one bound: a full recorder drops it (counted, a gap
  * later) or, with opts.block_ms, makes the caller wait (a bounded time) for room. */
-static void enqueue(store_recorder *r, struct event *ev)
+static void enqueue(recorder *r, struct event *ev)
 {
     int drop = 0, log_full = 0;
     pthread_mutex_lock(&r->mu);
@@ -71,13 +71,13 @@ static void enqueue(store_recorder *r, struct event *ev)
     }
     pthread_mutex_unlock(&r->mu);
     if (drop)
-        store_rec_event_free(ev);
+        rec_event_free(ev);
     if (log_full)
-        store_rec_log(r, "recorder queue full (%zu bytes): dropping records, counted as a gap",
-                      r->opts.max_queue_bytes);
+        rec_log(r, "recorder queue full (%zu bytes): dropping records, counted as a gap",
+                r->opts.max_queue_bytes);
 }
 
-static void count_drop(store_recorder *r)
+static void count_drop(recorder *r)
 {
     pthread_mutex_lock(&r->mu);
     r->stats.dropped++;
@@ -110,8 +110,7 @@ static struct event *event_new(enum ev_kind kind, uint64_t call_id, int64_t t_us
     return ev;
 }
 
-void store_recorder_call_begin(store_recorder *r, uint64_t call_id, const char *method,
-                               int64_t t_us)
+void recorder_call_begin(recorder *r, uint64_t call_id, const char *method, int64_t t_us)
 {
     if (!r)
         return;
@@ -123,8 +122,8 @@ void store_recorder_call_begin(store_recorder *r, uint64_t call_id, const char *
     enqueue(r, ev);
 }
 
-void store_recorder_message(store_recorder *r, uint64_t call_id, enum store_direction dir,
-                            int64_t t_us, const void *bytes, size_t len)
+void recorder_message(recorder *r, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
+                      const void *bytes, size_t len)
 {
     if (!r)
         return;
@@ -142,8 +141,8 @@ void store_recorder_message(store_recorder *r, uint64_t call_id, enum store_dire
     enqueue(r, ev);
 }
 
-void store_recorder_message_take(store_recorder *r, uint64_t call_id, enum store_direction dir,
-                                 int64_t t_us, void *bytes, size_t len)
+void recorder_message_take(recorder *r, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
+                           void *bytes, size_t len)
 {
     if (!r) {
         free(bytes);
@@ -168,8 +167,8 @@ void store_recorder_message_take(store_recorder *r, uint64_t call_id, enum store
     enqueue(r, ev);
 }
 
-void store_recorder_message_file(store_recorder *r, uint64_t call_id, enum store_direction dir,
-                                 int64_t t_us, char *path)
+void recorder_message_file(recorder *r, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
+                           char *path)
 {
     struct event *ev = r ? event_new(EV_MESSAGE, call_id, t_us, NULL, NULL, 0) : NULL;
     if (!ev) {
@@ -185,30 +184,30 @@ void store_recorder_message_file(store_recorder *r, uint64_t call_id, enum store
     enqueue(r, ev);
 }
 
-void store_recorder_lost(store_recorder *r, uint64_t n, enum store_lost why)
+void recorder_lost(recorder *r, uint64_t n, enum recorder_lost why)
 {
-    if (!r || (n == 0 && why != STORE_LOST_SHIM_DIED))
+    if (!r || (n == 0 && why != RECORDER_LOST_SHIM_DIED))
         return;
     pthread_mutex_lock(&r->mu);
     r->stats.dropped += n;
-    if (why == STORE_LOST_QUEUE_FULL)
+    if (why == RECORDER_LOST_QUEUE_FULL)
         r->queue_lost += n;
-    else if (why == STORE_LOST_TOO_LARGE)
+    else if (why == RECORDER_LOST_TOO_LARGE)
         r->large_lost += n;
-    else if (why == STORE_LOST_SPILL_FAILED)
+    else if (why == RECORDER_LOST_SPILL_FAILED)
         r->spill_lost += n;
-    else if (why == STORE_LOST_SHIM_DIED)
+    else if (why == RECORDER_LOST_SHIM_DIED)
         r->shim_lost += n;
     else
         r->input_lost += n;
-    if (why == STORE_LOST_SHIM_DIED)
+    if (why == RECORDER_LOST_SHIM_DIED)
         r->shim_died = 1;
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
 }
 
-void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, int status_code,
-                             const char *status_message)
+void recorder_call_end(recorder *r, uint64_t call_id, int64_t t_us, int status_code,
+                       const char *status_message)
 {
     if (!r)
         return;
@@ -222,27 +221,26 @@ void store_recorder_call_end(store_recorder *r, uint64_t call_id, int64_t t_us, 
     enqueue(r, ev);
 }
 
-void store_recorder_process(store_recorder *r, const char *provider_addr, const char *version,
-                            const char *binary_path, int protocol_version, int pid)
+void recorder_process(recorder *r, const char *provider_addr, const char *version,
+                      const char *binary_path, int protocol_version, int pid)
 {
     if (!r)
         return;
-    char *a = store_rec_dupstr(provider_addr), *v = store_rec_dupstr(version),
-         *b = store_rec_dupstr(binary_path);
+    char *a = rec_dupstr(provider_addr), *v = rec_dupstr(version), *b = rec_dupstr(binary_path);
     pthread_mutex_lock(&r->mu);
     char *why = r->pinfo.start_error; /* told apart: kept */
     r->pinfo.start_error = NULL;
-    store_rec_procinfo_done(&r->pinfo);
+    rec_procinfo_done(&r->pinfo);
     r->pinfo = (struct procinfo){a, v, b, why, protocol_version, pid, 1};
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
 }
 
-void store_recorder_start_failed(store_recorder *r, const char *why)
+void recorder_start_failed(recorder *r, const char *why)
 {
     if (!r)
         return;
-    char *w = store_rec_dupstr(why && *why ? why : "it did not start");
+    char *w = rec_dupstr(why && *why ? why : "it did not start");
     pthread_mutex_lock(&r->mu);
     free(r->pinfo.start_error);
     r->pinfo.start_error = w;
@@ -251,7 +249,7 @@ void store_recorder_start_failed(store_recorder *r, const char *why)
     pthread_mutex_unlock(&r->mu);
 }
 
-void store_recorder_get_stats(store_recorder *r, store_recorder_stats *out)
+void recorder_get_stats(recorder *r, recorder_stats *out)
 {
     memset(out, 0, sizeof *out);
     if (!r)
@@ -264,7 +262,7 @@ void store_recorder_get_stats(store_recorder *r, store_recorder_stats *out)
     pthread_mutex_unlock(&r->mu);
 }
 
-void store_recorder_tune(store_recorder *r, const store_recorder_tuning *t)
+void recorder_tune(recorder *r, const recorder_tuning *t)
 {
     if (!r || !t)
         return;
@@ -279,12 +277,12 @@ void store_recorder_tune(store_recorder *r, const store_recorder_tuning *t)
 
 /* ---- open, drain, close ------------------------------------------------- */
 
-int store_recorder_open(const char *db_path, const store_recorder_opts *opts, store_recorder **out)
+int recorder_open(const char *db_path, const recorder_opts *opts, recorder **out)
 {
     *out = NULL;
     if (!db_path || !*db_path)
         return TFTAP_EINVAL;
-    store_recorder *r = calloc(1, sizeof *r);
+    recorder *r = calloc(1, sizeof *r);
     if (!r)
         return TFTAP_ENOMEM;
     if (opts)
@@ -298,7 +296,7 @@ int store_recorder_open(const char *db_path, const store_recorder_opts *opts, st
     r->ops_tail = &r->ops;
     r->out_tail = &r->out;
     r->pending_tail = &r->pending;
-    r->path = store_rec_dupstr(db_path);
+    r->path = rec_dupstr(db_path);
     if (!r->path) {
         free(r);
         return TFTAP_ENOMEM;
@@ -316,10 +314,10 @@ int store_recorder_open(const char *db_path, const store_recorder_opts *opts, st
     pthread_cond_init(&r->scv, &ca);
     pthread_cond_init(&r->room, &ca);
     pthread_condattr_destroy(&ca);
-    if (pthread_create(&r->sql_thread, NULL, store_rec_sql_main, r) != 0)
+    if (pthread_create(&r->sql_thread, NULL, rec_sql_main, r) != 0)
         goto fail;
     r->sql_started = 1;
-    if (pthread_create(&r->thread, NULL, store_rec_decoder_main, r) != 0) {
+    if (pthread_create(&r->thread, NULL, rec_decoder_main, r) != 0) {
         pthread_mutex_lock(&r->mu);
         r->sql_stop = 1;
         pthread_cond_signal(&r->scv);
@@ -340,7 +338,7 @@ fail:
     return TFTAP_ENOMEM;
 }
 
-int store_recorder_drain(store_recorder *r)
+int recorder_drain(recorder *r)
 {
     if (!r)
         return 0;
@@ -361,38 +359,38 @@ int store_recorder_drain(store_recorder *r)
     return rc;
 }
 
-void store_recorder_close(store_recorder *r)
+void recorder_close(recorder *r)
 {
     if (!r)
         return;
-    (void)store_recorder_drain(r);
+    (void)recorder_drain(r);
     if (r->sql_started)
         pthread_join(r->sql_thread, NULL);
-    store_rec_sql_finalize(r);
+    rec_sql_finalize(r);
     if (r->db)
         sdb_close(r->db);
     store_hold_free(r->hold); /* everything is written */
     while (r->calls) {
         struct call *n = r->calls->lnext;
-        store_rec_call_free(r, r->calls);
+        rec_call_free(r, r->calls);
         r->calls = n;
     }
     assert(r->retained_bytes == 0); /* kept only by calls */
     while (r->head) {
         struct event *n = r->head->next;
-        store_rec_event_free(r->head);
+        rec_event_free(r->head);
         r->head = n;
     }
-    store_rec_op_list_free(r->ops);
-    store_rec_op_list_free(r->out);
-    store_rec_op_list_free(r->pending);
+    rec_op_list_free(r->ops);
+    rec_op_list_free(r->out);
+    rec_op_list_free(r->pending);
     free(r->borrow_raw);
     dec_schema_free(r->schema);
     tftap_hmac_free(r->mac);
     free(r->identity_raw);
-    store_rec_procinfo_done(&r->proc);
-    store_rec_procinfo_done(&r->pinfo);
-    store_rec_procinfo_done(&r->sproc);
+    rec_procinfo_done(&r->proc);
+    rec_procinfo_done(&r->pinfo);
+    rec_procinfo_done(&r->sproc);
     pthread_cond_destroy(&r->cv);
     pthread_cond_destroy(&r->scv);
     pthread_cond_destroy(&r->room);

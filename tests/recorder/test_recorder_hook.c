@@ -1,4 +1,4 @@
-/* store: the recorder's on_call hook (store_recorder_opts), which the
+/* store: the recorder's on_call hook (recorder_opts), which the
  * proxy makes OTLP spans from: once per ended call, with its final decoded
  * image; values redacted even when the record keeps them in clear; a call
  * waiting for a schema reported once it is re-decoded, or at close. Real
@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "recorder/recorder.h"
 #include "store/store.h"
 #include "tests/check.h"
 #include "tests/store/fixtures.h"
@@ -36,7 +37,7 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-static void on_call(void *ctx, const store_call_summary *c)
+static void on_call(void *ctx, const recorder_call_summary *c)
 {
     (void)ctx;
     pthread_mutex_lock(&seen_mu);
@@ -109,26 +110,26 @@ static int64_t scalar(const char *path, const char *sql)
     return v;
 }
 
-static void call(store_recorder *r, uint64_t id, const char *method, const struct fx_bytes *req,
+static void call(recorder *r, uint64_t id, const char *method, const struct fx_bytes *req,
                  const struct fx_bytes *resp)
 {
-    store_recorder_call_begin(r, id, method, now_us());
-    store_recorder_message(r, id, STORE_REQUEST, now_us(), req ? (const void *)req->p : "",
-                           req ? req->n : 0);
+    recorder_call_begin(r, id, method, now_us());
+    recorder_message(r, id, RECORDER_REQUEST, now_us(), req ? (const void *)req->p : "",
+                     req ? req->n : 0);
     if (resp)
-        store_recorder_message(r, id, STORE_RESPONSE, now_us(), resp->p, resp->n);
-    store_recorder_call_end(r, id, now_us(), 0, NULL);
+        recorder_message(r, id, RECORDER_RESPONSE, now_us(), resp->p, resp->n);
+    recorder_call_end(r, id, now_us(), 0, NULL);
 }
 
-static store_recorder *open_rec(const char *path, const char *bin, int sensitive)
+static recorder *open_rec(const char *path, const char *bin, int sensitive)
 {
-    store_recorder_opts o = {0};
+    recorder_opts o = {0};
     o.record_sensitive = sensitive;
     o.on_call = on_call;
     o.on_call_values = 1;
-    store_recorder *r = NULL;
-    CHECK_INT_EQ(store_recorder_open(path, &o, &r), 0);
-    store_recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin, 5, 4242);
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
+    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin, 5, 4242);
     return r;
 }
 
@@ -140,13 +141,13 @@ static void test_values_redacted(const char *bin)
     char path[400];
     snprintf(path, sizeof path, "%s/sens/tftap.db", tmpdir);
     seen_reset();
-    store_recorder *r = open_rec(path, bin, 1);
+    recorder *r = open_rec(path, bin, 1);
     struct fx_bytes schema = fx_schema_response("zone");
     struct fx_bytes req = fx_plan_request(NULL, &thing);
     struct fx_bytes resp = fx_plan_response(&thing, 0, NULL);
     call(r, 1, M_SCHEMA, NULL, &schema);
     call(r, 2, M_PLAN, &req, &resp);
-    store_recorder_close(r);
+    recorder_close(r);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM calls WHERE request_json LIKE "
                               "'%\"password\":\"" FX_SECRET "\"%'"),
                  1);
@@ -181,7 +182,7 @@ static void test_retained(const char *bin)
     char path[400];
     snprintf(path, sizeof path, "%s/late/tftap.db", tmpdir);
     seen_reset();
-    store_recorder *r = open_rec(path, bin, 0);
+    recorder *r = open_rec(path, bin, 0);
     struct fx_bytes req = fx_plan_request(NULL, &thing);
     struct fx_bytes resp = fx_plan_response(&thing, 0, NULL);
     call(r, 1, M_PLAN, &req, &resp);
@@ -196,7 +197,7 @@ static void test_retained(const char *bin)
     CHECK_INT_EQ(seen_count(1), 0);
     struct fx_bytes schema = fx_schema_response("zone");
     call(r, 2, M_SCHEMA, NULL, &schema);
-    store_recorder_close(r);
+    recorder_close(r);
     CHECK_INT_EQ(seen_count(1), 1);
     CHECK_INT_EQ(seen_count(2), 1);
     const struct seen *s = seen_of(1);
@@ -209,7 +210,7 @@ static void test_retained(const char *bin)
     seen_reset();
     r = open_rec(path, bin, 0);
     call(r, 1, M_PLAN, &req, &resp);
-    store_recorder_close(r);
+    recorder_close(r);
     CHECK_INT_EQ(nseen, 1);
     s = seen_of(1);
     CHECK(s != NULL && s->request_value != NULL && strstr(s->request_value, "$undecoded") != NULL);
