@@ -456,6 +456,10 @@ static int run_lost(void *ctx, const store_run_row *row)
     return 0;
 }
 
+/* The check reads a run beside the matching when its messages are at most
+ * this big. */
+#define ANALYSES_BESIDE_MAX ((int64_t)256 << 20)
+
 /* What the analyses at the end of a run got through (analyses_apart). */
 enum stage { STAGE_NONE, STAGE_MATCHED, STAGE_REDACTED, STAGE_CHECKED };
 
@@ -479,7 +483,12 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
     if (e->match) {
         /* An apply's changes are read again after the matching (their
          * replacements are paired by address): no reading beside. */
-        if (strcmp(e->sub, "apply") != 0 && strcmp(e->sub, "destroy") != 0)
+        /* Beside it only when the values are small: the two read every
+         * value at once, and a run of huge ones (a 64 MiB attribute) took
+         * them to 4 GB together. */
+        int64_t bytes = 0;
+        if (strcmp(e->sub, "apply") != 0 && strcmp(e->sub, "destroy") != 0 &&
+            store_run_message_bytes(s, e->run_id, &bytes) == 0 && bytes <= ANALYSES_BESIDE_MAX)
             check_reader_start(&reader, e->db, e->run_id);
         tftap_buf out = TFTAP_BUF_INIT, plan = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT;
         analysis_match_doc docs[4];

@@ -118,29 +118,28 @@ int recorder_open(const char *db_path, const recorder_opts *opts, recorder **out
  * as processes.start_error. */
 void recorder_start_failed(recorder *r, const char *why);
 void recorder_process(recorder *r, const char *provider_addr, const char *version,
-                            const char *binary_path, int protocol_version, int pid);
+                      const char *binary_path, int protocol_version, int pid);
 
 /* Calls: call_id is unique within this recorder; times are microseconds
  * since the Unix epoch. Each copies its arguments; when the bound is
  * reached the event is dropped and counted, or with opts.block_ms the call
  * waits for room. */
-void recorder_call_begin(recorder *r, uint64_t call_id, const char *method,
-                               int64_t t_us);
-void recorder_message(recorder *r, uint64_t call_id, enum recorder_direction dir,
-                            int64_t t_us, const void *bytes, size_t len);
+void recorder_call_begin(recorder *r, uint64_t call_id, const char *method, int64_t t_us);
+void recorder_message(recorder *r, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
+                      const void *bytes, size_t len);
 /* recorder_message() without the copy: takes bytes (malloc'd, len
  * bytes), freed by the recorder whatever happens. */
-void recorder_message_take(recorder *r, uint64_t call_id, enum recorder_direction dir,
-                                 int64_t t_us, void *bytes, size_t len);
+void recorder_message_take(recorder *r, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
+                           void *bytes, size_t len);
 /* A message in a file (a big one, spilled by the relay), read and removed
  * by the recorder when it decodes it, or removed when it is dropped: the
  * file is the recorder's from now on. Takes path (malloc'd). Its memory
  * is outside the bound of opts.max_queue_bytes: one such message is
  * decoded and written at a time (docs/proxy.md, "Big messages"). */
-void recorder_message_file(recorder *r, uint64_t call_id, enum recorder_direction dir,
-                                 int64_t t_us, char *path);
+void recorder_message_file(recorder *r, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
+                           char *path);
 void recorder_call_end(recorder *r, uint64_t call_id, int64_t t_us, int status_code,
-                             const char *status_message);
+                       const char *status_message);
 /* n events were lost before they reached the recorder: dropped from the
  * proxy's full queue (RECORDER_LOST_QUEUE_FULL), or a malformed frame on its
  * pipe (RECORDER_LOST_MALFORMED). Counted as dropped and recorded as a gap
@@ -320,13 +319,13 @@ typedef struct recorder_tee recorder_tee;
  * no-op. The tee does not close fd. max_bytes bounds the queue (see push()
  * in tee.c: messages stop 1/16 short of it, leaving room for begin/end). */
 int recorder_tee_new(int fd, size_t max_bytes, recorder_tee **out);
-void recorder_tee_process(recorder_tee *t, const char *provider, const char *version, const char *binary,
-                       int protocol_version, int pid);
+void recorder_tee_process(recorder_tee *t, const char *provider, const char *version,
+                          const char *binary, int protocol_version, int pid);
 void recorder_tee_begin(recorder_tee *t, uint64_t call_id, const char *method, int64_t t_us);
 /* Takes data (malloc'd, len bytes: one gRPC message without its 5-byte
  * prefix); freed by the tee whatever happens. */
-void recorder_tee_message(recorder_tee *t, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
-                       uint8_t *data, size_t len);
+void recorder_tee_message(recorder_tee *t, uint64_t call_id, enum recorder_direction dir,
+                          int64_t t_us, uint8_t *data, size_t len);
 /* The provider did not start: why (cut to what the reader takes). Goes
  * out at once, ahead of anything gathered. */
 void recorder_tee_start_failed(recorder_tee *t, const char *why);
@@ -345,17 +344,19 @@ typedef struct recorder_spill {
 } recorder_spill;
 /* Start a spill file for a message: 0, or -1 when there is no spill
  * directory or the file cannot be made (sp->fd stays -1). */
-int recorder_tee_spill_open(recorder_tee *t, uint64_t call_id, enum recorder_direction dir, recorder_spill *sp);
+int recorder_tee_spill_open(recorder_tee *t, uint64_t call_id, enum recorder_direction dir,
+                            recorder_spill *sp);
 /* Append the message's next bytes. -1: the file could not take them; it
  * is gone, and the message counted lost (SPILL_FAILED). */
 int recorder_tee_spill_write(recorder_tee *t, recorder_spill *sp, const void *p, size_t n);
 /* The message is whole: the file goes to the recorder (or, when the event
  * cannot be queued or written, is removed and counted lost). */
-void recorder_tee_spill_done(recorder_tee *t, recorder_spill *sp, uint64_t call_id, enum recorder_direction dir,
-                          int64_t t_us);
+void recorder_tee_spill_done(recorder_tee *t, recorder_spill *sp, uint64_t call_id,
+                             enum recorder_direction dir, int64_t t_us);
 /* The message will never be whole (its stream was reset): the file goes. */
 void recorder_tee_spill_abort(recorder_tee *t, recorder_spill *sp);
-void recorder_tee_end(recorder_tee *t, uint64_t call_id, int64_t t_us, int status, const char *message);
+void recorder_tee_end(recorder_tee *t, uint64_t call_id, int64_t t_us, int status,
+                      const char *message);
 /* Write out everything queued, stop the thread. Accepts NULL. */
 void recorder_tee_free(recorder_tee *t);
 /* How the tee ended: whether the recorder's pipe broke (the recorder died:

@@ -924,6 +924,14 @@ done:
     return store_err(rc);
 }
 
+int store_run_message_bytes(store *s, int64_t run_id, int64_t *n)
+{
+    return store_query_int(s->db,
+                           "SELECT coalesce(sum(request_bytes + response_bytes), 0) FROM calls "
+                           "WHERE run_id = ?",
+                           run_id, n);
+}
+
 int store_run_recorders(store *s, int64_t run_id, int64_t *n)
 {
     return store_query_int(s->db, "SELECT recorders FROM runs WHERE id = ?", run_id, n);

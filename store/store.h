@@ -187,6 +187,9 @@ int store_run_join(store *s, const char *key, const char *command, int argc,
 int store_run_leave(store *s, int64_t run_id);
 /* How many recorders are writing into such a run now (runs.recorders). */
 int store_run_recorders(store *s, int64_t run_id, int64_t *n);
+/* The bytes of the messages a run's calls carried, both ways (what reading
+ * its values costs). */
+int store_run_message_bytes(store *s, int64_t run_id, int64_t *n);
 /* store_run_join, and the run held (*hold, as store_run_begin_held) before
  * the join commits. */
 int store_run_join_held(store *s, const char *key, const char *command, int argc,
