@@ -42,10 +42,13 @@ static int check_count;
     } while (0)
 
 /* Call at the end of main(): prints the closing line and returns the exit code. */
+/* A test that ran no check tested nothing: that fails too. */
 static inline int check_report(const char *name)
 {
     printf("%s: %d passed, %d failed\n", name, check_count - check_failures, check_failures);
-    return check_failures ? 1 : 0;
+    if (check_count == 0)
+        printf("%s: no check ran\n", name);
+    return check_failures || check_count == 0 ? 1 : 0;
 }
 
 #endif
