@@ -421,30 +421,57 @@ struct redacting {
     struct strset hashes;
     tftap_hmac *h;
     tftap_buf text;
+    tftap_buf message; /* a message's text, its secrets cut out */
 };
 
-/* Does s hold t, ignoring ASCII case? */
-static int holds(const char *s, size_t n, const char *t, size_t k)
+/* Where s holds t (ignoring ASCII case when fold), from position at on:
+ * its offset, or -1. */
+static long find(const char *s, size_t n, size_t at, const char *t, size_t k, int fold)
 {
-    for (size_t i = 0; k <= n && i <= n - k; i++) {
+    for (size_t i = at; k <= n && i <= n - k; i++) {
         size_t j = 0;
-        while (j < k && tolower((unsigned char)s[i + j]) == tolower((unsigned char)t[j]))
+        while (j < k && (fold ? tolower((unsigned char)s[i + j]) == tolower((unsigned char)t[j])
+                              : s[i + j] == t[j]))
             j++;
         if (j == k)
-            return 1;
+            return (long)i;
     }
-    return 0;
+    return -1;
 }
 
-static int is_secret(void *ctx, const char *s, size_t n)
+/* What a message or an argument shows where a secret was, as core does. */
+static const char hidden[] = "(sensitive value)";
+
+/* Every occurrence of t in *text replaced by hidden; how many. */
+static int64_t cut_out(tftap_buf *text, const char *t, size_t k, int fold)
 {
-    struct redacting *r = ctx;
+    int64_t cut = 0;
+    long at = 0;
+    while (k > 0 &&
+           (at = find(text->data ? text->data : "", text->len, (size_t)at, t, k, fold)) >= 0) {
+        tftap_buf c = TFTAP_BUF_INIT;
+        tftap_buf_append(&c, text->data, (size_t)at);
+        tftap_buf_puts(&c, hidden);
+        tftap_buf_append(&c, text->data + at + k, text->len - (size_t)at - k);
+        if (tftap_buf_failed(&c)) {
+            text->failed = 1;
+            tftap_buf_done(&c);
+            break;
+        }
+        tftap_buf_done(text);
+        *text = c;
+        at += (long)(sizeof hidden - 1);
+        cut++;
+    }
+    return cut;
+}
+
+/* Is s, whole, a secret: one of the strings known, or one the recorder
+ * redacted (its hash)? */
+static int equal_secret(struct redacting *r, const char *s, size_t n)
+{
     if (set_has(&r->a->values, s, n))
         return 1;
-    const struct strset *in = &r->a->inside;
-    for (size_t i = 0; in->n && i < in->cap; i++)
-        if (in->e[i].s && holds(s, n, in->e[i].s, in->e[i].n))
-            return 1;
     if (r->hashes.n == 0 || !r->h)
         return 0;
     char hex[65];
@@ -453,6 +480,56 @@ static int is_secret(void *ctx, const char *s, size_t n)
     return !tftap_buf_failed(&r->text) &&
            tftap_hmac_hex(r->h, r->text.data, r->text.len, hex) == 0 &&
            set_has(&r->hashes, hex, 64);
+}
+
+/* A value's string: a secret whole, or holding a variable's value (a
+ * template, upper()), which core marks whole. */
+static int is_secret(void *ctx, const char *s, size_t n)
+{
+    struct redacting *r = ctx;
+    if (equal_secret(r, s, n))
+        return 1;
+    const struct strset *in = &r->a->inside;
+    for (size_t i = 0; in->n && i < in->cap; i++)
+        if (in->e[i].s && find(s, n, 0, in->e[i].s, in->e[i].n, 1) >= 0)
+            return 1;
+    return 0;
+}
+
+/* A message's free text (a diagnostic's summary and detail, its attribute
+ * path, a function's error, a gRPC status): the words stay, the secrets
+ * they quote are cut out. A text that is a secret whole goes whole; a
+ * variable's value anywhere (ignoring case, as in values), and any other
+ * secret long enough not to be a word of the message, where it appears.
+ * Into out as plain text; how many were cut. */
+static int64_t cut_secrets(struct redacting *r, const char *s, size_t n, tftap_buf *out)
+{
+    tftap_buf_reset(out);
+    if (n > 0 && equal_secret(r, s, n)) {
+        tftap_buf_puts(out, hidden);
+        return 1;
+    }
+    tftap_buf_append(out, s, n);
+    int64_t cut = 0;
+    const struct strset *sets[2] = {&r->a->inside, &r->a->values};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; sets[k]->n && i < sets[k]->cap; i++) {
+            const struct entry *e = &sets[k]->e[i];
+            if (e->s && e->n >= SECRET_INSIDE_MIN)
+                cut += cut_out(out, e->s, e->n, k == 0);
+        }
+    return cut;
+}
+
+static int64_t cut_text(void *ctx, const char *s, size_t n, tftap_buf *out)
+{
+    struct redacting *r = ctx;
+    int64_t cut = cut_secrets(r, s, n, &r->message);
+    if (tftap_buf_failed(&r->message))
+        out->failed = 1;
+    else
+        tftap_buf_json_string(out, r->message.data ? r->message.data : "", r->message.len);
+    return cut;
 }
 
 static int add_hash(void *ctx, const char *hmac)
@@ -507,12 +584,17 @@ static int redact_side(struct redacting *r, const char *json, const char *const 
     sj_doc *doc = NULL;
     if (sj_parse(json, strlen(json), 0, &doc) != 0)
         return 0; /* not JSON: a decode error's text, nothing of a value */
+    /* A provider's words: its diagnostics, a function's error. */
+    static const char *const texts[] = {"diagnostics", "error"};
     sj_redactor rr = {.secret = is_secret,
                       .marked = r->address ? is_marked : NULL,
                       .mac = mac,
                       .ctx = r,
                       .roots = roots,
-                      .nroots = nroots};
+                      .nroots = nroots,
+                      .text = cut_text,
+                      .texts = texts,
+                      .ntexts = sizeof texts / sizeof texts[0]};
     int64_t before = r->counts[0] + r->counts[1];
     int rc = sj_redact(sj_root(doc), &rr, out, r->counts);
     sj_free(doc);
@@ -521,7 +603,7 @@ static int redact_side(struct redacting *r, const char *json, const char *const 
     return rc;
 }
 
-static int rewrite_call(void *ctx, const store_value_call *c, tftap_buf *req, tftap_buf *resp,
+static int rewrite_call(void *ctx, const store_value_call *c, store_value_rewrite *out,
                         int *changed)
 {
     struct redacting *r = ctx;
@@ -536,11 +618,17 @@ static int rewrite_call(void *ctx, const store_value_call *c, tftap_buf *req, tf
         nreq++;
     while (ro && nresp < 1 && ro->response[nresp])
         nresp++;
-    int rc = redact_side(r, c->request_json, ro ? ro->request : NULL, nreq, req, changed,
+    int rc = redact_side(r, c->request_json, ro ? ro->request : NULL, nreq, &out->req, changed,
                          STORE_REWRITE_REQUEST);
     if (!rc)
-        rc = redact_side(r, c->response_json, ro ? ro->response : NULL, nresp, resp, changed,
+        rc = redact_side(r, c->response_json, ro ? ro->response : NULL, nresp, &out->resp, changed,
                          STORE_REWRITE_RESPONSE);
+    if (!rc && c->status_message && c->status_message[0]) {
+        int64_t cut = cut_secrets(r, c->status_message, strlen(c->status_message), &out->status);
+        r->counts[SJ_REDACT_EQUAL] += cut;
+        *changed |= cut > 0 ? STORE_REWRITE_STATUS : 0;
+        rc = tftap_buf_failed(&out->status) ? TFTAP_ENOMEM : 0;
+    }
     r->calls += *changed != 0;
     return rc;
 }
@@ -575,29 +663,11 @@ static int redact_args(const analysis_secrets *a, const char *args_json, tftap_b
             int whole = (arg.len == s->n && memcmp(arg.data, s->s, s->n) == 0) ||
                         (eq && (size_t)(arg.data + arg.len - (eq + 1)) == s->n &&
                          memcmp(eq + 1, s->s, s->n) == 0);
-            if (s->n < 4 && !whole)
-                continue;
-            for (size_t at = 0; arg.len >= s->n && at + s->n <= arg.len;) {
-                if (memcmp(arg.data + at, s->s, s->n) != 0) {
-                    at++;
-                    continue;
-                }
-                static const char hidden[] = "(sensitive value)";
-                tftap_buf t = TFTAP_BUF_INIT;
-                tftap_buf_append(&t, arg.data, at);
-                tftap_buf_puts(&t, hidden);
-                tftap_buf_append(&t, arg.data + at + s->n, arg.len - at - s->n);
-                if (tftap_buf_failed(&t)) {
-                    out->failed = 1;
-                    tftap_buf_done(&t);
-                    break;
-                }
-                tftap_buf_done(&arg);
-                arg = t;
-                at += sizeof hidden - 1;
-                (*count)++;
-            }
+            if (s->n >= 4 || whole)
+                *count += cut_out(&arg, s->s, s->n, 0);
         }
+        if (tftap_buf_failed(&arg))
+            out->failed = 1;
         tftap_buf_json_string(out, arg.data ? arg.data : "", arg.len);
     }
     tftap_buf_putc(out, ']');
@@ -628,7 +698,8 @@ int analysis_redact_run(store *s, int64_t run_id, const analysis_secrets *a,
     if (rc)
         return rc;
     out->values_kept = kept;
-    struct redacting r = {.s = s, .a = a, .key = TFTAP_BUF_INIT, .text = TFTAP_BUF_INIT};
+    struct redacting r = {
+        .s = s, .a = a, .key = TFTAP_BUF_INIT, .text = TFTAP_BUF_INIT, .message = TFTAP_BUF_INIT};
     /* A run that kept its values has no hashes to look for. */
     /* What an earlier redaction of the run knew (a wrapped run is
      * redacted by each of its recorders), and what the recorders hid. */
@@ -698,6 +769,7 @@ int analysis_redact_run(store *s, int64_t run_id, const analysis_secrets *a,
     }
     tftap_buf_done(&r.key);
     tftap_buf_done(&r.text);
+    tftap_buf_done(&r.message);
     set_free(&r.hashes);
     tftap_hmac_free(r.h);
     tftap_buf_done(&ra.json);
