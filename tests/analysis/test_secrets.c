@@ -160,8 +160,8 @@ static void test_configuration(void)
         {"CallFunction", "rev", NULL, "{\"name\":\"rev\",\"arguments\":[\"" SECRET "\"]}",
          "{\"result\":\"terces-2retnuh\"}", 0, NULL},
         /* 6: that result elsewhere. */
-        {"ValidateResourceConfig", "t_other", NULL, "{\"config\":{\"r\":\"terces-2retnuh\"}}",
-         NULL, 0, NULL},
+        {"ValidateResourceConfig", "t_other", NULL, "{\"config\":{\"r\":\"terces-2retnuh\"}}", NULL,
+         0, NULL},
         /* 7: a reference to an attribute nothing marks. */
         {"PlanResourceChange", "t_ref", "t_ref.r", "{\"config\":{\"s\":\"in-clear\"}}", NULL, 0,
          NULL},
