@@ -9,7 +9,11 @@
  * paths of each instance, and the strings they hold. Every call of the
  * run is then redacted at those paths, and wherever else one of those
  * strings appears (a secret copied into another provider's plain
- * attribute is the same secret), the way the recorder redacts. */
+ * attribute is the same secret), the way the recorder redacts. A plan not
+ * saved marks nothing of a new instance: the configuration's marks
+ * (analysis_secrets_add_config) stand in for them. A provider's words (a
+ * status message, diagnostics) keep their text, the secrets they quote
+ * cut out. */
 #include "config.h"
 
 #include <ctype.h>

@@ -4,7 +4,9 @@
  * is known only at the end of a run, from the plan and the state, so the
  * stored JSON is walked again: the values at paths marked secret, and
  * every string equal to a known secret, become {"$sensitive": ...} the
- * way the decoder writes them (equal secrets keep equal hashes). */
+ * way the decoder writes them (equal secrets keep equal hashes); a
+ * provider's free text (diagnostics) is handed to the caller whole, to cut
+ * the secrets it quotes out of its words. */
 #include "common/common.h"
 
 #include <stdio.h>
