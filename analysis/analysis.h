@@ -68,7 +68,9 @@ int analysis_secrets_add_value(analysis_secrets *a, const char *s, size_t n);
 int analysis_secrets_add_variable(analysis_secrets *a, const char *s, size_t n);
 /* What the configuration marks of a root module resource's top-level
  * attribute (resource "TYPE.NAME" or "data.TYPE.NAME", no instance key),
- * for the instances no document marks yet (a plan not saved): ref_resource
+ * for what no document marks (a new instance of a plan not saved; what a
+ * run newly derives from a secret, which the state before it does not
+ * mark), beside what documents mark: ref_resource
  * NULL when marked as it is (its expression calls sensitive(), or refers
  * to a sensitive variable or local); else marked when the attribute it
  * refers to (ref_resource's ref_attr) is, by the configuration or by its

@@ -703,8 +703,9 @@ static const char *type_of(const char *resource, size_t *n)
  * resource when an address names it (a root module instance, its key
  * dropped: the configuration marks every instance of a block alike), its
  * type when none does (a new instance of a plan not saved: whichever of
- * the type's blocks marks an attribute marks it). None for an instance a
- * document marks: the plan or the state says exactly what core marks. */
+ * the type's blocks marks an attribute marks it). An instance a document
+ * marks too: a state before the run does not mark what the run newly
+ * derives from a secret. */
 static void config_key(struct redacting *r, const store_value_call *c)
 {
     tftap_buf *k = &r->config_key;
@@ -712,8 +713,6 @@ static void config_key(struct redacting *r, const store_value_call *c)
     if (r->config_marks.n == 0)
         return;
     if (c->address && *c->address) {
-        if (set_has(&r->a->addresses, c->address, strlen(c->address)))
-            return;
         if (strncmp(c->address, "module.", 7) == 0)
             return; /* the configuration read is the root module's */
         size_t n = strcspn(c->address, "[");

@@ -346,7 +346,7 @@ static void sources_of(const struct toks *t, size_t from, size_t end, const char
         if (skip || r[nt] != '.' || !strchr(s, '_'))
             continue; /* a resource type has its provider's prefix and an underscore */
         size_t nn = segment(r + nt + 1);
-        const char *attr = r[nt + 1 + nn] == '.' ? r + nt + 1 + nn + 1 : NULL;
+        const char *attr = r[nt + 1 + nn] == '.' && r[nt + 2 + nn] ? r + nt + 2 + nn : NULL;
         size_t j = i + 1;
         while (attr == NULL && j < end) { /* [KEY], [*], .*: then .ATTR */
             if (t->v[j].kind == TOK_LBRACKET) {
