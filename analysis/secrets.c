@@ -755,6 +755,46 @@ static int holds_secret(struct redacting *r, const sj_node *v, unsigned depth)
     return 0;
 }
 
+/* Every top-level attribute of the resource values of a call (its roots,
+ * both sides), to fn, until it fails; sides without needle (when given)
+ * are not parsed. */
+typedef int (*attribute_fn)(struct redacting *r, const store_value_call *c, const sj_node *m);
+static int each_attribute(struct redacting *r, const store_value_call *c, const char *needle,
+                          attribute_fn fn)
+{
+    const struct roots *ro = roots_for(c->rpc);
+    const char *sides[2] = {c->request_json, c->response_json};
+    int rc = 0;
+    for (int i = 0; ro && i < 2 && !rc; i++) {
+        sj_doc *doc = NULL;
+        if (!sides[i] || (needle && !strstr(sides[i], needle)) ||
+            sj_parse(sides[i], strlen(sides[i]), 0, &doc) != 0)
+            continue;
+        const char *const *names = i == 0 ? ro->request : ro->response;
+        for (size_t k = 0; k < (i == 0 ? 3u : 1u) && names[k] && !rc; k++) {
+            const sj_node *v = sj_get(sj_root(doc), names[k]);
+            for (const sj_node *m = v && v->kind == SJ_OBJECT ? v->child : NULL; m && !rc;
+                 m = m->next)
+                rc = fn(r, c, m);
+        }
+        sj_free(doc);
+    }
+    return rc;
+}
+
+/* An attribute the recorder redacted whole: its provider's schema marks it. */
+static int schema_attr(struct redacting *r, const store_value_call *c, const sj_node *m)
+{
+    if (!sj_is_sensitive(m))
+        return 0;
+    tftap_buf_reset(&r->key);
+    tftap_buf_printf(&r->key, "%s%s\n", is_data_rpc(c->rpc) ? "data." : "", c->type_name);
+    tftap_buf_append(&r->key, m->key, m->key_len);
+    return tftap_buf_failed(&r->key) || set_add(&r->schema_attrs, r->key.data, r->key.len) != 0
+               ? TFTAP_ENOMEM
+               : 0;
+}
+
 /* The first look at the run's calls: the hashes the recorders redacted
  * and the attributes the providers' schemas mark (what the recorders
  * redacted at a resource's top level). */
@@ -762,35 +802,9 @@ static int first_look(void *ctx, const store_value_call *c)
 {
     struct redacting *r = ctx;
     int rc = collect_hashes(r, c);
-    const struct roots *ro = roots_for(c->rpc);
-    if (rc || !ro || !c->type_name || r->a->nconfig == 0)
+    if (rc || !c->type_name || r->a->nconfig == 0)
         return rc;
-    const char *sides[2] = {c->request_json, c->response_json};
-    for (int i = 0; i < 2 && !rc; i++) {
-        sj_doc *doc = NULL;
-        if (!sides[i] || !strstr(sides[i], "\"$sensitive\"") ||
-            sj_parse(sides[i], strlen(sides[i]), 0, &doc) != 0)
-            continue;
-        const char *const *names = i == 0 ? ro->request : ro->response;
-        for (size_t k = 0; k < (i == 0 ? 3u : 1u) && names[k] && !rc; k++) {
-            const sj_node *v = sj_get(sj_root(doc), names[k]);
-            for (const sj_node *m = v && v->kind == SJ_OBJECT ? v->child : NULL; m && !rc;
-                 m = m->next) {
-                if (!sj_is_sensitive(m))
-                    continue;
-                tftap_buf_reset(&r->key);
-                tftap_buf_printf(&r->key, "%s%s\n", is_data_rpc(c->rpc) ? "data." : "",
-                                 c->type_name);
-                tftap_buf_append(&r->key, m->key, m->key_len);
-                rc = tftap_buf_failed(&r->key) ||
-                             set_add(&r->schema_attrs, r->key.data, r->key.len) != 0
-                         ? TFTAP_ENOMEM
-                         : 0;
-            }
-        }
-        sj_free(doc);
-    }
-    return rc;
+    return each_attribute(r, c, "\"$sensitive\"", schema_attr);
 }
 
 /* Is the configuration's mark of resource's attr on (marked as it is, or
@@ -860,6 +874,18 @@ static int resolve_config(struct redacting *r)
     return rc;
 }
 
+/* The strings of an attribute the configuration marks: secrets. */
+static int config_value(struct redacting *r, const store_value_call *c, const sj_node *m)
+{
+    (void)c;
+    tftap_buf_reset(&r->key);
+    tftap_buf_append(&r->key, r->config_key.data, r->config_key.len);
+    sj_path_member(&r->key, m->key, m->key_len);
+    if (tftap_buf_failed(&r->key))
+        return TFTAP_ENOMEM;
+    return set_has(&r->config_marks, r->key.data, r->key.len) ? add_strings_to(&r->found, m, 0) : 0;
+}
+
 /* The second look: the strings at the paths the configuration marks, and
  * a provider function's result from a secret argument (core marks it),
  * become secrets of the run, wherever else they appear. */
@@ -877,33 +903,8 @@ static int second_look(void *ctx, const store_value_call *c)
         sj_free(resp);
         return rc;
     }
-    const struct roots *ro = roots_for(c->rpc);
     config_key(r, c);
-    if (!ro || r->config_key.len == 0)
-        return 0;
-    const char *sides[2] = {c->request_json, c->response_json};
-    int rc = 0;
-    for (int i = 0; i < 2 && !rc; i++) {
-        sj_doc *doc = NULL;
-        if (!sides[i] || sj_parse(sides[i], strlen(sides[i]), 0, &doc) != 0)
-            continue;
-        const char *const *names = i == 0 ? ro->request : ro->response;
-        for (size_t k = 0; k < (i == 0 ? 3u : 1u) && names[k] && !rc; k++) {
-            const sj_node *v = sj_get(sj_root(doc), names[k]);
-            for (const sj_node *m = v && v->kind == SJ_OBJECT ? v->child : NULL; m && !rc;
-                 m = m->next) {
-                tftap_buf_reset(&r->key);
-                tftap_buf_append(&r->key, r->config_key.data, r->config_key.len);
-                sj_path_member(&r->key, m->key, m->key_len);
-                if (tftap_buf_failed(&r->key))
-                    rc = TFTAP_ENOMEM;
-                else if (set_has(&r->config_marks, r->key.data, r->key.len))
-                    rc = add_strings_to(&r->found, m, 0);
-            }
-        }
-        sj_free(doc);
-    }
-    return rc;
+    return r->config_key.len ? each_attribute(r, c, NULL, config_value) : 0;
 }
 
 static int rewrite_call(void *ctx, const store_value_call *c, store_value_rewrite *out,

@@ -73,46 +73,6 @@ static void value_strings(analysis_secrets *a, const struct toks *t, size_t from
     }
 }
 
-/* A root module file's `variable "NAME" { sensitive = true ... }` blocks:
- * their names, and their defaults as secrets. */
-static void declared(const struct toks *t, struct names *ns, analysis_secrets *a)
-{
-    int depth = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        const struct tok *k = &t->v[i];
-        if (k->kind == TOK_LBRACE || k->kind == TOK_RBRACE) {
-            depth += k->kind == TOK_LBRACE ? 1 : -1;
-            continue;
-        }
-        if (depth != 0 || k->kind != TOK_IDENT || strcmp(k->text, "variable") != 0 ||
-            i + 2 >= t->n || t->v[i + 1].kind != TOK_STRING || t->v[i + 2].kind != TOK_LBRACE)
-            continue;
-        int sensitive = 0, d = 0;
-        size_t dflt = 0, j = i + 2;
-        for (; j < t->n; j++) {
-            const struct tok *x = &t->v[j];
-            if (x->kind == TOK_LBRACE)
-                d++;
-            else if (x->kind == TOK_RBRACE && --d == 0)
-                break;
-            else if (d == 1 && x->kind == TOK_IDENT && j + 2 < t->n && t->v[j + 1].kind == TOK_EQ) {
-                if (strcmp(x->text, "sensitive") == 0 && t->v[j + 2].kind == TOK_IDENT &&
-                    strcmp(t->v[j + 2].text, "true") == 0)
-                    sensitive = 1;
-                else if (strcmp(x->text, "default") == 0)
-                    dflt = j + 2;
-            }
-        }
-        if (sensitive) {
-            if (names_add(ns, t->v[i + 1].text) != 0)
-                return;
-            if (dflt)
-                value_strings(a, t, dflt);
-        }
-        i = j;
-    }
-}
-
 /* Tokens of a file (NULL when it cannot be read or tokenized). */
 static int file_toks(const char *path, struct toks *t)
 {
@@ -434,11 +394,34 @@ static void statements(const struct tf_file *f, size_t open, size_t close, state
 struct marking {
     analysis_secrets *a;
     const struct tf_file *f;
-    const struct names *vars;
-    struct names *locals;
-    const char *resource;
+    struct names *vars;   /* the sensitive variables' names */
+    struct names *locals; /* the sensitive locals' */
+    const char *resource; /* the block's: "TYPE.NAME", "data.TYPE.NAME", a variable's name */
     int changed;
+    int sensitive;      /* the variable block says sensitive = true */
+    size_t default_tok; /* its default's first token; 0: none */
 };
+
+/* A root module `variable "NAME" { sensitive = true ... }`: its name, and
+ * its default's strings as secrets. */
+static void variable_statement(void *ctx, const char *name, size_t from, size_t end)
+{
+    struct marking *m = ctx;
+    const struct toks *t = &m->f->t;
+    if (strcmp(name, "sensitive") == 0 && from + 1 == end && t->v[from].kind == TOK_IDENT &&
+        strcmp(t->v[from].text, "true") == 0)
+        m->sensitive = 1;
+    else if (strcmp(name, "default") == 0 && from < end)
+        m->default_tok = from;
+}
+
+static void variable_done(struct marking *m)
+{
+    if (m->sensitive && names_add(m->vars, m->resource) == 0 && m->default_tok)
+        value_strings(m->a, &m->f->t, m->default_tok);
+    m->sensitive = 0;
+    m->default_tok = 0;
+}
 
 static void resource_statement(void *ctx, const char *name, size_t from, size_t end)
 {
@@ -466,9 +449,10 @@ static void local_statement(void *ctx, const char *name, size_t from, size_t end
     names_done(&src.refs);
 }
 
-/* Every top-level block KEYWORD ["LABEL" "LABEL"] { ... } of the files. */
+/* Every top-level block KEYWORD ["LABEL" "LABEL"] { ... } of the files:
+ * fn for each of its statements, then done (when not NULL). */
 static void blocks(const struct tf_file *files, size_t nfiles, const char *keyword, int labels,
-                   statement_fn fn, struct marking *m)
+                   statement_fn fn, void (*done)(struct marking *m), struct marking *m)
 {
     tftap_buf resource = TFTAP_BUF_INIT;
     for (size_t fi = 0; fi < nfiles; fi++) {
@@ -492,30 +476,37 @@ static void blocks(const struct tf_file *files, size_t nfiles, const char *keywo
             if (labels == 2)
                 tftap_buf_printf(&resource, "%s%s.%s", strcmp(keyword, "data") == 0 ? "data." : "",
                                  t->v[i + 1].text, t->v[i + 2].text);
+            else if (labels == 1)
+                tftap_buf_puts(&resource, t->v[i + 1].text);
             m->f = &files[fi];
             m->resource = tftap_buf_cstr(&resource);
             size_t open = i + labels + 1, close = brace_close(t, open);
             statements(&files[fi], open, close < t->n ? close : t->n, fn, m);
+            if (done)
+                done(m);
             i = close; /* the loop's ++ passes the brace */
         }
     }
     tftap_buf_done(&resource);
 }
 
+/* The sensitive variables (their names into vars, their defaults as
+ * secrets), then what the configuration marks. */
 static void config_marks(analysis_secrets *a, const struct tf_file *files, size_t nfiles,
-                         const struct names *vars)
+                         struct names *vars)
 {
     struct names locals = {0};
     struct marking m = {.a = a, .vars = vars, .locals = &locals};
+    blocks(files, nfiles, "variable", 1, variable_statement, variable_done, &m);
     /* A local of a sensitive one is sensitive: until none is added. */
     for (int round = 0; round < 64; round++) {
         m.changed = 0;
-        blocks(files, nfiles, "locals", 0, local_statement, &m);
+        blocks(files, nfiles, "locals", 0, local_statement, NULL, &m);
         if (!m.changed)
             break;
     }
-    blocks(files, nfiles, "resource", 2, resource_statement, &m);
-    blocks(files, nfiles, "data", 2, resource_statement, &m);
+    blocks(files, nfiles, "resource", 2, resource_statement, NULL, &m);
+    blocks(files, nfiles, "data", 2, resource_statement, NULL, &m);
     names_done(&locals);
 }
 
@@ -549,7 +540,6 @@ static void from_config(analysis_secrets *a, const char *workdir, char *const *a
             tftap_read_file(tftap_buf_cstr(&path), CAPTURE_MAX, &f->text) == 0 &&
             hcl_tokenize(f->text.data ? f->text.data : "", f->text.len, &f->t) == 0) {
             tftap_buf_cstr(&f->text); /* tokens index it: never NULL */
-            declared(&f->t, &ns, a);
             nfiles++;
         } else {
             tftap_buf_done(&f->text);

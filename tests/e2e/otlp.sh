@@ -298,22 +298,9 @@ check_eq "plan-error, --otlp-values: the span has the diagnostic's summary" \
     "$(error_spans "$trace8")" "$(printf 'PlanResourceChange\ttftest: planned failure')"
 
 # ---- a provider quoting a sensitive variable's value in its error ----------------
-# (the framework's error for a number that is not an integer): with values
-# or without, the value never reaches the receiver.
+# (configs/quoted-secret): with values or without, it never reaches the receiver.
 wq=$WORK/wq
-mkdir -p "$wq"
-cat >"$wq/main.tf" <<'TF'
-terraform {
-  required_providers {
-    tftest6 = { source = "tftap/tftest6" }
-  }
-}
-variable "ratio" {
-  type      = string
-  sensitive = true
-}
-resource "tftest6_thing" "bad" { int_attr = var.ratio }
-TF
+new_dir "$top_srcdir/tests/e2e/configs/quoted-secret" "$wq"
 (cd "$wq" && tofu init -input=false -no-color >/dev/null) || not_ok "init (quoted secret)"
 for values in "" --otlp-values; do
     trace9=9a8b9c0d1e2f30415263748596a7b8c$([ -n "$values" ] && echo e || echo f)

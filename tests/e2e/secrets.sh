@@ -219,20 +219,8 @@ check_eq "configuration marks: a bundle holds none" "$(chits "$WORK/cplan.tftap"
 # does not redact what a provider says). tftap cuts the value out of the
 # words and keeps the rest.
 wd=$WORK/wd
-mkdir -p "$wd"
 RATIO=7315.0625
-cat >"$wd/main.tf" <<'TF'
-terraform {
-  required_providers {
-    tftest6 = { source = "tftap/tftest6" }
-  }
-}
-variable "ratio" {
-  type      = string
-  sensitive = true
-}
-resource "tftest6_thing" "bad" { int_attr = var.ratio }
-TF
+new_dir "$top_srcdir/tests/e2e/configs/quoted-secret" "$wd"
 (cd "$wd" && tofu init -input=false -no-color >/dev/null) || not_ok "init (words)"
 (cd "$wd" && TF_VAR_ratio=$RATIO "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color \
     >"$WORK/words.out" 2>&1)
