@@ -807,20 +807,36 @@ static int first_look(void *ctx, const store_value_call *c)
     return each_attribute(r, c, "\"$sensitive\"", schema_attr);
 }
 
-/* Is the configuration's mark of resource's attr on (marked as it is, or
- * by what it refers to)? */
-static int config_on(const struct redacting *r, const char *resource, const char *attr)
+/* The path key of resource's attr (by type: "*TYPE") into config_marks. */
+static void config_path(tftap_buf *k, const char *resource, int by_type, const char *attr)
 {
-    for (size_t i = 0; i < r->a->nconfig; i++)
-        if (r->on[i] && strcmp(r->a->config[i].resource, resource) == 0 &&
-            strcmp(r->a->config[i].attr, attr) == 0)
-            return 1;
+    size_t tn;
+    const char *t = type_of(resource, &tn);
+    tftap_buf_reset(k);
+    if (by_type) {
+        tftap_buf_putc(k, '*');
+        tftap_buf_append(k, t, tn);
+    } else {
+        tftap_buf_puts(k, resource);
+    }
+    tftap_buf_putc(k, '\n');
+    sj_path_member(k, attr, strlen(attr));
+}
+
+/* A configuration mark on: its paths, by resource and by type. */
+static int config_mark_on(struct redacting *r, const struct config_mark *m)
+{
+    for (int by_type = 0; by_type < 2; by_type++) {
+        config_path(&r->key, m->resource, by_type, m->attr);
+        if (tftap_buf_failed(&r->key) || set_add(&r->config_marks, r->key.data, r->key.len) != 0)
+            return TFTAP_ENOMEM;
+    }
     return 0;
 }
 
 /* The configuration's marks resolved: a reference to an attribute marked
  * (by the configuration, to any depth, or by the provider's schema) marks
- * too. Then their paths, by resource and by type. */
+ * too. */
 static int resolve_config(struct redacting *r)
 {
     const analysis_secrets *a = r->a;
@@ -829,11 +845,13 @@ static int resolve_config(struct redacting *r)
     r->on = calloc(a->nconfig, 1);
     if (!r->on)
         return TFTAP_ENOMEM;
-    for (size_t i = 0; i < a->nconfig; i++)
-        r->on[i] = a->config[i].ref_resource == NULL;
-    for (int more = 1; more;) {
+    int rc = 0;
+    for (size_t i = 0; i < a->nconfig && !rc; i++)
+        if ((r->on[i] = a->config[i].ref_resource == NULL))
+            rc = config_mark_on(r, &a->config[i]);
+    for (int more = 1; more && !rc;) {
         more = 0;
-        for (size_t i = 0; i < a->nconfig; i++) {
+        for (size_t i = 0; i < a->nconfig && !rc; i++) {
             const struct config_mark *m = &a->config[i];
             if (r->on[i])
                 continue;
@@ -843,32 +861,13 @@ static int resolve_config(struct redacting *r)
             tftap_buf_append(&r->key, t, tn);
             tftap_buf_putc(&r->key, '\n');
             tftap_buf_puts(&r->key, m->ref_attr);
+            int on = set_has(&r->schema_attrs, r->key.data, r->key.len);
+            config_path(&r->key, m->ref_resource, 0, m->ref_attr);
+            on |= set_has(&r->config_marks, r->key.data, r->key.len);
             if (tftap_buf_failed(&r->key))
-                return TFTAP_ENOMEM;
-            if (set_has(&r->schema_attrs, r->key.data, r->key.len) ||
-                config_on(r, m->ref_resource, m->ref_attr))
+                rc = TFTAP_ENOMEM;
+            else if (on && (rc = config_mark_on(r, m)) == 0)
                 r->on[i] = more = 1;
-        }
-    }
-    int rc = 0;
-    for (size_t i = 0; i < a->nconfig && !rc; i++) {
-        const struct config_mark *m = &a->config[i];
-        size_t tn;
-        const char *t = type_of(m->resource, &tn);
-        for (int by_type = 0; r->on[i] && by_type < 2 && !rc; by_type++) {
-            tftap_buf_reset(&r->key);
-            if (by_type) {
-                tftap_buf_putc(&r->key, '*');
-                tftap_buf_append(&r->key, t, tn);
-            } else {
-                tftap_buf_puts(&r->key, m->resource);
-            }
-            tftap_buf_putc(&r->key, '\n');
-            sj_path_member(&r->key, m->attr, strlen(m->attr));
-            rc =
-                tftap_buf_failed(&r->key) || set_add(&r->config_marks, r->key.data, r->key.len) != 0
-                    ? TFTAP_ENOMEM
-                    : 0;
         }
     }
     return rc;
