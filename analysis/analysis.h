@@ -168,6 +168,8 @@ typedef struct analysis_findings {
 void analysis_findings_done(analysis_findings *f);
 /* Findings that are violations (not drift). */
 size_t analysis_findings_violations(const analysis_findings *f);
+/* Findings of one verdict (the summary's rejected, tolerated, drift). */
+size_t analysis_findings_count(const analysis_findings *f, enum analysis_verdict v);
 /* "rejects", "tolerates", "drift". */
 const char *analysis_verdict_name(enum analysis_verdict v);
 

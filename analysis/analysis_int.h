@@ -16,6 +16,12 @@
 void analysis_raw_address(tftap_buf *a, const sj_node *module, int data, const sj_node *type,
                           const sj_node *name, const sj_node *key);
 
+/* A finding's text as JSON (check_findings.c): a string, or null when
+ * NULL; the decoded-value JSON a check wrote itself, or null when NULL or
+ * empty. */
+void analysis_json_str(tftap_buf *b, const char *s);
+void analysis_json_raw(tftap_buf *b, const char *json);
+
 /* What the schema says about a value (hint.c), followed down it: a cty
  * type (JSON), or nested attributes (protocol 6 nested types, and a
  * block's own attributes) with their nesting. All NULL: nothing known.
