@@ -657,7 +657,7 @@ static int redact_side(struct redacting *r, const char *json, const char *const 
     if (sj_parse(json, strlen(json), 0, &doc) != 0)
         return 0; /* not JSON: a decode error's text, nothing of a value */
     /* A provider's words: its diagnostics, a function's error. */
-    static const char *const texts[] = {"diagnostics", "error"};
+    static const char *const texts[] = {"diagnostics", "error"}, *const verbatim[] = {"severity"};
     sj_redactor rr = {.secret = is_secret,
                       .marked = r->address || r->config_key.len ? is_marked : NULL,
                       .mac = mac,
@@ -666,7 +666,9 @@ static int redact_side(struct redacting *r, const char *json, const char *const 
                       .nroots = nroots,
                       .text = cut_text,
                       .texts = texts,
-                      .ntexts = sizeof texts / sizeof texts[0]};
+                      .ntexts = sizeof texts / sizeof texts[0],
+                      .verbatim = verbatim,
+                      .nverbatim = 1};
     int64_t before = r->counts[0] + r->counts[1];
     int rc = sj_redact(sj_root(doc), &rr, out, r->counts);
     sj_free(doc);

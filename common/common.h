@@ -281,6 +281,10 @@ typedef struct sj_redactor {
      * given to text instead of being judged whole ("diagnostics"). */
     const char *const *texts;
     size_t ntexts;
+    /* Members below the texts whose strings are the protocol's words, not
+     * the provider's, and stay as they are ("severity"). */
+    const char *const *verbatim;
+    size_t nverbatim;
 } sj_redactor;
 /* Write root as compact JSON into out with every marked value and every
  * string equal to a secret replaced by {"$sensitive":"hmac-sha256:..."}

@@ -56,6 +56,14 @@ static void redact_value(struct walk *w, const sj_node *n)
     tftap_buf_done(&text);
 }
 
+static int is_member(const char *const *names, size_t n, const sj_node *c)
+{
+    for (size_t k = 0; k < n; k++)
+        if (strlen(names[k]) == c->key_len && memcmp(names[k], c->key, c->key_len) == 0)
+            return 1;
+    return 0;
+}
+
 /* Free text and what holds it: every string given to r->text. */
 static void walk_text(struct walk *w, const sj_node *n, unsigned depth)
 {
@@ -75,18 +83,14 @@ static void walk_text(struct walk *w, const sj_node *n, unsigned depth)
         if (n->kind == SJ_OBJECT) {
             tftap_buf_json_string(w->out, c->key, c->key_len);
             tftap_buf_putc(w->out, ':');
+            if (is_member(w->r->verbatim, w->r->nverbatim, c)) {
+                sj_write(c, w->out);
+                continue;
+            }
         }
         walk_text(w, c, depth + 1);
     }
     tftap_buf_putc(w->out, n->kind == SJ_ARRAY ? ']' : '}');
-}
-
-static int is_member(const char *const *names, size_t n, const sj_node *c)
-{
-    for (size_t k = 0; k < n; k++)
-        if (strlen(names[k]) == c->key_len && memcmp(names[k], c->key, c->key_len) == 0)
-            return 1;
-    return 0;
 }
 
 /* marking: 1 when paths below n are looked up in r->marked (n is inside a

@@ -346,16 +346,20 @@ static int64_t cut_hunter(void *ctx, const char *s, size_t n, tftap_buf *out)
 
 static void test_redact_text(void)
 {
-    static const char *const roots[] = {"config"}, *const texts[] = {"diagnostics"};
+    static const char *const roots[] = {"config"}, *const texts[] = {"diagnostics"},
+                             *const verbatim[] = {"severity"};
     sj_redactor r = {.secret = secret_is,
                      .mac = fake_mac,
                      .roots = roots,
                      .nroots = 1,
                      .text = cut_hunter,
                      .texts = texts,
-                     .ntexts = 1};
+                     .ntexts = 1,
+                     .verbatim = verbatim,
+                     .nverbatim = 1};
     const char *in =
-        "{\"config\":{\"n\":\"hunter\"},\"diagnostics\":[{\"summary\":\"hunter\","
+        "{\"config\":{\"n\":\"hunter\"},\"diagnostics\":[{\"severity\":\"hunter\","
+        "\"summary\":\"hunter\","
         "\"detail\":\"got hunter, want x\",\"attribute\":{\"path\":\".t[\\\"hunter\\\"]\"}},"
         "{\"detail\":{\"$sensitive\":\"hmac-sha256:ab\"},\"n\":7}],"
         "\"other\":\"a hunter\"}";
@@ -366,12 +370,13 @@ static void test_redact_text(void)
     if (d)
         CHECK_INT_EQ(sj_redact(sj_root(d), &r, &out, c), 0);
     /* Values judged whole; texts keep their words, even a whole secret
-     * stays a string; what is not text (a number, a marker) as it was;
+     * stays a string; the protocol's words (severity) and what is not text
+     * (a number, a marker) as they were;
      * outside the texts, a string only holding a secret is not one. */
     CHECK_STR_EQ(tftap_buf_cstr(&out),
                  "{\"config\":{\"n\":{\"$sensitive\":\"hmac-sha256:"
                  "8888888888888888888888888888888888888888888888888888888888888888\"}},"
-                 "\"diagnostics\":[{\"summary\":\"(sensitive value)\","
+                 "\"diagnostics\":[{\"severity\":\"hunter\",\"summary\":\"(sensitive value)\","
                  "\"detail\":\"got (sensitive value), want x\","
                  "\"attribute\":{\"path\":\".t[\\\"(sensitive value)\\\"]\"}},"
                  "{\"detail\":{\"$sensitive\":\"hmac-sha256:ab\"},\"n\":7}],"
