@@ -166,6 +166,57 @@ struct tf_file {
     struct toks t;
 };
 
+/* The .tf files of a module's directory. */
+struct tf_files {
+    struct tf_file *v;
+    size_t n, cap;
+};
+
+static void load_dir(const char *dir, struct tf_files *out)
+{
+    tftap_buf path = TFTAP_BUF_INIT;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.' || !tftap_ends_with(de->d_name, ".tf"))
+            continue;
+        tftap_buf_reset(&path);
+        tftap_buf_printf(&path, "%s/%s", dir, de->d_name);
+        if (out->n == out->cap) {
+            size_t c = out->cap ? out->cap * 2 : 8;
+            struct tf_file *v = realloc(out->v, c * sizeof *v);
+            if (!v)
+                break;
+            out->v = v;
+            out->cap = c;
+        }
+        struct tf_file *f = &out->v[out->n];
+        *f = (struct tf_file){TFTAP_BUF_INIT, {0}};
+        if (!tftap_buf_failed(&path) &&
+            tftap_read_file(tftap_buf_cstr(&path), CAPTURE_MAX, &f->text) == 0 &&
+            hcl_tokenize(f->text.data ? f->text.data : "", f->text.len, &f->t) == 0) {
+            tftap_buf_cstr(&f->text); /* tokens index it: never NULL */
+            out->n++;
+        } else {
+            tftap_buf_done(&f->text);
+            hcl_toks_done(&f->t);
+        }
+    }
+    if (d)
+        closedir(d);
+    tftap_buf_done(&path);
+}
+
+static void files_done(struct tf_files *fs)
+{
+    for (size_t i = 0; i < fs->n; i++) {
+        tftap_buf_done(&fs->v[i].text);
+        hcl_toks_done(&fs->v[i].t);
+    }
+    free(fs->v);
+    *fs = (struct tf_files){0};
+}
+
 static int tok_is(const struct tf_file *f, size_t i, char c)
 {
     return i < f->t.n && f->t.v[i].kind == TOK_OTHER && f->t.v[i].start < f->text.len &&
@@ -232,13 +283,27 @@ static size_t segment(const char *s)
     return strcspn(s, ".");
 }
 
+/* What reading the configuration knows, and the block it is in. */
+struct marking {
+    analysis_secrets *a;
+    const char *workdir;
+    const struct tf_file *f;
+    struct names *vars;    /* the sensitive variables' names */
+    struct names *locals;  /* the sensitive locals' */
+    struct names *outputs; /* the sensitive outputs of local child modules: "MODULE.OUTPUT" */
+    const char *resource;  /* the block's: "TYPE.NAME", "data.TYPE.NAME", a label */
+    int changed;
+    int sensitive;      /* the variable or output block says sensitive = true */
+    size_t default_tok; /* a variable's default's first token; 0: none */
+    char *source;       /* a module block's source, when a local path */
+};
+
 static void sources_of(const struct toks *t, size_t from, size_t end, const char *text,
-                       const struct names *vars, const struct names *locals, analysis_secrets *a,
-                       struct sources *out, unsigned depth);
+                       const struct marking *m, struct sources *out, unsigned depth);
 
 /* The ${...} of a quoted template, their references. */
-static void template_sources(const char *s, const struct names *vars, const struct names *locals,
-                             analysis_secrets *a, struct sources *out, unsigned depth)
+static void template_sources(const char *s, const struct marking *m, struct sources *out,
+                             unsigned depth)
 {
     for (const char *p = strstr(s, "${"); p && depth < 8; p = strstr(p, "${")) {
         const char *q = p + 2;
@@ -249,22 +314,21 @@ static void template_sources(const char *s, const struct names *vars, const stru
         }
         struct toks t = {0};
         if (hcl_tokenize(p + 2, (size_t)(q - p - 2), &t) == 0)
-            sources_of(&t, 0, t.n, p + 2, vars, locals, a, out, depth + 1);
+            sources_of(&t, 0, t.n, p + 2, m, out, depth + 1);
         hcl_toks_done(&t);
         p = q;
     }
 }
 
 static void sources_of(const struct toks *t, size_t from, size_t end, const char *text,
-                       const struct names *vars, const struct names *locals, analysis_secrets *a,
-                       struct sources *out, unsigned depth)
+                       const struct marking *m, struct sources *out, unsigned depth)
 {
     static const char *const not_resources[] = {"var",  "local", "module",    "each", "count",
                                                 "path", "self",  "terraform", "data", "provider"};
     for (size_t i = from; i < end; i++) {
         const struct tok *k = &t->v[i];
         if (k->kind == TOK_STRING) {
-            template_sources(k->text, vars, locals, a, out, depth);
+            template_sources(k->text, m, out, depth);
             continue;
         }
         if (k->kind != TOK_IDENT)
@@ -276,7 +340,7 @@ static void sources_of(const struct toks *t, size_t from, size_t end, const char
             /* sensitive("literal"): the literal is a secret wherever it goes. */
             if (i + 3 < end && t->v[i + 2].kind == TOK_STRING && !strstr(t->v[i + 2].text, "${") &&
                 t->v[i + 3].kind == TOK_OTHER && text[t->v[i + 3].start] == ')')
-                analysis_secrets_add_variable(a, t->v[i + 2].text, strlen(t->v[i + 2].text));
+                analysis_secrets_add_variable(m->a, t->v[i + 2].text, strlen(t->v[i + 2].text));
             continue;
         }
         if (call && strcmp(s, "nonsensitive") == 0) {
@@ -286,12 +350,19 @@ static void sources_of(const struct toks *t, size_t from, size_t end, const char
         size_t n0 = segment(s);
         if (is_word(s, n0, "var") && s[n0] == '.') {
             size_t n1 = segment(s + n0 + 1);
-            out->marked |= names_has(vars, s + n0 + 1, n1);
+            out->marked |= names_has(m->vars, s + n0 + 1, n1);
             continue;
         }
         if (is_word(s, n0, "local") && s[n0] == '.') {
             size_t n1 = segment(s + n0 + 1);
-            out->marked |= names_has(locals, s + n0 + 1, n1);
+            out->marked |= names_has(m->locals, s + n0 + 1, n1);
+            continue;
+        }
+        if (is_word(s, n0, "module") && s[n0] == '.') { /* module.NAME.OUTPUT */
+            size_t n1 = segment(s + n0 + 1);
+            if (s[n0 + 1 + n1] == '.')
+                out->marked |=
+                    names_has(m->outputs, s + n0 + 1, n1 + 1 + segment(s + n0 + 1 + n1 + 1));
             continue;
         }
         /* TYPE.NAME.ATTR, data.TYPE.NAME.ATTR, TYPE.NAME[KEY].ATTR,
@@ -391,25 +462,20 @@ static void statements(const struct tf_file *f, size_t open, size_t close, state
     }
 }
 
-struct marking {
-    analysis_secrets *a;
-    const struct tf_file *f;
-    struct names *vars;   /* the sensitive variables' names */
-    struct names *locals; /* the sensitive locals' */
-    const char *resource; /* the block's: "TYPE.NAME", "data.TYPE.NAME", a variable's name */
-    int changed;
-    int sensitive;      /* the variable block says sensitive = true */
-    size_t default_tok; /* its default's first token; 0: none */
-};
+/* Is the statement `sensitive = true`? */
+static int says_sensitive(const struct marking *m, const char *name, size_t from, size_t end)
+{
+    const struct toks *t = &m->f->t;
+    return strcmp(name, "sensitive") == 0 && from + 1 == end && t->v[from].kind == TOK_IDENT &&
+           strcmp(t->v[from].text, "true") == 0;
+}
 
 /* A root module `variable "NAME" { sensitive = true ... }`: its name, and
  * its default's strings as secrets. */
 static void variable_statement(void *ctx, const char *name, size_t from, size_t end)
 {
     struct marking *m = ctx;
-    const struct toks *t = &m->f->t;
-    if (strcmp(name, "sensitive") == 0 && from + 1 == end && t->v[from].kind == TOK_IDENT &&
-        strcmp(t->v[from].text, "true") == 0)
+    if (says_sensitive(m, name, from, end))
         m->sensitive = 1;
     else if (strcmp(name, "default") == 0 && from < end)
         m->default_tok = from;
@@ -432,7 +498,7 @@ static void resource_statement(void *ctx, const char *name, size_t from, size_t 
         if (strcmp(name, meta[i]) == 0)
             return;
     struct sources src = {0};
-    sources_of(&m->f->t, from, end, m->f->text.data, m->vars, m->locals, m->a, &src, 0);
+    sources_of(&m->f->t, from, end, m->f->text.data, m, &src, 0);
     mark_attr(m->a, m->resource, name, &src);
     names_done(&src.refs);
 }
@@ -443,7 +509,7 @@ static void local_statement(void *ctx, const char *name, size_t from, size_t end
     if (names_has(m->locals, name, strlen(name)))
         return;
     struct sources src = {0};
-    sources_of(&m->f->t, from, end, m->f->text.data, m->vars, m->locals, m->a, &src, 0);
+    sources_of(&m->f->t, from, end, m->f->text.data, m, &src, 0);
     if (src.marked && !src.unmarked && names_add(m->locals, name) == 0)
         m->changed = 1;
     names_done(&src.refs);
@@ -490,14 +556,69 @@ static void blocks(const struct tf_file *files, size_t nfiles, const char *keywo
     tftap_buf_done(&resource);
 }
 
-/* The sensitive variables (their names into vars, their defaults as
- * secrets), then what the configuration marks. */
-static void config_marks(analysis_secrets *a, const struct tf_file *files, size_t nfiles,
-                         struct names *vars)
+/* An `output "NAME" { sensitive = true }` of a child module. */
+static void output_statement(void *ctx, const char *name, size_t from, size_t end)
 {
-    struct names locals = {0};
-    struct marking m = {.a = a, .vars = vars, .locals = &locals};
+    struct marking *m = ctx;
+    m->sensitive |= says_sensitive(m, name, from, end);
+}
+
+static void output_done(struct marking *m)
+{
+    if (m->sensitive)
+        (void)names_add(m->outputs, m->resource);
+    m->sensitive = 0;
+}
+
+/* A root `module "NAME" { source = "./DIR" }`: its source, when a local path. */
+static void module_statement(void *ctx, const char *name, size_t from, size_t end)
+{
+    struct marking *m = ctx;
+    const struct toks *t = &m->f->t;
+    if (strcmp(name, "source") == 0 && from + 1 == end && t->v[from].kind == TOK_STRING &&
+        (strncmp(t->v[from].text, "./", 2) == 0 || strncmp(t->v[from].text, "../", 3) == 0)) {
+        free(m->source);
+        m->source = strdup(t->v[from].text);
+    }
+}
+
+/* A local child module: its sensitive outputs, as "MODULE.OUTPUT". */
+static void module_done(struct marking *m)
+{
+    if (!m->source)
+        return;
+    struct tf_files child = {0};
+    tftap_buf dir = TFTAP_BUF_INIT;
+    tftap_buf_printf(&dir, "%s/%s", m->workdir, m->source);
+    if (!tftap_buf_failed(&dir))
+        load_dir(tftap_buf_cstr(&dir), &child);
+    struct names outs = {0};
+    struct marking c = {.a = m->a, .vars = m->vars, .locals = m->locals, .outputs = &outs};
+    blocks(child.v, child.n, "output", 1, output_statement, output_done, &c);
+    for (size_t i = 0; i < outs.n; i++) {
+        tftap_buf_reset(&dir);
+        tftap_buf_printf(&dir, "%s.%s", m->resource, outs.v[i]);
+        if (!tftap_buf_failed(&dir))
+            (void)names_add(m->outputs, tftap_buf_cstr(&dir));
+    }
+    names_done(&outs);
+    files_done(&child);
+    tftap_buf_done(&dir);
+    free(m->source);
+    m->source = NULL;
+}
+
+/* The sensitive variables (their names into vars, their defaults as
+ * secrets), the sensitive outputs of local child modules, then what the
+ * configuration marks. */
+static void config_marks(analysis_secrets *a, const char *workdir, const struct tf_file *files,
+                         size_t nfiles, struct names *vars)
+{
+    struct names locals = {0}, outputs = {0};
+    struct marking m = {
+        .a = a, .workdir = workdir, .vars = vars, .locals = &locals, .outputs = &outputs};
     blocks(files, nfiles, "variable", 1, variable_statement, variable_done, &m);
+    blocks(files, nfiles, "module", 1, module_statement, module_done, &m);
     /* A local of a sensitive one is sensitive: until none is added. */
     for (int round = 0; round < 64; round++) {
         m.changed = 0;
@@ -508,6 +629,7 @@ static void config_marks(analysis_secrets *a, const struct tf_file *files, size_
     blocks(files, nfiles, "resource", 2, resource_statement, NULL, &m);
     blocks(files, nfiles, "data", 2, resource_statement, NULL, &m);
     names_done(&locals);
+    names_done(&outputs);
 }
 
 /* What the configuration says is secret, with the values this command
@@ -517,43 +639,12 @@ static void from_config(analysis_secrets *a, const char *workdir, char *const *a
 {
     struct names ns = {0};
     tftap_buf path = TFTAP_BUF_INIT;
-    struct tf_file *files = NULL;
-    size_t nfiles = 0, cap = 0;
-    DIR *d = opendir(workdir);
+    struct tf_files root = {0};
+    DIR *d;
     struct dirent *de;
-    while (d && (de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.' || !tftap_ends_with(de->d_name, ".tf"))
-            continue;
-        tftap_buf_reset(&path);
-        tftap_buf_printf(&path, "%s/%s", workdir, de->d_name);
-        if (nfiles == cap) {
-            size_t c = cap ? cap * 2 : 8;
-            struct tf_file *v = realloc(files, c * sizeof *v);
-            if (!v)
-                break;
-            files = v;
-            cap = c;
-        }
-        struct tf_file *f = &files[nfiles];
-        *f = (struct tf_file){TFTAP_BUF_INIT, {0}};
-        if (!tftap_buf_failed(&path) &&
-            tftap_read_file(tftap_buf_cstr(&path), CAPTURE_MAX, &f->text) == 0 &&
-            hcl_tokenize(f->text.data ? f->text.data : "", f->text.len, &f->t) == 0) {
-            tftap_buf_cstr(&f->text); /* tokens index it: never NULL */
-            nfiles++;
-        } else {
-            tftap_buf_done(&f->text);
-            hcl_toks_done(&f->t);
-        }
-    }
-    if (d)
-        closedir(d);
-    config_marks(a, files, nfiles, &ns);
-    for (size_t i = 0; i < nfiles; i++) {
-        tftap_buf_done(&files[i].text);
-        hcl_toks_done(&files[i].t);
-    }
-    free(files);
+    load_dir(workdir, &root);
+    config_marks(a, workdir, root.v, root.n, &ns);
+    files_done(&root);
     if (ns.n > 0) {
         /* The variable files the CLI reads by itself, then the command's. */
         d = opendir(workdir);

@@ -144,7 +144,8 @@ check "apply: the run counts what each rule redacted ($red)" \
 # No state, no saved plan: the configuration tells which attributes core
 # marks: sensitive("literal"), a function of a sensitive variable (sha256
 # through a local), a sensitive number, a schema-sensitive value through a
-# function (base64encode), a provider function of a sensitive variable.
+# function (base64encode), a provider function of a sensitive variable, a
+# function of a child module's sensitive output.
 # tofu's own plan hides each of them; so must tftap, by the value each
 # attribute was given, in every call of every provider.
 wc=$WORK/wc
@@ -153,6 +154,7 @@ CPW=pw-secret-P9 CNUM=918273.5 CLIT=literal-secret-L7 CGEN=schema-secret-G8
 CHASH=$(printf %s "$CPW" | sha256sum | cut -c1-64)
 CB64=$(printf %s "$CGEN" | base64)
 CREV=$(printf %s "$CPW" | rev)
+CMD5=$(printf %s module-out-M3 | md5sum | cut -c1-32)
 cat >"$wc/main.tf" <<'TF'
 terraform {
   required_providers {
@@ -181,25 +183,34 @@ resource "tftest6_thing" "fn" {
   )
 }
 resource "tftest5_thing" "rev" { string_attr = provider::tftest6::reverse(var.pw) }
+module "m" { source = "./mod" }
+resource "tftest6_thing" "mod" { list_attr = [md5(module.m.tok)] }
+TF
+mkdir -p "$wc/mod"
+cat >"$wc/mod/main.tf" <<'TF'
+output "tok" {
+  value     = "module-out-M3"
+  sensitive = true
+}
 TF
 (cd "$wc" && tofu init -input=false -no-color >/dev/null) || not_ok "init (configuration marks)"
 (cd "$wc" && TF_VAR_n=$CNUM "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color \
     -var "pw=$CPW" >"$WORK/cplan.out" 2>&1)
 check_eq "configuration marks: plan exits 0" "$?" 0
 cplan_run=$(last_run "$db")
-CMARKED=("$CPW" "$CNUM" "$CLIT" "$CGEN" "$CHASH" "$CB64" "$CREV")
+CMARKED=("$CPW" "$CNUM" "$CLIT" "$CGEN" "$CHASH" "$CB64" "$CREV" "$CMD5")
 # chits FILE...: how many of the values core marks here any of the files holds.
 chits() {
     local n=0 s
     for s in "${CMARKED[@]}"; do n=$((n + $(cat "$@" 2>/dev/null | grep -a -c -F -- "$s"))); done
     echo "$n"
 }
-check_eq "configuration marks: tofu's own plan hides all six (reference)" \
-    "$(grep -c '= (sensitive value)' "$WORK/cplan.out") $(chits "$WORK/cplan.out")" "6 0"
+check_eq "configuration marks: tofu's own plan hides all seven (reference)" \
+    "$(grep -c -e '= (sensitive value)' -e '^ *+ (sensitive value),$' "$WORK/cplan.out") $(chits "$WORK/cplan.out")" "7 0"
 check_eq "configuration marks: none of the values in the database files" "$(chits $(db_files))" 0
 "$TFTAP" --db "$db" show "$cplan_run" >"$WORK/cplan.show" 2>&1
-check_eq "configuration marks: show hides all six as tofu does" \
-    "$(grep -c '= (sensitive value)' "$WORK/cplan.show") $(chits "$WORK/cplan.show")" "6 0"
+check_eq "configuration marks: show hides all seven as tofu does" \
+    "$(grep -c '= (sensitive value)' "$WORK/cplan.show") $(chits "$WORK/cplan.show")" "7 0"
 "$TFTAP" --db "$db" calls "$cplan_run" --json >"$WORK/cplan.calls" 2>&1
 check_eq "configuration marks: calls --json holds none" "$(chits "$WORK/cplan.calls")" 0
 check "configuration marks: the provider function's answer is redacted too" \
