@@ -3,8 +3,10 @@
  * where no document holds them yet (a plan not saved creates nothing in
  * the state), from the configuration: a variable declared sensitive, with
  * the value the command gives it (-var, a -var-file, terraform.tfvars,
- * *.auto.tfvars, TF_VAR_name, its default). The run's record is redacted
- * by them (analysis_redact_run) and the file scrubbed of what it held. */
+ * *.auto.tfvars, TF_VAR_name, its default), and the attributes whose
+ * expression core marks (sensitive(), a sensitive variable, local, module
+ * output or attribute read). The run's record is redacted by them
+ * (analysis_redact_run) and the file scrubbed of what it held. */
 #include "config.h"
 
 #include <dirent.h>
@@ -154,13 +156,14 @@ static void name_value(analysis_secrets *a, const struct names *ns, const char *
 
 /* ---- what the configuration marks: attributes of the root module's
  * resources whose expression calls sensitive(), or refers to a sensitive
- * variable or local, or to another resource's attribute (marked when that
- * one is: analysis resolves it against the configuration's marks and the
- * provider's schema). A plan not saved marks nothing of a new instance,
- * and a function of a secret (sha256(var.x), base64encode()) is not the
- * secret: only where it is used tells. ---- */
+ * variable, local or local child module output, or to another resource's
+ * attribute (marked when that one is: analysis resolves it against the
+ * configuration's marks and the provider's schema). A plan not saved
+ * marks nothing of a new instance, and a function of a secret
+ * (sha256(var.x), base64encode()) is not the secret: only where it is
+ * used tells. ---- */
 
-/* A root module file, its text kept: newlines end an attribute. */
+/* A module's file, its text kept: newlines end an attribute. */
 struct tf_file {
     tftap_buf text;
     struct toks t;
