@@ -291,10 +291,11 @@ struct marking {
     analysis_secrets *a;
     const char *workdir;
     const struct tf_file *f;
-    struct names *vars;    /* the sensitive variables' names */
-    struct names *locals;  /* the sensitive locals' */
-    struct names *outputs; /* the sensitive outputs of local child modules: "MODULE.OUTPUT" */
-    const char *resource;  /* the block's: "TYPE.NAME", "data.TYPE.NAME", a label */
+    struct names *vars;       /* the sensitive variables' names */
+    struct names *locals;     /* the sensitive locals' */
+    struct names *local_refs; /* "LOCAL\nRESOURCE\nATTR": what a local reads of a resource */
+    struct names *outputs;    /* the sensitive outputs of local child modules: "MODULE.OUTPUT" */
+    const char *resource;     /* the block's: "TYPE.NAME", "data.TYPE.NAME", a label */
     int changed;
     int sensitive;      /* the variable or output block says sensitive = true */
     size_t default_tok; /* a variable's default's first token; 0: none */
@@ -359,6 +360,13 @@ static void sources_of(const struct toks *t, size_t from, size_t end, const char
         if (is_word(s, n0, "local") && s[n0] == '.') {
             size_t n1 = segment(s + n0 + 1);
             out->marked |= names_has(m->locals, s + n0 + 1, n1);
+            /* What the local reads of resources, this reads too. */
+            for (size_t r = 0; m->local_refs && r < m->local_refs->n; r++) {
+                const char *e = m->local_refs->v[r];
+                if (strncmp(e, s + n0 + 1, n1) == 0 && e[n1] == '\n' &&
+                    !names_has(&out->refs, e + n1 + 1, strlen(e + n1 + 1)))
+                    (void)names_add(&out->refs, e + n1 + 1);
+            }
             continue;
         }
         if (is_word(s, n0, "module") && s[n0] == '.') { /* module.NAME.OUTPUT */
@@ -506,6 +514,8 @@ static void resource_statement(void *ctx, const char *name, size_t from, size_t 
     names_done(&src.refs);
 }
 
+/* A local: sensitive (by what it reads), and the resources' attributes it
+ * reads, for what reads it. */
 static void local_statement(void *ctx, const char *name, size_t from, size_t end)
 {
     struct marking *m = ctx;
@@ -515,6 +525,15 @@ static void local_statement(void *ctx, const char *name, size_t from, size_t end
     sources_of(&m->f->t, from, end, m->f->text.data, m, &src, 0);
     if (src.marked && !src.unmarked && names_add(m->locals, name) == 0)
         m->changed = 1;
+    tftap_buf e = TFTAP_BUF_INIT;
+    for (size_t i = 0; !src.unmarked && i < src.refs.n; i++) {
+        tftap_buf_reset(&e);
+        tftap_buf_printf(&e, "%s\n%s", name, src.refs.v[i]);
+        if (!tftap_buf_failed(&e) && !names_has(m->local_refs, e.data, e.len) &&
+            names_add(m->local_refs, tftap_buf_cstr(&e)) == 0)
+            m->changed = 1;
+    }
+    tftap_buf_done(&e);
     names_done(&src.refs);
 }
 
@@ -617,9 +636,13 @@ static void module_done(struct marking *m)
 static void config_marks(analysis_secrets *a, const char *workdir, const struct tf_file *files,
                          size_t nfiles, struct names *vars)
 {
-    struct names locals = {0}, outputs = {0};
-    struct marking m = {
-        .a = a, .workdir = workdir, .vars = vars, .locals = &locals, .outputs = &outputs};
+    struct names locals = {0}, local_refs = {0}, outputs = {0};
+    struct marking m = {.a = a,
+                        .workdir = workdir,
+                        .vars = vars,
+                        .locals = &locals,
+                        .local_refs = &local_refs,
+                        .outputs = &outputs};
     blocks(files, nfiles, "variable", 1, variable_statement, variable_done, &m);
     blocks(files, nfiles, "module", 1, module_statement, module_done, &m);
     /* A local of a sensitive one is sensitive: until none is added. */
@@ -632,6 +655,7 @@ static void config_marks(analysis_secrets *a, const char *workdir, const struct 
     blocks(files, nfiles, "resource", 2, resource_statement, NULL, &m);
     blocks(files, nfiles, "data", 2, resource_statement, NULL, &m);
     names_done(&locals);
+    names_done(&local_refs);
     names_done(&outputs);
 }
 

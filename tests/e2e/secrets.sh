@@ -144,8 +144,8 @@ check "apply: the run counts what each rule redacted ($red)" \
 # No state, no saved plan: the configuration tells which attributes core
 # marks: sensitive("literal"), a function of a sensitive variable (sha256
 # through a local), a sensitive number, a schema-sensitive value through a
-# function (base64encode), a provider function of a sensitive variable, a
-# function of a child module's sensitive output.
+# function (base64encode) and through a local (upper), a provider function
+# of a sensitive variable, a function of a child module's sensitive output.
 # tofu's own plan hides each of them; so must tftap, by the value each
 # attribute was given, in every call of every provider.
 wc=$WORK/wc
@@ -155,6 +155,7 @@ CHASH=$(printf %s "$CPW" | sha256sum | cut -c1-64)
 CB64=$(printf %s "$CGEN" | base64)
 CREV=$(printf %s "$CPW" | rev)
 CMD5=$(printf %s module-out-M3 | md5sum | cut -c1-32)
+CUP=SCHEMA-SECRET-G8
 cat >"$wc/main.tf" <<'TF'
 terraform {
   required_providers {
@@ -185,6 +186,10 @@ resource "tftest6_thing" "fn" {
 resource "tftest5_thing" "rev" { string_attr = provider::tftest6::reverse(var.pw) }
 module "m" { source = "./mod" }
 resource "tftest6_thing" "mod" { list_attr = [md5(module.m.tok)] }
+locals {
+  gen_secret = tftest6_thing.gen.secret
+}
+resource "tftest6_thing" "loc" { set_attr = [upper(local.gen_secret)] }
 TF
 mkdir -p "$wc/mod"
 cat >"$wc/mod/main.tf" <<'TF'
@@ -198,19 +203,19 @@ TF
     -var "pw=$CPW" >"$WORK/cplan.out" 2>&1)
 check_eq "configuration marks: plan exits 0" "$?" 0
 cplan_run=$(last_run "$db")
-CMARKED=("$CPW" "$CNUM" "$CLIT" "$CGEN" "$CHASH" "$CB64" "$CREV" "$CMD5")
+CMARKED=("$CPW" "$CNUM" "$CLIT" "$CGEN" "$CHASH" "$CB64" "$CREV" "$CMD5" "$CUP")
 # chits FILE...: how many of the values core marks here any of the files holds.
 chits() {
     local n=0 s
     for s in "${CMARKED[@]}"; do n=$((n + $(cat "$@" 2>/dev/null | grep -a -c -F -- "$s"))); done
     echo "$n"
 }
-check_eq "configuration marks: tofu's own plan hides all seven (reference)" \
-    "$(grep -c -e '= (sensitive value)' -e '^ *+ (sensitive value),$' "$WORK/cplan.out") $(chits "$WORK/cplan.out")" "7 0"
+check_eq "configuration marks: tofu's own plan hides all eight (reference)" \
+    "$(grep -c -e '= (sensitive value)' -e '^ *+ (sensitive value),$' "$WORK/cplan.out") $(chits "$WORK/cplan.out")" "8 0"
 check_eq "configuration marks: none of the values in the database files" "$(chits $(db_files))" 0
 "$TFTAP" --db "$db" show "$cplan_run" >"$WORK/cplan.show" 2>&1
-check_eq "configuration marks: show hides all seven as tofu does" \
-    "$(grep -c '= (sensitive value)' "$WORK/cplan.show") $(chits "$WORK/cplan.show")" "7 0"
+check_eq "configuration marks: show hides all eight as tofu does" \
+    "$(grep -c '= (sensitive value)' "$WORK/cplan.show") $(chits "$WORK/cplan.show")" "8 0"
 "$TFTAP" --db "$db" calls "$cplan_run" --json >"$WORK/cplan.calls" 2>&1
 check_eq "configuration marks: calls --json holds none" "$(chits "$WORK/cplan.calls")" 0
 check "configuration marks: the provider function's answer is redacted too" \
