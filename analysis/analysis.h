@@ -66,6 +66,18 @@ int analysis_secrets_add_value(analysis_secrets *a, const char *s, size_t n);
  * template, upper()), which core marks but a plan not saved does not
  * say; looked for when 6 bytes or more, ignoring ASCII case. */
 int analysis_secrets_add_variable(analysis_secrets *a, const char *s, size_t n);
+/* What the configuration marks of a root module resource's top-level
+ * attribute (resource "TYPE.NAME" or "data.TYPE.NAME", no instance key),
+ * beside what documents mark (they do not say it of a new instance of a
+ * plan not saved, nor of what a run newly derives from a secret):
+ * ref_resource NULL when marked as it is (its expression calls
+ * sensitive(), or refers to a sensitive variable, local or child module
+ * output); else marked when the attribute it refers to (ref_resource's
+ * ref_attr) is, by the configuration or by its provider's schema (its
+ * value redacted in the run's calls). The values at marked paths become
+ * secrets of the run wherever they appear. 0 or TFTAP_ENOMEM. */
+int analysis_secrets_add_config(analysis_secrets *a, const char *resource, const char *attr,
+                                const char *ref_resource, const char *ref_attr);
 size_t analysis_secrets_count(const analysis_secrets *a); /* distinct secret strings */
 
 typedef struct analysis_redaction {
@@ -155,6 +167,8 @@ typedef struct analysis_findings {
 void analysis_findings_done(analysis_findings *f);
 /* Findings that are violations (not drift). */
 size_t analysis_findings_violations(const analysis_findings *f);
+/* Findings of one verdict (the summary's rejected, tolerated, drift). */
+size_t analysis_findings_count(const analysis_findings *f, enum analysis_verdict v);
 /* "rejects", "tolerates", "drift". */
 const char *analysis_verdict_name(enum analysis_verdict v);
 

@@ -16,6 +16,33 @@
 void analysis_raw_address(tftap_buf *a, const sj_node *module, int data, const sj_node *type,
                           const sj_node *name, const sj_node *key);
 
+/* A finding's text as JSON (check_findings.c): a string, or null when
+ * NULL; the decoded-value JSON a check wrote itself, or null when NULL or
+ * empty. */
+void analysis_json_str(tftap_buf *b, const char *s);
+void analysis_json_raw(tftap_buf *b, const char *json);
+
+/* What the schema says about a value (hint.c), followed down it: a cty
+ * type (JSON), or nested attributes (protocol 6 nested types, and a
+ * block's own attributes) with their nesting. All NULL: nothing known.
+ * The nodes are the schema's, borrowed. */
+struct analysis_hint {
+    const sj_node *ty;    /* cty type JSON */
+    const sj_node *attrs; /* array of schema attributes */
+    const char *nesting;  /* of attrs: "SINGLE", "LIST", "SET", "MAP"; NULL: one object */
+};
+/* Is t ("string", or ["list", ...]) of that kind? */
+int analysis_type_is(const sj_node *t, const char *kind);
+/* A schema attribute's hint. */
+struct analysis_hint analysis_hint_of_attr(const sj_node *a);
+/* Nested attributes as a LIST, SET or MAP of objects? */
+int analysis_hint_nested_collection(const struct analysis_hint *h);
+/* Element i of a list, set, map or tuple. */
+struct analysis_hint analysis_hint_elem(const struct analysis_hint *h, size_t i);
+/* The member key of an object or a map. */
+struct analysis_hint analysis_hint_member(const struct analysis_hint *h, const char *key,
+                                          size_t klen);
+
 /* What the report says about the two runs themselves (set by
  * analysis_diff_runs; empty for analysis_diff_calls). */
 struct analysis_diff_meta {

@@ -5,9 +5,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
+#include "analysis/analysis_int.h"
 #include "analysis/check_int.h"
 
 /* ---- findings ------------------------------------------------------------ */
+
+size_t analysis_findings_count(const analysis_findings *f, enum analysis_verdict v)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->n; i++)
+        n += f->v[i].verdict == v;
+    return n;
+}
+
+void analysis_json_str(tftap_buf *b, const char *s)
+{
+    if (s)
+        tftap_buf_json_string(b, s, strlen(s));
+    else
+        tftap_buf_puts(b, "null");
+}
+
+void analysis_json_raw(tftap_buf *b, const char *json)
+{
+    tftap_buf_puts(b, json && *json ? json : "null");
+}
 
 static void finding_free(analysis_finding *f)
 {

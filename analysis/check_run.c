@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/analysis_int.h"
 
 /* How many earlier runs are searched for the plan a saved-plan apply
  * carries out. */
@@ -838,40 +839,26 @@ int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_fi
     return rc;
 }
 
-static void json_str(tftap_buf *b, const char *s)
-{
-    if (s)
-        tftap_buf_json_string(b, s, strlen(s));
-    else
-        tftap_buf_puts(b, "null");
-}
-
-/* expected/actual are decoded-value JSON the checks wrote themselves. */
-static void json_raw(tftap_buf *b, const char *json)
-{
-    tftap_buf_puts(b, json && *json ? json : "null");
-}
-
 static void json_finding(tftap_buf *b, const analysis_finding *f)
 {
     tftap_buf_printf(b, "{\"call_id\":%lld,\"method\":", (long long)f->call_id);
-    json_str(b, f->rpc);
+    analysis_json_str(b, f->rpc);
     tftap_buf_puts(b, ",\"type_name\":");
-    json_str(b, f->type_name);
+    analysis_json_str(b, f->type_name);
     tftap_buf_puts(b, ",\"address\":");
-    json_str(b, f->address);
+    analysis_json_str(b, f->address);
     tftap_buf_puts(b, ",\"rule\":");
-    json_str(b, f->rule);
+    analysis_json_str(b, f->rule);
     tftap_buf_puts(b, ",\"path\":");
-    json_str(b, f->path);
+    analysis_json_str(b, f->path);
     tftap_buf_puts(b, ",\"verdict\":");
-    json_str(b, analysis_verdict_name(f->verdict));
+    analysis_json_str(b, analysis_verdict_name(f->verdict));
     tftap_buf_puts(b, ",\"expected\":");
-    json_raw(b, f->expected);
+    analysis_json_raw(b, f->expected);
     tftap_buf_puts(b, ",\"actual\":");
-    json_raw(b, f->actual);
+    analysis_json_raw(b, f->actual);
     tftap_buf_puts(b, ",\"message\":");
-    json_str(b, f->message);
+    analysis_json_str(b, f->message);
     if (f->other_call_id)
         tftap_buf_printf(b, ",\"compared_call_id\":%lld", (long long)f->other_call_id);
     tftap_buf_putc(b, '}');
@@ -880,9 +867,8 @@ static void json_finding(tftap_buf *b, const analysis_finding *f)
 int analysis_findings_json(const analysis_findings *f, int64_t run, size_t max_bytes,
                            tftap_buf *out)
 {
-    size_t violations = analysis_findings_violations(f), rejected = 0, shown = 0;
-    for (size_t i = 0; i < f->n; i++)
-        rejected += f->v[i].verdict == ANALYSIS_REJECTS;
+    size_t violations = analysis_findings_violations(f),
+           rejected = analysis_findings_count(f, ANALYSIS_REJECTS), shown = 0;
     tftap_buf_printf(out, "{\"run\":%lld,\"findings\":[", (long long)run);
     size_t start = out->len;
     for (size_t i = 0; i < f->n; i++) {

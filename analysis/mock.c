@@ -116,86 +116,9 @@ static void put_indent(int n, tftap_buf *out)
         tftap_buf_putc(out, ' ');
 }
 
-/* What the schema says about a value: a cty type (JSON), or nested
- * attributes (protocol 6) with their nesting mode. All NULL: nothing. */
-struct hint {
-    const sj_node *ty;
-    const sj_node *attrs;
-    const char *nesting;
-};
-
 static int str_is(const sj_node *n, const char *s)
 {
     return n && n->kind == SJ_STRING && n->len == strlen(s) && memcmp(n->str, s, n->len) == 0;
-}
-
-/* "string", "list", "object", ... of a type JSON. */
-static int type_is(const sj_node *t, const char *kind)
-{
-    if (t && t->kind == SJ_ARRAY)
-        t = t->child;
-    return str_is(t, kind);
-}
-
-static struct hint hint_of_attr(const sj_node *a)
-{
-    struct hint h = {NULL, NULL, NULL};
-    const sj_node *t = sj_get(a, "type"), *nt = sj_get(a, "nested_type");
-    if (t && t->kind != SJ_NULL)
-        h.ty = t;
-    if (nt && nt->kind == SJ_OBJECT) {
-        const sj_node *at = sj_get(nt, "attributes"), *n = sj_get(nt, "nesting");
-        h.attrs = at && at->kind == SJ_ARRAY ? at : NULL;
-        h.nesting = n && n->kind == SJ_STRING ? n->str : NULL;
-    }
-    return h;
-}
-
-static int nested_collection(const struct hint *h)
-{
-    return h->attrs && h->nesting &&
-           (strcmp(h->nesting, "LIST") == 0 || strcmp(h->nesting, "SET") == 0 ||
-            strcmp(h->nesting, "MAP") == 0);
-}
-
-/* The hint of element i of a list, set, tuple or map. */
-static struct hint hint_elem(const struct hint *h, size_t i)
-{
-    struct hint e = {NULL, NULL, NULL};
-    if (nested_collection(h)) {
-        e.attrs = h->attrs;
-    } else if (h->ty && h->ty->kind == SJ_ARRAY && h->ty->n == 2) {
-        const sj_node *arg = h->ty->child->next;
-        if (type_is(h->ty, "tuple")) {
-            for (const sj_node *t = arg->kind == SJ_ARRAY ? arg->child : NULL; t; t = t->next, i--)
-                if (i == 0) {
-                    e.ty = t;
-                    break;
-                }
-        } else if (!type_is(h->ty, "object")) {
-            e.ty = arg;
-        }
-    }
-    return e;
-}
-
-static struct hint hint_member(const struct hint *h, const char *key, size_t klen)
-{
-    struct hint m = {NULL, NULL, NULL};
-    if (h->attrs && !nested_collection(h)) {
-        for (const sj_node *a = h->attrs->child; a; a = a->next) {
-            const sj_node *n = sj_get(a, "name");
-            if (n && n->kind == SJ_STRING && n->len == klen && memcmp(n->str, key, klen) == 0)
-                return hint_of_attr(a);
-        }
-    } else if (nested_collection(h) || type_is(h->ty, "map")) {
-        return hint_elem(h, 0);
-    } else if (type_is(h->ty, "object") && h->ty->kind == SJ_ARRAY && h->ty->n >= 2) {
-        const sj_node *attrs = h->ty->child->next;
-        if (attrs->kind == SJ_OBJECT)
-            m.ty = sj_get_n(attrs, key, klen);
-    }
-    return m;
 }
 
 static int cmp_member(const void *a, const void *b)
@@ -302,7 +225,8 @@ static int members_write(const struct members *m, int indent, tftap_buf *out)
     return tftap_buf_failed(out) ? TFTAP_ENOMEM : 0;
 }
 
-static int hcl_value(const sj_node *v, struct hint h, int indent, unsigned depth, tftap_buf *out)
+static int hcl_value(const sj_node *v, struct analysis_hint h, int indent, unsigned depth,
+                     tftap_buf *out)
 {
     if (depth > ANALYSIS_JSON_MAX_DEPTH)
         return TFTAP_ELIMIT;
@@ -313,7 +237,7 @@ static int hcl_value(const sj_node *v, struct hint h, int indent, unsigned depth
         const sj_node *t = sj_get(v, "type"), *inner = sj_get(v, "value");
         if (!t || !inner)
             return TFTAP_EDECODE;
-        struct hint ih = {t, NULL, NULL};
+        struct analysis_hint ih = {t, NULL, NULL};
         return hcl_value(inner, ih, indent, depth + 1, out);
     }
     switch (v->kind) {
@@ -350,7 +274,7 @@ static int hcl_value(const sj_node *v, struct hint h, int indent, unsigned depth
                 tftap_buf_puts(out, ", ");
             if (!inline_)
                 put_indent(indent + 2, out);
-            int rc = hcl_value(c, hint_elem(&h, i), indent + 2, depth + 1, out);
+            int rc = hcl_value(c, analysis_hint_elem(&h, i), indent + 2, depth + 1, out);
             if (rc)
                 return rc;
             if (!inline_)
@@ -374,8 +298,8 @@ static int hcl_value(const sj_node *v, struct hint h, int indent, unsigned depth
         tftap_buf_puts(out, "{\n");
         for (size_t i = 0; i < v->n && !rc; i++) {
             tftap_buf *val = members_add(&lines, m[i]->key, m[i]->key_len);
-            rc = val ? hcl_value(m[i], hint_member(&h, m[i]->key, m[i]->key_len), indent + 2,
-                                 depth + 1, val)
+            rc = val ? hcl_value(m[i], analysis_hint_member(&h, m[i]->key, m[i]->key_len),
+                                 indent + 2, depth + 1, val)
                      : TFTAP_ENOMEM;
         }
         free(m);
@@ -402,7 +326,7 @@ int analysis_hcl_value(const char *json, size_t len, const char *type_json, int 
     if (rc == TFTAP_ELIMIT)
         rc = TFTAP_EDECODE;
     if (!rc) {
-        struct hint h = {td ? sj_root(td) : NULL, NULL, NULL};
+        struct analysis_hint h = {td ? sj_root(td) : NULL, NULL, NULL};
         rc = hcl_value(sj_root(vd), h, indent, 0, out);
         if (rc == TFTAP_ELIMIT)
             rc = TFTAP_EDECODE;
@@ -713,7 +637,7 @@ static int render_block(struct render *r, const sj_node *schema, const sj_node *
             continue;
         }
         tftap_buf_reset(&text);
-        rc = hcl_value(v, hint_of_attr(a), indent, depth + 1, &text);
+        rc = hcl_value(v, analysis_hint_of_attr(a), indent, depth + 1, &text);
         if (rc == TFTAP_EINVAL || rc == TFTAP_ELIMIT) {
             note(r, name->str, name->len, "a value HCL cannot write (infinity)");
             rc = 0;

@@ -1,5 +1,6 @@
 /* analysis: one recorded resource change rendered the way a plan reads. */
 #include "analysis/analysis.h"
+#include "analysis/analysis_int.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,16 +50,7 @@ static void indent(struct rctx *x, unsigned n)
         tftap_buf_putc(x->out, ' ');
 }
 
-/* What the schema says about a value, when the change's schema is known: a
- * cty type (JSON), or nested attributes (protocol 6 nested types, and a
- * block's own attributes) with their nesting. All NULL: nothing known. */
-struct hint {
-    const sj_node *ty;    /* cty type JSON */
-    const sj_node *attrs; /* array of schema attributes */
-    const char *nesting;  /* of attrs: "SINGLE", "LIST", "SET", "MAP"; NULL: one object */
-};
-
-static const char *hint_kind(const struct hint *h)
+static const char *hint_kind(const struct analysis_hint *h)
 {
     if (h->attrs) {
         if (h->nesting && strcmp(h->nesting, "LIST") == 0)
@@ -75,57 +67,10 @@ static const char *hint_kind(const struct hint *h)
     return t && t->kind == SJ_STRING ? t->str : NULL;
 }
 
-static int hint_is(const struct hint *h, const char *kind)
+static int hint_is(const struct analysis_hint *h, const char *kind)
 {
     const char *k = hint_kind(h);
     return k && strcmp(k, kind) == 0;
-}
-
-static struct hint hint_of_attr(const sj_node *a)
-{
-    struct hint h = {NULL, NULL, NULL};
-    const sj_node *t = sj_get(a, "type"), *nt = sj_get(a, "nested_type");
-    if (t && t->kind != SJ_NULL)
-        h.ty = t;
-    if (nt && nt->kind == SJ_OBJECT) {
-        const sj_node *at = sj_get(nt, "attributes"), *n = sj_get(nt, "nesting");
-        h.attrs = at && at->kind == SJ_ARRAY ? at : NULL;
-        h.nesting = n && n->kind == SJ_STRING ? n->str : NULL;
-    }
-    return h;
-}
-
-static struct hint hint_elem(const struct hint *h)
-{
-    struct hint e = {NULL, NULL, NULL};
-    if (h->attrs && h->nesting &&
-        (strcmp(h->nesting, "LIST") == 0 || strcmp(h->nesting, "SET") == 0 ||
-         strcmp(h->nesting, "MAP") == 0)) {
-        e.attrs = h->attrs;
-    } else if (h->ty && h->ty->kind == SJ_ARRAY && h->ty->n == 2 && !h->attrs) {
-        e.ty = h->ty->child->next;
-    }
-    return e;
-}
-
-static struct hint hint_member(const struct hint *h, const char *key, size_t klen)
-{
-    struct hint m = {NULL, NULL, NULL};
-    if (h->attrs &&
-        (!h->nesting || strcmp(h->nesting, "SINGLE") == 0 || strcmp(h->nesting, "GROUP") == 0)) {
-        for (const sj_node *a = h->attrs->child; a; a = a->next) {
-            const sj_node *n = sj_get(a, "name");
-            if (n && n->kind == SJ_STRING && n->len == klen && memcmp(n->str, key, klen) == 0)
-                return hint_of_attr(a);
-        }
-    } else if (hint_is(h, "map")) {
-        return hint_elem(h);
-    } else if (h->ty && h->ty->kind == SJ_ARRAY && h->ty->n >= 2 && hint_is(h, "object")) {
-        for (const sj_node *c = h->ty->child->next->child; c; c = c->next)
-            if (c->key_len == klen && memcmp(c->key, key, klen) == 0)
-                m.ty = c;
-    }
-    return m;
 }
 
 /* A nested block type of a block schema by name, or NULL. */
@@ -294,7 +239,7 @@ static void end_line(struct rctx *x, const tftap_buf *path)
 
 static const sj_node **members_of(const sj_node *a, const sj_node *b, int map, size_t *n);
 static void put_whole(struct rctx *x, unsigned d, char mark, const sj_node *key_of,
-                      const sj_node *n, size_t width, int in_array, const struct hint *h);
+                      const sj_node *n, size_t width, int in_array, const struct analysis_hint *h);
 
 /* The width "=" is aligned to: every attribute with a value on either side
  * (blocks apart), as the CLI does. */
@@ -327,7 +272,7 @@ static void put_blocks(struct rctx *x, unsigned d, const sj_node *schema, const 
 
 /* A whole object's members (blocks after attributes, as the CLI writes). */
 static void whole_members(struct rctx *x, unsigned d, char mark, const sj_node *n,
-                          const struct hint *h, const sj_node *schema)
+                          const struct analysis_hint *h, const sj_node *schema)
 {
     int quote = hint_is(h, "map");
     size_t w = members_width(mark == '-' ? n : NULL, mark == '-' ? NULL : n, schema, quote);
@@ -335,7 +280,7 @@ static void whole_members(struct rctx *x, unsigned d, char mark, const sj_node *
     for (const sj_node *c = n->child; c; c = c->next) {
         if (c->kind == SJ_NULL || (schema && block_type(schema, c->key, c->key_len)))
             continue;
-        struct hint mh = hint_member(h, c->key, c->key_len);
+        struct analysis_hint mh = analysis_hint_member(h, c->key, c->key_len);
         put_whole(x, d, mark, c, c, w, 0, &mh);
         has_attrs = 1;
     }
@@ -348,7 +293,7 @@ static void whole_members(struct rctx *x, unsigned d, char mark, const sj_node *
 
 /* A whole value added or removed: every line carries the same marker. */
 static void put_whole(struct rctx *x, unsigned d, char mark, const sj_node *key_of,
-                      const sj_node *n, size_t width, int in_array, const struct hint *h)
+                      const sj_node *n, size_t width, int in_array, const struct analysis_hint *h)
 {
     n = undyn(n);
     line_start(x, d, mark, key_of, width, key_of && in_array == 2);
@@ -371,14 +316,16 @@ static void put_whole(struct rctx *x, unsigned d, char mark, const sj_node *key_
                     const sj_node *c = keys[i];
                     if (c->kind == SJ_NULL && !quote)
                         continue; /* the CLI leaves null attributes out */
-                    struct hint mh = hint_member(h, c->key, c->key_len);
+                    struct analysis_hint mh = analysis_hint_member(h, c->key, c->key_len);
                     put_whole(x, d + 1, mark, c, c, w, quote ? 2 : 0, &mh);
                 }
                 free(keys);
             } else {
-                struct hint eh = hint_elem(h);
-                for (const sj_node *c = n->child; c; c = c->next)
+                size_t i = 0;
+                for (const sj_node *c = n->child; c; c = c->next, i++) {
+                    struct analysis_hint eh = analysis_hint_elem(h, i);
                     put_whole(x, d + 1, mark, NULL, c, 0, 1, &eh);
+                }
             }
             indent(x, 4 + 4 * d);
             tftap_buf_puts(x->out, obj ? "}" : "]");
@@ -405,7 +352,7 @@ static void put_hidden(struct rctx *x, unsigned d, size_t n, const char *what)
 
 static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj_node *a,
                      const sj_node *b, size_t width, tftap_buf *path, int in_array,
-                     const struct hint *h);
+                     const struct analysis_hint *h);
 
 /* Attributes a plan always shows: they say which object it is. */
 static int important(const sj_node *m)
@@ -458,7 +405,7 @@ static const sj_node **members_of(const sj_node *a, const sj_node *b, int map, s
 /* Members of two objects (see members_of); then, with a block schema, its
  * nested blocks. */
 static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_node *b,
-                         tftap_buf *path, const struct hint *h, const sj_node *schema)
+                         tftap_buf *path, const struct analysis_hint *h, const sj_node *schema)
 {
     int map = hint_is(h, "map");
     size_t w = members_width(a, b, schema, map), hidden = 0, n = 0;
@@ -473,7 +420,7 @@ static void diff_members(struct rctx *x, unsigned d, const sj_node *a, const sj_
         if (is_null(before) && is_null(after))
             continue;
         has_attrs = 1;
-        struct hint mh = hint_member(h, c->key, c->key_len);
+        struct analysis_hint mh = analysis_hint_member(h, c->key, c->key_len);
         if (sj_equal(before, after)) {
             if (!map && important(c)) {
                 put_whole(x, d, ' ', c, c, w, 0, &mh);
@@ -523,7 +470,7 @@ static void put_block(struct rctx *x, unsigned d, const sj_node *bt, const sj_no
     }
     tftap_buf_puts(x->out, " {");
     end_line(x, path);
-    struct hint bh = {NULL, sj_get(sub, "attributes"), NULL};
+    struct analysis_hint bh = {NULL, sj_get(sub, "attributes"), NULL};
     if (bh.attrs && bh.attrs->kind != SJ_ARRAY)
         bh.attrs = NULL;
     if (mark == '~')
@@ -683,7 +630,7 @@ struct elem_ctx {
     struct rctx *x;
     unsigned d;
     tftap_buf *path;
-    const struct hint *eh;
+    const struct analysis_hint *eh;
     int context; /* a list of primitives: show unchanged neighbours */
     size_t run, hidden;
     const sj_node *last;
@@ -692,7 +639,7 @@ struct elem_ctx {
 
 static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj_node *a,
                      const sj_node *b, size_t width, tftap_buf *path, int in_array,
-                     const struct hint *h);
+                     const struct analysis_hint *h);
 
 static void one_element(struct elem_ctx *c, const sj_node *ea, const sj_node *eb, size_t index)
 {
@@ -724,9 +671,9 @@ static void one_element(struct elem_ctx *c, const sj_node *ea, const sj_node *eb
 }
 
 static void diff_elements(struct rctx *x, unsigned d, const sj_node *a, const sj_node *b,
-                          tftap_buf *path, const struct hint *h)
+                          tftap_buf *path, const struct analysis_hint *h)
 {
-    struct hint eh = hint_elem(h);
+    struct analysis_hint eh = analysis_hint_elem(h, 0);
     const char *ek = hint_kind(&eh);
     struct elem_ctx c = {x, d, path, &eh, 0, 0, 0, NULL, 0};
     c.context = hint_is(h, "list") && ek &&
@@ -764,7 +711,7 @@ static void diff_elements(struct rctx *x, unsigned d, const sj_node *a, const sj
 
 static void put_diff(struct rctx *x, unsigned d, const sj_node *key_of, const sj_node *a,
                      const sj_node *b, size_t width, tftap_buf *path, int in_array,
-                     const struct hint *h)
+                     const struct analysis_hint *h)
 {
     int quote = in_array == 2; /* a map's key */
     a = undyn(a);
@@ -1035,7 +982,7 @@ int analysis_render_change(const store_change_row *c, int flags, tftap_buf *out)
     const sj_node *schema = sj_root(ds);
     if (schema && schema->kind != SJ_OBJECT)
         schema = NULL;
-    struct hint top = {NULL, schema ? sj_get(schema, "attributes") : NULL, NULL};
+    struct analysis_hint top = {NULL, schema ? sj_get(schema, "attributes") : NULL, NULL};
     if (top.attrs && top.attrs->kind != SJ_ARRAY)
         top.attrs = NULL;
     tftap_buf_putc(&path, '\0');

@@ -9,7 +9,11 @@
  * paths of each instance, and the strings they hold. Every call of the
  * run is then redacted at those paths, and wherever else one of those
  * strings appears (a secret copied into another provider's plain
- * attribute is the same secret), the way the recorder redacts. */
+ * attribute is the same secret), the way the recorder redacts. A plan not
+ * saved marks nothing of a new instance: the configuration's marks
+ * (analysis_secrets_add_config) stand in for them. A provider's words (a
+ * status message, diagnostics) keep their text, the secrets they quote
+ * cut out. */
 #include "config.h"
 
 #include <ctype.h>
@@ -105,11 +109,20 @@ static void set_free(struct strset *set)
     *set = (struct strset){0};
 }
 
+/* An attribute of a root module resource the configuration marks
+ * (analysis_secrets_add_config): always, or when what it refers to is. */
+struct config_mark {
+    char *resource, *attr;         /* "TYPE.NAME" or "data.TYPE.NAME"; a top-level attribute */
+    char *ref_resource, *ref_attr; /* NULL: marked as it is */
+};
+
 struct analysis_secrets {
     struct strset values;    /* the secret strings */
     struct strset inside;    /* variables' values: secret inside other strings too */
     struct strset marks;     /* "ADDRESS\n" + path (sj_path_*) */
     struct strset addresses; /* the instances marks name */
+    struct config_mark *config;
+    size_t nconfig, capconfig;
     int failed;
 };
 
@@ -126,7 +139,44 @@ void analysis_secrets_free(analysis_secrets *a)
     set_free(&a->inside);
     set_free(&a->marks);
     set_free(&a->addresses);
+    for (size_t i = 0; i < a->nconfig; i++) {
+        free(a->config[i].resource);
+        free(a->config[i].attr);
+        free(a->config[i].ref_resource);
+        free(a->config[i].ref_attr);
+    }
+    free(a->config);
     free(a);
+}
+
+int analysis_secrets_add_config(analysis_secrets *a, const char *resource, const char *attr,
+                                const char *ref_resource, const char *ref_attr)
+{
+    if (a->nconfig == a->capconfig) {
+        size_t cap = a->capconfig ? a->capconfig * 2 : 16;
+        struct config_mark *v = realloc(a->config, cap * sizeof *v);
+        if (!v)
+            goto nomem;
+        a->config = v;
+        a->capconfig = cap;
+    }
+    struct config_mark m = {strdup(resource), strdup(attr), NULL, NULL};
+    if (ref_resource && ref_attr) {
+        m.ref_resource = strdup(ref_resource);
+        m.ref_attr = strdup(ref_attr);
+    }
+    if (!m.resource || !m.attr || (ref_resource && ref_attr && (!m.ref_resource || !m.ref_attr))) {
+        free(m.resource);
+        free(m.attr);
+        free(m.ref_resource);
+        free(m.ref_attr);
+        goto nomem;
+    }
+    a->config[a->nconfig++] = m;
+    return 0;
+nomem:
+    a->failed = 1;
+    return TFTAP_ENOMEM;
 }
 
 size_t analysis_secrets_count(const analysis_secrets *a)
@@ -421,30 +471,70 @@ struct redacting {
     struct strset hashes;
     tftap_hmac *h;
     tftap_buf text;
+    tftap_buf message; /* a message's text, its secrets cut out */
+    /* What the configuration marks, resolved against the run: the
+     * attributes its providers' schemas mark ("TYPE\nATTR", "data.TYPE\nATTR",
+     * seen redacted in its calls), which marks hold (on), and the marked
+     * paths by resource ("TYPE.NAME\n" + path) and, for a call no address
+     * names (a new instance in a plan not saved), by type ("*TYPE\n" +
+     * path). */
+    struct strset schema_attrs;
+    unsigned char *on;
+    struct strset config_marks;
+    tftap_buf config_key; /* the call's key into config_marks; empty: none */
+    /* Strings found secret in the run's calls: the values at the paths the
+     * configuration marks, a function's result from a secret argument. */
+    struct strset found;
 };
 
-/* Does s hold t, ignoring ASCII case? */
-static int holds(const char *s, size_t n, const char *t, size_t k)
+/* Where s holds t (ignoring ASCII case when fold), from position at on:
+ * its offset, or -1. */
+static long find(const char *s, size_t n, size_t at, const char *t, size_t k, int fold)
 {
-    for (size_t i = 0; k <= n && i <= n - k; i++) {
+    for (size_t i = at; k <= n && i <= n - k; i++) {
         size_t j = 0;
-        while (j < k && tolower((unsigned char)s[i + j]) == tolower((unsigned char)t[j]))
+        while (j < k && (fold ? tolower((unsigned char)s[i + j]) == tolower((unsigned char)t[j])
+                              : s[i + j] == t[j]))
             j++;
         if (j == k)
-            return 1;
+            return (long)i;
     }
-    return 0;
+    return -1;
 }
 
-static int is_secret(void *ctx, const char *s, size_t n)
+/* What a message or an argument shows where a secret was, as core does. */
+static const char hidden[] = "(sensitive value)";
+
+/* Every occurrence of t in *text replaced by hidden; how many. */
+static int64_t cut_out(tftap_buf *text, const char *t, size_t k, int fold)
 {
-    struct redacting *r = ctx;
-    if (set_has(&r->a->values, s, n))
+    int64_t cut = 0;
+    long at = 0;
+    while (k > 0 &&
+           (at = find(text->data ? text->data : "", text->len, (size_t)at, t, k, fold)) >= 0) {
+        tftap_buf c = TFTAP_BUF_INIT;
+        tftap_buf_append(&c, text->data, (size_t)at);
+        tftap_buf_puts(&c, hidden);
+        tftap_buf_append(&c, text->data + at + k, text->len - (size_t)at - k);
+        if (tftap_buf_failed(&c)) {
+            text->failed = 1;
+            tftap_buf_done(&c);
+            break;
+        }
+        tftap_buf_done(text);
+        *text = c;
+        at += (long)(sizeof hidden - 1);
+        cut++;
+    }
+    return cut;
+}
+
+/* Is s, whole, a secret: one of the strings known, or one the recorder
+ * redacted (its hash)? */
+static int equal_secret(struct redacting *r, const char *s, size_t n)
+{
+    if (set_has(&r->a->values, s, n) || set_has(&r->found, s, n))
         return 1;
-    const struct strset *in = &r->a->inside;
-    for (size_t i = 0; in->n && i < in->cap; i++)
-        if (in->e[i].s && holds(s, n, in->e[i].s, in->e[i].n))
-            return 1;
     if (r->hashes.n == 0 || !r->h)
         return 0;
     char hex[65];
@@ -453,6 +543,56 @@ static int is_secret(void *ctx, const char *s, size_t n)
     return !tftap_buf_failed(&r->text) &&
            tftap_hmac_hex(r->h, r->text.data, r->text.len, hex) == 0 &&
            set_has(&r->hashes, hex, 64);
+}
+
+/* A value's string: a secret whole, or holding a variable's value (a
+ * template, upper()), which core marks whole. */
+static int is_secret(void *ctx, const char *s, size_t n)
+{
+    struct redacting *r = ctx;
+    if (equal_secret(r, s, n))
+        return 1;
+    const struct strset *in = &r->a->inside;
+    for (size_t i = 0; in->n && i < in->cap; i++)
+        if (in->e[i].s && find(s, n, 0, in->e[i].s, in->e[i].n, 1) >= 0)
+            return 1;
+    return 0;
+}
+
+/* A message's free text (a diagnostic's summary and detail, its attribute
+ * path, a function's error, a gRPC status): the words stay, the secrets
+ * they quote are cut out. A text that is a secret whole goes whole; a
+ * variable's value anywhere (ignoring case, as in values), and any other
+ * secret long enough not to be a word of the message, where it appears.
+ * Into out as plain text; how many were cut. */
+static int64_t cut_secrets(struct redacting *r, const char *s, size_t n, tftap_buf *out)
+{
+    tftap_buf_reset(out);
+    if (n > 0 && equal_secret(r, s, n)) {
+        tftap_buf_puts(out, hidden);
+        return 1;
+    }
+    tftap_buf_append(out, s, n);
+    int64_t cut = 0;
+    const struct strset *sets[3] = {&r->a->inside, &r->a->values, &r->found};
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; sets[k]->n && i < sets[k]->cap; i++) {
+            const struct entry *e = &sets[k]->e[i];
+            if (e->s && e->n >= SECRET_INSIDE_MIN)
+                cut += cut_out(out, e->s, e->n, k == 0);
+        }
+    return cut;
+}
+
+static int64_t cut_text(void *ctx, const char *s, size_t n, tftap_buf *out)
+{
+    struct redacting *r = ctx;
+    int64_t cut = cut_secrets(r, s, n, &r->message);
+    if (tftap_buf_failed(&r->message))
+        out->failed = 1;
+    else
+        tftap_buf_json_string(out, r->message.data ? r->message.data : "", r->message.len);
+    return cut;
 }
 
 static int add_hash(void *ctx, const char *hmac)
@@ -484,11 +624,20 @@ static int collect_hashes(void *ctx, const store_value_call *c)
 static int is_marked(void *ctx, const char *path, size_t len)
 {
     struct redacting *r = ctx;
+    if (r->address) {
+        tftap_buf_reset(&r->key);
+        tftap_buf_puts(&r->key, r->address);
+        tftap_buf_putc(&r->key, '\n');
+        tftap_buf_append(&r->key, path, len);
+        if (!tftap_buf_failed(&r->key) && set_has(&r->a->marks, r->key.data, r->key.len))
+            return 1;
+    }
+    if (r->config_key.len == 0)
+        return 0;
     tftap_buf_reset(&r->key);
-    tftap_buf_puts(&r->key, r->address);
-    tftap_buf_putc(&r->key, '\n');
+    tftap_buf_append(&r->key, r->config_key.data, r->config_key.len);
     tftap_buf_append(&r->key, path, len);
-    return !tftap_buf_failed(&r->key) && set_has(&r->a->marks, r->key.data, r->key.len);
+    return !tftap_buf_failed(&r->key) && set_has(&r->config_marks, r->key.data, r->key.len);
 }
 
 static void mac(void *ctx, const char *json, size_t len, char out[65])
@@ -507,12 +656,19 @@ static int redact_side(struct redacting *r, const char *json, const char *const 
     sj_doc *doc = NULL;
     if (sj_parse(json, strlen(json), 0, &doc) != 0)
         return 0; /* not JSON: a decode error's text, nothing of a value */
+    /* A provider's words: its diagnostics, a function's error. */
+    static const char *const texts[] = {"diagnostics", "error"}, *const verbatim[] = {"severity"};
     sj_redactor rr = {.secret = is_secret,
-                      .marked = r->address ? is_marked : NULL,
+                      .marked = r->address || r->config_key.len ? is_marked : NULL,
                       .mac = mac,
                       .ctx = r,
                       .roots = roots,
-                      .nroots = nroots};
+                      .nroots = nroots,
+                      .text = cut_text,
+                      .texts = texts,
+                      .ntexts = sizeof texts / sizeof texts[0],
+                      .verbatim = verbatim,
+                      .nverbatim = 1};
     int64_t before = r->counts[0] + r->counts[1];
     int rc = sj_redact(sj_root(doc), &rr, out, r->counts);
     sj_free(doc);
@@ -521,26 +677,261 @@ static int redact_side(struct redacting *r, const char *json, const char *const 
     return rc;
 }
 
-static int rewrite_call(void *ctx, const store_value_call *c, tftap_buf *req, tftap_buf *resp,
+static const struct roots *roots_for(const char *rpc)
+{
+    for (size_t i = 0; rpc && i < sizeof roots_of / sizeof roots_of[0]; i++)
+        if (strcmp(roots_of[i].rpc, rpc) == 0)
+            return &roots_of[i];
+    return NULL;
+}
+
+static int is_data_rpc(const char *rpc)
+{
+    return rpc &&
+           (strcmp(rpc, "ReadDataSource") == 0 || strcmp(rpc, "ValidateDataResourceConfig") == 0 ||
+            strcmp(rpc, "ValidateDataSourceConfig") == 0);
+}
+
+/* A resource address's type: "TYPE" of "TYPE.NAME", "data.TYPE" of
+ * "data.TYPE.NAME". Its length in *n. */
+static const char *type_of(const char *resource, size_t *n)
+{
+    const char *dot = strrchr(resource, '.');
+    *n = dot ? (size_t)(dot - resource) : strlen(resource);
+    return resource;
+}
+
+/* The call's key into config_marks (r->config_key, empty when none): its
+ * resource when an address names it (a root module instance, its key
+ * dropped: the configuration marks every instance of a block alike), its
+ * type when none does (a new instance of a plan not saved: whichever of
+ * the type's blocks marks an attribute marks it). An instance a document
+ * marks too: a state before the run does not mark what the run newly
+ * derives from a secret. */
+static void config_key(struct redacting *r, const store_value_call *c)
+{
+    tftap_buf *k = &r->config_key;
+    tftap_buf_reset(k);
+    if (r->config_marks.n == 0)
+        return;
+    if (c->address && *c->address) {
+        if (strncmp(c->address, "module.", 7) == 0)
+            return; /* the configuration read is the root module's */
+        size_t n = strcspn(c->address, "[");
+        tftap_buf_append(k, c->address, n);
+    } else if (c->type_name && *c->type_name) {
+        tftap_buf_printf(k, "*%s%s", is_data_rpc(c->rpc) ? "data." : "", c->type_name);
+    } else {
+        return;
+    }
+    tftap_buf_putc(k, '\n');
+    if (tftap_buf_failed(k))
+        tftap_buf_reset(k);
+}
+
+/* Every string a value holds but a redacted or unknown one's, into set. */
+static int add_strings_to(struct strset *set, const sj_node *v, unsigned depth)
+{
+    if (!v || depth > TFTAP_JSON_MAX_DEPTH || sj_is_sensitive(v) || sj_is_unknown(v))
+        return 0;
+    if (v->kind == SJ_STRING && v->len > 0 && set_add(set, v->str, v->len) != 0)
+        return TFTAP_ENOMEM;
+    for (const sj_node *c = v->child; c; c = c->next)
+        if (add_strings_to(set, c, depth + 1) != 0)
+            return TFTAP_ENOMEM;
+    return 0;
+}
+
+/* Does a value hold a secret: a redacted value, or a string that is one? */
+static int holds_secret(struct redacting *r, const sj_node *v, unsigned depth)
+{
+    if (!v || depth > TFTAP_JSON_MAX_DEPTH)
+        return 0;
+    if (sj_is_sensitive(v))
+        return 1;
+    if (v->kind == SJ_STRING && v->len > 0 && is_secret(r, v->str, v->len))
+        return 1;
+    for (const sj_node *c = v->child; c; c = c->next)
+        if (holds_secret(r, c, depth + 1))
+            return 1;
+    return 0;
+}
+
+/* Every top-level attribute of the resource values of a call (its roots,
+ * both sides), to fn, until it fails; sides without needle (when given)
+ * are not parsed. */
+typedef int (*attribute_fn)(struct redacting *r, const store_value_call *c, const sj_node *m);
+static int each_attribute(struct redacting *r, const store_value_call *c, const char *needle,
+                          attribute_fn fn)
+{
+    const struct roots *ro = roots_for(c->rpc);
+    const char *sides[2] = {c->request_json, c->response_json};
+    int rc = 0;
+    for (int i = 0; ro && i < 2 && !rc; i++) {
+        sj_doc *doc = NULL;
+        if (!sides[i] || (needle && !strstr(sides[i], needle)) ||
+            sj_parse(sides[i], strlen(sides[i]), 0, &doc) != 0)
+            continue;
+        const char *const *names = i == 0 ? ro->request : ro->response;
+        for (size_t k = 0; k < (i == 0 ? 3u : 1u) && names[k] && !rc; k++) {
+            const sj_node *v = sj_get(sj_root(doc), names[k]);
+            for (const sj_node *m = v && v->kind == SJ_OBJECT ? v->child : NULL; m && !rc;
+                 m = m->next)
+                rc = fn(r, c, m);
+        }
+        sj_free(doc);
+    }
+    return rc;
+}
+
+/* An attribute the recorder redacted whole: its provider's schema marks it. */
+static int schema_attr(struct redacting *r, const store_value_call *c, const sj_node *m)
+{
+    if (!sj_is_sensitive(m))
+        return 0;
+    tftap_buf_reset(&r->key);
+    tftap_buf_printf(&r->key, "%s%s\n", is_data_rpc(c->rpc) ? "data." : "", c->type_name);
+    tftap_buf_append(&r->key, m->key, m->key_len);
+    return tftap_buf_failed(&r->key) || set_add(&r->schema_attrs, r->key.data, r->key.len) != 0
+               ? TFTAP_ENOMEM
+               : 0;
+}
+
+/* The first look at the run's calls: the hashes the recorders redacted
+ * and the attributes the providers' schemas mark (what the recorders
+ * redacted at a resource's top level). */
+static int first_look(void *ctx, const store_value_call *c)
+{
+    struct redacting *r = ctx;
+    int rc = collect_hashes(r, c);
+    if (rc || !c->type_name || r->a->nconfig == 0)
+        return rc;
+    return each_attribute(r, c, "\"$sensitive\"", schema_attr);
+}
+
+/* The path key of resource's attr (by type: "*TYPE") into config_marks. */
+static void config_path(tftap_buf *k, const char *resource, int by_type, const char *attr)
+{
+    size_t tn;
+    const char *t = type_of(resource, &tn);
+    tftap_buf_reset(k);
+    if (by_type) {
+        tftap_buf_putc(k, '*');
+        tftap_buf_append(k, t, tn);
+    } else {
+        tftap_buf_puts(k, resource);
+    }
+    tftap_buf_putc(k, '\n');
+    sj_path_member(k, attr, strlen(attr));
+}
+
+/* A configuration mark on: its paths, by resource and by type. */
+static int config_mark_on(struct redacting *r, const struct config_mark *m)
+{
+    for (int by_type = 0; by_type < 2; by_type++) {
+        config_path(&r->key, m->resource, by_type, m->attr);
+        if (tftap_buf_failed(&r->key) || set_add(&r->config_marks, r->key.data, r->key.len) != 0)
+            return TFTAP_ENOMEM;
+    }
+    return 0;
+}
+
+/* The configuration's marks resolved: a reference to an attribute marked
+ * (by the configuration, to any depth, or by the provider's schema) marks
+ * too. */
+static int resolve_config(struct redacting *r)
+{
+    const analysis_secrets *a = r->a;
+    if (a->nconfig == 0)
+        return 0;
+    r->on = calloc(a->nconfig, 1);
+    if (!r->on)
+        return TFTAP_ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; i < a->nconfig && !rc; i++)
+        if ((r->on[i] = a->config[i].ref_resource == NULL))
+            rc = config_mark_on(r, &a->config[i]);
+    for (int more = 1; more && !rc;) {
+        more = 0;
+        for (size_t i = 0; i < a->nconfig && !rc; i++) {
+            const struct config_mark *m = &a->config[i];
+            if (r->on[i])
+                continue;
+            size_t tn;
+            const char *t = type_of(m->ref_resource, &tn);
+            tftap_buf_reset(&r->key);
+            tftap_buf_append(&r->key, t, tn);
+            tftap_buf_putc(&r->key, '\n');
+            tftap_buf_puts(&r->key, m->ref_attr);
+            int on = set_has(&r->schema_attrs, r->key.data, r->key.len);
+            config_path(&r->key, m->ref_resource, 0, m->ref_attr);
+            on |= set_has(&r->config_marks, r->key.data, r->key.len);
+            if (tftap_buf_failed(&r->key))
+                rc = TFTAP_ENOMEM;
+            else if (on && (rc = config_mark_on(r, m)) == 0)
+                r->on[i] = more = 1;
+        }
+    }
+    return rc;
+}
+
+/* The strings of an attribute the configuration marks: secrets. */
+static int config_value(struct redacting *r, const store_value_call *c, const sj_node *m)
+{
+    (void)c;
+    tftap_buf_reset(&r->key);
+    tftap_buf_append(&r->key, r->config_key.data, r->config_key.len);
+    sj_path_member(&r->key, m->key, m->key_len);
+    if (tftap_buf_failed(&r->key))
+        return TFTAP_ENOMEM;
+    return set_has(&r->config_marks, r->key.data, r->key.len) ? add_strings_to(&r->found, m, 0) : 0;
+}
+
+/* The second look: the strings at the paths the configuration marks, and
+ * a provider function's result from a secret argument (core marks it),
+ * become secrets of the run, wherever else they appear. */
+static int second_look(void *ctx, const store_value_call *c)
+{
+    struct redacting *r = ctx;
+    if (c->rpc && strcmp(c->rpc, "CallFunction") == 0 && c->request_json && c->response_json) {
+        sj_doc *req = NULL, *resp = NULL;
+        int rc = 0;
+        if (sj_parse(c->request_json, strlen(c->request_json), 0, &req) == 0 &&
+            holds_secret(r, sj_get(sj_root(req), "arguments"), 0) &&
+            sj_parse(c->response_json, strlen(c->response_json), 0, &resp) == 0)
+            rc = add_strings_to(&r->found, sj_get(sj_root(resp), "result"), 0);
+        sj_free(req);
+        sj_free(resp);
+        return rc;
+    }
+    config_key(r, c);
+    return r->config_key.len ? each_attribute(r, c, NULL, config_value) : 0;
+}
+
+static int rewrite_call(void *ctx, const store_value_call *c, store_value_rewrite *out,
                         int *changed)
 {
     struct redacting *r = ctx;
-    const struct roots *ro = NULL;
-    for (size_t i = 0; c->rpc && i < sizeof roots_of / sizeof roots_of[0]; i++)
-        if (strcmp(roots_of[i].rpc, c->rpc) == 0)
-            ro = &roots_of[i];
+    const struct roots *ro = roots_for(c->rpc);
     r->address =
         c->address && set_has(&r->a->addresses, c->address, strlen(c->address)) ? c->address : NULL;
+    config_key(r, c);
     size_t nreq = 0, nresp = 0;
     while (ro && nreq < 3 && ro->request[nreq])
         nreq++;
     while (ro && nresp < 1 && ro->response[nresp])
         nresp++;
-    int rc = redact_side(r, c->request_json, ro ? ro->request : NULL, nreq, req, changed,
+    int rc = redact_side(r, c->request_json, ro ? ro->request : NULL, nreq, &out->req, changed,
                          STORE_REWRITE_REQUEST);
     if (!rc)
-        rc = redact_side(r, c->response_json, ro ? ro->response : NULL, nresp, resp, changed,
+        rc = redact_side(r, c->response_json, ro ? ro->response : NULL, nresp, &out->resp, changed,
                          STORE_REWRITE_RESPONSE);
+    if (!rc && c->status_message && c->status_message[0]) {
+        int64_t cut = cut_secrets(r, c->status_message, strlen(c->status_message), &out->status);
+        r->counts[SJ_REDACT_EQUAL] += cut;
+        *changed |= cut > 0 ? STORE_REWRITE_STATUS : 0;
+        rc = tftap_buf_failed(&out->status) ? TFTAP_ENOMEM : 0;
+    }
     r->calls += *changed != 0;
     return rc;
 }
@@ -575,29 +966,11 @@ static int redact_args(const analysis_secrets *a, const char *args_json, tftap_b
             int whole = (arg.len == s->n && memcmp(arg.data, s->s, s->n) == 0) ||
                         (eq && (size_t)(arg.data + arg.len - (eq + 1)) == s->n &&
                          memcmp(eq + 1, s->s, s->n) == 0);
-            if (s->n < 4 && !whole)
-                continue;
-            for (size_t at = 0; arg.len >= s->n && at + s->n <= arg.len;) {
-                if (memcmp(arg.data + at, s->s, s->n) != 0) {
-                    at++;
-                    continue;
-                }
-                static const char hidden[] = "(sensitive value)";
-                tftap_buf t = TFTAP_BUF_INIT;
-                tftap_buf_append(&t, arg.data, at);
-                tftap_buf_puts(&t, hidden);
-                tftap_buf_append(&t, arg.data + at + s->n, arg.len - at - s->n);
-                if (tftap_buf_failed(&t)) {
-                    out->failed = 1;
-                    tftap_buf_done(&t);
-                    break;
-                }
-                tftap_buf_done(&arg);
-                arg = t;
-                at += sizeof hidden - 1;
-                (*count)++;
-            }
+            if (s->n >= 4 || whole)
+                *count += cut_out(&arg, s->s, s->n, 0);
         }
+        if (tftap_buf_failed(&arg))
+            out->failed = 1;
         tftap_buf_json_string(out, arg.data ? arg.data : "", arg.len);
     }
     tftap_buf_putc(out, ']');
@@ -617,6 +990,27 @@ static int take_args(void *ctx, const store_run_row *row)
     return 0;
 }
 
+/* The hashes of the set's strings (their JSON text, as values hash) into
+ * hex + 65 * *nh and hmacs. */
+static int hash_strings(store *s, const struct strset *set, const char **hmacs, char *hex,
+                        size_t *nh)
+{
+    tftap_buf t = TFTAP_BUF_INIT;
+    int rc = 0;
+    for (size_t i = 0; i < set->cap && !rc; i++) {
+        if (!set->e[i].s)
+            continue;
+        tftap_buf_reset(&t);
+        tftap_buf_json_string(&t, set->e[i].s, set->e[i].n);
+        if (tftap_buf_failed(&t))
+            rc = TFTAP_ENOMEM;
+        else if (store_value_hmac(s, t.data, t.len, hex + 65 * *nh) == 0)
+            hmacs[*nh] = hex + 65 * *nh, (*nh)++;
+    }
+    tftap_buf_done(&t);
+    return rc;
+}
+
 int analysis_redact_run(store *s, int64_t run_id, const analysis_secrets *a,
                         analysis_redaction *out)
 {
@@ -628,45 +1022,43 @@ int analysis_redact_run(store *s, int64_t run_id, const analysis_secrets *a,
     if (rc)
         return rc;
     out->values_kept = kept;
-    struct redacting r = {.s = s, .a = a, .key = TFTAP_BUF_INIT, .text = TFTAP_BUF_INIT};
+    struct redacting r = {.s = s,
+                          .a = a,
+                          .key = TFTAP_BUF_INIT,
+                          .text = TFTAP_BUF_INIT,
+                          .message = TFTAP_BUF_INIT,
+                          .config_key = TFTAP_BUF_INIT};
+    struct run_args ra = {TFTAP_BUF_INIT};
+    tftap_buf args = TFTAP_BUF_INIT, counts = TFTAP_BUF_INIT;
+    const char **hmacs = NULL;
+    char *hex = NULL;
     /* A run that kept its values has no hashes to look for. */
     /* What an earlier redaction of the run knew (a wrapped run is
      * redacted by each of its recorders), and what the recorders hid. */
     if (!kept)
         rc = store_run_secrets_each(s, run_id, add_hash, &r);
     if (!kept && !rc)
-        rc = store_run_values_each(s, run_id, collect_hashes, &r);
-    if (rc || a->values.n + a->marks.n + r.hashes.n == 0) {
-        set_free(&r.hashes);
-        return rc;
-    }
+        rc = store_run_values_each(s, run_id, first_look, &r);
+    if (rc || a->values.n + a->marks.n + a->nconfig + r.hashes.n == 0)
+        goto done;
     r.h = store_value_hmac_new(s);
+    rc = resolve_config(&r);
+    if (!rc && !kept)
+        rc = store_run_values_each(s, run_id, second_look, &r);
+    if (rc)
+        goto done;
     /* The hashes of the secrets, for what is made of the run later (a
      * bundle of a run whose values were kept). */
-    const char **hmacs = calloc(a->values.n ? a->values.n : 1, sizeof *hmacs);
-    char *hex = calloc(a->values.n ? a->values.n : 1, 65);
-    size_t nh = 0;
+    size_t nsecrets = a->values.n + r.found.n, nh = 0;
+    hmacs = calloc(nsecrets ? nsecrets : 1, sizeof *hmacs);
+    hex = calloc(nsecrets ? nsecrets : 1, 65);
     if (!hmacs || !hex) {
-        free(hmacs);
-        free(hex);
-        set_free(&r.hashes);
-        tftap_hmac_free(r.h);
-        return TFTAP_ENOMEM;
+        rc = TFTAP_ENOMEM;
+        goto done;
     }
-    tftap_buf t = TFTAP_BUF_INIT;
-    for (size_t i = 0; i < a->values.cap && !rc; i++) {
-        if (!a->values.e[i].s)
-            continue;
-        tftap_buf_reset(&t);
-        tftap_buf_json_string(&t, a->values.e[i].s, a->values.e[i].n);
-        if (tftap_buf_failed(&t))
-            rc = TFTAP_ENOMEM;
-        else if (store_value_hmac(s, t.data, t.len, hex + 65 * nh) == 0)
-            hmacs[nh] = hex + 65 * nh, nh++;
-    }
-    tftap_buf_done(&t);
-    struct run_args ra = {TFTAP_BUF_INIT};
-    tftap_buf args = TFTAP_BUF_INIT, counts = TFTAP_BUF_INIT;
+    rc = hash_strings(s, &a->values, hmacs, hex, &nh);
+    if (!rc)
+        rc = hash_strings(s, &r.found, hmacs, hex, &nh);
     int new_args = 0;
     if (!rc && !kept) {
         rc = store_run_get(s, run_id, take_args, &ra);
@@ -675,30 +1067,37 @@ int analysis_redact_run(store *s, int64_t run_id, const analysis_secrets *a,
         if (tftap_buf_failed(&args) || tftap_buf_failed(&ra.json))
             rc = TFTAP_ENOMEM;
     }
+    if (rc)
+        goto done;
+    store_run_redaction how = {.rewrite = kept ? NULL : rewrite_call,
+                               .ctx = &r,
+                               .args_json = new_args ? tftap_buf_cstr(&args) : NULL,
+                               .hmacs = hmacs,
+                               .nhmacs = nh};
+    rc = store_run_redact(s, run_id, &how);
+    out->core_mark = r.counts[SJ_REDACT_MARKED];
+    out->known_secret = r.counts[SJ_REDACT_EQUAL];
+    out->calls = r.calls;
+    /* The counts are known once the calls are rewritten. */
     if (!rc) {
-        store_run_redaction how = {.rewrite = kept ? NULL : rewrite_call,
-                                   .ctx = &r,
-                                   .args_json = new_args ? tftap_buf_cstr(&args) : NULL,
-                                   .hmacs = hmacs,
-                                   .nhmacs = nh};
-        rc = store_run_redact(s, run_id, &how);
-        out->core_mark = r.counts[SJ_REDACT_MARKED];
-        out->known_secret = r.counts[SJ_REDACT_EQUAL];
-        out->calls = r.calls;
-        /* The counts are known once the calls are rewritten. */
-        if (!rc) {
-            tftap_buf_printf(&counts,
-                             "{\"core_mark\":%lld,\"known_secret\":%lld,\"arguments\":%lld,"
-                             "\"secrets\":%zu}",
-                             (long long)out->core_mark, (long long)out->known_secret,
-                             (long long)out->arguments, a->values.n);
-            store_run_redaction c = {.counts_json = tftap_buf_cstr(&counts)};
-            rc = tftap_buf_failed(&counts) ? TFTAP_ENOMEM : store_run_redact(s, run_id, &c);
-        }
+        tftap_buf_printf(&counts,
+                         "{\"core_mark\":%lld,\"known_secret\":%lld,\"arguments\":%lld,"
+                         "\"secrets\":%zu}",
+                         (long long)out->core_mark, (long long)out->known_secret,
+                         (long long)out->arguments, nsecrets);
+        store_run_redaction c = {.counts_json = tftap_buf_cstr(&counts)};
+        rc = tftap_buf_failed(&counts) ? TFTAP_ENOMEM : store_run_redact(s, run_id, &c);
     }
+done:
     tftap_buf_done(&r.key);
     tftap_buf_done(&r.text);
+    tftap_buf_done(&r.message);
+    tftap_buf_done(&r.config_key);
     set_free(&r.hashes);
+    set_free(&r.schema_attrs);
+    set_free(&r.config_marks);
+    set_free(&r.found);
+    free(r.on);
     tftap_hmac_free(r.h);
     tftap_buf_done(&ra.json);
     tftap_buf_done(&args);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/analysis_int.h"
 
 struct run_read {
     analysis_run_verdict *v;
@@ -110,10 +111,8 @@ int analysis_run_verdict_read(store *s, int64_t run, int flags, analysis_run_ver
             return rc;
         v->checked = 1;
     }
-    for (size_t i = 0; i < v->findings.n; i++) {
-        v->rejected += v->findings.v[i].verdict == ANALYSIS_REJECTS;
-        v->tolerated += v->findings.v[i].verdict == ANALYSIS_TOLERATES;
-    }
+    v->rejected = analysis_findings_count(&v->findings, ANALYSIS_REJECTS);
+    v->tolerated = analysis_findings_count(&v->findings, ANALYSIS_TOLERATES);
     if (ok_exit) {
         v->unconfirmed = v->rejected;
         v->rejected = 0;
@@ -148,19 +147,6 @@ const analysis_finding *analysis_run_verdict_reject_of(const analysis_run_verdic
     return NULL;
 }
 
-static void json_str(tftap_buf *b, const char *s)
-{
-    if (s)
-        tftap_buf_json_string(b, s, strlen(s));
-    else
-        tftap_buf_puts(b, "null");
-}
-
-static void json_raw(tftap_buf *b, const char *json)
-{
-    tftap_buf_puts(b, json && *json ? json : "null");
-}
-
 void analysis_run_verdict_json(const analysis_run_verdict *v, size_t max_bytes, tftap_buf *b)
 {
     tftap_buf_printf(b, "{\"failed\":%s,\"running\":%s,\"checked\":%s,\"exit_code\":",
@@ -185,21 +171,21 @@ void analysis_run_verdict_json(const analysis_run_verdict *v, size_t max_bytes, 
             break;
         tftap_buf_printf(b, "%s{\"call_id\":%lld,\"method\":", n++ ? "," : "",
                          (long long)f->call_id);
-        json_str(b, f->rpc);
+        analysis_json_str(b, f->rpc);
         tftap_buf_puts(b, ",\"address\":");
-        json_str(b, f->address);
+        analysis_json_str(b, f->address);
         tftap_buf_puts(b, ",\"type_name\":");
-        json_str(b, f->type_name);
+        analysis_json_str(b, f->type_name);
         tftap_buf_puts(b, ",\"rule\":");
-        json_str(b, f->rule);
+        analysis_json_str(b, f->rule);
         tftap_buf_puts(b, ",\"path\":");
-        json_str(b, f->path);
+        analysis_json_str(b, f->path);
         tftap_buf_puts(b, ",\"expected\":");
-        json_raw(b, f->expected);
+        analysis_json_raw(b, f->expected);
         tftap_buf_puts(b, ",\"actual\":");
-        json_raw(b, f->actual);
+        analysis_json_raw(b, f->actual);
         tftap_buf_puts(b, ",\"message\":");
-        json_str(b, f->message);
+        analysis_json_str(b, f->message);
         tftap_buf_putc(b, '}');
     }
     tftap_buf_putc(b, ']');

@@ -273,12 +273,26 @@ typedef struct sj_redactor {
      * relative to (a call's "prior_state", "planned_state"...). */
     const char *const *roots;
     size_t nroots;
+    /* NULL, or: append s, a message's free text (a provider's error or
+     * diagnostic: no value, but words that may quote one), as a JSON
+     * string with every secret in it cut out; the number of secrets cut. */
+    int64_t (*text)(void *ctx, const char *s, size_t n, tftap_buf *out);
+    /* The top-level members whose strings are free text, every one of them
+     * given to text instead of being judged whole ("diagnostics"). */
+    const char *const *texts;
+    size_t ntexts;
+    /* Members below the texts whose strings are the protocol's words, not
+     * the provider's, and stay as they are ("severity"). */
+    const char *const *verbatim;
+    size_t nverbatim;
 } sj_redactor;
 /* Write root as compact JSON into out with every marked value and every
  * string equal to a secret replaced by {"$sensitive":"hmac-sha256:..."}
  * (null stays null, an unknown loses its refinements, a value redacted
- * already stays). counts[SJ_REDACT_MARKED], counts[SJ_REDACT_EQUAL] are
- * incremented per value replaced. 0 or TFTAP_ENOMEM. */
+ * already stays), and the free text below r->texts cut by r->text.
+ * counts[SJ_REDACT_MARKED], counts[SJ_REDACT_EQUAL] are incremented per
+ * value replaced (a secret cut out of a text counts as equal). 0 or
+ * TFTAP_ENOMEM. */
 int sj_redact(const sj_node *root, const sj_redactor *r, tftap_buf *out, int64_t counts[2]);
 
 #endif

@@ -4,7 +4,9 @@
  * is known only at the end of a run, from the plan and the state, so the
  * stored JSON is walked again: the values at paths marked secret, and
  * every string equal to a known secret, become {"$sensitive": ...} the
- * way the decoder writes them (equal secrets keep equal hashes). */
+ * way the decoder writes them (equal secrets keep equal hashes); a
+ * provider's free text (diagnostics) is handed to the caller whole, to cut
+ * the secrets it quotes out of its words. */
 #include "common/common.h"
 
 #include <stdio.h>
@@ -54,6 +56,43 @@ static void redact_value(struct walk *w, const sj_node *n)
     tftap_buf_done(&text);
 }
 
+static int is_member(const char *const *names, size_t n, const sj_node *c)
+{
+    for (size_t k = 0; k < n; k++)
+        if (strlen(names[k]) == c->key_len && memcmp(names[k], c->key, c->key_len) == 0)
+            return 1;
+    return 0;
+}
+
+/* Free text and what holds it: every string given to r->text. */
+static void walk_text(struct walk *w, const sj_node *n, unsigned depth)
+{
+    if (n->kind == SJ_STRING) {
+        w->counts[SJ_REDACT_EQUAL] += w->r->text(w->r->ctx, n->str, n->len, w->out);
+        return;
+    }
+    if ((n->kind != SJ_ARRAY && n->kind != SJ_OBJECT) || sj_is_sensitive(n) ||
+        depth > TFTAP_JSON_MAX_DEPTH) {
+        sj_write(n, w->out);
+        return;
+    }
+    tftap_buf_putc(w->out, n->kind == SJ_ARRAY ? '[' : '{');
+    for (const sj_node *c = n->child; c; c = c->next) {
+        if (c != n->child)
+            tftap_buf_putc(w->out, ',');
+        if (n->kind == SJ_OBJECT) {
+            tftap_buf_json_string(w->out, c->key, c->key_len);
+            tftap_buf_putc(w->out, ':');
+            if (is_member(w->r->verbatim, w->r->nverbatim, c)) {
+                sj_write(c, w->out);
+                continue;
+            }
+        }
+        walk_text(w, c, depth + 1);
+    }
+    tftap_buf_putc(w->out, n->kind == SJ_ARRAY ? ']' : '}');
+}
+
 /* marking: 1 when paths below n are looked up in r->marked (n is inside a
  * root), 0 when not. */
 static void walk(struct walk *w, const sj_node *n, int marking, unsigned depth)
@@ -86,11 +125,12 @@ static void walk(struct walk *w, const sj_node *n, int marking, unsigned depth)
             tftap_buf_putc(w->out, ':');
             if (depth == 0 && !marking) {
                 /* A root: a resource's value, whose paths marks name. */
-                for (size_t k = 0; k < w->r->nroots && !below; k++)
-                    below = strlen(w->r->roots[k]) == c->key_len &&
-                            memcmp(w->r->roots[k], c->key, c->key_len) == 0;
-                if (below) {
+                if (is_member(w->r->roots, w->r->nroots, c)) {
                     walk(w, c, 1, depth + 1);
+                    continue;
+                }
+                if (w->r->text && is_member(w->r->texts, w->r->ntexts, c)) {
+                    walk_text(w, c, depth + 1);
                     continue;
                 }
             }

@@ -393,6 +393,15 @@ static int encode_ids(const otlp_config *cfg, const struct ctx_ids *ids, const o
             attr_bool(a, "tftap.expected_close", 1);
         if (s->error_count > 0)
             attr_int(a, "tftap.diagnostics.errors", s->error_count);
+        /* The status's message, when the words may leave (cfg->words). */
+        const char *words = NULL;
+        int failed = !expected && (s->grpc_status != 0 || s->error_count > 0);
+        if (failed)
+            words = s->grpc_status != 0 ? s->status_message : s->error_summary;
+        if (words && !cfg->words) {
+            attr_bool(a, "tftap.status.withheld", 1);
+            words = NULL;
+        }
         attr_str(a, "tftap.request.json", s->request_json);
         if (s->request_json && s->request_truncated)
             attr_bool(a, "tftap.request.truncated", 1);
@@ -408,14 +417,10 @@ static int encode_ids(const otlp_config *cfg, const struct ctx_ids *ids, const o
         tftap__otlp__status__init(&st[i]);
         /* Failed as v_calls.failed says: a gRPC error, or error diagnostics
          * in an OK answer; an expected close is neither. */
-        if (s->grpc_status != 0 && !expected) {
+        if (failed) {
             st[i].code = TFTAP__OTLP__STATUS__STATUS_CODE__STATUS_CODE_ERROR;
-            if (s->status_message)
-                st[i].message = (char *)s->status_message;
-        } else if (s->error_count > 0 && !expected) {
-            st[i].code = TFTAP__OTLP__STATUS__STATUS_CODE__STATUS_CODE_ERROR;
-            if (s->error_summary)
-                st[i].message = (char *)s->error_summary;
+            if (words)
+                st[i].message = (char *)words;
         }
         o->status = &st[i];
         spp[i] = o;

@@ -36,6 +36,13 @@ typedef struct otlp_config {
     const char *resource_attrs;
     const char *headers; /* NULL or OTEL_EXPORTER_OTLP_HEADERS ("k=v,k2=v2") */
     int values;          /* 1: spans carry request/response values (--otlp-values) */
+    /* 1: a failed span's status carries the provider's words (its gRPC
+     * status message, its first error diagnostic's summary); 0: only that
+     * it failed, and tftap.status.withheld. Words may quote a secret the
+     * configuration marks, known only once the run has ended: spans made
+     * from the record redacted then may carry them, spans that leave while
+     * the run lasts may not. */
+    int words;
     size_t max_spans;    /* queue bound; 0 = 4096 */
     size_t max_bytes;    /* and of the bytes queued spans hold; 0 = 32 MiB */
     unsigned batch_ms;   /* export at least this often while spans wait; 0 = 1000 */

@@ -23,6 +23,70 @@
     " '/tfplugin5.Provider/GetFunctions', '/tfplugin6.Provider/GetFunctions',"                     \
     " '/plugin.GRPCStdio/StreamStdio')"
 
+/* v_calls as migrations 5, 8 and 9 make it, and their PostgreSQL twins: the
+ * pieces they share, spelled once. What a migration writes must stay what
+ * it was to the byte (SQLite keeps a view's text, and an older database
+ * went through it): a change to the view is a new migration, never an edit
+ * of these. */
+#define V_CALLS_COLUMNS                                                                            \
+    "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"       \
+    "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"         \
+    "  duration_us, in_flight, status_code, status_message, request_bytes, response_bytes,"        \
+    "  request_count, response_count, request_json, response_json, decode_error,"                  \
+    "  status_name, error_count, warning_count, is_teardown,"
+#define V_CALLS_FAILED_5                                                                           \
+    "  NOT is_teardown AND (error_count > 0 OR coalesce(status_code, 0) != 0"                      \
+    "    OR (in_flight AND ended_elsewhere)) AS failed"
+#define V_CALLS_FAILED_9                                                                           \
+    "  NOT (is_teardown OR optional_absent) AND (error_count > 0"                                  \
+    "    OR coalesce(status_code, 0) != 0"                                                         \
+    "    OR (in_flight AND ended_elsewhere AND NOT process_lost)) AS failed,"                      \
+    "  (is_teardown OR optional_absent) AS expected_close,"                                        \
+    "  NOT (is_teardown OR optional_absent) AND in_flight AND ended_elsewhere AND process_lost"    \
+    "    AS not_recorded"
+/* The inner SELECT's columns up to status_name; address is c.address
+ * (before call_addresses) or a.address. */
+#define V_CALLS_INNER(address)                                                                     \
+    "  FROM (SELECT"                                                                               \
+    "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"        \
+    "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, " address ","               \
+    "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"                        \
+    "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"                          \
+    "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"                      \
+    "  c.request_json, c.response_json, c.decode_error,"                                           \
+    "  CASE c.status_code WHEN 0 THEN 'OK' WHEN 1 THEN 'CANCELLED' WHEN 2 THEN 'UNKNOWN'"          \
+    "    WHEN 3 THEN 'INVALID_ARGUMENT' WHEN 4 THEN 'DEADLINE_EXCEEDED' WHEN 5 THEN 'NOT_FOUND'"   \
+    "    WHEN 6 THEN 'ALREADY_EXISTS' WHEN 7 THEN 'PERMISSION_DENIED'"                             \
+    "    WHEN 8 THEN 'RESOURCE_EXHAUSTED' WHEN 9 THEN 'FAILED_PRECONDITION' WHEN 10 THEN"          \
+    "    'ABORTED' WHEN 11 THEN 'OUT_OF_RANGE' WHEN 12 THEN 'UNIMPLEMENTED' WHEN 13 THEN"          \
+    "    'INTERNAL' WHEN 14 THEN 'UNAVAILABLE' WHEN 15 THEN 'DATA_LOSS' WHEN 16 THEN"              \
+    "    'UNAUTHENTICATED' END AS status_name,"
+/* How many diagnostics of a severity a response carries, as column name. */
+#define V_CALLS_COUNT_SQLITE(severity, name)                                                       \
+    "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"                                       \
+    "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"                     \
+    "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"                      \
+    "    '$.diagnostics') d WHERE d.value ->> '$.severity' = '" severity "') ELSE 0 END"           \
+    "    ELSE 0 END AS " name ","
+#define V_CALLS_COUNT_PG(severity, name)                                                           \
+    "  CASE WHEN strpos(c.response_json, '\"severity\"') > 0 THEN (SELECT count(*)"                \
+    "    FROM " PG_DIAGS("c.response_json") " d WHERE d ->> 'severity' = '" severity "')"          \
+                                            "    ELSE 0 END AS " name ","
+#define V_CALLS_IS_TEARDOWN                                                                        \
+    "  c.method IN ('/plugin.GRPCBroker/StartStream', '/plugin.GRPCStdio/StreamStdio',"            \
+    "    '/plugin.GRPCController/Shutdown')"                                                       \
+    "    AND (c.status_code IS NULL OR c.status_code IN (0, 1, 14)) AS is_teardown,"
+#define V_CALLS_ENDED_ELSEWHERE                                                                    \
+    "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"           \
+    "    IS NOT NULL) AS ended_elsewhere"
+/* Migration 9's columns after is_teardown. */
+#define V_CALLS_TAIL_9                                                                             \
+    "  coalesce(c.status_code, -1) = 12 AND c.method IN " OPTIONAL_RPCS                            \
+    " AS optional_absent," V_CALLS_ENDED_ELSEWHERE ","                                             \
+    "  coalesce(p.dropped, 0) > 0 AS process_lost"
+#define V_CALLS_FROM "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id"
+#define V_CALLS_FROM_ADDRESSES V_CALLS_FROM "  LEFT JOIN call_addresses a ON a.call_id = c.id"
+
 static const char *const migrations[] = {
     /* 0 -> 1: the initial schema. */
     "CREATE TABLE secret_key ("
@@ -175,44 +239,10 @@ static const char *const migrations[] = {
      * provider exits (an expected close, not an error), and whether it
      * failed. Diagnostics are counted only in responses that name a
      * severity, so most rows never have their JSON parsed. */
-    ("DROP VIEW v_calls;"
-     "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
-     "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"
-     "  duration_us, in_flight, status_code, status_message, request_bytes, response_bytes,"
-     "  request_count, response_count, request_json, response_json, decode_error,"
-     "  status_name, error_count, warning_count, is_teardown,"
-     "  NOT is_teardown AND (error_count > 0 OR coalesce(status_code, 0) != 0"
-     "    OR (in_flight AND ended_elsewhere)) AS failed"
-     "  FROM (SELECT"
-     "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
-     "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, c.address,"
-     "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"
-     "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"
-     "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"
-     "  c.request_json, c.response_json, c.decode_error,"
-     "  CASE c.status_code WHEN 0 THEN 'OK' WHEN 1 THEN 'CANCELLED' WHEN 2 THEN 'UNKNOWN'"
-     "    WHEN 3 THEN 'INVALID_ARGUMENT' WHEN 4 THEN 'DEADLINE_EXCEEDED' WHEN 5 THEN 'NOT_FOUND'"
-     "    WHEN 6 THEN 'ALREADY_EXISTS' WHEN 7 THEN 'PERMISSION_DENIED'"
-     "    WHEN 8 THEN 'RESOURCE_EXHAUSTED' WHEN 9 THEN 'FAILED_PRECONDITION' WHEN 10 THEN"
-     "    'ABORTED' WHEN 11 THEN 'OUT_OF_RANGE' WHEN 12 THEN 'UNIMPLEMENTED' WHEN 13 THEN"
-     "    'INTERNAL' WHEN 14 THEN 'UNAVAILABLE' WHEN 15 THEN 'DATA_LOSS' WHEN 16 THEN"
-     "    'UNAUTHENTICATED' END AS status_name,"
-     "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"
-     "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"
-     "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"
-     "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'ERROR') ELSE 0 END"
-     "    ELSE 0 END AS error_count,"
-     "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"
-     "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"
-     "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"
-     "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'WARNING') ELSE 0 END"
-     "    ELSE 0 END AS warning_count,"
-     "  c.method IN ('/plugin.GRPCBroker/StartStream', '/plugin.GRPCStdio/StreamStdio',"
-     "    '/plugin.GRPCController/Shutdown')"
-     "    AND (c.status_code IS NULL OR c.status_code IN (0, 1, 14)) AS is_teardown,"
-     "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"
-     "    IS NOT NULL) AS ended_elsewhere"
-     "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id);"),
+    ("DROP VIEW v_calls;" V_CALLS_COLUMNS V_CALLS_FAILED_5 V_CALLS_INNER("c.address")
+         V_CALLS_COUNT_SQLITE("ERROR", "error_count")
+             V_CALLS_COUNT_SQLITE("WARNING", "warning_count")
+                 V_CALLS_IS_TEARDOWN V_CALLS_ENDED_ELSEWHERE V_CALLS_FROM ");"),
     /* 6: a run's identity beyond this file (tftap push): a random UUID
      * made by whoever creates the row (store_new_uuid), the trigger
      * filling it for a row inserted without one (an older bundle's rows,
@@ -250,45 +280,11 @@ static const char *const migrations[] = {
      "DROP VIEW v_resource_changes;"
      "DROP VIEW v_diagnostics;"
      "ALTER TABLE calls DROP COLUMN address;"
-     "ALTER TABLE calls DROP COLUMN address_note;"
-     "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
-     "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"
-     "  duration_us, in_flight, status_code, status_message, request_bytes, response_bytes,"
-     "  request_count, response_count, request_json, response_json, decode_error,"
-     "  status_name, error_count, warning_count, is_teardown,"
-     "  NOT is_teardown AND (error_count > 0 OR coalesce(status_code, 0) != 0"
-     "    OR (in_flight AND ended_elsewhere)) AS failed"
-     "  FROM (SELECT"
-     "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
-     "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, a.address,"
-     "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"
-     "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"
-     "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"
-     "  c.request_json, c.response_json, c.decode_error,"
-     "  CASE c.status_code WHEN 0 THEN 'OK' WHEN 1 THEN 'CANCELLED' WHEN 2 THEN 'UNKNOWN'"
-     "    WHEN 3 THEN 'INVALID_ARGUMENT' WHEN 4 THEN 'DEADLINE_EXCEEDED' WHEN 5 THEN 'NOT_FOUND'"
-     "    WHEN 6 THEN 'ALREADY_EXISTS' WHEN 7 THEN 'PERMISSION_DENIED'"
-     "    WHEN 8 THEN 'RESOURCE_EXHAUSTED' WHEN 9 THEN 'FAILED_PRECONDITION' WHEN 10 THEN"
-     "    'ABORTED' WHEN 11 THEN 'OUT_OF_RANGE' WHEN 12 THEN 'UNIMPLEMENTED' WHEN 13 THEN"
-     "    'INTERNAL' WHEN 14 THEN 'UNAVAILABLE' WHEN 15 THEN 'DATA_LOSS' WHEN 16 THEN"
-     "    'UNAUTHENTICATED' END AS status_name,"
-     "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"
-     "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"
-     "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"
-     "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'ERROR') ELSE 0 END"
-     "    ELSE 0 END AS error_count,"
-     "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"
-     "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"
-     "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"
-     "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'WARNING') ELSE 0 END"
-     "    ELSE 0 END AS warning_count,"
-     "  c.method IN ('/plugin.GRPCBroker/StartStream', '/plugin.GRPCStdio/StreamStdio',"
-     "    '/plugin.GRPCController/Shutdown')"
-     "    AND (c.status_code IS NULL OR c.status_code IN (0, 1, 14)) AS is_teardown,"
-     "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"
-     "    IS NOT NULL) AS ended_elsewhere"
-     "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id"
-     "  LEFT JOIN call_addresses a ON a.call_id = c.id);"
+     "ALTER TABLE calls DROP COLUMN address_note;" V_CALLS_COLUMNS V_CALLS_FAILED_5 V_CALLS_INNER(
+         "a.address") V_CALLS_COUNT_SQLITE("ERROR", "error_count")
+         V_CALLS_COUNT_SQLITE("WARNING", "warning_count")
+             V_CALLS_IS_TEARDOWN V_CALLS_ENDED_ELSEWHERE V_CALLS_FROM_ADDRESSES
+     ");"
      "CREATE VIEW v_resource_changes AS SELECT"
      "  c.run_id, c.id AS call_id, c.rpc AS method, c.type_name, a.address, a.address_note,"
      "  CASE c.rpc WHEN 'ReadResource' THEN c.request_json -> '$.current_state'"
@@ -344,51 +340,10 @@ static const char *const migrations[] = {
      "ALTER TABLE runs ADD COLUMN test_name TEXT;"
      "ALTER TABLE runs ADD COLUMN test_step INTEGER;"
      "CREATE INDEX runs_parent ON runs(parent_id);"
-     "DROP VIEW v_calls;"
-     "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
-     "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"
-     "  duration_us, in_flight, status_code, status_message, request_bytes, response_bytes,"
-     "  request_count, response_count, request_json, response_json, decode_error,"
-     "  status_name, error_count, warning_count, is_teardown,"
-     "  NOT (is_teardown OR optional_absent) AND (error_count > 0"
-     "    OR coalesce(status_code, 0) != 0"
-     "    OR (in_flight AND ended_elsewhere AND NOT process_lost)) AS failed,"
-     "  (is_teardown OR optional_absent) AS expected_close,"
-     "  NOT (is_teardown OR optional_absent) AND in_flight AND ended_elsewhere AND process_lost"
-     "    AS not_recorded"
-     "  FROM (SELECT"
-     "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
-     "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, a.address,"
-     "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"
-     "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"
-     "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"
-     "  c.request_json, c.response_json, c.decode_error,"
-     "  CASE c.status_code WHEN 0 THEN 'OK' WHEN 1 THEN 'CANCELLED' WHEN 2 THEN 'UNKNOWN'"
-     "    WHEN 3 THEN 'INVALID_ARGUMENT' WHEN 4 THEN 'DEADLINE_EXCEEDED' WHEN 5 THEN 'NOT_FOUND'"
-     "    WHEN 6 THEN 'ALREADY_EXISTS' WHEN 7 THEN 'PERMISSION_DENIED'"
-     "    WHEN 8 THEN 'RESOURCE_EXHAUSTED' WHEN 9 THEN 'FAILED_PRECONDITION' WHEN 10 THEN"
-     "    'ABORTED' WHEN 11 THEN 'OUT_OF_RANGE' WHEN 12 THEN 'UNIMPLEMENTED' WHEN 13 THEN"
-     "    'INTERNAL' WHEN 14 THEN 'UNAVAILABLE' WHEN 15 THEN 'DATA_LOSS' WHEN 16 THEN"
-     "    'UNAUTHENTICATED' END AS status_name,"
-     "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"
-     "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"
-     "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"
-     "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'ERROR') ELSE 0 END"
-     "    ELSE 0 END AS error_count,"
-     "  CASE WHEN instr(c.response_json, '\"severity\"') > 0"
-     "    AND json_valid(c.response_json) THEN CASE json_type(c.response_json)"
-     "    WHEN 'object' THEN (SELECT count(*) FROM json_each(c.response_json,"
-     "    '$.diagnostics') d WHERE d.value ->> '$.severity' = 'WARNING') ELSE 0 END"
-     "    ELSE 0 END AS warning_count,"
-     "  c.method IN ('/plugin.GRPCBroker/StartStream', '/plugin.GRPCStdio/StreamStdio',"
-     "    '/plugin.GRPCController/Shutdown')"
-     "    AND (c.status_code IS NULL OR c.status_code IN (0, 1, 14)) AS is_teardown,"
-     "  coalesce(c.status_code, -1) = 12 AND c.method IN " OPTIONAL_RPCS " AS optional_absent,"
-     "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"
-     "    IS NOT NULL) AS ended_elsewhere,"
-     "  coalesce(p.dropped, 0) > 0 AS process_lost"
-     "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id"
-     "  LEFT JOIN call_addresses a ON a.call_id = c.id);"),
+     "DROP VIEW v_calls;" V_CALLS_COLUMNS V_CALLS_FAILED_9 V_CALLS_INNER("a.address")
+         V_CALLS_COUNT_SQLITE("ERROR", "error_count")
+             V_CALLS_COUNT_SQLITE("WARNING", "warning_count")
+                 V_CALLS_IS_TEARDOWN V_CALLS_TAIL_9 V_CALLS_FROM_ADDRESSES ");"),
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -619,40 +574,9 @@ static const char *const pg_migrations[] = {
      "DROP VIEW v_resource_changes;"
      "DROP VIEW v_diagnostics;"
      "ALTER TABLE calls DROP COLUMN address, DROP COLUMN address_note;"
-     "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
-     "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"
-     "  duration_us, in_flight, status_code, status_message, request_bytes, response_bytes,"
-     "  request_count, response_count, request_json, response_json, decode_error,"
-     "  status_name, error_count, warning_count, is_teardown,"
-     "  NOT is_teardown AND (error_count > 0 OR coalesce(status_code, 0) != 0"
-     "    OR (in_flight AND ended_elsewhere)) AS failed"
-     "  FROM (SELECT"
-     "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
-     "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, a.address,"
-     "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"
-     "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"
-     "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"
-     "  c.request_json, c.response_json, c.decode_error,"
-     "  CASE c.status_code WHEN 0 THEN 'OK' WHEN 1 THEN 'CANCELLED' WHEN 2 THEN 'UNKNOWN'"
-     "    WHEN 3 THEN 'INVALID_ARGUMENT' WHEN 4 THEN 'DEADLINE_EXCEEDED' WHEN 5 THEN 'NOT_FOUND'"
-     "    WHEN 6 THEN 'ALREADY_EXISTS' WHEN 7 THEN 'PERMISSION_DENIED'"
-     "    WHEN 8 THEN 'RESOURCE_EXHAUSTED' WHEN 9 THEN 'FAILED_PRECONDITION' WHEN 10 THEN"
-     "    'ABORTED' WHEN 11 THEN 'OUT_OF_RANGE' WHEN 12 THEN 'UNIMPLEMENTED' WHEN 13 THEN"
-     "    'INTERNAL' WHEN 14 THEN 'UNAVAILABLE' WHEN 15 THEN 'DATA_LOSS' WHEN 16 THEN"
-     "    'UNAUTHENTICATED' END AS status_name,"
-     "  CASE WHEN strpos(c.response_json, '\"severity\"') > 0 THEN (SELECT count(*)"
-     "    FROM " PG_DIAGS("c.response_json") " d WHERE d ->> 'severity' = 'ERROR')"
-     "    ELSE 0 END AS error_count,"
-     "  CASE WHEN strpos(c.response_json, '\"severity\"') > 0 THEN (SELECT count(*)"
-     "    FROM " PG_DIAGS("c.response_json") " d WHERE d ->> 'severity' = 'WARNING')"
-     "    ELSE 0 END AS warning_count,"
-     "  c.method IN ('/plugin.GRPCBroker/StartStream', '/plugin.GRPCStdio/StreamStdio',"
-     "    '/plugin.GRPCController/Shutdown')"
-     "    AND (c.status_code IS NULL OR c.status_code IN (0, 1, 14)) AS is_teardown,"
-     "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"
-     "    IS NOT NULL) AS ended_elsewhere"
-     "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id"
-     "  LEFT JOIN call_addresses a ON a.call_id = c.id) AS x;"
+     V_CALLS_COLUMNS V_CALLS_FAILED_5 V_CALLS_INNER("a.address")
+     V_CALLS_COUNT_PG("ERROR", "error_count") V_CALLS_COUNT_PG("WARNING", "warning_count")
+     V_CALLS_IS_TEARDOWN V_CALLS_ENDED_ELSEWHERE V_CALLS_FROM_ADDRESSES ") AS x;"
      "CREATE VIEW v_resource_changes AS SELECT"
      "  c.run_id, c.id AS call_id, c.rpc AS method, c.type_name, a.address, a.address_note,"
      "  CASE c.rpc WHEN 'ReadResource' THEN tftap_json(c.request_json) -> 'current_state'"
@@ -695,46 +619,9 @@ static const char *const pg_migrations[] = {
      "ALTER TABLE runs ADD COLUMN test_step bigint;"
      "CREATE INDEX runs_parent ON runs(parent_id);"
      "DROP VIEW v_calls;"
-     "CREATE VIEW v_calls AS SELECT call_id, run_id, process_id, provider, provider_version,"
-     "  protocol, call_seq, method, rpc, stream, type_name, address, started_us, ended_us,"
-     "  duration_us, in_flight, status_code, status_message, request_bytes, response_bytes,"
-     "  request_count, response_count, request_json, response_json, decode_error,"
-     "  status_name, error_count, warning_count, is_teardown,"
-     "  NOT (is_teardown OR optional_absent) AND (error_count > 0"
-     "    OR coalesce(status_code, 0) != 0"
-     "    OR (in_flight AND ended_elsewhere AND NOT process_lost)) AS failed,"
-     "  (is_teardown OR optional_absent) AS expected_close,"
-     "  NOT (is_teardown OR optional_absent) AND in_flight AND ended_elsewhere AND process_lost"
-     "    AS not_recorded"
-     "  FROM (SELECT"
-     "  c.id AS call_id, c.run_id, c.process_id, p.provider, p.version AS provider_version,"
-     "  p.protocol, c.call_seq, c.method, c.rpc, c.stream, c.type_name, a.address,"
-     "  c.started_us, c.ended_us, c.ended_us - c.started_us AS duration_us,"
-     "  c.ended_us IS NULL AS in_flight, c.status_code, c.status_message,"
-     "  c.request_bytes, c.response_bytes, c.request_count, c.response_count,"
-     "  c.request_json, c.response_json, c.decode_error,"
-     "  CASE c.status_code WHEN 0 THEN 'OK' WHEN 1 THEN 'CANCELLED' WHEN 2 THEN 'UNKNOWN'"
-     "    WHEN 3 THEN 'INVALID_ARGUMENT' WHEN 4 THEN 'DEADLINE_EXCEEDED' WHEN 5 THEN 'NOT_FOUND'"
-     "    WHEN 6 THEN 'ALREADY_EXISTS' WHEN 7 THEN 'PERMISSION_DENIED'"
-     "    WHEN 8 THEN 'RESOURCE_EXHAUSTED' WHEN 9 THEN 'FAILED_PRECONDITION' WHEN 10 THEN"
-     "    'ABORTED' WHEN 11 THEN 'OUT_OF_RANGE' WHEN 12 THEN 'UNIMPLEMENTED' WHEN 13 THEN"
-     "    'INTERNAL' WHEN 14 THEN 'UNAVAILABLE' WHEN 15 THEN 'DATA_LOSS' WHEN 16 THEN"
-     "    'UNAUTHENTICATED' END AS status_name,"
-     "  CASE WHEN strpos(c.response_json, '\"severity\"') > 0 THEN (SELECT count(*)"
-     "    FROM " PG_DIAGS("c.response_json") " d WHERE d ->> 'severity' = 'ERROR')"
-     "    ELSE 0 END AS error_count,"
-     "  CASE WHEN strpos(c.response_json, '\"severity\"') > 0 THEN (SELECT count(*)"
-     "    FROM " PG_DIAGS("c.response_json") " d WHERE d ->> 'severity' = 'WARNING')"
-     "    ELSE 0 END AS warning_count,"
-     "  c.method IN ('/plugin.GRPCBroker/StartStream', '/plugin.GRPCStdio/StreamStdio',"
-     "    '/plugin.GRPCController/Shutdown')"
-     "    AND (c.status_code IS NULL OR c.status_code IN (0, 1, 14)) AS is_teardown,"
-     "  coalesce(c.status_code, -1) = 12 AND c.method IN " OPTIONAL_RPCS " AS optional_absent,"
-     "  (p.ended_us IS NOT NULL OR (SELECT r.ended_us FROM runs r WHERE r.id = c.run_id)"
-     "    IS NOT NULL) AS ended_elsewhere,"
-     "  coalesce(p.dropped, 0) > 0 AS process_lost"
-     "  FROM calls c LEFT JOIN processes p ON p.id = c.process_id"
-     "  LEFT JOIN call_addresses a ON a.call_id = c.id) AS x;"),
+     V_CALLS_COLUMNS V_CALLS_FAILED_9 V_CALLS_INNER("a.address")
+     V_CALLS_COUNT_PG("ERROR", "error_count") V_CALLS_COUNT_PG("WARNING", "warning_count")
+     V_CALLS_IS_TEARDOWN V_CALLS_TAIL_9 V_CALLS_FROM_ADDRESSES ") AS x;"),
     /* clang-format on */
     NULL};
 #define N_PG_MIGRATIONS (sizeof pg_migrations / sizeof pg_migrations[0] - 1)

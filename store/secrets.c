@@ -41,7 +41,8 @@ int store_run_values_each(store *s, int64_t run_id, int (*fn)(void *ctx, const s
 {
     sdb_stmt *q = NULL;
     int rc = sdb_prepare(s->db,
-                         "SELECT c.id, c.rpc, a.address, c.request_json, c.response_json "
+                         "SELECT c.id, c.rpc, a.address, c.request_json, c.response_json, "
+                         "c.status_message, c.type_name "
                          "FROM calls c LEFT JOIN call_addresses a ON a.call_id = c.id "
                          "WHERE c.run_id = ? ORDER BY c.id",
                          &q);
@@ -54,7 +55,9 @@ int store_run_values_each(store *s, int64_t run_id, int (*fn)(void *ctx, const s
                               .rpc = store_col_text(q, 1),
                               .address = store_col_text(q, 2),
                               .request_json = store_col_text(q, 3),
-                              .response_json = store_col_text(q, 4)};
+                              .response_json = store_col_text(q, 4),
+                              .status_message = store_col_text(q, 5),
+                              .type_name = store_col_text(q, 6)};
         cb = fn(ctx, &c);
     }
     return store_finish(q, rc == SDB_ROW ? SDB_DONE : rc, cb);
@@ -106,32 +109,50 @@ int store_run_redactions(store *s, int64_t run_id, tftap_buf *out)
 
 struct rewritten {
     int64_t call_id;
-    int null_req, null_resp; /* the column stays NULL */
-    tftap_buf req, resp;     /* the column's text, rewritten or as it was */
+    /* A column's new text, or as it was (written back alike); NULL stays. */
+    int null_req, null_resp, null_status;
+    store_value_rewrite text;
 };
+
+static void bind_buf_or_null(sdb_stmt *st, int i, int null, tftap_buf *b)
+{
+    if (null)
+        sdb_bind_null(st, i);
+    else
+        sdb_bind_text(st, i, tftap_buf_cstr(b), (int)b->len, SDB_STATIC);
+}
 
 static int write_page(sdb *db, sdb_stmt **up, struct rewritten *rw, size_t n)
 {
     int rc = SDB_OK;
     if (!*up)
-        rc = sdb_prepare(db, "UPDATE calls SET request_json = ?, response_json = ? WHERE id = ?",
+        rc = sdb_prepare(db,
+                         "UPDATE calls SET request_json = ?, response_json = ?, "
+                         "status_message = ? WHERE id = ?",
                          up);
     for (size_t i = 0; rc == SDB_OK && i < n; i++) {
-        if (rw[i].null_req)
-            sdb_bind_null(*up, 1);
-        else
-            sdb_bind_text(*up, 1, tftap_buf_cstr(&rw[i].req), (int)rw[i].req.len, SDB_STATIC);
-        if (rw[i].null_resp)
-            sdb_bind_null(*up, 2);
-        else
-            sdb_bind_text(*up, 2, tftap_buf_cstr(&rw[i].resp), (int)rw[i].resp.len, SDB_STATIC);
-        sdb_bind_int64(*up, 3, rw[i].call_id);
+        bind_buf_or_null(*up, 1, rw[i].null_req, &rw[i].text.req);
+        bind_buf_or_null(*up, 2, rw[i].null_resp, &rw[i].text.resp);
+        bind_buf_or_null(*up, 3, rw[i].null_status, &rw[i].text.status);
+        sdb_bind_int64(*up, 4, rw[i].call_id);
         rc = sdb_step(*up);
         sdb_reset(*up);
         if (rc == SDB_DONE)
             rc = SDB_OK;
     }
     return rc;
+}
+
+/* What the rewriter left alone goes back as it was: *null when it was
+ * NULL, its text in b otherwise. */
+static void keep_unless(int changed, int bit, const char *was, tftap_buf *b, int *null)
+{
+    *null = !(changed & bit) && !was;
+    if (changed & bit)
+        return;
+    tftap_buf_reset(b); /* whatever the rewriter left in it */
+    if (was)
+        tftap_buf_puts(b, was);
 }
 
 /* An SQLite result code; *err a tftap error from fn (0 if none). */
@@ -142,7 +163,8 @@ static int rewrite_calls(store *s, int64_t run_id, store_value_rewriter fn, void
         return SDB_NOMEM;
     sdb_stmt *q = NULL, *up = NULL;
     int rc = sdb_prepare(s->db,
-                         "SELECT c.id, c.rpc, a.address, c.request_json, c.response_json "
+                         "SELECT c.id, c.rpc, a.address, c.request_json, c.response_json, "
+                         "c.status_message, c.type_name "
                          "FROM calls c LEFT JOIN call_addresses a ON a.call_id = c.id "
                          "WHERE c.run_id = ? AND c.id > ? ORDER BY c.id LIMIT ?",
                          &q);
@@ -157,34 +179,31 @@ static int rewrite_calls(store *s, int64_t run_id, store_value_rewriter fn, void
             got++;
             after = sdb_column_int64(q, 0);
             struct rewritten *r = &rw[n];
-            tftap_buf_reset(&r->req);
-            tftap_buf_reset(&r->resp);
+            tftap_buf_reset(&r->text.req);
+            tftap_buf_reset(&r->text.resp);
+            tftap_buf_reset(&r->text.status);
             store_value_call c = {.call_id = after,
                                   .rpc = store_col_text(q, 1),
                                   .address = store_col_text(q, 2),
                                   .request_json = store_col_text(q, 3),
-                                  .response_json = store_col_text(q, 4)};
+                                  .response_json = store_col_text(q, 4),
+                                  .status_message = store_col_text(q, 5),
+                                  .type_name = store_col_text(q, 6)};
             int changed = 0;
-            *err = fn(ctx, &c, &r->req, &r->resp, &changed);
+            *err = fn(ctx, &c, &r->text, &changed);
             if (*err || !changed)
                 continue;
-            /* The side left alone is written back as it was. */
             r->call_id = after;
-            r->null_req = !(changed & STORE_REWRITE_REQUEST) && !c.request_json;
-            r->null_resp = !(changed & STORE_REWRITE_RESPONSE) && !c.response_json;
-            if (!(changed & STORE_REWRITE_REQUEST)) {
-                tftap_buf_reset(&r->req); /* whatever fn left in it */
-                if (c.request_json)
-                    tftap_buf_puts(&r->req, c.request_json);
-            }
-            if (!(changed & STORE_REWRITE_RESPONSE)) {
-                tftap_buf_reset(&r->resp);
-                if (c.response_json)
-                    tftap_buf_puts(&r->resp, c.response_json);
-            }
-            tftap_buf_cstr(&r->req);
-            tftap_buf_cstr(&r->resp);
-            if (tftap_buf_failed(&r->req) || tftap_buf_failed(&r->resp))
+            keep_unless(changed, STORE_REWRITE_REQUEST, c.request_json, &r->text.req, &r->null_req);
+            keep_unless(changed, STORE_REWRITE_RESPONSE, c.response_json, &r->text.resp,
+                        &r->null_resp);
+            keep_unless(changed, STORE_REWRITE_STATUS, c.status_message, &r->text.status,
+                        &r->null_status);
+            tftap_buf_cstr(&r->text.req);
+            tftap_buf_cstr(&r->text.resp);
+            tftap_buf_cstr(&r->text.status);
+            if (tftap_buf_failed(&r->text.req) || tftap_buf_failed(&r->text.resp) ||
+                tftap_buf_failed(&r->text.status))
                 *err = TFTAP_ENOMEM;
             n++;
         }
@@ -199,8 +218,9 @@ static int rewrite_calls(store *s, int64_t run_id, store_value_rewriter fn, void
     sdb_finalize(q);
     sdb_finalize(up);
     for (size_t i = 0; i < REDACT_PAGE; i++) {
-        tftap_buf_done(&rw[i].req);
-        tftap_buf_done(&rw[i].resp);
+        tftap_buf_done(&rw[i].text.req);
+        tftap_buf_done(&rw[i].text.resp);
+        tftap_buf_done(&rw[i].text.status);
     }
     free(rw);
     return rc;

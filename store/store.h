@@ -558,19 +558,25 @@ int store_run_redactions(store *s, int64_t run_id, tftap_buf *out);
 typedef struct store_value_call {
     int64_t call_id;
     const char *rpc;                          /* "PlanResourceChange"... */
+    const char *type_name;                    /* the resource type or data source; NULL */
     const char *address;                      /* NULL when not named */
     const char *request_json, *response_json; /* NULL when none */
+    const char *status_message;               /* the gRPC status's text; NULL when none */
 } store_value_call;
 /* Every call of the run as stored, in id order; fn's non-zero return
  * stops and is returned. */
 int store_run_values_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_value_call *c),
                           void *ctx);
-enum { STORE_REWRITE_REQUEST = 1, STORE_REWRITE_RESPONSE = 2 };
-/* Fill req and/or resp with the new text of a side and set its bit in
- * *changed (nothing: the call stays as it is). 0, or a tftap error that
- * stops the redaction and undoes it. */
-typedef int (*store_value_rewriter)(void *ctx, const store_value_call *c, tftap_buf *req,
-                                    tftap_buf *resp, int *changed);
+enum { STORE_REWRITE_REQUEST = 1, STORE_REWRITE_RESPONSE = 2, STORE_REWRITE_STATUS = 4 };
+/* The new text of what a rewriter changes. */
+typedef struct store_value_rewrite {
+    tftap_buf req, resp, status;
+} store_value_rewrite;
+/* Fill out's req, resp and/or status with the new text of a side or of the
+ * status message and set its bit in *changed (nothing: the call stays as
+ * it is). 0, or a tftap error that stops the redaction and undoes it. */
+typedef int (*store_value_rewriter)(void *ctx, const store_value_call *c, store_value_rewrite *out,
+                                    int *changed);
 typedef struct store_run_redaction {
     store_value_rewriter rewrite; /* NULL: the calls are left alone */
     void *ctx;

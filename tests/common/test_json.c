@@ -324,6 +324,69 @@ static char *redacted(const char *in, int64_t counts[2])
     return tftap_buf_take(&out, NULL);
 }
 
+/* Free text: "hunter" cut out wherever it is. */
+static int64_t cut_hunter(void *ctx, const char *s, size_t n, tftap_buf *out)
+{
+    (void)ctx;
+    tftap_buf t = TFTAP_BUF_INIT;
+    int64_t cut = 0;
+    for (size_t i = 0; i < n;) {
+        if (n - i >= 6 && memcmp(s + i, "hunter", 6) == 0) {
+            tftap_buf_puts(&t, "(sensitive value)");
+            i += 6;
+            cut++;
+        } else {
+            tftap_buf_putc(&t, s[i++]);
+        }
+    }
+    tftap_buf_json_string(out, t.data ? t.data : "", t.len);
+    tftap_buf_done(&t);
+    return cut;
+}
+
+static void test_redact_text(void)
+{
+    static const char *const roots[] = {"config"}, *const texts[] = {"diagnostics"},
+                             *const verbatim[] = {"severity"};
+    sj_redactor r = {.secret = secret_is,
+                     .mac = fake_mac,
+                     .roots = roots,
+                     .nroots = 1,
+                     .text = cut_hunter,
+                     .texts = texts,
+                     .ntexts = 1,
+                     .verbatim = verbatim,
+                     .nverbatim = 1};
+    const char *in =
+        "{\"config\":{\"n\":\"hunter\"},\"diagnostics\":[{\"severity\":\"hunter\","
+        "\"summary\":\"hunter\","
+        "\"detail\":\"got hunter, want x\",\"attribute\":{\"path\":\".t[\\\"hunter\\\"]\"}},"
+        "{\"detail\":{\"$sensitive\":\"hmac-sha256:ab\"},\"n\":7}],"
+        "\"other\":\"a hunter\"}";
+    sj_doc *d = NULL;
+    tftap_buf out = TFTAP_BUF_INIT;
+    int64_t c[2] = {0, 0};
+    CHECK_INT_EQ(sj_parse(in, strlen(in), 0, &d), 0);
+    if (d)
+        CHECK_INT_EQ(sj_redact(sj_root(d), &r, &out, c), 0);
+    /* Values judged whole; texts keep their words, even a whole secret
+     * stays a string; the protocol's words (severity) and what is not text
+     * (a number, a marker) as they were;
+     * outside the texts, a string only holding a secret is not one. */
+    CHECK_STR_EQ(tftap_buf_cstr(&out),
+                 "{\"config\":{\"n\":{\"$sensitive\":\"hmac-sha256:"
+                 "8888888888888888888888888888888888888888888888888888888888888888\"}},"
+                 "\"diagnostics\":[{\"severity\":\"hunter\",\"summary\":\"(sensitive value)\","
+                 "\"detail\":\"got (sensitive value), want x\","
+                 "\"attribute\":{\"path\":\".t[\\\"(sensitive value)\\\"]\"}},"
+                 "{\"detail\":{\"$sensitive\":\"hmac-sha256:ab\"},\"n\":7}],"
+                 "\"other\":\"a hunter\"}");
+    CHECK_INT_EQ(c[SJ_REDACT_MARKED], 0);
+    CHECK_INT_EQ(c[SJ_REDACT_EQUAL], 4);
+    sj_free(d);
+    tftap_buf_done(&out);
+}
+
 static void test_redact(void)
 {
     int64_t c[2] = {0, 0};
@@ -371,5 +434,6 @@ int main(void)
     test_members();
     test_address_filter();
     test_redact();
+    test_redact_text();
     return check_report("test_json");
 }

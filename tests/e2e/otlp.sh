@@ -276,10 +276,45 @@ error_spans() {
         m = $0; sub(/^ *Status message *: */, "", m); print name "\t" m; err = 0
       }' "$WORK/recv.err"
 }
-check_eq "plan-error: its span alone is an error, with the diagnostic's summary" \
-    "$(error_spans "$trace7")" "$(printf 'PlanResourceChange\ttftest: planned failure')"
+# A span that leaves while the run lasts does not carry the provider's
+# words: they may quote a secret known only at the run's end.
+check_eq "plan-error: its span alone is an error, the diagnostic's words withheld" \
+    "$(error_spans "$trace7")" "$(printf 'PlanResourceChange\t')"
+check_eq "plan-error: the span says they were withheld" \
+    "$(span_attr "$trace7" tftap.status.withheld)" "$(printf 'PlanResourceChange\ttrue')"
 check "plan-error: the span counts the error diagnostics" \
     grep -q '^ *-> tftap.diagnostics.errors: Int(1)' "$WORK/recv.err"
+# With values, spans leave at the run's end from the redacted record: the
+# words with them.
+trace8=8a8b9c0d1e2f30415263748596a7b8c9 parent8=4c4d5e6f70819203
+(cd "$WORK/fail" && TRACEPARENT=00-$trace8-$parent8-01 "$TFTAP" run --db "$db" --otlp-values \
+    --otlp "$traces" -- tofu plan -input=false -no-color \
+    -var fail=plan-error >"$WORK/plan8.out" 2>"$WORK/plan8.err")
+check_eq "plan-error, --otlp-values: plan exits 1" "$?" 1
+run8=$(last_run "$db")
+n8=$("$TFTAP" calls --db "$db" --json "$run8" | jq '[.[] | select(.ended_us != null)] | length')
+wait_for 300 span_count_is "$trace8" "$n8"
+check_eq "plan-error, --otlp-values: the span has the diagnostic's summary" \
+    "$(error_spans "$trace8")" "$(printf 'PlanResourceChange\ttftest: planned failure')"
+
+# ---- a provider quoting a sensitive variable's value in its error ----------------
+# (configs/quoted-secret): with values or without, it never reaches the receiver.
+wq=$WORK/wq
+new_dir "$top_srcdir/tests/e2e/configs/quoted-secret" "$wq"
+(cd "$wq" && tofu init -input=false -no-color >/dev/null) || not_ok "init (quoted secret)"
+for values in "" --otlp-values; do
+    trace9=9a8b9c0d1e2f30415263748596a7b8c$([ -n "$values" ] && echo e || echo f)
+    (cd "$wq" && TRACEPARENT=00-$trace9-5c4d5e6f70819203-01 TF_VAR_ratio=7315.0625 \
+        "$TFTAP" run --db "$db" $values --otlp "$traces" -- tofu plan -input=false -no-color \
+        >"$WORK/plan9.out" 2>&1)
+    run9=$(last_run "$db")
+    n9=$("$TFTAP" calls --db "$db" --json "$run9" | jq '[.[] | select(.ended_us != null)] | length')
+    wait_for 300 span_count_is "$trace9" "$n9"
+    check "quoted secret ${values:-live}: tofu shows the provider's words" \
+        grep -q -F 7315.0625 "$WORK/plan9.out"
+    check_eq "quoted secret ${values:-live}: every span arrived, none holds the value" \
+        "$(span_count "$trace9") $(grep -c -F 7315.0625 "$WORK/recv.err")" "$n9 0"
+done
 
 # ---- a receiver that is not there: the run is not the worse for it -----------
 stop_recv

@@ -138,7 +138,127 @@ check "the copied secret hashes as the provider's own sensitive value ($copy_has
     bash -c "[ -n '$gen_hash' ] && [ '$gen_hash' = '$copy_hash' ]"
 red=$(sqlite3 "$db" "SELECT redactions FROM runs WHERE id = $apply_run")
 check "apply: the run counts what each rule redacted ($red)" \
-    bash -c "echo '$red' | jq -e '.core_mark > 0 and .known_secret > 0' >/dev/null"
+    bash -c "echo '$red' | jq -e '.core_mark > 0' >/dev/null"
+
+# ---- a plain plan of new instances: what only a saved plan would mark ----------------
+# No state, no saved plan: the configuration tells which attributes core
+# marks: sensitive("literal"), a function of a sensitive variable (sha256
+# through a local), a sensitive number, a schema-sensitive value through a
+# function (base64encode) and through a local (upper), a provider function
+# of a sensitive variable, a function of a child module's sensitive output.
+# tofu's own plan hides each of them; so must tftap, by the value each
+# attribute was given, in every call of every provider.
+wc=$WORK/wc
+mkdir -p "$wc"
+CPW=pw-secret-P9 CNUM=918273.5 CLIT=literal-secret-L7 CGEN=schema-secret-G8
+CHASH=$(printf %s "$CPW" | sha256sum | cut -c1-64)
+CB64=$(printf %s "$CGEN" | base64)
+CREV=$(printf %s "$CPW" | rev)
+CMD5=$(printf %s module-out-M3 | md5sum | cut -c1-32)
+CUP=SCHEMA-SECRET-G8
+cat >"$wc/main.tf" <<'TF'
+terraform {
+  required_providers {
+    tftest6 = { source = "tftap/tftest6" }
+    tftest5 = { source = "tftap/tftest5" }
+  }
+}
+variable "pw" {
+  type      = string
+  sensitive = true
+}
+variable "n" {
+  type      = number
+  sensitive = true
+}
+locals {
+  hashed = sha256(var.pw)
+}
+resource "tftest6_thing" "lit" { string_attr = sensitive("literal-secret-L7") }
+resource "tftest6_thing" "hash" { string_attr = local.hashed }
+resource "tftest6_thing" "num" { number_attr = var.n }
+resource "tftest6_thing" "gen" { secret = "schema-secret-G8" }
+resource "tftest6_thing" "fn" {
+  string_attr = base64encode(
+    tftest6_thing.gen.secret
+  )
+}
+resource "tftest5_thing" "rev" { string_attr = provider::tftest6::reverse(var.pw) }
+module "m" { source = "./mod" }
+resource "tftest6_thing" "mod" { list_attr = [md5(module.m.tok)] }
+locals {
+  gen_secret = tftest6_thing.gen.secret
+}
+resource "tftest6_thing" "loc" { set_attr = [upper(local.gen_secret)] }
+TF
+mkdir -p "$wc/mod"
+cat >"$wc/mod/main.tf" <<'TF'
+output "tok" {
+  value     = "module-out-M3"
+  sensitive = true
+}
+TF
+(cd "$wc" && tofu init -input=false -no-color >/dev/null) || not_ok "init (configuration marks)"
+(cd "$wc" && TF_VAR_n=$CNUM "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color \
+    -var "pw=$CPW" >"$WORK/cplan.out" 2>&1)
+check_eq "configuration marks: plan exits 0" "$?" 0
+cplan_run=$(last_run "$db")
+CMARKED=("$CPW" "$CNUM" "$CLIT" "$CGEN" "$CHASH" "$CB64" "$CREV" "$CMD5" "$CUP")
+# chits FILE...: how many of the values core marks here any of the files holds.
+chits() {
+    local n=0 s
+    for s in "${CMARKED[@]}"; do n=$((n + $(cat "$@" 2>/dev/null | grep -a -c -F -- "$s"))); done
+    echo "$n"
+}
+check_eq "configuration marks: tofu's own plan hides all eight (reference)" \
+    "$(grep -c -e '= (sensitive value)' -e '^ *+ (sensitive value),$' "$WORK/cplan.out") $(chits "$WORK/cplan.out")" "8 0"
+check_eq "configuration marks: none of the values in the database files" "$(chits $(db_files))" 0
+"$TFTAP" --db "$db" show "$cplan_run" >"$WORK/cplan.show" 2>&1
+check_eq "configuration marks: show hides all eight as tofu does" \
+    "$(grep -c '= (sensitive value)' "$WORK/cplan.show") $(chits "$WORK/cplan.show")" "8 0"
+"$TFTAP" --db "$db" calls "$cplan_run" --json >"$WORK/cplan.calls" 2>&1
+check_eq "configuration marks: calls --json holds none" "$(chits "$WORK/cplan.calls")" 0
+check "configuration marks: the provider function's answer is redacted too" \
+    bash -c "jq -e '[.[] | select(.rpc == \"CallFunction\") | .response_json.result | objects | has(\"\$sensitive\")] | any' '$WORK/cplan.calls' >/dev/null"
+cred=$(sqlite3 "$db" "SELECT redactions FROM runs WHERE id = $cplan_run")
+check "configuration marks: counted by rule, the function's answer as a known secret ($cred)" \
+    bash -c "echo '$cred' | jq -e '.core_mark > 0 and .known_secret > 0' >/dev/null"
+"$TFTAP" --db "$db" export "$cplan_run" >"$WORK/cplan.export" 2>&1
+check_eq "configuration marks: export holds none" "$(chits "$WORK/cplan.export")" 0
+"$TFTAP" --db "$db" bundle "$cplan_run" -o "$WORK/cplan.tftap" >/dev/null 2>&1
+check_eq "configuration marks: a bundle holds none" "$(chits "$WORK/cplan.tftap")" 0
+
+# ---- a provider's words: a secret quoted in an error diagnostic ------------------------
+# The framework's own error for a number that is not an integer quotes it:
+# a sensitive variable's value, given as text and converted to a number by
+# core, comes back inside the diagnostic's detail (tofu prints it: core
+# does not redact what a provider says). tftap cuts the value out of the
+# words and keeps the rest.
+wd=$WORK/wd
+RATIO=7315.0625
+new_dir "$top_srcdir/tests/e2e/configs/quoted-secret" "$wd"
+(cd "$wd" && tofu init -input=false -no-color >/dev/null) || not_ok "init (words)"
+(cd "$wd" && TF_VAR_ratio=$RATIO "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color \
+    >"$WORK/words.out" 2>&1)
+check_eq "words: plan fails (the provider refuses the value)" "$?" 1
+words_run=$(last_run "$db")
+check "words: the provider quoted the value in its error (tofu shows it)" grep -q -F "$RATIO" "$WORK/words.out"
+check_eq "words: not in the database files" "$(cat $(db_files) | grep -a -c -F -- "$RATIO")" 0
+"$TFTAP" --db "$db" show "$words_run" >"$WORK/words.show" 2>&1
+check_eq "words: show holds it nowhere, and says where it was" \
+    "$(grep -c -F -- "$RATIO" "$WORK/words.show") $(grep -c 'Value .*(sensitive value).* is not an integer' "$WORK/words.show")" "0 1"
+"$TFTAP" --db "$db" calls "$words_run" --json >"$WORK/words.calls" 2>&1
+check_eq "words: calls --json holds it nowhere" "$(grep -c -F -- "$RATIO" "$WORK/words.calls")" 0
+check "words: the diagnostic is still text, its summary whole" \
+    bash -c "jq -e '[.[] | .response_json.diagnostics? // [] | .[] | select(.summary == \"Configuration Read Error\" and (.detail | type) == \"string\" and (.detail | contains(\"(sensitive value)\")))] | length == 1' '$WORK/words.calls' >/dev/null"
+wred=$(sqlite3 "$db" "SELECT redactions FROM runs WHERE id = $words_run")
+check "words: counted as a known secret cut out ($wred)" \
+    bash -c "echo '$wred' | jq -e '.known_secret == 1' >/dev/null"
+"$TFTAP" --db "$db" export "$words_run" >"$WORK/words.export" 2>&1
+check_eq "words: export holds it nowhere" "$(grep -c -F -- "$RATIO" "$WORK/words.export")" 0
+"$TFTAP" --db "$db" bundle "$words_run" -o "$WORK/words.tftap" >/dev/null 2>&1
+check_eq "words: a bundle holds it nowhere" "$(grep -a -c -F -- "$RATIO" "$WORK/words.tftap")" 0
+ALL+=("$RATIO" "${CMARKED[@]}")
 
 # ---- the web API ---------------------------------------------------------------------
 : >"$WORK/serve.url"
@@ -154,8 +274,11 @@ for path in "/api/runs/$apply_run" "/api/runs/$apply_run/calls" "/api/runs/$appl
     "/api/runs/$apply_run/check" "/api/runs/$apply_run/verdict" "/api/runs?verdict=1"; do
     api "$path" >>"$WORK/api.txt"
 done
-for id in $(sqlite3 "$db" "SELECT id FROM calls WHERE run_id = $apply_run"); do
-    api "/api/runs/$apply_run/calls/$id" >>"$WORK/api.txt"
+for run in "$apply_run" "$cplan_run" "$words_run"; do
+    api "/api/runs/$run/calls" >>"$WORK/api.txt"
+    for id in $(sqlite3 "$db" "SELECT id FROM calls WHERE run_id = $run"); do
+        api "/api/runs/$run/calls/$id" >>"$WORK/api.txt"
+    done
 done
 check "web API: answered ($(wc -c <"$WORK/api.txt") bytes)" bash -c "[ \$(wc -c <'$WORK/api.txt') -gt 1000 ]"
 check_eq "web API: no secret" "$(hits "$WORK/api.txt")" 0

@@ -76,6 +76,7 @@ static void test_encode(void)
     otlp_config cfg = {
         .endpoint = "http://127.0.0.1:1/v1/traces",
         .traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        .words = 1,
     };
     otlp_span sp[2] = {
         {.method = "/tfplugin6.Provider/PlanResourceChange",
@@ -139,7 +140,25 @@ static void test_encode(void)
     CHECK_INT_EQ(attr(s, "rpc.grpc.status_code")->int_value, 2);
     CHECK(attr(s, "tftap.provider") == NULL);
     CHECK(attr(s, "tftap.teardown") == NULL);
+    CHECK(attr(s, "tftap.status.withheld") == NULL);
     tftap__otlp__export_trace_service_request__free_unpacked(r, NULL);
+
+    /* Spans that leave while the run lasts: failed, without the provider's
+     * words (they may quote a secret known only at the run's end). */
+    cfg.words = 0;
+    tftap_buf_reset(&b);
+    CHECK_INT_EQ(otlp_encode(&cfg, sp, 2, &b), 0);
+    r = tftap__otlp__export_trace_service_request__unpack(NULL, b.len, (uint8_t *)b.data);
+    CHECK(r != NULL);
+    if (r == NULL)
+        return;
+    s = r->resource_spans[0]->scope_spans[0]->spans[1];
+    CHECK_INT_EQ(s->status->code, TFTAP__OTLP__STATUS__STATUS_CODE__STATUS_CODE_ERROR);
+    CHECK_STR_EQ(s->status->message, "");
+    CHECK(attr(s, "tftap.status.withheld")->bool_value);
+    CHECK(attr(r->resource_spans[0]->scope_spans[0]->spans[0], "tftap.status.withheld") == NULL);
+    tftap__otlp__export_trace_service_request__free_unpacked(r, NULL);
+    cfg.words = 1;
 
     /* go-plugin's Shutdown ending UNAVAILABLE as the provider exits: expected. */
     otlp_span td = {.method = "/plugin.GRPCController/Shutdown", .grpc_status = 14};
@@ -268,6 +287,7 @@ static const Tftap__Otlp__AnyValue *rattr(const Tftap__Otlp__Resource *r, const 
 static void test_encode_more(void)
 {
     otlp_config cfg = {.endpoint = "http://x/",
+                       .words = 1,
                        .service = "svc",
                        .resource_attrs = "service.name=ignored,team=infra%20ops,service.version=9"};
     otlp_span sp = {.method = "/tfplugin6.Provider/PlanResourceChange",
