@@ -367,7 +367,9 @@ static char *side_column(recorder *r, struct op *o, struct call *c, struct side 
         *keep = 1;
         return NULL;
     }
-    if (s->big > 0 && !final && !c->stream && s->count == 1 && !c->retain && !r->opts.on_call) {
+    if (s->big > 0 && !final) {
+        if (c->stream || s->count != 1 || c->retain || r->opts.on_call)
+            return NULL; /* written with the last image, never copied meanwhile */
         int64_t count = s->count;
         char *text = take_side(o, c, s);
         s->count = count; /* the call still has its message */

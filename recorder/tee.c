@@ -649,8 +649,13 @@ int recorder_tee_spill_open(recorder_tee *t, uint64_t call_id, enum recorder_dir
         return -1;
     snprintf(sp->name, sizeof sp->name, "s%ld-%llu-%d-%u", (long)getpid(),
              (unsigned long long)call_id, (int)dir, t->spill_seq++);
-    sp->fd =
-        openat(t->spill_dfd, sp->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    sp->fd = openat(t->spill_dfd, sp->name, flags, 0600);
+    if (sp->fd < 0 && errno == EEXIST) {
+        /* Left by a dead process that had our pid: its name is ours now. */
+        (void)unlinkat(t->spill_dfd, sp->name, 0);
+        sp->fd = openat(t->spill_dfd, sp->name, flags, 0600);
+    }
     return sp->fd >= 0 ? 0 : -1;
 }
 
