@@ -313,7 +313,9 @@ static int each_run(void *ctx, const store_run_row *r)
         if (r->has_exit_code)
             l->cell[COL_EXIT] = cell_printf("%d", r->exit_code);
         else
-            l->cell[COL_EXIT] = strdup(r->ended_us ? "-" : "running");
+            /* Ended without one: a tftap wrap run, whose CLI's exit no
+             * tftap process sees (docs/running.md). */
+            l->cell[COL_EXIT] = strdup(r->ended_us ? "unknown" : "running");
         l->cell[COL_PROCS] = cell_printf("%lld", (long long)r->processes);
         l->cell[COL_CALLS] = cell_printf("%lld", (long long)r->calls);
         /* The home directory as ~, as a shell prompt shows it. */

@@ -95,10 +95,10 @@ void cli_verdict_line(const cli_verdict *v, int64_t run, tftap_buf *b)
     } else if (!v->failed_calls && !v->lost && !v->unrecorded) {
         tftap_buf_printf(b,
                          "Run %lld: every call was answered as core expects; the command's "
-                         "exit code was not recorded (a tftap wrap run)",
+                         "exit code is unknown (a tftap wrap run)",
                          (long long)run);
     } else {
-        tftap_buf_printf(b, "Run %lld: the command's exit code was not recorded (a tftap wrap run)",
+        tftap_buf_printf(b, "Run %lld: the command's exit code is unknown (a tftap wrap run)",
                          (long long)run);
     }
     if (!v->failed && v->lost)

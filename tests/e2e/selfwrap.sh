@@ -81,6 +81,11 @@ wait_for 300 test "$(sqlite3 "$db1" "SELECT count(*) FROM runs WHERE ended_us IS
 check_eq "wrap: the last recorder ended the run, exit code unknown" \
     "$(sqlite3 "$db1" "SELECT recorders, ended_us >= started_us, exit_code IS NULL FROM runs")" "0|1|1"
 check "wrap: tftap runs shows it" grep -q "tofu plan -input=false -no-color" <("$TFTAP" runs --db "$db1")
+# No tftap process sees the CLI exit: unknown, never a code.
+check_eq "wrap: tftap runs says the exit code is unknown" \
+    "$("$TFTAP" runs --db "$db1" | awk '/tofu plan/ { print ($0 ~ / unknown /) }')" 1
+check "wrap: tftap show says the exit code is unknown" \
+    grep -q "the command's exit code is unknown (a tftap wrap run)" <("$TFTAP" show --db "$db1" last)
 (cd "$w" && TFTAP_DB=$db1 tofu validate -no-color >/dev/null 2>&1)
 check_eq "wrap: a second command is a second run" "$(sqlite3 "$db1" "SELECT count(*) FROM runs")" 2
 

@@ -450,7 +450,7 @@ async function runsView() {
       el('td', {}, [r.cli_name, r.cli_version].filter(Boolean).join(' ') || '-'),
       el('td', {}, fmtTime(r.started_us)),
       el('td', {}, r.ended_us ? fmtDur(r.started_us, r.ended_us) : 'running'),
-      el('td', { class: r.exit_code ? 'status-err' : '' }, r.exit_code === null ? '-' : String(r.exit_code)),
+      el('td', { class: r.exit_code ? 'status-err' : '' }, exitText(r)),
       el('td', {}, String(r.calls)),
       el('td', { class: r.dropped ? 'status-err' : '' }, String(r.dropped)),
       el('td', {}, el('a', { href: '/check/' + r.id, title: 'tftap check ' + r.id }, findingsText(v))));
@@ -511,7 +511,7 @@ function runHeader(d) {
       el('a', { href: runLink(r.parent_id) }, '#' + r.parent_id)) : null,
     el('dt', {}, 'Started'), el('dd', {}, fmtTime(r.started_us)),
     el('dt', {}, 'Duration'), el('dd', {}, r.ended_us ? fmtDur(r.started_us, r.ended_us) : 'running'),
-    el('dt', {}, 'Exit code'), el('dd', { class: r.exit_code ? 'status-err' : '' }, r.exit_code === null ? '-' : String(r.exit_code)),
+    el('dt', {}, 'Exit code'), el('dd', { class: r.exit_code ? 'status-err' : '' }, exitText(r)),
     el('dt', {}, 'Calls'), el('dd', {}, String(r.calls) + ' in ' + r.processes + ' provider process' + (r.processes === 1 ? '' : 'es') +
       (r.dropped ? ', ' + r.dropped + ' records lost' : '')));
 }
@@ -910,6 +910,13 @@ function runLinks(id, run) {
   return form;
 }
 
+/* A run's exit code; ended without one, a tftap wrap run: no tftap
+ * process sees its CLI exit (docs/running.md). */
+function exitText(r) {
+  if (r.exit_code !== null) return String(r.exit_code);
+  return r.ended_us ? 'unknown' : '-';
+}
+
 /* The verdict line, in the CLI's words (cli/verdict.c), from the API's
  * facts (analysis_run_verdict: the same rule). */
 function verdictLine(id, v) {
@@ -928,7 +935,7 @@ function verdictLine(id, v) {
     if (v.records_lost) t += '; ' + v.records_lost + ' record' + (v.records_lost === 1 ? '' : 's') + ' lost';
     return t;
   }
-  return 'Run ' + id + ': the command\'s exit code was not recorded (a tftap wrap run)' + (reasons.length ? '; ' + reasons.join('; ') : '');
+  return 'Run ' + id + ': the command\'s exit code is unknown (a tftap wrap run)' + (reasons.length ? '; ' + reasons.join('; ') : '');
 }
 
 /* Why the run failed, first and without a click: the exit code, the
