@@ -841,14 +841,15 @@ static int match_call(struct matching *m, const char *type, const struct call_va
         tftap_buf_puts(&note, "call has no resource type");
     else if (m->ndocs == 0)
         tftap_buf_puts(&note, m->missing ? m->missing : "no plan or state was read to match it");
-    else if ((candidates == 0 || r.ties == 0) && is->have_config && (is_new || data) &&
-             am_config_address(is, type, data)) {
+    else if ((candidates == 0 || r.ties == 0) && is->have_config &&
+             (is_new || data || is->config_whole) && am_config_address(is, type, data)) {
         /* No document names an instance its values agree with (a plan
          * not saved, a create that failed and left nothing in the state
          * after, a read nothing after holds), but the configuration is
          * certain: every new object and every read of the type is of its
          * one instance (an object of the type the configuration no longer
-         * has is only ever destroyed, with a prior state). */
+         * has is only ever destroyed, with a prior state); under `test`
+         * every object of the type is. */
         out->address = am_config_address(is, type, data);
         out->inst = (size_t)-1;
         tftap_buf_printf(&note, "the configuration's only %s%s block", what, type);

@@ -247,8 +247,12 @@ int am_instances_collect(struct instances *is, const sj_node *root, int after, i
     if (after && partial)
         is->partial = 1;
     const sj_node *cfg = sj_get(root, "tftap_config");
-    if (cfg && cfg->kind == SJ_ARRAY)
+    if (cfg && cfg->kind == SJ_ARRAY) {
+        const sj_node *whole = sj_get(root, "tftap_config_whole");
+        if (whole && whole->kind == SJ_BOOL && whole->boolean)
+            is->config_whole = 1;
         return collect_config(is, cfg);
+    }
     int state_moment = after ? MO_AS : MO_B0;
     if (!sj_get(root, "format_version") && sj_get(root, "resources"))
         return collect_raw_state(is, root, state_moment);

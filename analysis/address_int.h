@@ -50,6 +50,10 @@ struct instances {
     } * blocks;
     size_t nblocks;
     int have_config;
+    /* Every object of the run is one of the configuration's blocks (a
+     * `test`: its states start from nothing): a certain block names every
+     * call of its type, not only those of new objects. */
+    int config_whole;
 };
 
 /* Keep v as known of in at moment m (nothing for NULL, a null, a value

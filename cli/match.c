@@ -108,7 +108,7 @@ int cli_match(int argc, char **argv)
         docs[ndocs++] = (analysis_match_doc){sb.data ? sb.data : "", sb.len, 1, !cr.exit_ok};
     const char *dir = config_dir ? config_dir : cr.cwd;
     struct stat st;
-    if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && run_config_doc(dir, &cb) == 0)
+    if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && run_config_doc(dir, NULL, &cb) == 0)
         docs[ndocs++] = (analysis_match_doc){cb.data, cb.len, 0, 0};
     else if (config_dir)
         cli_error("the configuration in %s cannot be read with certainty: nothing is named "

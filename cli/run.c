@@ -164,7 +164,7 @@ static int run_attached(char *const *argv, char *const *env)
  * are tied to addresses afterwards. */
 static int matches_addresses(const struct cmdline *c)
 {
-    static const char *const subs[] = {"plan", "apply", "destroy", "refresh", "import"};
+    static const char *const subs[] = {"plan", "apply", "destroy", "refresh", "import", "test"};
     for (size_t i = 0; c->sub && i < sizeof subs / sizeof subs[0]; i++)
         if (strcmp(c->sub, subs[i]) == 0)
             return 1;
@@ -646,7 +646,10 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     }
 
     int match = (wrapped || nattached > 0) && !no_match && run_id > 0 && matches_addresses(&cl);
-    int have_before = match && run_state_before(cmd[0], aux_env, workdir, cmd + 1, &before) == 0;
+    /* `test` plans and applies in states of its own, never the working
+     * directory's. */
+    int have_before = match && strcmp(cl.sub, "test") != 0 &&
+                      run_state_before(cmd[0], aux_env, workdir, cmd + 1, &before) == 0;
     code = run_attached(cmd, env);
     int64_t ended_us = tftap_now_us();
     if (code < 0) {

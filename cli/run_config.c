@@ -6,10 +6,13 @@
  * the modules `.terraform/modules/modules.json` names; whatever could
  * make the reading wrong (JSON configuration, override files, heredocs,
  * unbalanced braces, a module call modules.json does not know)
- * gives up: nothing is named from the configuration then. */
+ * gives up: nothing is named from the configuration then. Under `test`
+ * every object is the configuration's (its run blocks start from nothing)
+ * unless a test file runs another module with a `module` block. */
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,6 +154,72 @@ static int module_blocks(const char *workdir, struct module_dir *m)
     return rc;
 }
 
+/* The test directory a `test` command with args reads besides the
+ * working directory: -test-directory=DIR, else "tests". */
+static const char *test_dir(char *const *args)
+{
+    const char *dir = "tests";
+    for (size_t i = 0; args[i] != NULL; i++) {
+        const char *a = args[i][0] == '-' && args[i][1] == '-' ? args[i] + 1 : args[i];
+        if (strncmp(a, "-test-directory=", 16) == 0)
+            dir = a + 16;
+    }
+    return dir;
+}
+
+/* Do the test files in workdir/dir run the configuration itself? 0 when
+ * none has a module block (a run block's `module` runs another
+ * configuration, whose objects may be of the same types), -1 when one
+ * does or cannot be read with certainty (JSON, a heredoc). A directory
+ * that is not there holds none. */
+static int test_files_plain(const char *workdir, const char *dir)
+{
+    tftap_buf path = TFTAP_BUF_INIT, text = TFTAP_BUF_INIT;
+    int rc = 0;
+    if (dir[0] == '/')
+        tftap_buf_puts(&path, dir);
+    else
+        tftap_buf_printf(&path, "%s/%s", workdir, dir);
+    DIR *d = tftap_buf_failed(&path) ? NULL : opendir(tftap_buf_cstr(&path));
+    size_t dir_len = path.len;
+    if (!d) {
+        rc = tftap_buf_failed(&path) || errno != ENOENT ? -1 : 0;
+        tftap_buf_done(&path);
+        return rc;
+    }
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        const char *f = e->d_name;
+        if (tftap_ends_with(f, ".tftest.json") || tftap_ends_with(f, ".tofutest.json")) {
+            rc = -1;
+            break;
+        }
+        if (!tftap_ends_with(f, ".tftest.hcl") && !tftap_ends_with(f, ".tofutest.hcl"))
+            continue;
+        path.len = dir_len;
+        tftap_buf_printf(&path, "/%s", f);
+        tftap_buf_reset(&text);
+        if (tftap_buf_failed(&path) ||
+            tftap_read_file(tftap_buf_cstr(&path), CAPTURE_MAX, &text) != 0 ||
+            memmem(text.data, text.len, "<<", 2) != NULL) {
+            rc = -1;
+            break;
+        }
+        struct toks t = {0};
+        if (hcl_tokenize(text.data, text.len, &t) != 0)
+            rc = -1;
+        for (size_t i = 0; rc == 0 && i + 1 < t.n; i++)
+            if (t.v[i].kind == TOK_IDENT && strcmp(t.v[i].text, "module") == 0 &&
+                t.v[i + 1].kind == TOK_LBRACE)
+                rc = -1;
+        hcl_toks_done(&t);
+    }
+    closedir(d);
+    tftap_buf_done(&path);
+    tftap_buf_done(&text);
+    return rc;
+}
+
 /* modules.json: every module's key and directory, the root first. */
 static int module_dirs(const char *workdir, struct module_dir **out, size_t *nout)
 {
@@ -232,11 +301,15 @@ static int called_once(struct module_dir *v, size_t n, const char *key)
     return 1;
 }
 
-int run_config_doc(const char *workdir, tftap_buf *out)
+int run_config_doc(const char *workdir, char *const *test_args, tftap_buf *out)
 {
     struct module_dir *mods = NULL;
     size_t nmods = 0;
     int rc = module_dirs(workdir, &mods, &nmods);
+    if (rc == 0 && test_args != NULL &&
+        (test_files_plain(workdir, ".") != 0 ||
+         test_files_plain(workdir, test_dir(test_args)) != 0))
+        rc = -1;
     for (size_t i = 0; rc == 0 && i < nmods; i++)
         rc = module_blocks(workdir, &mods[i]);
     /* Every module call is one modules.json knows. */
@@ -284,7 +357,12 @@ int run_config_doc(const char *workdir, tftap_buf *out)
                              once == 1 && !b->counted ? "true" : "false");
         }
     }
-    tftap_buf_puts(out, "]}");
+    tftap_buf_puts(out, "]");
+    /* A test's run blocks start from nothing and make only what the
+     * configuration declares: every object of the run is one of its. */
+    if (test_args != NULL)
+        tftap_buf_puts(out, ",\"tftap_config_whole\":true");
+    tftap_buf_puts(out, "}");
     tftap_buf_done(&addr);
     tftap_buf_done(&key);
     for (size_t i = 0; i < nmods; i++)

@@ -135,8 +135,9 @@ int run_state_before(const char *cli_path, char *const *env, const char *workdir
  * nothing of it is recorded. Problems only warn. Returns how many docs it filled. */
 static size_t match_docs(const char *cli_path, char *const *env, const char *workdir,
                          const char *planfile, const char *applied_plan, int have_before,
-                         const tftap_buf *before, int read_after, int partial, tftap_buf *out,
-                         tftap_buf *plan, tftap_buf *config, analysis_match_doc docs[4])
+                         const tftap_buf *before, int read_after, int partial,
+                         char *const *test_args, tftap_buf *out, tftap_buf *plan, tftap_buf *config,
+                         analysis_match_doc docs[4])
 {
     char *argv[] = {(char *)cli_path, "show", "-json", (char *)planfile, NULL};
     size_t ndocs = 0;
@@ -165,8 +166,9 @@ static size_t match_docs(const char *cli_path, char *const *env, const char *wor
     }
     /* Nothing names what a plan not saved creates but the configuration,
      * where it is certain; nor a data source read no state after holds
-     * (a destroy's) but its block, where it has one instance. */
-    if (run_config_doc(workdir, config) == 0)
+     * (a destroy's) but its block, where it has one instance; nor
+     * anything of a `test` (its states are its own, gone at its end). */
+    if (run_config_doc(workdir, test_args, config) == 0)
         docs[ndocs++] = (analysis_match_doc){config->data, config->len, 0, 0};
     return ndocs;
 }
@@ -492,9 +494,10 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
             check_reader_start(&reader, e->db, e->run_id);
         tftap_buf out = TFTAP_BUF_INIT, plan = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT;
         analysis_match_doc docs[4];
+        int tests = strcmp(e->sub, "test") == 0;
         size_t ndocs = match_docs(e->cli_path, e->aux_env, e->workdir, plans ? e->planfile : NULL,
-                                  e->applied_plan, e->have_before, e->before, after, partial, &out,
-                                  &plan, &config, docs);
+                                  e->applied_plan, e->have_before, e->before, after, partial,
+                                  tests ? e->args : NULL, &out, &plan, &config, docs);
         if (match_apply(s, e->run_id, docs, ndocs) != 0)
             cli_error("matching calls to addresses failed: %s", store_errmsg(s));
         stage_done(stages, STAGE_MATCHED);
@@ -613,7 +616,10 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
         /* A saved plan exists only when planning succeeded; any other
          * command may have changed the state, even when it failed. */
         int plans = e->match && strcmp(e->sub, "plan") == 0;
-        int after = plans ? e->planfile != NULL && (e->code == 0 || e->code == 2) : 1;
+        /* `test`: nothing after it holds what its run blocks made (the
+         * working directory's state is not theirs). */
+        int tests = e->match && strcmp(e->sub, "test") == 0;
+        int after = plans ? e->planfile != NULL && (e->code == 0 || e->code == 2) : tests ? 0 : 1;
         /* A state after that need not hold what the run planned: a failed
          * command's, or a refresh's (it plans, and applies only what it
          * read). */
@@ -649,11 +655,11 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
              * beyond this line; the rest is written when it is back. */
             tftap_buf out = TFTAP_BUF_INIT, plan = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT;
             analysis_match_doc docs[4];
-            size_t ndocs =
-                e->match ? match_docs(e->cli_path, e->aux_env, e->workdir,
-                                      plans ? e->planfile : NULL, e->applied_plan, e->have_before,
-                                      e->before, after, partial, &out, &plan, &config, docs)
-                         : 0;
+            size_t ndocs = e->match ? match_docs(e->cli_path, e->aux_env, e->workdir,
+                                                 plans ? e->planfile : NULL, e->applied_plan,
+                                                 e->have_before, e->before, after, partial,
+                                                 tests ? e->args : NULL, &out, &plan, &config, docs)
+                                    : 0;
             store_close(*s);
             *s = NULL;
             if (*version == NULL)

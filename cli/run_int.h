@@ -143,9 +143,12 @@ int run_state_before(const char *cli_path, char *const *env, const char *workdir
 /* The configuration in workdir (the command's -chdir) as the address
  * matching reads it (analysis_match_doc): its resource blocks, and whether
  * each is certain to have one instance of that address, as JSON into out
- * (run_config.c). 0, or -1 when it cannot be read with certainty (out
- * empty). */
-int run_config_doc(const char *workdir, tftap_buf *out);
+ * (run_config.c). test_args: the arguments of a `test` command (NULL for
+ * any other): every object its run blocks make is then one of the
+ * configuration's (said in the document), unless a test file reads
+ * another module or cannot be read with certainty (-1). 0, or -1 when it
+ * cannot be read with certainty (out empty). */
+int run_config_doc(const char *workdir, char *const *test_args, tftap_buf *out);
 
 /* The recorder processes' log beside the database (see proxy.h), heap, or
  * NULL when out of memory. */

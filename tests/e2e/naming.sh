@@ -369,6 +369,169 @@ check_eq "failed create, the only block: the failed apply among them" \
     "$(sqlite3 "$db" "SELECT address FROM v_calls WHERE run_id = $run AND rpc = 'ApplyResourceChange'
         AND failed")" 'tftest6_thing.bad'
 
+# import: `tofu import ADDRESS ID` reads the object it imports
+# (ReadResource); the state after names it, by its id among instances of
+# for_each (keys with a space and a quote) and the only block of a type.
+iw=$WORK/imp
+mkdir -p "$iw"
+cat >"$iw/main.tf" <<'EOF'
+terraform {
+  required_providers {
+    tftest5 = { source = "tftap/tftest5" }
+  }
+}
+resource "tftest5_server" "imp" {
+  for_each = toset(["a b", "c\"q", "d"])
+  name     = each.key
+}
+resource "tftest5_server" "one" {
+  name = "one"
+}
+EOF
+(cd "$iw" && tofu init -input=false -no-color >/dev/null) || not_ok "import: init"
+(cd "$iw" && tofu show -json) >"$WORK/i0.json"
+n=0
+for pair in 'tftest5_server.imp["a b"] srv-ab' 'tftest5_server.one srv-one' 'tftest5_server.imp["c\"q"] srv-cq'; do
+    n=$((n + 1))
+    (cd "$iw" && "$TFTAP" run --db "$db" -- tofu import -input=false -no-color "${pair% *}" "${pair##* }" \
+        >"$WORK/out-import.txt" 2>&1)
+    check_eq "import $n: exit code" "$?" 0
+    (cd "$iw" && tofu show -json) >"$WORK/i$n.json"
+    judge "import ${pair% *}" "$(last_run "$db")" "$WORK/i$((n - 1)).json" "$WORK/i$n.json"
+    check_eq "import $n: every call named" "$LAST_NAMED" "$LAST_N"
+    check_eq "import $n: the read named as tofu imported it" \
+        "$(sqlite3 "$db" "SELECT group_concat(DISTINCT address) FROM v_resource_changes
+            WHERE run_id = $(last_run "$db") AND method = 'ReadResource'")" "${pair% *}"
+    checked "import $n"
+done
+# An import block: a plan not saved, then an apply, import the last one.
+cat >"$iw/import.tf" <<'EOF'
+import {
+  to = tftest5_server.imp["d"]
+  id = "srv-d"
+}
+EOF
+(cd "$iw" && "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color >"$WORK/out-import.txt" 2>&1)
+check_eq "plan with an import block: exit code" "$?" 0
+run=$(last_run "$db")
+(cd "$iw" && tofu plan -input=false -no-color -out=truth.plan >/dev/null &&
+    tofu show -json truth.plan) >"$WORK/i-plan.json"
+judge "plan with an import block" "$run" "$WORK/i3.json" "$WORK/i-plan.json"
+checked "plan with an import block"
+(cd "$iw" && "$TFTAP" run --db "$db" -- tofu apply -auto-approve -input=false -no-color \
+    >"$WORK/out-import.txt" 2>&1)
+check_eq "apply with an import block: exit code" "$?" 0
+(cd "$iw" && tofu show -json) >"$WORK/i4.json"
+# What it imports is in no state: tofu's own plan of the same (the same
+# id imported, the same object read) says it.
+judge "apply with an import block" "$(last_run "$db")" "$WORK/i3.json" "$WORK/i-plan.json" "$WORK/i4.json"
+checked "apply with an import block"
+
+# tofu test: its run blocks plan and apply the configuration in states of
+# their own, destroyed at its end; no state file holds them. The truth is
+# what tofu prints with -json -verbose (each run block's plan or state),
+# the user's own flags, which tftap leaves as they are.
+tw=$WORK/tst
+mkdir -p "$tw/tests"
+cat >"$tw/main.tf" <<'EOF'
+terraform {
+  required_providers {
+    tftest5 = { source = "tftap/tftest5" }
+    tftest6 = { source = "tftap/tftest6" }
+  }
+}
+resource "tftest6_pet" "solo" {
+  length = 2
+}
+resource "tftest5_pet" "many" {
+  count  = 2
+  length = count.index + 3
+}
+EOF
+cat >"$tw/tests/n.tftest.hcl" <<'EOF'
+run "plan" {
+  command = plan
+}
+run "apply" {
+  assert {
+    condition     = length(tftest5_pet.many) == 2
+    error_message = "two pets"
+  }
+}
+EOF
+(cd "$tw" && tofu init -input=false -no-color >/dev/null) || not_ok "test: init"
+(cd "$tw" && "$TFTAP" run --db "$db" -- tofu test -no-color -json -verbose >"$WORK/out-test.json" 2>&1)
+check_eq "tofu test: exit code" "$?" 0
+jq -c 'select(.test_plan) | .test_plan' "$WORK/out-test.json" >"$WORK/test-plan.json"
+jq -c 'select(.test_state) | .test_state' "$WORK/out-test.json" >"$WORK/test-state.json"
+check "tofu test: its plan and state printed" test -s "$WORK/test-plan.json" -a -s "$WORK/test-state.json"
+echo '{}' >"$WORK/empty.json"
+judge "tofu test" "$(last_run "$db")" "$WORK/empty.json" "$WORK/test-plan.json" "$WORK/test-state.json"
+# Its run blocks start from nothing and make only what the configuration
+# declares: the only block of a type names every call of it (plans,
+# applies, the destroy at the end); count's instances stay unnamed.
+check_eq "tofu test: every call of the only tftest6_pet block named" \
+    "$(sqlite3 "$db" "SELECT count(*) || ' ' || count(address) || ' ' || group_concat(DISTINCT address)
+        FROM v_resource_changes WHERE run_id = $(last_run "$db") AND type_name = 'tftest6_pet'")" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = $(last_run "$db")
+        AND type_name = 'tftest6_pet'") $(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes
+        WHERE run_id = $(last_run "$db") AND type_name = 'tftest6_pet'") tftest6_pet.solo"
+check "tofu test: the destroy at its end among them" test "$(sqlite3 "$db" "SELECT count(*)
+    FROM v_resource_changes WHERE run_id = $(last_run "$db") AND address = 'tftest6_pet.solo'
+    AND method = 'ApplyResourceChange' AND new = 'null'")" = 1
+checked "tofu test"
+# A run block that runs another module: its objects may be of the same
+# types, and nothing is named from the configuration.
+mkdir -p "$tw/other"
+cat >"$tw/other/main.tf" <<'EOF'
+terraform {
+  required_providers {
+    tftest6 = { source = "tftap/tftest6" }
+  }
+}
+resource "tftest6_pet" "other" {
+  length = 5
+}
+EOF
+printf 'run "other" {\n  module {\n    source = "./other"\n  }\n}\n' >"$tw/tests/other.tftest.hcl"
+(cd "$tw" && tofu init -input=false -no-color >/dev/null) || not_ok "test with a module block: init"
+(cd "$tw" && "$TFTAP" run --db "$db" -- tofu test -no-color >"$WORK/out-test2.txt" 2>&1)
+check_eq "tofu test with a module block: exit code" "$?" 0
+check_eq "tofu test with a module block: nothing named from the configuration" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = $(last_run "$db")
+        AND address IS NOT NULL")" 0
+check "tofu test with a module block: its calls recorded" test "$(sqlite3 "$db" "SELECT count(*)
+    FROM v_resource_changes WHERE run_id = $(last_run "$db") AND type_name = 'tftest6_pet'")" -gt 2
+rm -r "$tw/other" "$tw/tests/other.tftest.hcl"
+
+# Replays: the first plans of the naming configuration, answered by their
+# recordings in a directory of their own with nothing applied (as when they
+# were recorded), are named as the originals were: the plan not saved from
+# the configuration where it is certain, the saved plan and its apply
+# wholly.
+rw=$WORK/rep
+new_dir "$top_srcdir/tests/e2e/configs/naming" "$rw"
+(cd "$rw" && tofu init -input=false -no-color >/dev/null) || not_ok "replay: init"
+(cd "$rw" && "$TFTAP" replay "$db:1" --db "$db" -- tofu plan -input=false -no-color -var gen=1 \
+    >"$WORK/out-replay.txt" 2>&1)
+check_eq "replayed plan: exit code" "$?" 0
+judge "replayed plan" "$(last_run "$db")" "$WORK/empty.json" "$WORK/truth0-plan.json"
+checked "replayed plan"
+(cd "$rw" && "$TFTAP" replay "$db:$run_plan1" --db "$db" -- tofu plan -input=false -no-color \
+    -var gen=1 -out=pr >"$WORK/out-replay.txt" 2>&1)
+check_eq "replayed plan -out: exit code" "$?" 0
+(cd "$rw" && tofu show -json pr) >"$WORK/pr.json"
+judge "replayed plan -out" "$(last_run "$db")" "$WORK/empty.json" "$WORK/pr.json"
+check_eq "replayed plan -out: every call named" "$LAST_NAMED" "$LAST_N"
+checked "replayed plan -out"
+(cd "$rw" && "$TFTAP" replay "$db:$run_apply1" --db "$db" -- tofu apply -input=false -no-color pr \
+    >"$WORK/out-replay.txt" 2>&1)
+check_eq "replayed apply PLANFILE: exit code" "$?" 0
+(cd "$rw" && tofu show -json) >"$WORK/r1.json"
+judge "replayed apply PLANFILE" "$(last_run "$db")" "$WORK/empty.json" "$WORK/pr.json" "$WORK/r1.json"
+check_eq "replayed apply PLANFILE: every call named" "$LAST_NAMED" "$LAST_N"
+checked "replayed apply PLANFILE"
+
 echo "named and misnamed, per run:$summary"
 check_eq "no call misnamed in any run" "$total_misnamed" 0
 finish
