@@ -46,6 +46,15 @@ typedef struct analysis_match_doc {
 int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs,
                              const char *missing, int *matched, int *unmatched);
 
+/* May run_id be planned again against its own recording (a replay), and
+ * the plan's names be taken for its calls? *repeatable is 1 when every two
+ * of its plans and reads (PlanResourceChange, ReadResource,
+ * ReadDataSource) of one type that asked the same were answered the same
+ * (a replaying provider answers either with the first; different answers
+ * could be swapped between instances), else 0 (replan.c). Returns 0,
+ * TFTAP_ESTORE or TFTAP_ENOMEM. */
+int analysis_replay_repeatable(store *s, int64_t run_id, int *repeatable);
+
 /* ---- secrets as core sees them (secrets.c) ---- */
 
 /* The values core treats as sensitive in a run, learnt from its plan and

@@ -170,8 +170,8 @@ static const char *test_dir(char *const *args)
 /* Do the test files in workdir/dir run the configuration itself? 0 when
  * none has a module block (a run block's `module` runs another
  * configuration, whose objects may be of the same types), -1 when one
- * does or cannot be read with certainty (JSON, a heredoc). A directory
- * that is not there holds none. */
+ * does or cannot be read with certainty (JSON, a heredoc, a .tf file in
+ * the test directory). A directory that is not there holds none. */
 static int test_files_plain(const char *workdir, const char *dir)
 {
     tftap_buf path = TFTAP_BUF_INIT, text = TFTAP_BUF_INIT;
@@ -190,7 +190,11 @@ static int test_files_plain(const char *workdir, const char *dir)
     struct dirent *e;
     while (rc == 0 && (e = readdir(d)) != NULL) {
         const char *f = e->d_name;
-        if (tftap_ends_with(f, ".tftest.json") || tftap_ends_with(f, ".tofutest.json")) {
+        /* A test file of JSON; in the test directory, a .tf file (a
+         * configuration of its own beside the tests): not read. */
+        if (tftap_ends_with(f, ".tftest.json") || tftap_ends_with(f, ".tofutest.json") ||
+            (strcmp(dir, ".") != 0 &&
+             (tftap_ends_with(f, ".tf") || tftap_ends_with(f, ".tf.json")))) {
             rc = -1;
             break;
         }

@@ -173,12 +173,18 @@ static size_t match_docs(const char *cli_path, char *const *env, const char *wor
     return ndocs;
 }
 
-static int match_apply(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs)
+static int match_counted(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs,
+                         int *unnamed)
 {
     return analysis_match_addresses(s, run_id, docs, ndocs,
                                     "neither the state before the run nor a plan or state after "
                                     "it could be read",
-                                    NULL, NULL);
+                                    NULL, unnamed);
+}
+
+static int match_apply(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs)
+{
+    return match_counted(s, run_id, docs, ndocs, NULL);
 }
 
 /* The check's reading of the run's changes, on a connection of its own
@@ -492,14 +498,22 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
         if (strcmp(e->sub, "apply") != 0 && strcmp(e->sub, "destroy") != 0 &&
             store_run_message_bytes(s, e->run_id, &bytes) == 0 && bytes <= ANALYSES_BESIDE_MAX)
             check_reader_start(&reader, e->db, e->run_id);
-        tftap_buf out = TFTAP_BUF_INIT, plan = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT;
-        analysis_match_doc docs[4];
-        int tests = strcmp(e->sub, "test") == 0;
+        tftap_buf out = TFTAP_BUF_INIT, plan = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT,
+                  replan = TFTAP_BUF_INIT;
+        analysis_match_doc docs[5];
+        int tests = strcmp(e->sub, "test") == 0, unnamed = 0;
         size_t ndocs = match_docs(e->cli_path, e->aux_env, e->workdir, plans ? e->planfile : NULL,
                                   e->applied_plan, e->have_before, e->before, after, partial,
                                   tests ? e->args : NULL, &out, &plan, &config, docs);
-        if (match_apply(s, e->run_id, docs, ndocs) != 0)
+        if (match_counted(s, e->run_id, docs, ndocs, &unnamed) != 0)
             cli_error("matching calls to addresses failed: %s", store_errmsg(s));
+        else if (unnamed > 0 && ndocs < 5 && run_replan(e, s, &replan) == 0) {
+            /* A failed apply's creates no document names: its plan, made
+             * again, names them. */
+            docs[ndocs++] = (analysis_match_doc){replan.data, replan.len, 0, 0};
+            if (match_apply(s, e->run_id, docs, ndocs) != 0)
+                cli_error("matching calls to addresses failed: %s", store_errmsg(s));
+        }
         stage_done(stages, STAGE_MATCHED);
         /* After the matching, which compares the values in clear, and
          * the checkpoint beside it, which would keep the log from being
@@ -510,6 +524,7 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
         tftap_buf_done(&out);
         tftap_buf_done(&plan);
         tftap_buf_done(&config);
+        tftap_buf_done(&replan);
     } else if (e->is_cli) {
         checkpointer_join(&ckpt);
         redacted = run_redact_secrets(s, e->run_id, e->workdir, e->args, e->env, NULL, 0, 1);

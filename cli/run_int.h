@@ -192,6 +192,19 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
  * encrypted). */
 int run_local_state(const char *workdir, char *const *args, tftap_buf *out);
 
+/* ---- run_replan.c ---- */
+
+/* An apply without a plan file that failed: the plan it made, made again
+ * offline against its recording (tftap replay) from the state before it,
+ * as `CLI show -json` prints it, into plan; it names the creates that
+ * failed among instances of count or for_each, which nothing else does.
+ * Only where that plan is the same (a local state in clear, no providers
+ * reattached, no arguments for the apply or the plan alone, no two calls
+ * asking the same answered differently: analysis_replay_repeatable).
+ * Writes nothing of the user's. 0, or -1 when there is none (plan
+ * empty). */
+int run_replan(const struct run_end *e, store *s, tftap_buf *plan);
+
 /* ---- run_spans.c ---- */
 
 /* With TFTAP_OTLP_AT_END (cli_otlp_run_env): export run_id's spans, with

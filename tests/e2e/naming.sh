@@ -187,17 +187,32 @@ for gen in 3 4; do
     check_eq "apply gen=$gen: every call named" "$LAST_NAMED" "$LAST_N"
     checked "apply gen=$gen"
 done
+cp "$w/terraform.tfstate" "$WORK/raw4.tfstate"
 
 # An apply that fails: f[1]'s create fails, f[0] and f[2] (equal) are
 # created. Nothing it cannot tell is named.
+ls -A "$w" >"$WORK/files-before"
 tftap_run apply -auto-approve -var gen=$gen -var fail=true
 check_eq "failed apply: exit code" "$?" 1
 state s5
-judge "failed apply" "$(last_run "$db")" "$WORK/s4.json" "$WORK/s5.json"
-# f[1]'s plans and apply agree with no instance core reports: without a
-# saved plan nothing names a create that failed among instances of count
-# (issue 24 asks for them named too: not yet).
-check_eq "failed apply: all but f[1]'s calls named" "$LAST_NAMED" $((LAST_N - 3))
+# The truth of what it planned: core's own saved plan of the same, from
+# the state before (unrecorded, in a copy).
+new_dir "$w" "$WORK/wcopy"
+(cd "$WORK/wcopy" && cp "$WORK/raw4.tfstate" terraform.tfstate &&
+    tofu plan -input=false -no-color -refresh=false -var gen=$gen -var fail=true -out=t.plan >/dev/null &&
+    tofu show -json t.plan) >"$WORK/s5-plan.json"
+judge "failed apply" "$(last_run "$db")" "$WORK/s4.json" "$WORK/s5-plan.json" "$WORK/s5.json"
+# f[1]'s plans and apply agree with no instance the states hold: the plan
+# the apply made, made again offline against its recording, names it.
+check_eq "failed apply: every call named" "$LAST_NAMED" "$LAST_N"
+check_eq "failed apply: the failed call named as tofu names it" \
+    "$(sqlite3 "$db" "SELECT address FROM v_calls WHERE run_id = $(last_run "$db")
+        AND rpc = 'ApplyResourceChange' AND failed")" 'tftest6_thing.f[1]'
+check "failed apply: tofu names it so" grep -qF 'with tftest6_thing.f[1],' "$WORK/out-apply.txt"
+ls -A "$w" >"$WORK/files-after"
+check_eq "failed apply: the plan made again leaves no file behind" \
+    "$(diff "$WORK/files-before" "$WORK/files-after")" ""
+check_eq "failed apply: ... nor its directory" "$(ls -d "${TMPDIR:-/tmp}"/tftap-replan-* 2>/dev/null)" ""
 checked "failed apply"
 
 # The same failure from a saved plan: the plan file names every instance it

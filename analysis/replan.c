@@ -1,0 +1,110 @@
+/* analysis: may a recorded run be planned again against its recording?
+ *
+ * A replaying provider answers a call with the recorded call that asked
+ * the same (replay/book.c: the first of them not answered yet). When two
+ * calls of a run asked the same and were answered differently (a value a
+ * provider chose at random while planning, a data source read twice at
+ * different moments), a plan made again may give one instance the other's
+ * answer, and the names taken from that plan would swap them. Such a run
+ * is not planned again (cli/run_replan.c). */
+#include "analysis/analysis.h"
+#include "analysis/analysis_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One answer: what was asked and what was answered, as canonical text. */
+struct asked {
+    char *request, *response;
+};
+
+struct asking {
+    struct asked *v;
+    size_t n, cap;
+    int err;
+};
+
+/* Canonical text of the values of a call (members in key order), one
+ * after the other; NULL members as "-". */
+static int put_values(tftap_buf *b, const sj_node *const *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            tftap_buf_putc(b, '\x1f');
+        if (!v[i])
+            tftap_buf_putc(b, '-');
+        else if (sj_write_sorted(v[i], b) != 0)
+            return TFTAP_ENOMEM;
+    }
+    return tftap_buf_failed(b) ? TFTAP_ENOMEM : 0;
+}
+
+static int on_asked(void *ctx, const store_match_call *c)
+{
+    struct asking *a = ctx;
+    const char *rpc = c->rpc ? c->rpc : "";
+    /* store_match_call's values: prior, proposed, config, planned, new. */
+    int plan = strcmp(rpc, "PlanResourceChange") == 0;
+    if (!plan && strcmp(rpc, "ReadResource") != 0 && strcmp(rpc, "ReadDataSource") != 0)
+        return 0;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 256;
+        struct asked *v = realloc(a->v, cap * sizeof *v);
+        if (!v)
+            return a->err = TFTAP_ENOMEM;
+        a->v = v;
+        a->cap = cap;
+    }
+    tftap_buf q = TFTAP_BUF_INIT, r = TFTAP_BUF_INIT;
+    tftap_buf_printf(&q, "%s\x1f%s\x1f", rpc, c->type_name ? c->type_name : "");
+    const sj_node *asked[3] = {c->values[0], c->values[1], c->values[2]};
+    const sj_node *answered[1] = {plan ? c->values[3] : c->values[4]};
+    int rc = put_values(&q, asked, 3);
+    if (!rc)
+        rc = put_values(&r, answered, 1);
+    if (!rc) {
+        a->v[a->n].request = tftap_buf_take(&q, NULL);
+        a->v[a->n].response = tftap_buf_take(&r, NULL);
+        if (!a->v[a->n].request || !a->v[a->n].response) {
+            free(a->v[a->n].request);
+            free(a->v[a->n].response);
+            rc = TFTAP_ENOMEM;
+        } else {
+            a->n++;
+        }
+    }
+    tftap_buf_done(&q);
+    tftap_buf_done(&r);
+    return a->err = rc;
+}
+
+static int cmp_asked(const void *x, const void *y)
+{
+    const struct asked *a = x, *b = y;
+    int c = strcmp(a->request, b->request);
+    return c ? c : strcmp(a->response, b->response);
+}
+
+int analysis_replay_repeatable(store *s, int64_t run_id, int *repeatable)
+{
+    struct asking a = {0};
+    *repeatable = 0;
+    int rc = store_match_calls_each(s, run_id, on_asked, &a);
+    if (!rc)
+        rc = a.err;
+    if (!rc) {
+        if (a.n > 1)
+            qsort(a.v, a.n, sizeof *a.v, cmp_asked);
+        *repeatable = 1;
+        for (size_t i = 1; i < a.n && *repeatable; i++)
+            if (strcmp(a.v[i - 1].request, a.v[i].request) == 0 &&
+                strcmp(a.v[i - 1].response, a.v[i].response) != 0)
+                *repeatable = 0;
+    }
+    for (size_t i = 0; i < a.n; i++) {
+        free(a.v[i].request);
+        free(a.v[i].response);
+    }
+    free(a.v);
+    return rc;
+}

@@ -1,0 +1,181 @@
+/* tftap run, after an apply that failed: the plan it made, made again.
+ *
+ * An apply without a plan file plans for itself and saves no plan; when a
+ * create among instances of count or for_each fails, nothing after it
+ * names which instance it was (the state after lacks the object). The
+ * recording holds every answer the plan got: planned again offline, with
+ * the recorded providers replaying them (tftap replay), from the state
+ * before the apply, the same configuration and arguments, core makes the
+ * same plan, and `show -json` of it names every instance it planned. A
+ * call the recording cannot answer fails the plan, and then nothing is
+ * taken from it. Nothing of the user's is written: the state before, the
+ * plan and the replay's record go into a directory of our own, removed
+ * after. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/analysis.h"
+#include "cli/cli.h"
+#include "cli/run_int.h"
+#include "cli/wrap.h"
+#include "store/store.h"
+
+/* Remove dir's files and dir (one level: what the replay leaves). */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        tftap_buf p = TFTAP_BUF_INIT;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            tftap_buf_reset(&p);
+            tftap_buf_printf(&p, "%s/%s", dir, e->d_name);
+            if (!tftap_buf_failed(&p))
+                (void)unlink(tftap_buf_cstr(&p));
+        }
+        tftap_buf_done(&p);
+        closedir(d);
+    }
+    (void)rmdir(dir);
+}
+
+static int write_private(const char *path, const tftap_buf *content)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    size_t off = 0;
+    while (off < content->len) {
+        ssize_t n = write(fd, content->data + off, content->len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            close(fd);
+            return -1;
+        }
+        off += (size_t)n;
+    }
+    return close(fd);
+}
+
+/* Is the run one whose plan can be made again, and is it worth it? */
+static int replannable(const struct run_end *e, store *s)
+{
+    if (strcmp(e->sub, "apply") != 0 || e->applied_plan != NULL || e->refresh_only ||
+        e->code == 0 || !e->have_before || !e->is_cli)
+        return 0;
+    /* Helpers with an environment of their own (an acceptance test's
+     * front, a replay), providers the CLI reattaches to (they would
+     * answer, not the recording), arguments only the apply or only a plan
+     * was given: not the same plan. */
+    if (e->aux_env != NULL || getenv("TF_REATTACH_PROVIDERS") != NULL ||
+        getenv("TF_CLI_ARGS_apply") != NULL || getenv("TF_CLI_ARGS_plan") != NULL)
+        return 0;
+    /* The state before goes into a file of ours: only a local state the
+     * defaults place, in clear (run_local_state). */
+    tftap_buf st = TFTAP_BUF_INIT;
+    int local = run_local_state(e->workdir, e->args, &st) == 0;
+    tftap_buf_done(&st);
+    if (!local)
+        return 0;
+    int repeatable = 0;
+    return analysis_replay_repeatable(s, e->run_id, &repeatable) == 0 && repeatable;
+}
+
+int run_replan(const struct run_end *e, store *s, tftap_buf *plan)
+{
+    if (!replannable(e, s))
+        return -1;
+    const char *tmpdir = getenv("TMPDIR");
+    tftap_buf t = TFTAP_BUF_INIT, state = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT,
+              statefile = TFTAP_BUF_INIT, planfile = TFTAP_BUF_INIT, db = TFTAP_BUF_INIT, runid = TFTAP_BUF_INIT,
+              discard = TFTAP_BUF_INIT;
+    char *dir = NULL, *self = wrap_self_exe();
+    char **argv = NULL;
+    int rc = -1;
+    tftap_buf_printf(&t, "%s/tftap-replan-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+    tftap_buf_cstr(&t);
+    if (self == NULL || tftap_buf_failed(&t) || (dir = tftap_buf_take(&t, NULL)) == NULL)
+        goto done;
+    if (mkdtemp(dir) == NULL) {
+        free(dir);
+        dir = NULL;
+        goto done;
+    }
+    tftap_buf_printf(&statefile, "%s/before.tfstate", dir);
+    tftap_buf_printf(&state, "-state=%s", tftap_buf_cstr(&statefile));
+    tftap_buf_printf(&out, "-out=%s/plan", dir);
+    tftap_buf_printf(&planfile, "%s/plan", dir);
+    tftap_buf_printf(&db, "%s/replay.db", dir);
+    tftap_buf_printf(&runid, "%lld", (long long)e->run_id);
+    if (tftap_buf_failed(&statefile) || tftap_buf_failed(&state) || tftap_buf_failed(&out) || tftap_buf_failed(&planfile) ||
+        tftap_buf_failed(&db) || tftap_buf_failed(&runid))
+        goto done;
+    /* No state before is a state without resources: no file. */
+    if (e->before->len > 0 && write_private(statefile.data, e->before) != 0)
+        goto done;
+    size_t nargs = 0;
+    while (e->args[nargs] != NULL)
+        nargs++;
+    if ((argv = calloc(nargs + 16, sizeof *argv)) == NULL)
+        goto done;
+    size_t n = 0;
+    argv[n++] = self;
+    argv[n++] = "replay";
+    argv[n++] = (char *)e->db;
+    argv[n++] = "--run";
+    argv[n++] = runid.data;
+    argv[n++] = "--db";
+    argv[n++] = db.data;
+    argv[n++] = "--no-match";
+    argv[n++] = "--";
+    argv[n++] = (char *)e->cli_path;
+    /* The apply's arguments, planning: run in its -chdir directory, and
+     * ours last (the last of a flag wins). */
+    for (size_t i = 0; i < nargs; i++) {
+        const char *a = e->args[i];
+        const char *f = a[0] == '-' && a[1] == '-' ? a + 1 : a;
+        if (strncmp(f, "-chdir=", 7) == 0 || strcmp(f, "-auto-approve") == 0 ||
+            strncmp(f, "-auto-approve=", 14) == 0)
+            continue;
+        argv[n++] = a == e->sub ? "plan" : (char *)a;
+    }
+    argv[n++] = "-input=false";
+    argv[n++] = "-lock=false";
+    argv[n++] = out.data;
+    argv[n++] = state.data;
+    argv[n] = NULL;
+    if (capture(argv, NULL, e->workdir, 64u << 20, &discard) != 0)
+        goto done;
+    char *show[] = {(char *)e->cli_path, "show", "-json", planfile.data, NULL};
+    tftap_buf_reset(plan);
+    if (capture(show, NULL, e->workdir, CAPTURE_MAX, plan) == 0 && plan->len > 0 &&
+        !tftap_buf_failed(plan))
+        rc = 0;
+done:
+    if (rc != 0)
+        tftap_buf_reset(plan);
+    if (dir != NULL)
+        remove_dir(dir);
+    free(dir);
+    free(self);
+    free(argv);
+    tftap_buf_done(&t);
+    tftap_buf_done(&state);
+    tftap_buf_done(&statefile);
+    tftap_buf_done(&out);
+    tftap_buf_done(&planfile);
+    tftap_buf_done(&db);
+    tftap_buf_done(&runid);
+    tftap_buf_done(&discard);
+    return rc;
+}
