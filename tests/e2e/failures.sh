@@ -136,7 +136,13 @@ check_eq "show last leads with both failures" "$(sed -n 1p "$WORK/all.txt")" \
     "Run $(last_run "$db") failed: the command exited 1; 2 calls failed."
 check_eq "each an attempted create" "$(grep -c 'failed to be created  \[ApplyResourceChange\]' "$WORK/all.txt")" 2
 check_eq "each with its diagnostic" "$(grep -cx '  Error: tftest: apply failed' "$WORK/all.txt")" 2
-check "each says why it has no address" grep -q 'not matched to an address' "$WORK/all.txt"
+# Two blocks of one type, and nothing after the apply holds either: the
+# plan the apply made, made again offline against its recording, names
+# them as tofu does.
+check "each named as tofu names it" grep -qF 'with tftest6_thing.a,' "$WORK/all.err"
+check "... and as tftap does" grep -qx '  # tftest6_thing.a failed to be created  \[ApplyResourceChange\]' \
+    "$WORK/all.txt"
+check "... both" grep -qx '  # tftest6_thing.b failed to be created  \[ApplyResourceChange\]' "$WORK/all.txt"
 "$TFTAP" --db "$db" show last --json >"$WORK/all.json"
 check_eq "--json: two failures with diagnostics, among the changes too" \
     "$(jq -c '[.failed, ([.failures[] | .diagnostics[0].summary] | unique),
