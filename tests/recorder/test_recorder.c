@@ -1204,6 +1204,24 @@ static void test_identical_instances_paired(void)
     CHECK_INT_EQ(store_changes_each(s, run, "test_thing.web[1]", render_cb, &k), 0);
     CHECK(contains(tftap_buf_cstr(&k.out),
                    "  # test_thing.web[1] (identical to web[0], web[2]) will be created"));
+    /* A plan made again against this recording answers equal requests
+     * equally: it may be made (analysis_replay_repeatable)... */
+    int repeatable = -1;
+    CHECK_INT_EQ(analysis_replay_repeatable(s, run, &repeatable), 0);
+    CHECK_INT_EQ(repeatable, 1);
+    store_close(s);
+    /* ... but not once a provider answered the same request otherwise (a
+     * replay could give one instance the other's answer). */
+    r = open_rec(run, bin_a);
+    struct fx_bytes req = fx_plan_request(NULL, &thing_alpha);
+    struct fx_bytes resp = fx_plan_response(&other, 0, NULL);
+    call(r, 6, M_PLAN, &req, &resp);
+    fx_free(&req);
+    fx_free(&resp);
+    recorder_close(r);
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    CHECK_INT_EQ(analysis_replay_repeatable(s, run, &repeatable), 0);
+    CHECK_INT_EQ(repeatable, 0);
     tftap_buf_done(&k.out);
     tftap_buf_done(&got);
     tftap_buf_done(&show);
