@@ -205,8 +205,9 @@ static void run_usage(FILE *f)
             "test step is recorded as a run of its own under this one, named TEST / step N /\n"
             "COMMAND, the provider under test (TF_REATTACH_PROVIDERS) relayed and recorded\n"
             "too (docs/acceptance-tests.md).\n\n" CLI_RECORDING_OPTIONS_HELP
-            "  --no-match           do not run 'show -json' after plan/apply to tie calls\n"
-            "                       to resource addresses\n"
+            "  --no-match           do not tie calls to resource addresses after the command\n"
+            "                       (no 'state pull', 'show -json' or failed apply's plan\n"
+            "                       made again)\n"
             "  --reattach           start each provider once, behind tftap, and let the CLI\n"
             "                       attach to it (TF_REATTACH_PROVIDERS) instead of using\n"
             "                       shims; every alias of a provider then shares one process\n",
