@@ -5,7 +5,9 @@
 # for_each keys with spaces and quotes, instances that differ by one
 # attribute (null or a value), by nothing at all, count.index-derived
 # values, sets, secrets, a data source and nested modules with count. Plans
-# and applies run several times (parallel walks change the call order). A
+# and applies run several times (parallel walks change the call order);
+# a failed apply (its plan made again offline), import (the command and a
+# block), tofu test (truth: its own -json -verbose) and replays too. A
 # call is misnamed when a value it knows (planned, prior or new state; a
 # secret or an unknown aside) disagrees with every object core reports for
 # its address, or its id with every id there. 0 misnamed, every call named
