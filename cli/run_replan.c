@@ -97,8 +97,8 @@ int run_replan(const struct run_end *e, store *s, tftap_buf *plan)
         return -1;
     const char *tmpdir = getenv("TMPDIR");
     tftap_buf t = TFTAP_BUF_INIT, state = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT,
-              statefile = TFTAP_BUF_INIT, planfile = TFTAP_BUF_INIT, db = TFTAP_BUF_INIT, runid = TFTAP_BUF_INIT,
-              discard = TFTAP_BUF_INIT;
+              statefile = TFTAP_BUF_INIT, planfile = TFTAP_BUF_INIT, db = TFTAP_BUF_INIT,
+              runid = TFTAP_BUF_INIT, discard = TFTAP_BUF_INIT;
     char *dir = NULL, *self = wrap_self_exe();
     char **argv = NULL;
     int rc = -1;
@@ -117,8 +117,8 @@ int run_replan(const struct run_end *e, store *s, tftap_buf *plan)
     tftap_buf_printf(&planfile, "%s/plan", dir);
     tftap_buf_printf(&db, "%s/replay.db", dir);
     tftap_buf_printf(&runid, "%lld", (long long)e->run_id);
-    if (tftap_buf_failed(&statefile) || tftap_buf_failed(&state) || tftap_buf_failed(&out) || tftap_buf_failed(&planfile) ||
-        tftap_buf_failed(&db) || tftap_buf_failed(&runid))
+    if (tftap_buf_failed(&statefile) || tftap_buf_failed(&state) || tftap_buf_failed(&out) ||
+        tftap_buf_failed(&planfile) || tftap_buf_failed(&db) || tftap_buf_failed(&runid))
         goto done;
     /* No state before is a state without resources: no file. */
     if (e->before->len > 0 && write_private(statefile.data, e->before) != 0)
