@@ -1131,7 +1131,9 @@ int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc 
         if (err)
             goto done;
     }
-    err = index_build(&ix, &is);
+    err = am_instances_imports(&is, s, run_id);
+    if (!err)
+        err = index_build(&ix, &is);
     if (err)
         goto done;
     m.scratch = malloc(MAX_TIED * sizeof *m.scratch);

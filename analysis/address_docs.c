@@ -251,6 +251,9 @@ int am_instances_collect(struct instances *is, const sj_node *root, int after, i
         const sj_node *whole = sj_get(root, "tftap_config_whole");
         if (whole && whole->kind == SJ_BOOL && whole->boolean)
             is->config_whole = 1;
+        const sj_node *imports = sj_get(root, "tftap_imports");
+        if (imports && imports->kind == SJ_ARRAY)
+            is->imports = imports;
         return collect_config(is, cfg);
     }
     int state_moment = after ? MO_AS : MO_B0;
@@ -286,8 +289,96 @@ int am_instances_collect(struct instances *is, const sj_node *root, int after, i
     return rc;
 }
 
+/* One import block as the configuration's document says it. */
+struct import_block {
+    const char *address, *type, *id;
+    size_t alen;
+    const sj_node *state; /* what its calls returned (owned by is), NULL: none yet */
+    int bad;              /* another block asks the same, or its calls disagree */
+};
+
+struct importing {
+    struct instances *is;
+    struct import_block *v;
+    size_t n;
+    int err;
+};
+
+static int on_import(void *ctx, const store_import_call *c)
+{
+    struct importing *im = ctx;
+    for (size_t i = 0; i < im->n; i++) {
+        struct import_block *b = &im->v[i];
+        if (b->bad || !c->type_name || !c->id || strcmp(b->type, c->type_name) != 0 ||
+            strcmp(b->id, c->id) != 0)
+            continue;
+        if (!c->state || c->state->kind != SJ_OBJECT) {
+            b->bad = 1; /* imported nothing, or several objects */
+        } else if (b->state) {
+            b->bad = !sj_equal(b->state, c->state);
+        } else {
+            /* The call's nodes live only until we return: a copy. */
+            sj_doc **v = realloc(im->is->owned, (im->is->nowned + 1) * sizeof *v);
+            if (!v)
+                return im->err = TFTAP_ENOMEM;
+            im->is->owned = v;
+            tftap_buf text = TFTAP_BUF_INIT;
+            sj_doc *d = NULL;
+            sj_write(c->state, &text);
+            int rc = tftap_buf_failed(&text)
+                         ? TFTAP_ENOMEM
+                         : sj_parse(text.data, text.len, TFTAP_JSON_MAX_DEPTH + 2, &d);
+            tftap_buf_done(&text);
+            if (rc == TFTAP_ENOMEM)
+                return im->err = rc;
+            if (rc) {
+                b->bad = 1; /* too deep to keep */
+                continue;
+            }
+            v[im->is->nowned++] = d;
+            b->state = sj_root(d);
+        }
+    }
+    return 0;
+}
+
+int am_instances_imports(struct instances *is, store *s, int64_t run_id)
+{
+    if (!is->imports || is->imports->n == 0)
+        return 0;
+    struct importing im = {is, calloc(is->imports->n, sizeof *im.v), 0, 0};
+    if (!im.v)
+        return TFTAP_ENOMEM;
+    for (const sj_node *b = is->imports->child; b; b = b->next) {
+        const sj_node *a = sj_get(b, "address"), *t = sj_get(b, "type"), *id = sj_get(b, "id");
+        if (!a || a->kind != SJ_STRING || !t || t->kind != SJ_STRING || !id ||
+            id->kind != SJ_STRING)
+            continue;
+        im.v[im.n++] = (struct import_block){a->str, t->str, id->str, a->len, NULL, 0};
+    }
+    /* Two blocks asking one id of one type, or importing to one address:
+     * which call was whose cannot be told. */
+    for (size_t i = 0; i < im.n; i++)
+        for (size_t j = i + 1; j < im.n; j++)
+            if ((strcmp(im.v[i].type, im.v[j].type) == 0 && strcmp(im.v[i].id, im.v[j].id) == 0) ||
+                strcmp(im.v[i].address, im.v[j].address) == 0)
+                im.v[i].bad = im.v[j].bad = 1;
+    int rc = store_import_calls_each(s, run_id, on_import, &im);
+    if (!rc)
+        rc = im.err;
+    for (size_t i = 0; !rc && i < im.n; i++)
+        if (!im.v[i].bad && im.v[i].state)
+            rc = add_instance(is, im.v[i].address, im.v[i].alen, im.v[i].type, 0, MO_B0,
+                              im.v[i].state, NULL);
+    free(im.v);
+    return rc;
+}
+
 void am_instances_free(struct instances *is)
 {
+    for (size_t i = 0; i < is->nowned; i++)
+        sj_free(is->owned[i]);
+    free(is->owned);
     for (size_t i = 0; i < is->n; i++)
         free(is->v[i].address);
     free(is->v);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "common/common.h"
+#include "store/store.h"
 
 /* What is known of an instance, by when it was so. */
 enum moment {
@@ -54,6 +55,12 @@ struct instances {
      * `test`: its states start from nothing): a certain block names every
      * call of its type, not only those of new objects. */
     int config_whole;
+    /* The root module's import blocks with literal targets and ids
+     * ("tftap_imports" of the configuration's document), and the objects
+     * their imports returned, copied (owned: freed with is). */
+    const sj_node *imports;
+    sj_doc **owned;
+    size_t nowned;
 };
 
 /* Keep v as known of in at moment m (nothing for NULL, a null, a value
@@ -74,6 +81,14 @@ const char *am_config_address(const struct instances *is, const char *type, int 
 /* 1 when address is a block of the configuration certain to have that
  * one instance. */
 int am_config_certain(const struct instances *is, const char *address);
+
+/* What the run's ImportResourceState calls returned for the import blocks
+ * of the configuration: an import block (type, id) that one block alone
+ * has, whose calls returned one object, makes that object what was known
+ * of its target before the run (MO_B0): the read of it, and the plans and
+ * applies of what that read returned, are then about the target. 0,
+ * TFTAP_ESTORE or TFTAP_ENOMEM. */
+int am_instances_imports(struct instances *is, store *s, int64_t run_id);
 
 void am_instances_free(struct instances *is);
 

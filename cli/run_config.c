@@ -26,11 +26,18 @@ struct cblock {
     int counted;              /* count or for_each */
 };
 
+/* An import block of the root module whose target and id are literals. */
+struct cimport {
+    char *address, *type, *id;
+};
+
 struct module_dir {
     char *key; /* "" for the root, "m.leaf" */
     char *dir; /* relative to the working directory */
     struct cblock *v;
     size_t n, cap;
+    struct cimport *imports;
+    size_t nimports;
 };
 
 static void blocks_free(struct module_dir *m)
@@ -41,12 +48,159 @@ static void blocks_free(struct module_dir *m)
         free(m->v[i].name);
     }
     free(m->v);
+    for (size_t i = 0; i < m->nimports; i++) {
+        free(m->imports[i].address);
+        free(m->imports[i].type);
+        free(m->imports[i].id);
+    }
+    free(m->imports);
     free(m->key);
     free(m->dir);
 }
 
+static int is_name(const char *s, size_t n)
+{
+    if (n == 0 || !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || s[0] == '_'))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'))
+            return 0;
+    return 1;
+}
+
+/* The target of an import block, t->v[i..end) after `to =`: a literal
+ * resource instance address (module.NAME[KEY]... TYPE.NAME[KEY], keys a
+ * number or a string without escapes), canonical as the CLI prints it
+ * into addr, its type into type. 0, or -1 when it is anything else. */
+static int import_target(const char *text, const struct toks *t, size_t i, size_t end,
+                         tftap_buf *addr, tftap_buf *type)
+{
+    /* Words and the key after each, in order. */
+    struct word {
+        const char *s;
+        size_t n;
+        const struct tok *key;
+    } w[2 * 16 + 2];
+    size_t nw = 0;
+    for (; i < end; i++) {
+        const struct tok *k = &t->v[i];
+        if (k->kind == TOK_IDENT) {
+            const char *p = k->text;
+            if (nw > 0 && p[0] != '.')
+                return -1; /* two words not joined by a dot */
+            while (*p) {
+                if (*p == '.')
+                    p++;
+                size_t len = strcspn(p, ".");
+                if (nw == sizeof w / sizeof w[0] || !is_name(p, len))
+                    return -1;
+                w[nw++] = (struct word){p, len, NULL};
+                p += len;
+            }
+        } else if (k->kind == TOK_LBRACKET && i + 2 < end && t->v[i + 2].kind == TOK_RBRACKET &&
+                   nw > 0 && w[nw - 1].key == NULL) {
+            const struct tok *key = &t->v[i + 1];
+            if (key->kind == TOK_STRING) {
+                /* Escapes and templates are not read here. */
+                for (size_t b = key->start; b < key->end; b++)
+                    if (text[b] == '\\' || ((text[b] == '$' || text[b] == '%') &&
+                                            b + 1 < key->end && text[b + 1] == '{'))
+                        return -1;
+            } else if (key->kind != TOK_IDENT ||
+                       strspn(key->text, "0123456789") != strlen(key->text)) {
+                return -1;
+            }
+            w[nw - 1].key = key;
+            i += 2;
+        } else {
+            return -1;
+        }
+    }
+    if (nw < 2 || nw % 2 != 0)
+        return -1;
+    for (size_t j = 0; j < nw; j++) {
+        int module_word = j + 2 < nw && j % 2 == 0;
+        if (module_word && (w[j].n != 6 || memcmp(w[j].s, "module", 6) != 0 || w[j].key))
+            return -1;
+        if (j == nw - 2 && (w[j].key || (w[j].n == 4 && memcmp(w[j].s, "data", 4) == 0) ||
+                            (w[j].n == 6 && memcmp(w[j].s, "module", 6) == 0)))
+            return -1;
+        tftap_buf_printf(addr, "%s%.*s", j ? "." : "", (int)w[j].n, w[j].s);
+        if (w[j].key && w[j].key->kind == TOK_STRING) {
+            tftap_buf_putc(addr, '[');
+            tftap_buf_json_string(addr, w[j].key->text, strlen(w[j].key->text));
+            tftap_buf_putc(addr, ']');
+        } else if (w[j].key) {
+            tftap_buf_printf(addr, "[%s]", w[j].key->text);
+        }
+    }
+    tftap_buf_printf(type, "%.*s", (int)w[nw - 2].n, w[nw - 2].s);
+    return tftap_buf_failed(addr) || tftap_buf_failed(type) ? -1 : 0;
+}
+
+/* An import block, its tokens (open, close) (the braces): kept in m when
+ * its target and id are literals and it has no for_each; else passed
+ * over (nothing is named from it). -1 only when out of memory. */
+static int import_block(const char *text, const struct toks *t, size_t open, size_t close,
+                        struct module_dir *m)
+{
+    size_t to = 0, to_end = 0;
+    const struct tok *id = NULL;
+    int depth = 0, other = 0;
+    for (size_t j = open + 1; j < close; j++) {
+        const struct tok *x = &t->v[j];
+        if (x->kind == TOK_LBRACE || x->kind == TOK_LBRACKET)
+            depth++;
+        else if (x->kind == TOK_RBRACE || x->kind == TOK_RBRACKET)
+            depth--;
+        else if (depth == 0 && x->kind == TOK_IDENT && j + 1 < close &&
+                 t->v[j + 1].kind == TOK_EQ) {
+            if (to && !to_end)
+                to_end = j;
+            if (strcmp(x->text, "to") == 0)
+                to = j + 2;
+            else if (strcmp(x->text, "id") == 0 && j + 2 < close && t->v[j + 2].kind == TOK_STRING)
+                id = &t->v[j + 2];
+            else if (strcmp(x->text, "for_each") == 0 || strcmp(x->text, "id") == 0)
+                other = 1;
+        }
+    }
+    if (to && !to_end)
+        to_end = close;
+    if (!to || !id || other)
+        return 0;
+    /* The id a literal string alone: no template, no escape. */
+    for (size_t b = id->start; b < id->end; b++)
+        if (text[b] == '\\' ||
+            ((text[b] == '$' || text[b] == '%') && b + 1 < id->end && text[b + 1] == '{'))
+            return 0;
+    if (id + 1 < &t->v[close] && id[1].kind != TOK_IDENT)
+        return 0; /* "a" + ..., or more after it */
+    tftap_buf addr = TFTAP_BUF_INIT, type = TFTAP_BUF_INIT;
+    int rc = 0;
+    if (import_target(text, t, to, to_end, &addr, &type) == 0) {
+        struct cimport *v = realloc(m->imports, (m->nimports + 1) * sizeof *v);
+        if (!v) {
+            rc = -1;
+        } else {
+            m->imports = v;
+            struct cimport *c = &v[m->nimports];
+            c->address = tftap_buf_take(&addr, NULL);
+            c->type = tftap_buf_take(&type, NULL);
+            c->id = strdup(id->text);
+            m->nimports++;
+            if (!c->address || !c->type || !c->id)
+                rc = -1;
+        }
+    }
+    tftap_buf_done(&addr);
+    tftap_buf_done(&type);
+    return rc;
+}
+
 /* The top-level blocks of one file's tokens. -1: not read with certainty. */
-static int file_blocks(const struct toks *t, struct module_dir *m)
+static int file_blocks(const char *text, const struct toks *t, struct module_dir *m)
 {
     int depth = 0;
     for (size_t i = 0; i < t->n; i++) {
@@ -64,6 +218,22 @@ static int file_blocks(const struct toks *t, struct module_dir *m)
             continue;
         int res = strcmp(k->text, "resource") == 0 || strcmp(k->text, "data") == 0;
         int mod = strcmp(k->text, "module") == 0;
+        if (strcmp(k->text, "import") == 0 && i + 1 < t->n && t->v[i + 1].kind == TOK_LBRACE) {
+            size_t j = i + 1;
+            for (int d = 0; j < t->n; j++) {
+                if (t->v[j].kind == TOK_LBRACE)
+                    d++;
+                else if (t->v[j].kind == TOK_RBRACE && --d == 0)
+                    break;
+            }
+            if (j == t->n)
+                return -1;
+            /* Import blocks are the root module's only. */
+            if (m->key[0] == '\0' && import_block(text, t, i + 1, j, m) != 0)
+                return -1;
+            i = j;
+            continue;
+        }
         if (!res && !mod)
             continue;
         size_t labels = res ? 2 : 1;
@@ -145,7 +315,7 @@ static int module_blocks(const char *workdir, struct module_dir *m)
             break;
         }
         struct toks t = {0};
-        rc = hcl_tokenize(text.data, text.len, &t) != 0 ? -1 : file_blocks(&t, m);
+        rc = hcl_tokenize(text.data, text.len, &t) != 0 ? -1 : file_blocks(text.data, &t, m);
         hcl_toks_done(&t);
     }
     closedir(d);
@@ -362,6 +532,22 @@ int run_config_doc(const char *workdir, char *const *test_args, tftap_buf *out)
         }
     }
     tftap_buf_puts(out, "]");
+    /* The root module's import blocks: what they import is named by the
+     * ImportResourceState call that asked for its id. */
+    if (rc == 0 && nmods > 0 && mods[0].nimports > 0) {
+        tftap_buf_puts(out, ",\"tftap_imports\":[");
+        for (size_t i = 0; i < mods[0].nimports; i++) {
+            const struct cimport *c = &mods[0].imports[i];
+            tftap_buf_puts(out, i ? ",{\"address\":" : "{\"address\":");
+            tftap_buf_json_string(out, c->address, strlen(c->address));
+            tftap_buf_puts(out, ",\"type\":");
+            tftap_buf_json_string(out, c->type, strlen(c->type));
+            tftap_buf_puts(out, ",\"id\":");
+            tftap_buf_json_string(out, c->id, strlen(c->id));
+            tftap_buf_putc(out, '}');
+        }
+        tftap_buf_putc(out, ']');
+    }
     /* A test's run blocks start from nothing and make only what the
      * configuration declares: every object of the run is one of its. */
     if (test_args != NULL)

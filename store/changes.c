@@ -802,6 +802,47 @@ int store_match_calls_each(store *s, int64_t run_id,
     return store_finish(st, cb ? SDB_DONE : rc, cb);
 }
 
+int store_import_calls_each(store *s, int64_t run_id,
+                            int (*fn)(void *ctx, const store_import_call *call), void *ctx)
+{
+    sdb_stmt *st = NULL;
+    /* The JSON read here, as store_match_calls_each does: either backend. */
+    int rc = sdb_prepare(s->db,
+                         "SELECT id, type_name, request_json, response_json FROM calls "
+                         "WHERE run_id = ? AND rpc = 'ImportResourceState' ORDER BY id",
+                         &st);
+    if (rc != SDB_OK)
+        return store_err(rc);
+    sdb_bind_int64(st, 1, run_id);
+    int cb = 0;
+    while ((rc = sdb_step(st)) == SDB_ROW) {
+        store_import_call c = {
+            .call_id = sdb_column_int64(st, 0),
+            .type_name = store_col_text(st, 1),
+        };
+        sj_doc *doc[2] = {NULL, NULL};
+        for (int i = 0; i < 2 && !cb; i++) {
+            const char *t = store_col_text(st, 2 + i);
+            if (t && sj_parse(t, strlen(t), TFTAP_JSON_MAX_DEPTH + 3, &doc[i]) == TFTAP_ENOMEM)
+                cb = TFTAP_ENOMEM;
+        }
+        if (!cb) {
+            const sj_node *id = doc[0] ? sj_get(sj_root(doc[0]), "id") : NULL;
+            const sj_node *imp = doc[1] ? sj_get(sj_root(doc[1]), "imported_resources") : NULL;
+            if (id && id->kind == SJ_STRING)
+                c.id = id->str;
+            if (imp && imp->kind == SJ_ARRAY && imp->n == 1)
+                c.state = sj_get(imp->child, "state");
+            cb = fn(ctx, &c);
+        }
+        sj_free(doc[0]);
+        sj_free(doc[1]);
+        if (cb)
+            break;
+    }
+    return store_finish(st, cb ? SDB_DONE : rc, cb);
+}
+
 int store_call_addresses_each(store *s, int64_t run_id,
                               int (*fn)(void *ctx, int64_t call_id, const char *address), void *ctx)
 {

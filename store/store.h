@@ -458,6 +458,19 @@ typedef struct store_match_call {
 int store_match_calls_each(store *s, int64_t run_id,
                            int (*fn)(void *ctx, const store_match_call *call), void *ctx);
 
+/* The ImportResourceState calls of a run, in call order: the import id
+ * asked for, and the one object imported (state: NULL when the response
+ * is not JSON or imported none or several). The nodes live until fn
+ * returns. 0, TFTAP_ESTORE, TFTAP_ENOMEM, or fn's non-zero. */
+typedef struct store_import_call {
+    int64_t call_id;
+    const char *type_name;
+    const char *id;
+    const sj_node *state;
+} store_import_call;
+int store_import_calls_each(store *s, int64_t run_id,
+                            int (*fn)(void *ctx, const store_import_call *call), void *ctx);
+
 /* Set the address and address note (either may be NULL) of n calls of a
  * run (call_addresses, read by the views as address and address_note) in
  * one transaction, replacing what an earlier matching set; both NULL: the

@@ -434,6 +434,12 @@ run=$(last_run "$db")
 (cd "$iw" && tofu plan -input=false -no-color -out=truth.plan >/dev/null &&
     tofu show -json truth.plan) >"$WORK/i-plan.json"
 judge "plan with an import block" "$run" "$WORK/i3.json" "$WORK/i-plan.json"
+check_eq "plan with an import block: the imported object's read and plan named after its target" \
+    "$(sqlite3 "$db" "SELECT group_concat(DISTINCT address) FROM v_resource_changes WHERE run_id = $run
+        AND prior ->> '$.id' = 'srv-d'")" 'tftest5_server.imp["d"]'
+check_eq "plan with an import block: every call but the replacements' creates named" \
+    "$(jq '[.[] | select(.verdict == "unnamed" and .prior != "null" and .prior != null)] | length' \
+        "$WORK/verdicts-$run.json")" 0
 checked "plan with an import block"
 (cd "$iw" && "$TFTAP" run --db "$db" -- tofu apply -auto-approve -input=false -no-color \
     >"$WORK/out-import.txt" 2>&1)
@@ -443,6 +449,16 @@ check_eq "apply with an import block: exit code" "$?" 0
 # id imported, the same object read) says it.
 judge "apply with an import block" "$(last_run "$db")" "$WORK/i3.json" "$WORK/i-plan.json" "$WORK/i4.json"
 checked "apply with an import block"
+check_eq "apply with an import block: every call named" "$LAST_NAMED" "$LAST_N"
+# An id that is no literal (a template): nothing is taken from the block.
+cp "$iw/import.tf" "$WORK/import.tf.kept"
+sed -i 's/id = "srv-d"/id = "srv-${"e"}"/; s/imp\["d"\]/imp["e"]/' "$iw/import.tf"
+sed -i 's/"c\\"q", "d"\]/"c\\"q", "d", "e"]/' "$iw/main.tf"
+(cd "$iw" && "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color >"$WORK/out-import.txt" 2>&1)
+check_eq "plan with a templated import id: exit code" "$?" 0
+check_eq "plan with a templated import id: the imported object not named" \
+    "$(sqlite3 "$db" "SELECT count(address) || ' of ' || count(*) FROM v_resource_changes
+        WHERE run_id = $(last_run "$db") AND prior ->> '$.id' = 'srv-e'")" "0 of 2"
 
 # tofu test: its run blocks plan and apply the configuration in states of
 # their own, destroyed at its end; no state file holds them. The truth is
