@@ -6,7 +6,9 @@
  * the modules `.terraform/modules/modules.json` names; whatever could
  * make the reading wrong (JSON configuration, override files, heredocs,
  * unbalanced braces, a module call modules.json does not know)
- * gives up: nothing is named from the configuration then. Under `test`
+ * gives up: nothing is named from the configuration then. The root
+ * module's import blocks with a literal target and id are listed too
+ * ("tftap_imports"): what they import is named after the target. Under `test`
  * every object is the configuration's (its run blocks start from nothing)
  * unless a test file runs another module with a `module` block. */
 #include "config.h"

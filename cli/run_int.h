@@ -142,7 +142,8 @@ int run_state_before(const char *cli_path, char *const *env, const char *workdir
 
 /* The configuration in workdir (the command's -chdir) as the address
  * matching reads it (analysis_match_doc): its resource blocks, and whether
- * each is certain to have one instance of that address, as JSON into out
+ * each is certain to have one instance of that address, and the root
+ * module's import blocks with literal targets and ids, as JSON into out
  * (run_config.c). test_args: the arguments of a `test` command (NULL for
  * any other): every object its run blocks make is then one of the
  * configuration's (said in the document), unless a test file reads
