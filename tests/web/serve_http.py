@@ -131,6 +131,14 @@ check("a bad --listen is a usage error (2), one line", r.returncode == 2 and r.s
 r = subprocess.run([TFTAP, "serve", "--db", DB + ".missing"], capture_output=True, text=True)
 check("a missing database is an error (1)", r.returncode == 1 and "no database" in r.stderr)
 
+# The bench names no call; the history of an address needs some named:
+# three instances of one resource, as the matching at a run's end writes them.
+c = sqlite3.connect(DB)
+c.execute("INSERT INTO call_addresses (call_id, address) SELECT id, 'bench_instance.named' FROM calls "
+          "WHERE type_name = 'bench_instance' ORDER BY id LIMIT 3")
+c.commit()
+c.close()
+
 before = sha(DB)
 s = Server("--listen=127.0.0.1:0")
 check("the first stdout line is the URL with a 32-hex-digit token (--listen=VALUE)", s.ok)
