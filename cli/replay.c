@@ -10,7 +10,10 @@
  * as `tftap wrap` does. */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +30,9 @@ static const char usage_text[] =
     "                    [--record-sensitive] [--keep-raw] [--no-match]\n"
     "                    -- tofu|terraform ARGS...\n"
     "       tftap replay RUN|SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... [--db PATH]\n"
-    "                    [--cli tofu|terraform] --out DIR\n\n"
+    "                    [--cli tofu|terraform] --out DIR\n"
+    "       tftap replay STEP_RUN|SOURCE[:STEP_RUN] [--dir DIR] [--ignore PATTERN]...\n"
+    "                    [--db PATH] [--record-sensitive] [--keep-raw] [--no-match]\n\n"
     "Run an OpenTofu/Terraform command with every provider of a recorded run\n"
     "answered from the recording: no real provider is installed, started or\n"
     "needed. RUN (a run id or 'last') is a run of the database (--db), as for every\n"
@@ -38,6 +43,12 @@ static const char usage_text[] =
     "nearest recorded request and the paths where they differ. The replay is\n"
     "recorded like 'tftap run' records (into --db), so that 'tftap diff' can\n"
     "compare it with the original; exits with the command's exit code.\n\n"
+    "Without a command, RUN is an acceptance test's step run (tftap run -- go test):\n"
+    "its working directory as the command found it (configuration, state, lock\n"
+    "file, saved plan) is laid out again in --dir DIR or a temporary directory,\n"
+    "and the step's own command runs there against the recorded providers,\n"
+    "printing the CLI's output; it exits as the recorded step did when the\n"
+    "recording answers every call.\n\n"
     "  --run RUN            the recorded run to replay (default: last)\n"
     "  --ignore PATTERN     request paths whose values may differ (a glob on\n"
     "                       attribute paths, as tftap diff --ignore); repeatable\n"
@@ -50,7 +61,10 @@ static const char usage_text[] =
     "  --out DIR            write the replaying providers, shims and a CLI config\n"
     "                       (DIR/tftap.tfrc) into DIR and print the export line,\n"
     "                       as tftap wrap does, instead of running a command\n"
-    "  --cli NAME           with --out: whose CLI config to keep (tofu)\n\n"
+    "  --cli NAME           with --out: whose CLI config to keep (tofu)\n"
+    "  --dir DIR            without a command: lay the step's directory out in DIR\n"
+    "                       (new or empty; kept afterwards) instead of a temporary\n"
+    "                       one\n\n"
     "Exit status: the command's; 1 when the replay could not be set up, 2 usage.\n";
 
 /* The recorded providers of one run. */
@@ -440,6 +454,281 @@ cleanup:
     return code;
 }
 
+/* ---- a recorded step of an acceptance test, run again ---- */
+
+/* What the step run recorded of its command and its directory. */
+struct step {
+    char *command, *args_json, *cwd, *cli_name, *name;
+    int has_exit_code, exit_code;
+    size_t nfiles, nkept;
+};
+
+static int step_row(void *ctx, const store_run_row *row)
+{
+    struct step *st = ctx;
+    st->command = strdup(row->command ? row->command : "");
+    st->args_json = strdup(row->args_json ? row->args_json : "[]");
+    st->cwd = row->cwd ? strdup(row->cwd) : NULL;
+    st->cli_name = row->cli_name ? strdup(row->cli_name) : NULL;
+    st->has_exit_code = row->has_exit_code;
+    st->exit_code = row->exit_code;
+    if (row->test_name != NULL) {
+        tftap_buf n = TFTAP_BUF_INIT;
+        tftap_buf_printf(&n, "%s / step ", row->test_name);
+        if (row->test_step > 0)
+            tftap_buf_printf(&n, "%d", row->test_step);
+        else
+            tftap_buf_putc(&n, '?');
+        tftap_buf_cstr(&n);
+        st->name = tftap_buf_failed(&n) ? NULL : tftap_buf_take(&n, NULL);
+        tftap_buf_done(&n);
+    }
+    return st->command == NULL || st->args_json == NULL ? TFTAP_ENOMEM : 0;
+}
+
+static void step_done(struct step *st)
+{
+    free(st->command);
+    free(st->args_json);
+    free(st->cwd);
+    free(st->cli_name);
+    free(st->name);
+    memset(st, 0, sizeof *st);
+}
+
+/* A kept file's name is one name at the top of the directory. */
+static int file_name_ok(const char *n)
+{
+    return n[0] != '\0' && strcmp(n, ".") != 0 && strcmp(n, "..") != 0 && strchr(n, '/') == NULL &&
+           strlen(n) <= 255;
+}
+
+struct lay_out {
+    const char *dir;
+    struct step *st;
+    int failed;
+};
+
+/* Write one kept file into the directory; one not kept is said. */
+static int lay_file(void *ctx, const store_run_file *f)
+{
+    struct lay_out *l = ctx;
+    tftap_buf q = TFTAP_BUF_INIT, p = TFTAP_BUF_INIT;
+    l->st->nfiles++;
+    if (!file_name_ok(f->name)) {
+        tftap_buf_json_string(&q, f->name, strlen(f->name));
+        cli_error("the recorded file %s is not a file name: left out", tftap_buf_cstr(&q));
+        tftap_buf_done(&q);
+        return 0;
+    }
+    if (f->content == NULL) {
+        cli_error("note: %s was not kept (%s): the command runs without it", f->name,
+                  f->note ? f->note : "no content");
+        return 0;
+    }
+    char hex[65];
+    tftap_sha256_hex(f->content, f->content_len, hex);
+    if (strcmp(hex, f->sha256) != 0) {
+        cli_error("the recorded file %s does not match its digest: the record is damaged", f->name);
+        l->failed = 1;
+        return 1;
+    }
+    tftap_buf_printf(&p, "%s/%s", l->dir, f->name);
+    int fd =
+        tftap_buf_failed(&p)
+            ? -1
+            : open(tftap_buf_cstr(&p), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int bad = fd < 0 || tftap_write_all(fd, f->content, f->content_len) != 0;
+    if (fd >= 0 && close(fd) != 0)
+        bad = 1;
+    if (bad) {
+        cli_error("cannot write %s: %s", tftap_buf_cstr(&p), strerror(errno));
+        l->failed = 1;
+    }
+    tftap_buf_done(&p);
+    l->st->nkept++;
+    return bad;
+}
+
+/* The step's command in dir: its CLI (the recorded path when it is one
+ * here, else its name on PATH) and its arguments, the recorded directory
+ * in them (`show DIR/tfplan`, `import -config=DIR`) made dir. */
+static char **step_command(const struct step *st, const char *dir, int *ncmd)
+{
+    sj_doc *doc = NULL;
+    if (sj_parse(st->args_json, strlen(st->args_json), 0, &doc) != 0)
+        return NULL;
+    const sj_node *args = sj_root(doc);
+    if (args->kind != SJ_ARRAY) {
+        sj_free(doc);
+        return NULL;
+    }
+    char **cmd = calloc(args->n + 2, sizeof *cmd);
+    size_t n = 0;
+    int bad = cmd == NULL;
+    if (!bad) {
+        const char *cli = st->command;
+        if (access(cli, X_OK) != 0)
+            cli = st->cli_name && st->cli_name[0] ? st->cli_name : "tofu";
+        bad = (cmd[n++] = strdup(cli)) == NULL;
+    }
+    size_t cwdlen = st->cwd ? strlen(st->cwd) : 0;
+    for (const sj_node *a = args->child; a != NULL && !bad; a = a->next) {
+        if (a->kind != SJ_STRING || strlen(a->str) != a->len) {
+            bad = 1;
+            break;
+        }
+        tftap_buf b = TFTAP_BUF_INIT;
+        const char *eq = strchr(a->str, '=');
+        size_t at = a->str[0] == '-' && eq ? (size_t)(eq + 1 - a->str) : 0;
+        const char *rest = a->str + at;
+        if (cwdlen > 1 && strncmp(rest, st->cwd, cwdlen) == 0 &&
+            (rest[cwdlen] == '\0' || rest[cwdlen] == '/')) {
+            tftap_buf_append(&b, a->str, at);
+            tftap_buf_puts(&b, dir);
+            tftap_buf_puts(&b, rest + cwdlen);
+        } else {
+            tftap_buf_puts(&b, a->str);
+        }
+        tftap_buf_cstr(&b);
+        cmd[n] = tftap_buf_failed(&b) ? NULL : tftap_buf_take(&b, NULL);
+        tftap_buf_done(&b);
+        bad = cmd[n++] == NULL;
+    }
+    sj_free(doc);
+    if (bad) {
+        for (size_t i = 0; cmd && i < n; i++)
+            free(cmd[i]);
+        free(cmd);
+        return NULL;
+    }
+    *ncmd = (int)n;
+    return cmd;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)ftw;
+    if (flag == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
+/* Read the step's run and lay its directory out in dir. 0, or 1 after one
+ * error line. */
+static int lay_out_step(const char *path, int64_t run, const char *dir, struct step *st)
+{
+    store *s = NULL;
+    int rc = store_open(path, STORE_OPEN_READONLY, &s);
+    if (rc != 0) {
+        cli_error("cannot open %s: %s", STORE_SHOWN(path),
+                  s ? store_errmsg(s) : tftap_strerror(rc));
+        store_close(s);
+        return 1;
+    }
+    rc = store_run_get(s, run, step_row, st);
+    struct lay_out l = {.dir = dir, .st = st};
+    if (rc == 0 && st->command != NULL)
+        rc = store_run_files_each(s, run, lay_file, &l);
+    if (rc != 0 && !l.failed)
+        cli_error("cannot read run %lld of %s: %s", (long long)run, STORE_SHOWN(path),
+                  rc == TFTAP_ENOMEM ? "out of memory" : store_errmsg(s));
+    store_close(s);
+    return rc != 0 || l.failed;
+}
+
+/* tftap replay STEP: the directory of the step laid out again in --dir (or
+ * a temporary directory), and the step's command run there with every
+ * provider answered from the recording, each started once and handed to
+ * the CLI through TF_REATTACH_PROVIDERS as the harness hands its provider. */
+static int replay_step(struct recorded *r, const struct source *src, const char *dir_opt,
+                       struct run_opts *ro)
+{
+    struct step st = {0};
+    char *dir = NULL, *cwd = NULL, **cmd = NULL;
+    int ncmd = 0, code = 1, made = 0, temporary = dir_opt == NULL;
+    if ((cwd = getcwd(NULL, 0)) == NULL) {
+        cli_error("cannot find the current directory: %s", strerror(errno));
+        goto cleanup;
+    }
+    if (dir_opt != NULL) {
+        if (mkdir(dir_opt, 0700) != 0 && errno != EEXIST) {
+            cli_error("cannot create %s: %s", dir_opt, strerror(errno));
+            goto cleanup;
+        }
+        dir = realpath(dir_opt, NULL);
+        DIR *d = dir ? opendir(dir) : NULL;
+        int empty = d != NULL;
+        for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                empty = 0;
+        if (d != NULL)
+            closedir(d);
+        if (!empty) {
+            cli_error("--dir %s: %s", dir_opt,
+                      dir == NULL || errno == ENOTDIR ? strerror(errno)
+                                                      : "not empty (the step's files go there)");
+            goto cleanup;
+        }
+    } else {
+        const char *tmpdir = getenv("TMPDIR");
+        tftap_buf t = TFTAP_BUF_INIT;
+        tftap_buf_printf(&t, "%s/tftap-step-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+        tftap_buf_cstr(&t);
+        dir = tftap_buf_failed(&t) ? NULL : tftap_buf_take(&t, NULL);
+        tftap_buf_done(&t);
+        if (dir == NULL || mkdtemp(dir) == NULL) {
+            cli_error("cannot create a temporary directory: %s", strerror(errno));
+            goto cleanup;
+        }
+    }
+    made = 1;
+    if (lay_out_step(src->path, src->run, dir, &st) != 0)
+        goto cleanup;
+    if (st.nfiles == 0) {
+        cli_error("run %lld of %s kept no working directory: only an acceptance test's step "
+                  "runs do (give a command: tftap replay RUN -- tofu ARGS...)",
+                  (long long)src->run, STORE_SHOWN(src->path));
+        goto cleanup;
+    }
+    if ((cmd = step_command(&st, dir, &ncmd)) == NULL || ncmd < 1) {
+        cli_error("run %lld of %s: its recorded command cannot be read", (long long)src->run,
+                  STORE_SHOWN(src->path));
+        goto cleanup;
+    }
+    tftap_buf line = TFTAP_BUF_INIT;
+    for (int i = 0; i < ncmd; i++) {
+        tftap_buf_putc(&line, ' ');
+        tftap_buf_puts(&line, cmd[i]);
+    }
+    cli_error("replaying run %lld%s%s%s in %s:%s", (long long)src->run, st.name ? " (" : "",
+              st.name ? st.name : "", st.name ? ")" : "", dir, tftap_buf_cstr(&line));
+    tftap_buf_done(&line);
+    if (chdir(dir) != 0) {
+        cli_error("cannot enter %s: %s", dir, strerror(errno));
+        goto cleanup;
+    }
+    ro->reattach = 1;
+    code = replay_command(r, cmd, ncmd, src, ro);
+    if (chdir(cwd) != 0)
+        cli_error("cannot return to %s: %s", cwd, strerror(errno));
+    if (st.has_exit_code && code != st.exit_code)
+        cli_error("note: exit code %d, the recorded step's was %d", code, st.exit_code);
+cleanup:
+    if (made && temporary && dir != NULL)
+        (void)nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    for (int i = 0; cmd && i < ncmd; i++)
+        free(cmd[i]);
+    free(cmd);
+    step_done(&st);
+    free(dir);
+    free(cwd);
+    return code;
+}
+
 int cli_replay(int argc, char **argv)
 {
     enum {
@@ -451,6 +740,7 @@ int cli_replay(int argc, char **argv)
         OPT_SENSITIVE,
         OPT_RAW,
         OPT_NO_MATCH,
+        OPT_DIR,
     };
     static const struct option longopts[] = {
         {"db", required_argument, NULL, OPT_DB},
@@ -461,13 +751,15 @@ int cli_replay(int argc, char **argv)
         {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
         {"keep-raw", no_argument, NULL, OPT_RAW},
         {"no-match", no_argument, NULL, OPT_NO_MATCH},
+        {"dir", required_argument, NULL, OPT_DIR},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct run_opts ro = {0};
     struct wrap_opts wo = {0};
     struct recorded rec = {0};
-    const char *run_opt = NULL, *out = NULL, *cli = "tofu", *source_arg = NULL, *run_spec;
+    const char *run_opt = NULL, *out = NULL, *dir = NULL, *cli = "tofu", *source_arg = NULL,
+               *run_spec;
     char *source = NULL, *exe = NULL, *db = NULL;
     int code = 2;
     const char **ignore = calloc((size_t)argc + 1, sizeof *ignore);
@@ -515,6 +807,9 @@ int cli_replay(int argc, char **argv)
         case OPT_NO_MATCH:
             ro.no_match = 1;
             break;
+        case OPT_DIR:
+            dir = optarg;
+            break;
         default:
             goto cleanup;
         }
@@ -537,8 +832,9 @@ int cli_replay(int argc, char **argv)
         cli_usage_error("replay", "--out DIR writes files for later commands: give no command");
         goto cleanup;
     }
-    if (out == NULL && ncmd == 0) {
-        cli_usage_error("replay", "no command given (tftap replay SOURCE -- tofu ARGS...)");
+    if (dir != NULL && (out != NULL || ncmd > 0)) {
+        cli_usage_error("replay", "--dir DIR is where a step's directory is laid out: give no "
+                                  "command and no --out");
         goto cleanup;
     }
     if (strcmp(cli, "tofu") != 0 && strcmp(cli, "terraform") != 0) {
@@ -593,6 +889,8 @@ int cli_replay(int argc, char **argv)
     wo.tftap_exe = exe;
     if (out != NULL)
         code = write_out(&rec, out, cli, db, &src, &wo);
+    else if (ncmd == 0)
+        code = replay_step(&rec, &src, dir, &ro);
     else
         code = replay_command(&rec, cmd, ncmd, &src, &ro);
 cleanup:
