@@ -295,10 +295,10 @@ pg_psql "CREATE DATABASE v5" >/dev/null
 U5=$(pg_uri v5)
 psql5() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$U5" -c "$1"; }
 "$TFTAP" push 1 --db "$db" --to "$U5" >/dev/null 2>&1 || not_ok "push into a new database"
-# Version 9 undone first (processes.start_error; the views follow), then
+# Version 10 undone first (run_files), then version 9 (processes.start_error; the views follow), then
 # version 8: addresses back into calls, under views that read them there
 # (the migration replaces them).
-psql5 "ALTER TABLE processes DROP COLUMN start_error;
+psql5 "DROP TABLE run_files; ALTER TABLE processes DROP COLUMN start_error;
        ALTER TABLE runs DROP COLUMN values_kept, DROP COLUMN redactions; DROP TABLE run_secrets;
        DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_id, DROP COLUMN test_name,
          DROP COLUMN test_step;
