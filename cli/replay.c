@@ -712,6 +712,7 @@ static int replay_step(struct recorded *r, const struct source *src, const char 
         goto cleanup;
     }
     ro->reattach = 1;
+    ro->is_cli = 1;
     code = replay_command(r, cmd, ncmd, src, ro);
     if (chdir(cwd) != 0)
         cli_error("cannot return to %s: %s", cwd, strerror(errno));

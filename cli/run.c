@@ -352,7 +352,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     cli_otlp_run_env(ro->otlp, ro->otlp_values, !ro->record_sensitive);
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     const char *cli = strstr(base, "terraform") ? "terraform" : "tofu";
-    int is_cli = strstr(base, "tofu") || strstr(base, "terraform");
+    int is_cli = ro->is_cli || strstr(base, "tofu") || strstr(base, "terraform");
     /* Another program (go test, make) may run an acceptance test suite:
      * the CLI it would run is given a front that records each command. */
     if (!is_cli && ro->front_dir == NULL)

@@ -44,7 +44,8 @@ static int file_name_cmp(const void *a, const void *b)
 /* Files the command does not read: the state's backup and its lock. */
 static int skipped(const char *name)
 {
-    return strcmp(name, STATE_FILE ".backup") == 0 || strcmp(name, ".terraform.tfstate.lock.info") == 0;
+    return strcmp(name, STATE_FILE ".backup") == 0 ||
+           strcmp(name, ".terraform.tfstate.lock.info") == 0;
 }
 
 void workdir_snap_take(const char *workdir, struct workdir_snap *w)
@@ -85,9 +86,9 @@ void workdir_snap_take(const char *workdir, struct workdir_snap *w)
         }
         tftap_buf p = TFTAP_BUF_INIT;
         tftap_buf_printf(&p, "%s/%s", workdir, e->d_name);
-        int rc = tftap_buf_failed(&p) ? TFTAP_ENOMEM
-                                      : tftap_read_file(tftap_buf_cstr(&p), WORKDIR_FILE_MAX,
-                                                        &f->content);
+        int rc = tftap_buf_failed(&p)
+                     ? TFTAP_ENOMEM
+                     : tftap_read_file(tftap_buf_cstr(&p), WORKDIR_FILE_MAX, &f->content);
         tftap_buf_done(&p);
         if (rc != 0) {
             tftap_buf_done(&f->content);
@@ -166,10 +167,10 @@ static const struct schema_cache *schema_of(store *s, int64_t run_id, struct sch
     return e;
 }
 
-/* 1 when the state (the file's text) may hold a secret: it marks one
- * (sensitive_attributes, a sensitive output), or an attribute of one of
- * its instances is one the provider's schema marks sensitive or
- * write-only, or it cannot be told (not JSON, no schema for a provider). */
+/* 1 when the state (the file's text) may hold a secret: a value where it
+ * marks one (sensitive_attributes, a sensitive output), or a value of an
+ * attribute the provider's schema marks sensitive or write-only, or it
+ * cannot be told (not JSON, no schema for a provider). */
 static int state_holds_secret(store *s, int64_t run_id, const tftap_buf *state)
 {
     int secret = 0;
@@ -180,7 +181,9 @@ static int state_holds_secret(store *s, int64_t run_id, const tftap_buf *state)
         return 1;
     }
     analysis_secrets_free(a);
-    /* Marks on null values count no string: the marks themselves say. */
+    /* The CLI marks a schema's sensitive attributes even when null
+     * (sensitive_attributes): the values at the marks are what counts,
+     * above, and the schema's own marks on the values, below. */
     sj_doc *doc = NULL;
     if (sj_parse(state->data, state->len, 0, &doc) != 0)
         return 1;
@@ -194,8 +197,9 @@ static int state_holds_secret(store *s, int64_t run_id, const tftap_buf *state)
         char *provider = state_provider_addr(sj_get(r, "provider"));
         int is_data = mode && mode->kind == SJ_STRING && strcmp(mode->str, "data") == 0;
         const struct schema_cache *sc =
-            provider ? schema_of(s, run_id, cache, &ncache, sizeof cache / sizeof cache[0], provider)
-                     : NULL;
+            provider
+                ? schema_of(s, run_id, cache, &ncache, sizeof cache / sizeof cache[0], provider)
+                : NULL;
         free(provider);
         if (type == NULL || type->kind != SJ_STRING || sc == NULL || sc->schema == NULL) {
             secret = 1;
@@ -203,11 +207,6 @@ static int state_holds_secret(store *s, int64_t run_id, const tftap_buf *state)
         }
         for (const sj_node *in = instances && instances->kind == SJ_ARRAY ? instances->child : NULL;
              in != NULL && !secret; in = in->next) {
-            const sj_node *marks = sj_get(in, "sensitive_attributes");
-            if (marks != NULL && marks->kind == SJ_ARRAY && marks->n > 0) {
-                secret = 1;
-                break;
-            }
             const sj_node *attrs = sj_get(in, "attributes");
             if (attrs == NULL)
                 continue;

@@ -165,6 +165,99 @@ check_eq "pushed after their suite, step runs stay under it, named" \
         | [.[] | select(.parent_id == $p)] | "\(length) \(map(.test) | unique | join(","))"')" \
     "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE parent_id = $suite") TestAccPet_length,TestAccServer_lifecycle,TestAccThing_expectError"
 
+# ---- tftap replay STEP: a recorded step run again, offline -------------
+# The harness removed its working directories when the tests ended; each
+# step run kept what its command found there.
+check_eq "every step run kept its working directory's configuration" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM runs r JOIN run_files f ON f.run_id = r.id
+        WHERE r.parent_id = $suite AND f.name = 'terraform_plugin_test.tf' AND f.content IS NOT NULL")" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE parent_id = $suite")"
+check_eq "  nothing left out (no secret in these tests, no file over the limits; the CLI
+    marks the schema's sensitive attributes in the state even when null, which holds none)" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM runs r JOIN run_files f ON f.run_id = r.id
+        WHERE r.parent_id = $suite AND f.content IS NULL")" 0
+step_run() { # TEST STEP COMMAND: the step run of the suite
+    sqlite3 "$db" "SELECT id FROM runs WHERE parent_id = $suite AND test_name = '$1'
+        AND test_step = $2 AND json_extract(args, '\$[0]') = '$3' ORDER BY id LIMIT 1"
+}
+recorded_exit() { sqlite3 "$db" "SELECT exit_code FROM runs WHERE id = $1"; }
+rdb=$WORK/replay.db
+# No provider but the recording: the test process that served the provider
+# is gone, and the CLI gets no configuration that could install one.
+: >"$WORK/empty.tfrc"
+export TF_CLI_CONFIG_FILE=$WORK/empty.tfrc
+apply1=$(step_run TestAccServer_lifecycle 1 apply)
+"$TFTAP" replay --db "$rdb" "$db:$apply1" --dir "$WORK/step-apply" >"$WORK/r1.out" 2>"$WORK/r1.err"
+check_eq "replay of an apply step: the recorded step's exit code" "$?" "$(recorded_exit "$apply1")"
+check "  says which step it runs, where" grep -q \
+    "^tftap: replaying run $apply1 (TestAccServer_lifecycle / step 1) in $WORK/step-apply: $WORK/cli apply .* tfplan$" \
+    "$WORK/r1.err"
+check "  prints the CLI's output" grep -q '^Apply complete! Resources: 1 added, 0 changed, 0 destroyed.$' \
+    "$WORK/r1.out"
+check_eq "  the state holds the recorded server, with its recorded id" \
+    "$(jq -r '.resources[] | "\(.type).\(.name) \(.instances[0].attributes.id) \(.instances[0].attributes.size)"' \
+        "$WORK/step-apply/terraform.tfstate")" \
+    "$(sqlite3 "$db" "SELECT 'tftest6_server.s ' || json_extract(response_json, '\$.new_state.id') || ' ' ||
+        json_extract(response_json, '\$.new_state.size') FROM calls WHERE run_id = $apply1
+        AND rpc = 'ApplyResourceChange'")"
+check_eq "  every call answered from the recording" \
+    "$(sqlite3 "$rdb" "SELECT count(*) || ' ' || sum(failed) FROM v_calls WHERE run_id = 1
+        AND rpc IN ('PlanResourceChange', 'ApplyResourceChange')")" "2 0"
+apply2=$(step_run TestAccServer_lifecycle 2 apply)
+"$TFTAP" replay --db "$rdb" "$db:$apply2" >"$WORK/r2.out" 2>"$WORK/r2.err"
+check_eq "replay of step 2's apply (from step 1's state): exit code as recorded" "$?" \
+    "$(recorded_exit "$apply2")"
+check "  changes the server in place" grep -q '^Apply complete! Resources: 0 added, 1 changed, 0 destroyed.$' \
+    "$WORK/r2.out"
+failed=$(step_run TestAccThing_expectError 1 plan)
+"$TFTAP" replay --db "$rdb" "$db:$failed" >"$WORK/r3.out" 2>"$WORK/r3.err"
+check_eq "replay of the expected-error step: its plan fails as recorded (exit 1)" "$?" \
+    "$(recorded_exit "$failed")"
+check "  with the provider's error (on stderr, as the CLI writes errors)" grep -q \
+    "^Error: $(sqlite3 "$db" "SELECT json_extract(response_json, '\$.diagnostics[0].summary') FROM v_calls
+        WHERE run_id = $failed AND rpc = 'PlanResourceChange' AND error_count > 0")\$" "$WORK/r3.err"
+check_eq "  no mismatch (the recording answered every call)" \
+    "$(cat "$WORK/r3.out" "$WORK/r3.err" | grep -c 'no recorded call matches')" 0
+"$TFTAP" replay --db "$rdb" "$db:$apply1" --dir "$WORK/step-apply" >/dev/null 2>"$WORK/r4.err"
+check_eq "--dir not empty: exit 1" "$?" 1
+check "  one line saying so" grep -q "^tftap: --dir $WORK/step-apply: not empty" "$WORK/r4.err"
+"$TFTAP" replay --db "$rdb" "$rdb:1" >/dev/null 2>"$WORK/r5.err"
+check_eq "a run that is no step, without a command: exit 1" "$?" 1
+check "  it kept no working directory" grep -q "^tftap: run 1 of .* kept no working directory" "$WORK/r5.err"
+
+# Secrets: a step whose test's record redacts a value keeps its lock file
+# only (the front run by hand, as the harness would, in a directory with
+# a sensitive attribute set).
+mkdir -p "$WORK/sec" "$WORK/front/steps"
+printf '%s' "$WORK/sec.db" >"$WORK/front/front-db"
+cat >"$WORK/sec/main.tf" <<'EOF'
+terraform {
+  required_providers {
+    tftest6 = { source = "registry.opentofu.org/tftap/tftest6" }
+  }
+}
+resource "tftest6_thing" "t" {
+  string_attr = "x"
+  secret      = "hunter2-s3cret"
+}
+EOF
+(cd "$WORK/sec" && export TF_CLI_CONFIG_FILE=$PEERS/tofurc TF_LOG_PATH_MASK=$WORK/%s.log \
+    TF_LOG_PATH=$WORK/TestSecret.log && "$TOFU" init -no-color >/dev/null &&
+    "$TFTAP" run --front "$WORK/front" --parent 0 -- "$TOFU" apply -auto-approve -no-color >/dev/null &&
+    "$TFTAP" run --front "$WORK/front" --parent 0 -- "$TOFU" show -no-color >/dev/null)
+check_eq "a step with a secret: its apply and show recorded" "$?" 0
+check_eq "  only the lock file kept; the configuration and state listed, not kept" \
+    "$(sqlite3 "$WORK/sec.db" "SELECT group_concat(run_id || ':' || name || ':' ||
+        CASE WHEN content IS NULL THEN coalesce(note, '') ELSE 'kept' END, ' ')
+        FROM (SELECT * FROM run_files ORDER BY run_id, name)")" \
+    "1:.terraform.lock.hcl:kept 1:main.tf:may hold a secret (kept only with --record-sensitive) 2:.terraform.lock.hcl:kept 2:main.tf:may hold a secret (kept only with --record-sensitive) 2:terraform.tfstate:may hold a secret (kept only with --record-sensitive)"
+check "  the secret is nowhere in the record" sh -c "! grep -q hunter2-s3cret '$WORK/sec.db'"
+"$TFTAP" replay --db "$rdb" "$WORK/sec.db:2" >/dev/null 2>"$WORK/r6.err"
+check "  its replay says what it runs without" grep -q \
+    "^tftap: note: main.tf was not kept (may hold a secret (kept only with --record-sensitive)): the command runs without it" \
+    "$WORK/r6.err"
+unset TF_CLI_CONFIG_FILE
+
 # ---- tftap's own mask: the user set none (the v2 build of the provider) ----
 : >"$WORK/cli.log"
 TF_ACC_TERRAFORM_PATH=$WORK/cli "$TFTAP" run --db "$db" -- "$ACC2" -test.v -test.count=1 \
