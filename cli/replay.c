@@ -31,8 +31,9 @@ static const char usage_text[] =
     "                    -- tofu|terraform ARGS...\n"
     "       tftap replay RUN|SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... [--db PATH]\n"
     "                    [--cli tofu|terraform] --out DIR\n"
-    "       tftap replay STEP_RUN|SOURCE[:STEP_RUN] [--dir DIR] [--ignore PATTERN]...\n"
-    "                    [--db PATH] [--record-sensitive] [--keep-raw] [--no-match]\n\n"
+    "       tftap replay STEP_RUN|SOURCE[:STEP_RUN] [--dir DIR] [--cli CLI]\n"
+    "                    [--ignore PATTERN]... [--db PATH] [--record-sensitive]\n"
+    "                    [--keep-raw] [--no-match]\n\n"
     "Run an OpenTofu/Terraform command with every provider of a recorded run\n"
     "answered from the recording: no real provider is installed, started or\n"
     "needed. RUN (a run id or 'last') is a run of the database (--db), as for every\n"
@@ -48,7 +49,8 @@ static const char usage_text[] =
     "file, saved plan) is laid out again in --dir DIR or a temporary directory,\n"
     "and the step's own command runs there against the recorded providers,\n"
     "printing the CLI's output; it exits as the recorded step did when the\n"
-    "recording answers every call.\n\n"
+    "recording answers every call. The configuration comes from the record: replay\n"
+    "the steps of records you trust.\n\n"
     "  --run RUN            the recorded run to replay (default: last)\n"
     "  --ignore PATTERN     request paths whose values may differ (a glob on\n"
     "                       attribute paths, as tftap diff --ignore); repeatable\n"
@@ -61,7 +63,10 @@ static const char usage_text[] =
     "  --out DIR            write the replaying providers, shims and a CLI config\n"
     "                       (DIR/tftap.tfrc) into DIR and print the export line,\n"
     "                       as tftap wrap does, instead of running a command\n"
-    "  --cli NAME           with --out: whose CLI config to keep (tofu)\n"
+    "  --cli NAME           with --out: whose CLI config to keep (tofu); for a step:\n"
+    "                       the CLI to run, a name on PATH or a path (default: the\n"
+    "                       recorded one, when it is here and named tofu or\n"
+    "                       terraform, else its name on PATH)\n"
     "  --dir DIR            without a command: lay the step's directory out in DIR\n"
     "                       (new or empty; kept afterwards) instead of a temporary\n"
     "                       one\n\n"
@@ -550,10 +555,23 @@ static int lay_file(void *ctx, const store_run_file *f)
     return bad;
 }
 
-/* The step's command in dir: its CLI (the recorded path when it is one
- * here, else its name on PATH) and its arguments, the recorded directory
- * in them (`show DIR/tfplan`, `import -config=DIR`) made dir. */
-static char **step_command(const struct step *st, const char *dir, int *ncmd)
+/* The CLI a step runs: --cli when given; else the recorded one when it is
+ * an executable here named like a CLI (a record names what runs: never
+ * any other program); else the recorded CLI's name on PATH. */
+static const char *step_cli(const struct step *st, const char *cli_opt)
+{
+    if (cli_opt != NULL)
+        return cli_opt;
+    const char *base = strrchr(st->command, '/') ? strrchr(st->command, '/') + 1 : st->command;
+    if (st->command[0] == '/' && (strstr(base, "tofu") || strstr(base, "terraform")) &&
+        access(st->command, X_OK) == 0)
+        return st->command;
+    return st->cli_name && strcmp(st->cli_name, "terraform") == 0 ? "terraform" : "tofu";
+}
+
+/* The step's command in dir: cli and the recorded arguments, the recorded
+ * directory in them (`show DIR/tfplan`, `import -config=DIR`) made dir. */
+static char **step_command(const struct step *st, const char *cli, const char *dir, int *ncmd)
 {
     sj_doc *doc = NULL;
     if (sj_parse(st->args_json, strlen(st->args_json), 0, &doc) != 0)
@@ -566,12 +584,8 @@ static char **step_command(const struct step *st, const char *dir, int *ncmd)
     char **cmd = calloc(args->n + 2, sizeof *cmd);
     size_t n = 0;
     int bad = cmd == NULL;
-    if (!bad) {
-        const char *cli = st->command;
-        if (access(cli, X_OK) != 0)
-            cli = st->cli_name && st->cli_name[0] ? st->cli_name : "tofu";
+    if (!bad)
         bad = (cmd[n++] = strdup(cli)) == NULL;
-    }
     size_t cwdlen = st->cwd ? strlen(st->cwd) : 0;
     for (const sj_node *a = args->child; a != NULL && !bad; a = a->next) {
         if (a->kind != SJ_STRING || strlen(a->str) != a->len) {
@@ -645,7 +659,7 @@ static int lay_out_step(const char *path, int64_t run, const char *dir, struct s
  * provider answered from the recording, each started once and handed to
  * the CLI through TF_REATTACH_PROVIDERS as the harness hands its provider. */
 static int replay_step(struct recorded *r, const struct source *src, const char *dir_opt,
-                       struct run_opts *ro)
+                       const char *cli_opt, struct run_opts *ro)
 {
     struct step st = {0};
     char *dir = NULL, *cwd = NULL, **cmd = NULL;
@@ -694,7 +708,7 @@ static int replay_step(struct recorded *r, const struct source *src, const char 
                   (long long)src->run, STORE_SHOWN(src->path));
         goto cleanup;
     }
-    if ((cmd = step_command(&st, dir, &ncmd)) == NULL || ncmd < 1) {
+    if ((cmd = step_command(&st, step_cli(&st, cli_opt), dir, &ncmd)) == NULL || ncmd < 1) {
         cli_error("run %lld of %s: its recorded command cannot be read", (long long)src->run,
                   STORE_SHOWN(src->path));
         goto cleanup;
@@ -759,7 +773,7 @@ int cli_replay(int argc, char **argv)
     struct run_opts ro = {0};
     struct wrap_opts wo = {0};
     struct recorded rec = {0};
-    const char *run_opt = NULL, *out = NULL, *dir = NULL, *cli = "tofu", *source_arg = NULL,
+    const char *run_opt = NULL, *out = NULL, *dir = NULL, *cli = NULL, *source_arg = NULL,
                *run_spec;
     char *source = NULL, *exe = NULL, *db = NULL;
     int code = 2;
@@ -838,7 +852,14 @@ int cli_replay(int argc, char **argv)
                                   "command and no --out");
         goto cleanup;
     }
-    if (strcmp(cli, "tofu") != 0 && strcmp(cli, "terraform") != 0) {
+    if (cli != NULL && ncmd > 0) {
+        cli_usage_error("replay", "--cli is for --out or a step's replay: the command names its "
+                                  "CLI");
+        goto cleanup;
+    }
+    /* A step's replay runs the CLI --cli names (a path too); --out keeps
+     * the config of one of the two. */
+    if (out != NULL && cli != NULL && strcmp(cli, "tofu") != 0 && strcmp(cli, "terraform") != 0) {
         cli_usage_error("replay", "--cli must be tofu or terraform, not '%s'", cli);
         goto cleanup;
     }
@@ -889,9 +910,9 @@ int cli_replay(int argc, char **argv)
         goto cleanup;
     wo.tftap_exe = exe;
     if (out != NULL)
-        code = write_out(&rec, out, cli, db, &src, &wo);
+        code = write_out(&rec, out, cli ? cli : "tofu", db, &src, &wo);
     else if (ncmd == 0)
-        code = replay_step(&rec, &src, dir, &ro);
+        code = replay_step(&rec, &src, dir, cli, &ro);
     else
         code = replay_command(&rec, cmd, ncmd, &src, &ro);
 cleanup:

@@ -191,6 +191,7 @@ replay x.db tofu plan|tftap: unexpected argument 'tofu' (the command goes after 
 replay x.db --dir d -- tofu plan|tftap: --dir DIR is where a step's directory is laid out: give no command and no --out (see 'tftap replay --help')
 replay x.db --dir d --out o|tftap: --dir DIR is where a step's directory is laid out: give no command and no --out (see 'tftap replay --help')
 replay x.db --out d -- tofu plan|tftap: --out DIR writes files for later commands: give no command (see 'tftap replay --help')
+replay x.db --cli tofu -- tofu plan|tftap: --cli is for --out or a step's replay: the command names its CLI (see 'tftap replay --help')
 replay x.db --out d --cli bash|tftap: --cli must be tofu or terraform, not 'bash' (see 'tftap replay --help')
 replay x.db:3 --run 4 --out d|tftap: two runs given: x.db:3 and --run 4 (see 'tftap replay --help')
 replay-provider --bogus|tftap: unknown option '--bogus' (see 'tftap replay-provider --help')

@@ -187,7 +187,10 @@ rdb=$WORK/replay.db
 : >"$WORK/empty.tfrc"
 export TF_CLI_CONFIG_FILE=$WORK/empty.tfrc
 apply1=$(step_run TestAccServer_lifecycle 1 apply)
-"$TFTAP" replay --db "$rdb" "$db:$apply1" --dir "$WORK/step-apply" >"$WORK/r1.out" 2>"$WORK/r1.err"
+# The recorded CLI is the user's script in front of tofu ($WORK/cli), not
+# named like one: --cli names it (tftap runs no other program a record names).
+"$TFTAP" replay --db "$rdb" "$db:$apply1" --dir "$WORK/step-apply" --cli "$WORK/cli" \
+    >"$WORK/r1.out" 2>"$WORK/r1.err"
 check_eq "replay of an apply step: the recorded step's exit code" "$?" "$(recorded_exit "$apply1")"
 check "  says which step it runs, where" grep -q \
     "^tftap: replaying run $apply1 (TestAccServer_lifecycle / step 1) in $WORK/step-apply: $WORK/cli apply .* tfplan$" \
@@ -204,13 +207,13 @@ check_eq "  every call answered from the recording" \
     "$(sqlite3 "$rdb" "SELECT count(*) || ' ' || sum(failed) FROM v_calls WHERE run_id = 1
         AND rpc IN ('PlanResourceChange', 'ApplyResourceChange')")" "2 0"
 apply2=$(step_run TestAccServer_lifecycle 2 apply)
-"$TFTAP" replay --db "$rdb" "$db:$apply2" >"$WORK/r2.out" 2>"$WORK/r2.err"
+"$TFTAP" replay --db "$rdb" "$db:$apply2" --cli "$TOFU" >"$WORK/r2.out" 2>"$WORK/r2.err"
 check_eq "replay of step 2's apply (from step 1's state): exit code as recorded" "$?" \
     "$(recorded_exit "$apply2")"
 check "  changes the server in place" grep -q '^Apply complete! Resources: 0 added, 1 changed, 0 destroyed.$' \
     "$WORK/r2.out"
 failed=$(step_run TestAccThing_expectError 1 plan)
-"$TFTAP" replay --db "$rdb" "$db:$failed" >"$WORK/r3.out" 2>"$WORK/r3.err"
+"$TFTAP" replay --db "$rdb" "$db:$failed" --cli "$TOFU" >"$WORK/r3.out" 2>"$WORK/r3.err"
 check_eq "replay of the expected-error step: its plan fails as recorded (exit 1)" "$?" \
     "$(recorded_exit "$failed")"
 check "  with the provider's error (on stderr, as the CLI writes errors)" grep -q \
@@ -218,7 +221,7 @@ check "  with the provider's error (on stderr, as the CLI writes errors)" grep -
         WHERE run_id = $failed AND rpc = 'PlanResourceChange' AND error_count > 0")\$" "$WORK/r3.err"
 check_eq "  no mismatch (the recording answered every call)" \
     "$(cat "$WORK/r3.out" "$WORK/r3.err" | grep -c 'no recorded call matches')" 0
-"$TFTAP" replay --db "$rdb" "$db:$apply1" --dir "$WORK/step-apply" >/dev/null 2>"$WORK/r4.err"
+"$TFTAP" replay --db "$rdb" "$db:$apply1" --dir "$WORK/step-apply" --cli "$TOFU" >/dev/null 2>"$WORK/r4.err"
 check_eq "--dir not empty: exit 1" "$?" 1
 check "  one line saying so" grep -q "^tftap: --dir $WORK/step-apply: not empty" "$WORK/r4.err"
 "$TFTAP" replay --db "$rdb" "$rdb:1" >/dev/null 2>"$WORK/r5.err"
@@ -252,7 +255,7 @@ check_eq "  only the lock file kept; the configuration and state listed, not kep
         FROM (SELECT * FROM run_files ORDER BY run_id, name)")" \
     "1:.terraform.lock.hcl:kept 1:main.tf:may hold a secret (kept only with --record-sensitive) 2:.terraform.lock.hcl:kept 2:main.tf:may hold a secret (kept only with --record-sensitive) 2:terraform.tfstate:may hold a secret (kept only with --record-sensitive)"
 check "  the secret is nowhere in the record" sh -c "! grep -q hunter2-s3cret '$WORK/sec.db'"
-"$TFTAP" replay --db "$rdb" "$WORK/sec.db:2" >/dev/null 2>"$WORK/r6.err"
+"$TFTAP" replay --db "$rdb" "$WORK/sec.db:2" --cli "$TOFU" >/dev/null 2>"$WORK/r6.err"
 check "  its replay says what it runs without" grep -q \
     "^tftap: note: main.tf was not kept (may hold a secret (kept only with --record-sensitive)): the command runs without it" \
     "$WORK/r6.err"
@@ -280,6 +283,15 @@ check_eq "the CLI logged nowhere (tftap's mask is not the CLI's log)" \
 TF_ACC_TERRAFORM_PATH=$TOFU "$TFTAP" run --db "$db" -- "$ACC" -test.count=1 >/dev/null 2>&1
 check_eq "the v1 suite again" "$?" 0
 suite3=$(sqlite3 "$db" "SELECT max(id) FROM runs WHERE parent_id IS NULL")
+# A step recorded with tofu itself: replayed with it, no --cli needed.
+pet=$(sqlite3 "$db" "SELECT id FROM runs WHERE parent_id = $suite3 AND test_name = 'TestAccPet_length'
+    AND test_step = 1 AND json_extract(args, '\$[0]') = 'apply'")
+TF_CLI_CONFIG_FILE=$WORK/empty.tfrc "$TFTAP" replay --db "$WORK/replay.db" "$db:$pet" >"$WORK/r7.out" \
+    2>"$WORK/r7.err"
+check_eq "replay of a step recorded with tofu: exit as recorded" "$?" \
+    "$(sqlite3 "$db" "SELECT exit_code FROM runs WHERE id = $pet")"
+check "  with the recorded tofu" grep -q "^tftap: replaying run $pet (TestAccPet_length / step 1) in .*: $TOFU apply " \
+    "$WORK/r7.err"
 random=(--ignore .id --ignore .hex --ignore .dec --ignore .b64_std)
 "$TFTAP" diff --db "$db" "$suite" "$suite3" "${random[@]}" >"$WORK/same.txt"
 check_eq "two suites of the same build: exit 0" "$?" 0
