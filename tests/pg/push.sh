@@ -318,10 +318,10 @@ psql5 "DROP TABLE run_files; ALTER TABLE processes DROP COLUMN start_error;
 "$TFTAP" push 1 2 --db "$db" --to "$U5" >"$WORK/v5.out" 2>&1
 check_eq "version 5 record: migrated by push, which adds its runs" "$? $(tail -1 "$WORK/v5.out")" \
     "0 pushed 2 runs ($(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id <= 2") calls), 0 already there"
-check_eq "version 5 record: now the current version (9), every run a distinct uuid" \
+check_eq "version 5 record: now the current version (10), every run a distinct uuid" \
     "$(psql5 "SELECT (SELECT value FROM tftap_meta WHERE key = 'schema_version') || ' ' || count(DISTINCT uuid)
               || ' ' || count(*) FILTER (WHERE uuid ~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$')
-              FROM runs")" "9 5 5"
+              FROM runs")" "10 5 5"
 check_eq "version 5 record: the addresses it had, through the views" \
     "$(psql5 "SELECT string_agg(address, ' ' ORDER BY call_id) FROM v_resource_changes WHERE run_id = 1")" \
     "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT address FROM v_resource_changes WHERE run_id = 1 ORDER BY call_id)")"
