@@ -221,6 +221,39 @@ check "  with the provider's error (on stderr, as the CLI writes errors)" grep -
         WHERE run_id = $failed AND rpc = 'PlanResourceChange' AND error_count > 0")\$" "$WORK/r3.err"
 check_eq "  no mismatch (the recording answered every call)" \
     "$(cat "$WORK/r3.out" "$WORK/r3.err" | grep -c 'no recorded call matches')" 0
+# Every command of one test's steps (init aside: it asks the provider
+# nothing) replays with its recorded exit code, no call unanswered.
+bad=
+for r in $(sqlite3 "$db" "SELECT id FROM runs WHERE parent_id = $suite AND test_name = 'TestAccPet_length'
+        AND json_extract(args, '\$[0]') != 'init' ORDER BY id"); do
+    "$TFTAP" replay --db "$rdb" "$db:$r" --cli "$TOFU" >"$WORK/ra.out" 2>"$WORK/ra.err"
+    got=$?
+    [ "$got" = "$(recorded_exit "$r")" ] && ! grep -q 'no recorded call matches' "$WORK/ra.out" "$WORK/ra.err" ||
+        bad="$bad $r:$got"
+done
+check_eq "every command of TestAccPet_length's steps replays as recorded" "$bad" ""
+# A configuration changed after the fact: the digest says so; changed
+# with its digest, the step asks what the recording never answered, and
+# the replay says its exit code is not the step's.
+plan1=$(step_run TestAccServer_lifecycle 1 plan)
+cp "$db" "$WORK/tampered.db"
+sqlite3 "$WORK/tampered.db" "SELECT writefile('$WORK/tampered.tf', content) FROM run_files
+    WHERE run_id = $plan1 AND name = 'terraform_plugin_test.tf'" >/dev/null
+sed -i 's/alpha/omega/' "$WORK/tampered.tf"
+sqlite3 "$WORK/tampered.db" "UPDATE run_files SET content = readfile('$WORK/tampered.tf')
+    WHERE run_id = $plan1 AND name = 'terraform_plugin_test.tf'"
+"$TFTAP" replay --db "$rdb" "$WORK/tampered.db:$plan1" --cli "$TOFU" >/dev/null 2>"$WORK/r8.err"
+check_eq "a kept file that does not match its digest: exit 1" "$?" 1
+check "  one line saying so" grep -q \
+    "^tftap: the recorded file terraform_plugin_test.tf does not match its digest: the record is damaged$" \
+    "$WORK/r8.err"
+sqlite3 "$WORK/tampered.db" "UPDATE run_files SET sha256 = '$(sha256sum <"$WORK/tampered.tf" | cut -c1-64)'
+    WHERE run_id = $plan1 AND name = 'terraform_plugin_test.tf'"
+"$TFTAP" replay --db "$rdb" "$WORK/tampered.db:$plan1" --cli "$TOFU" >"$WORK/r9.out" 2>"$WORK/r9.err"
+check_eq "a changed configuration: the plan fails (exit 1)" "$?" 1
+check "  on a call the recording never answered" grep -q 'no recorded call matches' "$WORK/r9.err"
+check "  and tftap says the step's exit code was another" grep -q \
+    "^tftap: note: exit code 1, the recorded step's was $(recorded_exit "$plan1")$" "$WORK/r9.err"
 "$TFTAP" replay --db "$rdb" "$db:$apply1" --dir "$WORK/step-apply" --cli "$TOFU" >/dev/null 2>"$WORK/r4.err"
 check_eq "--dir not empty: exit 1" "$?" 1
 check "  one line saying so" grep -q "^tftap: --dir $WORK/step-apply: not empty" "$WORK/r4.err"
