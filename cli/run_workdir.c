@@ -13,7 +13,8 @@
  * (--record-sensitive), a step whose record holds a redacted value, or
  * whose state marks one or holds a value its provider's schema marks
  * sensitive or write-only, keeps only its lock file: the other files are
- * listed with a note and no content. */
+ * listed with a note and no content. So does a step whose record is not
+ * complete yet (a finisher ends it later): nothing can be judged. */
 #include "config.h"
 
 #include <dirent.h>
@@ -35,6 +36,8 @@
 #define STATE_FILE "terraform.tfstate"
 
 static const char note_secret[] = "may hold a secret (kept only with --record-sensitive)";
+static const char note_unfinished[] = "not kept: the record was not complete when the command "
+                                      "ended (nothing tells whether it holds a secret)";
 
 static int file_name_cmp(const void *a, const void *b)
 {
@@ -238,13 +241,23 @@ static int state_holds_secret(store *s, int64_t run_id, const tftap_buf *state)
     return secret;
 }
 
+static int run_ended(void *ctx, const store_run_row *row)
+{
+    *(int *)ctx = row->ended_us > 0;
+    return 0;
+}
+
 void workdir_snap_store(const char *db, int64_t run_id, const struct workdir_snap *w)
 {
     if (!w->taken || run_id <= 0)
         return;
     store *s = NULL;
     int rc = store_open(db, 0, &s);
-    int kept = 0, redacted = 0;
+    int kept = 0, redacted = 0, ended = 0;
+    /* A run whose end a finisher records later (the database was away) is
+     * not redacted yet: what it holds cannot be judged now. */
+    if (rc == 0)
+        rc = store_run_get(s, run_id, run_ended, &ended);
     if (rc == 0)
         rc = store_run_values_kept(s, run_id, &kept);
     if (rc == 0 && !kept)
@@ -255,8 +268,8 @@ void workdir_snap_store(const char *db, int64_t run_id, const struct workdir_sna
         store_close(s);
         return;
     }
-    int secret = 0;
-    if (!kept) {
+    int secret = !ended && !kept;
+    if (!kept && ended) {
         secret = redacted;
         for (size_t i = 0; i < w->n && !secret; i++)
             if (strcmp(w->v[i].name, STATE_FILE) == 0 && w->v[i].kept)
@@ -272,7 +285,7 @@ void workdir_snap_store(const char *db, int64_t run_id, const struct workdir_sna
             .sha256 = f->kept ? f->sha256 : "",
             .content = f->kept && !withheld ? (f->content.data ? f->content.data : "") : NULL,
             .content_len = f->content.len,
-            .note = withheld ? note_secret : f->note,
+            .note = withheld ? (ended ? note_secret : note_unfinished) : f->note,
         };
         rc = store_run_file_add(s, run_id, &row);
     }
