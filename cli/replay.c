@@ -501,11 +501,21 @@ static void step_done(struct step *st)
     memset(st, 0, sizeof *st);
 }
 
-/* A kept file's name is one name at the top of the directory. */
+/* A kept file's name is one name at the top of the directory, printable. */
 static int file_name_ok(const char *n)
 {
+    for (const unsigned char *c = (const unsigned char *)n; *c; c++)
+        if (*c < 0x20 || *c == 0x7f)
+            return 0;
     return n[0] != '\0' && strcmp(n, ".") != 0 && strcmp(n, "..") != 0 && strchr(n, '/') == NULL &&
            strlen(n) <= 255;
+}
+
+/* Text from a record, for one line of ours: control characters as '?'. */
+static void one_line(tftap_buf *b, const char *s)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        tftap_buf_putc(b, *c < 0x20 || *c == 0x7f ? '?' : (char)*c);
 }
 
 struct lay_out {
@@ -527,8 +537,10 @@ static int lay_file(void *ctx, const store_run_file *f)
         return 0;
     }
     if (f->content == NULL) {
+        one_line(&q, f->note ? f->note : "no content");
         cli_error("note: %s was not kept (%s): the command runs without it", f->name,
-                  f->note ? f->note : "no content");
+                  tftap_buf_cstr(&q));
+        tftap_buf_done(&q);
         return 0;
     }
     char hex[65];
@@ -714,12 +726,17 @@ static int replay_step(struct recorded *r, const struct source *src, const char 
         goto cleanup;
     }
     tftap_buf line = TFTAP_BUF_INIT;
+    if (st.name != NULL) {
+        tftap_buf_puts(&line, " (");
+        one_line(&line, st.name);
+        tftap_buf_putc(&line, ')');
+    }
+    tftap_buf_printf(&line, " in %s:", dir);
     for (int i = 0; i < ncmd; i++) {
         tftap_buf_putc(&line, ' ');
-        tftap_buf_puts(&line, cmd[i]);
+        one_line(&line, cmd[i]);
     }
-    cli_error("replaying run %lld%s%s%s in %s:%s", (long long)src->run, st.name ? " (" : "",
-              st.name ? st.name : "", st.name ? ")" : "", dir, tftap_buf_cstr(&line));
+    cli_error("replaying run %lld%s", (long long)src->run, tftap_buf_cstr(&line));
     tftap_buf_done(&line);
     if (chdir(dir) != 0) {
         cli_error("cannot enter %s: %s", dir, strerror(errno));

@@ -254,6 +254,14 @@ check_eq "a changed configuration: the plan fails (exit 1)" "$?" 1
 check "  on a call the recording never answered" grep -q 'no recorded call matches' "$WORK/r9.err"
 check "  and tftap says the step's exit code was another" grep -q \
     "^tftap: note: exit code 1, the recorded step's was $(recorded_exit "$plan1")$" "$WORK/r9.err"
+# A record names files: never one outside the directory.
+sqlite3 "$WORK/tampered.db" "INSERT INTO run_files (run_id, name, size, sha256, content)
+    VALUES ($plan1, '../escaped.tf', 1, '', x'41')"
+"$TFTAP" replay --db "$rdb" "$WORK/tampered.db:$plan1" --cli "$TOFU" --dir "$WORK/step-x" \
+    >/dev/null 2>"$WORK/r10.err"
+check "a recorded file named outside the directory: left out, said" grep -q \
+    '^tftap: the recorded file "../escaped.tf" is not a file name: left out$' "$WORK/r10.err"
+check "  nothing written outside" test ! -e "$WORK/escaped.tf"
 "$TFTAP" replay --db "$rdb" "$db:$apply1" --dir "$WORK/step-apply" --cli "$TOFU" >/dev/null 2>"$WORK/r4.err"
 check_eq "--dir not empty: exit 1" "$?" 1
 check "  one line saying so" grep -q "^tftap: --dir $WORK/step-apply: not empty" "$WORK/r4.err"
