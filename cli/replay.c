@@ -7,7 +7,9 @@
  * behind the usual shims, so that the replay is recorded as a run of its
  * own (`tftap diff ORIGINAL REPLAY`). No real provider is found, started or
  * needed. With --out DIR the same files are written for later commands,
- * as `tftap wrap` does. */
+ * as `tftap wrap` does. Without a command, the run is an acceptance test's
+ * step run, whose own command runs again in its kept working directory
+ * (replay_step.c). */
 #include "config.h"
 
 #include <errno.h>
