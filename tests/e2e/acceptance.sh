@@ -285,16 +285,18 @@ resource "tftest6_thing" "t" {
   secret      = "hunter2-s3cret"
 }
 EOF
+# A file over the size limit of a kept file is listed without its content.
+head -c 9437184 /dev/zero >"$WORK/sec/big.bin"
 (cd "$WORK/sec" && export TF_CLI_CONFIG_FILE=$PEERS/tofurc TF_LOG_PATH_MASK=$WORK/%s.log \
     TF_LOG_PATH=$WORK/TestSecret.log && "$TOFU" init -no-color >/dev/null &&
     "$TFTAP" run --front "$WORK/front" --parent 0 -- "$TOFU" apply -auto-approve -no-color >/dev/null &&
     "$TFTAP" run --front "$WORK/front" --parent 0 -- "$TOFU" show -no-color >/dev/null)
 check_eq "a step with a secret: its apply and show recorded" "$?" 0
-check_eq "  only the lock file kept; the configuration and state listed, not kept" \
+check_eq "  only the lock file kept; the configuration and state listed, not kept; the big file listed" \
     "$(sqlite3 "$WORK/sec.db" "SELECT group_concat(run_id || ':' || name || ':' ||
         CASE WHEN content IS NULL THEN coalesce(note, '') ELSE 'kept' END, ' ')
         FROM (SELECT * FROM run_files ORDER BY run_id, name)")" \
-    "1:.terraform.lock.hcl:kept 1:main.tf:may hold a secret (kept only with --record-sensitive) 2:.terraform.lock.hcl:kept 2:main.tf:may hold a secret (kept only with --record-sensitive) 2:terraform.tfstate:may hold a secret (kept only with --record-sensitive)"
+    "1:.terraform.lock.hcl:kept 1:big.bin:over the size limit of a kept file (8 MiB) 1:main.tf:may hold a secret (kept only with --record-sensitive) 2:.terraform.lock.hcl:kept 2:big.bin:over the size limit of a kept file (8 MiB) 2:main.tf:may hold a secret (kept only with --record-sensitive) 2:terraform.tfstate:may hold a secret (kept only with --record-sensitive)"
 check "  the secret is nowhere in the record" sh -c "! grep -q hunter2-s3cret '$WORK/sec.db'"
 "$TFTAP" replay --db "$rdb" "$WORK/sec.db:2" --cli "$TOFU" >/dev/null 2>"$WORK/r6.err"
 check "  its replay says what it runs without" grep -q \
