@@ -51,6 +51,38 @@ static int skipped(const char *name)
            strcmp(name, ".terraform.tfstate.lock.info") == 0;
 }
 
+/* Read the regular file name in the directory dfd into out, at most max
+ * bytes: opened without following a link or waiting on a FIFO (the
+ * directory may change under us), and checked to be a regular file. 0,
+ * TFTAP_ELIMIT, TFTAP_EIO, TFTAP_ENOMEM. */
+static int read_regular(int dfd, const char *name, size_t max, tftap_buf *out)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return TFTAP_EIO;
+    struct stat st;
+    int rc = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? 0 : TFTAP_EIO;
+    char chunk[65536];
+    while (rc == 0) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            rc = TFTAP_EIO;
+        else if (n == 0)
+            break;
+        else if (out->len + (size_t)n > max)
+            rc = TFTAP_ELIMIT;
+        else {
+            tftap_buf_append(out, chunk, (size_t)n);
+            if (tftap_buf_failed(out))
+                rc = TFTAP_ENOMEM;
+        }
+    }
+    close(fd);
+    return rc;
+}
+
 void workdir_snap_take(const char *workdir, struct workdir_snap *w)
 {
     memset(w, 0, sizeof *w);
@@ -87,12 +119,7 @@ void workdir_snap_take(const char *workdir, struct workdir_snap *w)
             f->note = "over the size limit of a kept directory (32 MiB)";
             continue;
         }
-        tftap_buf p = TFTAP_BUF_INIT;
-        tftap_buf_printf(&p, "%s/%s", workdir, e->d_name);
-        int rc = tftap_buf_failed(&p)
-                     ? TFTAP_ENOMEM
-                     : tftap_read_file(tftap_buf_cstr(&p), WORKDIR_FILE_MAX, &f->content);
-        tftap_buf_done(&p);
+        int rc = read_regular(dirfd(d), e->d_name, WORKDIR_FILE_MAX, &f->content);
         if (rc != 0) {
             tftap_buf_done(&f->content);
             f->note = rc == TFTAP_ELIMIT ? "over the size limit of a kept file (8 MiB)"
