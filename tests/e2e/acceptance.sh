@@ -185,11 +185,11 @@ rdb=$WORK/replay.db
 # No provider but the recording: the test process that served the provider
 # is gone, and the CLI gets no configuration that could install one.
 : >"$WORK/empty.tfrc"
-export TF_CLI_CONFIG_FILE=$WORK/empty.tfrc
+replay_offline() { TF_CLI_CONFIG_FILE=$WORK/empty.tfrc "$TFTAP" replay --db "$rdb" "$@"; }
 apply1=$(step_run TestAccServer_lifecycle 1 apply)
 # The recorded CLI is the user's script in front of tofu ($WORK/cli), not
 # named like one: --cli names it (tftap runs no other program a record names).
-"$TFTAP" replay --db "$rdb" "$db:$apply1" --dir "$WORK/step-apply" --cli "$WORK/cli" \
+replay_offline "$db:$apply1" --dir "$WORK/step-apply" --cli "$WORK/cli" \
     >"$WORK/r1.out" 2>"$WORK/r1.err"
 check_eq "replay of an apply step: the recorded step's exit code" "$?" "$(recorded_exit "$apply1")"
 check "  says which step it runs, where" grep -q \
@@ -207,13 +207,13 @@ check_eq "  every call answered from the recording" \
     "$(sqlite3 "$rdb" "SELECT count(*) || ' ' || sum(failed) FROM v_calls WHERE run_id = 1
         AND rpc IN ('PlanResourceChange', 'ApplyResourceChange')")" "2 0"
 apply2=$(step_run TestAccServer_lifecycle 2 apply)
-"$TFTAP" replay --db "$rdb" "$db:$apply2" --cli "$TOFU" >"$WORK/r2.out" 2>"$WORK/r2.err"
+replay_offline "$db:$apply2" --cli "$TOFU" >"$WORK/r2.out" 2>"$WORK/r2.err"
 check_eq "replay of step 2's apply (from step 1's state): exit code as recorded" "$?" \
     "$(recorded_exit "$apply2")"
 check "  changes the server in place" grep -q '^Apply complete! Resources: 0 added, 1 changed, 0 destroyed.$' \
     "$WORK/r2.out"
 failed=$(step_run TestAccThing_expectError 1 plan)
-"$TFTAP" replay --db "$rdb" "$db:$failed" --cli "$TOFU" >"$WORK/r3.out" 2>"$WORK/r3.err"
+replay_offline "$db:$failed" --cli "$TOFU" >"$WORK/r3.out" 2>"$WORK/r3.err"
 check_eq "replay of the expected-error step: its plan fails as recorded (exit 1)" "$?" \
     "$(recorded_exit "$failed")"
 check "  with the provider's error (on stderr, as the CLI writes errors)" grep -q \
@@ -226,7 +226,7 @@ check_eq "  no mismatch (the recording answered every call)" \
 bad=
 for r in $(sqlite3 "$db" "SELECT id FROM runs WHERE parent_id = $suite AND test_name = 'TestAccPet_length'
         AND json_extract(args, '\$[0]') != 'init' ORDER BY id"); do
-    "$TFTAP" replay --db "$rdb" "$db:$r" --cli "$TOFU" >"$WORK/ra.out" 2>"$WORK/ra.err"
+    replay_offline "$db:$r" --cli "$TOFU" >"$WORK/ra.out" 2>"$WORK/ra.err"
     got=$?
     [ "$got" = "$(recorded_exit "$r")" ] && ! grep -q 'no recorded call matches' "$WORK/ra.out" "$WORK/ra.err" ||
         bad="$bad $r:$got"
@@ -242,14 +242,14 @@ sqlite3 "$WORK/tampered.db" "SELECT writefile('$WORK/tampered.tf', content) FROM
 sed -i 's/alpha/omega/' "$WORK/tampered.tf"
 sqlite3 "$WORK/tampered.db" "UPDATE run_files SET content = readfile('$WORK/tampered.tf')
     WHERE run_id = $plan1 AND name = 'terraform_plugin_test.tf'"
-"$TFTAP" replay --db "$rdb" "$WORK/tampered.db:$plan1" --cli "$TOFU" >/dev/null 2>"$WORK/r8.err"
+replay_offline "$WORK/tampered.db:$plan1" --cli "$TOFU" >/dev/null 2>"$WORK/r8.err"
 check_eq "a kept file that does not match its digest: exit 1" "$?" 1
 check "  one line saying so" grep -q \
     "^tftap: the recorded file terraform_plugin_test.tf does not match its digest: the record is damaged$" \
     "$WORK/r8.err"
 sqlite3 "$WORK/tampered.db" "UPDATE run_files SET sha256 = '$(sha256sum <"$WORK/tampered.tf" | cut -c1-64)'
     WHERE run_id = $plan1 AND name = 'terraform_plugin_test.tf'"
-"$TFTAP" replay --db "$rdb" "$WORK/tampered.db:$plan1" --cli "$TOFU" >"$WORK/r9.out" 2>"$WORK/r9.err"
+replay_offline "$WORK/tampered.db:$plan1" --cli "$TOFU" >"$WORK/r9.out" 2>"$WORK/r9.err"
 check_eq "a changed configuration: the plan fails (exit 1)" "$?" 1
 check "  on a call the recording never answered" grep -q 'no recorded call matches' "$WORK/r9.err"
 check "  and tftap says the step's exit code was another" grep -q \
@@ -257,15 +257,15 @@ check "  and tftap says the step's exit code was another" grep -q \
 # A record names files: never one outside the directory.
 sqlite3 "$WORK/tampered.db" "INSERT INTO run_files (run_id, name, size, sha256, content)
     VALUES ($plan1, '../escaped.tf', 1, '', x'41')"
-"$TFTAP" replay --db "$rdb" "$WORK/tampered.db:$plan1" --cli "$TOFU" --dir "$WORK/step-x" \
+replay_offline "$WORK/tampered.db:$plan1" --cli "$TOFU" --dir "$WORK/step-x" \
     >/dev/null 2>"$WORK/r10.err"
 check "a recorded file named outside the directory: left out, said" grep -q \
     '^tftap: the recorded file "../escaped.tf" is not a file name: left out$' "$WORK/r10.err"
 check "  nothing written outside" test ! -e "$WORK/escaped.tf"
-"$TFTAP" replay --db "$rdb" "$db:$apply1" --dir "$WORK/step-apply" --cli "$TOFU" >/dev/null 2>"$WORK/r4.err"
+replay_offline "$db:$apply1" --dir "$WORK/step-apply" --cli "$TOFU" >/dev/null 2>"$WORK/r4.err"
 check_eq "--dir not empty: exit 1" "$?" 1
 check "  one line saying so" grep -q "^tftap: --dir $WORK/step-apply: not empty" "$WORK/r4.err"
-"$TFTAP" replay --db "$rdb" "$rdb:1" >/dev/null 2>"$WORK/r5.err"
+replay_offline "$rdb:1" >/dev/null 2>"$WORK/r5.err"
 check_eq "a run that is no step, without a command: exit 1" "$?" 1
 check "  it kept no working directory" grep -q "^tftap: run 1 of .* kept no working directory" "$WORK/r5.err"
 
@@ -298,11 +298,10 @@ check_eq "  only the lock file kept; the configuration and state listed, not kep
         FROM (SELECT * FROM run_files ORDER BY run_id, name)")" \
     "1:.terraform.lock.hcl:kept 1:big.bin:over the size limit of a kept file (8 MiB) 1:main.tf:may hold a secret (kept only with --record-sensitive) 2:.terraform.lock.hcl:kept 2:big.bin:over the size limit of a kept file (8 MiB) 2:main.tf:may hold a secret (kept only with --record-sensitive) 2:terraform.tfstate:may hold a secret (kept only with --record-sensitive)"
 check "  the secret is nowhere in the record" sh -c "! grep -q hunter2-s3cret '$WORK/sec.db'"
-"$TFTAP" replay --db "$rdb" "$WORK/sec.db:2" --cli "$TOFU" >/dev/null 2>"$WORK/r6.err"
+replay_offline "$WORK/sec.db:2" --cli "$TOFU" >/dev/null 2>"$WORK/r6.err"
 check "  its replay says what it runs without" grep -q \
     "^tftap: note: main.tf was not kept (may hold a secret (kept only with --record-sensitive)): the command runs without it" \
     "$WORK/r6.err"
-unset TF_CLI_CONFIG_FILE
 
 # ---- tftap's own mask: the user set none (the v2 build of the provider) ----
 : >"$WORK/cli.log"
@@ -329,8 +328,7 @@ suite3=$(sqlite3 "$db" "SELECT max(id) FROM runs WHERE parent_id IS NULL")
 # A step recorded with tofu itself: replayed with it, no --cli needed.
 pet=$(sqlite3 "$db" "SELECT id FROM runs WHERE parent_id = $suite3 AND test_name = 'TestAccPet_length'
     AND test_step = 1 AND json_extract(args, '\$[0]') = 'apply'")
-TF_CLI_CONFIG_FILE=$WORK/empty.tfrc "$TFTAP" replay --db "$WORK/replay.db" "$db:$pet" >"$WORK/r7.out" \
-    2>"$WORK/r7.err"
+replay_offline "$db:$pet" >"$WORK/r7.out" 2>"$WORK/r7.err"
 check_eq "replay of a step recorded with tofu: exit as recorded" "$?" \
     "$(sqlite3 "$db" "SELECT exit_code FROM runs WHERE id = $pet")"
 check "  with the recorded tofu" grep -q "^tftap: replaying run $pet (TestAccPet_length / step 1) in .*: $TOFU apply " \
