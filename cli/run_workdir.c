@@ -276,7 +276,7 @@ static int run_ended(void *ctx, const store_run_row *row)
 
 void workdir_snap_store(const char *db, int64_t run_id, const struct workdir_snap *w)
 {
-    if (!w->taken || run_id <= 0)
+    if (!w->taken || run_id <= 0 || w->n == 0)
         return;
     store *s = NULL;
     int rc = store_open(db, 0, &s);
@@ -302,11 +302,12 @@ void workdir_snap_store(const char *db, int64_t run_id, const struct workdir_sna
             if (strcmp(w->v[i].name, STATE_FILE) == 0 && w->v[i].kept)
                 secret = state_holds_secret(s, run_id, &w->v[i].content);
     }
-    for (size_t i = 0; i < w->n && rc == 0; i++) {
+    store_run_file *rows = calloc(w->n ? w->n : 1, sizeof *rows);
+    for (size_t i = 0; rows != NULL && i < w->n; i++) {
         const struct workdir_file *f = &w->v[i];
         /* The lock file names providers and their checksums only. */
         int withheld = secret && f->kept && strcmp(f->name, LOCK_FILE) != 0;
-        store_run_file row = {
+        rows[i] = (store_run_file){
             .name = f->name,
             .size = f->size,
             .sha256 = f->kept ? f->sha256 : "",
@@ -314,10 +315,11 @@ void workdir_snap_store(const char *db, int64_t run_id, const struct workdir_sna
             .content_len = f->content.len,
             .note = withheld ? (ended ? note_secret : note_unfinished) : f->note,
         };
-        rc = store_run_file_add(s, run_id, &row);
     }
+    rc = rows == NULL ? TFTAP_ENOMEM : store_run_files_add(s, run_id, rows, w->n);
+    free(rows);
     if (rc != 0)
         cli_error("cannot keep the working directory of run %lld in %s: %s", (long long)run_id,
-                  STORE_SHOWN(db), store_errmsg(s));
+                  STORE_SHOWN(db), rc == TFTAP_ENOMEM ? "out of memory" : store_errmsg(s));
     store_close(s);
 }

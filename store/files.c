@@ -5,28 +5,40 @@
 
 #include <string.h>
 
-int store_run_file_add(store *s, int64_t run_id, const store_run_file *f)
+int store_run_files_add(store *s, int64_t run_id, const store_run_file *files, size_t n)
 {
     sdb_stmt *q = NULL;
-    int rc = sdb_prepare(s->db,
+    int rc = store_begin(s->db, 0);
+    if (rc == SDB_OK)
+        rc = sdb_prepare(s->db,
                          "INSERT INTO run_files (run_id, name, size, sha256, content, note) "
                          "VALUES (?, ?, ?, ?, ?, ?)",
                          &q);
+    for (size_t i = 0; rc == SDB_OK && i < n; i++) {
+        const store_run_file *f = &files[i];
+        sdb_reset(q);
+        sdb_clear_bindings(q);
+        sdb_bind_int64(q, 1, run_id);
+        sdb_bind_text(q, 2, f->name, -1, SDB_STATIC);
+        sdb_bind_int64(q, 3, f->size);
+        sdb_bind_text(q, 4, f->sha256, -1, SDB_STATIC);
+        if (f->content != NULL)
+            sdb_bind_blob(q, 5, f->content, f->content_len, SDB_STATIC);
+        else
+            sdb_bind_null(q, 5);
+        if (f->note != NULL)
+            sdb_bind_text(q, 6, f->note, -1, SDB_STATIC);
+        else
+            sdb_bind_null(q, 6);
+        rc = sdb_step(q);
+        rc = rc == SDB_DONE ? SDB_OK : rc;
+    }
+    sdb_finalize(q);
+    if (rc == SDB_OK)
+        rc = store_commit(s->db, 0);
     if (rc != SDB_OK)
-        return store_err(rc);
-    sdb_bind_int64(q, 1, run_id);
-    sdb_bind_text(q, 2, f->name, -1, SDB_STATIC);
-    sdb_bind_int64(q, 3, f->size);
-    sdb_bind_text(q, 4, f->sha256, -1, SDB_STATIC);
-    if (f->content != NULL)
-        sdb_bind_blob(q, 5, f->content, f->content_len, SDB_STATIC);
-    else
-        sdb_bind_null(q, 5);
-    if (f->note != NULL)
-        sdb_bind_text(q, 6, f->note, -1, SDB_STATIC);
-    else
-        sdb_bind_null(q, 6);
-    return store_finish(q, sdb_step(q), 0);
+        store_rollback(s->db);
+    return rc == SDB_OK ? 0 : store_err(rc);
 }
 
 int store_run_files_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_file *f),

@@ -560,8 +560,10 @@ typedef struct store_run_file {
     size_t content_len;
     const char *note; /* why it was not kept, else NULL */
 } store_run_file;
-/* Add one; the strings and content are copied. 0 or a store error. */
-int store_run_file_add(store *s, int64_t run_id, const store_run_file *f);
+/* Add run_id's n files, all or none (one transaction); the strings and
+ * content are copied. 0 or a store error (a name twice among them or
+ * already stored: a constraint's). */
+int store_run_files_add(store *s, int64_t run_id, const store_run_file *files, size_t n);
 /* run_id's files in name order; the row lives until fn returns. */
 int store_run_files_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_file *f),
                          void *ctx);

@@ -753,9 +753,12 @@ static void test_run_files(void)
     CHECK_INT_EQ(store_run_set_test(s, other, suite, "TestB", 1), 0);
     store_run_file f1 = {"main.tf", 5, "0123", "x = 1", 5, NULL};
     store_run_file f2 = {"big.tfstate", 1 << 30, "", NULL, 0, "over the limit"};
-    CHECK_INT_EQ(store_run_file_add(s, b, &f1), 0);
-    CHECK_INT_EQ(store_run_file_add(s, b, &f2), 0);
-    CHECK(store_run_file_add(s, b, &f1) != 0); /* one row per name */
+    store_run_file both[2] = {f1, f2};
+    CHECK_INT_EQ(store_run_files_add(s, b, both, 2), 0);
+    /* One row per name; all or none. */
+    store_run_file f3 = {"other.tf", 1, "", "y", 1, NULL};
+    store_run_file again[2] = {f3, f1};
+    CHECK(store_run_files_add(s, b, again, 2) != 0);
     tftap_buf got = TFTAP_BUF_INIT;
     CHECK_INT_EQ(store_run_files_each(s, b, count_file, &got), 0);
     CHECK_STR_EQ(tftap_buf_cstr(&got), "big.tfstate:1073741824:-:over the limit;main.tf:5:x = 1:;");
