@@ -7,7 +7,9 @@
  * behind the usual shims, so that the replay is recorded as a run of its
  * own (`tftap diff ORIGINAL REPLAY`). No real provider is found, started or
  * needed. With --out DIR the same files are written for later commands,
- * as `tftap wrap` does. */
+ * as `tftap wrap` does. Without a command, the run is an acceptance test's
+ * step run, whose own command runs again in its kept working directory
+ * (replay_step.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -19,6 +21,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_store.h"
+#include "cli/replay_int.h"
 #include "cli/wrap.h"
 #include "store/store.h"
 
@@ -27,7 +30,10 @@ static const char usage_text[] =
     "                    [--record-sensitive] [--keep-raw] [--no-match]\n"
     "                    -- tofu|terraform ARGS...\n"
     "       tftap replay RUN|SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... [--db PATH]\n"
-    "                    [--cli tofu|terraform] --out DIR\n\n"
+    "                    [--cli tofu|terraform] --out DIR\n"
+    "       tftap replay STEP_RUN|SOURCE[:STEP_RUN] [--dir DIR] [--cli CLI]\n"
+    "                    [--ignore PATTERN]... [--db PATH] [--record-sensitive]\n"
+    "                    [--keep-raw] [--no-match]\n\n"
     "Run an OpenTofu/Terraform command with every provider of a recorded run\n"
     "answered from the recording: no real provider is installed, started or\n"
     "needed. RUN (a run id or 'last') is a run of the database (--db), as for every\n"
@@ -38,6 +44,13 @@ static const char usage_text[] =
     "nearest recorded request and the paths where they differ. The replay is\n"
     "recorded like 'tftap run' records (into --db), so that 'tftap diff' can\n"
     "compare it with the original; exits with the command's exit code.\n\n"
+    "Without a command, RUN is an acceptance test's step run (tftap run -- go test):\n"
+    "its working directory as the command found it (configuration, state, lock\n"
+    "file, saved plan) is laid out again in --dir DIR or a temporary directory,\n"
+    "and the step's own command runs there against the recorded providers,\n"
+    "printing the CLI's output; it exits as the recorded step did when the\n"
+    "recording answers every call. The configuration comes from the record: replay\n"
+    "the steps of records you trust.\n\n"
     "  --run RUN            the recorded run to replay (default: last)\n"
     "  --ignore PATTERN     request paths whose values may differ (a glob on\n"
     "                       attribute paths, as tftap diff --ignore); repeatable\n"
@@ -50,15 +63,14 @@ static const char usage_text[] =
     "  --out DIR            write the replaying providers, shims and a CLI config\n"
     "                       (DIR/tftap.tfrc) into DIR and print the export line,\n"
     "                       as tftap wrap does, instead of running a command\n"
-    "  --cli NAME           with --out: whose CLI config to keep (tofu)\n\n"
+    "  --cli NAME           with --out: whose CLI config to keep (tofu); for a step:\n"
+    "                       the CLI to run, a name on PATH or a path (default: the\n"
+    "                       recorded one, when it is here and named tofu or\n"
+    "                       terraform, else its name on PATH)\n"
+    "  --dir DIR            without a command: lay the step's directory out in DIR\n"
+    "                       (new or empty; kept afterwards) instead of a temporary\n"
+    "                       one\n\n"
     "Exit status: the command's; 1 when the replay could not be set up, 2 usage.\n";
-
-/* The recorded providers of one run. */
-struct recorded {
-    struct wrap_provider *v;
-    size_t n, cap;
-    int err;
-};
 
 static int add_recorded(void *ctx, const store_run_provider_row *row)
 {
@@ -163,14 +175,6 @@ static int split_source(const char *arg, char **path, const char **run)
     }
     return *path ? 0 : TFTAP_ENOMEM;
 }
-
-struct source {
-    const char *exe;
-    const char *path; /* absolute */
-    int64_t run;
-    const char *const *ignore;
-    size_t nignore;
-};
 
 /* Write dir/p<i>/terraform-provider-<type> for every provider: a script
  * that execs `tftap replay-provider` for it; binary is set to its path. */
@@ -374,8 +378,8 @@ cleanup:
 /* The command: a temporary directory with the replaying providers and a CLI
  * config sending the CLI straight to them (for the `show -json` tftap runs
  * itself after the command, unrecorded), then run_command. */
-static int replay_command(struct recorded *r, char **cmd, int ncmd, const struct source *src,
-                          struct run_opts *ro)
+int replay_command(struct recorded *r, char **cmd, int ncmd, const struct source *src,
+                   struct run_opts *ro)
 {
     struct wrap_set set;
     tftap_buf err = TFTAP_BUF_INIT, t = TFTAP_BUF_INIT, e = TFTAP_BUF_INIT;
@@ -451,6 +455,7 @@ int cli_replay(int argc, char **argv)
         OPT_SENSITIVE,
         OPT_RAW,
         OPT_NO_MATCH,
+        OPT_DIR,
     };
     static const struct option longopts[] = {
         {"db", required_argument, NULL, OPT_DB},
@@ -461,13 +466,15 @@ int cli_replay(int argc, char **argv)
         {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
         {"keep-raw", no_argument, NULL, OPT_RAW},
         {"no-match", no_argument, NULL, OPT_NO_MATCH},
+        {"dir", required_argument, NULL, OPT_DIR},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct run_opts ro = {0};
     struct wrap_opts wo = {0};
     struct recorded rec = {0};
-    const char *run_opt = NULL, *out = NULL, *cli = "tofu", *source_arg = NULL, *run_spec;
+    const char *run_opt = NULL, *out = NULL, *dir = NULL, *cli = NULL, *source_arg = NULL,
+               *run_spec;
     char *source = NULL, *exe = NULL, *db = NULL;
     int code = 2;
     const char **ignore = calloc((size_t)argc + 1, sizeof *ignore);
@@ -515,6 +522,9 @@ int cli_replay(int argc, char **argv)
         case OPT_NO_MATCH:
             ro.no_match = 1;
             break;
+        case OPT_DIR:
+            dir = optarg;
+            break;
         default:
             goto cleanup;
         }
@@ -537,11 +547,19 @@ int cli_replay(int argc, char **argv)
         cli_usage_error("replay", "--out DIR writes files for later commands: give no command");
         goto cleanup;
     }
-    if (out == NULL && ncmd == 0) {
-        cli_usage_error("replay", "no command given (tftap replay SOURCE -- tofu ARGS...)");
+    if (dir != NULL && (out != NULL || ncmd > 0)) {
+        cli_usage_error("replay", "--dir DIR is where a step's directory is laid out: give no "
+                                  "command and no --out");
         goto cleanup;
     }
-    if (strcmp(cli, "tofu") != 0 && strcmp(cli, "terraform") != 0) {
+    if (cli != NULL && ncmd > 0) {
+        cli_usage_error("replay", "--cli is for --out or a step's replay: the command names its "
+                                  "CLI");
+        goto cleanup;
+    }
+    /* A step's replay runs the CLI --cli names (a path too); --out keeps
+     * the config of one of the two. */
+    if (out != NULL && cli != NULL && strcmp(cli, "tofu") != 0 && strcmp(cli, "terraform") != 0) {
         cli_usage_error("replay", "--cli must be tofu or terraform, not '%s'", cli);
         goto cleanup;
     }
@@ -592,7 +610,9 @@ int cli_replay(int argc, char **argv)
         goto cleanup;
     wo.tftap_exe = exe;
     if (out != NULL)
-        code = write_out(&rec, out, cli, db, &src, &wo);
+        code = write_out(&rec, out, cli ? cli : "tofu", db, &src, &wo);
+    else if (ncmd == 0)
+        code = replay_step(&rec, &src, dir, cli, &ro);
     else
         code = replay_command(&rec, cmd, ncmd, &src, &ro);
 cleanup:

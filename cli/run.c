@@ -342,6 +342,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     store *s = NULL;
     store_hold *hold = NULL; /* the run, ours until it is over in the record */
     struct captured ver = {0, -1};
+    struct workdir_snap snap = {0};
 
     memset(&set, 0, sizeof set);
     o.record_sensitive = ro->record_sensitive;
@@ -351,7 +352,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     cli_otlp_run_env(ro->otlp, ro->otlp_values, !ro->record_sensitive);
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     const char *cli = strstr(base, "terraform") ? "terraform" : "tofu";
-    int is_cli = strstr(base, "tofu") || strstr(base, "terraform");
+    int is_cli = ro->is_cli || strstr(base, "tofu") || strstr(base, "terraform");
     /* Another program (go test, make) may run an acceptance test suite:
      * the CLI it would run is given a front that records each command. */
     if (!is_cli && ro->front_dir == NULL)
@@ -651,6 +652,10 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
      * directory's. */
     int have_before = match && strcmp(cl.sub, "test") != 0 &&
                       run_state_before(cmd[0], aux_env, workdir, cmd + 1, &before) == 0;
+    /* A step's directory goes with the test: what its command found there
+     * is kept, for `tftap replay` of the step. */
+    if (ro->front_dir != NULL && run_id > 0)
+        workdir_snap_take(workdir, &snap);
     code = run_attached(cmd, env);
     int64_t ended_us = tftap_now_us();
     if (code < 0) {
@@ -695,6 +700,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         };
         run_end(&e, &s, &version, &ver);
     }
+    workdir_snap_store(db, run_id, &snap);
 
 cleanup:
     store_close(s);
@@ -714,6 +720,7 @@ cleanup:
     }
     tftap_buf_done(&reattach_json);
     tftap_buf_done(&before);
+    workdir_snap_done(&snap);
     free(env_reattach);
     free(env_log_path);
     free(env_acc_path);

@@ -130,6 +130,38 @@ char *acc_test_name(void);
  * follows and starts none). */
 int acc_step_of(const char *dir, const char *test, const char *workdir, int is_init);
 
+/* ---- run_workdir.c: a step's working directory, kept with its run ---- */
+
+/* What is kept of a step's working directory: at most WORKDIR_FILES_MAX
+ * regular files at its top, each at most WORKDIR_FILE_MAX bytes, at most
+ * WORKDIR_TOTAL_MAX in all; a file over a limit is listed without its
+ * content, with a note. */
+#define WORKDIR_FILES_MAX 256
+#define WORKDIR_FILE_MAX (8u << 20)
+#define WORKDIR_TOTAL_MAX (32u << 20)
+struct workdir_file {
+    char *name;
+    int64_t size;
+    char sha256[65];
+    tftap_buf content;
+    int kept;         /* content holds the file */
+    const char *note; /* why not, static */
+};
+struct workdir_snap {
+    struct workdir_file *v;
+    size_t n, cap;
+    int taken;
+};
+/* Before the command: the files at the top of workdir (the state's
+ * backup and lock aside), read into w (workdir_snap_done frees). Nothing
+ * readable: w holds nothing. */
+void workdir_snap_take(const char *workdir, struct workdir_snap *w);
+/* After the command, its record complete: w into run_id's run_files in
+ * db, the files that may hold a secret listed without their content
+ * (docs/acceptance-tests.md). Problems are said on stderr. */
+void workdir_snap_store(const char *db, int64_t run_id, const struct workdir_snap *w);
+void workdir_snap_done(struct workdir_snap *w);
+
 /* ---- run_end.c: after the command, the record made final ---- */
 
 /* Before the command, for the matching after it: the state the command

@@ -87,6 +87,10 @@ char *wrap_shim_meta_path(const char *path);
 struct run_opts {
     const char *db; /* NULL: $TFTAP_DB, else the default */
     int record_sensitive, keep_raw, no_match, reattach;
+    /* The command is tofu or terraform whatever its name (a step's
+     * recorded CLI: the harness runs TF_ACC_TERRAFORM_PATH, which may be
+     * a script in front of one). */
+    int is_cli;
     const char *otlp; /* --otlp URL, or NULL */
     int otlp_values;  /* --otlp-values */
     /* tftap replay: these providers (borrowed) are wrapped in place of

@@ -344,6 +344,20 @@ static const char *const migrations[] = {
          V_CALLS_COUNT_SQLITE("ERROR", "error_count")
              V_CALLS_COUNT_SQLITE("WARNING", "warning_count")
                  V_CALLS_IS_TEARDOWN V_CALLS_TAIL_9 V_CALLS_FROM_ADDRESSES ");"),
+    /* 10: the working directory of an acceptance test's step run, as the
+     * command found it (its configuration, its state before, the lock
+     * file and a saved plan), so that `tftap replay` can run the command
+     * again after the harness removed the directory: one row per file,
+     * named relative to runs.cwd; content NULL when it was not kept, and
+     * note says why (over the size limit, or it may hold secrets). */
+    ("CREATE TABLE run_files ("
+     "  run_id INTEGER NOT NULL REFERENCES runs(id),"
+     "  name TEXT NOT NULL,"
+     "  size INTEGER NOT NULL,"
+     "  sha256 TEXT NOT NULL,"
+     "  content BLOB,"
+     "  note TEXT,"
+     "  PRIMARY KEY (run_id, name));"),
 };
 
 #define N_MIGRATIONS (sizeof migrations / sizeof migrations[0])
@@ -622,6 +636,15 @@ static const char *const pg_migrations[] = {
      V_CALLS_COLUMNS V_CALLS_FAILED_9 V_CALLS_INNER("a.address")
      V_CALLS_COUNT_PG("ERROR", "error_count") V_CALLS_COUNT_PG("WARNING", "warning_count")
      V_CALLS_IS_TEARDOWN V_CALLS_TAIL_9 V_CALLS_FROM_ADDRESSES ") AS x;"),
+    /* 10: see migrations[10] (run_files). */
+    ("CREATE TABLE run_files ("
+     "  run_id bigint NOT NULL REFERENCES runs(id),"
+     "  name " PGT " NOT NULL,"
+     "  size bigint NOT NULL,"
+     "  sha256 " PGT " NOT NULL,"
+     "  content bytea,"
+     "  note " PGT ","
+     "  PRIMARY KEY (run_id, name));"),
     /* clang-format on */
     NULL};
 #define N_PG_MIGRATIONS (sizeof pg_migrations / sizeof pg_migrations[0] - 1)

@@ -117,6 +117,7 @@ static const char *const delete_sql[] = {
     "(SELECT id FROM processes WHERE run_id = ?1)",
     "DELETE FROM processes WHERE run_id = ?1",
     "DELETE FROM run_secrets WHERE run_id = ?1",
+    "DELETE FROM run_files WHERE run_id = ?1",
     "DELETE FROM runs WHERE id = ?1",
 };
 

@@ -547,6 +547,32 @@ int store_data_version(store *s, int64_t *out);
  * file. */
 int store_connection_lost(store *s);
 
+/* ---- a step run's working directory (store/files.c) --------------------- */
+
+/* One file of the directory a run's command ran in, as the command found
+ * it (run_files): kept for acceptance test steps, whose directories the
+ * harness removes, so that `tftap replay` can run the command again. */
+typedef struct store_run_file {
+    const char *name;    /* relative to the run's cwd */
+    int64_t size;        /* the file's size */
+    const char *sha256;  /* of its content, 64 hex digits */
+    const void *content; /* NULL: not kept (note says why) */
+    size_t content_len;
+    const char *note; /* why it was not kept, else NULL */
+} store_run_file;
+/* Add run_id's n files, all or none (one transaction); the strings and
+ * content are copied. 0 or a store error (a name twice among them or
+ * already stored: a constraint's). */
+int store_run_files_add(store *s, int64_t run_id, const store_run_file *files, size_t n);
+/* run_id's files in name order; the row lives until fn returns. */
+int store_run_files_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_file *f),
+                         void *ctx);
+/* *holds: 1 when a stored value of run_id's calls, or of the calls of
+ * any step run of the same acceptance test (runs.parent_id and
+ * test_name), is redacted ({"$sensitive": ...}), else 0. 0 or a store
+ * error. */
+int store_run_holds_redacted(store *s, int64_t run_id, int *holds);
+
 /* ---- secrets as core sees them (store/secrets.c) ------------------------ */
 
 /* The HMAC-SHA256 (64 hex digits) of a value's JSON text under this

@@ -165,6 +165,144 @@ check_eq "pushed after their suite, step runs stay under it, named" \
         | [.[] | select(.parent_id == $p)] | "\(length) \(map(.test) | unique | join(","))"')" \
     "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE parent_id = $suite") TestAccPet_length,TestAccServer_lifecycle,TestAccThing_expectError"
 
+# ---- tftap replay STEP: a recorded step run again, offline -------------
+# The harness removed its working directories when the tests ended; each
+# step run kept what its command found there.
+check_eq "every step run kept its working directory's configuration" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM runs r JOIN run_files f ON f.run_id = r.id
+        WHERE r.parent_id = $suite AND f.name = 'terraform_plugin_test.tf' AND f.content IS NOT NULL")" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE parent_id = $suite")"
+check_eq "  nothing left out (no secret in these tests, no file over the limits; the CLI
+    marks the schema's sensitive attributes in the state even when null, which holds none)" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM runs r JOIN run_files f ON f.run_id = r.id
+        WHERE r.parent_id = $suite AND f.content IS NULL")" 0
+step_run() { # TEST STEP COMMAND: the step run of the suite
+    sqlite3 "$db" "SELECT id FROM runs WHERE parent_id = $suite AND test_name = '$1'
+        AND test_step = $2 AND json_extract(args, '\$[0]') = '$3' ORDER BY id LIMIT 1"
+}
+recorded_exit() { sqlite3 "$db" "SELECT exit_code FROM runs WHERE id = $1"; }
+rdb=$WORK/replay.db
+# No provider but the recording: the test process that served the provider
+# is gone, and the CLI gets no configuration that could install one.
+: >"$WORK/empty.tfrc"
+replay_offline() { TF_CLI_CONFIG_FILE=$WORK/empty.tfrc "$TFTAP" replay --db "$rdb" "$@"; }
+apply1=$(step_run TestAccServer_lifecycle 1 apply)
+# The recorded CLI is the user's script in front of tofu ($WORK/cli), not
+# named like one: --cli names it (tftap runs no other program a record names).
+replay_offline "$db:$apply1" --dir "$WORK/step-apply" --cli "$WORK/cli" \
+    >"$WORK/r1.out" 2>"$WORK/r1.err"
+check_eq "replay of an apply step: the recorded step's exit code" "$?" "$(recorded_exit "$apply1")"
+check "  says which step it runs, where" grep -q \
+    "^tftap: replaying run $apply1 (TestAccServer_lifecycle / step 1) in $WORK/step-apply: $WORK/cli apply .* tfplan$" \
+    "$WORK/r1.err"
+check "  prints the CLI's output" grep -q '^Apply complete! Resources: 1 added, 0 changed, 0 destroyed.$' \
+    "$WORK/r1.out"
+check_eq "  the state holds the recorded server, with its recorded id" \
+    "$(jq -r '.resources[] | "\(.type).\(.name) \(.instances[0].attributes.id) \(.instances[0].attributes.size)"' \
+        "$WORK/step-apply/terraform.tfstate")" \
+    "$(sqlite3 "$db" "SELECT 'tftest6_server.s ' || json_extract(response_json, '\$.new_state.id') || ' ' ||
+        json_extract(response_json, '\$.new_state.size') FROM calls WHERE run_id = $apply1
+        AND rpc = 'ApplyResourceChange'")"
+check_eq "  every call answered from the recording" \
+    "$(sqlite3 "$rdb" "SELECT count(*) || ' ' || sum(failed) FROM v_calls WHERE run_id = 1
+        AND rpc IN ('PlanResourceChange', 'ApplyResourceChange')")" "2 0"
+apply2=$(step_run TestAccServer_lifecycle 2 apply)
+replay_offline "$db:$apply2" --cli "$TOFU" >"$WORK/r2.out" 2>"$WORK/r2.err"
+check_eq "replay of step 2's apply (from step 1's state): exit code as recorded" "$?" \
+    "$(recorded_exit "$apply2")"
+check "  changes the server in place" grep -q '^Apply complete! Resources: 0 added, 1 changed, 0 destroyed.$' \
+    "$WORK/r2.out"
+failed=$(step_run TestAccThing_expectError 1 plan)
+replay_offline "$db:$failed" --cli "$TOFU" >"$WORK/r3.out" 2>"$WORK/r3.err"
+check_eq "replay of the expected-error step: its plan fails as recorded (exit 1)" "$?" \
+    "$(recorded_exit "$failed")"
+check "  with the provider's error (on stderr, as the CLI writes errors)" grep -q \
+    "^Error: $(sqlite3 "$db" "SELECT json_extract(response_json, '\$.diagnostics[0].summary') FROM v_calls
+        WHERE run_id = $failed AND rpc = 'PlanResourceChange' AND error_count > 0")\$" "$WORK/r3.err"
+check_eq "  no mismatch (the recording answered every call)" \
+    "$(cat "$WORK/r3.out" "$WORK/r3.err" | grep -c 'no recorded call matches')" 0
+# Every command of one test's steps (init aside: it asks the provider
+# nothing) replays with its recorded exit code, no call unanswered.
+bad=
+for r in $(sqlite3 "$db" "SELECT id FROM runs WHERE parent_id = $suite AND test_name = 'TestAccPet_length'
+        AND json_extract(args, '\$[0]') != 'init' ORDER BY id"); do
+    replay_offline "$db:$r" --cli "$TOFU" >"$WORK/ra.out" 2>"$WORK/ra.err"
+    got=$?
+    [ "$got" = "$(recorded_exit "$r")" ] && ! grep -q 'no recorded call matches' "$WORK/ra.out" "$WORK/ra.err" ||
+        bad="$bad $r:$got"
+done
+check_eq "every command of TestAccPet_length's steps replays as recorded" "$bad" ""
+# A configuration changed after the fact: the digest says so; changed
+# with its digest, the step asks what the recording never answered, and
+# the replay says its exit code is not the step's.
+plan1=$(step_run TestAccServer_lifecycle 1 plan)
+cp "$db" "$WORK/tampered.db"
+sqlite3 "$WORK/tampered.db" "SELECT writefile('$WORK/tampered.tf', content) FROM run_files
+    WHERE run_id = $plan1 AND name = 'terraform_plugin_test.tf'" >/dev/null
+sed -i 's/alpha/omega/' "$WORK/tampered.tf"
+sqlite3 "$WORK/tampered.db" "UPDATE run_files SET content = readfile('$WORK/tampered.tf')
+    WHERE run_id = $plan1 AND name = 'terraform_plugin_test.tf'"
+replay_offline "$WORK/tampered.db:$plan1" --cli "$TOFU" >/dev/null 2>"$WORK/r8.err"
+check_eq "a kept file that does not match its digest: exit 1" "$?" 1
+check "  one line saying so" grep -q \
+    "^tftap: the recorded file terraform_plugin_test.tf does not match its digest: the record is damaged$" \
+    "$WORK/r8.err"
+sqlite3 "$WORK/tampered.db" "UPDATE run_files SET sha256 = '$(sha256sum <"$WORK/tampered.tf" | cut -c1-64)'
+    WHERE run_id = $plan1 AND name = 'terraform_plugin_test.tf'"
+replay_offline "$WORK/tampered.db:$plan1" --cli "$TOFU" >"$WORK/r9.out" 2>"$WORK/r9.err"
+check_eq "a changed configuration: the plan fails (exit 1)" "$?" 1
+check "  on a call the recording never answered" grep -q 'no recorded call matches' "$WORK/r9.err"
+check "  and tftap says the step's exit code was another" grep -q \
+    "^tftap: note: exit code 1, the recorded step's was $(recorded_exit "$plan1")$" "$WORK/r9.err"
+# A record names files: never one outside the directory.
+sqlite3 "$WORK/tampered.db" "INSERT INTO run_files (run_id, name, size, sha256, content)
+    VALUES ($plan1, '../escaped.tf', 1, '', x'41')"
+replay_offline "$WORK/tampered.db:$plan1" --cli "$TOFU" --dir "$WORK/step-x" \
+    >/dev/null 2>"$WORK/r10.err"
+check "a recorded file named outside the directory: left out, said" grep -q \
+    '^tftap: the recorded file "../escaped.tf" is not a file name: left out$' "$WORK/r10.err"
+check "  nothing written outside" test ! -e "$WORK/escaped.tf"
+replay_offline "$db:$apply1" --dir "$WORK/step-apply" --cli "$TOFU" >/dev/null 2>"$WORK/r4.err"
+check_eq "--dir not empty: exit 1" "$?" 1
+check "  one line saying so" grep -q "^tftap: --dir $WORK/step-apply: not empty" "$WORK/r4.err"
+replay_offline "$rdb:1" >/dev/null 2>"$WORK/r5.err"
+check_eq "a run that is no step, without a command: exit 1" "$?" 1
+check "  it kept no working directory" grep -q "^tftap: run 1 of .* kept no working directory" "$WORK/r5.err"
+
+# Secrets: a step whose test's record redacts a value keeps its lock file
+# only (the front run by hand, as the harness would, in a directory with
+# a sensitive attribute set).
+mkdir -p "$WORK/sec" "$WORK/front/steps"
+printf '%s' "$WORK/sec.db" >"$WORK/front/front-db"
+cat >"$WORK/sec/main.tf" <<'EOF'
+terraform {
+  required_providers {
+    tftest6 = { source = "registry.opentofu.org/tftap/tftest6" }
+  }
+}
+resource "tftest6_thing" "t" {
+  string_attr = "x"
+  secret      = "hunter2-s3cret"
+}
+EOF
+# A file over the size limit of a kept file is listed without its content.
+head -c 9437184 /dev/zero >"$WORK/sec/big.bin"
+(cd "$WORK/sec" && export TF_CLI_CONFIG_FILE=$PEERS/tofurc TF_LOG_PATH_MASK=$WORK/%s.log \
+    TF_LOG_PATH=$WORK/TestSecret.log && "$TOFU" init -no-color >/dev/null &&
+    "$TFTAP" run --front "$WORK/front" --parent 0 -- "$TOFU" apply -auto-approve -no-color >/dev/null &&
+    "$TFTAP" run --front "$WORK/front" --parent 0 -- "$TOFU" show -no-color >/dev/null)
+check_eq "a step with a secret: its apply and show recorded" "$?" 0
+check_eq "  only the lock file kept; the configuration and state listed, not kept; the big file listed" \
+    "$(sqlite3 "$WORK/sec.db" "SELECT group_concat(run_id || ':' || name || ':' ||
+        CASE WHEN content IS NULL THEN coalesce(note, '') ELSE 'kept' END, ' ')
+        FROM (SELECT * FROM run_files ORDER BY run_id, name)")" \
+    "1:.terraform.lock.hcl:kept 1:big.bin:over the size limit of a kept file (8 MiB) 1:main.tf:may hold a secret (kept only with --record-sensitive) 2:.terraform.lock.hcl:kept 2:big.bin:over the size limit of a kept file (8 MiB) 2:main.tf:may hold a secret (kept only with --record-sensitive) 2:terraform.tfstate:may hold a secret (kept only with --record-sensitive)"
+check "  the secret is nowhere in the record" sh -c "! grep -q hunter2-s3cret '$WORK/sec.db'"
+replay_offline "$WORK/sec.db:2" --cli "$TOFU" >/dev/null 2>"$WORK/r6.err"
+check "  its replay says what it runs without" grep -q \
+    "^tftap: note: main.tf was not kept (may hold a secret (kept only with --record-sensitive)): the command runs without it" \
+    "$WORK/r6.err"
+
 # ---- tftap's own mask: the user set none (the v2 build of the provider) ----
 : >"$WORK/cli.log"
 TF_ACC_TERRAFORM_PATH=$WORK/cli "$TFTAP" run --db "$db" -- "$ACC2" -test.v -test.count=1 \
@@ -187,6 +325,14 @@ check_eq "the CLI logged nowhere (tftap's mask is not the CLI's log)" \
 TF_ACC_TERRAFORM_PATH=$TOFU "$TFTAP" run --db "$db" -- "$ACC" -test.count=1 >/dev/null 2>&1
 check_eq "the v1 suite again" "$?" 0
 suite3=$(sqlite3 "$db" "SELECT max(id) FROM runs WHERE parent_id IS NULL")
+# A step recorded with tofu itself: replayed with it, no --cli needed.
+pet=$(sqlite3 "$db" "SELECT id FROM runs WHERE parent_id = $suite3 AND test_name = 'TestAccPet_length'
+    AND test_step = 1 AND json_extract(args, '\$[0]') = 'apply'")
+replay_offline "$db:$pet" >"$WORK/r7.out" 2>"$WORK/r7.err"
+check_eq "replay of a step recorded with tofu: exit as recorded" "$?" \
+    "$(sqlite3 "$db" "SELECT exit_code FROM runs WHERE id = $pet")"
+check "  with the recorded tofu" grep -q "^tftap: replaying run $pet (TestAccPet_length / step 1) in .*: $TOFU apply " \
+    "$WORK/r7.err"
 random=(--ignore .id --ignore .hex --ignore .dec --ignore .b64_std)
 "$TFTAP" diff --db "$db" "$suite" "$suite3" "${random[@]}" >"$WORK/same.txt"
 check_eq "two suites of the same build: exit 0" "$?" 0

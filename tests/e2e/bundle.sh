@@ -138,11 +138,11 @@ check_eq "schema BUNDLE = schema RUN" \
     "$(cd "$other" && "$TFTAP" schema --db "$db" "$A" tftap/tftest6 --json | jq -S . | md5sum)"
 # A bundle of an older database version reads (brought up to date in
 # memory), its file untouched; one of a newer version is refused.
-# Back to version 4: version 8's call_addresses back into calls (views
+# Back to version 4: version 10's run_files dropped, version 8's call_addresses back into calls (views
 # that read them there stand in for the older ones, which the migration
 # replaces), version 7's processes.uuid and gaps.seq, version 6's
 # runs.uuid and runs.key_id undone.
-OLDER="ALTER TABLE processes DROP COLUMN start_error;
+OLDER="DROP TABLE run_files; ALTER TABLE processes DROP COLUMN start_error;
        ALTER TABLE runs DROP COLUMN values_kept; ALTER TABLE runs DROP COLUMN redactions; DROP TABLE run_secrets;
        DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_id;
        ALTER TABLE runs DROP COLUMN test_name; ALTER TABLE runs DROP COLUMN test_step;

@@ -32,6 +32,19 @@ e() { "$TFTAP" export --db "$1" 1 --test TestAccServer_lifecycle |
     jq -r 'select(.kind == "run") | "\(.parent_id) \(.test_name) \(.test_step)"' | sort | uniq -c; }
 check_eq "export --test: the same lines" "$(e "$URI")" "$(e "$db")"
 check "export --test: the server's lines name the test" grep -q ' 1 TestAccServer_lifecycle 3$' <<<"$(e "$URI")"
+# Each step run kept its working directory in the server as in the file
+# (bytea; the suites' random names make sizes differ), and a step replays
+# from the server.
+check_eq "the server kept the step runs' files as the file did" \
+    "$(pg_psql "SELECT count(*) || ' ' || count(content) FROM run_files")" \
+    "$(sqlite3 "$db" "SELECT count(*) || ' ' || count(content) FROM run_files")"
+apply=$("$TFTAP" runs --db "$URI" --json | jq -r '[.[] | select(.test == "TestAccServer_lifecycle"
+    and .step == 1 and .args[0] == "apply")][0].id')
+: >"$WORK/empty.tfrc"
+TF_CLI_CONFIG_FILE=$WORK/empty.tfrc "$TFTAP" replay --db "$WORK/replay.db" "$URI:$apply" \
+    >"$WORK/replay.out" 2>"$WORK/replay.err"
+check_eq "a step replayed from the server: exit 0, as recorded" "$?" 0
+check "  the CLI's output" grep -q '^Apply complete! Resources: 1 added' "$WORK/replay.out"
 pg_psql "CREATE DATABASE pushed" >/dev/null
 "$TFTAP" push all --db "$db" --to "$(pg_uri pushed)" >/dev/null 2>&1
 check_eq "the file's suite pushed into a server: its step runs under it, named alike" \

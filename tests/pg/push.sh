@@ -295,10 +295,10 @@ pg_psql "CREATE DATABASE v5" >/dev/null
 U5=$(pg_uri v5)
 psql5() { psql -X -q -A -t -v ON_ERROR_STOP=1 "$U5" -c "$1"; }
 "$TFTAP" push 1 --db "$db" --to "$U5" >/dev/null 2>&1 || not_ok "push into a new database"
-# Version 9 undone first (processes.start_error; the views follow), then
+# Version 10 undone first (run_files), then version 9 (processes.start_error; the views follow), then
 # version 8: addresses back into calls, under views that read them there
 # (the migration replaces them).
-psql5 "ALTER TABLE processes DROP COLUMN start_error;
+psql5 "DROP TABLE run_files; ALTER TABLE processes DROP COLUMN start_error;
        ALTER TABLE runs DROP COLUMN values_kept, DROP COLUMN redactions; DROP TABLE run_secrets;
        DROP INDEX runs_parent; ALTER TABLE runs DROP COLUMN parent_id, DROP COLUMN test_name,
          DROP COLUMN test_step;
@@ -318,10 +318,10 @@ psql5 "ALTER TABLE processes DROP COLUMN start_error;
 "$TFTAP" push 1 2 --db "$db" --to "$U5" >"$WORK/v5.out" 2>&1
 check_eq "version 5 record: migrated by push, which adds its runs" "$? $(tail -1 "$WORK/v5.out")" \
     "0 pushed 2 runs ($(sqlite3 "$db" "SELECT count(*) FROM calls WHERE run_id <= 2") calls), 0 already there"
-check_eq "version 5 record: now the current version (9), every run a distinct uuid" \
+check_eq "version 5 record: now the current version (10), every run a distinct uuid" \
     "$(psql5 "SELECT (SELECT value FROM tftap_meta WHERE key = 'schema_version') || ' ' || count(DISTINCT uuid)
               || ' ' || count(*) FILTER (WHERE uuid ~ '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$')
-              FROM runs")" "9 5 5"
+              FROM runs")" "10 5 5"
 check_eq "version 5 record: the addresses it had, through the views" \
     "$(psql5 "SELECT string_agg(address, ' ' ORDER BY call_id) FROM v_resource_changes WHERE run_id = 1")" \
     "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT address FROM v_resource_changes WHERE run_id = 1 ORDER BY call_id)")"

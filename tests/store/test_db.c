@@ -15,6 +15,8 @@ static char tmpdir[256];
 /* Back from version 6 (runs.uuid, runs.key_id) to 5. */
 /* Version 8 undone: addresses back into calls (whose last columns they
  * were), call_addresses gone, the views as version 7 made them. */
+/* Version 10 added run_files (a step run's working directory). */
+#define UNDO_9 "DROP TABLE run_files;"
 /* Version 9 added processes.start_error, runs.values_kept, runs.redactions
  * and run_secrets (its views are undone with 8's), and the runs of
  * acceptance test steps. */
@@ -177,7 +179,7 @@ static void test_migrate_from_empty(void)
     CHECK_INT_EQ(store_resolve_run(s, "x1", &r2), TFTAP_EINVAL);
     store_close(s);
 
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 9);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 10);
     CHECK_INT_EQ(scalar(path, "SELECT exit_code FROM runs"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT json_array_length(args) FROM runs"), 2);
     CHECK_INT_EQ(scalar(path, "SELECT args = '[\"plan\",\"-out=x \\\"q\\\"\"]' FROM runs"), 1);
@@ -207,7 +209,7 @@ static void test_migrate_from_1(void)
 {
     char path[400];
     older_db(path, sizeof path, "v1.db",
-             UNDO_8 UNDO_7 UNDO_6
+             UNDO_9 UNDO_8 UNDO_7 UNDO_6
              "DROP VIEW v_resource_changes;"
              "DROP INDEX runs_cli_key;"
              "ALTER TABLE runs DROP COLUMN cli_key;"
@@ -228,7 +230,7 @@ static void test_migrate_from_1(void)
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM v_resource_changes"), 0);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 9);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 10);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM processes WHERE binary_stat IS NULL"), 1);
     CHECK_INT_EQ(scalar(path, "SELECT call_id FROM v_resource_changes WHERE method = "
@@ -243,16 +245,17 @@ static void test_migrate_from_3(void)
 {
     char path[400];
     older_db(path, sizeof path, "v3.db",
-             UNDO_8 UNDO_7 UNDO_6 "DROP INDEX runs_cli_key;"
-                                  "ALTER TABLE runs DROP COLUMN cli_key;"
-                                  "ALTER TABLE runs DROP COLUMN recorders;"
-                                  "INSERT INTO runs (id, command, started_us, ended_us, exit_code) "
-                                  "VALUES (1, 'tofu', 1, 2, 0);"
-                                  "PRAGMA user_version = 3;");
+             UNDO_9 UNDO_8 UNDO_7 UNDO_6
+             "DROP INDEX runs_cli_key;"
+             "ALTER TABLE runs DROP COLUMN cli_key;"
+             "ALTER TABLE runs DROP COLUMN recorders;"
+             "INSERT INTO runs (id, command, started_us, ended_us, exit_code) "
+             "VALUES (1, 'tofu', 1, 2, 0);"
+             "PRAGMA user_version = 3;");
     store *s = NULL;
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 9);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 10);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs WHERE id = 1 AND cli_key IS NULL AND "
                               "recorders = 0 AND ended_us = 2 AND exit_code = 0"),
                  1);
@@ -266,7 +269,7 @@ static void test_migrate_from_3_calls(void)
 {
     char path[400];
     older_db(path, sizeof path, "v3calls.db",
-             UNDO_8 UNDO_7 UNDO_6
+             UNDO_9 UNDO_8 UNDO_7 UNDO_6
              "DROP INDEX runs_cli_key;"
              "ALTER TABLE runs DROP COLUMN cli_key;"
              "ALTER TABLE runs DROP COLUMN recorders;"
@@ -339,7 +342,7 @@ static void test_migrate_from_3_calls(void)
     store *s = NULL;
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 9);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 10);
     CHECK_INT_EQ(scalar(path, "SELECT group_concat(name, ',') = 'call_id,run_id,process_id,"
                               "provider,provider_version,protocol,call_seq,method,rpc,stream,"
                               "type_name,address,started_us,ended_us,duration_us,in_flight,"
@@ -471,12 +474,12 @@ static void test_migrate_from_5(void)
 {
     char path[400];
     older_db(path, sizeof path, "v5.db",
-             UNDO_8 UNDO_7 UNDO_6 "INSERT INTO runs (id, command, started_us) VALUES "
-                                  "(1, 'tofu', 1), (2, 'tofu', 2), (3, 'tofu', 3);"
-                                  "PRAGMA user_version = 5;");
+             UNDO_9 UNDO_8 UNDO_7 UNDO_6 "INSERT INTO runs (id, command, started_us) VALUES "
+                                         "(1, 'tofu', 1), (2, 'tofu', 2), (3, 'tofu', 3);"
+                                         "PRAGMA user_version = 5;");
     store *s = NULL;
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 9);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 10);
     CHECK_INT_EQ(uuid_ok(path, "id <= 3"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT count(DISTINCT uuid) FROM runs"), 3);
     CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs WHERE key_id IS NOT NULL"), 0);
@@ -510,21 +513,22 @@ static void test_migrate_from_7(void)
 {
     char path[400];
     older_db(path, sizeof path, "v7.db",
-             UNDO_8 "INSERT INTO runs (id, started_us, ended_us) VALUES (1, 1, 100);"
-                    "INSERT INTO processes (id, run_id, started_us) VALUES (1, 1, 1);"
-                    "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
-                    "ended_us, status_code, type_name, request_json, response_json, address, "
-                    "address_note) VALUES "
-                    "(1, 1, 1, 1, '/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', "
-                    "1, 2, 0, 't_x', '{\"config\":{}}', '{\"diagnostics\":[{\"severity\":"
-                    "\"WARNING\",\"summary\":\"w\"}]}', 't_x.a[0]', 'identical to a[1]'),"
-                    "(2, 1, 1, 2, '/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', "
-                    "3, 4, 0, 't_x', '{}', '{}', NULL, 'values match none'),"
-                    "(3, 1, 1, 3, '/tfplugin6.Provider/ReadDataSource', 'ReadDataSource', "
-                    "5, 6, 0, 't_d', '{}', '{}', 'data.t_d.d', NULL),"
-                    "(4, 1, 1, 4, '/tfplugin6.Provider/GetProviderSchema', 'GetProviderSchema', "
-                    "7, 8, 0, NULL, NULL, NULL, NULL, NULL);"
-                    "PRAGMA user_version = 7;");
+             UNDO_9 UNDO_8
+             "INSERT INTO runs (id, started_us, ended_us) VALUES (1, 1, 100);"
+             "INSERT INTO processes (id, run_id, started_us) VALUES (1, 1, 1);"
+             "INSERT INTO calls (id, run_id, process_id, call_seq, method, rpc, started_us, "
+             "ended_us, status_code, type_name, request_json, response_json, address, "
+             "address_note) VALUES "
+             "(1, 1, 1, 1, '/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', "
+             "1, 2, 0, 't_x', '{\"config\":{}}', '{\"diagnostics\":[{\"severity\":"
+             "\"WARNING\",\"summary\":\"w\"}]}', 't_x.a[0]', 'identical to a[1]'),"
+             "(2, 1, 1, 2, '/tfplugin6.Provider/PlanResourceChange', 'PlanResourceChange', "
+             "3, 4, 0, 't_x', '{}', '{}', NULL, 'values match none'),"
+             "(3, 1, 1, 3, '/tfplugin6.Provider/ReadDataSource', 'ReadDataSource', "
+             "5, 6, 0, 't_d', '{}', '{}', 'data.t_d.d', NULL),"
+             "(4, 1, 1, 4, '/tfplugin6.Provider/GetProviderSchema', 'GetProviderSchema', "
+             "7, 8, 0, NULL, NULL, NULL, NULL, NULL);"
+             "PRAGMA user_version = 7;");
     store *s = NULL;
     CHECK_INT_EQ(scalar(path, "SELECT count(address) FROM calls"), 2);
     /* A reader brings it up to date in memory and leaves the file alone. */
@@ -539,7 +543,7 @@ static void test_migrate_from_7(void)
     CHECK_INT_EQ(scalar(path, "SELECT count(address) FROM calls"), 2);
     CHECK_INT_EQ(store_open(path, 0, &s), 0);
     store_close(s);
-    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 9);
+    CHECK_INT_EQ(scalar(path, "PRAGMA user_version"), 10);
     CHECK_INT_EQ(scalar(path, "SELECT group_concat(call_id || '=' || coalesce(address, '-') || '/' "
                               "|| coalesce(address_note, '-'), ';') = '1=t_x.a[0]/identical to "
                               "a[1];2=-/values match none;3=data.t_d.d/-' FROM (SELECT * FROM "
@@ -721,6 +725,73 @@ static void test_hold_and_prune(void)
     store_close(s);
 }
 
+/* A step run's working directory: its files kept, one not kept with its
+ * note, read back in name order; a redacted value in a sibling step run of
+ * the same test counts; prune takes the files with the run. */
+static int count_file(void *ctx, const store_run_file *f)
+{
+    tftap_buf *b = ctx;
+    tftap_buf_printf(b, "%s:%lld:%s:%s;", f->name, (long long)f->size,
+                     f->content ? (const char *)f->content : "-", f->note ? f->note : "");
+    return 0;
+}
+
+static void test_run_files(void)
+{
+    char path[400];
+    path_in(path, sizeof path, "files.db");
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(path, STORE_OPEN_CREATE, &s), 0);
+    const char *args[] = {"apply"};
+    int64_t suite = 0, a = 0, b = 0, other = 0;
+    CHECK_INT_EQ(store_run_begin(s, "go", 0, args, "/w", NULL, NULL, &suite), 0);
+    CHECK_INT_EQ(store_run_begin(s, "tofu", 1, args, "/w", "tofu", NULL, &a), 0);
+    CHECK_INT_EQ(store_run_begin(s, "tofu", 1, args, "/w", "tofu", NULL, &b), 0);
+    CHECK_INT_EQ(store_run_begin(s, "tofu", 1, args, "/w", "tofu", NULL, &other), 0);
+    CHECK_INT_EQ(store_run_set_test(s, a, suite, "TestA", 1), 0);
+    CHECK_INT_EQ(store_run_set_test(s, b, suite, "TestA", 2), 0);
+    CHECK_INT_EQ(store_run_set_test(s, other, suite, "TestB", 1), 0);
+    store_run_file f1 = {"main.tf", 5, "0123", "x = 1", 5, NULL};
+    store_run_file f2 = {"big.tfstate", 1 << 30, "", NULL, 0, "over the limit"};
+    store_run_file both[2] = {f1, f2};
+    CHECK_INT_EQ(store_run_files_add(s, b, both, 2), 0);
+    /* One row per name; all or none. */
+    store_run_file f3 = {"other.tf", 1, "", "y", 1, NULL};
+    store_run_file again[2] = {f3, f1};
+    CHECK(store_run_files_add(s, b, again, 2) != 0);
+    tftap_buf got = TFTAP_BUF_INIT;
+    CHECK_INT_EQ(store_run_files_each(s, b, count_file, &got), 0);
+    CHECK_STR_EQ(tftap_buf_cstr(&got), "big.tfstate:1073741824:-:over the limit;main.tf:5:x = 1:;");
+    tftap_buf_done(&got);
+    int holds = -1;
+    CHECK_INT_EQ(store_run_holds_redacted(s, b, &holds), 0);
+    CHECK_INT_EQ(holds, 0);
+    store_close(s);
+    char q[512];
+    snprintf(q, sizeof q,
+             "PRAGMA foreign_keys = OFF;"
+             "INSERT INTO calls (run_id, process_id, call_seq, method, rpc, started_us, "
+             "request_json) VALUES (%lld, 1, 1, '/tfplugin6.Provider/PlanResourceChange', "
+             "'PlanResourceChange', 1, "
+             "'{\"config\":{\"secret\":{\"$sensitive\":\"hmac-sha256:00\"}}}')",
+             (long long)a);
+    sqlite3 *db = NULL;
+    CHECK_INT_EQ(sqlite3_open(path, &db), SQLITE_OK);
+    CHECK_INT_EQ(sqlite3_exec(db, q, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_INT_EQ(store_open(path, 0, &s), 0);
+    CHECK_INT_EQ(store_run_holds_redacted(s, b, &holds), 0);
+    CHECK_INT_EQ(holds, 1); /* step 1 of the same test redacts one */
+    CHECK_INT_EQ(store_run_holds_redacted(s, other, &holds), 0);
+    CHECK_INT_EQ(holds, 0); /* another test's does not count */
+    store_prune_opts o = {0, 0, 0};
+    store_prune_info info;
+    CHECK_INT_EQ(store_prune(s, &o, NULL, NULL, &info), 0);
+    store_close(s);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM runs"), 0);
+    CHECK_INT_EQ(scalar(path, "SELECT count(*) FROM run_files"), 0);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "%s/tftap-test-db-XXXXXX",
@@ -737,6 +808,7 @@ int main(void)
     test_migrate_from_7();
     test_run_join();
     test_hold_and_prune();
+    test_run_files();
     test_newer_database_refused();
     test_parent_not_a_directory();
     test_display_name_hides_passwords();
