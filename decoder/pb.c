@@ -150,10 +150,11 @@ static void budget_free(void *data, void *p)
     free(p);
 }
 
-int dec_pb_unpack(const ProtobufCMessageDescriptor *d, const void *p, size_t n,
-                  const dec_limits *lim, ProtobufCMessage **out, dec_error *err)
+/* What a message is held to before protobuf-c sees it: its size, and a
+ * walk bounding its nesting (protobuf-c recurses without a limit). */
+static int check_message(const ProtobufCMessageDescriptor *d, const void *p, size_t n,
+                         const dec_limits *lim, dec_error *err)
 {
-    *out = NULL;
     size_t max_bytes = lim && lim->max_bytes ? lim->max_bytes : DEC_DEFAULT_MAX_BYTES;
     unsigned max_depth = lim && lim->max_depth ? lim->max_depth : DEC_DEFAULT_MAX_DEPTH;
     if (n > max_bytes) {
@@ -162,9 +163,13 @@ int dec_pb_unpack(const ProtobufCMessageDescriptor *d, const void *p, size_t n,
         return TFTAP_ELIMIT;
     }
     /* Every level of a schema block is two messages (NestedBlock, Block). */
-    int rc = check_nesting(d, p, n, 0, 2 * max_depth + 8, err);
-    if (rc)
-        return rc;
+    return check_nesting(d, p, n, 0, 2 * max_depth + 8, err);
+}
+
+/* protobuf-c's unpacking of bytes check_message passed. */
+static int unpack_checked(const ProtobufCMessageDescriptor *d, const void *p, size_t n,
+                          ProtobufCMessage **out, dec_error *err)
+{
     /* Unpacked structs are larger than their encoding (an empty sub-message
      * is two bytes on the wire, a struct in memory); 32x covers real
      * messages with room to spare while bounding hostile ones. */
@@ -189,6 +194,14 @@ int dec_pb_unpack(const ProtobufCMessageDescriptor *d, const void *p, size_t n,
     return 0;
 }
 
+int dec_pb_unpack(const ProtobufCMessageDescriptor *d, const void *p, size_t n,
+                  const dec_limits *lim, ProtobufCMessage **out, dec_error *err)
+{
+    *out = NULL;
+    int rc = check_message(d, p, n, lim, err);
+    return rc ? rc : unpack_checked(d, p, n, out, err);
+}
+
 /* The encoding of a varint (at most ten bytes) into out; its length. */
 static size_t put_varint(uint8_t *out, uint64_t v)
 {
@@ -209,14 +222,7 @@ int dec_pb_unpack_hollow(const ProtobufCMessageDescriptor *d, const void *vp, si
     const uint8_t *p = vp;
     *out = NULL;
     *nholes = 0;
-    size_t max_bytes = lim && lim->max_bytes ? lim->max_bytes : DEC_DEFAULT_MAX_BYTES;
-    unsigned max_depth = lim && lim->max_depth ? lim->max_depth : DEC_DEFAULT_MAX_DEPTH;
-    if (n > max_bytes) {
-        dec_error_set(err, TFTAP_ELIMIT, "", "message of %zu bytes exceeds the limit of %zu", n,
-                      max_bytes);
-        return TFTAP_ELIMIT;
-    }
-    int rc = check_nesting(d, p, n, 0, 2 * max_depth + 8, err);
+    int rc = check_message(d, p, n, lim, err);
     if (rc)
         return rc;
     /* The candidates: big fields of a hollow type that occur once (a field
@@ -247,7 +253,7 @@ int dec_pb_unpack_hollow(const ProtobufCMessageDescriptor *d, const void *vp, si
         if (holes[i].n > 0)
             holes[kept++] = holes[i];
     if (kept == 0)
-        return dec_pb_unpack(d, p, n, lim, out, err);
+        return unpack_checked(d, p, n, out, err); /* checked above: not walked again */
     /* A copy without the holes' bytes: each is an empty message there. */
     size_t cap = n;
     for (size_t i = 0; i < kept; i++)
@@ -275,7 +281,8 @@ int dec_pb_unpack_hollow(const ProtobufCMessageDescriptor *d, const void *vp, si
             len += pos - at;
         }
     }
-    rc = dec_pb_unpack(d, copy, len, lim, out, err);
+    /* The checked message with empty messages for some: no deeper, no larger. */
+    rc = unpack_checked(d, copy, len, out, err);
     free(copy);
     if (rc)
         return rc;
