@@ -60,6 +60,10 @@ struct tee_event {
 
 enum tee_state { TEE_WORKING, TEE_IDLE, TEE_GATHERING };
 
+/* unsent[] is indexed by enum recorder_lost, up to the last reason a tee
+ * drops for. */
+#define TEE_LOST_WHYS (RECORDER_LOST_SPILL_FAILED + 1)
+
 struct recorder_tee {
     int fd;
     int broken; /* tee thread only: the pipe failed, drop the rest */
@@ -73,9 +77,9 @@ struct recorder_tee {
     int stopping;
     int urgent; /* a process event is queued: write without gathering */
     uint64_t dropped;
-    /* Dropped, not yet told to the recorder (a LOST frame each), by why:
-     * the queue was full, a message too large, a spill file failed. */
-    uint64_t unsent, unsent_large, unsent_spill;
+    /* Dropped, not yet told to the recorder (a LOST frame each), by why
+     * (QUEUE_FULL, TOO_LARGE, SPILL_FAILED: what a tee drops for). */
+    uint64_t unsent[TEE_LOST_WHYS];
     /* Spill files (recorder_tee_spill_*): the directory, opened at the first. */
     char *spill_dir;
     int spill_dfd;      /* -1 until opened */
@@ -239,7 +243,10 @@ static void event_drop(recorder_tee *t, struct tee_event *ev)
 
 static int has_unsent(const recorder_tee *t)
 {
-    return t->unsent > 0 || t->unsent_large > 0 || t->unsent_spill > 0;
+    for (int i = 0; i < TEE_LOST_WHYS; i++)
+        if (t->unsent[i] > 0)
+            return 1;
+    return 0;
 }
 
 static void *tee_main(void *arg)
@@ -269,13 +276,12 @@ static void *tee_main(void *arg)
         t->state = TEE_WORKING;
         struct tee_event *list = t->head;
         t->head = t->tail = NULL;
-        uint64_t unsent[3] = {t->unsent, t->unsent_large, t->unsent_spill};
-        t->unsent = t->unsent_large = t->unsent_spill = 0;
+        uint64_t unsent[TEE_LOST_WHYS];
+        memcpy(unsent, t->unsent, sizeof unsent);
+        memset(t->unsent, 0, sizeof t->unsent);
         pthread_mutex_unlock(&t->mu);
 
-        static const enum recorder_lost why[3] = {RECORDER_LOST_QUEUE_FULL, RECORDER_LOST_TOO_LARGE,
-                                                  RECORDER_LOST_SPILL_FAILED};
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < TEE_LOST_WHYS; i++) {
             if (unsent[i] == 0)
                 continue;
             /* What was dropped goes first, so the record's gap says so. */
@@ -283,13 +289,12 @@ static void *tee_main(void *arg)
             if (ev != NULL) {
                 ev->kind = TEE_LOST;
                 ev->call_id = unsent[i];
-                ev->status = (int)why[i];
+                ev->status = i; /* enum recorder_lost */
                 ev->next = list;
                 list = ev;
             } else {
                 pthread_mutex_lock(&t->mu);
-                uint64_t *back[3] = {&t->unsent, &t->unsent_large, &t->unsent_spill};
-                *back[i] += unsent[i]; /* told next time */
+                t->unsent[i] += unsent[i]; /* told next time */
                 pthread_mutex_unlock(&t->mu);
             }
         }
@@ -371,7 +376,7 @@ static void push(recorder_tee *t, struct tee_event *ev)
     pthread_mutex_lock(&t->mu);
     if (t->queued_bytes + ev->bytes > limit) {
         t->dropped++;
-        t->unsent++;
+        t->unsent[RECORDER_LOST_QUEUE_FULL]++;
         pthread_mutex_unlock(&t->mu);
         event_drop(t, ev);
         return;
@@ -404,7 +409,7 @@ static struct tee_event *event_new_n(recorder_tee *t, enum tee_kind kind, const 
     if (ev == NULL) {
         pthread_mutex_lock(&t->mu);
         t->dropped++;
-        t->unsent++;
+        t->unsent[RECORDER_LOST_QUEUE_FULL]++;
         pthread_mutex_unlock(&t->mu);
         return NULL;
     }
@@ -500,12 +505,9 @@ void recorder_tee_lost_as(recorder_tee *t, enum recorder_lost why)
         return;
     pthread_mutex_lock(&t->mu);
     t->dropped++;
-    if (why == RECORDER_LOST_TOO_LARGE)
-        t->unsent_large++;
-    else if (why == RECORDER_LOST_SPILL_FAILED)
-        t->unsent_spill++;
-    else
-        t->unsent++;
+    assert(why == RECORDER_LOST_QUEUE_FULL || why == RECORDER_LOST_TOO_LARGE ||
+           why == RECORDER_LOST_SPILL_FAILED);
+    t->unsent[why < TEE_LOST_WHYS ? why : RECORDER_LOST_QUEUE_FULL]++;
     if (t->state == TEE_IDLE) {
         t->state = TEE_WORKING;
         pthread_cond_signal(&t->cv);
