@@ -561,6 +561,8 @@ static void data_bytes(proxy_h2watch *w, struct h2_side *s, const uint8_t *p, si
     if (c == NULL)
         return;
     struct h2_msg *m = &c->msg[s->side];
+    enum recorder_direction dir =
+        s->side == PROXY_H2_FROM_CLIENT ? RECORDER_REQUEST : RECORDER_RESPONSE;
     while (n > 0) {
         if (m->prefix_got < 5) {
             size_t k = 5 - m->prefix_got < n ? 5 - m->prefix_got : n;
@@ -573,8 +575,6 @@ static void data_bytes(proxy_h2watch *w, struct h2_side *s, const uint8_t *p, si
             m->got = 0;
             m->buf = NULL;
             m->spill.fd = -1;
-            enum recorder_direction dir =
-                s->side == PROXY_H2_FROM_CLIENT ? RECORDER_REQUEST : RECORDER_RESPONSE;
             if (w->tee != NULL) { /* without a recorder, nothing to keep */
                 m->cap = m->len < H2_MESSAGE_FIRST ? (m->len > 0 ? m->len : 1)
                                                    : (uint32_t)H2_MESSAGE_FIRST;
@@ -615,8 +615,6 @@ static void data_bytes(proxy_h2watch *w, struct h2_side *s, const uint8_t *p, si
             p += k, n -= k;
         }
         if (m->got == m->len) {
-            enum recorder_direction dir =
-                s->side == PROXY_H2_FROM_CLIENT ? RECORDER_REQUEST : RECORDER_RESPONSE;
             if (m->buf != NULL)
                 recorder_tee_message(w->tee, c->call_id, dir, t_us, m->buf, m->len);
             else
