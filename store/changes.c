@@ -738,6 +738,28 @@ static void match_values(const char *rpc, const sj_node *req, const sj_node *res
     v[4] = plan ? NULL : sj_get(resp, data ? "state" : "new_state");
 }
 
+/* A call's request and response JSON, columns col and col + 1 of st,
+ * parsed (at most depth deep) into doc and root; a NULL column stays NULL.
+ * 0, TFTAP_ENOMEM, or TFTAP_EDECODE when one is not JSON (it stays NULL,
+ * the other is parsed). */
+static int call_docs(sdb_stmt *st, int col, unsigned depth, sj_doc *doc[2], const sj_node *root[2])
+{
+    int bad = 0;
+    for (int i = 0; i < 2; i++) {
+        const char *t = store_col_text(st, col + i);
+        if (t == NULL)
+            continue;
+        int rc = sj_parse(t, strlen(t), depth, &doc[i]);
+        if (rc == TFTAP_ENOMEM)
+            return rc;
+        if (rc)
+            bad = 1;
+        else
+            root[i] = sj_root(doc[i]);
+    }
+    return bad ? TFTAP_EDECODE : 0;
+}
+
 int store_match_calls_each(store *s, int64_t run_id,
                            int (*fn)(void *ctx, const store_match_call *call), void *ctx)
 {
@@ -765,21 +787,11 @@ int store_match_calls_each(store *s, int64_t run_id,
          * the values). */
         sj_doc *doc[2] = {NULL, NULL};
         const sj_node *root[2] = {NULL, NULL};
-        int ok = c.rpc != NULL;
-        for (int i = 0; ok && i < 2; i++) {
-            const char *t = store_col_text(st, 3 + i);
-            if (t == NULL)
-                continue;
-            int prc = sj_parse(t, strlen(t), TFTAP_JSON_MAX_DEPTH + 2, &doc[i]);
-            if (prc == TFTAP_ENOMEM) {
-                cb = prc;
-                ok = 0;
-            } else {
-                ok = prc == 0;
-                root[i] = ok ? sj_root(doc[i]) : NULL;
-            }
-        }
-        if (ok) {
+        int prc =
+            c.rpc != NULL ? call_docs(st, 3, TFTAP_JSON_MAX_DEPTH + 2, doc, root) : TFTAP_EDECODE;
+        if (prc == TFTAP_ENOMEM)
+            cb = prc;
+        if (prc == 0) {
             match_values(c.rpc, root[0], root[1], c.values);
             if (strcmp(c.rpc, "PlanResourceChange") == 0)
                 c.requires_replace = sj_get(root[1], "requires_replace");
@@ -821,14 +833,13 @@ int store_import_calls_each(store *s, int64_t run_id,
             .type_name = store_col_text(st, 1),
         };
         sj_doc *doc[2] = {NULL, NULL};
-        for (int i = 0; i < 2 && !cb; i++) {
-            const char *t = store_col_text(st, 2 + i);
-            if (t && sj_parse(t, strlen(t), TFTAP_JSON_MAX_DEPTH + 3, &doc[i]) == TFTAP_ENOMEM)
-                cb = TFTAP_ENOMEM;
-        }
+        const sj_node *root[2] = {NULL, NULL};
+        /* A side that is not JSON reads as absent. */
+        if (call_docs(st, 2, TFTAP_JSON_MAX_DEPTH + 3, doc, root) == TFTAP_ENOMEM)
+            cb = TFTAP_ENOMEM;
         if (!cb) {
-            const sj_node *id = doc[0] ? sj_get(sj_root(doc[0]), "id") : NULL;
-            const sj_node *imp = doc[1] ? sj_get(sj_root(doc[1]), "imported_resources") : NULL;
+            const sj_node *id = sj_get(root[0], "id");
+            const sj_node *imp = sj_get(root[1], "imported_resources");
             if (id && id->kind == SJ_STRING)
                 c.id = id->str;
             if (imp && imp->kind == SJ_ARRAY && imp->n == 1)
