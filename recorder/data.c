@@ -1,4 +1,4 @@
-/* recorder: what the recorder's files hold in common: the memory of events,
+/* recorder: what the recorder's files hold in common: what events own,
  * calls, ops and process details, freed here with everything they own, and the bound all
  * of it counts against (recorder_int.h). Under the three files that use it:
  * recorder.c (the caller's side), decode.c and sql.c. */
@@ -42,26 +42,27 @@ void rec_procinfo_done(struct procinfo *p)
     free(p->binary_path);
 }
 
-void rec_event_free(struct event *ev)
+void rec_event_done(struct event *ev)
 {
-    /* An event owns its bytes (inline, or taken from the caller) unless it
-     * gave the taken ones to a schema op (decode.c). */
+    /* An event owns the bytes taken from its caller unless it gave them to
+     * a schema op (decode.c), and its spill file. */
     assert(ev->owned == NULL || ev->bytes == ev->owned);
     free(ev->owned);
+    ev->owned = NULL;
     if (ev->spill_path) {
         (void)unlink(ev->spill_path);
         free(ev->spill_path);
+        ev->spill_path = NULL;
     }
-    free(ev);
 }
 
 void rec_release(recorder *r, size_t bytes)
 {
-    /* Only what was counted leaves: the events queued and the ops not yet
-     * committed are still in the count. */
+    /* Only what was counted leaves: the ops not yet committed are still in
+     * the count. */
     assert(bytes <= r->inflight_bytes);
     r->inflight_bytes -= bytes;
-    assert(r->queued_bytes + r->ops_bytes <= r->inflight_bytes);
+    assert(r->ops_bytes <= r->inflight_bytes);
     pthread_cond_broadcast(&r->room);
 }
 

@@ -1,9 +1,11 @@
-/* recorder: the recorder's decoder thread (recorder.c has the whole picture).
- * It takes the events the callers queued, keeps each live call's state in
+/* recorder: the decoding stage (recorder.c has the whole picture). It runs
+ * in the thread of the caller that tells an event (the recorder process's
+ * pipe reader), one caller at a time: it keeps each live call's state in
  * memory, decodes its messages against the schema, redacts them, and hands
  * "ops" (call row images, schema rows, gap counts, ...) to the SQL thread
- * (sql.c). It also learns the provider process's details and its
- * binary's digest, and borrows a schema another recorder of the run wrote. */
+ * (sql.c), which also hands over what a caller that went quiet left. It also learns the provider
+ * process's details and its binary's digest, and borrows a schema another recorder of the run
+ * wrote. */
 #include "recorder/recorder_int.h"
 
 #include <assert.h>
@@ -179,6 +181,7 @@ static void side_add(recorder *r, struct call *c, struct side *s, enum recorder_
         set_decode_error(c, "a message of this call was written alone before the next came: "
                             "this column lacks it");
     }
+    s->sent = 0;
     size_t before = s->json.len;
     /* Room for what the JSON usually takes (a little more than the
      * message), so that it is not grown and copied a dozen times. */
@@ -220,6 +223,7 @@ static void redecode_retained(recorder *r)
             continue;
         tftap_buf_reset(&c->req.json);
         tftap_buf_reset(&c->resp.json);
+        c->req.sent = c->resp.sent = 0;
         c->req.count = c->resp.count = 0;
         c->req.bytes = c->resp.bytes = 0;
         free(c->decode_error);
@@ -284,6 +288,9 @@ static struct op *op_new(recorder *r, enum op_kind kind)
         return NULL;
     o->kind = kind;
     o->size = sizeof *o;
+    /* Other recorders of the run may be waiting to borrow a schema. */
+    if (kind == OP_SCHEMA || kind == OP_PROCESS)
+        r->out_urgent = 1;
     *r->out_tail = o;
     r->out_tail = &o->next;
     return o;
@@ -356,9 +363,11 @@ static char *take_side(struct op *o, struct call *c, struct side *s)
 }
 
 /* A side's column for an op: moved, copied, or kept as written before. A
- * big side of a unary call goes out alone, moved, as soon as it is whole,
- * so that its JSON is held once and written once; later images keep the
- * column (unless spans want the values at the end). */
+ * side is written once for each change: an image after one that holds it
+ * as it is keeps the column (a slow call's request is not written again
+ * with its response). A big side of a unary call goes out alone, moved, as
+ * soon as it is whole, so that its JSON is held once; later images keep the
+ * column. Spans want the values with the last image: then it carries them. */
 static char *side_column(recorder *r, struct op *o, struct call *c, struct side *s, int final,
                          int *keep, tftap_buf *tmp)
 {
@@ -367,6 +376,12 @@ static char *side_column(recorder *r, struct op *o, struct call *c, struct side 
         *keep = 1;
         return NULL;
     }
+    if (s->sent && !r->opts.on_call) {
+        *keep = 1;
+        return NULL;
+    }
+    if (s->count > 0 && !r->opts.on_call)
+        s->sent = 1; /* this image holds it (if the copy fails, the $error does) */
     if (s->big > 0 && !final) {
         if (c->stream || s->count != 1 || c->retain || r->opts.on_call)
             return NULL; /* written with the last image, never copied meanwhile */
@@ -513,9 +528,11 @@ static void prune_calls(recorder *r)
 /* Give the SQL thread everything built so far. */
 static void hand_over(recorder *r)
 {
-    /* Counted while rendered (decode_batch); from here on as ops. */
+    /* Counted while rendered (admit); from here on as ops. */
     size_t counted = r->out_counted;
     r->out_counted = 0;
+    r->owed_since_ms = 0;
+    r->out_urgent = 0;
     if (!r->out) {
         if (counted) {
             pthread_mutex_lock(&r->mu);
@@ -532,7 +549,6 @@ static void hand_over(recorder *r)
         bytes += o->size;
         big += o->big;
         last = o;
-        /* Other recorders of the run may be waiting to borrow a schema. */
         urgent |= o->kind == OP_SCHEMA || o->kind == OP_PROCESS;
     }
     last->events += r->out_events;
@@ -559,7 +575,7 @@ static void hand_over(recorder *r)
     r->out_tail = &r->out;
 }
 
-/* ---- decoder thread -------------------------------------------------------- */
+/* ---- decoding one event ------------------------------------------------------ */
 
 static void retain_raw(recorder *r, struct call *c, const struct event *ev)
 {
@@ -875,23 +891,6 @@ static void borrow_sync(recorder *r, unsigned max_ms)
     poll_borrowed_schema(r);
 }
 
-/* The SQL thread is behind (a long-held lock, a slow disk) and what was
- * decoded meanwhile fills the bound: wait for commits, so that the bound
- * (dropping, or a blocked caller) applies to what still arrives instead of
- * decoded rows piling up without one. Not while the database is down: then
- * events are dropped anyway. */
-static void wait_for_room(recorder *r)
-{
-    pthread_mutex_lock(&r->mu);
-    while (r->inflight_bytes > r->opts.max_queue_bytes && r->sql_ok) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&r->cv, &r->mu, &ts);
-    }
-    pthread_mutex_unlock(&r->mu);
-}
-
 /* What was lost since the last gap op, and why, as one. */
 static void emit_gap(recorder *r)
 {
@@ -953,20 +952,162 @@ static void apply_spilled(recorder *r, struct event *e)
     hand_over(r);
 }
 
-/* Decode a batch of events; hand ops over at least every commit_ms. */
-static void decode_batch(recorder *r, struct event *list)
+/* ---- the decoding stage ------------------------------------------------------ */
+
+/* How long decoded state gathers before it is handed over. Under mu or
+ * dec_mu (commit_ms changes under mu; a stale read only shifts a deadline). */
+static int64_t gather_ms(const recorder *r)
 {
-    uint64_t n_events = 0;
-    for (struct event *e = list; e; e = e->next)
-        n_events++;
-    if (!sql_ready(r)) {
-        r->lost += n_events;
-        if (n_events)
-            r->lost_db = 1;
-        pthread_mutex_lock(&r->mu);
-        r->stats.dropped += n_events;
+    return r->commit_ms / 4 < DECODE_GATHER_MS ? r->commit_ms / 4 : DECODE_GATHER_MS;
+}
+
+/* Under mu: losses told by callers (recorder_lost, dropped events) become the
+ * stage's own, to be written as the next gap. */
+static void fold_lost(recorder *r)
+{
+    if (r->queue_lost) {
+        r->lost += r->queue_lost;
+        r->lost_queue = 1;
+        r->queue_lost = 0;
+    }
+    if (r->input_lost) {
+        r->lost += r->input_lost;
+        r->lost_input = 1;
+        r->input_lost = 0;
+    }
+    if (r->large_lost) {
+        r->lost += r->large_lost;
+        r->lost_large = 1;
+        r->large_lost = 0;
+    }
+    if (r->spill_lost) {
+        r->lost += r->spill_lost;
+        r->lost_spill = 1;
+        r->spill_lost = 0;
+    }
+    if (r->shim_died) {
+        r->lost += r->shim_lost;
+        r->lost_shim = 1;
+        r->shim_lost = 0;
+        r->shim_died = 0;
+    }
+}
+
+/* Hand everything decoded so far to the SQL thread. */
+static void flush(recorder *r)
+{
+    emit_dirty_calls(r);
+    prune_calls(r);
+    hand_over(r);
+}
+
+/* Tell the SQL thread when rec_decoder_idle is due: once what was decoded
+ * has gathered (no caller may come to hand it over), or when to look for a
+ * schema another recorder wrote. Locks mu only when the answer changed. */
+static void note_idle(recorder *r, int64_t not_before)
+{
+    int64_t due = 0;
+    if (!r->decoder_done) {
+        if (r->out || r->dirty_calls || r->proc_dirty || r->lost || r->lost_shim)
+            due = (r->owed_since_ms ? r->owed_since_ms : tftap_mono_ms()) + gather_ms(r);
+        if (!r->schema && r->have_binary_sha) {
+            int64_t poll = r->last_schema_poll_ms + SCHEMA_POLL_MS;
+            if (due == 0 || poll < due)
+                due = poll;
+        }
+        if (due && due < not_before)
+            due = not_before;
+    }
+    if (due == r->noted_due_ms)
+        return;
+    r->noted_due_ms = due;
+    pthread_mutex_lock(&r->mu);
+    r->idle_due_ms = due;
+    if (due)
+        pthread_cond_signal(&r->scv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* What was rendered and not yet handed over counts against the bound now,
+ * not only at hand-over: else a caller refills the bound around it. */
+static size_t rendered_out(const recorder *r)
+{
+    size_t out = r->rendered_bytes + r->dirty_bytes + r->dirty_calls * (sizeof(struct op) + 128);
+    for (const struct op *o = r->out; o; o = o->next)
+        out += o->size;
+    return out;
+}
+
+/* Whether an event costing cost bytes may be decoded (else it is dropped,
+ * counted): within the one bound, waiting for room up to opts.block_ms. A
+ * blocking caller that waited in vain drops until the bound is half empty,
+ * rather than be held again and again (a database locked for seconds). */
+static int admit(recorder *r, size_t cost)
+{
+    int recount = ++r->accounted >= 16, log_full = 0;
+    size_t out = 0;
+    if (recount) {
+        r->accounted = 0;
+        out = rendered_out(r);
+    }
+    pthread_mutex_lock(&r->mu);
+    if (recount) {
+        if (out >= r->out_counted)
+            r->inflight_bytes += out - r->out_counted;
+        else
+            rec_release(r, r->out_counted - out);
+        r->out_counted = out;
+        if (r->inflight_bytes > r->peak_bytes)
+            r->peak_bytes = r->inflight_bytes;
+    }
+    fold_lost(r);
+    const size_t max = r->opts.max_queue_bytes;
+    if (r->overflowing && r->inflight_bytes <= max / 2)
+        r->overflowing = 0; /* room again: wait, not drop */
+    if (!r->stop && !r->decoder_done && r->inflight_bytes + cost > max &&
+        (r->out || r->dirty_calls)) {
+        /* Full of what was decoded here: the SQL thread can only make room
+         * once it has it. */
         pthread_mutex_unlock(&r->mu);
-        goto free_list;
+        flush(r);
+        pthread_mutex_lock(&r->mu);
+    }
+    if (r->opts.block_ms && !r->overflowing && !r->stop && r->inflight_bytes > 0 &&
+        r->inflight_bytes + cost > max) {
+        struct timespec until;
+        tftap_deadline_in(&until, r->opts.block_ms);
+        while (!r->stop && r->inflight_bytes > 0 && r->inflight_bytes + cost > max)
+            if (pthread_cond_timedwait(&r->room, &r->mu, &until) == ETIMEDOUT) {
+                r->overflowing = 1;
+                break;
+            }
+    }
+    int drop = r->stop || r->decoder_done || r->inflight_bytes + cost > max;
+    if (drop) {
+        r->stats.dropped++;
+        r->lost++;
+        r->lost_queue = 1;
+        if (!r->logged_full && !r->stop) {
+            r->logged_full = 1;
+            log_full = 1;
+        }
+    } else
+        r->stats.events++;
+    pthread_mutex_unlock(&r->mu);
+    if (log_full)
+        rec_log(r, "recorder queue full (%zu bytes): dropping records, counted as a gap", max);
+    return !drop;
+}
+
+static void decode_one(recorder *r, struct event *ev)
+{
+    if (!sql_ready(r)) {
+        r->lost++;
+        r->lost_db = 1;
+        pthread_mutex_lock(&r->mu);
+        r->stats.dropped++;
+        pthread_mutex_unlock(&r->mu);
+        return;
     }
     if (r->proc_dirty)
         emit_process(r);
@@ -977,164 +1118,80 @@ static void decode_batch(recorder *r, struct event *list)
         borrow_sync(r, 5000);
     }
     poll_borrowed_schema(r);
-    int64_t t0 = tftap_mono_ms();
-    unsigned commit_ms;
-    pthread_mutex_lock(&r->mu);
-    commit_ms = r->commit_ms;
-    pthread_mutex_unlock(&r->mu);
-    uint64_t n = 0;
-    size_t freed = 0;
-    while (list) {
-        struct event *e = list;
-        list = e->next;
-        if (e->spill_path)
-            apply_spilled(r, e);
-        else
-            apply_event(r, e);
-        r->out_events++;
-        freed += e->size;
-        rec_event_free(e);
-        if ((++n & 15) != 0)
-            continue;
-        /* Every few events: give back what is freed, and keep what this
-         * batch renders within the one bound too. */
-        size_t out =
-            r->rendered_bytes + r->dirty_bytes + r->dirty_calls * (sizeof(struct op) + 128);
-        for (struct op *o = r->out; o; o = o->next)
-            out += o->size;
-        pthread_mutex_lock(&r->mu);
-        rec_release(r, freed);
-        freed = 0;
-        /* What the batch rendered counts now, not at hand_over: else a
-         * blocked caller refills the queue to the bound around it, and
-         * the hand-over passes the bound by up to the bound again. */
-        if (out >= r->out_counted)
-            r->inflight_bytes += out - r->out_counted;
-        else
-            rec_release(r, r->out_counted - out);
-        r->out_counted = out;
-        if (r->inflight_bytes > r->peak_bytes)
-            r->peak_bytes = r->inflight_bytes;
-        int full = r->inflight_bytes > r->opts.max_queue_bytes;
-        pthread_mutex_unlock(&r->mu);
-        if (full || ((n & 255) == 0 && tftap_mono_ms() - t0 >= (int64_t)commit_ms)) {
-            emit_dirty_calls(r);
-            prune_calls(r);
-            hand_over(r);
-            t0 = tftap_mono_ms();
-            wait_for_room(r);
-        }
-    }
-    emit_dirty_calls(r);
-    prune_calls(r);
-    hand_over(r);
-    pthread_mutex_lock(&r->mu);
-    rec_release(r, freed);
-    pthread_mutex_unlock(&r->mu);
-    return;
-free_list:;
-    size_t bytes = 0;
-    while (list) {
-        struct event *next = list->next;
-        bytes += list->size;
-        rec_event_free(list);
-        list = next;
-    }
-    pthread_mutex_lock(&r->mu);
-    rec_release(r, bytes);
-    pthread_mutex_unlock(&r->mu);
+    if (ev->spill_path)
+        apply_spilled(r, ev);
+    else
+        apply_event(r, ev);
+    r->out_events++;
+    int64_t now = tftap_mono_ms();
+    if (r->owed_since_ms == 0)
+        r->owed_since_ms = now;
+    /* Other recorders of the run may wait to borrow a schema: at once. */
+    if (r->out_urgent || now - r->owed_since_ms >= gather_ms(r))
+        flush(r);
 }
 
-void *rec_decoder_main(void *arg)
+void rec_decode(recorder *r, struct event *ev, size_t cost)
 {
-    recorder *r = arg;
-    int64_t last_batch_ms = 0;
-    pthread_setname_np(pthread_self(), "tftap-decode"); /* for top and perf */
-    for (;;) {
-        wait_for_room(r);
-        pthread_mutex_lock(&r->mu);
-        if (!r->head && !r->stop) {
-            struct timespec ts;
-            tftap_deadline_in(&ts, r->commit_ms);
-            pthread_cond_timedwait(&r->cv, &r->mu, &ts);
-        }
-        /* Events trickling in (a CLI asking one resource at a time) would
-         * each be decoded in a batch of their own, and a call whose request
-         * and response fall into two batches is written twice. Let them
-         * gather for a while after the last batch; a close or a filling
-         * queue ends the wait. */
-        /* Not before a schema is known: the GetSchema answer is written at
-         * once, for the other recorders of the run to borrow. */
-        if (r->head && !r->stop && r->schema && r->queued_bytes < GATHER_LIMIT(r)) {
-            unsigned gather =
-                r->commit_ms / 4 < DECODE_GATHER_MS ? r->commit_ms / 4 : DECODE_GATHER_MS;
-            int64_t until = last_batch_ms + gather;
-            r->decoder_gathering = 1;
-            while (!r->stop && r->queued_bytes < GATHER_LIMIT(r) && tftap_mono_ms() < until) {
-                struct timespec ts;
-                tftap_deadline_at(&ts, until);
-                pthread_cond_timedwait(&r->cv, &r->mu, &ts);
-            }
-            r->decoder_gathering = 0;
-        }
-        /* What the decoder takes stays counted until it is freed. */
-        struct event *list = r->head;
-        r->head = NULL;
-        r->tail = &r->head;
-        r->queued_bytes = 0;
-        int stopping = r->stop;
-        if (r->queue_lost) {
-            r->lost += r->queue_lost;
-            r->lost_queue = 1;
-            r->queue_lost = 0;
-        }
-        if (r->input_lost) {
-            r->lost += r->input_lost;
-            r->lost_input = 1;
-            r->input_lost = 0;
-        }
-        if (r->large_lost) {
-            r->lost += r->large_lost;
-            r->lost_large = 1;
-            r->large_lost = 0;
-        }
-        if (r->spill_lost) {
-            r->lost += r->spill_lost;
-            r->lost_spill = 1;
-            r->spill_lost = 0;
-        }
-        if (r->shim_died) {
-            r->lost += r->shim_lost;
-            r->lost_shim = 1;
-            r->shim_lost = 0;
-            r->shim_died = 0;
-        }
-        pthread_mutex_unlock(&r->mu);
+    pthread_mutex_lock(&r->dec_mu);
+    if (admit(r, cost)) {
+        decode_one(r, ev);
+        note_idle(r, 0);
+    }
+    rec_event_done(ev);
+    pthread_mutex_unlock(&r->dec_mu);
+}
 
+void rec_decoder_sync(recorder *r)
+{
+    pthread_mutex_lock(&r->dec_mu);
+    if (!r->decoder_done) {
         sync_procinfo(r);
-        if (list) {
-            decode_batch(r, list);
-            last_batch_ms = tftap_mono_ms();
-        } else if (sql_ready(r)) {
-            /* Nothing queued, but process details, a gap or re-decoded
-             * calls may be owed. */
+        pthread_mutex_lock(&r->mu);
+        fold_lost(r);
+        pthread_mutex_unlock(&r->mu);
+        note_idle(r, 0);
+    }
+    pthread_mutex_unlock(&r->dec_mu);
+}
+
+void rec_decoder_idle(recorder *r)
+{
+    if (pthread_mutex_trylock(&r->dec_mu) != 0)
+        return; /* a caller is decoding: it hands over, or notes when to come back */
+    if (!r->decoder_done) {
+        pthread_mutex_lock(&r->mu);
+        fold_lost(r);
+        int tried = r->sql_tried;
+        pthread_mutex_unlock(&r->mu);
+        if (tried && sql_ready(r)) {
             poll_borrowed_schema(r);
             if (r->proc_dirty)
                 emit_process(r);
             if (r->lost || r->lost_shim)
-                decode_batch(r, NULL);
-            emit_dirty_calls(r);
-            prune_calls(r);
-            hand_over(r);
-        }
-        if (stopping) {
-            pthread_mutex_lock(&r->mu);
-            int empty = r->head == NULL;
-            pthread_mutex_unlock(&r->mu);
-            if (empty)
-                break;
+                emit_gap(r);
+            flush(r);
+            r->noted_due_ms = -1; /* told again, whatever it was */
+            note_idle(r, 0);
+        } else {
+            /* Nowhere to write yet: what is owed waits for the database. */
+            r->noted_due_ms = -1;
+            note_idle(r, tftap_mono_ms() + (int64_t)r->retry_ms);
         }
     }
+    pthread_mutex_unlock(&r->dec_mu);
+}
+
+void rec_decoder_close(recorder *r)
+{
+    pthread_mutex_lock(&r->dec_mu);
+    if (r->decoder_done) {
+        pthread_mutex_unlock(&r->dec_mu);
+        return;
+    }
+    pthread_mutex_lock(&r->mu);
+    fold_lost(r);
+    pthread_mutex_unlock(&r->mu);
     /* Last words: whatever state is still owed, then the process's end. */
     unsigned schema_wait =
         r->opts.close_schema_wait_ms ? r->opts.close_schema_wait_ms : CLOSE_SCHEMA_WAIT_MS;
@@ -1161,9 +1218,11 @@ void *rec_decoder_main(void *arg)
     tftap_buf_done(&rs);
     op_new(r, OP_END);
     hand_over(r);
+    r->decoder_done = 1;
+    note_idle(r, 0); /* nothing is due any more */
     pthread_mutex_lock(&r->mu);
     r->sql_stop = 1;
     pthread_cond_signal(&r->scv);
     pthread_mutex_unlock(&r->mu);
-    return NULL;
+    pthread_mutex_unlock(&r->dec_mu);
 }

@@ -121,10 +121,10 @@ void recorder_proc_leave_run(const char *db, int64_t run_id)
     store_close(s);
 }
 
-/* The sink of the pipe's reader: the store's recorder, which in blocking
- * mode makes the reader wait while its share of the budget is full, so the
- * pipe fills and the tee (the one place that drops) holds the rest. Spans
- * are made by the recorder's decoder thread (on_call below), from each
+/* The sink of the pipe's reader: the recorder, whose first stage decodes
+ * in the reader's thread and in blocking mode makes it wait while its share
+ * of the budget is full, so the pipe fills and the tee (the one place that
+ * drops) holds the rest. Spans are made as calls are decoded (on_call below), from each
  * call's final decoded image: the same call, sizes, type and status the
  * record holds, and its values redacted as stored. */
 struct recsink {
@@ -195,8 +195,8 @@ static void on_lost(void *ctx, uint64_t n, enum recorder_lost why)
     recorder_lost(k->rec, n, why);
 }
 
-/* A call recorded: its span (the recorder's decoder thread; the exporter
- * only queues, bounded, never waits). */
+/* A call recorded: its span (the exporter only queues, bounded, never
+ * waits). */
 static void on_call(void *ctx, const recorder_call_summary *c)
 {
     struct recsink *k = ctx;
@@ -243,8 +243,7 @@ static otlp_exporter *recorder_main(int fd, int hold, const char *db, const reco
     o.block_ms = RECPROC_BLOCK_MS;
     o.linger_ms = RECORDER_LINGER_MS;
     struct recsink k = {.provider = rp->provider, .version = rp->version};
-    /* The exporter first: the recorder's decoder thread makes spans as soon
-     * as it runs. */
+    /* The exporter first: spans are made as soon as calls are decoded. */
     if (rp->otlp != NULL) {
         otlp_config oc = *rp->otlp;
         oc.log = reclog_from;
@@ -285,7 +284,7 @@ static otlp_exporter *recorder_main(int fd, int hold, const char *db, const reco
         recorder_get_stats(k.rec, &st);
         *process_row = st.process_row;
     }
-    recorder_close(k.rec); /* its decoder thread's last spans are queued by now */
+    recorder_close(k.rec); /* its last spans are queued by now */
     free(k.spill_dir);
     return k.ox;
 }

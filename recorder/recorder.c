@@ -1,18 +1,20 @@
-/* recorder: the recorder's face to its callers: open, the caller's side (the
- * events relay threads hand over through a byte-bounded queue), stats,
- * drain and close. Behind the queue two threads work as a pipeline, so
- * that decoding and SQLite use two cores:
+/* recorder: the recorder's face to its callers: open, the caller's side,
+ * stats, drain and close. Two stages work as a pipeline, so that decoding
+ * and SQLite use two cores:
  *
- *   decoder thread (decode.c): keeps each live call's state in
- *     memory, decodes its messages against the schema, and hands "ops"
- *     (call row images, schema rows, gap counts, ...) to the SQL thread;
+ *   decoding (decode.c), in the caller's thread (the recorder process's
+ *     pipe reader: the pipe is the queue in front of it): keeps each live
+ *     call's state in memory, decodes its messages against the schema, and
+ *     hands "ops" (call row images, schema rows, gap counts, ...) to the SQL
+ *     thread within one byte bound, making its caller wait (opts.block_ms)
+ *     or dropping, counted, when the bound is full;
  *   SQL thread (sql.c): owns the database connection and applies
  *     ops in batched IMMEDIATE transactions. Every op is idempotent (call
- *     rows are upserts of the call's whole state) and stays queued until its
+ *     rows are upserts of the call's state) and stays queued until its
  *     transaction commits, so a failed transaction loses nothing: it is
  *     applied again once the database is back.
  *
- * While the database cannot be opened or written, the decoder drops events
+ * While the database cannot be opened or written, decoding drops events
  * and counts them; the count becomes a gap row once it can. */
 #include "recorder/recorder_int.h"
 
@@ -23,103 +25,15 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- the caller's side: enqueue ----------------------------------------- */
-
-/* Queue ev within the one bound: a full recorder drops it (counted, a gap
- * later) or, with opts.block_ms, makes the caller wait (a bounded time) for room. */
-static void enqueue(recorder *r, struct event *ev)
-{
-    int drop = 0, log_full = 0;
-    pthread_mutex_lock(&r->mu);
-    if (r->overflowing && r->inflight_bytes <= r->opts.max_queue_bytes / 2)
-        r->overflowing = 0; /* room again: wait, not drop */
-    if (r->opts.block_ms && !r->overflowing && !r->stop && r->inflight_bytes > 0 &&
-        r->inflight_bytes + ev->size > r->opts.max_queue_bytes) {
-        /* Wait for room, a bounded time: a recorder stuck longer (a
-         * database locked for seconds) drops, counted, until it is half
-         * empty, rather than hold its caller (the proxy must be able to
-         * flush and exit within go-plugin's two seconds). */
-        struct timespec until;
-        tftap_deadline_in(&until, r->opts.block_ms);
-        while (!r->stop && r->inflight_bytes > 0 &&
-               r->inflight_bytes + ev->size > r->opts.max_queue_bytes)
-            if (pthread_cond_timedwait(&r->room, &r->mu, &until) == ETIMEDOUT) {
-                r->overflowing = 1;
-                break;
-            }
-    }
-    if (r->stop || r->inflight_bytes + ev->size > r->opts.max_queue_bytes) {
-        drop = 1;
-        r->stats.dropped++;
-        r->queue_lost++;
-        if (!r->logged_full && !r->stop) {
-            r->logged_full = 1;
-            log_full = 1;
-        }
-    } else {
-        ev->next = NULL;
-        *r->tail = ev;
-        r->tail = &ev->next;
-        r->queued_bytes += ev->size;
-        r->inflight_bytes += ev->size;
-        if (r->inflight_bytes > r->peak_bytes)
-            r->peak_bytes = r->inflight_bytes;
-        r->stats.events++;
-        /* A gathering decoder wakes at its deadline anyway. */
-        if (!r->decoder_gathering || r->queued_bytes >= GATHER_LIMIT(r))
-            pthread_cond_signal(&r->cv);
-    }
-    pthread_mutex_unlock(&r->mu);
-    if (drop)
-        rec_event_free(ev);
-    if (log_full)
-        rec_log(r, "recorder queue full (%zu bytes): dropping records, counted as a gap",
-                r->opts.max_queue_bytes);
-}
-
-static void count_drop(recorder *r)
-{
-    pthread_mutex_lock(&r->mu);
-    r->stats.dropped++;
-    r->queue_lost++;
-    pthread_mutex_unlock(&r->mu);
-}
-
-static struct event *event_new(enum ev_kind kind, uint64_t call_id, int64_t t_us, const char *text,
-                               const void *bytes, size_t len)
-{
-    size_t tl = text ? strlen(text) + 1 : 0;
-    if (len > SIZE_MAX - sizeof(struct event) - tl)
-        return NULL;
-    struct event *ev = malloc(sizeof *ev + len + tl);
-    if (!ev)
-        return NULL;
-    memset(ev, 0, sizeof *ev);
-    ev->kind = kind;
-    ev->call_id = call_id;
-    ev->t_us = t_us;
-    ev->size = sizeof *ev + len + tl;
-    ev->len = len;
-    ev->bytes = ev->data;
-    if (len)
-        memcpy(ev->data, bytes, len);
-    if (text) {
-        ev->text = (char *)ev->data + len;
-        memcpy(ev->text, text, tl);
-    }
-    return ev;
-}
+/* ---- the caller's side -------------------------------------------------- */
 
 void recorder_call_begin(recorder *r, uint64_t call_id, const char *method, int64_t t_us)
 {
     if (!r)
         return;
-    struct event *ev = event_new(EV_BEGIN, call_id, t_us, method ? method : "", NULL, 0);
-    if (!ev) {
-        count_drop(r);
-        return;
-    }
-    enqueue(r, ev);
+    struct event ev = {
+        .kind = EV_BEGIN, .call_id = call_id, .t_us = t_us, .text = method ? method : ""};
+    rec_decode(r, &ev, sizeof(struct call) + strlen(ev.text));
 }
 
 void recorder_message(recorder *r, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
@@ -127,18 +41,13 @@ void recorder_message(recorder *r, uint64_t call_id, enum recorder_direction dir
 {
     if (!r)
         return;
-    /* Refuse before copying what could never fit. */
-    if (len > r->opts.max_queue_bytes - sizeof(struct event)) {
-        count_drop(r);
-        return;
-    }
-    struct event *ev = event_new(EV_MESSAGE, call_id, t_us, NULL, bytes, len);
-    if (!ev) {
-        count_drop(r);
-        return;
-    }
-    ev->dir = dir;
-    enqueue(r, ev);
+    struct event ev = {.kind = EV_MESSAGE,
+                       .dir = dir,
+                       .call_id = call_id,
+                       .t_us = t_us,
+                       .bytes = bytes,
+                       .len = len};
+    rec_decode(r, &ev, len);
 }
 
 void recorder_message_take(recorder *r, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
@@ -148,40 +57,28 @@ void recorder_message_take(recorder *r, uint64_t call_id, enum recorder_directio
         free(bytes);
         return;
     }
-    if (len > r->opts.max_queue_bytes - sizeof(struct event)) {
-        free(bytes);
-        count_drop(r);
-        return;
-    }
-    struct event *ev = event_new(EV_MESSAGE, call_id, t_us, NULL, NULL, 0);
-    if (!ev) {
-        free(bytes);
-        count_drop(r);
-        return;
-    }
-    ev->dir = dir;
-    ev->owned = bytes;
-    ev->bytes = bytes;
-    ev->len = len;
-    ev->size += len;
-    enqueue(r, ev);
+    struct event ev = {.kind = EV_MESSAGE,
+                       .dir = dir,
+                       .call_id = call_id,
+                       .t_us = t_us,
+                       .bytes = bytes,
+                       .len = len,
+                       .owned = bytes};
+    rec_decode(r, &ev, len);
 }
 
 void recorder_message_file(recorder *r, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
                            char *path)
 {
-    struct event *ev = r ? event_new(EV_MESSAGE, call_id, t_us, NULL, NULL, 0) : NULL;
-    if (!ev) {
+    if (!r) {
         (void)unlink(path);
         free(path);
-        if (r)
-            count_drop(r);
         return;
     }
-    ev->dir = dir;
-    ev->spill_path = path; /* the event's: removed with it */
-    ev->size += strlen(path) + 1;
-    enqueue(r, ev);
+    struct event ev = {
+        .kind = EV_MESSAGE, .dir = dir, .call_id = call_id, .t_us = t_us, .spill_path = path};
+    /* Its JSON is outside the bound: one big message at a time (decode.c). */
+    rec_decode(r, &ev, strlen(path) + 1);
 }
 
 void recorder_lost(recorder *r, uint64_t n, enum recorder_lost why)
@@ -202,8 +99,8 @@ void recorder_lost(recorder *r, uint64_t n, enum recorder_lost why)
         r->input_lost += n;
     if (why == RECORDER_LOST_SHIM_DIED)
         r->shim_died = 1;
-    pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
+    rec_decoder_sync(r); /* a gap is owed, whether or not more events come */
 }
 
 void recorder_call_end(recorder *r, uint64_t call_id, int64_t t_us, int status_code,
@@ -211,14 +108,12 @@ void recorder_call_end(recorder *r, uint64_t call_id, int64_t t_us, int status_c
 {
     if (!r)
         return;
-    struct event *ev =
-        event_new(EV_END, call_id, t_us, status_message ? status_message : "", NULL, 0);
-    if (!ev) {
-        count_drop(r);
-        return;
-    }
-    ev->status = status_code;
-    enqueue(r, ev);
+    struct event ev = {.kind = EV_END,
+                       .call_id = call_id,
+                       .t_us = t_us,
+                       .status = status_code,
+                       .text = status_message ? status_message : ""};
+    rec_decode(r, &ev, strlen(ev.text) + 64);
 }
 
 void recorder_process(recorder *r, const char *provider_addr, const char *version,
@@ -232,8 +127,8 @@ void recorder_process(recorder *r, const char *provider_addr, const char *versio
     r->pinfo.start_error = NULL;
     rec_procinfo_done(&r->pinfo);
     r->pinfo = (struct procinfo){a, v, b, why, protocol_version, pid, 1};
-    pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
+    rec_decoder_sync(r);
 }
 
 void recorder_start_failed(recorder *r, const char *why)
@@ -245,8 +140,8 @@ void recorder_start_failed(recorder *r, const char *why)
     free(r->pinfo.start_error);
     r->pinfo.start_error = w;
     r->pinfo.changed = 1;
-    pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
+    rec_decoder_sync(r);
 }
 
 void recorder_get_stats(recorder *r, recorder_stats *out)
@@ -256,7 +151,6 @@ void recorder_get_stats(recorder *r, recorder_stats *out)
         return;
     pthread_mutex_lock(&r->mu);
     *out = r->stats;
-    out->queued_bytes = r->queued_bytes;
     out->inflight_bytes = r->inflight_bytes;
     out->peak_bytes = r->peak_bytes;
     pthread_mutex_unlock(&r->mu);
@@ -271,7 +165,7 @@ void recorder_tune(recorder *r, const recorder_tuning *t)
         r->retry_ms = t->retry_ms;
     if (t->commit_ms)
         r->commit_ms = t->commit_ms;
-    pthread_cond_signal(&r->cv);
+    pthread_cond_signal(&r->scv);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -291,7 +185,6 @@ int recorder_open(const char *db_path, const recorder_opts *opts, recorder **out
         r->opts.max_queue_bytes = DEFAULT_QUEUE_BYTES;
     r->retry_ms = DEFAULT_RETRY_MS;
     r->commit_ms = DEFAULT_COMMIT_MS;
-    r->tail = &r->head;
     r->calls_tail = &r->calls;
     r->ops_tail = &r->ops;
     r->out_tail = &r->out;
@@ -309,48 +202,38 @@ int recorder_open(const char *db_path, const recorder_opts *opts, recorder **out
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&r->dec_mu, NULL);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, &ca);
     pthread_cond_init(&r->scv, &ca);
     pthread_cond_init(&r->room, &ca);
     pthread_condattr_destroy(&ca);
-    if (pthread_create(&r->sql_thread, NULL, rec_sql_main, r) != 0)
-        goto fail;
-    r->sql_started = 1;
-    if (pthread_create(&r->thread, NULL, rec_decoder_main, r) != 0) {
-        pthread_mutex_lock(&r->mu);
-        r->sql_stop = 1;
-        pthread_cond_signal(&r->scv);
-        pthread_mutex_unlock(&r->mu);
-        pthread_join(r->sql_thread, NULL);
-        goto fail;
+    if (pthread_create(&r->sql_thread, NULL, rec_sql_main, r) != 0) {
+        pthread_cond_destroy(&r->cv);
+        pthread_cond_destroy(&r->scv);
+        pthread_cond_destroy(&r->room);
+        pthread_mutex_destroy(&r->mu);
+        pthread_mutex_destroy(&r->dec_mu);
+        free(r->path);
+        free(r);
+        return TFTAP_ENOMEM;
     }
-    r->thread_started = 1;
+    r->sql_started = 1;
     *out = r;
     return 0;
-fail:
-    pthread_cond_destroy(&r->cv);
-    pthread_cond_destroy(&r->scv);
-    pthread_cond_destroy(&r->room);
-    pthread_mutex_destroy(&r->mu);
-    free(r->path);
-    free(r);
-    return TFTAP_ENOMEM;
 }
 
 int recorder_drain(recorder *r)
 {
     if (!r)
         return 0;
+    /* A caller waiting for room gives up first (its event is dropped,
+     * counted): close's last words need the decoding stage. */
     pthread_mutex_lock(&r->mu);
     r->stop = 1;
-    pthread_cond_signal(&r->cv);
     pthread_cond_broadcast(&r->room);
     pthread_mutex_unlock(&r->mu);
-    if (r->thread_started) {
-        pthread_join(r->thread, NULL);
-        r->thread_started = 0;
-    }
+    rec_decoder_close(r);
     pthread_mutex_lock(&r->mu);
     while (r->sql_started && !r->sql_done && !r->sql_stuck)
         pthread_cond_wait(&r->cv, &r->mu);
@@ -376,11 +259,6 @@ void recorder_close(recorder *r)
         r->calls = n;
     }
     assert(r->retained_bytes == 0); /* kept only by calls */
-    while (r->head) {
-        struct event *n = r->head->next;
-        rec_event_free(r->head);
-        r->head = n;
-    }
     rec_op_list_free(r->ops);
     rec_op_list_free(r->out);
     rec_op_list_free(r->pending);
@@ -395,6 +273,7 @@ void recorder_close(recorder *r)
     pthread_cond_destroy(&r->scv);
     pthread_cond_destroy(&r->room);
     pthread_mutex_destroy(&r->mu);
+    pthread_mutex_destroy(&r->dec_mu);
     memset(r->key, 0, sizeof r->key);
     memset(r->shared_key, 0, sizeof r->shared_key);
     free(r->path);

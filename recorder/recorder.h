@@ -43,8 +43,8 @@ typedef struct recorder_opts {
     int64_t run_id;       /* run this process belongs to; 0 = create a run row of its own */
     int record_sensitive; /* 1: do not redact sensitive/write-only values */
     int keep_raw;         /* 1: also store raw message bytes */
-    /* The one bound on the recorder's memory: events queued or being
-     * decoded plus decoded rows not yet committed. 0 = default (256 MiB). */
+    /* The one bound on the recorder's memory: what is being decoded plus
+     * decoded rows not yet committed. 0 = default (256 MiB). */
     size_t max_queue_bytes;
     /* 0: an event that would pass the bound is dropped (counted, a gap row
      * later). > 0: the caller waits for room, up to block_ms (the proxy's
@@ -61,9 +61,10 @@ typedef struct recorder_opts {
      * written when the database comes back. recorder_drain() tells a
      * caller when the rest of the close is only this waiting. */
     unsigned linger_ms;
-    /* NULL, or called from the recorder's decoder thread once per ended
-     * call, with its final decoded image (the row as stored), as soon as
-     * that image is handed to the SQL thread (a call waiting for a schema
+    /* NULL, or called once per ended call, with its final decoded image
+     * (the row as stored), as soon as that image is handed to the SQL thread
+     * (from the decoding caller's thread, or the SQL thread's for what an idle
+     * caller left: one at a time) (a call waiting for a schema
      * to be re-decoded: once it has been, or at close). Must not block: it
      * runs on the record's pipeline. A call the recorder lost (a gap) is
      * never reported. */
@@ -121,9 +122,10 @@ void recorder_process(recorder *r, const char *provider_addr, const char *versio
                       const char *binary_path, int protocol_version, int pid);
 
 /* Calls: call_id is unique within this recorder; times are microseconds
- * since the Unix epoch. Each copies its arguments; when the bound is
- * reached the event is dropped and counted, or with opts.block_ms the call
- * waits for room. */
+ * since the Unix epoch. Each decodes the event in the caller's thread (one
+ * caller at a time) and keeps what it needs of its arguments; when the
+ * bound is reached the event is dropped and counted, or with opts.block_ms
+ * the call waits for room. */
 void recorder_call_begin(recorder *r, uint64_t call_id, const char *method, int64_t t_us);
 void recorder_message(recorder *r, uint64_t call_id, enum recorder_direction dir, int64_t t_us,
                       const void *bytes, size_t len);
@@ -180,11 +182,10 @@ void recorder_tune(recorder *r, const recorder_tuning *t);
 
 /* Counters for tests and for the proxy's exit summary (snapshot). */
 typedef struct recorder_stats {
-    uint64_t events;       /* accepted into the queue */
-    uint64_t dropped;      /* refused because the queue was full or the database was down */
+    uint64_t events;       /* accepted for decoding */
+    uint64_t dropped;      /* refused because the bound was full or the database was down */
     uint64_t written;      /* committed to the database */
     uint64_t gaps;         /* gap rows written */
-    size_t queued_bytes;   /* bytes of events waiting for the decoder now */
     size_t inflight_bytes; /* everything counted against max_queue_bytes now */
     size_t peak_bytes;     /* the most inflight_bytes has been */
     int db_ok;             /* 1 while the database is open and writable */

@@ -1,9 +1,8 @@
 /* recorder: the module's private header, shared by its files (recorder.c:
  * open, the caller's side and close; decode.c: calls in memory and the
- * decoder thread; sql.c: the SQL thread; data.c: freeing what they hand
- * each other; tee.c, pipe.c and process.c: the recorder process and what
- * feeds it). Nothing outside recorder/ includes it. The threads meet only
- * in the fields marked "under mu". */
+ * decoding stage, run in the callers' threads; sql.c: the SQL thread; data.c: freeing what they
+ * hand each other; tee.c, pipe.c and process.c: the recorder process and what feeds it). Nothing
+ * outside recorder/ includes it. The threads meet only in the fields marked "under mu". */
 #ifndef TFTAP_RECORDER_INT_H
 #define TFTAP_RECORDER_INT_H
 
@@ -21,10 +20,10 @@
 /* How long the SQL thread lets ops gather after a commit before the next
  * (at most half of commit_ms). */
 #define GATHER_MS 50u
-/* How long the decoder lets events gather after a batch (at most a
- * quarter of commit_ms), while less than GATHER_LIMIT bytes wait. */
+/* How long what the callers decoded gathers before it is handed to the SQL
+ * thread (at most a quarter of commit_ms): a call whose request and response
+ * arrive within it is written once. */
 #define DECODE_GATHER_MS 25u
-#define GATHER_LIMIT(r) ((r)->opts.max_queue_bytes / 8)
 /* Raw bytes kept in memory to re-decode calls that arrived before any
  * schema was known. Past this they stay undecoded. */
 #define RETAIN_MAX_BYTES ((size_t)64 << 20)
@@ -37,21 +36,22 @@
 
 enum ev_kind { EV_BEGIN, EV_MESSAGE, EV_END };
 
+/* One thing a caller tells (recorder.c), decoded at once in the caller's
+ * thread (decode.c): it lives on the caller's stack, its bytes are the
+ * caller's unless owned. */
 struct event {
-    struct event *next;
     enum ev_kind kind;
     enum recorder_direction dir;
     uint64_t call_id;
     int64_t t_us;
     int status;
-    size_t size;      /* counted against the queue bound */
     size_t len;       /* message bytes */
-    char *text;       /* method or status message, NUL-terminated, in data */
+    const char *text; /* method or status message, NUL-terminated */
     char *spill_path; /* a message in this file (recorder_message_file), which the
-                       * event owns: removed when the event is freed */
-    unsigned char *bytes;
-    void *owned; /* bytes taken from the caller (recorder_message_take) */
-    unsigned char data[];
+                       * event owns: removed once it is decoded */
+    const unsigned char *bytes;
+    void *owned; /* bytes taken from the caller (recorder_message_take), freed
+                  * once decoded unless a schema op took them */
 };
 
 struct rawmsg {
@@ -71,6 +71,7 @@ struct side {
     size_t big; /* of json, what spilled messages rendered: outside the bound */
     int handed; /* its one big message's JSON went to the SQL thread alone (written
                  * once); later images keep the column */
+    int sent;   /* an image holds the JSON as it is now: later images keep the column */
 };
 
 struct call {
@@ -150,18 +151,25 @@ struct recorder {
     recorder_opts opts;
     unsigned retry_ms, commit_ms; /* under mu */
 
+    /* The decoding stage: held by a caller decoding what it tells, by
+     * close's last words, or by the SQL thread handing over what a caller
+     * that went quiet left (rec_decoder_idle). Taken before mu, never while
+     * holding it. */
+    pthread_mutex_t dec_mu;
     pthread_mutex_t mu;
-    pthread_cond_t cv;   /* decoder waits for events */
+    pthread_cond_t cv;   /* a decoding caller waits for the SQL thread */
     pthread_cond_t scv;  /* SQL thread waits for ops */
     pthread_cond_t room; /* a blocking caller waits for the bound to allow it */
-    pthread_t thread, sql_thread;
-    int thread_started, sql_started;
+    pthread_t sql_thread;
+    int sql_started;
     int stop;     /* under mu: close requested */
     int sql_stop; /* under mu: decoder finished, SQL thread drains and exits */
-    struct event *head, **tail;
-    size_t queued_bytes; /* events waiting for the decoder */
-    /* The one bound (opts.max_queue_bytes): bytes of events queued or being
-     * decoded plus bytes of ops not yet committed. */
+    /* under mu: decoded state not handed over yet (or a schema to look for),
+     * due for rec_decoder_idle at idle_due_ms if no caller hands it over */
+    int idle_owed;
+    int64_t idle_due_ms;
+    /* The one bound (opts.max_queue_bytes): bytes being decoded plus bytes
+     * of ops not yet committed. */
     size_t inflight_bytes;
     size_t peak_bytes;
     int overflowing;       /* a blocking caller waited block_ms in vain: drop until half empty */
@@ -182,13 +190,12 @@ struct recorder {
     /* ---- shared between the two threads, under mu ---- */
     struct op *ops, **ops_tail; /* decoder -> SQL thread */
     size_t ops_bytes;
-    int sql_ok;            /* the SQL thread has a working connection */
-    int sql_gathering;     /* it lets ops gather until a deadline (sql.c) */
-    int decoder_gathering; /* the decoder lets events gather likewise */
-    int ops_urgent;        /* ops carry a schema or process details: no gathering */
-    int sql_tried;         /* it has tried to open the database once */
-    int sql_stuck;         /* stopping, the last attempt failed: what is left lingers */
-    int sql_done;          /* the SQL thread has nothing left to write (or gave up) */
+    int sql_ok;        /* the SQL thread has a working connection */
+    int sql_gathering; /* it lets ops gather until a deadline (sql.c) */
+    int ops_urgent;    /* ops carry a schema or process details: no gathering */
+    int sql_tried;     /* it has tried to open the database once */
+    int sql_stuck;     /* stopping, the last attempt failed: what is left lingers */
+    int sql_done;      /* the SQL thread has nothing left to write (or gave up) */
     int key_ready;
     unsigned char shared_key[STORE_KEY_LEN];
     int64_t shared_process_row;
@@ -199,7 +206,13 @@ struct recorder {
     int borrow_protocol, borrow_ready;
     char borrow_sha[65];
 
-    /* ---- decoder thread only ---- */
+    /* ---- the decoding stage: under dec_mu ---- */
+    int decoder_done;         /* close's last words are said: nothing more is decoded */
+    int64_t last_handover_ms; /* when ops were last handed over */
+    unsigned accounted;       /* events since the rendered bytes were last counted */
+    int64_t owed_since_ms;    /* the first event decoded since the last hand-over, or 0 */
+    int64_t noted_due_ms;     /* idle_due_ms as last told (note_idle) */
+    int out_urgent;           /* out holds a schema or process op: hand over at once */
     unsigned char key[STORE_KEY_LEN];
     int have_key;
     tftap_hmac *mac;                     /* HMAC-SHA256 keyed with key */
@@ -265,8 +278,8 @@ void rec_log(recorder *r, const char *fmt, ...) __attribute__((format(printf, 2,
 void rec_release(recorder *r, size_t bytes);
 /* Free a process's details (not p itself). */
 void rec_procinfo_done(struct procinfo *p);
-/* Free one queued event and what it owns. */
-void rec_event_free(struct event *ev);
+/* Let go of what a decoded (or dropped) event owns. */
+void rec_event_done(struct event *ev);
 /* Drop the raw messages a call keeps for decoding again (uncounting them),
  * and stop keeping them. */
 void rec_call_free_raws(recorder *r, struct call *c);
@@ -276,11 +289,22 @@ void rec_call_free(recorder *r, struct call *c);
 void rec_op_free(struct op *o);
 void rec_op_list_free(struct op *o);
 
-/* ---- the threads ---------------------------------------------------------- */
+/* ---- the decoding stage (decode.c) and the SQL thread (sql.c) ------------- */
 
-/* The decoder thread (decode.c): decodes queued events into ops
- * until stop, then hands over the rest. */
-void *rec_decoder_main(void *arg);
+/* Decode one event in the caller's thread, within the bound (cost: what it
+ * adds to it), and hand ops over when due. Drops (counted) what does not fit
+ * or comes after close. Takes dec_mu; lets go of what ev owns. */
+void rec_decode(recorder *r, struct event *ev, size_t cost);
+/* The process's details or a loss were told (under nothing): fold them in
+ * now (a binary's digest is read here, in the caller's thread). */
+void rec_decoder_sync(recorder *r);
+/* The SQL thread, with no lock held: hand over what callers decoded and
+ * left (they went quiet), look for a schema another recorder wrote. Never
+ * waits for a caller (skips while one decodes) nor for the SQL thread. */
+void rec_decoder_idle(recorder *r);
+/* Close's last words: what is still owed, then OP_END; the SQL thread is
+ * told to drain and stop. Once. */
+void rec_decoder_close(recorder *r);
 /* The SQL thread (sql.c): applies the ops the decoder hands over
  * until sql_stop, then counts what never committed as dropped. */
 void *rec_sql_main(void *arg);

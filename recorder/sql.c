@@ -1,5 +1,5 @@
 /* recorder: the recorder's SQL stage. One thread owns the database
- * connection and applies the ops the decoder thread (decode.c)
+ * connection and applies the ops the decoding stage (decode.c)
  * hands over, in batched IMMEDIATE transactions of at most commit_ms. An op
  * leaves the pending list only once its transaction committed; a failed
  * transaction closes the connection, which is re-opened every retry_ms,
@@ -384,7 +384,7 @@ static int apply_call(recorder *r, const struct op *o)
                      "stream = ?6, ended_us = ?8, status_code = ?9, status_message = ?10, "
                      "request_bytes = ?11, response_bytes = ?12, request_count = ?13, "
                      "response_count = ?14, type_name = ?15, "
-                     /* A column written before, alone (a big message): kept. */
+                     /* A column an earlier image wrote, unchanged since: kept. */
                      "request_json = CASE WHEN ?20 = 1 THEN calls.request_json ELSE ?16 END, "
                      "response_json = CASE WHEN ?21 = 1 THEN calls.response_json ELSE ?17 END, "
                      "decode_error = ?18, schema_sha256 = ?19",
@@ -530,6 +530,7 @@ static void answer_borrow(recorder *r)
         r->borrow_protocol = proto;
         memcpy(r->borrow_sha, sha, sizeof sha);
         r->borrow_ready = 1;
+        r->idle_due_ms = tftap_mono_ms(); /* taken by the next idle hand-over, if no caller */
     }
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
@@ -786,13 +787,30 @@ static int may_gather(const recorder *r)
 void *rec_sql_main(void *arg)
 {
     recorder *r = arg;
-    int64_t last_commit_ms = 0;
+    int64_t last_commit_ms = 0, idle_not_before = 0;
     pthread_setname_np(pthread_self(), "tftap-sql"); /* for top and perf */
     for (;;) {
+        /* What callers decoded and left when they went quiet: handed over
+         * here (a caller decoding meanwhile hands it over itself; then the
+         * next try waits a gathering's time, not spinning). */
+        pthread_mutex_lock(&r->mu);
+        int64_t t = tftap_mono_ms();
+        int idle = r->idle_due_ms && !r->sql_stop && t >= r->idle_due_ms && t >= idle_not_before;
+        pthread_mutex_unlock(&r->mu);
+        if (idle) {
+            rec_decoder_idle(r);
+            idle_not_before = tftap_mono_ms() + DECODE_GATHER_MS;
+        }
         pthread_mutex_lock(&r->mu);
         if (r->sql_tried && !r->ops && !r->sql_stop && !(r->borrow_asked && !r->borrow_ready)) {
+            int64_t until = tftap_mono_ms() + (r->db ? r->commit_ms : r->retry_ms);
+            if (r->idle_due_ms) {
+                int64_t due = r->idle_due_ms > idle_not_before ? r->idle_due_ms : idle_not_before;
+                if (due < until)
+                    until = due;
+            }
             struct timespec ts;
-            tftap_deadline_in(&ts, r->db ? r->commit_ms : r->retry_ms);
+            tftap_deadline_at(&ts, until);
             pthread_cond_timedwait(&r->scv, &r->mu, &ts);
         }
         /* Calls trickling in (a CLI asking a provider one resource at a

@@ -21,7 +21,7 @@
 
 static char tmpdir[256];
 
-/* What the hook saw, copied (it runs on the recorder's decoder thread). */
+/* What the hook saw, copied (it runs in the decoding caller's thread or the SQL thread). */
 struct seen {
     int64_t call_seq;
     char *method, *type_name, *request_value, *response_value, *response_json;
