@@ -124,15 +124,14 @@ static void set_decode_error(struct call *c, const char *msg)
     c->decode_error = rec_dupstr(msg);
 }
 
-/* Append one message's JSON to out. */
+/* Append one message's JSON to out. schema_sha: the message's digest
+ * when it is a provider schema (stored once, by hash, in schemas). */
 static void render_message(recorder *r, struct call *c, enum recorder_direction dir,
-                           const unsigned char *p, size_t n, tftap_buf *out)
+                           const unsigned char *p, size_t n, const char *schema_sha, tftap_buf *out)
 {
     char sha[65];
-    if (dir == RECORDER_RESPONSE && is_provider_schema_method(c->method)) {
-        /* The schema itself is stored once, by hash, in schemas. */
-        tftap_sha256_hex(p, n, sha);
-        tftap_buf_printf(out, "{\"$schema\":\"%s\",\"size\":%zu}", sha, n);
+    if (schema_sha) {
+        tftap_buf_printf(out, "{\"$schema\":\"%s\",\"size\":%zu}", schema_sha, n);
         return;
     }
     dec_opts opts;
@@ -172,7 +171,7 @@ static void render_message(recorder *r, struct call *c, enum recorder_direction 
 }
 
 static void side_add(recorder *r, struct call *c, struct side *s, enum recorder_direction dir,
-                     const unsigned char *p, size_t n, int spilled)
+                     const unsigned char *p, size_t n, int spilled, const char *schema_sha)
 {
     if (s->handed) {
         /* A second message where one was expected, after the first went
@@ -189,7 +188,7 @@ static void side_add(recorder *r, struct call *c, struct side *s, enum recorder_
         tftap_buf_reserve(&s->json, n + n / 2 + 256);
     if (s->count > 0)
         tftap_buf_putc(&s->json, ',');
-    render_message(r, c, dir, p, n, &s->json);
+    render_message(r, c, dir, p, n, schema_sha, &s->json);
     if (spilled) {
         s->big += s->json.len - before; /* outside the bound: one at a time */
         c->big = 1;
@@ -229,8 +228,9 @@ static void redecode_retained(recorder *r)
         free(c->decode_error);
         c->decode_error = NULL;
         for (struct rawmsg *m = c->raws; m; m = m->next)
+            /* never a schema: those are not retained */
             side_add(r, c, m->dir == RECORDER_REQUEST ? &c->req : &c->resp, m->dir, m->bytes,
-                     m->len, 0);
+                     m->len, 0, NULL);
         c->decoded_with_schema = 1;
         mark_dirty(r, c);
         rec_call_free_raws(r, c);
@@ -630,15 +630,20 @@ static void apply_event(recorder *r, struct event *ev)
         }
         if (s->count == 1 && !c->stream)
             c->stream = 1; /* a second message on a method we took for unary */
-        side_add(r, c, s, ev->dir, ev->bytes, ev->len, ev->spill_path != NULL);
+        /* A provider schema is hashed once: its digest names it in the
+         * call's column and in schemas. */
+        int is_schema = ev->dir == RECORDER_RESPONSE && is_provider_schema_method(c->method);
+        char sha[65];
+        if (is_schema)
+            tftap_sha256_hex(ev->bytes, ev->len, sha);
+        side_add(r, c, s, ev->dir, ev->bytes, ev->len, ev->spill_path != NULL,
+                 is_schema ? sha : NULL);
         if (r->schema)
             c->decoded_with_schema = 1;
         if (!ev->spill_path) /* the file is gone after this: not kept for later */
             retain_raw(r, c, ev);
         mark_dirty(r, c);
-        if (ev->dir == RECORDER_RESPONSE && is_provider_schema_method(c->method)) {
-            char sha[65];
-            tftap_sha256_hex(ev->bytes, ev->len, sha);
+        if (is_schema) {
             if (!r->schema || strcmp(sha, r->schema_sha) != 0 ||
                 strcmp(r->schema_source, "response") != 0)
                 schema_adopt(r, dec_method_protocol(c->method), ev->bytes, ev->len, sha,
@@ -697,41 +702,28 @@ static void apply_event(recorder *r, struct event *ev)
 }
 
 /* The digest an earlier process recorded for the same file unchanged
- * (stat as binary_stat, kept next to the digest): one indexed read on a
- * connection of its own, where hashing the file would read all of it. 1 with
- * sha (65 bytes) filled. A database without the column yet, or busy, says 0
- * and the file is hashed. */
-static int known_digest(const char *db_path, const char *stat_key, char sha[65])
+ * (stat as binary_stat, kept next to the digest), asked of the SQL thread
+ * (one indexed read), where hashing the file would read all of it. 1 with
+ * sha (65 bytes) filled. No answer within 2 s (a database busy, or not
+ * there) says 0, and the file is hashed. */
+static int known_digest(recorder *r, const char *stat_key, char sha[65])
 {
-    sdb *db = NULL;
-    sdb_stmt *st = NULL;
-    int found = 0;
-    int rc = sdb_open(db_path, SDB_OPEN_READONLY, &db);
-    /* Another recorder may be committing or checkpointing right now: a
-     * busy database would mean hashing the whole binary again. */
-    if (rc == SDB_OK)
-        sdb_busy_timeout(db, 2000);
-    if (rc == SDB_OK && sdb_prepare(db,
-                                    "SELECT binary_sha256 FROM processes WHERE binary_stat = ? AND "
-                                    "length(binary_sha256) = 64 LIMIT 1",
-                                    &st) == SDB_OK) {
-        sdb_bind_text(st, 1, stat_key, -1, SDB_STATIC);
-        if (sdb_step(st) == SDB_ROW) {
-            /* A database is a file anyone may have written: hex or nothing. */
-            const unsigned char *t = sdb_column_text(st, 0);
-            size_t hex = 0;
-            while (t && hex < 64 &&
-                   ((t[hex] >= '0' && t[hex] <= '9') || (t[hex] >= 'a' && t[hex] <= 'f')))
-                hex++;
-            if (hex == 64 && t[64] == '\0') {
-                memcpy(sha, t, 64);
-                sha[64] = '\0';
-                found = 1;
-            }
-        }
-    }
-    sdb_finalize(st);
-    sdb_close(db);
+    pthread_mutex_lock(&r->mu);
+    snprintf(r->digest_stat, sizeof r->digest_stat, "%s", stat_key);
+    r->digest_sha[0] = '\0';
+    r->digest_answered = 0;
+    r->digest_asked = 1;
+    pthread_cond_signal(&r->scv);
+    struct timespec until;
+    tftap_deadline_in(&until, 2000);
+    while (!r->digest_answered && !(r->sql_tried && !r->sql_ok) &&
+           pthread_cond_timedwait(&r->cv, &r->mu, &until) == 0)
+        ;
+    int found = r->digest_answered && r->digest_sha[0];
+    if (found)
+        memcpy(sha, r->digest_sha, 65);
+    r->digest_asked = 0;
+    pthread_mutex_unlock(&r->mu);
     return found;
 }
 
@@ -775,7 +767,7 @@ static void sync_procinfo(recorder *r)
                  (uintmax_t)st.st_dev, (uintmax_t)st.st_ino, (intmax_t)st.st_size,
                  (intmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (intmax_t)st.st_ctim.tv_sec,
                  st.st_ctim.tv_nsec);
-    if (r->binary_stat[0] && known_digest(r->path, r->binary_stat, r->binary_sha256)) {
+    if (r->binary_stat[0] && known_digest(r, r->binary_stat, r->binary_sha256)) {
         fclose(f);
         r->have_binary_sha = 1;
         r->last_schema_poll_ms = 0; /* look for an earlier schema now */

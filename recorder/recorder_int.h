@@ -205,6 +205,11 @@ struct recorder {
     size_t borrow_len;
     int borrow_protocol, borrow_ready;
     char borrow_sha[65];
+    /* the decoder asks for the digest an earlier process recorded of its
+     * binary, unchanged (decode.c known_digest); the SQL thread answers */
+    char digest_stat[BINARY_STAT_LEN];
+    int digest_asked, digest_answered;
+    char digest_sha[65];
 
     /* ---- the decoding stage: under dec_mu ---- */
     int decoder_done;         /* close's last words are said: nothing more is decoded */

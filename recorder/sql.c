@@ -536,6 +536,45 @@ static void answer_borrow(recorder *r)
     pthread_mutex_unlock(&r->mu);
 }
 
+/* Answer the decoder's question about its binary's digest: the one an
+ * earlier process recorded for the same file, unchanged. */
+static void answer_digest(recorder *r)
+{
+    char want[BINARY_STAT_LEN];
+    pthread_mutex_lock(&r->mu);
+    int asked = r->digest_asked && !r->digest_answered;
+    memcpy(want, r->digest_stat, sizeof want);
+    pthread_mutex_unlock(&r->mu);
+    if (!asked || !r->db)
+        return;
+    char sha[65] = "";
+    sdb_stmt *st = NULL;
+    if (run_sql(r->db,
+                "SELECT binary_sha256 FROM processes WHERE binary_stat = ? AND "
+                "length(binary_sha256) = 64 LIMIT 1",
+                &st) == SDB_OK) {
+        sdb_bind_text(st, 1, want, -1, SDB_STATIC);
+        if (sdb_step(st) == SDB_ROW) {
+            /* A database is a file anyone may have written: hex or nothing. */
+            const unsigned char *t = sdb_column_text(st, 0);
+            size_t hex = 0;
+            while (t && hex < 64 &&
+                   ((t[hex] >= '0' && t[hex] <= '9') || (t[hex] >= 'a' && t[hex] <= 'f')))
+                hex++;
+            if (hex == 64 && t[64] == '\0') {
+                memcpy(sha, t, 64);
+                sha[64] = '\0';
+            }
+        }
+    }
+    sdb_finalize(st);
+    pthread_mutex_lock(&r->mu);
+    memcpy(r->digest_sha, sha, sizeof sha);
+    r->digest_answered = 1;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
 /* A write the database refused (a value it cannot store, a constraint, a
  * trigger's exception), not one it could not take (the connection, a lock,
  * no room): the same write again can never succeed. */
@@ -781,6 +820,7 @@ static void apply_pending(recorder *r, int closing)
 static int may_gather(const recorder *r)
 {
     return r->db && !r->sql_stop && !r->ops_urgent && !(r->borrow_asked && !r->borrow_ready) &&
+           !(r->digest_asked && !r->digest_answered) &&
            r->inflight_bytes < r->opts.max_queue_bytes / 4;
 }
 
@@ -802,7 +842,8 @@ void *rec_sql_main(void *arg)
             idle_not_before = tftap_mono_ms() + DECODE_GATHER_MS;
         }
         pthread_mutex_lock(&r->mu);
-        if (r->sql_tried && !r->ops && !r->sql_stop && !(r->borrow_asked && !r->borrow_ready)) {
+        if (r->sql_tried && !r->ops && !r->sql_stop && !(r->borrow_asked && !r->borrow_ready) &&
+            !(r->digest_asked && !r->digest_answered)) {
             int64_t until = tftap_mono_ms() + (r->db ? r->commit_ms : r->retry_ms);
             if (r->idle_due_ms) {
                 int64_t due = r->idle_due_ms > idle_not_before ? r->idle_due_ms : idle_not_before;
@@ -849,6 +890,7 @@ void *rec_sql_main(void *arg)
                 last_commit_ms = tftap_mono_ms();
             }
             answer_borrow(r);
+            answer_digest(r);
         }
         if (stopping) {
             pthread_mutex_lock(&r->mu);
