@@ -891,15 +891,9 @@ static void emit_gap(recorder *r)
         return; /* told with the next one */
     o->gap_seq = ++r->gap_seq;
     o->lost = r->lost;
-    o->lost_queue = r->lost_queue;
-    o->lost_db = r->lost_db;
-    o->lost_input = r->lost_input;
-    o->lost_shim = r->lost_shim;
-    o->lost_large = r->lost_large;
-    o->lost_spill = r->lost_spill;
+    memcpy(o->lost_why, r->lost_why, sizeof o->lost_why);
     r->lost = 0;
-    r->lost_queue = r->lost_db = r->lost_input = r->lost_shim = 0;
-    r->lost_large = r->lost_spill = 0;
+    memset(r->lost_why, 0, sizeof r->lost_why);
 }
 
 /* A message in a spill file: decoded once the big message before it is
@@ -929,7 +923,7 @@ static void apply_spilled(recorder *r, struct event *e)
         rec_log(r, "cannot read the spill file %s: %s", e->spill_path,
                 fd < 0 ? strerror(errno) : "not a regular file of a size it may have");
         r->lost++;
-        r->lost_spill = 1;
+        r->lost_why[RECORDER_LOST_SPILL_FAILED] = 1;
         return;
     }
     (void)madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
@@ -957,31 +951,15 @@ static int64_t gather_ms(const recorder *r)
  * stage's own, to be written as the next gap. */
 static void fold_lost(recorder *r)
 {
-    if (r->queue_lost) {
-        r->lost += r->queue_lost;
-        r->lost_queue = 1;
-        r->queue_lost = 0;
-    }
-    if (r->input_lost) {
-        r->lost += r->input_lost;
-        r->lost_input = 1;
-        r->input_lost = 0;
-    }
-    if (r->large_lost) {
-        r->lost += r->large_lost;
-        r->lost_large = 1;
-        r->large_lost = 0;
-    }
-    if (r->spill_lost) {
-        r->lost += r->spill_lost;
-        r->lost_spill = 1;
-        r->spill_lost = 0;
-    }
-    if (r->shim_died) {
-        r->lost += r->shim_lost;
-        r->lost_shim = 1;
-        r->shim_lost = 0;
-        r->shim_died = 0;
+    for (int why = 0; why < REC_LOST_WHYS; why++)
+        if (r->told_lost[why]) {
+            r->lost += r->told_lost[why];
+            r->lost_why[why] = 1;
+            r->told_lost[why] = 0;
+        }
+    if (r->told_shim_died) {
+        r->lost_why[RECORDER_LOST_SHIM_DIED] = 1;
+        r->told_shim_died = 0;
     }
 }
 
@@ -1000,7 +978,8 @@ static void note_idle(recorder *r, int64_t not_before)
 {
     int64_t due = 0;
     if (!r->decoder_done) {
-        if (r->out || r->dirty_calls || r->proc_dirty || r->lost || r->lost_shim)
+        if (r->out || r->dirty_calls || r->proc_dirty || r->lost ||
+            r->lost_why[RECORDER_LOST_SHIM_DIED])
             due = (r->owed_since_ms ? r->owed_since_ms : tftap_mono_ms()) + gather_ms(r);
         if (!r->schema && r->have_binary_sha) {
             int64_t poll = r->last_schema_poll_ms + SCHEMA_POLL_MS;
@@ -1078,7 +1057,7 @@ static int admit(recorder *r, size_t cost)
     if (drop) {
         r->stats.dropped++;
         r->lost++;
-        r->lost_queue = 1;
+        r->lost_why[RECORDER_LOST_QUEUE_FULL] = 1;
         if (!r->logged_full && !r->stop) {
             r->logged_full = 1;
             log_full = 1;
@@ -1095,7 +1074,7 @@ static void decode_one(recorder *r, struct event *ev)
 {
     if (!sql_ready(r)) {
         r->lost++;
-        r->lost_db = 1;
+        r->lost_why[REC_LOST_DB] = 1;
         pthread_mutex_lock(&r->mu);
         r->stats.dropped++;
         pthread_mutex_unlock(&r->mu);
@@ -1103,7 +1082,7 @@ static void decode_one(recorder *r, struct event *ev)
     }
     if (r->proc_dirty)
         emit_process(r);
-    if (r->lost || r->lost_shim)
+    if (r->lost || r->lost_why[RECORDER_LOST_SHIM_DIED])
         emit_gap(r);
     if (!r->borrow_tried && r->have_binary_sha) {
         r->borrow_tried = 1;
@@ -1160,7 +1139,7 @@ void rec_decoder_idle(recorder *r)
             poll_borrowed_schema(r);
             if (r->proc_dirty)
                 emit_process(r);
-            if (r->lost || r->lost_shim)
+            if (r->lost || r->lost_why[RECORDER_LOST_SHIM_DIED])
                 emit_gap(r);
             flush(r);
             r->noted_due_ms = -1; /* told again, whatever it was */
@@ -1197,7 +1176,7 @@ void rec_decoder_close(recorder *r)
     }
     if (r->proc_dirty)
         emit_process(r);
-    if (r->lost || r->lost_shim)
+    if (r->lost || r->lost_why[RECORDER_LOST_SHIM_DIED])
         emit_gap(r);
     r->closing = 1;
     emit_dirty_calls(r);

@@ -87,18 +87,11 @@ void recorder_lost(recorder *r, uint64_t n, enum recorder_lost why)
         return;
     pthread_mutex_lock(&r->mu);
     r->stats.dropped += n;
-    if (why == RECORDER_LOST_QUEUE_FULL)
-        r->queue_lost += n;
-    else if (why == RECORDER_LOST_TOO_LARGE)
-        r->large_lost += n;
-    else if (why == RECORDER_LOST_SPILL_FAILED)
-        r->spill_lost += n;
-    else if (why == RECORDER_LOST_SHIM_DIED)
-        r->shim_lost += n;
-    else
-        r->input_lost += n;
+    if ((unsigned)why > RECORDER_LOST_SPILL_FAILED)
+        why = RECORDER_LOST_MALFORMED; /* not one we know: told as what it is */
+    r->told_lost[why] += n;
     if (why == RECORDER_LOST_SHIM_DIED)
-        r->shim_died = 1;
+        r->told_shim_died = 1;
     pthread_mutex_unlock(&r->mu);
     rec_decoder_sync(r); /* a gap is owed, whether or not more events come */
 }

@@ -36,6 +36,13 @@
 
 enum ev_kind { EV_BEGIN, EV_MESSAGE, EV_END };
 
+/* Why events were lost, as a gap row says: the reasons callers tell
+ * (enum recorder_lost, its values first) and the recorder's own. */
+enum rec_lost_why {
+    REC_LOST_DB = RECORDER_LOST_SPILL_FAILED + 1, /* the database was unavailable */
+    REC_LOST_WHYS
+};
+
 /* One thing a caller tells (recorder.c), decoded at once in the caller's
  * thread (decode.c): it lives on the caller's stack, its bytes are the
  * caller's unless owned. */
@@ -140,8 +147,8 @@ struct op {
     /* OP_GAP */
     int64_t gap_seq; /* gaps.seq: the row is written once however often the op is */
     uint64_t lost;
-    int lost_queue, lost_db, lost_input, lost_shim, lost_large, lost_spill;
-    char *reason; /* OP_GAP of refused writes (sql.c): its reason, owned */
+    unsigned char lost_why[REC_LOST_WHYS]; /* which reasons (a shim's death: even with lost 0) */
+    char *reason;                          /* OP_GAP of refused writes (sql.c): its reason, owned */
 };
 
 struct recorder {
@@ -175,16 +182,13 @@ struct recorder {
     int overflowing;       /* a blocking caller waited block_ms in vain: drop until half empty */
     struct procinfo pinfo; /* under mu */
     recorder_stats stats;  /* under mu */
-    uint64_t queue_lost;   /* under mu: refused by enqueue, not yet in lost */
-    uint64_t input_lost;   /* under mu: lost before reaching us (recorder_lost) */
-    uint64_t shim_lost;    /* under mu: calls cut off by the shim's death */
-    uint64_t large_lost;   /* under mu: messages too large to record */
-    uint64_t spill_lost;   /* under mu: big messages whose spill file failed */
+    /* under mu: told by recorder_lost, by reason, not yet in lost */
+    uint64_t told_lost[REC_LOST_WHYS];
+    int told_shim_died; /* under mu: a shim's death told (a gap even without a loss) */
     /* under mu: JSON of spilled messages handed to the SQL thread and not yet
      * committed; the decoder starts on the next spilled message only at 0,
      * so that one big message is in memory at a time. */
     size_t big_inflight;
-    int shim_died; /* under mu: said by recorder_lost, not yet in lost */
     int logged_full;
 
     /* ---- shared between the two threads, under mu ---- */
@@ -220,13 +224,12 @@ struct recorder {
     int out_urgent;           /* out holds a schema or process op: hand over at once */
     unsigned char key[STORE_KEY_LEN];
     int have_key;
-    tftap_hmac *mac;                     /* HMAC-SHA256 keyed with key */
-    uint64_t lost;                       /* events lost, not yet in a gap op */
-    int64_t gap_seq;                     /* gap ops made so far */
-    int lost_queue, lost_db, lost_input; /* reasons */
-    int lost_large, lost_spill;
-    int lost_shim;        /* reason: the shim died (a gap even when lost is 0) */
-    struct procinfo proc; /* decoder's copy */
+    tftap_hmac *mac;                       /* HMAC-SHA256 keyed with key */
+    uint64_t lost;                         /* events lost, not yet in a gap op */
+    int64_t gap_seq;                       /* gap ops made so far */
+    unsigned char lost_why[REC_LOST_WHYS]; /* why; a shim's death makes a gap even
+                                            * when lost is 0 */
+    struct procinfo proc;                  /* decoder's copy */
     char binary_sha256[65];
     char binary_stat[BINARY_STAT_LEN]; /* identity of the file digested, or "" */
     int have_binary_sha;

@@ -338,18 +338,27 @@ static int apply_gap(recorder *r, const struct op *o)
      * refusal's (apply_singly). */
     char reason[512] = "";
     if (o->reason == NULL) {
-        const char *parts[6] = {
-            o->lost_queue ? "queue full" : NULL,
-            o->lost_db ? "database unavailable" : NULL,
-            o->lost_input ? "malformed recorder input" : NULL,
-            o->lost_large ? "message too large to record (relayed whole)" : NULL,
-            o->lost_spill ? "spill file not written or read (disk full?)" : NULL,
-            o->lost_shim ? "shim died (its process ended mid-run: the calls counted were "
-                           "cut off; calls of its last moments may be missing entirely)"
-                         : NULL,
+        /* In the order readers have always seen them. */
+        static const struct {
+            enum rec_lost_why why;
+            const char *text;
+        } reasons[REC_LOST_WHYS] = {
+            {(enum rec_lost_why)RECORDER_LOST_QUEUE_FULL, "queue full"},
+            {REC_LOST_DB, "database unavailable"},
+            {(enum rec_lost_why)RECORDER_LOST_MALFORMED, "malformed recorder input"},
+            {(enum rec_lost_why)RECORDER_LOST_TOO_LARGE,
+             "message too large to record (relayed whole)"},
+            {(enum rec_lost_why)RECORDER_LOST_SPILL_FAILED,
+             "spill file not written or read (disk full?)"},
+            {(enum rec_lost_why)RECORDER_LOST_SHIM_DIED,
+             "shim died (its process ended mid-run: the calls counted were cut off; calls of "
+             "its last moments may be missing entirely)"},
         };
+        const char *parts[REC_LOST_WHYS];
+        for (int i = 0; i < REC_LOST_WHYS; i++)
+            parts[i] = o->lost_why[reasons[i].why] ? reasons[i].text : NULL;
         size_t at = 0;
-        for (int i = 0; i < 6; i++)
+        for (int i = 0; i < REC_LOST_WHYS; i++)
             if (parts[i] && at < sizeof reason)
                 at += (size_t)snprintf(reason + at, sizeof reason - at, "%s%s", at ? ", " : "",
                                        parts[i]);

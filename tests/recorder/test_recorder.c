@@ -134,6 +134,18 @@ static recorder *open_rec(int64_t run_id, const char *bin)
     return r;
 }
 
+/* A recorder of its own database at path, its process told and its
+ * schema recorded. */
+static recorder *open_at(const char *path)
+{
+    recorder_opts o = {0};
+    recorder *r = NULL;
+    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
+    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4242);
+    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    return r;
+}
+
 static const struct fx_thing thing_alpha = {NULL, "alpha", FX_SECRET, 3, 2, NULL, NULL};
 
 static void plan_create(recorder *r, uint64_t id, const struct fx_thing *t)
@@ -582,11 +594,7 @@ static void test_spilled_messages(void)
     snprintf(path, sizeof path, "%s/spill/tftap.db", tmpdir);
     snprintf(file, sizeof file, "%s/spilled-request", tmpdir);
     snprintf(gone, sizeof gone, "%s/never-written", tmpdir);
-    recorder_opts o = {0};
-    recorder *r = NULL;
-    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
-    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4242);
-    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    recorder *r = open_at(path);
     struct fx_bytes req = fx_plan_request(NULL, &thing_alpha);
     struct fx_bytes resp = fx_plan_response(&thing_alpha, 0, NULL);
     FILE *f = fopen(file, "wb");
@@ -797,11 +805,7 @@ static void test_trickle_committed_while_open(void)
 {
     char path[400];
     snprintf(path, sizeof path, "%s/trickle/tftap.db", tmpdir);
-    recorder_opts o = {0};
-    recorder *r = NULL;
-    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
-    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4242);
-    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    recorder *r = open_at(path);
     for (uint64_t i = 2; i <= 40; i++) {
         plan_create(r, i, &thing_alpha);
         int64_t committed = 0;
@@ -841,11 +845,7 @@ static void test_request_written_once(void)
 {
     char path[400];
     snprintf(path, sizeof path, "%s/once/tftap.db", tmpdir);
-    recorder_opts o = {0};
-    recorder *r = NULL;
-    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
-    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4243);
-    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    recorder *r = open_at(path);
     struct fx_bytes req = fx_plan_request(NULL, &thing_alpha);
     struct fx_bytes resp = fx_plan_response(&thing_alpha, 0, NULL);
     recorder_call_begin(r, 2, M_PLAN, now_us());
@@ -916,11 +916,7 @@ static void test_matching_writes_little(void)
 {
     char path[420];
     snprintf(path, sizeof path, "%s/match/tftap.db", tmpdir);
-    recorder_opts o = {0};
-    recorder *r = NULL;
-    CHECK_INT_EQ(recorder_open(path, &o, &r), 0);
-    recorder_process(r, "registry.opentofu.org/test/thing", "1.0.0", bin_a, 5, 4242);
-    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    recorder *r = open_at(path);
     struct fx_thing big = thing_alpha;
     char name[3000];
     memset(name, 'n', sizeof name - 1);
