@@ -24,16 +24,6 @@ check() {
     shift
     if "$@"; then ok "$name"; else not_ok "$name"; fi
 }
-# known_issue NAME GOT EXPECTED: like check_eq, but a mismatch is a known,
-# reported bug owned elsewhere: it is counted as skipped, loudly, not failed.
-known_issue() {
-    if [ "$2" = "$3" ]; then
-        ok "$1"
-    else
-        e2e_skipped=$((e2e_skipped + 1))
-        echo "KNOWN ISSUE (skipped): $1: got '$2', expected '$3'"
-    fi
-}
 check_eq() { # NAME GOT EXPECTED
     if [ "$2" = "$3" ]; then
         ok "$1"
