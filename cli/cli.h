@@ -26,13 +26,6 @@ int cli_export(int argc, char **argv);
 
 /* Judging recorded runs (cli/check.c): exit 0 fine, 1 found, 2 error. */
 int cli_check(int argc, char **argv);
-/* After `tftap run`: one "tftap: N provider contract violations; see tftap
- * check last" line on stderr when the run broke any rule, else nothing (a
- * database that cannot be read says nothing either: it never changes the
- * command's output or exit status). read: the run's changes as
- * analysis_check_read read them while the addresses were matched, or NULL
- * (read here). */
-void cli_check_summary(store *s, int64_t run_id, analysis_check_pass *read);
 /* Comparing (cli/diff.c, cli/schema.c): exit 0 same, 1 differs, 2 error. */
 int cli_diff(int argc, char **argv);
 int cli_schema(int argc, char **argv);
@@ -54,35 +47,6 @@ int cli_complete(int argc, char **argv);
 int cli_version_cmd(int argc, char **argv);
 /* A recorded provider served to tofu (cli/replay_provider.c; hidden). */
 int cli_replay_provider(int argc, char **argv);
-
-/* OTLP spans (cli/otlp_opts.c). 1 when url is an http:// or https:// URL. */
-int cli_otlp_url_ok(const char *url);
-/* tftap run: put --otlp URL (when not NULL) in the environment as
- * TFTAP_OTLP for the shims (and --otlp-values as TFTAP_OTLP_VALUES=1), and,
- * when spans are exported and the CLI gave no TRACEPARENT, one
- * TFTAP_OTLP_TRACE_ID for all of this run's spans. Spans with values and
- * at_end: TFTAP_OTLP_AT_END=1, the shims export nothing and tftap run
- * exports the run's spans from its record once it is redacted
- * (run_export_spans). */
-void cli_otlp_run_env(const char *url, int values, int at_end);
-/* The span export a shim does: from meta_url (tftap wrap --otlp), else
- * TFTAP_OTLP, else the OTEL_EXPORTER_OTLP_* variables; parented under
- * TRACEPARENT; values when meta_values (tftap wrap --otlp-values) or
- * TFTAP_OTLP_VALUES=1; the resource from OTEL_SERVICE_NAME and
- * OTEL_RESOURCE_ATTRIBUTES. 1 and *oc filled (its strings borrowed from the
- * environment, but the endpoint, which *owned holds: free()), or 0 when no
- * spans are wanted. */
-struct otlp_config;
-int cli_otlp_config(const char *meta_url, int meta_values, struct otlp_config *oc, char **owned);
-/* 1 when TFTAP_OTLP_VALUES asks for values ("1" or "true"). */
-int cli_otlp_values_env(void);
-
-/* cli_version.c: a CLI binary's version as a run recorded it before,
- * remembered by the binary's identity (NULL: not known; heap), and
- * remembering one. Best effort: nothing is said when the cache cannot be
- * read or written. */
-char *cli_version_remembered(const char *cli_path);
-void cli_version_remember(const char *cli_path, const char *version);
 
 /* Print "tftap: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

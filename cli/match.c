@@ -11,7 +11,7 @@
 #include "analysis/analysis.h"
 #include "cli/cli.h"
 #include "cli/cli_store.h"
-#include "cli/run_int.h"
+#include "launch/launch.h"
 
 static const char usage_text[] =
     "usage: tftap match RUN [--plan FILE] [--state FILE] [--before FILE] [--config DIR]\n"
@@ -46,7 +46,7 @@ static int run_row(void *ctx, const store_run_row *r)
 
 static int read_doc(const char *path, tftap_buf *b)
 {
-    if (tftap_read_file(path, CAPTURE_MAX, b) != 0) {
+    if (tftap_read_file(path, LAUNCH_DOC_MAX, b) != 0) {
         cli_error("cannot read %s: %s", path, strerror(errno ? errno : EIO));
         return 1;
     }
@@ -108,7 +108,7 @@ int cli_match(int argc, char **argv)
         docs[ndocs++] = (analysis_match_doc){sb.data ? sb.data : "", sb.len, 1, !cr.exit_ok};
     const char *dir = config_dir ? config_dir : cr.cwd;
     struct stat st;
-    if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && run_config_doc(dir, NULL, &cb) == 0)
+    if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && launch_config_doc(dir, NULL, &cb) == 0)
         docs[ndocs++] = (analysis_match_doc){cb.data, cb.len, 0, 0};
     else if (config_dir)
         cli_error("the configuration in %s cannot be read with certainty: nothing is named "

@@ -1,5 +1,5 @@
 /* cli: the one option parser of every command (getopt_long) and its
- * one-line usage errors. */
+ * one-line errors (worded as the run's own, launch_vmessage). */
 #include "config.h"
 
 #include <stdarg.h>
@@ -8,30 +8,13 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-
-/* A message is one line of at most this many bytes: an argument that
- * came in whole (120 KB of it) is cut, not echoed. */
-#define CLI_MSG_MAX 1024
-
-static void vmessage(const char *fmt, va_list ap)
-{
-    char msg[CLI_MSG_MAX];
-    int n = vsnprintf(msg, sizeof msg, fmt, ap);
-    fputs("tftap: ", stderr);
-    if (n < 0)
-        fputs(fmt, stderr);
-    else if ((size_t)n < sizeof msg)
-        fputs(msg, stderr);
-    else
-        fprintf(stderr, "%.*s... (%d bytes cut)", (int)sizeof msg - 64, msg,
-                n - ((int)sizeof msg - 64));
-}
+#include "launch/launch.h"
 
 void cli_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vmessage(fmt, ap);
+    launch_vmessage(fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
 }
@@ -40,7 +23,7 @@ void cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vmessage(fmt, ap);
+    launch_vmessage(fmt, ap);
     va_end(ap);
     if (cmd)
         fprintf(stderr, " (see 'tftap %s --help')\n", cmd);

@@ -22,7 +22,7 @@
 #include "cli/cli.h"
 #include "cli/cli_store.h"
 #include "cli/replay_int.h"
-#include "cli/wrap.h"
+#include "launch/launch.h"
 #include "store/store.h"
 
 static const char usage_text[] =
@@ -77,13 +77,13 @@ static int add_recorded(void *ctx, const store_run_provider_row *row)
     struct recorded *r = ctx;
     if (r->n == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 4;
-        struct wrap_provider *v = realloc(r->v, cap * sizeof *v);
+        struct launch_provider *v = realloc(r->v, cap * sizeof *v);
         if (v == NULL)
             return TFTAP_ENOMEM;
         r->v = v;
         r->cap = cap;
     }
-    struct wrap_provider *p = &r->v[r->n];
+    struct launch_provider *p = &r->v[r->n];
     memset(p, 0, sizeof *p);
     const char *slash = strrchr(row->provider, '/');
     p->addr = strdup(row->provider);
@@ -187,7 +187,7 @@ static int write_providers(struct recorded *r, const char *dir, const struct sou
         return TFTAP_EIO;
     }
     for (size_t i = 0; i < r->n && rc == 0; i++) {
-        struct wrap_provider *p = &r->v[i];
+        struct launch_provider *p = &r->v[i];
         tftap_buf_reset(&name);
         tftap_buf_printf(&name, "%s/p%zu", dir, i);
         if (tftap_buf_failed(&name)) {
@@ -206,14 +206,14 @@ static int write_providers(struct recorded *r, const char *dir, const struct sou
         tftap_buf_printf(&b, " (run %lld of ", (long long)src->run);
         tftap_buf_puts(&b, src->path);
         tftap_buf_puts(&b, ")\nexec ");
-        wrap_sh_quote(&b, src->exe);
+        launch_sh_quote(&b, src->exe);
         tftap_buf_puts(&b, " replay-provider --db ");
-        wrap_sh_quote(&b, src->path);
+        launch_sh_quote(&b, src->path);
         tftap_buf_printf(&b, " --run %lld --provider ", (long long)src->run);
-        wrap_sh_quote(&b, p->addr);
+        launch_sh_quote(&b, p->addr);
         for (size_t k = 0; k < src->nignore; k++) {
             tftap_buf_puts(&b, " --ignore ");
-            wrap_sh_quote(&b, src->ignore[k]);
+            launch_sh_quote(&b, src->ignore[k]);
         }
         tftap_buf_puts(&b, " \"$@\"\n");
         if (tftap_buf_failed(&b) || tftap_buf_failed(&name)) {
@@ -242,17 +242,17 @@ static int write_providers(struct recorded *r, const char *dir, const struct sou
     return rc;
 }
 
-/* Remove what write_providers and wrap_write_config wrote in dir, and dir. */
+/* Remove what write_providers and launch_wrap_write_config wrote in dir, and dir. */
 static void clean_providers(const struct recorded *r, const char *dir)
 {
-    struct wrap_set set;
+    struct launch_providers set;
     memset(&set, 0, sizeof set);
     set.v = r->v;
     /* Those written so far: the binary is set once its file is. */
     while (set.n < r->n && r->v[set.n].binary != NULL)
         set.n++;
-    /* wrap_clean removes p<i>/<the binary's name> and tftap.tfrc. */
-    wrap_clean(&set, dir);
+    /* launch_wrap_clean removes p<i>/<the binary's name> and tftap.tfrc. */
+    launch_wrap_clean(&set, dir);
     rmdir(dir);
 }
 
@@ -322,9 +322,9 @@ static int read_source(const char *path, const char *run_spec, int64_t *run, str
 /* --out DIR: the replaying providers in DIR/replay, shims in front of them
  * and DIR/tftap.tfrc. */
 static int write_out(struct recorded *r, const char *out, const char *cli, const char *db,
-                     const struct source *src, const struct wrap_opts *wo)
+                     const struct source *src, const struct launch_wrap_opts *wo)
 {
-    struct wrap_set set;
+    struct launch_providers set;
     tftap_buf err = TFTAP_BUF_INIT;
     char *dir = NULL, *rdir = NULL, *cwd = NULL, *config = NULL;
     int code = 1;
@@ -337,28 +337,28 @@ static int write_out(struct recorded *r, const char *out, const char *cli, const
         cli_error("cannot resolve %s: %s", out, strerror(errno));
         goto cleanup;
     }
-    if ((rdir = wrap_joinpath(dir, "replay")) == NULL) {
+    if ((rdir = launch_joinpath(dir, "replay")) == NULL) {
         cli_error("out of memory");
         goto cleanup;
     }
     if (write_providers(r, rdir, src) != 0)
         goto cleanup;
-    if (wrap_discover(cwd, cli, &set, &err) != 0) {
+    if (launch_discover(cwd, cli, &set, &err) != 0) {
         cli_error("%s", tftap_buf_cstr(&err));
         goto cleanup;
     }
-    if (wrap_set_replace(&set, r->v, r->n) != 0) {
+    if (launch_providers_replace(&set, r->v, r->n) != 0) {
         cli_error("out of memory");
         goto cleanup;
     }
-    struct wrap_opts o = *wo;
+    struct launch_wrap_opts o = *wo;
     o.db = db;
-    if (wrap_write(&set, dir, &o, &config, &err) != 0) {
+    if (launch_wrap_write(&set, dir, &o, &config, &err) != 0) {
         cli_error("%s", tftap_buf_cstr(&err));
         goto cleanup;
     }
     tftap_buf q = TFTAP_BUF_INIT;
-    wrap_sh_quote(&q, config);
+    launch_sh_quote(&q, config);
     printf("export TF_CLI_CONFIG_FILE=%s\n", tftap_buf_cstr(&q));
     tftap_buf_done(&q);
     for (size_t i = 0; i < r->n; i++)
@@ -366,7 +366,7 @@ static int write_out(struct recorded *r, const char *out, const char *cli, const
                 r->v[i].version ? r->v[i].version : "(no version)", (long long)src->run, src->path);
     code = fflush(stdout) == 0 ? 0 : 1;
 cleanup:
-    wrap_set_done(&set);
+    launch_providers_done(&set);
     tftap_buf_done(&err);
     free(dir);
     free(rdir);
@@ -377,11 +377,11 @@ cleanup:
 
 /* The command: a temporary directory with the replaying providers and a CLI
  * config sending the CLI straight to them (for the `show -json` tftap runs
- * itself after the command, unrecorded), then run_command. */
+ * itself after the command, unrecorded), then launch_run. */
 int replay_command(struct recorded *r, char **cmd, int ncmd, const struct source *src,
-                   struct run_opts *ro)
+                   struct launch_run_opts *ro)
 {
-    struct wrap_set set;
+    struct launch_providers set;
     tftap_buf err = TFTAP_BUF_INIT, t = TFTAP_BUF_INIT, e = TFTAP_BUF_INIT;
     char *tmp = NULL, *rdir = NULL, *config = NULL, *env_cfg = NULL;
     int code = 1;
@@ -399,19 +399,19 @@ int replay_command(struct recorded *r, char **cmd, int ncmd, const struct source
         tmp = NULL;
         goto cleanup;
     }
-    if ((rdir = wrap_joinpath(tmp, "replay")) == NULL) {
+    if ((rdir = launch_joinpath(tmp, "replay")) == NULL) {
         cli_error("out of memory");
         goto cleanup;
     }
     if (write_providers(r, rdir, src) != 0)
         goto cleanup;
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
-    if (wrap_discover(".", strstr(base, "terraform") ? "terraform" : "tofu", &set, &err) != 0) {
+    if (launch_discover(".", strstr(base, "terraform") ? "terraform" : "tofu", &set, &err) != 0) {
         cli_error("%s", tftap_buf_cstr(&err));
         goto cleanup;
     }
-    if (wrap_set_replace(&set, r->v, r->n) != 0 ||
-        wrap_write_config(&set, rdir, &config, &err) != 0) {
+    if (launch_providers_replace(&set, r->v, r->n) != 0 ||
+        launch_wrap_write_config(&set, rdir, &config, &err) != 0) {
         cli_error("%s", err.len ? tftap_buf_cstr(&err) : "out of memory");
         goto cleanup;
     }
@@ -427,13 +427,13 @@ int replay_command(struct recorded *r, char **cmd, int ncmd, const struct source
     ro->nproviders = r->n;
     ro->aux_env = aux;
     ro->naux_env = 1;
-    code = run_command(cmd, ncmd, ro);
+    code = launch_run(cmd, ncmd, ro);
 cleanup:
     if (rdir != NULL)
         clean_providers(r, rdir);
     if (tmp != NULL && rmdir(tmp) != 0)
         cli_error("could not remove %s: %s", tmp, strerror(errno));
-    wrap_set_done(&set);
+    launch_providers_done(&set);
     tftap_buf_done(&err);
     tftap_buf_done(&t);
     tftap_buf_done(&e);
@@ -470,8 +470,8 @@ int cli_replay(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct run_opts ro = {0};
-    struct wrap_opts wo = {0};
+    struct launch_run_opts ro = {0};
+    struct launch_wrap_opts wo = {0};
     struct recorded rec = {0};
     const char *run_opt = NULL, *out = NULL, *dir = NULL, *cli = NULL, *source_arg = NULL,
                *run_spec;
@@ -589,12 +589,12 @@ int cli_replay(int argc, char **argv)
         run_spec = run_opt ? run_opt : "last";
 
     struct source src = {0};
-    if ((exe = wrap_self_exe()) == NULL || (db = wrap_abspath(db_path)) == NULL) {
+    if ((exe = launch_self_exe()) == NULL || (db = launch_abspath(db_path)) == NULL) {
         cli_error("cannot find this program's path: %s", strerror(errno));
         goto cleanup;
     }
     src.exe = exe;
-    char *abs = wrap_abspath(source);
+    char *abs = launch_abspath(source);
     if (abs == NULL) {
         cli_error("cannot resolve %s: %s", source, strerror(errno));
         goto cleanup;

@@ -6,11 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cli/wrap.h"
+#include "launch/launch.h"
 
 /* The recorded providers of one run. */
 struct recorded {
-    struct wrap_provider *v;
+    struct launch_provider *v;
     size_t n, cap;
     int err;
 };
@@ -28,7 +28,7 @@ struct source {
  * `tftap run` with ro runs it (recorded into ro->db); the command's exit
  * code, or 1 after one error line. */
 int replay_command(struct recorded *r, char **cmd, int ncmd, const struct source *src,
-                   struct run_opts *ro);
+                   struct launch_run_opts *ro);
 
 /* A step run of src laid out again in dir_opt (NULL: a temporary
  * directory, removed afterwards) and its command run there with cli_opt
@@ -36,6 +36,6 @@ int replay_command(struct recorded *r, char **cmd, int ncmd, const struct source
  * provider reattached; the command's exit code, or 1 after one error line
  * (the run kept no working directory, its files cannot be written). */
 int replay_step(struct recorded *r, const struct source *src, const char *dir_opt,
-                const char *cli_opt, struct run_opts *ro);
+                const char *cli_opt, struct launch_run_opts *ro);
 
 #endif

@@ -12,7 +12,7 @@
 
 #include "common/common.h"
 #include "cli/cli.h"
-#include "cli/wrap.h"
+#include "launch/launch.h"
 
 #define REPLAY_PROVIDER_PROGRAM "tftap-replay-provider"
 
@@ -55,7 +55,7 @@ static void libexec_from_bindir(tftap_buf *b)
  * its own; then where it was configured to go. NULL when none is there. */
 static char *find_program(void)
 {
-    char *self = wrap_self_exe(), *p = NULL;
+    char *self = launch_self_exe(), *p = NULL;
     char *slash = self != NULL ? strrchr(self, '/') : NULL;
     if (slash != NULL) {
         size_t dlen = (size_t)(slash - self);

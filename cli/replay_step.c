@@ -231,7 +231,7 @@ static int lay_out_step(const char *path, int64_t run, const char *dir, struct s
  * provider answered from the recording, each started once and handed to
  * the CLI through TF_REATTACH_PROVIDERS as the harness hands its provider. */
 int replay_step(struct recorded *r, const struct source *src, const char *dir_opt,
-                const char *cli_opt, struct run_opts *ro)
+                const char *cli_opt, struct launch_run_opts *ro)
 {
     struct step st = {0};
     char *dir = NULL, *cwd = NULL, **cmd = NULL;

@@ -12,7 +12,7 @@
 #include "cli/cli_store.h"
 #include "cli/filter.h"
 #include "cli/verdict.h"
-#include "cli/wrap.h"
+#include "launch/launch.h"
 
 static const char usage_text[] =
     "usage: tftap runs [--limit N] [--cwd DIR] [--command WORD] [--provider NAME]\n"
@@ -473,7 +473,7 @@ int cli_runs(int argc, char **argv)
          * resolved (one that is gone is taken as written). */
         f.cwd = realpath(cwd, NULL);
         if (!f.cwd)
-            f.cwd = wrap_abspath(cwd);
+            f.cwd = launch_abspath(cwd);
         if (!f.cwd) {
             cli_error("out of memory");
             return 1;

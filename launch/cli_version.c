@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "launch/launch_int.h"
 
 #define CACHE_MAX_BYTES ((size_t)32 << 10) /* a larger file is not ours: ignored */
 #define CACHE_MAX_LINES 64                 /* binaries remembered, newest kept */
@@ -132,7 +132,7 @@ static int version_ok(const char *v, size_t n)
     return 1;
 }
 
-char *cli_version_remembered(const char *cli_path)
+char *run_version_remembered(const char *cli_path)
 {
     char key[KEY_MAX], *dir = NULL, *data = NULL, *found = NULL;
     if (binary_key(cli_path, key) != 0 || (dir = cache_dir(0)) == NULL ||
@@ -153,7 +153,7 @@ done:
     return found;
 }
 
-void cli_version_remember(const char *cli_path, const char *version)
+void run_version_remember(const char *cli_path, const char *version)
 {
     char key[KEY_MAX], *dir = NULL, *data = NULL;
     if (version == NULL || !version_ok(version, strlen(version)) ||

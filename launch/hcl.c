@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/hcl.h"
+#include "launch/hcl_int.h"
 #include "common/common.h"
 
 #define HCL_MAX_TOKENS 200000

@@ -1,25 +1,38 @@
-/* cli: finding the providers a working directory uses and putting a shim in
- * front of each (cli/wrap.c), shared by `tftap wrap` and `tftap run`.
- * Private to cli/.
+/* launch: running a CLI command with every provider it uses wrapped, as one
+ * recorded run (launch/run.c and the run_*.c beside it), and what that takes:
+ * finding the providers a working directory uses and putting a shim in
+ * front of each with a CLI config that sends the CLI to them (wrap.c), the
+ * recorders' locks that tell when a run's record is complete (recwait.c),
+ * the OTLP environment of the shims (otlp_opts.c). The module's one public
+ * header: `tftap run`, `tftap wrap`, `tftap replay` and `tftap shim` (cli/)
+ * parse their arguments and call it; launch_int.h is private to launch/.
  *
- * Ownership: a wrap_set owns every string in it; wrap_set_done() frees them. */
-#ifndef TFTAP_CLI_WRAP_H
-#define TFTAP_CLI_WRAP_H
+ * Messages: the run says what it could not do as "tftap: ..." lines on
+ * stderr (it is the user's command: its notes are its output), never more
+ * than one per problem, and never instead of the command's own output.
+ *
+ * Ownership: a launch_providers owns every string in it;
+ * launch_providers_done() frees them. Strings a function returns are heap
+ * (free()) unless it says otherwise. */
+#ifndef TFTAP_LAUNCH_LAUNCH_H
+#define TFTAP_LAUNCH_LAUNCH_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/common.h"
+#include "store/store.h"
 
-struct wrap_provider {
+struct launch_provider {
     char *addr;    /* address as the CLI config names it, e.g. "registry.opentofu.org/a/b" */
     char *type;    /* "b" */
     char *version; /* "1.2.3", NULL for a user's dev override */
     char *binary;  /* absolute path of the real provider executable */
 };
 
-struct wrap_set {
-    struct wrap_provider *v;
+struct launch_providers {
+    struct launch_provider *v;
     size_t n, cap;
     size_t missing;      /* locked providers found nowhere on disk */
     char *missing_first; /* the first of them, for messages */
@@ -28,7 +41,7 @@ struct wrap_set {
                           * wrote, read again) */
     char *user_config;   /* the user's CLI config file, NULL if none */
     tftap_buf user_text; /* its contents ("" if none) */
-    int unreadable;      /* wrap_discover failed on a file it could not read or tokenize
+    int unreadable;      /* launch_discover failed on a file it could not read or tokenize
                           * (the CLI config or the lock file), not on what it says */
 };
 
@@ -41,15 +54,17 @@ struct wrap_set {
  * replaced by the providers they stand for and counted in set->shims.
  * Returns 0 (a set with n == 0 is not an error), or TFTAP_ENOMEM, TFTAP_EIO,
  * TFTAP_EINVAL (a shim whose provider is tftap again) with a reason in err. */
-int wrap_discover(const char *workdir, const char *cli, struct wrap_set *set, tftap_buf *err);
-void wrap_set_done(struct wrap_set *set);
+int launch_discover(const char *workdir, const char *cli, struct launch_providers *set,
+                    tftap_buf *err);
+void launch_providers_done(struct launch_providers *set);
 
 /* Put copies of n providers in place of set's (tftap replay: the recorded
  * providers stand in for whatever the directory uses); the user's config
  * stays. 0 or TFTAP_ENOMEM. */
-int wrap_set_replace(struct wrap_set *set, const struct wrap_provider *v, size_t n);
+int launch_providers_replace(struct launch_providers *set, const struct launch_provider *v,
+                             size_t n);
 
-struct wrap_opts {
+struct launch_wrap_opts {
     const char *tftap_exe; /* absolute path of this program */
     const char *db;        /* absolute database path */
     int record_sensitive;
@@ -63,28 +78,28 @@ struct wrap_opts {
  * dir/tftap.tfrc: the user's CLI config with dev_overrides pointing every
  * provider at its shim. *config_path receives the config's path (free()).
  * Returns 0, TFTAP_EIO (reason in err) or TFTAP_ENOMEM. */
-int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_opts *opts,
-               char **config_path, tftap_buf *err);
+int launch_wrap_write(const struct launch_providers *set, const char *dir,
+                      const struct launch_wrap_opts *opts, char **config_path, tftap_buf *err);
 
-/* Only the CLI config of wrap_write(): dir/tftap.tfrc, the user's CLI
+/* Only the CLI config of launch_wrap_write(): dir/tftap.tfrc, the user's CLI
  * config with dev_overrides pointing every provider of set at dir/p<i>
- * (where the caller put executables of its own). Returns as wrap_write. */
-int wrap_write_config(const struct wrap_set *set, const char *dir, char **config_path,
-                      tftap_buf *err);
+ * (where the caller put executables of its own). Returns as launch_wrap_write. */
+int launch_wrap_write_config(const struct launch_providers *set, const char *dir,
+                             char **config_path, tftap_buf *err);
 
-/* Remove what wrap_write() wrote in dir (not dir itself). */
-void wrap_clean(const struct wrap_set *set, const char *dir);
+/* Remove what launch_wrap_write() wrote in dir (not dir itself). */
+void launch_wrap_clean(const struct launch_providers *set, const char *dir);
 
 /* 1 when path is the running tftap executable itself (same device and
  * inode, whatever the path says), else 0. */
-int wrap_is_self(const char *path);
+int launch_is_self(const char *path);
 
 /* When path is a tftap shim (a "#!" script that runs `tftap shim`, with
  * tftap-shim.json beside it), that json's path (free()); else NULL. */
-char *wrap_shim_meta_path(const char *path);
+char *launch_shim_meta_path(const char *path);
 
-/* ---- one command with its providers wrapped (cli/run.c) ---- */
-struct run_opts {
+/* ---- one command with its providers wrapped (launch/run.c) ---- */
+struct launch_run_opts {
     const char *db; /* NULL: $TFTAP_DB, else the default */
     int record_sensitive, keep_raw, no_match, reattach;
     /* The command is tofu or terraform whatever its name (a step's
@@ -95,7 +110,7 @@ struct run_opts {
     int otlp_values;  /* --otlp-values */
     /* tftap replay: these providers (borrowed) are wrapped in place of
      * those the directory uses, whatever the command (init too). */
-    const struct wrap_provider *providers;
+    const struct launch_provider *providers;
     size_t nproviders;
     /* "NAME=value" strings added to the environment of the CLI commands
      * tftap itself runs around the command (state pull, show -json). */
@@ -114,44 +129,77 @@ struct run_opts {
 /* What `tftap run` does once its options are read: run cmd (ncmd words)
  * with every provider wrapped, as one recorded run. Returns the exit code
  * to exit with (the command's, or 1 after one error line). */
-int run_command(char **cmd, int ncmd, const struct run_opts *ro);
+int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro);
 
-/* ---- knowing when a run's record is complete (cli/recwait.c) ----
+/* How much of a document the matching reads (a state, a plan, `CLI show
+ * -json` of a large state) is read at most. */
+#define LAUNCH_DOC_MAX (256u << 20)
+
+/* The configuration in workdir (the command's -chdir) as the address
+ * matching reads it (analysis_match_doc): its resource blocks, and whether
+ * each is certain to have one instance of that address, and the root
+ * module's import blocks with literal targets and ids, as JSON into out
+ * (run_config.c). test_args: the arguments of a `test` command (NULL for
+ * any other): every object its run blocks make is then one of the
+ * configuration's (said in the document), unless a test file reads
+ * another module or cannot be read with certainty (-1). 0, or -1 when it
+ * cannot be read with certainty (out empty). */
+int launch_config_doc(const char *workdir, char *const *test_args, tftap_buf *out);
+
+/* ---- one run per CLI command under `tftap wrap` (launch/wrap_run.c) ---- */
+
+/* The run of the CLI command that started this process (its parent: the
+ * shim script execs tftap), joined in db, or 0 when there is none to join
+ * (the shim then records a run of its own). The run is held (*hold,
+ * store_hold_free) for the shim's life; the command's words are kept for
+ * launch_wrap_run_left. */
+int64_t launch_wrap_join(const char *db, store_hold **hold);
+/* A recorder's part of a joined run written (proxy_config.run_left):
+ * redact the run by what core marks as far as can be told from here (the
+ * local state, the configuration's sensitive variables with the values
+ * the command's arguments and this environment give them). Problems cost
+ * the redaction and say nothing (the recorder's stderr goes nowhere). */
+void launch_wrap_run_left(const char *db, int64_t run_id);
+
+/* ---- spans (launch/otlp_opts.c, docs/otlp.md) ---- */
+
+/* 1 when url is an http:// or https:// URL (--otlp). */
+int launch_otlp_url_ok(const char *url);
+/* The span export a shim does: from meta_url (tftap wrap --otlp), else
+ * TFTAP_OTLP, else the OTEL_EXPORTER_OTLP_* variables; parented under
+ * TRACEPARENT; values when meta_values (tftap wrap --otlp-values) or
+ * TFTAP_OTLP_VALUES=1; the resource from OTEL_SERVICE_NAME and
+ * OTEL_RESOURCE_ATTRIBUTES. 1 and *oc filled (its strings borrowed from the
+ * environment, but the endpoint, which *owned holds: free()), or 0 when no
+ * spans are wanted. */
+struct otlp_config;
+int launch_otlp_config(const char *meta_url, int meta_values, struct otlp_config *oc, char **owned);
+
+/* ---- knowing when a run's record is complete (launch/recwait.c) ----
  * `tftap run` names a directory in TFTAP_RUN_DIR; each proxy of the run
- * takes a lock file there (wrap_recorder_lock(), in the process that then
+ * takes a lock file there (launch_recorder_lock(), in the process that then
  * calls proxy_run() with the fd as recorder_hold_fd) which its recorder
  * process holds until it has written everything. */
 
 /* Create and lock (flock, exclusive) a lock file in run_dir naming provider.
  * Returns its fd (close-on-exec), or -1 (errno set). */
-int wrap_recorder_lock(const char *run_dir, const char *provider);
-
-/* Wait until every lock file in run_dir is free, at most timeout_ms; after
- * progress_ms says once on stderr how many are left, and on giving up says
- * which. Returns how many were still held. */
-size_t wrap_recorders_wait(const char *run_dir, unsigned timeout_ms, unsigned progress_ms);
-
-/* Remove the lock files from run_dir. */
-void wrap_recorder_locks_clean(const char *run_dir);
-/* For a waiter that outlives run_dir: its lock files, opened (heap array
- * in *fds; returns how many). */
-size_t wrap_recorder_locks_open(const char *run_dir, int **fds);
-/* Wait until each lock can be taken exclusively: a recorder that found the
- * database unavailable holds its lock shared (wrap_recorders_wait is done
- * with it) until it has written the rest or given up. Closes the fds;
- * returns how many were still held after timeout_ms. */
-size_t wrap_recorder_locks_wait_exclusive(int *fds, size_t n, unsigned timeout_ms);
+int launch_recorder_lock(const char *run_dir, const char *provider);
 
 /* The absolute path of the running tftap executable (free()), or NULL. */
-char *wrap_self_exe(void);
+char *launch_self_exe(void);
 
 /* path made absolute against the current directory (free()), or NULL. */
-char *wrap_abspath(const char *path);
+char *launch_abspath(const char *path);
 
 /* "a/b" (free()), or NULL on ENOMEM. */
-char *wrap_joinpath(const char *a, const char *b);
+char *launch_joinpath(const char *a, const char *b);
 
 /* Append s as one single-quoted word of sh. */
-void wrap_sh_quote(tftap_buf *b, const char *s);
+void launch_sh_quote(tftap_buf *b, const char *s);
+
+/* "tftap: " and the message of fmt on stderr, cut to one line of at most
+ * 1 KiB (an argument that came in whole is not echoed), without the
+ * newline: the shape of every message of tftap's (launch/message.c). */
+void launch_vmessage(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 #endif

@@ -1,25 +1,78 @@
-/* cli: what `tftap run` (run.c) shares with the files beside it: the
+/* launch: what launch_run (run.c) shares with the files beside it: the
  * child processes it starts besides the user's command (run_child.c), the
- * providers it starts itself with --reattach (run_reattach.c) and the end
- * of the run, once the command is over (run_end.c). */
-#ifndef TFTAP_CLI_RUN_INT_H
-#define TFTAP_CLI_RUN_INT_H
+ * providers it starts itself with --reattach (run_reattach.c), the end
+ * of the run, once the command is over (run_end.c), the recorders' locks
+ * (recwait.c). Private to launch/. */
+#ifndef TFTAP_LAUNCH_LAUNCH_INT_H
+#define TFTAP_LAUNCH_LAUNCH_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <signal.h>
 #include <sys/types.h>
 
-#include "cli/wrap.h"
+#include "launch/launch.h"
+#include "analysis/analysis.h"
 #include "common/common.h"
 #include "store/store.h"
 
 struct analysis_match_doc;
 
-/* How much of `CLI show -json` (a large state) and `CLI version -json` is
- * kept. */
-#define CAPTURE_MAX (256u << 20)
+/* How much of `CLI show -json` (a large state: LAUNCH_DOC_MAX) and `CLI
+ * version -json` is kept. */
+#define CAPTURE_MAX LAUNCH_DOC_MAX
 #define VERSION_MAX (64u << 10)
+
+/* Print "tftap: <message>" on stderr: what the run could not do, said
+ * to the user (launch.h: one line a problem). */
+void launch_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- recwait.c: the recorders' locks (launch_recorder_lock) ---- */
+
+/* Wait until every lock file in run_dir is free, at most timeout_ms; after
+ * progress_ms says once on stderr how many are left, and on giving up says
+ * which. Returns how many were still held. */
+size_t wrap_recorders_wait(const char *run_dir, unsigned timeout_ms, unsigned progress_ms);
+
+/* Remove the lock files from run_dir. */
+void wrap_recorder_locks_clean(const char *run_dir);
+/* For a waiter that outlives run_dir: its lock files, opened (heap array
+ * in *fds; returns how many). */
+size_t wrap_recorder_locks_open(const char *run_dir, int **fds);
+/* Wait until each lock can be taken exclusively: a recorder that found the
+ * database unavailable holds its lock shared (wrap_recorders_wait is done
+ * with it) until it has written the rest or given up. Closes the fds;
+ * returns how many were still held after timeout_ms. */
+size_t wrap_recorder_locks_wait_exclusive(int *fds, size_t n, unsigned timeout_ms);
+
+/* ---- otlp_opts.c ---- */
+
+/* Put url (--otlp, when not NULL) in the environment as TFTAP_OTLP for
+ * the shims (and values, --otlp-values, as TFTAP_OTLP_VALUES=1), and, when
+ * spans are exported and the CLI gave no TRACEPARENT, one
+ * TFTAP_OTLP_TRACE_ID for all of this run's spans. Spans with values and
+ * at_end: TFTAP_OTLP_AT_END=1, the shims export nothing and the end of the
+ * run exports the run's spans from its record once it is redacted
+ * (run_export_spans). */
+void run_otlp_env(const char *url, int values, int at_end);
+
+/* ---- cli_version.c: the CLI binary's version, remembered ---- */
+
+/* A CLI binary's version as a run recorded it before, remembered by the
+ * binary's identity (NULL: not known; heap), and remembering one. Best
+ * effort: nothing is said when the cache cannot be read or written. */
+char *run_version_remembered(const char *cli_path);
+void run_version_remember(const char *cli_path, const char *version);
+
+/* ---- run_check.c ---- */
+
+/* After the run: one "tftap: N provider contract violations; see tftap
+ * check last" line on stderr when the run broke any rule, else nothing (a
+ * database that cannot be read says nothing either: it never changes the
+ * command's output or exit status). read: the run's changes as
+ * analysis_check_read read them while the addresses were matched, or NULL
+ * (read here). */
+void run_check_summary(store *s, int64_t run_id, analysis_check_pass *read);
 
 /* ---- run_child.c ---- */
 
@@ -40,7 +93,7 @@ struct captured {
  * started. */
 int capture_start(char *const *argv, char *const *env, const char *dir, struct captured *c);
 /* Its stdout into out (at most max bytes kept), then its exit status as
- * run_command gives it, or -1 when it was not started. */
+ * launch_run gives it, or -1 when it was not started. */
 int capture_finish(struct captured *c, size_t max, tftap_buf *out);
 /* Both at once. */
 int capture(char *const *argv, char *const *env, const char *dir, size_t max, tftap_buf *out);
@@ -49,8 +102,8 @@ int capture(char *const *argv, char *const *env, const char *dir, size_t max, tf
  * it runs beside tftap's own work after the command) and read later: the
  * version it printed, or NULL, remembered for the next run
  * (cli_version.c). A CLI not started (c->pid 0) is read as nothing. */
-void cli_version_start(const char *cli_path, struct captured *c);
-char *cli_version_finish(const char *cli_path, struct captured *c);
+void run_version_start(const char *cli_path, struct captured *c);
+char *run_version_finish(const char *cli_path, struct captured *c);
 
 /* ---- run_signal.c: signals for the command, as they would reach it alone ---- */
 
@@ -84,8 +137,9 @@ struct reattached {
 /* Start every provider of set behind a proxy recording into run_id; fills
  * json with the value of TF_REATTACH_PROVIDERS. On failure everything
  * started is stopped again and err says why. */
-int reattach_start(const struct wrap_set *set, const struct wrap_opts *o, int64_t run_id,
-                   const char *run_dir, struct reattached *r, tftap_buf *json, tftap_buf *err);
+int reattach_start(const struct launch_providers *set, const struct launch_wrap_opts *o,
+                   int64_t run_id, const char *run_dir, struct reattached *r, tftap_buf *json,
+                   tftap_buf *err);
 /* How many providers a TF_REATTACH_PROVIDERS value names (0 when it is
  * unset or unreadable). */
 size_t reattach_count(const char *reattach_json);
@@ -95,9 +149,9 @@ size_t reattach_count(const char *reattach_json);
  * value pointing at the relays. r holds room for reattach_count() entries;
  * *nr receives how many were started. On failure everything started is
  * stopped again and err says why. */
-int reattach_attach_start(const char *reattach_json, const struct wrap_opts *o, int64_t run_id,
-                          const char *run_dir, struct reattached *r, size_t *nr, tftap_buf *json,
-                          tftap_buf *err);
+int reattach_attach_start(const char *reattach_json, const struct launch_wrap_opts *o,
+                          int64_t run_id, const char *run_dir, struct reattached *r, size_t *nr,
+                          tftap_buf *json, tftap_buf *err);
 /* End the n proxies (closing their stop pipes) and their providers, and
  * reap them. */
 void reattach_stop(struct reattached *r, size_t n);
@@ -115,8 +169,8 @@ char *acc_real_cli(void);
  * per-test logs when own_mask). *front_path: the script (heap). 0, or -1
  * with err saying why. */
 int acc_front_write(const char *dir, const char *tftap_exe, const char *real_cli, const char *db,
-                    int64_t parent_id, const struct run_opts *ro, int own_mask, char **front_path,
-                    tftap_buf *err);
+                    int64_t parent_id, const struct launch_run_opts *ro, int own_mask,
+                    char **front_path, tftap_buf *err);
 /* Remove what acc_front_write() made in dir (not dir). */
 void acc_front_clean(const char *dir, const char *real_cli);
 /* The front's side: the database its parent records into (heap), or NULL. */
@@ -171,17 +225,6 @@ void workdir_snap_done(struct workdir_snap *w);
  * ours). */
 int run_state_before(const char *cli_path, char *const *env, const char *workdir, char *const *args,
                      tftap_buf *out);
-
-/* The configuration in workdir (the command's -chdir) as the address
- * matching reads it (analysis_match_doc): its resource blocks, and whether
- * each is certain to have one instance of that address, and the root
- * module's import blocks with literal targets and ids, as JSON into out
- * (run_config.c). test_args: the arguments of a `test` command (NULL for
- * any other): every object its run blocks make is then one of the
- * configuration's (said in the document), unless a test file reads
- * another module or cannot be read with certainty (-1). 0, or -1 when it
- * cannot be read with certainty (out empty). */
-int run_config_doc(const char *workdir, char *const *test_args, tftap_buf *out);
 
 /* The recorder processes' log beside the database (see proxy.h), heap, or
  * NULL when out of memory. */
@@ -240,7 +283,7 @@ int run_replan(const struct run_end *e, store *s, tftap_buf *plan);
 
 /* ---- run_spans.c ---- */
 
-/* With TFTAP_OTLP_AT_END (cli_otlp_run_env): export run_id's spans, with
+/* With TFTAP_OTLP_AT_END (run_otlp_env): export run_id's spans, with
  * their values as the record holds them, now that it is redacted; a
  * no-op otherwise. Problems are said on stderr. */
 void run_export_spans(store *s, int64_t run_id);

@@ -1,4 +1,4 @@
-/* cli: the OTLP options of tftap run and tftap wrap, and what a shim reads
+/* launch: the OTLP options of tftap run and tftap wrap, and what a shim reads
  * of them from its environment: where its provider's calls go as spans,
  * with which trace, headers and resource, and whether with values
  * (docs/otlp.md). */
@@ -9,24 +9,36 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "cli/cli.h"
+#include "launch/launch_int.h"
 #include "otlp/otlp.h"
 
-int cli_otlp_url_ok(const char *url)
+int launch_otlp_url_ok(const char *url)
 {
     return url != NULL && (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0) &&
            strlen(url) > 8;
 }
 
-void cli_otlp_run_env(const char *url, int values, int at_end)
+static const char *env_nonempty(const char *name)
+{
+    const char *v = getenv(name);
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+static int otlp_values_env(void)
+{
+    const char *v = env_nonempty("TFTAP_OTLP_VALUES");
+    return v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
+}
+
+void run_otlp_env(const char *url, int values, int at_end)
 {
     if (url != NULL && setenv("TFTAP_OTLP", url, 1) != 0)
-        cli_error("cannot set TFTAP_OTLP: %s; no spans", strerror(errno));
+        launch_error("cannot set TFTAP_OTLP: %s; no spans", strerror(errno));
     if (values && setenv("TFTAP_OTLP_VALUES", "1", 1) != 0)
-        cli_error("cannot set TFTAP_OTLP_VALUES: %s; spans without values", strerror(errno));
+        launch_error("cannot set TFTAP_OTLP_VALUES: %s; spans without values", strerror(errno));
     /* Values leave only once core's marks are known: the run's end. */
-    if (at_end && (values || cli_otlp_values_env()) && setenv("TFTAP_OTLP_AT_END", "1", 1) != 0)
-        cli_error("cannot set TFTAP_OTLP_AT_END: %s; no spans", strerror(errno));
+    if (at_end && (values || otlp_values_env()) && setenv("TFTAP_OTLP_AT_END", "1", 1) != 0)
+        launch_error("cannot set TFTAP_OTLP_AT_END: %s; no spans", strerror(errno));
     const char *tp = getenv("TRACEPARENT");
     uint8_t t[16], p[8];
     if (tp != NULL && otlp_traceparent_parse(tp, t, p, NULL) == 0)
@@ -47,24 +59,12 @@ void cli_otlp_run_env(const char *url, int values, int at_end)
     (void)setenv("TFTAP_OTLP_TRACE_ID", hex, 1);
 }
 
-static const char *env_nonempty(const char *name)
-{
-    const char *v = getenv(name);
-    return v != NULL && v[0] != '\0' ? v : NULL;
-}
-
-int cli_otlp_values_env(void)
-{
-    const char *v = env_nonempty("TFTAP_OTLP_VALUES");
-    return v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
-}
-
-int cli_otlp_config(const char *meta_url, int meta_values, struct otlp_config *oc, char **owned)
+int launch_otlp_config(const char *meta_url, int meta_values, struct otlp_config *oc, char **owned)
 {
     *owned = NULL;
     memset(oc, 0, sizeof *oc);
-    /* tftap run exports them itself (cli_otlp_at_end). */
-    if (!meta_url && env_nonempty("TFTAP_OTLP_AT_END") && cli_otlp_values_env())
+    /* tftap run exports them itself (run_otlp_env). */
+    if (!meta_url && env_nonempty("TFTAP_OTLP_AT_END") && otlp_values_env())
         return 0;
     const char *url = meta_url ? meta_url : env_nonempty("TFTAP_OTLP");
     if (url == NULL) {
@@ -76,9 +76,9 @@ int cli_otlp_config(const char *meta_url, int meta_values, struct otlp_config *o
         if (u == NULL)
             return 0;
         if (proto != NULL && strcmp(proto, "http/protobuf") != 0) {
-            cli_error("OTEL_EXPORTER_OTLP_PROTOCOL is %s; tftap exports spans with "
-                      "http/protobuf only (--otlp URL): no spans",
-                      proto);
+            launch_error("OTEL_EXPORTER_OTLP_PROTOCOL is %s; tftap exports spans with "
+                         "http/protobuf only (--otlp URL): no spans",
+                         proto);
             free(u);
             return 0;
         }
@@ -98,6 +98,6 @@ int cli_otlp_config(const char *meta_url, int meta_values, struct otlp_config *o
         oc->headers = env_nonempty("OTEL_EXPORTER_OTLP_HEADERS");
     oc->service = env_nonempty("OTEL_SERVICE_NAME");
     oc->resource_attrs = env_nonempty("OTEL_RESOURCE_ATTRIBUTES");
-    oc->values = meta_values || cli_otlp_values_env();
+    oc->values = meta_values || otlp_values_env();
     return 1;
 }

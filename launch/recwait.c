@@ -18,14 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/wrap.h"
+#include "launch/launch_int.h"
 
 #define LOCK_PREFIX "rec-"
 #define LOCK_SUFFIX ".lock"
 #define MAX_LOCKS 4096
 
-int wrap_recorder_lock(const char *run_dir, const char *provider)
+int launch_recorder_lock(const char *run_dir, const char *provider)
 {
     char path[4096], final[4096];
     /* A fresh file each time: a reused pid must not find the lock an
@@ -131,16 +130,16 @@ size_t wrap_recorders_wait(const char *run_dir, unsigned timeout_ms, unsigned pr
             }
             if (shown > 3)
                 tftap_buf_printf(&names, ", and %zu more", shown - 3);
-            cli_error("gave up after %u s waiting for %zu recorder(s) to finish: %s; their part "
-                      "of the record may still be missing (TFTAP_RECORDER_WAIT=SECONDS waits "
-                      "longer)",
-                      timeout_ms / 1000, left, tftap_buf_cstr(&names));
+            launch_error("gave up after %u s waiting for %zu recorder(s) to finish: %s; their part "
+                         "of the record may still be missing (TFTAP_RECORDER_WAIT=SECONDS waits "
+                         "longer)",
+                         timeout_ms / 1000, left, tftap_buf_cstr(&names));
             tftap_buf_done(&names);
             break;
         }
         if (!said && waited >= progress_ms) {
             said = 1;
-            cli_error("waiting for %zu recorder(s) to finish...", left);
+            launch_error("waiting for %zu recorder(s) to finish...", left);
         }
         /* Usually done within milliseconds: poll fast first, then calmly. */
         struct timespec ts = {0, pause_us * 1000};

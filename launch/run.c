@@ -1,4 +1,4 @@
-/* tftap run -- tofu|terraform ARGS...: run one CLI command with every
+/* launch: `tftap run`'s work once its options are read: one CLI command with every
  * provider it uses wrapped by a shim, as one recorded run.
  *
  * The command stays attached to the user's terminal and in tftap's process
@@ -18,9 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/run_int.h"
-#include "cli/wrap.h"
+#include "launch/launch_int.h"
 #include "store/store.h"
 
 /* What the command line says: the subcommand, -chdir and a plan's -out. */
@@ -68,7 +66,7 @@ static void parse_cmdline(int argc, char **argv, struct cmdline *c)
     if (c->sub != NULL && strcmp(c->sub, "refresh") == 0)
         c->refresh_only = 1;
     /* apply PLANFILE: the last word, when no option (a saved plan is a
-     * file of its own; run_command checks that it is one). */
+     * file of its own; launch_run checks that it is one). */
     if (c->sub != NULL && strcmp(c->sub, "apply") == 0 && i + 1 < argc && argv[argc - 1][0] != '-')
         c->plan = argv[argc - 1];
     if (c->sub == NULL || strcmp(c->sub, "plan") != 0)
@@ -186,135 +184,10 @@ static int front_passes_through(int argc, char **argv)
     return c.sub != NULL && strcmp(c.sub, "version") == 0;
 }
 
-static void run_usage(FILE *f)
+int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
 {
-    fprintf(f,
-            "usage: tftap run [--db PATH] [--reattach] [--record-sensitive] [--keep-raw]\n"
-            "                 [--no-match] [--otlp URL] [--otlp-values] -- tofu|terraform ARGS...\n"
-            "       tftap run [options] -- go test ARGS...\n\n"
-            "Run one OpenTofu/Terraform command with every provider it uses wrapped by\n"
-            "tftap, recording all their calls as one run. The command keeps your terminal;\n"
-            "tftap exits with its exit code. Providers are found through the lock file\n"
-            "and where init installed them (or the plugin cache and filesystem mirrors of\n"
-            "your CLI config); your CLI config is kept, with dev_overrides added for the\n"
-            "shims. Commands that install providers ('init', 'get', 'providers lock',\n"
-            "'providers mirror') run unwrapped, still recorded as runs.\n\n"
-            "A command that is neither tofu nor terraform (go test, make) may run a\n"
-            "provider's acceptance tests: tftap points TF_ACC_TERRAFORM_PATH at a front for\n"
-            "the CLI (yours, else terraform or tofu on PATH), and each CLI command of each\n"
-            "test step is recorded as a run of its own under this one, named TEST / step N /\n"
-            "COMMAND, the provider under test (TF_REATTACH_PROVIDERS) relayed and recorded\n"
-            "too (docs/acceptance-tests.md).\n\n" CLI_RECORDING_OPTIONS_HELP
-            "  --no-match           do not tie calls to resource addresses after the command\n"
-            "                       (no 'state pull', 'show -json' or failed apply's plan\n"
-            "                       made again)\n"
-            "  --reattach           start each provider once, behind tftap, and let the CLI\n"
-            "                       attach to it (TF_REATTACH_PROVIDERS) instead of using\n"
-            "                       shims; every alias of a provider then shares one process\n",
-            STORE_DEFAULT_PATH);
-}
-
-int cli_run(int argc, char **argv)
-{
-    struct run_opts ro = {0};
-    enum {
-        OPT_DB = 256,
-        OPT_SENSITIVE,
-        OPT_RAW,
-        OPT_NO_MATCH,
-        OPT_REATTACH,
-        OPT_OTLP,
-        OPT_OTLP_VALUES,
-        OPT_FRONT,
-        OPT_PARENT,
-        OPT_OWN_MASK
-    };
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, OPT_DB},
-        {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
-        {"keep-raw", no_argument, NULL, OPT_RAW},
-        {"no-match", no_argument, NULL, OPT_NO_MATCH},
-        {"reattach", no_argument, NULL, OPT_REATTACH},
-        {"otlp", required_argument, NULL, OPT_OTLP},
-        {"otlp-values", no_argument, NULL, OPT_OTLP_VALUES},
-        /* The acceptance tests' CLI front (run_acc.c): not for users. */
-        {"front", required_argument, NULL, OPT_FRONT},
-        {"parent", required_argument, NULL, OPT_PARENT},
-        {"own-log-mask", no_argument, NULL, OPT_OWN_MASK},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int opt;
-    optind = 0;
-    /* '+': the command's own arguments are not ours, "--" or not. */
-    while ((opt = cli_getopt(argc, argv, "+h", longopts)) != -1) {
-        switch (opt) {
-        case 'h':
-            run_usage(stdout);
-            return 0;
-        case OPT_SENSITIVE:
-            ro.record_sensitive = 1;
-            break;
-        case OPT_RAW:
-            ro.keep_raw = 1;
-            break;
-        case OPT_NO_MATCH:
-            ro.no_match = 1;
-            break;
-        case OPT_REATTACH:
-            ro.reattach = 1;
-            break;
-        case OPT_DB:
-            ro.db = optarg;
-            break;
-        case OPT_OTLP:
-            if (!cli_otlp_url_ok(optarg)) {
-                cli_usage_error("run", "--otlp needs an http:// or https:// URL, not '%s'", optarg);
-                return 2;
-            }
-            ro.otlp = optarg;
-            break;
-        case OPT_OTLP_VALUES:
-            ro.otlp_values = 1;
-            break;
-        case OPT_FRONT:
-            ro.front_dir = optarg;
-            break;
-        case OPT_PARENT:
-            ro.parent_id = strtoll(optarg, NULL, 10);
-            break;
-        case OPT_OWN_MASK:
-            ro.own_log_mask = 1;
-            break;
-        default:
-            return 2;
-        }
-    }
-    if (optind >= argc) {
-        cli_usage_error("run", "no command given (tftap run -- tofu ARGS...)");
-        return 2;
-    }
-    /* The CLI commands tftap runs itself around a step's (state pull,
-     * show -json) log nowhere: the harness's per-test log is its own. */
-    static char *quiet_helpers[] = {"TF_LOG=", "TF_LOG_CORE=", "TF_LOG_PROVIDER=", "TF_LOG_PATH="};
-    if (ro.front_dir != NULL) {
-        ro.aux_env = quiet_helpers;
-        ro.naux_env = sizeof quiet_helpers / sizeof quiet_helpers[0];
-    }
-    if (ro.front_dir != NULL && front_passes_through(argc - optind, argv + optind)) {
-        /* The harness asking the CLI's version, outside any test step:
-         * nothing to record, and nothing of ours in its way. */
-        execv(argv[optind], argv + optind);
-        cli_error("cannot run %s: %s", argv[optind], strerror(errno));
-        return 127;
-    }
-    return run_command(argv + optind, argc - optind, &ro);
-}
-
-int run_command(char **cmd, int ncmd, const struct run_opts *ro)
-{
-    struct wrap_opts o = {0};
-    struct wrap_set set;
+    struct launch_wrap_opts o = {0};
+    struct launch_providers set;
     struct cmdline cl;
     tftap_buf err = TFTAP_BUF_INIT;
     char *exe = NULL, *db = NULL, *workdir = NULL, *cwd = NULL, *version = NULL;
@@ -344,12 +217,30 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     struct captured ver = {0, -1};
     struct workdir_snap snap = {0};
 
+    /* The CLI commands tftap runs itself around a step's (state pull,
+     * show -json) log nowhere: the harness's per-test log is its own. */
+    static char *quiet_helpers[] = {"TF_LOG=", "TF_LOG_CORE=", "TF_LOG_PROVIDER=", "TF_LOG_PATH="};
+    struct launch_run_opts front_ro;
+    if (ro->front_dir != NULL && ro->naux_env == 0) {
+        front_ro = *ro;
+        front_ro.aux_env = quiet_helpers;
+        front_ro.naux_env = sizeof quiet_helpers / sizeof quiet_helpers[0];
+        ro = &front_ro;
+    }
+    if (ro->front_dir != NULL && front_passes_through(ncmd, cmd)) {
+        /* The harness asking the CLI's version, outside any test step:
+         * nothing to record, and nothing of ours in its way. */
+        execv(cmd[0], cmd);
+        launch_error("cannot run %s: %s", cmd[0], strerror(errno));
+        return 127;
+    }
+
     memset(&set, 0, sizeof set);
     o.record_sensitive = ro->record_sensitive;
     o.keep_raw = ro->keep_raw;
     /* A run that keeps its values has them exported as the providers'
      * schemas redact them, call by call (the record itself stays clear). */
-    cli_otlp_run_env(ro->otlp, ro->otlp_values, !ro->record_sensitive);
+    run_otlp_env(ro->otlp, ro->otlp_values, !ro->record_sensitive);
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     const char *cli = strstr(base, "terraform") ? "terraform" : "tofu";
     int is_cli = ro->is_cli || strstr(base, "tofu") || strstr(base, "terraform");
@@ -363,9 +254,9 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         no_match = 1;
     } else if (!is_cli && ro->front_dir == NULL) {
         /* A script or make: never ask it for "state pull" or "show -json". */
-        cli_error("note: '%s' is neither tofu nor terraform: the providers it starts through "
-                  "tofu or terraform are recorded, resource addresses are not looked up",
-                  base);
+        launch_error("note: '%s' is neither tofu nor terraform: the providers it starts through "
+                     "tofu or terraform are recorded, resource addresses are not looked up",
+                     base);
         no_match = 1;
     }
     parse_cmdline(ncmd, cmd, &cl);
@@ -375,20 +266,20 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     const char *db_path = front_db ? front_db : ro->db ? ro->db : getenv("TFTAP_DB");
     if (db_path == NULL || db_path[0] == '\0')
         db_path = STORE_DEFAULT_PATH;
-    if ((exe = wrap_self_exe()) == NULL || (db = wrap_abspath(db_path)) == NULL ||
+    if ((exe = launch_self_exe()) == NULL || (db = launch_abspath(db_path)) == NULL ||
         (cwd = getcwd(NULL, 0)) == NULL) {
-        cli_error("cannot find this program's or the current directory's path: %s",
-                  strerror(errno));
+        launch_error("cannot find this program's or the current directory's path: %s",
+                     strerror(errno));
         goto cleanup;
     }
     if (ro->naux_env && (aux_env = run_env_with(ro->aux_env, ro->naux_env)) == NULL) {
-        cli_error("out of memory");
+        launch_error("out of memory");
         goto cleanup;
     }
     if ((log_path = run_log_path(db)) != NULL)
         log_size = file_size(log_path);
     if ((workdir = realpath(cl.chdir ? cl.chdir : ".", NULL)) == NULL) {
-        cli_error("cannot resolve -chdir=%s: %s", cl.chdir, strerror(errno));
+        launch_error("cannot resolve -chdir=%s: %s", cl.chdir, strerror(errno));
         goto cleanup;
     }
     if (cl.out != NULL) {
@@ -405,24 +296,26 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     if (cl.plan != NULL)
         applied_plan = saved_plan_path(workdir, cl.plan);
 
-    if (wrap_discover(workdir, cli, &set, &err) != 0) {
+    if (launch_discover(workdir, cli, &set, &err) != 0) {
         if (!set.unreadable) {
             /* What the config says is wrong (a shim that would start tftap
              * again): the CLI would fail on it too, so say it and stop. */
-            cli_error("%s", tftap_buf_cstr(&err));
+            launch_error("%s", tftap_buf_cstr(&err));
             goto cleanup;
         }
         /* A file tftap cannot read never stands in the way of the command
          * (the CLI has its own word on it): it runs unwrapped, recorded as
          * a run without calls. */
-        cli_error("%s; running the command without recording its providers", tftap_buf_cstr(&err));
-        wrap_set_done(&set);
+        launch_error("%s; running the command without recording its providers",
+                     tftap_buf_cstr(&err));
+        launch_providers_done(&set);
         memset(&set, 0, sizeof set);
     }
     /* tftap replay: its providers stand in for every one the directory
      * uses, whatever the command (with them, init installs nothing). */
-    if (ro->providers != NULL && wrap_set_replace(&set, ro->providers, ro->nproviders) != 0) {
-        cli_error("out of memory");
+    if (ro->providers != NULL &&
+        launch_providers_replace(&set, ro->providers, ro->nproviders) != 0) {
+        launch_error("out of memory");
         goto cleanup;
     }
     if (ro->front_dir != NULL && (test_name = acc_test_name()) != NULL)
@@ -432,12 +325,12 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     if (set.shims && wrapped)
         /* A config exported by `tftap wrap`: its shims stand aside for
          * ours, or every call would be recorded twice. */
-        cli_error("%s is a tftap wrap config: this run's shims replace its %zu, each call is "
-                  "recorded once, in this run",
-                  set.user_config, set.shims);
+        launch_error("%s is a tftap wrap config: this run's shims replace its %zu, each call is "
+                     "recorded once, in this run",
+                     set.user_config, set.shims);
     if (set.missing && wrapped)
-        cli_error("%zu provider(s) not installed, not recorded (first: %s); run '%s init'",
-                  set.missing, set.missing_first, cli);
+        launch_error("%zu provider(s) not installed, not recorded (first: %s); run '%s init'",
+                     set.missing, set.missing_first, cli);
     if (wrapped || nattach > 0 || real_cli != NULL) {
         /* The shims' directory, and in both modes where each proxy's
          * recorder holds its lock until the record is written; the
@@ -449,21 +342,21 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         tmp = tftap_buf_failed(&t) ? NULL : tftap_buf_take(&t, NULL);
         tftap_buf_done(&t);
         if (tmp == NULL || mkdtemp(tmp) == NULL) {
-            cli_error("cannot create a temporary directory: %s", strerror(errno));
+            launch_error("cannot create a temporary directory: %s", strerror(errno));
             free(tmp);
             tmp = NULL;
             goto cleanup;
         }
         o.tftap_exe = exe;
         o.db = db;
-        if (wrapped && !reattach && wrap_write(&set, tmp, &o, &config, &err) != 0) {
-            cli_error("%s", tftap_buf_cstr(&err));
+        if (wrapped && !reattach && launch_wrap_write(&set, tmp, &o, &config, &err) != 0) {
+            launch_error("%s", tftap_buf_cstr(&err));
             goto cleanup;
         }
     }
 
     if (is_cli)
-        version = cli_version_remembered(cmd[0]);
+        version = run_version_remembered(cmd[0]);
     /* The run row; a database we cannot use never stops the user's command. */
     int rc = store_open(db, STORE_OPEN_CREATE, &s);
     if (rc == 0)
@@ -477,12 +370,13 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         struct stat dst;
         int is_dir = !store_path_is_url(db) && stat(db, &dst) == 0 && S_ISDIR(dst.st_mode);
         int is_bundle = !is_dir && !store_path_is_url(db) && store_file_is_bundle(db) == 1;
-        cli_error("cannot record into %s (%s); running the command unrecorded", STORE_SHOWN(db),
-                  is_bundle ? "a bundle is read only: record into a database and bundle a run of it"
-                  : is_dir  ? "a directory: --db names a database file, e.g. DIR/tftap.db"
-                  : s       ? store_errmsg(s)
-                  : store_path_is_url(db) && *store_open_error() ? store_open_error()
-                                                                 : tftap_strerror(rc));
+        launch_error("cannot record into %s (%s); running the command unrecorded", STORE_SHOWN(db),
+                     is_bundle
+                         ? "a bundle is read only: record into a database and bundle a run of it"
+                     : is_dir ? "a directory: --db names a database file, e.g. DIR/tftap.db"
+                     : s      ? store_errmsg(s)
+                     : store_path_is_url(db) && *store_open_error() ? store_open_error()
+                                                                    : tftap_strerror(rc));
         run_id = 0;
         wrapped = 0;
         nattach = 0;
@@ -493,19 +387,19 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     }
     if (run_id > 0 && ro->front_dir != NULL &&
         store_run_set_test(s, run_id, ro->parent_id, test_name, test_step) != 0)
-        cli_error("cannot name run %lld by its test in %s: %s", (long long)run_id, STORE_SHOWN(db),
-                  store_errmsg(s));
+        launch_error("cannot name run %lld by its test in %s: %s", (long long)run_id,
+                     STORE_SHOWN(db), store_errmsg(s));
     if (real_cli != NULL &&
         acc_front_write(tmp, exe, real_cli, db, run_id, ro, own_mask, &front, &err) != 0) {
-        cli_error("%s; the acceptance tests' steps are not recorded", tftap_buf_cstr(&err));
+        launch_error("%s; the acceptance tests' steps are not recorded", tftap_buf_cstr(&err));
         acc_front_clean(tmp, real_cli);
         free(real_cli);
         real_cli = NULL;
     } else if (real_cli != NULL) {
         /* Which CLI the tests get, and where their steps go: one line. */
-        cli_error("note: '%s' is neither tofu nor terraform: the CLI commands of the acceptance "
-                  "tests it runs (with %s) are recorded as step runs of run %lld",
-                  base, real_cli, (long long)run_id);
+        launch_error("note: '%s' is neither tofu nor terraform: the CLI commands of the acceptance "
+                     "tests it runs (with %s) are recorded as step runs of run %lld",
+                     base, real_cli, (long long)run_id);
     }
     /* Otherwise kept open through the command: the last connection to
      * close checkpoints the WAL (two fsyncs) before the command could
@@ -529,8 +423,8 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
                                                       &nattached, &json, &err) != 0) {
             /* The harness's providers are dialed directly, unrecorded: the
              * test step runs as without tftap. */
-            cli_error("%s; this step's reattached providers are not recorded",
-                      attached ? tftap_buf_cstr(&err) : "out of memory");
+            launch_error("%s; this step's reattached providers are not recorded",
+                         attached ? tftap_buf_cstr(&err) : "out of memory");
         } else {
             tftap_buf_puts(&v, "TF_REATTACH_PROVIDERS=");
             tftap_buf_append(&v, json.data, json.len);
@@ -577,7 +471,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
             tftap_buf_done(&v);
         }
         if (env_acc_path == NULL || (own_mask && env_acc_mask == NULL)) {
-            cli_error("out of memory");
+            launch_error("out of memory");
             goto cleanup;
         }
         add[nadd++] = env_acc_path;
@@ -589,11 +483,11 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         o.db = db;
         procs = calloc(set.n, sizeof *procs);
         if (procs == NULL) {
-            cli_error("out of memory");
+            launch_error("out of memory");
             goto cleanup;
         }
         if (reattach_start(&set, &o, run_id, tmp, procs, &reattach_json, &err) != 0) {
-            cli_error("%s", tftap_buf_cstr(&err));
+            launch_error("%s", tftap_buf_cstr(&err));
             goto cleanup;
         }
         nprocs = set.n;
@@ -604,7 +498,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
         env_reattach = tftap_buf_failed(&v) ? NULL : tftap_buf_take(&v, NULL);
         tftap_buf_done(&v);
         if (env_reattach == NULL) {
-            cli_error("out of memory");
+            launch_error("out of memory");
             goto cleanup;
         }
         add[nadd++] = env_reattach;
@@ -618,7 +512,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
                   snprintf(env_db, sizeof env_db, "TFTAP_DB=%s", db_bare) >= (int)sizeof env_db;
     free(db_bare);
     if (db_long) {
-        cli_error("database path too long: %s", STORE_SHOWN(db));
+        launch_error("database path too long: %s", STORE_SHOWN(db));
         goto cleanup;
     }
     add[nadd++] = env_db;
@@ -628,7 +522,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     }
     if (wrapped) {
         if (snprintf(env_dir, sizeof env_dir, "TFTAP_RUN_DIR=%s", tmp) >= (int)sizeof env_dir) {
-            cli_error("temporary path too long: %s", tmp);
+            launch_error("temporary path too long: %s", tmp);
             goto cleanup;
         }
         add[nadd++] = env_dir;
@@ -636,14 +530,14 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     if (wrapped && !reattach) {
         if (snprintf(env_cfg, sizeof env_cfg, "TF_CLI_CONFIG_FILE=%s", config) >=
             (int)sizeof env_cfg) {
-            cli_error("temporary path too long: %s", config);
+            launch_error("temporary path too long: %s", config);
             goto cleanup;
         }
         add[nadd++] = env_cfg;
     }
     assert(nadd <= sizeof add / sizeof add[0]);
     if ((env = run_env_with(add, nadd)) == NULL) {
-        cli_error("out of memory");
+        launch_error("out of memory");
         goto cleanup;
     }
 
@@ -659,13 +553,13 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     code = run_attached(cmd, env);
     int64_t ended_us = tftap_now_us();
     if (code < 0) {
-        cli_error("cannot run %s: %s", cmd[0], strerror(errno));
+        launch_error("cannot run %s: %s", cmd[0], strerror(errno));
         code = 127;
     }
     /* Only tofu or terraform is asked (a script or make does not know
      * `version -json`), and a binary an earlier run asked not again. */
     if (run_id > 0 && is_cli && version == NULL)
-        cli_version_start(cmd[0], &ver);
+        run_version_start(cmd[0], &ver);
     /* The providers outlive the CLI in reattach mode: end them (and flush
      * their records) before the run is closed. */
     reattach_stop(procs, nprocs);
@@ -732,12 +626,12 @@ cleanup:
         acc_front_clean(tmp, real_cli);
     free(real_cli);
     if (tmp != NULL) {
-        wrap_clean(&set, tmp);
+        launch_wrap_clean(&set, tmp);
         wrap_recorder_locks_clean(tmp);
         if (rmdir(tmp) != 0)
-            cli_error("could not remove %s: %s", tmp, strerror(errno));
+            launch_error("could not remove %s: %s", tmp, strerror(errno));
     }
-    wrap_set_done(&set);
+    launch_providers_done(&set);
     tftap_buf_done(&err);
     free(exe);
     free(db);

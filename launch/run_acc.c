@@ -34,8 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/run_int.h"
+#include "launch/launch_int.h"
 
 #define STEP_STATE_MAX (1u << 20)
 #define TEST_NAME_MAX 1024
@@ -107,8 +106,8 @@ static int write_file(const char *dir, const char *name, const char *text, mode_
 }
 
 int acc_front_write(const char *dir, const char *tftap_exe, const char *real_cli, const char *db,
-                    int64_t parent_id, const struct run_opts *ro, int own_mask, char **front_path,
-                    tftap_buf *err)
+                    int64_t parent_id, const struct launch_run_opts *ro, int own_mask,
+                    char **front_path, tftap_buf *err)
 {
     tftap_buf sh = TFTAP_BUF_INIT, p = TFTAP_BUF_INIT;
     int rc = -1;
@@ -136,9 +135,9 @@ int acc_front_write(const char *dir, const char *tftap_exe, const char *real_cli
     }
     tftap_buf_puts(&sh, "#!/bin/sh\n# tftap: each CLI command of an acceptance test step, "
                         "recorded (docs/acceptance-tests.md)\nexec ");
-    wrap_sh_quote(&sh, tftap_exe);
+    launch_sh_quote(&sh, tftap_exe);
     tftap_buf_puts(&sh, " run --front ");
-    wrap_sh_quote(&sh, dir);
+    launch_sh_quote(&sh, dir);
     tftap_buf_printf(&sh, " --parent %lld", (long long)parent_id);
     if (own_mask)
         tftap_buf_puts(&sh, " --own-log-mask");
@@ -149,7 +148,7 @@ int acc_front_write(const char *dir, const char *tftap_exe, const char *real_cli
     if (ro->no_match)
         tftap_buf_puts(&sh, " --no-match");
     tftap_buf_puts(&sh, " -- ");
-    wrap_sh_quote(&sh, real_cli);
+    launch_sh_quote(&sh, real_cli);
     tftap_buf_puts(&sh, " \"$@\"\n");
     /* Named as the CLI it stands for: the harness shows the path. */
     const char *base = strrchr(real_cli, '/') ? strrchr(real_cli, '/') + 1 : real_cli;

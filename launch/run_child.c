@@ -10,8 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/run_int.h"
+#include "launch/launch_int.h"
 
 extern char **environ;
 
@@ -77,7 +76,7 @@ int capture_start(char *const *argv, char *const *env, const char *dir, struct c
 }
 
 /* Its stdout into out (at most max bytes kept), then its exit status as
- * run_command gives it, or -1 when it was not started. */
+ * launch_run gives it, or -1 when it was not started. */
 int capture_finish(struct captured *c, size_t max, tftap_buf *out)
 {
     if (c->pid <= 0)
@@ -105,7 +104,7 @@ int capture_finish(struct captured *c, size_t max, tftap_buf *out)
 
 /* Run argv with stdout captured into out (at most max bytes kept) and
  * stderr discarded, with env (NULL = ours). Returns the exit status as
- * run_command does, or -1 when it could not be started. */
+ * launch_run does, or -1 when it could not be started. */
 int capture(char *const *argv, char *const *env, const char *dir, size_t max, tftap_buf *out)
 {
     struct captured c;
@@ -116,7 +115,7 @@ int capture(char *const *argv, char *const *env, const char *dir, size_t max, tf
 
 /* `CLI version -json`, started (the CLI's start-up is most of its cost:
  * it runs beside tftap's own work after the command) and read later. */
-void cli_version_start(const char *cli_path, struct captured *c)
+void run_version_start(const char *cli_path, struct captured *c)
 {
     char *argv[] = {(char *)cli_path, "version", "-json", NULL};
     if (capture_start(argv, NULL, NULL, c) != 0)
@@ -125,7 +124,7 @@ void cli_version_start(const char *cli_path, struct captured *c)
 
 /* The CLI's version it printed, or NULL; remembered for the next run
  * (cli_version.c). A CLI not started (c->pid 0) is read as nothing. */
-char *cli_version_finish(const char *cli_path, struct captured *c)
+char *run_version_finish(const char *cli_path, struct captured *c)
 {
     tftap_buf out = TFTAP_BUF_INIT;
     char *v = NULL;
@@ -140,6 +139,6 @@ char *cli_version_finish(const char *cli_path, struct captured *c)
     }
     tftap_buf_done(&out);
     if (v != NULL)
-        cli_version_remember(cli_path, v);
+        run_version_remember(cli_path, v);
     return v;
 }

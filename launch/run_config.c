@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/hcl.h"
-#include "cli/run_int.h"
+#include "launch/hcl_int.h"
+#include "launch/launch_int.h"
 #include "common/common.h"
 
 /* A block of one module: resource, data or module, with its labels. */
@@ -477,7 +477,7 @@ static int called_once(struct module_dir *v, size_t n, const char *key)
     return 1;
 }
 
-int run_config_doc(const char *workdir, char *const *test_args, tftap_buf *out)
+int launch_config_doc(const char *workdir, char *const *test_args, tftap_buf *out)
 {
     struct module_dir *mods = NULL;
     size_t nmods = 0;

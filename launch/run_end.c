@@ -20,9 +20,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
-#include "cli/cli.h"
-#include "cli/run_int.h"
-#include "cli/wrap.h"
+#include "launch/launch_int.h"
 #include "proxy/proxy.h"
 #include "recorder/recorder.h"
 #include "store/store.h"
@@ -149,8 +147,8 @@ static size_t match_docs(const char *cli_path, char *const *env, const char *wor
         if (rc == 0 && plan->len > 0 && !tftap_buf_failed(plan))
             docs[ndocs++] = (analysis_match_doc){plan->data, plan->len, 0, 0};
         else
-            cli_error("could not read '%s show -json %s' to match calls to addresses", cli_path,
-                      applied_plan);
+            launch_error("could not read '%s show -json %s' to match calls to addresses", cli_path,
+                         applied_plan);
     }
     if (have_before) {
         /* No state yet reads as a state without resources. */
@@ -162,13 +160,13 @@ static size_t match_docs(const char *cli_path, char *const *env, const char *wor
         if (rc == 0 && out->len > 0 && !tftap_buf_failed(out))
             docs[ndocs++] = (analysis_match_doc){out->data, out->len, 1, partial};
         else
-            cli_error("could not read '%s show -json' to match calls to addresses", cli_path);
+            launch_error("could not read '%s show -json' to match calls to addresses", cli_path);
     }
     /* Nothing names what a plan not saved creates but the configuration,
      * where it is certain; nor a data source read no state after holds
      * (a destroy's) but its block, where it has one instance; nor
      * anything of a `test` (its states are its own, gone at its end). */
-    if (run_config_doc(workdir, test_args, config) == 0)
+    if (launch_config_doc(workdir, test_args, config) == 0)
         docs[ndocs++] = (analysis_match_doc){config->data, config->len, 0, 0};
     return ndocs;
 }
@@ -277,8 +275,8 @@ static unsigned env_seconds_ms(const char *name, unsigned default_ms)
         unsigned long v = strtoul(e, &end, 10);
         if (errno == 0 && end != e && *end == '\0' && v <= 86400)
             return (unsigned)v * 1000;
-        cli_error("%s is not a number of seconds (0 to 86400); using %u s", name,
-                  default_ms / 1000);
+        launch_error("%s is not a number of seconds (0 to 86400); using %u s", name,
+                     default_ms / 1000);
     }
     return default_ms;
 }
@@ -443,7 +441,8 @@ static void report_log(const char *path, off_t from)
     close(fd);
     first[flen] = '\0';
     if (lines > 0)
-        cli_error("the recorders logged %zu problem(s) in %s; the first: %s", lines, path, first);
+        launch_error("the recorders logged %zu problem(s) in %s; the first: %s", lines, path,
+                     first);
 }
 
 /* "194 lost from tftest5 (recorder died ...)", joined by "; ". */
@@ -506,13 +505,13 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
                                   e->applied_plan, e->have_before, e->before, after, partial,
                                   tests ? e->args : NULL, &out, &plan, &config, docs);
         if (match_counted(s, e->run_id, docs, ndocs, &unnamed) != 0)
-            cli_error("matching calls to addresses failed: %s", store_errmsg(s));
+            launch_error("matching calls to addresses failed: %s", store_errmsg(s));
         else if (unnamed > 0 && ndocs < 5 && run_replan(e, s, &replan) == 0) {
             /* A failed apply's creates no document names: its plan, made
              * again, names them. */
             docs[ndocs++] = (analysis_match_doc){replan.data, replan.len, 0, 0};
             if (match_apply(s, e->run_id, docs, ndocs) != 0)
-                cli_error("matching calls to addresses failed: %s", store_errmsg(s));
+                launch_error("matching calls to addresses failed: %s", store_errmsg(s));
         }
         stage_done(stages, STAGE_MATCHED);
         /* After the matching, which compares the values in clear, and
@@ -536,7 +535,7 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
         analysis_check_pass_free(read);
         read = NULL;
     }
-    cli_check_summary(s, e->run_id, read);
+    run_check_summary(s, e->run_id, read);
     analysis_check_pass_free(read);
     stage_done(stages, STAGE_CHECKED);
     if (version != NULL)
@@ -555,7 +554,7 @@ static void analyses_apart(const struct run_end *e, int plans, int after, int pa
 {
     int p[2];
     if (pipe2(p, O_CLOEXEC) != 0) {
-        cli_error("cannot analyse run %lld: pipe: %s", (long long)e->run_id, strerror(errno));
+        launch_error("cannot analyse run %lld: pipe: %s", (long long)e->run_id, strerror(errno));
         return;
     }
     fflush(NULL);
@@ -573,15 +572,15 @@ static void analyses_apart(const struct run_end *e, int plans, int after, int pa
         if (rc == 0)
             analyses(e, s, plans, after, partial, version, p[1]);
         else
-            cli_error("cannot analyse run %lld: %s: %s", (long long)e->run_id, STORE_SHOWN(e->db),
-                      tftap_strerror(rc));
+            launch_error("cannot analyse run %lld: %s: %s", (long long)e->run_id,
+                         STORE_SHOWN(e->db), tftap_strerror(rc));
         store_close(s);
         fflush(NULL);
         _exit(rc == 0 ? 0 : 1);
     }
     close(p[1]);
     if (pid < 0) {
-        cli_error("cannot analyse run %lld: fork: %s", (long long)e->run_id, strerror(errno));
+        launch_error("cannot analyse run %lld: fork: %s", (long long)e->run_id, strerror(errno));
         close(p[0]);
         return;
     }
@@ -608,12 +607,12 @@ static void analyses_apart(const struct run_end *e, int plans, int after, int pa
         [STAGE_CHECKED] = "the CLI's version and the spans",
     };
     int sig = WTERMSIG(wst);
-    cli_error("the analyses at the end of run %lld were cut off by signal %d (%s%s): %s %s "
-              "missing; `tftap check %lld` reads the record",
-              (long long)e->run_id, sig, strsignal(sig), sig == SIGKILL ? ", out of memory?" : "",
-              missing[reached],
-              reached == STAGE_REDACTED || reached == STAGE_CHECKED ? "is" : "are",
-              (long long)e->run_id);
+    launch_error("the analyses at the end of run %lld were cut off by signal %d (%s%s): %s %s "
+                 "missing; `tftap check %lld` reads the record",
+                 (long long)e->run_id, sig, strsignal(sig),
+                 sig == SIGKILL ? ", out of memory?" : "", missing[reached],
+                 reached == STAGE_REDACTED || reached == STAGE_CHECKED ? "is" : "are",
+                 (long long)e->run_id);
 }
 
 void run_end(const struct run_end *e, store **s, char **version, struct captured *ver)
@@ -678,27 +677,29 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
             store_close(*s);
             *s = NULL;
             if (*version == NULL)
-                *version = cli_version_finish(e->cli_path, ver);
+                *version = run_version_finish(e->cli_path, ver);
             int *fds = NULL;
             size_t nfds = e->wrapped ? wrap_recorder_locks_open(e->run_dir, &fds) : 0;
             unsigned wait_ms = finish_wait_ms();
             if (finish_later(e, e->db, e->run_id, e->code, e->ended_us, *version, docs, ndocs, fds,
                              nfds, wait_ms) != 0)
-                cli_error("cannot record the exit code into %s", STORE_SHOWN(e->db));
+                launch_error("cannot record the exit code into %s", STORE_SHOWN(e->db));
             else if (held > 0 && reachable)
-                cli_error("the record of run %lld is not complete yet: %zu recorder%s still "
-                          "hold%s calls %s did not take (its disk full, or unavailable); "
-                          "they keep trying, and the run is ended in the record once they "
-                          "have written them (for up to %u %s, in the background)",
-                          (long long)e->run_id, held, held == 1 ? "" : "s", held == 1 ? "s" : "",
-                          STORE_SHOWN(e->db), wait_ms >= 60000 ? wait_ms / 60000 : wait_ms / 1000,
-                          wait_ms >= 60000 ? "min" : "s");
+                launch_error("the record of run %lld is not complete yet: %zu recorder%s still "
+                             "hold%s calls %s did not take (its disk full, or unavailable); "
+                             "they keep trying, and the run is ended in the record once they "
+                             "have written them (for up to %u %s, in the background)",
+                             (long long)e->run_id, held, held == 1 ? "" : "s", held == 1 ? "s" : "",
+                             STORE_SHOWN(e->db),
+                             wait_ms >= 60000 ? wait_ms / 60000 : wait_ms / 1000,
+                             wait_ms >= 60000 ? "min" : "s");
             else
-                cli_error("cannot record the end of run %lld into %s now: it is recorded when "
-                          "the database is back (tftap keeps trying for %u %s in the background)",
-                          (long long)e->run_id, STORE_SHOWN(e->db),
-                          wait_ms >= 60000 ? wait_ms / 60000 : wait_ms / 1000,
-                          wait_ms >= 60000 ? "min" : "s");
+                launch_error(
+                    "cannot record the end of run %lld into %s now: it is recorded when "
+                    "the database is back (tftap keeps trying for %u %s in the background)",
+                    (long long)e->run_id, STORE_SHOWN(e->db),
+                    wait_ms >= 60000 ? wait_ms / 60000 : wait_ms / 1000,
+                    wait_ms >= 60000 ? "min" : "s");
             free(fds);
             tftap_buf_done(&out);
             tftap_buf_done(&plan);
@@ -710,12 +711,12 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
              * terminal: say it here, once, with each reason. */
             tftap_buf why = TFTAP_BUF_INIT;
             (void)store_run_gaps_each(*s, e->run_id, gap_words, &why);
-            cli_error("the record of run %lld has gaps: %s (tftap runs)", (long long)e->run_id,
-                      why.len > 0 ? tftap_buf_cstr(&why) : "events lost");
+            launch_error("the record of run %lld has gaps: %s (tftap runs)", (long long)e->run_id,
+                         why.len > 0 ? tftap_buf_cstr(&why) : "events lost");
             tftap_buf_done(&why);
         }
         if (*version == NULL)
-            *version = cli_version_finish(e->cli_path, ver);
+            *version = run_version_finish(e->cli_path, ver);
         store_close(*s); /* no connection crosses the fork */
         *s = NULL;
         analyses_apart(e, plans, after, partial, *version);

@@ -12,15 +12,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/run_int.h"
+#include "launch/launch_int.h"
 #include "plugin/plugin.h"
 #include "proxy/proxy.h"
 
 static void reattach_warn(void *ctx, const char *message)
 {
     (void)ctx;
-    cli_error("%s", message);
+    launch_error("%s", message);
 }
 
 /* Read one handshake line (at most 64 KiB) from fd. */
@@ -92,15 +91,15 @@ static int spawn_proxy(struct reattached *r, size_t i, proxy_config *cfg, const 
         cfg->watch_out_fd = 0; /* the parent stops reading after the handshake */
         cfg->stop_fd = stop[0];
         cfg->warn = reattach_warn;
-        cfg->recorder_hold_fd = wrap_recorder_lock(run_dir, cfg->provider);
+        cfg->recorder_hold_fd = launch_recorder_lock(run_dir, cfg->provider);
         otlp_config oc;
         char *otlp_url = NULL;
-        if (cli_otlp_config(NULL, 0, &oc, &otlp_url) == 1)
+        if (launch_otlp_config(NULL, 0, &oc, &otlp_url) == 1)
             cfg->otlp = &oc;
         int code = cfg->attach_address != NULL ? proxy_attach(cfg, &e) : proxy_run(cfg, &e);
         free(otlp_url);
         if (e.len)
-            cli_error("%s: %s", cfg->provider, tftap_buf_cstr(&e));
+            launch_error("%s: %s", cfg->provider, tftap_buf_cstr(&e));
         fflush(stderr);
         _exit(code);
     }
@@ -150,8 +149,9 @@ static const char *handshake_address(tftap_buf *line, long *proto)
     return fields[3];
 }
 
-int reattach_start(const struct wrap_set *set, const struct wrap_opts *o, int64_t run_id,
-                   const char *run_dir, struct reattached *r, tftap_buf *json, tftap_buf *err)
+int reattach_start(const struct launch_providers *set, const struct launch_wrap_opts *o,
+                   int64_t run_id, const char *run_dir, struct reattached *r, tftap_buf *json,
+                   tftap_buf *err)
 {
     static char cookie[] = PLUGIN_COOKIE_KEY "=" PLUGIN_COOKIE_VALUE;
     char *add[1] = {cookie};
@@ -164,7 +164,7 @@ int reattach_start(const struct wrap_set *set, const struct wrap_opts *o, int64_
     }
     tftap_buf_putc(json, '{');
     for (size_t i = 0; i < set->n; i++) {
-        const struct wrap_provider *p = &set->v[i];
+        const struct launch_provider *p = &set->v[i];
         proxy_config cfg;
         proxy_config_init(&cfg);
         cfg.provider = p->addr;
@@ -225,9 +225,9 @@ size_t reattach_count(const char *reattach_json)
     return n;
 }
 
-int reattach_attach_start(const char *reattach_json, const struct wrap_opts *o, int64_t run_id,
-                          const char *run_dir, struct reattached *r, size_t *nr, tftap_buf *json,
-                          tftap_buf *err)
+int reattach_attach_start(const char *reattach_json, const struct launch_wrap_opts *o,
+                          int64_t run_id, const char *run_dir, struct reattached *r, size_t *nr,
+                          tftap_buf *json, tftap_buf *err)
 {
     sj_doc *doc = NULL;
     size_t started = 0;

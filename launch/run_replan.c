@@ -22,9 +22,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
-#include "cli/cli.h"
-#include "cli/run_int.h"
-#include "cli/wrap.h"
+#include "launch/launch_int.h"
 #include "store/store.h"
 
 /* Remove dir's files and dir (one level: what the replay leaves). */
@@ -99,7 +97,7 @@ int run_replan(const struct run_end *e, store *s, tftap_buf *plan)
     tftap_buf t = TFTAP_BUF_INIT, state = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT,
               statefile = TFTAP_BUF_INIT, planfile = TFTAP_BUF_INIT, db = TFTAP_BUF_INIT,
               runid = TFTAP_BUF_INIT, discard = TFTAP_BUF_INIT;
-    char *dir = NULL, *self = wrap_self_exe();
+    char *dir = NULL, *self = launch_self_exe();
     char **argv = NULL;
     int rc = -1;
     tftap_buf_printf(&t, "%s/tftap-replan-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");

@@ -15,9 +15,8 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
-#include "cli/cli.h"
-#include "cli/hcl.h"
-#include "cli/run_int.h"
+#include "launch/hcl_int.h"
+#include "launch/launch_int.h"
 #include "store/store.h"
 
 /* The names of the sensitive variables, one string each. */
@@ -723,9 +722,9 @@ int run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *cons
 {
     analysis_secrets *a = analysis_secrets_new();
     if (!a) {
-        cli_error("out of memory looking for the run's sensitive values: run %lld may hold "
-                  "values the configuration marks sensitive in clear",
-                  (long long)run_id);
+        launch_error("out of memory looking for the run's sensitive values: run %lld may hold "
+                     "values the configuration marks sensitive in clear",
+                     (long long)run_id);
         return 0;
     }
     for (size_t i = 0; i < ndocs; i++)
@@ -735,21 +734,23 @@ int run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *cons
     analysis_redaction r;
     int rc = analysis_redact_run(s, run_id, a, &r);
     if (rc != 0)
-        cli_error("could not redact the values core marks sensitive in run %lld (%s): the "
-                  "record holds them in clear; remove it with care",
-                  (long long)run_id, rc == TFTAP_ESTORE ? store_errmsg(s) : tftap_strerror(rc));
+        launch_error("could not redact the values core marks sensitive in run %lld (%s): the "
+                     "record holds them in clear; remove it with care",
+                     (long long)run_id, rc == TFTAP_ESTORE ? store_errmsg(s) : tftap_strerror(rc));
     else if (rewrite && (r.calls > 0 || r.arguments > 0)) {
         int scrubbed = store_scrub(s);
         if (scrubbed == 1)
-            cli_error("a reader of the database kept its write-ahead log from being emptied: "
-                      "the log holds run %lld's sensitive values until the last connection to it "
-                      "closes",
-                      (long long)run_id);
+            launch_error(
+                "a reader of the database kept its write-ahead log from being emptied: "
+                "the log holds run %lld's sensitive values until the last connection to it "
+                "closes",
+                (long long)run_id);
         else if (scrubbed == 2)
-            cli_error("run %lld's sensitive values are redacted, but the database file was not "
-                      "rewritten (over %lld MiB, or busy): copies may remain in its unused space "
-                      "until it is (sqlite3 FILE VACUUM, or tftap prune)",
-                      (long long)run_id, (long long)(STORE_SCRUB_VACUUM_MAX >> 20));
+            launch_error(
+                "run %lld's sensitive values are redacted, but the database file was not "
+                "rewritten (over %lld MiB, or busy): copies may remain in its unused space "
+                "until it is (sqlite3 FILE VACUUM, or tftap prune)",
+                (long long)run_id, (long long)(STORE_SCRUB_VACUUM_MAX >> 20));
     }
     analysis_secrets_free(a);
     return rc == 0 && r.calls > 0;

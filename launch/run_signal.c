@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/run_int.h"
+#include "launch/launch_int.h"
 
 /* How long a signal sent to tftap alone waits for its group's copy. */
 #define SIGNAL_GRACE_MS 200

@@ -9,8 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli/cli.h"
-#include "cli/run_int.h"
+#include "launch/launch_int.h"
 #include "otlp/otlp.h"
 #include "recorder/recorder.h"
 #include "store/store.h"
@@ -21,7 +20,7 @@
 static void span_log(void *ctx, const char *line)
 {
     (void)ctx;
-    cli_error("otlp: %s", line);
+    launch_error("otlp: %s", line);
 }
 
 void run_export_spans(store *s, int64_t run_id)
@@ -34,19 +33,20 @@ void run_export_spans(store *s, int64_t run_id)
     unsetenv("TFTAP_OTLP_AT_END");
     otlp_config oc;
     char *owned = NULL;
-    if (cli_otlp_config(NULL, 1, &oc, &owned) != 1)
+    if (launch_otlp_config(NULL, 1, &oc, &owned) != 1)
         return;
     oc.log = span_log;
     oc.words = 1; /* from the record, redacted: the provider's words may leave */
     otlp_exporter *ox = NULL;
     int rc = otlp_exporter_open(&oc, &ox);
     if (rc != 0) {
-        cli_error("otlp: cannot export the run's spans to %s: %s", oc.endpoint, tftap_strerror(rc));
+        launch_error("otlp: cannot export the run's spans to %s: %s", oc.endpoint,
+                     tftap_strerror(rc));
     } else {
         int64_t n = recorder_export_spans(s, run_id, 0, ox);
         if (n < 0)
-            cli_error("otlp: cannot read run %lld's calls: %s", (long long)run_id,
-                      tftap_strerror((int)n));
+            launch_error("otlp: cannot read run %lld's calls: %s", (long long)run_id,
+                         tftap_strerror((int)n));
         otlp_exporter_close(ox, RUN_SPANS_FLUSH_MS);
     }
     free(owned);

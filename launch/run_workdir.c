@@ -27,8 +27,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
-#include "cli/cli.h"
-#include "cli/run_int.h"
+#include "launch/launch_int.h"
 #include "decoder/decoder.h"
 #include "store/store.h"
 
@@ -290,8 +289,8 @@ void workdir_snap_store(const char *db, int64_t run_id, const struct workdir_sna
     if (rc == 0 && !kept)
         rc = store_run_holds_redacted(s, run_id, &redacted);
     if (rc != 0) {
-        cli_error("cannot keep the working directory of run %lld in %s: %s", (long long)run_id,
-                  STORE_SHOWN(db), s ? store_errmsg(s) : tftap_strerror(rc));
+        launch_error("cannot keep the working directory of run %lld in %s: %s", (long long)run_id,
+                     STORE_SHOWN(db), s ? store_errmsg(s) : tftap_strerror(rc));
         store_close(s);
         return;
     }
@@ -319,7 +318,7 @@ void workdir_snap_store(const char *db, int64_t run_id, const struct workdir_sna
     rc = rows == NULL ? TFTAP_ENOMEM : store_run_files_add(s, run_id, rows, w->n);
     free(rows);
     if (rc != 0)
-        cli_error("cannot keep the working directory of run %lld in %s: %s", (long long)run_id,
-                  STORE_SHOWN(db), rc == TFTAP_ENOMEM ? "out of memory" : store_errmsg(s));
+        launch_error("cannot keep the working directory of run %lld in %s: %s", (long long)run_id,
+                     STORE_SHOWN(db), rc == TFTAP_ENOMEM ? "out of memory" : store_errmsg(s));
     store_close(s);
 }

@@ -13,9 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/hcl.h"
-#include "cli/wrap.h"
+#include "launch/launch_int.h"
+#include "launch/hcl_int.h"
 #include "proxy/proxy.h"
 #include "store/store.h"
 
@@ -47,7 +46,7 @@
 
 /* ---- small helpers ------------------------------------------------------- */
 
-char *wrap_abspath(const char *path)
+char *launch_abspath(const char *path)
 {
     if (path[0] == '/' || store_path_is_url(path))
         return strdup(path);
@@ -65,7 +64,7 @@ char *wrap_abspath(const char *path)
     return tftap_buf_take(&b, NULL);
 }
 
-char *wrap_self_exe(void)
+char *launch_self_exe(void)
 {
     char buf[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -75,7 +74,7 @@ char *wrap_self_exe(void)
     return strdup(buf);
 }
 
-char *wrap_joinpath(const char *a, const char *b)
+char *launch_joinpath(const char *a, const char *b)
 {
     tftap_buf buf = TFTAP_BUF_INIT;
     tftap_buf_printf(&buf, "%s/%s", a, b);
@@ -113,7 +112,7 @@ static char *find_binary(const char *dir, const char *type)
         if (strncmp(e->d_name, prefix, (size_t)plen) != 0 ||
             (e->d_name[plen] != '\0' && e->d_name[plen] != '_'))
             continue;
-        char *p = wrap_joinpath(dir, e->d_name);
+        char *p = launch_joinpath(dir, e->d_name);
         struct stat st;
         if (p != NULL && stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0)
             found = realpath(p, NULL);
@@ -123,14 +122,14 @@ static char *find_binary(const char *dir, const char *type)
     return found;
 }
 
-int wrap_is_self(const char *path)
+int launch_is_self(const char *path)
 {
     struct stat a, b;
     return path != NULL && stat(path, &a) == 0 && stat("/proc/self/exe", &b) == 0 &&
            a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-char *wrap_shim_meta_path(const char *path)
+char *launch_shim_meta_path(const char *path)
 {
     const char *slash = strrchr(path, '/');
     if (slash == NULL)
@@ -182,7 +181,7 @@ static char *full_address(const char *addr, const char *cli)
         return strdup(addr);
     if (slashes != 1)
         return NULL;
-    return wrap_joinpath(
+    return launch_joinpath(
         strcmp(cli, "terraform") == 0 ? "registry.terraform.io" : "registry.opentofu.org", addr);
 }
 
@@ -311,17 +310,18 @@ static void scan_done(struct scan *s)
     free(s->plugin_cache_dir);
 }
 
-static int set_add(struct wrap_set *set, const char *addr, const char *version, char *binary)
+static int set_add(struct launch_providers *set, const char *addr, const char *version,
+                   char *binary)
 {
     if (set->n == set->cap) {
         size_t cap = set->cap ? set->cap * 2 : 8;
-        struct wrap_provider *v = realloc(set->v, cap * sizeof *v);
+        struct launch_provider *v = realloc(set->v, cap * sizeof *v);
         if (v == NULL)
             goto fail;
         set->v = v;
         set->cap = cap;
     }
-    struct wrap_provider *p = &set->v[set->n];
+    struct launch_provider *p = &set->v[set->n];
     p->addr = strdup(addr);
     p->type = strdup(addr_type(addr));
     p->version = version ? strdup(version) : NULL;
@@ -347,7 +347,7 @@ fail:
  * it instead). *bin becomes NULL when the real provider is gone. Returns
  * 0, or TFTAP_EINVAL with a one-line reason in err when the chain leads
  * back to tftap (tftap itself, or a shim whose provider is a shim). */
-static int resolve_shim(struct wrap_set *set, const char *addr, char **bin, int *standin,
+static int resolve_shim(struct launch_providers *set, const char *addr, char **bin, int *standin,
                         tftap_buf *err)
 {
     const char *config = set->user_config ? set->user_config : "the CLI config";
@@ -355,9 +355,9 @@ static int resolve_shim(struct wrap_set *set, const char *addr, char **bin, int 
     int rc = 0;
 
     *standin = 0;
-    char *meta_path = wrap_shim_meta_path(*bin);
+    char *meta_path = launch_shim_meta_path(*bin);
     if (meta_path == NULL) {
-        if (!wrap_is_self(*bin))
+        if (!launch_is_self(*bin))
             return 0;
         tftap_buf_printf(err, "%s: %s is tftap itself, not a provider; fix or unset %s", addr, *bin,
                          config);
@@ -372,8 +372,8 @@ static int resolve_shim(struct wrap_set *set, const char *addr, char **bin, int 
         goto done;
     }
     set->shims++;
-    char *inner = wrap_shim_meta_path(m.binary);
-    int again = inner != NULL || wrap_is_self(m.binary);
+    char *inner = launch_shim_meta_path(m.binary);
+    int again = inner != NULL || launch_is_self(m.binary);
     free(inner);
     if (again) {
         tftap_buf_printf(err,
@@ -406,12 +406,12 @@ static char *user_config_path(const char *cli)
     if (home == NULL)
         return NULL;
     if (strcmp(cli, "terraform") != 0) {
-        char *p = wrap_joinpath(home, ".tofurc");
+        char *p = launch_joinpath(home, ".tofurc");
         if (p != NULL && access(p, F_OK) == 0)
             return p;
         free(p);
     }
-    return wrap_joinpath(home, ".terraformrc");
+    return launch_joinpath(home, ".terraformrc");
 }
 
 static char *locate(const struct scan *s, const char *workdir, const char *cli, const char *addr,
@@ -451,7 +451,7 @@ static char *locate(const struct scan *s, const char *workdir, const char *cli, 
     const char *implied[6] = {NULL};
     char *owned[3] = {NULL};
     if (home) {
-        owned[0] = wrap_joinpath(home, ".terraform.d/plugins");
+        owned[0] = launch_joinpath(home, ".terraform.d/plugins");
         implied[0] = owned[0];
     }
     tftap_buf x = TFTAP_BUF_INIT;
@@ -466,7 +466,7 @@ static char *locate(const struct scan *s, const char *workdir, const char *cli, 
                                                 : "/usr/local/share/opentofu/plugins";
     implied[3] = strcmp(prog, "terraform") == 0 ? "/usr/share/terraform/plugins"
                                                 : "/usr/share/opentofu/plugins";
-    owned[2] = wrap_joinpath(workdir, "terraform.d/plugins");
+    owned[2] = launch_joinpath(workdir, "terraform.d/plugins");
     implied[4] = owned[2];
     for (size_t i = 0; i < 5 && found == NULL; i++)
         if (implied[i])
@@ -476,7 +476,8 @@ static char *locate(const struct scan *s, const char *workdir, const char *cli, 
     return found;
 }
 
-int wrap_discover(const char *workdir, const char *cli, struct wrap_set *set, tftap_buf *err)
+int launch_discover(const char *workdir, const char *cli, struct launch_providers *set,
+                    tftap_buf *err)
 {
     struct scan s;
     struct toks lock_toks = {0}, cfg_toks = {0};
@@ -510,7 +511,7 @@ int wrap_discover(const char *workdir, const char *cli, struct wrap_set *set, tf
     }
 
     /* The lock file: which providers at which versions. */
-    if ((lock_path = wrap_joinpath(workdir, ".terraform.lock.hcl")) == NULL) {
+    if ((lock_path = launch_joinpath(workdir, ".terraform.lock.hcl")) == NULL) {
         rc = TFTAP_ENOMEM;
         goto cleanup;
     }
@@ -599,7 +600,8 @@ cleanup:
     return rc;
 }
 
-int wrap_set_replace(struct wrap_set *set, const struct wrap_provider *v, size_t n)
+int launch_providers_replace(struct launch_providers *set, const struct launch_provider *v,
+                             size_t n)
 {
     for (size_t i = 0; i < set->n; i++) {
         free(set->v[i].addr);
@@ -619,7 +621,7 @@ int wrap_set_replace(struct wrap_set *set, const struct wrap_provider *v, size_t
     return 0;
 }
 
-void wrap_set_done(struct wrap_set *set)
+void launch_providers_done(struct launch_providers *set)
 {
     if (set == NULL)
         return;
@@ -652,7 +654,7 @@ static void put_hcl_string(tftap_buf *b, const char *s)
     tftap_buf_putc(b, '"');
 }
 
-void wrap_sh_quote(tftap_buf *b, const char *s)
+void launch_sh_quote(tftap_buf *b, const char *s)
 {
     tftap_buf_putc(b, '\'');
     for (; *s; s++) {
@@ -690,7 +692,7 @@ fail:
  * accepts for this type (terraform-provider-<type>[_...]), so that what the
  * CLI prints about the plugin (e.g. "Stack trace from the ... plugin") reads
  * the same as without tftap; else terraform-provider-<type>. */
-static int shim_name(const struct wrap_provider *p, char *out, size_t size)
+static int shim_name(const struct launch_provider *p, char *out, size_t size)
 {
     const char *base = strrchr(p->binary, '/') ? strrchr(p->binary, '/') + 1 : p->binary;
     int n = snprintf(out, size, "terraform-provider-%s", p->type);
@@ -744,7 +746,7 @@ static void span_block(void *ctx, const char *const *path, int depth, const stru
 #define WRITTEN_BY "  # written by tftap: every wrapped provider goes through its shim\n"
 
 struct ovr_keep {
-    const struct wrap_set *set;
+    const struct launch_providers *set;
     const char *cli;
     const char *text;
     tftap_buf *out;
@@ -756,7 +758,7 @@ static int is_shim_dir(const struct tok *value)
 {
     if (value->kind != TOK_STRING || value->text == NULL)
         return 0;
-    char *p = wrap_joinpath(value->text, "tftap-shim.json");
+    char *p = launch_joinpath(value->text, "tftap-shim.json");
     int yes = p != NULL && access(p, F_OK) == 0;
     free(p);
     return yes;
@@ -784,7 +786,7 @@ static void keep_override(void *ctx, const char *const *path, int depth, const s
     tftap_buf_putc(k->out, '\n');
 }
 
-static int build_config(const struct wrap_set *set, const char *dir, const char *cli,
+static int build_config(const struct launch_providers *set, const char *dir, const char *cli,
                         tftap_buf *out)
 {
     const char *text = set->user_text.len ? set->user_text.data : "";
@@ -846,7 +848,7 @@ cleanup:
     return rc;
 }
 
-static const char *cli_of(const struct wrap_set *set)
+static const char *cli_of(const struct launch_providers *set)
 {
     /* Addresses carry their host; the CLI name only matters for short
      * override keys, where the user config's own spelling is kept. */
@@ -856,14 +858,14 @@ static const char *cli_of(const struct wrap_set *set)
     return "tofu";
 }
 
-int wrap_write_config(const struct wrap_set *set, const char *dir, char **config_path,
-                      tftap_buf *err)
+int launch_wrap_write_config(const struct launch_providers *set, const char *dir,
+                             char **config_path, tftap_buf *err)
 {
     tftap_buf b = TFTAP_BUF_INIT;
     char *path = NULL;
     int rc = build_config(set, dir, cli_of(set), &b);
     *config_path = NULL;
-    if (rc != 0 || (path = wrap_joinpath(dir, "tftap.tfrc")) == NULL) {
+    if (rc != 0 || (path = launch_joinpath(dir, "tftap.tfrc")) == NULL) {
         rc = TFTAP_ENOMEM;
         tftap_buf_puts(err, "out of memory");
     } else if ((rc = write_file(path, &b, 0600, err)) == 0) {
@@ -875,8 +877,8 @@ int wrap_write_config(const struct wrap_set *set, const char *dir, char **config
     return rc;
 }
 
-int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_opts *opts,
-               char **config_path, tftap_buf *err)
+int launch_wrap_write(const struct launch_providers *set, const char *dir,
+                      const struct launch_wrap_opts *opts, char **config_path, tftap_buf *err)
 {
     tftap_buf b = TFTAP_BUF_INIT;
     char *sd = NULL, *path = NULL;
@@ -884,7 +886,7 @@ int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_op
 
     *config_path = NULL;
     for (size_t i = 0; i < set->n; i++) {
-        const struct wrap_provider *p = &set->v[i];
+        const struct launch_provider *p = &set->v[i];
         free(sd);
         if ((sd = shim_dir(dir, i)) == NULL)
             goto nomem;
@@ -917,7 +919,7 @@ int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_op
             tftap_buf_puts(&b, ", \"otlp_values\": true");
         tftap_buf_puts(&b, "}\n");
         free(path);
-        if ((path = wrap_joinpath(sd, "tftap-shim.json")) == NULL)
+        if ((path = launch_joinpath(sd, "tftap-shim.json")) == NULL)
             goto nomem;
         if ((rc = write_file(path, &b, 0600, err)) != 0)
             goto cleanup;
@@ -929,9 +931,9 @@ int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_op
         tftap_buf_puts(&b, "#!/bin/sh\n# tftap shim for ");
         tftap_buf_puts(&b, p->addr);
         tftap_buf_puts(&b, "\nexec ");
-        wrap_sh_quote(&b, opts->tftap_exe);
+        launch_sh_quote(&b, opts->tftap_exe);
         tftap_buf_puts(&b, " shim ");
-        wrap_sh_quote(&b, meta);
+        launch_sh_quote(&b, meta);
         tftap_buf_puts(&b, " \"$@\"\n");
         free(meta);
         tftap_buf_cstr(&b);
@@ -941,13 +943,13 @@ int wrap_write(const struct wrap_set *set, const char *dir, const struct wrap_op
             rc = TFTAP_ELIMIT;
             goto cleanup;
         }
-        if ((path = wrap_joinpath(sd, name)) == NULL)
+        if ((path = launch_joinpath(sd, name)) == NULL)
             goto nomem;
         if ((rc = write_file(path, &b, 0700, err)) != 0)
             goto cleanup;
     }
 
-    rc = wrap_write_config(set, dir, config_path, err);
+    rc = launch_wrap_write_config(set, dir, config_path, err);
     goto cleanup;
 
 nomem:
@@ -960,15 +962,15 @@ cleanup:
     return rc;
 }
 
-void wrap_clean(const struct wrap_set *set, const char *dir)
+void launch_wrap_clean(const struct launch_providers *set, const char *dir)
 {
     for (size_t i = 0; i < set->n; i++) {
         char *sd = shim_dir(dir, i);
         if (sd == NULL)
             continue;
         char name[300];
-        char *a = wrap_joinpath(sd, "tftap-shim.json");
-        char *b = shim_name(&set->v[i], name, sizeof name) == 0 ? wrap_joinpath(sd, name) : NULL;
+        char *a = launch_joinpath(sd, "tftap-shim.json");
+        char *b = shim_name(&set->v[i], name, sizeof name) == 0 ? launch_joinpath(sd, name) : NULL;
         if (a)
             unlink(a);
         if (b)
@@ -978,159 +980,8 @@ void wrap_clean(const struct wrap_set *set, const char *dir)
         free(b);
         free(sd);
     }
-    char *c = wrap_joinpath(dir, "tftap.tfrc");
+    char *c = launch_joinpath(dir, "tftap.tfrc");
     if (c)
         unlink(c);
     free(c);
-}
-
-/* ---- tftap wrap ------------------------------------------------------------ */
-
-static void wrap_usage(FILE *f)
-{
-    fprintf(
-        f,
-        "usage: tftap wrap [--db PATH] [--record-sensitive] [--keep-raw] [--cli tofu|terraform]\n"
-        "                  [--otlp URL] [--otlp-values] --out DIR\n\n"
-        "Write into DIR a shim for every provider the configuration in the current\n"
-        "directory uses (run 'tofu init' first) and a CLI config, DIR/tftap.tfrc, that\n"
-        "keeps your own CLI config and sends the CLI to the shims. Then\n\n"
-        "  eval \"$(tftap wrap --out DIR)\"\n\n"
-        "makes every later tofu/terraform command record into the database, each\n"
-        "command as one run. Prints the export line on stdout. Run it again after\n"
-        "'init' (with the export in force it reads its own config, and its shims\n"
-        "still stand for the real providers: a shim never starts a "
-        "shim).\n\n" CLI_RECORDING_OPTIONS_HELP
-        "  --cli NAME           whose CLI config and registry host to assume (tofu)\n",
-        STORE_DEFAULT_PATH);
-}
-
-int cli_wrap(int argc, char **argv)
-{
-    const char *db_opt = NULL, *out = NULL, *cli = "tofu";
-    struct wrap_opts o = {0};
-    struct wrap_set set;
-    tftap_buf err = TFTAP_BUF_INIT;
-    char *exe = NULL, *db = NULL, *dir = NULL, *cwd = NULL, *config = NULL;
-    int code = 1;
-
-    memset(&set, 0, sizeof set);
-    enum { OPT_DB = 256, OPT_OUT, OPT_CLI, OPT_SENSITIVE, OPT_RAW, OPT_OTLP, OPT_OTLP_VALUES };
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, OPT_DB},
-        {"out", required_argument, NULL, OPT_OUT},
-        {"cli", required_argument, NULL, OPT_CLI},
-        {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
-        {"keep-raw", no_argument, NULL, OPT_RAW},
-        {"otlp", required_argument, NULL, OPT_OTLP},
-        {"otlp-values", no_argument, NULL, OPT_OTLP_VALUES},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int opt;
-    optind = 0;
-    while ((opt = cli_getopt(argc, argv, "h", longopts)) != -1) {
-        switch (opt) {
-        case 'h':
-            wrap_usage(stdout);
-            return 0;
-        case OPT_SENSITIVE:
-            o.record_sensitive = 1;
-            break;
-        case OPT_RAW:
-            o.keep_raw = 1;
-            break;
-        case OPT_DB:
-            db_opt = optarg;
-            break;
-        case OPT_OUT:
-            out = optarg;
-            break;
-        case OPT_CLI:
-            cli = optarg;
-            break;
-        case OPT_OTLP:
-            if (!cli_otlp_url_ok(optarg)) {
-                cli_usage_error("wrap", "--otlp needs an http:// or https:// URL, not '%s'",
-                                optarg);
-                return 2;
-            }
-            o.otlp = optarg;
-            break;
-        case OPT_OTLP_VALUES:
-            o.otlp_values = 1;
-            break;
-        default:
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        cli_usage_error("wrap", "unexpected argument '%s'", argv[optind]);
-        return 2;
-    }
-    if (out == NULL) {
-        cli_usage_error("wrap", "--out DIR is required");
-        return 2;
-    }
-    if (strcmp(cli, "tofu") != 0 && strcmp(cli, "terraform") != 0) {
-        cli_usage_error("wrap", "--cli must be tofu or terraform, not '%s'", cli);
-        return 2;
-    }
-    const char *db_path = db_opt ? db_opt : getenv("TFTAP_DB");
-    if (db_path == NULL || db_path[0] == '\0')
-        db_path = STORE_DEFAULT_PATH;
-    if ((exe = wrap_self_exe()) == NULL || (db = wrap_abspath(db_path)) == NULL ||
-        (cwd = getcwd(NULL, 0)) == NULL) {
-        cli_error("cannot find this program's or the current directory's path: %s",
-                  strerror(errno));
-        goto cleanup;
-    }
-    if (mkdir(out, 0700) != 0 && errno != EEXIST) {
-        cli_error("cannot create %s: %s", out, strerror(errno));
-        goto cleanup;
-    }
-    if ((dir = realpath(out, NULL)) == NULL) {
-        cli_error("cannot resolve %s: %s", out, strerror(errno));
-        goto cleanup;
-    }
-    if (wrap_discover(cwd, cli, &set, &err) != 0) {
-        cli_error("%s", tftap_buf_cstr(&err));
-        goto cleanup;
-    }
-    if (set.shims)
-        cli_error("%s was written by tftap wrap: its %zu shim(s) replaced by the providers they "
-                  "stand for",
-                  set.user_config, set.shims);
-    if (set.n == 0) {
-        cli_error("no installed providers found for %s (run '%s init' first)", cwd, cli);
-        goto cleanup;
-    }
-    if (set.missing)
-        cli_error("%zu provider(s) not installed, not wrapped (first: %s); run '%s init' and "
-                  "wrap again",
-                  set.missing, set.missing_first, cli);
-    o.tftap_exe = exe;
-    o.db = db;
-    if (wrap_write(&set, dir, &o, &config, &err) != 0) {
-        cli_error("%s", tftap_buf_cstr(&err));
-        goto cleanup;
-    }
-    tftap_buf q = TFTAP_BUF_INIT;
-    wrap_sh_quote(&q, config);
-    printf("export TF_CLI_CONFIG_FILE=%s\n", tftap_buf_cstr(&q));
-    tftap_buf_done(&q);
-    for (size_t i = 0; i < set.n; i++)
-        fprintf(stderr, "tftap: wrapped %s %s (%s)\n", set.v[i].addr,
-                set.v[i].version ? set.v[i].version : "dev override", set.v[i].binary);
-    code = fflush(stdout) == 0 ? 0 : 1;
-
-cleanup:
-    wrap_set_done(&set);
-    tftap_buf_done(&err);
-    free(exe);
-    free(db);
-    free(dir);
-    free(cwd);
-    free(config);
-    return code;
 }

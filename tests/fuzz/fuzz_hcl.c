@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/hcl.h"
+#include "launch/hcl_int.h"
 #include "common/common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
