@@ -32,7 +32,9 @@ static void hpack_literal(tftap_buf *b, const char *name, const char *value)
     tftap_buf_puts(b, value);
 }
 
-void plugin_h2_request_headers(tftap_buf *block, const char *path, int tls)
+/* A unary gRPC request's header block (literal fields, no Huffman: path
+ * shorter than 127 bytes). */
+static void h2_request_headers(tftap_buf *block, const char *path, int tls)
 {
     hpack_literal(block, ":method", "POST");
     hpack_literal(block, ":scheme", tls ? "https" : "http");
@@ -42,7 +44,8 @@ void plugin_h2_request_headers(tftap_buf *block, const char *path, int tls)
     hpack_literal(block, "te", "trailers");
 }
 
-void plugin_h2_frame(tftap_buf *b, size_t len, uint8_t type, uint8_t flags, uint32_t stream)
+/* An HTTP/2 frame header of len bytes. */
+static void h2_frame(tftap_buf *b, size_t len, uint8_t type, uint8_t flags, uint32_t stream)
 {
     uint8_t h[9] = {(uint8_t)(len >> 16),
                     (uint8_t)(len >> 8),
@@ -125,26 +128,27 @@ static ssize_t io_read(int fd, SSL *ssl, void *p, size_t n, int64_t deadline)
 }
 
 int plugin_unary_call(int fd, SSL *ssl, const char *path, const void *req, size_t req_len,
-                      size_t max_resp, int timeout_ms, tftap_buf *resp, tftap_buf *err)
+                      size_t max_resp, int timeout_ms, plugin_call_seen *seen, void *seen_ctx,
+                      tftap_buf *resp, tftap_buf *err)
 {
     int64_t deadline = tftap_mono_ms() + timeout_ms;
     tftap_buf out = TFTAP_BUF_INIT, block = TFTAP_BUF_INIT, in = TFTAP_BUF_INIT,
               data = TFTAP_BUF_INIT;
     int rc = TFTAP_EPROTO;
-    plugin_h2_request_headers(&block, path, ssl != NULL);
+    h2_request_headers(&block, path, ssl != NULL);
     tftap_buf_puts(&out, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
     /* SETTINGS: a stream window as large as allowed, so a schema of tens
      * of MB needs no WINDOW_UPDATE per stream; the connection's window
      * grows by a WINDOW_UPDATE right after. */
-    plugin_h2_frame(&out, 6, 4, 0, 0);
+    h2_frame(&out, 6, 4, 0, 0);
     tftap_buf_putc(&out, 0);
     tftap_buf_putc(&out, 4); /* SETTINGS_INITIAL_WINDOW_SIZE */
     put32(&out, 0x7fffffffu);
-    plugin_h2_frame(&out, 4, 8, 0, 0);
+    h2_frame(&out, 4, 8, 0, 0);
     put32(&out, 0x7fffffffu - 65535u);
-    plugin_h2_frame(&out, block.len, 1, 0x4, 1);
+    h2_frame(&out, block.len, 1, 0x4, 1);
     tftap_buf_append(&out, block.data, block.len);
-    plugin_h2_frame(&out, 5 + req_len, 0, 0x1, 1);
+    h2_frame(&out, 5 + req_len, 0, 0x1, 1);
     uint8_t prefix[5] = {0, (uint8_t)(req_len >> 24), (uint8_t)(req_len >> 16),
                          (uint8_t)(req_len >> 8), (uint8_t)req_len};
     tftap_buf_append(&out, prefix, 5);
@@ -157,6 +161,8 @@ int plugin_unary_call(int fd, SSL *ssl, const char *path, const void *req, size_
         tftap_buf_printf(err, "writing the request: %s", tftap_strerror(rc));
         goto done;
     }
+    if (seen != NULL)
+        seen(seen_ctx, 0, (const uint8_t *)out.data, out.len);
     /* Frames until stream 1 ends. The status travels in HPACK-coded
      * trailers we do not decode: a complete message on a stream that ended
      * is an answer, anything else is not. */
@@ -172,6 +178,8 @@ int plugin_unary_call(int fd, SSL *ssl, const char *path, const void *req, size_
             rc = n < 0 ? (int)n : TFTAP_EPROTO;
             goto done;
         }
+        if (seen != NULL)
+            seen(seen_ctx, 1, buf, (size_t)n);
         tftap_buf_append(&in, buf, (size_t)n);
         while (in.len - pos >= 9) {
             const uint8_t *h = (const uint8_t *)in.data + pos;
@@ -185,8 +193,10 @@ int plugin_unary_call(int fd, SSL *ssl, const char *path, const void *req, size_
             const uint8_t *payload = h + 9;
             if (type == 4 && !(flags & 0x1)) { /* SETTINGS: acknowledge */
                 tftap_buf ack = TFTAP_BUF_INIT;
-                plugin_h2_frame(&ack, 0, 4, 0x1, 0);
+                h2_frame(&ack, 0, 4, 0x1, 0);
                 int w = io_write(fd, ssl, ack.data, ack.len, deadline);
+                if (w == 0 && seen != NULL)
+                    seen(seen_ctx, 0, (const uint8_t *)ack.data, ack.len);
                 tftap_buf_done(&ack);
                 if (w) {
                     rc = w;
@@ -401,7 +411,7 @@ int plugin_provider_schema(const char *binary, int timeout_ms, tftap_buf *schema
                                              : "/tfplugin6.Provider/GetProviderSchema";
     rc = plugin_unary_call(fd, ssl, path, "", 0, (size_t)256 << 20,
                            (int)(deadline - tftap_mono_ms() > 0 ? deadline - tftap_mono_ms() : 1),
-                           schema, err);
+                           NULL, NULL, schema, err);
     if (!rc)
         *protocol = hs.proto_version;
 done:
@@ -418,7 +428,7 @@ done:
         int sfd = -1, asked = 0;
         if (hs.network && dial(&hs, ctx, tftap_mono_ms() + 2000, &sfd, &ssl, &why) == 0) {
             (void)plugin_unary_call(sfd, ssl, "/plugin.GRPCController/Shutdown", "", 0, 1024, 2000,
-                                    &ignore, &why);
+                                    NULL, NULL, &ignore, &why);
             asked = 1;
             if (ssl)
                 SSL_free(ssl);

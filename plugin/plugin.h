@@ -134,21 +134,21 @@ void plugin_tls_error(SSL *ssl, int rc, tftap_buf *err);
 
 /* ---- call.c: asking a provider binary directly -------------------------- */
 
-/* HTTP/2 framing of a unary gRPC request, for the few calls tftap makes
- * itself (Shutdown, GetProviderSchema): a frame header of len bytes, and
- * the request's header block (literal fields, no Huffman: path shorter than
- * 127 bytes). */
-void plugin_h2_frame(tftap_buf *b, size_t len, uint8_t type, uint8_t flags, uint32_t stream);
-void plugin_h2_request_headers(tftap_buf *block, const char *path, int tls);
+/* What a unary call wrote (from_server 0) and read (1), byte for byte as
+ * it went: a watcher recording the call (the relay's own Shutdown). */
+typedef void plugin_call_seen(void *ctx, int from_server, const uint8_t *p, size_t n);
 
 /* One unary gRPC call on a fresh HTTP/2 connection (fd, with ssl when not
  * NULL, TLS handshake done): preface, SETTINGS, the request message,
- * then frames until the call's stream ends. The answer's message bytes
- * (at most max_resp) are appended to resp. Returns 0, TFTAP_EPROTO (no
- * message: an error status, a reset, malformed frames; err says which),
- * TFTAP_ELIMIT (too large or timeout_ms passed), TFTAP_EIO, TFTAP_ENOMEM. */
+ * then frames until the call's stream ends, every byte shown to seen
+ * (NULL: none). The answer's message bytes (at most max_resp) are
+ * appended to resp. Returns 0, TFTAP_EPROTO (no message: an error status,
+ * a reset, malformed frames; err says which), TFTAP_ELIMIT (too large or
+ * timeout_ms passed), TFTAP_EIO, TFTAP_ENOMEM. The one HTTP/2 client of
+ * tftap's own calls (GetProviderSchema, Shutdown). */
 int plugin_unary_call(int fd, SSL *ssl, const char *path, const void *req, size_t req_len,
-                      size_t max_resp, int timeout_ms, tftap_buf *resp, tftap_buf *err);
+                      size_t max_resp, int timeout_ms, plugin_call_seen *seen, void *seen_ctx,
+                      tftap_buf *resp, tftap_buf *err);
 
 /* Start a provider binary as go-plugin's client would (cookie, protocols 5
  * and 6, mutual TLS), ask GetProviderSchema (protocol 5: GetSchema), and

@@ -1003,93 +1003,38 @@ void proxy_relay_stop(proxy_relay *r)
 
 /* ---- Shutdown, when the client can no longer send it -------------------- */
 
+/* The Shutdown call's bytes into its watcher, as the relay's own calls'. */
+static void shutdown_seen(void *ctx, int from_server, const uint8_t *p, size_t n)
+{
+    proxy_h2watch_feed(ctx, from_server ? PROXY_H2_FROM_PROVIDER : PROXY_H2_FROM_CLIENT, p, n,
+                       tftap_now_us());
+}
+
 int proxy_relay_shutdown_provider(proxy_relay *r, int timeout_ms)
 {
     int64_t deadline = tftap_mono_ms() + timeout_ms;
     int fd;
     SSL *ssl;
-    tftap_buf why = TFTAP_BUF_INIT, req = TFTAP_BUF_INIT, block = TFTAP_BUF_INIT;
+    tftap_buf why = TFTAP_BUF_INIT, resp = TFTAP_BUF_INIT;
     int rc = dial(r, deadline, &fd, &ssl, &why);
-    tftap_buf_done(&why);
-    if (rc != 0)
+    if (rc != 0) {
+        tftap_buf_done(&why);
         return TFTAP_ECHILD;
-
-    /* One call on a connection of our own: preface, empty SETTINGS, the
-     * request's headers, and its message (an empty Empty). */
-    plugin_h2_request_headers(&block, "/plugin.GRPCController/Shutdown", ssl != NULL);
-    tftap_buf_puts(&req, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-    plugin_h2_frame(&req, 0, 4 /* SETTINGS */, 0, 0);
-    plugin_h2_frame(&req, block.len, 1 /* HEADERS */, 0x4 /* END_HEADERS */, 1);
-    tftap_buf_append(&req, block.data, block.len);
-    plugin_h2_frame(&req, 5, 0 /* DATA */, 0x1 /* END_STREAM */, 1);
-    tftap_buf_append(&req, "\0\0\0\0\0", 5);
-
+    }
     /* The call is recorded like one the client made: its bytes go through
      * a watcher of their own (a watcher that fails to start records less,
      * never stops the call). */
     proxy_h2watch *watch = NULL;
     (void)proxy_h2watch_new(r->tee, &r->next_call_id, &r->open_calls, &watch);
-
-    struct relay_pair pair = {.relay = r};
-    struct relay_leg *l = &pair.leg[0];
-    *l = (struct relay_leg){.kind = SRC_LEG, .pair = &pair, .fd = fd, .ssl = ssl, .ready = 1};
-    rc = TFTAP_ECHILD;
-    size_t off = 0;
-    while (!tftap_buf_failed(&req) && off < req.len) {
-        ssize_t w = leg_write(l, (const uint8_t *)req.data + off, req.len - off);
-        if (w < 0 || (w == 0 && wait_fd(fd, POLLOUT, deadline) != 0))
-            goto done;
-        if (watch != NULL)
-            proxy_h2watch_feed(watch, PROXY_H2_FROM_CLIENT, (const uint8_t *)req.data + off,
-                               (size_t)w, tftap_now_us());
-        off += (size_t)w;
-    }
-    /* Read frames until stream 1 ends: HEADERS with END_STREAM (answered),
-     * RST_STREAM or the connection closing (not answered). */
-    uint8_t buf[4096];
-    tftap_buf in = TFTAP_BUF_INIT;
-    for (;;) {
-        ssize_t n = leg_read(l, buf, sizeof buf, NULL);
-        if (n < 0)
-            break;
-        if (n == 0) {
-            if (wait_fd(fd, POLLIN, deadline) != 0)
-                break;
-            continue;
-        }
-        if (watch != NULL)
-            proxy_h2watch_feed(watch, PROXY_H2_FROM_PROVIDER, buf, (size_t)n, tftap_now_us());
-        tftap_buf_append(&in, buf, (size_t)n);
-        size_t pos = 0;
-        int ended = 0;
-        while (in.len - pos >= 9) {
-            const uint8_t *h = (const uint8_t *)in.data + pos;
-            size_t len = (size_t)h[0] << 16 | (size_t)h[1] << 8 | h[2];
-            if (in.len - pos < 9 + len)
-                break;
-            uint32_t stream =
-                ((uint32_t)h[5] << 24 | (uint32_t)h[6] << 16 | (uint32_t)h[7] << 8 | h[8]) &
-                0x7fffffffu;
-            if (stream == 1 && h[3] == 1 && (h[4] & 0x1)) {
-                rc = 0;
-                ended = 1;
-            } else if (stream == 1 && h[3] == 3) {
-                ended = 1;
-            }
-            pos += 9 + len;
-        }
-        if (ended || tftap_buf_failed(&in) || in.len > ((size_t)1 << 20))
-            break;
-        memmove(in.data, in.data + pos, in.len - pos);
-        in.len -= pos;
-    }
-    tftap_buf_done(&in);
-done:
+    int64_t left = deadline - tftap_mono_ms();
+    rc = plugin_unary_call(fd, ssl, "/plugin.GRPCController/Shutdown", "", 0, 1024,
+                           left > 0 ? (int)left : 0, watch ? shutdown_seen : NULL, watch, &resp,
+                           &why);
     proxy_h2watch_free(watch, tftap_now_us());
     if (ssl != NULL)
         SSL_free(ssl);
     close(fd);
-    tftap_buf_done(&req);
-    tftap_buf_done(&block);
-    return rc;
+    tftap_buf_done(&resp);
+    tftap_buf_done(&why);
+    return rc == 0 ? 0 : TFTAP_ECHILD;
 }
