@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "launch/launch.h"
 #include "cli/cli_store.h"
 #include "cli/verdict.h"
 
@@ -248,7 +249,7 @@ int cli_bundle(int argc, char **argv)
     char *owned = NULL;
     store *s = NULL;
     int64_t run = 0;
-    int rc = cli_open_run(cli_db_path(db), argv[optind], &s, &path, &run, &owned);
+    int rc = cli_open_run(launch_db_path(db), argv[optind], &s, &path, &run, &owned);
     if (rc)
         return rc;
     struct stat st;

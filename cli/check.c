@@ -6,6 +6,7 @@
 
 #include "analysis/analysis.h"
 #include "cli/cli.h"
+#include "launch/launch.h"
 #include "cli/cli_store.h"
 #include "cli/filter.h"
 
@@ -62,7 +63,7 @@ int cli_check(int argc, char **argv)
     char *owned = NULL;
     store *s = NULL;
     int64_t run = 0;
-    if (cli_open_run(cli_db_path(db), pos[0], &s, &path, &run, &owned))
+    if (cli_open_run(launch_db_path(db), pos[0], &s, &path, &run, &owned))
         return 2;
     if (cli_filter_check(&s, &path, &run, 1, CLI_FILTER_ADDRESS_OR_TYPE, pos[1])) {
         store_close(s);

@@ -29,10 +29,6 @@ struct cli_opt {
 int cli_store_args(int argc, char **argv, const struct cli_opt *opts, const char **db, int *json,
                    int *help, const char **pos, int max_pos, int *npos);
 
-/* --db (a global --db before the command comes here too), else TFTAP_DB,
- * else the default path. */
-const char *cli_db_path(const char *opt);
-
 /* The one error line for store_open(path, flags) failing with rc (errno
  * and store_open_error() as it left them): a file's or a server's words. */
 void cli_store_open_failed(const char *path, int flags, int rc);

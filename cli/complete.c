@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "launch/launch.h"
 #include "cli/cli_store.h"
 
 static const char usage_text[] =
@@ -75,7 +76,7 @@ int cli_complete(int argc, char **argv)
         return 2;
     }
     store *s = NULL;
-    const char *path = cli_db_path(db);
+    const char *path = launch_db_path(db);
     char *owned = NULL;
     int64_t run = 0;
     tftap_buf out = TFTAP_BUF_INIT;

@@ -7,6 +7,7 @@
 
 #include "analysis/analysis.h"
 #include "cli/cli.h"
+#include "launch/launch.h"
 #include "cli/cli_store.h"
 #include "cli/filter.h"
 
@@ -123,7 +124,7 @@ int cli_diff(int argc, char **argv)
                   "--help')");
         goto out;
     }
-    const char *db_path = cli_db_path(db), *path[2] = {NULL, NULL};
+    const char *db_path = launch_db_path(db), *path[2] = {NULL, NULL};
     char *owned[2] = {NULL, NULL};
     store *s[2] = {NULL, NULL};
     int64_t ra = 0, rb = 0;

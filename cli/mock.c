@@ -9,6 +9,7 @@
 
 #include "analysis/analysis.h"
 #include "cli/cli.h"
+#include "launch/launch.h"
 #include "cli/cli_store.h"
 #include "cli/filter.h"
 
@@ -179,7 +180,7 @@ int cli_mock(int argc, char **argv)
     char *owned = NULL;
     store *s = NULL;
     int64_t run = 0;
-    int exit_code = cli_open_run(cli_db_path(db), argv[optind], &s, &path, &run, &owned);
+    int exit_code = cli_open_run(launch_db_path(db), argv[optind], &s, &path, &run, &owned);
     if (exit_code)
         return exit_code;
     exit_code = cli_filter_check(&s, &path, &run, 1, CLI_FILTER_ADDRESS_OR_TYPE, filter);

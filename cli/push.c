@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "launch/launch.h"
 #include "cli/cli_store.h"
 
 static const char usage_text[] =
@@ -297,7 +298,7 @@ int cli_push(int argc, char **argv)
         }
     char shown_to[512];
     const char *to_name = store_display_name(to, shown_to, sizeof shown_to);
-    const char *dbp = cli_db_path(db);
+    const char *dbp = launch_db_path(db);
     struct source *srcs = NULL;
     size_t nsrc = 0;
     int64_t open_runs = 0;

@@ -564,9 +564,7 @@ int cli_replay(int argc, char **argv)
         goto cleanup;
     }
     code = 1;
-    const char *db_path = ro.db ? ro.db : getenv("TFTAP_DB");
-    if (db_path == NULL || db_path[0] == '\0')
-        db_path = STORE_DEFAULT_PATH;
+    const char *db_path = launch_db_path(ro.db);
     /* RUN alone, as every other command takes it: a run of the database
      * (--db), when no file has that name. */
     struct stat sst;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "launch/launch.h"
 #include "cli/cli_store.h"
 #include "plugin/plugin.h"
 #include "replay/replay.h"
@@ -112,7 +113,7 @@ int main(int argc, char **argv)
      * whole process group and then asks the provider to stop itself. */
     signal(SIGINT, SIG_IGN);
 
-    const char *path = cli_db_path(db);
+    const char *path = launch_db_path(db);
     int rc = store_open(path, STORE_OPEN_READONLY, &s);
     if (rc != 0) {
         say("cannot open %s: %s", STORE_SHOWN(path),

@@ -120,4 +120,3 @@ int cli_run(int argc, char **argv)
     }
     return launch_run(argv + optind, argc - optind, &ro);
 }
-

@@ -11,6 +11,7 @@
 
 #include "analysis/analysis.h"
 #include "cli/cli.h"
+#include "launch/launch.h"
 #include "cli/cli_store.h"
 #include "plugin/plugin.h"
 
@@ -151,7 +152,7 @@ static int load_source(const char *src, const char *provider, const char *db, tf
     char *owned = NULL;
     store *s = NULL;
     int64_t run = 0;
-    if (cli_open_run(cli_db_path(db), src, &s, &path, &run, &owned))
+    if (cli_open_run(launch_db_path(db), src, &s, &path, &run, &owned))
         return 2;
     struct run_pick p = {.want = provider};
     int rc = store_schemas_each(s, run, each_schema, &p);

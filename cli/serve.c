@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "cli/cli.h"
+#include "launch/launch.h"
 #include "cli/cli_store.h"
 #include "web/web.h"
 
@@ -86,7 +87,7 @@ int cli_serve(int argc, char **argv)
     const char *idle = getenv("TFTAP_SERVE_IDLE_TIMEOUT");
     if (idle && *idle)
         wo.idle_timeout = (unsigned)strtoul(idle, NULL, 10);
-    const char *path = cli_db_path(db);
+    const char *path = launch_db_path(db);
     wo.db_path = path;
     store *s = NULL;
     errno = 0;

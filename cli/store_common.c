@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "launch/launch.h"
 
 int cli_store_args(int argc, char **argv, const struct cli_opt *opts, const char **db, int *json,
                    int *help, const char **pos, int max_pos, int *npos)
@@ -54,16 +55,6 @@ int cli_store_args(int argc, char **argv, const struct cli_opt *opts, const char
         pos[(*npos)++] = argv[i];
     }
     return 0;
-}
-
-const char *cli_db_path(const char *opt)
-{
-    if (opt && *opt)
-        return opt;
-    const char *env = getenv("TFTAP_DB");
-    if (env && *env)
-        return env;
-    return STORE_DEFAULT_PATH;
 }
 
 /* The server's message without its severity word ("ERROR:  permission
@@ -281,7 +272,7 @@ int cli_read_parse(int argc, char **argv, const struct cli_opt *opts, const char
         cli_usage_error(argv[0], "%s needs RUN (a run id or 'last')", argv[0]);
         return 2;
     }
-    r->path = cli_db_path(db);
+    r->path = launch_db_path(db);
     r->takes_run = takes_run;
     return CLI_READ_GO;
 }

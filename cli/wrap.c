@@ -104,9 +104,7 @@ int cli_wrap(int argc, char **argv)
         cli_usage_error("wrap", "--cli must be tofu or terraform, not '%s'", cli);
         return 2;
     }
-    const char *db_path = db_opt ? db_opt : getenv("TFTAP_DB");
-    if (db_path == NULL || db_path[0] == '\0')
-        db_path = STORE_DEFAULT_PATH;
+    const char *db_path = launch_db_path(db_opt);
     if ((exe = launch_self_exe()) == NULL || (db = launch_abspath(db_path)) == NULL ||
         (cwd = getcwd(NULL, 0)) == NULL) {
         cli_error("cannot find this program's or the current directory's path: %s",

@@ -185,6 +185,11 @@ int launch_otlp_config(const char *meta_url, int meta_values, struct otlp_config
  * Returns its fd (close-on-exec), or -1 (errno set). */
 int launch_recorder_lock(const char *run_dir, const char *provider);
 
+/* Where a command records or reads: given (--db, a global --db before the
+ * command too) when not NULL or empty, else $TFTAP_DB, else
+ * STORE_DEFAULT_PATH. Borrowed. */
+const char *launch_db_path(const char *given);
+
 /* The absolute path of the running tftap executable (free()), or NULL. */
 char *launch_self_exe(void);
 

@@ -263,9 +263,7 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
 
     if (ro->front_dir != NULL && ro->db == NULL)
         front_db = acc_front_db(ro->front_dir);
-    const char *db_path = front_db ? front_db : ro->db ? ro->db : getenv("TFTAP_DB");
-    if (db_path == NULL || db_path[0] == '\0')
-        db_path = STORE_DEFAULT_PATH;
+    const char *db_path = front_db ? front_db : launch_db_path(ro->db);
     if ((exe = launch_self_exe()) == NULL || (db = launch_abspath(db_path)) == NULL ||
         (cwd = getcwd(NULL, 0)) == NULL) {
         launch_error("cannot find this program's or the current directory's path: %s",

@@ -212,4 +212,3 @@ void launch_wrap_run_left(const char *db, int64_t run_id)
     free(w.cwd);
     store_close(s);
 }
-
