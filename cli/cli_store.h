@@ -83,6 +83,14 @@ int cli_read_parse(int argc, char **argv, const struct cli_opt *opts, const char
                    int takes_run, int max_pos, struct cli_read *r);
 int cli_read_open(struct cli_read *r);
 
+/* RUN of r an acceptance test suite (the run of `tftap run -- go test`):
+ * its step runs whose test matches pattern (--test, cli_test_matches), in
+ * order, into *ids (heap, free()) and *n. 0; 2 after one usage line (of
+ * cmd) when none matches; 1 after one error line when the record cannot
+ * be read (then *ids is NULL). */
+int cli_suite_steps(const struct cli_read *r, const char *cmd, const char *pattern, int64_t **ids,
+                    size_t *n);
+
 /* 1 when stdout is a terminal and NO_COLOR is unset or empty. */
 int cli_use_color(void);
 

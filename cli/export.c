@@ -16,29 +16,6 @@ static const char usage_text[] =
     "an acceptance test suite (the run of 'tftap run -- go test ...'): each step run of\n"
     "the tests whose name matches PATTERN (a shell glob) is written in turn.\n";
 
-struct steps {
-    int64_t *ids;
-    size_t n, cap;
-    const char *test;
-};
-
-static int collect_step(void *ctx, const store_run_row *row)
-{
-    struct steps *c = ctx;
-    if (!cli_test_matches(c->test, row->test_name))
-        return 0;
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 32;
-        int64_t *v = realloc(c->ids, cap * sizeof *v);
-        if (v == NULL)
-            return TFTAP_ENOMEM;
-        c->ids = v;
-        c->cap = cap;
-    }
-    c->ids[c->n++] = row->id;
-    return 0;
-}
-
 static int write_out(void *ctx, const char *p, size_t n)
 {
     (void)ctx;
@@ -64,19 +41,18 @@ int cli_export(int argc, char **argv)
     rc = cli_read_open(&r);
     if (rc != CLI_READ_GO)
         return rc;
-    struct steps st = {NULL, 0, 0, test};
     if (test != NULL) {
-        rc = store_run_children_each(r.s, r.run, collect_step, &st);
-        if (rc == 0 && st.n == 0) {
-            cli_usage_error(argv[0], "run %lld has no step run of a test matching '%s'",
-                            (long long)r.run, test);
-            free(st.ids);
+        int64_t *ids = NULL;
+        size_t n = 0;
+        int code = cli_suite_steps(&r, argv[0], test, &ids, &n);
+        if (code != 0) {
             cli_read_done(&r);
-            return 2;
+            return code;
         }
-        for (size_t i = 0; i < st.n && rc == 0; i++)
-            rc = store_export_jsonl(r.s, st.ids[i], write_out, NULL);
-        free(st.ids);
+        rc = 0;
+        for (size_t i = 0; i < n && rc == 0; i++)
+            rc = store_export_jsonl(r.s, ids[i], write_out, NULL);
+        free(ids);
     } else {
         rc = store_export_jsonl(r.s, r.run, write_out, NULL);
     }

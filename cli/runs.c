@@ -1,6 +1,5 @@
 /* tftap runs: the recorded runs, newest last. */
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,11 +51,6 @@ void cli_step_name(const store_run_row *r, tftap_buf *out)
     char *sub = analysis_args_subcommand(r->args_json);
     tftap_buf_printf(out, " / %s", sub != NULL && sub[0] ? sub : "-");
     free(sub);
-}
-
-int cli_test_matches(const char *pattern, const char *test)
-{
-    return pattern == NULL || (test != NULL && fnmatch(pattern, test, 0) == 0);
 }
 
 struct runs_filter {

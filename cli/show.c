@@ -592,30 +592,6 @@ static int show_run(struct cli_read *r, int64_t run, const char *filter, int all
     return exit_code;
 }
 
-struct suite_ctx {
-    int64_t *ids;
-    size_t n, cap;
-    const char *test;
-    int err;
-};
-
-static int collect_step(void *ctx, const store_run_row *row)
-{
-    struct suite_ctx *c = ctx;
-    if (!cli_test_matches(c->test, row->test_name))
-        return 0;
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 32;
-        int64_t *v = realloc(c->ids, cap * sizeof *v);
-        if (v == NULL)
-            return TFTAP_ENOMEM;
-        c->ids = v;
-        c->cap = cap;
-    }
-    c->ids[c->n++] = row->id;
-    return 0;
-}
-
 static int step_header(void *ctx, const store_run_row *row)
 {
     tftap_buf *b = ctx;
@@ -640,36 +616,27 @@ int cli_show(int argc, char **argv)
         return rc;
     }
     /* An acceptance test suite: each step run of the tests --test names. */
-    struct suite_ctx c = {NULL, 0, 0, test, 0};
-    rc = store_run_children_each(r.s, r.run, collect_step, &c);
-    int exit_code = 0;
-    if (rc) {
-        cli_error("reading %s: %s", r.path,
-                  rc == TFTAP_ENOMEM ? "out of memory" : store_errmsg(r.s));
-        exit_code = 1;
-    } else if (c.n == 0) {
-        cli_usage_error(argv[0], "run %lld has no step run of a test matching '%s'",
-                        (long long)r.run, test);
-        exit_code = 2;
-    }
+    int64_t *ids = NULL;
+    size_t n = 0;
+    int exit_code = cli_suite_steps(&r, argv[0], test, &ids, &n);
     if (r.json && exit_code == 0)
         fputs("[\n", stdout);
-    for (size_t i = 0; i < c.n && exit_code == 0; i++) {
+    for (size_t i = 0; i < n && exit_code == 0; i++) {
         tftap_buf h = TFTAP_BUF_INIT;
         if (r.json)
             tftap_buf_puts(&h, i ? ",\n" : "");
         else {
             tftap_buf_puts(&h, i ? "\n" : "");
-            store_run_get(r.s, c.ids[i], step_header, &h);
+            store_run_get(r.s, ids[i], step_header, &h);
         }
         exit_code = cli_flush(&h);
         tftap_buf_done(&h);
         if (exit_code == 0)
-            exit_code = show_run(&r, c.ids[i], r.pos[1], all, r.json);
+            exit_code = show_run(&r, ids[i], r.pos[1], all, r.json);
     }
     if (r.json && exit_code == 0)
         fputs("]\n", stdout);
-    free(c.ids);
+    free(ids);
     cli_read_done(&r);
     return exit_code;
 }

@@ -2,6 +2,7 @@
 #include "cli/cli_store.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -457,4 +458,57 @@ int cli_flush(tftap_buf *b)
     }
     tftap_buf_reset(b);
     return 0;
+}
+
+int cli_test_matches(const char *pattern, const char *test)
+{
+    return pattern == NULL || (test != NULL && fnmatch(pattern, test, 0) == 0);
+}
+
+struct suite_steps {
+    int64_t *ids;
+    size_t n, cap;
+    const char *test;
+};
+
+static int collect_step(void *ctx, const store_run_row *row)
+{
+    struct suite_steps *c = ctx;
+    if (!cli_test_matches(c->test, row->test_name))
+        return 0;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 32;
+        int64_t *v = realloc(c->ids, cap * sizeof *v);
+        if (v == NULL)
+            return TFTAP_ENOMEM;
+        c->ids = v;
+        c->cap = cap;
+    }
+    c->ids[c->n++] = row->id;
+    return 0;
+}
+
+int cli_suite_steps(const struct cli_read *r, const char *cmd, const char *pattern, int64_t **ids,
+                    size_t *n)
+{
+    struct suite_steps c = {NULL, 0, 0, pattern};
+    int rc = store_run_children_each(r->s, r->run, collect_step, &c);
+    int exit_code = 0;
+    if (rc) {
+        cli_error("reading %s: %s", r->path,
+                  rc == TFTAP_ENOMEM ? "out of memory" : store_errmsg(r->s));
+        exit_code = 1;
+    } else if (c.n == 0) {
+        cli_usage_error(cmd, "run %lld has no step run of a test matching '%s'", (long long)r->run,
+                        pattern);
+        exit_code = 2;
+    }
+    if (exit_code != 0) {
+        free(c.ids);
+        c.ids = NULL;
+        c.n = 0;
+    }
+    *ids = c.ids;
+    *n = c.n;
+    return exit_code;
 }

@@ -16,4 +16,3 @@ const char *launch_db_path(const char *given)
         return env;
     return STORE_DEFAULT_PATH;
 }
-

@@ -1,4 +1,4 @@
-/* cli: `tftap run --reattach`, where tftap starts each provider itself.
+/* launch: `tftap run --reattach`, where tftap starts each provider itself.
  * One child process per provider runs proxy_run() (which owns the process:
  * it blocks signals, reaps and relays) and prints go-plugin's handshake
  * line; the CLI is told where to connect through TF_REATTACH_PROVIDERS and
@@ -149,6 +149,41 @@ static const char *handshake_address(tftap_buf *line, long *proto)
     return fields[3];
 }
 
+/* Start the proxy of r[i] for cfg (the recording options of o and run_id
+ * filled in here) and read its handshake line into line: where it
+ * listens (in line, which the caller frees) and its protocol. NULL with
+ * err saying why (failed: what follows the provider's name when the proxy
+ * answered nothing of ours); r[i] then holds what must be stopped. */
+static const char *proxy_start(struct reattached *r, size_t i, proxy_config *cfg,
+                               const struct launch_wrap_opts *o, int64_t run_id,
+                               const char *run_dir, const char *failed, tftap_buf *line,
+                               long *proto, tftap_buf *err)
+{
+    cfg->db = o->db;
+    cfg->run_id = run_id;
+    cfg->record_sensitive = o->record_sensitive;
+    cfg->keep_raw = o->keep_raw;
+    *proto = 5;
+    if (spawn_proxy(r, i, cfg, run_dir, line, err) != 0)
+        return NULL;
+    const char *addr = handshake_address(line, proto);
+    if (addr == NULL)
+        tftap_buf_printf(err, "%.200s%s", cfg->provider, failed);
+    return addr;
+}
+
+/* The TF_REATTACH_PROVIDERS value closed; on running out of memory the
+ * started proxies are stopped again. 0 or TFTAP_ENOMEM. */
+static int json_end(tftap_buf *json, struct reattached *r, size_t started, tftap_buf *err)
+{
+    tftap_buf_putc(json, '}');
+    if (!tftap_buf_failed(json))
+        return 0;
+    tftap_buf_puts(err, "out of memory");
+    reattach_stop(r, started);
+    return TFTAP_ENOMEM;
+}
+
 int reattach_start(const struct launch_providers *set, const struct launch_wrap_opts *o,
                    int64_t run_id, const char *run_dir, struct reattached *r, tftap_buf *json,
                    tftap_buf *err)
@@ -171,18 +206,12 @@ int reattach_start(const struct launch_providers *set, const struct launch_wrap_
         cfg.version = p->version;
         cfg.binary = p->binary;
         cfg.envp = env;
-        cfg.db = o->db;
-        cfg.run_id = run_id;
-        cfg.record_sensitive = o->record_sensitive;
-        cfg.keep_raw = o->keep_raw;
         tftap_buf line = TFTAP_BUF_INIT;
-        int src = spawn_proxy(r, i, &cfg, run_dir, &line, err);
+        long proto;
+        const char *addr = proxy_start(r, i, &cfg, o, run_id, run_dir,
+                                       " did not start behind the proxy", &line, &proto, err);
         started = i + 1;
-        long proto = 5;
-        const char *addr = src == 0 ? handshake_address(&line, &proto) : NULL;
         if (addr == NULL) {
-            if (src == 0)
-                tftap_buf_printf(err, "%s did not start behind the proxy", p->addr);
             tftap_buf_done(&line);
             goto fail;
         }
@@ -197,14 +226,8 @@ int reattach_start(const struct launch_providers *set, const struct launch_wrap_
         tftap_buf_puts(json, "}}");
         tftap_buf_done(&line);
     }
-    tftap_buf_putc(json, '}');
     free(env);
-    if (tftap_buf_failed(json)) {
-        tftap_buf_puts(err, "out of memory");
-        reattach_stop(r, started);
-        return TFTAP_ENOMEM;
-    }
-    return 0;
+    return json_end(json, r, started, err);
 
 fail:
     reattach_stop(r, started);
@@ -260,18 +283,12 @@ int reattach_attach_start(const char *reattach_json, const struct launch_wrap_op
         cfg.attach_address = where->str;
         cfg.attach_protocol = pv != NULL && pv->kind == SJ_NUMBER ? atoi(pv->str) : 5;
         cfg.attach_pid = pid != NULL && pid->kind == SJ_NUMBER ? atoi(pid->str) : 0;
-        cfg.db = o->db;
-        cfg.run_id = run_id;
-        cfg.record_sensitive = o->record_sensitive;
-        cfg.keep_raw = o->keep_raw;
         tftap_buf line = TFTAP_BUF_INIT;
-        int src = spawn_proxy(r, i, &cfg, run_dir, &line, err);
+        long proto;
+        const char *ours = proxy_start(r, i, &cfg, o, run_id, run_dir, ": no relay in front of it",
+                                       &line, &proto, err);
         started = i + 1;
-        long proto = 5;
-        const char *ours = src == 0 ? handshake_address(&line, &proto) : NULL;
         if (ours == NULL) {
-            if (src == 0)
-                tftap_buf_printf(err, "%.200s: no relay in front of it", e->key);
             tftap_buf_done(&line);
             goto fail;
         }
@@ -297,16 +314,10 @@ int reattach_attach_start(const char *reattach_json, const struct launch_wrap_op
         tftap_buf_puts(json, "}}");
         tftap_buf_done(&line);
     }
-    tftap_buf_putc(json, '}');
     sj_free(doc);
-    *nr = started;
-    if (tftap_buf_failed(json)) {
-        tftap_buf_puts(err, "out of memory");
-        reattach_stop(r, started);
-        *nr = 0;
-        return TFTAP_ENOMEM;
-    }
-    return 0;
+    int rc = json_end(json, r, started, err);
+    *nr = rc == 0 ? started : 0;
+    return rc;
 
 fail:
     sj_free(doc);
