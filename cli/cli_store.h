@@ -22,10 +22,10 @@ struct cli_opt {
 };
 
 /* Parse argv[1..] (argv[0] is the command name) with cli_getopt: options
- * from opts and "--db PATH", "--json", "--help" (each also "--opt=value");
- * the rest are operands (at most max_pos, stored in pos). Returns 0, or 2
- * after printing a one-line usage error. *help is set when --help was
- * given (caller prints usage, exits 0). */
+ * from opts and "--db PATH", "--json" (unless json is NULL), "--help"
+ * (each also "--opt=value"); the rest are operands (at most max_pos,
+ * stored in pos). Returns 0, or 2 after printing a one-line usage error.
+ * *help is set when --help was given (caller prints usage, exits 0). */
 int cli_store_args(int argc, char **argv, const struct cli_opt *opts, const char **db, int *json,
                    int *help, const char **pos, int max_pos, int *npos);
 

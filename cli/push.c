@@ -253,47 +253,21 @@ static int open_target(const char *to, store **out)
     return 2;
 }
 
-int cli_push(int argc, char **argv)
+/* tftap push with its options read: operands[0..n) the RUNs (or all). */
+static int push_runs(const char *cmd, const char *db, const char *to, int json, int allow_secrets,
+                     char **operands, int n)
 {
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, 'd'}, {"to", required_argument, NULL, 't'},
-        {"json", no_argument, NULL, 'j'},     {"allow-secrets", no_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},     {NULL, 0, NULL, 0}};
-    const char *db = NULL, *to = NULL;
-    int json = 0, allow_secrets = 0, c;
-    optind = 0;
-    while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
-        switch (c) {
-        case 'd':
-            db = optarg;
-            break;
-        case 't':
-            to = optarg;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'S':
-            allow_secrets = 1;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 0;
-        default:
-            return 2;
-        }
-    }
-    if (argc - optind < 1) {
-        cli_usage_error(argv[0], "push needs RUN (a run id, 'last', a FILE, FILE:RUN) or 'all'");
+    if (n < 1) {
+        cli_usage_error(cmd, "push needs RUN (a run id, 'last', a FILE, FILE:RUN) or 'all'");
         return 2;
     }
     if (!to || !*to) {
-        cli_usage_error(argv[0], "push needs --to URL (the record to push into)");
+        cli_usage_error(cmd, "push needs --to URL (the record to push into)");
         return 2;
     }
-    for (int i = optind; i < argc; i++)
-        if (strcmp(argv[i], "all") == 0 && argc - optind > 1) {
-            cli_usage_error(argv[0], "'all' is every run: name no other RUN with it");
+    for (int i = 0; i < n; i++)
+        if (strcmp(operands[i], "all") == 0 && n > 1) {
+            cli_usage_error(cmd, "'all' is every run: name no other RUN with it");
             return 2;
         }
     char shown_to[512];
@@ -304,7 +278,7 @@ int cli_push(int argc, char **argv)
     int64_t open_runs = 0;
     store *dst = NULL;
     struct totals t = {0, 0, 0, 0, 0, 0, TFTAP_BUF_INIT, 0};
-    int rc = open_sources(dbp, argv + optind, argc - optind, &srcs, &nsrc, &open_runs);
+    int rc = open_sources(dbp, operands, n, &srcs, &nsrc, &open_runs);
     if (rc)
         goto done;
     t.skipped = open_runs;
@@ -392,4 +366,30 @@ done:
     free(srcs);
     tftap_buf_done(&t.json);
     return rc;
+}
+
+int cli_push(int argc, char **argv)
+{
+    const char *db = NULL, *to = NULL;
+    int json = 0, allow_secrets = 0, help = 0, npos = 0;
+    const struct cli_opt opts[] = {
+        {"--to", &to, NULL}, {"--allow-secrets", NULL, &allow_secrets}, {0}};
+    /* RUN operands, as many as given. */
+    const char **pos = calloc((size_t)argc + 1, sizeof *pos);
+    if (pos == NULL) {
+        cli_error("out of memory");
+        return 2;
+    }
+    if (cli_store_args(argc, argv, opts, &db, &json, &help, pos, argc, &npos) != 0) {
+        free(pos);
+        return 2;
+    }
+    if (help) {
+        fputs(usage_text, stdout);
+        free(pos);
+        return 0;
+    }
+    int code = push_runs(argv[0], db, to, json, allow_secrets, (char **)pos, npos);
+    free(pos);
+    return code;
 }

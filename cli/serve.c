@@ -40,48 +40,28 @@ static void open_browser(const char *url)
 
 int cli_serve(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, 'd'},
-        {"listen", required_argument, NULL, 'l'},
-        {"open", no_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *db = NULL, *listen = NULL;
-    int open_it = 0, c;
-    optind = 0;
-    while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
-        switch (c) {
-        case 'd':
-            db = optarg;
-            break;
-        case 'l':
-            listen = optarg;
-            break;
-        case 'o':
-            open_it = 1;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 0;
-        default:
-            return 2;
-        }
+    const char *db = NULL, *listen = NULL, *pos[1];
+    int open_it = 0, help = 0, npos = 0;
+    const struct cli_opt opts[] = {{"--listen", &listen, NULL}, {"--open", NULL, &open_it}, {0}};
+    if (cli_store_args(argc, argv, opts, &db, NULL, &help, pos, 1, &npos) != 0)
+        return 2;
+    if (help) {
+        fputs(usage_text, stdout);
+        return 0;
     }
-    if (optind < argc && !db) {
+    if (npos > 0 && db) {
+        cli_usage_error(argv[0], "unexpected argument '%s'", pos[0]);
+        return 2;
+    }
+    if (npos > 0) {
         /* A SOURCE: a bundle or database file (or a PostgreSQL URI), the
          * same as --db SOURCE. */
         struct stat st;
-        if (!store_path_is_url(argv[optind]) &&
-            (stat(argv[optind], &st) != 0 || S_ISDIR(st.st_mode))) {
-            cli_error("no file %s (see 'tftap serve --help')", argv[optind]);
+        if (!store_path_is_url(pos[0]) && (stat(pos[0], &st) != 0 || S_ISDIR(st.st_mode))) {
+            cli_error("no file %s (see 'tftap serve --help')", pos[0]);
             return 2;
         }
-        db = argv[optind++];
-    }
-    if (optind < argc) {
-        cli_error("unexpected argument '%s' (see 'tftap serve --help')", argv[optind]);
-        return 2;
+        db = pos[0];
     }
     web_opts wo = {.listen = listen};
     const char *idle = getenv("TFTAP_SERVE_IDLE_TIMEOUT");

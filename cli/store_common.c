@@ -18,10 +18,10 @@ int cli_store_args(int argc, char **argv, const struct cli_opt *opts, const char
     enum { OPT_DB = 256, OPT_JSON, OPT_OWN };
     struct option longopts[16] = {
         {"db", required_argument, NULL, OPT_DB},
-        {"json", no_argument, NULL, OPT_JSON},
         {"help", no_argument, NULL, 'h'},
+        {"json", no_argument, NULL, OPT_JSON},
     };
-    size_t n = 3;
+    size_t n = json ? 3 : 2; /* no --json for a command that prints none */
     for (const struct cli_opt *o = opts; o && o->name; o++) {
         if (n + 1 >= sizeof longopts / sizeof longopts[0])
             return 2; /* a programming error: more options than room */
