@@ -1108,8 +1108,20 @@ static int one_claim_each(struct matching *m)
     return rc;
 }
 
+void analysis_addresses_done(analysis_addresses *a)
+{
+    for (size_t i = 0; a && i < a->n; i++) {
+        free((char *)a->v[i].address);
+        free((char *)a->v[i].note);
+    }
+    if (a)
+        free(a->v);
+    if (a)
+        *a = (analysis_addresses){0};
+}
+
 int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs,
-                             const char *missing, int *matched, int *unmatched)
+                             const char *missing, analysis_addresses *out)
 {
     sj_doc **parsed = NULL;
     struct instances is = {0};
@@ -1117,6 +1129,7 @@ int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc 
     struct matching m = {.is = &is, .ix = &ix, .ndocs = ndocs, .missing = missing};
     store_address_set *sets = NULL;
     int n_ok = 0, n_bad = 0, err = 0;
+    *out = (analysis_addresses){0};
     if (ndocs) {
         parsed = calloc(ndocs, sizeof *parsed);
         if (!parsed) {
@@ -1155,16 +1168,24 @@ int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc 
         err = TFTAP_ENOMEM;
         goto done;
     }
+    /* The addresses are the instances' (freed below): copied; the notes
+     * move. */
     for (size_t i = 0; i < m.n; i++) {
-        sets[i] = (store_address_set){m.v[i].call_id, m.v[i].address, m.v[i].note};
+        char *address = m.v[i].address ? strdup(m.v[i].address) : NULL;
+        sets[i] = (store_address_set){m.v[i].call_id, address, m.v[i].note};
+        m.v[i].note = NULL;
+        if (m.v[i].address && !address)
+            err = TFTAP_ENOMEM;
         if (m.v[i].address)
             n_ok++;
         else
             n_bad++;
     }
-    err = store_set_addresses(s, sets, m.n);
+    *out = (analysis_addresses){sets, m.n, n_ok, n_bad};
+    sets = NULL;
+    if (err)
+        analysis_addresses_done(out);
 done:
-    free(sets);
     for (size_t i = 0; i < m.n; i++) {
         free(m.v[i].note);
         free(m.v[i].tied);
@@ -1179,9 +1200,5 @@ done:
     free(parsed);
     index_free(&ix);
     am_instances_free(&is);
-    if (matched)
-        *matched = err ? 0 : n_ok;
-    if (unmatched)
-        *unmatched = err ? 0 : n_bad;
     return err;
 }

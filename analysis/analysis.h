@@ -29,22 +29,33 @@ typedef struct analysis_match_doc {
     int partial;
 } analysis_match_doc;
 
+/* What analysis_match_addresses found: for each call an address, or a
+ * note saying why not (both NULL: neither), for the caller to store
+ * (store_set_addresses); the strings are owned here. matched and
+ * unmatched count the calls named and not. */
+typedef struct analysis_addresses {
+    store_address_set *v;
+    size_t n;
+    int matched, unmatched;
+} analysis_addresses;
+void analysis_addresses_done(analysis_addresses *a);
+
 /* Match the run's PlanResourceChange, ApplyResourceChange, ReadResource and
  * ReadDataSource calls to resource instance addresses by resource type (and
  * mode), comparing their values with what the documents say of each
  * instance before and after the run: a call is named only after an
  * instance its values agree with (null against a value disagrees; what
- * core makes agree must agree, docs/database.md says which). Stores each
- * call's address, or a note saying why not (store_set_addresses); with no
- * document, missing (or a default) is the note. Calls that agree with
- * several instances whose known values are equal (count or for_each over
- * the same values) are paired with them one to one, in call order and
- * address order, per provider process and kind of call; their note then
- * says "identical to web[1], web[2]". *matched/ *unmatched count the calls
- * (either may be NULL). Returns 0, TFTAP_EDECODE (a document is not JSON),
- * TFTAP_ESTORE, TFTAP_ENOMEM. */
+ * core makes agree must agree, docs/database.md says which). Each call's
+ * address, or a note saying why not, into *out (analysis_addresses_done
+ * frees; nothing is written: the caller stores them); with no document,
+ * missing (or a default) is the note. Calls that agree with several
+ * instances whose known values are equal (count or for_each over the same
+ * values) are paired with them one to one, in call order and address
+ * order, per provider process and kind of call; their note then says
+ * "identical to web[1], web[2]". Returns 0, TFTAP_EDECODE (a document is
+ * not JSON), TFTAP_ESTORE, TFTAP_ENOMEM (*out then empty). */
 int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs,
-                             const char *missing, int *matched, int *unmatched);
+                             const char *missing, analysis_addresses *out);
 
 /* May run_id be planned again against its own recording (a replay), and
  * the plan's names be taken for its calls? *repeatable is 1 when every two

@@ -114,9 +114,12 @@ int cli_match(int argc, char **argv)
         cli_error("the configuration in %s cannot be read with certainty: nothing is named "
                   "from it",
                   config_dir);
-    int named = 0, unnamed = 0;
-    rc = analysis_match_addresses(s, run, docs, ndocs, "no document was given to match it", &named,
-                                  &unnamed);
+    analysis_addresses a;
+    rc = analysis_match_addresses(s, run, docs, ndocs, "no document was given to match it", &a);
+    if (rc == 0)
+        rc = store_set_addresses(s, a.v, a.n);
+    int named = a.matched, unnamed = a.unmatched;
+    analysis_addresses_done(&a);
     if (rc == TFTAP_EDECODE) {
         cli_error("a document is not JSON (give what 'tofu show -json' prints)");
         goto done;

@@ -174,10 +174,17 @@ static size_t match_docs(const char *cli_path, char *const *env, const char *wor
 static int match_counted(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs,
                          int *unnamed)
 {
-    return analysis_match_addresses(s, run_id, docs, ndocs,
-                                    "neither the state before the run nor a plan or state after "
-                                    "it could be read",
-                                    NULL, unnamed);
+    analysis_addresses a;
+    int rc = analysis_match_addresses(s, run_id, docs, ndocs,
+                                      "neither the state before the run nor a plan or state after "
+                                      "it could be read",
+                                      &a);
+    if (rc == 0)
+        rc = store_set_addresses(s, a.v, a.n);
+    if (unnamed)
+        *unnamed = rc == 0 ? a.unmatched : 0;
+    analysis_addresses_done(&a);
+    return rc;
 }
 
 static int match_apply(store *s, int64_t run_id, const analysis_match_doc *docs, size_t ndocs)

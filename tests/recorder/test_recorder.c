@@ -26,6 +26,20 @@ static char db_path[400];
 static char bin_a[400], bin_b[400];
 static struct fx_bytes schema_a, schema_b;
 
+/* The matching as the end of tftap run does it: addresses found, then
+ * stored. */
+static int match_addresses(store *s, int64_t run, const analysis_match_doc *docs, size_t n,
+                           const char *missing, int *ok, int *bad)
+{
+    analysis_addresses a;
+    int rc = analysis_match_addresses(s, run, docs, n, missing, &a);
+    if (rc == 0)
+        rc = store_set_addresses(s, a.v, a.n);
+    *ok = rc == 0 ? a.matched : 0;
+    *bad = rc == 0 ? a.unmatched : 0;
+    analysis_addresses_done(&a);
+    return rc;
+}
 static int64_t now_us(void)
 {
     struct timespec ts;
@@ -936,7 +950,7 @@ static void test_matching_writes_little(void)
     CHECK(pages >= 30);
     wal_frames(path); /* the WAL starts empty */
     int ok = 0, bad = 0;
-    CHECK_INT_EQ(analysis_match_addresses(s, run, NULL, 0, "nothing read", &ok, &bad), 0);
+    CHECK_INT_EQ(match_addresses(s, run, NULL, 0, "nothing read", &ok, &bad), 0);
     CHECK_INT_EQ(bad, 300);
     int64_t frames = wal_frames(path);
     printf("matching 300 calls (%lld pages or more): %lld WAL frames\n", (long long)pages,
@@ -955,7 +969,7 @@ static void test_matching_writes_little(void)
                          i ? "," : "", i, name);
     tftap_buf_puts(&show, "]}");
     analysis_match_doc doc = {show.data, show.len, 1, 0};
-    CHECK_INT_EQ(analysis_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
+    CHECK_INT_EQ(match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
     frames = wal_frames(path);
     printf("matching them again to 300 addresses: %lld WAL frames\n", (long long)frames);
     CHECK(frames >= 1 && frames <= 8); /* 300 addresses and notes: a few pages */
@@ -1030,7 +1044,7 @@ static void test_show_plan(void)
         "\"after\":{\"name\":\"gamma\",\"size\":9}}}]}";
     int ok = 0, bad = 0;
     analysis_match_doc doc = {show, strlen(show), 1, 0};
-    CHECK_INT_EQ(analysis_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
+    CHECK_INT_EQ(match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
     CHECK_INT_EQ(ok, 1);
     CHECK_INT_EQ(bad, 1);
 
@@ -1104,7 +1118,7 @@ static void test_show_plan(void)
         "{\"mode\":\"data\",\"type\":\"test_thing\",\"name\":\"d\",\"instances\":["
         "{\"attributes\":{\"id\":\"thing-1\",\"name\":\"alpha\",\"size\":3}}]}]}";
     analysis_match_doc before = {raw, strlen(raw), 0, 0};
-    CHECK_INT_EQ(analysis_match_addresses(s, run, &before, 1, NULL, &ok, &bad), 0);
+    CHECK_INT_EQ(match_addresses(s, run, &before, 1, NULL, &ok, &bad), 0);
     CHECK_INT_EQ(ok, 1);
     CHECK_INT_EQ(bad, 1);
     char sql[300];
@@ -1131,12 +1145,12 @@ static void test_show_plan(void)
         "\"name\":\"web\",\"instances\":[{\"index_key\":\"k\",\"attributes\":{\"id\":"
         "\"thing-1\",\"name\":\"alpha\",\"size\":3}}]}]}";
     analysis_match_doc before2 = {raw2, strlen(raw2), 0, 0};
-    CHECK_INT_EQ(analysis_match_addresses(s, run, &before2, 1, NULL, &ok, &bad), 0);
+    CHECK_INT_EQ(match_addresses(s, run, &before2, 1, NULL, &ok, &bad), 0);
     a = text(sql);
     CHECK_STR_EQ(a, "module.m[1].test_thing.web[\"k\"]");
     free(a);
     /* Nothing could be read: every call says why. */
-    CHECK_INT_EQ(analysis_match_addresses(s, run, NULL, 0, "nothing read", &ok, &bad), 0);
+    CHECK_INT_EQ(match_addresses(s, run, NULL, 0, "nothing read", &ok, &bad), 0);
     CHECK_INT_EQ(ok, 0);
     CHECK_INT_EQ(bad, 2);
     CHECK_INT_EQ(
@@ -1144,7 +1158,7 @@ static void test_show_plan(void)
                "'nothing read'"),
         2);
     /* Back to the plan's addresses, which tests/store/cli.sh reads. */
-    CHECK_INT_EQ(analysis_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
+    CHECK_INT_EQ(match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
     CHECK_INT_EQ(ok, 1);
     store_close(s);
     CHECK_INT_EQ(scalar("SELECT count(*) FROM v_diagnostics WHERE severity = 'WARNING' AND "
@@ -1258,7 +1272,7 @@ static void test_identical_instances_paired(void)
     }
     int ok = 0, bad = 0;
     analysis_match_doc doc = {show.data, show.len, 1, 0};
-    CHECK_INT_EQ(analysis_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
+    CHECK_INT_EQ(match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
     CHECK_INT_EQ(ok, 3);
     CHECK_INT_EQ(bad, 1);
     tftap_buf got = TFTAP_BUF_INIT;
@@ -1330,7 +1344,7 @@ static void test_null_against_value(void)
     tftap_buf_puts(&show, "]}");
     int ok = 0, bad = 0;
     analysis_match_doc doc = {show.data, show.len, 1, 0};
-    CHECK_INT_EQ(analysis_match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
+    CHECK_INT_EQ(match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
     tftap_buf got = TFTAP_BUF_INIT;
     CHECK_INT_EQ(store_changes_each(s, run, NULL, addresses_cb, &got), 0);
     CHECK_STR_EQ(tftap_buf_cstr(&got),
