@@ -114,6 +114,11 @@ int tftap_address_matches(const char *filter, const char *address);
  * changes (type), anything else as tftap_address_matches(). */
 int tftap_filter_keeps(const char *filter, const char *type, const char *address);
 
+/* Does a recorded CLI command line (a run's args: a JSON array of the
+ * words after the program's name) apply a saved plan, "apply [flags]
+ * PLANFILE"? 1 or 0 (also for NULL or what is not such an array). */
+int tftap_args_apply_saved_plan(const char *args_json);
+
 /* Bytewise order of two byte strings, the shorter first on a common prefix
  * (what memcmp gives equal-length ones). Either may be NULL when empty. */
 int tftap_bytes_cmp(const void *a, size_t an, const void *b, size_t bn);
