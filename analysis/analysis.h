@@ -79,9 +79,6 @@ void analysis_secrets_free(analysis_secrets *a);
  * (sensitive_attributes, sensitive outputs); a tftap_config document
  * adds nothing. 0, TFTAP_EDECODE, TFTAP_ELIMIT, TFTAP_ENOMEM. */
 int analysis_secrets_add_doc(analysis_secrets *a, const char *json, size_t len);
-/* A value known to be secret otherwise (a sensitive variable's value as
- * given on the command line or in the environment). Empty: ignored. */
-int analysis_secrets_add_value(analysis_secrets *a, const char *s, size_t n);
 /* A sensitive variable's value: also secret inside any other string (a
  * template, upper()), which core marks but a plan not saved does not
  * say; looked for when 6 bytes or more, ignoring ASCII case. */
@@ -378,9 +375,8 @@ int analysis_diff_runs(store *sa, int64_t run_a, store *sb, int64_t run_b,
                        const analysis_diff_opts *opts, analysis_diff **out);
 
 /* How many behaviour differences were found (0: the provider behaved the
- * same) and how many input differences. */
+ * same). */
 size_t analysis_diff_count(const analysis_diff *d);
-size_t analysis_diff_input_count(const analysis_diff *d);
 
 enum analysis_diff_format {
     ANALYSIS_DIFF_TEXT,     /* reads like a plan diff */
@@ -524,22 +520,6 @@ int analysis_value_diff(const sj_node *a, const sj_node *b, const char *prefix,
                         void *ctx);
 
 /* ---- mocks for `tofu test` (docs/replay.md) -------------------------------- */
-
-/* Append a decoded value (decoded-value JSON, len bytes) as an HCL literal
- * expression that OpenTofu reads back as the same value: strings quoted
- * with \\, \", \n, \r, \t, \uNNNN escapes and "${" / "%{" written "$${" /
- * "%%{"; numbers digit for digit; objects and maps with their keys in byte
- * order (keys that are no identifier quoted); lists, sets and tuples in
- * their order; null as null. type_json (the value's cty type JSON, or NULL:
- * none) lets a dynamic value ({"type": T, "value": V}) read as its value.
- * indent: the spaces the enclosing line starts with. Returns 0,
- * TFTAP_EDECODE (json is malformed), TFTAP_EINVAL (the value holds an
- * unknown, a redacted sensitive value or an infinite number, none of which
- * HCL can write), TFTAP_ENOMEM; on error out may hold a part. */
-int analysis_hcl_value(const char *json, size_t len, const char *type_json, int indent,
-                       tftap_buf *out);
-/* Append s (n bytes) as a quoted HCL string, escaped as above. */
-void analysis_hcl_string(const char *s, size_t n, tftap_buf *out);
 
 /* One recorded value of a resource or data source instance. Strings are
  * copied by analysis_mocks_add. */

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/analysis.h"
 #include "common/common.h"
 
 /* How deep analysis reads the JSON the store wrote. */
@@ -63,5 +64,32 @@ void analysis_diff_meta_markdown(const struct analysis_diff_meta *m, tftap_buf *
 void analysis_diff_meta_json(const struct analysis_diff_meta *m, tftap_buf *out);
 /* The meta of an analysis_diff, for analysis_diff_runs to fill. */
 struct analysis_diff_meta *analysis_diff_meta_of(struct analysis_diff *d);
+
+/* ---- used by the module and its tests only ---- */
+
+/* How many input differences a diff found (the tests'). */
+size_t analysis_diff_input_count(const analysis_diff *d);
+
+/* A value known to be secret otherwise (a sensitive variable's value as
+ * given on the command line or in the environment). Empty: ignored. */
+int analysis_secrets_add_value(analysis_secrets *a, const char *s, size_t n);
+
+/* Append a decoded value (decoded-value JSON, len bytes) as an HCL literal
+ * expression that OpenTofu reads back as the same value: strings quoted
+ * with \\, \", \n, \r, \t, \uNNNN escapes and "${" / "%{" written "$${" /
+ * "%%{"; numbers digit for digit; objects and maps with their keys in byte
+ * order (keys that are no identifier quoted); lists, sets and tuples in
+ * their order; null as null. type_json (the value's cty type JSON, or NULL:
+ * none) lets a dynamic value ({"type": T, "value": V}) read as its value.
+ * indent: the spaces the enclosing line starts with. Returns 0,
+ * TFTAP_EDECODE (json is malformed), TFTAP_EINVAL (the value holds an
+ * unknown, a redacted sensitive value or an infinite number, none of which
+ * HCL can write), TFTAP_ENOMEM; on error out may hold a part. */
+int analysis_hcl_value(const char *json, size_t len, const char *type_json, int indent,
+                       tftap_buf *out);
+
+/* Append s (n bytes) as a quoted HCL string (HCL 2: \\, \", \n, \r, \t,
+ * \uNNNN escapes and "${" / "%{" written "$${" / "%%{"). */
+void analysis_hcl_string(const char *s, size_t n, tftap_buf *out);
 
 #endif

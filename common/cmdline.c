@@ -48,4 +48,3 @@ int tftap_args_apply_saved_plan(const char *args_json)
     sj_free(d);
     return saved;
 }
-

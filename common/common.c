@@ -242,7 +242,7 @@ int64_t tftap_now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int64_t tftap_mono_us(void)
+static int64_t mono_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -251,7 +251,7 @@ int64_t tftap_mono_us(void)
 
 int64_t tftap_mono_ms(void)
 {
-    return tftap_mono_us() / 1000;
+    return mono_us() / 1000;
 }
 
 int tftap_ends_with(const char *s, const char *suffix)

@@ -180,7 +180,6 @@ size_t tftap_json_plain_len(const char *s, size_t n, int del);
  * stores) and a monotonic clock for deadlines and durations. */
 int64_t tftap_now_us(void);
 int64_t tftap_mono_ms(void);
-int64_t tftap_mono_us(void);
 /* Deadlines for pthread_cond_timedwait on a condition variable whose clock
  * is CLOCK_MONOTONIC: ms from now, or the absolute tftap_mono_ms() time
  * until_ms. A deadline already known as a time takes the second, not the

@@ -67,7 +67,6 @@ enum dec_kind {
 int dec_type_parse(const char *json, size_t len, const dec_limits *lim, dec_type **out,
                    dec_error *err);
 void dec_type_free(dec_type *t);
-enum dec_kind dec_type_kind(const dec_type *t);
 /* Canonical type JSON (object attributes sorted by name). */
 void dec_type_to_json(const dec_type *t, tftap_buf *out);
 
@@ -189,15 +188,6 @@ int dec_message_json_redact(const char *method, int is_response, const char *jso
                             tftap_buf *out, dec_error *err);
 
 /* ---- the inverse, for replay ------------------------------------------ */
-
-/* A decoded value (the JSON contract, docs/decoded-values.md) back to cty
- * msgpack for type t, appended to out. Redacted values ({"$sensitive": ...})
- * cannot be undone and become a value of the right type (docs/replay.md,
- * "What replay sends back"). lim may be NULL. Returns 0, or TFTAP_EDECODE
- * (input does not fit t: err->path names where) / TFTAP_ELIMIT /
- * TFTAP_ENOMEM; on error out's length is restored. */
-int dec_json_value_to_msgpack(const dec_type *t, const char *json, size_t n, const dec_limits *lim,
-                              tftap_buf *out, dec_error *err);
 
 /* A message as dec_message_to_json renders it, back to protobuf bytes
  * (appended to out). method: gRPC path "/tfplugin6.Provider/PlanResourceChange";

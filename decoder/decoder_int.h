@@ -119,4 +119,13 @@ int dec_encode_parse(const char *json, size_t n, const dec_limits *lim, sj_doc *
 int dec_encode_value_node(const dec_type *t, const sj_node *v, const dec_limits *lim,
                           tftap_buf *out, dec_error *err);
 
+/* A decoded value (the JSON contract, docs/decoded-values.md) back to cty
+ * msgpack for type t, appended to out. Redacted values ({"$sensitive": ...})
+ * cannot be undone and become a value of the right type (docs/replay.md,
+ * "What replay sends back"). lim may be NULL. Returns 0, or TFTAP_EDECODE
+ * (input does not fit t: err->path names where) / TFTAP_ELIMIT /
+ * TFTAP_ENOMEM; on error out's length is restored. */
+int dec_json_value_to_msgpack(const dec_type *t, const char *json, size_t n, const dec_limits *lim,
+                              tftap_buf *out, dec_error *err);
+
 #endif

@@ -119,11 +119,6 @@ void dec_type_free(dec_type *t)
     free(t);
 }
 
-enum dec_kind dec_type_kind(const dec_type *t)
-{
-    return t->kind;
-}
-
 /* ---- parsing --------------------------------------------------------- */
 
 struct tparse {

@@ -28,7 +28,6 @@
 
 #define H2_PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 #define H2_PREFACE_LEN 24
-#define H2_FRAME_MAX ((1u << 24) - 1)         /* the protocol's own bound */
 #define H2_HEADER_BLOCK_MAX ((size_t)1 << 20) /* per block, all fragments */
 #define H2_MESSAGE_MAX RECORDER_MESSAGE_MAX   /* larger ones could not be recorded */
 #define H2_MESSAGE_FIRST ((size_t)64 << 10)   /* first allocation for a message */

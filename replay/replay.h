@@ -32,9 +32,6 @@ typedef struct replay_book_opts {
 int replay_book_load(store *s, int64_t run_id, const char *provider, const replay_book_opts *o,
                      replay_book **out);
 
-/* How many calls the book holds. */
-size_t replay_book_count(const replay_book *b);
-
 typedef struct replay_answer {
     int found;                  /* 1: a recorded call matched */
     int64_t call_id;            /* the matched call, or the nearest when !found (0: none) */

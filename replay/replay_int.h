@@ -7,6 +7,7 @@
 
 #include "analysis/analysis.h"
 #include "common/common.h"
+#include "replay/replay.h"
 
 /* The value comparison of requests: any two secret markers equal, n
  * --ignore patterns (borrowed). */
@@ -27,5 +28,8 @@ int replay_compare_requests(
  * TFTAP_ENOMEM. */
 int replay_fill_json(const char *rpc, const char *response_json, const char *plain_json, size_t n,
                      tftap_buf *out, size_t *nfilled);
+
+/* How many calls the book holds (its tests). */
+size_t replay_book_count(const replay_book *b);
 
 #endif

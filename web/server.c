@@ -1069,9 +1069,11 @@ static void on_poll(uv_poll_t *p, int status, int events)
     run_mhd(container_of(p, web_server, poll));
 }
 
+static void server_stop(web_server *w);
+
 static void on_signal(uv_signal_t *sig, int signum)
 {
-    web_server_stop(sig->data);
+    server_stop(sig->data);
 }
 
 int web_server_new(store *s, const web_opts *opts, web_server **out)
@@ -1221,7 +1223,7 @@ static void finish_stop(web_server *w)
     w->mhd = NULL;
 }
 
-void web_server_stop(web_server *w)
+static void server_stop(web_server *w)
 {
     if (!w->running)
         return;
@@ -1241,7 +1243,7 @@ void web_server_free(web_server *w)
 {
     if (!w)
         return;
-    web_server_stop(w);
+    server_stop(w);
     if (w->mhd)
         mhd.stop_daemon(w->mhd);
     uv_run(&w->loop, UV_RUN_DEFAULT); /* let the closed handles' callbacks run */

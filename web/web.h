@@ -35,10 +35,8 @@ const char *web_server_url(const web_server *w);
 /* 1 when the listening address is a loopback address. */
 int web_server_is_loopback(const web_server *w);
 
-/* Serve until SIGINT or SIGTERM (or web_server_stop from a callback).
- * Returns 0 or TFTAP_EIO. */
+/* Serve until SIGINT or SIGTERM. Returns 0 or TFTAP_EIO. */
 int web_server_run(web_server *w);
-void web_server_stop(web_server *w);
 
 void web_server_free(web_server *w);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/analysis_int.h"
 #include "tests/check.h"
 
 /* A PlanResourceChange call. */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/analysis_int.h"
 #include "tests/check.h"
 
 static char *hcl(const char *json, const char *type, int want_rc)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
+#include "analysis/analysis_int.h"
 #include "store/store.h"
 #include "tests/check.h"
 

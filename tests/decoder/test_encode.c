@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "decoder/decoder.h"
+#include "decoder/decoder_int.h"
 #include "tests/check.h"
 
 static const char *srcdir(void)

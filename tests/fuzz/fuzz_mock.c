@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/analysis.h"
+#include "analysis/analysis_int.h"
 #include "decoder/decoder_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include "replay/replay.h"
+#include "replay/replay_int.h"
 #include "recorder/recorder.h"
 #include "store/store.h"
 #include "tests/check.h"
