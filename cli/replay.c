@@ -382,21 +382,12 @@ int replay_command(struct recorded *r, char **cmd, int ncmd, const struct source
                    struct launch_run_opts *ro)
 {
     struct launch_providers set;
-    tftap_buf err = TFTAP_BUF_INIT, t = TFTAP_BUF_INIT, e = TFTAP_BUF_INIT;
+    tftap_buf err = TFTAP_BUF_INIT, e = TFTAP_BUF_INIT;
     char *tmp = NULL, *rdir = NULL, *config = NULL, *env_cfg = NULL;
     int code = 1;
     memset(&set, 0, sizeof set);
-    const char *tmpdir = getenv("TMPDIR");
-    tftap_buf_printf(&t, "%s/tftap-replay-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
-    tftap_buf_cstr(&t);
-    if (tftap_buf_failed(&t) || (tmp = tftap_buf_take(&t, NULL)) == NULL) {
-        cli_error("out of memory");
-        goto cleanup;
-    }
-    if (mkdtemp(tmp) == NULL) {
+    if ((tmp = launch_tempdir("replay")) == NULL) {
         cli_error("cannot create a temporary directory: %s", strerror(errno));
-        free(tmp);
-        tmp = NULL;
         goto cleanup;
     }
     if ((rdir = launch_joinpath(tmp, "replay")) == NULL) {
@@ -435,7 +426,6 @@ cleanup:
         cli_error("could not remove %s: %s", tmp, strerror(errno));
     launch_providers_done(&set);
     tftap_buf_done(&err);
-    tftap_buf_done(&t);
     tftap_buf_done(&e);
     free(tmp);
     free(rdir);

@@ -260,13 +260,7 @@ int replay_step(struct recorded *r, const struct source *src, const char *dir_op
             goto cleanup;
         }
     } else {
-        const char *tmpdir = getenv("TMPDIR");
-        tftap_buf t = TFTAP_BUF_INIT;
-        tftap_buf_printf(&t, "%s/tftap-step-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
-        tftap_buf_cstr(&t);
-        dir = tftap_buf_failed(&t) ? NULL : tftap_buf_take(&t, NULL);
-        tftap_buf_done(&t);
-        if (dir == NULL || mkdtemp(dir) == NULL) {
+        if ((dir = launch_tempdir("step")) == NULL) {
             cli_error("cannot create a temporary directory: %s", strerror(errno));
             goto cleanup;
         }

@@ -196,6 +196,10 @@ char *launch_self_exe(void);
 /* path made absolute against the current directory (free()), or NULL. */
 char *launch_abspath(const char *path);
 
+/* A new directory of ours (0700), $TMPDIR/tftap-NAME-XXXXXX (/tmp when
+ * TMPDIR is unset or empty): its path (free()), or NULL with errno. */
+char *launch_tempdir(const char *name);
+
 /* "a/b" (free()), or NULL on ENOMEM. */
 char *launch_joinpath(const char *a, const char *b);
 

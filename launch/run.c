@@ -333,16 +333,8 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
         /* The shims' directory, and in both modes where each proxy's
          * recorder holds its lock until the record is written; the
          * acceptance tests' front and its state. */
-        const char *tmpdir = getenv("TMPDIR");
-        tftap_buf t = TFTAP_BUF_INIT;
-        tftap_buf_printf(&t, "%s/tftap-run-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
-        tftap_buf_cstr(&t);
-        tmp = tftap_buf_failed(&t) ? NULL : tftap_buf_take(&t, NULL);
-        tftap_buf_done(&t);
-        if (tmp == NULL || mkdtemp(tmp) == NULL) {
+        if ((tmp = launch_tempdir("run")) == NULL) {
             launch_error("cannot create a temporary directory: %s", strerror(errno));
-            free(tmp);
-            tmp = NULL;
             goto cleanup;
         }
         o.tftap_exe = exe;

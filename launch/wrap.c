@@ -74,6 +74,27 @@ char *launch_self_exe(void)
     return strdup(buf);
 }
 
+char *launch_tempdir(const char *name)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    tftap_buf t = TFTAP_BUF_INIT;
+    tftap_buf_printf(&t, "%s/tftap-%s-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp", name);
+    tftap_buf_cstr(&t);
+    char *dir = tftap_buf_failed(&t) ? NULL : tftap_buf_take(&t, NULL);
+    tftap_buf_done(&t);
+    if (dir == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (mkdtemp(dir) == NULL) {
+        int e = errno;
+        free(dir);
+        errno = e;
+        return NULL;
+    }
+    return dir;
+}
+
 char *launch_joinpath(const char *a, const char *b)
 {
     tftap_buf buf = TFTAP_BUF_INIT;
