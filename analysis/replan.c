@@ -6,7 +6,7 @@
  * provider chose at random while planning, a data source read twice at
  * different moments), a plan made again may give one instance the other's
  * answer, and the names taken from that plan would swap them. Such a run
- * is not planned again (cli/run_replan.c). */
+ * is not planned again (launch/run_replan.c). */
 #include "analysis/analysis.h"
 #include "analysis/analysis_int.h"
 

@@ -1,4 +1,4 @@
-/* cli: the version of the tofu or terraform binary a run used, remembered by
+/* launch: the version of the tofu or terraform binary a run used, remembered by
  * the binary's identity, so that `tftap run` need not start `CLI version
  * -json` for every run: a whole CLI start, 50-80 ms of CPU on a 2-core
  * machine that the user's command or tftap's end-of-run work wanted.

@@ -1,4 +1,4 @@
-/* cli: the HCL tokenizer (cli/hcl.h). Its input is a file anyone may have
+/* launch: the HCL tokenizer (hcl_int.h). Its input is a file anyone may have
  * written: bounded in tokens (HCL_MAX_TOKENS) and nesting (HCL_MAX_DEPTH). */
 #include "config.h"
 

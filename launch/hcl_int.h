@@ -1,5 +1,5 @@
-/* cli: a tokenizer for the HCL the CLI config and lock file are written
- * in (cli/hcl.c), for wrap.c's provider discovery. Enough structure to find
+/* launch: a tokenizer for the HCL the CLI config and lock file are written
+ * in (hcl.c), for wrap.c's provider discovery. Enough structure to find
  * blocks, string attributes and their byte spans; anything it does not
  * understand is an OTHER token that is passed over. */
 #ifndef TFTAP_CLI_HCL_H

@@ -1,4 +1,4 @@
-/* cli: acceptance tests through `tftap run` (docs/acceptance-tests.md).
+/* launch: acceptance tests through `tftap run` (docs/acceptance-tests.md).
  *
  * terraform-plugin-testing (and terraform-plugin-sdk/v2's harness) serves
  * the provider under test in the test process and execs the CLI named by

@@ -1,4 +1,4 @@
-/* cli: the child processes `tftap run` starts besides the user's command:
+/* launch: the child processes `tftap run` starts besides the user's command:
  * the command's environment, and helper commands whose output it reads
  * (`CLI show -json` for the address matching, `CLI version -json`). */
 #include "config.h"

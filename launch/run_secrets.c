@@ -1,4 +1,4 @@
-/* cli: tftap run's last word on secrets. The values core hides are known
+/* launch: tftap run's last word on secrets. The values core hides are known
  * from the plan and the state documents the address matching read, and,
  * where no document holds them yet (a plan not saved creates nothing in
  * the state), from the configuration: a variable declared sensitive, with

@@ -1,4 +1,4 @@
-/* cli: a run's spans with values (--otlp-values), exported by tftap run
+/* launch: a run's spans with values (--otlp-values), exported by tftap run
  * from the run's record once the values core marks sensitive are redacted
  * in it (run_secrets.c): a span carries a call's values, and they must
  * not leave the machine before those marks are known, which is only at the

@@ -1,4 +1,4 @@
-/* cli: an acceptance test step's working directory, kept with its run.
+/* launch: an acceptance test step's working directory, kept with its run.
  *
  * terraform-plugin-testing removes a test's working directories when the
  * test ends, and with them what a step's command needs to run again: its

@@ -1,6 +1,7 @@
-/* tftap wrap, and the provider discovery and shim writing `tftap run`
- * shares: which providers a working directory uses, where their binaries
- * are, and a CLI config whose dev_overrides send the CLI to our shims. */
+/* launch: the provider discovery and shim writing that `tftap run` and
+ * `tftap wrap` (cli/wrap.c) share: which providers a working directory
+ * uses, where their binaries are, and a CLI config whose dev_overrides send
+ * the CLI to our shims. */
 #include "config.h"
 
 #include <dirent.h>

@@ -272,7 +272,7 @@ static otlp_exporter *recorder_main(int fd, int hold, const char *db, const reco
         /* The database is unavailable: whoever waits for the record (tftap
          * run, its bounded wait) must not wait for it to come back. The
          * lock becomes shared, which that wait takes; an exclusive one
-         * (tftap run's background finisher, cli/recwait.c) still waits
+         * (tftap run's background finisher, launch/recwait.c) still waits
          * until the rest is written or given up. */
         reclog("%s is unavailable: the record of this provider process is written when it "
                "comes back (trying for %u s)",

@@ -1,4 +1,4 @@
-/* libFuzzer target: the HCL tokenizer and walker (cli/hcl.c), which read
+/* libFuzzer target: the HCL tokenizer and walker (launch/hcl.c), which read
  * the user's CLI config and the working directory's lock file. Every token
  * must lie inside the text, identifiers and strings carry their text, and
  * the walk hands back only tokens of the list with a path as deep as it
