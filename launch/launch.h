@@ -3,7 +3,8 @@
  * finding the providers a working directory uses and putting a shim in
  * front of each with a CLI config that sends the CLI to them (wrap.c), the
  * recorders' locks that tell when a run's record is complete (recwait.c),
- * the OTLP environment of the shims (otlp_opts.c). The module's one public
+ * the OTLP environment of the shims (otlp_opts.c), and a recorded run
+ * answering for its providers (replay.c, replay_step.c). The module's one public
  * header: `tftap run`, `tftap wrap`, `tftap replay` and `tftap shim` (cli/)
  * parse their arguments and call it; launch_int.h is private to launch/.
  *
@@ -174,6 +175,53 @@ int launch_otlp_url_ok(const char *url);
  * spans are wanted. */
 struct otlp_config;
 int launch_otlp_config(const char *meta_url, int meta_values, struct otlp_config *oc, char **owned);
+
+/* ---- a recorded run answering for its providers (launch/replay.c,
+ * replay_step.c, docs/replay.md) ---- */
+
+/* The recorded providers of one run (launch_replay_read fills it,
+ * launch_recorded_done frees it). */
+struct launch_recorded {
+    struct launch_provider *v;
+    size_t n, cap;
+    int err;
+};
+
+/* Where the recording is and how its providers answer (all borrowed). */
+struct launch_source {
+    const char *exe;  /* this program, absolute */
+    const char *path; /* the database or bundle, absolute */
+    int64_t run;
+    const char *const *ignore; /* --ignore patterns */
+    size_t nignore;
+};
+
+/* The providers run_id of s recorded, into r, each checked: an address a
+ * CLI accepts, a schema recorded (a replaying provider answers with it).
+ * shown: the record as messages name it. 0, or 1 after one error line
+ * (also when the run has no provider calls). */
+int launch_replay_read(store *s, int64_t run_id, const char *shown, struct launch_recorded *r);
+void launch_recorded_done(struct launch_recorded *r);
+
+/* Into out: the replaying providers, shims recording into db and a CLI
+ * config of cli's (tofu or terraform), as `tftap wrap` writes them; prints
+ * the export line. The exit code: 0, or 1 after one error line. */
+int launch_replay_out(struct launch_recorded *r, const char *out, const char *cli, const char *db,
+                      const struct launch_source *src, const struct launch_wrap_opts *wo);
+
+/* Run cmd (ncmd words) with every provider of r answered from src, as
+ * launch_run with ro runs it (recorded into ro->db); the command's exit
+ * code, or 1 after one error line. */
+int launch_replay(struct launch_recorded *r, char **cmd, int ncmd, const struct launch_source *src,
+                  struct launch_run_opts *ro);
+
+/* A step run of src laid out again in dir_opt (NULL: a temporary
+ * directory, removed afterwards) and its command run there with cli_opt
+ * (NULL: the recorded CLI, docs/acceptance-tests.md) against r, each
+ * provider reattached; the command's exit code, or 1 after one error line
+ * (the run kept no working directory, its files cannot be written). */
+int launch_replay_step(struct launch_recorded *r, const struct launch_source *src,
+                       const char *dir_opt, const char *cli_opt, struct launch_run_opts *ro);
 
 /* ---- knowing when a run's record is complete (launch/recwait.c) ----
  * `tftap run` names a directory in TFTAP_RUN_DIR; each proxy of the run

@@ -1,7 +1,7 @@
-/* tftap replay STEP: a recorded step of an acceptance test run again
+/* launch: tftap replay STEP, a recorded step of an acceptance test run again
  * (docs/acceptance-tests.md, "Replaying a step"). The step run kept the
  * files its command found in the harness's working directory (run_files,
- * cli/run_workdir.c); they are laid out again in a directory of their own
+ * run_workdir.c); they are laid out again in a directory of their own
  * and the step's command runs there, with every provider answered from
  * the recording and handed to the CLI through TF_REATTACH_PROVIDERS, as
  * the harness hands over the provider under test. */
@@ -17,8 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/replay_int.h"
+#include "launch/launch_int.h"
 #include "store/store.h"
 
 /* What the step run recorded of its command and its directory. */
@@ -92,21 +91,22 @@ static int lay_file(void *ctx, const store_run_file *f)
     l->st->nfiles++;
     if (!file_name_ok(f->name)) {
         tftap_buf_json_string(&q, f->name, strlen(f->name));
-        cli_error("the recorded file %s is not a file name: left out", tftap_buf_cstr(&q));
+        launch_error("the recorded file %s is not a file name: left out", tftap_buf_cstr(&q));
         tftap_buf_done(&q);
         return 0;
     }
     if (f->content == NULL) {
         one_line(&q, f->note ? f->note : "no content");
-        cli_error("note: %s was not kept (%s): the command runs without it", f->name,
-                  tftap_buf_cstr(&q));
+        launch_error("note: %s was not kept (%s): the command runs without it", f->name,
+                     tftap_buf_cstr(&q));
         tftap_buf_done(&q);
         return 0;
     }
     char hex[65];
     tftap_sha256_hex(f->content, f->content_len, hex);
     if (strcmp(hex, f->sha256) != 0) {
-        cli_error("the recorded file %s does not match its digest: the record is damaged", f->name);
+        launch_error("the recorded file %s does not match its digest: the record is damaged",
+                     f->name);
         l->failed = 1;
         return 1;
     }
@@ -119,7 +119,7 @@ static int lay_file(void *ctx, const store_run_file *f)
     if (fd >= 0 && close(fd) != 0)
         bad = 1;
     if (bad) {
-        cli_error("cannot write %s: %s", tftap_buf_cstr(&p), strerror(errno));
+        launch_error("cannot write %s: %s", tftap_buf_cstr(&p), strerror(errno));
         l->failed = 1;
     }
     tftap_buf_done(&p);
@@ -210,8 +210,8 @@ static int lay_out_step(const char *path, int64_t run, const char *dir, struct s
     store *s = NULL;
     int rc = store_open(path, STORE_OPEN_READONLY, &s);
     if (rc != 0) {
-        cli_error("cannot open %s: %s", STORE_SHOWN(path),
-                  s ? store_errmsg(s) : tftap_strerror(rc));
+        launch_error("cannot open %s: %s", STORE_SHOWN(path),
+                     s ? store_errmsg(s) : tftap_strerror(rc));
         store_close(s);
         return 1;
     }
@@ -220,8 +220,8 @@ static int lay_out_step(const char *path, int64_t run, const char *dir, struct s
     if (rc == 0 && st->command != NULL)
         rc = store_run_files_each(s, run, lay_file, &l);
     if (rc != 0 && !l.failed)
-        cli_error("cannot read run %lld of %s: %s", (long long)run, STORE_SHOWN(path),
-                  rc == TFTAP_ENOMEM ? "out of memory" : store_errmsg(s));
+        launch_error("cannot read run %lld of %s: %s", (long long)run, STORE_SHOWN(path),
+                     rc == TFTAP_ENOMEM ? "out of memory" : store_errmsg(s));
     store_close(s);
     return rc != 0 || l.failed;
 }
@@ -230,19 +230,19 @@ static int lay_out_step(const char *path, int64_t run, const char *dir, struct s
  * a temporary directory), and the step's command run there with every
  * provider answered from the recording, each started once and handed to
  * the CLI through TF_REATTACH_PROVIDERS as the harness hands its provider. */
-int replay_step(struct recorded *r, const struct source *src, const char *dir_opt,
-                const char *cli_opt, struct launch_run_opts *ro)
+int launch_replay_step(struct launch_recorded *r, const struct launch_source *src,
+                       const char *dir_opt, const char *cli_opt, struct launch_run_opts *ro)
 {
     struct step st = {0};
     char *dir = NULL, *cwd = NULL, **cmd = NULL;
     int ncmd = 0, code = 1, made = 0, temporary = dir_opt == NULL;
     if ((cwd = getcwd(NULL, 0)) == NULL) {
-        cli_error("cannot find the current directory: %s", strerror(errno));
+        launch_error("cannot find the current directory: %s", strerror(errno));
         goto cleanup;
     }
     if (dir_opt != NULL) {
         if (mkdir(dir_opt, 0700) != 0 && errno != EEXIST) {
-            cli_error("cannot create %s: %s", dir_opt, strerror(errno));
+            launch_error("cannot create %s: %s", dir_opt, strerror(errno));
             goto cleanup;
         }
         dir = realpath(dir_opt, NULL);
@@ -254,14 +254,14 @@ int replay_step(struct recorded *r, const struct source *src, const char *dir_op
         if (d != NULL)
             closedir(d);
         if (!empty) {
-            cli_error("--dir %s: %s", dir_opt,
-                      dir == NULL || errno == ENOTDIR ? strerror(errno)
-                                                      : "not empty (the step's files go there)");
+            launch_error("--dir %s: %s", dir_opt,
+                         dir == NULL || errno == ENOTDIR ? strerror(errno)
+                                                         : "not empty (the step's files go there)");
             goto cleanup;
         }
     } else {
         if ((dir = launch_tempdir("step")) == NULL) {
-            cli_error("cannot create a temporary directory: %s", strerror(errno));
+            launch_error("cannot create a temporary directory: %s", strerror(errno));
             goto cleanup;
         }
     }
@@ -269,14 +269,14 @@ int replay_step(struct recorded *r, const struct source *src, const char *dir_op
     if (lay_out_step(src->path, src->run, dir, &st) != 0)
         goto cleanup;
     if (st.nfiles == 0) {
-        cli_error("run %lld of %s kept no working directory: only an acceptance test's step "
-                  "runs do (give a command: tftap replay RUN -- tofu ARGS...)",
-                  (long long)src->run, STORE_SHOWN(src->path));
+        launch_error("run %lld of %s kept no working directory: only an acceptance test's step "
+                     "runs do (give a command: tftap replay RUN -- tofu ARGS...)",
+                     (long long)src->run, STORE_SHOWN(src->path));
         goto cleanup;
     }
     if ((cmd = step_command(&st, step_cli(&st, cli_opt), dir, &ncmd)) == NULL || ncmd < 1) {
-        cli_error("run %lld of %s: its recorded command cannot be read", (long long)src->run,
-                  STORE_SHOWN(src->path));
+        launch_error("run %lld of %s: its recorded command cannot be read", (long long)src->run,
+                     STORE_SHOWN(src->path));
         goto cleanup;
     }
     tftap_buf line = TFTAP_BUF_INIT;
@@ -290,19 +290,19 @@ int replay_step(struct recorded *r, const struct source *src, const char *dir_op
         tftap_buf_putc(&line, ' ');
         one_line(&line, cmd[i]);
     }
-    cli_error("replaying run %lld%s", (long long)src->run, tftap_buf_cstr(&line));
+    launch_error("replaying run %lld%s", (long long)src->run, tftap_buf_cstr(&line));
     tftap_buf_done(&line);
     if (chdir(dir) != 0) {
-        cli_error("cannot enter %s: %s", dir, strerror(errno));
+        launch_error("cannot enter %s: %s", dir, strerror(errno));
         goto cleanup;
     }
     ro->reattach = 1;
     ro->is_cli = 1;
-    code = replay_command(r, cmd, ncmd, src, ro);
+    code = launch_replay(r, cmd, ncmd, src, ro);
     if (chdir(cwd) != 0)
-        cli_error("cannot return to %s: %s", cwd, strerror(errno));
+        launch_error("cannot return to %s: %s", cwd, strerror(errno));
     if (st.has_exit_code && code != st.exit_code)
-        cli_error("note: exit code %d, the recorded step's was %d", code, st.exit_code);
+        launch_error("note: exit code %d, the recorded step's was %d", code, st.exit_code);
 cleanup:
     if (made && temporary && dir != NULL)
         (void)nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
