@@ -209,36 +209,18 @@ static int same_file(const char *a, const char *b)
 
 int cli_bundle(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, 'd'}, {"output", required_argument, NULL, 'o'},
-        {"force", no_argument, NULL, 'f'},    {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},     {NULL, 0, NULL, 0}};
-    const char *db = NULL, *output = NULL;
-    int force = 0, json = 0, c;
-    optind = 0;
-    while ((c = cli_getopt(argc, argv, "ho:", longopts)) != -1) {
-        switch (c) {
-        case 'd':
-            db = optarg;
-            break;
-        case 'o':
-            output = optarg;
-            break;
-        case 'f':
-            force = 1;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 0;
-        default:
-            return 2;
-        }
+    const char *db = NULL, *output = NULL, *pos[1];
+    int force = 0, json = 0, help = 0, npos = 0;
+    const struct cli_opt opts[] = {
+        {"--output", &output, NULL, 'o'}, {"--force", NULL, &force, 0}, {0}};
+    if (cli_store_args(argc, argv, opts, &db, &json, &help, pos, 1, &npos) != 0)
+        return 2;
+    if (help) {
+        fputs(usage_text, stdout);
+        return 0;
     }
-    if (argc - optind != 1) {
-        cli_usage_error(argv[0], argc - optind ? "bundle takes one RUN" : "bundle needs RUN");
+    if (npos != 1) {
+        cli_usage_error(argv[0], "bundle needs RUN");
         return 2;
     }
     if (!output || !*output) {
@@ -249,7 +231,7 @@ int cli_bundle(int argc, char **argv)
     char *owned = NULL;
     store *s = NULL;
     int64_t run = 0;
-    int rc = cli_open_run(launch_db_path(db), argv[optind], &s, &path, &run, &owned);
+    int rc = cli_open_run(launch_db_path(db), pos[0], &s, &path, &run, &owned);
     if (rc)
         return rc;
     struct stat st;

@@ -247,10 +247,10 @@ int cli_calls(int argc, char **argv)
 {
     store_calls_filter f = {NULL, NULL, 0};
     int all = 0;
-    const struct cli_opt opts[] = {{"--method", &f.method, NULL},
-                                   {"--type", &f.type, NULL},
-                                   {"--failed", NULL, &f.failed_only},
-                                   {"--all", NULL, &all},
+    const struct cli_opt opts[] = {{"--method", &f.method, NULL, 0},
+                                   {"--type", &f.type, NULL, 0},
+                                   {"--failed", NULL, &f.failed_only, 0},
+                                   {"--all", NULL, &all, 0},
                                    {0}};
     struct cli_read r;
     int rc = cli_read_begin(argc, argv, opts, usage_text, 1, 1, &r);

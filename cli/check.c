@@ -48,7 +48,7 @@ int cli_check(int argc, char **argv)
 {
     const char *db = NULL, *pos[2] = {NULL, NULL};
     int json = 0, help = 0, npos = 0, strict = 0;
-    const struct cli_opt opts[] = {{"--strict", NULL, &strict}, {0}};
+    const struct cli_opt opts[] = {{"--strict", NULL, &strict, 0}, {0}};
     int rc = cli_store_args(argc, argv, opts, &db, &json, &help, pos, 2, &npos);
     if (!rc && !help && npos < 1) {
         cli_error("check needs RUN (a run id or 'last')");

@@ -19,6 +19,7 @@ struct cli_opt {
     const char *name;   /* "--method" */
     const char **value; /* NULL for a flag */
     int *flag;
+    char shortopt; /* its one-letter form ('o' for -o), or 0 */
 };
 
 /* Parse argv[1..] (argv[0] is the command name) with cli_getopt: options

@@ -29,7 +29,7 @@ static int write_out(void *ctx, const char *p, size_t n)
 int cli_export(int argc, char **argv)
 {
     const char *format = "jsonl", *test = NULL;
-    const struct cli_opt opts[] = {{"--format", &format, NULL}, {"--test", &test, NULL}, {0}};
+    const struct cli_opt opts[] = {{"--format", &format, NULL, 0}, {"--test", &test, NULL, 0}, {0}};
     struct cli_read r;
     int rc = cli_read_parse(argc, argv, opts, usage_text, 1, 1, &r);
     if (rc != CLI_READ_GO)

@@ -56,10 +56,10 @@ static int read_doc(const char *path, tftap_buf *b)
 int cli_match(int argc, char **argv)
 {
     const char *plan = NULL, *state = NULL, *before = NULL, *config_dir = NULL;
-    const struct cli_opt opts[] = {{"--plan", &plan, NULL},
-                                   {"--state", &state, NULL},
-                                   {"--before", &before, NULL},
-                                   {"--config", &config_dir, NULL},
+    const struct cli_opt opts[] = {{"--plan", &plan, NULL, 0},
+                                   {"--state", &state, NULL, 0},
+                                   {"--before", &before, NULL, 0},
+                                   {"--config", &config_dir, NULL, 0},
                                    {0}};
     struct cli_read r;
     int rc = cli_read_parse(argc, argv, opts, usage_text, 1, 1, &r);

@@ -126,40 +126,20 @@ static int each_change(void *ctx, const store_change_row *c)
 
 int cli_mock(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"db", required_argument, NULL, 'd'}, {"output", required_argument, NULL, 'o'},
-        {"force", no_argument, NULL, 'f'},    {"provider", required_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},     {NULL, 0, NULL, 0}};
-    const char *db = NULL, *output = NULL, *provider = NULL;
-    int c, force = 0;
-    optind = 0;
-    while ((c = cli_getopt(argc, argv, "ho:", longopts)) != -1) {
-        switch (c) {
-        case 'd':
-            db = optarg;
-            break;
-        case 'o':
-            output = optarg;
-            break;
-        case 'f':
-            force = 1;
-            break;
-        case 'p':
-            provider = optarg;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 0;
-        default:
-            return 2;
-        }
-    }
-    if (argc - optind < 1) {
-        cli_usage_error(argv[0], "mock needs RUN");
+    const char *db = NULL, *output = NULL, *provider = NULL, *pos[2];
+    int force = 0, help = 0, npos = 0;
+    const struct cli_opt opts[] = {{"--output", &output, NULL, 'o'},
+                                   {"--force", NULL, &force, 0},
+                                   {"--provider", &provider, NULL, 0},
+                                   {0}};
+    if (cli_store_args(argc, argv, opts, &db, NULL, &help, pos, 2, &npos) != 0)
         return 2;
+    if (help) {
+        fputs(usage_text, stdout);
+        return 0;
     }
-    if (argc - optind > 2) {
-        cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind + 2]);
+    if (npos < 1) {
+        cli_usage_error(argv[0], "mock needs RUN");
         return 2;
     }
     if (output && !*output) {
@@ -176,11 +156,11 @@ int cli_mock(int argc, char **argv)
         return 1;
     }
     const char *path = NULL;
-    const char *filter = argc - optind > 1 ? argv[optind + 1] : NULL;
+    const char *filter = npos > 1 ? pos[1] : NULL;
     char *owned = NULL;
     store *s = NULL;
     int64_t run = 0;
-    int exit_code = cli_open_run(launch_db_path(db), argv[optind], &s, &path, &run, &owned);
+    int exit_code = cli_open_run(launch_db_path(db), pos[0], &s, &path, &run, &owned);
     if (exit_code)
         return exit_code;
     exit_code = cli_filter_check(&s, &path, &run, 1, CLI_FILTER_ADDRESS_OR_TYPE, filter);

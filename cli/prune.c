@@ -182,9 +182,9 @@ int cli_prune(int argc, char **argv)
 {
     const char *older = NULL, *keep_text = NULL;
     int dry_run = 0;
-    const struct cli_opt opts[] = {{"--older-than", &older, NULL},
-                                   {"--keep", &keep_text, NULL},
-                                   {"--dry-run", NULL, &dry_run},
+    const struct cli_opt opts[] = {{"--older-than", &older, NULL, 0},
+                                   {"--keep", &keep_text, NULL, 0},
+                                   {"--dry-run", NULL, &dry_run, 0},
                                    {0}};
     struct cli_read r;
     int rc = cli_read_parse(argc, argv, opts, usage_text, 0, 0, &r);

@@ -373,7 +373,7 @@ int cli_push(int argc, char **argv)
     const char *db = NULL, *to = NULL;
     int json = 0, allow_secrets = 0, help = 0, npos = 0;
     const struct cli_opt opts[] = {
-        {"--to", &to, NULL}, {"--allow-secrets", NULL, &allow_secrets}, {0}};
+        {"--to", &to, NULL, 0}, {"--allow-secrets", NULL, &allow_secrets, 0}, {0}};
     /* RUN operands, as many as given. */
     const char **pos = calloc((size_t)argc + 1, sizeof *pos);
     if (pos == NULL) {

@@ -432,10 +432,11 @@ int cli_runs(int argc, char **argv)
     const char *limit_text = NULL, *cwd = NULL, *command = NULL, *provider = NULL, *since = NULL,
                *test = NULL;
     int failed = 0;
-    const struct cli_opt opts[] = {{"--limit", &limit_text, NULL}, {"--cwd", &cwd, NULL},
-                                   {"--command", &command, NULL},  {"--provider", &provider, NULL},
-                                   {"--since", &since, NULL},      {"--failed", NULL, &failed},
-                                   {"--test", &test, NULL},        {0}};
+    const struct cli_opt opts[] = {
+        {"--limit", &limit_text, NULL, 0}, {"--cwd", &cwd, NULL, 0},
+        {"--command", &command, NULL, 0},  {"--provider", &provider, NULL, 0},
+        {"--since", &since, NULL, 0},      {"--failed", NULL, &failed, 0},
+        {"--test", &test, NULL, 0},        {0}};
     struct cli_read r;
     int rc = cli_read_parse(argc, argv, opts, usage_text, 0, 0, &r);
     if (rc != CLI_READ_GO)

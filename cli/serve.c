@@ -42,7 +42,8 @@ int cli_serve(int argc, char **argv)
 {
     const char *db = NULL, *listen = NULL, *pos[1];
     int open_it = 0, help = 0, npos = 0;
-    const struct cli_opt opts[] = {{"--listen", &listen, NULL}, {"--open", NULL, &open_it}, {0}};
+    const struct cli_opt opts[] = {
+        {"--listen", &listen, NULL, 0}, {"--open", NULL, &open_it, 0}, {0}};
     if (cli_store_args(argc, argv, opts, &db, NULL, &help, pos, 1, &npos) != 0)
         return 2;
     if (help) {

@@ -605,7 +605,7 @@ int cli_show(int argc, char **argv)
 {
     int all = 0;
     const char *test = NULL;
-    const struct cli_opt opts[] = {{"--all", NULL, &all}, {"--test", &test, NULL}, {0}};
+    const struct cli_opt opts[] = {{"--all", NULL, &all, 0}, {"--test", &test, NULL, 0}, {0}};
     struct cli_read r;
     int rc = cli_read_begin(argc, argv, opts, usage_text, 1, 2, &r);
     if (rc != CLI_READ_GO)

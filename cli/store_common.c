@@ -30,23 +30,45 @@ int cli_store_args(int argc, char **argv, const struct cli_opt *opts, const char
         n++;
     }
     longopts[n] = (struct option){NULL, 0, NULL, 0};
+    /* "h" and the options' short names ("o:" for -o FILE). */
+    char shortopts[2 * 16 + 2] = "h";
+    size_t ns = 1;
+    for (const struct cli_opt *o = opts; o && o->name; o++)
+        if (o->shortopt) {
+            shortopts[ns++] = o->shortopt;
+            if (o->value)
+                shortopts[ns++] = ':';
+        }
+    shortopts[ns] = '\0';
     *npos = 0;
     *help = 0;
     optind = 0;
     int c;
-    while ((c = cli_getopt(argc, argv, "h", longopts)) != -1) {
+    while ((c = cli_getopt(argc, argv, shortopts, longopts)) != -1) {
         if (c == '?')
             return 2;
-        if (c == 'h')
+        if (c == 'h') {
             *help = 1;
-        else if (c == OPT_JSON)
+            continue;
+        }
+        if (c == OPT_JSON) {
             *json = 1;
-        else if (c == OPT_DB)
+            continue;
+        }
+        if (c == OPT_DB) {
             *db = optarg;
-        else if (opts[c - OPT_OWN].value)
-            *opts[c - OPT_OWN].value = optarg;
+            continue;
+        }
+        const struct cli_opt *o = c >= OPT_OWN ? &opts[c - OPT_OWN] : NULL;
+        for (const struct cli_opt *p = opts; !o && p && p->name; p++)
+            if (p->shortopt == c)
+                o = p;
+        if (o == NULL)
+            return 2;
+        if (o->value)
+            *o->value = optarg;
         else
-            *opts[c - OPT_OWN].flag = 1;
+            *o->flag = 1;
     }
     for (int i = optind; i < argc; i++) {
         if (*npos >= max_pos) {
