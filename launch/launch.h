@@ -59,12 +59,6 @@ int launch_discover(const char *workdir, const char *cli, struct launch_provider
                     tftap_buf *err);
 void launch_providers_done(struct launch_providers *set);
 
-/* Put copies of n providers in place of set's (tftap replay: the recorded
- * providers stand in for whatever the directory uses); the user's config
- * stays. 0 or TFTAP_ENOMEM. */
-int launch_providers_replace(struct launch_providers *set, const struct launch_provider *v,
-                             size_t n);
-
 struct launch_wrap_opts {
     const char *tftap_exe; /* absolute path of this program */
     const char *db;        /* absolute database path */
@@ -81,15 +75,6 @@ struct launch_wrap_opts {
  * Returns 0, TFTAP_EIO (reason in err) or TFTAP_ENOMEM. */
 int launch_wrap_write(const struct launch_providers *set, const char *dir,
                       const struct launch_wrap_opts *opts, char **config_path, tftap_buf *err);
-
-/* Only the CLI config of launch_wrap_write(): dir/tftap.tfrc, the user's CLI
- * config with dev_overrides pointing every provider of set at dir/p<i>
- * (where the caller put executables of its own). Returns as launch_wrap_write. */
-int launch_wrap_write_config(const struct launch_providers *set, const char *dir,
-                             char **config_path, tftap_buf *err);
-
-/* Remove what launch_wrap_write() wrote in dir (not dir itself). */
-void launch_wrap_clean(const struct launch_providers *set, const char *dir);
 
 /* 1 when path is the running tftap executable itself (same device and
  * inode, whatever the path says), else 0. */
@@ -243,13 +228,6 @@ char *launch_self_exe(void);
 
 /* path made absolute against the current directory (free()), or NULL. */
 char *launch_abspath(const char *path);
-
-/* A new directory of ours (0700), $TMPDIR/tftap-NAME-XXXXXX (/tmp when
- * TMPDIR is unset or empty): its path (free()), or NULL with errno. */
-char *launch_tempdir(const char *name);
-
-/* "a/b" (free()), or NULL on ENOMEM. */
-char *launch_joinpath(const char *a, const char *b);
 
 /* Append s as one single-quoted word of sh. */
 void launch_sh_quote(tftap_buf *b, const char *s);

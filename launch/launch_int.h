@@ -27,6 +27,30 @@ struct analysis_match_doc;
  * to the user (launch.h: one line a problem). */
 void launch_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* ---- wrap.c: what replay.c and run.c use of it besides launch.h ---- */
+
+/* Put copies of n providers in place of set's (tftap replay: the recorded
+ * providers stand in for whatever the directory uses); the user's config
+ * stays. 0 or TFTAP_ENOMEM. */
+int launch_providers_replace(struct launch_providers *set, const struct launch_provider *v,
+                             size_t n);
+
+/* Only the CLI config of launch_wrap_write(): dir/tftap.tfrc, the user's CLI
+ * config with dev_overrides pointing every provider of set at dir/p<i>
+ * (where the caller put executables of its own). Returns as launch_wrap_write. */
+int launch_wrap_write_config(const struct launch_providers *set, const char *dir,
+                             char **config_path, tftap_buf *err);
+
+/* Remove what launch_wrap_write() wrote in dir (not dir itself). */
+void launch_wrap_clean(const struct launch_providers *set, const char *dir);
+
+/* A new directory of ours (0700), $TMPDIR/tftap-NAME-XXXXXX (/tmp when
+ * TMPDIR is unset or empty): its path (free()), or NULL with errno. */
+char *launch_tempdir(const char *name);
+
+/* "a/b" (free()), or NULL on ENOMEM. */
+char *launch_joinpath(const char *a, const char *b);
+
 /* ---- recwait.c: the recorders' locks (launch_recorder_lock) ---- */
 
 /* Wait until every lock file in run_dir is free, at most timeout_ms; after
@@ -81,17 +105,13 @@ void run_check_summary(store *s, int64_t run_id, analysis_check_pass *read);
  * except the new ones, which the caller keeps alive. NULL: out of memory. */
 char **run_env_with(char *const *add, size_t nadd);
 
-/* A command started with its stdout into a pipe (capture_start), read and
- * reaped later (capture_finish). */
+/* A command started with its stdout into a pipe, read and reaped later
+ * (capture_finish). */
 struct captured {
     pid_t pid; /* 0: not started */
     int fd;
 };
 
-/* Start argv in dir (NULL: ours) with env (NULL: ours), stdout into a
- * pipe, stdin and stderr on /dev/null. 0, or -1 when it could not be
- * started. */
-int capture_start(char *const *argv, char *const *env, const char *dir, struct captured *c);
 /* Its stdout into out (at most max bytes kept), then its exit status as
  * launch_run gives it, or -1 when it was not started. */
 int capture_finish(struct captured *c, size_t max, tftap_buf *out);

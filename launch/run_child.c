@@ -41,7 +41,7 @@ char **run_env_with(char *const *add, size_t nadd)
 /* Start argv in dir (NULL: ours) with env (NULL: ours), stdout into a
  * pipe, stdin and stderr on /dev/null. 0, or -1 when it could not be
  * started. */
-int capture_start(char *const *argv, char *const *env, const char *dir, struct captured *c)
+static int capture_start(char *const *argv, char *const *env, const char *dir, struct captured *c)
 {
     int fds[2];
     c->pid = 0;
