@@ -29,6 +29,9 @@ int cli_check(int argc, char **argv);
 /* Comparing (cli/diff.c, cli/schema.c): exit 0 same, 1 differs, 2 error. */
 int cli_diff(int argc, char **argv);
 int cli_schema(int argc, char **argv);
+/* Their --format: text, json or markdown into *fmt; 0, or 2 after one
+ * usage line of cmd. */
+int cli_diff_format(const char *cmd, const char *format, enum analysis_diff_format *fmt);
 /* Mocks for tofu test from recorded values (cli/mock.c). */
 int cli_mock(int argc, char **argv);
 /* The web UI (cli/serve.c). */

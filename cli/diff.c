@@ -55,6 +55,21 @@ static size_t step_runs(store *s, int64_t run_id)
     return store_run_children_each(s, run_id, count_run, &n) == 0 ? n : 0;
 }
 
+int cli_diff_format(const char *cmd, const char *format, enum analysis_diff_format *fmt)
+{
+    if (strcmp(format, "text") == 0)
+        *fmt = ANALYSIS_DIFF_TEXT;
+    else if (strcmp(format, "json") == 0)
+        *fmt = ANALYSIS_DIFF_JSON;
+    else if (strcmp(format, "markdown") == 0)
+        *fmt = ANALYSIS_DIFF_MARKDOWN;
+    else {
+        cli_usage_error(cmd, "--format is text, json or markdown, not '%s'", format);
+        return 2;
+    }
+    return 0;
+}
+
 int cli_diff(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -108,16 +123,8 @@ int cli_diff(int argc, char **argv)
         }
     }
     enum analysis_diff_format fmt;
-    if (strcmp(format, "text") == 0)
-        fmt = ANALYSIS_DIFF_TEXT;
-    else if (strcmp(format, "json") == 0)
-        fmt = ANALYSIS_DIFF_JSON;
-    else if (strcmp(format, "markdown") == 0)
-        fmt = ANALYSIS_DIFF_MARKDOWN;
-    else {
-        cli_error("--format is text, json or markdown, not '%s'", format);
+    if (cli_diff_format(argv[0], format, &fmt) != 0)
         goto out;
-    }
     int npos = argc - optind;
     if (npos < 2 || npos > 3) {
         cli_error("diff needs RUN_A and RUN_B, and at most an ADDRESS or TYPE (see 'tftap diff "

@@ -226,14 +226,8 @@ int cli_schema(int argc, char **argv)
         }
     }
     enum analysis_diff_format fmt;
-    if (strcmp(format, "text") == 0)
-        fmt = ANALYSIS_DIFF_TEXT;
-    else if (strcmp(format, "json") == 0)
-        fmt = ANALYSIS_DIFF_JSON;
-    else if (strcmp(format, "markdown") == 0)
-        fmt = ANALYSIS_DIFF_MARKDOWN;
-    else
-        return usage_error("--format is text, json or markdown");
+    if (cli_diff_format("schema", format, &fmt) != 0)
+        return 2;
     int npos = argc - optind;
     char **pos = argv + optind;
     tftap_buf ea = TFTAP_BUF_INIT, eb = TFTAP_BUF_INIT, aa = TFTAP_BUF_INIT, ab = TFTAP_BUF_INIT,
