@@ -12,7 +12,7 @@
 int cli_decode(int argc, char **argv);
 int cli_shim(int argc, char **argv);
 
-/* Wrapping providers (cli/run.c, cli/wrap.c). */
+/* Wrapping providers (cli/run_opts.c, cli/wrap_opts.c; the work is launch/'s). */
 int cli_run(int argc, char **argv);
 int cli_wrap(int argc, char **argv);
 /* A recorded run answering for its providers (cli/replay.c). */

@@ -1,5 +1,5 @@
 /* launch: the provider discovery and shim writing that `tftap run` and
- * `tftap wrap` (cli/wrap.c) share: which providers a working directory
+ * `tftap wrap` (cli/wrap_opts.c) share: which providers a working directory
  * uses, where their binaries are, and a CLI config whose dev_overrides send
  * the CLI to our shims. */
 #include "config.h"
