@@ -261,6 +261,7 @@ done:
     return rc;
 }
 
+/* The provider's unix socket from its handshake, dialed (plugin_dial). */
 static int dial(const plugin_handshake *hs, SSL_CTX *ctx, int64_t deadline, int *fd_out,
                 SSL **ssl_out, tftap_buf *err)
 {
@@ -277,37 +278,8 @@ static int dial(const plugin_handshake *hs, SSL_CTX *ctx, int64_t deadline, int 
         return TFTAP_EPROTO;
     }
     memcpy(sa.sun_path, hs->address, strlen(hs->address) + 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        tftap_buf_printf(err, "connecting to %s: %s", hs->address, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return TFTAP_EIO;
-    }
-    SSL *ssl = NULL;
-    if (ctx) {
-        ssl = plugin_tls_client(ctx, fd);
-        if (!ssl) {
-            close(fd);
-            return TFTAP_ENOMEM;
-        }
-        for (;;) {
-            int r = SSL_do_handshake(ssl);
-            if (r == 1)
-                break;
-            int e = SSL_get_error(ssl, r);
-            if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) ||
-                wait_fd(fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline) != 0) {
-                plugin_tls_error(ssl, r, err);
-                SSL_free(ssl);
-                close(fd);
-                return TFTAP_ETLS;
-            }
-        }
-    }
-    *fd_out = fd;
-    *ssl_out = ssl;
-    return 0;
+    return plugin_dial((const struct sockaddr *)&sa, sizeof sa, ctx, deadline, fd_out, ssl_out,
+                       err);
 }
 
 /* Wait for the child to exit, up to ms; then SIGKILL it. */

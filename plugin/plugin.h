@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <openssl/ssl.h>
@@ -131,6 +132,15 @@ SSL *plugin_tls_client(SSL_CTX *ctx, int fd);
 SSL *plugin_tls_server(SSL_CTX *ctx, int fd);
 /* Why a handshake failed (rc from SSL_do_handshake), appended to err. */
 void plugin_tls_error(SSL *ssl, int rc, tftap_buf *err);
+
+/* Connect to a provider at addr (a unix or TCP socket; TCP_NODELAY on TCP)
+ * and, with ctx, shake hands as its client (plugin_tls_client), all before
+ * deadline (tftap_mono_ms). *fd (non-blocking, close-on-exec) and *ssl
+ * (NULL without ctx) are the caller's. 0, TFTAP_ECHILD (it cannot be
+ * reached, TLS failed or the deadline passed; err says which), TFTAP_EIO
+ * (no socket) or TFTAP_ENOMEM. */
+int plugin_dial(const struct sockaddr *addr, socklen_t addrlen, SSL_CTX *ctx, int64_t deadline,
+                int *fd, SSL **ssl, tftap_buf *err);
 
 /* ---- call.c: asking a provider binary directly -------------------------- */
 

@@ -1,10 +1,16 @@
 /* plugin: the OpenSSL contexts of both legs, set up as go-plugin sets up
  * its own: TLS 1.2 or later, ALPN "h2" (gRPC clients refuse a server that
  * does not select it), each side trusting exactly the one certificate the
- * other announced. */
+ * other announced; and the one dialer of a provider (plugin_dial). */
 #include "config.h"
 
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -178,4 +184,65 @@ void plugin_tls_error(SSL *ssl, int rc, tftap_buf *err)
     else
         tftap_buf_printf(err, "TLS error %d", e);
     ERR_clear_error();
+}
+
+int plugin_dial(const struct sockaddr *addr, socklen_t addrlen, SSL_CTX *ctx, int64_t deadline,
+                int *fd_out, SSL **ssl_out, tftap_buf *err)
+{
+    *fd_out = -1;
+    *ssl_out = NULL;
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        tftap_buf_printf(err, "socket: %s", strerror(errno));
+        return TFTAP_EIO;
+    }
+    if (connect(fd, addr, addrlen) != 0) {
+        if (errno != EINPROGRESS && errno != EAGAIN) {
+            tftap_buf_printf(err, "cannot reach the provider: %s", strerror(errno));
+            close(fd);
+            return TFTAP_ECHILD;
+        }
+        int soerr = 0;
+        socklen_t sl = sizeof soerr;
+        if (tftap_wait_fd(fd, POLLOUT, deadline) != 0 ||
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0) {
+            tftap_buf_printf(err, "cannot reach the provider: %s",
+                             soerr != 0 ? strerror(soerr) : "timed out");
+            close(fd);
+            return TFTAP_ECHILD;
+        }
+    }
+    if (addr->sa_family != AF_UNIX) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    SSL *ssl = NULL;
+    if (ctx != NULL) {
+        ssl = plugin_tls_client(ctx, fd);
+        if (ssl == NULL) {
+            tftap_buf_puts(err, "out of memory");
+            close(fd);
+            return TFTAP_ENOMEM;
+        }
+        for (;;) {
+            int rc = SSL_do_handshake(ssl);
+            if (rc == 1)
+                break;
+            int e = SSL_get_error(ssl, rc);
+            short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+            if (ev == 0 || tftap_wait_fd(fd, ev, deadline) != 0) {
+                tftap_buf_puts(err, "TLS with the provider: ");
+                if (ev == 0)
+                    plugin_tls_error(ssl, rc, err);
+                else
+                    tftap_buf_puts(err, "timed out");
+                SSL_free(ssl);
+                close(fd);
+                return TFTAP_ECHILD;
+            }
+        }
+    }
+    *fd_out = fd;
+    *ssl_out = ssl;
+    return 0;
 }

@@ -173,72 +173,13 @@ static int resolve(proxy_relay *r, const char *network, const char *address, tft
     return 0;
 }
 
-static int wait_fd(int fd, short events, int64_t deadline)
-{
-    return tftap_wait_fd(fd, events, deadline) == 0 ? 0 : -1;
-}
-
 /* A connection to the provider, TLS handshake done, non-blocking. Blocks
  * the calling thread until deadline at most; the provider is local, so
  * this takes about a millisecond. */
 static int dial(proxy_relay *r, int64_t deadline, int *fd_out, SSL **ssl_out, tftap_buf *err)
 {
-    *fd_out = -1;
-    *ssl_out = NULL;
-    int fd = socket(r->up_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        tftap_buf_printf(err, "socket: %s", strerror(errno));
-        return TFTAP_EIO;
-    }
-    if (connect(fd, (struct sockaddr *)&r->up_addr, r->up_addrlen) != 0) {
-        if (errno != EINPROGRESS && errno != EAGAIN) {
-            tftap_buf_printf(err, "cannot reach the provider: %s", strerror(errno));
-            close(fd);
-            return TFTAP_ECHILD;
-        }
-        int soerr = 0;
-        socklen_t sl = sizeof soerr;
-        if (wait_fd(fd, POLLOUT, deadline) != 0 ||
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0) {
-            tftap_buf_printf(err, "cannot reach the provider: %s",
-                             soerr != 0 ? strerror(soerr) : "timed out");
-            close(fd);
-            return TFTAP_ECHILD;
-        }
-    }
-    if (r->up_addr.ss_family != AF_UNIX) {
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    }
-    SSL *ssl = NULL;
-    if (r->client_tls != NULL) {
-        ssl = plugin_tls_client(r->client_tls, fd);
-        if (ssl == NULL) {
-            tftap_buf_puts(err, "out of memory");
-            close(fd);
-            return TFTAP_ENOMEM;
-        }
-        for (;;) {
-            int rc = SSL_do_handshake(ssl);
-            if (rc == 1)
-                break;
-            int e = SSL_get_error(ssl, rc);
-            short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-            if (ev == 0 || wait_fd(fd, ev, deadline) != 0) {
-                tftap_buf_puts(err, "TLS with the provider: ");
-                if (ev == 0)
-                    plugin_tls_error(ssl, rc, err);
-                else
-                    tftap_buf_puts(err, "timed out");
-                SSL_free(ssl);
-                close(fd);
-                return TFTAP_ECHILD;
-            }
-        }
-    }
-    *fd_out = fd;
-    *ssl_out = ssl;
-    return 0;
+    return plugin_dial((const struct sockaddr *)&r->up_addr, r->up_addrlen, r->client_tls, deadline,
+                       fd_out, ssl_out, err);
 }
 
 /* Start a connection to the provider without waiting: 0 with *fd and
