@@ -76,14 +76,6 @@ struct launch_wrap_opts {
 int launch_wrap_write(const struct launch_providers *set, const char *dir,
                       const struct launch_wrap_opts *opts, char **config_path, tftap_buf *err);
 
-/* 1 when path is the running tftap executable itself (same device and
- * inode, whatever the path says), else 0. */
-int launch_is_self(const char *path);
-
-/* When path is a tftap shim (a "#!" script that runs `tftap shim`, with
- * tftap-shim.json beside it), that json's path (free()); else NULL. */
-char *launch_shim_meta_path(const char *path);
-
 /* ---- one command with its providers wrapped (launch/run.c) ---- */
 struct launch_run_opts {
     const char *db; /* NULL: $TFTAP_DB, else the default */
@@ -132,34 +124,19 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro);
  * cannot be read with certainty (out empty). */
 int launch_config_doc(const char *workdir, char *const *test_args, tftap_buf *out);
 
-/* ---- one run per CLI command under `tftap wrap` (launch/wrap_run.c) ---- */
+/* ---- a shim (launch/shim.c) ---- */
 
-/* The run of the CLI command that started this process (its parent: the
- * shim script execs tftap), joined in db, or 0 when there is none to join
- * (the shim then records a run of its own). The run is held (*hold,
- * store_hold_free) for the shim's life; the command's words are kept for
- * launch_wrap_run_left. */
-int64_t launch_wrap_join(const char *db, store_hold **hold);
-/* A recorder's part of a joined run written (proxy_config.run_left):
- * redact the run by what core marks as far as can be told from here (the
- * local state, the configuration's sensitive variables with the values
- * the command's arguments and this environment give them). Problems cost
- * the redaction and say nothing (the recorder's stderr goes nowhere). */
-void launch_wrap_run_left(const char *db, int64_t run_id);
+/* Run as the provider the shim metadata at meta_path (tftap-shim.json)
+ * stands for, with args its arguments: refuse a shim that would start
+ * tftap again, join the run of the CLI command that started it (under
+ * tftap wrap: launch/wrap_run.c) or record into TFTAP_RUN_ID (under tftap
+ * run), and relay and record every call (proxy_run). The exit code. */
+int launch_shim(const char *meta_path, char **args);
 
 /* ---- spans (launch/otlp_opts.c, docs/otlp.md) ---- */
 
 /* 1 when url is an http:// or https:// URL (--otlp). */
 int launch_otlp_url_ok(const char *url);
-/* The span export a shim does: from meta_url (tftap wrap --otlp), else
- * TFTAP_OTLP, else the OTEL_EXPORTER_OTLP_* variables; parented under
- * TRACEPARENT; values when meta_values (tftap wrap --otlp-values) or
- * TFTAP_OTLP_VALUES=1; the resource from OTEL_SERVICE_NAME and
- * OTEL_RESOURCE_ATTRIBUTES. 1 and *oc filled (its strings borrowed from the
- * environment, but the endpoint, which *owned holds: free()), or 0 when no
- * spans are wanted. */
-struct otlp_config;
-int launch_otlp_config(const char *meta_url, int meta_values, struct otlp_config *oc, char **owned);
 
 /* ---- a recorded run answering for its providers (launch/replay.c,
  * replay_step.c, docs/replay.md) ---- */
@@ -207,16 +184,6 @@ int launch_replay(struct launch_recorded *r, char **cmd, int ncmd, const struct 
  * (the run kept no working directory, its files cannot be written). */
 int launch_replay_step(struct launch_recorded *r, const struct launch_source *src,
                        const char *dir_opt, const char *cli_opt, struct launch_run_opts *ro);
-
-/* ---- knowing when a run's record is complete (launch/recwait.c) ----
- * `tftap run` names a directory in TFTAP_RUN_DIR; each proxy of the run
- * takes a lock file there (launch_recorder_lock(), in the process that then
- * calls proxy_run() with the fd as recorder_hold_fd) which its recorder
- * process holds until it has written everything. */
-
-/* Create and lock (flock, exclusive) a lock file in run_dir naming provider.
- * Returns its fd (close-on-exec), or -1 (errno set). */
-int launch_recorder_lock(const char *run_dir, const char *provider);
 
 /* Where a command records or reads: given (--db, a global --db before the
  * command too) when not NULL or empty, else $TFTAP_DB, else

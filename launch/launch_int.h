@@ -51,6 +51,50 @@ char *launch_tempdir(const char *name);
 /* "a/b" (free()), or NULL on ENOMEM. */
 char *launch_joinpath(const char *a, const char *b);
 
+/* ---- what a shim uses (shim.c, wrap_run.c, recwait.c, otlp_opts.c) ---- */
+
+/* 1 when path is the running tftap executable itself (same device and
+ * inode, whatever the path says), else 0. */
+int launch_is_self(const char *path);
+
+/* When path is a tftap shim (a "#!" script that runs `tftap shim`, with
+ * tftap-shim.json beside it), that json's path (free()); else NULL. */
+char *launch_shim_meta_path(const char *path);
+
+/* ---- knowing when a run's record is complete (launch/recwait.c) ----
+ * `tftap run` names a directory in TFTAP_RUN_DIR; each proxy of the run
+ * takes a lock file there (launch_recorder_lock(), in the process that then
+ * calls proxy_run() with the fd as recorder_hold_fd) which its recorder
+ * process holds until it has written everything. */
+
+/* Create and lock (flock, exclusive) a lock file in run_dir naming provider.
+ * Returns its fd (close-on-exec), or -1 (errno set). */
+int launch_recorder_lock(const char *run_dir, const char *provider);
+
+/* A recorder's part of a joined run written (proxy_config.run_left):
+ * redact the run by what core marks as far as can be told from here (the
+ * local state, the configuration's sensitive variables with the values
+ * the command's arguments and this environment give them). Problems cost
+ * the redaction and say nothing (the recorder's stderr goes nowhere). */
+void launch_wrap_run_left(const char *db, int64_t run_id);
+
+/* The run of the CLI command that started this process (its parent: the
+ * shim script execs tftap), joined in db, or 0 when there is none to join
+ * (the shim then records a run of its own). The run is held (*hold,
+ * store_hold_free) for the shim's life; the command's words are kept for
+ * launch_wrap_run_left. */
+int64_t launch_wrap_join(const char *db, store_hold **hold);
+
+struct otlp_config;
+/* The span export a shim does: from meta_url (tftap wrap --otlp), else
+ * TFTAP_OTLP, else the OTEL_EXPORTER_OTLP_* variables; parented under
+ * TRACEPARENT; values when meta_values (tftap wrap --otlp-values) or
+ * TFTAP_OTLP_VALUES=1; the resource from OTEL_SERVICE_NAME and
+ * OTEL_RESOURCE_ATTRIBUTES. 1 and *oc filled (its strings borrowed from the
+ * environment, but the endpoint, which *owned holds: free()), or 0 when no
+ * spans are wanted. */
+int launch_otlp_config(const char *meta_url, int meta_values, struct otlp_config *oc, char **owned);
+
 /* ---- recwait.c: the recorders' locks (launch_recorder_lock) ---- */
 
 /* Wait until every lock file in run_dir is free, at most timeout_ms; after

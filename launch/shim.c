@@ -1,6 +1,7 @@
-/* tftap shim META_JSON [ARGS...]: run as the provider a shim directory
- * stands for. OpenTofu/Terraform start the shim script believing it is the
- * provider; it execs this, and we put ourselves between the two. */
+/* launch: a shim, run as the provider a shim directory stands for (tftap
+ * shim META_JSON, cli/shim_opts.c). OpenTofu/Terraform start the shim script
+ * believing it is the provider; it execs tftap, and we put ourselves
+ * between the two. */
 #include "config.h"
 
 #include <errno.h>
@@ -10,8 +11,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
-#include "cli/cli.h"
-#include "launch/launch.h"
+#include "launch/launch_int.h"
 #include "proxy/proxy.h"
 #include "store/store.h"
 
@@ -23,7 +23,7 @@
 static void shim_warn(void *ctx, const char *message)
 {
     (void)ctx;
-    cli_error("%s", message);
+    launch_error("%s", message);
 }
 
 /* TFTAP_RUN_ID: a positive decimal run id, or absent. */
@@ -42,27 +42,20 @@ static int run_id_from_env(int64_t *out)
     return 0;
 }
 
-int cli_shim(int argc, char **argv)
+int launch_shim(const char *meta_path, char **args)
 {
     proxy_meta meta;
     proxy_config cfg;
     tftap_buf err = TFTAP_BUF_INIT;
     int code;
 
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fprintf(argc < 2 ? stderr : stdout,
-                "usage: tftap shim META_JSON [ARGS...]\n\n"
-                "Run as a provider plugin: start the provider META_JSON names, relay and\n"
-                "record every call. Shim scripts written by 'tftap wrap' call this.\n");
-        return argc < 2 ? 2 : 0;
-    }
     /* Same contract as any go-plugin provider: started by hand, say so. */
     if (!plugin_cookie_ok(NULL)) {
         fputs(PLUGIN_NOT_A_PROGRAM_MESSAGE, stderr);
         return 1;
     }
-    if (proxy_meta_load(argv[1], &meta, &err) != 0) {
-        cli_error("%s", tftap_buf_cstr(&err));
+    if (proxy_meta_load(meta_path, &meta, &err) != 0) {
+        launch_error("%s", tftap_buf_cstr(&err));
         tftap_buf_done(&err);
         return 1;
     }
@@ -84,7 +77,7 @@ int cli_shim(int argc, char **argv)
         tftap_buf_printf(&line,
                          "tftap: the shim %s %s; refusing to start it (unset TF_CLI_CONFIG_FILE "
                          "or wrap again)",
-                         argv[1], why);
+                         meta_path, why);
         fprintf(stderr, "%s\n", tftap_buf_cstr(&line));
         printf("%s\n", tftap_buf_cstr(&line));
         fflush(stdout);
@@ -93,13 +86,13 @@ int cli_shim(int argc, char **argv)
         return 1;
     }
     if (setenv(SHIM_DEPTH_ENV, "1", 1) != 0) {
-        cli_error("cannot set %s: %s", SHIM_DEPTH_ENV, strerror(errno));
+        launch_error("cannot set %s: %s", SHIM_DEPTH_ENV, strerror(errno));
         proxy_meta_done(&meta);
         return 1;
     }
 
     proxy_config_from_meta(&cfg, &meta);
-    cfg.args = argv + 2;
+    cfg.args = args;
     /* TFTAP_DB names another database than the metadata's; tftap run
      * exports its own without the password, which the metadata keeps. */
     const char *db_env = getenv("TFTAP_DB");
@@ -110,7 +103,7 @@ int cli_shim(int argc, char **argv)
         free(bare);
     }
     if (run_id_from_env(&cfg.run_id) != 0) {
-        cli_error("TFTAP_RUN_ID is not a positive integer; recording under a new run");
+        launch_error("TFTAP_RUN_ID is not a positive integer; recording under a new run");
         cfg.run_id = 0;
     }
     store_hold *hold = NULL;
@@ -124,9 +117,9 @@ int cli_shim(int argc, char **argv)
     const char *run_dir = getenv("TFTAP_RUN_DIR");
     if (run_dir != NULL && run_dir[0] != '\0' &&
         (cfg.recorder_hold_fd = launch_recorder_lock(run_dir, meta.provider)) < 0)
-        cli_error("cannot lock in %s: %s; tftap run may return before this provider's record "
-                  "is complete",
-                  run_dir, strerror(errno));
+        launch_error("cannot lock in %s: %s; tftap run may return before this provider's record "
+                     "is complete",
+                     run_dir, strerror(errno));
     cfg.warn = shim_warn;
     otlp_config oc;
     char *otlp_url = NULL;
@@ -139,7 +132,7 @@ int cli_shim(int argc, char **argv)
     if (cfg.recorder_hold_fd >= 0)
         close(cfg.recorder_hold_fd);
     if (err.len > 0)
-        cli_error("%s: %s", meta.provider, tftap_buf_cstr(&err));
+        launch_error("%s: %s", meta.provider, tftap_buf_cstr(&err));
     proxy_meta_done(&meta);
     tftap_buf_done(&err);
     return code;
