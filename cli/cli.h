@@ -74,6 +74,41 @@ int cli_check_db_target(const char *cmd, const char *what, const char *value);
  * (unknown, ambiguous, missing or unexpected value). */
 int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
 
+/* The recording options run, wrap and replay share: their getopt_long
+ * entries (CLI_RECORDING_LONGOPTS; CLI_OTLP_LONGOPTS for run and wrap, which
+ * export spans), the values they give (struct cli_recording) and reading
+ * one (cli_recording_opt, run_opts.c). A command's own options take vals
+ * from CLI_OPT_OWN on. */
+enum {
+    CLI_OPT_DB = 256,
+    CLI_OPT_SENSITIVE,
+    CLI_OPT_RAW,
+    CLI_OPT_OTLP,
+    CLI_OPT_OTLP_VALUES,
+    CLI_OPT_OWN
+};
+#define CLI_RECORDING_LONGOPTS                                                                     \
+    {"db", required_argument, NULL, CLI_OPT_DB},                                                   \
+        {"record-sensitive", no_argument, NULL, CLI_OPT_SENSITIVE},                                \
+    {                                                                                              \
+        "keep-raw", no_argument, NULL, CLI_OPT_RAW                                                 \
+    }
+#define CLI_OTLP_LONGOPTS                                                                          \
+    {"otlp", required_argument, NULL, CLI_OPT_OTLP},                                               \
+    {                                                                                              \
+        "otlp-values", no_argument, NULL, CLI_OPT_OTLP_VALUES                                      \
+    }
+struct cli_recording {
+    const char *db; /* --db, or NULL */
+    int record_sensitive, keep_raw;
+    const char *otlp; /* --otlp URL, or NULL */
+    int otlp_values;
+};
+/* opt as cli_getopt returned it, with its optarg arg: 1 when it is one of
+ * the recording options (taken into r), 0 when it is not, -1 after one
+ * usage line of cmd (--otlp without an http:// or https:// URL). */
+int cli_recording_opt(const char *cmd, int opt, const char *arg, struct cli_recording *r);
+
 /* The recording options run and wrap share, for their --help (its %s is
  * the default database). */
 #define CLI_RECORDING_OPTIONS_HELP                                                                 \

@@ -135,30 +135,19 @@ static int read_source(const char *path, const char *run_spec, int64_t *run,
 
 int cli_replay(int argc, char **argv)
 {
-    enum {
-        OPT_DB = 256,
-        OPT_RUN,
-        OPT_IGNORE,
-        OPT_OUT,
-        OPT_CLI,
-        OPT_SENSITIVE,
-        OPT_RAW,
-        OPT_NO_MATCH,
-        OPT_DIR,
-    };
+    enum { OPT_RUN = CLI_OPT_OWN, OPT_IGNORE, OPT_OUT, OPT_CLI, OPT_NO_MATCH, OPT_DIR };
     static const struct option longopts[] = {
-        {"db", required_argument, NULL, OPT_DB},
+        CLI_RECORDING_LONGOPTS,
         {"run", required_argument, NULL, OPT_RUN},
         {"ignore", required_argument, NULL, OPT_IGNORE},
         {"out", required_argument, NULL, OPT_OUT},
         {"cli", required_argument, NULL, OPT_CLI},
-        {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
-        {"keep-raw", no_argument, NULL, OPT_RAW},
         {"no-match", no_argument, NULL, OPT_NO_MATCH},
         {"dir", required_argument, NULL, OPT_DIR},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    struct cli_recording opts = {0};
     struct launch_run_opts ro = {0};
     struct launch_wrap_opts wo = {0};
     struct launch_recorded rec = {0};
@@ -187,9 +176,6 @@ int cli_replay(int argc, char **argv)
             fputs(usage_text, stdout);
             code = 0;
             goto cleanup;
-        case OPT_DB:
-            ro.db = optarg;
-            break;
         case OPT_RUN:
             run_opt = optarg;
             break;
@@ -202,12 +188,6 @@ int cli_replay(int argc, char **argv)
         case OPT_CLI:
             cli = optarg;
             break;
-        case OPT_SENSITIVE:
-            ro.record_sensitive = wo.record_sensitive = 1;
-            break;
-        case OPT_RAW:
-            ro.keep_raw = wo.keep_raw = 1;
-            break;
         case OPT_NO_MATCH:
             ro.no_match = 1;
             break;
@@ -215,9 +195,13 @@ int cli_replay(int argc, char **argv)
             dir = optarg;
             break;
         default:
-            goto cleanup;
+            if (cli_recording_opt("replay", opt, optarg, &opts) != 1)
+                goto cleanup;
         }
     }
+    ro.db = opts.db;
+    ro.record_sensitive = wo.record_sensitive = opts.record_sensitive;
+    ro.keep_raw = wo.keep_raw = opts.keep_raw;
     for (int i = optind; i < nours; i++) {
         if (source_arg != NULL) {
             cli_usage_error("replay", "unexpected argument '%s' (the command goes after --)",

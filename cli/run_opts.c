@@ -38,29 +38,43 @@ static void run_usage(FILE *f)
             STORE_DEFAULT_PATH);
 }
 
+int cli_recording_opt(const char *cmd, int opt, const char *arg, struct cli_recording *r)
+{
+    switch (opt) {
+    case CLI_OPT_DB:
+        r->db = arg;
+        return 1;
+    case CLI_OPT_SENSITIVE:
+        r->record_sensitive = 1;
+        return 1;
+    case CLI_OPT_RAW:
+        r->keep_raw = 1;
+        return 1;
+    case CLI_OPT_OTLP:
+        if (!launch_otlp_url_ok(arg)) {
+            cli_usage_error(cmd, "--otlp needs an http:// or https:// URL, not '%s'", arg);
+            return -1;
+        }
+        r->otlp = arg;
+        return 1;
+    case CLI_OPT_OTLP_VALUES:
+        r->otlp_values = 1;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 int cli_run(int argc, char **argv)
 {
     struct launch_run_opts ro = {0};
-    enum {
-        OPT_DB = 256,
-        OPT_SENSITIVE,
-        OPT_RAW,
-        OPT_NO_MATCH,
-        OPT_REATTACH,
-        OPT_OTLP,
-        OPT_OTLP_VALUES,
-        OPT_FRONT,
-        OPT_PARENT,
-        OPT_OWN_MASK
-    };
+    struct cli_recording rec = {0};
+    enum { OPT_NO_MATCH = CLI_OPT_OWN, OPT_REATTACH, OPT_FRONT, OPT_PARENT, OPT_OWN_MASK };
     static const struct option longopts[] = {
-        {"db", required_argument, NULL, OPT_DB},
-        {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
-        {"keep-raw", no_argument, NULL, OPT_RAW},
+        CLI_RECORDING_LONGOPTS,
+        CLI_OTLP_LONGOPTS,
         {"no-match", no_argument, NULL, OPT_NO_MATCH},
         {"reattach", no_argument, NULL, OPT_REATTACH},
-        {"otlp", required_argument, NULL, OPT_OTLP},
-        {"otlp-values", no_argument, NULL, OPT_OTLP_VALUES},
         /* The acceptance tests' CLI front (run_acc.c): not for users. */
         {"front", required_argument, NULL, OPT_FRONT},
         {"parent", required_argument, NULL, OPT_PARENT},
@@ -76,30 +90,11 @@ int cli_run(int argc, char **argv)
         case 'h':
             run_usage(stdout);
             return 0;
-        case OPT_SENSITIVE:
-            ro.record_sensitive = 1;
-            break;
-        case OPT_RAW:
-            ro.keep_raw = 1;
-            break;
         case OPT_NO_MATCH:
             ro.no_match = 1;
             break;
         case OPT_REATTACH:
             ro.reattach = 1;
-            break;
-        case OPT_DB:
-            ro.db = optarg;
-            break;
-        case OPT_OTLP:
-            if (!launch_otlp_url_ok(optarg)) {
-                cli_usage_error("run", "--otlp needs an http:// or https:// URL, not '%s'", optarg);
-                return 2;
-            }
-            ro.otlp = optarg;
-            break;
-        case OPT_OTLP_VALUES:
-            ro.otlp_values = 1;
             break;
         case OPT_FRONT:
             ro.front_dir = optarg;
@@ -111,9 +106,15 @@ int cli_run(int argc, char **argv)
             ro.own_log_mask = 1;
             break;
         default:
-            return 2;
+            if (cli_recording_opt("run", opt, optarg, &rec) != 1)
+                return 2;
         }
     }
+    ro.db = rec.db;
+    ro.record_sensitive = rec.record_sensitive;
+    ro.keep_raw = rec.keep_raw;
+    ro.otlp = rec.otlp;
+    ro.otlp_values = rec.otlp_values;
     if (optind >= argc) {
         cli_usage_error("run", "no command given (tftap run -- tofu ARGS...)");
         return 2;

@@ -43,15 +43,13 @@ int cli_wrap(int argc, char **argv)
     int code = 1;
 
     memset(&set, 0, sizeof set);
-    enum { OPT_DB = 256, OPT_OUT, OPT_CLI, OPT_SENSITIVE, OPT_RAW, OPT_OTLP, OPT_OTLP_VALUES };
+    struct cli_recording rec = {0};
+    enum { OPT_OUT = CLI_OPT_OWN, OPT_CLI };
     static const struct option longopts[] = {
-        {"db", required_argument, NULL, OPT_DB},
+        CLI_RECORDING_LONGOPTS,
+        CLI_OTLP_LONGOPTS,
         {"out", required_argument, NULL, OPT_OUT},
         {"cli", required_argument, NULL, OPT_CLI},
-        {"record-sensitive", no_argument, NULL, OPT_SENSITIVE},
-        {"keep-raw", no_argument, NULL, OPT_RAW},
-        {"otlp", required_argument, NULL, OPT_OTLP},
-        {"otlp-values", no_argument, NULL, OPT_OTLP_VALUES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -62,36 +60,22 @@ int cli_wrap(int argc, char **argv)
         case 'h':
             wrap_usage(stdout);
             return 0;
-        case OPT_SENSITIVE:
-            o.record_sensitive = 1;
-            break;
-        case OPT_RAW:
-            o.keep_raw = 1;
-            break;
-        case OPT_DB:
-            db_opt = optarg;
-            break;
         case OPT_OUT:
             out = optarg;
             break;
         case OPT_CLI:
             cli = optarg;
             break;
-        case OPT_OTLP:
-            if (!launch_otlp_url_ok(optarg)) {
-                cli_usage_error("wrap", "--otlp needs an http:// or https:// URL, not '%s'",
-                                optarg);
-                return 2;
-            }
-            o.otlp = optarg;
-            break;
-        case OPT_OTLP_VALUES:
-            o.otlp_values = 1;
-            break;
         default:
-            return 2;
+            if (cli_recording_opt("wrap", opt, optarg, &rec) != 1)
+                return 2;
         }
     }
+    db_opt = rec.db;
+    o.record_sensitive = rec.record_sensitive;
+    o.keep_raw = rec.keep_raw;
+    o.otlp = rec.otlp;
+    o.otlp_values = rec.otlp_values;
     if (optind < argc) {
         cli_usage_error("wrap", "unexpected argument '%s'", argv[optind]);
         return 2;
