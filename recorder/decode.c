@@ -940,11 +940,11 @@ static void apply_spilled(recorder *r, struct event *e)
 
 /* ---- the decoding stage ------------------------------------------------------ */
 
-/* How long decoded state gathers before it is handed over. Under mu or
- * dec_mu (commit_ms changes under mu; a stale read only shifts a deadline). */
+/* How long decoded state gathers before it is handed over: at most a
+ * quarter of commit_ms, as the stage last read it under mu. */
 static int64_t gather_ms(const recorder *r)
 {
-    return r->commit_ms / 4 < DECODE_GATHER_MS ? r->commit_ms / 4 : DECODE_GATHER_MS;
+    return r->stage_commit_ms / 4 < DECODE_GATHER_MS ? r->stage_commit_ms / 4 : DECODE_GATHER_MS;
 }
 
 /* Under mu: losses told by callers (recorder_lost, dropped events) become the
@@ -1022,6 +1022,7 @@ static int admit(recorder *r, size_t cost)
         out = rendered_out(r);
     }
     pthread_mutex_lock(&r->mu);
+    r->stage_commit_ms = r->commit_ms;
     if (recount) {
         if (out >= r->out_counted)
             r->inflight_bytes += out - r->out_counted;
@@ -1134,6 +1135,8 @@ void rec_decoder_idle(recorder *r)
         pthread_mutex_lock(&r->mu);
         fold_lost(r);
         int tried = r->sql_tried;
+        int64_t retry_ms = r->retry_ms;
+        r->stage_commit_ms = r->commit_ms;
         pthread_mutex_unlock(&r->mu);
         if (tried && sql_ready(r)) {
             poll_borrowed_schema(r);
@@ -1147,7 +1150,7 @@ void rec_decoder_idle(recorder *r)
         } else {
             /* Nowhere to write yet: what is owed waits for the database. */
             r->noted_due_ms = -1;
-            note_idle(r, tftap_mono_ms() + (int64_t)r->retry_ms);
+            note_idle(r, tftap_mono_ms() + retry_ms);
         }
     }
     pthread_mutex_unlock(&r->dec_mu);

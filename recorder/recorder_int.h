@@ -220,6 +220,7 @@ struct recorder {
     int64_t last_handover_ms; /* when ops were last handed over */
     unsigned accounted;       /* events since the rendered bytes were last counted */
     int64_t owed_since_ms;    /* the first event decoded since the last hand-over, or 0 */
+    unsigned stage_commit_ms; /* commit_ms as last read under mu */
     int64_t noted_due_ms;     /* idle_due_ms as last told (note_idle) */
     int out_urgent;           /* out holds a schema or process op: hand over at once */
     unsigned char key[STORE_KEY_LEN];
