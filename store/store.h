@@ -601,19 +601,26 @@ typedef struct store_value_call {
     const char *address;                      /* NULL when not named */
     const char *request_json, *response_json; /* NULL when none */
     const char *status_message;               /* the gRPC status's text; NULL when none */
+    const char *decode_error;                 /* why a message was not rendered; NULL */
 } store_value_call;
 /* Every call of the run as stored, in id order; fn's non-zero return
  * stops and is returned. */
 int store_run_values_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_value_call *c),
                           void *ctx);
-enum { STORE_REWRITE_REQUEST = 1, STORE_REWRITE_RESPONSE = 2, STORE_REWRITE_STATUS = 4 };
+enum {
+    STORE_REWRITE_REQUEST = 1,
+    STORE_REWRITE_RESPONSE = 2,
+    STORE_REWRITE_STATUS = 4,
+    STORE_REWRITE_DECODE_ERROR = 8
+};
 /* The new text of what a rewriter changes. */
 typedef struct store_value_rewrite {
-    tftap_buf req, resp, status;
+    tftap_buf req, resp, status, decode_error;
 } store_value_rewrite;
-/* Fill out's req, resp and/or status with the new text of a side or of the
- * status message and set its bit in *changed (nothing: the call stays as
- * it is). 0, or a tftap error that stops the redaction and undoes it. */
+/* Fill out's req, resp, status and/or decode_error with the new text of a
+ * side, of the status message or of the decode error and set its bit in
+ * *changed (nothing: the call stays as it is). 0, or a tftap error that stops the redaction and
+ * undoes it. */
 typedef int (*store_value_rewriter)(void *ctx, const store_value_call *c, store_value_rewrite *out,
                                     int *changed);
 typedef struct store_run_redaction {
