@@ -1028,6 +1028,8 @@ int analysis_redact_run(store *s, int64_t run_id, const analysis_secrets *a,
     int rc = store_run_values_kept(s, run_id, &kept);
     if (rc)
         return rc;
+    /* 2: held back in a spool, its values as recorded: redacted alike. */
+    kept = kept == 1;
     out->values_kept = kept;
     struct redacting r = {.s = s,
                           .a = a,

@@ -245,6 +245,25 @@ int run_replan(const struct run_end *e, store *s, tftap_buf *plan);
  * no-op otherwise. Problems are said on stderr. */
 void run_export_spans(store *s, int64_t run_id);
 
+/* ---- run_spool.c ---- */
+
+/* 1 when path names a spool (run_spool_make): a run recorded into it is
+ * held back (store_run_hold_back) until its end redacted it. */
+int run_spool_is(const char *path);
+/* A new spool for the PostgreSQL record at uri (open as record): a SQLite
+ * file of its own (0600) in the record's side directory, keyed with the
+ * record's redaction key. *path (heap). 0 or a tftap error. */
+int run_spool_make(store *record, const char *uri, char **path);
+/* After the run's end: the spool's runs copied into the record at uri and
+ * the spool removed, then the spools of runs whose tftap run died
+ * (redacted first by what their record tells). What cannot be copied
+ * now (the server away) is tried again in the background for wait_ms;
+ * what stays is said. */
+void run_spool_publish(const char *uri, const char *spool, int64_t run_id, unsigned wait_ms);
+/* How long the finishers in the background keep trying:
+ * TFTAP_FINISH_WAIT seconds, or as long as recorders linger and a minute. */
+unsigned run_finish_wait_ms(void);
+
 /* ---- run_secrets.c ---- */
 
 /* Redact run_id's record by what core treats as sensitive (rewrite: then

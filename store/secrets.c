@@ -68,7 +68,7 @@ int store_run_values_kept(store *s, int64_t run_id, int *kept)
 {
     int64_t v = 0;
     int rc = store_query_int(s->db, "SELECT values_kept FROM runs WHERE id = ?", run_id, &v);
-    *kept = v != 0;
+    *kept = (int)v;
     return rc;
 }
 
