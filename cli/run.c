@@ -383,14 +383,15 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
                   strerror(errno));
         goto cleanup;
     }
-    if (store_path_is_url(db) && ro->front_dir == NULL) {
+    if (store_path_is_url(db) && ro->front_dir == NULL && !ro->record_sensitive) {
         /* A PostgreSQL record gets the run once its end has redacted what
          * core marks sensitive: until then it is recorded into a spool
          * keyed with the record's key (run_spool.c). A record that cannot
-         * be opened is said below, as for any database. */
+         * be opened is said below, as for any database. With
+         * --record-sensitive nothing is held back: recorded live. */
         store *rec = NULL;
         if (store_open(db, STORE_OPEN_CREATE, &rec) == 0 &&
-            (no_spool = run_spool_make(rec, db, &spool)) == 0) {
+            (no_spool = run_spool_make(rec, db, NULL, &spool)) == 0) {
             record = db;
             db = spool;
         }

@@ -250,10 +250,12 @@ void run_export_spans(store *s, int64_t run_id);
 /* 1 when path names a spool (run_spool_make): a run recorded into it is
  * held back (store_run_hold_back) until its end redacted it. */
 int run_spool_is(const char *path);
-/* A new spool for the PostgreSQL record at uri (open as record): a SQLite
- * file of its own (0600) in the record's side directory, keyed with the
- * record's redaction key. *path (heap). 0 or a tftap error. */
-int run_spool_make(store *record, const char *uri, char **path);
+/* A spool for the PostgreSQL record at uri (open as record): a SQLite file
+ * (0600) in the record's side directory, keyed with the record's redaction
+ * key: a new one of its own, or (command_key: a wrapped command's, as its
+ * shims name it) the one every shim of that command opens. *path (heap).
+ * 0 or a tftap error. */
+int run_spool_make(store *record, const char *uri, const char *command_key, char **path);
 /* After the run's end: the spool's runs copied into the record at uri and
  * the spool removed, then the spools of runs whose tftap run died
  * (redacted first by what their record tells). What cannot be copied

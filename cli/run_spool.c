@@ -46,7 +46,7 @@ int run_spool_is(const char *path)
     return strncmp(base ? base + 1 : path, SPOOL_PREFIX, strlen(SPOOL_PREFIX)) == 0;
 }
 
-int run_spool_make(store *record, const char *uri, char **path)
+int run_spool_make(store *record, const char *uri, const char *command_key, char **path)
 {
     *path = NULL;
     size_t dirlen = 0;
@@ -58,13 +58,22 @@ int run_spool_make(store *record, const char *uri, char **path)
     if (rc)
         return rc;
     tftap_buf p = TFTAP_BUF_INIT;
-    tftap_buf_printf(&p, "%.*s/%s-XXXXXX.db", (int)dirlen, dir, stem);
+    char keyhex[65];
+    if (command_key)
+        tftap_sha256_hex(command_key, strlen(command_key), keyhex);
+    if (command_key)
+        tftap_buf_printf(&p, "%.*s/%s-w%.16s.db", (int)dirlen, dir, stem, keyhex);
+    else
+        tftap_buf_printf(&p, "%.*s/%s-XXXXXX.db", (int)dirlen, dir, stem);
     tftap_buf_cstr(&p);
     char *name = tftap_buf_failed(&p) ? NULL : tftap_buf_take(&p, NULL);
     tftap_buf_done(&p);
     if (!name)
         return TFTAP_ENOMEM;
-    int fd = mkstemps(name, 3); /* 0600, a name nobody else has */
+    /* 0600; a name nobody else has, or the one every shim of the command
+     * opens. */
+    int fd = command_key ? open(name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)
+                         : mkstemps(name, 3);
     if (fd < 0) {
         free(name);
         return TFTAP_EIO;
@@ -76,7 +85,8 @@ int run_spool_make(store *record, const char *uri, char **path)
         rc = store_key_adopt(s, record);
     store_close(s);
     if (rc) {
-        (void)store_file_remove(name);
+        if (!command_key) /* the others' of the command stays */
+            (void)store_file_remove(name);
         free(name);
         return rc;
     }
@@ -146,9 +156,11 @@ static void words_done(struct words *w)
 static void redact_orphan(store *s, int64_t run_id)
 {
     struct words w = {NULL, NULL, 0};
-    if (store_run_get(s, run_id, take_words, &w) == 0)
-        (void)run_redact_secrets(s, run_id, w.cwd, w.args ? w.args : (char *[]){NULL}, NULL,
-                                 NULL, 0, 1);
+    /* Held back until the redaction succeeded (a recorder's run of its
+     * own was never marked). */
+    if (store_run_hold_back(s, run_id, 1) == 0 && store_run_get(s, run_id, take_words, &w) == 0)
+        (void)run_redact_secrets(s, run_id, w.cwd, w.args ? w.args : (char *[]){NULL}, NULL, NULL,
+                                 0, 1);
     words_done(&w);
 }
 
@@ -174,7 +186,7 @@ static int publish_one(store *record, const char *uri, const char *spool, int or
             left++;
             continue;
         }
-        if (kept == 2 && orphans) {
+        if (kept != 1 && orphans) {
             redact_orphan(s, r.ids[i]);
             (void)store_run_values_kept(s, r.ids[i], &kept);
         }
@@ -189,7 +201,8 @@ static int publish_one(store *record, const char *uri, const char *spool, int or
         int rc = store_push_run(s, r.ids[i], record, NULL, NULL, &info);
         if (rc != 0) {
             if (why->len == 0)
-                tftap_buf_puts(why, info.why[0] ? info.why : tftap_strerror(rc));
+                tftap_buf_printf(why, "%s%s", rc == TFTAP_EIO ? "" : "the record refused it: ",
+                                 info.why[0] ? info.why : tftap_strerror(rc));
             left++;
         } else if (orphans && !quiet) {
             cli_error("note: run %lld held back in %s (its tftap run did not copy it) is now "
@@ -238,7 +251,7 @@ static void publish_orphans(store *record, const char *uri, const char *ours)
 
 /* Tried every second for wait_ms, in a process of its own (the user's
  * command is over); what stays is said in the recorders' log. */
-static void publish_later(const char *uri, const char *spool, unsigned wait_ms)
+static void publish_later(const char *uri, const char *spool, int64_t run_id, unsigned wait_ms)
 {
     fflush(NULL);
     pid_t pid = fork();
@@ -265,7 +278,8 @@ static void publish_later(const char *uri, const char *spool, unsigned wait_ms)
             if (store_open(uri, 0, &record) == 0)
                 left = publish_one(record, uri, spool, 0, 1, &why);
             else
-                tftap_buf_puts(&why, *store_open_error() ? store_open_error() : "unavailable");
+                tftap_buf_printf(&why, "cannot open it: %s",
+                                 *store_open_error() ? store_open_error() : "unavailable");
             store_close(record);
             if (left == 0)
                 _exit(0);
@@ -276,15 +290,17 @@ static void publish_later(const char *uri, const char *spool, unsigned wait_ms)
                 ;
         }
         char *path = run_log_path(spool);
-        int fd = path ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)
-                      : -1;
+        int fd =
+            path ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
         free(path);
         if (fd >= 0) {
             char text[2048];
             int k = snprintf(text, sizeof text,
-                             "gave up copying the runs held back in %s into %s (%s): the next "
-                             "tftap run into it copies them, or tftap push all --db %s --to URI",
-                             spool, STORE_SHOWN(uri), tftap_buf_cstr(&why), spool);
+                             "gave up copying run %lld into %s: %s (tried every second for %u "
+                             "s): it is held in %s; the next tftap run into the record copies "
+                             "it, or tftap push all --db %s --to URI",
+                             (long long)run_id, STORE_SHOWN(uri), tftap_buf_cstr(&why),
+                             wait_ms / 1000, spool, spool);
             if (k > 0)
                 tftap_log_line(fd, "tftap run", text,
                                (size_t)k < sizeof text ? (size_t)k : sizeof text - 1);
@@ -303,13 +319,14 @@ void run_spool_publish(const char *uri, const char *spool, int64_t run_id, unsig
 {
     store *record = NULL;
     tftap_buf why = TFTAP_BUF_INIT;
-    int left = -1;
+    int left = 1; /* the record away: all of it */
     if (store_open(uri, 0, &record) == 0) {
         left = publish_one(record, uri, spool, 0, 0, &why);
         if (left == 0)
             publish_orphans(record, uri, spool);
     } else {
-        tftap_buf_puts(&why, *store_open_error() ? store_open_error() : "unavailable");
+        tftap_buf_printf(&why, "cannot open it: %s",
+                         *store_open_error() ? store_open_error() : "unavailable");
     }
     store_close(record);
     if (left == 0) {
@@ -322,13 +339,17 @@ void run_spool_publish(const char *uri, const char *spool, int64_t run_id, unsig
                   "what core marks sensitive in clear",
                   (long long)run_id, spool, STORE_SHOWN(uri),
                   left < 0 ? "the file cannot be read" : tftap_buf_cstr(&why));
+    } else if (strncmp(tftap_buf_cstr(&why), "the record refused", 18) == 0) {
+        cli_error("cannot copy run %lld into %s (%s): it is held in %s; the next tftap run into "
+                  "the record copies it, or tftap push all --db %s --to URI",
+                  (long long)run_id, STORE_SHOWN(uri), tftap_buf_cstr(&why), spool, spool);
     } else {
         cli_error("cannot copy run %lld into %s now (%s): it is held in %s and copied when the "
                   "server is back (tftap keeps trying for %u %s in the background)",
                   (long long)run_id, STORE_SHOWN(uri), tftap_buf_cstr(&why), spool,
                   wait_ms >= 60000 ? wait_ms / 60000 : wait_ms / 1000,
                   wait_ms >= 60000 ? "min" : "s");
-        publish_later(uri, spool, wait_ms);
+        publish_later(uri, spool, run_id, wait_ms);
     }
     tftap_buf_done(&why);
 }

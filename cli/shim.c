@@ -4,9 +4,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "analysis/analysis.h"
@@ -14,6 +16,7 @@
 #include "cli/run_int.h"
 #include "cli/wrap.h"
 #include "proxy/proxy.h"
+#include "recorder/recorder.h"
 #include "store/store.h"
 
 /* Set by a shim for the provider it starts. A shim that finds it set was
@@ -145,30 +148,77 @@ done:
  * written its first rows. */
 static struct cli_proc joined;
 
-static int64_t join_cli_run(const char *db, store_hold **hold)
+/* Under tftap wrap into a PostgreSQL record: the record (the command's
+ * run is recorded into its spool, *spool, and copied into the record by
+ * the last recorder out once the command is over: run_spool.c). */
+static const char *wrap_record;
+/* --record-sensitive: values in clear by choice, recorded live into it. */
+static int wrap_live;
+
+static int64_t join_cli_run(const char *db, store_hold **hold, char **spool)
 {
     struct cli_proc c;
     store *s = NULL;
     int64_t run_id = 0;
     pid_t parent = getppid();
     memset(&c, 0, sizeof c);
+    *spool = NULL;
     /* An orphan's parent is init (or a subreaper): no command to join. */
     if (parent <= 1 || cli_proc_read(parent, &c) != 0) {
         cli_proc_done(&c);
         return 0;
     }
-    int rc = store_open(db, STORE_OPEN_CREATE, &s);
+    int rc = 0;
+    if (store_path_is_url(db) && !wrap_live) {
+        /* The command's spool, which all its shims open: nothing of the
+         * run reaches the server before its redaction. */
+        rc = store_open(db, STORE_OPEN_CREATE, &s);
+        if (rc == 0)
+            rc = run_spool_make(s, db, tftap_buf_cstr(&c.key), spool);
+        store_close(s);
+        s = NULL;
+        if (rc == 0)
+            db = *spool;
+    }
+    if (rc == 0)
+        rc = store_open(db, STORE_OPEN_CREATE, &s);
     if (rc == 0)
         rc = store_run_join_held(s, tftap_buf_cstr(&c.key), c.argv[0], c.argc - 1,
                                  (const char *const *)c.argv + 1, c.cwd, c.name, &run_id, hold);
-    if (rc != 0)
+    if (rc == 0 && *spool && store_run_hold_back(s, run_id, 1) != 0)
+        rc = TFTAP_ESTORE; /* never a run in clear the push would take */
+    if (rc != 0) {
         run_id = 0; /* the recorder says what is wrong with the database */
+        free(*spool);
+        *spool = NULL;
+    }
     store_close(s);
     if (run_id > 0)
         joined = c; /* the process's whole life: never freed */
     else
         cli_proc_done(&c);
     return run_id;
+}
+
+/* Until the command joined has exited, or at most max_ms. */
+static void wait_cli_gone(unsigned max_ms)
+{
+    const char *k = joined.key.data ? strchr(joined.key.data, '/') : NULL;
+    long pid = k ? strtol(k + 1, NULL, 10) : 0;
+    if (pid <= 1)
+        return;
+    int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+    if (fd < 0)
+        return; /* gone already */
+    /* The pid may name another process by now. */
+    struct cli_proc now;
+    int same = cli_proc_read((pid_t)pid, &now) == 0 &&
+               strcmp(tftap_buf_cstr(&now.key), tftap_buf_cstr(&joined.key)) == 0;
+    cli_proc_done(&now);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (same && poll(&p, 1, (int)max_ms) < 0 && errno == EINTR)
+        ;
+    close(fd);
 }
 
 /* The command's arguments as the run recorded them (runs.args). */
@@ -233,6 +283,20 @@ static void shim_run_left(const char *db, int64_t run_id)
         (void)store_run_recorders(s, run_id, &left);
         (void)run_redact_secrets(s, run_id, w.cwd, w.args, environ, &doc, ndocs, left == 0);
         tftap_buf_done(&state);
+        /* Into a PostgreSQL record: once the command is over (it may
+         * start this provider again, into the same run), by whoever is
+         * the last recorder out then. */
+        if (wrap_record && left == 0) {
+            store_close(s);
+            s = NULL;
+            wait_cli_gone(RECORDER_LINGER_MS);
+            if (store_open(db, 0, &s) == 0 && store_run_recorders(s, run_id, &left) == 0 &&
+                left == 0) {
+                store_close(s);
+                s = NULL;
+                run_spool_publish(wrap_record, db, run_id, run_finish_wait_ms());
+            }
+        }
     }
     for (size_t i = 0; i < w.n; i++)
         free(w.args[i]);
@@ -313,10 +377,37 @@ int cli_shim(int argc, char **argv)
         cfg.run_id = 0;
     }
     store_hold *hold = NULL;
-    if (cfg.run_id == 0 && cfg.db != NULL && (cfg.run_id = join_cli_run(cfg.db, &hold)) > 0) {
+    char *spool = NULL;
+    wrap_live = meta.record_sensitive;
+    if (cfg.run_id == 0 && cfg.db != NULL &&
+        (cfg.run_id = join_cli_run(cfg.db, &hold, &spool)) > 0) {
+        if (spool) {
+            wrap_record = cfg.db;
+            cfg.db = spool;
+        }
         cfg.leave_run = 1;
         if (!meta.record_sensitive)
             cfg.run_left = shim_run_left;
+    }
+    if (cfg.db != NULL && store_path_is_url(cfg.db) && spool == NULL && !wrap_live) {
+        /* No command's run to join (the join failed, or no tftap run
+         * around us): a spool of its own, which the next `tftap run` into
+         * the record copies, redacted by what its record tells. Nothing
+         * in clear reaches the server; no spool, no record. */
+        free(spool);
+        spool = NULL;
+        store *rec = NULL;
+        if (store_open(cfg.db, STORE_OPEN_CREATE, &rec) != 0 ||
+            run_spool_make(rec, cfg.db, NULL, &spool) != 0)
+            spool = NULL;
+        store_close(rec);
+        if (spool == NULL)
+            cli_error("%s: no spool to hold its calls in until the run is redacted: not recorded",
+                      meta.provider);
+        cfg.db = spool;
+        cfg.run_id = 0;
+        cfg.leave_run = 0;
+        cfg.run_left = NULL;
     }
     /* Under `tftap run`: a lock its recorder holds until the record is
      * written, so that run returns only then. */
@@ -334,6 +425,7 @@ int cli_shim(int argc, char **argv)
 
     code = proxy_run(&cfg, &err);
     store_hold_free(hold);
+    free(spool);
     free(otlp_url);
     if (cfg.recorder_hold_fd >= 0)
         close(cfg.recorder_hold_fd);

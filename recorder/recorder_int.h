@@ -106,6 +106,10 @@ struct call {
     int emitted;    /* a row image has been handed to the SQL thread */
     int reported;   /* opts.on_call has been told of its final image */
     dec_memo *memo; /* its DynamicValues rendered so far (a plan repeats them) */
+    /* The clear strings of the values its schema marks sensitive that its
+     * messages carried, each ended by a NUL: cut out of the provider's
+     * words (diagnostics, status message), where they may be quoted. */
+    tftap_buf quoted;
 };
 
 struct procinfo {
@@ -226,6 +230,7 @@ struct recorder {
     unsigned char key[STORE_KEY_LEN];
     int have_key;
     tftap_hmac *mac;                       /* HMAC-SHA256 keyed with key */
+    struct call *decoding;                 /* whose message is being rendered */
     uint64_t lost;                         /* events lost, not yet in a gap op */
     int64_t gap_seq;                       /* gap ops made so far */
     unsigned char lost_why[REC_LOST_WHYS]; /* why; a shim's death makes a gap even
