@@ -164,6 +164,19 @@ static void redact_orphan(store *s, int64_t run_id)
     words_done(&w);
 }
 
+struct files_to {
+    store *record;
+    int64_t run_id;
+    int failed;
+};
+
+static int copy_file(void *ctx, const store_run_file *f)
+{
+    struct files_to *t = ctx;
+    t->failed |= store_run_files_add(t->record, t->run_id, f, 1) != 0;
+    return 0;
+}
+
 /* Copy the spool's runs into record, in id order (a suite's run before
  * its steps); orphans: runs still held back are redacted first (no
  * process records them any more), else they stay. The spool is removed
@@ -204,7 +217,15 @@ static int publish_one(store *record, const char *uri, const char *spool, int or
                 tftap_buf_printf(why, "%s%s", rc == TFTAP_EIO ? "" : "the record refused it: ",
                                  info.why[0] ? info.why : tftap_strerror(rc));
             left++;
-        } else if (orphans && !quiet) {
+        } else if (!info.already) {
+            /* A step run's directory, for `tftap replay STEP` from the
+             * record (push leaves it out: it is the spool's own). */
+            struct files_to t = {record, info.dst_run_id, 0};
+            if (store_run_files_each(s, r.ids[i], copy_file, &t) != 0 || t.failed)
+                cli_error("run %lld is in %s without its working directory's files: %s",
+                          (long long)info.dst_run_id, STORE_SHOWN(uri), store_errmsg(record));
+        }
+        if (rc == 0 && orphans && !quiet) {
             cli_error("note: run %lld held back in %s (its tftap run did not copy it) is now "
                       "run %lld of %s",
                       (long long)r.ids[i], spool, (long long)info.dst_run_id, STORE_SHOWN(uri));
