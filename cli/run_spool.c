@@ -61,8 +61,12 @@ int run_spool_make(store *record, const char *uri, const char *command_key, char
     char keyhex[65];
     if (command_key)
         tftap_sha256_hex(command_key, strlen(command_key), keyhex);
+    /* A wrapped command's: its pid (the key's second part) in the name,
+     * so that no one copies its run while the command lasts. */
+    const char *pid = command_key ? strchr(command_key, '/') : NULL;
     if (command_key)
-        tftap_buf_printf(&p, "%.*s/%s-w%.16s.db", (int)dirlen, dir, stem, keyhex);
+        tftap_buf_printf(&p, "%.*s/%s-w%ld-%.16s.db", (int)dirlen, dir, stem,
+                         pid ? strtol(pid + 1, NULL, 10) : 0L, keyhex);
     else
         tftap_buf_printf(&p, "%.*s/%s-XXXXXX.db", (int)dirlen, dir, stem);
     tftap_buf_cstr(&p);
@@ -193,6 +197,12 @@ static int publish_one(store *record, const char *uri, const char *spool, int or
         free(r.ids);
         return -1;
     }
+    if (orphans && r.n == 0) {
+        /* Made a moment ago, its run not begun yet: not an orphan. */
+        store_close(s);
+        free(r.ids);
+        return 1;
+    }
     for (size_t i = 0; i < r.n; i++) {
         int kept = 0;
         if (store_run_values_kept(s, r.ids[i], &kept) != 0) {
@@ -238,6 +248,17 @@ static int publish_one(store *record, const char *uri, const char *spool, int or
     return left;
 }
 
+/* A wrapped command's spool ("-wPID-..."), its command still running (or
+ * its pid taken by another process since: left for later, never copied
+ * too early). Between two of its provider processes nobody holds it. */
+static int command_alive(const char *rest)
+{
+    if (strncmp(rest, "-w", 2) != 0)
+        return 0;
+    long pid = strtol(rest + 2, NULL, 10);
+    return pid > 1 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
 /* The spools of uri's record no process holds, but ours: their runs
  * copied as publish_one does. */
 static void publish_orphans(store *record, const char *uri, const char *ours)
@@ -260,7 +281,7 @@ static void publish_orphans(store *record, const char *uri, const char *ours)
         const char *path = tftap_buf_cstr(&p);
         tftap_buf why = TFTAP_BUF_INIT;
         if (!tftap_buf_failed(&p) && (ours == NULL || strcmp(path, ours) != 0) &&
-            store_file_in_use(path) == 0)
+            !command_alive(de->d_name + strlen(stem)) && store_file_in_use(path) == 0)
             (void)publish_one(record, uri, path, 1, 0, &why);
         tftap_buf_done(&why);
         tftap_buf_done(&p);
