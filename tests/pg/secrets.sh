@@ -107,6 +107,34 @@ check "straight into the server: redactions counted" \
 "$TFTAP" show "$run" --db "$URI" >"$WORK/show.txt" 2>&1
 check_eq "straight into the server: show holds no secret" "$(grep -c -F -- "$SECRET" "$WORK/show.txt")" 0
 
+# ---- under tftap wrap: the command's run held back until the command is over --------
+mkdir -p "$WORK/shims"
+(cd "$w" && "$TFTAP" wrap --db "$URI" --out "$WORK/shims" >/dev/null 2>"$WORK/wrap.err") ||
+    { not_ok "wrap"; cat "$WORK/wrap.err"; }
+runs_before=$(pg_psql "SELECT count(*) FROM runs")
+(cd "$w" && TF_VAR_pw=$SECRET TF_VAR_hang=hang TFTEST_HANG_MARKER=$marker \
+    TF_CLI_CONFIG_FILE=$WORK/shims/tftap.tfrc tofu apply -auto-approve -input=false -no-color \
+    -replace=tftest6_thing.h >"$WORK/wrapped.out" 2>&1; echo $? >"$WORK/wrapped.rc") &
+wrapped=$!
+wspool_holds() { cat "$side"/tftap-spool-*-w*.db* 2>/dev/null | grep -a -q -F -- "$SECRET"; }
+check "wrapped: the apply hangs in h's apply" wait_for 3000 hanging
+check "wrapped: while it lasts, the command's spool holds the secret" wait_for 3000 wspool_holds
+check_eq "wrapped: while it lasts, the server's files never held it" "$(data_hits)" 0
+check_eq "wrapped: while it lasts, no run of it in the record yet" \
+    "$(pg_psql "SELECT count(*) FROM runs")" "$runs_before"
+rm -f "$marker"
+wait $wrapped
+check_eq "wrapped: the apply exits 0" "$(cat "$WORK/wrapped.rc")" 0
+copied() { [ "$(pg_psql "SELECT count(*) FROM runs")" -gt "$runs_before" ]; }
+check "wrapped: its last recorder copies the run once the command is over" wait_for 3000 copied
+spool_gone() { ! ls "$side" | grep -q '^tftap-spool-'; }
+check "wrapped: ... and removes the spool" wait_for 3000 spool_gone
+check_eq "wrapped: the copied run holds no secret" \
+    "$(pg_psql "SELECT count(*) FROM calls WHERE request_json LIKE '%$SECRET%' OR response_json LIKE '%$SECRET%'")" 0
+check "wrapped: the copied run has its calls" \
+    test "$(pg_psql "SELECT count(*) FROM calls WHERE run_id = (SELECT max(id) FROM runs)")" -gt 10
+check_eq "wrapped: after it, the server's files never held it" "$(data_hits)" 0
+
 # ---- a run whose tftap run was killed: its spool stays, copied redacted later ------
 (cd "$w" && TF_VAR_pw=$SECRET TF_VAR_hang=hang TFTEST_HANG_MARKER=$marker exec setsid \
     "$TFTAP" run --db "$URI" -- tofu apply -auto-approve -input=false -no-color \
