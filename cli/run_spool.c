@@ -98,8 +98,7 @@ int run_spool_make(store *record, const char *uri, const char *command_key, char
     return 0;
 }
 
-/* What a spool's runs are: to copy (ended, or not held back), or held
- * back (values_kept 2: no end redacted them). */
+/* The ids of a spool's runs. */
 struct spool_runs {
     int64_t *ids;
     size_t n, cap;
@@ -378,7 +377,8 @@ void run_spool_publish(const char *uri, const char *spool, int64_t run_id, unsig
     if (left < 0 || strstr(tftap_buf_cstr(&why), "not redacted") != NULL) {
         /* Not for want of a server: trying again would change nothing. */
         cli_error("run %lld is held back in %s and not copied into %s (%s): its values may hold "
-                  "what core marks sensitive in clear",
+                  "what core marks sensitive in clear; the next tftap run into the record "
+                  "redacts it by what its record tells and copies it",
                   (long long)run_id, spool, STORE_SHOWN(uri),
                   left < 0 ? "the file cannot be read" : tftap_buf_cstr(&why));
     } else if (strncmp(tftap_buf_cstr(&why), "the record refused", 18) == 0) {
