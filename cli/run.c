@@ -729,7 +729,7 @@ int run_command(char **cmd, int ncmd, const struct run_opts *ro)
     if (record != NULL && run_id > 0) {
         store_close(s); /* the spool's file is removed once copied */
         s = NULL;
-        run_spool_publish(record, db, run_id, run_finish_wait_ms());
+        run_spool_publish(record, db, run_id, run_finish_wait_ms(), 0);
     }
 
 cleanup:

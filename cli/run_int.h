@@ -260,8 +260,10 @@ int run_spool_make(store *record, const char *uri, const char *command_key, char
  * the spool removed, then the spools of runs whose tftap run died
  * (redacted first by what their record tells). What cannot be copied
  * now (the server away) is tried again in the background for wait_ms;
- * what stays is said. */
-void run_spool_publish(const char *uri, const char *spool, int64_t run_id, unsigned wait_ms);
+ * what stays is said, on stderr or (to_log: a wrapped command's recorder)
+ * in the recorders' log. */
+void run_spool_publish(const char *uri, const char *spool, int64_t run_id, unsigned wait_ms,
+                       int to_log);
 /* How long the finishers in the background keep trying:
  * TFTAP_FINISH_WAIT seconds, or as long as recorders linger and a minute. */
 unsigned run_finish_wait_ms(void);

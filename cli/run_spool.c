@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,35 @@
 #include "store/store.h"
 
 #define SPOOL_PREFIX "tftap-spool-"
+
+/* Where what the copy has to say goes: stderr (tftap run), or, from a
+ * wrapped command's recorder (whose stderr is nowhere), the recorders'
+ * log beside the spool. */
+static const char *log_for; /* the spool whose log, or NULL: stderr */
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    char text[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        return;
+    size_t len = (size_t)k < sizeof text ? (size_t)k : sizeof text - 1;
+    if (!log_for) {
+        cli_error("%s", text);
+        return;
+    }
+    char *path = run_log_path(log_for);
+    int fd = path ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+    free(path);
+    if (fd >= 0) {
+        tftap_log_line(fd, "tftap wrap", text, len);
+        close(fd);
+    }
+}
 
 /* "tftap-spool-" and 12 hex digits of SHA-256 of the record's URI without
  * its password: the spools of one record. */
@@ -231,19 +261,19 @@ static int publish_one(store *record, const char *uri, const char *spool, int or
              * record (push leaves it out: it is the spool's own). */
             struct files_to t = {record, info.dst_run_id, 0};
             if (store_run_files_each(s, r.ids[i], copy_file, &t) != 0 || t.failed)
-                cli_error("run %lld is in %s without its working directory's files: %s",
-                          (long long)info.dst_run_id, STORE_SHOWN(uri), store_errmsg(record));
+                say("run %lld is in %s without its working directory's files: %s",
+                    (long long)info.dst_run_id, STORE_SHOWN(uri), store_errmsg(record));
         }
         if (rc == 0 && orphans && !quiet) {
-            cli_error("note: run %lld held back in %s (its tftap run did not copy it) is now "
-                      "run %lld of %s",
-                      (long long)r.ids[i], spool, (long long)info.dst_run_id, STORE_SHOWN(uri));
+            say("note: run %lld held back in %s (its tftap run did not copy it) is now "
+                "run %lld of %s",
+                (long long)r.ids[i], spool, (long long)info.dst_run_id, STORE_SHOWN(uri));
         }
     }
     store_close(s);
     free(r.ids);
     if (left == 0 && store_file_remove(spool) != 0)
-        cli_error("could not remove %s: %s", spool, strerror(errno));
+        say("could not remove %s: %s", spool, strerror(errno));
     return left;
 }
 
@@ -356,8 +386,10 @@ static void publish_later(const char *uri, const char *spool, int64_t run_id, un
     }
 }
 
-void run_spool_publish(const char *uri, const char *spool, int64_t run_id, unsigned wait_ms)
+void run_spool_publish(const char *uri, const char *spool, int64_t run_id, unsigned wait_ms,
+                       int to_log)
 {
+    log_for = to_log ? spool : NULL;
     store *record = NULL;
     tftap_buf why = TFTAP_BUF_INIT;
     int left = 1; /* the record away: all of it */
@@ -376,21 +408,20 @@ void run_spool_publish(const char *uri, const char *spool, int64_t run_id, unsig
     }
     if (left < 0 || strstr(tftap_buf_cstr(&why), "not redacted") != NULL) {
         /* Not for want of a server: trying again would change nothing. */
-        cli_error("run %lld is held back in %s and not copied into %s (%s): its values may hold "
-                  "what core marks sensitive in clear; the next tftap run into the record "
-                  "redacts it by what its record tells and copies it",
-                  (long long)run_id, spool, STORE_SHOWN(uri),
-                  left < 0 ? "the file cannot be read" : tftap_buf_cstr(&why));
+        say("run %lld is held back in %s and not copied into %s (%s): its values may hold "
+            "what core marks sensitive in clear; the next tftap run into the record "
+            "redacts it by what its record tells and copies it",
+            (long long)run_id, spool, STORE_SHOWN(uri),
+            left < 0 ? "the file cannot be read" : tftap_buf_cstr(&why));
     } else if (strncmp(tftap_buf_cstr(&why), "the record refused", 18) == 0) {
-        cli_error("cannot copy run %lld into %s (%s): it is held in %s; the next tftap run into "
-                  "the record copies it, or tftap push all --db %s --to URI",
-                  (long long)run_id, STORE_SHOWN(uri), tftap_buf_cstr(&why), spool, spool);
+        say("cannot copy run %lld into %s (%s): it is held in %s; the next tftap run into "
+            "the record copies it, or tftap push all --db %s --to URI",
+            (long long)run_id, STORE_SHOWN(uri), tftap_buf_cstr(&why), spool, spool);
     } else {
-        cli_error("cannot copy run %lld into %s now (%s): it is held in %s and copied when the "
-                  "server is back (tftap keeps trying for %u %s in the background)",
-                  (long long)run_id, STORE_SHOWN(uri), tftap_buf_cstr(&why), spool,
-                  wait_ms >= 60000 ? wait_ms / 60000 : wait_ms / 1000,
-                  wait_ms >= 60000 ? "min" : "s");
+        say("cannot copy run %lld into %s now (%s): it is held in %s and copied when the "
+            "server is back (tftap keeps trying for %u %s in the background)",
+            (long long)run_id, STORE_SHOWN(uri), tftap_buf_cstr(&why), spool,
+            wait_ms >= 60000 ? wait_ms / 60000 : wait_ms / 1000, wait_ms >= 60000 ? "min" : "s");
         publish_later(uri, spool, run_id, wait_ms);
     }
     tftap_buf_done(&why);

@@ -294,7 +294,7 @@ static void shim_run_left(const char *db, int64_t run_id)
                 left == 0) {
                 store_close(s);
                 s = NULL;
-                run_spool_publish(wrap_record, db, run_id, run_finish_wait_ms());
+                run_spool_publish(wrap_record, db, run_id, run_finish_wait_ms(), 1);
             }
         }
     }
