@@ -171,11 +171,33 @@ static int64_t quoted_text(void *ctx, const char *s, size_t n, tftap_buf *out)
 
 /* The message rendered into out from mark on: its diagnostics and a
  * function's error lose the quoted secrets of c (the values stay). */
+/* Whether any quoted secret of c is in json (n bytes of rendered JSON):
+ * escaping is per character, so a secret inside a string shows as its own
+ * escaped form. Most answers quote none, and are then not parsed again. */
+static int quoted_in(const struct call *c, const char *json, size_t n)
+{
+    int found = 0;
+    tftap_buf esc = TFTAP_BUF_INIT;
+    for (size_t at = 0; !found && at < c->quoted.len;) {
+        const char *q = c->quoted.data + at;
+        size_t k = strlen(q);
+        at += k + 1;
+        tftap_buf_reset(&esc);
+        tftap_buf_json_string(&esc, q, k);
+        /* Without its quotes; a buffer that failed: look the long way. */
+        found = tftap_buf_failed(&esc) || esc.len < 2 ||
+                memmem(json, n, esc.data + 1, esc.len - 2) != NULL;
+    }
+    tftap_buf_done(&esc);
+    return found;
+}
+
 static void cut_quoted_words(struct call *c, tftap_buf *out, size_t mark)
 {
     static const char *const texts[] = {"diagnostics", "error"}, *const verbatim[] = {"severity"};
     sj_doc *d = NULL;
     if (c->quoted.len == 0 || out->len <= mark ||
+        !quoted_in(c, out->data + mark, out->len - mark) ||
         sj_parse(out->data + mark, out->len - mark, 0, &d) != 0)
         return;
     sj_redactor rr = {.secret = never_secret,
