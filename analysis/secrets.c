@@ -932,6 +932,13 @@ static int rewrite_call(void *ctx, const store_value_call *c, store_value_rewrit
         *changed |= cut > 0 ? STORE_REWRITE_STATUS : 0;
         rc = tftap_buf_failed(&out->status) ? TFTAP_ENOMEM : 0;
     }
+    /* A decode error may quote the bytes of the value it could not read. */
+    if (!rc && c->decode_error && c->decode_error[0]) {
+        int64_t cut = cut_secrets(r, c->decode_error, strlen(c->decode_error), &out->decode_error);
+        r->counts[SJ_REDACT_EQUAL] += cut;
+        *changed |= cut > 0 ? STORE_REWRITE_DECODE_ERROR : 0;
+        rc = tftap_buf_failed(&out->decode_error) ? TFTAP_ENOMEM : 0;
+    }
     r->calls += *changed != 0;
     return rc;
 }
@@ -1021,6 +1028,8 @@ int analysis_redact_run(store *s, int64_t run_id, const analysis_secrets *a,
     int rc = store_run_values_kept(s, run_id, &kept);
     if (rc)
         return rc;
+    /* 2: held back in a spool, its values as recorded: redacted alike. */
+    kept = kept == 1;
     out->values_kept = kept;
     struct redacting r = {.s = s,
                           .a = a,

@@ -25,7 +25,8 @@ static const char usage_text[] =
     "(no end time; name one to push it as it is). Values are copied as stored:\n"
     "$sensitive hashes keep the key they were made with (runs.key_id names it).\n"
     "A run recorded with --record-sensitive holds secrets in clear: it is refused\n"
-    "unless --allow-secrets is given.\n"
+    "unless --allow-secrets is given; so is a run of a spool (a run meant for a\n"
+    "PostgreSQL record, held back until its end) that its end did not redact.\n"
     "Prints a line per run and a summary; progress on stderr when it is a terminal.\n"
     "Exit 0 when every run is there, 1 when one could not be pushed, 2 on a usage\n"
     "error or a record that cannot be opened.\n\n"
@@ -304,9 +305,13 @@ static int push_runs(const char *cmd, const char *db, const char *to, int json, 
                 !allow_secrets) {
                 /* Never in clear into a shared record without a word. */
                 err = TFTAP_EINVAL;
-                snprintf(info.why, sizeof info.why,
-                         "it was recorded with --record-sensitive and holds secrets in clear "
-                         "(--allow-secrets pushes it as it is)");
+                snprintf(info.why, sizeof info.why, "%s",
+                         kept == 2 ? "it is held back in a spool and was not redacted (its "
+                                     "tftap run did not end): it may hold secrets in clear; "
+                                     "the next tftap run into the record redacts and copies "
+                                     "it (--allow-secrets pushes it as it is)"
+                                   : "it was recorded with --record-sensitive and holds "
+                                     "secrets in clear (--allow-secrets pushes it as it is)");
             } else {
                 err = store_push_run(srcs[i].s, srcs[i].runs[k], dst, p.tty ? on_progress : NULL,
                                      &p, &info);

@@ -71,20 +71,6 @@ char *launch_shim_meta_path(const char *path);
  * Returns its fd (close-on-exec), or -1 (errno set). */
 int launch_recorder_lock(const char *run_dir, const char *provider);
 
-/* A recorder's part of a joined run written (proxy_config.run_left):
- * redact the run by what core marks as far as can be told from here (the
- * local state, the configuration's sensitive variables with the values
- * the command's arguments and this environment give them). Problems cost
- * the redaction and say nothing (the recorder's stderr goes nowhere). */
-void launch_wrap_run_left(const char *db, int64_t run_id);
-
-/* The run of the CLI command that started this process (its parent: the
- * shim script execs tftap), joined in db, or 0 when there is none to join
- * (the shim then records a run of its own). The run is held (*hold,
- * store_hold_free) for the shim's life; the command's words are kept for
- * launch_wrap_run_left. */
-int64_t launch_wrap_join(const char *db, store_hold **hold);
-
 struct otlp_config;
 /* The span export a shim does: from meta_url (tftap wrap --otlp), else
  * TFTAP_OTLP, else the OTEL_EXPORTER_OTLP_* variables; parented under
@@ -351,6 +337,29 @@ int run_replan(const struct run_end *e, store *s, tftap_buf *plan);
  * their values as the record holds them, now that it is redacted; a
  * no-op otherwise. Problems are said on stderr. */
 void run_export_spans(store *s, int64_t run_id);
+
+/* ---- run_spool.c ---- */
+
+/* 1 when path names a spool (run_spool_make): a run recorded into it is
+ * held back (store_run_hold_back) until its end redacted it. */
+int run_spool_is(const char *path);
+/* A spool for the PostgreSQL record at uri (open as record): a SQLite file
+ * (0600) in the record's side directory, keyed with the record's redaction
+ * key: a new one of its own, or (command_key: a wrapped command's, as its
+ * shims name it) the one every shim of that command opens. *path (heap).
+ * 0 or a tftap error. */
+int run_spool_make(store *record, const char *uri, const char *command_key, char **path);
+/* After the run's end: the spool's runs copied into the record at uri and
+ * the spool removed, then the spools of runs whose tftap run died
+ * (redacted first by what their record tells). What cannot be copied
+ * now (the server away) is tried again in the background for wait_ms;
+ * what stays is said, on stderr or (to_log: a wrapped command's recorder)
+ * in the recorders' log. */
+void run_spool_publish(const char *uri, const char *spool, int64_t run_id, unsigned wait_ms,
+                       int to_log);
+/* How long the finishers in the background keep trying:
+ * TFTAP_FINISH_WAIT seconds, or as long as recorders linger and a minute. */
+unsigned run_finish_wait_ms(void);
 
 /* ---- run_secrets.c ---- */
 

@@ -191,6 +191,8 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
     struct cmdline cl;
     tftap_buf err = TFTAP_BUF_INIT;
     char *exe = NULL, *db = NULL, *workdir = NULL, *cwd = NULL, *version = NULL;
+    char *spool = NULL, *record = NULL; /* a PostgreSQL record's run held in a spool */
+    int no_spool = 0;                   /* why there is none, when there must be one */
     char *tmp = NULL, *config = NULL, **env = NULL, *planfile = NULL, *log_path = NULL;
     char *applied_plan = NULL;
     char **aux_env = NULL;
@@ -270,6 +272,20 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
                      strerror(errno));
         goto cleanup;
     }
+    if (store_path_is_url(db) && ro->front_dir == NULL && !ro->record_sensitive) {
+        /* A PostgreSQL record gets the run once its end has redacted what
+         * core marks sensitive: until then it is recorded into a spool
+         * keyed with the record's key (run_spool.c). A record that cannot
+         * be opened is said below, as for any database. With
+         * --record-sensitive nothing is held back: recorded live. */
+        store *rec = NULL;
+        if (store_open(db, STORE_OPEN_CREATE, &rec) == 0 &&
+            (no_spool = run_spool_make(rec, db, NULL, &spool)) == 0) {
+            record = db;
+            db = spool;
+        }
+        store_close(rec);
+    }
     if (ro->naux_env && (aux_env = run_env_with(ro->aux_env, ro->naux_env)) == NULL) {
         launch_error("out of memory");
         goto cleanup;
@@ -348,11 +364,15 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
     if (is_cli)
         version = run_version_remembered(cmd[0]);
     /* The run row; a database we cannot use never stops the user's command. */
-    int rc = store_open(db, STORE_OPEN_CREATE, &s);
+    int rc = no_spool ? no_spool : store_open(db, STORE_OPEN_CREATE, &s);
     if (rc == 0)
         rc = store_run_begin_held(s, cmd[0], ncmd - 1, (const char *const *)cmd + 1, workdir, cli,
                                   version, &run_id, &hold);
-    if (rc != 0) {
+    if (rc != 0 && no_spool) {
+        launch_error("cannot record into %s: no spool to hold its run in until its end (%s); "
+                     "running the command unrecorded",
+                     STORE_SHOWN(db), tftap_strerror(no_spool));
+    } else if (rc != 0) {
         /* Nothing could be recorded under this run (a full disk, an
          * unwritable directory): run the command exactly as without tftap,
          * so that this line is all the user sees of us, not one more per
@@ -370,11 +390,16 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
         run_id = 0;
         wrapped = 0;
         nattach = 0;
+        if (spool != NULL)
+            (void)store_file_remove(spool);
         free(real_cli);
         real_cli = NULL;
         store_close(s);
         s = NULL;
     }
+    if (run_id > 0 && run_spool_is(db) && store_run_hold_back(s, run_id, 1) != 0)
+        launch_error("cannot mark run %lld held back in %s: %s", (long long)run_id, db,
+                     store_errmsg(s));
     if (run_id > 0 && ro->front_dir != NULL &&
         store_run_set_test(s, run_id, ro->parent_id, test_name, test_step) != 0)
         launch_error("cannot name run %lld by its test in %s: %s", (long long)run_id,
@@ -585,6 +610,11 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
         run_end(&e, &s, &version, &ver);
     }
     workdir_snap_store(db, run_id, &snap);
+    if (record != NULL && run_id > 0) {
+        store_close(s); /* the spool's file is removed once copied */
+        s = NULL;
+        run_spool_publish(record, db, run_id, run_finish_wait_ms(), 0);
+    }
 
 cleanup:
     store_close(s);
@@ -624,7 +654,8 @@ cleanup:
     launch_providers_done(&set);
     tftap_buf_done(&err);
     free(exe);
-    free(db);
+    free(record ? record : db);
+    free(spool);
     free(workdir);
     free(cwd);
     free(version);

@@ -290,7 +290,7 @@ static unsigned env_seconds_ms(const char *name, unsigned default_ms)
 
 /* How long the finisher keeps trying: TFTAP_FINISH_WAIT seconds, else
  * RUN_FINISH_MS. */
-static unsigned finish_wait_ms(void)
+unsigned run_finish_wait_ms(void)
 {
     return env_seconds_ms("TFTAP_FINISH_WAIT", RUN_FINISH_MS);
 }
@@ -534,6 +534,10 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
     } else if (e->is_cli) {
         checkpointer_join(&ckpt);
         redacted = run_redact_secrets(s, e->run_id, e->workdir, e->args, e->env, NULL, 0, 1);
+    } else {
+        /* Not a CLI command (go test, make): nothing tells its core's
+         * marks; what the schemas marked is redacted already. */
+        (void)store_run_hold_back(s, e->run_id, 0);
     }
     stage_done(stages, STAGE_REDACTED);
     analysis_check_pass *read = check_reader_join(&reader);
@@ -687,7 +691,7 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
                 *version = run_version_finish(e->cli_path, ver);
             int *fds = NULL;
             size_t nfds = e->wrapped ? wrap_recorder_locks_open(e->run_dir, &fds) : 0;
-            unsigned wait_ms = finish_wait_ms();
+            unsigned wait_ms = run_finish_wait_ms();
             if (finish_later(e, e->db, e->run_id, e->code, e->ended_us, *version, docs, ndocs, fds,
                              nfds, wait_ms) != 0)
                 launch_error("cannot record the exit code into %s", STORE_SHOWN(e->db));

@@ -733,6 +733,9 @@ int run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *cons
         from_config(a, workdir, args, env);
     analysis_redaction r;
     int rc = analysis_redact_run(s, run_id, a, &r);
+    /* A run held back in a spool may now be copied into its record. */
+    if (rc == 0)
+        rc = store_run_hold_back(s, run_id, 0) == 0 ? 0 : TFTAP_ESTORE;
     if (rc != 0)
         launch_error("could not redact the values core marks sensitive in run %lld (%s): the "
                      "record holds them in clear; remove it with care",

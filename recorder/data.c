@@ -87,6 +87,7 @@ void rec_call_free(recorder *r, struct call *c)
     free(c->status_message);
     free(c->type_name);
     free(c->decode_error);
+    tftap_buf_done(&c->quoted);
     tftap_buf_done(&c->req.json);
     tftap_buf_done(&c->resp.json);
     dec_memo_free(c->memo);

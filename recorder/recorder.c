@@ -177,7 +177,7 @@ int recorder_open(const char *db_path, const recorder_opts *opts, recorder **out
     if (!r->opts.max_queue_bytes)
         r->opts.max_queue_bytes = DEFAULT_QUEUE_BYTES;
     r->retry_ms = DEFAULT_RETRY_MS;
-    r->commit_ms = DEFAULT_COMMIT_MS;
+    r->commit_ms = r->stage_commit_ms = DEFAULT_COMMIT_MS;
     r->calls_tail = &r->calls;
     r->ops_tail = &r->ops;
     r->out_tail = &r->out;

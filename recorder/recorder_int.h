@@ -106,6 +106,10 @@ struct call {
     int emitted;    /* a row image has been handed to the SQL thread */
     int reported;   /* opts.on_call has been told of its final image */
     dec_memo *memo; /* its DynamicValues rendered so far (a plan repeats them) */
+    /* The clear strings of the values its schema marks sensitive that its
+     * messages carried, each ended by a NUL: cut out of the provider's
+     * words (diagnostics, status message), where they may be quoted. */
+    tftap_buf quoted;
 };
 
 struct procinfo {
@@ -220,11 +224,13 @@ struct recorder {
     int64_t last_handover_ms; /* when ops were last handed over */
     unsigned accounted;       /* events since the rendered bytes were last counted */
     int64_t owed_since_ms;    /* the first event decoded since the last hand-over, or 0 */
+    unsigned stage_commit_ms; /* commit_ms as last read under mu */
     int64_t noted_due_ms;     /* idle_due_ms as last told (note_idle) */
     int out_urgent;           /* out holds a schema or process op: hand over at once */
     unsigned char key[STORE_KEY_LEN];
     int have_key;
     tftap_hmac *mac;                       /* HMAC-SHA256 keyed with key */
+    struct call *decoding;                 /* whose message is being rendered */
     uint64_t lost;                         /* events lost, not yet in a gap op */
     int64_t gap_seq;                       /* gap ops made so far */
     unsigned char lost_why[REC_LOST_WHYS]; /* why; a shim's death makes a gap even

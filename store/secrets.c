@@ -42,7 +42,7 @@ int store_run_values_each(store *s, int64_t run_id, int (*fn)(void *ctx, const s
     sdb_stmt *q = NULL;
     int rc = sdb_prepare(s->db,
                          "SELECT c.id, c.rpc, a.address, c.request_json, c.response_json, "
-                         "c.status_message, c.type_name "
+                         "c.status_message, c.type_name, c.decode_error "
                          "FROM calls c LEFT JOIN call_addresses a ON a.call_id = c.id "
                          "WHERE c.run_id = ? ORDER BY c.id",
                          &q);
@@ -57,7 +57,8 @@ int store_run_values_each(store *s, int64_t run_id, int (*fn)(void *ctx, const s
                               .request_json = store_col_text(q, 3),
                               .response_json = store_col_text(q, 4),
                               .status_message = store_col_text(q, 5),
-                              .type_name = store_col_text(q, 6)};
+                              .type_name = store_col_text(q, 6),
+                              .decode_error = store_col_text(q, 7)};
         cb = fn(ctx, &c);
     }
     return store_finish(q, rc == SDB_ROW ? SDB_DONE : rc, cb);
@@ -67,7 +68,7 @@ int store_run_values_kept(store *s, int64_t run_id, int *kept)
 {
     int64_t v = 0;
     int rc = store_query_int(s->db, "SELECT values_kept FROM runs WHERE id = ?", run_id, &v);
-    *kept = v != 0;
+    *kept = (int)v;
     return rc;
 }
 
@@ -110,7 +111,7 @@ int store_run_redactions(store *s, int64_t run_id, tftap_buf *out)
 struct rewritten {
     int64_t call_id;
     /* A column's new text, or as it was (written back alike); NULL stays. */
-    int null_req, null_resp, null_status;
+    int null_req, null_resp, null_status, null_decode_error;
     store_value_rewrite text;
 };
 
@@ -128,13 +129,14 @@ static int write_page(sdb *db, sdb_stmt **up, struct rewritten *rw, size_t n)
     if (!*up)
         rc = sdb_prepare(db,
                          "UPDATE calls SET request_json = ?, response_json = ?, "
-                         "status_message = ? WHERE id = ?",
+                         "status_message = ?, decode_error = ? WHERE id = ?",
                          up);
     for (size_t i = 0; rc == SDB_OK && i < n; i++) {
         bind_buf_or_null(*up, 1, rw[i].null_req, &rw[i].text.req);
         bind_buf_or_null(*up, 2, rw[i].null_resp, &rw[i].text.resp);
         bind_buf_or_null(*up, 3, rw[i].null_status, &rw[i].text.status);
-        sdb_bind_int64(*up, 4, rw[i].call_id);
+        bind_buf_or_null(*up, 4, rw[i].null_decode_error, &rw[i].text.decode_error);
+        sdb_bind_int64(*up, 5, rw[i].call_id);
         rc = sdb_step(*up);
         sdb_reset(*up);
         if (rc == SDB_DONE)
@@ -164,7 +166,7 @@ static int rewrite_calls(store *s, int64_t run_id, store_value_rewriter fn, void
     sdb_stmt *q = NULL, *up = NULL;
     int rc = sdb_prepare(s->db,
                          "SELECT c.id, c.rpc, a.address, c.request_json, c.response_json, "
-                         "c.status_message, c.type_name "
+                         "c.status_message, c.type_name, c.decode_error "
                          "FROM calls c LEFT JOIN call_addresses a ON a.call_id = c.id "
                          "WHERE c.run_id = ? AND c.id > ? ORDER BY c.id LIMIT ?",
                          &q);
@@ -182,13 +184,15 @@ static int rewrite_calls(store *s, int64_t run_id, store_value_rewriter fn, void
             tftap_buf_reset(&r->text.req);
             tftap_buf_reset(&r->text.resp);
             tftap_buf_reset(&r->text.status);
+            tftap_buf_reset(&r->text.decode_error);
             store_value_call c = {.call_id = after,
                                   .rpc = store_col_text(q, 1),
                                   .address = store_col_text(q, 2),
                                   .request_json = store_col_text(q, 3),
                                   .response_json = store_col_text(q, 4),
                                   .status_message = store_col_text(q, 5),
-                                  .type_name = store_col_text(q, 6)};
+                                  .type_name = store_col_text(q, 6),
+                                  .decode_error = store_col_text(q, 7)};
             int changed = 0;
             *err = fn(ctx, &c, &r->text, &changed);
             if (*err || !changed)
@@ -199,11 +203,14 @@ static int rewrite_calls(store *s, int64_t run_id, store_value_rewriter fn, void
                         &r->null_resp);
             keep_unless(changed, STORE_REWRITE_STATUS, c.status_message, &r->text.status,
                         &r->null_status);
+            keep_unless(changed, STORE_REWRITE_DECODE_ERROR, c.decode_error, &r->text.decode_error,
+                        &r->null_decode_error);
             tftap_buf_cstr(&r->text.req);
             tftap_buf_cstr(&r->text.resp);
             tftap_buf_cstr(&r->text.status);
+            tftap_buf_cstr(&r->text.decode_error);
             if (tftap_buf_failed(&r->text.req) || tftap_buf_failed(&r->text.resp) ||
-                tftap_buf_failed(&r->text.status))
+                tftap_buf_failed(&r->text.status) || tftap_buf_failed(&r->text.decode_error))
                 *err = TFTAP_ENOMEM;
             n++;
         }
@@ -221,6 +228,7 @@ static int rewrite_calls(store *s, int64_t run_id, store_value_rewriter fn, void
         tftap_buf_done(&rw[i].text.req);
         tftap_buf_done(&rw[i].text.resp);
         tftap_buf_done(&rw[i].text.status);
+        tftap_buf_done(&rw[i].text.decode_error);
     }
     free(rw);
     return rc;

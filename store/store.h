@@ -583,7 +583,8 @@ int store_value_hmac(store *s, const char *json, size_t len, char out[65]);
  * (tftap_hmac_hex); NULL without a key (a bundle) or memory. */
 tftap_hmac *store_value_hmac_new(store *s);
 /* runs.values_kept: 1 when the run was recorded with sensitive values in
- * clear (--record-sensitive). */
+ * clear (--record-sensitive), 2 when it is held back in a spool and its
+ * end has not redacted it yet (store_run_hold_back), else 0. */
 int store_run_values_kept(store *s, int64_t run_id, int *kept);
 /* The hashes (under the key the run was recorded with) of the values core
  * marked secret in the run. */
@@ -601,19 +602,26 @@ typedef struct store_value_call {
     const char *address;                      /* NULL when not named */
     const char *request_json, *response_json; /* NULL when none */
     const char *status_message;               /* the gRPC status's text; NULL when none */
+    const char *decode_error;                 /* why a message was not rendered; NULL */
 } store_value_call;
 /* Every call of the run as stored, in id order; fn's non-zero return
  * stops and is returned. */
 int store_run_values_each(store *s, int64_t run_id, int (*fn)(void *ctx, const store_value_call *c),
                           void *ctx);
-enum { STORE_REWRITE_REQUEST = 1, STORE_REWRITE_RESPONSE = 2, STORE_REWRITE_STATUS = 4 };
+enum {
+    STORE_REWRITE_REQUEST = 1,
+    STORE_REWRITE_RESPONSE = 2,
+    STORE_REWRITE_STATUS = 4,
+    STORE_REWRITE_DECODE_ERROR = 8
+};
 /* The new text of what a rewriter changes. */
 typedef struct store_value_rewrite {
-    tftap_buf req, resp, status;
+    tftap_buf req, resp, status, decode_error;
 } store_value_rewrite;
-/* Fill out's req, resp and/or status with the new text of a side or of the
- * status message and set its bit in *changed (nothing: the call stays as
- * it is). 0, or a tftap error that stops the redaction and undoes it. */
+/* Fill out's req, resp, status and/or decode_error with the new text of a
+ * side, of the status message or of the decode error and set its bit in
+ * *changed (nothing: the call stays as it is). 0, or a tftap error that stops the redaction and
+ * undoes it. */
 typedef int (*store_value_rewriter)(void *ctx, const store_value_call *c, store_value_rewrite *out,
                                     int *changed);
 typedef struct store_run_redaction {
@@ -638,6 +646,28 @@ int store_run_redact(store *s, int64_t run_id, const store_run_redaction *how);
  * A no-op on PostgreSQL. */
 #define STORE_SCRUB_VACUUM_MAX ((int64_t)256 << 20)
 int store_scrub(store *s);
+
+/* ---- spools: runs held back from a PostgreSQL record (spool.c) ---------
+ * A run recorded for a PostgreSQL record is recorded into a local SQLite
+ * file, its spool, and copied into the record (store_push_run) once its
+ * end has redacted what core marks sensitive: nothing in clear reaches the
+ * server (docs/database.md). */
+
+/* The spool s (a SQLite file, opened to write) takes the redaction key of
+ * from (the record): its $sensitive hashes are the record's own. 0,
+ * TFTAP_EINVAL (s is not a file) or a store error. */
+int store_key_adopt(store *s, const store *from);
+/* held 1: run_id is held back (runs.values_kept 2: values core may mark
+ * are in clear until its end redacts them; push refuses it without
+ * --allow-secrets); 0: its end redacted it. A run recorded with
+ * --record-sensitive (values_kept 1) stays as it is. 0 or a store error. */
+int store_run_hold_back(store *s, int64_t run_id, int held);
+/* 1 when a process holds a run of the database file at path
+ * (store_hold_run), 0 when none does, -1 when it cannot be told. */
+int store_file_in_use(const char *path);
+/* Remove the database file at path with its -wal, -shm, -journal and
+ * -runs.lock files. 0, TFTAP_EIO (one could not be removed), TFTAP_ENOMEM. */
+int store_file_remove(const char *path);
 
 /* ---- push: runs copied into a shared record (docs/database.md) ---------- */
 

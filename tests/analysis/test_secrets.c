@@ -22,11 +22,12 @@ static char tmpdir[256];
 #define SECRET "hunter2-topsecret"
 #define REDACTED "{\"$sensitive\":\"hmac-sha256:"
 
-/* One call: rpc, type, address (NULL: none), request, response, status. */
+/* One call: rpc, type, address (NULL: none), request, response, status,
+ * its message and why it was not decoded. */
 struct call {
     const char *rpc, *type, *address, *request, *response;
     int status;
-    const char *message;
+    const char *message, *decode_error;
 };
 
 static void make_run(const char *path, const struct call *calls, size_t n)
@@ -45,9 +46,9 @@ static void make_run(const char *path, const struct call *calls, size_t n)
     CHECK_INT_EQ(sqlite3_prepare_v2(db,
                                     "INSERT INTO calls (id, run_id, process_id, call_seq, method, "
                                     "rpc, started_us, ended_us, status_code, status_message, "
-                                    "type_name, request_json, response_json) "
+                                    "type_name, request_json, response_json, decode_error) "
                                     "VALUES (?1, 1, 1, ?1, '/tfplugin6.Provider/' || ?2, ?2, 1, 2, "
-                                    "?3, ?4, ?5, ?6, ?7)",
+                                    "?3, ?4, ?5, ?6, ?7, ?8)",
                                     -1, &st, NULL),
                  SQLITE_OK);
     CHECK_INT_EQ(sqlite3_prepare_v2(db,
@@ -62,6 +63,7 @@ static void make_run(const char *path, const struct call *calls, size_t n)
         sqlite3_bind_text(st, 5, calls[i].type, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 6, calls[i].request, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 7, calls[i].response, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 8, calls[i].decode_error, -1, SQLITE_STATIC);
         CHECK_INT_EQ(sqlite3_step(st), SQLITE_DONE);
         sqlite3_reset(st);
         if (calls[i].address) {
@@ -119,8 +121,13 @@ static void test_words(void)
          0, NULL},
         {"ApplyResourceChange", "t_thing", NULL, "{\"config\":{\"a\":null}}", NULL, 2,
          "nothing to hide here"},
+        /* A decode error quoting the bytes it could not read. */
+        {"PlanResourceChange", "t_thing", NULL, NULL, NULL, 0, NULL,
+         "response: .planned_state.s: invalid UTF-8 in \"" SECRET "\\xff\""},
+        {"PlanResourceChange", "t_thing", NULL, NULL, NULL, 0, NULL,
+         "response: .planned_state.s: trailing bytes"},
     };
-    make_run(path, calls, 3);
+    make_run(path, calls, 5);
     analysis_secrets *a = analysis_secrets_new();
     CHECK_INT_EQ(analysis_secrets_add_variable(a, SECRET, strlen(SECRET)), 0);
     analysis_redaction r;
@@ -137,8 +144,17 @@ static void test_words(void)
                     "\"detail\":\"Value (sensitive value) is bad\",\"attribute\":{\"path\":"
                     "\".tags[\\\"(sensitive value)\\\"]\"}}]}");
     free(m);
-    CHECK_INT_EQ(r.known_secret, 4);
-    CHECK_INT_EQ(r.calls, 2);
+    m = column(path, "decode_error", 4);
+    CHECK_STR_EQ(m, "response: .planned_state.s: invalid UTF-8 in \"(sensitive value)\\xff\"");
+    free(m);
+    m = column(path, "decode_error", 5);
+    CHECK_STR_EQ(m, "response: .planned_state.s: trailing bytes");
+    free(m);
+    m = column(path, "decode_error", 1);
+    CHECK(m == NULL);
+    free(m);
+    CHECK_INT_EQ(r.known_secret, 5);
+    CHECK_INT_EQ(r.calls, 3);
 }
 
 static void test_configuration(void)

@@ -260,6 +260,40 @@ check_eq "words: export holds it nowhere" "$(grep -c -F -- "$RATIO" "$WORK/words
 check_eq "words: a bundle holds it nowhere" "$(grep -a -c -F -- "$RATIO" "$WORK/words.tftap")" 0
 ALL+=("$RATIO" "${CMARKED[@]}")
 
+# ---- a provider's words: a schema-sensitive value quoted in its error -----------------
+# tftest's thing with fail = "quote-secret" refuses its plan with an error
+# whose detail quotes its schema-sensitive `secret`. Nothing in the
+# configuration marks it: at the run's end only its hash is known, so the
+# recorder cuts it out of the call's words while it decodes the call.
+wq=$WORK/wq
+QSECRET=quoted-schema-secret-g7
+mkdir -p "$wq"
+cat >"$wq/main.tf" <<TF
+terraform {
+  required_providers {
+    tftest6 = { source = "tftap/tftest6" }
+  }
+}
+resource "tftest6_thing" "q" {
+  secret = "$QSECRET"
+  fail   = "quote-secret"
+}
+TF
+(cd "$wq" && tofu init -input=false -no-color >/dev/null) || not_ok "init (quoted schema secret)"
+(cd "$wq" && "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color >"$WORK/qs.out" 2>&1)
+check_eq "schema words: plan fails (the provider refuses the value)" "$?" 1
+qs_run=$(last_run "$db")
+check "schema words: the provider quoted the value in its error (tofu shows it)" \
+    grep -q -F "$QSECRET" "$WORK/qs.out"
+check_eq "schema words: not in the database files" "$(cat $(db_files) | grep -a -c -F -- "$QSECRET")" 0
+"$TFTAP" --db "$db" calls "$qs_run" --json >"$WORK/qs.calls" 2>&1
+check_eq "schema words: calls --json holds it nowhere" "$(grep -c -F -- "$QSECRET" "$WORK/qs.calls")" 0
+check "schema words: the diagnostic keeps its words, the value cut out" \
+    bash -c "jq -e '[.[] | .response_json.diagnostics? // [] | .[] | select(.summary == \"tftest: secret refused\" and .detail == \"the secret \\\"(sensitive value)\\\" is not accepted here\")] | length >= 1' '$WORK/qs.calls' >/dev/null"
+"$TFTAP" --db "$db" show "$qs_run" >"$WORK/qs.show" 2>&1
+check_eq "schema words: show holds it nowhere" "$(grep -c -F -- "$QSECRET" "$WORK/qs.show")" 0
+ALL+=("$QSECRET")
+
 # ---- the web API ---------------------------------------------------------------------
 : >"$WORK/serve.url"
 "$TFTAP" serve --db "$db" >"$WORK/serve.url" 2>"$WORK/serve.err" </dev/null &

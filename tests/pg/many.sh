@@ -18,6 +18,10 @@
 # was down get their exit code and the rest of their record once it is back
 # (written in the background); `tftap runs/show/diff --db URI` read the
 # shared record as they read a local copy of it (tftap bundle).
+# The runs are recorded with --record-sensitive: the one way a recorder
+# writes into the server live, whose faults this test is about (any other
+# run is held back in a spool and copied at its end: tests/pg/secrets.sh,
+# record.sh and finish.sh test that copy and its server away).
 # Only conditions are waited for (polling with generous bounds), never time.
 . "$(dirname "$0")/../e2e/lib.sh"
 . "$(dirname "$0")/lib.sh"
@@ -72,7 +76,7 @@ for i in $(seq $N); do
         cd "$WORK/r$i" || exit 1
         export TMPDIR=$WORK/r$i/tmp TFTEST_HANG_MARKER=$WORK/r$i/marker \
             TFTEST_RPC_LOG=$WORK/r$i/rpc.log
-        exec setsid "$TFTAP" run --db "$URI" -- tofu apply -auto-approve -input=false \
+        exec setsid "$TFTAP" run --db "$URI" --record-sensitive -- tofu apply -auto-approve -input=false \
             -no-color >"$WORK/r$i/out" 2>&1
     ) &
     pid[$i]=$!

@@ -4,7 +4,9 @@
 # runs with every row hanging off them, runs VACUUM, and never touches a run
 # still being recorded (a `tofu apply` hanging in a provider call under
 # `tftap run`, one under `tftap wrap`'s shims: session advisory locks),
-# while a killed run (never ended, nobody recording it) goes.
+# while a killed run (never ended, nobody recording it) goes. The hanging
+# runs are recorded with --record-sensitive, the one way a run is recorded
+# into the server live (any other is held back in a spool until its end).
 . "$(dirname "$0")/../e2e/lib.sh"
 . "$(dirname "$0")/lib.sh"
 need_peers
@@ -42,7 +44,7 @@ check_eq "runs --cwd" "$(ids --cwd "$a" --since 1h)" "1 2 3"
 check_eq "runs --command pln: exit 2" "$?" 2
 check "runs --command pln: names plan" grep -qF "(nearest: plan)" "$WORK/nm.err"
 
-(cd "$k" && TFTEST_HANG_MARKER=$mk exec setsid "$TFTAP" run --db "$URI" -- tofu apply \
+(cd "$k" && TFTEST_HANG_MARKER=$mk exec setsid "$TFTAP" run --db "$URI" --record-sensitive -- tofu apply \
     -auto-approve -input=false -no-color >"$k/out" 2>"$k/err") &
 kpid=$!
 wait_for 600 test -e "$mk" || not_ok "killed run: the apply never hung"
@@ -55,13 +57,13 @@ status_of() { # RUN: its status in a dry run of prune --keep 0
 check "killed run: once its recorders are done, nobody holds it" \
     wait_for 600 test "$(status_of "$killed")" = would_remove
 
-(cd "$h" && TFTEST_HANG_MARKER=$mh exec setsid "$TFTAP" run --db "$URI" -- tofu apply \
+(cd "$h" && TFTEST_HANG_MARKER=$mh exec setsid "$TFTAP" run --db "$URI" --record-sensitive -- tofu apply \
     -auto-approve -input=false -no-color >"$h/out" 2>"$h/err") &
 hpid=$!
 wait_for 600 test -e "$mh" || not_ok "live run: the apply never hung"
 live=$(pg_psql "SELECT max(id) FROM runs")
 mkdir -p "$WORK/shims"
-(cd "$wr" && "$TFTAP" wrap --db "$URI" --out "$WORK/shims" >/dev/null 2>"$WORK/wrap.err") ||
+(cd "$wr" && "$TFTAP" wrap --db "$URI" --record-sensitive --out "$WORK/shims" >/dev/null 2>"$WORK/wrap.err") ||
     { not_ok "wrap"; cat "$WORK/wrap.err"; }
 (cd "$wr" && TFTEST_HANG_MARKER=$mw TF_CLI_CONFIG_FILE=$WORK/shims/tftap.tfrc exec setsid tofu \
     apply -auto-approve -input=false -no-color >"$wr/out" 2>"$wr/err") &

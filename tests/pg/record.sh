@@ -193,7 +193,8 @@ fi
 
 # The server stops while an apply is running (a provider hangs in it until
 # its marker goes): the user's run goes on and exits with tofu's status,
-# and the record reads again once the server is back.
+# its run held back in its spool, and the record reads again once the
+# server is back, with the run copied into it (in the background).
 h=$WORK/hang
 mkdir -p "$h"
 cp "$top_srcdir/tests/e2e/configs/hang/main.tf" "$h/main.tf"
@@ -208,9 +209,14 @@ rm -f "$WORK/hang.marker"
 wait $hang_pid
 check_eq "server gone mid-run: tftap run exits with tofu's status" "$?" 0
 check "server gone mid-run: tofu's apply completed" grep -q 'Apply complete!' "$WORK/hang.out"
+check "server gone at the run's end: tftap says the run is copied when it is back" \
+    grep -q 'copied when the server is back' "$WORK/hang.out"
 pg_start || not_ok "server started again"
-check_eq "server back: the record reads again (five runs)" \
-    "$("$TFTAP" runs --db "$URI" | awk 'NR > 1' | wc -l)" 5
+five_runs() { [ "$("$TFTAP" runs --db "$URI" 2>/dev/null | awk 'NR > 1' | wc -l)" = 5 ]; }
+check "server back: the record reads again, the held-back run copied into it (five runs)" \
+    wait_for 600 five_runs
+check_eq "server back: the copied run ended with tofu's status" \
+    "$(pg_psql "SELECT exit_code FROM runs WHERE id = (SELECT max(id) FROM runs) AND ended_us IS NOT NULL")" 0
 
 # A password in the URI is never printed.
 "$TFTAP" runs --db "postgresql://tftap:hunter2@/nosuchdb?host=$pg_dir" >/dev/null 2>"$WORK/pw.err"

@@ -240,6 +240,48 @@ static void test_record_decode_redact(void)
     (void)st;
 }
 
+/* A provider quoting the schema-sensitive value of the call in its words
+ * (a diagnostic, the status message): at the run's end only its hash is
+ * known, so the recorder cuts it out as it decodes the call. */
+static void test_quoted_secret_cut(void)
+{
+    char saved[sizeof db_path];
+    memcpy(saved, db_path, sizeof saved);
+    snprintf(db_path, sizeof db_path, "%s/quoted.db", tmpdir); /* a file of its own */
+    recorder *r = open_rec(0, bin_a);
+    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    struct fx_bytes req = fx_plan_request(NULL, &thing_alpha);
+    struct fx_bytes resp = fx_plan_response(&thing_alpha, 0, "the password " FX_SECRET " is weak");
+    recorder_call_begin(r, 2, M_PLAN, now_us());
+    recorder_message(r, 2, RECORDER_REQUEST, now_us(), req.p, req.n);
+    recorder_message(r, 2, RECORDER_RESPONSE, now_us(), resp.p, resp.n);
+    recorder_call_end(r, 2, now_us(), 3, "rejected: " FX_SECRET);
+    /* Another call quotes it without carrying it: nothing to cut there. */
+    struct fx_bytes plain = fx_plan_response(&thing_alpha, 0, "no secret here");
+    call(r, 3, M_PLAN, &req, &plain);
+    fx_free(&req);
+    fx_free(&resp);
+    fx_free(&plain);
+    recorder_close(r);
+    char *j = text("SELECT response_json FROM calls WHERE call_seq = 2 AND run_id = "
+                   "(SELECT max(id) FROM runs)");
+    CHECK(contains(j, "\"summary\":\"the password (sensitive value) is weak\""));
+    CHECK(contains(j, "\"severity\":\"WARNING\""));
+    CHECK(contains(j, "{\"$sensitive\":\"hmac-sha256:")); /* the value itself, as before */
+    CHECK(!contains(j, FX_SECRET));
+    free(j);
+    j = text("SELECT status_message FROM calls WHERE call_seq = 2 AND run_id = "
+             "(SELECT max(id) FROM runs)");
+    CHECK_STR_EQ(j, "rejected: (sensitive value)");
+    free(j);
+    j = text("SELECT response_json FROM calls WHERE call_seq = 3 AND run_id = "
+             "(SELECT max(id) FROM runs)");
+    CHECK(contains(j, "\"summary\":\"no secret here\""));
+    free(j);
+    CHECK(!file_contains(db_path, FX_SECRET));
+    memcpy(db_path, saved, sizeof saved);
+}
+
 struct schemas_seen {
     int n, protocol, has_resources;
     size_t size;
@@ -1420,6 +1462,7 @@ int main(void)
     schema_b = fx_schema_response("zone");
 
     test_record_decode_redact();
+    test_quoted_secret_cut();
     test_schema_dedup_and_borrow();
     test_schema_arrives_later();
     test_binary_digest_reused();

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"syscall"
 	"time"
@@ -88,7 +89,9 @@ func (r *thingResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 	}
 }
 
-// ModifyPlan accepts "plan-error" and "plan-panic" to fail while planning.
+// ModifyPlan accepts "plan-error" and "plan-panic" to fail while planning,
+// and "quote-secret": an error whose words quote the value of the
+// schema-sensitive attribute "secret", as a careless provider's would.
 func (r *thingResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		return
@@ -100,6 +103,11 @@ func (r *thingResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		resp.Diagnostics.AddError("tftest: planned failure", "the configuration asked for fail = \"plan-error\"")
 	case "plan-panic":
 		panic("tftest: the configuration asked for fail = \"plan-panic\"")
+	case "quote-secret":
+		var secret types.String
+		resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("secret"), &secret)...)
+		resp.Diagnostics.AddAttributeError(path.Root("secret"), "tftest: secret refused",
+			fmt.Sprintf("the secret %q is not accepted here", secret.ValueString()))
 	}
 }
 
