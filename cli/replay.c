@@ -20,6 +20,8 @@ static const char usage_text[] =
     "usage: tftap replay RUN|SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... [--db PATH]\n"
     "                    [--record-sensitive] [--keep-raw] [--no-match]\n"
     "                    -- tofu|terraform ARGS...\n"
+    "       tftap replay RUN|SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... --no-record\n"
+    "                    -- tofu|terraform ARGS...\n"
     "       tftap replay RUN|SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... [--db PATH]\n"
     "                    [--cli tofu|terraform] --out DIR\n"
     "       tftap replay STEP_RUN|SOURCE[:STEP_RUN] [--dir DIR] [--cli CLI]\n"
@@ -51,6 +53,9 @@ static const char usage_text[] =
     "  --keep-raw           store raw message bytes too\n"
     "  --no-match           do not run 'show -json' after plan/apply to tie calls\n"
     "                       to resource addresses\n"
+    "  --no-record          run the command straight against the replaying\n"
+    "                       providers: nothing of it is recorded, no database is\n"
+    "                       opened but SOURCE\n"
     "  --out DIR            write the replaying providers, shims and a CLI config\n"
     "                       (DIR/tftap.tfrc) into DIR and print the export line,\n"
     "                       as tftap wrap does, instead of running a command\n"
@@ -135,7 +140,15 @@ static int read_source(const char *path, const char *run_spec, int64_t *run,
 
 int cli_replay(int argc, char **argv)
 {
-    enum { OPT_RUN = CLI_OPT_OWN, OPT_IGNORE, OPT_OUT, OPT_CLI, OPT_NO_MATCH, OPT_DIR };
+    enum {
+        OPT_RUN = CLI_OPT_OWN,
+        OPT_IGNORE,
+        OPT_OUT,
+        OPT_CLI,
+        OPT_NO_MATCH,
+        OPT_DIR,
+        OPT_NO_RECORD
+    };
     static const struct option longopts[] = {
         CLI_RECORDING_LONGOPTS,
         {"run", required_argument, NULL, OPT_RUN},
@@ -144,6 +157,7 @@ int cli_replay(int argc, char **argv)
         {"cli", required_argument, NULL, OPT_CLI},
         {"no-match", no_argument, NULL, OPT_NO_MATCH},
         {"dir", required_argument, NULL, OPT_DIR},
+        {"no-record", no_argument, NULL, OPT_NO_RECORD},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -154,7 +168,7 @@ int cli_replay(int argc, char **argv)
     const char *run_opt = NULL, *out = NULL, *dir = NULL, *cli = NULL, *source_arg = NULL,
                *run_spec;
     char *source = NULL, *exe = NULL, *db = NULL;
-    int code = 2;
+    int code = 2, no_record = 0;
     const char **ignore = calloc((size_t)argc + 1, sizeof *ignore);
     size_t nignore = 0;
     if (ignore == NULL) {
@@ -194,6 +208,9 @@ int cli_replay(int argc, char **argv)
         case OPT_DIR:
             dir = optarg;
             break;
+        case OPT_NO_RECORD:
+            no_record = 1;
+            break;
         default:
             if (cli_recording_opt("replay", opt, optarg, &opts) != 1)
                 goto cleanup;
@@ -223,6 +240,13 @@ int cli_replay(int argc, char **argv)
     if (dir != NULL && (out != NULL || ncmd > 0)) {
         cli_usage_error("replay", "--dir DIR is where a step's directory is laid out: give no "
                                   "command and no --out");
+        goto cleanup;
+    }
+    if (no_record &&
+        (ncmd == 0 || ro.db != NULL || ro.record_sensitive || ro.keep_raw || ro.no_match)) {
+        cli_usage_error("replay", "--no-record runs a command and records nothing: give a "
+                                  "command, and no --db, --record-sensitive, --keep-raw or "
+                                  "--no-match");
         goto cleanup;
     }
     if (cli != NULL && ncmd > 0) {
@@ -285,7 +309,7 @@ int cli_replay(int argc, char **argv)
     else if (ncmd == 0)
         code = launch_replay_step(&rec, &src, dir, cli, &ro);
     else
-        code = launch_replay(&rec, cmd, ncmd, &src, &ro);
+        code = launch_replay(&rec, cmd, ncmd, &src, &ro, !no_record);
 cleanup:
     launch_recorded_done(&rec);
     free(ignore);

@@ -172,10 +172,11 @@ int launch_replay_out(struct launch_recorded *r, const char *out, const char *cl
                       const struct launch_source *src, const struct launch_wrap_opts *wo);
 
 /* Run cmd (ncmd words) with every provider of r answered from src, as
- * launch_run with ro runs it (recorded into ro->db); the command's exit
- * code, or 1 after one error line. */
+ * launch_run with ro runs it (recorded into ro->db); record 0: straight
+ * against the replaying providers, nothing recorded (ro unused). The
+ * command's exit code, or 1 after one error line. */
 int launch_replay(struct launch_recorded *r, char **cmd, int ncmd, const struct launch_source *src,
-                  struct launch_run_opts *ro);
+                  struct launch_run_opts *ro, int record);
 
 /* A step run of src laid out again in dir_opt (NULL: a temporary
  * directory, removed afterwards) and its command run there with cli_opt

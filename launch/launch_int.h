@@ -314,8 +314,8 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
 
 /* The local state file the command in workdir with args uses when nothing
  * but the defaults decide where it is (no backend, no -state), read into
- * out: 0, or -1 when there is none such or it cannot be read (or is
- * encrypted). */
+ * out: 0 (out empty when there is no such file yet), or -1 when the state
+ * is not such a file or it cannot be read (or is encrypted). */
 int run_local_state(const char *workdir, char *const *args, tftap_buf *out);
 
 /* ---- run_replan.c ---- */

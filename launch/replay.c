@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "launch/launch_int.h"
@@ -263,11 +264,43 @@ cleanup:
     return code;
 }
 
+/* cmd with TF_CLI_CONFIG_FILE=config (env_cfg) added to our environment,
+ * its stdio ours; its exit code as launch_run gives it, or 1 after one
+ * error line. */
+static int run_unrecorded(char **cmd, char *env_cfg)
+{
+    char **env = run_env_with(&env_cfg, 1);
+    if (env == NULL) {
+        launch_error("out of memory");
+        return 1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execvpe(cmd[0], cmd, env);
+        fprintf(stderr, "tftap: cannot run %s: %s\n", cmd[0], strerror(errno));
+        _exit(127);
+    }
+    free(env);
+    if (pid < 0) {
+        launch_error("cannot start %s: %s", cmd[0], strerror(errno));
+        return 1;
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) {
+            launch_error("cannot wait for %s: %s", cmd[0], strerror(errno));
+            return 1;
+        }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 /* The command: a temporary directory with the replaying providers and a CLI
  * config sending the CLI straight to them (for the `show -json` tftap runs
- * itself after the command, unrecorded), then launch_run. */
+ * itself after the command, unrecorded), then launch_run (or, record 0, the
+ * command alone). */
 int launch_replay(struct launch_recorded *r, char **cmd, int ncmd, const struct launch_source *src,
-                  struct launch_run_opts *ro)
+                  struct launch_run_opts *ro, int record)
 {
     struct launch_providers set;
     tftap_buf err = TFTAP_BUF_INIT, e = TFTAP_BUF_INIT;
@@ -299,6 +332,10 @@ int launch_replay(struct launch_recorded *r, char **cmd, int ncmd, const struct 
     tftap_buf_cstr(&e);
     if (tftap_buf_failed(&e) || (env_cfg = tftap_buf_take(&e, NULL)) == NULL) {
         launch_error("out of memory");
+        goto cleanup;
+    }
+    if (!record) {
+        code = run_unrecorded(cmd, env_cfg);
         goto cleanup;
     }
     char *aux[1] = {env_cfg};

@@ -298,7 +298,7 @@ int launch_replay_step(struct launch_recorded *r, const struct launch_source *sr
     }
     ro->reattach = 1;
     ro->is_cli = 1;
-    code = launch_replay(r, cmd, ncmd, src, ro);
+    code = launch_replay(r, cmd, ncmd, src, ro, 1);
     if (chdir(cwd) != 0)
         launch_error("cannot return to %s: %s", cwd, strerror(errno));
     if (st.has_exit_code && code != st.exit_code)

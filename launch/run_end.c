@@ -86,6 +86,10 @@ int run_local_state(const char *workdir, char *const *args, tftap_buf *out)
         return -1;
     int rc = tftap_read_file(path, CAPTURE_MAX, out);
     free(path);
+    if (rc == TFTAP_EIO && errno == ENOENT) {
+        rc = 0; /* no state yet */
+        tftap_buf_reset(out);
+    }
     if (rc == 0 && out->len > 0 && memmem(out->data, out->len, "\"encrypted_data\"", 16) != NULL)
         rc = TFTAP_EDECODE;
     if (rc != 0)

@@ -65,18 +65,22 @@ static int write_private(const char *path, const tftap_buf *content)
     return close(fd);
 }
 
-/* Is the run one whose plan can be made again, and is it worth it? */
+/* Is the run one whose plan can be made again, and is it worth it? A
+ * plan not saved that succeeded (0, or 2 of -detailed-exitcode), or an
+ * apply without a plan file that failed. */
 static int replannable(const struct run_end *e, store *s)
 {
-    if (strcmp(e->sub, "apply") != 0 || e->applied_plan != NULL || e->refresh_only ||
-        e->code == 0 || !e->have_before || !e->is_cli)
+    int plan = strcmp(e->sub, "plan") == 0 && e->planfile == NULL && (e->code == 0 || e->code == 2);
+    int apply = strcmp(e->sub, "apply") == 0 && e->applied_plan == NULL && e->code != 0;
+    if (!(plan || apply) || e->refresh_only || !e->have_before || !e->is_cli)
         return 0;
     /* Helpers with an environment of their own (an acceptance test's
      * front, a replay), providers the CLI reattaches to (they would
      * answer, not the recording), arguments only the apply or only a plan
-     * was given: not the same plan. */
+     * was given (a plan's own reach the plan made again too): not the
+     * same plan. */
     if (e->aux_env != NULL || getenv("TF_REATTACH_PROVIDERS") != NULL ||
-        getenv("TF_CLI_ARGS_apply") != NULL || getenv("TF_CLI_ARGS_plan") != NULL)
+        (apply && (getenv("TF_CLI_ARGS_apply") != NULL || getenv("TF_CLI_ARGS_plan") != NULL)))
         return 0;
     /* The state before goes into a file of ours: only a local state the
      * defaults place, in clear (run_local_state). */
@@ -95,8 +99,8 @@ int run_replan(const struct run_end *e, store *s, tftap_buf *plan)
         return -1;
     const char *tmpdir = getenv("TMPDIR");
     tftap_buf t = TFTAP_BUF_INIT, state = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT,
-              statefile = TFTAP_BUF_INIT, planfile = TFTAP_BUF_INIT, db = TFTAP_BUF_INIT,
-              runid = TFTAP_BUF_INIT, discard = TFTAP_BUF_INIT;
+              statefile = TFTAP_BUF_INIT, planfile = TFTAP_BUF_INIT, runid = TFTAP_BUF_INIT,
+              discard = TFTAP_BUF_INIT;
     char *dir = NULL, *self = launch_self_exe();
     char **argv = NULL;
     int rc = -1;
@@ -113,10 +117,9 @@ int run_replan(const struct run_end *e, store *s, tftap_buf *plan)
     tftap_buf_printf(&state, "-state=%s", tftap_buf_cstr(&statefile));
     tftap_buf_printf(&out, "-out=%s/plan", dir);
     tftap_buf_printf(&planfile, "%s/plan", dir);
-    tftap_buf_printf(&db, "%s/replay.db", dir);
     tftap_buf_printf(&runid, "%lld", (long long)e->run_id);
     if (tftap_buf_failed(&statefile) || tftap_buf_failed(&state) || tftap_buf_failed(&out) ||
-        tftap_buf_failed(&planfile) || tftap_buf_failed(&db) || tftap_buf_failed(&runid))
+        tftap_buf_failed(&planfile) || tftap_buf_failed(&runid))
         goto done;
     /* No state before is a state without resources: no file. */
     if (e->before->len > 0 && write_private(statefile.data, e->before) != 0)
@@ -132,9 +135,7 @@ int run_replan(const struct run_end *e, store *s, tftap_buf *plan)
     argv[n++] = (char *)e->db;
     argv[n++] = "--run";
     argv[n++] = runid.data;
-    argv[n++] = "--db";
-    argv[n++] = db.data;
-    argv[n++] = "--no-match";
+    argv[n++] = "--no-record";
     argv[n++] = "--";
     argv[n++] = (char *)e->cli_path;
     /* The apply's arguments, planning: run in its -chdir directory, and
@@ -143,7 +144,8 @@ int run_replan(const struct run_end *e, store *s, tftap_buf *plan)
         const char *a = e->args[i];
         const char *f = a[0] == '-' && a[1] == '-' ? a + 1 : a;
         if (strncmp(f, "-chdir=", 7) == 0 || strcmp(f, "-auto-approve") == 0 ||
-            strncmp(f, "-auto-approve=", 14) == 0)
+            strncmp(f, "-auto-approve=", 14) == 0 || strcmp(f, "-detailed-exitcode") == 0 ||
+            strncmp(f, "-detailed-exitcode=", 19) == 0)
             continue;
         argv[n++] = a == e->sub ? "plan" : (char *)a;
     }
@@ -172,7 +174,6 @@ done:
     tftap_buf_done(&statefile);
     tftap_buf_done(&out);
     tftap_buf_done(&planfile);
-    tftap_buf_done(&db);
     tftap_buf_done(&runid);
     tftap_buf_done(&discard);
     return rc;
