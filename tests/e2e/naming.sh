@@ -94,25 +94,37 @@ tftap_run() { # SUBCOMMAND ARGS...: what tofu says goes to a file; its exit code
 }
 
 state s0
-# A plan not saved, of nothing yet: no document names what it creates but
-# the configuration, where a type has one block (tftest6_pet.solo, and
-# module.one's tftest6_id.deep: module.one is called once); what count,
-# for_each or a module with count make many stays unnamed. Core's own
-# saved plan of the same (unrecorded) is the truth.
-tftap_run plan -var gen=1
-check_eq "plan, nothing applied: exit code" "$?" 0
-run=$(last_run "$db")
+# A plan not saved, of nothing yet: no document names what it creates, so
+# tftap run makes the same plan again offline, saved, against the run's own
+# recording, and names every call from it (count, for_each, modules with
+# count, data sources with count). Core's own saved plan of the same
+# (unrecorded) is the truth. Three times: parallel walks change the call
+# order.
 (cd "$w" && tofu plan -input=false -no-color -var gen=1 -out=truth0.plan >/dev/null &&
     tofu show -json truth0.plan) >"$WORK/truth0-plan.json"
-judge "plan, nothing applied" "$run" "$WORK/s0.json" "$WORK/truth0-plan.json"
-check_eq "plan, nothing applied: named from the configuration" \
-    "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT DISTINCT address FROM
-        v_resource_changes WHERE run_id = $run AND address IS NOT NULL ORDER BY address)")" \
-    "module.one.tftest6_id.deep tftest6_pet.solo"
-check_eq "plan, nothing applied: the note says why" \
-    "$(sqlite3 "$db" "SELECT DISTINCT address_note FROM v_resource_changes WHERE run_id = $run
-        AND address = 'tftest6_pet.solo'")" "the configuration's only tftest6_pet block"
-checked "plan, nothing applied"
+ls -A "$w" >"$WORK/files-before-plan"
+for round in 1 2 3; do
+    tftap_run plan -var gen=1
+    check_eq "plan, nothing applied ($round): exit code" "$?" 0
+    run=$(last_run "$db")
+    judge "plan, nothing applied ($round)" "$run" "$WORK/s0.json" "$WORK/truth0-plan.json"
+    check_eq "plan, nothing applied ($round): every call named" "$LAST_NAMED" "$LAST_N"
+    checked "plan, nothing applied ($round)"
+done
+run_plain0=$run
+check_eq "plan, nothing applied: fe[\"c\"] (prefix cc) named once, as core plans it" \
+    "$(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = $run
+        AND address = 'tftest5_pet.fe[\"c\"]' AND planned ->> '$.prefix' = 'cc'")" 1
+ls -A "$w" >"$WORK/files-after-plan"
+check_eq "plan, nothing applied: the plan made again leaves no file behind" \
+    "$(diff "$WORK/files-before-plan" "$WORK/files-after-plan")" ""
+check_eq "plan, nothing applied: ... nor its directory" \
+    "$(ls -d "${TMPDIR:-/tmp}"/tftap-replan-* 2>/dev/null)" ""
+# -detailed-exitcode (2: changes) is the user's; the plan made again is the same.
+tftap_run plan -var gen=1 -detailed-exitcode
+check_eq "plan -detailed-exitcode: exit code" "$?" 2
+judge "plan -detailed-exitcode" "$(last_run "$db")" "$WORK/s0.json" "$WORK/truth0-plan.json"
+check_eq "plan -detailed-exitcode: every call named" "$LAST_NAMED" "$LAST_N"
 
 gen=0
 for round in 1 2; do
@@ -120,6 +132,7 @@ for round in 1 2; do
     tftap_run plan -out=p$round -var gen=$gen
     check_eq "plan -out $round: exit code" "$?" 0
     (cd "$w" && tofu show -json p$round) >"$WORK/p$round.json"
+    eval "run_plan$round=$(last_run "$db")"
     judge "plan -out $round" "$(last_run "$db")" "$WORK/s$((round - 1)).json" "$WORK/p$round.json"
     check_eq "plan -out $round: every call named" "$LAST_NAMED" "$LAST_N"
     checked "plan -out $round"
@@ -138,6 +151,7 @@ for round in 1 2; do
     tftap_run apply p$round
     check_eq "apply PLANFILE $round: exit code" "$?" 0
     state s$round
+    eval "run_apply$round=$(last_run "$db")"
     judge "apply PLANFILE $round" "$(last_run "$db")" "$WORK/s$((round - 1)).json" "$WORK/s$round.json"
     check_eq "apply PLANFILE $round: every call named" "$LAST_NAMED" "$LAST_N"
     checked "apply PLANFILE $round"
@@ -146,7 +160,6 @@ done
 # Module addresses filter show, check, diff and mock as any address does:
 # module.m (every instance, and the modules within), module.m[0],
 # module.m.TYPE.NAME (in every instance of m), a nested module.
-run_plan1=2 run_plan2=4 run_apply1=3
 shown() { # RUN FILTER: the addresses `show --json` lists, sorted, one line
     "$TFTAP" show --db "$db" --all --json "$1" "$2" | jq -r '[.changes[].address] | unique | join(" ")'
 }
@@ -246,6 +259,9 @@ judge "plan" "$run" "$WORK/s5.json" "$WORK/truth-plan.json"
 check_eq "plan: every call about an existing object named" \
     "$(jq '[.[] | select(.verdict == "unnamed" and .prior != "null" and .prior != null)] | length' \
         "$WORK/verdicts-$run.json")" 0
+check_eq "plan: every new object named (its plan made again)" \
+    "$(jq '[.[] | select(.verdict == "unnamed" and .method != "ReadDataSource")] | length' \
+        "$WORK/verdicts-$run.json")" 0
 checked "plan"
 # The same plan saved: tftap diff pairs the unnamed creates of the plain
 # plan with the named ones, by type and order (before: "only in run A/B").
@@ -292,7 +308,9 @@ check_eq "destroy: every call named but reads of data sources with count" \
 checked "destroy"
 
 # The configuration is read only where it can be read with certainty: a
-# heredoc or an override file, and nothing is named from it.
+# heredoc or an override file, and nothing is named from it. (A state file
+# of the command's own, -state: its plan is not made again, the
+# configuration alone names.)
 g=$WORK/giveup
 mkdir -p "$g"
 cat >"$g/main.tf" <<'EOF'
@@ -307,7 +325,8 @@ resource "tftest6_pet" "solo" {
 EOF
 (cd "$g" && tofu init -input=false -no-color >/dev/null) || not_ok "giveup: init"
 named_in_plain_plan() { # the addresses a plain plan of $g names
-    (cd "$g" && "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color >/dev/null 2>&1) ||
+    (cd "$g" && "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color -state=own.tfstate \
+        >/dev/null 2>&1) ||
         not_ok "giveup: plan"
     sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = (SELECT max(id) FROM runs)
         AND address IS NOT NULL"
@@ -456,7 +475,17 @@ sed -i 's/id = "srv-d"/id = "srv-${"e"}"/; s/imp\["d"\]/imp["e"]/' "$iw/import.t
 sed -i 's/"c\\"q", "d"\]/"c\\"q", "d", "e"]/' "$iw/main.tf"
 (cd "$iw" && "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color >"$WORK/out-import.txt" 2>&1)
 check_eq "plan with a templated import id: exit code" "$?" 0
-check_eq "plan with a templated import id: the imported object not named" \
+(cd "$iw" && tofu plan -input=false -no-color -out=truth.plan >/dev/null &&
+    tofu show -json truth.plan) >"$WORK/i-plan-e.json"
+judge "plan with a templated import id" "$(last_run "$db")" "$WORK/i3.json" "$WORK/i-plan-e.json"
+check_eq "plan with a templated import id: the imported object named by the plan made again" \
+    "$(sqlite3 "$db" "SELECT count(address) || ' of ' || count(*) || ' ' || group_concat(DISTINCT address)
+        FROM v_resource_changes WHERE run_id = $(last_run "$db") AND prior ->> '$.id' = 'srv-e'")" \
+    '2 of 2 tftest5_server.imp["e"]'
+(cd "$iw" && "$TFTAP" run --db "$db" -- tofu plan -input=false -no-color -state=terraform.tfstate \
+    >"$WORK/out-import.txt" 2>&1)
+check_eq "plan with a templated import id, -state: exit code" "$?" 0
+check_eq "plan with a templated import id, not made again: nothing taken from the block" \
     "$(sqlite3 "$db" "SELECT count(address) || ' of ' || count(*) FROM v_resource_changes
         WHERE run_id = $(last_run "$db") AND prior ->> '$.id' = 'srv-e'")" "0 of 2"
 
@@ -545,7 +574,7 @@ rm -r "$tw/other" "$tw/tests/other.tftest.hcl"
 rw=$WORK/rep
 new_dir "$top_srcdir/tests/e2e/configs/naming" "$rw"
 (cd "$rw" && tofu init -input=false -no-color >/dev/null) || not_ok "replay: init"
-(cd "$rw" && "$TFTAP" replay "$db:1" --db "$db" -- tofu plan -input=false -no-color -var gen=1 \
+(cd "$rw" && "$TFTAP" replay "$db:$run_plain0" --db "$db" -- tofu plan -input=false -no-color -var gen=1 \
     >"$WORK/out-replay.txt" 2>&1)
 check_eq "replayed plan: exit code" "$?" 0
 judge "replayed plan" "$(last_run "$db")" "$WORK/empty.json" "$WORK/truth0-plan.json"
