@@ -52,6 +52,11 @@ struct replay_book {
     tftap_buf text;
     pthread_mutex_t lock;
     struct filled *filled;
+    /* The entries with a digest, by digest and then in call order: a call
+     * finds those that asked the same text without passing over the
+     * others (thousands of calls of one type made a replay quadratic). */
+    size_t *by_digest;
+    size_t nby_digest;
     const char *provider; /* during load only */
     int err;              /* during load only */
 };
@@ -206,6 +211,7 @@ void replay_book_free(replay_book *b)
         free(e->status_message);
     }
     free(b->v);
+    free(b->by_digest);
     tftap_hmac_free(b->mac);
     tftap_buf_done(&b->text);
     for (size_t i = 0; i < b->nignore; i++)
@@ -236,6 +242,41 @@ static int redacted_equal(void *ctx, const sj_node *redacted, const sj_node *val
            memcmp(h->str, pre, sizeof pre - 1) == 0 && !tftap_buf_failed(&b->text) &&
            tftap_hmac_hex(b->mac, b->text.data, b->text.len, hex) == 0 &&
            memcmp(h->str + sizeof pre - 1, hex, 64) == 0;
+}
+
+/* b->by_digest's order: by digest, then call order (the index). */
+static int by_digest_cmp(const void *x, const void *y, void *book)
+{
+    const replay_book *b = book;
+    size_t i = *(const size_t *)x, j = *(const size_t *)y;
+    int c = memcmp(b->v[i].digest, b->v[j].digest, 64);
+    return c ? c : (i > j) - (i < j);
+}
+
+static int index_digests(replay_book *b)
+{
+    if (!(b->by_digest = malloc(b->n * sizeof *b->by_digest)))
+        return TFTAP_ENOMEM;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->v[i].has_digest)
+            b->by_digest[b->nby_digest++] = i;
+    qsort_r(b->by_digest, b->nby_digest, sizeof *b->by_digest, by_digest_cmp, b);
+    return 0;
+}
+
+/* The first position in b->by_digest whose entry's digest is not below
+ * digest. */
+static size_t digest_lower(const replay_book *b, const char *digest)
+{
+    size_t lo = 0, hi = b->nby_digest;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (memcmp(b->v[b->by_digest[mid]].digest, digest, 64) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 int replay_book_load(store *s, int64_t run_id, const char *provider, const replay_book_opts *o,
@@ -276,6 +317,8 @@ int replay_book_load(store *s, int64_t run_id, const char *provider, const repla
         rc = TFTAP_ENOTFOUND;
         goto fail;
     }
+    if ((rc = index_digests(b)) != 0)
+        goto fail;
     *out = b;
     return 0;
 fail:
@@ -499,26 +542,48 @@ int replay_book_answer(replay_book *b, const char *rpc, const char *type_name,
     }
     pthread_mutex_lock(&b->lock);
     const struct entry *hit = NULL, *last = NULL;
-    /* First only the requests with the same canonical text; all of them
-     * when none of those matches (the mismatch needs them anyway). */
-    for (int pass = hashed ? 0 : 1; pass < 2 && !rc && !hit && !last; pass++)
-        for (size_t i = 0; i < b->n && !hit; i++) {
-            struct entry *e = &b->v[i];
-            if (!same_key(e, rpc, type_name))
+    /* First only the requests with the same canonical text (the first of
+     * them not answered yet, else the last); all of them when none of
+     * those matches (the mismatch needs them anyway). */
+    if (hashed) {
+        size_t lo = digest_lower(b, digest), hi = lo;
+        while (hi < b->nby_digest && memcmp(b->v[b->by_digest[hi]].digest, digest, 64) == 0)
+            hi++;
+        for (size_t k = lo; k < hi && !hit && !rc; k++) {
+            struct entry *e = &b->v[b->by_digest[k]];
+            if (e->answered || !same_key(e, rpc, type_name))
                 continue;
-            if (pass == 0 && (!e->has_digest || memcmp(e->digest, digest, 64) != 0))
-                continue;
-            rc = matches(b, e, now);
-            if (rc < 0)
-                break;
-            if (rc == 1 && !e->answered) {
+            if ((rc = matches(b, e, now)) == 1) {
                 e->answered = 1;
                 hit = e;
-            } else if (rc == 1) {
-                last = e;
             }
-            rc = 0;
+            rc = rc < 0 ? rc : 0;
         }
+        for (size_t k = hi; k > lo && !hit && !last && !rc; k--) {
+            const struct entry *e = &b->v[b->by_digest[k - 1]];
+            if (!e->answered || !same_key(e, rpc, type_name))
+                continue;
+            if ((rc = matches(b, e, now)) == 1)
+                last = e;
+            rc = rc < 0 ? rc : 0;
+        }
+    }
+    int all = !hit && !last;
+    for (size_t i = 0; all && !rc && i < b->n && !hit; i++) {
+        struct entry *e = &b->v[i];
+        if (!same_key(e, rpc, type_name))
+            continue;
+        rc = matches(b, e, now);
+        if (rc < 0)
+            break;
+        if (rc == 1 && !e->answered) {
+            e->answered = 1;
+            hit = e;
+        } else if (rc == 1) {
+            last = e;
+        }
+        rc = 0;
+    }
     if (!rc && !hit)
         hit = last;
     if (!rc && hit) {
