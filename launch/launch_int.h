@@ -320,16 +320,19 @@ int run_local_state(const char *workdir, char *const *args, tftap_buf *out);
 
 /* ---- run_replan.c ---- */
 
-/* An apply without a plan file that failed: the plan it made, made again
- * offline against its recording (tftap replay) from the state before it,
- * as `CLI show -json` prints it, into plan; it names the creates that
- * failed among instances of count or for_each, which nothing else does.
+/* A plan not saved (no -out) that succeeded, or an apply without a plan
+ * file that failed: the plan it made, made again offline against its
+ * recording (tftap replay) from the state before it, as `CLI show -json`
+ * prints it, into plan; it names the new objects of count or for_each
+ * (and the creates that failed among them), which nothing else does.
  * Only where that plan is the same (a local state in clear, no providers
  * reattached, no arguments for the apply or the plan alone, no two calls
  * asking the same answered differently: analysis_replay_repeatable).
- * Writes nothing of the user's. 0, or -1 when there is none (plan
- * empty). */
-int run_replan(const struct run_end *e, store *s, tftap_buf *plan);
+ * config: the configuration as run_config_doc reads it (empty: not
+ * read); when read, only its blocks of the types whose calls are still
+ * unnamed are planned again (-target). Writes nothing of the user's. 0,
+ * or -1 when there is none (plan empty). */
+int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap_buf *plan);
 
 /* ---- run_spans.c ---- */
 

@@ -517,9 +517,9 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
                                   tests ? e->args : NULL, &out, &plan, &config, docs);
         if (match_counted(s, e->run_id, docs, ndocs, &unnamed) != 0)
             launch_error("matching calls to addresses failed: %s", store_errmsg(s));
-        else if (unnamed > 0 && ndocs < 5 && run_replan(e, s, &replan) == 0) {
-            /* A failed apply's creates no document names: its plan, made
-             * again, names them. */
+        else if (unnamed > 0 && ndocs < 5 && run_replan(e, s, &config, &replan) == 0) {
+            /* The new objects of a plan not saved, a failed apply's
+             * creates: no document names them but their plan, made again. */
             docs[ndocs++] = (analysis_match_doc){replan.data, replan.len, 0, 0};
             if (match_apply(s, e->run_id, docs, ndocs) != 0)
                 launch_error("matching calls to addresses failed: %s", store_errmsg(s));

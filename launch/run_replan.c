@@ -93,10 +93,97 @@ static int replannable(const struct run_end *e, store *s)
     return analysis_replay_repeatable(s, e->run_id, &repeatable) == 0 && repeatable;
 }
 
-int run_replan(const struct run_end *e, store *s, tftap_buf *plan)
+/* The types (and modes) of the run's resource calls left unnamed. */
+struct unnamed {
+    tftap_buf types; /* "d" or "m", the type, NUL; one after the other */
+};
+
+static int on_name(void *ctx, const char *rpc, const char *type_name, const char *address)
+{
+    struct unnamed *u = ctx;
+    if (address != NULL || type_name == NULL || rpc == NULL)
+        return 0;
+    int data = strcmp(rpc, "ReadDataSource") == 0;
+    if (!data && strcmp(rpc, "PlanResourceChange") != 0 &&
+        strcmp(rpc, "ApplyResourceChange") != 0 && strcmp(rpc, "ReadResource") != 0)
+        return 0;
+    tftap_buf_putc(&u->types, data ? 'd' : 'm');
+    tftap_buf_puts(&u->types, type_name);
+    tftap_buf_putc(&u->types, '\0');
+    return tftap_buf_failed(&u->types) ? TFTAP_ENOMEM : 0;
+}
+
+static int unnamed_has(const struct unnamed *u, int data, const char *type)
+{
+    for (size_t i = 0; i < u->types.len; i += strlen(u->types.data + i) + 1)
+        if (u->types.data[i] == (data ? 'd' : 'm') && strcmp(u->types.data + i + 1, type) == 0)
+            return 1;
+    return 0;
+}
+
+/* -target= arguments, one a line into targets: the configuration's blocks
+ * (config, run_config_doc's document) of the types whose calls stayed
+ * unnamed; a block inside a module by its module call at the root (a
+ * target through a module with count or for_each must name an instance of
+ * it, or all of them so). The plan made again covers those and what they
+ * depend on: a plan of thousands of objects, a handful of them new, is
+ * made again for the handful. 1 with targets, 0 when the whole plan is to
+ * be made again (the configuration not read with certainty, or the
+ * command targets for itself), -1 when no block is of such a type, or on
+ * error. */
+static int replan_targets(const struct run_end *e, store *s, const tftap_buf *config,
+                          tftap_buf *targets)
+{
+    for (size_t i = 0; e->args[i] != NULL; i++) {
+        const char *a = e->args[i][0] == '-' && e->args[i][1] == '-' ? e->args[i] + 1 : e->args[i];
+        if (strncmp(a, "-target", 7) == 0 || strncmp(a, "-exclude", 8) == 0)
+            return 0;
+    }
+    if (config == NULL || config->len == 0)
+        return 0;
+    struct unnamed u = {TFTAP_BUF_INIT};
+    sj_doc *doc = NULL;
+    int rc = -1, ok = store_run_names_each(s, e->run_id, on_name, &u) == 0 &&
+                      sj_parse(config->data, config->len, 0, &doc) == 0;
+    const sj_node *blocks = ok ? sj_get(sj_root(doc), "tftap_config") : NULL;
+    for (const sj_node *b = blocks ? blocks->child : NULL; b != NULL; b = b->next) {
+        const sj_node *addr = sj_get(b, "address"), *type = sj_get(b, "type"),
+                      *mode = sj_get(b, "mode");
+        if (!addr || addr->kind != SJ_STRING || !type || type->kind != SJ_STRING || !mode ||
+            mode->kind != SJ_STRING || !unnamed_has(&u, strcmp(mode->str, "data") == 0, type->str))
+            continue;
+        size_t len = addr->len;
+        if (strncmp(addr->str, "module.", 7) == 0)
+            len = 7 + strcspn(addr->str + 7, ".");
+        /* Once each (modules hold many blocks). */
+        int seen = 0;
+        for (size_t i = 0; i < targets->len && !seen; i += strcspn(targets->data + i, "\n") + 1)
+            seen = strncmp(targets->data + i + 8, addr->str, len) == 0 &&
+                   targets->data[i + 8 + len] == '\n';
+        if (!seen)
+            tftap_buf_printf(targets, "-target=%.*s\n", (int)len, addr->str);
+        rc = 1;
+    }
+    if (tftap_buf_failed(targets))
+        rc = -1;
+    sj_free(doc);
+    tftap_buf_done(&u.types);
+    return rc;
+}
+
+int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap_buf *plan)
 {
     if (!replannable(e, s))
         return -1;
+    tftap_buf targets = TFTAP_BUF_INIT;
+    int targeted = replan_targets(e, s, config, &targets);
+    if (targeted < 0) {
+        tftap_buf_done(&targets);
+        return -1;
+    }
+    size_t ntargets = 0;
+    for (size_t i = 0; i < targets.len; i++)
+        ntargets += targets.data[i] == '\n';
     const char *tmpdir = getenv("TMPDIR");
     tftap_buf t = TFTAP_BUF_INIT, state = TFTAP_BUF_INIT, out = TFTAP_BUF_INIT,
               statefile = TFTAP_BUF_INIT, planfile = TFTAP_BUF_INIT, runid = TFTAP_BUF_INIT,
@@ -127,7 +214,7 @@ int run_replan(const struct run_end *e, store *s, tftap_buf *plan)
     size_t nargs = 0;
     while (e->args[nargs] != NULL)
         nargs++;
-    if ((argv = calloc(nargs + 16, sizeof *argv)) == NULL)
+    if ((argv = calloc(nargs + ntargets + 16, sizeof *argv)) == NULL)
         goto done;
     size_t n = 0;
     argv[n++] = self;
@@ -153,6 +240,10 @@ int run_replan(const struct run_end *e, store *s, tftap_buf *plan)
     argv[n++] = "-lock=false";
     argv[n++] = out.data;
     argv[n++] = state.data;
+    for (size_t i = 0; i < targets.len; i += strlen(targets.data + i) + 1) {
+        targets.data[i + strcspn(targets.data + i, "\n")] = '\0';
+        argv[n++] = targets.data + i;
+    }
     argv[n] = NULL;
     if (capture(argv, NULL, e->workdir, 64u << 20, &discard) != 0)
         goto done;
@@ -176,5 +267,6 @@ done:
     tftap_buf_done(&planfile);
     tftap_buf_done(&runid);
     tftap_buf_done(&discard);
+    tftap_buf_done(&targets);
     return rc;
 }
