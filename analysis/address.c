@@ -290,6 +290,16 @@ struct verdict_of {
 };
 enum { V_NO_PAIR, V_RULED_OUT, V_NONE_AGREE, V_AGREES };
 
+/* Is what an earlier run read of a data source instance (the state
+ * before) beside the point: a document after the run (a saved plan's
+ * prior state, the state after) holds what this run read of it? The
+ * instances a read agrees with are then told apart by that alone: two
+ * instances reading the same now are equal, whatever they read before. */
+static int read_since(const struct call_vals *c, const struct instance *in, int m)
+{
+    return c->rpc == R_DATA && m == MO_B0 && (in->nval[MO_BR] > 0 || in->nval[MO_AS] > 0);
+}
+
 static struct verdict_of score_instance(const struct call_vals *c, const struct instance *in)
 {
     struct verdict_of r = {V_NO_PAIR, 0, 0, 0};
@@ -311,7 +321,7 @@ static struct verdict_of score_instance(const struct call_vals *c, const struct 
             continue;
         for (int m = 0; m < MO_N; m++) {
             int mode = pair_mode(c, k, m);
-            if (mode == P_NONE || in->nval[m] == 0)
+            if (mode == P_NONE || in->nval[m] == 0 || read_since(c, in, m))
                 continue;
             long best = -1;
             for (unsigned j = 0; j < in->nval[m]; j++) {
@@ -772,6 +782,8 @@ static int all_equal(const struct instances *is, const size_t *tied, size_t n,
     for (size_t t = 1; t < n; t++) {
         const struct instance *b = &is->v[tied[t]];
         for (int m = 0; m < MO_N; m++) {
+            if (read_since(c, a, m) && read_since(c, b, m))
+                continue;
             if (a->nval[m] != b->nval[m])
                 return 0;
             for (unsigned j = 0; j < a->nval[m]; j++)

@@ -66,21 +66,29 @@ static int write_private(const char *path, const tftap_buf *content)
 }
 
 /* Is the run one whose plan can be made again, and is it worth it? A
- * plan not saved that succeeded (0, or 2 of -detailed-exitcode), or an
- * apply without a plan file that failed. */
+ * plan not saved that succeeded (0, or 2 of -detailed-exitcode), an apply
+ * without a plan file that failed or only refreshed, a refresh, a
+ * destroy: what they planned no document names (a refresh's and a
+ * destroy's reads of data sources with count, say). */
 static int replannable(const struct run_end *e, store *s)
 {
     int plan = strcmp(e->sub, "plan") == 0 && e->planfile == NULL && (e->code == 0 || e->code == 2);
-    int apply = strcmp(e->sub, "apply") == 0 && e->applied_plan == NULL && e->code != 0;
-    if (!(plan || apply) || e->refresh_only || !e->have_before || !e->is_cli)
+    int apply = strcmp(e->sub, "apply") == 0 && e->applied_plan == NULL &&
+                (e->code != 0 || e->refresh_only);
+    if (!(plan || apply || strcmp(e->sub, "refresh") == 0 || strcmp(e->sub, "destroy") == 0) ||
+        !e->have_before || !e->is_cli)
         return 0;
     /* Helpers with an environment of their own (an acceptance test's
      * front, a replay), providers the CLI reattaches to (they would
-     * answer, not the recording), arguments only the apply or only a plan
-     * was given (a plan's own reach the plan made again too): not the
+     * answer, not the recording), arguments only the command or only a
+     * plan was given (a plan's own reach the plan made again too): not the
      * same plan. */
-    if (e->aux_env != NULL || getenv("TF_REATTACH_PROVIDERS") != NULL ||
-        (apply && (getenv("TF_CLI_ARGS_apply") != NULL || getenv("TF_CLI_ARGS_plan") != NULL)))
+    tftap_buf var = TFTAP_BUF_INIT;
+    tftap_buf_printf(&var, "TF_CLI_ARGS_%s", e->sub);
+    int own_args = !plan && (tftap_buf_failed(&var) || getenv(tftap_buf_cstr(&var)) != NULL ||
+                             getenv("TF_CLI_ARGS_plan") != NULL);
+    tftap_buf_done(&var);
+    if (e->aux_env != NULL || getenv("TF_REATTACH_PROVIDERS") != NULL || own_args)
         return 0;
     /* The state before goes into a file of ours: only a local state the
      * defaults place, in clear (run_local_state). */
@@ -235,6 +243,10 @@ int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap
             strncmp(f, "-detailed-exitcode=", 19) == 0)
             continue;
         argv[n++] = a == e->sub ? "plan" : (char *)a;
+        if (a == e->sub && strcmp(a, "refresh") == 0)
+            argv[n++] = "-refresh-only";
+        else if (a == e->sub && strcmp(a, "destroy") == 0)
+            argv[n++] = "-destroy";
     }
     argv[n++] = "-input=false";
     argv[n++] = "-lock=false";
