@@ -288,6 +288,7 @@ struct run_end {
     int64_t ended_us; /* when it exited */
     const char *cli_path;
     char *const *aux_env; /* the helpers' environment (NULL: ours) */
+    int replayed;         /* tftap replay's: its providers answer from a recording */
     const char *workdir;
     const char *sub;          /* the CLI's subcommand, or NULL */
     const char *planfile;     /* -out's file, absolute, or NULL */

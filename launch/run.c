@@ -591,6 +591,7 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
             .ended_us = ended_us,
             .cli_path = cmd[0],
             .aux_env = aux_env,
+            .replayed = ro->providers != NULL,
             .workdir = workdir,
             .sub = cl.sub,
             .planfile = planfile,

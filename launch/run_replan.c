@@ -79,16 +79,17 @@ static int replannable(const struct run_end *e, store *s)
         !e->have_before || !e->is_cli)
         return 0;
     /* Helpers with an environment of their own (an acceptance test's
-     * front, a replay), providers the CLI reattaches to (they would
-     * answer, not the recording), arguments only the command or only a
-     * plan was given (a plan's own reach the plan made again too): not the
-     * same plan. */
+     * front; a replay's is only the CLI config of its providers, and its
+     * recording answers as they did), providers the CLI reattaches to
+     * (they would answer, not the recording), arguments only the command
+     * or only a plan was given (a plan's own reach the plan made again
+     * too): not the same plan. */
     tftap_buf var = TFTAP_BUF_INIT;
     tftap_buf_printf(&var, "TF_CLI_ARGS_%s", e->sub);
     int own_args = !plan && (tftap_buf_failed(&var) || getenv(tftap_buf_cstr(&var)) != NULL ||
                              getenv("TF_CLI_ARGS_plan") != NULL);
     tftap_buf_done(&var);
-    if (e->aux_env != NULL || getenv("TF_REATTACH_PROVIDERS") != NULL || own_args)
+    if ((e->aux_env != NULL && !e->replayed) || getenv("TF_REATTACH_PROVIDERS") != NULL || own_args)
         return 0;
     /* The state before goes into a file of ours: only a local state the
      * defaults place, in clear (run_local_state). */

@@ -574,9 +574,8 @@ rm -r "$tw/other" "$tw/tests/other.tftest.hcl"
 
 # Replays: the first plans of the naming configuration, answered by their
 # recordings in a directory of their own with nothing applied (as when they
-# were recorded), are named as the originals were: the plan not saved from
-# the configuration where it is certain, the saved plan and its apply
-# wholly.
+# were recorded), are named as the originals were: wholly (the plan not
+# saved by its plan made again, from the replay's own recording).
 rw=$WORK/rep
 new_dir "$top_srcdir/tests/e2e/configs/naming" "$rw"
 (cd "$rw" && tofu init -input=false -no-color >/dev/null) || not_ok "replay: init"
@@ -584,6 +583,8 @@ new_dir "$top_srcdir/tests/e2e/configs/naming" "$rw"
     >"$WORK/out-replay.txt" 2>&1)
 check_eq "replayed plan: exit code" "$?" 0
 judge "replayed plan" "$(last_run "$db")" "$WORK/empty.json" "$WORK/truth0-plan.json"
+check_eq "replayed plan: every call named (its plan made again from the replay's recording)" \
+    "$LAST_NAMED" "$LAST_N"
 checked "replayed plan"
 (cd "$rw" && "$TFTAP" replay "$db:$run_plan1" --db "$db" -- tofu plan -input=false -no-color \
     -var gen=1 -out=pr >"$WORK/out-replay.txt" 2>&1)
