@@ -202,6 +202,29 @@ fi
 check_eq "--out: the command was recorded as a run" "$(($(last_run "$db") > before))" 1
 check "no real provider was started" test ! -e "$WORK/rpc.log"
 
+# ---- --no-record: the command straight against the recording -------------------------
+mkdir -p "$WORK/rn"
+config hello >"$WORK/rn/main.tf"
+before=$(last_run "$db")
+(cd "$WORK/rn" && "$TFTAP" replay "$db" --run "$run_plan" --no-record -- tofu plan -input=false \
+    -no-color -detailed-exitcode >"$WORK/norec.out" 2>"$WORK/norec.err")
+check_eq "--no-record: the command's exit code" "$?" "$plan_rc"
+if normalized "$WORK/plan.orig" >"$WORK/a" && normalized "$WORK/norec.out" >"$WORK/b" &&
+    cmp -s "$WORK/a" "$WORK/b"; then
+    ok "--no-record: the same plan text"
+else
+    not_ok "--no-record: the plan text (< original, > replay)"
+    diff "$WORK/a" "$WORK/b" | head -20
+fi
+check_eq "--no-record: nothing recorded" "$(last_run "$db")" "$before"
+check "--no-record: no database where it ran" test ! -e "$WORK/rn/.tftap"
+check "--no-record: nothing left in TMPDIR" test -z "$(ls -A "$TMPDIR")"
+"$TFTAP" replay "$db" --run "$run_plan" --no-record --db "$db" -- tofu plan >/dev/null 2>"$WORK/nr.err"
+check_eq "--no-record with --db: a usage error" "$?" 2
+"$TFTAP" replay "$db" --run "$run_plan" --no-record >/dev/null 2>&1
+check_eq "--no-record without a command: a usage error" "$?" 2
+check "no real provider was started" test ! -e "$WORK/rpc.log"
+
 # ---- a SOURCE from someone else -----------------------------------------------------------
 # The address goes into the scripts' comment lines: a newline in it must not
 # become a shell command.
