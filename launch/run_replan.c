@@ -91,6 +91,13 @@ static int replannable(const struct run_end *e, store *s)
     tftap_buf_done(&var);
     if ((e->aux_env != NULL && !e->replayed) || getenv("TF_REATTACH_PROVIDERS") != NULL || own_args)
         return 0;
+    /* A plan that writes a file of the user's besides its plan would write
+     * it again. */
+    for (size_t i = 0; e->args[i] != NULL; i++) {
+        const char *a = e->args[i][0] == '-' && e->args[i][1] == '-' ? e->args[i] + 1 : e->args[i];
+        if (strncmp(a, "-generate-config-out", 20) == 0)
+            return 0;
+    }
     /* The state before goes into a file of ours: only a local state the
      * defaults place, in clear (run_local_state). */
     tftap_buf st = TFTAP_BUF_INIT;
