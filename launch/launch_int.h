@@ -266,7 +266,7 @@ void workdir_snap_take(const char *workdir, struct workdir_snap *w);
 void workdir_snap_store(const char *db, int64_t run_id, const struct workdir_snap *w);
 void workdir_snap_done(struct workdir_snap *w);
 
-/* ---- run_end.c: after the command, the record made final ---- */
+/* ---- run_state.c: the state a command starts from ---- */
 
 /* Before the command, for the matching after it: the state the command
  * starts from, the only record of objects it may destroy or that a plan
@@ -275,6 +275,14 @@ void workdir_snap_done(struct workdir_snap *w);
  * ours). */
 int run_state_before(const char *cli_path, char *const *env, const char *workdir, char *const *args,
                      tftap_buf *out);
+
+/* The local state file the command in workdir with args uses when nothing
+ * but the defaults decide where it is (no backend, no -state), read into
+ * out: 0 (out empty when there is no such file yet), or -1 when the state
+ * is not such a file or it cannot be read (or is encrypted). */
+int run_local_state(const char *workdir, char *const *args, tftap_buf *out);
+
+/* ---- run_end.c: after the command, the record made final ---- */
 
 /* The recorder processes' log beside the database (see proxy.h), heap, or
  * NULL when out of memory. */
@@ -312,12 +320,6 @@ struct run_end {
  * the database away, leave all that to a finisher in the background. *s:
  * the run's connection if kept open through the command, closed here. */
 void run_end(const struct run_end *e, store **s, char **version, struct captured *ver);
-
-/* The local state file the command in workdir with args uses when nothing
- * but the defaults decide where it is (no backend, no -state), read into
- * out: 0 (out empty when there is no such file yet), or -1 when the state
- * is not such a file or it cannot be read (or is encrypted). */
-int run_local_state(const char *workdir, char *const *args, tftap_buf *out);
 
 /* ---- run_replan.c ---- */
 
