@@ -30,8 +30,8 @@ static void run_usage(FILE *f)
             "COMMAND, the provider under test (TF_REATTACH_PROVIDERS) relayed and recorded\n"
             "too (docs/acceptance-tests.md).\n\n" CLI_RECORDING_OPTIONS_HELP
             "  --no-match           do not tie calls to resource addresses after the command\n"
-            "                       (no 'state pull', 'show -json' or failed apply's plan\n"
-            "                       made again)\n"
+            "                       (no 'state pull', 'show -json' or plan made again from\n"
+            "                       the recording, offline, to name new instances)\n"
             "  --reattach           start each provider once, behind tftap, and let the CLI\n"
             "                       attach to it (TF_REATTACH_PROVIDERS) instead of using\n"
             "                       shims; every alias of a provider then shares one process\n",
