@@ -312,14 +312,18 @@ struct run_end {
     int is_cli;        /* the command is tofu or terraform itself */
     char *const *args; /* its arguments (after its name) */
     char *const *env;  /* its environment */
+    /* db is a spool holding the run back from this PostgreSQL record (URI),
+     * or NULL: a finisher copies the run into it once it has ended it */
+    const char *record;
 };
 
 /* Wait for every recorder of the run, then record the run's end, report
  * its gaps and the recorders' log, tie its calls to addresses, check it
  * and record the CLI's version (*version, read from ver when NULL); or,
- * the database away, leave all that to a finisher in the background. *s:
- * the run's connection if kept open through the command, closed here. */
-void run_end(const struct run_end *e, store **s, char **version, struct captured *ver);
+ * the database away, leave all that to a finisher in the background
+ * (returns 1; it also copies a spool's run into e->record then), else 0.
+ * *s: the run's connection if kept open through the command, closed here. */
+int run_end(const struct run_end *e, store **s, char **version, struct captured *ver);
 
 /* ---- run_replan.c ---- */
 

@@ -192,6 +192,7 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
     tftap_buf err = TFTAP_BUF_INIT;
     char *exe = NULL, *db = NULL, *workdir = NULL, *cwd = NULL, *version = NULL;
     char *spool = NULL, *record = NULL; /* a PostgreSQL record's run held in a spool */
+    int deferred = 0;                   /* the run's end left to a finisher in the background */
     int no_spool = 0;                   /* why there is none, when there must be one */
     char *tmp = NULL, *config = NULL, **env = NULL, *planfile = NULL, *log_path = NULL;
     char *applied_plan = NULL;
@@ -607,11 +608,13 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
             .is_cli = is_cli,
             .args = cmd + 1,
             .env = env,
+            .record = record,
         };
-        run_end(&e, &s, &version, &ver);
+        deferred = run_end(&e, &s, &version, &ver);
     }
     workdir_snap_store(db, run_id, &snap);
-    if (record != NULL && run_id > 0) {
+    /* A run whose end a finisher records is copied by it, once ended. */
+    if (record != NULL && run_id > 0 && !deferred) {
         store_close(s); /* the spool's file is removed once copied */
         s = NULL;
         run_spool_publish(record, db, run_id, run_finish_wait_ms(), 0);

@@ -275,6 +275,9 @@ static int finish_later(const struct run_end *e, const char *db, int64_t run_id,
                      (rc = store_run_end_at(s, run_id, code, ended_us)) == 0) {
                 run_export_spans(s, run_id);
                 store_close(s);
+                /* Ended and redacted: a spool's run may go to its record. */
+                if (e->record != NULL)
+                    run_spool_publish(e->record, db, run_id, wait_ms, 1);
                 _exit(0);
             } else
                 snprintf(why, sizeof why, "cannot write it: %s",
@@ -525,7 +528,7 @@ static void analyses_apart(const struct run_end *e, int plans, int after, int pa
                  (long long)e->run_id);
 }
 
-void run_end(const struct run_end *e, store **s, char **version, struct captured *ver)
+int run_end(const struct run_end *e, store **s, char **version, struct captured *ver)
 {
     /* The record is final only once every recorder has written what its
      * proxy relayed: the run's end, its gaps and the address matching
@@ -614,7 +617,7 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
             tftap_buf_done(&out);
             tftap_buf_done(&plan);
             tftap_buf_done(&config);
-            return;
+            return 1;
         }
         if (store_run_get(*s, e->run_id, run_lost, &lost) == 0 && lost > 0) {
             /* The recorders' own warnings go to their log, not to the
@@ -631,4 +634,5 @@ void run_end(const struct run_end *e, store **s, char **version, struct captured
         *s = NULL;
         analyses_apart(e, plans, after, partial, *version);
     }
+    return 0;
 }

@@ -733,14 +733,18 @@ int run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *cons
         from_config(a, workdir, args, env);
     analysis_redaction r;
     int rc = analysis_redact_run(s, run_id, a, &r);
-    /* A run held back in a spool may now be copied into its record. */
-    if (rc == 0)
-        rc = store_run_hold_back(s, run_id, 0) == 0 ? 0 : TFTAP_ESTORE;
     if (rc != 0)
         launch_error("could not redact the values core marks sensitive in run %lld (%s): the "
                      "record holds them in clear; remove it with care",
                      (long long)run_id, rc == TFTAP_ESTORE ? store_errmsg(s) : tftap_strerror(rc));
-    else if (rewrite && (r.calls > 0 || r.arguments > 0)) {
+    /* A run held back in a spool may be copied into its record once the
+     * last of its writers has redacted it: before, another recorder still
+     * writes values in clear. */
+    else if (rewrite && store_run_hold_back(s, run_id, 0) != 0)
+        launch_error("run %lld is redacted but could not be marked so (%s): it stays held back "
+                     "and is not copied into a record",
+                     (long long)run_id, store_errmsg(s));
+    if (rc == 0 && rewrite && (r.calls > 0 || r.arguments > 0)) {
         int scrubbed = store_scrub(s);
         if (scrubbed == 1)
             launch_error(

@@ -9,6 +9,7 @@
  * record copies it, redacting first what its end never did. */
 #include "config.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -220,6 +222,11 @@ static int publish_one(store *record, const char *uri, const char *spool, int or
     store *s = NULL;
     struct spool_runs r = {NULL, 0, 0, 0};
     int left = 0;
+    /* Gone: copied and removed by another (two of a wrapped command's
+     * recorders may leave at once, each the last by what it read). */
+    struct stat st;
+    if (stat(spool, &st) != 0 && errno == ENOENT)
+        return 0;
     if (store_open(spool, 0, &s) != 0 || store_runs_each(s, take_run, &r) != 0 || r.failed) {
         store_close(s);
         free(r.ids);
@@ -281,9 +288,14 @@ static int publish_one(store *record, const char *uri, const char *spool, int or
  * too early). Between two of its provider processes nobody holds it. */
 static int command_alive(const char *rest)
 {
-    if (strncmp(rest, "-w", 2) != 0)
+    /* The whole shape, "-w" digits "-" 16 hex ".db": a plain spool's random
+     * part (mkstemps) may begin with "-w" too. */
+    if (strncmp(rest, "-w", 2) != 0 || !isdigit((unsigned char)rest[2]))
         return 0;
-    long pid = strtol(rest + 2, NULL, 10);
+    char *end = NULL;
+    long pid = strtol(rest + 2, &end, 10);
+    if (*end != '-' || strspn(end + 1, "0123456789abcdef") != 16 || strcmp(end + 17, ".db") != 0)
+        return 0;
     return pid > 1 && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 

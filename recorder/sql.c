@@ -578,9 +578,13 @@ static void answer_digest(recorder *r)
     }
     sdb_finalize(st);
     pthread_mutex_lock(&r->mu);
-    memcpy(r->digest_sha, sha, sizeof sha);
-    r->digest_answered = 1;
-    pthread_cond_broadcast(&r->cv);
+    /* Only for the question still asked: one given up on (2 s) and asked
+     * again about another binary must not get this file's digest. */
+    if (r->digest_asked && !r->digest_answered && strcmp(r->digest_stat, want) == 0) {
+        memcpy(r->digest_sha, sha, sizeof sha);
+        r->digest_answered = 1;
+        pthread_cond_broadcast(&r->cv);
+    }
     pthread_mutex_unlock(&r->mu);
 }
 
