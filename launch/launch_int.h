@@ -146,6 +146,11 @@ struct captured {
  * launch_run gives it, or -1 when it was not started. */
 int capture_finish(struct captured *c, size_t max, tftap_buf *out);
 /* Both at once. */
+/* Go on in the background, as a process of its own that nobody waits for
+ * (setsid, SIGINT, SIGHUP and SIGPIPE ignored, stdio on /dev/null): 0 in
+ * that process (which must _exit), 1 in the caller once it is started,
+ * -1 if it could not be. */
+int run_detach(void);
 int capture(char *const *argv, char *const *env, const char *dir, size_t max, tftap_buf *out);
 
 /* `CLI version -json`, started (the CLI's start-up is most of its cost:
@@ -281,6 +286,17 @@ int run_state_before(const char *cli_path, char *const *env, const char *workdir
  * out: 0 (out empty when there is no such file yet), or -1 when the state
  * is not such a file or it cannot be read (or is encrypted). */
 int run_local_state(const char *workdir, char *const *args, tftap_buf *out);
+
+/* The command's directory and arguments as its run recorded them
+ * (runs.cwd, runs.args), for redacting a run after it. */
+struct run_words {
+    char *cwd;
+    char **args; /* NULL-terminated, or NULL */
+    size_t n;
+};
+/* 0 with w filled (run_words_done frees), else a store error. */
+int run_words_read(store *s, int64_t run_id, struct run_words *w);
+void run_words_done(struct run_words *w);
 
 /* ---- run_end.c: after the command, the record made final ---- */
 

@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -105,6 +107,37 @@ int capture_finish(struct captured *c, size_t max, tftap_buf *out)
 /* Run argv with stdout captured into out (at most max bytes kept) and
  * stderr discarded, with env (NULL = ours). Returns the exit status as
  * launch_run does, or -1 when it could not be started. */
+int run_detach(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        /* Its own child does the work: init's, so nobody waits for it. */
+        pid_t bg = fork();
+        if (bg != 0)
+            _exit(bg < 0 ? 1 : 0); /* the caller learns whether there is one */
+        setsid();
+        signal(SIGINT, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
+        signal(SIGPIPE, SIG_IGN);
+        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (devnull >= 0) {
+            dup2(devnull, STDIN_FILENO);
+            dup2(devnull, STDOUT_FILENO);
+            dup2(devnull, STDERR_FILENO);
+            if (devnull > STDERR_FILENO)
+                close(devnull);
+        }
+        return 0;
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 1 : -1;
+}
+
 int capture(char *const *argv, char *const *env, const char *dir, size_t max, tftap_buf *out)
 {
     struct captured c;

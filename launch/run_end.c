@@ -234,24 +234,8 @@ static int finish_later(const struct run_end *e, const char *db, int64_t run_id,
                         int64_t ended_us, const char *version, const analysis_match_doc *docs,
                         size_t ndocs, int *lock_fds, size_t nlocks, unsigned wait_ms)
 {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        pid_t finisher = fork();
-        if (finisher != 0)
-            _exit(finisher < 0 ? 1 : 0); /* the parent learns whether there is one */
-    }
-    if (pid == 0) {
-        setsid();
-        signal(SIGINT, SIG_IGN);
-        signal(SIGHUP, SIG_IGN);
-        signal(SIGPIPE, SIG_IGN);
-        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (devnull >= 0) {
-            dup2(devnull, STDIN_FILENO);
-            dup2(devnull, STDOUT_FILENO);
-            dup2(devnull, STDERR_FILENO);
-        }
+    int detached = run_detach();
+    if (detached == 0) {
         int64_t deadline = tftap_mono_ms() + wait_ms;
         (void)wrap_recorder_locks_wait_exclusive(
             lock_fds, nlocks, wait_ms < RECORDER_LINGER_MS ? wait_ms : RECORDER_LINGER_MS);
@@ -296,12 +280,7 @@ static int finish_later(const struct run_end *e, const char *db, int64_t run_id,
     }
     for (size_t i = 0; i < nlocks; i++)
         close(lock_fds[i]);
-    if (pid < 0)
-        return -1;
-    int wst = 0;
-    while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
-        ;
-    return WIFEXITED(wst) && WEXITSTATUS(wst) == 0 ? 0 : -1;
+    return detached > 0 ? 0 : -1;
 }
 
 /* How long to wait for the recorders: TFTAP_RECORDER_WAIT seconds, 60 by

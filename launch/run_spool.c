@@ -153,49 +153,18 @@ static int take_run(void *ctx, const store_run_row *row)
     return 0;
 }
 
-/* The command's words of a run whose end never came (runs.args). */
-struct words {
-    char *cwd;
-    char **args; /* NULL-terminated */
-    size_t n;
-};
-
-static int take_words(void *ctx, const store_run_row *row)
-{
-    struct words *w = ctx;
-    sj_doc *d = NULL;
-    w->cwd = row->cwd ? strdup(row->cwd) : NULL;
-    if (row->args_json && sj_parse(row->args_json, strlen(row->args_json), 8, &d) == 0 &&
-        sj_root(d)->kind == SJ_ARRAY) {
-        w->args = calloc(sj_root(d)->n + 1, sizeof *w->args);
-        for (const sj_node *a = sj_root(d)->child; w->args && a; a = a->next)
-            if (a->kind == SJ_STRING && (w->args[w->n] = strdup(a->str)) != NULL)
-                w->n++;
-    }
-    sj_free(d);
-    return 0;
-}
-
-static void words_done(struct words *w)
-{
-    for (size_t i = 0; i < w->n; i++)
-        free(w->args[i]);
-    free(w->args);
-    free(w->cwd);
-}
-
 /* A run held back whose end never redacted it (its tftap run was killed):
  * redacted by what its record tells (its directory's configuration, its
  * arguments; not the environment it had, nor its plan). */
 static void redact_orphan(store *s, int64_t run_id)
 {
-    struct words w = {NULL, NULL, 0};
+    struct run_words w = {NULL, NULL, 0};
     /* Held back until the redaction succeeded (a recorder's run of its
      * own was never marked). */
-    if (store_run_hold_back(s, run_id, 1) == 0 && store_run_get(s, run_id, take_words, &w) == 0)
+    if (store_run_hold_back(s, run_id, 1) == 0 && run_words_read(s, run_id, &w) == 0)
         (void)run_redact_secrets(s, run_id, w.cwd, w.args ? w.args : (char *[]){NULL}, NULL, NULL,
                                  0, 1);
-    words_done(&w);
+    run_words_done(&w);
 }
 
 struct files_to {
@@ -335,22 +304,7 @@ static void publish_orphans(store *record, const char *uri, const char *ours)
  * command is over); what stays is said in the recorders' log. */
 static void publish_later(const char *uri, const char *spool, int64_t run_id, unsigned wait_ms)
 {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        pid_t later = fork();
-        if (later != 0)
-            _exit(later < 0 ? 1 : 0);
-        setsid();
-        signal(SIGINT, SIG_IGN);
-        signal(SIGHUP, SIG_IGN);
-        signal(SIGPIPE, SIG_IGN);
-        int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (devnull >= 0) {
-            dup2(devnull, STDIN_FILENO);
-            dup2(devnull, STDOUT_FILENO);
-            dup2(devnull, STDERR_FILENO);
-        }
+    if (run_detach() == 0) {
         int64_t deadline = tftap_mono_ms() + wait_ms;
         tftap_buf why = TFTAP_BUF_INIT;
         for (;;) {
@@ -389,11 +343,6 @@ static void publish_later(const char *uri, const char *spool, int64_t run_id, un
             close(fd);
         }
         _exit(1);
-    }
-    if (pid > 0) {
-        int st = 0;
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-            ;
     }
 }
 

@@ -1,7 +1,8 @@
 /* launch: the state a command starts from, read before it runs (what the
  * matching after it compares with, the only record of objects a plan not
  * saved to a file never names) and by the plan made again (run_replan.c)
- * and a wrapped command's last recorder (shim.c). */
+ * and a wrapped command's last recorder (shim.c); and the command's words
+ * as its run recorded them, for those who redact a run after it. */
 #include "config.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "launch/launch_int.h"
+#include "store/store.h"
 
 /* The local state file the command will start from, when nothing but the
  * defaults decide where it is: no backend configured in the data dir (a
@@ -98,4 +100,34 @@ int run_state_before(const char *cli_path, char *const *env, const char *workdir
         return -1;
     }
     return 0;
+}
+
+static int take_words(void *ctx, const store_run_row *row)
+{
+    struct run_words *w = ctx;
+    sj_doc *d = NULL;
+    w->cwd = row->cwd ? strdup(row->cwd) : NULL;
+    if (row->args_json && sj_parse(row->args_json, strlen(row->args_json), 8, &d) == 0 &&
+        sj_root(d)->kind == SJ_ARRAY) {
+        w->args = calloc(sj_root(d)->n + 1, sizeof *w->args);
+        for (const sj_node *a = sj_root(d)->child; w->args && a; a = a->next)
+            if (a->kind == SJ_STRING && (w->args[w->n] = strdup(a->str)) != NULL)
+                w->n++;
+    }
+    sj_free(d);
+    return 0;
+}
+
+int run_words_read(store *s, int64_t run_id, struct run_words *w)
+{
+    return store_run_get(s, run_id, take_words, w);
+}
+
+void run_words_done(struct run_words *w)
+{
+    for (size_t i = 0; i < w->n; i++)
+        free(w->args[i]);
+    free(w->args);
+    free(w->cwd);
+    *w = (struct run_words){NULL, NULL, 0};
 }

@@ -222,29 +222,6 @@ static void wait_cli_gone(unsigned max_ms)
     close(fd);
 }
 
-/* The command's arguments as the run recorded them (runs.args). */
-struct run_words {
-    char *cwd;
-    char **args; /* NULL-terminated */
-    size_t n;
-};
-
-static int take_words(void *ctx, const store_run_row *row)
-{
-    struct run_words *w = ctx;
-    sj_doc *d = NULL;
-    w->cwd = row->cwd ? strdup(row->cwd) : NULL;
-    if (row->args_json && sj_parse(row->args_json, strlen(row->args_json), 8, &d) == 0 &&
-        sj_root(d)->kind == SJ_ARRAY) {
-        w->args = calloc(sj_root(d)->n + 1, sizeof *w->args);
-        for (const sj_node *a = sj_root(d)->child; w->args && a; a = a->next)
-            if (a->kind == SJ_STRING && (w->args[w->n] = strdup(a->str)) != NULL)
-                w->n++;
-    }
-    sj_free(d);
-    return 0;
-}
-
 /* Under tftap wrap nothing of tftap sees the command end: each recorder,
  * its part written, redacts the run by what core marks as far as can be
  * told from here: the local state (its marks), the configuration's
@@ -259,7 +236,7 @@ static void shim_run_left(const char *db, int64_t run_id)
     struct run_words w = {NULL, NULL, 0};
     if (store_open(db, 0, &s) != 0)
         return;
-    if (store_run_get(s, run_id, take_words, &w) == 0 && w.cwd) {
+    if (run_words_read(s, run_id, &w) == 0 && w.cwd) {
         if (joined.argv && joined.argc > 0) {
             /* The command's own words, read when the shim joined it. */
             for (size_t i = 0; i < w.n; i++)
@@ -299,10 +276,7 @@ static void shim_run_left(const char *db, int64_t run_id)
             }
         }
     }
-    for (size_t i = 0; i < w.n; i++)
-        free(w.args[i]);
-    free(w.args);
-    free(w.cwd);
+    run_words_done(&w);
     store_close(s);
 }
 
