@@ -78,8 +78,11 @@ use() {
     check "$tag: man tftap-run" grep -q "tftap-run - run a tofu" \
         <<<"$(MANPATH=$mandir MANWIDTH=80 man tftap-run 2>&1 | tr -s ' ')"
     check "$tag: man tftap" grep -q "^SYNOPSIS" <<<"$(MANPATH=$mandir MANWIDTH=80 man tftap 2>&1)"
-    # The installed bash completion, with the installed tftap.
-    check_eq "$tag: bash completion of 'tftap show --db DB l'" "$(PATH=$path bash -c '
+    # The installed bash completion, with the installed tftap, in a directory
+    # of its own (a RUN operand completes file names too: the build
+    # directory's launch/ would be one).
+    mkdir -p "$WORK/complete-here"
+    check_eq "$tag: bash completion of 'tftap show --db DB l'" "$(cd "$WORK/complete-here" && PATH=$path bash -c '
         . "$1"; COMP_LINE="tftap show --db $2 l"; COMP_POINT=${#COMP_LINE}; COMP_WORDS=($COMP_LINE); COMP_CWORD=4
         _tftap; echo "${COMPREPLY[*]}"' _ \
         "$bashcomp" "$db")" "last"
