@@ -1,6 +1,7 @@
 /* recorder: the module's private header, shared by its files (recorder.c:
  * open, the caller's side and close; decode.c: calls in memory and the
- * decoding stage, run in the callers' threads; sql.c: the SQL thread; data.c: freeing what they
+ * decoding stage, run in the callers' threads; quoted.c: a call's secrets cut out of its
+ * provider's words; sql.c: the SQL thread; data.c: freeing what they
  * hand each other; tee.c, pipe.c and process.c: the recorder process and what feeds it). Nothing
  * outside recorder/ includes it. The threads meet only in the fields marked "under mu". */
 #ifndef TFTAP_RECORDER_INT_H
@@ -302,6 +303,18 @@ void rec_call_free(recorder *r, struct call *c);
 /* Free one op / a list of ops with everything they own. Accept NULL. */
 void rec_op_free(struct op *o);
 void rec_op_list_free(struct op *o);
+
+/* ---- quoted.c: a call's secrets cut out of its provider's words ----------- */
+
+/* json (a value being redacted while c's message is rendered): when it is a
+ * string long enough to be told apart from plain words, keep it to cut. */
+void rec_quoted_note(struct call *c, const char *json, size_t len);
+/* The message rendered into out from mark on (an answer): its diagnostics
+ * and a function's error lose the secrets noted for c. */
+void rec_quoted_cut_words(struct call *c, tftap_buf *out, size_t mark);
+/* A provider's plain words (a status message, a decode error) without c's
+ * noted secrets: a new string, or NULL for as it was. */
+char *rec_quoted_without(const struct call *c, const char *s);
 
 /* ---- the decoding stage (decode.c) and the SQL thread (sql.c) ------------- */
 
