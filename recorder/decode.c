@@ -1116,10 +1116,10 @@ static void decode_one(recorder *r, struct event *ev)
 void rec_decode(recorder *r, struct event *ev, size_t cost)
 {
     pthread_mutex_lock(&r->dec_mu);
-    if (admit(r, cost)) {
+    if (admit(r, cost))
         decode_one(r, ev);
-        note_idle(r, 0);
-    }
+    /* Also after a drop: its gap is owed whether or not more events come. */
+    note_idle(r, 0);
     rec_event_done(ev);
     pthread_mutex_unlock(&r->dec_mu);
 }
