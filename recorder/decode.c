@@ -906,6 +906,22 @@ static void emit_gap(recorder *r)
     memset(r->lost_why, 0, sizeof r->lost_why);
 }
 
+/* Whether a gap op is owed: events lost, or a shim's death (told even
+ * when nothing was lost). */
+static int gap_owed(const recorder *r)
+{
+    return r->lost || r->lost_why[RECORDER_LOST_SHIM_DIED];
+}
+
+/* The process's details and the gap, when owed, as ops. */
+static void emit_owed(recorder *r)
+{
+    if (r->proc_dirty)
+        emit_process(r);
+    if (gap_owed(r))
+        emit_gap(r);
+}
+
 /* A message in a spill file: decoded once the big message before it is
  * written (one in memory at a time), read from a mapping of the file, and
  * its call's image handed over at once, so that its JSON leaves memory. */
@@ -988,8 +1004,7 @@ static void note_idle(recorder *r, int64_t not_before)
 {
     int64_t due = 0;
     if (!r->decoder_done) {
-        if (r->out || r->dirty_calls || r->proc_dirty || r->lost ||
-            r->lost_why[RECORDER_LOST_SHIM_DIED])
+        if (r->out || r->dirty_calls || r->proc_dirty || gap_owed(r))
             due = (r->owed_since_ms ? r->owed_since_ms : tftap_mono_ms()) + gather_ms(r);
         if (!r->schema && r->have_binary_sha) {
             int64_t poll = r->last_schema_poll_ms + SCHEMA_POLL_MS;
@@ -1091,10 +1106,7 @@ static void decode_one(recorder *r, struct event *ev)
         pthread_mutex_unlock(&r->mu);
         return;
     }
-    if (r->proc_dirty)
-        emit_process(r);
-    if (r->lost || r->lost_why[RECORDER_LOST_SHIM_DIED])
-        emit_gap(r);
+    emit_owed(r);
     if (!r->borrow_tried && r->have_binary_sha) {
         r->borrow_tried = 1;
         borrow_sync(r, 5000);
@@ -1150,10 +1162,7 @@ void rec_decoder_idle(recorder *r)
         pthread_mutex_unlock(&r->mu);
         if (tried && sql_ready(r)) {
             poll_borrowed_schema(r);
-            if (r->proc_dirty)
-                emit_process(r);
-            if (r->lost || r->lost_why[RECORDER_LOST_SHIM_DIED])
-                emit_gap(r);
+            emit_owed(r);
             flush(r);
             r->noted_due_ms = -1; /* told again, whatever it was */
             note_idle(r, 0);
@@ -1187,10 +1196,7 @@ void rec_decoder_close(recorder *r)
         struct timespec pause = {0, SCHEMA_POLL_MS / 5 * 1000000L};
         nanosleep(&pause, NULL);
     }
-    if (r->proc_dirty)
-        emit_process(r);
-    if (r->lost || r->lost_why[RECORDER_LOST_SHIM_DIED])
-        emit_gap(r);
+    emit_owed(r);
     r->closing = 1;
     emit_dirty_calls(r);
     /* Calls still waiting for a schema to be re-decoded with: as they are. */

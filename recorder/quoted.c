@@ -140,4 +140,3 @@ char *rec_quoted_without(const struct call *c, const char *s)
     tftap_buf_done(&t);
     return r;
 }
-
