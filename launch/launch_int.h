@@ -146,12 +146,12 @@ struct captured {
  * launch_run gives it, or -1 when it was not started. */
 int capture_finish(struct captured *c, size_t max, tftap_buf *out);
 /* Both at once. */
+int capture(char *const *argv, char *const *env, const char *dir, size_t max, tftap_buf *out);
 /* Go on in the background, as a process of its own that nobody waits for
  * (setsid, SIGINT, SIGHUP and SIGPIPE ignored, stdio on /dev/null): 0 in
  * that process (which must _exit), 1 in the caller once it is started,
  * -1 if it could not be. */
 int run_detach(void);
-int capture(char *const *argv, char *const *env, const char *dir, size_t max, tftap_buf *out);
 
 /* `CLI version -json`, started (the CLI's start-up is most of its cost:
  * it runs beside tftap's own work after the command) and read later: the

@@ -104,9 +104,9 @@ int capture_finish(struct captured *c, size_t max, tftap_buf *out)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Run argv with stdout captured into out (at most max bytes kept) and
- * stderr discarded, with env (NULL = ours). Returns the exit status as
- * launch_run does, or -1 when it could not be started. */
+/* Forked twice, the work in the grandchild: init's child at once, so
+ * neither our zombie nor a SIGCHLD of ours; the caller learns from the
+ * intermediate's exit whether it was started. */
 int run_detach(void)
 {
     fflush(NULL);
@@ -138,6 +138,9 @@ int run_detach(void)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 1 : -1;
 }
 
+/* argv run with stdout captured into out (at most max bytes kept) and
+ * stderr discarded, with env (NULL = ours): the exit status as launch_run
+ * gives it, or -1 when it could not be started. */
 int capture(char *const *argv, char *const *env, const char *dir, size_t max, tftap_buf *out)
 {
     struct captured c;

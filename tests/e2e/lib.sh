@@ -186,6 +186,19 @@ compare_calls() {
 }
 last_run() { sqlite3 "$1" "SELECT max(id) FROM runs"; }
 
+# open_by FILE: the processes that have FILE open (pid, state, command
+# line), one per line: who holds a run's lock, when a test finds it held.
+open_by() {
+    local f p
+    f=$(readlink -f "$1") || return 0
+    for p in /proc/[0-9]*; do
+        if ls -l "$p/fd" 2>/dev/null | grep -qF -- "-> $f"; then
+            printf '%s %s %s\n' "${p#/proc/}" "$(ps -o stat= -p "${p#/proc/}" 2>/dev/null)" \
+                "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)"
+        fi
+    done
+}
+
 # Processes still alive among the pids given.
 alive() {
     local p out=

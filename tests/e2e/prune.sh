@@ -87,8 +87,15 @@ killed=$(last_run "$db")
 status_of() { # RUN: its status in a dry run of prune --keep 0
     "$TFTAP" prune --db "$db" --keep 0 --dry-run --json | jq -r --argjson id "$1" '.runs[] | select(.id == $id) | .status'
 }
-check "killed run: once its recorders are done, nobody holds it" \
-    wait_for 600 test "$(status_of "$killed")" = would_remove
+if wait_for 600 test "$(status_of "$killed")" = would_remove; then
+    ok "killed run: once its recorders are done, nobody holds it"
+else
+    not_ok "killed run: once its recorders are done, nobody holds it (status $(status_of "$killed"))"
+    echo "# the lock file is open in:"
+    open_by "$db-runs.lock" | sed 's/^/#   /'
+    echo "# the recorders' log:"
+    tail -n 20 "$WORK/tftap.log" 2>/dev/null | sed 's/^/#   /'
+fi
 check_eq "killed run: it never ended" "$(sqlite3 "$db" "SELECT ended_us IS NULL FROM runs WHERE id = $killed")" 1
 
 # A run being recorded: tofu apply hanging in a provider call.
