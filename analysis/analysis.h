@@ -322,10 +322,15 @@ typedef struct analysis_diff_call {
     int summarized;
     const char *action; /* "create", "update", ... (static), or NULL */
     int prior_null;
+    /* A call without an address: its request's digest (the first 64 bits
+     * of the SHA-256 of its JSON with members sorted), to pair it with an
+     * equal request of the other run before any by order. */
+    uint64_t request_digest;
 } analysis_diff_call;
 
 /* Read what pairing needs (the planned or applied action, whether the
- * prior state is null) from c's JSON into c and set c->summarized: the
+ * prior state is null, an unnamed call's request digest) from c's JSON
+ * into c and set c->summarized: the
  * caller may then drop the JSON (and set both pointers NULL). Returns 0 or
  * TFTAP_EDECODE (malformed JSON), TFTAP_ENOMEM. */
 int analysis_diff_call_summarize(analysis_diff_call *c);

@@ -156,6 +156,7 @@ struct dcall {
     const char *action; /* static string, or NULL */
     int prior_null;
     int create_half;
+    uint64_t req_digest; /* an unnamed call's (request_digest), else 0 */
 };
 
 static char *json_text(const sj_node *n)
@@ -601,6 +602,24 @@ static int dcall_parse(struct dcall *x)
     return dcall_parse_text(x, x->c->request_json, x->c->response_json);
 }
 
+/* An unnamed call's request digest (analysis_diff_call.request_digest),
+ * from its parsed request; 0 without one. */
+static uint64_t request_digest(const struct dcall *x)
+{
+    if (!x->req)
+        return 0;
+    tftap_buf b = TFTAP_BUF_INIT;
+    uint64_t v = 0;
+    if (sj_write_sorted(sj_root(x->req), &b) == 0 && !tftap_buf_failed(&b)) {
+        char hex[65];
+        tftap_sha256_hex(b.data, b.len, hex);
+        hex[16] = '\0';
+        v = strtoull(hex, NULL, 16);
+    }
+    tftap_buf_done(&b);
+    return v;
+}
+
 static void dcall_unparse(struct dcall *x)
 {
     if (!x)
@@ -635,6 +654,7 @@ int analysis_diff_call_summarize(analysis_diff_call *c)
     if (!rc) {
         c->action = action_of(&x);
         c->prior_null = is_nullish(field(x.req, "prior_state"));
+        c->request_digest = c->address ? 0 : request_digest(&x);
         c->summarized = 1;
     }
     dcall_unparse(&x);
@@ -698,6 +718,7 @@ static int load_side(analysis_diff *d, const analysis_diff_call *calls, size_t n
         if (c->summarized) {
             x->action = c->action;
             x->prior_null = c->prior_null;
+            x->req_digest = c->request_digest;
             continue;
         }
         /* Every call is parsed once here (or was, summarized), so
@@ -706,6 +727,7 @@ static int load_side(analysis_diff *d, const analysis_diff_call *calls, size_t n
             break;
         x->action = action_of(x);
         x->prior_null = is_nullish(field(x->req, "prior_state"));
+        x->req_digest = c->address ? 0 : request_digest(x);
         dcall_unparse(x);
     }
     *nout = k;
@@ -793,6 +815,89 @@ static const char *group_of(const analysis_diff_call *c)
     if (c->type_name)
         return c->type_name;
     return c->provider ? c->provider : "";
+}
+
+/* Positions of one run's calls, ordered by request digest, then call
+ * order (qsort_r's context: the calls). */
+static int digest_cmp(const void *x, const void *y, void *ctx)
+{
+    struct dcall *const *calls = ctx;
+    const struct dcall *a = calls[*(const size_t *)x], *b = calls[*(const size_t *)y];
+    if (a->req_digest != b->req_digest)
+        return a->req_digest < b->req_digest ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/* Unnamed calls of one key in both runs (a, na and b, nb, each in call
+ * order), paired into pa/pb from slot *n on: a call first with the
+ * other run's earliest call left that asked the same (equal request
+ * digests), the rest in call order. Parallel walks make the calls of one
+ * type come in any order (the UpgradeResourceState of each instance
+ * before a plan, say): by order alone they would pair one instance's call
+ * with another's, and report the difference between two instances as one
+ * between the runs. */
+static int pair_unnamed_alike(struct dcall **a, size_t na, struct dcall **b, size_t nb,
+                              struct dcall **pa, struct dcall **pb, size_t *n)
+{
+    size_t *byd = malloc((nb + 1) * sizeof *byd);  /* positions in b, by digest */
+    size_t *taken = calloc(nb + 1, sizeof *taken); /* per a digest's first index in byd */
+    unsigned char *used_b = calloc(nb + 1, 1);
+    struct dcall **mate = calloc(na + 1, sizeof *mate);
+    if (!byd || !taken || !used_b || !mate) {
+        free(byd);
+        free(taken);
+        free(used_b);
+        free(mate);
+        return TFTAP_ENOMEM;
+    }
+    for (size_t j = 0; j < nb; j++)
+        byd[j] = j;
+    qsort_r(byd, nb, sizeof *byd, digest_cmp, b);
+    for (size_t i = 0; i < na; i++) {
+        uint64_t want = a[i]->req_digest;
+        size_t lo = 0, hi = nb; /* the first with a digest >= want */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (b[byd[mid]]->req_digest < want)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        size_t j = lo + taken[lo]; /* those of the digest taken come first */
+        if (j < nb && b[byd[j]]->req_digest == want) {
+            taken[lo]++;
+            mate[i] = b[byd[j]];
+            used_b[byd[j]] = 1;
+        }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < na; i++) {
+        if (mate[i])
+            continue;
+        while (k < nb && used_b[k])
+            k++;
+        if (k < nb) {
+            mate[i] = b[k];
+            used_b[k++] = 1;
+        }
+    }
+    size_t m = *n;
+    for (size_t i = 0; i < na; i++, m++) {
+        pa[m - *n] = a[i];
+        pb[m - *n] = mate[i];
+    }
+    for (size_t j = 0; j < nb; j++)
+        if (!used_b[j]) {
+            pa[m - *n] = NULL;
+            pb[m - *n] = b[j];
+            m++;
+        }
+    *n = m;
+    free(byd);
+    free(taken);
+    free(used_b);
+    free(mate);
+    return 0;
 }
 
 struct single {
@@ -1046,6 +1151,22 @@ int analysis_diff_calls_streamed(const analysis_diff_call *a, size_t na,
     size_t i = 0, k = 0, n = 0;
     while (i < d->na || k < d->nb) {
         int c = i == d->na ? 1 : k == d->nb ? -1 : strcmp(sa[i]->key, sb[k]->key);
+        if (c == 0 && sa[i]->c->address == NULL) {
+            size_t i2 = i, k2 = k;
+            while (i2 < d->na && strcmp(sa[i2]->key, sa[i]->key) == 0)
+                i2++;
+            while (k2 < d->nb && strcmp(sb[k2]->key, sb[k]->key) == 0)
+                k2++;
+            if ((rc = pair_unnamed_alike(sa + i, i2 - i, sb + k, k2 - k, pa + n, pb + n, &n)) !=
+                0) {
+                free(pa);
+                free(pb);
+                goto fail;
+            }
+            i = i2;
+            k = k2;
+            continue;
+        }
         pa[n] = c <= 0 ? sa[i++] : NULL;
         pb[n] = c >= 0 ? sb[k++] : NULL;
         n++;

@@ -459,6 +459,79 @@ static void test_streamed(void)
     free(want);
 }
 
+/* An UpgradeResourceState call (never named), of a state with id and n. */
+static analysis_diff_call upgrade(int64_t id, const char *state)
+{
+    static char req[32][160], resp[32][160]; /* by id: ids under 32 */
+    int k = (int)(id % 32);
+    snprintf(req[k], sizeof req[k],
+             "{\"type_name\":\"t_server\",\"version\":0,\"raw_state\":{\"json\":%s}}", state);
+    snprintf(resp[k], sizeof resp[k], "{\"upgraded_state\":%s,\"diagnostics\":[]}", state);
+    return (analysis_diff_call){.call_id = id,
+                                .provider = "registry.opentofu.org/x/t",
+                                .rpc = "UpgradeResourceState",
+                                .type_name = "t_server",
+                                .has_status = 1,
+                                .request_json = req[k],
+                                .response_json = resp[k],
+                                .schema_version = 0};
+}
+
+/* Unnamed calls of one type that came in another order (parallel walks)
+ * pair with the call of the other run that asked the same, not by order:
+ * the same states upgraded in another order are no difference. What
+ * asked nothing alike pairs by order, and its difference shows. */
+static void test_unnamed_alike(void)
+{
+    analysis_diff_call a[4] = {
+        upgrade(1, "{\"id\":\"p-1\",\"n\":1}"),
+        upgrade(2, "{\"id\":\"p-2\",\"n\":2}"),
+        upgrade(3, "{\"id\":\"p-3\",\"n\":3}"),
+        upgrade(4, "{\"id\":\"p-4\",\"n\":4}"),
+    };
+    analysis_diff_call b[4] = {
+        upgrade(11, "{\"id\":\"p-3\",\"n\":3}"),
+        upgrade(12, "{\"id\":\"p-1\",\"n\":1}"),
+        upgrade(13, "{\"id\":\"p-9\",\"n\":9}"),
+        upgrade(14, "{\"id\":\"p-2\",\"n\":2}"),
+    };
+    size_t behaviour = 9, inputs = 9;
+    char *s = diff_summary(a, 4, b, 4, NULL, &behaviour, &inputs);
+    /* p-4 against p-9: the one real difference, two attributes of it. */
+    CHECK_STR_EQ(s, "I input .id -;I input .n -");
+    CHECK_INT_EQ(behaviour, 0);
+    CHECK_INT_EQ(inputs, 2);
+    free(s);
+    analysis_diff *d = NULL;
+    CHECK_INT_EQ(analysis_diff_calls(a, 4, b, 4, NULL, &d), 0);
+    tftap_buf out = TFTAP_BUF_INIT;
+    CHECK_INT_EQ(analysis_diff_render(d, ANALYSIS_DIFF_TEXT, 0, 0, &out), 0);
+    CHECK(strstr(tftap_buf_cstr(&out), "(calls 4, 13)") != NULL);
+    tftap_buf_done(&out);
+    analysis_diff_free(d);
+    /* The same states twice in one run: each pairs once. */
+    b[2] = upgrade(13, "{\"id\":\"p-1\",\"n\":1}");
+    s = diff_summary(a, 4, b, 4, NULL, &behaviour, &inputs);
+    CHECK_STR_EQ(s, "I input .id -;I input .n -");
+    free(s);
+    /* Run A streamed (summarized first): paired the same way. */
+    b[2] = upgrade(13, "{\"id\":\"p-9\",\"n\":9}");
+    analysis_diff_call sum[4];
+    for (int i = 0; i < 4; i++) {
+        sum[i] = a[i];
+        CHECK_INT_EQ(analysis_diff_call_summarize(&sum[i]), 0);
+        CHECK(sum[i].request_digest != 0);
+        sum[i].request_json = sum[i].response_json = NULL;
+    }
+    CHECK(sum[0].request_digest != sum[1].request_digest);
+    struct fake_stream fs = {a, 4, 1, 0, 0};
+    CHECK_INT_EQ(analysis_diff_calls_streamed(sum, 4, fake_stream, &fs, b, 4, NULL, &d), 0);
+    s = d ? summary(d) : strdup("(error)");
+    CHECK_STR_EQ(s, "I input .id -;I input .n -");
+    free(s);
+    analysis_diff_free(d);
+}
+
 /* ---- schema diff ------------------------------------------------------------- */
 
 static char *schema_summary(const char *a, const char *b, int breaking_only, size_t *count)
@@ -588,6 +661,7 @@ int main(void)
     test_status_private_deferred_version();
     test_errors_and_formats();
     test_streamed();
+    test_unnamed_alike();
     test_schema_diff();
     return check_report("test_diff");
 }

@@ -239,6 +239,34 @@ check_eq "schema diff of a binary and tofu's JSON of the same version: exit 0" "
 check_eq "schema diff with one source: exit 2" "$?" 2
 "$TFTAP" schema /nonexistent/provider 2>/dev/null
 check_eq "schema of something that is not a source: exit 2" "$?" 2
+# Eight instances of one type, planned twice: their UpgradeResourceState
+# calls (never named) come in the order of tofu's parallel walk, and pair
+# by what they asked, not by that order: the same states, no difference.
+many=$WORK/many
+mkdir -p "$many"
+cat >"$many/main.tf" <<'EOF'
+terraform {
+  required_providers {
+    tftest5 = { source = "tftap/tftest5", version = "0.1.0" }
+  }
+}
+resource "tftest5_pet" "p" {
+  count  = 8
+  length = count.index + 2
+}
+EOF
+(cd "$many" && tofu init -input=false -no-color >/dev/null && tofu apply -auto-approve -input=false -no-color \
+    >/dev/null) || not_ok "eight pets: init and apply"
+for i in 1 2; do
+    (cd "$many" && "$TFTAP" run --db "$WORK/many.db" -- tofu plan -input=false -no-color >/dev/null) ||
+        not_ok "eight pets: plan $i"
+done
+check_eq "eight pets: each plan upgraded eight states" "$(sqlite3 "$WORK/many.db" "SELECT group_concat(n)
+    FROM (SELECT count(*) AS n FROM calls WHERE method LIKE '%/UpgradeResourceState' GROUP BY run_id)")" "8,8"
+"$TFTAP" diff --db "$WORK/many.db" 1 2 >"$WORK/many.txt"
+check_eq "eight pets: diff of the two plans exits 0" "$?" 0
+check "eight pets: no input difference either" grep -q ', 0 input differences' "$WORK/many.txt"
+
 check_eq "no provider left running" "$(pgrep -f 'terraform-provider-tftest6-v2$' || true)" ""
 
 finish
