@@ -514,6 +514,18 @@ static void test_unnamed_alike(void)
     s = diff_summary(a, 4, b, 4, NULL, &behaviour, &inputs);
     CHECK_STR_EQ(s, "I input .id -;I input .n -");
     free(s);
+    /* A secret hashed with another key (a bundle's) asks the same. */
+    analysis_diff_call ka[2] = {
+        upgrade(21, "{\"id\":\"p-1\",\"pw\":{\"$sensitive\":\"hmac-sha256:aa11\"}}"),
+        upgrade(22, "{\"id\":\"p-2\",\"pw\":{\"$sensitive\":\"hmac-sha256:bb22\"}}"),
+    };
+    analysis_diff_call kb[2] = {
+        upgrade(23, "{\"id\":\"p-2\",\"pw\":{\"$sensitive\":\"hmac-sha256:dd44\"}}"),
+        upgrade(24, "{\"id\":\"p-1\",\"pw\":{\"$sensitive\":\"hmac-sha256:cc33\"}}"),
+    };
+    s = diff_summary(ka, 2, kb, 2, NULL, &behaviour, &inputs);
+    CHECK(strstr(s, ".id") == NULL); /* p-1 with p-1, p-2 with p-2 */
+    free(s);
     /* Run A streamed (summarized first): paired the same way. */
     b[2] = upgrade(13, "{\"id\":\"p-9\",\"n\":9}");
     analysis_diff_call sum[4];
