@@ -186,7 +186,11 @@ static void compare(const sj_node *call, const sj_node *inst, const sj_node *unk
 
 /* A call's values, as the store hands them (store_match_call). */
 enum { K_PRIOR, K_PROPOSED, K_CONFIG, K_PLANNED, K_NEW, K_N };
-enum { R_PLAN, R_APPLY, R_READ, R_DATA };
+/* An upgrade (UpgradeResourceState) is held against instances as a read
+ * is by its current state: what it upgraded to is the object before the
+ * run, once refreshed the prior state of what follows. A kind of its own:
+ * an instance's upgrade and read, in one process, are two calls about it. */
+enum { R_PLAN, R_APPLY, R_READ, R_DATA, R_UPGRADE };
 
 /* What one call says: its kind and its values. */
 struct call_vals {
@@ -212,7 +216,8 @@ static int pair_mode(const struct call_vals *c, int k, int m)
 {
     int after_loose = c->loose || (m == MO_AS && c->partial);
     switch (c->rpc) {
-    case R_READ: /* current_state, new_state */
+    case R_UPGRADE: /* upgraded_state, as prior */
+    case R_READ:    /* current_state, new_state */
         if (k == K_PRIOR)
             return m == MO_B0 ? P_MUST : m == MO_BR ? P_HINT : P_NONE;
         if (k == K_NEW)
@@ -969,17 +974,19 @@ static int on_call(void *ctx, const store_match_call *call)
     struct call_vals c;
     memset(&c, 0, sizeof c);
     const char *rpc = call->rpc ? call->rpc : "";
-    c.rpc = strcmp(rpc, "ReadDataSource") == 0        ? R_DATA
-            : strcmp(rpc, "ReadResource") == 0        ? R_READ
-            : strcmp(rpc, "ApplyResourceChange") == 0 ? R_APPLY
-                                                      : R_PLAN;
+    c.rpc = strcmp(rpc, "ReadDataSource") == 0         ? R_DATA
+            : strcmp(rpc, "ReadResource") == 0         ? R_READ
+            : strcmp(rpc, "UpgradeResourceState") == 0 ? R_UPGRADE
+            : strcmp(rpc, "ApplyResourceChange") == 0  ? R_APPLY
+                                                       : R_PLAN;
     c.replace = call->requires_replace && call->requires_replace->kind == SJ_ARRAY &&
                 call->requires_replace->n > 0;
     c.partial = m->is->partial;
     c.loose = call->failed || call->legacy || c.partial;
     for (int i = 0; i < K_N; i++)
         c.v[i] = call->values[i];
-    out->cls = call_class(c.rpc, c.v[K_PRIOR], c.rpc == R_READ ? NULL : c.v[K_PLANNED]);
+    out->cls = call_class(c.rpc, c.v[K_PRIOR],
+                          c.rpc == R_READ || c.rpc == R_UPGRADE ? NULL : c.v[K_PLANNED]);
     int rc = match_call(m, call->type_name, &c, out);
     if (!rc && c.rpc == R_READ && out->address && out->inst != (size_t)-1 &&
         !skip_value(c.v[K_NEW]))

@@ -729,6 +729,12 @@ static void match_values(const char *rpc, const sj_node *req, const sj_node *res
 {
     int read = strcmp(rpc, "ReadResource") == 0, data = strcmp(rpc, "ReadDataSource") == 0;
     int plan = strcmp(rpc, "PlanResourceChange") == 0;
+    if (strcmp(rpc, "UpgradeResourceState") == 0) {
+        /* The state as upgraded is the prior state core goes on with. */
+        v[0] = sj_get(resp, "upgraded_state");
+        v[1] = v[2] = v[3] = v[4] = NULL;
+        return;
+    }
     v[0] = read ? sj_get(req, "current_state") : data ? NULL : sj_get(req, "prior_state");
     v[1] = sj_get(req, "proposed_new_state");
     v[2] = sj_get(req, "config");
@@ -768,8 +774,8 @@ int store_match_calls_each(store *s, int64_t run_id,
                                "SELECT id, rpc, type_name, request_json, response_json, "
                                "process_id FROM calls "
                                "WHERE run_id = ? AND rpc IN ('PlanResourceChange', "
-                               "'ApplyResourceChange', 'ReadResource', 'ReadDataSource') "
-                               "ORDER BY id",
+                               "'ApplyResourceChange', 'ReadResource', 'ReadDataSource', "
+                               "'UpgradeResourceState') ORDER BY id",
                                &st);
     if (rc != SDB_OK)
         return store_err(rc);
@@ -862,7 +868,8 @@ int store_call_addresses_each(store *s, int64_t run_id,
                          "SELECT c.id, a.address FROM calls c "
                          "LEFT JOIN call_addresses a ON a.call_id = c.id WHERE c.run_id = ? "
                          "AND c.rpc IN ('PlanResourceChange', 'ApplyResourceChange', "
-                         "'ReadResource', 'ReadDataSource') ORDER BY c.id",
+                         "'ReadResource', 'ReadDataSource', 'UpgradeResourceState') "
+                         "ORDER BY c.id",
                          &st);
     if (rc != SDB_OK)
         return store_err(rc);

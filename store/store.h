@@ -415,8 +415,8 @@ int store_changes_query(store *s, int64_t run_id, const char *filter, int failed
 int store_changes_each_judged(store *s, int64_t run_id, const char *filter,
                               int (*fn)(void *ctx, const store_change_row *row), void *ctx);
 /* The address (NULL: none) of each resource change of a run (a call
- * v_resource_changes would list, and others of the same methods), in call
- * id order. */
+ * v_resource_changes would list, and others of the same methods) and of
+ * each UpgradeResourceState, in call id order. */
 int store_call_addresses_each(store *s, int64_t run_id,
                               int (*fn)(void *ctx, int64_t call_id, const char *address),
                               void *ctx);
@@ -442,7 +442,8 @@ int store_export_jsonl(store *s, int64_t run_id, int (*fn)(void *ctx, const char
 /* Address matching's view of a run: each PlanResourceChange,
  * ApplyResourceChange, ReadResource and ReadDataSource call with its
  * decoded values (as v_resource_changes has them; NULL where a call has no
- * such value): prior, proposed, config, planned, new, in call order; its
+ * such value): prior, proposed, config, planned, new, in call order, and
+ * each UpgradeResourceState with the state it upgraded to as prior; its
  * process, a plan's requires_replace, whether the response carries an
  * error diagnostic and its legacy_type_system flag. The nodes live until fn returns. */
 typedef struct store_match_call {

@@ -81,7 +81,7 @@ findings "$WORK/up.json" >"$WORK/up.got"
 sort >"$WORK/up.want" <<'EOF'
 B schema registry.opentofu.org/tftap/tftest6 GetProviderSchema - - - -
 B schema registry.opentofu.org/tftap/tftest5 GetSchema - - - -
-B attribute tftest6_server UpgradeResourceState .tier - null {"source":"provider","value":null}
+B attribute tftest6_server.a UpgradeResourceState .tier - null {"source":"provider","value":null}
 B action tftest6_server.a PlanResourceChange - - "update" "replace"
 B attribute tftest6_server.a PlanResourceChange .size - {"source":"prior","value":"small"} {"source":"provider","value":"medium"}
 B attribute tftest6_server.a PlanResourceChange .tier - null {"source":"provider","value":"standard"}
@@ -89,7 +89,7 @@ B requires_replace tftest6_server.a PlanResourceChange .zone added null null
 B diagnostic tftest6_server.a PlanResourceChange - added null {"severity":"WARNING","summary":"port is deprecated","detail":"tftest 0.2.0 chooses the port itself; remove it from the configuration","attribute":".port"}
 B attribute tftest6_server.b PlanResourceChange .size - {"source":"provider","value":"small"} {"source":"provider","value":"medium"}
 B attribute tftest6_server.b PlanResourceChange .tier - null {"source":"provider","value":"standard"}
-I input tftest6_server UpgradeResourceState .legacy - {"source":"prior","value":null} null
+I input tftest6_server.a UpgradeResourceState .legacy - {"source":"prior","value":null} null
 I input tftest6_server.a ReadResource .legacy - {"source":"prior","value":null} null
 I input tftest6_server.a ReadResource .tier - null {"source":"prior","value":null}
 I input tftest6_server.a PlanResourceChange .legacy - {"source":"config","value":null} null
@@ -125,8 +125,10 @@ check_eq "all behaviour ignored: exit 0" "$?" 0
 
 "$TFTAP" diff --db "$db" "$run_v1" "$run_v2" --format markdown >"$WORK/up.md"
 check_eq "markdown exits 1" "$?" 1
+# Two providers' schemas, tftest6_server.a and .b (its upgrade named
+# after .a, as the object it upgraded).
 check_eq "markdown: one collapsed section per address with differences" \
-    "$(grep -c '^<details><summary>' "$WORK/up.md")" 5
+    "$(grep -c '^<details><summary>' "$WORK/up.md")" 4
 "$TFTAP" diff --db "$db" "$run_v1" "$run_v2" --format markdown --max-bytes 1200 >"$WORK/cap.md"
 check "markdown cap: under the cap" test "$(wc -c <"$WORK/cap.md")" -le 1200
 check "markdown cap: says what was left out" grep -q 'more address.* not shown' "$WORK/cap.md"

@@ -59,8 +59,14 @@ judge() {
     jq -s -f "$WORK/truth.jq" "$@" >"$WORK/truth.json" || not_ok "$kind: truth documents"
     # A data source read is of what the run read: the documents after it.
     jq -s -f "$WORK/truth.jq" "${@:2}" >"$WORK/truth-after.json" || not_ok "$kind: truth after"
+    # With each UpgradeResourceState: what it upgraded to is the object
+    # before (its prior state).
     sqlite3 -json "$db" "SELECT call_id, method, address, address_note, prior, planned, new
-        FROM v_resource_changes WHERE run_id = $run ORDER BY call_id" >"$WORK/calls.json"
+        FROM v_resource_changes WHERE run_id = $run
+        UNION ALL SELECT c.id, c.rpc, a.address, a.address_note,
+            c.response_json -> '\$.upgraded_state', NULL, NULL
+        FROM calls c LEFT JOIN call_addresses a ON a.call_id = c.id
+        WHERE c.run_id = $run AND c.rpc = 'UpgradeResourceState' ORDER BY call_id" >"$WORK/calls.json"
     jq --slurpfile truth "$WORK/truth.json" --slurpfile after "$WORK/truth-after.json" \
         -f "$WORK/judge.jq" "$WORK/calls.json" \
         >"$WORK/verdicts-$run.json" || not_ok "$kind: judging"
