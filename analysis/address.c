@@ -1159,7 +1159,8 @@ int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc 
     for (size_t d = 0; d < ndocs; d++) {
         err = sj_parse(docs[d].json, docs[d].len, TFTAP_JSON_MAX_DEPTH, &parsed[d]);
         if (!err)
-            err = am_instances_collect(&is, sj_root(parsed[d]), docs[d].after, docs[d].partial);
+            err = am_instances_collect(&is, sj_root(parsed[d]), docs[d].after, docs[d].partial,
+                                       docs[d].targets);
         if (err)
             goto done;
     }

@@ -115,7 +115,24 @@ static int mode_of(const sj_node *r, int *data)
 
 /* A module's resources in `show -json` form, known at moment m, then its
  * children. */
-static int collect_module(struct instances *is, const sj_node *mod, int m, unsigned depth)
+/* Is address one of targets' (one a line), an instance of one, or inside
+ * a targeted module? NULL targets: everything is. */
+static int targeted(const char *targets, const char *address, size_t alen)
+{
+    if (targets == NULL)
+        return 1;
+    for (const char *t = targets; *t;) {
+        size_t n = strcspn(t, "\n");
+        if (n > 0 && n <= alen && memcmp(address, t, n) == 0 &&
+            (n == alen || address[n] == '[' || address[n] == '.'))
+            return 1;
+        t += n + (t[n] == '\n');
+    }
+    return 0;
+}
+
+static int collect_module(struct instances *is, const sj_node *mod, int m, const char *targets,
+                          unsigned depth)
 {
     if (!mod || depth > 64)
         return 0;
@@ -125,7 +142,7 @@ static int collect_module(struct instances *is, const sj_node *mod, int m, unsig
             const sj_node *addr = sj_get(r, "address"), *type = sj_get(r, "type");
             int data;
             if (!mode_of(r, &data) || !addr || addr->kind != SJ_STRING || !type ||
-                type->kind != SJ_STRING)
+                type->kind != SJ_STRING || !targeted(targets, addr->str, addr->len))
                 continue;
             int rc = add_instance(is, addr->str, addr->len, type->str, data, m, sj_get(r, "values"),
                                   NULL);
@@ -136,7 +153,7 @@ static int collect_module(struct instances *is, const sj_node *mod, int m, unsig
     const sj_node *kids = sj_get(mod, "child_modules");
     if (kids && kids->kind == SJ_ARRAY)
         for (const sj_node *k = kids->child; k; k = k->next) {
-            int rc = collect_module(is, k, m, depth + 1);
+            int rc = collect_module(is, k, m, targets, depth + 1);
             if (rc)
                 return rc;
         }
@@ -240,7 +257,8 @@ int am_config_certain(const struct instances *is, const char *address)
 }
 
 /* One document, whichever of the forms it is. */
-int am_instances_collect(struct instances *is, const sj_node *root, int after, int partial)
+int am_instances_collect(struct instances *is, const sj_node *root, int after, int partial,
+                         const char *targets)
 {
     if (!root || root->kind != SJ_OBJECT)
         return TFTAP_EDECODE;
@@ -280,12 +298,15 @@ int am_instances_collect(struct instances *is, const sj_node *root, int after, i
                 return rc;
         }
     }
-    /* The plan's prior state (data sources read while planning are there). */
-    int rc = collect_module(
-        is, sj_get(sj_get(sj_get(root, "prior_state"), "values"), "root_module"), MO_BR, 0);
+    /* The plan's prior state (data sources read while planning are there;
+     * of a targeted plan, only the targets' are as it read them). */
+    int rc =
+        collect_module(is, sj_get(sj_get(sj_get(root, "prior_state"), "values"), "root_module"),
+                       MO_BR, targets, 0);
     /* A state. */
     if (!rc)
-        rc = collect_module(is, sj_get(sj_get(root, "values"), "root_module"), state_moment, 0);
+        rc = collect_module(is, sj_get(sj_get(root, "values"), "root_module"), state_moment, NULL,
+                            0);
     return rc;
 }
 

@@ -71,7 +71,8 @@ void am_push_val(struct instance *in, int m, const sj_node *v, const sj_node *un
  * raw state, the configuration's blocks as "tftap_config") to is. after:
  * its state is the one the run left; partial: that of a failed command.
  * 0, TFTAP_EDECODE (not an object) or TFTAP_ENOMEM. */
-int am_instances_collect(struct instances *is, const sj_node *root, int after, int partial);
+int am_instances_collect(struct instances *is, const sj_node *root, int after, int partial,
+                         const char *targets);
 
 /* The address the configuration makes certain for a new object of type
  * (data: a data source): the type's only block, itself and its modules

@@ -27,6 +27,12 @@ typedef struct analysis_match_doc {
     size_t len;
     int after;
     int partial;
+    /* A plan made with -target: the targets, one address a line (NULL:
+     * none). Its prior state holds what was not targeted as it was before
+     * the plan, not as refreshed or read by it: only the targets' objects
+     * (and their instances, and what is inside a targeted module) are
+     * taken from it. */
+    const char *targets;
 } analysis_match_doc;
 
 /* What analysis_match_addresses found: for each call an address, or a

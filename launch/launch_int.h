@@ -353,9 +353,11 @@ int run_end(const struct run_end *e, store **s, char **version, struct captured 
  * asking the same answered differently: analysis_replay_repeatable).
  * config: the configuration as run_config_doc reads it (empty: not
  * read); when read, only its blocks of the types whose calls are still
- * unnamed are planned again (-target). Writes nothing of the user's. 0,
- * or -1 when there is none (plan empty). */
-int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap_buf *plan);
+ * unnamed are planned again (-target), said in targets (one address a
+ * line; empty: the whole plan), analysis_match_doc's targets. Writes
+ * nothing of the user's. 0, or -1 when there is none (plan empty). */
+int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap_buf *plan,
+               tftap_buf *targets);
 
 /* ---- run_spans.c ---- */
 

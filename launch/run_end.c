@@ -44,7 +44,7 @@ static size_t match_docs(const char *cli_path, char *const *env, const char *wor
         char *pargv[] = {(char *)cli_path, "show", "-json", (char *)applied_plan, NULL};
         int rc = capture(pargv, env, workdir, CAPTURE_MAX, plan);
         if (rc == 0 && plan->len > 0 && !tftap_buf_failed(plan))
-            docs[ndocs++] = (analysis_match_doc){plan->data, plan->len, 0, 0};
+            docs[ndocs++] = (analysis_match_doc){plan->data, plan->len, 0, 0, NULL};
         else
             launch_error("could not read '%s show -json %s' to match calls to addresses", cli_path,
                          applied_plan);
@@ -52,12 +52,12 @@ static size_t match_docs(const char *cli_path, char *const *env, const char *wor
     if (have_before) {
         /* No state yet reads as a state without resources. */
         docs[ndocs++] = (analysis_match_doc){before->len ? before->data : "{}",
-                                             before->len ? before->len : 2, 0, 0};
+                                             before->len ? before->len : 2, 0, 0, NULL};
     }
     if (read_after) {
         int rc = capture(argv, env, workdir, CAPTURE_MAX, out);
         if (rc == 0 && out->len > 0 && !tftap_buf_failed(out))
-            docs[ndocs++] = (analysis_match_doc){out->data, out->len, 1, partial};
+            docs[ndocs++] = (analysis_match_doc){out->data, out->len, 1, partial, NULL};
         else
             launch_error("could not read '%s show -json' to match calls to addresses", cli_path);
     }
@@ -66,7 +66,7 @@ static size_t match_docs(const char *cli_path, char *const *env, const char *wor
      * (a destroy's) but its block, where it has one instance; nor
      * anything of a `test` (its states are its own, gone at its end). */
     if (launch_config_doc(workdir, test_args, config) == 0)
-        docs[ndocs++] = (analysis_match_doc){config->data, config->len, 0, 0};
+        docs[ndocs++] = (analysis_match_doc){config->data, config->len, 0, 0, NULL};
     return ndocs;
 }
 
@@ -386,7 +386,7 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
             store_run_message_bytes(s, e->run_id, &bytes) == 0 && bytes <= ANALYSES_BESIDE_MAX)
             check_reader_start(&reader, e->db, e->run_id);
         tftap_buf out = TFTAP_BUF_INIT, plan = TFTAP_BUF_INIT, config = TFTAP_BUF_INIT,
-                  replan = TFTAP_BUF_INIT;
+                  replan = TFTAP_BUF_INIT, targets = TFTAP_BUF_INIT;
         analysis_match_doc docs[5];
         int tests = strcmp(e->sub, "test") == 0, unnamed = 0;
         size_t ndocs = match_docs(e->cli_path, e->aux_env, e->workdir, plans ? e->planfile : NULL,
@@ -394,10 +394,11 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
                                   tests ? e->args : NULL, &out, &plan, &config, docs);
         if (match_counted(s, e->run_id, docs, ndocs, &unnamed) != 0)
             launch_error("matching calls to addresses failed: %s", store_errmsg(s));
-        else if (unnamed > 0 && ndocs < 5 && run_replan(e, s, &config, &replan) == 0) {
+        else if (unnamed > 0 && ndocs < 5 && run_replan(e, s, &config, &replan, &targets) == 0) {
             /* The new objects of a plan not saved, a failed apply's
              * creates: no document names them but their plan, made again. */
-            docs[ndocs++] = (analysis_match_doc){replan.data, replan.len, 0, 0};
+            docs[ndocs++] = (analysis_match_doc){replan.data, replan.len, 0, 0,
+                                                 targets.len ? tftap_buf_cstr(&targets) : NULL};
             if (match_apply(s, e->run_id, docs, ndocs) != 0)
                 launch_error("matching calls to addresses failed: %s", store_errmsg(s));
         }
@@ -412,6 +413,7 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
         tftap_buf_done(&plan);
         tftap_buf_done(&config);
         tftap_buf_done(&replan);
+        tftap_buf_done(&targets);
     } else if (e->is_cli) {
         checkpointer_join(&ckpt);
         redacted = run_redact_secrets(s, e->run_id, e->workdir, e->args, e->env, NULL, 0, 1);

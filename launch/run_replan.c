@@ -187,8 +187,10 @@ static int replan_targets(const struct run_end *e, store *s, const tftap_buf *co
     return rc;
 }
 
-int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap_buf *plan)
+int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap_buf *plan,
+               tftap_buf *targets_out)
 {
+    tftap_buf_reset(targets_out);
     if (!replannable(e, s))
         return -1;
     tftap_buf targets = TFTAP_BUF_INIT;
@@ -197,6 +199,10 @@ int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap
         tftap_buf_done(&targets);
         return -1;
     }
+    /* "-target=ADDRESS\n" each: the addresses, for the matching. */
+    for (size_t i = 0; i < targets.len; i += strcspn(targets.data + i, "\n") + 1)
+        tftap_buf_printf(targets_out, "%.*s\n", (int)strcspn(targets.data + i + 8, "\n"),
+                         targets.data + i + 8);
     size_t ntargets = 0;
     for (size_t i = 0; i < targets.len; i++)
         ntargets += targets.data[i] == '\n';
@@ -273,8 +279,11 @@ int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap
         !tftap_buf_failed(plan))
         rc = 0;
 done:
-    if (rc != 0)
+    if (rc != 0 || tftap_buf_failed(targets_out)) {
         tftap_buf_reset(plan);
+        tftap_buf_reset(targets_out);
+        rc = -1;
+    }
     if (dir != NULL)
         remove_dir(dir);
     free(dir);

@@ -283,9 +283,9 @@ check "diff plan, plan -out: the plain plan has unnamed calls" test \
     "$(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = $run AND address IS NULL")" -gt 0
 
 # refresh: every ReadResource, and every call about an existing object,
-# named by the object it read (its refresh-only plan of objects the
-# configuration would create, and its reads of data sources with count,
-# name nothing after them: not yet).
+# named by the object it read, and every data source read (its
+# refresh-only plan of the create half of a replacement names nothing
+# after it: not yet).
 tftap_run refresh -var gen=5
 check_eq "refresh: exit code" "$?" 0
 state s5r
@@ -300,6 +300,12 @@ check_eq "refresh: every ReadResource named" \
         "$WORK/verdicts-$run.json")" 0
 check_eq "refresh: every call about an existing object named" \
     "$(jq '[.[] | select(.verdict == "unnamed" and .prior != "null" and .prior != null)] | length' \
+        "$WORK/verdicts-$run.json")" 0
+# Its reads of data sources with count: named from the state after, which
+# holds what it read (the plan made again targets other blocks: what its
+# prior state holds of those reads is as before the run, never taken).
+check_eq "refresh: every data source read named" \
+    "$(jq '[.[] | select(.method == "ReadDataSource" and .verdict != "named")] | length' \
         "$WORK/verdicts-$run.json")" 0
 checked "refresh"
 
