@@ -274,13 +274,15 @@ static int has_id(const struct instance *in, int m, const sj_node *id)
 }
 
 /* Was the instance's object kept through the run (the same id before and
- * after)? Then no call creating an object is about it. */
-static int kept(const struct instance *in)
+ * after)? Then no call creating an object is about it. The state after a
+ * refresh says nothing of it: it applied nothing, and its plan of a
+ * replacement (the create half) is of an object it kept. */
+static int kept(const struct instance *in, int partial)
 {
     for (int m = MO_B0; m <= MO_BR; m++)
         for (unsigned j = 0; j < in->nval[m]; j++) {
             const sj_node *id = value_id(in->val[m][j]);
-            if (id && (has_id(in, MO_AP, id) == 1 || has_id(in, MO_AS, id) == 1))
+            if (id && (has_id(in, MO_AP, id) == 1 || (partial != 2 && has_id(in, MO_AS, id) == 1)))
                 return 1;
         }
     return 0;
@@ -318,7 +320,7 @@ static struct verdict_of score_instance(const struct call_vals *c, const struct 
             return (struct verdict_of){V_RULED_OUT, 0, 0, 0};
         /* A new object is not one the run kept. */
         if (skip_value(c->v[K_PRIOR]) &&
-            (!skip_value(c->v[K_PLANNED]) || !skip_value(c->v[K_NEW])) && kept(in))
+            (!skip_value(c->v[K_PLANNED]) || !skip_value(c->v[K_NEW])) && kept(in, c->partial))
             return (struct verdict_of){V_RULED_OUT, 0, 0, 0};
     }
     for (int k = 0; k < K_N; k++) {
@@ -660,11 +662,24 @@ struct verdict {
     size_t ntied;
 };
 
+/* A named plan that requires replacing its object: the create half that
+ * follows it in its process (a plan with no prior state, the same
+ * configuration) is of the same instance. */
+struct replacing {
+    int64_t process;
+    char *type;
+    char *config; /* its configuration, members sorted */
+    size_t verdict;
+    int paired;
+};
+
 struct matching {
     struct instances *is;
     struct index *ix;
     sj_doc **refreshed; /* copies of what ReadResource calls returned */
     size_t nrefreshed, caprefreshed;
+    struct replacing *rp;
+    size_t nrp, caprp;
     size_t ndocs;
     const char *missing;
     size_t seq;
@@ -947,6 +962,75 @@ static int keep_refreshed(struct matching *m, size_t inst, const sj_node *state)
     return 0;
 }
 
+static int set_note(struct verdict *v, tftap_buf *note);
+
+/* A plan with no prior state that nothing named: the create half of a
+ * replacement, when one named replacing plan of its process and type,
+ * not paired yet, came before it with the same configuration (core plans
+ * a replacement's new object right after the replacing plan, from the
+ * same configuration). What no document after a refresh says (it lists
+ * no replacement): its plan of the new object is of the instance whose
+ * replacement it planned. A replacing plan named is remembered. */
+static int create_half(struct matching *m, const char *type, const struct call_vals *c, size_t vi)
+{
+    struct verdict *out = &m->v[vi];
+    int is_new = skip_value(c->v[K_PRIOR]);
+    if (!(c->replace && !is_new && out->address) && !(is_new && !out->address && !out->ntied))
+        return 0;
+    tftap_buf b = TFTAP_BUF_INIT;
+    if (sj_write_sorted(c->v[K_CONFIG], &b) != 0 || tftap_buf_failed(&b)) {
+        tftap_buf_done(&b);
+        return TFTAP_ENOMEM;
+    }
+    tftap_buf_cstr(&b);
+    if (!is_new) {
+        if (m->nrp == m->caprp) {
+            size_t cap = m->caprp ? 2 * m->caprp : 16;
+            struct replacing *v = realloc(m->rp, cap * sizeof *v);
+            if (!v) {
+                tftap_buf_done(&b);
+                return TFTAP_ENOMEM;
+            }
+            m->rp = v;
+            m->caprp = cap;
+        }
+        char *t = strdup(type), *config = tftap_buf_take(&b, NULL);
+        if (!t || !config) {
+            free(t);
+            free(config);
+            return TFTAP_ENOMEM;
+        }
+        m->rp[m->nrp++] = (struct replacing){out->process, t, config, vi, 0};
+        return 0;
+    }
+    struct replacing *one = NULL;
+    size_t found = 0;
+    for (size_t i = 0; i < m->nrp; i++) {
+        struct replacing *r = &m->rp[i];
+        if (!r->paired && r->process == out->process && strcmp(r->type, type) == 0 &&
+            strcmp(r->config, b.data) == 0) {
+            one = r;
+            found++;
+        }
+    }
+    tftap_buf_done(&b);
+    if (found != 1)
+        return 0; /* none, or equal configurations: which one is not known */
+    const struct verdict *by = &m->v[one->verdict];
+    tftap_buf note = TFTAP_BUF_INIT;
+    tftap_buf_printf(&note, "the create half of its replacement (call %lld)",
+                     (long long)by->call_id);
+    if (tftap_buf_failed(&note)) {
+        tftap_buf_done(&note);
+        return TFTAP_ENOMEM;
+    }
+    one->paired = 1;
+    out->address = by->address;
+    out->inst = by->inst;
+    out->score = by->score;
+    return set_note(out, &note);
+}
+
 /* Calls of one provider process that cannot be about the same instance:
  * per method, a plan or apply of an existing object or of a new one, and
  * one planned or applied away (a replacement is one of each). */
@@ -988,6 +1072,8 @@ static int on_call(void *ctx, const store_match_call *call)
     out->cls = call_class(c.rpc, c.v[K_PRIOR],
                           c.rpc == R_READ || c.rpc == R_UPGRADE ? NULL : c.v[K_PLANNED]);
     int rc = match_call(m, call->type_name, &c, out);
+    if (!rc && c.rpc == R_PLAN && call->type_name && c.v[K_CONFIG])
+        rc = create_half(m, call->type_name, &c, m->n - 1);
     if (!rc && c.rpc == R_READ && out->address && out->inst != (size_t)-1 &&
         !skip_value(c.v[K_NEW]))
         rc = keep_refreshed(m, out->inst, c.v[K_NEW]);
@@ -1215,6 +1301,11 @@ done:
     for (size_t i = 0; i < m.nrefreshed; i++)
         sj_free(m.refreshed[i]);
     free(m.refreshed);
+    for (size_t i = 0; i < m.nrp; i++) {
+        free(m.rp[i].type);
+        free(m.rp[i].config);
+    }
+    free(m.rp);
     for (size_t d = 0; parsed && d < ndocs; d++)
         sj_free(parsed[d]);
     free(parsed);

@@ -262,8 +262,8 @@ int am_instances_collect(struct instances *is, const sj_node *root, int after, i
 {
     if (!root || root->kind != SJ_OBJECT)
         return TFTAP_EDECODE;
-    if (after && partial)
-        is->partial = 1;
+    if (after && partial > is->partial)
+        is->partial = partial;
     const sj_node *cfg = sj_get(root, "tftap_config");
     if (cfg && cfg->kind == SJ_ARRAY) {
         const sj_node *whole = sj_get(root, "tftap_config_whole");

@@ -43,7 +43,8 @@ struct instances {
     size_t *slots;  /* open addressing by address and mode: instance + 1, 0 empty */
     size_t nslots;  /* a power of two, at least twice n */
     int have_after; /* some document names objects as the run left them */
-    int partial;    /* the state after is one a failed command left */
+    int partial;    /* the state after is one a failed command left (1), or a
+                     * refresh's (2: it applied nothing it planned) */
     /* The configuration's resource blocks ("tftap_config"), when read. */
     struct config_block {
         const char *address, *type; /* in their document */

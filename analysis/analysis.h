@@ -21,7 +21,8 @@
  * says whether a state is the one the run started from (0) or the one it
  * left (1); a plan's changes tell before and after themselves. partial: a
  * state left by a command that failed, which may not hold what the run
- * planned or applied. */
+ * planned or applied (1), or by one that applies nothing it plans (2: a
+ * refresh; an object it kept may still be one it planned to replace). */
 typedef struct analysis_match_doc {
     const char *json;
     size_t len;

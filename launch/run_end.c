@@ -26,7 +26,7 @@
 
 /* After the command: what the store ties calls to resource addresses by,
  * the state before it and `CLI show -json [PLANFILE]` after it (into
- * *out; partial: the command failed, so the state after may lack what it
+ * *out; partial: analysis_match_doc's, the state after may lack what it
  * planned); and the configuration's resource blocks (into *config). Runs unwrapped (env: NULL for
  * ours, or tftap replay's, whose CLI config sends the CLI straight to the replayed providers):
  * nothing of it is recorded. Problems only warn. Returns how many docs it filled. */
@@ -529,9 +529,9 @@ int run_end(const struct run_end *e, store **s, char **version, struct captured 
         int tests = e->match && strcmp(e->sub, "test") == 0;
         int after = plans ? e->planfile != NULL && (e->code == 0 || e->code == 2) : tests ? 0 : 1;
         /* A state after that need not hold what the run planned: a failed
-         * command's, or a refresh's (it plans, and applies only what it
-         * read). */
-        int partial = (!plans && e->code != 0) || e->refresh_only;
+         * command's (1), or a refresh's (2: it plans, and applies only what
+         * it read). */
+        int partial = e->refresh_only ? 2 : !plans && e->code != 0;
         int opened = *s != NULL || store_open(e->db, 0, s) == 0;
         /* A recorder that found the database refusing its writes (away, or
          * its disk full) holds its part under a shared lock and retries

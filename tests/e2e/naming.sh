@@ -283,9 +283,8 @@ check "diff plan, plan -out: the plain plan has unnamed calls" test \
     "$(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = $run AND address IS NULL")" -gt 0
 
 # refresh: every ReadResource, and every call about an existing object,
-# named by the object it read, and every data source read (its
-# refresh-only plan of the create half of a replacement names nothing
-# after it: not yet).
+# named by the object it read, every data source read, and the create
+# half of a replacement it planned (and did not apply).
 tftap_run refresh -var gen=5
 check_eq "refresh: exit code" "$?" 0
 state s5r
@@ -307,6 +306,12 @@ check_eq "refresh: every call about an existing object named" \
 check_eq "refresh: every data source read named" \
     "$(jq '[.[] | select(.method == "ReadDataSource" and .verdict != "named")] | length' \
         "$WORK/verdicts-$run.json")" 0
+# And its plan of the create half of cnt[0]'s replacement (keepers
+# changed), which no document after it lists: after the replacing plan.
+check_eq "refresh: every call named" "$LAST_NAMED" "$LAST_N"
+check_eq "refresh: the create half named after the replacing plan" \
+    "$(sqlite3 "$db" "SELECT address FROM v_resource_changes WHERE run_id = $run
+        AND address_note LIKE 'the create half of its replacement (call %)'")" 'tftest5_pet.cnt[0]'
 checked "refresh"
 
 # What a destroy reads (data sources) no state after holds: core's own
