@@ -34,13 +34,38 @@ static const char usage_text[] =
 struct cwd_read {
     char *cwd;
     int exit_ok;
+    int refresh; /* `refresh`, or `-refresh-only`: it applied nothing it planned */
 };
+
+/* Was the command (its words, a JSON array) a refresh? */
+static int refresh_words(const char *args_json)
+{
+    sj_doc *doc = NULL;
+    int refresh = 0, sub_seen = 0;
+    if (args_json && sj_parse(args_json, strlen(args_json), 4, &doc) == 0) {
+        for (const sj_node *a = sj_root(doc)->child; a; a = a->next) {
+            if (a->kind != SJ_STRING)
+                continue;
+            if (!sub_seen && a->str[0] != '-') {
+                sub_seen = 1;
+                refresh |= strcmp(a->str, "refresh") == 0;
+            } else if (sub_seen) {
+                refresh |= strcmp(a->str, "-refresh-only") == 0 ||
+                           strcmp(a->str, "--refresh-only") == 0 ||
+                           strcmp(a->str, "-refresh-only=true") == 0;
+            }
+        }
+    }
+    sj_free(doc);
+    return refresh;
+}
 
 static int run_row(void *ctx, const store_run_row *r)
 {
     struct cwd_read *c = ctx;
     c->cwd = r->cwd ? strdup(r->cwd) : NULL;
     c->exit_ok = r->has_exit_code && r->exit_code == 0;
+    c->refresh = refresh_words(r->args_json);
     return 0;
 }
 
@@ -79,7 +104,7 @@ int cli_match(int argc, char **argv)
     analysis_match_doc docs[4];
     size_t ndocs = 0;
     store *s = NULL;
-    struct cwd_read cr = {NULL, 0};
+    struct cwd_read cr = {NULL, 0, 0};
     int code = 1;
     if ((before && read_doc(before, &bb)) || (plan && read_doc(plan, &pb)) ||
         (state && read_doc(state, &sb)))
@@ -103,9 +128,11 @@ int cli_match(int argc, char **argv)
     if (plan)
         docs[ndocs++] = (analysis_match_doc){pb.data ? pb.data : "", pb.len, 0, 0, NULL};
     /* Without an exit code of 0 (under wrap none is known) the state
-     * after may not hold what the run planned: hints only. */
+     * after may not hold what the run planned: hints only; nor after a
+     * refresh (analysis_match_doc's partial). */
     if (state)
-        docs[ndocs++] = (analysis_match_doc){sb.data ? sb.data : "", sb.len, 1, !cr.exit_ok, NULL};
+        docs[ndocs++] = (analysis_match_doc){sb.data ? sb.data : "", sb.len, 1,
+                                             cr.refresh ? 2 : !cr.exit_ok, NULL};
     const char *dir = config_dir ? config_dir : cr.cwd;
     struct stat st;
     if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && launch_config_doc(dir, NULL, &cb) == 0)

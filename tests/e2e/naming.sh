@@ -312,6 +312,13 @@ check_eq "refresh: every call named" "$LAST_NAMED" "$LAST_N"
 check_eq "refresh: the create half named after the replacing plan" \
     "$(sqlite3 "$db" "SELECT address FROM v_resource_changes WHERE run_id = $run
         AND address_note LIKE 'the create half of its replacement (call %)'")" 'tftest5_pet.cnt[0]'
+# tftap match, as under tftap wrap, names the same from the same documents
+# (it knows the run a refresh: its state after says nothing of what was
+# kept).
+"$TFTAP" match "$run" --db "$db" --state "$WORK/s5r.json" --before "$WORK/s5b.json" --config "$w" \
+    --json >"$WORK/match-refresh.json"
+check_eq "refresh, matched again by tftap match: every call named" \
+    "$(jq -c '[.named, .calls]' "$WORK/match-refresh.json")" "[$LAST_N,$LAST_N]"
 checked "refresh"
 
 # What a destroy reads (data sources) no state after holds: core's own
