@@ -1010,7 +1010,7 @@ static void test_matching_writes_little(void)
                          "[\"create\"],\"before\":null,\"after\":{\"name\":\"%s\",\"size\":3}}}",
                          i ? "," : "", i, name);
     tftap_buf_puts(&show, "]}");
-    analysis_match_doc doc = {show.data, show.len, 1, 0, NULL};
+    analysis_match_doc doc = {show.data, show.len, 1, 0, NULL, 0};
     CHECK_INT_EQ(match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
     frames = wal_frames(path);
     printf("matching them again to 300 addresses: %lld WAL frames\n", (long long)frames);
@@ -1085,7 +1085,7 @@ static void test_show_plan(void)
         "\"change\":{\"actions\":[\"create\"],\"before\":null,"
         "\"after\":{\"name\":\"gamma\",\"size\":9}}}]}";
     int ok = 0, bad = 0;
-    analysis_match_doc doc = {show, strlen(show), 1, 0, NULL};
+    analysis_match_doc doc = {show, strlen(show), 1, 0, NULL, 0};
     CHECK_INT_EQ(match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
     CHECK_INT_EQ(ok, 1);
     CHECK_INT_EQ(bad, 1);
@@ -1159,7 +1159,7 @@ static void test_show_plan(void)
         "\"thing-1\",\"name\":\"alpha\",\"size\":4}}]},"
         "{\"mode\":\"data\",\"type\":\"test_thing\",\"name\":\"d\",\"instances\":["
         "{\"attributes\":{\"id\":\"thing-1\",\"name\":\"alpha\",\"size\":3}}]}]}";
-    analysis_match_doc before = {raw, strlen(raw), 0, 0, NULL};
+    analysis_match_doc before = {raw, strlen(raw), 0, 0, NULL, 0};
     CHECK_INT_EQ(match_addresses(s, run, &before, 1, NULL, &ok, &bad), 0);
     CHECK_INT_EQ(ok, 1);
     CHECK_INT_EQ(bad, 1);
@@ -1186,7 +1186,7 @@ static void test_show_plan(void)
         "{\"module\":\"module.m[1]\",\"mode\":\"managed\",\"type\":\"test_thing\","
         "\"name\":\"web\",\"instances\":[{\"index_key\":\"k\",\"attributes\":{\"id\":"
         "\"thing-1\",\"name\":\"alpha\",\"size\":3}}]}]}";
-    analysis_match_doc before2 = {raw2, strlen(raw2), 0, 0, NULL};
+    analysis_match_doc before2 = {raw2, strlen(raw2), 0, 0, NULL, 0};
     CHECK_INT_EQ(match_addresses(s, run, &before2, 1, NULL, &ok, &bad), 0);
     a = text(sql);
     CHECK_STR_EQ(a, "module.m[1].test_thing.web[\"k\"]");
@@ -1313,7 +1313,7 @@ static void test_identical_instances_paired(void)
         tftap_buf_puts(&show, i ? "," : "]}");
     }
     int ok = 0, bad = 0;
-    analysis_match_doc doc = {show.data, show.len, 1, 0, NULL};
+    analysis_match_doc doc = {show.data, show.len, 1, 0, NULL, 0};
     CHECK_INT_EQ(match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
     CHECK_INT_EQ(ok, 3);
     CHECK_INT_EQ(bad, 1);
@@ -1385,7 +1385,7 @@ static void test_null_against_value(void)
                          i ? "," : "", keys[i], i == 1 ? "\"cc\"" : "null");
     tftap_buf_puts(&show, "]}");
     int ok = 0, bad = 0;
-    analysis_match_doc doc = {show.data, show.len, 1, 0, NULL};
+    analysis_match_doc doc = {show.data, show.len, 1, 0, NULL, 0};
     CHECK_INT_EQ(match_addresses(s, run, &doc, 1, NULL, &ok, &bad), 0);
     tftap_buf got = TFTAP_BUF_INIT;
     CHECK_INT_EQ(store_changes_each(s, run, NULL, addresses_cb, &got), 0);
