@@ -584,9 +584,10 @@ static int final_plans(store *s, int64_t run_id, struct pcs *p, analysis_finding
     int rc = 0, have_runs = 0, kind[2] = {0, 0};
     if ((rc = store_run_get(s, run_id, run_row_saved, kind)))
         return rc;
-    /* A test's run blocks plan and apply one after the other: a plan
-     * after an apply of its address is another run block's, the first
-     * of a walk, however the one before planned it. */
+    /* A test's run blocks plan one after the other, each with values of
+     * its own: a final plan is only an apply walk's (its process then
+     * applies the address), of the latest plan since the address was
+     * last applied (a plan after an apply is another run block's). */
     int saved = kind[0], tests = kind[1];
     /* By address, then start: each plan compares within its address. */
     if (p->n)
@@ -600,9 +601,16 @@ static int final_plans(store *s, int64_t run_id, struct pcs *p, analysis_finding
             continue;
         const struct pc *first = NULL;
         int64_t applied = INT64_MIN; /* the last apply of the address before x (tests) */
-        for (size_t j = group; tests && j < p->n && strcmp(p->v[j].address, x->address) == 0; j++)
-            if (p->v[j].apply && p->v[j].started < x->started && p->v[j].started > applied)
-                applied = p->v[j].started;
+        int applies = !tests;        /* x's process applies the address after x */
+        for (size_t j = group; tests && j < p->n && strcmp(p->v[j].address, x->address) == 0; j++) {
+            const struct pc *y = &p->v[j];
+            if (y->apply && y->started < x->started && y->started > applied)
+                applied = y->started;
+            if (y->apply && y->process == x->process && y->started > x->started)
+                applies = 1;
+        }
+        if (!applies)
+            continue;
         for (size_t j = group; j < p->n && strcmp(p->v[j].address, x->address) == 0; j++) {
             const struct pc *y = &p->v[j];
             if (y->apply || y->process == x->process || strcmp(y->address, x->address) != 0 ||
