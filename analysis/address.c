@@ -867,14 +867,53 @@ static int cmp_grouped(const void *a, const void *b)
     return c ? c : (x > y) - (x < y);
 }
 
-/* Of instances sorted by address (cmp_grouped), the first of each
- * address, in place; how many are left. */
+/* May calls agreeing with the addresses of tied (one instance each) be
+ * paired with them? In every group of documents (run block) where one of
+ * them is, all are, equal in all the call could tell: count over equal
+ * values. Two addresses equal in one run block only (the values one had
+ * in another) are not interchangeable. */
+static int equal_in_every_group(const struct instances *is, const size_t *tied, size_t n,
+                                const struct call_vals *c)
+{
+    for (int g = 0; g <= is->ngroups; g++) {
+        size_t first = (size_t)-1;
+        for (size_t t = 0; t < n; t++) {
+            const struct instance *in = &is->v[tied[t]];
+            size_t i = am_instance_find(is, in->address, in->data, g);
+            if (t == 0) {
+                first = i;
+                continue;
+            }
+            if ((i == (size_t)-1) != (first == (size_t)-1))
+                return 0;
+            size_t pair[2] = {first, i};
+            if (i != (size_t)-1 && !all_equal(is, pair, 2, c))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Of instances sorted by address (cmp_grouped), one of each address, in
+ * place: that of the first group that has it, so that calls agreeing with
+ * the same addresses in other run blocks are paired among the same
+ * instances (same_ties); how many are left. */
 static size_t one_per_address(const struct instances *is, size_t *tied, size_t n)
 {
     size_t k = 0;
     for (size_t t = 0; t < n; t++)
         if (k == 0 || strcmp(is->v[tied[k - 1]].address, is->v[tied[t]].address) != 0)
             tied[k++] = tied[t];
+    for (size_t t = 0; t < k; t++) {
+        const struct instance *in = &is->v[tied[t]];
+        for (int g = 0; g <= is->ngroups; g++) {
+            size_t i = am_instance_find(is, in->address, in->data, g);
+            if (i != (size_t)-1) {
+                tied[t] = i;
+                break;
+            }
+        }
+    }
     return k;
 }
 
@@ -934,13 +973,12 @@ static int match_call(struct matching *m, const char *type, const struct call_va
         sorting = is;
         qsort(r.tied, r.ties, sizeof *r.tied, cmp_grouped);
         sorting = NULL;
-        int equal = all_equal(is, r.tied, r.ties, c);
         size_t naddr = one_per_address(is, r.tied, r.ties);
         if (naddr == 1) {
             out->inst = r.tied[0];
             out->address = is->v[r.tied[0]].address;
             out->score = r.best_score;
-        } else if (equal) {
+        } else if (equal_in_every_group(is, r.tied, naddr, c)) {
             out->tied = malloc(naddr * sizeof *out->tied);
             if (!out->tied)
                 return TFTAP_ENOMEM;
@@ -1307,6 +1345,8 @@ int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc 
         if (!err) {
             is.group = docs[d].group;
             is.grouped |= docs[d].group != 0;
+            if (docs[d].group > is.ngroups)
+                is.ngroups = docs[d].group;
             err = am_instances_collect(&is, sj_root(parsed[d]), docs[d].after, docs[d].partial,
                                        docs[d].targets);
         }

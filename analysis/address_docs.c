@@ -49,6 +49,14 @@ static size_t *address_slot(const struct instances *is, const char *address, siz
     }
 }
 
+size_t am_instance_find(const struct instances *is, const char *address, int data, int group)
+{
+    if (is->nslots == 0)
+        return (size_t)-1;
+    size_t slot = *address_slot(is, address, strlen(address), data, group);
+    return slot ? slot - 1 : (size_t)-1;
+}
+
 static int slots_grow(struct instances *is)
 {
     size_t nslots = is->nslots ? is->nslots * 2 : 64;

@@ -46,6 +46,7 @@ struct instances {
     int have_after; /* some document names objects as the run left them */
     int group;      /* the group of the document being read */
     int grouped;    /* some document is of a group (`tofu test` run blocks) */
+    int ngroups;    /* the highest group */
     int partial;    /* the state after is one a failed command left (1), or a
                      * refresh's (2: it applied nothing it planned) */
     /* The configuration's resource blocks ("tftap_config"), when read. */
@@ -70,6 +71,10 @@ struct instances {
 /* Keep v as known of in at moment m (nothing for NULL, a null, a value
  * said already, or when MAX_PER are kept); unk: a plan's after_unknown. */
 void am_push_val(struct instance *in, int m, const sj_node *v, const sj_node *unk);
+
+/* The instance of (address, data) read from documents of group, or
+ * (size_t)-1. */
+size_t am_instance_find(const struct instances *is, const char *address, int data, int group);
 
 /* Add what one document says (a saved plan's or a state's `show -json`, a
  * raw state, the configuration's blocks as "tftap_config") to is. after:

@@ -1401,6 +1401,68 @@ static void test_null_against_value(void)
     store_close(s);
 }
 
+/* `tofu test`: each run block's documents a group of their own
+ * (analysis_match_doc.group). One address in two run blocks, with other
+ * values in each, is one instance to a call; a call agreeing with two
+ * addresses (each in another run block) stays unnamed, though the two
+ * agree with it alike: they are not equal in every run block. */
+static void test_run_blocks_grouped(void)
+{
+    recorder *r = open_rec(0, bin_a);
+    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    struct fx_thing beta = thing_alpha;
+    beta.name = "beta";
+    plan_create(r, 2, &thing_alpha);
+    plan_create(r, 3, &beta);
+    recorder_close(r);
+
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    int64_t run = 0;
+    CHECK_INT_EQ(store_resolve_run(s, "last", &run), 0);
+    static const char *const names[3][2] = {
+        {"alpha", "beta"}, {"alpha", "gamma"}, {"beta", "alpha"}};
+    tftap_buf show[3] = {TFTAP_BUF_INIT, TFTAP_BUF_INIT, TFTAP_BUF_INIT};
+    for (int d = 0; d < 3; d++) {
+        tftap_buf_puts(&show[d], "{\"format_version\":\"1.2\",\"resource_changes\":[");
+        for (int i = 0; i < 2; i++)
+            tftap_buf_printf(&show[d],
+                             "%s{\"address\":\"test_thing.web[%d]\",\"mode\":\"managed\","
+                             "\"type\":\"test_thing\",\"name\":\"web\",\"change\":"
+                             "{\"actions\":[\"create\"],\"before\":null,\"after\":"
+                             "{\"name\":\"%s\",\"size\":3}}}",
+                             i ? "," : "", i, names[d][i]);
+        tftap_buf_puts(&show[d], "]}");
+    }
+    /* web[0] alpha in both run blocks; beta only web[1]'s, in the first. */
+    analysis_match_doc docs[2] = {{show[0].data, show[0].len, 0, 0, NULL, 1},
+                                  {show[1].data, show[1].len, 0, 0, NULL, 2}};
+    int ok = 0, bad = 0;
+    CHECK_INT_EQ(match_addresses(s, run, docs, 2, NULL, &ok, &bad), 0);
+    tftap_buf got = TFTAP_BUF_INIT;
+    CHECK_INT_EQ(store_changes_each(s, run, NULL, addresses_cb, &got), 0);
+    CHECK_STR_EQ(tftap_buf_cstr(&got), "test_thing.web[0] (-)\n"
+                                       "test_thing.web[1] (-)\n");
+    CHECK_INT_EQ(ok, 2);
+    /* alpha is web[0] in one run block and web[1] in the other: not
+     * named, though both instances agree with it alike. */
+    docs[1] = (analysis_match_doc){show[2].data, show[2].len, 0, 0, NULL, 2};
+    CHECK_INT_EQ(match_addresses(s, run, docs, 2, NULL, &ok, &bad), 0);
+    tftap_buf_reset(&got);
+    CHECK_INT_EQ(store_changes_each(s, run, NULL, addresses_cb, &got), 0);
+    CHECK_STR_EQ(tftap_buf_cstr(&got),
+                 "- (values agree with 2 test_thing instances of the run blocks that differ "
+                 "elsewhere: test_thing.web[0], test_thing.web[1])\n"
+                 "- (values agree with 2 test_thing instances of the run blocks that differ "
+                 "elsewhere: test_thing.web[0], test_thing.web[1])\n");
+    CHECK_INT_EQ(ok, 0);
+    CHECK_INT_EQ(bad, 2);
+    tftap_buf_done(&got);
+    for (int d = 0; d < 3; d++)
+        tftap_buf_done(&show[d]);
+    store_close(s);
+}
+
 /* OpenTofu plans a replacement as two calls: the replacing plan (which may
  * keep the old id) and the create half (null prior, same config). They read
  * as one "-/+" change with the create half's planned values. */
@@ -1487,6 +1549,7 @@ int main(void)
     /* Last: tests/store/cli.sh reads the runs above by number, and this
      * one as the last. */
     test_identical_instances_paired();
+    test_run_blocks_grouped();
 
     fx_free(&schema_a);
     fx_free(&schema_b);
