@@ -90,12 +90,15 @@ static int str_is(const sj_node *n, const char *s)
     return n && n->kind == SJ_STRING && strcmp(n->str, s) == 0;
 }
 
-/* One line of `test -json` output. */
+/* One line of `test -json` output: -1 when it is no JSON object (output
+ * cut short: a run block's documents could be missing). */
 static int read_line(struct printed *p, const char *line, size_t n)
 {
     sj_doc *d = NULL;
-    if (n == 0 || sj_parse(line, n, TFTAP_JSON_MAX_DEPTH, &d) != 0)
-        return 0; /* not a JSON line: not ours to read */
+    if (n == 0)
+        return 0;
+    if (sj_parse(line, n, TFTAP_JSON_MAX_DEPTH, &d) != 0)
+        return -1;
     const sj_node *root = sj_root(d), *file = sj_get(root, "@testfile");
     const sj_node *plan = sj_get(root, "test_plan"), *state = sj_get(root, "test_state");
     const sj_node *run = sj_get(root, "test_run"), *tf = sj_get(root, "test_file");
@@ -166,9 +169,13 @@ int run_retest(const struct run_end *e, store *s, struct run_retest *out)
     argv[n] = NULL;
     int code = capture(argv, NULL, e->workdir, RETEST_MAX, &printed_out);
     /* The same test gives the same outcome; a call the recording could
-     * not answer is an error diagnostic of ours (and fails a run block),
-     * output cut short has no summary: nothing is taken then. */
-    if (code != e->code || tftap_buf_failed(&printed_out) || printed_out.len >= RETEST_MAX ||
+     * not answer is an error diagnostic of ours (and fails a run block);
+     * output near the bound may have lost a piece (capture drops what
+     * does not fit), and every line must be JSON, the summary there:
+     * nothing is taken otherwise. Every run block's documents must be
+     * there: a call whose own run block is missing could agree with
+     * another's instance alone. */
+    if (code != e->code || tftap_buf_failed(&printed_out) || printed_out.len + 65536 > RETEST_MAX ||
         memmem(printed_out.data ? printed_out.data : "", printed_out.len, "tftap replay:", 13))
         goto done;
     for (size_t at = 0; at < printed_out.len;) {

@@ -523,7 +523,7 @@ check_eq "plan with a templated import id, not made again: nothing taken from th
 # their own, destroyed at its end; no state file holds them. The truth is
 # what tofu prints with -json -verbose (each run block's plan or state),
 # the user's own flags, which tftap leaves as they are. count and for_each
-# (a key with a space), and run blocks whose variables change what count
+# (a key with a space), a data source with count, and run blocks whose variables change what count
 # derives (many[1]: length 5, or 6; many[2] new): one address, other
 # values in another run block (a plan of them too: no plan of one run
 # block is held against another's by the check). Twice: parallel walks
@@ -551,6 +551,10 @@ resource "tftest5_pet" "fe" {
   for_each = toset(["a b", "c"])
   length   = 2
   prefix   = each.key
+}
+data "tftest6_echo" "d" {
+  count = var.n
+  input = "d${count.index * var.n}"
 }
 EOF
 cat >"$tw/tests/n.tftest.hcl" <<'EOF'
