@@ -1401,6 +1401,47 @@ static void test_null_against_value(void)
     store_close(s);
 }
 
+/* A test run again applies: two creates that asked the same and were
+ * answered with two ids (two test files creating one object) would both
+ * get the first id from a replay. Planning again is not hindered by them
+ * (a plan applies nothing); a test is not run again. */
+static void test_applies_answered_otherwise(void)
+{
+    recorder *r = open_rec(0, bin_a);
+    call(r, 1, M_SCHEMA, NULL, &schema_a);
+    struct fx_thing one = thing_alpha, two = thing_alpha;
+    one.id = "thing-1";
+    two.id = "thing-2";
+    plan_create(r, 2, &thing_alpha);
+    struct fx_bytes req, resp;
+    fx_apply(&thing_alpha, &one, &req, &resp);
+    call(r, 3, "/tfplugin5.Provider/ApplyResourceChange", &req, &resp);
+    fx_free(&req);
+    fx_free(&resp);
+    recorder_close(r);
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    int64_t run = 0;
+    CHECK_INT_EQ(store_resolve_run(s, "last", &run), 0);
+    int repeatable = -1;
+    CHECK_INT_EQ(analysis_replay_repeatable_applies(s, run, &repeatable), 0);
+    CHECK_INT_EQ(repeatable, 1);
+    store_close(s);
+    r = open_rec(run, bin_a);
+    plan_create(r, 4, &thing_alpha);
+    fx_apply(&thing_alpha, &two, &req, &resp);
+    call(r, 5, "/tfplugin5.Provider/ApplyResourceChange", &req, &resp);
+    fx_free(&req);
+    fx_free(&resp);
+    recorder_close(r);
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    CHECK_INT_EQ(analysis_replay_repeatable(s, run, &repeatable), 0);
+    CHECK_INT_EQ(repeatable, 1);
+    CHECK_INT_EQ(analysis_replay_repeatable_applies(s, run, &repeatable), 0);
+    CHECK_INT_EQ(repeatable, 0);
+    store_close(s);
+}
+
 /* `tofu test`: each run block's documents a group of their own
  * (analysis_match_doc.group). One address in two run blocks, with other
  * values in each, is one instance to a call; a call agreeing with two
@@ -1550,6 +1591,7 @@ int main(void)
      * one as the last. */
     test_identical_instances_paired();
     test_run_blocks_grouped();
+    test_applies_answered_otherwise();
 
     fx_free(&schema_a);
     fx_free(&schema_b);
