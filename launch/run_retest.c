@@ -51,6 +51,7 @@ struct printed {
     int *state;        /* a test_state (else a test_plan) */
     size_t n, cap;
     int summary, errored; /* a test_summary seen; a run block or file in error */
+    size_t ran;           /* run blocks that ran (passed or failed) */
 };
 
 static int printed_add(struct printed *p, const sj_node *doc, const sj_node *file, int state)
@@ -109,6 +110,8 @@ static int read_line(struct printed *p, const char *line, size_t n)
         rc = printed_add(p, state, file, 1);
     if (str_is(sj_get(run, "status"), "error") || str_is(sj_get(tf, "status"), "error"))
         p->errored = 1;
+    if (str_is(sj_get(run, "status"), "pass") || str_is(sj_get(run, "status"), "fail"))
+        p->ran++;
     if (sj_get(root, "test_summary"))
         p->summary = 1;
     sj_free(d);
@@ -160,8 +163,12 @@ int run_retest(const struct run_end *e, store *s, struct run_retest *out)
     for (size_t i = 0; i < nargs; i++) {
         const char *a = e->args[i];
         const char *f = a[0] == '-' && a[1] == '-' ? a + 1 : a;
-        if (strncmp(f, "-chdir=", 7) == 0 || strncmp(f, "-junit-xml", 10) == 0)
+        if (strncmp(f, "-chdir=", 7) == 0 || strncmp(f, "-junit-xml=", 11) == 0)
             continue;
+        if (strcmp(f, "-junit-xml") == 0) {
+            i += e->args[i + 1] != NULL; /* its file too */
+            continue;
+        }
         argv[n++] = (char *)a;
     }
     argv[n++] = "-json";
@@ -186,7 +193,8 @@ int run_retest(const struct run_end *e, store *s, struct run_retest *out)
             goto done;
         at += len + 1;
     }
-    if (!p.summary || p.errored || p.n == 0)
+    /* Each run block that ran printed its plan or state. */
+    if (!p.summary || p.errored || p.n == 0 || p.ran != p.n)
         goto done;
     out->docs = calloc(3 * p.n, sizeof *out->docs);
     if (!out->docs)
