@@ -962,8 +962,8 @@ static int match_call(struct matching *m, const char *type, const struct call_va
     else if (candidates == 0)
         tftap_buf_printf(&note, "no %s%s instance in the plan or state", what, type);
     else if (r.ties == 0)
-        tftap_buf_printf(&note, "values match none of the %zu %s%s instances", candidates, what,
-                         type);
+        tftap_buf_printf(&note, "values match none of the %zu %s%s instances%s", candidates, what,
+                         type, is->grouped ? " of the run blocks" : "");
     else if (r.ties > MAX_TIED)
         tftap_buf_printf(&note, "values match %zu %s%s instances equally", r.ties, what, type);
     else if (r.ties > 1 && is->grouped) {

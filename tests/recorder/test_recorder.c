@@ -1461,10 +1461,10 @@ static void test_run_blocks_grouped(void)
     CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
     int64_t run = 0;
     CHECK_INT_EQ(store_resolve_run(s, "last", &run), 0);
-    static const char *const names[3][2] = {
-        {"alpha", "beta"}, {"alpha", "gamma"}, {"beta", "alpha"}};
-    tftap_buf show[3] = {TFTAP_BUF_INIT, TFTAP_BUF_INIT, TFTAP_BUF_INIT};
-    for (int d = 0; d < 3; d++) {
+    static const char *const names[4][2] = {
+        {"alpha", "beta"}, {"alpha", "gamma"}, {"beta", "alpha"}, {"alpha", "alpha"}};
+    tftap_buf show[4] = {TFTAP_BUF_INIT, TFTAP_BUF_INIT, TFTAP_BUF_INIT, TFTAP_BUF_INIT};
+    for (int d = 0; d < 4; d++) {
         tftap_buf_puts(&show[d], "{\"format_version\":\"1.2\",\"resource_changes\":[");
         for (int i = 0; i < 2; i++)
             tftap_buf_printf(&show[d],
@@ -1498,8 +1498,18 @@ static void test_run_blocks_grouped(void)
                  "elsewhere: test_thing.web[0], test_thing.web[1])\n");
     CHECK_INT_EQ(ok, 0);
     CHECK_INT_EQ(bad, 2);
+    /* web[0] and web[1] equal in every run block (count over equal
+     * values): alpha is paired with one of them, beta with none. */
+    docs[0] = (analysis_match_doc){show[3].data, show[3].len, 0, 0, 1};
+    docs[1] = (analysis_match_doc){show[3].data, show[3].len, 0, 0, 2};
+    CHECK_INT_EQ(match_addresses(s, run, docs, 2, NULL, &ok, &bad), 0);
+    tftap_buf_reset(&got);
+    CHECK_INT_EQ(store_changes_each(s, run, NULL, addresses_cb, &got), 0);
+    CHECK_STR_EQ(tftap_buf_cstr(&got), "test_thing.web[0] (identical to web[1])\n"
+                                       "- (values match none of the 4 test_thing instances of the "
+                                       "run blocks)\n");
     tftap_buf_done(&got);
-    for (int d = 0; d < 3; d++)
+    for (int d = 0; d < 4; d++)
         tftap_buf_done(&show[d]);
     store_close(s);
 }
