@@ -1500,8 +1500,8 @@ static void test_run_blocks_grouped(void)
     CHECK_INT_EQ(bad, 2);
     /* web[0] and web[1] equal in every run block (count over equal
      * values): alpha is paired with one of them, beta with none. */
-    docs[0] = (analysis_match_doc){show[3].data, show[3].len, 0, 0, 1};
-    docs[1] = (analysis_match_doc){show[3].data, show[3].len, 0, 0, 2};
+    docs[0] = (analysis_match_doc){show[3].data, show[3].len, 0, 0, NULL, 1};
+    docs[1] = (analysis_match_doc){show[3].data, show[3].len, 0, 0, NULL, 2};
     CHECK_INT_EQ(match_addresses(s, run, docs, 2, NULL, &ok, &bad), 0);
     tftap_buf_reset(&got);
     CHECK_INT_EQ(store_changes_each(s, run, NULL, addresses_cb, &got), 0);
