@@ -593,6 +593,18 @@ static void score_one(const struct instances *is, struct index *ix, size_t seq,
      * or keys changed since: only a block with one instance is certain. */
     if (c->rpc == R_DATA && !v.must && !am_config_certain(is, is->v[i].address))
         return;
+    if (is->grouped) {
+        /* Run blocks' documents (`tofu test`): every instance agreeing
+         * counts, whatever its hints. The call's own instance is among
+         * them; another run block's that agrees better must not push it
+         * aside. */
+        if (r->ties == 0 || v.agree > r->best_score)
+            r->best_score = v.agree;
+        if (r->ties < MAX_TIED)
+            r->tied[r->ties] = i;
+        r->ties++;
+        return;
+    }
     if (r->ties == 0 || v.disagree < r->fewest) {
         r->fewest = v.disagree;
         r->best_score = v.agree;
@@ -848,6 +860,63 @@ static void others_list(tftap_buf *b, const struct instances *is, const size_t *
     }
 }
 
+static int cmp_grouped(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int c = analysis_address_cmp(sorting->v[x].address, sorting->v[y].address);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* May calls agreeing with the addresses of tied (one instance each) be
+ * paired with them? In every group of documents (run block) where one of
+ * them is, all are, equal in all the call could tell: count over equal
+ * values. Two addresses equal in one run block only (the values one had
+ * in another) are not interchangeable. */
+static int equal_in_every_group(const struct instances *is, const size_t *tied, size_t n,
+                                const struct call_vals *c)
+{
+    for (int g = 0; g <= is->ngroups; g++) {
+        size_t first = (size_t)-1;
+        for (size_t t = 0; t < n; t++) {
+            const struct instance *in = &is->v[tied[t]];
+            size_t i = am_instance_find(is, in->address, in->data, g);
+            if (t == 0) {
+                first = i;
+                continue;
+            }
+            if ((i == (size_t)-1) != (first == (size_t)-1))
+                return 0;
+            size_t pair[2] = {first, i};
+            if (i != (size_t)-1 && !all_equal(is, pair, 2, c))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Of instances sorted by address (cmp_grouped), one of each address, in
+ * place: that of the first group that has it, so that calls agreeing with
+ * the same addresses in other run blocks are paired among the same
+ * instances (same_ties); how many are left. */
+static size_t one_per_address(const struct instances *is, size_t *tied, size_t n)
+{
+    size_t k = 0;
+    for (size_t t = 0; t < n; t++)
+        if (k == 0 || strcmp(is->v[tied[k - 1]].address, is->v[tied[t]].address) != 0)
+            tied[k++] = tied[t];
+    for (size_t t = 0; t < k; t++) {
+        const struct instance *in = &is->v[tied[t]];
+        for (int g = 0; g <= is->ngroups; g++) {
+            size_t i = am_instance_find(is, in->address, in->data, g);
+            if (i != (size_t)-1) {
+                tied[t] = i;
+                break;
+            }
+        }
+    }
+    return k;
+}
+
 /* Decide one call: an address, equal instances to pair it with later, or
  * a note saying why there is none. */
 static int match_call(struct matching *m, const char *type, const struct call_vals *c,
@@ -893,11 +962,37 @@ static int match_call(struct matching *m, const char *type, const struct call_va
     else if (candidates == 0)
         tftap_buf_printf(&note, "no %s%s instance in the plan or state", what, type);
     else if (r.ties == 0)
-        tftap_buf_printf(&note, "values match none of the %zu %s%s instances", candidates, what,
-                         type);
+        tftap_buf_printf(&note, "values match none of the %zu %s%s instances%s", candidates, what,
+                         type, is->grouped ? " of the run blocks" : "");
     else if (r.ties > MAX_TIED)
         tftap_buf_printf(&note, "values match %zu %s%s instances equally", r.ties, what, type);
-    else if (r.ties > 1) {
+    else if (r.ties > 1 && is->grouped) {
+        /* One address in several run blocks is one instance to the call;
+         * several addresses are paired only when every run block's
+         * instances are equal. */
+        sorting = is;
+        qsort(r.tied, r.ties, sizeof *r.tied, cmp_grouped);
+        sorting = NULL;
+        size_t naddr = one_per_address(is, r.tied, r.ties);
+        if (naddr == 1) {
+            out->inst = r.tied[0];
+            out->address = is->v[r.tied[0]].address;
+            out->score = r.best_score;
+        } else if (equal_in_every_group(is, r.tied, naddr, c)) {
+            out->tied = malloc(naddr * sizeof *out->tied);
+            if (!out->tied)
+                return TFTAP_ENOMEM;
+            memcpy(out->tied, r.tied, naddr * sizeof *out->tied);
+            out->ntied = naddr;
+            out->score = r.best_score;
+        } else {
+            tftap_buf_printf(&note,
+                             "values agree with %zu %s%s instances of the run blocks that differ "
+                             "elsewhere: ",
+                             naddr, what, type);
+            others_list(&note, is, r.tied, naddr, NULL, (size_t)-1);
+        }
+    } else if (r.ties > 1) {
         sorting = is;
         qsort(r.tied, r.ties, sizeof *r.tied, cmp_tied);
         sorting = NULL;
@@ -1074,7 +1169,10 @@ static int on_call(void *ctx, const store_match_call *call)
     int rc = match_call(m, call->type_name, &c, out);
     if (!rc && c.rpc == R_PLAN && call->type_name && c.v[K_CONFIG])
         rc = create_half(m, call->type_name, &c, m->n - 1);
-    if (!rc && c.rpc == R_READ && out->address && out->inst != (size_t)-1 &&
+    /* Not for run blocks' instances: what one read refreshed, kept as
+     * another run block's instance's, would rule out that block's own
+     * plans. */
+    if (!rc && c.rpc == R_READ && out->address && out->inst != (size_t)-1 && !m->is->grouped &&
         !skip_value(c.v[K_NEW]))
         rc = keep_refreshed(m, out->inst, c.v[K_NEW]);
     return m->err = rc;
@@ -1244,12 +1342,18 @@ int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc 
     }
     for (size_t d = 0; d < ndocs; d++) {
         err = sj_parse(docs[d].json, docs[d].len, TFTAP_JSON_MAX_DEPTH, &parsed[d]);
-        if (!err)
+        if (!err) {
+            is.group = docs[d].group;
+            is.grouped |= docs[d].group != 0;
+            if (docs[d].group > is.ngroups)
+                is.ngroups = docs[d].group;
             err = am_instances_collect(&is, sj_root(parsed[d]), docs[d].after, docs[d].partial,
                                        docs[d].targets);
+        }
         if (err)
             goto done;
     }
+    is.group = 0;
     err = am_instances_imports(&is, s, run_id);
     if (!err)
         err = index_build(&ix, &is);

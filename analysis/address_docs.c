@@ -24,27 +24,37 @@ void am_push_val(struct instance *in, int m, const sj_node *v, const sj_node *un
     in->nval[m]++;
 }
 
-static size_t address_hash(const char *address, size_t alen, int data)
+static size_t address_hash(const char *address, size_t alen, int data, int group)
 {
-    uint64_t h = 1469598103934665603u ^ (uint64_t)data; /* FNV-1a */
+    uint64_t h = (1469598103934665603u ^ (uint64_t)data) + (uint64_t)group; /* FNV-1a */
     for (size_t i = 0; i < alen; i++)
         h = (h ^ (unsigned char)address[i]) * 1099511628211u;
     return (size_t)h;
 }
 
-/* The slot of (address, data): its instance, or the empty slot for it. */
-static size_t *address_slot(const struct instances *is, const char *address, size_t alen, int data)
+/* The slot of (address, data, group): its instance, or the empty slot for
+ * it. */
+static size_t *address_slot(const struct instances *is, const char *address, size_t alen, int data,
+                            int group)
 {
     size_t mask = is->nslots - 1;
-    for (size_t k = address_hash(address, alen, data) & mask;; k = (k + 1) & mask) {
+    for (size_t k = address_hash(address, alen, data, group) & mask;; k = (k + 1) & mask) {
         size_t *slot = &is->slots[k];
         if (*slot == 0)
             return slot;
         const struct instance *in = &is->v[*slot - 1];
-        if (in->data == data && strncmp(in->address, address, alen) == 0 &&
+        if (in->data == data && in->group == group && strncmp(in->address, address, alen) == 0 &&
             in->address[alen] == '\0')
             return slot;
     }
+}
+
+size_t am_instance_find(const struct instances *is, const char *address, int data, int group)
+{
+    if (is->nslots == 0)
+        return (size_t)-1;
+    size_t slot = *address_slot(is, address, strlen(address), data, group);
+    return slot ? slot - 1 : (size_t)-1;
 }
 
 static int slots_grow(struct instances *is)
@@ -58,7 +68,7 @@ static int slots_grow(struct instances *is)
     is->nslots = nslots;
     for (size_t i = 0; i < is->n; i++) {
         const struct instance *in = &is->v[i];
-        *address_slot(is, in->address, strlen(in->address), in->data) = i + 1;
+        *address_slot(is, in->address, strlen(in->address), in->data, in->group) = i + 1;
     }
     return 0;
 }
@@ -71,7 +81,7 @@ static int add_instance(struct instances *is, const char *address, size_t alen, 
     struct instance *in = NULL;
     if (is->nslots < 2 * (is->n + 1) && slots_grow(is) != 0)
         return TFTAP_ENOMEM;
-    size_t *slot = address_slot(is, address, alen, data);
+    size_t *slot = address_slot(is, address, alen, data, is->group);
     if (*slot)
         in = &is->v[*slot - 1]; /* the same instance seen in another section */
     if (!in) {
@@ -94,6 +104,7 @@ static int add_instance(struct instances *is, const char *address, size_t alen, 
         in->address = a;
         in->type = type;
         in->data = data;
+        in->group = is->group;
     }
     am_push_val(in, m, v, unk);
     if ((m == MO_AP || m == MO_AS) && v && v->kind != SJ_NULL)

@@ -31,7 +31,8 @@ enum moment {
 struct instance {
     char *address; /* owned */
     const char *type;
-    int data; /* a data source (mode "data") */
+    int data;  /* a data source (mode "data") */
+    int group; /* the document group it was read from (analysis_match_doc) */
     const sj_node *val[MO_N][MAX_PER];
     const sj_node *unk[MO_N][MAX_PER]; /* a plan's after_unknown for its after */
     unsigned nval[MO_N];
@@ -43,6 +44,9 @@ struct instances {
     size_t *slots;  /* open addressing by address and mode: instance + 1, 0 empty */
     size_t nslots;  /* a power of two, at least twice n */
     int have_after; /* some document names objects as the run left them */
+    int group;      /* the group of the document being read */
+    int grouped;    /* some document is of a group (`tofu test` run blocks) */
+    int ngroups;    /* the highest group */
     int partial;    /* the state after is one a failed command left (1), or a
                      * refresh's (2: it applied nothing it planned) */
     /* The configuration's resource blocks ("tftap_config"), when read. */
@@ -67,6 +71,10 @@ struct instances {
 /* Keep v as known of in at moment m (nothing for NULL, a null, a value
  * said already, or when MAX_PER are kept); unk: a plan's after_unknown. */
 void am_push_val(struct instance *in, int m, const sj_node *v, const sj_node *unk);
+
+/* The instance of (address, data) read from documents of group, or
+ * (size_t)-1. */
+size_t am_instance_find(const struct instances *is, const char *address, int data, int group);
 
 /* Add what one document says (a saved plan's or a state's `show -json`, a
  * raw state, the configuration's blocks as "tftap_config") to is. after:

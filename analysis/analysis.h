@@ -34,6 +34,11 @@ typedef struct analysis_match_doc {
      * (and their instances, and what is inside a targeted module) are
      * taken from it. */
     const char *targets;
+    /* 0, or the documents of one `tofu test` run block (1, 2, ...): its
+     * instances are apart from those of other groups (the same address
+     * with another run block's values), and a call is named only when the
+     * instances it agrees with, in every group, have one address. */
+    int group;
 } analysis_match_doc;
 
 /* What analysis_match_addresses found: for each call an address, or a
@@ -72,6 +77,10 @@ int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc 
  * could be swapped between instances), else 0 (replan.c). Returns 0,
  * TFTAP_ESTORE or TFTAP_ENOMEM. */
 int analysis_replay_repeatable(store *s, int64_t run_id, int *repeatable);
+/* The same, every two ApplyResourceChange calls that asked the same
+ * answered the same too: for a replay that applies (`tofu test` run
+ * again), whose every provider process answers from the whole recording. */
+int analysis_replay_repeatable_applies(store *s, int64_t run_id, int *repeatable);
 
 /* ---- secrets as core sees them (secrets.c) ---- */
 

@@ -1,6 +1,7 @@
 /* Contract checks over a recorded run: each call's own rules, and the
  * final plan made during apply against the first plan of the same address
  * ("inconsistent final plan"). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -568,7 +569,9 @@ static int pc_cmp(const void *a, const void *b)
  * plan an earlier run saved. */
 static int run_row_saved(void *ctx, const store_run_row *row)
 {
-    *(int *)ctx = tftap_args_apply_saved_plan(row->args_json);
+    int *v = ctx;
+    v[0] = tftap_args_apply_saved_plan(row->args_json);
+    v[1] = tftap_args_subcommand_is(row->args_json, "test");
     return 0;
 }
 
@@ -578,9 +581,14 @@ static int run_row_saved(void *ctx, const store_run_row *row)
 static int final_plans(store *s, int64_t run_id, struct pcs *p, analysis_findings *out)
 {
     struct runs rs = {NULL, 0, 0, run_id};
-    int rc = 0, have_runs = 0, saved = 0;
-    if ((rc = store_run_get(s, run_id, run_row_saved, &saved)))
+    int rc = 0, have_runs = 0, kind[2] = {0, 0};
+    if ((rc = store_run_get(s, run_id, run_row_saved, kind)))
         return rc;
+    /* A test's run blocks plan one after the other, each with values of
+     * its own: a final plan is only an apply walk's (its process then
+     * applies the address), of the latest plan since the address was
+     * last applied (a plan after an apply is another run block's). */
+    int saved = kind[0], tests = kind[1];
     /* By address, then start: each plan compares within its address. */
     if (p->n)
         qsort(p->v, p->n, sizeof *p->v, pc_cmp);
@@ -592,10 +600,21 @@ static int final_plans(store *s, int64_t run_id, struct pcs *p, analysis_finding
         if (x->apply || planned_null(x->planned))
             continue;
         const struct pc *first = NULL;
+        int64_t applied = INT64_MIN; /* the last apply of the address before x (tests) */
+        int applies = !tests;        /* x's process applies the address after x */
+        for (size_t j = group; tests && j < p->n && strcmp(p->v[j].address, x->address) == 0; j++) {
+            const struct pc *y = &p->v[j];
+            if (y->apply && y->started < x->started && y->started > applied)
+                applied = y->started;
+            if (y->apply && y->process == x->process && y->started > x->started)
+                applies = 1;
+        }
+        if (!applies)
+            continue;
         for (size_t j = group; j < p->n && strcmp(p->v[j].address, x->address) == 0; j++) {
             const struct pc *y = &p->v[j];
             if (y->apply || y->process == x->process || strcmp(y->address, x->address) != 0 ||
-                y->started >= x->started || planned_null(y->planned))
+                y->started >= x->started || y->started <= applied || planned_null(y->planned))
                 continue;
             if (!first || y->started >= first->started)
                 first = y;

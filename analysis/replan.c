@@ -21,6 +21,7 @@ struct asked {
 struct asking {
     struct asked *v;
     size_t n, cap;
+    int applies; /* ApplyResourceChange too (a replay that applies) */
     int err;
 };
 
@@ -45,7 +46,8 @@ static int on_asked(void *ctx, const store_match_call *c)
     const char *rpc = c->rpc ? c->rpc : "";
     /* store_match_call's values: prior, proposed, config, planned, new. */
     int plan = strcmp(rpc, "PlanResourceChange") == 0;
-    if (!plan && strcmp(rpc, "ReadResource") != 0 && strcmp(rpc, "ReadDataSource") != 0)
+    int apply = a->applies && strcmp(rpc, "ApplyResourceChange") == 0;
+    if (!plan && !apply && strcmp(rpc, "ReadResource") != 0 && strcmp(rpc, "ReadDataSource") != 0)
         return 0;
     if (a->n == a->cap) {
         size_t cap = a->cap ? 2 * a->cap : 256;
@@ -57,9 +59,12 @@ static int on_asked(void *ctx, const store_match_call *c)
     }
     tftap_buf q = TFTAP_BUF_INIT, r = TFTAP_BUF_INIT;
     tftap_buf_printf(&q, "%s\x1f%s\x1f", rpc, c->type_name ? c->type_name : "");
-    const sj_node *asked[3] = {c->values[0], c->values[1], c->values[2]};
+    /* An apply asks with its planned state (values[3]) and answers the
+     * new one. */
+    const sj_node *asked[4] = {c->values[0], c->values[1], c->values[2],
+                               apply ? c->values[3] : NULL};
     const sj_node *answered[1] = {plan ? c->values[3] : c->values[4]};
-    int rc = put_values(&q, asked, 3);
+    int rc = put_values(&q, asked, 4);
     if (!rc)
         rc = put_values(&r, answered, 1);
     if (!rc) {
@@ -85,9 +90,9 @@ static int cmp_asked(const void *x, const void *y)
     return c ? c : strcmp(a->response, b->response);
 }
 
-int analysis_replay_repeatable(store *s, int64_t run_id, int *repeatable)
+static int repeatable_of(store *s, int64_t run_id, int applies, int *repeatable)
 {
-    struct asking a = {0};
+    struct asking a = {.applies = applies};
     *repeatable = 0;
     int rc = store_match_calls_each(s, run_id, on_asked, &a);
     if (!rc)
@@ -107,4 +112,18 @@ int analysis_replay_repeatable(store *s, int64_t run_id, int *repeatable)
     }
     free(a.v);
     return rc;
+}
+
+int analysis_replay_repeatable(store *s, int64_t run_id, int *repeatable)
+{
+    return repeatable_of(s, run_id, 0, repeatable);
+}
+
+/* A replay that applies (`tofu test`'s run blocks) asks its applies too,
+ * and each provider process of it answers from the whole recording: an
+ * apply answered otherwise than an equal one (a create given a random id)
+ * would give one run block the other's object. */
+int analysis_replay_repeatable_applies(store *s, int64_t run_id, int *repeatable)
+{
+    return repeatable_of(s, run_id, 1, repeatable);
 }

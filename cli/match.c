@@ -124,19 +124,19 @@ int cli_match(int argc, char **argv)
         goto done;
     }
     if (before)
-        docs[ndocs++] = (analysis_match_doc){bb.data ? bb.data : "", bb.len, 0, 0, NULL};
+        docs[ndocs++] = (analysis_match_doc){bb.data ? bb.data : "", bb.len, 0, 0, NULL, 0};
     if (plan)
-        docs[ndocs++] = (analysis_match_doc){pb.data ? pb.data : "", pb.len, 0, 0, NULL};
+        docs[ndocs++] = (analysis_match_doc){pb.data ? pb.data : "", pb.len, 0, 0, NULL, 0};
     /* Without an exit code of 0 (under wrap none is known) the state
      * after may not hold what the run planned: hints only; nor after a
      * refresh (analysis_match_doc's partial). */
     if (state)
-        docs[ndocs++] = (analysis_match_doc){sb.data ? sb.data : "", sb.len, 1,
-                                             cr.refresh ? 2 : !cr.exit_ok, NULL};
+        docs[ndocs++] = (analysis_match_doc){sb.data ? sb.data : "",       sb.len, 1,
+                                             cr.refresh ? 2 : !cr.exit_ok, NULL,   0};
     const char *dir = config_dir ? config_dir : cr.cwd;
     struct stat st;
     if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && launch_config_doc(dir, NULL, &cb) == 0)
-        docs[ndocs++] = (analysis_match_doc){cb.data, cb.len, 0, 0, NULL};
+        docs[ndocs++] = (analysis_match_doc){cb.data, cb.len, 0, 0, NULL, 0};
     else if (config_dir)
         cli_error("the configuration in %s cannot be read with certainty: nothing is named "
                   "from it",

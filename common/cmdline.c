@@ -48,3 +48,25 @@ int tftap_args_apply_saved_plan(const char *args_json)
     sj_free(d);
     return saved;
 }
+
+int tftap_args_subcommand_is(const char *args_json, const char *sub)
+{
+    int is = 0;
+    sj_doc *d = NULL;
+    if (args_json && sj_parse(args_json, strlen(args_json), TFTAP_JSON_MAX_DEPTH, &d) == 0) {
+        const sj_node *a = sj_root(d), *x;
+        for (x = a && a->kind == SJ_ARRAY ? a->child : NULL; x; x = x->next) {
+            if (x->kind != SJ_STRING)
+                continue;
+            if (x->str[0] == '-') {
+                if (takes_value(x->str) && x->next)
+                    x = x->next;
+                continue;
+            }
+            is = strcmp(x->str, sub) == 0;
+            break;
+        }
+    }
+    sj_free(d);
+    return is;
+}

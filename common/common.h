@@ -118,6 +118,8 @@ int tftap_filter_keeps(const char *filter, const char *type, const char *address
  * words after the program's name) apply a saved plan, "apply [flags]
  * PLANFILE"? 1 or 0 (also for NULL or what is not such an array). */
 int tftap_args_apply_saved_plan(const char *args_json);
+/* Is the subcommand of such a command line sub ("test")? 1 or 0. */
+int tftap_args_subcommand_is(const char *args_json, const char *sub);
 
 /* Bytewise order of two byte strings, the shorter first on a common prefix
  * (what memcmp gives equal-length ones). Either may be NULL when empty. */

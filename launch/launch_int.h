@@ -359,6 +359,30 @@ int run_end(const struct run_end *e, store **s, char **version, struct captured 
 int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap_buf *plan,
                tftap_buf *targets);
 
+/* ---- run_retest.c ---- */
+
+/* What a `test` run again printed: a group of documents per run block
+ * (analysis_match_doc): its plan or state, and the state it started from
+ * (its file's last state before it); and each test file's last state as
+ * the state before the destroy at its end. */
+struct run_retest {
+    analysis_match_doc *docs;
+    size_t n;
+    tftap_buf text; /* the documents' text */
+};
+
+/* A `tofu test` (or `terraform test`) that exited 0 or 1, run again
+ * offline against its recording (tftap replay --no-record, its arguments
+ * and -json -verbose, in its working directory): its run blocks' plans and
+ * states into out. Only where the run is the same again (its CLI's own
+ * providers, none reattached, the configuration and test files read with
+ * certainty, no two calls asking the same answered differently:
+ * analysis_replay_repeatable_applies) and came out the same (its exit
+ * code, no call the recording could not answer, no run block in error).
+ * Writes nothing of the user's. 0, or -1 when there is none (out empty). */
+int run_retest(const struct run_end *e, store *s, struct run_retest *out);
+void run_retest_done(struct run_retest *r);
+
 /* ---- run_spans.c ---- */
 
 /* With TFTAP_OTLP_AT_END (run_otlp_env): export run_id's spans, with

@@ -44,20 +44,20 @@ static size_t match_docs(const char *cli_path, char *const *env, const char *wor
         char *pargv[] = {(char *)cli_path, "show", "-json", (char *)applied_plan, NULL};
         int rc = capture(pargv, env, workdir, CAPTURE_MAX, plan);
         if (rc == 0 && plan->len > 0 && !tftap_buf_failed(plan))
-            docs[ndocs++] = (analysis_match_doc){plan->data, plan->len, 0, 0, NULL};
+            docs[ndocs++] = (analysis_match_doc){plan->data, plan->len, 0, 0, NULL, 0};
         else
             launch_error("could not read '%s show -json %s' to match calls to addresses", cli_path,
                          applied_plan);
     }
     if (have_before) {
         /* No state yet reads as a state without resources. */
-        docs[ndocs++] = (analysis_match_doc){before->len ? before->data : "{}",
-                                             before->len ? before->len : 2, 0, 0, NULL};
+        docs[ndocs++] = (analysis_match_doc){
+            before->len ? before->data : "{}", before->len ? before->len : 2, 0, 0, NULL, 0};
     }
     if (read_after) {
         int rc = capture(argv, env, workdir, CAPTURE_MAX, out);
         if (rc == 0 && out->len > 0 && !tftap_buf_failed(out))
-            docs[ndocs++] = (analysis_match_doc){out->data, out->len, 1, partial, NULL};
+            docs[ndocs++] = (analysis_match_doc){out->data, out->len, 1, partial, NULL, 0};
         else
             launch_error("could not read '%s show -json' to match calls to addresses", cli_path);
     }
@@ -66,7 +66,7 @@ static size_t match_docs(const char *cli_path, char *const *env, const char *wor
      * (a destroy's) but its block, where it has one instance; nor
      * anything of a `test` (its states are its own, gone at its end). */
     if (launch_config_doc(workdir, test_args, config) == 0)
-        docs[ndocs++] = (analysis_match_doc){config->data, config->len, 0, 0, NULL};
+        docs[ndocs++] = (analysis_match_doc){config->data, config->len, 0, 0, NULL, 0};
     return ndocs;
 }
 
@@ -389,6 +389,9 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
                   replan = TFTAP_BUF_INIT, targets = TFTAP_BUF_INIT;
         analysis_match_doc docs[5];
         int tests = strcmp(e->sub, "test") == 0, unnamed = 0;
+        struct run_retest retest = {0};
+        analysis_match_doc *all = NULL; /* docs and the test's run again */
+        size_t nall = 0;
         size_t ndocs = match_docs(e->cli_path, e->aux_env, e->workdir, plans ? e->planfile : NULL,
                                   e->applied_plan, e->have_before, e->before, after, partial,
                                   tests ? e->args : NULL, &out, &plan, &config, docs);
@@ -397,9 +400,18 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
         else if (unnamed > 0 && ndocs < 5 && run_replan(e, s, &config, &replan, &targets) == 0) {
             /* The new objects of a plan not saved, a failed apply's
              * creates: no document names them but their plan, made again. */
-            docs[ndocs++] = (analysis_match_doc){replan.data, replan.len, 0, 0,
-                                                 targets.len ? tftap_buf_cstr(&targets) : NULL};
+            docs[ndocs++] = (analysis_match_doc){
+                replan.data, replan.len, 0, 0, targets.len ? tftap_buf_cstr(&targets) : NULL, 0};
             if (match_apply(s, e->run_id, docs, ndocs) != 0)
+                launch_error("matching calls to addresses failed: %s", store_errmsg(s));
+        } else if (unnamed > 0 && tests && run_retest(e, s, &retest) == 0 &&
+                   (all = malloc((ndocs + retest.n) * sizeof *all)) != NULL) {
+            /* A test's instances of count or for_each: no document names
+             * them but its run blocks' plans and states, run again. */
+            memcpy(all, docs, ndocs * sizeof *all);
+            memcpy(all + ndocs, retest.docs, retest.n * sizeof *all);
+            nall = ndocs + retest.n;
+            if (match_apply(s, e->run_id, all, nall) != 0)
                 launch_error("matching calls to addresses failed: %s", store_errmsg(s));
         }
         stage_done(stages, STAGE_MATCHED);
@@ -408,7 +420,9 @@ static void analyses(const struct run_end *e, store *s, int plans, int after, in
          * emptied. */
         checkpointer_join(&ckpt);
         redacted = run_redact_secrets(s, e->run_id, e->is_cli ? e->workdir : NULL, e->args, e->env,
-                                      docs, ndocs, 1);
+                                      all ? all : docs, all ? nall : ndocs, 1);
+        free(all);
+        run_retest_done(&retest);
         tftap_buf_done(&out);
         tftap_buf_done(&plan);
         tftap_buf_done(&config);

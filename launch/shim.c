@@ -249,10 +249,10 @@ static void shim_run_left(const char *db, int64_t run_id)
                     w.n++;
         }
         tftap_buf state = TFTAP_BUF_INIT;
-        analysis_match_doc doc = {NULL, 0, 0, 0, NULL};
+        analysis_match_doc doc = {NULL, 0, 0, 0, NULL, 0};
         size_t ndocs = 0;
         if (run_local_state(w.cwd, w.args, &state) == 0 && state.len > 0) {
-            doc = (analysis_match_doc){state.data, state.len, 0, 0, NULL};
+            doc = (analysis_match_doc){state.data, state.len, 0, 0, NULL, 0};
             ndocs = 1;
         }
         /* The file is rewritten by the last recorder out (the others still

@@ -522,7 +522,12 @@ check_eq "plan with a templated import id, not made again: nothing taken from th
 # tofu test: its run blocks plan and apply the configuration in states of
 # their own, destroyed at its end; no state file holds them. The truth is
 # what tofu prints with -json -verbose (each run block's plan or state),
-# the user's own flags, which tftap leaves as they are.
+# the user's own flags, which tftap leaves as they are. count and for_each
+# (a key with a space), a data source with count, and run blocks whose variables change what count
+# derives (many[1]: length 5, or 6; many[2] new): one address, other
+# values in another run block (a plan of them too: no plan of one run
+# block is held against another's by the check). Twice: parallel walks
+# change the call order.
 tw=$WORK/tst
 mkdir -p "$tw/tests"
 cat >"$tw/main.tf" <<'EOF'
@@ -532,17 +537,35 @@ terraform {
     tftest6 = { source = "tftap/tftest6" }
   }
 }
+variable "n" {
+  default = 2
+}
 resource "tftest6_pet" "solo" {
   length = 2
 }
 resource "tftest5_pet" "many" {
-  count  = 2
-  length = count.index + 3
+  count  = var.n
+  length = count.index * var.n + 3
+}
+resource "tftest5_pet" "fe" {
+  for_each = toset(["a b", "c"])
+  length   = 2
+  prefix   = each.key
+}
+data "tftest6_echo" "d" {
+  count = var.n
+  input = "d${count.index * var.n}"
 }
 EOF
 cat >"$tw/tests/n.tftest.hcl" <<'EOF'
 run "plan" {
   command = plan
+}
+run "plan3" {
+  command = plan
+  variables {
+    n = 3
+  }
 }
 run "apply" {
   assert {
@@ -550,28 +573,81 @@ run "apply" {
     error_message = "two pets"
   }
 }
+run "three" {
+  variables {
+    n = 3
+  }
+}
 EOF
 (cd "$tw" && tofu init -input=false -no-color >/dev/null) || not_ok "test: init"
-(cd "$tw" && "$TFTAP" run --db "$db" -- tofu test -no-color -json -verbose >"$WORK/out-test.json" 2>&1)
-check_eq "tofu test: exit code" "$?" 0
-jq -c 'select(.test_plan) | .test_plan' "$WORK/out-test.json" >"$WORK/test-plan.json"
-jq -c 'select(.test_state) | .test_state' "$WORK/out-test.json" >"$WORK/test-state.json"
-check "tofu test: its plan and state printed" test -s "$WORK/test-plan.json" -a -s "$WORK/test-state.json"
+ls -A "$tw" >"$WORK/files-before-test"
 echo '{}' >"$WORK/empty.json"
-judge "tofu test" "$(last_run "$db")" "$WORK/empty.json" "$WORK/test-plan.json" "$WORK/test-state.json"
-# Its run blocks start from nothing and make only what the configuration
-# declares: the only block of a type names every call of it (plans,
-# applies, the destroy at the end); count's instances stay unnamed.
-check_eq "tofu test: every call of the only tftest6_pet block named" \
-    "$(sqlite3 "$db" "SELECT count(*) || ' ' || count(address) || ' ' || group_concat(DISTINCT address)
-        FROM v_resource_changes WHERE run_id = $(last_run "$db") AND type_name = 'tftest6_pet'")" \
-    "$(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = $(last_run "$db")
-        AND type_name = 'tftest6_pet'") $(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes
-        WHERE run_id = $(last_run "$db") AND type_name = 'tftest6_pet'") tftest6_pet.solo"
-check "tofu test: the destroy at its end among them" test "$(sqlite3 "$db" "SELECT count(*)
-    FROM v_resource_changes WHERE run_id = $(last_run "$db") AND address = 'tftest6_pet.solo'
-    AND method = 'ApplyResourceChange' AND new = 'null'")" = 1
-checked "tofu test"
+for round in 1 2; do
+    (cd "$tw" && "$TFTAP" run --db "$db" -- tofu test -no-color -json -verbose >"$WORK/out-test.json" 2>&1)
+    check_eq "tofu test ($round): exit code" "$?" 0
+    jq -c 'select(.test_plan) | .test_plan' "$WORK/out-test.json" >"$WORK/test-plan.json"
+    jq -c 'select(.test_state) | .test_state' "$WORK/out-test.json" >"$WORK/test-state.json"
+    check "tofu test ($round): its plan and state printed" test -s "$WORK/test-plan.json" -a -s "$WORK/test-state.json"
+    run=$(last_run "$db")
+    judge "tofu test ($round)" "$run" "$WORK/empty.json" "$WORK/test-plan.json" "$WORK/test-state.json"
+    # Its run blocks, run again offline against the recording, print their
+    # plans and states: every call named, those of count's and for_each's
+    # instances, of the run block that changes many[1], and of the destroy at
+    # its end too.
+    check_eq "tofu test ($round): every call named (its run blocks run again)" "$LAST_NAMED" "$LAST_N"
+    check_eq "tofu test ($round): every resource change call of the run named" \
+        "$(sqlite3 "$db" "SELECT count(address) || ' of ' || count(*) FROM v_resource_changes
+            WHERE run_id = $run")" \
+        "$(sqlite3 "$db" "SELECT count(*) || ' of ' || count(*) FROM v_resource_changes WHERE run_id = $run")"
+    check_eq "tofu test ($round): many[1] named with both lengths its run blocks gave it" \
+        "$(sqlite3 "$db" "SELECT group_concat(l) FROM (SELECT DISTINCT planned ->> '$.length' AS l
+            FROM v_resource_changes WHERE run_id = $run AND address = 'tftest5_pet.many[1]'
+            AND planned ->> '$.length' IS NOT NULL ORDER BY l)")" "5,6"
+    check_eq "tofu test ($round): every instance named, destroyed at its end" \
+        "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM (SELECT DISTINCT d.address
+            FROM v_resource_changes d WHERE d.run_id = $run AND d.method = 'ApplyResourceChange'
+            AND d.new = 'null' AND d.call_id > (SELECT max(call_id) FROM v_resource_changes
+            WHERE run_id = $run AND method = 'ApplyResourceChange' AND new != 'null')
+            ORDER BY d.address)")" \
+        'tftest5_pet.fe["a b"] tftest5_pet.fe["c"] tftest5_pet.many[0] tftest5_pet.many[1] tftest5_pet.many[2] tftest6_pet.solo'
+    check_eq "tofu test ($round): the only tftest6_pet block's calls named after it" \
+        "$(sqlite3 "$db" "SELECT group_concat(DISTINCT address) FROM v_resource_changes
+            WHERE run_id = $run AND type_name = 'tftest6_pet'")" tftest6_pet.solo
+    ls -A "$tw" >"$WORK/files-after-test"
+    check_eq "tofu test ($round): run again, it leaves no file behind" \
+        "$(diff "$WORK/files-before-test" "$WORK/files-after-test")" ""
+    checked "tofu test ($round)"
+done
+# A test that fails (exit code 1: run "apply" asserts two pets, -var n=3
+# makes three) planned and applied what it did: run again with the
+# user's -var, it fails the same, and names every call.
+(cd "$tw" && "$TFTAP" run --db "$db" -- tofu test -no-color -json -verbose -var n=3 \
+    >"$WORK/out-test1.json" 2>&1)
+check_eq "tofu test that fails: exit code" "$?" 1
+jq -c 'select(.test_plan) | .test_plan' "$WORK/out-test1.json" >"$WORK/test-plan1.json"
+jq -c 'select(.test_state) | .test_state' "$WORK/out-test1.json" >"$WORK/test-state1.json"
+run=$(last_run "$db")
+judge "tofu test that fails" "$run" "$WORK/empty.json" "$WORK/test-plan1.json" "$WORK/test-state1.json"
+check_eq "tofu test that fails: every call named" "$LAST_NAMED" "$LAST_N"
+# A second test file applying the same configuration from nothing again:
+# its creates ask what the first file's asked, and were given other
+# random ids, where a replay would give both the first answer. Not run
+# again: count's and for_each's instances stay unnamed, none misnamed.
+cp "$tw/tests/n.tftest.hcl" "$tw/tests/again.tftest.hcl"
+(cd "$tw" && "$TFTAP" run --db "$db" -- tofu test -no-color -json -verbose >"$WORK/out-test3.json" 2>&1)
+check_eq "tofu test, creates asked twice: exit code" "$?" 0
+jq -c 'select(.test_plan) | .test_plan' "$WORK/out-test3.json" >"$WORK/test-plan3.json"
+jq -c 'select(.test_state) | .test_state' "$WORK/out-test3.json" >"$WORK/test-state3.json"
+run=$(last_run "$db")
+judge "tofu test, creates asked twice" "$run" "$WORK/empty.json" "$WORK/test-plan3.json" \
+    "$WORK/test-state3.json"
+check_eq "tofu test, creates asked twice: count's instances not named" \
+    "$(sqlite3 "$db" "SELECT count(address) FROM v_resource_changes WHERE run_id = $run
+        AND type_name = 'tftest5_pet'")" 0
+check_eq "tofu test, creates asked twice: the only tftest6_pet block still named" \
+    "$(sqlite3 "$db" "SELECT count(*) = count(address) FROM v_resource_changes WHERE run_id = $run
+        AND type_name = 'tftest6_pet'")" 1
+rm "$tw/tests/again.tftest.hcl"
 # A run block that runs another module: its objects may be of the same
 # types, and nothing is named from the configuration.
 mkdir -p "$tw/other"
