@@ -21,21 +21,22 @@ db=$(ls "$work"/tftap-test-rec-*/rec/tftap.db)
 export TFTAP_DB="$db"
 
 "$TFTAP" runs >"$work/runs.txt"; check "runs exits 0" [ $? -eq 0 ]
-check "runs lists 11 runs" [ "$(grep -c '^[0-9]' "$work/runs.txt")" -eq 11 ]
+check "runs lists 13 runs" [ "$(grep -c '^[0-9]' "$work/runs.txt")" -eq 13 ]
 "$TFTAP" runs --json >"$work/runs.json"
-check "runs --json is a JSON array of 11" [ "$(jq length "$work/runs.json")" = 11 ]
+check "runs --json is a JSON array of 13" [ "$(jq length "$work/runs.json")" = 13 ]
 # Run 5 is test_show_plan's (a replacement and a create), run 6 an apply,
 # run 7 a replacement planned in two calls, runs 8 and 9 a process closing
 # while another commits the schema, run 10 plans of instances differing by
-# a null, run 11 three plans of identical instances (count = 3).
+# a null, run 11 three plans of identical instances (count = 3), runs 12
+# and 13 a test's run blocks and applies answered otherwise.
 "$TFTAP" show 6 >"$work/apply.txt"
 check "show of an apply run" grep -q 'has been created  \[ApplyResourceChange\]' "$work/apply.txt"
 "$TFTAP" show 7 >"$work/seven.txt"
 check "show 7 is a replacement" grep -q '^-/+ resource "test_thing"' "$work/seven.txt"
-"$TFTAP" show last >"$work/last.txt"
-check "show last names identical instances" \
+"$TFTAP" show 11 >"$work/last.txt"
+check "show 11 names identical instances" \
     grep -q '# test_thing.web\[2\] (identical to web\[0\], web\[1\]) will be created' "$work/last.txt"
-"$TFTAP" show last --json >"$work/last.json"
+"$TFTAP" show 11 --json >"$work/last.json"
 check "show --json keeps the note of a paired instance" \
     [ "$(jq -r '[.changes[] | select(.address == "test_thing.web[1]") | .address_note][0]' "$work/last.json")" = "identical to web[0], web[2]" ]
 
