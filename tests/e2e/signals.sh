@@ -79,6 +79,11 @@ try() {
         sh -c "! grep -q 'Two interrupts received' '$dir/out' '$dir/err'"
     check "$name: tofu created resources before the signal" test -n "$made"
     check_eq "$name: the state holds every resource tofu reported created" "$missing" ""
+    if [ -n "$missing" ]; then # what is there to tell who lost it
+        ls -la --time-style=full-iso "$dir" | sed 's/^/#   /'
+        sed 's/^/#   err: /' "$dir/err"
+        tail -n 5 "$dir/out" | sed 's/^/#   out: /'
+    fi
     # timeout(1) exits 124 whatever its command did: the run row has tofu's.
     local want=$code
     [ "${how%%-*}" = timeout ] && want=$direct_code
