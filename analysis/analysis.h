@@ -540,6 +540,21 @@ int analysis_value_diff(const sj_node *a, const sj_node *b, const char *prefix,
                         int (*fn)(void *ctx, const char *path, const sj_node *a, const sj_node *b),
                         void *ctx);
 
+/* Is member (of a request message) one of its provider-private fields
+ * ("private", "prior_private", ...): bytes a replay sends back as others,
+ * recorded as a size and a hash? */
+int analysis_private_member(const sj_node *member);
+
+/* Two requests "asked the same" when their digests are equal: SHA-256 (hex)
+ * of a canonical text, members in key order, every secret marker one
+ * token whatever its hash (runs keyed differently ask alike), the
+ * request's provider-private fields left out unless private_too. What
+ * replay matches a call with (as the comparison without --ignore patterns
+ * would), and what the run diff pairs unnamed calls by first. 1 with hex
+ * set, 0 when there is none (nested deeper than TFTAP_JSON_MAX_DEPTH), or
+ * TFTAP_ENOMEM. */
+int analysis_request_digest(const sj_node *request, int private_too, char hex[65]);
+
 /* ---- mocks for `tofu test` (docs/replay.md) -------------------------------- */
 
 /* One recorded value of a resource or data source instance. Strings are

@@ -603,38 +603,15 @@ static int dcall_parse(struct dcall *x)
 }
 
 /* An unnamed call's request digest (analysis_diff_call.request_digest),
- * from its parsed request; 0 without one. A secret's hash counts as any
- * secret: two runs keyed differently (bundles, each with its key) ask the
- * same as one record's two runs do. Written out, the key "$sensitive" can
- * only be a key (a string holding it has its quotes escaped). */
+ * from its parsed request, private fields too (they tell calls apart
+ * here); 0 without one. */
 static uint64_t request_digest(const struct dcall *x)
 {
-    if (!x->req)
+    char hex[65];
+    if (!x->req || analysis_request_digest(sj_root(x->req), 1, hex) != 1)
         return 0;
-    tftap_buf b = TFTAP_BUF_INIT;
-    uint64_t v = 0;
-    if (sj_write_sorted(sj_root(x->req), &b) == 0 && !tftap_buf_failed(&b)) {
-        static const char mark[] = "\"$sensitive\":\"";
-        size_t w = 0;
-        for (size_t r = 0; r < b.len;) {
-            if (b.len - r >= sizeof mark - 1 && memcmp(b.data + r, mark, sizeof mark - 1) == 0) {
-                memmove(b.data + w, mark, sizeof mark - 1);
-                w += sizeof mark - 1;
-                r += sizeof mark - 1;
-                while (r < b.len && b.data[r] != '"')
-                    r++; /* the hash: hex digits and a prefix, no escapes */
-                continue;
-            }
-            b.data[w++] = b.data[r++];
-        }
-        b.len = w;
-        char hex[65];
-        tftap_sha256_hex(b.data, b.len, hex);
-        hex[16] = '\0';
-        v = strtoull(hex, NULL, 16);
-    }
-    tftap_buf_done(&b);
-    return v;
+    hex[16] = '\0';
+    return strtoull(hex, NULL, 16);
 }
 
 static void dcall_unparse(struct dcall *x)

@@ -1,6 +1,7 @@
 /* analysis: attribute paths, --ignore patterns and differences between two
  * decoded values, shared by the run diff and replay's request matching. */
 #include <fnmatch.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/analysis.h"
@@ -157,4 +158,90 @@ int analysis_value_diff(const sj_node *a, const sj_node *b, const char *prefix,
     int rc = tftap_buf_failed(&v.path) ? TFTAP_ENOMEM : vd_walk(&v, a, b, 0);
     tftap_buf_done(&v.path);
     return rc;
+}
+
+/* ---- a request's canonical digest ---------------------------------------- */
+
+/* Provider-private bytes: recorded as a size and a hash, sent back by a
+ * replay as other bytes, so never a reason not to match. They are fields
+ * of the request itself: inside a value the same names are attributes
+ * (a repository's "private" flag) and compare like any other. */
+static const char *const private_members[] = {"private",        "prior_private",  "planned_private",
+                                              "source_private", "target_private", NULL};
+
+int analysis_private_member(const sj_node *member)
+{
+    for (const char *const *p = private_members; *p; p++)
+        if (member->key_len == strlen(*p) && memcmp(member->key, *p, member->key_len) == 0)
+            return 1;
+    return 0;
+}
+
+static int member_cmp(const void *x, const void *y)
+{
+    const sj_node *a = *(const sj_node *const *)x, *b = *(const sj_node *const *)y;
+    return tftap_bytes_cmp(a->key, a->key_len, b->key, b->key_len);
+}
+
+/* A text that is one text for requests the comparison (without --ignore
+ * patterns) finds equal: members in key order, every secret marker one
+ * token, the request's provider-private fields left out unless
+ * private_too. */
+static int canon(tftap_buf *out, const sj_node *n, int private_too, unsigned depth)
+{
+    if (depth > TFTAP_JSON_MAX_DEPTH)
+        return TFTAP_ELIMIT;
+    if (sj_is_sensitive(n)) {
+        tftap_buf_puts(out, "{\"$sensitive\":0}");
+        return 0;
+    }
+    if (n->kind == SJ_ARRAY) {
+        tftap_buf_putc(out, '[');
+        for (const sj_node *c = n->child; c; c = c->next) {
+            if (c != n->child)
+                tftap_buf_putc(out, ',');
+            int rc = canon(out, c, private_too, depth + 1);
+            if (rc)
+                return rc;
+        }
+        tftap_buf_putc(out, ']');
+        return 0;
+    }
+    if (n->kind != SJ_OBJECT) {
+        sj_write(n, out);
+        return 0;
+    }
+    const sj_node **m = malloc((n->n + 1) * sizeof *m);
+    if (!m)
+        return TFTAP_ENOMEM;
+    size_t k = 0;
+    for (const sj_node *c = n->child; c && k < n->n; c = c->next)
+        if (depth > 0 || private_too || !analysis_private_member(c))
+            m[k++] = c;
+    if (k > 1)
+        qsort(m, k, sizeof *m, member_cmp);
+    tftap_buf_putc(out, '{');
+    int rc = 0;
+    for (size_t i = 0; i < k && !rc; i++) {
+        if (i)
+            tftap_buf_putc(out, ',');
+        tftap_buf_json_string(out, m[i]->key, m[i]->key_len);
+        tftap_buf_putc(out, ':');
+        rc = canon(out, m[i], private_too, depth + 1);
+    }
+    tftap_buf_putc(out, '}');
+    free(m);
+    return rc;
+}
+
+int analysis_request_digest(const sj_node *request, int private_too, char hex[65])
+{
+    tftap_buf t = TFTAP_BUF_INIT;
+    int rc = canon(&t, request, private_too, 0);
+    if (!rc && tftap_buf_failed(&t))
+        rc = TFTAP_ENOMEM;
+    if (!rc)
+        tftap_sha256_hex(t.data ? t.data : "", t.len, hex);
+    tftap_buf_done(&t);
+    return rc == TFTAP_ENOMEM ? rc : rc == 0;
 }

@@ -14,13 +14,6 @@
 #define BOOK_MAX_PATHS 20
 #define BOOK_MAX_VALUE 200
 
-/* Provider-private bytes: recorded as a size and a hash, sent back by the
- * replay as other bytes, so never a reason not to match. They are fields
- * of the request itself: inside a value the same names are attributes
- * (a repository's "private" flag) and compare like any other. */
-static const char *const private_members[] = {"private",        "prior_private",  "planned_private",
-                                              "source_private", "target_private", NULL};
-
 struct entry {
     int64_t call_id;
     char *rpc;
@@ -76,87 +69,6 @@ static char *dup_or_null(const char *s, int *err)
     return d;
 }
 
-static int is_private(const sj_node *member)
-{
-    for (const char *const *p = private_members; *p; p++)
-        if (member->key_len == strlen(*p) && memcmp(member->key, *p, member->key_len) == 0)
-            return 1;
-    return 0;
-}
-
-static int member_cmp(const void *x, const void *y)
-{
-    const sj_node *a = *(const sj_node *const *)x, *b = *(const sj_node *const *)y;
-    return tftap_bytes_cmp(a->key, a->key_len, b->key, b->key_len);
-}
-
-/* A text that is one text for requests the comparison (without --ignore
- * patterns) finds equal: members in key order, every secret marker one
- * token, the request's provider-private fields left out. Its digest lets a call pass
- * over the recorded requests that cannot match it without comparing
- * them: with thousands of calls of one type, comparing each with every
- * earlier one took seconds. */
-static int canon(tftap_buf *out, const sj_node *n, unsigned depth)
-{
-    if (depth > TFTAP_JSON_MAX_DEPTH)
-        return TFTAP_ELIMIT;
-    if (sj_is_sensitive(n)) {
-        tftap_buf_puts(out, "{\"$sensitive\":0}");
-        return 0;
-    }
-    if (n->kind == SJ_ARRAY) {
-        tftap_buf_putc(out, '[');
-        for (const sj_node *c = n->child; c; c = c->next) {
-            if (c != n->child)
-                tftap_buf_putc(out, ',');
-            int rc = canon(out, c, depth + 1);
-            if (rc)
-                return rc;
-        }
-        tftap_buf_putc(out, ']');
-        return 0;
-    }
-    if (n->kind != SJ_OBJECT) {
-        sj_write(n, out);
-        return 0;
-    }
-    const sj_node **m = malloc((n->n + 1) * sizeof *m);
-    if (!m)
-        return TFTAP_ENOMEM;
-    size_t k = 0;
-    for (const sj_node *c = n->child; c && k < n->n; c = c->next)
-        if (depth > 0 || !is_private(c))
-            m[k++] = c;
-    if (k > 1)
-        qsort(m, k, sizeof *m, member_cmp);
-    tftap_buf_putc(out, '{');
-    int rc = 0;
-    for (size_t i = 0; i < k && !rc; i++) {
-        if (i)
-            tftap_buf_putc(out, ',');
-        tftap_buf_json_string(out, m[i]->key, m[i]->key_len);
-        tftap_buf_putc(out, ':');
-        rc = canon(out, m[i], depth + 1);
-    }
-    tftap_buf_putc(out, '}');
-    free(m);
-    return rc;
-}
-
-/* 1 with hex set, 0 when there is none (an error other than ENOMEM),
- * or TFTAP_ENOMEM. */
-static int digest_of(const sj_node *n, char hex[65])
-{
-    tftap_buf t = TFTAP_BUF_INIT;
-    int rc = canon(&t, n, 0);
-    if (!rc && tftap_buf_failed(&t))
-        rc = TFTAP_ENOMEM;
-    if (!rc)
-        tftap_sha256_hex(t.data ? t.data : "", t.len, hex);
-    tftap_buf_done(&t);
-    return rc == TFTAP_ENOMEM ? rc : rc == 0;
-}
-
 static int load_row(void *ctx, const store_call_row *row)
 {
     replay_book *b = ctx;
@@ -190,7 +102,7 @@ static int load_row(void *ctx, const store_call_row *row)
     e->status_code = row->status_code;
     b->n++; /* counted even on failure, so that free releases it */
     if (!err && !b->nignore) {
-        rc = digest_of(sj_root(e->request), e->digest);
+        rc = analysis_request_digest(sj_root(e->request), 0, e->digest);
         if (rc < 0)
             return rc;
         e->has_digest = rc;
@@ -360,7 +272,7 @@ int replay_compare_requests(
             /* Fields both have are walked once, from the recorded side. */
             if (side && other_m)
                 continue;
-            if (is_private(m))
+            if (analysis_private_member(m))
                 continue;
             tftap_buf_reset(&prefix);
             analysis_path_member(&prefix, m->key, m->key_len);
@@ -536,7 +448,7 @@ int replay_book_answer(replay_book *b, const char *rpc, const char *type_name,
     const sj_node *now = sj_root(doc);
     char digest[65];
     int hashed = 0;
-    if (!b->nignore && (hashed = digest_of(now, digest)) < 0) {
+    if (!b->nignore && (hashed = analysis_request_digest(now, 0, digest)) < 0) {
         sj_free(doc);
         return hashed;
     }
