@@ -358,6 +358,11 @@ int run_end(const struct run_end *e, store **s, char **version, struct captured 
  * nothing of the user's. 0, or -1 when there is none (plan empty). */
 int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap_buf *plan,
                tftap_buf *targets);
+/* The head of a command that runs the CLI again offline against the run's
+ * recording (`tftap replay DB --run N --no-record -- CLI`; self: this
+ * program, run_id: N as text) into argv, which has room: how many it put.
+ * The command's own words follow (run_replan, run_retest). */
+size_t run_replay_argv(const struct run_end *e, char *self, char *run_id, char **argv);
 
 /* ---- run_retest.c ---- */
 

@@ -187,6 +187,20 @@ static int replan_targets(const struct run_end *e, store *s, const tftap_buf *co
     return rc;
 }
 
+size_t run_replay_argv(const struct run_end *e, char *self, char *run_id, char **argv)
+{
+    size_t n = 0;
+    argv[n++] = self;
+    argv[n++] = "replay";
+    argv[n++] = (char *)e->db;
+    argv[n++] = "--run";
+    argv[n++] = run_id;
+    argv[n++] = "--no-record";
+    argv[n++] = "--";
+    argv[n++] = (char *)e->cli_path;
+    return n;
+}
+
 int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap_buf *plan,
                tftap_buf *targets_out)
 {
@@ -238,15 +252,7 @@ int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap
         nargs++;
     if ((argv = calloc(nargs + ntargets + 16, sizeof *argv)) == NULL)
         goto done;
-    size_t n = 0;
-    argv[n++] = self;
-    argv[n++] = "replay";
-    argv[n++] = (char *)e->db;
-    argv[n++] = "--run";
-    argv[n++] = runid.data;
-    argv[n++] = "--no-record";
-    argv[n++] = "--";
-    argv[n++] = (char *)e->cli_path;
+    size_t n = run_replay_argv(e, self, runid.data, argv);
     /* The apply's arguments, planning: run in its -chdir directory, and
      * ours last (the last of a flag wins). */
     for (size_t i = 0; i < nargs; i++) {

@@ -149,15 +149,7 @@ int run_retest(const struct run_end *e, store *s, struct run_retest *out)
     if (self == NULL || tftap_buf_failed(&runid) ||
         (argv = calloc(nargs + 12, sizeof *argv)) == NULL)
         goto done;
-    size_t n = 0;
-    argv[n++] = self;
-    argv[n++] = "replay";
-    argv[n++] = (char *)e->db;
-    argv[n++] = "--run";
-    argv[n++] = runid.data;
-    argv[n++] = "--no-record";
-    argv[n++] = "--";
-    argv[n++] = (char *)e->cli_path;
+    size_t n = run_replay_argv(e, self, runid.data, argv);
     /* The test's arguments, in its -chdir directory; no -junit-xml file
      * (the user's, written again), and its output as JSON, verbose. */
     for (size_t i = 0; i < nargs; i++) {
