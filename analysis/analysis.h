@@ -77,9 +77,12 @@ int analysis_match_addresses(store *s, int64_t run_id, const analysis_match_doc 
  * could be swapped between instances), else 0 (replan.c). Returns 0,
  * TFTAP_ESTORE or TFTAP_ENOMEM. */
 int analysis_replay_repeatable(store *s, int64_t run_id, int *repeatable);
-/* The same, every two ApplyResourceChange calls that asked the same
- * answered the same too: for a replay that applies (`tofu test` run
- * again), whose every provider process answers from the whole recording. */
+/* The same for a replay that applies (`tofu test` run again), its
+ * ApplyResourceChange calls included, whose provider processes share
+ * their claims (replay.h): two calls of one process that asked the same
+ * answered the same; of two processes they may differ when each provider's
+ * processes ran one after the other (the replay's will, each answered what
+ * its recorded twin was). */
 int analysis_replay_repeatable_applies(store *s, int64_t run_id, int *repeatable);
 
 /* ---- secrets as core sees them (secrets.c) ---- */

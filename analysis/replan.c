@@ -10,12 +10,15 @@
 #include "analysis/analysis.h"
 #include "analysis/analysis_int.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* One answer: what was asked and what was answered, as canonical text. */
+/* One answer: what was asked and what was answered, as canonical text,
+ * and the process that answered. */
 struct asked {
     char *request, *response;
+    int64_t process;
 };
 
 struct asking {
@@ -70,6 +73,7 @@ static int on_asked(void *ctx, const store_match_call *c)
     if (!rc) {
         a->v[a->n].request = tftap_buf_take(&q, NULL);
         a->v[a->n].response = tftap_buf_take(&r, NULL);
+        a->v[a->n].process = a->applies ? c->process_id : 0;
         if (!a->v[a->n].request || !a->v[a->n].response) {
             free(a->v[a->n].request);
             free(a->v[a->n].response);
@@ -87,7 +91,67 @@ static int cmp_asked(const void *x, const void *y)
 {
     const struct asked *a = x, *b = y;
     int c = strcmp(a->request, b->request);
+    if (!c)
+        c = (a->process > b->process) - (a->process < b->process);
     return c ? c : strcmp(a->response, b->response);
+}
+
+/* The processes of a run, by provider and start. */
+struct span {
+    char *provider;
+    int64_t started, ended; /* ended INT64_MAX: never ended */
+};
+struct spans {
+    struct span *v;
+    size_t n, cap;
+};
+
+static int on_process(void *ctx, const store_process_row *p)
+{
+    struct spans *s = ctx;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 32;
+        struct span *v = realloc(s->v, cap * sizeof *v);
+        if (!v)
+            return TFTAP_ENOMEM;
+        s->v = v;
+        s->cap = cap;
+    }
+    if (!(s->v[s->n].provider = strdup(p->provider ? p->provider : "")))
+        return TFTAP_ENOMEM;
+    s->v[s->n].started = p->started_us;
+    s->v[s->n].ended = p->ended_us ? p->ended_us : INT64_MAX;
+    s->n++;
+    return 0;
+}
+
+static int cmp_span(const void *x, const void *y)
+{
+    const struct span *a = x, *b = y;
+    int c = strcmp(a->provider, b->provider);
+    return c ? c : (a->started > b->started) - (a->started < b->started);
+}
+
+/* Did each provider's processes run one after the other (a CLI's test
+ * command starts one per run block and command)? */
+static int one_after_another(store *s, int64_t run_id, int *yes)
+{
+    struct spans sp = {0};
+    *yes = 0;
+    int rc = store_processes_each(s, run_id, on_process, &sp);
+    if (!rc) {
+        if (sp.n > 1)
+            qsort(sp.v, sp.n, sizeof *sp.v, cmp_span);
+        *yes = 1;
+        for (size_t i = 1; i < sp.n && *yes; i++)
+            if (strcmp(sp.v[i - 1].provider, sp.v[i].provider) == 0 &&
+                sp.v[i].started < sp.v[i - 1].ended)
+                *yes = 0;
+    }
+    for (size_t i = 0; i < sp.n; i++)
+        free(sp.v[i].provider);
+    free(sp.v);
+    return rc;
 }
 
 static int repeatable_of(store *s, int64_t run_id, int applies, int *repeatable)
@@ -97,15 +161,25 @@ static int repeatable_of(store *s, int64_t run_id, int applies, int *repeatable)
     int rc = store_match_calls_each(s, run_id, on_asked, &a);
     if (!rc)
         rc = a.err;
+    int across = 0; /* asked the same in two processes, answered otherwise */
     if (!rc) {
         if (a.n > 1)
             qsort(a.v, a.n, sizeof *a.v, cmp_asked);
         *repeatable = 1;
-        for (size_t i = 1; i < a.n && *repeatable; i++)
-            if (strcmp(a.v[i - 1].request, a.v[i].request) == 0 &&
+        for (size_t i = 1, first = 0; i < a.n && *repeatable; i++) {
+            if (strcmp(a.v[i - 1].request, a.v[i].request) != 0) {
+                first = i;
+                continue;
+            }
+            if (a.v[i - 1].process == a.v[i].process &&
                 strcmp(a.v[i - 1].response, a.v[i].response) != 0)
                 *repeatable = 0;
+            else if (strcmp(a.v[first].response, a.v[i].response) != 0)
+                across = 1;
+        }
     }
+    if (!rc && *repeatable && across)
+        rc = one_after_another(s, run_id, repeatable);
     for (size_t i = 0; i < a.n; i++) {
         free(a.v[i].request);
         free(a.v[i].response);
@@ -119,10 +193,11 @@ int analysis_replay_repeatable(store *s, int64_t run_id, int *repeatable)
     return repeatable_of(s, run_id, 0, repeatable);
 }
 
-/* A replay that applies (`tofu test`'s run blocks) asks its applies too,
- * and each provider process of it answers from the whole recording: an
- * apply answered otherwise than an equal one (a create given a random id)
- * would give one run block the other's object. */
+/* A replay that applies (`tofu test`'s run blocks) asks its applies too.
+ * Equal calls of one process answered otherwise (two creates given random
+ * ids) could swap in a replay; of two processes, a replay whose processes
+ * share their claims (replay.h) gives each its own, when the provider's
+ * processes ran one after the other as a replay's will. */
 int analysis_replay_repeatable_applies(store *s, int64_t run_id, int *repeatable)
 {
     return repeatable_of(s, run_id, 1, repeatable);

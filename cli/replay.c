@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "cli/cli_store.h"
 #include "launch/launch.h"
+#include "replay/replay.h"
 #include "store/store.h"
 
 static const char usage_text[] =
@@ -21,7 +22,7 @@ static const char usage_text[] =
     "                    [--record-sensitive] [--keep-raw] [--no-match]\n"
     "                    -- tofu|terraform ARGS...\n"
     "       tftap replay RUN|SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... --no-record\n"
-    "                    -- tofu|terraform ARGS...\n"
+    "                    [--claims DIR] -- tofu|terraform ARGS...\n"
     "       tftap replay RUN|SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... [--db PATH]\n"
     "                    [--cli tofu|terraform] --out DIR\n"
     "       tftap replay STEP_RUN|SOURCE[:STEP_RUN] [--dir DIR] [--cli CLI]\n"
@@ -56,6 +57,11 @@ static const char usage_text[] =
     "  --no-record          run the command straight against the replaying\n"
     "                       providers: nothing of it is recorded, no database is\n"
     "                       opened but SOURCE\n"
+    "  --claims DIR         with a command: keep in DIR (made when missing) which\n"
+    "                       contested calls the replay's processes answered; "
+    "DIR/" REPLAY_CLAIMS_OUT_OF_STEP "\n"
+    "                       tells when they left the recording's steps\n"
+    "                       (docs/replay.md)\n"
     "  --out DIR            write the replaying providers, shims and a CLI config\n"
     "                       (DIR/tftap.tfrc) into DIR and print the export line,\n"
     "                       as tftap wrap does, instead of running a command\n"
@@ -147,7 +153,8 @@ int cli_replay(int argc, char **argv)
         OPT_CLI,
         OPT_NO_MATCH,
         OPT_DIR,
-        OPT_NO_RECORD
+        OPT_NO_RECORD,
+        OPT_CLAIMS
     };
     static const struct option longopts[] = {
         CLI_RECORDING_LONGOPTS,
@@ -158,15 +165,17 @@ int cli_replay(int argc, char **argv)
         {"no-match", no_argument, NULL, OPT_NO_MATCH},
         {"dir", required_argument, NULL, OPT_DIR},
         {"no-record", no_argument, NULL, OPT_NO_RECORD},
+        {"claims", required_argument, NULL, OPT_CLAIMS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct cli_recording opts = {0};
+    struct launch_source src = {0};
     struct launch_run_opts ro = {0};
     struct launch_wrap_opts wo = {0};
     struct launch_recorded rec = {0};
     const char *run_opt = NULL, *out = NULL, *dir = NULL, *cli = NULL, *source_arg = NULL,
-               *run_spec;
+               *claims = NULL, *run_spec;
     char *source = NULL, *exe = NULL, *db = NULL;
     int code = 2, no_record = 0;
     const char **ignore = calloc((size_t)argc + 1, sizeof *ignore);
@@ -211,6 +220,9 @@ int cli_replay(int argc, char **argv)
         case OPT_NO_RECORD:
             no_record = 1;
             break;
+        case OPT_CLAIMS:
+            claims = optarg;
+            break;
         default:
             if (cli_recording_opt("replay", opt, optarg, &opts) != 1)
                 goto cleanup;
@@ -249,6 +261,10 @@ int cli_replay(int argc, char **argv)
                                   "--no-match");
         goto cleanup;
     }
+    if (claims != NULL && ncmd == 0) {
+        cli_usage_error("replay", "--claims DIR is for a command's replay: give a command");
+        goto cleanup;
+    }
     if (cli != NULL && ncmd > 0) {
         cli_usage_error("replay", "--cli is for --out or a step's replay: the command names its "
                                   "CLI");
@@ -283,7 +299,6 @@ int cli_replay(int argc, char **argv)
     if (run_spec == NULL)
         run_spec = run_opt ? run_opt : "last";
 
-    struct launch_source src = {0};
     if ((exe = launch_self_exe()) == NULL || (db = launch_abspath(db_path)) == NULL) {
         cli_error("cannot find this program's path: %s", strerror(errno));
         goto cleanup;
@@ -299,6 +314,10 @@ int cli_replay(int argc, char **argv)
     src.path = source;
     src.ignore = ignore;
     src.nignore = nignore;
+    if (claims != NULL && (src.claims = launch_abspath(claims)) == NULL) {
+        cli_error("cannot resolve %s: %s", claims, strerror(errno));
+        goto cleanup;
+    }
     /* The run is resolved now: a replay recorded into the same database
      * becomes its last run. */
     if (read_source(source, run_spec, &src.run, &rec) != 0)
@@ -312,6 +331,7 @@ int cli_replay(int argc, char **argv)
         code = launch_replay(&rec, cmd, ncmd, &src, &ro, !no_record);
 cleanup:
     launch_recorded_done(&rec);
+    free((char *)src.claims);
     free(ignore);
     free(source);
     free(exe);

@@ -18,14 +18,18 @@
 #include "replay/replay.h"
 
 static const char usage_text[] =
-    "usage: tftap replay-provider --provider ADDR [--run RUN] [--ignore PATTERN]... [--db PATH]\n\n"
+    "usage: tftap replay-provider --provider ADDR [--run RUN] [--ignore PATTERN]... [--db PATH]\n"
+    "                             [--claims DIR]\n\n"
     "Serve provider ADDR of a recorded run (default: the last) as a go-plugin provider,\n"
     "answering every call from the recording. tofu/terraform start it (tftap replay\n"
     "writes the scripts that do); started by hand it says it is a plugin and exits 1.\n"
     "  --provider ADDR   the provider's address as recorded (see 'tftap calls RUN')\n"
     "  --run RUN         the recorded run: an id or 'last'\n"
     "  --ignore PATTERN  attribute paths whose values may differ from the recording\n"
-    "                    (as 'tftap diff --ignore')\n";
+    "                    (as 'tftap diff --ignore')\n"
+    "  --claims DIR      the directory every replaying process of one command shares:\n"
+    "                    calls asked the same and answered differently are answered\n"
+    "                    once in the whole replay, in recorded order\n";
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -57,11 +61,15 @@ static void log_line(void *ctx, const char *line)
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"db", required_argument, NULL, 'd'},       {"run", required_argument, NULL, 'r'},
-        {"provider", required_argument, NULL, 'p'}, {"ignore", required_argument, NULL, 'i'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"db", required_argument, NULL, 'd'},
+        {"run", required_argument, NULL, 'r'},
+        {"provider", required_argument, NULL, 'p'},
+        {"ignore", required_argument, NULL, 'i'},
+        {"claims", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    const char *db = NULL, *run = "last", *provider = NULL;
+    const char *db = NULL, *run = "last", *provider = NULL, *claims = NULL;
     const char **ignore = calloc((size_t)argc + 1, sizeof *ignore);
     size_t n_ignore = 0;
     int code = 1, c;
@@ -84,6 +92,9 @@ int main(int argc, char **argv)
             break;
         case 'i':
             ignore[n_ignore++] = optarg;
+            break;
+        case 'c':
+            claims = optarg;
             break;
         case 'h':
             fputs(usage_text, stdout);
@@ -134,6 +145,7 @@ int main(int argc, char **argv)
     o.provider = provider;
     o.book.ignore = ignore;
     o.book.n_ignore = n_ignore;
+    o.book.claims_dir = claims;
     o.out_fd = STDOUT_FILENO;
     o.log = log_line;
     tftap_buf err = TFTAP_BUF_INIT;

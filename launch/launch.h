@@ -156,6 +156,10 @@ struct launch_source {
     int64_t run;
     const char *const *ignore; /* --ignore patterns */
     size_t nignore;
+    /* --claims: the directory the replaying processes of a command share,
+     * kept for the caller (NULL: one of the replay's own, read and removed
+     * when the command ends: its out-of-step said). */
+    const char *claims;
 };
 
 /* The providers run_id of s recorded, into r, each checked: an address a

@@ -359,10 +359,12 @@ int run_end(const struct run_end *e, store **s, char **version, struct captured 
 int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap_buf *plan,
                tftap_buf *targets);
 /* The head of a command that runs the CLI again offline against the run's
- * recording (`tftap replay DB --run N --no-record -- CLI`; self: this
- * program, run_id: N as text) into argv, which has room: how many it put.
- * The command's own words follow (run_replan, run_retest). */
-size_t run_replay_argv(const struct run_end *e, char *self, char *run_id, char **argv);
+ * recording (`tftap replay DB --run N --no-record [--claims DIR] -- CLI`;
+ * self: this program, run_id: N as text, claims: DIR or NULL) into argv,
+ * which has room for 10: how many it put. The command's own words follow
+ * (run_replan, run_retest). */
+size_t run_replay_argv(const struct run_end *e, char *self, char *run_id, char *claims,
+                       char **argv);
 
 /* ---- run_retest.c ---- */
 
@@ -432,5 +434,15 @@ unsigned run_finish_wait_ms(void);
 int run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *const *args,
                        char *const *env, const struct analysis_match_doc *docs, size_t ndocs,
                        int rewrite);
+
+/* A claims directory (tftap replay --claims) read and removed: 1 when the
+ * replay went out of step with its recording, else 0. */
+int launch_claims_finish(const char *claims);
+
+/* What `tftap replay` says when its processes left the recording's steps
+ * (replay.h, REPLAY_CLAIMS_OUT_OF_STEP). */
+#define LAUNCH_REPLAY_OUT_OF_STEP                                                                  \
+    "replay: the replaying providers' processes did not keep in step with the recorded ones: "     \
+    "two calls that asked the same may have been given each other's answers (docs/replay.md)"
 
 #endif

@@ -10,6 +10,7 @@
  * again in its kept working directory (launch_replay_step.c). */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "launch/launch_int.h"
+#include "replay/replay.h"
 #include "store/store.h"
 
 static int add_recorded(void *ctx, const store_run_provider_row *row)
@@ -93,14 +95,29 @@ static int addr_ok(const char *a)
 }
 
 /* Write dir/p<i>/terraform-provider-<type> for every provider: a script
- * that execs `tftap replay-provider` for it; binary is set to its path. */
+ * that execs `tftap replay-provider` for it; binary is set to its path.
+ * claims: the directory the processes of one command share (dir/claims,
+ * made here), or 0: none (--out: its files serve command after command,
+ * each a replay of its own). */
 static int write_providers(struct launch_recorded *r, const char *dir,
-                           const struct launch_source *src)
+                           const struct launch_source *src, int claims)
 {
     tftap_buf b = TFTAP_BUF_INIT, name = TFTAP_BUF_INIT;
     int rc = 0;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         launch_error("cannot create %s: %s", dir, strerror(errno));
+        return TFTAP_EIO;
+    }
+    char *claims_dir = !claims       ? NULL
+                       : src->claims ? strdup(src->claims)
+                                     : launch_joinpath(dir, "claims");
+    if (claims && claims_dir == NULL) {
+        launch_error("out of memory");
+        return TFTAP_ENOMEM;
+    }
+    if (claims_dir != NULL && mkdir(claims_dir, 0700) != 0 && errno != EEXIST) {
+        launch_error("cannot create %s: %s", claims_dir, strerror(errno));
+        free(claims_dir);
         return TFTAP_EIO;
     }
     for (size_t i = 0; i < r->n && rc == 0; i++) {
@@ -132,6 +149,10 @@ static int write_providers(struct launch_recorded *r, const char *dir,
             tftap_buf_puts(&b, " --ignore ");
             launch_sh_quote(&b, src->ignore[k]);
         }
+        if (claims_dir != NULL) {
+            tftap_buf_puts(&b, " --claims ");
+            launch_sh_quote(&b, claims_dir);
+        }
         tftap_buf_puts(&b, " \"$@\"\n");
         if (tftap_buf_failed(&b) || tftap_buf_failed(&name)) {
             rc = TFTAP_ENOMEM;
@@ -156,12 +177,42 @@ static int write_providers(struct launch_recorded *r, const char *dir,
         launch_error("out of memory");
     tftap_buf_done(&b);
     tftap_buf_done(&name);
+    free(claims_dir);
     return rc;
+}
+
+int launch_claims_finish(const char *claims)
+{
+    DIR *d = opendir(claims);
+    int out = 0;
+    if (d == NULL)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        out |= strcmp(de->d_name, REPLAY_CLAIMS_OUT_OF_STEP) == 0;
+        unlinkat(dirfd(d), de->d_name, 0);
+    }
+    closedir(d);
+    rmdir(claims);
+    return out;
+}
+
+/* dir/claims after the command: whether the replay went out of step with
+ * the recording (said), and the directory removed. */
+static void finish_claims(const char *dir)
+{
+    char *claims = launch_joinpath(dir, "claims");
+    if (claims != NULL && launch_claims_finish(claims))
+        launch_error("%s", LAUNCH_REPLAY_OUT_OF_STEP);
+    free(claims);
 }
 
 /* Remove what write_providers and launch_wrap_write_config wrote in dir, and dir. */
 static void clean_providers(const struct launch_recorded *r, const char *dir)
 {
+    finish_claims(dir);
     struct launch_providers set;
     memset(&set, 0, sizeof set);
     set.v = r->v;
@@ -230,7 +281,7 @@ int launch_replay_out(struct launch_recorded *r, const char *out, const char *cl
         launch_error("out of memory");
         goto cleanup;
     }
-    if (write_providers(r, rdir, src) != 0)
+    if (write_providers(r, rdir, src, 0) != 0)
         goto cleanup;
     if (launch_discover(cwd, cli, &set, &err) != 0) {
         launch_error("%s", tftap_buf_cstr(&err));
@@ -315,7 +366,7 @@ int launch_replay(struct launch_recorded *r, char **cmd, int ncmd, const struct 
         launch_error("out of memory");
         goto cleanup;
     }
-    if (write_providers(r, rdir, src) != 0)
+    if (write_providers(r, rdir, src, 1) != 0)
         goto cleanup;
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
     if (launch_discover(".", strstr(base, "terraform") ? "terraform" : "tofu", &set, &err) != 0) {

@@ -187,7 +187,7 @@ static int replan_targets(const struct run_end *e, store *s, const tftap_buf *co
     return rc;
 }
 
-size_t run_replay_argv(const struct run_end *e, char *self, char *run_id, char **argv)
+size_t run_replay_argv(const struct run_end *e, char *self, char *run_id, char *claims, char **argv)
 {
     size_t n = 0;
     argv[n++] = self;
@@ -196,6 +196,10 @@ size_t run_replay_argv(const struct run_end *e, char *self, char *run_id, char *
     argv[n++] = "--run";
     argv[n++] = run_id;
     argv[n++] = "--no-record";
+    if (claims != NULL) {
+        argv[n++] = "--claims";
+        argv[n++] = claims;
+    }
     argv[n++] = "--";
     argv[n++] = (char *)e->cli_path;
     return n;
@@ -252,7 +256,7 @@ int run_replan(const struct run_end *e, store *s, const tftap_buf *config, tftap
         nargs++;
     if ((argv = calloc(nargs + ntargets + 16, sizeof *argv)) == NULL)
         goto done;
-    size_t n = run_replay_argv(e, self, runid.data, argv);
+    size_t n = run_replay_argv(e, self, runid.data, NULL, argv);
     /* The apply's arguments, planning: run in its -chdir directory, and
      * ours last (the last of a flag wins). */
     for (size_t i = 0; i < nargs; i++) {

@@ -27,8 +27,9 @@
  * recording), an exit code of 0 or 1 (a test that failed still planned
  * what it planned), the configuration and the test files read with
  * certainty (no test file running another module), and no two calls that
- * asked the same answered differently, applies included: every provider
- * process of a replay answers from the whole recording. */
+ * asked the same answered differently in one process, applies included
+ * (analysis_replay_repeatable_applies: of two processes, the replay's
+ * claims hand each its own). */
 static int retestable(const struct run_end *e, store *s)
 {
     if (strcmp(e->sub, "test") != 0 || !e->is_cli || (e->code != 0 && e->code != 1) ||
@@ -140,16 +141,19 @@ int run_retest(const struct run_end *e, store *s, struct run_retest *out)
     tftap_buf printed_out = TFTAP_BUF_INIT, runid = TFTAP_BUF_INIT;
     struct printed p = {.text = TFTAP_BUF_INIT};
     char *self = launch_self_exe();
+    /* Where the replay's processes share their claims: a create asked the
+     * same in two test files is given each its own answer. */
+    char *claims = launch_tempdir("retest");
     char **argv = NULL;
     int rc = -1;
     size_t nargs = 0;
     while (e->args[nargs] != NULL)
         nargs++;
     tftap_buf_printf(&runid, "%lld", (long long)e->run_id);
-    if (self == NULL || tftap_buf_failed(&runid) ||
-        (argv = calloc(nargs + 12, sizeof *argv)) == NULL)
+    if (self == NULL || claims == NULL || tftap_buf_failed(&runid) ||
+        (argv = calloc(nargs + 14, sizeof *argv)) == NULL)
         goto done;
-    size_t n = run_replay_argv(e, self, runid.data, argv);
+    size_t n = run_replay_argv(e, self, runid.data, claims, argv);
     /* The test's arguments, in its -chdir directory; no -junit-xml file
      * (the user's, written again), and its output as JSON, verbose. */
     for (size_t i = 0; i < nargs; i++) {
@@ -167,14 +171,17 @@ int run_retest(const struct run_end *e, store *s, struct run_retest *out)
     argv[n++] = "-verbose";
     argv[n] = NULL;
     int code = capture(argv, NULL, e->workdir, RETEST_MAX, &printed_out);
+    int out_of_step = launch_claims_finish(claims);
     /* The same test gives the same outcome; a call the recording could
      * not answer is an error diagnostic of ours (and fails a run block);
      * output near the bound may have lost a piece (capture drops what
      * does not fit), and every line must be JSON, the summary there:
      * nothing is taken otherwise. Every run block's documents must be
      * there: a call whose own run block is missing could agree with
-     * another's instance alone. */
-    if (code != e->code || tftap_buf_failed(&printed_out) || printed_out.len + 65536 > RETEST_MAX ||
+     * another's instance alone. A replay out of step with the recording
+     * may have given one run block another's answers. */
+    if (out_of_step || code != e->code || tftap_buf_failed(&printed_out) ||
+        printed_out.len + 65536 > RETEST_MAX ||
         memmem(printed_out.data ? printed_out.data : "", printed_out.len, "tftap replay:", 13))
         goto done;
     for (size_t at = 0; at < printed_out.len;) {
@@ -226,6 +233,9 @@ done:
     printed_done(&p);
     tftap_buf_done(&printed_out);
     tftap_buf_done(&runid);
+    if (claims != NULL)
+        launch_claims_finish(claims);
+    free(claims);
     free(self);
     free(argv);
     return rc;

@@ -1,9 +1,14 @@
 /* replay: the book. Every recorded call of one provider in a run, kept by
  * method and type with its request parsed once, so that a replayed call
  * finds the recorded one that asked the same and answers what it answered. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/analysis.h"
 #include "replay/replay.h"
@@ -16,6 +21,7 @@
 
 struct entry {
     int64_t call_id;
+    int64_t process_id; /* the recorded provider process that answered it */
     char *rpc;
     char *type_name; /* NULL when none */
     sj_doc *request;
@@ -25,6 +31,9 @@ struct entry {
     int answered;
     int has_digest;
     char digest[65]; /* of the request's canonical text (canon) */
+    /* Other calls of its method and type asked the same and were answered
+     * otherwise: claimed across the replay's processes. */
+    int contested;
 };
 
 /* A response with its secrets filled in, kept until the book is freed. */
@@ -50,6 +59,12 @@ struct replay_book {
      * others (thousands of calls of one type made a replay quadratic). */
     size_t *by_digest;
     size_t nby_digest;
+    /* The claims directory (-1: none), the recorded process this process
+     * answered contested calls of (0: none yet), and whether it said it
+     * went out of step. Under lock. */
+    int claims_fd;
+    int64_t twin;
+    int out_of_step;
     const char *provider; /* during load only */
     int err;              /* during load only */
 };
@@ -94,6 +109,7 @@ static int load_row(void *ctx, const store_call_row *row)
         return 0;
     int err = 0;
     e->call_id = row->id;
+    e->process_id = row->process_id;
     e->rpc = dup_or_null(row->rpc, &err);
     e->type_name = row->type_name && row->type_name[0] ? dup_or_null(row->type_name, &err) : NULL;
     e->response_json = dup_or_null(row->response_json, &err);
@@ -124,6 +140,8 @@ void replay_book_free(replay_book *b)
     }
     free(b->v);
     free(b->by_digest);
+    if (b->claims_fd >= 0)
+        close(b->claims_fd);
     tftap_hmac_free(b->mac);
     tftap_buf_done(&b->text);
     for (size_t i = 0; i < b->nignore; i++)
@@ -176,6 +194,45 @@ static int index_digests(replay_book *b)
     return 0;
 }
 
+static int same_key(const struct entry *e, const char *rpc, const char *type_name);
+
+static int same_answer(const struct entry *x, const struct entry *y)
+{
+    if (x->has_status != y->has_status || x->status_code != y->status_code)
+        return 0;
+    if (!x->response_json || !y->response_json)
+        return x->response_json == y->response_json;
+    return strcmp(x->response_json, y->response_json) == 0;
+}
+
+/* Within each run of equal digests: the calls of one method and type
+ * answered otherwise than the first of them are contested, all of them
+ * (an uncontested one would be answered again by every process). */
+static void mark_contested(replay_book *b)
+{
+    for (size_t lo = 0, hi; lo < b->nby_digest; lo = hi) {
+        hi = lo + 1;
+        while (hi < b->nby_digest &&
+               memcmp(b->v[b->by_digest[hi]].digest, b->v[b->by_digest[lo]].digest, 64) == 0)
+            hi++;
+        for (size_t k = lo + 1; k < hi; k++) {
+            struct entry *e = &b->v[b->by_digest[k]];
+            size_t first = lo;
+            while (!same_key(&b->v[b->by_digest[first]], e->rpc, e->type_name))
+                first++;
+            if (first < k && !same_answer(&b->v[b->by_digest[first]], e))
+                b->v[b->by_digest[first]].contested = 1;
+        }
+        for (size_t k = lo + 1; k < hi; k++) {
+            struct entry *e = &b->v[b->by_digest[k]];
+            size_t first = lo;
+            while (!same_key(&b->v[b->by_digest[first]], e->rpc, e->type_name))
+                first++;
+            e->contested = b->v[b->by_digest[first]].contested;
+        }
+    }
+}
+
 /* The first position in b->by_digest whose entry's digest is not below
  * digest. */
 static size_t digest_lower(const replay_book *b, const char *digest)
@@ -198,11 +255,17 @@ int replay_book_load(store *s, int64_t run_id, const char *provider, const repla
     replay_book *b = calloc(1, sizeof *b);
     if (!b)
         return TFTAP_ENOMEM;
+    b->claims_fd = -1;
     if (pthread_mutex_init(&b->lock, NULL) != 0) {
         free(b);
         return TFTAP_ENOMEM;
     }
     int rc = 0;
+    if (o && o->claims_dir &&
+        (b->claims_fd = open(o->claims_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        rc = TFTAP_EIO;
+        goto fail;
+    }
     size_t n_ignore = o ? o->n_ignore : 0;
     if (n_ignore) {
         if (!(b->ignore = calloc(n_ignore, sizeof *b->ignore))) {
@@ -231,6 +294,8 @@ int replay_book_load(store *s, int64_t run_id, const char *provider, const repla
     }
     if ((rc = index_digests(b)) != 0)
         goto fail;
+    if (b->claims_fd >= 0)
+        mark_contested(b);
     *out = b;
     return 0;
 fail:
@@ -435,6 +500,58 @@ static int mismatch(replay_book *b, const char *rpc, const char *type_name, cons
     return 0;
 }
 
+/* The replay left the recording's steps: said once, in the directory. */
+static void out_of_step(replay_book *b)
+{
+    if (b->out_of_step)
+        return;
+    b->out_of_step = 1;
+    int fd = openat(b->claims_fd, REPLAY_CLAIMS_OUT_OF_STEP, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* This process answered a contested call of recorded process `process`:
+ * each replayed process stands for one recorded process, its alone
+ * (replay.h). */
+static void keep_in_step(replay_book *b, int64_t process)
+{
+    if (b->twin != 0) {
+        if (b->twin != process)
+            out_of_step(b);
+        return;
+    }
+    char name[48];
+    snprintf(name, sizeof name, "process-%" PRId64, process);
+    int fd = openat(b->claims_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        out_of_step(b);
+        return;
+    }
+    close(fd);
+    b->twin = process;
+}
+
+/* Take e, a match not answered here before, for this call: 1, or 0 when
+ * another process of the replay claimed it first (it counts as answered). */
+static int take(replay_book *b, struct entry *e)
+{
+    e->answered = 1;
+    if (!e->contested || b->claims_fd < 0)
+        return 1;
+    char name[32];
+    snprintf(name, sizeof name, "%" PRId64, e->call_id);
+    int fd = openat(b->claims_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST)
+        return 0;
+    if (fd >= 0)
+        close(fd);
+    /* Claimed, or not claimable (a full disk): answered, and the step
+     * checked either way. */
+    keep_in_step(b, e->process_id);
+    return 1;
+}
+
 int replay_book_answer(replay_book *b, const char *rpc, const char *type_name,
                        const char *request_json, size_t n, replay_answer *out)
 {
@@ -465,10 +582,8 @@ int replay_book_answer(replay_book *b, const char *rpc, const char *type_name,
             struct entry *e = &b->v[b->by_digest[k]];
             if (e->answered || !same_key(e, rpc, type_name))
                 continue;
-            if ((rc = matches(b, e, now)) == 1) {
-                e->answered = 1;
+            if ((rc = matches(b, e, now)) == 1 && take(b, e))
                 hit = e;
-            }
             rc = rc < 0 ? rc : 0;
         }
         for (size_t k = hi; k > lo && !hit && !last && !rc; k--) {
@@ -488,16 +603,18 @@ int replay_book_answer(replay_book *b, const char *rpc, const char *type_name,
         rc = matches(b, e, now);
         if (rc < 0)
             break;
-        if (rc == 1 && !e->answered) {
-            e->answered = 1;
+        if (rc == 1 && !e->answered && take(b, e))
             hit = e;
-        } else if (rc == 1) {
+        else if (rc == 1)
             last = e;
-        }
         rc = 0;
     }
-    if (!rc && !hit)
+    if (!rc && !hit && last) {
         hit = last;
+        /* Answered again: one of several answers, none this process's own. */
+        if (last->contested && b->claims_fd >= 0)
+            out_of_step(b);
+    }
     if (!rc && hit) {
         out->found = 1;
         out->call_id = hit->call_id;

@@ -22,7 +22,17 @@ typedef struct replay_book replay_book;
 typedef struct replay_book_opts {
     const char *const *ignore; /* --ignore PATTERNs (same syntax as tftap diff --ignore) */
     size_t n_ignore;
+    /* A directory every provider process of one replay shares (NULL: none):
+     * calls asked the same and answered differently are handed out across
+     * the processes in recorded order (replay_book_answer). */
+    const char *claims_dir;
 } replay_book_opts;
+
+/* In a claims directory: the file a process of the replay makes when it
+ * answered calls that another process's recording answered, or answered
+ * them from two recorded processes: the replay did not keep in step with
+ * the recording, and two equal calls may have had each other's answers. */
+#define REPLAY_CLAIMS_OUT_OF_STEP "out-of-step"
 
 /* The recorded calls of one provider (every process of it) in a run, in
  * call order (calls without a decoded request are left out: nothing can
@@ -58,6 +68,16 @@ typedef struct replay_answer {
  * matches the full path, ".config.name", or the path inside the field,
  * ".name"). Of several matches the first not answered before (in recorded
  * order) wins; when all were, the last of them answers again.
+ *
+ * With a claims directory, a match that asked what other recorded calls
+ * asked and was answered otherwise (a create given a random id, in each of
+ * two test files) is answered once in the whole replay: the process that
+ * answers it first claims it (a file named by its call id), the others pass
+ * over it. A CLI starts a provider's processes one after the other (`tofu
+ * test`: one per run block and command), so each replayed process answers
+ * what its recorded twin was answered. Each replayed process must take such
+ * answers from one recorded process, its alone; otherwise the book makes
+ * REPLAY_CLAIMS_OUT_OF_STEP in the directory.
  *
  * With no match, out->found is 0 and out->mismatch says which call found
  * nothing, the nearest recorded request of the same rpc and type (the

@@ -1408,9 +1408,11 @@ static void test_null_against_value(void)
 }
 
 /* A test run again applies: two creates that asked the same and were
- * answered with two ids (two test files creating one object) would both
- * get the first id from a replay. Planning again is not hindered by them
- * (a plan applies nothing); a test is not run again. */
+ * answered with two ids. Planning again is not hindered by them (a plan
+ * applies nothing). A test is run again when each provider process asked
+ * it once and the processes ran one after the other (two test files: the
+ * replay's processes share their claims, each is given its own); not when
+ * one process asked it twice, or two processes at once. */
 static void test_applies_answered_otherwise(void)
 {
     recorder *r = open_rec(0, bin_a);
@@ -1443,6 +1445,40 @@ static void test_applies_answered_otherwise(void)
     CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
     CHECK_INT_EQ(analysis_replay_repeatable(s, run, &repeatable), 0);
     CHECK_INT_EQ(repeatable, 1);
+    CHECK_INT_EQ(analysis_replay_repeatable_applies(s, run, &repeatable), 0);
+    CHECK_INT_EQ(repeatable, 1);
+    store_close(s);
+    /* A third process asks it twice, answered with two ids. */
+    struct fx_thing three = thing_alpha;
+    three.id = "thing-3";
+    r = open_rec(run, bin_a);
+    plan_create(r, 6, &thing_alpha);
+    fx_apply(&thing_alpha, &three, &req, &resp);
+    call(r, 7, "/tfplugin5.Provider/ApplyResourceChange", &req, &resp);
+    fx_free(&req);
+    fx_free(&resp);
+    fx_apply(&thing_alpha, &one, &req, &resp);
+    call(r, 8, "/tfplugin5.Provider/ApplyResourceChange", &req, &resp);
+    fx_free(&req);
+    fx_free(&resp);
+    recorder_close(r);
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    CHECK_INT_EQ(analysis_replay_repeatable_applies(s, run, &repeatable), 0);
+    CHECK_INT_EQ(repeatable, 0);
+    /* Two processes at once, one create each. */
+    CHECK_INT_EQ(store_run_begin(s, "tofu", 0, NULL, "/", "tofu", NULL, &run), 0);
+    store_close(s);
+    recorder *both[2] = {open_rec(run, bin_a), open_rec(run, bin_a)};
+    for (int i = 0; i < 2; i++) {
+        plan_create(both[i], 2, &thing_alpha);
+        fx_apply(&thing_alpha, i ? &two : &one, &req, &resp);
+        call(both[i], 3, "/tfplugin5.Provider/ApplyResourceChange", &req, &resp);
+        fx_free(&req);
+        fx_free(&resp);
+    }
+    recorder_close(both[0]);
+    recorder_close(both[1]);
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
     CHECK_INT_EQ(analysis_replay_repeatable_applies(s, run, &repeatable), 0);
     CHECK_INT_EQ(repeatable, 0);
     store_close(s);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,7 +26,7 @@
 static char tmpdir[256];
 static char db_path[400];
 static char bin_path[400];
-static int64_t run_id;
+static int64_t run_id, run_twins;
 static struct fx_bytes schema;
 
 static int64_t now_us(void)
@@ -125,6 +126,36 @@ static void record(void)
     fx_free(&q);
     fx_free(&a1);
     recorder_close(r);
+}
+
+/* Another run: provider A's two processes one after the other (two test
+ * files), each planning alpha (answered otherwise by each) and beta
+ * (answered alike). */
+static void record_twins(void)
+{
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    CHECK_INT_EQ(store_run_begin(s, "tofu", 0, NULL, "/", "tofu", NULL, &run_twins), 0);
+    store_close(s);
+    recorder_opts o = {0};
+    o.run_id = run_twins;
+    static const char *const said[2] = {"file one", "file two"};
+    for (int i = 0; i < 2; i++) {
+        recorder *r = NULL;
+        CHECK_INT_EQ(recorder_open(db_path, &o, &r), 0);
+        recorder_process(r, P_A, "1.0.0", bin_path, 5, 5000 + i);
+        call(r, 1, M_SCHEMA, NULL, &schema, 0, NULL);
+        struct fx_bytes q = fx_plan_request(NULL, &alpha), a = fx_plan_response(&alpha, 0, said[i]);
+        call(r, 2, M_PLAN, &q, &a, 0, NULL);
+        fx_free(&q);
+        fx_free(&a);
+        q = fx_plan_request(NULL, &beta);
+        a = fx_plan_response(&beta, 0, NULL);
+        call(r, 3, M_PLAN, &q, &a, 0, NULL);
+        fx_free(&q);
+        fx_free(&a);
+        recorder_close(r);
+    }
 }
 
 /* ---- reading recorded requests back ------------------------------------------ */
@@ -482,7 +513,7 @@ static void test_mismatch_and_ignore(store *s)
 
     /* --ignore: the path inside the value, or the whole request path. */
     const char *const by_attr[] = {"size"};
-    replay_book_opts o = {by_attr, 1};
+    replay_book_opts o = {by_attr, 1, NULL};
     CHECK_INT_EQ(replay_book_load(s, run_id, P_A, &o, &b), 0);
     CHECK_INT_EQ(answer(b, "PlanResourceChange", "test_thing", changed, &a), 0);
     CHECK_INT_EQ(a.found, 1);
@@ -595,6 +626,67 @@ static void test_mismatch_foreign_bytes(store *s)
     store_close(f);
 }
 
+static int exists_in(const char *dir, const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+/* Two replayed processes sharing a claims directory answer alpha each as
+ * its recorded twin was answered; without one, both the first answer. */
+static void test_claims(store *s)
+{
+    char dir[500];
+    snprintf(dir, sizeof dir, "%s/claims", tmpdir);
+    CHECK_INT_EQ(mkdir(dir, 0700), 0);
+    replay_book_opts o = {NULL, 0, dir};
+    replay_book *one = NULL, *two = NULL, *alone = NULL;
+    CHECK_INT_EQ(replay_book_load(s, run_twins, P_A, &o, &one), 0);
+    CHECK_INT_EQ(replay_book_load(s, run_twins, P_A, &o, &two), 0);
+    CHECK_INT_EQ(replay_book_load(s, run_twins, P_A, NULL, &alone), 0);
+    if (!one || !two || !alone)
+        goto done;
+    struct grab g = {2, P_A, NULL, 0};
+    CHECK_INT_EQ(store_calls_each(s, run_twins, NULL, NULL, grab_row, &g), 0);
+    char *qa = g.request ? g.request : strdup("{}");
+    g = (struct grab){3, P_A, NULL, 0};
+    CHECK_INT_EQ(store_calls_each(s, run_twins, NULL, NULL, grab_row, &g), 0);
+    char *qb = g.request ? g.request : strdup("{}");
+    replay_answer a;
+    /* Beta is answered alike: each process takes its first, no claim. */
+    CHECK_INT_EQ(answer(one, "PlanResourceChange", "test_thing", qb, &a), 0);
+    CHECK_INT_EQ(a.found, 1);
+    int64_t beta_one = a.call_id;
+    CHECK_INT_EQ(answer(two, "PlanResourceChange", "test_thing", qb, &a), 0);
+    CHECK_INT_EQ(a.call_id, beta_one);
+    CHECK_INT_EQ(answer(one, "PlanResourceChange", "test_thing", qa, &a), 0);
+    CHECK(contains(a.response_json, "file one"));
+    char name[32];
+    snprintf(name, sizeof name, "%lld", (long long)a.call_id);
+    CHECK(exists_in(dir, name));
+    CHECK_INT_EQ(answer(two, "PlanResourceChange", "test_thing", qa, &a), 0);
+    CHECK(contains(a.response_json, "file two"));
+    CHECK(!exists_in(dir, REPLAY_CLAIMS_OUT_OF_STEP));
+    /* Without claims, a process of its own answers the first again. */
+    CHECK_INT_EQ(answer(alone, "PlanResourceChange", "test_thing", qa, &a), 0);
+    CHECK(contains(a.response_json, "file one"));
+    /* The first process asks alpha again: only the second's answer is
+     * left, and taking it leaves the recording's steps. */
+    CHECK_INT_EQ(answer(one, "PlanResourceChange", "test_thing", qa, &a), 0);
+    CHECK_INT_EQ(a.found, 1);
+    CHECK(exists_in(dir, REPLAY_CLAIMS_OUT_OF_STEP));
+    free(qb);
+    free(qa);
+done:
+    replay_book_free(one);
+    replay_book_free(two);
+    replay_book_free(alone);
+    /* A claims directory that is not there: the book is not loaded. */
+    replay_book_opts gone = {NULL, 0, "/nonexistent/claims"};
+    CHECK_INT_EQ(replay_book_load(s, run_twins, P_A, &gone, &one), TFTAP_EIO);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/tftap-test-book-XXXXXX");
@@ -611,6 +703,7 @@ int main(void)
     }
     schema = fx_schema_response(NULL);
     record();
+    record_twins();
     store *s = NULL;
     CHECK_INT_EQ(store_open(db_path, STORE_OPEN_READONLY, &s), 0);
     if (s) {
@@ -621,6 +714,7 @@ int main(void)
         test_mismatch_and_ignore(s);
         test_fill_sensitive(s);
         test_mismatch_foreign_bytes(s);
+        test_claims(s);
         store_close(s);
     }
     fx_free(&schema);
