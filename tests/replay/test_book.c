@@ -170,7 +170,9 @@ struct grab {
 static int grab_row(void *ctx, const store_call_row *row)
 {
     struct grab *g = ctx;
-    if (row->call_seq == g->seq && strcmp(row->provider, g->provider) == 0 && row->request_json) {
+    /* The first: several processes number their calls alike. */
+    if (row->call_seq == g->seq && strcmp(row->provider, g->provider) == 0 && row->request_json &&
+        !g->request) {
         g->request = strdup(row->request_json);
         g->id = row->id;
     }
