@@ -762,12 +762,14 @@ function waterfall(run, d, filters, zoom) {
   /* The stretch shown is part of the address (?zoom=FROM-TO, microseconds
    * since the run's first call), so that a zoomed view can be linked to. */
   const mini = minimap(span, () => [...laneBox.querySelectorAll('a.row')], (first, last) => {
-    view.first = first;
-    view.last = last;
+    /* Whole microseconds, as the address keeps them: a reload draws the
+     * same axis, to the last digit of its labels. */
+    view.first = span.first + Math.round(first - span.first);
+    view.last = span.first + Math.round(last - span.first);
     replace();
     const u = new URL(location.href);
     if (mini.whole()) u.searchParams.delete('zoom');
-    else u.searchParams.set('zoom', Math.round(first - span.first) + '-' + Math.round(last - span.first));
+    else u.searchParams.set('zoom', (view.first - span.first) + '-' + (view.last - span.first));
     if (u.search !== location.search) history.replaceState(history.state, '', u.pathname + u.search);
   });
   const zm = /^(\d+)-(\d+)$/.exec(zoom || '');
