@@ -954,7 +954,13 @@ static int match_call(struct matching *m, const char *type, const struct call_va
         out->address = am_config_address(is, type, data);
         out->inst = (size_t)-1;
         tftap_buf_printf(&note, "the configuration's only %s%s block", what, type);
-    } else if (candidates == 0 && is_new && !is->have_after)
+    } else if (candidates == 0 && !is->have_after && is->config_whole)
+        /* A test's run blocks keep their plans and states in memory. */
+        tftap_buf_printf(&note,
+                         "a %s%s%s object of a test: no plan or state of the test is left to "
+                         "name it, and its run blocks could not be run again offline",
+                         is_new ? "new " : "", what, type);
+    else if (candidates == 0 && is_new && !is->have_after)
         tftap_buf_printf(&note,
                          "a new %s object: only a saved plan (plan -out=FILE) or the state after "
                          "an apply names new instances",

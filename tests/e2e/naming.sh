@@ -672,6 +672,32 @@ check "tofu test, creates asked twice: the two files' ids differ" \
     test "$(cut -f1,3 "$WORK/ids-by-file3.txt" | sort -u | cut -f2 | sort | uniq -d | wc -l)" = 0
 checked "tofu test, creates asked twice"
 rm "$tw/tests/again.tftest.hcl"
+# Instances of count over equal values, each create given a random id in
+# one provider process: a replay could give either id to either instance,
+# so the test is not run again. Nothing misnamed, and each call says why.
+te=$WORK/tst-eq
+mkdir -p "$te/tests"
+cat >"$te/main.tf" <<'EOF'
+terraform {
+  required_providers {
+    tftest5 = { source = "tftap/tftest5" }
+  }
+}
+resource "tftest5_pet" "same" {
+  count = 2
+}
+EOF
+printf 'run "apply" {}\n' >"$te/tests/eq.tftest.hcl"
+(cd "$te" && tofu init -input=false -no-color >/dev/null) || not_ok "test of equal instances: init"
+(cd "$te" && "$TFTAP" run --db "$db" -- tofu test -no-color -json -verbose >"$WORK/out-test4.json" 2>&1)
+check_eq "tofu test of equal instances: exit code" "$?" 0
+jq -c 'select(.test_state) | .test_state' "$WORK/out-test4.json" >"$WORK/test-state4.json"
+judge "tofu test of equal instances" "$(last_run "$db")" "$WORK/empty.json" "$WORK/test-state4.json"
+why='%object of a test: no plan or state of the test is left to name it, and its run blocks could not be run again offline'
+check_eq "tofu test of equal instances: none named, each says why" \
+    "$(sqlite3 "$db" "SELECT count(address) || ' ' || (count(*) = sum(address_note LIKE '$why'))
+        || ' ' || (count(*) > 5) FROM v_resource_changes WHERE run_id = $(last_run "$db")")" "0 1 1"
+checked "tofu test of equal instances"
 # A run block that runs another module: its objects may be of the same
 # types, and nothing is named from the configuration.
 mkdir -p "$tw/other"
