@@ -671,6 +671,17 @@ check_eq "tofu test, creates asked twice: every create's id under its name in a 
 check "tofu test, creates asked twice: the two files' ids differ" \
     test "$(cut -f1,3 "$WORK/ids-by-file3.txt" | sort -u | cut -f2 | sort | uniq -d | wc -l)" = 0
 checked "tofu test, creates asked twice"
+# Replayed, the same test gives each file its own ids again, as recorded:
+# the replaying processes hand those creates out in recorded order.
+(cd "$tw" && "$TFTAP" replay "$run" --db "$db" -- tofu test -no-color -json -verbose \
+    >"$WORK/out-test3r.json" 2>"$WORK/out-test3r.err")
+check_eq "tofu test, creates asked twice, replayed: exit code" "$?" 0
+check "tofu test, creates asked twice, replayed: in step with the recording" \
+    sh -c "! grep -q 'did not keep in step' '$WORK/out-test3r.err'"
+check_eq "tofu test, creates asked twice, replayed: each file's ids as recorded" \
+    "$(jq -r 'select(.test_state) | .["@testfile"] as $f | .test_state.values.root_module.resources[]
+        | select(.mode == "managed") | "\($f)\t\(.address)\t\(.values.id)"' "$WORK/out-test3r.json" |
+        sort -u | md5sum)" "$(md5sum <"$WORK/ids-by-file3.txt")"
 rm "$tw/tests/again.tftest.hcl"
 # Instances of count over equal values, each create given a random id in
 # one provider process: a replay could give either id to either instance,
