@@ -90,6 +90,9 @@ size_t wrap_recorders_wait(const char *run_dir, unsigned timeout_ms, unsigned pr
 
 /* Remove the lock files from run_dir. */
 void wrap_recorder_locks_clean(const char *run_dir);
+/* The recorder processes' log beside the database (see proxy.h), heap, or
+ * NULL when out of memory. */
+char *run_log_path(const char *db);
 /* For a waiter that outlives run_dir: its lock files, opened (heap array
  * in *fds; returns how many). */
 size_t wrap_recorder_locks_open(const char *run_dir, int **fds);
@@ -300,10 +303,6 @@ void run_words_done(struct run_words *w);
 
 /* ---- run_end.c: after the command, the record made final ---- */
 
-/* The recorder processes' log beside the database (see proxy.h), heap, or
- * NULL when out of memory. */
-char *run_log_path(const char *db);
-
 /* What the end of a run needs to know of it. */
 struct run_end {
     const char *db;
@@ -434,6 +433,8 @@ unsigned run_finish_wait_ms(void);
 int run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *const *args,
                        char *const *env, const struct analysis_match_doc *docs, size_t ndocs,
                        int rewrite);
+
+/* ---- replay_claims.c ---- */
 
 /* A claims directory (tftap replay --claims) read and removed: 1 when the
  * replay went out of step with its recording, else 0. */

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "launch/launch_int.h"
+#include "recorder/recorder.h"
+#include "store/store.h"
 
 #define LOCK_PREFIX "rec-"
 #define LOCK_SUFFIX ".lock"
@@ -210,4 +212,18 @@ size_t wrap_recorder_locks_wait_exclusive(int *fds, size_t n, unsigned timeout_m
         if (fds[i] >= 0)
             close(fds[i]);
     return left;
+}
+
+char *run_log_path(const char *db)
+{
+    size_t dirlen = 0;
+    const char *dir = store_side_dir(db, &dirlen);
+    tftap_buf b = TFTAP_BUF_INIT;
+    tftap_buf_printf(&b, "%.*s/%s", dir ? (int)dirlen : 1, dir ? dir : ".", RECORDER_LOG_NAME);
+    tftap_buf_cstr(&b);
+    if (tftap_buf_failed(&b)) {
+        tftap_buf_done(&b);
+        return NULL;
+    }
+    return tftap_buf_take(&b, NULL);
 }

@@ -10,7 +10,6 @@
  * again in its kept working directory (launch_replay_step.c). */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +19,6 @@
 #include <unistd.h>
 
 #include "launch/launch_int.h"
-#include "replay/replay.h"
 #include "store/store.h"
 
 static int add_recorded(void *ctx, const store_run_provider_row *row)
@@ -179,24 +177,6 @@ static int write_providers(struct launch_recorded *r, const char *dir,
     tftap_buf_done(&name);
     free(claims_dir);
     return rc;
-}
-
-int launch_claims_finish(const char *claims)
-{
-    DIR *d = opendir(claims);
-    int out = 0;
-    if (d == NULL)
-        return 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        out |= strcmp(de->d_name, REPLAY_CLAIMS_OUT_OF_STEP) == 0;
-        unlinkat(dirfd(d), de->d_name, 0);
-    }
-    closedir(d);
-    rmdir(claims);
-    return out;
 }
 
 /* dir/claims after the command: whether the replay went out of step with

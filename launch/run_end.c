@@ -290,20 +290,6 @@ static unsigned recorder_wait_ms(void)
     return env_seconds_ms("TFTAP_RECORDER_WAIT", 60000);
 }
 
-char *run_log_path(const char *db)
-{
-    size_t dirlen = 0;
-    const char *dir = store_side_dir(db, &dirlen);
-    tftap_buf b = TFTAP_BUF_INIT;
-    tftap_buf_printf(&b, "%.*s/%s", dir ? (int)dirlen : 1, dir ? dir : ".", RECORDER_LOG_NAME);
-    tftap_buf_cstr(&b);
-    if (tftap_buf_failed(&b)) {
-        tftap_buf_done(&b);
-        return NULL;
-    }
-    return tftap_buf_take(&b, NULL);
-}
-
 /* One line when the recorders logged anything since the run began (lines
  * of other commands writing into the same log meanwhile count too). */
 static void report_log(const char *path, off_t from)
