@@ -104,11 +104,21 @@ struct span {
 struct spans {
     struct span *v;
     size_t n, cap;
+    const int64_t *only; /* the processes looked at, sorted */
+    size_t nonly;
 };
+
+static int cmp_id(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
 
 static int on_process(void *ctx, const store_process_row *p)
 {
     struct spans *s = ctx;
+    if (!bsearch(&p->id, s->only, s->nonly, sizeof *s->only, cmp_id))
+        return 0;
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 32;
         struct span *v = realloc(s->v, cap * sizeof *v);
@@ -132,11 +142,12 @@ static int cmp_span(const void *x, const void *y)
     return c ? c : (a->started > b->started) - (a->started < b->started);
 }
 
-/* Did each provider's processes run one after the other (a CLI's test
- * command starts one per run block and command)? */
-static int one_after_another(store *s, int64_t run_id, int *yes)
+/* Did those of the processes `only` (n, sorted) that are of one provider
+ * run one after the other (a CLI's test command starts one per run block
+ * and command)? */
+static int one_after_another(store *s, int64_t run_id, const int64_t *only, size_t n, int *yes)
 {
-    struct spans sp = {0};
+    struct spans sp = {.only = only, .nonly = n};
     *yes = 0;
     int rc = store_processes_each(s, run_id, on_process, &sp);
     if (!rc) {
@@ -161,25 +172,41 @@ static int repeatable_of(store *s, int64_t run_id, int applies, int *repeatable)
     int rc = store_match_calls_each(s, run_id, on_asked, &a);
     if (!rc)
         rc = a.err;
-    int across = 0; /* asked the same in two processes, answered otherwise */
+    /* The processes of calls asked the same in two processes and answered
+     * otherwise. */
+    int64_t *across = NULL;
+    size_t nacross = 0;
     if (!rc) {
         if (a.n > 1)
             qsort(a.v, a.n, sizeof *a.v, cmp_asked);
         *repeatable = 1;
-        for (size_t i = 1, first = 0; i < a.n && *repeatable; i++) {
-            if (strcmp(a.v[i - 1].request, a.v[i].request) != 0) {
-                first = i;
-                continue;
+        for (size_t first = 0, end; first < a.n && *repeatable && !rc; first = end) {
+            int differ = 0;
+            for (end = first + 1; end < a.n && strcmp(a.v[first].request, a.v[end].request) == 0;
+                 end++) {
+                if (a.v[end - 1].process == a.v[end].process &&
+                    strcmp(a.v[end - 1].response, a.v[end].response) != 0)
+                    *repeatable = 0;
+                else if (strcmp(a.v[first].response, a.v[end].response) != 0)
+                    differ = 1;
             }
-            if (a.v[i - 1].process == a.v[i].process &&
-                strcmp(a.v[i - 1].response, a.v[i].response) != 0)
-                *repeatable = 0;
-            else if (strcmp(a.v[first].response, a.v[i].response) != 0)
-                across = 1;
+            if (!differ)
+                continue;
+            int64_t *v = realloc(across, (nacross + end - first) * sizeof *v);
+            if (!v) {
+                rc = TFTAP_ENOMEM;
+                break;
+            }
+            across = v;
+            for (size_t i = first; i < end; i++)
+                across[nacross++] = a.v[i].process;
         }
     }
-    if (!rc && *repeatable && across)
-        rc = one_after_another(s, run_id, repeatable);
+    if (!rc && *repeatable && nacross) {
+        qsort(across, nacross, sizeof *across, cmp_id);
+        rc = one_after_another(s, run_id, across, nacross, repeatable);
+    }
+    free(across);
     for (size_t i = 0; i < a.n; i++) {
         free(a.v[i].request);
         free(a.v[i].response);

@@ -19,7 +19,7 @@
 
 static const char usage_text[] =
     "usage: tftap replay RUN|SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... [--db PATH]\n"
-    "                    [--record-sensitive] [--keep-raw] [--no-match]\n"
+    "                    [--record-sensitive] [--keep-raw] [--no-match] [--claims DIR]\n"
     "                    -- tofu|terraform ARGS...\n"
     "       tftap replay RUN|SOURCE[:RUN] [--run RUN] [--ignore PATTERN]... --no-record\n"
     "                    [--claims DIR] -- tofu|terraform ARGS...\n"
@@ -57,7 +57,7 @@ static const char usage_text[] =
     "  --no-record          run the command straight against the replaying\n"
     "                       providers: nothing of it is recorded, no database is\n"
     "                       opened but SOURCE\n"
-    "  --claims DIR         with a command: keep in DIR (made when missing) which\n"
+    "  --claims DIR         with a command: keep in DIR (empty or missing) which\n"
     "                       contested calls the replay's processes answered; "
     "DIR/" REPLAY_CLAIMS_OUT_OF_STEP "\n"
     "                       tells when they left the recording's steps\n"

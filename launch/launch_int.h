@@ -436,8 +436,12 @@ int run_redact_secrets(store *s, int64_t run_id, const char *workdir, char *cons
 
 /* ---- replay_claims.c ---- */
 
-/* A claims directory (tftap replay --claims) read and removed: 1 when the
- * replay went out of step with its recording, else 0. */
+/* 1 when the replay using the claims directory (tftap replay --claims)
+ * went out of step with its recording, else 0. */
+int launch_claims_out_of_step(const char *claims);
+/* 1 when the directory is empty or missing (a replay may start with it). */
+int launch_claims_empty(const char *claims);
+/* The same as launch_claims_out_of_step, and the directory removed. */
 int launch_claims_finish(const char *claims);
 
 /* What `tftap replay` says when its processes left the recording's steps

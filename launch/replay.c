@@ -113,6 +113,13 @@ static int write_providers(struct launch_recorded *r, const char *dir,
         launch_error("out of memory");
         return TFTAP_ENOMEM;
     }
+    if (src->claims != NULL && claims && !launch_claims_empty(src->claims)) {
+        /* Another replay's claims would pass calls over. */
+        launch_error("--claims %s: the directory is not empty (it holds another replay's claims?)",
+                     src->claims);
+        free(claims_dir);
+        return TFTAP_EINVAL;
+    }
     if (claims_dir != NULL && mkdir(claims_dir, 0700) != 0 && errno != EEXIST) {
         launch_error("cannot create %s: %s", claims_dir, strerror(errno));
         free(claims_dir);
@@ -179,12 +186,14 @@ static int write_providers(struct launch_recorded *r, const char *dir,
     return rc;
 }
 
-/* dir/claims after the command: whether the replay went out of step with
- * the recording (said), and the directory removed. */
-static void finish_claims(const char *dir)
+/* The claims after the command: whether the replay went out of step with
+ * the recording (said); dir/claims, the replay's own, removed (--claims
+ * DIR stays for the caller). */
+static void finish_claims(const char *dir, const struct launch_source *src, int ran)
 {
-    char *claims = launch_joinpath(dir, "claims");
-    if (claims != NULL && launch_claims_finish(claims))
+    char *claims = src->claims ? NULL : launch_joinpath(dir, "claims");
+    int out = claims ? launch_claims_finish(claims) : launch_claims_out_of_step(src->claims);
+    if (out && ran)
         launch_error("%s", LAUNCH_REPLAY_OUT_OF_STEP);
     free(claims);
 }
@@ -192,7 +201,6 @@ static void finish_claims(const char *dir)
 /* Remove what write_providers and launch_wrap_write_config wrote in dir, and dir. */
 static void clean_providers(const struct launch_recorded *r, const char *dir)
 {
-    finish_claims(dir);
     struct launch_providers set;
     memset(&set, 0, sizeof set);
     set.v = r->v;
@@ -336,7 +344,7 @@ int launch_replay(struct launch_recorded *r, char **cmd, int ncmd, const struct 
     struct launch_providers set;
     tftap_buf err = TFTAP_BUF_INIT, e = TFTAP_BUF_INIT;
     char *tmp = NULL, *rdir = NULL, *config = NULL, *env_cfg = NULL;
-    int code = 1;
+    int code = 1, ran = 0;
     memset(&set, 0, sizeof set);
     if ((tmp = launch_tempdir("replay")) == NULL) {
         launch_error("cannot create a temporary directory: %s", strerror(errno));
@@ -365,6 +373,7 @@ int launch_replay(struct launch_recorded *r, char **cmd, int ncmd, const struct 
         launch_error("out of memory");
         goto cleanup;
     }
+    ran = 1;
     if (!record) {
         code = run_unrecorded(cmd, env_cfg);
         goto cleanup;
@@ -376,8 +385,10 @@ int launch_replay(struct launch_recorded *r, char **cmd, int ncmd, const struct 
     ro->naux_env = 1;
     code = launch_run(cmd, ncmd, ro);
 cleanup:
-    if (rdir != NULL)
+    if (rdir != NULL) {
+        finish_claims(rdir, src, ran);
         clean_providers(r, rdir);
+    }
     if (tmp != NULL && rmdir(tmp) != 0)
         launch_error("could not remove %s: %s", tmp, strerror(errno));
     launch_providers_done(&set);

@@ -4,25 +4,45 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "launch/launch_int.h"
 #include "replay/replay.h"
 
-int launch_claims_finish(const char *claims)
+int launch_claims_out_of_step(const char *claims)
+{
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s/%s", claims, REPLAY_CLAIMS_OUT_OF_STEP);
+    return n > 0 && (size_t)n < sizeof path && access(path, F_OK) == 0;
+}
+
+int launch_claims_empty(const char *claims)
 {
     DIR *d = opendir(claims);
-    int out = 0;
     if (d == NULL)
-        return 0;
+        return 1; /* missing: made when the replay starts */
     struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        out |= strcmp(de->d_name, REPLAY_CLAIMS_OUT_OF_STEP) == 0;
-        unlinkat(dirfd(d), de->d_name, 0);
-    }
+    int empty = 1;
+    while (empty && (de = readdir(d)) != NULL)
+        empty = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+    closedir(d);
+    return empty;
+}
+
+int launch_claims_finish(const char *claims)
+{
+    /* Looked at before anything is removed: a directory read while its
+     * entries go may pass over some. */
+    int out = launch_claims_out_of_step(claims);
+    DIR *d = opendir(claims);
+    if (d == NULL)
+        return out;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            unlinkat(dirfd(d), de->d_name, 0);
     closedir(d);
     rmdir(claims);
     return out;

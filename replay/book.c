@@ -65,6 +65,10 @@ struct replay_book {
     int claims_fd;
     int64_t twin;
     int out_of_step;
+    /* Recorded processes with contested calls ran at the same time (two
+     * configurations of the provider): the order the claims rely on does
+     * not hold, and taking such a call is out of step. */
+    int overlapping;
     const char *provider; /* during load only */
     int err;              /* during load only */
 };
@@ -233,6 +237,61 @@ static void mark_contested(replay_book *b)
     }
 }
 
+/* The spans of the provider's recorded processes with contested calls. */
+struct spans {
+    const replay_book *b;
+    int64_t (*v)[2]; /* started, ended (INT64_MAX: never ended) */
+    size_t n, cap;
+};
+
+static int contested_in(const replay_book *b, int64_t process)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (b->v[i].contested && b->v[i].process_id == process)
+            return 1;
+    return 0;
+}
+
+static int on_process(void *ctx, const store_process_row *p)
+{
+    struct spans *sp = ctx;
+    if (!p->provider || strcmp(p->provider, sp->b->provider) != 0 || !contested_in(sp->b, p->id))
+        return 0;
+    if (sp->n == sp->cap) {
+        size_t cap = sp->cap ? 2 * sp->cap : 16;
+        int64_t(*v)[2] = realloc(sp->v, cap * sizeof *v);
+        if (!v)
+            return TFTAP_ENOMEM;
+        sp->v = v;
+        sp->cap = cap;
+    }
+    sp->v[sp->n][0] = p->started_us;
+    sp->v[sp->n][1] = p->ended_us ? p->ended_us : INT64_MAX;
+    sp->n++;
+    return 0;
+}
+
+static int cmp_span(const void *x, const void *y)
+{
+    const int64_t *a = x, *b = y;
+    return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+/* Did the processes with contested calls run one after the other? */
+static int find_overlap(store *s, int64_t run_id, replay_book *b)
+{
+    struct spans sp = {b, NULL, 0, 0};
+    int rc = store_processes_each(s, run_id, on_process, &sp);
+    if (!rc && sp.n > 1) {
+        qsort(sp.v, sp.n, sizeof *sp.v, cmp_span);
+        for (size_t i = 1; i < sp.n; i++)
+            if (sp.v[i][0] < sp.v[i - 1][1])
+                b->overlapping = 1;
+    }
+    free(sp.v);
+    return rc;
+}
+
 /* The first position in b->by_digest whose entry's digest is not below
  * digest. */
 static size_t digest_lower(const replay_book *b, const char *digest)
@@ -294,8 +353,14 @@ int replay_book_load(store *s, int64_t run_id, const char *provider, const repla
     }
     if ((rc = index_digests(b)) != 0)
         goto fail;
-    if (b->claims_fd >= 0)
+    if (b->claims_fd >= 0) {
         mark_contested(b);
+        b->provider = provider;
+        rc = find_overlap(s, run_id, b);
+        b->provider = NULL;
+        if (rc)
+            goto fail;
+    }
     *out = b;
     return 0;
 fail:
@@ -548,8 +613,17 @@ static int take(replay_book *b, struct entry *e)
         close(fd);
     /* Claimed, or not claimable (a full disk): answered, and the step
      * checked either way. */
+    if (b->overlapping)
+        out_of_step(b);
     keep_in_step(b, e->process_id);
     return 1;
+}
+
+/* Was e answered in this process's recorded twin? Of calls answered
+ * before, asked again, the twin's last answers. */
+static int own(const replay_book *b, const struct entry *e)
+{
+    return b->twin != 0 && e->process_id == b->twin;
 }
 
 int replay_book_answer(replay_book *b, const char *rpc, const char *type_name,
@@ -586,9 +660,9 @@ int replay_book_answer(replay_book *b, const char *rpc, const char *type_name,
                 hit = e;
             rc = rc < 0 ? rc : 0;
         }
-        for (size_t k = hi; k > lo && !hit && !last && !rc; k--) {
+        for (size_t k = hi; k > lo && !hit && !rc && !(last && own(b, last)); k--) {
             const struct entry *e = &b->v[b->by_digest[k - 1]];
-            if (!e->answered || !same_key(e, rpc, type_name))
+            if (!e->answered || !same_key(e, rpc, type_name) || (last && !own(b, e)))
                 continue;
             if ((rc = matches(b, e, now)) == 1)
                 last = e;
@@ -605,14 +679,14 @@ int replay_book_answer(replay_book *b, const char *rpc, const char *type_name,
             break;
         if (rc == 1 && !e->answered && take(b, e))
             hit = e;
-        else if (rc == 1)
+        else if (rc == 1 && (!last || own(b, e) || !own(b, last)))
             last = e;
         rc = 0;
     }
     if (!rc && !hit && last) {
         hit = last;
-        /* Answered again: one of several answers, none this process's own. */
-        if (last->contested && b->claims_fd >= 0)
+        /* Answered again: one of several answers, another process's. */
+        if (last->contested && b->claims_fd >= 0 && !own(b, last))
             out_of_step(b);
     }
     if (!rc && hit) {

@@ -73,11 +73,17 @@ typedef struct replay_answer {
  * asked and was answered otherwise (a create given a random id, in each of
  * two test files) is answered once in the whole replay: the process that
  * answers it first claims it (a file named by its call id), the others pass
- * over it. A CLI starts a provider's processes one after the other (`tofu
- * test`: one per run block and command), so each replayed process answers
- * what its recorded twin was answered. Each replayed process must take such
- * answers from one recorded process, its alone; otherwise the book makes
- * REPLAY_CLAIMS_OUT_OF_STEP in the directory.
+ * over it. A CLI starts the processes of one provider configuration one
+ * after the other (`tofu test`: one per run block and command), so each
+ * replayed process answers what its recorded twin was answered; asked
+ * again, its twin's last answer. The book makes REPLAY_CLAIMS_OUT_OF_STEP
+ * in the directory when that cannot hold: a replayed process takes such
+ * answers from two recorded processes, or from one another replayed
+ * process took them from, or answers one again that is not its twin's, or
+ * the recorded processes with such calls ran at the same time (two
+ * configurations of the provider). With --ignore patterns nothing is
+ * claimed (requests are compared one by one, not by digest): every process
+ * answers from the first, as without a directory.
  *
  * With no match, out->found is 0 and out->mismatch says which call found
  * nothing, the nearest recorded request of the same rpc and type (the

@@ -682,6 +682,21 @@ check_eq "tofu test, creates asked twice, replayed: each file's ids as recorded"
     "$(jq -r 'select(.test_state) | .["@testfile"] as $f | .test_state.values.root_module.resources[]
         | select(.mode == "managed") | "\($f)\t\(.address)\t\(.values.id)"' "$WORK/out-test3r.json" |
         sort -u | md5sum)" "$(md5sum <"$WORK/ids-by-file3.txt")"
+# --claims DIR keeps the claims for a caller (tftap run's test run again
+# reads them): one file per contested call answered, none saying the replay
+# left the recording's steps; a directory holding another replay's claims
+# is refused.
+mkdir -p "$WORK/claims"
+(cd "$tw" && "$TFTAP" replay "$db:$run" --no-record --claims "$WORK/claims" -- \
+    tofu test -no-color >/dev/null 2>"$WORK/claims.err")
+check_eq "replay --claims DIR: exit code" "$?" 0
+check "replay --claims DIR: the creates of both files claimed (one file each)" \
+    test "$(find "$WORK/claims" -name '[0-9]*' | wc -l)" -ge 14
+check "replay --claims DIR: in step" test ! -e "$WORK/claims/out-of-step"
+(cd "$tw" && "$TFTAP" replay "$db:$run" --no-record --claims "$WORK/claims" -- \
+    tofu test -no-color >/dev/null 2>"$WORK/claims2.err")
+check_eq "replay --claims DIR, not empty: refused" "$?" 1
+check "replay --claims DIR, not empty: says why" grep -q 'the directory is not empty' "$WORK/claims2.err"
 rm "$tw/tests/again.tftest.hcl"
 # Instances of count over equal values, each create given a random id in
 # one provider process: a replay could give either id to either instance,

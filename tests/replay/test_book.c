@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,7 +27,7 @@
 static char tmpdir[256];
 static char db_path[400];
 static char bin_path[400];
-static int64_t run_id, run_twins;
+static int64_t run_id, run_twins, run_together;
 static struct fx_bytes schema;
 
 static int64_t now_us(void)
@@ -156,6 +157,33 @@ static void record_twins(void)
         fx_free(&a);
         recorder_close(r);
     }
+}
+
+/* A third run: provider A's two processes at the same time (two
+ * configurations of it), each planning alpha, answered otherwise. */
+static void record_together(void)
+{
+    store *s = NULL;
+    CHECK_INT_EQ(store_open(db_path, 0, &s), 0);
+    CHECK_INT_EQ(store_run_begin(s, "tofu", 0, NULL, "/", "tofu", NULL, &run_together), 0);
+    store_close(s);
+    recorder_opts o = {0};
+    o.run_id = run_together;
+    recorder *r[2] = {NULL, NULL};
+    static const char *const said[2] = {"alias one", "alias two"};
+    for (int i = 0; i < 2; i++) {
+        CHECK_INT_EQ(recorder_open(db_path, &o, &r[i]), 0);
+        recorder_process(r[i], P_A, "1.0.0", bin_path, 5, 6000 + i);
+        call(r[i], 1, M_SCHEMA, NULL, &schema, 0, NULL);
+    }
+    for (int i = 0; i < 2; i++) {
+        struct fx_bytes q = fx_plan_request(NULL, &alpha), a = fx_plan_response(&alpha, 0, said[i]);
+        call(r[i], 2, M_PLAN, &q, &a, 0, NULL);
+        fx_free(&q);
+        fx_free(&a);
+    }
+    recorder_close(r[0]);
+    recorder_close(r[1]);
 }
 
 /* ---- reading recorded requests back ------------------------------------------ */
@@ -635,6 +663,18 @@ static int exists_in(const char *dir, const char *name)
     return access(path, F_OK) == 0;
 }
 
+static int count_prefixed(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL)
+        n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
 /* Two replayed processes sharing a claims directory answer alpha each as
  * its recorded twin was answered; without one, both the first answer. */
 static void test_claims(store *s)
@@ -673,11 +713,21 @@ static void test_claims(store *s)
     /* Without claims, a process of its own answers the first again. */
     CHECK_INT_EQ(answer(alone, "PlanResourceChange", "test_thing", qa, &a), 0);
     CHECK(contains(a.response_json, "file one"));
-    /* The first process asks alpha again: only the second's answer is
-     * left, and taking it leaves the recording's steps. */
+    /* The first process asks alpha again: its twin's answer again. */
     CHECK_INT_EQ(answer(one, "PlanResourceChange", "test_thing", qa, &a), 0);
-    CHECK_INT_EQ(a.found, 1);
-    CHECK(exists_in(dir, REPLAY_CLAIMS_OUT_OF_STEP));
+    CHECK(contains(a.response_json, "file one"));
+    CHECK_INT_EQ(count_prefixed(dir, "process-"), 2); /* each its twin */
+    CHECK(!exists_in(dir, REPLAY_CLAIMS_OUT_OF_STEP));
+    /* A third process asks it: both answers are the others', and giving
+     * one leaves the recording's steps. */
+    replay_book *three = NULL;
+    CHECK_INT_EQ(replay_book_load(s, run_twins, P_A, &o, &three), 0);
+    if (three) {
+        CHECK_INT_EQ(answer(three, "PlanResourceChange", "test_thing", qa, &a), 0);
+        CHECK_INT_EQ(a.found, 1);
+        CHECK(exists_in(dir, REPLAY_CLAIMS_OUT_OF_STEP));
+        replay_book_free(three);
+    }
     free(qb);
     free(qa);
 done:
@@ -687,6 +737,29 @@ done:
     /* A claims directory that is not there: the book is not loaded. */
     replay_book_opts gone = {NULL, 0, "/nonexistent/claims"};
     CHECK_INT_EQ(replay_book_load(s, run_twins, P_A, &gone, &one), TFTAP_EIO);
+}
+
+/* Processes that ran at the same time: the claims' order does not hold,
+ * and a contested answer given is out of step. */
+static void test_claims_together(store *s)
+{
+    char dir[500];
+    snprintf(dir, sizeof dir, "%s/claims-together", tmpdir);
+    CHECK_INT_EQ(mkdir(dir, 0700), 0);
+    replay_book_opts o = {NULL, 0, dir};
+    replay_book *b = NULL;
+    CHECK_INT_EQ(replay_book_load(s, run_together, P_A, &o, &b), 0);
+    if (!b)
+        return;
+    struct grab g = {2, P_A, NULL, 0};
+    CHECK_INT_EQ(store_calls_each(s, run_together, NULL, NULL, grab_row, &g), 0);
+    replay_answer a;
+    CHECK_INT_EQ(answer(b, "PlanResourceChange", "test_thing", g.request ? g.request : "{}", &a),
+                 0);
+    CHECK_INT_EQ(a.found, 1);
+    CHECK(exists_in(dir, REPLAY_CLAIMS_OUT_OF_STEP));
+    free(g.request);
+    replay_book_free(b);
 }
 
 int main(void)
@@ -706,6 +779,7 @@ int main(void)
     schema = fx_schema_response(NULL);
     record();
     record_twins();
+    record_together();
     store *s = NULL;
     CHECK_INT_EQ(store_open(db_path, STORE_OPEN_READONLY, &s), 0);
     if (s) {
@@ -717,6 +791,7 @@ int main(void)
         test_fill_sensitive(s);
         test_mismatch_foreign_bytes(s);
         test_claims(s);
+        test_claims_together(s);
         store_close(s);
     }
     fx_free(&schema);
