@@ -187,8 +187,8 @@ async function main() {
   await page.reload({ waitUntil: 'domcontentloaded' });
   await waitCount('a.row', conf.a.calls);
   const zr = await zoomState();
-  check('zoom: a reload shows the same stretch (' + zr.left.toFixed(3) + ', ' + zr.width.toFixed(3) + ', ' + zr.ticks[0] + ')',
-    Math.abs(zr.left - 0.1) < 0.01 && Math.abs(zr.width - 0.2) < 0.01 && zr.ticks[0] === z2.ticks[0]);
+  check('zoom: a reload shows the same stretch (' + zr.left.toFixed(3) + ', ' + zr.width.toFixed(3) + ', ' + zr.ticks[0] + ', ' + zr.label + ')',
+    Math.abs(zr.left - 0.1) < 0.01 && Math.abs(zr.width - 0.2) < 0.01 && zr.ticks.join(' ') === z2.ticks.join(' ') && zr.label === z2.label);
   /* (the page above the minimap fills in after a reload: find it again) */
   await page.waitForSelector('details.change', { timeout: T }).catch(() => {});
   await page.waitForNetworkIdle({ idleTime: 300, timeout: T }).catch(() => {});

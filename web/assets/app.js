@@ -657,8 +657,10 @@ function minimap(span, rowsOf, onView) {
   const zoomed = () => view.first > span.first || view.last < span.last;
   const set = (first, last) => {
     const width = Math.min(Math.max(last - first, 1), total());
-    first = Math.min(Math.max(first, span.first), span.last - width);
-    view = { first, last: first + width };
+    /* Whole microseconds, as the address keeps them: a reload shows the
+     * same window, its label and the axis to the last digit. */
+    first = Math.round(Math.min(Math.max(first, span.first), span.last - width));
+    view = { first, last: Math.round(first + width) };
     show();
     onView(view.first, view.last);
   };
@@ -762,14 +764,12 @@ function waterfall(run, d, filters, zoom) {
   /* The stretch shown is part of the address (?zoom=FROM-TO, microseconds
    * since the run's first call), so that a zoomed view can be linked to. */
   const mini = minimap(span, () => [...laneBox.querySelectorAll('a.row')], (first, last) => {
-    /* Whole microseconds, as the address keeps them: a reload draws the
-     * same axis, to the last digit of its labels. */
-    view.first = span.first + Math.round(first - span.first);
-    view.last = span.first + Math.round(last - span.first);
+    view.first = first; /* whole microseconds (the minimap's set) */
+    view.last = last;
     replace();
     const u = new URL(location.href);
     if (mini.whole()) u.searchParams.delete('zoom');
-    else u.searchParams.set('zoom', (view.first - span.first) + '-' + (view.last - span.first));
+    else u.searchParams.set('zoom', (first - span.first) + '-' + (last - span.first));
     if (u.search !== location.search) history.replaceState(history.state, '', u.pathname + u.search);
   });
   const zm = /^(\d+)-(\d+)$/.exec(zoom || '');
