@@ -69,6 +69,16 @@ static int mfail(struct menc *e, int code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(reason, sizeof reason, fmt, ap);
         va_end(ap);
+        /* Cut short, a name from the input may end inside a character:
+         * the reason keeps only whole ones (users read it). */
+        size_t len = strlen(reason), at = 0;
+        while (at < len) {
+            size_t k = tftap_utf8_len((const unsigned char *)reason + at, len - at);
+            if (k == 0)
+                break;
+            at += k;
+        }
+        reason[at] = '\0';
         dec_error_set(e->err, code, tftap_buf_cstr(&e->path), "%s", reason);
     }
     return code;
