@@ -92,8 +92,22 @@ static int copy_run_row(store_copy *c)
     }
     strcpy(c->uuid, uuid);
     /* Looked up first: on PostgreSQL an INSERT that conflicts still uses
-     * up an id. The conflict clause covers another push of the same run
-     * committing in between. */
+     * up an id, and the run would be numbered after a gap. Two copies of
+     * one run at once (two recorders of a wrapped command, each the last
+     * out) take turns on PostgreSQL: the second waits for the first's
+     * commit, then finds its run. The conflict clause covers the rest. */
+    if (sdb_is_pg(c->dst)) {
+        sdb_stmt *turn = NULL;
+        rc = sdb_prepare(c->dst, "SELECT pg_advisory_xact_lock(hashtext(?))", &turn);
+        if (rc == SDB_OK) {
+            sdb_bind_text(turn, 1, c->uuid, -1, SDB_STATIC);
+            rc = sdb_step(turn);
+            rc = rc == SDB_ROW ? SDB_OK : rc;
+        }
+        sdb_finalize(turn);
+        if (rc != SDB_OK)
+            goto done;
+    }
     sdb_bind_text(sel, 1, c->uuid, -1, SDB_STATIC);
     rc = sdb_step(sel);
     if (rc == SDB_ROW) {

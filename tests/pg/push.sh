@@ -329,6 +329,23 @@ check_eq "version 5 record: the addresses it had, through the views" \
 check "version 5 record: run 1 had addresses" \
     test -n "$(sqlite3 "$db" "SELECT group_concat(address, ' ') FROM v_resource_changes WHERE run_id = 1")"
 
+# Two pushes of the same runs at once (two recorders of a wrapped command
+# each copying its spool, say): each run once, and no id used up by the
+# one that found the other's run (PostgreSQL's INSERT that conflicts still
+# takes a number; the copies take turns on the run's uuid).
+db3=$WORK/three.db
+for i in 1 2 3; do record "$w" "$db3" -- tofu plan -input=false -no-color; done
+before=$(pg_psql "SELECT coalesce(max(id), 0) FROM runs")
+"$TFTAP" push all --db "$db3" --to "$URI" >"$WORK/twice1.out" 2>&1 &
+p1=$!
+"$TFTAP" push all --db "$db3" --to "$URI" >"$WORK/twice2.out" 2>&1
+c2=$?
+wait "$p1"
+check_eq "two pushes at once: both exit 0" "$? $c2" "0 0"
+check_eq "two pushes at once: each run once, numbered on without a gap" \
+    "$(pg_psql "SELECT count(*) || ' ' || count(DISTINCT uuid) || ' ' || (max(id) - $before)
+        FROM runs WHERE id > $before")" "3 3 3"
+
 # Errors: one line, exit 2.
 "$TFTAP" push 1 --db "$db" --to "postgresql:///tftap?host=$WORK/nothere" >"$WORK/gone.out" 2>"$WORK/gone.err"
 check_eq "no server: exit 2" "$?" 2
