@@ -84,6 +84,13 @@ int analysis_replay_repeatable(store *s, int64_t run_id, int *repeatable);
  * processes ran one after the other (the replay's will, each answered what
  * its recorded twin was). */
 int analysis_replay_repeatable_applies(store *s, int64_t run_id, int *repeatable);
+/* Did the provider processes of run_id that keep(ctx, p) takes run one
+ * after the other, each provider's (*yes 1), or did two of one provider
+ * overlap in time (0)? Processes still running count as never ending.
+ * Returns 0, TFTAP_ESTORE or TFTAP_ENOMEM. */
+int analysis_processes_one_after_another(store *s, int64_t run_id,
+                                         int (*keep)(void *ctx, const store_process_row *p),
+                                         void *ctx, int *yes);
 
 /* ---- secrets as core sees them (secrets.c) ---- */
 

@@ -96,7 +96,7 @@ static int cmp_asked(const void *x, const void *y)
     return c ? c : strcmp(a->response, b->response);
 }
 
-/* The processes of a run, by provider and start. */
+/* The processes kept, by provider and start. */
 struct span {
     char *provider;
     int64_t started, ended; /* ended INT64_MAX: never ended */
@@ -104,20 +104,14 @@ struct span {
 struct spans {
     struct span *v;
     size_t n, cap;
-    const int64_t *only; /* the processes looked at, sorted */
-    size_t nonly;
+    int (*keep)(void *ctx, const store_process_row *p);
+    void *ctx;
 };
-
-static int cmp_id(const void *x, const void *y)
-{
-    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-    return (a > b) - (a < b);
-}
 
 static int on_process(void *ctx, const store_process_row *p)
 {
     struct spans *s = ctx;
-    if (!bsearch(&p->id, s->only, s->nonly, sizeof *s->only, cmp_id))
+    if (!s->keep(s->ctx, p))
         return 0;
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 32;
@@ -142,18 +136,18 @@ static int cmp_span(const void *x, const void *y)
     return c ? c : (a->started > b->started) - (a->started < b->started);
 }
 
-/* Did those of the processes `only` (n, sorted) that are of one provider
- * run one after the other (a CLI's test command starts one per run block
- * and command)? */
-static int one_after_another(store *s, int64_t run_id, const int64_t *only, size_t n, int *yes)
+int analysis_processes_one_after_another(store *s, int64_t run_id,
+                                         int (*keep)(void *ctx, const store_process_row *p),
+                                         void *ctx, int *yes)
 {
-    struct spans sp = {.only = only, .nonly = n};
+    struct spans sp = {.keep = keep, .ctx = ctx};
     *yes = 0;
     int rc = store_processes_each(s, run_id, on_process, &sp);
     if (!rc) {
         if (sp.n > 1)
             qsort(sp.v, sp.n, sizeof *sp.v, cmp_span);
         *yes = 1;
+        /* Sorted by start, any two that overlap make two neighbours that do. */
         for (size_t i = 1; i < sp.n && *yes; i++)
             if (strcmp(sp.v[i - 1].provider, sp.v[i].provider) == 0 &&
                 sp.v[i].started < sp.v[i - 1].ended)
@@ -163,6 +157,24 @@ static int one_after_another(store *s, int64_t run_id, const int64_t *only, size
         free(sp.v[i].provider);
     free(sp.v);
     return rc;
+}
+
+/* The processes `only` (sorted ids) of struct ids. */
+struct ids {
+    const int64_t *v;
+    size_t n;
+};
+
+static int cmp_id(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return (a > b) - (a < b);
+}
+
+static int among(void *ctx, const store_process_row *p)
+{
+    const struct ids *only = ctx;
+    return bsearch(&p->id, only->v, only->n, sizeof *only->v, cmp_id) != NULL;
 }
 
 static int repeatable_of(store *s, int64_t run_id, int applies, int *repeatable)
@@ -204,7 +216,8 @@ static int repeatable_of(store *s, int64_t run_id, int applies, int *repeatable)
     }
     if (!rc && *repeatable && nacross) {
         qsort(across, nacross, sizeof *across, cmp_id);
-        rc = one_after_another(s, run_id, across, nacross, repeatable);
+        struct ids only = {across, nacross};
+        rc = analysis_processes_one_after_another(s, run_id, among, &only, repeatable);
     }
     free(across);
     for (size_t i = 0; i < a.n; i++) {

@@ -237,13 +237,6 @@ static void mark_contested(replay_book *b)
     }
 }
 
-/* The spans of the provider's recorded processes with contested calls. */
-struct spans {
-    const replay_book *b;
-    int64_t (*v)[2]; /* started, ended (INT64_MAX: never ended) */
-    size_t n, cap;
-};
-
 static int contested_in(const replay_book *b, int64_t process)
 {
     for (size_t i = 0; i < b->n; i++)
@@ -252,43 +245,19 @@ static int contested_in(const replay_book *b, int64_t process)
     return 0;
 }
 
-static int on_process(void *ctx, const store_process_row *p)
+/* The provider's recorded processes with contested calls. */
+static int with_contested(void *ctx, const store_process_row *p)
 {
-    struct spans *sp = ctx;
-    if (!p->provider || strcmp(p->provider, sp->b->provider) != 0 || !contested_in(sp->b, p->id))
-        return 0;
-    if (sp->n == sp->cap) {
-        size_t cap = sp->cap ? 2 * sp->cap : 16;
-        int64_t(*v)[2] = realloc(sp->v, cap * sizeof *v);
-        if (!v)
-            return TFTAP_ENOMEM;
-        sp->v = v;
-        sp->cap = cap;
-    }
-    sp->v[sp->n][0] = p->started_us;
-    sp->v[sp->n][1] = p->ended_us ? p->ended_us : INT64_MAX;
-    sp->n++;
-    return 0;
-}
-
-static int cmp_span(const void *x, const void *y)
-{
-    const int64_t *a = x, *b = y;
-    return (a[0] > b[0]) - (a[0] < b[0]);
+    const replay_book *b = ctx;
+    return p->provider && strcmp(p->provider, b->provider) == 0 && contested_in(b, p->id);
 }
 
 /* Did the processes with contested calls run one after the other? */
 static int find_overlap(store *s, int64_t run_id, replay_book *b)
 {
-    struct spans sp = {b, NULL, 0, 0};
-    int rc = store_processes_each(s, run_id, on_process, &sp);
-    if (!rc && sp.n > 1) {
-        qsort(sp.v, sp.n, sizeof *sp.v, cmp_span);
-        for (size_t i = 1; i < sp.n; i++)
-            if (sp.v[i][0] < sp.v[i - 1][1])
-                b->overlapping = 1;
-    }
-    free(sp.v);
+    int apart = 1;
+    int rc = analysis_processes_one_after_another(s, run_id, with_contested, b, &apart);
+    b->overlapping = !rc && !apart;
     return rc;
 }
 
