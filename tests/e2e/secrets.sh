@@ -327,6 +327,14 @@ check "bundle: the summary counts by rule ($(grep redacted "$WORK/bundle.txt"))"
     grep -Eq 'by core \(the plan or state\)' "$WORK/bundle.txt"
 check "bundle: core-marked values counted" \
     bash -c "grep -E 'redacted:' '$WORK/bundle.txt' | grep -Eq ', [1-9][0-9]* by core'"
+# Counted exactly: as many as the bundle holds markers, the rules adding up.
+bmarks=$(sqlite3 "$WORK/b.tftap" "SELECT sum((length(coalesce(request_json, '')) -
+    length(replace(coalesce(request_json, ''), '\$sensitive', ''))) / 10 +
+    (length(coalesce(response_json, '')) -
+    length(replace(coalesce(response_json, ''), '\$sensitive', ''))) / 10) FROM calls")
+bsaid=$(sed -n 's/^  redacted: *\([0-9]*\) sensitive values\{0,1\} keyed afresh: \([0-9]*\) [^,]*, \([0-9]*\) by core[^,]*, \([0-9]*\) equal.*/\1 \2+\3+\4/p' "$WORK/bundle.txt")
+check_eq "bundle: the count is the markers it holds, schema + core + known = all" \
+    "${bsaid%% *} $(echo "${bsaid#* }" | bc)" "$bmarks $bmarks"
 
 # ---- replay of the redacted apply: the recorded providers answer, in a fresh directory ----
 mkdir -p "$WORK/ra"
@@ -351,6 +359,18 @@ check_eq "plan -out of a change: no secret, old or new, in the database files" \
     "$(hits $(db_files))" 0
 (cd "$w" && "$TFTAP" run --db "$db" -- tofu apply -input=false -no-color tfplan >/dev/null 2>&1)
 check_eq "apply PLANFILE: no secret in the database files" "$(hits $(db_files))" 0
+change_run=$(last_run "$db")
+# diff and mock print values: the old and the new secret's runs side by side,
+# and mock blocks from the applied values.
+"$TFTAP" --db "$db" diff "$apply_run" "$change_run" >"$WORK/diff.txt" 2>&1
+check "diff: the two applies differ where the secret changed ($(wc -l <"$WORK/diff.txt") lines)" \
+    grep -q 'string_attr' "$WORK/diff.txt"
+check_eq "diff: holds no secret, old or new" "$(hits "$WORK/diff.txt")" 0
+"$TFTAP" --db "$db" diff "$apply_run" "$change_run" --json >"$WORK/diff.json" 2>&1
+check_eq "diff --json: holds no secret, old or new" "$(hits "$WORK/diff.json")" 0
+"$TFTAP" --db "$db" mock "$apply_run" >"$WORK/mock.hcl" 2>&1
+check "mock: blocks written" grep -q 'mock_provider' "$WORK/mock.hcl"
+check_eq "mock: holds no secret" "$(hits "$WORK/mock.hcl")" 0
 
 # ---- under tftap wrap (CI): no end of the command is seen; each recorder redacts ---------
 # what the local state, the sensitive variables (values from the arguments and
@@ -370,7 +390,7 @@ check "wrap: calls recorded" test "$(sqlite3 "$wdb" "SELECT count(*) FROM calls"
 WRAPPED=("$S1" "$S2" "$UPPER_S2" "$S3" "$S5" "$S6" "$S4" "$TMPL")
 wrap_hits=0
 for s in "${WRAPPED[@]}"; do
-    wrap_hits=$((wrap_hits + $(cat "$wdb" "$wdb-wal" 2>/dev/null | grep -a -c -F -- "$s")))
+    wrap_hits=$((wrap_hits + $(cat "$wdb" "$wdb-wal" "$wdb-shm" 2>/dev/null | grep -a -c -F -- "$s")))
 done
 check_eq "wrap: none of the variables' values, their template or the schema secret's copy" \
     "$wrap_hits" 0
