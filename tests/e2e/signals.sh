@@ -31,7 +31,10 @@ start() {
     timeout-*) cmd=(timeout -s "${how#timeout-}" 3600 "$TFTAP" run --db "$db" -- "${cmd[@]}") ;;
     *) cmd=("$TFTAP" run --db "$db" -- "${cmd[@]}") ;;
     esac
-    (cd "$dir" && exec setsid "${cmd[@]}" >"$dir/out" 2>"$dir/err") &
+    # tofu's own trace: should a state be lost, it tells which write left
+    # it so (statemgr, backend/local lines, printed below).
+    (cd "$dir" && TF_LOG=trace TF_LOG_PATH="$dir/trace.log" exec setsid "${cmd[@]}" \
+        >"$dir/out" 2>"$dir/err") &
     pid=$!
 }
 # wait_exit PID: its exit code, or 255 after ~60 s (then killed).
@@ -83,6 +86,8 @@ try() {
         ls -la --time-style=full-iso "$dir" | sed 's/^/#   /'
         sed 's/^/#   err: /' "$dir/err"
         tail -n 5 "$dir/out" | sed 's/^/#   out: /'
+        grep -E 'statemgr|backend/local|[Ii]nterrupt|Stopping|signal' "$dir/trace.log" |
+            tail -n 40 | cut -c1-300 | sed 's/^/#   trace: /'
     fi
     # timeout(1) exits 124 whatever its command did: the run row has tofu's.
     local want=$code
