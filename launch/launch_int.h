@@ -307,6 +307,7 @@ void run_words_done(struct run_words *w);
 struct run_end {
     const char *db;
     int64_t run_id;   /* 0: nothing recorded under a run */
+    const char *uuid; /* the run's runs.uuid, or NULL: which run run_id names */
     int code;         /* the command's exit code */
     int64_t ended_us; /* when it exited */
     const char *cli_path;

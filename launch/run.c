@@ -205,6 +205,7 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
     tftap_buf reattach_json = TFTAP_BUF_INIT, before = TFTAP_BUF_INIT;
     char *env_reattach = NULL;
     int64_t run_id = 0;
+    char run_uuid[STORE_UUID_LEN + 1] = "";
     /* Acceptance tests (run_acc.c): as the front of one step's CLI
      * command, the relays in front of the harness's reattached providers;
      * as the parent (go test), the front it hands the harness. */
@@ -369,6 +370,9 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
     if (rc == 0)
         rc = store_run_begin_held(s, cmd[0], ncmd - 1, (const char *const *)cmd + 1, workdir, cli,
                                   version, &run_id, &hold);
+    /* Which run run_id names, for a finisher that finds the file replaced. */
+    if (rc == 0 && store_run_uuid(s, run_id, run_uuid) != 0)
+        run_uuid[0] = '\0';
     if (rc != 0 && no_spool) {
         launch_error("cannot record into %s: no spool to hold its run in until its end (%s); "
                      "running the command unrecorded",
@@ -588,6 +592,7 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
         struct run_end e = {
             .db = db,
             .run_id = run_id,
+            .uuid = run_uuid[0] != '\0' ? run_uuid : NULL,
             .code = code,
             .ended_us = ended_us,
             .cli_path = cmd[0],

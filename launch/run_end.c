@@ -223,6 +223,21 @@ static int redact_later(const struct run_end *e, store *s, const analysis_match_
     return 1;
 }
 
+/* Why the run a finisher is to end is no longer in the database s opened
+ * (deleted, or the file replaced by another database, whose run of that
+ * id is another run: ending it would give it this command's exit code), or
+ * NULL while it is there or that cannot be told now. */
+static const char *run_gone(store *s, int64_t run_id, const char *uuid)
+{
+    char now[STORE_UUID_LEN + 1];
+    int rc = store_run_uuid(s, run_id, now);
+    if (rc == TFTAP_ENOTFOUND)
+        return "the run is no longer in it (deleted, or the database replaced)";
+    if (rc == 0 && uuid != NULL && strcmp(now, uuid) != 0)
+        return "the database was replaced: its run of that id is another run";
+    return NULL;
+}
+
 /* The database was unavailable when the run ended (a PostgreSQL server
  * restarting): the user's command is over and tftap run exits with its
  * code now. A process of its own (init's child, like the recorders) waits
@@ -247,6 +262,16 @@ static int finish_later(const struct run_end *e, const char *db, int64_t run_id,
             /* Matching may fail on the documents (not JSON): only a store
              * error is worth another try. */
             int rc = store_open(db, 0, &s);
+            /* Nothing will bring it back: say so now, not after wait_ms. */
+            const char *gone = rc == TFTAP_ENOTFOUND && !store_path_is_url(db)
+                                   ? "the database file is gone"
+                               : rc == 0 ? run_gone(s, run_id, e->uuid)
+                                         : NULL;
+            if (gone != NULL) {
+                store_close(s);
+                finish_log(db, run_id, code, gone);
+                _exit(1);
+            }
             if (rc == 0 && hold == NULL && store_hold_run(db, run_id, &hold) != 0)
                 hold = NULL;
             if (rc != 0)

@@ -89,6 +89,27 @@ int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run
     return runs_query(s, RUN_SELECT "WHERE r.id = ?1", run_id, 1, fn, ctx);
 }
 
+int store_run_uuid(store *s, int64_t run_id, char out[STORE_UUID_LEN + 1])
+{
+    sdb_stmt *st = NULL;
+    out[0] = '\0';
+    int rc = sdb_prepare(s->db, "SELECT uuid FROM runs WHERE id = ?", &st);
+    if (rc != SDB_OK)
+        return store_err(rc);
+    sdb_bind_int64(st, 1, run_id);
+    rc = sdb_step(st);
+    if (rc == SDB_ROW) {
+        const char *u = store_col_text(st, 0);
+        snprintf(out, STORE_UUID_LEN + 1, "%s", u ? u : "");
+        rc = SDB_OK;
+    } else if (rc == SDB_DONE) {
+        sdb_finalize(st);
+        return TFTAP_ENOTFOUND;
+    }
+    sdb_finalize(st);
+    return rc == SDB_OK ? 0 : store_err(rc);
+}
+
 int store_run_key_id(store *s, int64_t run_id, char out[STORE_RUN_KEY_ID_SIZE])
 {
     sdb_stmt *st = NULL;

@@ -233,6 +233,10 @@ int store_run_children_each(store *s, int64_t parent_id,
                             int (*fn)(void *ctx, const store_run_row *row), void *ctx);
 int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run_row *row),
                   void *ctx);
+/* The run's uuid into out ("" for a run made before uuids were kept):
+ * which run an id names in this database now. 0, TFTAP_ENOTFOUND without
+ * such a run, or a store error. */
+int store_run_uuid(store *s, int64_t run_id, char out[STORE_UUID_LEN + 1]);
 /* Which key hashed run_id's $sensitive values: its runs.key_id when it was
  * recorded elsewhere (pushed, a bundle's), else the id of this database's
  * own key. Hashes of two runs compare only when these are equal.
