@@ -184,6 +184,11 @@ void run_signals_child(const struct run_signals *rs);
 int run_signals_wait(struct run_signals *rs, pid_t pid, int *status);
 /* After the command: dispositions back, the sentinel gone. */
 void run_signals_stop(struct run_signals *rs);
+/* Once the command has exited with code: a SIGBUS (what SQLite's mapped
+ * -shm file gives a write the file refuses) ends tftap run with one line
+ * and code, instead of a crash whose status the caller would read as the
+ * command's. */
+void run_signals_keep_code(int code);
 
 /* ---- run_reattach.c: --reattach, tftap starts each provider itself ---- */
 

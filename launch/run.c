@@ -576,6 +576,7 @@ int launch_run(char **cmd, int ncmd, const struct launch_run_opts *ro)
         launch_error("cannot run %s: %s", cmd[0], strerror(errno));
         code = 127;
     }
+    run_signals_keep_code(code);
     /* Only tofu or terraform is asked (a script or make does not know
      * `version -json`), and a binary an earlier run asked not again. */
     if (run_id > 0 && is_cli && version == NULL)

@@ -259,6 +259,36 @@ int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
     }
 }
 
+/* The command's exit code, for on_sigbus. */
+static volatile sig_atomic_t kept_code;
+
+/* Async-signal-safe: a line and the command's code. A write to a page of
+ * SQLite's mapped -shm file that the file refuses (a filesystem turned
+ * read-only under us, an immutable file) is a SIGBUS: the record suffers,
+ * never the command's exit code. Bugs (SIGSEGV) stay crashes, for the
+ * sanitizers and the report. */
+static void on_sigbus(int sig)
+{
+    (void)sig;
+    static const char line[] =
+        "tftap: the database's files refused a write (SIGBUS) while the end of the run was "
+        "recorded: the run may stay without its end in the record; exiting with the "
+        "command's exit code\n";
+    ssize_t w = write(STDERR_FILENO, line, sizeof line - 1);
+    (void)w;
+    _exit(kept_code);
+}
+
+void run_signals_keep_code(int code)
+{
+    kept_code = code;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigbus;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
 void run_signals_stop(struct run_signals *rs)
 {
     if (rs->installed) {

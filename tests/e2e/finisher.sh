@@ -7,7 +7,8 @@
 # tofu's exit code. And when the file is gone meanwhile, or replaced by
 # another database whose run of that id is another run, it must give up at
 # once, with one line in the log, and write nothing into the new file
-# (the other run keeps its own exit code).
+# (the other run keeps its own exit code). A write refused in SQLite's
+# mapped -shm file is a SIGBUS: tftap run still exits with tofu's code.
 . "$(dirname "$0")/lib.sh"
 need_peers
 CLI=tofu
@@ -30,15 +31,17 @@ mkdir -p "$dbdir" "$WORK/bin"
 trap 'chattr -i "$dbdir"/* 2>/dev/null; cleanup_work' EXIT
 
 # tofu, and after an apply the database and its write-ahead log made
-# immutable, before tftap run records the end. (Not the -shm file: SQLite
-# maps it, and a write refused there is a SIGBUS, which no full disk gives:
-# SQLite writes each page of it when it grows the file.)
+# immutable, before tftap run records the end (FREEZE_SHM=1: its -shm file
+# too, which SQLite maps: a write refused there is a SIGBUS).
 cat >"$WORK/bin/tofu" <<EOF
 #!/bin/sh
 "$TOFU" "\$@"
 rc=\$?
 if [ "\$1" = apply ] && [ -n "\${FREEZE:-}" ]; then
     chattr +i "\$FREEZE" "\$FREEZE-wal" || exit 99
+    # Its pages written back first, so that the next write to any of them
+    # faults, and is refused.
+    if [ -n "\${FREEZE_SHM:-}" ]; then sync "\$FREEZE-shm" && chattr +i "\$FREEZE-shm" || exit 99; fi
 fi
 exit \$rc
 EOF
@@ -113,4 +116,15 @@ check "replaced: the finisher gives up, saying why" wait_for 300 gave_up 1 \
 check "replaced: and is done" wait_for 300 finisher_gone
 check_eq "replaced: the other run keeps its own exit code" \
     "$(sqlite3 -readonly "$db" "SELECT id, exit_code FROM runs")" "1|2"
+
+# ---- the mapped -shm file refuses writes too: SIGBUS, never the command's code -------
+rm -f "$db" "$db-wal" "$db-shm"
+(cd "$w" && rm -f terraform.tfstate* &&
+    FREEZE=$db FREEZE_SHM=1 "$TFTAP" run --db "$db" -- "$WORK/bin/tofu" apply -auto-approve \
+        -input=false -no-color >"$WORK/bus.out" 2>"$WORK/bus.err")
+check_eq "SIGBUS: tftap run exits with tofu's code ($(tail -n 1 "$WORK/bus.err"))" "$?" 0
+check "SIGBUS: saying why the run may stay without its end" \
+    grep -q '^tftap: the database.s files refused a write (SIGBUS)' "$WORK/bus.err"
+check "SIGBUS: tofu's own output whole" grep -q 'Apply complete!' "$WORK/bus.out"
+chattr -i "$db" "$db-wal" "$db-shm"
 finish
