@@ -3,7 +3,8 @@
  * new, read or upgraded value is split into attributes labelled by where
  * their value came from (config, prior state, the plan, left unknown,
  * chosen by the provider), so values the provider merely carried over (a
- * random id in the prior state) never count as behaviour. */
+ * random id in the prior state) never count as behaviour. Which call of
+ * one run is compared with which of the other is diff_pair.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,21 +145,6 @@ static int leaf_cmp(const void *x, const void *y)
 
 /* ---- findings --------------------------------------------------------------- */
 
-/* A call being diffed. Its JSON is parsed while it is compared and freed
- * right after (trees of every call at once would be most of the memory);
- * what pairing needs is kept: the key, the action, a null prior state. */
-struct dcall {
-    const analysis_diff_call *c;
-    size_t idx;
-    sj_doc *req, *resp;
-    char *key;
-    char *rkey;         /* the key without create half and address: provider, method, type */
-    const char *action; /* static string, or NULL */
-    int prior_null;
-    int create_half;
-    uint64_t req_digest; /* an unnamed call's (request_digest), else 0 */
-};
-
 static char *json_text(const sj_node *n)
 {
     if (!n)
@@ -235,11 +221,6 @@ static const sj_node *field(sj_doc *doc, const char *name)
     return doc ? sj_get(sj_root(doc), name) : NULL;
 }
 
-static int rpc_is(const analysis_diff_call *c, const char *rpc)
-{
-    return c->rpc && strcmp(c->rpc, rpc) == 0;
-}
-
 /* The values a call's behaviour is judged on: out (what the provider
  * answered), ref1 (config or planned, labelled src1), ref2 (prior). */
 struct judged {
@@ -252,31 +233,31 @@ static int judged_of(const struct dcall *c, struct judged *j)
 {
     memset(j, 0, sizeof *j);
     j->src1 = SRC_CONFIG;
-    if (rpc_is(c->c, "PlanResourceChange")) {
+    if (diff_rpc_is(c->c, "PlanResourceChange")) {
         j->what = "planned";
         j->out = field(c->resp, "planned_state");
         j->ref1 = field(c->req, "config");
         j->ref2 = field(c->req, "prior_state");
-    } else if (rpc_is(c->c, "ApplyResourceChange")) {
+    } else if (diff_rpc_is(c->c, "ApplyResourceChange")) {
         j->what = "new";
         j->out = field(c->resp, "new_state");
         j->ref1 = field(c->req, "planned_state");
         j->src1 = SRC_PLANNED;
         j->ref2 = field(c->req, "prior_state");
-    } else if (rpc_is(c->c, "ReadResource")) {
+    } else if (diff_rpc_is(c->c, "ReadResource")) {
         j->what = "new";
         j->out = field(c->resp, "new_state");
         j->ref2 = field(c->req, "current_state");
-    } else if (rpc_is(c->c, "ReadDataSource")) {
+    } else if (diff_rpc_is(c->c, "ReadDataSource")) {
         j->what = "state";
         j->out = field(c->resp, "state");
         j->ref1 = field(c->req, "config");
-    } else if (rpc_is(c->c, "UpgradeResourceState")) {
+    } else if (diff_rpc_is(c->c, "UpgradeResourceState")) {
         j->what = "upgraded";
         j->out = field(c->resp, "upgraded_state");
         const sj_node *raw = field(c->req, "raw_state");
         j->ref2 = raw ? sj_get(raw, "json") : NULL;
-    } else if (rpc_is(c->c, "CallFunction")) {
+    } else if (diff_rpc_is(c->c, "CallFunction")) {
         j->what = "result";
         j->out = field(c->resp, "result");
     } else {
@@ -293,10 +274,11 @@ static int is_nullish(const sj_node *n)
 
 static const char *action_of(const struct dcall *c)
 {
-    if (rpc_is(c->c, "PlanResourceChange") || rpc_is(c->c, "ApplyResourceChange")) {
+    if (diff_rpc_is(c->c, "PlanResourceChange") || diff_rpc_is(c->c, "ApplyResourceChange")) {
         const sj_node *prior = field(c->req, "prior_state");
-        const sj_node *after = rpc_is(c->c, "PlanResourceChange") ? field(c->resp, "planned_state")
-                                                                  : field(c->resp, "new_state");
+        const sj_node *after = diff_rpc_is(c->c, "PlanResourceChange")
+                                   ? field(c->resp, "planned_state")
+                                   : field(c->resp, "new_state");
         const sj_node *rr = field(c->resp, "requires_replace");
         if (!c->resp)
             return NULL;
@@ -510,9 +492,9 @@ static void compare_diags(analysis_diff *d, size_t pi, const struct dcall *a, co
 static const char *private_hash(const struct dcall *c)
 {
     const sj_node *p = NULL;
-    if (rpc_is(c->c, "PlanResourceChange"))
+    if (diff_rpc_is(c->c, "PlanResourceChange"))
         p = field(c->resp, "planned_private");
-    else if (rpc_is(c->c, "ApplyResourceChange") || rpc_is(c->c, "ReadResource"))
+    else if (diff_rpc_is(c->c, "ApplyResourceChange") || diff_rpc_is(c->c, "ReadResource"))
         p = field(c->resp, "private");
     const sj_node *h = p && p->kind == SJ_OBJECT ? sj_get(p, "sha256") : NULL;
     const sj_node *sz = p && p->kind == SJ_OBJECT ? sj_get(p, "size") : NULL;
@@ -562,7 +544,7 @@ static void compare_parsed(analysis_diff *d, size_t pi, const struct dcall *a,
         snprintf(xb, sizeof xb, "%lld", (long long)b->c->schema_version);
         set_strs(d, add(d, pi, K_SCHEMAVER, NULL), xa, xb);
     }
-    if (rpc_is(a->c, "GetProviderSchema") || rpc_is(a->c, "GetSchema")) {
+    if (diff_rpc_is(a->c, "GetProviderSchema") || diff_rpc_is(a->c, "GetSchema")) {
         const sj_node *ha = field(a->resp, "$schema"), *hb = field(b->resp, "$schema");
         if (ha && hb && !sj_equal(ha, hb))
             set_sides(d, add(d, pi, K_SCHEMA, NULL), ha, hb);
@@ -655,7 +637,7 @@ int analysis_diff_call_summarize(analysis_diff_call *c)
     return rc;
 }
 
-/* ---- pairing -------------------------------------------------------------------- */
+/* ---- loading a side -------------------------------------------------------------- */
 
 static int filter_keeps(const analysis_diff_opts *o, const analysis_diff_call *c)
 {
@@ -664,34 +646,8 @@ static int filter_keeps(const analysis_diff_opts *o, const analysis_diff_call *c
     return tftap_filter_keeps(o->filter, c->type_name, c->address);
 }
 
-static void key_part(tftap_buf *b, const char *s)
-{
-    tftap_buf_puts(b, s ? s : "");
-    tftap_buf_putc(b, '\x1f');
-}
-
-/* A provider address without the public registries' host names, so that
- * a run of Terraform pairs with one of OpenTofu (hashicorp/aws is
- * registry.terraform.io/hashicorp/aws to one, registry.opentofu.org/... to
- * the other). */
-static const char *provider_key(const char *p)
-{
-    static const char *const hosts[] = {"registry.terraform.io/", "registry.opentofu.org/"};
-    for (size_t i = 0; p && i < sizeof hosts / sizeof hosts[0]; i++)
-        if (strncmp(p, hosts[i], strlen(hosts[i])) == 0)
-            return p + strlen(hosts[i]);
-    return p;
-}
-
-static int plan_cmp(const void *x, const void *y)
-{
-    const struct dcall *const *a = x, *const *b = y;
-    int c = strcmp((*a)->c->address, (*b)->c->address);
-    if (c)
-        return c;
-    return (*a)->idx < (*b)->idx ? -1 : (*a)->idx > (*b)->idx;
-}
-
+/* One run's calls that the filter keeps, each parsed once for what
+ * pairing needs (the action, a null prior state, the request digest). */
 static int load_side(analysis_diff *d, const analysis_diff_call *calls, size_t n,
                      struct dcall **out, size_t *nout)
 {
@@ -700,7 +656,6 @@ static int load_side(analysis_diff *d, const analysis_diff_call *calls, size_t n
         return TFTAP_ENOMEM;
     *out = v;
     size_t k = 0;
-    tftap_buf key = TFTAP_BUF_INIT;
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         const analysis_diff_call *c = &calls[i];
@@ -725,67 +680,12 @@ static int load_side(analysis_diff *d, const analysis_diff_call *calls, size_t n
         dcall_unparse(x);
     }
     *nout = k;
-    /* The create half of a replacement (a plan with no prior state after a
-     * replacing plan of the same address) pairs only with its like: that a
-     * run has one follows from the action, reported with the first half.
-     * Plans sorted by address, then call order, put each one right after
-     * the earlier plans of its address. */
-    struct dcall **plans = malloc((k + 1) * sizeof *plans);
-    size_t np = 0;
-    if (!plans && !rc)
-        rc = TFTAP_ENOMEM;
-    for (size_t i = 0; i < k && !rc; i++)
-        if (rpc_is(v[i].c, "PlanResourceChange") && v[i].c->address)
-            plans[np++] = &v[i];
-    if (!rc) {
-        qsort(plans, np, sizeof *plans, plan_cmp);
-        const struct dcall *last = NULL; /* the address's latest replacing-or-not plan */
-        for (size_t i = 0; i < np; i++) {
-            struct dcall *x = plans[i];
-            if (last && strcmp(last->c->address, x->c->address) != 0)
-                last = NULL;
-            if (last && x->prior_null) {
-                const char *act = last->action;
-                if (act && strcmp(act, "replace") == 0) {
-                    x->create_half = 1;
-                    continue;
-                }
-            }
-            last = x;
-        }
-    }
-    free(plans);
-    for (size_t i = 0; i < k && !rc; i++) {
-        tftap_buf_reset(&key);
-        key_part(&key, provider_key(v[i].c->provider));
-        key_part(&key, v[i].c->rpc);
-        key_part(&key, v[i].create_half ? "create-half" : "");
-        key_part(&key, v[i].c->type_name);
-        key_part(&key, v[i].c->address);
-        tftap_buf_cstr(&key);
-        if (tftap_buf_failed(&key) || !(v[i].key = strdup(key.data)))
-            rc = TFTAP_ENOMEM;
-        tftap_buf_reset(&key);
-        key_part(&key, provider_key(v[i].c->provider));
-        key_part(&key, v[i].c->rpc);
-        key_part(&key, v[i].c->type_name);
-        tftap_buf_cstr(&key);
-        if (!rc && (tftap_buf_failed(&key) || !(v[i].rkey = strdup(key.data))))
-            rc = TFTAP_ENOMEM;
-    }
-    tftap_buf_done(&key);
     return rc;
 }
 
-static int dcall_cmp(const void *x, const void *y)
-{
-    const struct dcall *const *a = x, *const *b = y;
-    int c = strcmp((*a)->key, (*b)->key);
-    if (c)
-        return c;
-    return (*a)->idx < (*b)->idx ? -1 : (*a)->idx > (*b)->idx;
-}
+/* ---- the diff ------------------------------------------------------------------------ */
 
+/* The report's order of pairs: by group (diff_pair.c), then call order. */
 static int pair_cmp(const void *x, const void *y)
 {
     const struct pair *a = x, *b = y;
@@ -798,187 +698,6 @@ static int pair_cmp(const void *x, const void *y)
     if (!!a->a != !!b->a)
         return a->a ? -1 : 1;
     return ka < kb ? -1 : ka > kb;
-}
-
-/* What a call is reported under: its address, else its type, else its
- * provider (label() says the same). */
-static const char *group_of(const analysis_diff_call *c)
-{
-    if (c->address)
-        return c->address;
-    if (c->type_name)
-        return c->type_name;
-    return c->provider ? c->provider : "";
-}
-
-/* Positions of one run's calls, ordered by request digest, then call
- * order (qsort_r's context: the calls). */
-static int digest_cmp(const void *x, const void *y, void *ctx)
-{
-    struct dcall *const *calls = ctx;
-    const struct dcall *a = calls[*(const size_t *)x], *b = calls[*(const size_t *)y];
-    if (a->req_digest != b->req_digest)
-        return a->req_digest < b->req_digest ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
-
-/* Unnamed calls of one key in both runs (a, na and b, nb, each in call
- * order), paired into pa/pb from slot *n on: a call first with the
- * other run's earliest call left that asked the same (equal request
- * digests), the rest in call order. Parallel walks make the calls of one
- * type come in any order (the UpgradeResourceState of each instance
- * before a plan, say): by order alone they would pair one instance's call
- * with another's, and report the difference between two instances as one
- * between the runs. */
-static int pair_unnamed_alike(struct dcall **a, size_t na, struct dcall **b, size_t nb,
-                              struct dcall **pa, struct dcall **pb, size_t *n)
-{
-    size_t *byd = malloc((nb + 1) * sizeof *byd);  /* positions in b, by digest */
-    size_t *taken = calloc(nb + 1, sizeof *taken); /* per a digest's first index in byd */
-    unsigned char *used_b = calloc(nb + 1, 1);
-    struct dcall **mate = calloc(na + 1, sizeof *mate);
-    if (!byd || !taken || !used_b || !mate) {
-        free(byd);
-        free(taken);
-        free(used_b);
-        free(mate);
-        return TFTAP_ENOMEM;
-    }
-    for (size_t j = 0; j < nb; j++)
-        byd[j] = j;
-    qsort_r(byd, nb, sizeof *byd, digest_cmp, b);
-    for (size_t i = 0; i < na; i++) {
-        uint64_t want = a[i]->req_digest;
-        size_t lo = 0, hi = nb; /* the first with a digest >= want */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (b[byd[mid]]->req_digest < want)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        size_t j = lo + taken[lo]; /* those of the digest taken come first */
-        if (j < nb && b[byd[j]]->req_digest == want) {
-            taken[lo]++;
-            mate[i] = b[byd[j]];
-            used_b[byd[j]] = 1;
-        }
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < na; i++) {
-        if (mate[i])
-            continue;
-        while (k < nb && used_b[k])
-            k++;
-        if (k < nb) {
-            mate[i] = b[k];
-            used_b[k++] = 1;
-        }
-    }
-    size_t m = *n;
-    for (size_t i = 0; i < na; i++, m++) {
-        pa[m - *n] = a[i];
-        pb[m - *n] = mate[i];
-    }
-    for (size_t j = 0; j < nb; j++)
-        if (!used_b[j]) {
-            pa[m - *n] = NULL;
-            pb[m - *n] = b[j];
-            m++;
-        }
-    *n = m;
-    free(byd);
-    free(taken);
-    free(used_b);
-    free(mate);
-    return 0;
-}
-
-struct single {
-    struct dcall *x;
-    size_t slot; /* its pair, one-sided */
-};
-
-static int single_cmp(const void *p, const void *q)
-{
-    const struct single *a = p, *b = q;
-    int c = strcmp(a->x->rkey, b->x->rkey);
-    if (c)
-        return c;
-    return a->x->idx < b->x->idx ? -1 : a->x->idx > b->x->idx;
-}
-
-/* Pairs (pa[p], pb[p]) of which one side is empty, the other's call named
- * in one run and not in the other: a named call pairs with an unnamed one
- * of the same provider, method and type (a create half or not: an unnamed
- * one is not known as one), in call order (first the
- * unnamed of run A with the named of run B, then the named of A with the
- * unnamed of B). Merged pairs leave one of their slots empty (both NULL),
- * which are dropped. */
-static int pair_unnamed(struct dcall **pa, struct dcall **pb, size_t *n)
-{
-    struct single *sa = malloc((*n + 1) * sizeof *sa), *sb = malloc((*n + 1) * sizeof *sb);
-    size_t na = 0, nb = 0;
-    if (!sa || !sb) {
-        free(sa);
-        free(sb);
-        return TFTAP_ENOMEM;
-    }
-    for (size_t p = 0; p < *n; p++) {
-        if (pa[p] && !pb[p])
-            sa[na++] = (struct single){pa[p], p};
-        else if (pb[p] && !pa[p])
-            sb[nb++] = (struct single){pb[p], p};
-    }
-    qsort(sa, na, sizeof *sa, single_cmp);
-    qsort(sb, nb, sizeof *sb, single_cmp);
-    for (size_t i = 0, k = 0; i < na && k < nb;) {
-        int c = strcmp(sa[i].x->rkey, sb[k].x->rkey);
-        if (c) {
-            if (c < 0)
-                i++;
-            else
-                k++;
-            continue;
-        }
-        size_t ie = i, ke = k; /* the group: [i, ie) and [k, ke) */
-        while (ie < na && strcmp(sa[ie].x->rkey, sa[i].x->rkey) == 0)
-            ie++;
-        while (ke < nb && strcmp(sb[ke].x->rkey, sb[k].x->rkey) == 0)
-            ke++;
-        for (int round = 0; round < 2; round++) {
-            /* round 0: A unnamed with B named; round 1: A named with B
-             * unnamed. */
-            size_t x = i, y = k;
-            for (;;) {
-                while (x < ie && (!pa[sa[x].slot] || !sa[x].x->c->address != !round))
-                    x++;
-                while (y < ke && (!pb[sb[y].slot] || !sb[y].x->c->address != !!round))
-                    y++;
-                if (x == ie || y == ke)
-                    break;
-                /* B's call joins A's pair; its own slot empties. */
-                pb[sa[x].slot] = sb[y].x;
-                pa[sb[y].slot] = NULL;
-                pb[sb[y].slot] = NULL;
-                x++;
-                y++;
-            }
-        }
-        i = ie;
-        k = ke;
-    }
-    size_t w = 0;
-    for (size_t p = 0; p < *n; p++)
-        if (pa[p] || pb[p]) {
-            pa[w] = pa[p];
-            pb[w] = pb[p];
-            w++;
-        }
-    *n = w;
-    free(sa);
-    free(sb);
-    return 0;
 }
 
 void analysis_diff_free(analysis_diff *d)
@@ -1113,86 +832,15 @@ int analysis_diff_calls_streamed(const analysis_diff_call *a, size_t na,
     if (!d)
         return TFTAP_ENOMEM;
     d->opts = opts;
-    struct dcall **sa = NULL, **sb = NULL;
+    struct dcall **pa = NULL, **pb = NULL;
     int rc = load_side(d, a, na, &d->ca, &d->na);
     if (!rc)
         rc = load_side(d, b, nb, &d->cb, &d->nb);
+    if (!rc)
+        rc = diff_pair_calls(d, &pa, &pb);
     if (rc)
         goto fail;
-    sa = malloc((d->na + 1) * sizeof *sa);
-    sb = malloc((d->nb + 1) * sizeof *sb);
-    d->pairs = malloc((d->na + d->nb + 1) * sizeof *d->pairs);
-    if (!sa || !sb || !d->pairs) {
-        rc = TFTAP_ENOMEM;
-        goto fail;
-    }
-    for (size_t i = 0; i < d->na; i++)
-        sa[i] = &d->ca[i];
-    for (size_t i = 0; i < d->nb; i++)
-        sb[i] = &d->cb[i];
-    qsort(sa, d->na, sizeof *sa, dcall_cmp);
-    qsort(sb, d->nb, sizeof *sb, dcall_cmp);
-    /* Merge the two sorted lists: equal keys pair in order. Pairs keep the
-     * dcalls through parallel arrays so comparing needs no lookups. */
-    struct dcall **pa = malloc((d->na + d->nb + 1) * sizeof *pa);
-    struct dcall **pb = malloc((d->na + d->nb + 1) * sizeof *pb);
-    if (!pa || !pb) {
-        free(pa);
-        free(pb);
-        rc = TFTAP_ENOMEM;
-        goto fail;
-    }
-    size_t i = 0, k = 0, n = 0;
-    while (i < d->na || k < d->nb) {
-        int c = i == d->na ? 1 : k == d->nb ? -1 : strcmp(sa[i]->key, sb[k]->key);
-        if (c == 0 && sa[i]->c->address == NULL) {
-            size_t i2 = i, k2 = k;
-            while (i2 < d->na && strcmp(sa[i2]->key, sa[i]->key) == 0)
-                i2++;
-            while (k2 < d->nb && strcmp(sb[k2]->key, sb[k]->key) == 0)
-                k2++;
-            if ((rc = pair_unnamed_alike(sa + i, i2 - i, sb + k, k2 - k, pa + n, pb + n, &n)) !=
-                0) {
-                free(pa);
-                free(pb);
-                goto fail;
-            }
-            i = i2;
-            k = k2;
-            continue;
-        }
-        pa[n] = c <= 0 ? sa[i++] : NULL;
-        pb[n] = c >= 0 ? sb[k++] : NULL;
-        n++;
-    }
-    /* Calls one run named and the other did not (a plan not saved to a
-     * file names no new object): paired by everything but the address, in
-     * call order, a named call only with an unnamed one. */
-    if ((rc = pair_unnamed(pa, pb, &n)) != 0) {
-        free(pa);
-        free(pb);
-        goto fail;
-    }
-    size_t kept = 0;
-    for (size_t p = 0; p < n; p++) {
-        struct dcall *x = pa[p], *y = pb[p];
-        /* A create half nobody else has follows from the action change. */
-        if ((!x || !y) && (x ? x : y)->create_half)
-            continue;
-        const analysis_diff_call *named = x && x->c->address ? x->c : y ? y->c : x->c;
-        d->pairs[kept] = (struct pair){x ? x->c : NULL,
-                                       y ? y->c : NULL,
-                                       x ? x->idx : 0,
-                                       y ? y->idx : 0,
-                                       group_of(named),
-                                       0,
-                                       0};
-        pa[kept] = x;
-        pb[kept] = y;
-        kept++;
-    }
-    n = kept;
-    d->npairs = n;
+    size_t n = d->npairs;
     /* Compare (in pairing order, or as run A's calls stream by), then
      * order pairs (with their findings) by group for the report. */
     rc = compare_all(d, pa, pb, n, stream, stream_ctx);
@@ -1229,13 +877,9 @@ int analysis_diff_calls_streamed(const analysis_diff_call *a, size_t na,
     d->pairs = sorted;
     d->f = nf;
     d->capf = d->nf + 1;
-    free(sa);
-    free(sb);
     *out = d;
     return 0;
 fail:
-    free(sa);
-    free(sb);
     analysis_diff_free(d);
     return rc;
 }

@@ -1,9 +1,12 @@
-/* The run diff: what diff.c (comparing, pairing) and diff_render.c (text,
- * JSON, Markdown) share; not for the rest of analysis. */
+/* The run diff: what diff.c (comparing), diff_pair.c (pairing) and
+ * diff_render.c (text, JSON, Markdown) share; not for the rest of
+ * analysis. */
 #ifndef TFTAP_ANALYSIS_DIFF_INT_H
 #define TFTAP_ANALYSIS_DIFF_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "analysis/analysis.h"
 #include "analysis/analysis_int.h"
@@ -53,7 +56,20 @@ struct pair {
     size_t first, nfind;
 };
 
-struct dcall;
+/* A call being diffed. Its JSON is parsed while it is compared and freed
+ * right after (trees of every call at once would be most of the memory);
+ * what pairing needs is kept: the key, the action, a null prior state. */
+struct dcall {
+    const analysis_diff_call *c;
+    size_t idx;
+    sj_doc *req, *resp;
+    char *key;
+    char *rkey;         /* the key without create half and address: provider, method, type */
+    const char *action; /* static string, or NULL */
+    int prior_null;
+    int create_half;
+    uint64_t req_digest; /* an unnamed call's (request_digest), else 0 */
+};
 
 struct analysis_diff {
     struct dcall *ca, *cb;
@@ -67,6 +83,21 @@ struct analysis_diff {
     struct analysis_diff_meta meta;
     int err;
 };
+
+/* Is c a call of that method ("PlanResourceChange")? */
+static inline int diff_rpc_is(const analysis_diff_call *c, const char *rpc)
+{
+    return c->rpc && strcmp(c->rpc, rpc) == 0;
+}
+
+/* Pair run A's loaded calls (d->ca) with run B's (d->cb), as diff_pair.c's
+ * top comment says: marks create halves and sets each call's keys, fills
+ * d->pairs and d->npairs (calls, order and group; no findings yet), and
+ * sets *pa and *pb to arrays parallel to d->pairs with each pair's calls
+ * (NULL on the side of a run that did not make it), which the caller
+ * frees. Returns 0 or TFTAP_ENOMEM; on error *pa and *pb are NULL and
+ * what d holds is freed with it (analysis_diff_free). */
+int diff_pair_calls(analysis_diff *d, struct dcall ***pa, struct dcall ***pb);
 
 /* obj's member key when it is a string, else "" (never NULL). */
 const char *analysis_diff_str_of(const sj_node *obj, const char *key);
