@@ -88,6 +88,6 @@ check_eq "give up: a progress line after a second" \
     "$(grep -c "^tftap: waiting for [0-9]* recorder(s) to finish\.\.\.$" "$WORK/hang.err")" 1
 check_eq "give up: one line naming what is missing" \
     "$(grep -c "^tftap: gave up after 2 s waiting for [0-9]* recorder(s) to finish: .*registry.opentofu.org/tftap/tftest[56] (shim pid [0-9]*).*; their part of the record may still be missing" "$WORK/hang.err")" 1
-wait_for 300 test "$(pgrep -f -c "$TFTAP shim $WORK/" || true)" = 0
+wait_until 300 '[ "$(pgrep -f -c "$TFTAP shim $WORK/" || true)" = 0 ]'
 check_eq "give up: the recorders finish once let go" "$(pgrep -f -c "$TFTAP shim $WORK/" || true)" 0
 finish

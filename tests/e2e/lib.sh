@@ -232,3 +232,15 @@ wait_for() { # TRIES COMMAND...
     done
     return 1
 }
+# wait_until TRIES CONDITION: as wait_for, CONDITION shell text evaluated
+# afresh at each try. Single-quote it: wait_for's `test "$(query)" = x`
+# runs the query once, before the first try, and then waits on that.
+wait_until() {
+    local n=$1
+    while [ "$n" -gt 0 ]; do
+        eval "$2" && return 0
+        sleep 0.2
+        n=$((n - 1))
+    done
+    return 1
+}

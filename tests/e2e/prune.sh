@@ -87,7 +87,7 @@ killed=$(last_run "$db")
 status_of() { # RUN: its status in a dry run of prune --keep 0
     "$TFTAP" prune --db "$db" --keep 0 --dry-run --json | jq -r --argjson id "$1" '.runs[] | select(.id == $id) | .status'
 }
-if wait_for 600 test "$(status_of "$killed")" = would_remove; then
+if wait_until 600 '[ "$(status_of "$killed")" = would_remove ]'; then
     ok "killed run: once its recorders are done, nobody holds it"
 else
     not_ok "killed run: once its recorders are done, nobody holds it (status $(status_of "$killed"))"
@@ -177,7 +177,7 @@ wait "$hpid"
 check_eq "live run: the apply succeeded" "$?" 0
 wait "$wpid"
 check_eq "wrapped run: the apply succeeded" "$?" 0
-check "wrapped run: its recorders let go" wait_for 600 test "$(status_of "$wrapped")" = would_remove
+check "wrapped run: its recorders let go" wait_until 600 '[ "$(status_of "$wrapped")" = would_remove ]'
 check_eq "the live run ended in the record" "$(sqlite3 "$db" "SELECT ended_us IS NOT NULL AND exit_code = 0 FROM runs WHERE id = $live")" 1
 "$TFTAP" prune --db "$db" --keep 1 --json >"$WORK/prune.json" 2>&1
 check_eq "prune --keep 1 --json: removed the older" \

@@ -43,7 +43,7 @@ before=$(wc -l <"$log")
 runner=$!
 if wait_for 600 test -e "$marker"; then
     (cd "$w" && TF_CLI_CONFIG_FILE=$WORK/shims/tftap.tfrc tofu plan -input=false -no-color >/dev/null 2>&1)
-    wait_for 300 test "$(wc -l <"$log")" -ge $((before + 2))
+    wait_until 300 '[ "$(wc -l <"$log")" -ge $((before + 2)) ]'
     added=$(($(wc -l <"$log") - before))
     rm -f "$marker"
 else

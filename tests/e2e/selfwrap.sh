@@ -19,7 +19,7 @@ plan() { # DB LOG OUT [tftap run]
     st=$?
     # Under wrap nothing waits for the recorders (tftap run does): the
     # run is ended by its last recorder, so wait for that before reading.
-    wait_for 600 test "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE ended_us IS NULL" 2>/dev/null)" = 0
+    wait_until 600 '[ "$(sqlite3 "$db" "SELECT count(*) FROM runs WHERE ended_us IS NULL" 2>/dev/null)" = 0 ]'
     return $st
 }
 # Unary provider calls, sorted: in the database (every run) and in the providers' own log.
@@ -30,7 +30,7 @@ log_calls() { awk -F '\t' '$1 == "begin" && $3 ~ /^\/tfplugin/ { print $3 }' "$1
 # This test's shims only: other tests may run shims of the same tftap at the
 # same time (make -j); every shim this test starts has its json under $WORK.
 shims_running() {
-    wait_for 300 test "$(pgrep -f -c "$TFTAP shim $WORK/" || true)" = 0
+    wait_until 300 '[ "$(pgrep -f -c "$TFTAP shim $WORK/" || true)" = 0 ]'
     pgrep -f -c "$TFTAP shim $WORK/" || true
 }
 
@@ -77,7 +77,7 @@ check_eq "wrap: the run's command line is tofu's" \
     "$(sqlite3 "$db1" "SELECT command || ' ' || args || ' ' || cwd || ' ' || cli_name FROM runs")" \
     "tofu [\"plan\",\"-input=false\",\"-no-color\"] $w tofu"
 check_eq "wrap: the run holds every provider process" "$(sqlite3 "$db1" "SELECT count(DISTINCT run_id) FROM processes")" 1
-wait_for 300 test "$(sqlite3 "$db1" "SELECT count(*) FROM runs WHERE ended_us IS NOT NULL")" = 1
+wait_until 300 '[ "$(sqlite3 "$db1" "SELECT count(*) FROM runs WHERE ended_us IS NOT NULL")" = 1 ]'
 check_eq "wrap: the last recorder ended the run, exit code unknown" \
     "$(sqlite3 "$db1" "SELECT recorders, ended_us >= started_us, exit_code IS NULL FROM runs")" "0|1|1"
 check "wrap: tftap runs shows it" grep -q "tofu plan -input=false -no-color" <("$TFTAP" runs --db "$db1")
@@ -109,7 +109,7 @@ else
 fi
 wait "$applier"
 check_eq "wrap: the apply exits 0" "$?" 0
-wait_for 300 test "$(sqlite3 "$db3" "SELECT count(*) FROM runs WHERE ended_us IS NULL")" = 0
+wait_until 300 '[ "$(sqlite3 "$db3" "SELECT count(*) FROM runs WHERE ended_us IS NULL")" = 0 ]'
 check_eq "wrap: one run, ended once its recorders are done, exit code unknown" \
     "$(sqlite3 "$db3" "SELECT count(*), sum(recorders), sum(exit_code IS NULL) FROM runs")" "1|0|1"
 check_eq "wrap: tftap runs no longer shows it running" \
@@ -145,7 +145,7 @@ check "dev overrides wrapped again: simple's shim stands for its dev binary" \
 check_eq "dev overrides wrapped again: apply exits 0" "$?" 0
 # As in plan(): under wrap nothing waits for the recorders; the last one
 # ends the run.
-wait_for 600 test "$(sqlite3 "$WORK/dev.db" "SELECT count(*) FROM runs WHERE ended_us IS NULL" 2>/dev/null)" = 0
+wait_until 600 '[ "$(sqlite3 "$WORK/dev.db" "SELECT count(*) FROM runs WHERE ended_us IS NULL" 2>/dev/null)" = 0 ]'
 check_eq "dev overrides wrapped again: simple_resource applied once" "$(sqlite3 "$WORK/dev.db" \
     "SELECT count(*) FROM calls WHERE rpc = 'ApplyResourceChange' AND type_name = 'simple_resource'")" 1
 check "dev overrides wrapped again: every tftest5 call recorded once" \

@@ -55,7 +55,7 @@ status_of() { # RUN: its status in a dry run of prune --keep 0
     "$TFTAP" prune --db "$URI" --keep 0 --dry-run --json | jq -r --argjson id "$1" '.runs[] | select(.id == $id) | .status'
 }
 check "killed run: once its recorders are done, nobody holds it" \
-    wait_for 600 test "$(status_of "$killed")" = would_remove
+    wait_until 600 '[ "$(status_of "$killed")" = would_remove ]'
 
 (cd "$h" && TFTEST_HANG_MARKER=$mh exec setsid "$TFTAP" run --db "$URI" --record-sensitive -- tofu apply \
     -auto-approve -input=false -no-color >"$h/out" 2>"$h/err") &
@@ -111,7 +111,7 @@ wait "$hpid"
 check_eq "live run: the apply succeeded" "$?" 0
 wait "$wpid"
 check_eq "wrapped run: the apply succeeded" "$?" 0
-check "wrapped run: its recorders let go" wait_for 600 test "$(status_of "$wrapped")" = would_remove
+check "wrapped run: its recorders let go" wait_until 600 '[ "$(status_of "$wrapped")" = would_remove ]'
 "$TFTAP" prune --db "$URI" --older-than 1w --json >"$WORK/old.json"
 check_eq "prune --older-than 1w: nothing that old" "$(jq -c '[.removed, .recording]' "$WORK/old.json")" "[0,0]"
 "$TFTAP" prune --db "$URI" --keep 0 --json >"$WORK/all.json"
