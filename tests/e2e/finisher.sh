@@ -84,8 +84,12 @@ check "back: every call recorded has its answer" wait_for 300 all_answered
 # ---- the file is gone: nothing brings it back, the finisher says so at once ----------
 frozen_apply gone
 gone_run=$run
+# Held still while the file is freed and deleted: it must not find it
+# taking writes in between.
+kill -STOP "$fin"
 chattr -i "$db" "$db-wal"
 rm -f "$db" "$db-wal" "$db-shm"
+kill -CONT "$fin"
 # Within a minute, not the ten it would otherwise keep trying for.
 check "gone: the finisher gives up at once, saying why" wait_for 300 gave_up "$gone_run" \
     'the database file is gone'
