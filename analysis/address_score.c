@@ -142,8 +142,8 @@ static void compare(const sj_node *call, const sj_node *inst, const sj_node *unk
             return;
         }
         for (const sj_node *m = call->child; m; m = m->next)
-            compare(m, address_object_member(inst, m->key, m->key_len), address_object_member(unk, m->key, m->key_len), strict, s,
-                    depth + 1);
+            compare(m, address_object_member(inst, m->key, m->key_len),
+                    address_object_member(unk, m->key, m->key_len), strict, s, depth + 1);
         return;
     }
     if (inst->kind == SJ_NULL) {
@@ -288,7 +288,9 @@ static struct verdict_of score_instance(const struct call_vals *c, const struct 
             return (struct verdict_of){V_RULED_OUT, 0, 0, 0};
         /* A new object is not one the run kept. */
         if (address_value_absent_or_opaque(c->v[K_PRIOR]) &&
-            (!address_value_absent_or_opaque(c->v[K_PLANNED]) || !address_value_absent_or_opaque(c->v[K_NEW])) && kept(in, c->partial))
+            (!address_value_absent_or_opaque(c->v[K_PLANNED]) ||
+             !address_value_absent_or_opaque(c->v[K_NEW])) &&
+            kept(in, c->partial))
             return (struct verdict_of){V_RULED_OUT, 0, 0, 0};
     }
     for (int k = 0; k < K_N; k++) {
@@ -301,7 +303,8 @@ static struct verdict_of score_instance(const struct call_vals *c, const struct 
             long best = -1;
             for (unsigned j = 0; j < in->nval[m]; j++) {
                 struct score s = {0, 0};
-                compare(c->v[k], in->val[m][j], in->unk[m][j], address_kind_is_whole_object(k), &s, 0);
+                compare(c->v[k], in->val[m][j], in->unk[m][j], address_kind_is_whole_object(k), &s,
+                        0);
                 if (!s.mismatch && s.match > best)
                     best = s.match;
             }
@@ -557,8 +560,8 @@ static void score_one(const struct instances *is, struct index *ix, size_t seq,
 }
 
 void address_score_side(const struct instances *is, struct index *ix, size_t seq,
-                       const struct group *g, int side, const struct call_vals *c,
-                       const sj_node *const *vals, size_t nvals, struct ranking *r)
+                        const struct group *g, int side, const struct call_vals *c,
+                        const sj_node *const *vals, size_t nvals, struct ranking *r)
 {
     int any = 0, by_id = 1;
     for (size_t v = 0; v < nvals; v++) {

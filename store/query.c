@@ -89,54 +89,54 @@ int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run
     return runs_query(s, RUN_SELECT "WHERE r.id = ?1", run_id, 1, fn, ctx);
 }
 
-int store_run_uuid(store *s, int64_t run_id, char out[STORE_UUID_LEN + 1])
+/* One text column of run_id's row (sql selects it WHERE id = ?) into out
+ * (size bytes, cut; "" for NULL, which *is_null tells). 0,
+ * TFTAP_ENOTFOUND without such a run, or a store error. */
+static int run_text(store *s, const char *sql, int64_t run_id, char *out, size_t size, int *is_null)
 {
     sdb_stmt *st = NULL;
     out[0] = '\0';
-    int rc = sdb_prepare(s->db, "SELECT uuid FROM runs WHERE id = ?", &st);
+    *is_null = 1;
+    int rc = sdb_prepare(s->db, sql, &st);
     if (rc != SDB_OK)
         return store_err(rc);
     sdb_bind_int64(st, 1, run_id);
     rc = sdb_step(st);
     if (rc == SDB_ROW) {
-        const char *u = store_col_text(st, 0);
-        snprintf(out, STORE_UUID_LEN + 1, "%s", u ? u : "");
+        const char *t = store_col_text(st, 0);
+        if (t != NULL) {
+            snprintf(out, size, "%s", t);
+            *is_null = 0;
+        }
         rc = SDB_OK;
     } else if (rc == SDB_DONE) {
-        sdb_finalize(st);
-        return TFTAP_ENOTFOUND;
+        rc = SDB_NOTFOUND;
     }
     sdb_finalize(st);
-    return rc == SDB_OK ? 0 : store_err(rc);
+    return rc == SDB_OK ? 0 : rc == SDB_NOTFOUND ? TFTAP_ENOTFOUND : store_err(rc);
+}
+
+int store_run_uuid(store *s, int64_t run_id, char out[STORE_UUID_LEN + 1])
+{
+    int is_null;
+    return run_text(s, "SELECT uuid FROM runs WHERE id = ?", run_id, out, STORE_UUID_LEN + 1,
+                    &is_null);
 }
 
 int store_run_key_id(store *s, int64_t run_id, char out[STORE_RUN_KEY_ID_SIZE])
 {
-    sdb_stmt *st = NULL;
-    out[0] = '\0';
-    int rc = sdb_prepare(s->db, "SELECT key_id FROM runs WHERE id = ?", &st);
-    if (rc != SDB_OK)
-        return store_err(rc);
-    sdb_bind_int64(st, 1, run_id);
-    rc = sdb_step(st);
-    if (rc == SDB_ROW) {
-        const char *k = store_col_text(st, 0);
-        if (k) {
-            snprintf(out, STORE_RUN_KEY_ID_SIZE, "%s", k);
-        } else {
-            /* Opened read only, the key is not loaded: read it here. */
-            unsigned char key[STORE_KEY_LEN];
-            if (store_source_key(s, key) == 1)
-                store_key_id(key, out);
-            memset(key, 0, sizeof key);
-        }
-        rc = SDB_OK;
-    } else if (rc == SDB_DONE) {
-        sdb_finalize(st);
-        return TFTAP_ENOTFOUND;
+    int is_null;
+    int rc = run_text(s, "SELECT key_id FROM runs WHERE id = ?", run_id, out, STORE_RUN_KEY_ID_SIZE,
+                      &is_null);
+    if (rc == 0 && is_null) {
+        /* Recorded here: this database's own key hashed it. Opened read
+         * only, the key is not loaded: read it here. */
+        unsigned char key[STORE_KEY_LEN];
+        if (store_source_key(s, key) == 1)
+            store_key_id(key, out);
+        memset(key, 0, sizeof key);
     }
-    sdb_finalize(st);
-    return rc == SDB_OK ? 0 : store_err(rc);
+    return rc;
 }
 
 int store_call_rows(sdb_stmt *st, int (*fn)(void *ctx, const store_call_row *row), void *ctx,

@@ -15,14 +15,8 @@
 # nothing else is. Clean runs of the other e2e configurations check clean.
 . "$(dirname "$0")/lib.sh"
 need_peers
-if ! [ -x "$PEERS/bin/terraform-provider-tftestsdk" ]; then
-    echo "$e2e_name: peers missing: $PEERS/bin/terraform-provider-tftestsdk (run scripts/build-peers)"
-    if [ "${TFTAP_REQUIRE_PEERS:-0}" = 1 ]; then
-        echo "$e2e_name: 0 passed, 1 failed"
-        exit 1
-    fi
-    exit 77
-fi
+[ -x "$PEERS/bin/terraform-provider-tftestsdk" ] ||
+    cannot_run "peers missing: $PEERS/bin/terraform-provider-tftestsdk (run scripts/build-peers)"
 CLI=tofu
 
 # The (address|path) pairs named by tofu's errors, one per line, from its

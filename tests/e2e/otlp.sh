@@ -9,15 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 need_peers
 RECV=$PEERS/bin/otlprecv
-if ! [ -x "$RECV" ]; then
-    if [ "${TFTAP_REQUIRE_PEERS:-0}" = 1 ]; then
-        echo "$e2e_name: peers missing: $RECV (run scripts/build-peers)"
-        echo "$e2e_name: 0 passed, 1 failed"
-        exit 1
-    fi
-    echo "$e2e_name: skipped, peers missing: $RECV (run scripts/build-peers)"
-    exit 77
-fi
+[ -x "$RECV" ] || cannot_run "peers missing: $RECV (run scripts/build-peers)"
 w=$WORK/w db=$WORK/db/tftap.db log=$WORK/db/tftap.log
 mkdir -p "$WORK/db"
 new_dir "$top_srcdir/examples/basic" "$w"

@@ -10,13 +10,7 @@
 need_peers
 CHROMIUM=${CHROMIUM:-$(command -v chromium || true)}
 if ! [ -x "$CHROMIUM" ] || ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    if [ "${TFTAP_REQUIRE_PEERS:-0}" = 1 ]; then
-        echo "$e2e_name: chromium, node and npm are needed (scripts/install-deps)"
-        echo "$e2e_name: 0 passed, 1 failed"
-        exit 1
-    fi
-    echo "$e2e_name: skipped, chromium, node or npm missing (scripts/install-deps)"
-    exit 77
+    cannot_run "chromium, node and npm are needed (scripts/install-deps)"
 fi
 PUPPETEER=24.10.0
 NODE_DIR=${TFTAP_CACHE:-$HOME/.cache/tftap}/node
