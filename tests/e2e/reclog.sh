@@ -54,4 +54,9 @@ wait "$runner"
 check_eq "run: the apply exits 0" "$?" 0
 check_eq "run: ends with one line about the log" \
     "$(grep -c "^tftap: the recorders logged $added problem(s) in $log; the first: .* registry.opentofu.org/tftap/tftest[56]: cannot open the recording database" "$WORK/run2.out")" 1
+# The wrapped plans' recorders keep trying their database for minutes: once
+# the scratch directory is gone they would make it again (a database whose
+# directory is missing is made, with the directory).
+pkill -f "$TFTAP shim $WORK/" 2>/dev/null
+check "the wrapped plans' recorders stopped" wait_for 300 recorders_done "$WORK"
 finish
