@@ -220,9 +220,10 @@ refusal="tftap: the shim $inner/inner.json was started by another tftap shim (TF
 # On stderr, which tofu keeps in its log, always.
 check "shim behind a script: the refusal reaches tofu's plugin log" grep -qF "$refusal" "$WORK/chain.tflog"
 # The outer shim read the inner one's line instead of a handshake, and the
-# record says so.
+# record says so (once its recorder has written it: nothing waits for it
+# here, as under tftap wrap).
 check "shim behind a script: the outer shim recorded the inner one's line" \
-    test "$(sqlite3 "$WORK/chain.db" "SELECT count(*) FROM processes WHERE instr(start_error, '$refusal') > 0")" -ge 1
+    wait_until 300 '[ "$(sqlite3 "$WORK/chain.db" "SELECT count(*) FROM processes WHERE instr(start_error, '"'"'$refusal'"'"') > 0")" -ge 1 ]'
 # As the handshake line too, which tofu prints in its error. Earlier sessions
 # saw tofu print an empty message here on a loaded machine (go-plugin read no
 # line from the outer shim's stdout); not seen since. What each side said is
