@@ -34,7 +34,7 @@ resource "tftest6_server" "a" {
   zone = "$2"
   port = 8080
 }
-resource "tftest5_pet" "p" {}
+resource "tftest5_pet" "p" { length = 6 } # ids of 2 words collide 1 in 600
 EOF
     if [ "${3:-}" = b ]; then
         printf 'resource "tftest6_server" "b" {\n  name = "b"\n}\n'

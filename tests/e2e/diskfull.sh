@@ -116,8 +116,13 @@ if wait_for 300 test -e "$marker" && wait_for 100 recorded a; then
     rm -f "$marker" # b goes on and c starts, unrecorded: the disk is still full
     check "mid-run: c hangs" wait_for 300 test -e "$marker"
     rm -f "$mnt/fill"
-    [[ $dropping_seen -eq 1 ]] &&
-        check "mid-run: the loss is recorded as a gap once the disk has room" wait_for 150 gap_recorded
+    # Watched only where a write looked refused; whether one was is known
+    # after the run (a slow recorder looks the same for a while).
+    gap_while_hanging=unwatched
+    if [[ $dropping_seen -eq 1 ]]; then
+        gap_while_hanging=no
+        wait_for 150 gap_recorded && gap_while_hanging=yes
+    fi
     rm -f "$marker"
     wait "$pid"
     check_eq "mid-run: the apply succeeded" "$?" 0
@@ -126,6 +131,12 @@ if wait_for 300 test -e "$marker" && wait_for 100 recorded a; then
     run=$(last_run "$db")
     lost=$(sqlite3 "$db" "SELECT coalesce(sum(dropped), 0) FROM processes WHERE run_id = $run")
     if [[ $lost -gt 0 ]]; then
+        if [[ $gap_while_hanging == unwatched ]]; then
+            echo "note: a's end was written, the loss came later: the gap was not watched while c hung"
+        else
+            check_eq "mid-run: the loss is recorded as a gap once the disk has room, c still hanging" \
+                "$gap_while_hanging" yes
+        fi
         check_eq "mid-run: tftap run said once that the record has gaps" \
             "$(grep -c '^tftap: the record of run [0-9]* has gaps' "$WORK/err.h") $(grep -c '^tftap: ' "$WORK/err.h")" "1 1"
         check_eq "mid-run: the gap says why" \

@@ -306,8 +306,10 @@ run=$(last_run "$db")
 (cd "$w" && tofu plan -input=false -no-color -var gen=5 -out=truthr.plan >/dev/null &&
     tofu show -json truthr.plan) >"$WORK/truthr-plan.json"
 judge "refresh" "$run" "$WORK/s5b.json" "$WORK/truthr-plan.json" "$WORK/s5r.json"
+# (A read of one of two pets whose random ids collided is rightly unnamed:
+# twins, counted with the named as everywhere here.)
 check_eq "refresh: every ReadResource named" \
-    "$(jq '[.[] | select(.method == "ReadResource" and .verdict != "named")] | length' \
+    "$(jq '[.[] | select(.method == "ReadResource" and .verdict != "named" and .verdict != "twins")] | length' \
         "$WORK/verdicts-$run.json")" 0
 check_eq "refresh: every call about an existing object named" \
     "$(jq '[.[] | select(.verdict == "unnamed" and .prior != "null" and .prior != null)] | length' \
@@ -393,6 +395,8 @@ wrapped() { # SUBCOMMAND ARGS...: tofu in $w under the wrap config
 }
 wrapped plan -out=pw -var gen=1
 check_eq "wrapped plan -out: exit code" "$?" 0
+# Nothing waits for a shim's recorder: it may still be writing.
+check "wrapped plan -out: its recorders finished" wait_for 300 recorders_done "$WORK/shims"
 run=$(last_run "$db")
 check_eq "wrapped plan -out: nothing named before match" \
     "$(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = $run AND address IS NOT NULL")" 0
@@ -406,6 +410,7 @@ check_eq "match says what it named" "$(cat "$WORK/match.out")" \
 checked "wrapped plan -out, then match"
 wrapped apply pw
 check_eq "wrapped apply PLANFILE: exit code" "$?" 0
+check "wrapped apply PLANFILE: its recorders finished" wait_for 300 recorders_done "$WORK/shims"
 run=$(last_run "$db")
 state s7
 "$TFTAP" match --db "$db" "$run" --plan "$WORK/pw.json" --state "$WORK/s7.json" \

@@ -15,13 +15,19 @@ new_dir "$top_srcdir/examples/basic" "$w"
 # ---- under tftap wrap: a database the recorders cannot open -------------------
 printf 'this is not an SQLite database, it is a text file of more than a hundred bytes, so that SQLite reads a header\n' >"$d/bad.db"
 eval "$(cd "$w" && "$TFTAP" wrap --db "$d/bad.db" --out "$WORK/shims" 2>/dev/null)"
-(cd "$w" && TF_LOG=trace TF_LOG_PATH=$WORK/tofu-trace.log tofu plan -input=false -no-color >"$WORK/plan.out" 2>&1)
+# wrapped_processes LOG: how many provider processes a shim started (each
+# has a recorder, which logs its one line in its own time).
+wrapped_processes() { awk -F'\t' '$1 == "begin" && $5 == "tftap" { print $2 }' "$1" | sort -u | wc -l; }
+(cd "$w" && TFTEST_RPC_LOG=$WORK/rpc1.log TF_LOG=trace TF_LOG_PATH=$WORK/tofu-trace.log \
+    tofu plan -input=false -no-color >"$WORK/plan.out" 2>&1)
 check_eq "wrap, unopenable database: plan exits 0" "$?" 0
 check "wrap: tofu's output says nothing of the recorders" sh -c "! grep -q 'recording database' '$WORK/plan.out'"
 check "wrap: nor does the provider's stderr (tofu's plugin log)" sh -c "! grep -q 'recording database' '$WORK/tofu-trace.log'"
-wait_for 300 test -s "$log"
+n=$(wrapped_processes "$WORK/rpc1.log")
+check "wrap: providers started by shims" test "$n" -ge 2
+check "wrap: every provider process's recorder logged one line" \
+    wait_until 300 '[ -s "$log" ] && [ "$(wc -l <"$log")" -eq "$n" ]'
 check_eq "wrap: the log is 0600" "$(stat -c %a "$log")" 600
-check "wrap: every provider process's recorder logged one line" test "$(wc -l <"$log")" -ge 2
 check_eq "wrap: each line is time, pid, provider, message" \
     "$(grep -cvE "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z pid [0-9]+ registry\.opentofu\.org/tftap/tftest[56]: cannot open the recording database $d/bad.db: " "$log")" 0
 export TF_CLI_CONFIG_FILE=$PEERS/tofurc
@@ -42,9 +48,11 @@ before=$(wc -l <"$log")
     -input=false -no-color >"$WORK/run2.out" 2>&1) &
 runner=$!
 if wait_for 600 test -e "$marker"; then
-    (cd "$w" && TF_CLI_CONFIG_FILE=$WORK/shims/tftap.tfrc tofu plan -input=false -no-color >/dev/null 2>&1)
-    wait_until 300 '[ "$(wc -l <"$log")" -ge $((before + 2)) ]'
-    added=$(($(wc -l <"$log") - before))
+    (cd "$w" && TFTEST_RPC_LOG=$WORK/rpc2.log TF_CLI_CONFIG_FILE=$WORK/shims/tftap.tfrc \
+        tofu plan -input=false -no-color >/dev/null 2>&1)
+    added=$(wrapped_processes "$WORK/rpc2.log")
+    check "run: the wrapped plan's recorders logged their lines meanwhile" \
+        wait_until 300 '[ "$(wc -l <"$log")" -eq $((before + added)) ]'
     rm -f "$marker"
 else
     not_ok "run: the apply never reached the hanging call"

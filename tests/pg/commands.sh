@@ -294,8 +294,8 @@ else
     diff "$WORK/wrap_begins" "$WORK/log_begins_wrap" | head -20
 fi
 # The last shim ends the run once its provider exited.
-check "wrap: the run ended" wait_for 150 test \
-    "$(pg_psql "SELECT count(*) FROM runs WHERE id = $wrap_run AND ended_us IS NOT NULL")" = 1
+check "wrap: the run ended" wait_until 150 \
+    '[ "$(pg_psql "SELECT count(*) FROM runs WHERE id = $wrap_run AND ended_us IS NOT NULL")" = 1 ]'
 
 # ---- serve: live updates -----------------------------------------------------------
 start_serve "$URI" live --source || not_ok "serve URI (SOURCE) printed its URL"

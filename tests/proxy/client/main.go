@@ -541,10 +541,11 @@ func cmdCancel(args []string) {
 	// keep it (the provider has it from the call's grpc-timeout), so which
 	// fires first is a race a busy machine can tip: our DeadlineExceeded,
 	// or the provider's answer that its hang was cancelled. Either way the
-	// provider must have seen it.
+	// provider must have seen it. Long enough for the call to reach the
+	// provider on a busy machine under ASan, or it would never hang.
 	_ = os.Remove(*marker)
 	seen := p.log.Count(said)
-	dctx, dcancel := context.WithTimeout(ctx, 2*time.Second)
+	dctx, dcancel := context.WithTimeout(ctx, 8*time.Second)
 	resp, err := p.call(dctx, p.svc+"ApplyResourceChange", apply)
 	dcancel()
 	answered := err == nil && strings.Contains(strings.Join(diagnostics(resp, 3), "\n"), said)
