@@ -30,6 +30,11 @@
 
 /* How long a signal sent to tftap alone waits for its group's copy. */
 #define SIGNAL_GRACE_MS 200
+/* ... when its sender is in tftap's own group, as timeout(1) is (it makes
+ * the group): such a sender is the one that signals the group next, and a
+ * busy machine may hold it between its two kill(2)s for longer than the
+ * short grace. Passing it on too early is a second signal for the CLI. */
+#define SIGNAL_GRACE_SAME_GROUP_MS 2000
 /* How often the sentinel is looked at while a signal waits. */
 #define SIGNAL_POLL_MS 5
 
@@ -41,6 +46,7 @@ _Static_assert(NRELAYED == sizeof((struct run_signals *)0)->old / sizeof(struct 
 struct received {
     int sig;
     int code;
+    pid_t sender; /* for kill(2) (code SI_USER), else 0 */
 };
 
 static int self_pipe[2] = {-1, -1};
@@ -50,7 +56,9 @@ static void on_signal(int sig, siginfo_t *info, void *uctx)
 {
     (void)uctx;
     int saved = errno;
-    struct received r = {sig, info != NULL ? info->si_code : SI_USER};
+    struct received r = {sig, info != NULL ? info->si_code : SI_USER, 0};
+    if (info != NULL && info->si_code == SI_USER)
+        r.sender = info->si_pid;
     ssize_t w = write(self_pipe[1], &r, sizeof r);
     (void)w; /* a full pipe holds plenty already: a wake-up is all it is */
     errno = saved;
@@ -194,6 +202,15 @@ static int sentinel_saw(struct run_signals *rs, int sig)
     return 1;
 }
 
+/* How long what came is held for its group's copy. */
+static int grace_for(const struct received *got)
+{
+    if (got->code == SI_USER && got->sender > 0 && got->sender != getpid() &&
+        getpgid(got->sender) == getpgrp())
+        return SIGNAL_GRACE_SAME_GROUP_MS;
+    return SIGNAL_GRACE_MS;
+}
+
 int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
 {
     if (self_pipe[0] < 0) {
@@ -240,7 +257,13 @@ int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
                 continue;
             }
             if (held_until[i] == 0) {
-                held_until[i] = tftap_mono_ms() + SIGNAL_GRACE_MS;
+                /* Passed on in the order they came: never decided before
+                 * one that came earlier, whose grace may be longer. */
+                int64_t until = tftap_mono_ms() + grace_for(&got);
+                for (size_t j = 0; j < NRELAYED; j++)
+                    if (held_until[j] >= until)
+                        until = held_until[j] + 1;
+                held_until[i] = until;
                 group_got[i] = 0;
             }
         }

@@ -112,10 +112,23 @@ counter() { # NAME HOW SIG: starts it; sets $pid, $tftap, $got (what it logs)
     local trap='for s in INT TERM HUP QUIT; do trap "echo $s >>got" $s; done'
     # A shell cannot trap what it was started with ignored, and a test run
     # as a background job has SIGINT and SIGQUIT ignored (POSIX, for
-    # asynchronous lists): what it counts starts from the defaults.
-    local cmd=("$TFTAP" run --db "$db" -- setsid env --default-signal=INT,QUIT sh -c \
+    # asynchronous lists), and the late sender below ignores what it sends
+    # (TERM too): what it counts starts from the defaults.
+    local cmd=("$TFTAP" run --db "$db" -- setsid env --default-signal=INT,QUIT,TERM sh -c \
         "$trap; touch ready; while [ ! -e stop ]; do sleep 0.05; done")
-    case $how in timeout-*) cmd=(timeout -s "$sig" 3600 "${cmd[@]}") ;; esac
+    case $how in
+    timeout-*) cmd=(timeout -s "$sig" 3600 "${cmd[@]}") ;;
+    # A sender in tftap's own group, as timeout(1) is, sends SIG to tftap,
+    # then the marker. late: timeout held back between its two kill(2)s for
+    # longer than tftap's usual 200 ms (a busy machine), the group's copy
+    # sent 0.3 s after. script: a script that started tftap in the
+    # background and signals it alone (`kill $!`), nothing to the group.
+    late-* | script-*) cmd=(sh -c 'trap "" "$2"; how=$1 s=$2; shift 2; "$@" & t=$!
+        while [ ! -e go ]; do sleep 0.05; done
+        kill -s "$s" "$t"
+        [ "$how" = late ] && sleep 0.3 && kill -s "$s" 0
+        kill -s QUIT "$t"; wait "$t"' sh "${how%%-*}" "$sig" "${cmd[@]}") ;;
+    esac
     (cd "$dir" && exec setsid "${cmd[@]}" >"$dir/out" 2>"$dir/err") &
     pid=$!
     wait_for 300 test -e "$dir/ready" || not_ok "$name: the command never started"
@@ -133,8 +146,9 @@ passed_on() {
     group) kill -s "$sig" -- -"$pid" ;;
     alone) kill -s "$sig" "$pid" ;;
     timeout-*) kill -s ALRM "$pid" ;;
+    late-* | script-*) touch "$WORK/$name/go" ;;
     esac
-    kill -QUIT "$tftap"
+    case $how in late-* | script-*) ;; *) kill -QUIT "$tftap" ;; esac
     wait_for 300 grep -q QUIT "$got"
     touch "$WORK/$name/stop"
     wait_exit "$pid"
@@ -147,6 +161,10 @@ passed_on count-alone-int alone INT "INT QUIT "
 passed_on count-alone-term alone TERM "QUIT TERM "
 passed_on count-timeout-int timeout-INT INT "QUIT "
 passed_on count-timeout-term timeout-TERM TERM "QUIT "
+passed_on count-late-int late-INT INT "QUIT "
+passed_on count-late-term late-TERM TERM "QUIT "
+passed_on count-script-int script-INT INT "INT QUIT "
+passed_on count-script-term script-TERM TERM "QUIT TERM "
 # Two sent to tftap alone, the second once the first arrived: two.
 got_at_least() { [ "$(grep -c . "$got")" -ge "$1" ]; }
 counter count-alone-twice alone INT
