@@ -424,6 +424,18 @@ check_eq "match without a document: usage, exit 2" "$?" 2
 echo '{"not": ' >"$WORK/bad.json"
 "$TFTAP" match --db "$db" "$run" --state "$WORK/bad.json" >/dev/null 2>&1
 check_eq "match of a document that is not JSON: exit 1" "$?" 1
+# Matched before its last recorder was done (here: its end taken off, as
+# a run cut short has none), the count is not the whole run's: said so.
+cp "$db" "$WORK/open.db"
+sqlite3 "$WORK/open.db" "UPDATE runs SET ended_us = NULL WHERE id = $run"
+"$TFTAP" match --db "$WORK/open.db" "$run" --plan "$WORK/pw.json" --json >"$WORK/open.json" \
+    2>"$WORK/open.err"
+check_eq "match of a run without an end: exit 0, ended false" "$? $(jq .ended "$WORK/open.json")" "0 false"
+check "... and says so" grep -q "^tftap: run $run has no end in the record yet" "$WORK/open.err"
+"$TFTAP" match --db "$db" "$run" --plan "$WORK/pw.json" --state "$WORK/s7.json" \
+    --before "$WORK/s6.json" --json >"$WORK/closed.json" 2>"$WORK/closed.err"
+check_eq "match of an ended run: ended true, nothing on stderr" \
+    "$(jq .ended "$WORK/closed.json") $(wc -c <"$WORK/closed.err")" "true 0"
 check_eq "... and the names it had stay" \
     "$(sqlite3 "$db" "SELECT count(*) FROM v_resource_changes WHERE run_id = $run AND address IS NOT NULL")" "$LAST_NAMED"
 
