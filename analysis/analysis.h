@@ -202,10 +202,11 @@ typedef struct analysis_findings {
     analysis_finding *v;
     size_t n, cap;
     size_t unchecked; /* calls whose values could not be checked (no schema, bad JSON) */
+    int running;      /* the run has no end in the record yet: more calls may come */
 } analysis_findings;
 #define ANALYSIS_FINDINGS_INIT                                                                     \
     {                                                                                              \
-        NULL, 0, 0, 0                                                                              \
+        NULL, 0, 0, 0, 0                                                                           \
     }
 void analysis_findings_done(analysis_findings *f);
 /* Findings that are violations (not drift). */
@@ -263,7 +264,8 @@ void analysis_check_pass_free(analysis_check_pass *c);
 
 /* Append the findings of run as one JSON object (`tftap check --json`,
  * docs/check.md): {"run":..,"findings":[..],"violations":..,"rejected":..,
- * "tolerated":..,"drift":..,"unchecked":..}. max_bytes (0: no cap) stops
+ * "tolerated":..,"drift":..,"unchecked":..}, and "running":true when the run has
+ * no end yet. max_bytes (0: no cap) stops
  * listing findings once they pass that many bytes; the counts stay whole and
  * "truncated" says how many were left out. Returns 0 or TFTAP_ENOMEM. */
 int analysis_findings_json(const analysis_findings *f, int64_t run, size_t max_bytes,

@@ -808,12 +808,20 @@ int analysis_check_judge(store *s, analysis_check_pass *c, analysis_findings *ou
     return rc;
 }
 
+static int run_row_running(void *ctx, const store_run_row *row)
+{
+    *(int *)ctx = row->ended_us == 0;
+    return 0;
+}
+
 int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_findings *out)
 {
     analysis_check_pass *c = NULL;
     int rc = check_read(s, run_id, filter, 0, &c);
     if (!rc)
         rc = analysis_check_judge(s, c, out);
+    if (!rc)
+        rc = store_run_get(s, run_id, run_row_running, &out->running);
     analysis_check_pass_free(c);
     return rc;
 }
@@ -865,6 +873,8 @@ int analysis_findings_json(const analysis_findings *f, int64_t run, size_t max_b
     /* Only when cut short: the command line's output stays as it was. */
     if (shown < f->n)
         tftap_buf_printf(out, ",\"truncated\":%zu", f->n - shown);
+    if (f->running)
+        tftap_buf_puts(out, ",\"running\":true");
     tftap_buf_puts(out, "}\n");
     return tftap_buf_failed(out) ? TFTAP_ENOMEM : 0;
 }

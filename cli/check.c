@@ -113,6 +113,10 @@ int cli_check(int argc, char **argv)
         if (f.unchecked)
             tftap_buf_printf(&out, "; %zu call%s could not be checked (no schema recorded)",
                              f.unchecked, f.unchecked == 1 ? "" : "s");
+        /* Under tftap wrap a run ends when its last recorder is done. */
+        if (f.running)
+            tftap_buf_puts(&out, "; the run has not ended: calls recorded after this are "
+                                 "not checked");
         tftap_buf_puts(&out, ".\n");
     }
     int err = cli_flush(&out);

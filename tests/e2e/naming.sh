@@ -432,6 +432,11 @@ sqlite3 "$WORK/open.db" "UPDATE runs SET ended_us = NULL WHERE id = $run"
     2>"$WORK/open.err"
 check_eq "match of a run without an end: exit 0, ended false" "$? $(jq .ended "$WORK/open.json")" "0 false"
 check "... and says so" grep -q "^tftap: run $run has no end in the record yet" "$WORK/open.err"
+check "tftap check of a run without an end: says it has not ended" \
+    sh -c "'$TFTAP' check --db '$WORK/open.db' $run | grep -q '; the run has not ended: calls recorded after this are not checked\.\$'"
+check_eq "... --json: running" "$("$TFTAP" check --db "$WORK/open.db" "$run" --json | jq .running)" true
+check_eq "tftap check of an ended run: no running, no such words" \
+    "$("$TFTAP" check --db "$db" "$run" --json | jq .running) $("$TFTAP" check --db "$db" "$run" | grep -c 'not ended')" "null 0"
 "$TFTAP" match --db "$db" "$run" --plan "$WORK/pw.json" --state "$WORK/s7.json" \
     --before "$WORK/s6.json" --json >"$WORK/closed.json" 2>"$WORK/closed.err"
 check_eq "match of an ended run: ended true, nothing on stderr" \
