@@ -244,15 +244,17 @@ func safely(f func() (cty.Value, error)) (v cty.Value, err error) {
 }
 
 // reasonHugeExponent is the verdict on damaged bytes not given to go-cty.
-const reasonHugeExponent = "decimal exponent of six or more digits, not given to go-cty"
+const reasonHugeExponent = "exponent of six or more digits, not given to go-cty"
 
-// longExponent reports whether b holds what reads as a decimal exponent of
-// six or more significant digits (1e123456). go-cty decodes such a number,
-// but hashing it into a set formats it in full: minutes of CPU and GBs of
-// memory for one damaged payload (seen with seed 1922033125273944459).
+// longExponent reports whether b holds what reads as an exponent of six or
+// more significant digits, decimal (1e123456) or binary (7.8p1971199492:
+// math/big reads a "p" exponent in base 10 too). go-cty decodes such a
+// number, but hashing it into a set formats it in full: minutes of CPU and
+// GBs of memory for one damaged payload (seen with seeds
+// 1922033125273944459 and, binary, 2858057749264442379).
 func longExponent(b []byte) bool {
 	for i := 0; i+1 < len(b); i++ {
-		if b[i] != 'e' && b[i] != 'E' {
+		if b[i] != 'e' && b[i] != 'E' && b[i] != 'p' && b[i] != 'P' {
 			continue
 		}
 		j := i + 1
@@ -325,7 +327,7 @@ func tolerated(reason string) string {
 	case strings.Contains(reason, render.ErrHugeNumber.Error()):
 		return "number exponent too large to compare"
 	case reason == reasonHugeExponent:
-		return "decimal exponent too large for go-cty to decode in time"
+		return "exponent too large for go-cty to decode in time"
 	}
 	return ""
 }
