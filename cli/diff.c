@@ -55,6 +55,20 @@ static size_t step_runs(store *s, int64_t run_id)
     return store_run_children_each(s, run_id, count_run, &n) == 0 ? n : 0;
 }
 
+static int ended_row(void *ctx, const store_run_row *row)
+{
+    *(int *)ctx = row->ended_us != 0;
+    return 0;
+}
+
+/* Has run its end in the record? (1 when it cannot be told: no warning.) */
+static int run_ended(store *s, int64_t run)
+{
+    int ended = 1;
+    (void)store_run_get(s, run, ended_row, &ended);
+    return ended;
+}
+
 int cli_diff_format(const char *cmd, const char *format, enum analysis_diff_format *fmt)
 {
     if (strcmp(format, "text") == 0)
@@ -139,6 +153,13 @@ int cli_diff(int argc, char **argv)
     if (cli_open_run(db_path, argv[optind], &s[0], &path[0], &ra, &owned[0]) ||
         cli_open_run(db_path, argv[optind + 1], &s[1], &path[1], &rb, &owned[1]))
         goto close;
+    /* A run still being recorded (a wrapped command's recorders writing)
+     * or cut short: "the same" would be of part of it. */
+    for (int i = 0; i < 2; i++)
+        if (!run_ended(s[i], i ? rb : ra))
+            cli_error("warning: run %s has no end in the record yet (still being recorded, or "
+                      "cut short): it is compared as far as it is recorded",
+                      argv[optind + i]);
     analysis_diff_opts o = {
         .filter = npos == 3 ? argv[optind + 2] : NULL, .ignore = ignore, .nignore = nignore};
     size_t steps_a = step_runs(s[0], ra), steps_b = step_runs(s[1], rb);

@@ -435,6 +435,11 @@ check "... and says so" grep -q "^tftap: run $run has no end in the record yet" 
 check "tftap check of a run without an end: says it has not ended" \
     sh -c "'$TFTAP' check --db '$WORK/open.db' $run | grep -q '; the run has not ended: calls recorded after this are not checked\.\$'"
 check_eq "... --json: running" "$("$TFTAP" check --db "$WORK/open.db" "$run" --json | jq .running)" true
+"$TFTAP" diff --db "$WORK/open.db" "$run" "$run" >/dev/null 2>"$WORK/open-diff.err"
+check_eq "tftap diff of a run without an end: the same (exit 0), a warning per side" \
+    "$? $(grep -c "^tftap: warning: run $run has no end in the record yet" "$WORK/open-diff.err")" "0 2"
+"$TFTAP" diff --db "$db" "$run" "$run" >/dev/null 2>"$WORK/closed-diff.err"
+check_eq "tftap diff of an ended run: no warning" "$? $(wc -c <"$WORK/closed-diff.err")" "0 0"
 check_eq "tftap check of an ended run: no running, no such words" \
     "$("$TFTAP" check --db "$db" "$run" --json | jq .running) $("$TFTAP" check --db "$db" "$run" | grep -c 'not ended')" "null 0"
 "$TFTAP" match --db "$db" "$run" --plan "$WORK/pw.json" --state "$WORK/s7.json" \
