@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,8 @@ static sigset_t relayed_set(void)
 }
 
 /* The sentinel: blocks the relayed signals and, each time it is asked,
- * takes what is pending off (so the next group signal shows) and says so. */
+ * takes what is pending off (so the next group signal shows) and says which
+ * it took: bit sig-1 of a 64-bit mask. */
 static void sentinel_main(int cmd_fd, int ack_fd, pid_t parent)
 {
     sigset_t s = relayed_set();
@@ -100,9 +102,11 @@ static void sentinel_main(int cmd_fd, int ack_fd, pid_t parent)
     struct timespec zero = {0, 0};
     char c;
     while (read(3, &c, 1) == 1) {
-        while (sigtimedwait(&s, NULL, &zero) > 0)
-            ;
-        if (write(4, "k", 1) != 1)
+        uint64_t took = 0;
+        int sig;
+        while ((sig = sigtimedwait(&s, NULL, &zero)) > 0)
+            took |= UINT64_C(1) << (sig - 1);
+        if (write(4, &took, sizeof took) != (ssize_t)sizeof took)
             _exit(1);
     }
     _exit(0);
@@ -163,43 +167,18 @@ void run_signals_child(const struct run_signals *rs)
     sigaction(SIGCHLD, &rs->old_chld, NULL);
 }
 
-/* The signals pending at the sentinel (bit sig-1), or 0 when none or it
- * cannot be read. */
-static unsigned long long sentinel_pending(const struct run_signals *rs)
+/* Have the sentinel take the group's copies pending at it and say which
+ * (bit sig-1); 0 when none or it cannot be told. One exchange, so that a
+ * copy arriving meanwhile is either taken and told or left for the next. */
+static uint64_t sentinel_take(struct run_signals *rs)
 {
-    char path[64], line[256];
-    unsigned long long mask = 0;
-    snprintf(path, sizeof path, "/proc/%ld/status", (long)rs->sentinel);
-    FILE *f = fopen(path, "re");
-    if (f == NULL)
+    uint64_t took = 0;
+    if (write(rs->cmd_fd, "t", 1) != 1)
         return 0;
-    while (fgets(line, sizeof line, f) != NULL) {
-        if (strncmp(line, "ShdPnd:", 7) == 0 || strncmp(line, "SigPnd:", 7) == 0)
-            mask |= strtoull(line + 7, NULL, 16);
-    }
-    fclose(f);
-    return mask;
-}
-
-/* Have the sentinel take what is pending off, and wait until it has. */
-static void sentinel_drain(struct run_signals *rs)
-{
-    char c;
-    if (write(rs->cmd_fd, "d", 1) != 1)
-        return;
     struct pollfd p = {rs->ack_fd, POLLIN, 0};
-    if (poll(&p, 1, 1000) > 0)
-        (void)!read(rs->ack_fd, &c, 1);
-}
-
-/* 1 if sig is pending at the sentinel (sent to the group), which is then
- * made to take it off; 0 if not or it cannot be told. */
-static int sentinel_saw(struct run_signals *rs, int sig)
-{
-    if (!(sentinel_pending(rs) & (1ull << (sig - 1))))
+    if (poll(&p, 1, 1000) <= 0 || read(rs->ack_fd, &took, sizeof took) != (ssize_t)sizeof took)
         return 0;
-    sentinel_drain(rs);
-    return 1;
+    return took;
 }
 
 /* How long what came is held for its group's copy. */
@@ -225,6 +204,10 @@ int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
      * burst (timeout's two, say) are one signal to pass on or not. */
     int64_t held_until[NRELAYED] = {0};
     int group_got[NRELAYED] = {0};
+    /* When the sentinel took a group's copy of a signal no burst held
+     * yet (tftap's own copy still on its way): the burst it starts soon
+     * after is that group signal's. */
+    int64_t taken_early[NRELAYED] = {0};
     for (;;) {
         pid_t r = waitpid(pid, status, WNOHANG);
         if (r == pid)
@@ -259,20 +242,33 @@ int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
             if (held_until[i] == 0) {
                 /* Passed on in the order they came: never decided before
                  * one that came earlier, whose grace may be longer. */
-                int64_t until = tftap_mono_ms() + grace_for(&got);
+                int64_t now = tftap_mono_ms(), until = now + grace_for(&got);
                 for (size_t j = 0; j < NRELAYED; j++)
                     if (held_until[j] >= until)
                         until = held_until[j] + 1;
                 held_until[i] = until;
-                group_got[i] = 0;
+                group_got[i] = taken_early[i] != 0 && now - taken_early[i] <= SIGNAL_GRACE_MS;
+                taken_early[i] = 0;
             }
         }
         int64_t now = tftap_mono_ms();
+        /* Every signal the sentinel took is told at once: two sent to the
+         * group together are two group signals, neither passed on. */
+        int holding = 0;
+        for (size_t i = 0; i < NRELAYED; i++)
+            holding |= held_until[i] != 0;
+        uint64_t took = holding ? sentinel_take(rs) : 0;
+        for (size_t i = 0; i < NRELAYED; i++) {
+            if (!(took & (UINT64_C(1) << (relayed[i] - 1))))
+                continue;
+            if (held_until[i] != 0)
+                group_got[i] = 1;
+            else
+                taken_early[i] = now;
+        }
         for (size_t i = 0; i < NRELAYED; i++) {
             if (held_until[i] == 0)
                 continue;
-            if (sentinel_saw(rs, relayed[i]))
-                group_got[i] = 1;
             if (now >= held_until[i]) {
                 held_until[i] = 0;
                 if (!group_got[i])

@@ -144,6 +144,9 @@ passed_on() {
     counter "$name" "$how" "$sig"
     case $how in
     group) kill -s "$sig" -- -"$pid" ;;
+    # Two signals to the group at once: the second's copy is at the
+    # sentinel by the time tftap looks for the first's.
+    group-two) kill -s "$sig" -- -"$pid" && kill -s TERM -- -"$pid" ;;
     alone) kill -s "$sig" "$pid" ;;
     timeout-*) kill -s ALRM "$pid" ;;
     late-* | script-*) touch "$WORK/$name/go" ;;
@@ -157,6 +160,7 @@ passed_on() {
 passed_on count-group-int group INT "QUIT "
 passed_on count-group-term group TERM "QUIT "
 passed_on count-group-hup group HUP "QUIT "
+passed_on count-group-int-term group-two INT "QUIT "
 passed_on count-alone-int alone INT "INT QUIT "
 passed_on count-alone-term alone TERM "QUIT TERM "
 passed_on count-timeout-int timeout-INT INT "QUIT "
