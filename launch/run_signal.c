@@ -208,6 +208,10 @@ int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
      * yet (tftap's own copy still on its way): the burst it starts soon
      * after is that group signal's. */
     int64_t taken_early[NRELAYED] = {0};
+    /* When a copy the terminal sent to the group came (Ctrl-C): the
+     * sentinel has one too, to be taken off and not counted for a later
+     * signal. */
+    int64_t terminal_at[NRELAYED] = {0};
     for (;;) {
         pid_t r = waitpid(pid, status, WNOHANG);
         if (r == pid)
@@ -217,7 +221,7 @@ int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
 
         int timeout = -1;
         for (size_t i = 0; i < NRELAYED; i++)
-            if (held_until[i] != 0)
+            if (held_until[i] != 0 || terminal_at[i] != 0)
                 timeout = SIGNAL_POLL_MS;
         struct pollfd p = {self_pipe[0], POLLIN, 0};
         if (poll(&p, 1, timeout) < 0 && errno != EINTR)
@@ -231,9 +235,15 @@ int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
             if (i == NRELAYED)
                 continue; /* SIGCHLD: look at the child again */
             /* The terminal sends to its foreground group: the command is
-             * in ours, so it has this one already. */
-            if (got.code == SI_KERNEL)
+             * in ours, so it has this one already. So has the sentinel:
+             * its copy is taken off below (or was, just before). */
+            if (got.code == SI_KERNEL) {
+                if (taken_early[i] != 0)
+                    taken_early[i] = 0;
+                else
+                    terminal_at[i] = tftap_mono_ms();
                 continue;
+            }
             if (rs->sentinel <= 0) {
                 if (got.code <= 0)
                     kill(pid, got.sig);
@@ -254,17 +264,22 @@ int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
         int64_t now = tftap_mono_ms();
         /* Every signal the sentinel took is told at once: two sent to the
          * group together are two group signals, neither passed on. */
-        int holding = 0;
+        int asking = 0;
         for (size_t i = 0; i < NRELAYED; i++)
-            holding |= held_until[i] != 0;
-        uint64_t took = holding ? sentinel_take(rs) : 0;
+            asking |= held_until[i] != 0 || terminal_at[i] != 0;
+        uint64_t took = asking ? sentinel_take(rs) : 0;
         for (size_t i = 0; i < NRELAYED; i++) {
-            if (!(took & (UINT64_C(1) << (relayed[i] - 1))))
-                continue;
-            if (held_until[i] != 0)
-                group_got[i] = 1;
-            else
-                taken_early[i] = now;
+            if (took & (UINT64_C(1) << (relayed[i] - 1))) {
+                if (terminal_at[i] != 0)
+                    terminal_at[i] = 0;
+                else if (held_until[i] != 0)
+                    group_got[i] = 1;
+                else
+                    taken_early[i] = now;
+            }
+            /* Never seen at the sentinel (it could not be asked): let go. */
+            if (terminal_at[i] != 0 && now - terminal_at[i] > SIGNAL_GRACE_MS)
+                terminal_at[i] = 0;
         }
         for (size_t i = 0; i < NRELAYED; i++) {
             if (held_until[i] == 0)

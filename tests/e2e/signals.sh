@@ -169,6 +169,12 @@ passed_on count-late-int late-INT INT "QUIT "
 passed_on count-late-term late-TERM TERM "QUIT "
 passed_on count-script-int script-INT INT "INT QUIT "
 passed_on count-script-term script-TERM TERM "QUIT TERM "
+# A Ctrl-C at a terminal (the group: the command has it, and so has the
+# sentinel), then INT to tftap alone: only the second is passed on. Before,
+# the sentinel kept its copy of the Ctrl-C, and the INT was taken for the
+# group's and never passed on.
+check_eq "ctrl-c, then INT to tftap alone: signals tftap passed on" \
+    "$(python3 "$top_srcdir/tests/e2e/ctrlc.py" "$TFTAP" "$db" "$WORK/ctrlc")" "INT QUIT"
 # Two sent to tftap alone, the second once the first arrived: two.
 got_at_least() { [ "$(grep -c . "$got")" -ge "$1" ]; }
 counter count-alone-twice alone INT
