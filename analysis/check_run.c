@@ -808,20 +808,15 @@ int analysis_check_judge(store *s, analysis_check_pass *c, analysis_findings *ou
     return rc;
 }
 
-static int run_row_running(void *ctx, const store_run_row *row)
-{
-    *(int *)ctx = row->ended_us == 0;
-    return 0;
-}
-
 int analysis_check_run(store *s, int64_t run_id, const char *filter, analysis_findings *out)
 {
     analysis_check_pass *c = NULL;
     int rc = check_read(s, run_id, filter, 0, &c);
     if (!rc)
         rc = analysis_check_judge(s, c, out);
-    if (!rc)
-        rc = store_run_get(s, run_id, run_row_running, &out->running);
+    int ended = 0;
+    if (!rc && (rc = store_run_has_ended(s, run_id, &ended)) == 0)
+        out->running = !ended;
     analysis_check_pass_free(c);
     return rc;
 }

@@ -55,20 +55,6 @@ static size_t step_runs(store *s, int64_t run_id)
     return store_run_children_each(s, run_id, count_run, &n) == 0 ? n : 0;
 }
 
-static int ended_row(void *ctx, const store_run_row *row)
-{
-    *(int *)ctx = row->ended_us != 0;
-    return 0;
-}
-
-/* Has run its end in the record? (1 when it cannot be told: no warning.) */
-static int run_ended(store *s, int64_t run)
-{
-    int ended = 1;
-    (void)store_run_get(s, run, ended_row, &ended);
-    return ended;
-}
-
 int cli_diff_format(const char *cmd, const char *format, enum analysis_diff_format *fmt)
 {
     if (strcmp(format, "text") == 0)
@@ -155,11 +141,14 @@ int cli_diff(int argc, char **argv)
         goto close;
     /* A run still being recorded (a wrapped command's recorders writing)
      * or cut short: "the same" would be of part of it. */
-    for (int i = 0; i < 2; i++)
-        if (!run_ended(s[i], i ? rb : ra))
+    for (int i = 0; i < 2; i++) {
+        int ended = 0;
+        /* When it cannot be told, no warning: the diff says what fails. */
+        if (store_run_has_ended(s[i], i ? rb : ra, &ended) == 0 && !ended)
             cli_error("warning: run %s has no end in the record yet (still being recorded, or "
                       "cut short): it is compared as far as it is recorded",
                       argv[optind + i]);
+    }
     analysis_diff_opts o = {
         .filter = npos == 3 ? argv[optind + 2] : NULL, .ignore = ignore, .nignore = nignore};
     size_t steps_a = step_runs(s[0], ra), steps_b = step_runs(s[1], rb);

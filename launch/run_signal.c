@@ -20,8 +20,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -190,6 +188,16 @@ static int grace_for(const struct received *got)
     return SIGNAL_GRACE_MS;
 }
 
+/* Is a signal held, or a terminal's copy not yet taken off the sentinel?
+ * Then the sentinel is asked every SIGNAL_POLL_MS. */
+static int asking(const int64_t held_until[NRELAYED], const int64_t terminal_at[NRELAYED])
+{
+    for (size_t i = 0; i < NRELAYED; i++)
+        if (held_until[i] != 0 || terminal_at[i] != 0)
+            return 1;
+    return 0;
+}
+
 int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
 {
     if (self_pipe[0] < 0) {
@@ -219,12 +227,9 @@ int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
         if (r < 0 && errno != EINTR)
             return -1;
 
-        int timeout = -1;
-        for (size_t i = 0; i < NRELAYED; i++)
-            if (held_until[i] != 0 || terminal_at[i] != 0)
-                timeout = SIGNAL_POLL_MS;
         struct pollfd p = {self_pipe[0], POLLIN, 0};
-        if (poll(&p, 1, timeout) < 0 && errno != EINTR)
+        if (poll(&p, 1, asking(held_until, terminal_at) ? SIGNAL_POLL_MS : -1) < 0 &&
+            errno != EINTR)
             return -1;
 
         struct received got;
@@ -264,10 +269,7 @@ int run_signals_wait(struct run_signals *rs, pid_t pid, int *status)
         int64_t now = tftap_mono_ms();
         /* Every signal the sentinel took is told at once: two sent to the
          * group together are two group signals, neither passed on. */
-        int asking = 0;
-        for (size_t i = 0; i < NRELAYED; i++)
-            asking |= held_until[i] != 0 || terminal_at[i] != 0;
-        uint64_t took = asking ? sentinel_take(rs) : 0;
+        uint64_t took = asking(held_until, terminal_at) ? sentinel_take(rs) : 0;
         for (size_t i = 0; i < NRELAYED; i++) {
             if (took & (UINT64_C(1) << (relayed[i] - 1))) {
                 if (terminal_at[i] != 0)

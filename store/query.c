@@ -123,6 +123,18 @@ int store_run_uuid(store *s, int64_t run_id, char out[STORE_UUID_LEN + 1])
                     &is_null);
 }
 
+static int ended_row(void *ctx, const store_run_row *row)
+{
+    *(int *)ctx = row->ended_us != 0;
+    return 0;
+}
+
+int store_run_has_ended(store *s, int64_t run_id, int *ended)
+{
+    *ended = 0;
+    return store_run_get(s, run_id, ended_row, ended);
+}
+
 int store_run_key_id(store *s, int64_t run_id, char out[STORE_RUN_KEY_ID_SIZE])
 {
     int is_null;

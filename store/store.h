@@ -237,6 +237,9 @@ int store_run_get(store *s, int64_t run_id, int (*fn)(void *ctx, const store_run
  * which run an id names in this database now. 0, TFTAP_ENOTFOUND without
  * such a run, or a store error. */
 int store_run_uuid(store *s, int64_t run_id, char out[STORE_UUID_LEN + 1]);
+/* *ended: 1 when the run's end is in the record, 0 while it is still being
+ * recorded (or was cut short). 0, TFTAP_ENOTFOUND or TFTAP_ESTORE. */
+int store_run_has_ended(store *s, int64_t run_id, int *ended);
 /* Which key hashed run_id's $sensitive values: its runs.key_id when it was
  * recorded elsewhere (pushed, a bundle's), else the id of this database's
  * own key. Hashes of two runs compare only when these are equal.
