@@ -17,7 +17,7 @@ printf 'this is not an SQLite database, it is a text file of more than a hundred
 eval "$(cd "$w" && "$TFTAP" wrap --db "$d/bad.db" --out "$WORK/shims" 2>/dev/null)"
 # wrapped_processes LOG: how many provider processes a shim started (each
 # has a recorder, which logs its one line in its own time).
-wrapped_processes() { awk -F'\t' '$1 == "begin" && $5 == "tftap" { print $2 }' "$1" | sort -u | wc -l; }
+wrapped_processes() { log_begins "$1" | cut -d' ' -f1 | sort -u | wc -l; }
 (cd "$w" && TFTEST_RPC_LOG=$WORK/rpc1.log TF_LOG=trace TF_LOG_PATH=$WORK/tofu-trace.log \
     tofu plan -input=false -no-color >"$WORK/plan.out" 2>&1)
 check_eq "wrap, unopenable database: plan exits 0" "$?" 0
