@@ -239,6 +239,30 @@ static off_t wal_file_size(const char *path)
     return size;
 }
 
+/* The bytes of the SQLite file at path, read through SQLite (never an
+ * open()/close() of ours: sdb_file_read says why), at most
+ * STORE_BUNDLE_MAX_BYTES. */
+static int read_whole(const char *path, tftap_buf *out)
+{
+    sdb *db = NULL;
+    int64_t size = 0;
+    int rc = sdb_open(path, SDB_OPEN_READONLY, &db);
+    if (rc == SDB_OK)
+        rc = sdb_file_size(db, &size);
+    if (rc == SDB_OK && (size < 0 || size > (int64_t)STORE_BUNDLE_MAX_BYTES))
+        rc = SDB_TOOBIG;
+    if (rc == SDB_OK && tftap_buf_reserve(out, (size_t)size + 1) != 0)
+        rc = SDB_NOMEM;
+    if (rc == SDB_OK && size > 0)
+        rc = sdb_file_read(db, 0, out->data, (size_t)size);
+    if (rc == SDB_OK)
+        out->len = (size_t)size;
+    sdb_close(db);
+    if (rc != SDB_OK)
+        tftap_buf_done(out);
+    return rc == SDB_NOMEM ? SDB_NOMEM : rc == SDB_OK ? SDB_OK : SDB_ERROR;
+}
+
 /* A bundle or database an older tftap wrote: read whole into memory and
  * migrated there, so that it reads as a current one while its file is left
  * as it is (it is someone's evidence, and reading never writes). */
@@ -248,9 +272,9 @@ static int open_old_bundle(const char *path, sdb **out)
     sdb *db = NULL;
     int v = 0;
     char digest[65];
-    int rc = tftap_read_file(path, (size_t)STORE_BUNDLE_MAX_BYTES, &file);
-    if (rc)
-        return rc == TFTAP_ENOMEM ? SDB_NOMEM : SDB_ERROR;
+    int rc = read_whole(path, &file);
+    if (rc != SDB_OK)
+        return rc;
     tftap_sha256_hex(file.data, file.len, digest);
     if (file.len >= 100 && file.data[18] == 2 && file.data[19] == 2) {
         /* A WAL database: its image reads in rollback mode, unless a -wal
@@ -323,20 +347,30 @@ static int open_immutable(const char *path, sdb **db)
 static int readable_as_record(const char *path)
 {
     unsigned char head[100];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    /* Read through SQLite (sdb_file_read says why): a server that serves
+     * this file holds a connection on it, and an open()/close() here would
+     * drop that connection's locks, after which it no longer sees commits. */
+    sdb *db = NULL;
+    int rc = sdb_open(path, SDB_OPEN_READONLY, &db);
+    if (rc == SDB_OK)
+        rc = sdb_file_read(db, 0, head, sizeof head);
+    sdb_close(db);
+    db = NULL;
+    if (rc == SDB_CANTOPEN) {
+        if (access(path, R_OK) == 0)
+            errno = EIO; /* readable, yet SQLite could not open it */
         return TFTAP_EIO;
-    ssize_t n = read(fd, head, sizeof head);
-    close(fd);
+    }
     errno = 0;
-    if (n != (ssize_t)sizeof head || memcmp(head, "SQLite format 3", 16) != 0)
+    if (rc == SDB_NOMEM)
+        return TFTAP_ENOMEM;
+    if (rc != SDB_OK || memcmp(head, "SQLite format 3", 16) != 0)
         return TFTAP_ESTORE;
     int wal = head[18] == 2 && head[19] == 2;
     if (!wal || wal_file_size(path) >= 0)
         return 0; /* a rollback journal reader writes nothing; a live WAL has its files */
-    sdb *db = NULL;
     int64_t app = 0;
-    int rc = open_immutable(path, &db);
+    rc = open_immutable(path, &db);
     int ok = rc == SDB_OK && (looks_like_record(db) || (application_id(db, &app) == SDB_OK &&
                                                         app == STORE_BUNDLE_APPLICATION_ID));
     sdb_close(db);

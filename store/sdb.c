@@ -122,6 +122,16 @@ int sdb_data_version(sdb *db, int64_t *v)
     return db->pg ? sdb_pg_data_version(db, v) : sdb_lite_data_version(db, v);
 }
 
+int sdb_file_size(sdb *db, int64_t *size)
+{
+    return db->pg ? SDB_ERROR : sdb_lite_file_size(db, size);
+}
+
+int sdb_file_read(sdb *db, int64_t off, void *buf, size_t n)
+{
+    return db->pg ? SDB_ERROR : sdb_lite_file_read(db, off, buf, n);
+}
+
 static int prepare(sdb *db, const char *sql, int large, sdb_stmt **out)
 {
     *out = NULL;

@@ -62,6 +62,15 @@ const char *sdb_open_error(void);
 void sdb_set_open_error(const char *msg);
 /* An SQLite database image (a file's bytes) opened in memory, writable. */
 int sdb_open_sqlite_image(const void *data, size_t len, sdb **out);
+/* The size, and n bytes at off, of the file an SQLite connection opened,
+ * read through SQLite's own file (never an open()/close() of the caller's:
+ * closing any descriptor of a file drops every POSIX lock this process
+ * holds on it, those of its other connections included). Opening a
+ * connection reads no page and makes no -wal or -shm file, so a file may be
+ * looked at this way before it is queried. A read past the end fills with
+ * zeros and fails. PostgreSQL: SDB_ERROR. */
+int sdb_file_size(sdb *db, int64_t *size);
+int sdb_file_read(sdb *db, int64_t off, void *buf, size_t n);
 void sdb_close(sdb *db);
 int sdb_is_pg(const sdb *db);
 const char *sdb_errmsg(sdb *db);

@@ -32,6 +32,8 @@ int sdb_lite_exec(sdb *db, const char *sql);
 int sdb_lite_get_autocommit(sdb *db);
 void sdb_lite_busy_timeout(sdb *db, int ms);
 int sdb_lite_data_version(sdb *db, int64_t *v);
+int sdb_lite_file_size(sdb *db, int64_t *size);
+int sdb_lite_file_read(sdb *db, int64_t off, void *buf, size_t n);
 int sdb_lite_prepare(sdb *db, const char *sql, sdb_stmt *st);
 int sdb_lite_step(sdb_stmt *st);
 int sdb_lite_reset(sdb_stmt *st);

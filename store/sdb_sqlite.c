@@ -89,6 +89,37 @@ int sdb_lite_data_version(sdb *db, int64_t *v)
     return lite_rc(rc);
 }
 
+/* The main database's file, as SQLite's VFS opened it. */
+static sqlite3_file *main_file(sdb *db)
+{
+    sqlite3_file *f = NULL;
+    if (sqlite3_file_control(db->lite, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f ||
+        !f->pMethods)
+        return NULL;
+    return f;
+}
+
+int sdb_lite_file_size(sdb *db, int64_t *size)
+{
+    sqlite3_file *f = main_file(db);
+    sqlite3_int64 n = 0;
+    if (!f)
+        return SDB_CANTOPEN;
+    int rc = f->pMethods->xFileSize(f, &n);
+    *size = n;
+    return lite_rc(rc);
+}
+
+int sdb_lite_file_read(sdb *db, int64_t off, void *buf, size_t n)
+{
+    sqlite3_file *f = main_file(db);
+    if (!f)
+        return SDB_CANTOPEN;
+    if (n > INT32_MAX || off < 0)
+        return SDB_TOOBIG;
+    return lite_rc(f->pMethods->xRead(f, buf, (int)n, off));
+}
+
 int sdb_lite_prepare(sdb *db, const char *sql, sdb_stmt *st)
 {
     return lite_rc(sqlite3_prepare_v2(db->lite, sql, -1, &st->lite, NULL));

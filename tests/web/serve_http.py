@@ -472,6 +472,15 @@ def read_until(marker, bound=20.0):
     return marker in buf
 
 
+def read_more():
+    """What has come meanwhile, read into buf: the change events so far."""
+    global buf
+    r, _, _ = select.select([ev], [], [], 0.1)
+    if r:
+        buf += ev.recv(65536)
+    return buf.count(b"event: change")
+
+
 check("events: a hello on connect", read_until(b"event: hello"))
 check("events: text/event-stream", b"text/event-stream" in buf)
 st, _, _ = s.req("/api/runs")
@@ -485,6 +494,23 @@ check("status=error finds the failed call", st == 200 and [c["id"] for c in d["c
 st, d = s.api("/api/runs/%d/calls?status=2" % run)
 check("status=2 finds it too", st == 200 and len(d["calls"]) == 1)
 w.execute("UPDATE calls SET status_code = 0, status_message = NULL WHERE id = ?", (first,))
+w.commit()
+w.close()
+# Every later commit is announced too, requests or not in between. A
+# request's session once read the file's header with open()/close(), which
+# dropped the server's own locks on it: after one more event, none came
+# (commits of a recorder that ended, as each connection here is).
+for i in range(3):
+    seen = buf.count(b"event: change")
+    st, _, _ = s.req("/api/runs/%d" % run)
+    w = sqlite3.connect(DB, timeout=10)
+    w.execute("UPDATE calls SET status_message = ? WHERE id = ?", ("note %d" % i, first))
+    w.commit()
+    w.close()
+    check("events: commit %d after a request is announced" % (i + 1),
+          st == 200 and until(lambda: read_more() > seen))
+w = sqlite3.connect(DB, timeout=10)
+w.execute("UPDATE calls SET status_message = NULL WHERE id = ?", (first,))
 w.commit()
 w.close()
 
