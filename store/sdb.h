@@ -68,7 +68,8 @@ int sdb_open_sqlite_image(const void *data, size_t len, sdb **out);
  * holds on it, those of its other connections included). Opening a
  * connection reads no page and makes no -wal or -shm file, so a file may be
  * looked at this way before it is queried. A read past the end fills with
- * zeros and fails. PostgreSQL: SDB_ERROR. */
+ * zeros and fails; one read takes at most INT32_MAX bytes (else SDB_TOOBIG).
+ * PostgreSQL: SDB_ERROR. */
 int sdb_file_size(sdb *db, int64_t *size);
 int sdb_file_read(sdb *db, int64_t off, void *buf, size_t n);
 void sdb_close(sdb *db);
