@@ -17,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <microhttpd.h>
 #include <openssl/crypto.h>
@@ -150,10 +151,15 @@ struct web_server {
     pthread_mutex_t pool_lock;
     store *pool[POOL_MAX];
     int npool;
-    /* The live-update check's own session once w->s's was lost. */
+    /* The live-update check's own session once w->s's was lost, or once
+     * the SQLite file at db_path was another than the one it watched. */
     store *live;
     int reconnecting;
     int64_t next_reconnect_ms;
+    /* The SQLite file watched (file_known: its device and inode are known). */
+    dev_t file_dev;
+    ino_t file_ino;
+    int file_known;
 };
 
 /* ---- the listening address --------------------------------------------- */
@@ -750,11 +756,16 @@ struct reconnect {
     uv_work_t req;
     web_server *w;
     store *s;
+    struct stat st; /* the SQLite file, taken before it was opened */
+    int st_ok;
 };
 
 static void reconnect_work(uv_work_t *req)
 {
     struct reconnect *r = container_of(req, struct reconnect, req);
+    /* Before the open: a file replaced in between is found on the next
+     * look, never taken for the one opened. */
+    r->st_ok = !r->w->pooled && stat(r->w->db_path, &r->st) == 0;
     if (store_open(r->w->db_path, STORE_OPEN_READONLY, &r->s) != 0)
         r->s = NULL;
 }
@@ -768,6 +779,9 @@ static void reconnect_done(uv_work_t *req, int status)
     if (r->s && w->running) {
         store_close(w->live);
         w->live = r->s;
+        w->file_known = r->st_ok;
+        w->file_dev = r->st.st_dev;
+        w->file_ino = r->st.st_ino;
         /* The new session counts from zero, and commits made while none
          * was open went unannounced: say that something changed. */
         w->data_version = 0;
@@ -803,13 +817,24 @@ static void reconnect(web_server *w)
     }
 }
 
+/* 1 when the SQLite file at db_path is another than the one watched (the
+ * record removed and made again by a later run, a copy moved in): its
+ * commits would never show on the watched one. A path with no file yet
+ * is not another file. */
+static int file_replaced(web_server *w)
+{
+    struct stat st;
+    return w->file_known && stat(w->db_path, &st) == 0 &&
+           (st.st_dev != w->file_dev || st.st_ino != w->file_ino);
+}
+
 static void on_live(uv_timer_t *t)
 {
     web_server *w = container_of(t, web_server, live_timer);
     int64_t v = 0;
     store *s = w->live ? w->live : w->s;
     int rc = store_data_version(s, &v);
-    if (rc != 0 && store_connection_lost(s))
+    if ((rc != 0 && store_connection_lost(s)) || file_replaced(w))
         reconnect(w);
     else if (rc == 0 && v != w->data_version) {
         w->data_version = v;
@@ -1154,6 +1179,12 @@ int web_server_new(store *s, const web_opts *opts, web_server **out)
     snprintf(w->url, sizeof w->url, "http://%s/?token=%s", w->host, w->token);
     store_data_version(s, &w->data_version);
     w->pooled = store_path_is_url(w->db_path);
+    struct stat st;
+    if (!w->pooled && stat(w->db_path, &st) == 0) {
+        w->file_known = 1;
+        w->file_dev = st.st_dev;
+        w->file_ino = st.st_ino;
+    }
     *out = w;
     return 0;
 

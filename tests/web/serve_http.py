@@ -513,6 +513,28 @@ w = sqlite3.connect(DB, timeout=10)
 w.execute("UPDATE calls SET status_message = NULL WHERE id = ?", (first,))
 w.commit()
 w.close()
+# The record removed and made again at its path (rm -rf .tftap, then a new
+# run): the file the server watched is gone, and the new one's commits are
+# announced too.
+seen = read_more()
+src, dst = sqlite3.connect(DB, timeout=10), sqlite3.connect(DB + ".new")
+src.backup(dst)
+src.close()
+dst.execute("PRAGMA journal_mode=WAL")
+dst.execute("UPDATE calls SET status_message = 'anew' WHERE id = ?", (first,))
+dst.commit()
+dst.close()
+for side in ("", "-wal", "-shm"):
+    if os.path.exists(DB + side):
+        os.remove(DB + side)
+os.rename(DB + ".new", DB)
+check("events: a record made again at its path is announced", until(lambda: read_more() > seen))
+seen = read_more()
+w = sqlite3.connect(DB, timeout=10)
+w.execute("UPDATE calls SET status_message = NULL WHERE id = ?", (first,))
+w.commit()
+w.close()
+check("events: and a commit to it", until(lambda: read_more() > seen))
 
 # An idle connection is closed after the idle timeout (TFTAP_SERVE_IDLE_TIMEOUT).
 rc, err = s.stop()
