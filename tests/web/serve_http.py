@@ -517,11 +517,14 @@ w.close()
 # run): the file the server watched is gone, and the new one's commits are
 # announced too.
 seen = read_more()
+st, d = s.api("/api/runs/%d/verdict" % run)
+exit_before = d["verdict"]["exit_code"] if st == 200 else None
 src, dst = sqlite3.connect(DB, timeout=10), sqlite3.connect(DB + ".new")
 src.backup(dst)
 src.close()
 dst.execute("PRAGMA journal_mode=WAL")
 dst.execute("UPDATE calls SET status_message = 'anew' WHERE id = ?", (first,))
+dst.execute("UPDATE runs SET exit_code = 100 + exit_code WHERE id = ?", (run,))
 dst.commit()
 dst.close()
 for side in ("", "-wal", "-shm"):
@@ -529,9 +532,15 @@ for side in ("", "-wal", "-shm"):
         os.remove(DB + side)
 os.rename(DB + ".new", DB)
 check("events: a record made again at its path is announced", until(lambda: read_more() > seen))
+# The verdict is kept while nothing changes: the old file's must not be
+# given for the new file's run of the same id.
+st, d = s.api("/api/runs/%d/verdict" % run)
+check_eq("its run's verdict is the new file's", (st, d["verdict"]["exit_code"] if st == 200 else None),
+         (200, None if exit_before is None else exit_before + 100))
 seen = read_more()
 w = sqlite3.connect(DB, timeout=10)
 w.execute("UPDATE calls SET status_message = NULL WHERE id = ?", (first,))
+w.execute("UPDATE runs SET exit_code = exit_code - 100 WHERE id = ?", (run,))
 w.commit()
 w.close()
 check("events: and a commit to it", until(lambda: read_more() > seen))
