@@ -32,6 +32,14 @@ cat >"$WORK/bin/tofu" <<EOF
 "$TOFU" "\$@"
 rc=\$?
 if [ "\$1" = apply ] && [ -n "\${FREEZE:-}" ]; then
+    # The recorders' last commits first (on a busy machine they may still
+    # be writing what the providers answered last): what is frozen out is
+    # the run's end alone, which tftap run records after this.
+    n=0
+    while pgrep -f "tftap shim \$TMPDIR/" >/dev/null && [ \$n -lt 1500 ]; do
+        sleep 0.2
+        n=\$((n + 1))
+    done
     chattr +i "\$FREEZE" "\$FREEZE-wal" || exit 99
     # Its pages written back first, so that the next write to any of them
     # faults, and is refused.
